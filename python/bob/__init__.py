@@ -1,0 +1,1 @@
+"""bob: binary formats and a Rust-backed deterministic FP32 training run."""

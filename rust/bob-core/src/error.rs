@@ -1,0 +1,61 @@
+//! The one error type of the core: each variant names exactly what was refused.
+
+use std::fmt;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CoreError {
+    /// A plane's length differs from P's (`plane` is "M" or "V").
+    PlaneLengthMismatch { plane: &'static str, expected: usize, actual: usize },
+    /// P's length is not `rows * rows` for a whole number of rows, or is zero.
+    NotSquare { len: usize },
+    /// The contexts and targets arrays have different lengths.
+    PairCountMismatch { contexts: usize, targets: usize },
+    /// Training needs at least one pair: the loss divides by the pair count.
+    NoPairs,
+    /// A pair's context is not a row of the table.
+    ContextOutOfRange { index: usize, value: u32, vocabulary: usize },
+    /// A pair's target is not a column of the table.
+    TargetOutOfRange { index: usize, value: u32, vocabulary: usize },
+    /// A prompt word is neither a row of the table nor the empty-prompt word.
+    PromptOutOfRange { index: usize, value: u32, vocabulary: usize },
+    /// `step + updates` does not fit in a u64.
+    StepOverflow { step: u64, updates: u64 },
+}
+
+impl fmt::Display for CoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CoreError::PlaneLengthMismatch { plane, expected, actual } => write!(
+                f,
+                "plane {plane} holds {actual} values, expected {expected} (the length of P)"
+            ),
+            CoreError::NotSquare { len } => write!(
+                f,
+                "P holds {len} values, which is not rows x rows for a whole number of rows >= 1"
+            ),
+            CoreError::PairCountMismatch { contexts, targets } => write!(
+                f,
+                "contexts holds {contexts} pairs but targets holds {targets}"
+            ),
+            CoreError::NoPairs => write!(f, "there are no pairs to train on (pair count K = 0)"),
+            CoreError::ContextOutOfRange { index, value, vocabulary } => write!(
+                f,
+                "contexts[{index}] = {value} is not below the vocabulary {vocabulary}"
+            ),
+            CoreError::TargetOutOfRange { index, value, vocabulary } => write!(
+                f,
+                "targets[{index}] = {value} is not below the vocabulary {vocabulary}"
+            ),
+            CoreError::PromptOutOfRange { index, value, vocabulary } => write!(
+                f,
+                "prompt word {index} = {value:#x} is neither below the vocabulary {vocabulary} nor 0xffffffff (empty prompt)"
+            ),
+            CoreError::StepOverflow { step, updates } => write!(
+                f,
+                "step {step} leaves no room for {updates} more updates in a u64"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CoreError {}

@@ -1,0 +1,388 @@
+//! The fast path of §6.3. Rows are independent through a whole invocation:
+//! row r's gradient reads only row r of P, and its AdamW step writes only row
+//! r. So each row runs all its updates while it sits in L1, rows are split
+//! across threads, and the element loops are written so the compiler turns
+//! them into 8-wide vector code. None of that changes the operations an
+//! element sees, nor their order: the bits are those of the scalar contract.
+
+use std::ops::Range;
+
+use crate::pinned::{combine_lanes, exp_pinned};
+use crate::{AdamW, Options, StepScalars};
+
+/// Which compiled copy of the row loop runs. They are the same source code,
+/// compiled for different instruction sets; they give the same bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernel {
+    /// The best one this CPU supports.
+    Auto,
+    /// Baseline instruction set of the build target (SSE2 on x86_64).
+    Portable,
+    /// AVX2 (x86_64), chosen at run time.
+    Avx2,
+}
+
+impl Kernel {
+    pub fn is_available(self) -> bool {
+        match self {
+            Kernel::Auto | Kernel::Portable => true,
+            Kernel::Avx2 => avx2_available(),
+        }
+    }
+
+    /// The concrete kernel `self` stands for on this CPU.
+    pub fn resolve(self) -> Kernel {
+        match self {
+            Kernel::Auto if avx2_available() => Kernel::Avx2,
+            Kernel::Auto => Kernel::Portable,
+            Kernel::Avx2 if !avx2_available() => Kernel::Portable,
+            other => other,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Auto => "auto",
+            Kernel::Portable => "portable",
+            Kernel::Avx2 => "avx2",
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn avx2_available() -> bool {
+    std::is_x86_feature_detected!("avx2")
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn avx2_available() -> bool {
+    false
+}
+
+/// What every row needs, computed once per call.
+struct Plan {
+    vocabulary: usize,
+    /// Row r's pairs are slots `row_offsets[r]..row_offsets[r + 1]`.
+    row_offsets: Vec<usize>,
+    slot_targets: Vec<u32>,
+    beta1: f32,
+    beta2: f32,
+    eps: f32,
+    decay: f32,
+    omb1: f32,
+    omb2: f32,
+    /// f32(K), and 1/f32(K) when dividing by f32(K) equals multiplying by it
+    /// bit for bit (K a power of two: both round the same real number).
+    pair_count: f32,
+    pair_count_reciprocal: Option<f32>,
+}
+
+/// Below this much work (values x updates), threads cost more than they save.
+const MIN_PARALLEL_WORK: usize = 1 << 17;
+
+/// Updates a row makes before the next row runs. Bounds the loss scratch
+/// (pairs x block) whatever the update count; any block size gives the same
+/// bits.
+const UPDATE_BLOCK: u64 = 16;
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn train_checked(
+    p: &mut [f32],
+    m: &mut [f32],
+    v: &mut [f32],
+    vocabulary: usize,
+    contexts: &[u32],
+    targets: &[u32],
+    step: u64,
+    updates: u64,
+    hyper: &AdamW,
+    options: Options,
+) -> Vec<f64> {
+    let pair_count = contexts.len();
+    let mut row_offsets = vec![0usize; vocabulary + 1];
+    for &c in contexts {
+        row_offsets[c as usize + 1] += 1;
+    }
+    for r in 0..vocabulary {
+        row_offsets[r + 1] += row_offsets[r];
+    }
+    let mut fill = row_offsets.clone();
+    let mut slot_of_pair = vec![0usize; pair_count];
+    let mut slot_targets = vec![0u32; pair_count];
+    for (i, (&c, &t)) in contexts.iter().zip(targets).enumerate() {
+        let slot = fill[c as usize];
+        fill[c as usize] += 1;
+        slot_of_pair[i] = slot;
+        slot_targets[slot] = t;
+    }
+    let kf = pair_count as f32;
+    let plan = Plan {
+        vocabulary,
+        row_offsets,
+        slot_targets,
+        beta1: hyper.beta1,
+        beta2: hyper.beta2,
+        eps: hyper.eps,
+        decay: hyper.decay(),
+        omb1: 1.0f32 - hyper.beta1,
+        omb2: 1.0f32 - hyper.beta2,
+        pair_count: kf,
+        pair_count_reciprocal: exact_reciprocal(kf),
+    };
+    let kernel = options.kernel.resolve();
+
+    let mut losses = Vec::with_capacity(updates.min(1 << 20) as usize);
+    let mut logp = Vec::new();
+    let mut done = 0u64;
+    while done < updates {
+        let block = (updates - done).min(UPDATE_BLOCK) as usize;
+        let schedule: Vec<StepScalars> =
+            (1..=block as u64).map(|i| hyper.step_scalars(step + done + i)).collect();
+        // logp[slot * block + t]: log prob of that pair's target before update t.
+        logp.clear();
+        logp.resize(pair_count * block, 0f64);
+        let threads = thread_count(options.threads, vocabulary, block);
+        if threads <= 1 {
+            run_rows(kernel, &plan, &schedule, 0..vocabulary, p, m, v, &mut logp);
+        } else {
+            std::thread::scope(|scope| {
+                let (mut p, mut m, mut v, mut logp) = (&mut *p, &mut *m, &mut *v, &mut logp[..]);
+                let mut start = 0usize;
+                for i in 0..threads {
+                    let end = vocabulary * (i + 1) / threads;
+                    let values = (end - start) * vocabulary;
+                    let slots = (plan.row_offsets[end] - plan.row_offsets[start]) * block;
+                    let (pp, rest_p) = std::mem::take(&mut p).split_at_mut(values);
+                    let (mp, rest_m) = std::mem::take(&mut m).split_at_mut(values);
+                    let (vp, rest_v) = std::mem::take(&mut v).split_at_mut(values);
+                    let (lp, rest_l) = std::mem::take(&mut logp).split_at_mut(slots);
+                    (p, m, v, logp) = (rest_p, rest_m, rest_v, rest_l);
+                    let (plan, schedule) = (&plan, &schedule);
+                    scope.spawn(move || run_rows(kernel, plan, schedule, start..end, pp, mp, vp, lp));
+                    start = end;
+                }
+            });
+        }
+        // Sum in pair order, whatever order the rows ran in.
+        losses.extend((0..block).map(|t| {
+            let total: f64 = slot_of_pair.iter().map(|&slot| logp[slot * block + t]).sum();
+            -total / pair_count as f64
+        }));
+        done += block as u64;
+    }
+    losses
+}
+
+fn exact_reciprocal(k: f32) -> Option<f32> {
+    let bits = k.to_bits();
+    let is_power_of_two = k.is_normal() && k > 0.0 && bits & 0x007f_ffff == 0;
+    let r = 1.0f32 / k;
+    (is_power_of_two && r.is_normal() && r * k == 1.0).then_some(r)
+}
+
+fn thread_count(requested: usize, vocabulary: usize, updates: usize) -> usize {
+    let wanted = if requested == 0 {
+        let work = vocabulary.saturating_mul(vocabulary).saturating_mul(updates);
+        if work < MIN_PARALLEL_WORK {
+            1
+        } else {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        }
+    } else {
+        requested
+    };
+    wanted.clamp(1, vocabulary)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_rows(
+    kernel: Kernel,
+    plan: &Plan,
+    schedule: &[StepScalars],
+    rows: Range<usize>,
+    p: &mut [f32],
+    m: &mut [f32],
+    v: &mut [f32],
+    logp: &mut [f64],
+) {
+    match kernel {
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 => {
+            // SAFETY: `resolve` returns Avx2 only when the CPU reports AVX2.
+            unsafe { run_rows_avx2(plan, schedule, rows, p, m, v, logp) }
+        }
+        _ => run_rows_generic(plan, schedule, rows, p, m, v, logp),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn run_rows_avx2(
+    plan: &Plan,
+    schedule: &[StepScalars],
+    rows: Range<usize>,
+    p: &mut [f32],
+    m: &mut [f32],
+    v: &mut [f32],
+    logp: &mut [f64],
+) {
+    run_rows_generic(plan, schedule, rows, p, m, v, logp)
+}
+
+#[inline(always)]
+fn run_rows_generic(
+    plan: &Plan,
+    schedule: &[StepScalars],
+    rows: Range<usize>,
+    p: &mut [f32],
+    m: &mut [f32],
+    v: &mut [f32],
+    logp: &mut [f64],
+) {
+    let n = plan.vocabulary;
+    let updates = schedule.len();
+    let first_slot = plan.row_offsets[rows.start];
+    let mut e = vec![0f32; n];
+    let mut h = vec![0f32; n];
+    let mut hcount = vec![0usize; n];
+    let zero_g = vec![0f32; n];
+
+    let planes = p.chunks_exact_mut(n).zip(m.chunks_exact_mut(n)).zip(v.chunks_exact_mut(n));
+    for (r, ((prow, mrow), vrow)) in rows.zip(planes) {
+        let slots = plan.row_offsets[r]..plan.row_offsets[r + 1];
+        if slots.is_empty() {
+            // c[r] = 0: g is +0.0, but AdamW still decays and moves the row.
+            for sched in schedule {
+                adamw_row(plan, sched, prow, mrow, vrow, &zero_g);
+            }
+            continue;
+        }
+        hcount.fill(0);
+        for s in slots.clone() {
+            hcount[plan.slot_targets[s] as usize] += 1;
+        }
+        for (hj, &count) in h.iter_mut().zip(&hcount) {
+            *hj = count as f32;
+        }
+        let c = slots.len() as f32;
+        for (t, sched) in schedule.iter().enumerate() {
+            live_row_update(plan, sched, c, &h, prow, mrow, vrow, &mut e);
+            // `e` now holds this update's prob row.
+            for s in slots.clone() {
+                let prob = e[plan.slot_targets[s] as usize];
+                logp[(s - first_slot) * updates + t] = f64::from(prob).ln();
+            }
+        }
+    }
+}
+
+/// One update of a row with pairs: softmax, gradient and AdamW, leaving the
+/// row's prob in `e`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn live_row_update(
+    plan: &Plan,
+    sched: &StepScalars,
+    c: f32,
+    h: &[f32],
+    p: &mut [f32],
+    m: &mut [f32],
+    v: &mut [f32],
+    e: &mut [f32],
+) {
+    let mx = row_max(p);
+    let s = exp_row_and_sum(p, mx, e);
+    match plan.pair_count_reciprocal {
+        Some(rk) => grad_adamw_row(plan, sched, c, h, s, p, m, v, e, |x| x * rk),
+        None => {
+            let k = plan.pair_count;
+            grad_adamw_row(plan, sched, c, h, s, p, m, v, e, |x| x / k)
+        }
+    }
+}
+
+/// max_j P[j]. The maximum of finite values is exact in any order; eight
+/// lanes only let it vectorize.
+#[inline(always)]
+fn row_max(p: &[f32]) -> f32 {
+    let mut lanes = [f32::NEG_INFINITY; 8];
+    let chunks = p.chunks_exact(8);
+    let tail = chunks.remainder();
+    for chunk in chunks {
+        for k in 0..8 {
+            lanes[k] = if chunk[k] > lanes[k] { chunk[k] } else { lanes[k] };
+        }
+    }
+    for (k, &x) in tail.iter().enumerate() {
+        lanes[k] = if x > lanes[k] { x } else { lanes[k] };
+    }
+    let mut mx = lanes[0];
+    for &x in &lanes[1..] {
+        mx = if x > mx { x } else { mx };
+    }
+    mx
+}
+
+/// e[j] = exp_pinned(P[j] - mx), summed in the pinned eight-lane order.
+#[inline(always)]
+fn exp_row_and_sum(p: &[f32], mx: f32, e: &mut [f32]) -> f32 {
+    let mut lanes = [0.0f32; 8];
+    let n = p.len();
+    let split = n - n % 8;
+    for (ec, pc) in e[..split].chunks_exact_mut(8).zip(p[..split].chunks_exact(8)) {
+        for k in 0..8 {
+            let x = exp_pinned(pc[k] - mx);
+            ec[k] = x;
+            lanes[k] += x;
+        }
+    }
+    for (k, (ej, &pj)) in e[split..n].iter_mut().zip(&p[split..]).enumerate() {
+        let x = exp_pinned(pj - mx);
+        *ej = x;
+        lanes[k] += x;
+    }
+    combine_lanes(&lanes)
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn grad_adamw_row(
+    plan: &Plan,
+    sched: &StepScalars,
+    c: f32,
+    h: &[f32],
+    s: f32,
+    p: &mut [f32],
+    m: &mut [f32],
+    v: &mut [f32],
+    e: &mut [f32],
+    over_k: impl Fn(f32) -> f32,
+) {
+    let n = p.len();
+    let (h, m, v, e) = (&h[..n], &mut m[..n], &mut v[..n], &mut e[..n]);
+    for j in 0..n {
+        let prob = e[j] / s;
+        e[j] = prob;
+        let g = over_k((c * prob) - h[j]);
+        adamw_element(plan, sched, &mut p[j], &mut m[j], &mut v[j], g);
+    }
+}
+
+#[inline(always)]
+fn adamw_row(plan: &Plan, sched: &StepScalars, p: &mut [f32], m: &mut [f32], v: &mut [f32], g: &[f32]) {
+    let n = p.len();
+    let (m, v, g) = (&mut m[..n], &mut v[..n], &g[..n]);
+    for j in 0..n {
+        adamw_element(plan, sched, &mut p[j], &mut m[j], &mut v[j], g[j]);
+    }
+}
+
+#[inline(always)]
+fn adamw_element(plan: &Plan, sched: &StepScalars, p: &mut f32, m: &mut f32, v: &mut f32, g: f32) {
+    let decayed = *p * plan.decay;
+    let m_new = plan.beta1 * *m + plan.omb1 * g;
+    let v_new = plan.beta2 * *v + plan.omb2 * (g * g);
+    *p = decayed - sched.step_size * (m_new / (v_new.sqrt() / sched.bc2_sqrt + plan.eps));
+    *m = m_new;
+    *v = v_new;
+}

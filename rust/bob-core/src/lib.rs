@@ -1,0 +1,165 @@
+//! bob v1's FP32 training math (`shared/design/bob-v1.md` §6), with no Python
+//! in it. The PyO3 binding (`rust/bob-py`) is a thin layer over this crate.
+//!
+//! Exactness rules this crate keeps: every f32 step is one correctly rounded
+//! operation in the contract's order; no FMA (Rust never contracts `a * b + c`,
+//! even where the target has FMA); no reassociation (row sums go through the
+//! pinned eight-lane order); no library `exp` or `pow`. The fast kernels only
+//! change *which elements run side by side*, never the operations an element
+//! sees, so every thread count and every instruction set gives the same bits.
+
+mod error;
+mod kernel;
+pub mod pinned;
+
+pub use error::CoreError;
+pub use kernel::Kernel;
+pub use pinned::{exp_pinned, fnv1a64, initialize, pinned_sum, powi};
+
+/// bob's vocabulary: one row and one column per byte value.
+pub const VOCABULARY: usize = 256;
+pub const UPDATES_PER_INVOCATION: u64 = 10;
+/// The prediction input word for a prompt with no last byte (§3, §4).
+pub const EMPTY_PROMPT: u32 = u32::MAX;
+pub const SEED: &[u8] = b"bob-seed-v1";
+
+/// AdamW's f32 hyperparameters (§1).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AdamW {
+    pub lr: f32,
+    pub beta1: f32,
+    pub beta2: f32,
+    pub eps: f32,
+    pub weight_decay: f32,
+}
+
+/// The learner bob v1 names in its checkpoints.
+pub const BOB_V1_ADAMW: AdamW = AdamW {
+    lr: 0.05,
+    beta1: 0.9,
+    beta2: 0.999,
+    eps: 1e-8,
+    weight_decay: 0.01,
+};
+
+/// The per-update scalars of §6.3 for update number `t = step + 1`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepScalars {
+    pub step_size: f32,
+    pub bc2_sqrt: f32,
+}
+
+impl AdamW {
+    pub fn step_scalars(&self, t: u64) -> StepScalars {
+        // f64 arithmetic, one rounding to f32 (`as` rounds to nearest even).
+        let bc1 = (1.0f64 - powi(f64::from(self.beta1), t)) as f32;
+        let bc2 = (1.0f64 - powi(f64::from(self.beta2), t)) as f32;
+        StepScalars { step_size: self.lr / bc1, bc2_sqrt: bc2.sqrt() }
+    }
+
+    pub fn decay(&self) -> f32 {
+        (1.0f64 - f64::from(self.lr) * f64::from(self.weight_decay)) as f32
+    }
+}
+
+/// How to run [`train`]: which kernel, how many threads (0 = what the
+/// machine offers). Neither changes a bit of the result.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    pub kernel: Kernel,
+    pub threads: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { kernel: Kernel::Auto, threads: 0 }
+    }
+}
+
+/// The number of rows of a square table of `len` values.
+pub fn vocabulary_of(len: usize) -> Result<usize, CoreError> {
+    if len == 0 {
+        return Err(CoreError::NotSquare { len });
+    }
+    let mut rows = (len as f64).sqrt() as usize;
+    while rows.saturating_mul(rows) > len {
+        rows -= 1;
+    }
+    while (rows + 1).saturating_mul(rows + 1) <= len {
+        rows += 1;
+    }
+    if rows * rows == len {
+        Ok(rows)
+    } else {
+        Err(CoreError::NotSquare { len })
+    }
+}
+
+/// Make `updates` AdamW updates (§6.3) in place on P, M, V, where `step`
+/// updates were completed before. The pairs are `(contexts[k], targets[k])`.
+/// Returns the loss before each update (§6.4), in f64.
+pub fn train(
+    p: &mut [f32],
+    m: &mut [f32],
+    v: &mut [f32],
+    contexts: &[u32],
+    targets: &[u32],
+    step: u64,
+    updates: u64,
+    hyper: &AdamW,
+    options: Options,
+) -> Result<Vec<f64>, CoreError> {
+    let vocabulary = vocabulary_of(p.len())?;
+    for (plane, len) in [("M", m.len()), ("V", v.len())] {
+        if len != p.len() {
+            return Err(CoreError::PlaneLengthMismatch { plane, expected: p.len(), actual: len });
+        }
+    }
+    if contexts.len() != targets.len() {
+        return Err(CoreError::PairCountMismatch { contexts: contexts.len(), targets: targets.len() });
+    }
+    if contexts.is_empty() {
+        return Err(CoreError::NoPairs);
+    }
+    for (index, (&c, &t)) in contexts.iter().zip(targets).enumerate() {
+        if c as usize >= vocabulary {
+            return Err(CoreError::ContextOutOfRange { index, value: c, vocabulary });
+        }
+        if t as usize >= vocabulary {
+            return Err(CoreError::TargetOutOfRange { index, value: t, vocabulary });
+        }
+    }
+    if step.checked_add(updates).is_none() {
+        return Err(CoreError::StepOverflow { step, updates });
+    }
+    Ok(kernel::train_checked(p, m, v, vocabulary, contexts, targets, step, updates, hyper, options))
+}
+
+/// The predictions of §4: per prompt word, `(token, validity)`.
+pub fn predict(p: &[f32], prompt_words: &[u32]) -> Result<Vec<(u32, u32)>, CoreError> {
+    let vocabulary = vocabulary_of(p.len())?;
+    let mut out = Vec::with_capacity(prompt_words.len());
+    for (index, &word) in prompt_words.iter().enumerate() {
+        if word == EMPTY_PROMPT {
+            out.push((0, 0));
+            continue;
+        }
+        if word as usize >= vocabulary {
+            return Err(CoreError::PromptOutOfRange { index, value: word, vocabulary });
+        }
+        let row = &p[word as usize * vocabulary..(word as usize + 1) * vocabulary];
+        if !row.iter().all(|x| x.is_finite()) {
+            out.push((0, 0));
+            continue;
+        }
+        let mut best = 0usize;
+        for (j, &x) in row.iter().enumerate() {
+            // Strictly greater: the lowest index wins among equal maxima.
+            if x > row[best] {
+                best = j;
+            }
+        }
+        out.push((best as u32, 1));
+    }
+    Ok(out)
+}

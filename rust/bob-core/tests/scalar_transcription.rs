@@ -1,0 +1,346 @@
+//! A plain scalar transcription of contract §6, line by line, and tests that
+//! the fast kernels (every kernel this CPU has, one and several threads) give
+//! exactly its bits on random states.
+
+use bob_core::{initialize, predict, train, AdamW, Kernel, Options, BOB_V1_ADAMW, SEED};
+use sha2::{Digest, Sha256};
+
+// ---------------------------------------------------------------- §6.2 ---
+fn exp_scalar(x: f32) -> f32 {
+    if x < -86.0f32 {
+        return 0.0;
+    }
+    let n = (x * 1.442_695_04f32).round_ties_even();
+    let r = (x - n * 0.693_359_375f32) - n * -2.121_944_40e-4f32;
+    let mut p = 1.987_569_150_0e-4f32;
+    p = p * r + 1.398_199_950_7e-3f32;
+    p = p * r + 8.333_451_907_3e-3f32;
+    p = p * r + 4.166_579_589_4e-2f32;
+    p = p * r + 1.666_666_545_9e-1f32;
+    p = p * r + 5.000_000_120_1e-1f32;
+    let mut y = (p * (r * r) + r) + 1.0f32;
+    // Exact scaling by halving: for n >= -124 every intermediate is normal.
+    let mut k = n as i32;
+    while k < 0 {
+        y *= 0.5;
+        k += 1;
+    }
+    y
+}
+
+// ---------------------------------------------------------------- §6.3 ---
+fn pinned_sum_scalar(e: &[f32]) -> f32 {
+    let mut l = [0.0f32; 8];
+    for k in 0..8.min(e.len()) {
+        l[k] = e[k];
+        let mut j = k + 8;
+        while j < e.len() {
+            l[k] += e[j];
+            j += 8;
+        }
+    }
+    ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]))
+}
+
+fn powi_scalar(b: f64, mut t: u64) -> f64 {
+    let mut result = 1.0;
+    let mut base = b;
+    while t > 0 {
+        if t & 1 == 1 {
+            result *= base;
+        }
+        base *= base;
+        t >>= 1;
+    }
+    result
+}
+
+/// One whole update, exactly as §6.3 writes it; returns the loss before it.
+fn update_scalar(p: &mut [f32], m: &mut [f32], v: &mut [f32], pairs: &[(u32, u32)], step: u64, hp: &AdamW) -> f64 {
+    let n = (p.len() as f64).sqrt() as usize;
+    let k = pairs.len();
+    let mut c = vec![0u64; n];
+    let mut h = vec![0u64; n * n];
+    for &(r, j) in pairs {
+        c[r as usize] += 1;
+        h[r as usize * n + j as usize] += 1;
+    }
+    let mut g = vec![0.0f32; n * n];
+    let mut prob = vec![0.0f32; n * n];
+    for r in 0..n {
+        if c[r] == 0 {
+            continue;
+        }
+        let row = &p[r * n..(r + 1) * n];
+        let mut mx = row[0];
+        for &x in row {
+            if x > mx {
+                mx = x;
+            }
+        }
+        let e: Vec<f32> = row.iter().map(|&x| exp_scalar(x - mx)).collect();
+        let s = pinned_sum_scalar(&e);
+        for j in 0..n {
+            prob[r * n + j] = e[j] / s;
+            g[r * n + j] = ((c[r] as f32 * prob[r * n + j]) - h[r * n + j] as f32) / k as f32;
+        }
+    }
+    let mut loss = 0.0f64;
+    for &(r, j) in pairs {
+        loss += f64::from(prob[r as usize * n + j as usize]).ln();
+    }
+    let loss = -loss / k as f64;
+
+    let t = step + 1;
+    let bc1 = (1.0 - powi_scalar(f64::from(hp.beta1), t)) as f32;
+    let bc2 = (1.0 - powi_scalar(f64::from(hp.beta2), t)) as f32;
+    let step_size = hp.lr / bc1;
+    let bc2_sqrt = bc2.sqrt();
+    let decay = (1.0 - f64::from(hp.lr) * f64::from(hp.weight_decay)) as f32;
+    let omb1 = 1.0f32 - hp.beta1;
+    let omb2 = 1.0f32 - hp.beta2;
+    for i in 0..p.len() {
+        let pd = p[i] * decay;
+        let mm = hp.beta1 * m[i] + omb1 * g[i];
+        let vv = hp.beta2 * v[i] + omb2 * (g[i] * g[i]);
+        p[i] = pd - step_size * (mm / (vv.sqrt() / bc2_sqrt + hp.eps));
+        m[i] = mm;
+        v[i] = vv;
+    }
+    loss
+}
+
+// ----------------------------------------------------------- test inputs ---
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / 16_777_216.0
+    }
+    /// Logits that stress the kernels: ordinary, ±80, ±1e30, subnormals, ties.
+    fn logit(&mut self) -> f32 {
+        match self.below(10) {
+            0 => 80.0,
+            1 => -80.0,
+            2 => if self.below(2) == 0 { 1e30 } else { -1e30 },
+            3 => f32::from_bits(1 + self.below(0x7f_ffff) as u32) * if self.below(2) == 0 { 1.0 } else { -1.0 },
+            4 => 0.25, // ties
+            5 => if self.below(2) == 0 { 0.0 } else { -0.0 },
+            _ => (self.unit() - 0.5) * 20.0,
+        }
+    }
+}
+
+struct State {
+    p: Vec<f32>,
+    m: Vec<f32>,
+    v: Vec<f32>,
+}
+
+fn random_state(rng: &mut Rng, n: usize, extreme: bool) -> State {
+    let size = n * n;
+    let p = (0..size).map(|_| if extreme { rng.logit() } else { (rng.unit() - 0.5) * 0.1 }).collect();
+    let m = (0..size).map(|_| (rng.unit() - 0.5) * 0.01).collect();
+    let v = (0..size).map(|_| rng.unit() * 1e-4).collect();
+    State { p, m, v }
+}
+
+fn random_pairs(rng: &mut Rng, n: usize, k: usize) -> Vec<(u32, u32)> {
+    (0..k).map(|_| (rng.below(n as u64) as u32, rng.below(n as u64) as u32)).collect()
+}
+
+fn bits(x: &[f32]) -> Vec<u32> {
+    x.iter().map(|v| v.to_bits()).collect()
+}
+
+fn kernels() -> Vec<Kernel> {
+    [Kernel::Portable, Kernel::Avx2].into_iter().filter(|k| k.is_available()).collect()
+}
+
+fn check_against_scalar(n: usize, k: usize, step: u64, updates: u64, extreme: bool, seed: u64) {
+    let mut rng = Rng(seed);
+    let start = random_state(&mut rng, n, extreme);
+    let pairs = random_pairs(&mut rng, n, k);
+    let (contexts, targets): (Vec<u32>, Vec<u32>) = pairs.iter().copied().unzip();
+
+    let mut want = State { p: start.p.clone(), m: start.m.clone(), v: start.v.clone() };
+    let want_losses: Vec<f64> = (0..updates)
+        .map(|i| update_scalar(&mut want.p, &mut want.m, &mut want.v, &pairs, step + i, &BOB_V1_ADAMW))
+        .collect();
+
+    for kernel in kernels() {
+        for threads in [1, 2, 3] {
+            let mut got = State { p: start.p.clone(), m: start.m.clone(), v: start.v.clone() };
+            let losses = train(
+                &mut got.p, &mut got.m, &mut got.v, &contexts, &targets, step, updates,
+                &BOB_V1_ADAMW, Options { kernel, threads },
+            )
+            .unwrap();
+            let what = format!("n={n} k={k} step={step} extreme={extreme} seed={seed} {kernel:?} threads={threads}");
+            assert_eq!(bits(&got.p), bits(&want.p), "P differs: {what}");
+            assert_eq!(bits(&got.m), bits(&want.m), "M differs: {what}");
+            assert_eq!(bits(&got.v), bits(&want.v), "V differs: {what}");
+            assert_eq!(losses.len(), want_losses.len());
+            for (a, b) in losses.iter().zip(&want_losses) {
+                assert!(a == b || (a - b).abs() <= 1e-12 * b.abs().max(1.0) || (a.is_nan() && b.is_nan()),
+                    "loss {a} vs {b}: {what}");
+            }
+        }
+    }
+}
+
+// ------------------------------------------------------------------ tests ---
+#[test]
+fn exp_matches_scalar_transcription_everywhere() {
+    let mut rng = Rng(7);
+    let mut xs: Vec<f32> = (0..200_000).map(|_| -rng.unit() * 90.0).collect();
+    xs.extend([0.0, -0.0, -86.0, -85.999_99, -86.000_01, -1e30, -f32::MIN_POSITIVE, -1e-45, -80.0, -0.5]);
+    for x in xs {
+        assert_eq!(bob_core::exp_pinned(x).to_bits(), exp_scalar(x).to_bits(), "x = {x:e}");
+    }
+}
+
+#[test]
+fn exp_is_within_one_ulp_of_exp() {
+    let mut x = -86.0f32;
+    while x <= 0.0 {
+        let got = bob_core::exp_pinned(x);
+        let want = f64::from(x).exp();
+        let ulp = f64::from(f32::from_bits(got.to_bits() + 1) - got);
+        assert!((f64::from(got) - want).abs() <= ulp, "x = {x}: {got:e} vs {want:e}");
+        x += 0.001_3;
+    }
+    assert_eq!(bob_core::exp_pinned(-86.5).to_bits(), 0);
+}
+
+#[test]
+fn pinned_sum_matches_scalar_for_all_small_lengths() {
+    let mut rng = Rng(11);
+    for len in 0..70 {
+        let e: Vec<f32> = (0..len).map(|_| rng.unit() * 3.0).collect();
+        assert_eq!(bob_core::pinned_sum(&e).to_bits(), pinned_sum_scalar(&e).to_bits(), "len {len}");
+    }
+}
+
+#[test]
+fn contract_size_all_rows_live_matches_scalar() {
+    // Every context byte present: all 256 rows live.
+    let mut rng = Rng(3);
+    let n = 256;
+    let start = random_state(&mut rng, n, false);
+    let mut pairs: Vec<(u32, u32)> = (0..256).map(|r| (r, rng.below(256) as u32)).collect();
+    pairs.rotate_left(17);
+    let (contexts, targets): (Vec<u32>, Vec<u32>) = pairs.iter().copied().unzip();
+    let mut want = State { p: start.p.clone(), m: start.m.clone(), v: start.v.clone() };
+    for i in 0..20 {
+        update_scalar(&mut want.p, &mut want.m, &mut want.v, &pairs, 5 + i, &BOB_V1_ADAMW);
+    }
+    for kernel in kernels() {
+        let mut got = State { p: start.p.clone(), m: start.m.clone(), v: start.v.clone() };
+        train(&mut got.p, &mut got.m, &mut got.v, &contexts, &targets, 5, 20, &BOB_V1_ADAMW,
+              Options { kernel, threads: 2 }).unwrap();
+        assert_eq!(bits(&got.p), bits(&want.p), "{kernel:?}");
+        assert_eq!(bits(&got.m), bits(&want.m), "{kernel:?}");
+        assert_eq!(bits(&got.v), bits(&want.v), "{kernel:?}");
+    }
+}
+
+#[test]
+fn random_states_match_scalar() {
+    for seed in 0..6 {
+        check_against_scalar(256, 256, seed * 1000, 10, false, seed);
+    }
+}
+
+#[test]
+fn extreme_logits_and_ties_match_scalar() {
+    for seed in 100..106 {
+        check_against_scalar(256, 256, seed, 10, true, seed);
+    }
+}
+
+#[test]
+fn other_shapes_match_scalar() {
+    // Vocabularies that are not multiples of 8, pair counts that are not powers of two.
+    for (i, (n, k)) in [(1, 3), (5, 7), (13, 100), (64, 1000), (300, 300), (17, 1)].into_iter().enumerate() {
+        check_against_scalar(n, k, 0, 12, i % 2 == 1, 40 + i as u64);
+    }
+}
+
+#[test]
+fn many_updates_cross_blocks_and_large_steps() {
+    check_against_scalar(32, 64, 0, 40, false, 9);
+    check_against_scalar(32, 64, u64::MAX - 40, 40, false, 10);
+}
+
+// ------------------------------------------------------ §6.1 check values ---
+#[test]
+fn seed_check_values() {
+    assert_eq!(bob_core::fnv1a64(SEED), 0x0f26_cba9_a23c_695c);
+    let mut p = vec![0f32; 65_536];
+    initialize(&mut p, SEED);
+    // The contract lists 0xbba89c70 0x3c19ecf0 0xbacb1e7b 0x3b9554d4, which its
+    // own formula and its own plane SHA-256 (checked below) both contradict:
+    // see formats/contract-errata.md. These are the words the formula gives.
+    assert_eq!(&bits(&p[..4]), &[0xbba8_4a70, 0x3c19_eff0, 0xbaca_6d7b, 0x3b9b_54d4]);
+    let bytes: Vec<u8> = p.iter().flat_map(|x| x.to_le_bytes()).collect();
+    let digest = Sha256::digest(&bytes);
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, "abb32a4606ab19ddea632c8942100942f92eebedc5b336076c8b49b7756179a3");
+}
+
+#[test]
+fn learner_constants_encode_as_the_contract_says() {
+    let hp = BOB_V1_ADAMW;
+    let words: Vec<u32> = [hp.lr, hp.beta1, hp.beta2, hp.eps, hp.weight_decay].iter().map(|x| x.to_bits()).collect();
+    // hex `cdcc4c3d 6666663f 77be7f3f 77cc2b32 0ad7233c` read as LE words
+    assert_eq!(words, vec![0x3d4c_cccd, 0x3f66_6666, 0x3f7f_be77, 0x322b_cc77, 0x3c23_d70a]);
+}
+
+// ------------------------------------------------------------ predictions ---
+#[test]
+fn predictions_take_lowest_index_of_ties_and_check_finiteness() {
+    let n = 4;
+    let mut p = vec![0f32; n * n];
+    p[4..8].copy_from_slice(&[1.0, 3.0, 3.0, 2.0]);
+    p[8..12].copy_from_slice(&[1.0, f32::NAN, 5.0, 0.0]);
+    p[12..16].copy_from_slice(&[-0.0, 0.0, -1.0, -0.0]);
+    let out = predict(&p, &[1, 2, u32::MAX, 3, 0]).unwrap();
+    assert_eq!(out, vec![(1, 1), (0, 0), (0, 0), (0, 1), (0, 1)]);
+    assert!(predict(&p, &[4]).is_err());
+}
+
+// ------------------------------------------------------------------ errors ---
+#[test]
+fn refusals_are_errors_not_panics() {
+    use bob_core::CoreError::*;
+    let hp = BOB_V1_ADAMW;
+    let o = Options::default();
+    let mut p = vec![0f32; 16];
+    let mut m = vec![0f32; 16];
+    let mut v = vec![0f32; 16];
+    let mut short = vec![0f32; 15];
+    assert_eq!(train(&mut short.clone(), &mut short.clone(), &mut short, &[0], &[0], 0, 1, &hp, o), Err(NotSquare { len: 15 }));
+    assert_eq!(train(&mut [], &mut [], &mut [], &[0], &[0], 0, 1, &hp, o), Err(NotSquare { len: 0 }));
+    assert_eq!(train(&mut p, &mut m, &mut vec![0f32; 9], &[0], &[0], 0, 1, &hp, o),
+               Err(PlaneLengthMismatch { plane: "V", expected: 16, actual: 9 }));
+    assert_eq!(train(&mut p, &mut m, &mut v, &[0, 1], &[0], 0, 1, &hp, o), Err(PairCountMismatch { contexts: 2, targets: 1 }));
+    assert_eq!(train(&mut p, &mut m, &mut v, &[], &[], 0, 1, &hp, o), Err(NoPairs));
+    assert_eq!(train(&mut p, &mut m, &mut v, &[0, 4], &[0, 0], 0, 1, &hp, o),
+               Err(ContextOutOfRange { index: 1, value: 4, vocabulary: 4 }));
+    assert_eq!(train(&mut p, &mut m, &mut v, &[0], &[9], 0, 1, &hp, o),
+               Err(TargetOutOfRange { index: 0, value: 9, vocabulary: 4 }));
+    assert_eq!(train(&mut p, &mut m, &mut v, &[0], &[0], u64::MAX - 3, 10, &hp, o),
+               Err(StepOverflow { step: u64::MAX - 3, updates: 10 }));
+    assert_eq!(train(&mut p, &mut m, &mut v, &[0], &[0], 0, 0, &hp, o), Ok(vec![]));
+    assert!(p.iter().all(|&x| x == 0.0), "a refusal or zero updates leaves P untouched");
+}

@@ -1,0 +1,207 @@
+//! `bob._core`: a thin PyO3 binding of `bob-core`. It checks the caller's
+//! buffers, then hands them to the core in place (zero-copy) with the GIL
+//! released. No math lives here.
+
+use std::ffi::CStr;
+
+use bob_core::{CoreError, Kernel, Options, BOB_V1_ADAMW};
+use numpy::{PyArray1, PyReadonlyArray1};
+use pyo3::buffer::PyUntypedBuffer;
+use pyo3::create_exception;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+create_exception!(
+    _core,
+    CoreError_,
+    PyValueError,
+    "The native core refused its arguments (the message names which and why)."
+);
+
+fn core_error(err: CoreError) -> PyErr {
+    CoreError_::new_err(err.to_string())
+}
+
+/// A plane the caller lent us: a writable, C-contiguous float32 buffer.
+/// Holding the `PyUntypedBuffer` keeps the export (and so the memory) alive.
+struct Plane {
+    _buffer: PyUntypedBuffer,
+    ptr: *mut f32,
+    len: usize,
+}
+
+/// Raw parts of the planes, moved into the GIL-free closure. Sound because the
+/// buffers are held for the closure's whole run and checked not to overlap.
+struct Lent(*mut f32, usize);
+unsafe impl Send for Lent {}
+
+impl Lent {
+    /// SAFETY: the caller holds the buffer and no other `&mut` overlaps it.
+    unsafe fn slice<'a>(&self) -> &'a mut [f32] {
+        if self.1 == 0 {
+            return &mut [];
+        }
+        std::slice::from_raw_parts_mut(self.0, self.1)
+    }
+}
+
+fn describe_format(format: &CStr, item_size: usize) -> String {
+    let f = format.to_string_lossy();
+    let dtype = match (f.trim_start_matches(['@', '=', '<', '>', '!']), item_size) {
+        ("d", 8) => "float64".to_string(),
+        ("e", 2) => "float16".to_string(),
+        ("f", 4) => "float32".to_string(),
+        ("B", 1) => "uint8 (bytes)".to_string(),
+        ("b", 1) => "int8".to_string(),
+        ("i" | "l" | "q", n) => format!("int{}", n * 8),
+        ("I" | "L" | "Q", n) => format!("uint{}", n * 8),
+        _ => format!("format {f:?}"),
+    };
+    format!("{dtype} with {item_size}-byte items")
+}
+
+fn plane(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Plane> {
+    let buffer = PyUntypedBuffer::get(obj).map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{name} must be a writable float32 buffer (a numpy.float32 array); got {}",
+            obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "an object".into())
+        ))
+    })?;
+    if buffer.as_typed::<f32>().is_err() {
+        return Err(PyTypeError::new_err(format!(
+            "{name} must hold float32 values; got {}",
+            describe_format(buffer.format(), buffer.item_size())
+        )));
+    }
+    if buffer.readonly() {
+        return Err(PyValueError::new_err(format!(
+            "{name} is read-only; the core trains in place and needs a writable float32 buffer"
+        )));
+    }
+    if !buffer.is_c_contiguous() {
+        return Err(PyValueError::new_err(format!(
+            "{name} is not C-contiguous; pass numpy.ascontiguousarray({name}) or the plane itself, not a strided view"
+        )));
+    }
+    let ptr = buffer.buf_ptr().cast::<f32>();
+    let len = buffer.item_count();
+    Ok(Plane { _buffer: buffer, ptr, len })
+}
+
+fn check_length(plane: &Plane, name: &str, expected: usize) -> PyResult<()> {
+    if plane.len != expected {
+        return Err(PyValueError::new_err(format!(
+            "{name} holds {} float32 values, expected {expected}",
+            plane.len
+        )));
+    }
+    Ok(())
+}
+
+fn overlaps(a: &Plane, b: &Plane) -> bool {
+    let (a0, b0) = (a.ptr as usize, b.ptr as usize);
+    let (a1, b1) = (a0 + a.len * 4, b0 + b.len * 4);
+    a.len > 0 && b.len > 0 && a0 < b1 && b0 < a1
+}
+
+fn kernel_named(name: &str) -> PyResult<Kernel> {
+    match name {
+        "auto" => Ok(Kernel::Auto),
+        "portable" => Ok(Kernel::Portable),
+        "avx2" => Ok(Kernel::Avx2),
+        other => Err(PyValueError::new_err(format!(
+            "kernel must be 'auto', 'portable' or 'avx2'; got {other:?}"
+        ))),
+    }
+}
+
+/// FNV-1a-64 of `data` (contract §6.1).
+#[pyfunction]
+fn fnv1a64(data: &[u8]) -> u64 {
+    bob_core::fnv1a64(data)
+}
+
+/// Fill the float32 buffer `p` in place with the seeded initialization (§6.1).
+#[pyfunction]
+fn initialize(py: Python<'_>, p: &Bound<'_, PyAny>, seed: &Bound<'_, PyBytes>) -> PyResult<()> {
+    let p = plane(p, "P")?;
+    let seed = seed.as_bytes().to_vec();
+    let lent = Lent(p.ptr, p.len);
+    py.detach(move || {
+        // SAFETY: `p` holds the buffer until this returns; nothing else aliases it.
+        bob_core::initialize(unsafe { lent.slice() }, &seed);
+    });
+    drop(p);
+    Ok(())
+}
+
+/// Make `updates` AdamW updates in place on the float32 buffers P, M, V
+/// (contract §6.3), `step` updates having been made before. `contexts` and
+/// `targets` are uint32 arrays of the pairs. Returns the loss before each
+/// update as a float64 array. The vocabulary is sqrt(len(P)).
+#[pyfunction]
+#[pyo3(signature = (p, m, v, contexts, targets, step, updates, *, threads = 0, kernel = "auto"))]
+#[allow(clippy::too_many_arguments)]
+fn train<'py>(
+    py: Python<'py>,
+    p: &Bound<'py, PyAny>,
+    m: &Bound<'py, PyAny>,
+    v: &Bound<'py, PyAny>,
+    contexts: PyReadonlyArray1<'py, u32>,
+    targets: PyReadonlyArray1<'py, u32>,
+    step: u64,
+    updates: u64,
+    threads: usize,
+    kernel: &str,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let kernel = kernel_named(kernel)?;
+    let (pp, mp, vp) = (plane(p, "P")?, plane(m, "M")?, plane(v, "V")?);
+    check_length(&mp, "M", pp.len)?;
+    check_length(&vp, "V", pp.len)?;
+    for (a, b, an, bn) in [(&pp, &mp, "P", "M"), (&pp, &vp, "P", "V"), (&mp, &vp, "M", "V")] {
+        if overlaps(a, b) {
+            return Err(PyValueError::new_err(format!(
+                "{an} and {bn} share memory; P, M and V must be three different buffers"
+            )));
+        }
+    }
+    let contexts = contexts.as_slice().map_err(|_| PyValueError::new_err("contexts is not contiguous"))?.to_vec();
+    let targets = targets.as_slice().map_err(|_| PyValueError::new_err("targets is not contiguous"))?.to_vec();
+    let (lp, lm, lv) = (Lent(pp.ptr, pp.len), Lent(mp.ptr, mp.len), Lent(vp.ptr, vp.len));
+    let result = py.detach(move || {
+        // SAFETY: the three buffers are held by `pp`, `mp`, `vp` until after
+        // this returns, and were checked not to overlap.
+        let (p, m, v) = unsafe { (lp.slice(), lm.slice(), lv.slice()) };
+        bob_core::train(p, m, v, &contexts, &targets, step, updates, &BOB_V1_ADAMW, Options { kernel, threads })
+    });
+    drop((pp, mp, vp));
+    let losses = result.map_err(core_error)?;
+    Ok(PyArray1::from_vec(py, losses))
+}
+
+/// (token, validity) for each prompt word (contract §4); 0xFFFFFFFF is the
+/// empty prompt. P may be read-only here.
+#[pyfunction]
+fn predict(p: PyReadonlyArray1<'_, f32>, prompt_words: Vec<u32>) -> PyResult<Vec<(u32, u32)>> {
+    let p = p.as_slice().map_err(|_| PyValueError::new_err("P is not contiguous"))?;
+    bob_core::predict(p, &prompt_words).map_err(core_error)
+}
+
+/// The kernel `kernel` resolves to on this CPU ("avx2" or "portable").
+#[pyfunction]
+#[pyo3(signature = (kernel = "auto"))]
+fn resolved_kernel(kernel: &str) -> PyResult<&'static str> {
+    Ok(kernel_named(kernel)?.resolve().name())
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("CoreError", m.py().get_type::<CoreError_>())?;
+    m.add_function(wrap_pyfunction!(fnv1a64, m)?)?;
+    m.add_function(wrap_pyfunction!(initialize, m)?)?;
+    m.add_function(wrap_pyfunction!(train, m)?)?;
+    m.add_function(wrap_pyfunction!(predict, m)?)?;
+    m.add_function(wrap_pyfunction!(resolved_kernel, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Make ./.venv with bob installed from this checkout: the native core built by
+# maturin in release mode, plus the packages the given extras name.
+# Usage: scripts/bootstrap.sh [extra,extra]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extras="${1:-}"
+python="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+    "$python" -m venv .venv
+fi
+export VIRTUAL_ENV="$PWD/.venv"
+export PATH="$VIRTUAL_ENV/bin:$PATH"
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+pip install --quiet "maturin>=1.9,<2"
+if [ -n "$extras" ]; then
+    maturin develop --release --quiet --extras "$extras"
+else
+    maturin develop --release --quiet
+fi

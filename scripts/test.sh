@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The whole test suite, from a clean clone: builds what it needs, then runs
+# the Rust core's tests and the Python tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/bootstrap.sh test
+cargo test --release --locked -p bob-core
+.venv/bin/python -m pytest -q "$@"
