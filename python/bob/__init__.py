@@ -1,1 +1,106 @@
-"""bob: binary formats and a Rust-backed deterministic FP32 training run."""
+"""bob: binary formats and a Rust-backed deterministic FP32 training run.
+
+The public surface (``import bob``) is cheap: the error family is imported
+eagerly (standard library only); everything else — NumPy, construct, the
+schemas — is imported the first time it is used. The native core
+(:mod:`bob.core`) is never imported here.
+
+Formats (contract ``bob-v1`` §3–§5)::
+
+    bob.load_input(data) -> InputRecord             # bob-input v1, 1,564 bytes
+    bob.load_checkpoint(data, *, for_resume=True)   # bob-envelope v1; b"" -> fresh state
+    bob.load_predictions(data) -> Predictions       # 24 bytes
+    bob.build_input(corpus, prompts) -> InputRecord # the fixture builder
+    bob.read_checkpoint_file(path, *, for_resume=True) -> Checkpoint
+    bob.read_input_file(path) / bob.read_predictions_file(path)
+    bob.input_findings(data) / bob.checkpoint_findings(data, *, for_resume=True)
+    bob.predictions_findings(data) -> list[FormatError]
+    bob.write_atomic(path, data) / bob.clean_stale_temporaries(path)
+
+Every refusal is a :class:`FormatError` (a ``ValueError``) naming the field.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
+
+from bob.errors import (
+    BadValue,
+    ContractMismatch,
+    FormatError,
+    IntegrityError,
+    NotABobFile,
+    StateRefused,
+    Truncated,
+)
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    # typed objects
+    "InputRecord": "bob.formats.input_record",
+    "Checkpoint": "bob.formats.envelope",
+    "Predictions": "bob.formats.predictions",
+    "Contract": "bob.formats.contract",
+    "Examination": "bob.formats.envelope",
+    # loaders and builders
+    "load_input": "bob.formats.input_record",
+    "build_input": "bob.formats.input_record",
+    "input_findings": "bob.formats.input_record",
+    "load_checkpoint": "bob.formats.envelope",
+    "checkpoint_findings": "bob.formats.envelope",
+    "examine_checkpoint": "bob.formats.envelope",
+    "read_checkpoint_file": "bob.formats.envelope",
+    "load_predictions": "bob.formats.predictions",
+    "predictions_findings": "bob.formats.predictions",
+    "read_input_file": "bob.formats.files",
+    "read_predictions_file": "bob.formats.files",
+    # files
+    "write_atomic": "bob.atomic",
+    "clean_stale_temporaries": "bob.atomic",
+}
+_RENAMED = {"examine_checkpoint": "examine"}
+
+__all__ = [
+    "FormatError",
+    "NotABobFile",
+    "Truncated",
+    "IntegrityError",
+    "ContractMismatch",
+    "BadValue",
+    "StateRefused",
+    *_LAZY,
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'bob' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), _RENAMED.get(name, name))
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from bob.atomic import clean_stale_temporaries, write_atomic
+    from bob.formats.contract import Contract
+    from bob.formats.envelope import (
+        Checkpoint,
+        Examination,
+        checkpoint_findings,
+        load_checkpoint,
+        read_checkpoint_file,
+    )
+    from bob.formats.envelope import examine as examine_checkpoint
+    from bob.formats.files import read_input_file, read_predictions_file
+    from bob.formats.input_record import InputRecord, build_input, input_findings, load_input
+    from bob.formats.predictions import Predictions, load_predictions, predictions_findings

@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""Regenerate bob's golden vectors (formats/golden/) and check them.
+
+    .venv/bin/python formats/make_golden.py          # write formats/golden/
+    .venv/bin/python formats/make_golden.py --check  # compare with what is on disk
+
+No golden file is taken from the code's own output unchecked: each one is
+checked, before it is written, against a value that does not come from bob's
+library —
+
+* the contract's §8 digests and hex (input record, predictions, checkpoint
+  after 10 updates; the checkpoint needs the native core);
+* the independent NumPy reference in tests/reference.py (other valid files);
+* for the refused files, the findings written out by hand below.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+GOLDEN = os.path.join(HERE, "golden")
+sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+import bob  # noqa: E402
+import reference as R  # noqa: E402  (tests/reference.py: independent of bob's library)
+
+# Contract §8, copied from shared/design/bob-v1.md.
+RECORD_SHA256 = "d0d6de4cdcaa05f34ff1fb517f90ca5181543fee16498e570f9b4bd6fadf59f1"
+CHECKPOINT_10_SHA256 = "7c3544ee00bb44bc52844f36274c87715d84908ebbbeeb364f4fc5af80e5bc71"
+PREDICTIONS_HEX = "630000000100000061000000010000000000000000000000"
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _pretty(obj, indent: int = 0) -> str:
+    pad = " " * (indent + 1)
+    if isinstance(obj, dict):
+        if not obj:
+            return "{}"
+        items = [f"{pad}{json.dumps(k)}: {_pretty(obj[k], indent + 1)}" for k in sorted(obj)]
+        return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
+    if isinstance(obj, list) and any(isinstance(x, (dict, list)) for x in obj):
+        if all(isinstance(x, list) for x in obj):  # e.g. the 256 pairs: one per line
+            return "[\n" + ",\n".join(pad + json.dumps(x) for x in obj) + "\n" + " " * indent + "]"
+        return "[\n" + ",\n".join(pad + _pretty(x, indent + 1) for x in obj) + "\n" + " " * indent + "]"
+    return json.dumps(obj, ensure_ascii=True)
+
+
+def dump(obj) -> bytes:
+    """JSON, sorted keys, one item per line (short lists of numbers inline)."""
+    text = _pretty(obj) + "\n"
+    assert json.loads(text) == obj
+    return text.encode()
+
+
+def findings_json(findings) -> list[dict]:
+    return [{"error": type(f).__name__, "field": f.field, "index": f.index, "offset": f.offset} for f in findings]
+
+
+def section8_checkpoint_10() -> bytes:
+    """The §8 checkpoint after one invocation (10 updates), through the library and the core."""
+    import bob.core as core  # the golden checkpoint needs the native core
+
+    record = bob.build_input(b"abracadabra", [b"abra", b"cad", b""])
+    ckpt = bob.load_checkpoint(b"")
+    core.train(ckpt.p, ckpt.m, ckpt.v, record.contexts, record.targets, ckpt.step)
+    ckpt.step += 10
+    return ckpt.to_bytes()
+
+
+def build(with_checkpoint: bool = True) -> dict[str, bytes]:
+    """Every golden file: name -> bytes (the .json files included)."""
+    out: dict[str, bytes] = {}
+
+    # -- §8 input record ----------------------------------------------------------
+    record = bob.build_input(b"abracadabra", [b"abra", b"cad", b""])
+    raw = record.to_bytes()
+    assert sha(raw) == RECORD_SHA256, "the §8 record's SHA-256 differs from the contract"
+    out["input-abracadabra.bin"] = raw
+    out["input-abracadabra.json"] = dump(record.as_dict())
+
+    # -- another record: every awkward byte, checked against the reference --------
+    corpus = b"\x00\xff\n\\\"\x7f"
+    prompts = [b"\xff", b"", b"x\x00"]
+    rec2 = bob.build_input(corpus, prompts)
+    raw2 = rec2.to_bytes()
+    assert raw2 == R.build_fixture(corpus, prompts), "the reference builds a different record"
+    out["input-binary.bin"] = raw2
+    out["input-binary.json"] = dump(rec2.as_dict())
+
+    # -- §8 predictions --------------------------------------------------------------
+    pred = bob.Predictions(((0x63, 1), (0x61, 1), (0, 0)))
+    assert pred.to_bytes().hex() == PREDICTIONS_HEX, "the §8 predictions differ from the contract"
+    out["predictions-abracadabra.bin"] = pred.to_bytes()
+    out["predictions-abracadabra.json"] = dump(pred.as_dict())
+
+    pred2 = bob.Predictions(((255, 1), (0, 0), (0, 1)))
+    assert pred2.to_bytes() == R.predictions_bytes([(255, 1), (0, 0), (0, 1)])
+    out["predictions-mixed.bin"] = pred2.to_bytes()
+    out["predictions-mixed.json"] = dump(pred2.as_dict())
+
+    # -- §8 checkpoint after 10 updates ----------------------------------------------
+    if with_checkpoint:
+        ckpt = section8_checkpoint_10()
+        assert sha(ckpt) == CHECKPOINT_10_SHA256, "the §8 checkpoint's SHA-256 differs from the contract"
+        out["checkpoint-abracadabra-step10.bin"] = ckpt
+        out["checkpoint-abracadabra-step10.json"] = dump(bob.load_checkpoint(ckpt).as_dict())
+        header = ckpt[:448]
+    else:
+        header = None
+
+    # -- refused files, with their findings written out by hand ------------------------
+    refused: dict[str, tuple[bytes, list[dict]]] = {}
+
+    bad = bytearray(raw)
+    struct.pack_into("<I", bad, 528 + 4 * 3, 0x62)  # targets[3]: pair 3 is (a, c)
+    refused["input-wrong-target"] = (bytes(bad), [
+        {"error": "BadValue", "field": "targets", "index": 3, "offset": 540},
+    ])
+
+    bad = bytearray(raw)
+    struct.pack_into("<I", bad, 1552 + 4, 256)  # prompt_words[1] = 256
+    struct.pack_into("<I", bad, 1552 + 8, 0xFFFFFFFE)  # prompt_words[2]
+    refused["input-bad-prompt-words"] = (bytes(bad), [
+        {"error": "BadValue", "field": "prompt_words", "index": 1, "offset": 1556},
+        {"error": "BadValue", "field": "prompt_words", "index": 2, "offset": 1560},
+    ])
+
+    refused["input-truncated"] = (raw[:1000], [
+        {"error": "Truncated", "field": "file_size", "index": None, "offset": None},
+    ])
+
+    refused["predictions-bad"] = (struct.pack("<6I", 0x63, 2, 7, 0, 256, 1), [
+        {"error": "BadValue", "field": "validity", "index": 0, "offset": 4},
+        {"error": "BadValue", "field": "token", "index": 1, "offset": 8},
+        {"error": "BadValue", "field": "token", "index": 2, "offset": 16},
+    ])
+
+    if header is not None:
+        # The §8 checkpoint's header alone, with lr changed from 0.05 to 0.1 and
+        # the header digest left as it was: three findings.
+        bad = bytearray(header)
+        struct.pack_into("<f", bad, 105 + 33, 0.1)
+        refused["checkpoint-header-wrong-learner"] = (bytes(bad), [
+            {"error": "IntegrityError", "field": "header_digest", "index": None, "offset": 415},
+            {"error": "ContractMismatch", "field": "learner", "index": None, "offset": 101},
+            {"error": "Truncated", "field": "file_size", "index": None, "offset": None},
+        ])
+        # ... and the same header with a length prefix that overruns the file.
+        bad = bytearray(header)
+        struct.pack_into("<I", bad, 158, 5000)  # data.length
+        refused["checkpoint-header-long-prefix"] = (bytes(bad), [
+            {"error": "Truncated", "field": "data", "index": None, "offset": 158},
+        ])
+
+    finders = {
+        "input": bob.input_findings,
+        "predictions": bob.predictions_findings,
+        "checkpoint": bob.checkpoint_findings,
+    }
+    for name, (data, expected) in refused.items():
+        got = findings_json(finders[name.split("-")[0]](data))
+        assert got == expected, f"{name}: findings {got} differ from the ones written by hand {expected}"
+        out[f"refused/{name}.bin"] = data
+        out[f"refused/{name}.json"] = dump({"findings": expected})
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare with formats/golden/ instead of writing")
+    args = parser.parse_args(argv)
+    files = build()
+    status = 0
+    for name, data in sorted(files.items()):
+        path = os.path.join(GOLDEN, name)
+        if args.check:
+            try:
+                with open(path, "rb") as f:
+                    same = f.read() == data
+            except FileNotFoundError:
+                same = False
+            if not same:
+                print(f"differs: {path}")
+                status = 1
+        else:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            bob.write_atomic(path, data)
+            print(f"wrote {os.path.relpath(path, ROOT)} ({len(data)} bytes)")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

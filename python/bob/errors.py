@@ -1,0 +1,289 @@
+"""bob's one error family: every refusal of bytes is a :class:`FormatError`.
+
+A ``FormatError`` is a ``ValueError`` that names what failed:
+
+``field``
+    the schema's name for the field (``"magic"``, ``"learner"``,
+    ``"chunk_table.digest"``, ``"targets"``, ``"file_size"`` …);
+``expected`` / ``actual``
+    the value the contract asks for and the value found (raw: ``bytes`` or
+    ``int``; ``str(error)`` shows them readably), or ``None``;
+``offset``
+    the byte offset in the file where the field starts, or ``None``;
+``index``
+    the element's index in a table (pair, prompt, chunk, record, plane
+    value), or ``None``.
+
+``str(error)`` is one line that names the field (and its index and offset)
+and shows both values; every byte taken from a file is escaped, so a hostile
+file cannot put control characters on a terminal.
+
+The subclasses say what kind of refusal it is:
+
+* :class:`NotABobFile` — the magic is not this format's (or not bob's at all);
+* :class:`Truncated` — a length or size problem: the file is shorter or
+  longer than the format says, or a length prefix overruns the bytes that
+  remain or the 4,096-byte limit;
+* :class:`IntegrityError` — a SHA-256 digest does not match the bytes;
+* :class:`ContractMismatch` — a §2 contract field differs from bob v1's;
+* :class:`BadValue` — a value the format does not allow (version, header
+  size, chunk table, padding, target, prompt word, token, validity …);
+* :class:`StateRefused` — the file is well formed but its state cannot be
+  resumed (non-finite values, negative V, step 0 with non-zero moments, no
+  room for 10 more updates). An inspector reports these instead.
+
+This module imports nothing outside the standard library, so ``import bob``
+stays cheap.
+"""
+
+from __future__ import annotations
+
+import struct
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
+
+__all__ = [
+    "FormatError",
+    "NotABobFile",
+    "Truncated",
+    "IntegrityError",
+    "ContractMismatch",
+    "BadValue",
+    "StateRefused",
+    "ERROR_CLASSES",
+    "show_bytes",
+    "show_value",
+    "show_learner",
+    "f32_text",
+]
+
+LEARNER_PREFIX = b"softmax-cross-entropy-mean|adamw|"
+LEARNER_NAMES = ("lr", "beta1", "beta2", "eps", "weight_decay")
+
+
+def _escape_char(ch: str) -> str:
+    code = ord(ch)
+    if ch == "\\":
+        return "\\\\"
+    if 0x20 <= code < 0x7F:
+        return ch
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    if ch.isprintable():
+        return ch
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def one_line(text: str) -> str:
+    """``text`` with every control or non-printable character escaped."""
+    if text.isprintable() and "\\" not in text:
+        return text
+    return "".join(ch if (ch.isprintable() and ch != "\\") else _escape_char(ch) for ch in text)
+
+
+def show_bytes(data: bytes, limit: int = 96) -> str:
+    """Bytes as a quoted ASCII string: printable ASCII as is, others ``\\xNN``.
+
+    Longer byte strings are cut after ``limit`` bytes with the total length noted.
+    """
+    data = bytes(data)
+    cut = data[:limit]
+    out = []
+    for b in cut:
+        if b == 0x5C:
+            out.append("\\\\")
+        elif b == 0x22:
+            out.append('\\"')
+        elif 0x20 <= b < 0x7F:
+            out.append(chr(b))
+        else:
+            out.append(f"\\x{b:02x}")
+    text = '"' + "".join(out) + '"'
+    if len(data) > limit:
+        text += f"…({len(data)} bytes)"
+    return text
+
+
+def f32_text(value: float) -> str:
+    """The shortest decimal that reads back as the same f32 (``0.05``, ``1e-08``)."""
+    if value != value or value in (float("inf"), float("-inf")):
+        return repr(value)
+    bits = struct.pack("<f", value)
+    for digits in range(1, 10):
+        text = f"{value:.{digits}g}"
+        if struct.pack("<f", float(text)) == bits:
+            return text
+    return repr(value)  # pragma: no cover - 9 significant digits always round-trip
+
+
+def learner_floats(learner: bytes) -> tuple[float, ...] | None:
+    """The five f32 hyper-parameters of a learner contract, or None if it is not shaped like one."""
+    learner = bytes(learner)
+    if len(learner) != len(LEARNER_PREFIX) + 20 or not learner.startswith(LEARNER_PREFIX):
+        return None
+    return struct.unpack("<5f", learner[len(LEARNER_PREFIX):])
+
+
+def show_learner(learner: bytes) -> str:
+    """A learner contract readably: its text and its five floats as numbers."""
+    learner = bytes(learner)
+    floats = learner_floats(learner)
+    if floats is None:
+        return show_bytes(learner)
+    numbers = ", ".join(f"{name}={f32_text(x)}" for name, x in zip(LEARNER_NAMES, floats))
+    return f"{show_bytes(LEARNER_PREFIX)} + f32[{numbers}]"
+
+
+def show_value(value: Any, field: str | None = None) -> str:
+    """Any expected/actual value readably, on one line."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        if field == "learner":
+            return show_learner(bytes(value))
+        if field is not None and ("digest" in field or field.endswith("sha256")) and len(value) == 32:
+            return bytes(value).hex()
+        return show_bytes(bytes(value))
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        if value >= 1 << 32:
+            return f"{value} (0x{value:x})"
+        if value == 0xFFFFFFFF:
+            return "0xffffffff"
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    return one_line(str(value))
+
+
+class FormatError(ValueError):
+    """bytes refused by one of bob's formats; names the field that failed."""
+
+    kind = "format-error"
+
+    def __init__(
+        self,
+        field: str,
+        message: str = "",
+        *,
+        expected: Any = None,
+        actual: Any = None,
+        offset: int | None = None,
+        index: int | None = None,
+    ) -> None:
+        self.field = field
+        self.message = message
+        self.expected = expected
+        self.actual = actual
+        self.offset = offset
+        self.index = index
+        super().__init__(self._text())
+
+    # -- presentation -------------------------------------------------------
+    @property
+    def where(self) -> str:
+        """``field[index] at offset N``, the part of the message that locates the failure."""
+        text = self.field
+        if self.index is not None:
+            head, dot, rest = text.partition(".")
+            text = f"{head}[{self.index}]{dot}{rest}"
+        if self.offset is not None:
+            text += f" at offset {self.offset}"
+        return text
+
+    @property
+    def expected_text(self) -> str | None:
+        return None if self.expected is None else show_value(self.expected, self.field)
+
+    @property
+    def actual_text(self) -> str | None:
+        return None if self.actual is None else show_value(self.actual, self.field)
+
+    def _text(self) -> str:
+        text = f"{self.where}: {self.message}" if self.message else self.where
+        parts = []
+        if self.expected is not None:
+            parts.append(f"expected {self.expected_text}")
+        if self.actual is not None:
+            parts.append(f"got {self.actual_text}")
+        if parts:
+            text += " (" + ", ".join(parts) + ")"
+        return one_line(text)
+
+    def __str__(self) -> str:
+        return self._text()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._text()!r})"
+
+    def __reduce__(self):
+        return (
+            _rebuild,
+            (type(self), self.field, self.message, self.expected, self.actual, self.offset, self.index),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready description (stable keys): error, kind, field, index, offset, message, expected, actual."""
+        return {
+            "error": type(self).__name__,
+            "kind": self.kind,
+            "field": self.field,
+            "index": self.index,
+            "offset": self.offset,
+            "message": one_line(self.message),
+            "expected": _jsonable(self.expected, self.field),
+            "actual": _jsonable(self.actual, self.field),
+            "text": str(self),
+        }
+
+
+def _jsonable(value: Any, field: str) -> Any:
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return show_value(value, field)
+
+
+def _rebuild(cls, field, message, expected, actual, offset, index):
+    return cls(field, message, expected=expected, actual=actual, offset=offset, index=index)
+
+
+class NotABobFile(FormatError):
+    """The file does not start with this format's magic."""
+
+    kind = "not-a-bob-file"
+
+
+class Truncated(FormatError):
+    """A length or size problem: too short, too long, or a length prefix that overruns."""
+
+    kind = "truncated"
+
+
+class IntegrityError(FormatError):
+    """A SHA-256 digest (header or chunk) does not match the bytes it covers."""
+
+    kind = "integrity"
+
+
+class ContractMismatch(FormatError):
+    """A contract field (§2) differs from bob v1's; both values are shown readably."""
+
+    kind = "contract-mismatch"
+
+
+class BadValue(FormatError):
+    """A value the format does not allow."""
+
+    kind = "bad-value"
+
+
+class StateRefused(FormatError):
+    """A well-formed checkpoint whose state cannot be resumed (§5)."""
+
+    kind = "state-refused"
+
+
+ERROR_CLASSES = (NotABobFile, Truncated, IntegrityError, ContractMismatch, BadValue, StateRefused)

@@ -1,0 +1,1 @@
+"""bob's binary formats: construct schemas, checkers and typed objects."""

@@ -1,0 +1,68 @@
+"""Layout tables printed from the schemas themselves.
+
+``formats/*.md`` embed these tables between ``<!-- layout: KIND -->`` and
+``<!-- /layout -->`` markers, and a test checks them against
+:func:`markdown_table` so the documents cannot drift from the code;
+``bob-inspect schema`` prints the same rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bob.formats.schema import FieldRow, layout
+
+__all__ = ["KINDS", "layout_rows", "markdown_table", "sample"]
+
+KINDS = ("input", "envelope", "predictions")
+
+
+def sample(kind: str) -> bytes:
+    """A valid file of ``kind`` (no native core needed): the layout is read over it.
+
+    The envelope sample has the canonical 448-byte header (bob v1's contract
+    strings), so its table shows the offsets every canonical file has.
+    """
+    if kind == "input":
+        from bob.formats.input_record import build_input
+
+        return build_input(b"abracadabra", [b"abra", b"cad", b""]).to_bytes()
+    if kind == "envelope":
+        from bob.formats.envelope import Checkpoint
+
+        zeros = np.zeros(65536, dtype=np.float32)
+        return Checkpoint(0, zeros, zeros, zeros).to_bytes()
+    if kind == "predictions":
+        return bytes(24)
+    raise ValueError(f"unknown format kind {kind!r}; one of {', '.join(KINDS)}")
+
+
+def schema(kind: str):
+    """The construct schema of ``kind``."""
+    if kind == "input":
+        from bob.formats.input_record import INPUT_RECORD
+
+        return INPUT_RECORD
+    if kind == "envelope":
+        from bob.formats.envelope import ENVELOPE
+
+        return ENVELOPE
+    if kind == "predictions":
+        from bob.formats.predictions import PREDICTIONS
+
+        return PREDICTIONS
+    raise ValueError(f"unknown format kind {kind!r}; one of {', '.join(KINDS)}")
+
+
+def layout_rows(kind: str) -> list[FieldRow]:
+    """The layout table of ``kind`` (``input``, ``envelope``, ``predictions``)."""
+    return layout(schema(kind), sample(kind))
+
+
+def markdown_table(rows: list[FieldRow]) -> str:
+    """Rows as the Markdown table used in ``formats/*.md``."""
+    lines = ["| offset | size | field | meaning |", "|---:|---:|---|---|"]
+    for r in rows:
+        meaning = r.meaning.replace("|", "\\|")
+        lines.append(f"| {r.offset} | {r.size} | `{r.field}` | {meaning} |")
+    return "\n".join(lines) + "\n"

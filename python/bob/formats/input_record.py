@@ -1,0 +1,264 @@
+"""``bob-input`` v1: the 1,564-byte input record (contract §3).
+
+The schema reads like the contract's table; the 256-entry tables are ``Bytes``
+fields with NumPy views on them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+from construct import Bytes, Const, Int64ul, Struct
+
+from bob.errors import BadValue, FormatError, Truncated
+from bob.formats.contract import EMPTY_PROMPT, PROMPTS, RECORD_BYTES, VOCABULARY
+from bob.formats.schema import Rule, as_bytes, const_value, magic_finding, parse, static_offsets
+
+__all__ = [
+    "INPUT_RECORD",
+    "INPUT_MAGIC",
+    "InputRecord",
+    "input_findings",
+    "load_input",
+    "build_input",
+    "prompt_word",
+]
+
+PAIRS = VOCABULARY  # 256 pairs, K in the contract
+
+INPUT_RECORD = Struct(
+    "magic" / Const(b"BOB-INPT") * "ASCII `BOB-INPT`",
+    "version" / Rule(Int64ul, lambda v: v == 1, 1, "unsupported input record version")
+    * "format version, u64 = 1",
+    "pairs" / Bytes(2 * PAIRS) * "256 pairs `(byte u8, target u8)`, in corpus order",
+    "targets" / Bytes(4 * PAIRS) * "256 × u32: pair i's target, widened",
+    "prompt_words" / Bytes(4 * PROMPTS)
+    * "3 × u32: each prompt's last byte, or `0xFFFFFFFF` for an empty prompt",
+)
+"""The bob-input v1 schema (1,564 bytes)."""
+
+INPUT_MAGIC: bytes = const_value(INPUT_RECORD, "magic")
+OFFSETS = static_offsets(INPUT_RECORD)
+assert INPUT_RECORD.sizeof() == RECORD_BYTES
+
+
+def prompt_word(prompt: bytes) -> int:
+    """A prompt's word: its last byte, or ``0xFFFFFFFF`` when it is empty (§3)."""
+    prompt = bytes(prompt)
+    return prompt[-1] if prompt else EMPTY_PROMPT
+
+
+def _byte_table(value: Any, name: str) -> np.ndarray:
+    arr = np.asarray(value)
+    if arr.shape != (PAIRS,):
+        raise BadValue(name, "must hold 256 bytes", expected=(PAIRS,), actual=str(arr.shape))
+    if arr.dtype != np.uint8:
+        if arr.dtype.kind not in "iu" or (arr.size and (arr.min() < 0 or arr.max() > 255)):
+            raise BadValue(name, "values must be bytes (integers 0 to 255)")
+        arr = arr.astype(np.uint8)
+    else:
+        arr = arr.copy()
+    arr.flags.writeable = False
+    return arr
+
+
+def _words(value: Iterable[int]) -> tuple[int, int, int]:
+    words = tuple(int(w) for w in value)
+    if len(words) != PROMPTS:
+        raise BadValue("prompt_words", "there are exactly 3 prompts", expected=PROMPTS, actual=len(words))
+    for i, w in enumerate(words):
+        if not (0 <= w < VOCABULARY or w == EMPTY_PROMPT):
+            raise BadValue("prompt_words", "a prompt word is a byte (< 256) or 0xFFFFFFFF",
+                           expected="< 256 or 0xffffffff", actual=w, index=i)
+    return words  # type: ignore[return-value]
+
+
+@dataclass(frozen=True, eq=False)
+class InputRecord:
+    """A bob-input v1 record: 256 (context, target) pairs and 3 prompt words.
+
+    ``contexts`` and ``targets`` are read-only ``uint8`` arrays of 256;
+    ``prompt_words`` holds each prompt's last byte or ``0xFFFFFFFF``.
+    """
+
+    contexts: np.ndarray
+    targets: np.ndarray
+    prompt_words: tuple[int, int, int]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "contexts", _byte_table(self.contexts, "contexts"))
+        object.__setattr__(self, "targets", _byte_table(self.targets, "targets"))
+        object.__setattr__(self, "prompt_words", _words(self.prompt_words))
+
+    @classmethod
+    def _trusted(cls, contexts: np.ndarray, targets: np.ndarray, words: tuple[int, int, int]) -> "InputRecord":
+        self = object.__new__(cls)
+        object.__setattr__(self, "contexts", contexts)
+        object.__setattr__(self, "targets", targets)
+        object.__setattr__(self, "prompt_words", words)
+        return self
+
+    # -- views --------------------------------------------------------------
+    @property
+    def pairs(self) -> tuple[tuple[int, int], ...]:
+        """The 256 ``(context, target)`` pairs, in corpus order."""
+        return tuple(zip(self.contexts.tolist(), self.targets.tolist()))
+
+    @property
+    def prompts(self) -> tuple[int | None, int | None, int | None]:
+        """Each prompt's last byte, or None for an empty prompt."""
+        return tuple(None if w == EMPTY_PROMPT else w for w in self.prompt_words)  # type: ignore[return-value]
+
+    def context_counts(self) -> np.ndarray:
+        """``c[r]``: how many pairs have context byte r (int64, 256)."""
+        return np.bincount(self.contexts, minlength=VOCABULARY).astype(np.int64)
+
+    def pair_counts(self) -> np.ndarray:
+        """``h[r][j]``: how many pairs are ``(r, j)`` (int64, 256 × 256)."""
+        flat = self.contexts.astype(np.int64) * VOCABULARY + self.targets
+        return np.bincount(flat, minlength=VOCABULARY * VOCABULARY).reshape(VOCABULARY, VOCABULARY)
+
+    # -- bytes --------------------------------------------------------------
+    def to_bytes(self) -> bytes:
+        """The canonical 1,564-byte record."""
+        pairs = np.empty(2 * PAIRS, dtype=np.uint8)
+        pairs[0::2] = self.contexts
+        pairs[1::2] = self.targets
+        return INPUT_RECORD.build(
+            dict(
+                version=1,
+                pairs=pairs.tobytes(),
+                targets=self.targets.astype("<u4").tobytes(),
+                prompt_words=np.array(self.prompt_words, dtype="<u4").tobytes(),
+            )
+        )
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "InputRecord":
+        return load_input(data)
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready description (the golden vectors' ``.json``)."""
+        raw = self.to_bytes()
+        counts = self.context_counts()
+        return {
+            "format": "bob-input",
+            "version": 1,
+            "size": len(raw),
+            "sha256": hashlib.sha256(raw).hexdigest(),
+            "pairs": [list(p) for p in self.pairs],
+            "prompt_words": list(self.prompt_words),
+            "context_counts": {str(r): int(counts[r]) for r in np.nonzero(counts)[0]},
+        }
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, InputRecord):
+            return NotImplemented
+        return (
+            self.prompt_words == other.prompt_words
+            and np.array_equal(self.contexts, other.contexts)
+            and np.array_equal(self.targets, other.targets)
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.contexts.tobytes(), self.targets.tobytes(), self.prompt_words))
+
+    def __repr__(self) -> str:
+        return f"InputRecord(pairs=256, prompt_words={self.prompt_words!r})"
+
+
+# --------------------------------------------------------------------------- #
+# Reading
+# --------------------------------------------------------------------------- #
+
+
+def _examine(data: bytes) -> tuple[list[FormatError], InputRecord | None]:
+    problem = magic_finding(data, INPUT_MAGIC, "an input record (bob-input)")
+    if problem is not None:
+        return [problem], None
+    if len(data) != RECORD_BYTES:
+        return [_size_error(len(data))], None
+    try:
+        rec = parse(INPUT_RECORD, data)
+    except FormatError as exc:
+        return [exc], None
+    findings: list[FormatError] = []
+    pairs = np.frombuffer(rec.pairs, dtype=np.uint8)
+    contexts, pair_targets = pairs[0::2], pairs[1::2]
+    targets = np.frombuffer(rec.targets, dtype="<u4")
+    if not np.array_equal(targets, pair_targets):
+        base = OFFSETS["targets"][0]
+        for i in np.flatnonzero(targets != pair_targets).tolist():
+            findings.append(
+                BadValue("targets", "the widened target differs from the pair's target",
+                         expected=int(pair_targets[i]), actual=int(targets[i]), offset=base + 4 * i, index=i)
+            )
+    words = np.frombuffer(rec.prompt_words, dtype="<u4").tolist()
+    base = OFFSETS["prompt_words"][0]
+    for i, w in enumerate(words):
+        if not (w < VOCABULARY or w == EMPTY_PROMPT):
+            findings.append(
+                BadValue("prompt_words", "a prompt word is a byte (< 256) or 0xFFFFFFFF for an empty prompt",
+                         expected="< 256 or 0xffffffff", actual=w, offset=base + 4 * i, index=i)
+            )
+    if findings:
+        return findings, None
+    c = contexts.copy()
+    t = pair_targets.copy()
+    c.flags.writeable = False
+    t.flags.writeable = False
+    return [], InputRecord._trusted(c, t, tuple(words))  # type: ignore[arg-type]
+
+
+def _size_error(size: int) -> FormatError:
+    return Truncated("file_size", "an input record is exactly 1564 bytes",
+                     expected=RECORD_BYTES, actual=size)
+
+
+def input_findings(data: bytes) -> list[FormatError]:
+    """Every problem with ``data`` as a bob-input v1 record, in the contract's
+    order (magic, size, version, targets, prompt words); empty if it is valid."""
+    return _examine(as_bytes(data))[0]
+
+
+def load_input(data: bytes) -> InputRecord:
+    """Parse and check a bob-input v1 record; raise the first finding."""
+    findings, record = _examine(as_bytes(data))
+    if findings:
+        raise findings[0]
+    assert record is not None
+    return record
+
+
+def build_input(corpus: bytes, prompts: Sequence[bytes]) -> InputRecord:
+    """The fixture builder (§3): pair k is ``(corpus[k mod n], corpus[(k+1) mod n])``.
+
+    Refuses (BadValue) a corpus of fewer than 2 bytes and a prompt count other
+    than 3. Prompts are bytes; a prompt's word is its last byte or
+    ``0xFFFFFFFF`` when empty.
+    """
+    if isinstance(corpus, str):
+        raise TypeError("the corpus is bytes, not str")
+    corpus = memoryview(corpus).tobytes() if type(corpus) is not bytes else corpus
+    if isinstance(prompts, (bytes, bytearray, str)):
+        raise TypeError("prompts is a list of 3 byte strings")
+    prompts = list(prompts)
+    if len(corpus) < 2:
+        raise BadValue("corpus", "a corpus needs at least 2 bytes",
+                       expected="at least 2 bytes", actual=f"{len(corpus)} bytes")
+    if len(prompts) != PROMPTS:
+        raise BadValue("prompts", "there are exactly 3 prompts", expected=PROMPTS, actual=len(prompts))
+    words = []
+    for p in prompts:
+        if isinstance(p, str):
+            raise TypeError("a prompt is bytes, not str (use os.fsencode)")
+        words.append(prompt_word(memoryview(p).tobytes()))
+    n = len(corpus)
+    cyc = np.frombuffer(corpus[: min(n, PAIRS + 1)], dtype=np.uint8)
+    k = np.arange(PAIRS)
+    contexts = cyc[k % n]  # when n > 256 only the first 257 bytes take part
+    targets = cyc[(k + 1) % n]
+    return InputRecord(contexts, targets, tuple(words))  # type: ignore[arg-type]

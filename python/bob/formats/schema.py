@@ -1,0 +1,441 @@
+"""The construct building blocks bob's schemas are written with, and the
+helpers that run them.
+
+* :class:`LengthPrefixed` — a ``u32`` length followed by that many raw bytes
+  (contract strings hold raw float bytes, so they are ``bytes``, not text);
+  when parsing, the length is checked against the bytes that remain and
+  against a limit *before* anything is read.
+* :class:`Rule` — a field with a reader rule (``version == 1``, ``header_bytes``
+  a multiple of 64 …) that refuses the file, in parse order, with a
+  :class:`~bob.errors.FormatError` naming the field and its offset.
+* :class:`Table` — a fixed-count ``Array`` whose elements carry their index in
+  the error path (``chunk_table[2].digest``).
+* :class:`Sha256Of` — a 32-byte digest field: building computes the SHA-256
+  of the bytes a function picks from the context (the ``RawCopy`` of the
+  header); parsing returns the stored digest for the checker to compare.
+* :class:`ZeroPadding` — padding bytes: built as zeros, parsed as the raw bytes
+  so the checker can test them (construct's ``Padding`` does not).
+
+:func:`parse` runs a schema interpreted (never ``.compile()``, which skips
+length checks) and turns every construct failure into a
+:class:`~bob.errors.FormatError` naming the field. :func:`layout` walks a
+schema over a sample file and returns its layout table (offset, size, field,
+meaning): ``formats/*.md`` and ``bob-inspect schema`` are written from it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+import struct
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from construct import (
+    Array,
+    Const,
+    Construct,
+    ConstructError,
+    Container,
+    Int32ul,
+    RawCopy,
+    Renamed,
+    SizeofError,
+    StreamError,
+    Struct,
+    Subconstruct,
+    Terminated,
+    evaluate,
+    stream_read,
+    stream_tell,
+    stream_write,
+)
+
+from bob.errors import BadValue, FormatError, NotABobFile, Truncated
+
+__all__ = [
+    "LengthPrefixed",
+    "Rule",
+    "Table",
+    "Sha256Of",
+    "ZeroPadding",
+    "FieldRow",
+    "parse",
+    "layout",
+    "static_offsets",
+    "field_from_path",
+]
+
+
+# --------------------------------------------------------------------------- #
+# Streams and paths
+# --------------------------------------------------------------------------- #
+
+
+class _TrackingStream(io.BytesIO):
+    """A BytesIO that remembers where the last read started and how much it asked for."""
+
+    __slots__ = ("last_offset", "last_request", "size")
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.size = len(data)
+        self.last_offset = 0
+        self.last_request = -1
+
+    def read(self, n: int | None = -1) -> bytes:  # type: ignore[override]
+        self.last_offset = self.tell()
+        self.last_request = -1 if n is None else n
+        return super().read(n)
+
+
+_INDEX = re.compile(r"\[(\d+)\]")
+
+
+def field_from_path(path: str) -> tuple[str, int | None]:
+    """``"(parsing) -> header -> chunk_table[1] -> tag"`` → ``("chunk_table.tag", 1)``.
+
+    The ``RawCopy`` wrapper named ``header`` is transparent; a name repeated by
+    construct's docstring wrapper (``"x" / Int8ul * "doc"``) counts once.
+    """
+    names: list[str] = []
+    index = None
+    for part in path.split(" -> ")[1:]:
+        part = part.strip()
+        m = _INDEX.search(part)
+        if m:
+            index = int(m.group(1))
+            part = _INDEX.sub("", part)
+        if not part or part == "header" or (names and names[-1] == part):
+            continue
+        names.append(part)
+    return (".".join(names) or "file"), index
+
+
+def _remaining(stream) -> int:
+    size = getattr(stream, "size", None)
+    pos = stream.tell()
+    if size is None:
+        end = stream.seek(0, io.SEEK_END)
+        stream.seek(pos)
+        return end - pos
+    return size - pos
+
+
+# --------------------------------------------------------------------------- #
+# Custom constructs
+# --------------------------------------------------------------------------- #
+
+
+class LengthPrefixed(Construct):
+    r"""``u32`` little-endian length + that many raw bytes.
+
+    Parsing refuses (``Truncated``, naming the field) a length larger than the
+    bytes that remain, then a length larger than ``limit`` — before reading
+    the bytes. Building writes any byte string that fits a u32 length (the
+    limit is a reader's rule).
+    """
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+        self.prefix = Int32ul
+
+    def _parse(self, stream, context, path):
+        offset = stream_tell(stream, path)
+        length = self.prefix._parsereport(stream, context, path)
+        remaining = _remaining(stream)
+        field, index = field_from_path(path)
+        if length > remaining:
+            raise Truncated(
+                field,
+                f"length prefix runs past the end of the file ({remaining} bytes remain after it)",
+                expected=f"at most {remaining}",
+                actual=length,
+                offset=offset,
+                index=index,
+            )
+        if length > self.limit:
+            raise Truncated(
+                field,
+                f"length prefix exceeds the limit of {self.limit} bytes",
+                expected=f"at most {self.limit}",
+                actual=length,
+                offset=offset,
+                index=index,
+            )
+        return stream_read(stream, length, path)
+
+    def _build(self, obj, stream, context, path):
+        data = bytes(obj)
+        self.prefix._build(len(data), stream, context, path)
+        stream_write(stream, data, len(data), path)
+        return data
+
+    def _sizeof(self, context, path):
+        raise SizeofError("a length-prefixed field has no fixed size", path=path)
+
+
+class Rule(Subconstruct):
+    """A field with a reader rule: parsing refuses a value ``ok`` rejects.
+
+    ``expected`` is what the error shows as the expected value; ``error`` the
+    :class:`~bob.errors.FormatError` subclass raised. Building does not check
+    (tests build refused files on purpose).
+    """
+
+    def __init__(self, subcon, ok: Callable[[Any], bool], expected: Any, message: str,
+                 error: type[FormatError] = BadValue) -> None:
+        super().__init__(subcon)
+        self.ok = ok
+        self.expected = expected
+        self.message = message
+        self.error = error
+
+    def _parse(self, stream, context, path):
+        offset = stream_tell(stream, path)
+        value = self.subcon._parsereport(stream, context, path)
+        if not self.ok(value):
+            field, index = field_from_path(path)
+            raise self.error(field, self.message, expected=self.expected, actual=value,
+                             offset=offset, index=index)
+        return value
+
+    def _build(self, obj, stream, context, path):
+        return self.subcon._build(obj, stream, context, path)
+
+
+class Table(Array):
+    """A fixed-count Array whose elements put their index in the error path."""
+
+    def _parse(self, stream, context, path):
+        count = evaluate(self.count, context)
+        items = []
+        for i in range(count):
+            context._index = i
+            items.append(self.subcon._parsereport(stream, context, f"{path}[{i}]"))
+        return items
+
+
+class Sha256Of(Construct):
+    """A 32-byte SHA-256 field over ``bytesfunc(context)``.
+
+    Building computes it (like construct's ``Checksum``); parsing returns the
+    stored 32 bytes without comparing, so the checker can report a mismatch as
+    one finding among others instead of stopping the parse.
+    """
+
+    def __init__(self, bytesfunc: Callable[[Any], bytes]) -> None:
+        super().__init__()
+        self.bytesfunc = bytesfunc
+        self.flagbuildnone = True
+
+    def _parse(self, stream, context, path):
+        return stream_read(stream, 32, path)
+
+    def _build(self, obj, stream, context, path):
+        digest = hashlib.sha256(self.bytesfunc(context)).digest()
+        stream_write(stream, digest, 32, path)
+        return digest
+
+    def _sizeof(self, context, path):
+        return 32
+
+
+class ZeroPadding(Construct):
+    """Padding of ``length`` bytes (an int or a context function): built as zeros,
+    parsed as the raw bytes (checked for zeros by the format's checker)."""
+
+    def __init__(self, length) -> None:
+        super().__init__()
+        self.length = length
+        self.flagbuildnone = True
+
+    def _parse(self, stream, context, path):
+        return stream_read(stream, evaluate(self.length, context), path)
+
+    def _build(self, obj, stream, context, path):
+        length = evaluate(self.length, context)
+        data = bytes(length)
+        stream_write(stream, data, length, path)
+        return data
+
+    def _sizeof(self, context, path):
+        try:
+            return evaluate(self.length, context)
+        except (KeyError, AttributeError) as exc:
+            raise SizeofError("padding size depends on the header", path=path) from exc
+
+
+# --------------------------------------------------------------------------- #
+# Running a schema
+# --------------------------------------------------------------------------- #
+
+
+def parse(schema: Construct, data: bytes) -> Container:
+    """Parse ``data`` with ``schema`` (interpreted) or raise a FormatError.
+
+    Every construct failure (and any stray ``struct.error``, ``IndexError`` …)
+    becomes a :class:`~bob.errors.FormatError` naming the field from the
+    construct path, with the offset where the failing read started.
+    """
+    stream = _TrackingStream(data)
+    try:
+        return schema.parse_stream(stream)
+    except FormatError:
+        raise
+    except StreamError as exc:
+        field, index = field_from_path(exc.path or "")
+        need = stream.last_request
+        have = max(0, stream.size - stream.last_offset)
+        raise Truncated(
+            field,
+            f"the file ends inside this field ({have} bytes remain)",
+            expected=(f"{need} bytes" if need >= 0 else None),
+            actual=f"{have} bytes",
+            offset=stream.last_offset,
+            index=index,
+        ) from None
+    except ConstructError as exc:
+        field, index = field_from_path(exc.path or "")
+        name = type(exc).__name__
+        if name == "TerminatedError":
+            raise Truncated("file_size", "bytes follow the end of the format",
+                            actual=stream.size, offset=stream.tell()) from None
+        if name == "ConstError" and field == "magic":
+            raise NotABobFile(field, "this is not the expected bob format", offset=0) from None
+        message = str(exc).splitlines()[-1] if str(exc) else name
+        raise BadValue(field, message, offset=stream.last_offset, index=index) from None
+    except (struct.error, OverflowError, UnicodeDecodeError, IndexError, KeyError,
+            TypeError, ValueError) as exc:
+        raise BadValue("file", f"unreadable ({type(exc).__name__}: {exc})",
+                       offset=stream.tell()) from None
+
+
+# --------------------------------------------------------------------------- #
+# Layout tables
+# --------------------------------------------------------------------------- #
+
+
+@dataclass(frozen=True)
+class FieldRow:
+    """One row of a layout table: where a field is, how big, what it means."""
+
+    offset: int
+    size: int
+    field: str
+    meaning: str
+
+
+def _unwrap(sc: Construct) -> tuple[Construct, str | None, str]:
+    """Strip construct's naming/doc wrappers: (inner construct, name, docs)."""
+    name, docs = None, ""
+    while isinstance(sc, Renamed):
+        name = name or sc.name
+        docs = docs or (sc.docs or "")
+        sc = sc.subcon
+    return sc, name, docs
+
+
+def _walk(sc: Construct, value: Any, offset: int, name: str, docs: str, rows: list[FieldRow]) -> int:
+    sc, own, own_docs = _unwrap(sc)
+    if own is not None and not isinstance(sc, RawCopy):
+        name = f"{name}.{own}" if name else own
+    docs = own_docs or docs
+    if isinstance(sc, RawCopy):
+        return _walk(sc.subcon, value.value, offset, name, docs, rows)
+    if isinstance(sc, Struct):
+        pos = offset
+        for sub in sc.subcons:
+            _, subname, _ = _unwrap(sub)
+            subvalue = value.get(subname) if subname else None
+            pos += _walk(sub, subvalue, pos, name, "", rows)
+        return pos - offset
+    if isinstance(sc, Array):
+        pos = offset
+        for i, item in enumerate(value):
+            pos += _walk(sc.subcon, item, pos, f"{name}[{i}]", docs, rows)
+        return pos - offset
+    if sc is Terminated or type(sc).__name__ == "Terminated":
+        return 0
+    if isinstance(sc, LengthPrefixed):
+        rows.append(FieldRow(offset, 4, f"{name}.length", f"u32 length of {name}"))
+        rows.append(FieldRow(offset + 4, len(value), name, docs))
+        return 4 + len(value)
+    if isinstance(value, (bytes, bytearray)):
+        size = len(value)
+    else:
+        size = sc.sizeof()
+    rows.append(FieldRow(offset, size, name, docs))
+    return size
+
+
+def layout(schema: Construct, sample: bytes) -> list[FieldRow]:
+    """The layout table of ``schema`` over ``sample`` (a valid file): one row
+    per leaf field, offsets and sizes as construct reads them."""
+    value = schema.parse(sample)
+    rows: list[FieldRow] = []
+    _walk(schema, value, 0, "", "", rows)
+    return rows
+
+
+def static_offsets(schema: Struct) -> dict[str, tuple[int, int]]:
+    """``{field: (offset, size)}`` for a fixed-size Struct, from construct's sizeof."""
+    out: dict[str, tuple[int, int]] = {}
+    pos = 0
+    for sub in schema.subcons:
+        _, name, _ = _unwrap(sub)
+        size = sub.sizeof()
+        if name:
+            out[name] = (pos, size)
+        pos += size
+    return out
+
+
+def const_value(schema: Struct, name: str) -> Any:
+    """The value of the ``Const`` field ``name`` of ``schema`` (the magic)."""
+    for sub in schema.subcons:
+        inner, subname, _ = _unwrap(sub)
+        if subname == name:
+            while not isinstance(inner, Const):
+                inner = inner.subcon
+            return inner.value
+    raise KeyError(name)
+
+
+# --------------------------------------------------------------------------- #
+# Magic
+# --------------------------------------------------------------------------- #
+
+KNOWN_MAGICS = {
+    b"BOB-INPT": "a bob input record (bob-input)",
+    b"BOB-CKPT": "a bob checkpoint (bob-envelope)",
+}
+
+
+def magic_finding(data: bytes, magic: bytes, what: str) -> FormatError | None:
+    """The finding for ``data``'s first bytes against ``magic``, or None if they match.
+
+    A file that does not start with the magic is :class:`NotABobFile` (named as
+    such, never as a bad length); a file shorter than the magic that is a
+    prefix of it is :class:`Truncated`.
+    """
+    head = data[: len(magic)]
+    if head == magic:
+        return None
+    if len(head) < len(magic) and magic.startswith(head):
+        return Truncated("file_size", f"the file ends inside the magic of {what}",
+                         expected=f"at least {len(magic)} bytes", actual=f"{len(data)} bytes", offset=0)
+    other = KNOWN_MAGICS.get(head)
+    message = f"this is {other}, not {what}" if other else f"not {what}: wrong magic"
+    return NotABobFile("magic", message, expected=magic, actual=head, offset=0)
+
+
+def as_bytes(data: Any) -> bytes:
+    """``data`` as ``bytes`` (bytes-like objects are copied once; ``str`` is a TypeError)."""
+    if type(data) is bytes:
+        return data
+    if isinstance(data, str):
+        raise TypeError("bob reads bytes, not str")
+    return memoryview(data).tobytes()
