@@ -1,0 +1,27 @@
+"""``python -m bob run|fixture|inspect …``: the same commands as the scripts."""
+
+import sys
+
+USAGE = "usage: python -m bob {run,fixture,inspect} [options]"
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0 if argv else 2
+    command, rest = argv[0], argv[1:]
+    if command == "run":
+        from bob.run import main as run
+    elif command == "fixture":
+        from bob.run import fixture_main as run
+    elif command == "inspect":
+        from bob.inspect import main as run
+    else:
+        print(f"{USAGE}\npython -m bob: unknown command {command!r}", file=sys.stderr)
+        return 2
+    return run(rest)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
