@@ -3,6 +3,6 @@
 # the Rust core's tests and the Python tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/bootstrap.sh test
+scripts/bootstrap.sh test,plot
 cargo test --release --locked -p bob-core
 .venv/bin/python -m pytest -q "$@"
