@@ -71,18 +71,16 @@ def _escape_char(ch: str) -> str:
         return ch
     if code < 0x100:
         return f"\\x{code:02x}"
-    if ch.isprintable():
-        return ch
     if code <= 0xFFFF:
         return f"\\u{code:04x}"
     return f"\\U{code:08x}"
 
 
 def one_line(text: str) -> str:
-    """``text`` with every control or non-printable character escaped."""
-    if text.isprintable() and "\\" not in text:
+    """``text`` as one line of printable ASCII: everything else escaped."""
+    if text.isascii() and text.isprintable():
         return text
-    return "".join(ch if (ch.isprintable() and ch != "\\") else _escape_char(ch) for ch in text)
+    return "".join(ch if (ch.isascii() and ch.isprintable()) else _escape_char(ch) for ch in text)
 
 
 def show_bytes(data: bytes, limit: int = 96) -> str:
@@ -104,7 +102,7 @@ def show_bytes(data: bytes, limit: int = 96) -> str:
             out.append(f"\\x{b:02x}")
     text = '"' + "".join(out) + '"'
     if len(data) > limit:
-        text += f"…({len(data)} bytes)"
+        text += f"...({len(data)} bytes)"
     return text
 
 

@@ -109,11 +109,13 @@ def _byte_mutation(data: bytearray, op: str, rnd: random.Random) -> None:
         data[k:k] = data[k:k + rnd.randrange(1, 65)]
 
 
-def mutate(data: bytes, rnd: random.Random, *, rows: list[FieldRow] | None = None, count: int | None = None) -> bytes:
-    """``data`` with 1–3 (or ``count``) random mutations; field-level ones when ``rows`` is given."""
+def mutate(data: bytes, rnd: random.Random, *, rows: list[FieldRow] | None = None, count: int | None = None,
+           field_ratio: float = 0.6) -> bytes:
+    """``data`` with 1–3 (or ``count``) random mutations; with ``rows``, a
+    ``field_ratio`` share of them are field-level (1.0: only field-level)."""
     out = bytearray(data)
     for _ in range(count if count is not None else rnd.randrange(1, 4)):
-        if rows and rnd.random() < 0.6:
+        if rows and rnd.random() < field_ratio:
             _field_mutation(out, rows[rnd.randrange(len(rows))], rnd.randrange(1 << 16), rnd)
         else:
             _byte_mutation(out, BYTE_OPS[rnd.randrange(len(BYTE_OPS))], rnd)

@@ -1,1 +1,46 @@
-"""bob's binary formats: construct schemas, checkers and typed objects."""
+"""bob's binary formats: construct schemas, checkers and typed objects.
+
+* :mod:`bob.formats.input_record` — ``bob-input`` v1 (``INPUT_RECORD``, ``InputRecord``);
+* :mod:`bob.formats.envelope` — ``bob-envelope`` v1 (``ENVELOPE``, ``Checkpoint``, ``examine``);
+* :mod:`bob.formats.predictions` — the 24-byte predictions (``PREDICTIONS``, ``Predictions``);
+* :mod:`bob.formats.contract` — bob v1's constants and contract strings (``V1``);
+* :mod:`bob.formats.schema` — the custom constructs, ``parse`` and ``layout``;
+* :mod:`bob.formats.docs` — layout tables printed from the schemas.
+
+Names are imported lazily (``from bob.formats import ENVELOPE`` imports only
+what it needs).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
+
+_LAZY = {
+    "INPUT_RECORD": "bob.formats.input_record",
+    "ENVELOPE": "bob.formats.envelope",
+    "ENVELOPE_HEADER": "bob.formats.envelope",
+    "HEADER_BODY": "bob.formats.envelope",
+    "CHUNK_ENTRY": "bob.formats.envelope",
+    "PREDICTIONS": "bob.formats.predictions",
+    "V1": "bob.formats.contract",
+    "Contract": "bob.formats.contract",
+    "FieldRow": "bob.formats.schema",
+    "layout": "bob.formats.schema",
+    "layout_rows": "bob.formats.docs",
+    "markdown_table": "bob.formats.docs",
+}
+
+__all__ = list(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'bob.formats' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -410,7 +410,7 @@ def examine(data: bytes, *, for_resume: bool = True) -> Examination:
             out.append(BadValue("chunk_table.tag", f"chunk {i} is plane {PLANE_NAMES[i]}", expected=tag,
                                 actual=entry.tag, offset=at, index=i))
         if entry.offset != hb + i * CHUNK_BYTES:
-            out.append(BadValue("chunk_table.offset", "chunk i starts at header_bytes + i × chunk_bytes",
+            out.append(BadValue("chunk_table.offset", "chunk i starts at header_bytes + i * chunk_bytes",
                                 expected=hb + i * CHUNK_BYTES, actual=entry.offset, offset=at + 4, index=i))
         if entry.length != CHUNK_BYTES:
             out.append(BadValue("chunk_table.length", "each chunk is chunk_bytes long", expected=CHUNK_BYTES,
@@ -521,11 +521,14 @@ def load_checkpoint(data: bytes, *, for_resume: bool = True) -> Checkpoint:
 
 def read_bounded(path: "str | os.PathLike[str]", limit: int, magic: bytes | None = None,
                  what: str = "a checkpoint (bob-envelope)") -> bytes | None:
-    """A file's bytes, or None if it does not exist; never reads more than ``limit + 1`` bytes.
+    """A file's bytes, or None if it does not exist; never more than ``limit`` bytes are read.
 
-    A regular file larger than ``limit`` (by ``os.fstat``) is not read: only its
-    first bytes, to name a non-bob file as such (if ``magic`` is given), then
-    it is refused as :class:`Truncated` (``file_size``).
+    A regular file's size is taken with ``os.fstat`` first: if it is larger
+    than ``limit`` it is not read — only its first bytes, to name a non-bob
+    file as such (when ``magic`` is given) — and it is refused as
+    :class:`Truncated` (``file_size``). Otherwise exactly ``st_size`` bytes are
+    read. A pipe or device is read up to ``limit`` bytes, then probed for one
+    more byte.
     """
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
@@ -535,16 +538,18 @@ def read_bounded(path: "str | os.PathLike[str]", limit: int, magic: bytes | None
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
-        if stat.S_ISREG(st.st_mode) and st.st_size > limit:
-            size = st.st_size
-            data = b""
+        if stat.S_ISREG(st.st_mode):
+            if st.st_size <= limit:
+                return f.read(st.st_size)
+            size: object = st.st_size
+            head = f.read(len(magic)) if magic is not None else b""
         else:
-            data = f.read(limit + 1)
-            size = len(data)
-            if size <= limit:
+            data = f.read(limit)
+            if len(data) < limit or not f.read(1):
                 return data
+            size = f"more than {limit}"
+            head = data[: len(magic)] if magic is not None else b""
         if magic is not None:
-            head = data[: len(magic)] if data else f.read(len(magic))
             problem = magic_finding(head, magic, what)
             if problem is not None and not isinstance(problem, Truncated):
                 raise problem
@@ -556,7 +561,7 @@ def read_checkpoint_file(path: "str | os.PathLike[str]", *, for_resume: bool = T
     """Read and check a checkpoint file. A missing or empty file is the fresh state.
 
     The size is checked with ``os.fstat`` before the file is read whole; no
-    more than 65,536 + 786,432 bytes (+1, to detect growth) are ever read.
+    more than 65,536 + 786,432 bytes are ever read.
     """
     data = read_bounded(path, MAX_CHECKPOINT_BYTES, ENVELOPE_MAGIC)
     return load_checkpoint(data or b"", for_resume=for_resume)

@@ -1,0 +1,178 @@
+"""The golden vectors in formats/golden/ and the contract's §8 public vector.
+
+The §8 values are copied here from shared/design/bob-v1.md, so these tests do
+not trust formats/make_golden.py: they check the committed files against the
+contract directly, and that the generator still produces the committed files.
+The tests that train need the native core; if it is missing they fail (never
+skip).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+
+import pytest
+
+import bob
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GOLDEN = os.path.join(ROOT, "formats", "golden")
+
+RECORD_SHA256 = "d0d6de4cdcaa05f34ff1fb517f90ca5181543fee16498e570f9b4bd6fadf59f1"
+CKPT_10_SHA256 = "7c3544ee00bb44bc52844f36274c87715d84908ebbbeeb364f4fc5af80e5bc71"
+CKPT_20_SHA256 = "9a338a2df4ede38e189262486d41edfdafdab04b90be4bac6406e5d3a63cd7b8"
+PRED_HEX = "630000000100000061000000010000000000000000000000"
+
+
+def read(name: str) -> bytes:
+    with open(os.path.join(GOLDEN, name), "rb") as f:
+        return f.read()
+
+
+def read_json(name: str):
+    with open(os.path.join(GOLDEN, name), encoding="ascii") as f:
+        return json.load(f)
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def core():
+    try:
+        import bob.core as core_module
+    except ImportError as exc:  # includes bob.core.NativeCoreUnavailable
+        pytest.fail(f"bob.core cannot be imported; the native core must be built: {exc!r}")
+    return core_module
+
+
+@pytest.fixture(scope="module")
+def make_golden():
+    spec = importlib.util.spec_from_file_location("make_golden", os.path.join(ROOT, "formats", "make_golden.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# --------------------------------------------------------------------------- #
+# §8 through the library
+# --------------------------------------------------------------------------- #
+
+
+def test_section8_record_through_build_input():
+    rec = bob.build_input(b"abracadabra", [b"abra", b"cad", b""])
+    assert sha(rec.to_bytes()) == RECORD_SHA256
+    assert rec.prompt_words == (ord("a"), ord("d"), 0xFFFFFFFF)
+    assert rec.pairs[:3] == ((97, 98), (98, 114), (114, 97))
+    assert rec.pairs[10] == (97, 97)  # the corpus is cyclic
+    assert rec.context_counts().sum() == 256
+
+
+def test_section8_predictions_hex():
+    pred = bob.load_predictions(bytes.fromhex(PRED_HEX))
+    assert pred.records == ((ord("c"), 1), (ord("a"), 1), (0, 0))
+    assert pred.to_bytes().hex() == PRED_HEX
+
+
+def test_section8_checkpoints_after_10_and_20_updates(core):
+    rec = bob.build_input(b"abracadabra", [b"abra", b"cad", b""])
+    ck = bob.load_checkpoint(b"")
+    digests, preds, losses = [], [], []
+    for _ in range(2):
+        losses.append(core.train(ck.p, ck.m, ck.v, rec.contexts, rec.targets, ck.step))
+        ck.step += 10
+        data = ck.to_bytes()
+        digests.append(sha(data))
+        preds.append(bob.Predictions.from_core(core.predict(ck.p, rec.prompt_words)).to_bytes().hex())
+        ck = bob.load_checkpoint(data)  # resume from the bytes, as a fresh process would
+        assert ck.to_bytes() == data and ck.invocations == len(digests)
+    assert digests == [CKPT_10_SHA256, CKPT_20_SHA256]
+    assert preds == [PRED_HEX, PRED_HEX]
+    assert losses[0][0] == pytest.approx(5.548397, abs=1e-6)
+    assert losses[1][-1] == pytest.approx(3.710753, abs=1e-6)
+
+
+def test_fresh_state(core, tmp_path):
+    ck = bob.load_checkpoint(b"")
+    assert ck.step == 0 and ck.invocations == 0 and ck.header_bytes == 448
+    assert sha(ck.p.tobytes()) == "abb32a4606ab19ddea632c8942100942f92eebedc5b336076c8b49b7756179a3"
+    assert not ck.m.any() and not ck.v.any()
+    assert ck.p.flags.writeable and ck.m.flags.writeable and ck.v.flags.writeable
+    assert bob.read_checkpoint_file(tmp_path / "missing.ckpt") == ck
+    (tmp_path / "empty.ckpt").write_bytes(b"")
+    assert bob.read_checkpoint_file(tmp_path / "empty.ckpt") == ck
+    assert bob.checkpoint_findings(b"") == []
+    data = ck.to_bytes()
+    assert bob.checkpoint_findings(data) == [] and bob.load_checkpoint(data) == ck
+
+
+def test_golden_checkpoint_is_the_contract_one():
+    data = read("checkpoint-abracadabra-step10.bin")
+    assert len(data) == 786_880 and sha(data) == CKPT_10_SHA256
+    ck = bob.load_checkpoint(data)
+    assert ck.step == 10 and ck.to_bytes() == data
+    assert ck.as_dict() == read_json("checkpoint-abracadabra-step10.json")
+
+
+def test_golden_loaded_checkpoint_trains_to_step_20(core):
+    ck = bob.read_checkpoint_file(os.path.join(GOLDEN, "checkpoint-abracadabra-step10.bin"))
+    rec = bob.read_input_file(os.path.join(GOLDEN, "input-abracadabra.bin"))
+    core.train(ck.p, ck.m, ck.v, rec.contexts, rec.targets, ck.step)
+    ck.step += 10
+    assert sha(ck.to_bytes()) == CKPT_20_SHA256
+
+
+# --------------------------------------------------------------------------- #
+# Every golden file
+# --------------------------------------------------------------------------- #
+
+VALID = sorted(n for n in os.listdir(GOLDEN) if n.endswith(".bin"))
+REFUSED = sorted(n for n in os.listdir(os.path.join(GOLDEN, "refused")) if n.endswith(".bin"))
+LOADERS = {"input": bob.load_input, "predictions": bob.load_predictions, "checkpoint": bob.load_checkpoint}
+FINDERS = {"input": bob.input_findings, "predictions": bob.predictions_findings,
+           "checkpoint": bob.checkpoint_findings}
+
+
+def test_golden_files_exist():
+    assert {"input-abracadabra.bin", "predictions-abracadabra.bin", "checkpoint-abracadabra-step10.bin"} <= set(VALID)
+    assert len(REFUSED) >= 5
+
+
+def test_golden_section8_files_match_the_contract():
+    assert sha(read("input-abracadabra.bin")) == RECORD_SHA256
+    assert read("predictions-abracadabra.bin").hex() == PRED_HEX
+
+
+@pytest.mark.parametrize("name", VALID)
+def test_golden_valid_file(name):
+    data = read(name)
+    obj = LOADERS[name.split("-")[0]](data)
+    assert obj.to_bytes() == data
+    assert obj.as_dict() == read_json(name[:-4] + ".json")
+    assert obj.as_dict()["sha256"] == sha(data)
+
+
+@pytest.mark.parametrize("name", REFUSED)
+def test_golden_refused_file(name):
+    data = read(os.path.join("refused", name))
+    kind = name.split("-")[0]
+    expected = read_json(os.path.join("refused", name[:-4] + ".json"))["findings"]
+    got = [{"error": type(f).__name__, "field": f.field, "index": f.index, "offset": f.offset}
+           for f in FINDERS[kind](data)]
+    assert got == expected
+    with pytest.raises(getattr(bob, expected[0]["error"])) as info:
+        LOADERS[kind](data)
+    assert info.value.field == expected[0]["field"]
+
+
+def test_generator_reproduces_the_committed_files(core, make_golden):
+    files = make_golden.build()
+    on_disk = set(VALID) | {n[:-4] + ".json" for n in VALID}
+    on_disk |= {f"refused/{n}" for n in REFUSED} | {f"refused/{n[:-4]}.json" for n in REFUSED}
+    assert set(files) == on_disk
+    for name, data in files.items():
+        assert read(name) == data, name
