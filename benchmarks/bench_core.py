@@ -58,7 +58,7 @@ def reference_us_per_update() -> float:
 def main() -> None:
     print(f"CPU kernel chosen by 'auto': {_core.resolved_kernel()}; os.cpu_count() = {os.cpu_count()}")
     rows = []
-    for kernel in ("auto", "portable"):
+    for kernel in ("auto", "avx2", "portable"):
         for threads in (1, 2):
             rows.append((f"core, kernel {_core.resolved_kernel(kernel)}, {threads} thread(s)",
                          core_us_per_update(threads, kernel)))

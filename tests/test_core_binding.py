@@ -126,11 +126,11 @@ def test_unknown_kernel_is_refused():
 def test_kernels_agree_bit_for_bit():
     ctx, tgt = pairs()
     results = []
-    for kernel in ("portable", "avx2", "auto"):
+    for kernel in ("portable", "avx2", "avx512", "auto"):
         p, m, v = planes()
         _core.train(p, m, v, ctx, tgt.astype(np.uint32), 0, 10, kernel=kernel)
         results.append(p.tobytes() + m.tobytes() + v.tobytes())
-    assert results[0] == results[1] == results[2]
+    assert results[0] == results[1] == results[2] == results[3]
 
 
 def test_gil_is_released_while_training():

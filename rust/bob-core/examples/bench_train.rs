@@ -6,11 +6,7 @@ use std::time::Instant;
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let threads: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1);
-    let kernel = match args.get(2).map(String::as_str) {
-        Some("portable") => Kernel::Portable,
-        Some("avx2") => Kernel::Avx2,
-        _ => Kernel::Auto,
-    };
+    let kernel = args.get(2).and_then(|s| Kernel::from_name(s)).unwrap_or(Kernel::Auto);
     let n: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(256);
     let mut p = vec![0f32; n * n];
     initialize(&mut p, SEED);

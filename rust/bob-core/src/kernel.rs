@@ -7,11 +7,13 @@
 
 use std::ops::Range;
 
-use crate::pinned::{combine_lanes, exp_pinned};
+use crate::pinned::{exp_pinned, pinned_sum};
 use crate::{AdamW, Options, StepScalars};
 
 /// Which compiled copy of the row loop runs. They are the same source code,
-/// compiled for different instruction sets; they give the same bits.
+/// compiled for different instruction sets, and give the same bits: no
+/// instruction set changes an IEEE operation's result, and Rust never fuses
+/// a multiply and an add.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kernel {
     /// The best one this CPU supports.
@@ -20,23 +22,28 @@ pub enum Kernel {
     Portable,
     /// AVX2 (x86_64), chosen at run time.
     Avx2,
+    /// AVX-512 F + VL (x86_64), chosen at run time.
+    Avx512,
 }
 
 impl Kernel {
+    pub const ALL: [Kernel; 3] = [Kernel::Portable, Kernel::Avx2, Kernel::Avx512];
+
     pub fn is_available(self) -> bool {
         match self {
             Kernel::Auto | Kernel::Portable => true,
-            Kernel::Avx2 => avx2_available(),
+            Kernel::Avx2 => cpu::avx2(),
+            Kernel::Avx512 => cpu::avx512(),
         }
     }
 
-    /// The concrete kernel `self` stands for on this CPU.
+    /// The concrete kernel `self` stands for on this CPU: itself if the CPU
+    /// has it, else the best one below it.
     pub fn resolve(self) -> Kernel {
         match self {
-            Kernel::Auto if avx2_available() => Kernel::Avx2,
-            Kernel::Auto => Kernel::Portable,
-            Kernel::Avx2 if !avx2_available() => Kernel::Portable,
-            other => other,
+            Kernel::Auto | Kernel::Avx512 if cpu::avx512() => Kernel::Avx512,
+            Kernel::Auto | Kernel::Avx512 | Kernel::Avx2 if cpu::avx2() => Kernel::Avx2,
+            _ => Kernel::Portable,
         }
     }
 
@@ -45,18 +52,33 @@ impl Kernel {
             Kernel::Auto => "auto",
             Kernel::Portable => "portable",
             Kernel::Avx2 => "avx2",
+            Kernel::Avx512 => "avx512",
         }
+    }
+
+    pub fn from_name(name: &str) -> Option<Kernel> {
+        [Kernel::Auto, Kernel::Portable, Kernel::Avx2, Kernel::Avx512].into_iter().find(|k| k.name() == name)
     }
 }
 
 #[cfg(target_arch = "x86_64")]
-fn avx2_available() -> bool {
-    std::is_x86_feature_detected!("avx2")
+mod cpu {
+    pub fn avx2() -> bool {
+        std::is_x86_feature_detected!("avx2")
+    }
+    pub fn avx512() -> bool {
+        std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512vl") && avx2()
+    }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn avx2_available() -> bool {
-    false
+mod cpu {
+    pub fn avx2() -> bool {
+        false
+    }
+    pub fn avx512() -> bool {
+        false
+    }
 }
 
 /// What every row needs, computed once per call.
@@ -206,11 +228,11 @@ fn run_rows(
     logp: &mut [f64],
 ) {
     match kernel {
+        // SAFETY: `resolve` returns these only when the CPU reports the features.
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx2 => {
-            // SAFETY: `resolve` returns Avx2 only when the CPU reports AVX2.
-            unsafe { run_rows_avx2(plan, schedule, rows, p, m, v, logp) }
-        }
+        Kernel::Avx512 => unsafe { run_rows_avx512(plan, schedule, rows, p, m, v, logp) },
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 => unsafe { run_rows_avx2(plan, schedule, rows, p, m, v, logp) },
         _ => run_rows_generic(plan, schedule, rows, p, m, v, logp),
     }
 }
@@ -229,6 +251,35 @@ unsafe fn run_rows_avx2(
     run_rows_generic(plan, schedule, rows, p, m, v, logp)
 }
 
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,avx512f,avx512vl")]
+unsafe fn run_rows_avx512(
+    plan: &Plan,
+    schedule: &[StepScalars],
+    rows: Range<usize>,
+    p: &mut [f32],
+    m: &mut [f32],
+    v: &mut [f32],
+    logp: &mut [f64],
+) {
+    run_rows_generic(plan, schedule, rows, p, m, v, logp)
+}
+
+/// Rows that run their updates side by side, within L1: four rows of P, M, V
+/// and their scratch.
+const ROWS_IN_FLIGHT: usize = 4;
+
+/// How far ahead of a row's phase 2 the chain runs phase 1.
+const LAG: usize = 1;
+
+/// Runs `rows` through every update of `schedule`, a block of rows at a time.
+///
+/// Within a block and an update, the live rows form a chain in which one
+/// row's gradient and AdamW step (bound by the dividers: three divisions and
+/// a square root per value) share a loop with a later row's exp (bound by
+/// the multipliers and adders), so both kinds of unit work at once. Rows are
+/// independent within an update, and each value still sees exactly its own
+/// operations in the contract's order.
 #[inline(always)]
 fn run_rows_generic(
     plan: &Plan,
@@ -242,61 +293,145 @@ fn run_rows_generic(
     let n = plan.vocabulary;
     let updates = schedule.len();
     let first_slot = plan.row_offsets[rows.start];
-    let mut e = vec![0f32; n];
-    let mut h = vec![0f32; n];
-    let mut hcount = vec![0usize; n];
     let zero_g = vec![0f32; n];
+    let mut e = vec![0f32; n * ROWS_IN_FLIGHT];
+    let mut h = vec![0f32; n * ROWS_IN_FLIGHT];
+    let mut hcount = vec![0usize; n];
+    let mut live = Vec::with_capacity(ROWS_IN_FLIGHT);
+    let mut sums = [0f32; ROWS_IN_FLIGHT];
 
-    let planes = p.chunks_exact_mut(n).zip(m.chunks_exact_mut(n)).zip(v.chunks_exact_mut(n));
-    for (r, ((prow, mrow), vrow)) in rows.zip(planes) {
-        let slots = plan.row_offsets[r]..plan.row_offsets[r + 1];
-        if slots.is_empty() {
-            // c[r] = 0: g is +0.0, but AdamW still decays and moves the row.
-            for sched in schedule {
-                adamw_row(plan, sched, prow, mrow, vrow, &zero_g);
+    let block_values = n * ROWS_IN_FLIGHT;
+    let blocks = p.chunks_mut(block_values).zip(m.chunks_mut(block_values)).zip(v.chunks_mut(block_values));
+    for (b, ((pb, mb), vb)) in blocks.enumerate() {
+        let first_row = rows.start + b * ROWS_IN_FLIGHT;
+        live.clear();
+        for i in 0..pb.len() / n {
+            let r = first_row + i;
+            let slots = plan.row_offsets[r]..plan.row_offsets[r + 1];
+            if slots.is_empty() {
+                // c[r] = 0: g is +0.0, but AdamW still decays and moves the row.
+                let span = i * n..(i + 1) * n;
+                for sched in schedule {
+                    adamw_row(plan, sched, &mut pb[span.clone()], &mut mb[span.clone()], &mut vb[span.clone()], &zero_g);
+                }
+                continue;
             }
+            hcount.fill(0);
+            for s in slots.clone() {
+                hcount[plan.slot_targets[s] as usize] += 1;
+            }
+            for (hj, &c) in h[i * n..(i + 1) * n].iter_mut().zip(&hcount) {
+                *hj = c as f32;
+            }
+            live.push((i, slots));
+        }
+        if live.is_empty() {
             continue;
         }
-        hcount.fill(0);
-        for s in slots.clone() {
-            hcount[plan.slot_targets[s] as usize] += 1;
-        }
-        for (hj, &count) in h.iter_mut().zip(&hcount) {
-            *hj = count as f32;
-        }
-        let c = slots.len() as f32;
         for (t, sched) in schedule.iter().enumerate() {
-            live_row_update(plan, sched, c, &h, prow, mrow, vrow, &mut e);
-            // `e` now holds this update's prob row.
-            for s in slots.clone() {
-                let prob = e[plan.slot_targets[s] as usize];
-                logp[(s - first_slot) * updates + t] = f64::from(prob).ln();
+            // Phase 1 (exp and pinned sum) of the chain's first rows.
+            for &(i, _) in live.iter().take(LAG) {
+                let span = i * n..(i + 1) * n;
+                let mx = row_max(&pb[span.clone()]);
+                sums[i] = exp_row_and_sum(&pb[span.clone()], mx, &mut e[span]);
+            }
+            for k in 0..live.len() {
+                let (i, ref slots) = live[k];
+                let c = slots.len() as f32;
+                let span = i * n..(i + 1) * n;
+                let row = LiveRow { c, h: &h[span.clone()], s: sums[i] };
+                if let Some(&(j, _)) = live.get(k + LAG) {
+                    // Phase 2 of row i with phase 1 of row j, LAG rows ahead:
+                    // the pinned sum of the row in between is still adding
+                    // up while this loop runs.
+                    let (p_lo, p_hi) = pb.split_at_mut(j * n);
+                    let (e_lo, e_hi) = e.split_at_mut(j * n);
+                    let (pj, ej) = (&p_hi[..n], &mut e_hi[..n]);
+                    let mxj = row_max(pj);
+                    let (pi, ei) = (&mut p_lo[span.clone()], &mut e_lo[span.clone()]);
+                    phase2_with_exp(plan, sched, &row, pi, &mut mb[span.clone()], &mut vb[span.clone()], ei, pj, mxj, ej);
+                    sums[j] = pinned_sum(ej);
+                } else {
+                    phase2_with_exp(plan, sched, &row, &mut pb[span.clone()], &mut mb[span.clone()],
+                                    &mut vb[span.clone()], &mut e[span.clone()], &[], 0.0, &mut []);
+                }
+                // Row i's scratch now holds this update's prob row.
+                for s in slots.clone() {
+                    let prob = e[i * n + plan.slot_targets[s] as usize];
+                    logp[(s - first_slot) * updates + t] = f64::from(prob).ln();
+                }
             }
         }
     }
 }
 
-/// One update of a row with pairs: softmax, gradient and AdamW, leaving the
-/// row's prob in `e`.
+/// What phase 2 of a live row needs besides its planes: c[r], its h row and
+/// the pinned sum s of its exp row.
+struct LiveRow<'a> {
+    c: f32,
+    h: &'a [f32],
+    s: f32,
+}
+
+/// Phase 2 of one row (prob, gradient, AdamW; its exp row in `e` becomes its
+/// prob row) and, in the same loop, phase 1's exp of another row
+/// (`next_e[j] = exp_pinned(next_p[j] - next_mx)`); `next_p` may be empty.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn live_row_update(
+fn phase2_with_exp(
     plan: &Plan,
     sched: &StepScalars,
-    c: f32,
-    h: &[f32],
+    row: &LiveRow<'_>,
     p: &mut [f32],
     m: &mut [f32],
     v: &mut [f32],
     e: &mut [f32],
+    next_p: &[f32],
+    next_mx: f32,
+    next_e: &mut [f32],
 ) {
-    let mx = row_max(p);
-    let s = exp_row_and_sum(p, mx, e);
     match plan.pair_count_reciprocal {
-        Some(rk) => grad_adamw_row(plan, sched, c, h, s, p, m, v, e, |x| x * rk),
+        Some(rk) => phase2_inner(plan, sched, row, p, m, v, e, next_p, next_mx, next_e, |x| x * rk),
         None => {
             let k = plan.pair_count;
-            grad_adamw_row(plan, sched, c, h, s, p, m, v, e, |x| x / k)
+            phase2_inner(plan, sched, row, p, m, v, e, next_p, next_mx, next_e, |x| x / k)
+        }
+    }
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn phase2_inner(
+    plan: &Plan,
+    sched: &StepScalars,
+    row: &LiveRow<'_>,
+    p: &mut [f32],
+    m: &mut [f32],
+    v: &mut [f32],
+    e: &mut [f32],
+    next_p: &[f32],
+    next_mx: f32,
+    next_e: &mut [f32],
+    over_k: impl Fn(f32) -> f32,
+) {
+    let n = p.len();
+    let (c, s) = (row.c, row.s);
+    let (h, m, v, e) = (&row.h[..n], &mut m[..n], &mut v[..n], &mut e[..n]);
+    if next_p.is_empty() {
+        for j in 0..n {
+            let prob = e[j] / s;
+            e[j] = prob;
+            let g = over_k((c * prob) - h[j]);
+            adamw_element(plan, sched, &mut p[j], &mut m[j], &mut v[j], g);
+        }
+    } else {
+        let (next_p, next_e) = (&next_p[..n], &mut next_e[..n]);
+        for j in 0..n {
+            let prob = e[j] / s;
+            e[j] = prob;
+            let g = over_k((c * prob) - h[j]);
+            adamw_element(plan, sched, &mut p[j], &mut m[j], &mut v[j], g);
+            next_e[j] = exp_pinned(next_p[j] - next_mx);
         }
     }
 }
@@ -323,49 +458,16 @@ fn row_max(p: &[f32]) -> f32 {
     mx
 }
 
-/// e[j] = exp_pinned(P[j] - mx), summed in the pinned eight-lane order.
+/// e[j] = exp_pinned(P[j] - mx), then their pinned eight-lane sum. Two
+/// passes: the exp loop has no carried dependency, so it vectorizes at the
+/// machine's full width; the sum keeps the contract's lanes and order.
 #[inline(always)]
 fn exp_row_and_sum(p: &[f32], mx: f32, e: &mut [f32]) -> f32 {
-    let mut lanes = [0.0f32; 8];
-    let n = p.len();
-    let split = n - n % 8;
-    for (ec, pc) in e[..split].chunks_exact_mut(8).zip(p[..split].chunks_exact(8)) {
-        for k in 0..8 {
-            let x = exp_pinned(pc[k] - mx);
-            ec[k] = x;
-            lanes[k] += x;
-        }
+    let e = &mut e[..p.len()];
+    for (ej, &pj) in e.iter_mut().zip(p) {
+        *ej = exp_pinned(pj - mx);
     }
-    for (k, (ej, &pj)) in e[split..n].iter_mut().zip(&p[split..]).enumerate() {
-        let x = exp_pinned(pj - mx);
-        *ej = x;
-        lanes[k] += x;
-    }
-    combine_lanes(&lanes)
-}
-
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn grad_adamw_row(
-    plan: &Plan,
-    sched: &StepScalars,
-    c: f32,
-    h: &[f32],
-    s: f32,
-    p: &mut [f32],
-    m: &mut [f32],
-    v: &mut [f32],
-    e: &mut [f32],
-    over_k: impl Fn(f32) -> f32,
-) {
-    let n = p.len();
-    let (h, m, v, e) = (&h[..n], &mut m[..n], &mut v[..n], &mut e[..n]);
-    for j in 0..n {
-        let prob = e[j] / s;
-        e[j] = prob;
-        let g = over_k((c * prob) - h[j]);
-        adamw_element(plan, sched, &mut p[j], &mut m[j], &mut v[j], g);
-    }
+    pinned_sum(e)
 }
 
 #[inline(always)]

@@ -98,6 +98,7 @@ pub fn vocabulary_of(len: usize) -> Result<usize, CoreError> {
 /// Make `updates` AdamW updates (§6.3) in place on P, M, V, where `step`
 /// updates were completed before. The pairs are `(contexts[k], targets[k])`.
 /// Returns the loss before each update (§6.4), in f64.
+#[allow(clippy::too_many_arguments)]
 pub fn train(
     p: &mut [f32],
     m: &mut [f32],

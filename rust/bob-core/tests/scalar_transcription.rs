@@ -2,6 +2,9 @@
 //! the fast kernels (every kernel this CPU has, one and several threads) give
 //! exactly its bits on random states.
 
+// The contract's decimals, verbatim.
+#![allow(clippy::approx_constant, clippy::excessive_precision)]
+
 use bob_core::{initialize, predict, train, AdamW, Kernel, Options, BOB_V1_ADAMW, SEED};
 use sha2::{Digest, Sha256};
 
@@ -163,7 +166,7 @@ fn bits(x: &[f32]) -> Vec<u32> {
 }
 
 fn kernels() -> Vec<Kernel> {
-    [Kernel::Portable, Kernel::Avx2].into_iter().filter(|k| k.is_available()).collect()
+    Kernel::ALL.into_iter().filter(|k| k.is_available()).collect()
 }
 
 fn check_against_scalar(n: usize, k: usize, step: u64, updates: u64, extreme: bool, seed: u64) {
@@ -331,7 +334,7 @@ fn refusals_are_errors_not_panics() {
     let mut short = vec![0f32; 15];
     assert_eq!(train(&mut short.clone(), &mut short.clone(), &mut short, &[0], &[0], 0, 1, &hp, o), Err(NotSquare { len: 15 }));
     assert_eq!(train(&mut [], &mut [], &mut [], &[0], &[0], 0, 1, &hp, o), Err(NotSquare { len: 0 }));
-    assert_eq!(train(&mut p, &mut m, &mut vec![0f32; 9], &[0], &[0], 0, 1, &hp, o),
+    assert_eq!(train(&mut p, &mut m, &mut [0f32; 9], &[0], &[0], 0, 1, &hp, o),
                Err(PlaneLengthMismatch { plane: "V", expected: 16, actual: 9 }));
     assert_eq!(train(&mut p, &mut m, &mut v, &[0, 1], &[0], 0, 1, &hp, o), Err(PairCountMismatch { contexts: 2, targets: 1 }));
     assert_eq!(train(&mut p, &mut m, &mut v, &[], &[], 0, 1, &hp, o), Err(NoPairs));

@@ -106,14 +106,11 @@ fn overlaps(a: &Plane, b: &Plane) -> bool {
 }
 
 fn kernel_named(name: &str) -> PyResult<Kernel> {
-    match name {
-        "auto" => Ok(Kernel::Auto),
-        "portable" => Ok(Kernel::Portable),
-        "avx2" => Ok(Kernel::Avx2),
-        other => Err(PyValueError::new_err(format!(
-            "kernel must be 'auto', 'portable' or 'avx2'; got {other:?}"
-        ))),
-    }
+    Kernel::from_name(name).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "kernel must be 'auto', 'portable', 'avx2' or 'avx512'; got {name:?}"
+        ))
+    })
 }
 
 /// FNV-1a-64 of `data` (contract §6.1).
@@ -188,7 +185,7 @@ fn predict(p: PyReadonlyArray1<'_, f32>, prompt_words: Vec<u32>) -> PyResult<Vec
     bob_core::predict(p, &prompt_words).map_err(core_error)
 }
 
-/// The kernel `kernel` resolves to on this CPU ("avx2" or "portable").
+/// The kernel `kernel` resolves to on this CPU ("avx512", "avx2" or "portable").
 #[pyfunction]
 #[pyo3(signature = (kernel = "auto"))]
 fn resolved_kernel(kernel: &str) -> PyResult<&'static str> {
