@@ -167,7 +167,9 @@ pub(crate) fn train_checked(
         if threads <= 1 {
             run_rows(kernel, &plan, &schedule, 0..vocabulary, p, m, v, &mut logp);
         } else {
-            std::thread::scope(|scope| {
+            // rayon's pool is started once per process: spawning threads for
+            // every call would cost more than a few updates.
+            rayon::scope(|scope| {
                 let (mut p, mut m, mut v, mut logp) = (&mut *p, &mut *m, &mut *v, &mut logp[..]);
                 let mut start = 0usize;
                 for i in 0..threads {
@@ -180,7 +182,7 @@ pub(crate) fn train_checked(
                     let (lp, rest_l) = std::mem::take(&mut logp).split_at_mut(slots);
                     (p, m, v, logp) = (rest_p, rest_m, rest_v, rest_l);
                     let (plan, schedule) = (&plan, &schedule);
-                    scope.spawn(move || run_rows(kernel, plan, schedule, start..end, pp, mp, vp, lp));
+                    scope.spawn(move |_| run_rows(kernel, plan, schedule, start..end, pp, mp, vp, lp));
                     start = end;
                 }
             });
@@ -208,7 +210,7 @@ fn thread_count(requested: usize, vocabulary: usize, updates: usize) -> usize {
         if work < MIN_PARALLEL_WORK {
             1
         } else {
-            std::thread::available_parallelism().map_or(1, |n| n.get())
+            rayon::current_num_threads()
         }
     } else {
         requested
