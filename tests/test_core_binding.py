@@ -176,3 +176,24 @@ def test_missing_core_says_how_to_build_it(tmp_path):
     assert out.returncode != 0
     assert "NativeCoreUnavailable" in out.stderr
     assert "scripts/bootstrap.sh" in out.stderr
+
+
+def test_pairs_may_be_bytes_or_uint32_and_give_the_same_bits():
+    ctx, tgt = pairs()
+    tgt = tgt.astype(np.uint32)
+    results = []
+    for c, t in ((ctx, tgt), (ctx.astype(np.uint8).tobytes(), tgt.astype(np.uint8).tobytes()),
+                 (bytearray(ctx.astype(np.uint8)), memoryview(tgt.astype(np.uint8)))):
+        p, m, v = planes()
+        losses = _core.train(p, m, v, c, t, 0, 10)
+        results.append((p.tobytes(), losses))
+    assert results[0] == results[1] == results[2]
+
+
+def test_pairs_of_another_dtype_are_refused_by_name():
+    p, m, v = planes()
+    ctx, tgt = pairs()
+    with pytest.raises(TypeError, match=r"targets must hold uint8 or uint32 values; got float64"):
+        _core.train(p, m, v, ctx, tgt.astype(np.float64), 0, 10)
+    with pytest.raises(TypeError, match=r"contexts must be a buffer of uint8 or uint32"):
+        _core.train(p, m, v, list(ctx), tgt.astype(np.uint32), 0, 10)

@@ -14,7 +14,6 @@ Standard library only.
 from __future__ import annotations
 
 import os
-import secrets
 
 __all__ = ["write_atomic", "clean_stale_temporaries", "temporary_name", "TEMP_MARK"]
 
@@ -40,7 +39,7 @@ def temporary_name(path: "str | os.PathLike[str]", pid: int | None = None) -> st
     """A fresh temporary path for ``path``: same directory, ``.{name}.bob-tmp-{pid}-{random}``."""
     directory, name = _split(path)
     pid = os.getpid() if pid is None else pid
-    return os.path.join(directory, f"{_prefix(name)}{pid}-{secrets.token_hex(6)}")
+    return os.path.join(directory, f"{_prefix(name)}{pid}-{os.urandom(6).hex()}")
 
 
 def _fsync_directory(directory: str) -> None:

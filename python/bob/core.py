@@ -3,11 +3,16 @@
 This module is the only door to ``bob._core``. It never re-implements the
 math and never falls back to anything: if the extension is missing, importing
 this module raises :class:`NativeCoreUnavailable` saying how to build it.
+
+It imports nothing heavy: the core works on any float32 buffer (NumPy arrays,
+``array.array('f')``, a ``bytearray`` cast to ``'f'``), so ``bob-run`` can
+train without importing NumPy. NumPy comes in only for the functions that
+make or convert arrays.
 """
 
 from __future__ import annotations
 
-import numpy as np
+import array
 
 VOCABULARY = 256
 PARAMETER_COUNT = VOCABULARY * VOCABULARY
@@ -29,6 +34,8 @@ except ImportError as exc:  # pragma: no cover - exercised through a subprocess 
         "(maturin develop --release); bob has no other path to the training math."
     ) from exc
 
+CoreError = _core.CoreError
+
 
 def fnv1a64(data: bytes) -> int:
     """FNV-1a-64 of ``data`` (contract §6.1), computed by the core."""
@@ -36,25 +43,47 @@ def fnv1a64(data: bytes) -> int:
 
 
 def initial_planes(seed: bytes = SEED, vocabulary: int = VOCABULARY):
-    """Fresh P, M, V (float32, parameter order) for ``seed`` (contract §6.1)."""
-    p = np.empty(vocabulary * vocabulary, dtype=np.float32)
+    """Fresh P, M, V as float32 NumPy arrays in parameter order (contract §6.1)."""
+    return _core.initial_planes(bytes(seed), int(vocabulary))
+
+
+def initialize(p, seed: bytes = SEED) -> None:
+    """Fill the float32 buffer ``p`` in place with the seeded initialization (§6.1)."""
     _core.initialize(p, bytes(seed))
-    return p, np.zeros_like(p), np.zeros_like(p)
+
+
+def _pair_buffer(values):
+    """Contexts or targets as a C-contiguous uint8 or uint32 buffer."""
+    if isinstance(values, (bytes, bytearray, memoryview, array.array)):
+        return values
+    dtype = getattr(values, "dtype", None)
+    if dtype is not None:  # a NumPy array: NumPy is already imported
+        import numpy as np
+
+        if dtype in (np.uint8, np.uint32) and values.flags.c_contiguous:
+            return values
+        return np.ascontiguousarray(values, dtype=np.uint32)
+    return array.array("I", values)
 
 
 def train(p, m, v, contexts, targets, step: int, updates: int = UPDATES_PER_INVOCATION,
-          *, threads: int = 0) -> np.ndarray:
+          *, threads: int = 0) -> list[float]:
     """Make ``updates`` AdamW updates in place on P, M, V (contract §6.3).
 
-    ``contexts``/``targets`` are the pairs' bytes (any integer array; taken as
-    uint32). ``step`` is the number of updates completed before. Returns the
-    loss before each update (float64, contract §6.4).
+    P, M, V are writable float32 buffers of rows x rows values; ``contexts``
+    and ``targets`` are the pairs' bytes (bytes, or integer arrays). ``step``
+    is the number of updates completed before. Returns the loss before each
+    update (contract §6.4).
     """
-    ctx = np.ascontiguousarray(contexts, dtype=np.uint32)
-    tgt = np.ascontiguousarray(targets, dtype=np.uint32)
-    return _core.train(p, m, v, ctx, tgt, int(step), int(updates), threads=int(threads))
+    return _core.train(p, m, v, _pair_buffer(contexts), _pair_buffer(targets), int(step), int(updates),
+                       threads=int(threads))
 
 
 def predict(p, prompt_words) -> list[tuple[int, int]]:
     """(token, validity) per prompt word (contract §4); 0xFFFFFFFF is an empty prompt."""
     return _core.predict(p, [int(w) for w in prompt_words])
+
+
+def resume_problem(p, m, v, step: int, updates: int = UPDATES_PER_INVOCATION):
+    """The first reason the state may not be resumed (§5) as (check, plane, index), or None."""
+    return _core.resume_problem(p, m, v, int(step), int(updates))

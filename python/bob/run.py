@@ -22,10 +22,11 @@ come in when an invocation needs them.
 
 from __future__ import annotations
 
-import argparse
+import errno
 import os
 import sys
 import time
+from types import SimpleNamespace
 
 EXIT_OK = 0
 EXIT_UNEXPECTED = 1
@@ -147,35 +148,26 @@ def invoke(input_path: str, checkpoint_path: str, predictions_path: str, *, wait
 
     import hashlib
 
-    import bob
     from bob import core  # no fallback: NativeCoreUnavailable propagates
-    from bob.formats.predictions import Predictions
+    from bob.atomic import clean_stale_temporaries
+    from bob.formats import canonical
 
-    try:
-        record = bob.read_input_file(input_path)
-    except bob.FormatError as exc:
-        raise _in_file(exc, "input record", input_path) from None
+    contexts, targets, prompt_words = _read_record(input_path)
 
     with CheckpointLock(checkpoint_path, wait_seconds):
-        cleaned = bob.clean_stale_temporaries(checkpoint_path) + bob.clean_stale_temporaries(predictions_path)
-        try:
-            checkpoint = bob.read_checkpoint_file(checkpoint_path)
-        except bob.FormatError as exc:
-            raise _in_file(exc, "checkpoint", checkpoint_path) from None
-        step_before = checkpoint.step
-        losses = core.train(
-            checkpoint.p, checkpoint.m, checkpoint.v, record.contexts, record.targets,
-            step_before, UPDATES_PER_INVOCATION,
-        )
-        checkpoint.step = step_before + UPDATES_PER_INVOCATION
-        predictions = Predictions.from_core(core.predict(checkpoint.p, record.prompt_words))
-        checkpoint_bytes = checkpoint.to_bytes()
-        prediction_bytes = predictions.to_bytes()
+        cleaned = clean_stale_temporaries(checkpoint_path) + clean_stale_temporaries(predictions_path)
+        step_before, planes, header_bytes = _read_state(checkpoint_path)
+        p, m, v = _plane_views(planes)
+        losses = core.train(p, m, v, contexts, targets, step_before, UPDATES_PER_INVOCATION)
+        step_after = step_before + UPDATES_PER_INVOCATION
+        records = core.predict(p, prompt_words)
+        prediction_bytes = canonical.predictions_bytes(records)
+        checkpoint_bytes = _checkpoint_bytes(step_after, planes, header_bytes)
         _replace_both(checkpoint_path, checkpoint_bytes, predictions_path, prediction_bytes)
 
     return {
         "step_before": step_before,
-        "step_after": checkpoint.step,
+        "step_after": step_after,
         "fresh": step_before == 0,
         "losses": [float(x) for x in losses],
         "predictions": [
@@ -185,7 +177,7 @@ def invoke(input_path: str, checkpoint_path: str, predictions_path: str, *, wait
                 "token": token,
                 "valid": bool(validity),
             }
-            for i, (word, (token, validity)) in enumerate(zip(record.prompt_words, predictions.records))
+            for i, (word, (token, validity)) in enumerate(zip(prompt_words, records))
         ],
         "checkpoint": checkpoint_path,
         "checkpoint_sha256": hashlib.sha256(checkpoint_bytes).hexdigest(),
@@ -193,6 +185,93 @@ def invoke(input_path: str, checkpoint_path: str, predictions_path: str, *, wait
         "predictions_hex": prediction_bytes.hex(),
         "stale_temporaries_removed": cleaned,
     }
+
+
+# The fast path below recognizes the files bob itself writes with the standard
+# library alone (bob.formats.canonical); anything it does not recognize goes
+# to the construct schemas, which either accept it or raise the FormatError
+# that names what is wrong. So refusals always come from the schemas, and a
+# run on good files imports neither construct nor NumPy.
+
+_FAST = sys.byteorder == "little"  # the planes are little-endian float32 in memory too
+
+
+def _read_record(path: str) -> "tuple[bytes, bytes, tuple[int, ...]]":
+    """(contexts, targets, prompt words) of the input record at ``path``."""
+    from bob.formats import canonical
+
+    if _FAST:
+        try:
+            data = canonical.read_at_most(path, canonical.RECORD_BYTES)
+        except canonical.TooLarge:
+            data = b""
+        if data is None:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+        fast = canonical.recognize_record(data)
+        if fast is not None:
+            return fast
+    import bob
+
+    try:
+        record = bob.read_input_file(path)
+    except bob.FormatError as exc:
+        raise _in_file(exc, "input record", path) from None
+    return record.contexts.tobytes(), record.targets.tobytes(), record.prompt_words
+
+
+def _read_state(path: str) -> "tuple[int, bytearray, int | None]":
+    """(step, planes, header_bytes) of the checkpoint at ``path``: the planes
+    as one bytearray (P, M, V, little-endian float32); header_bytes None for
+    the canonical layout. A missing or empty file is the fresh state."""
+    from bob import core
+    from bob.formats import canonical
+
+    if _FAST:
+        try:
+            data = canonical.read_at_most(path, canonical.CHECKPOINT_BYTES)
+        except canonical.TooLarge:
+            data = None
+            recognized = False
+        else:
+            recognized = True
+        if recognized and not data:
+            planes = bytearray(canonical.PAYLOAD_BYTES)
+            core.initialize(_plane_views(planes)[0])
+            return 0, planes, None
+        step = canonical.recognize_checkpoint(data) if data else None
+        if step is not None:
+            planes = bytearray(memoryview(data)[canonical.HEADER_BYTES:])
+            if core.resume_problem(*_plane_views(planes), step) is None:
+                return step, planes, None
+    import bob
+
+    try:
+        checkpoint = bob.read_checkpoint_file(path)
+    except bob.FormatError as exc:
+        raise _in_file(exc, "checkpoint", path) from None
+    planes = bytearray(b"".join(a.astype("<f4").tobytes() for a in (checkpoint.p, checkpoint.m, checkpoint.v)))
+    return checkpoint.step, planes, checkpoint.header_bytes
+
+
+def _plane_views(planes: bytearray) -> "tuple[memoryview, memoryview, memoryview]":
+    from bob.formats.constants import CHUNK_BYTES
+
+    view = memoryview(planes)
+    return tuple(view[i * CHUNK_BYTES:(i + 1) * CHUNK_BYTES].cast("f") for i in range(3))  # type: ignore[return-value]
+
+
+def _checkpoint_bytes(step: int, planes: bytearray, header_bytes: "int | None") -> bytes:
+    from bob.formats import canonical
+
+    if header_bytes in (None, canonical.HEADER_BYTES):
+        return canonical.build_checkpoint(step, planes)
+    # A valid checkpoint with a larger header keeps it (formats/DECISIONS.md D9).
+    import numpy as np
+
+    import bob
+
+    p, m, v = (np.frombuffer(bytes(view.cast("B")), dtype="<f4").copy() for view in _plane_views(planes))
+    return bob.Checkpoint(step, p, m, v, header_bytes=header_bytes).to_bytes()
 
 
 def _in_file(exc: Exception, what: str, path: str) -> Exception:
@@ -258,7 +337,9 @@ def _fail(prog: str, code: int, message: str, debug: bool) -> int:
     return code
 
 
-def run_parser() -> argparse.ArgumentParser:
+def run_parser() -> "argparse.ArgumentParser":
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="bob-run",
         description="One bob invocation: 10 AdamW updates from CKPT (missing or empty: fresh), "
@@ -275,8 +356,47 @@ def run_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _quick_args(argv: list[str]) -> "SimpleNamespace | None":
+    """The common command lines, read without building the argparse parser
+    (which costs more than a whole invocation's work). Anything else — help,
+    an unknown or repeated option, a missing value — returns None and goes to
+    argparse, which prints its usual messages."""
+    values = {"input": None, "checkpoint": None, "predictions": None, "wait": 0.0, "json": False, "debug": False}
+    seen = set()
+    items = list(argv)
+    while items:
+        item = items.pop(0)
+        name, eq, value = item.partition("=")
+        key = name[2:] if name.startswith("--") else None
+        if key not in values or key in seen:
+            return None
+        seen.add(key)
+        if key in ("json", "debug"):
+            if eq:
+                return None
+            values[key] = True
+            continue
+        if not eq:
+            if not items:
+                return None
+            value = items.pop(0)
+        if value.startswith("-") and key != "wait":
+            return None
+        if key == "wait":
+            try:
+                values[key] = float(value)
+            except ValueError:
+                return None
+        else:
+            values[key] = value
+    if None in (values["input"], values["checkpoint"], values["predictions"]):
+        return None
+    return SimpleNamespace(**values)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = run_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = _quick_args(argv) or run_parser().parse_args(argv)
     try:
         result = invoke(args.input, args.checkpoint, args.predictions, wait_seconds=args.wait)
     except CheckpointBusy as exc:
@@ -312,23 +432,24 @@ def main(argv: list[str] | None = None) -> int:
 # --------------------------------------------------------------------------- #
 
 
-class _PromptAction(argparse.Action):
-    """--prompt and --prompt-hex append to one list, in command-line order."""
+def fixture_parser() -> "argparse.ArgumentParser":
+    import argparse
 
-    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
-        prompts = getattr(namespace, self.dest) or []
-        if option_string == "--prompt-hex":
-            try:
-                value = bytes.fromhex(values)
-            except ValueError:
-                parser.error(f"--prompt-hex: {values!r} is not hex (pairs of 0-9a-f)")
-        else:
-            value = os.fsencode(values)
-        prompts.append(value)
-        setattr(namespace, self.dest, prompts)
+    class _PromptAction(argparse.Action):
+        """--prompt and --prompt-hex append to one list, in command-line order."""
 
+        def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
+            prompts = getattr(namespace, self.dest) or []
+            if option_string == "--prompt-hex":
+                try:
+                    value = bytes.fromhex(values)
+                except ValueError:
+                    parser.error(f"--prompt-hex: {values!r} is not hex (pairs of 0-9a-f)")
+            else:
+                value = os.fsencode(values)
+            prompts.append(value)
+            setattr(namespace, self.dest, prompts)
 
-def fixture_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bob-fixture",
         description="Write a bob input record (bob-input v1) from a corpus and exactly three prompts.",

@@ -37,29 +37,30 @@ __all__ = [
     "CONTRACT_FIELDS",
 ]
 
-VOCABULARY = 256
-PARAMETER_COUNT = VOCABULARY * VOCABULARY  # 65,536, row-major: context * 256 + next
-PLANE_NAMES = ("P", "M", "V")
-SCALAR_BYTES = 4
-CHUNK_BYTES = PARAMETER_COUNT * SCALAR_BYTES  # 262,144: one chunk per plane
-PAYLOAD_BYTES = CHUNK_BYTES * len(PLANE_NAMES)  # 786,432
-UPDATES_PER_INVOCATION = 10
-PROMPTS = 3
-RECORD_BYTES = 16 + 2 * VOCABULARY + 4 * VOCABULARY + 4 * PROMPTS  # 1,564
-PREDICTION_BYTES = 8 * PROMPTS  # 24
-EMPTY_PROMPT = 0xFFFFFFFF
-MAX_HEADER_BYTES = 65_536
-MAX_CHECKPOINT_BYTES = MAX_HEADER_BYTES + PAYLOAD_BYTES  # never read more than this
-STRING_LIMIT = 4_096  # every contract string's length prefix is at most this
-U64_MAX = (1 << 64) - 1
-
-# lr, beta1, beta2, eps, weight decay — as f32
-LEARNER_HYPERPARAMETERS = (0.05, 0.9, 0.999, 1e-8, 0.01)
-
-STATE = b"bob-raw-pmv-f32-v1|parameter-order:p-then-m-then-v|payload=%d" % PAYLOAD_BYTES
-LEARNER = LEARNER_PREFIX + struct.pack("<5f", *LEARNER_HYPERPARAMETERS)
-DATA = b"raw-byte-sequence|vocabulary=%d|prompts=%d|record=%d" % (VOCABULARY, PROMPTS, RECORD_BYTES)
-SEED = b"bob-seed-v1"
+# The constants live in bob.formats.constants (standard library only, so
+# bob-run's fast path can use them without this module's dataclasses).
+from bob.formats.constants import (  # noqa: E402
+    CHUNK_BYTES,
+    DATA,
+    EMPTY_PROMPT,
+    LEARNER,
+    LEARNER_HYPERPARAMETERS,
+    MAX_CHECKPOINT_BYTES,
+    MAX_HEADER_BYTES,
+    PARAMETER_COUNT,
+    PAYLOAD_BYTES,
+    PLANE_NAMES,
+    PREDICTION_BYTES,
+    PROMPTS,
+    RECORD_BYTES,
+    SCALAR_BYTES,
+    SEED,
+    STATE,
+    STRING_LIMIT,
+    U64_MAX,
+    UPDATES_PER_INVOCATION,
+    VOCABULARY,
+)
 
 
 @dataclass(frozen=True)

@@ -164,3 +164,41 @@ pub fn predict(p: &[f32], prompt_words: &[u32]) -> Result<Vec<(u32, u32)>, CoreE
     }
     Ok(out)
 }
+
+/// Why a state may not be resumed (§5): the first problem found, scanning
+/// P, M, V in order and each plane by rising index.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StateProblem {
+    /// A plane holds NaN or an infinity at `index`.
+    NonFinite { plane: &'static str, index: usize, value: f32 },
+    /// V holds a negative value at `index` (-0.0 is not negative).
+    NegativeSecondMoment { index: usize, value: f32 },
+    /// The step is 0 but M or V holds a non-zero value at `index`.
+    MomentsAtStepZero { plane: &'static str, index: usize, value: f32 },
+    /// `step + updates` does not fit in a u64.
+    NoRoomForUpdates { step: u64, updates: u64 },
+}
+
+/// The resume checks of §5 on a state the caller holds: every value finite,
+/// no negative V, M and V all zero at step 0, room for `updates` more.
+pub fn resume_state_problem(p: &[f32], m: &[f32], v: &[f32], step: u64, updates: u64) -> Option<StateProblem> {
+    for (plane, values) in [("P", p), ("M", m), ("V", v)] {
+        if let Some(index) = values.iter().position(|x| !x.is_finite()) {
+            return Some(StateProblem::NonFinite { plane, index, value: values[index] });
+        }
+    }
+    if let Some(index) = v.iter().position(|&x| x < 0.0) {
+        return Some(StateProblem::NegativeSecondMoment { index, value: v[index] });
+    }
+    if step == 0 {
+        for (plane, values) in [("M", m), ("V", v)] {
+            if let Some(index) = values.iter().position(|&x| x != 0.0) {
+                return Some(StateProblem::MomentsAtStepZero { plane, index, value: values[index] });
+            }
+        }
+    }
+    if step.checked_add(updates).is_none() {
+        return Some(StateProblem::NoRoomForUpdates { step, updates });
+    }
+    None
+}

@@ -4,8 +4,8 @@
 
 use std::ffi::CStr;
 
-use bob_core::{CoreError, Kernel, Options, BOB_V1_ADAMW};
-use numpy::{PyArray1, PyReadonlyArray1};
+use bob_core::{CoreError, Kernel, Options, StateProblem, BOB_V1_ADAMW};
+use numpy::{PyArray1, PyArrayMethods};
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -44,6 +44,14 @@ impl Lent {
         }
         std::slice::from_raw_parts_mut(self.0, self.1)
     }
+
+    /// SAFETY: the caller holds the buffer; no `&mut` overlaps it meanwhile.
+    unsafe fn slice_ref<'a>(&self) -> &'a [f32] {
+        if self.1 == 0 {
+            return &[];
+        }
+        std::slice::from_raw_parts(self.0, self.1)
+    }
 }
 
 fn describe_format(format: &CStr, item_size: usize) -> String {
@@ -62,6 +70,17 @@ fn describe_format(format: &CStr, item_size: usize) -> String {
 }
 
 fn plane(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Plane> {
+    let plane = plane_readable(obj, name)?;
+    if plane._buffer.readonly() {
+        return Err(PyValueError::new_err(format!(
+            "{name} is read-only; the core trains in place and needs a writable float32 buffer"
+        )));
+    }
+    Ok(plane)
+}
+
+/// A float32, C-contiguous buffer, read-only allowed.
+fn plane_readable(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Plane> {
     let buffer = PyUntypedBuffer::get(obj).map_err(|_| {
         PyTypeError::new_err(format!(
             "{name} must be a writable float32 buffer (a numpy.float32 array); got {}",
@@ -74,11 +93,6 @@ fn plane(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Plane> {
             describe_format(buffer.format(), buffer.item_size())
         )));
     }
-    if buffer.readonly() {
-        return Err(PyValueError::new_err(format!(
-            "{name} is read-only; the core trains in place and needs a writable float32 buffer"
-        )));
-    }
     if !buffer.is_c_contiguous() {
         return Err(PyValueError::new_err(format!(
             "{name} is not C-contiguous; pass numpy.ascontiguousarray({name}) or the plane itself, not a strided view"
@@ -87,6 +101,31 @@ fn plane(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Plane> {
     let ptr = buffer.buf_ptr().cast::<f32>();
     let len = buffer.item_count();
     Ok(Plane { _buffer: buffer, ptr, len })
+}
+
+/// The pairs' contexts or targets: a C-contiguous buffer of uint8 (bytes,
+/// bytearray, a uint8 array) or uint32 values, copied out (they are small).
+fn pair_words(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<u32>> {
+    let buffer = PyUntypedBuffer::get(obj).map_err(|_| {
+        PyTypeError::new_err(format!("{name} must be a buffer of uint8 or uint32 values (bytes or a numpy array)"))
+    })?;
+    if !buffer.is_c_contiguous() {
+        return Err(PyValueError::new_err(format!("{name} is not C-contiguous")));
+    }
+    if let Ok(bytes) = buffer.as_typed::<u8>() {
+        // SAFETY: a C-contiguous u8 buffer of item_count items, held for this call.
+        let slice = unsafe { std::slice::from_raw_parts(bytes.buf_ptr().cast::<u8>(), bytes.item_count()) };
+        return Ok(slice.iter().map(|&b| u32::from(b)).collect());
+    }
+    if let Ok(words) = buffer.as_typed::<u32>() {
+        // SAFETY: a C-contiguous, aligned u32 buffer of item_count items, held for this call.
+        let slice = unsafe { std::slice::from_raw_parts(words.buf_ptr().cast::<u32>(), words.item_count()) };
+        return Ok(slice.to_vec());
+    }
+    Err(PyTypeError::new_err(format!(
+        "{name} must hold uint8 or uint32 values; got {}",
+        describe_format(buffer.format(), buffer.item_size())
+    )))
 }
 
 fn check_length(plane: &Plane, name: &str, expected: usize) -> PyResult<()> {
@@ -133,10 +172,32 @@ fn initialize(py: Python<'_>, p: &Bound<'_, PyAny>, seed: &Bound<'_, PyBytes>) -
     Ok(())
 }
 
+/// New float32 NumPy arrays P, M, V for a vocabulary of `vocabulary`: P
+/// seeded from `seed` (§6.1), M and V +0.0.
+#[pyfunction]
+#[pyo3(signature = (seed, vocabulary = bob_core::VOCABULARY))]
+fn initial_planes<'py>(
+    py: Python<'py>,
+    seed: &Bound<'py, PyBytes>,
+    vocabulary: usize,
+) -> PyResult<(Bound<'py, PyArray1<f32>>, Bound<'py, PyArray1<f32>>, Bound<'py, PyArray1<f32>>)> {
+    let count = vocabulary
+        .checked_mul(vocabulary)
+        .filter(|&c| c > 0)
+        .ok_or_else(|| PyValueError::new_err(format!("vocabulary {vocabulary} gives no table")))?;
+    let p = PyArray1::<f32>::zeros(py, count, false);
+    {
+        let mut view = p.readwrite();
+        let values = view.as_slice_mut().map_err(|e| PyValueError::new_err(e.to_string()))?;
+        bob_core::initialize(values, seed.as_bytes());
+    }
+    Ok((p, PyArray1::<f32>::zeros(py, count, false), PyArray1::<f32>::zeros(py, count, false)))
+}
+
 /// Make `updates` AdamW updates in place on the float32 buffers P, M, V
 /// (contract §6.3), `step` updates having been made before. `contexts` and
-/// `targets` are uint32 arrays of the pairs. Returns the loss before each
-/// update as a float64 array. The vocabulary is sqrt(len(P)).
+/// `targets` are uint8 or uint32 buffers of the pairs. Returns the loss
+/// before each update, as a list of floats. The vocabulary is sqrt(len(P)).
 #[pyfunction]
 #[pyo3(signature = (p, m, v, contexts, targets, step, updates, *, threads = 0, kernel = "auto"))]
 #[allow(clippy::too_many_arguments)]
@@ -145,13 +206,13 @@ fn train<'py>(
     p: &Bound<'py, PyAny>,
     m: &Bound<'py, PyAny>,
     v: &Bound<'py, PyAny>,
-    contexts: PyReadonlyArray1<'py, u32>,
-    targets: PyReadonlyArray1<'py, u32>,
+    contexts: &Bound<'py, PyAny>,
+    targets: &Bound<'py, PyAny>,
     step: u64,
     updates: u64,
     threads: usize,
     kernel: &str,
-) -> PyResult<Bound<'py, PyArray1<f64>>> {
+) -> PyResult<Vec<f64>> {
     let kernel = kernel_named(kernel)?;
     let (pp, mp, vp) = (plane(p, "P")?, plane(m, "M")?, plane(v, "V")?);
     check_length(&mp, "M", pp.len)?;
@@ -163,8 +224,8 @@ fn train<'py>(
             )));
         }
     }
-    let contexts = contexts.as_slice().map_err(|_| PyValueError::new_err("contexts is not contiguous"))?.to_vec();
-    let targets = targets.as_slice().map_err(|_| PyValueError::new_err("targets is not contiguous"))?.to_vec();
+    let contexts = pair_words(contexts, "contexts")?;
+    let targets = pair_words(targets, "targets")?;
     let (lp, lm, lv) = (Lent(pp.ptr, pp.len), Lent(mp.ptr, mp.len), Lent(vp.ptr, vp.len));
     let result = py.detach(move || {
         // SAFETY: the three buffers are held by `pp`, `mp`, `vp` until after
@@ -173,16 +234,43 @@ fn train<'py>(
         bob_core::train(p, m, v, &contexts, &targets, step, updates, &BOB_V1_ADAMW, Options { kernel, threads })
     });
     drop((pp, mp, vp));
-    let losses = result.map_err(core_error)?;
-    Ok(PyArray1::from_vec(py, losses))
+    result.map_err(core_error)
 }
 
 /// (token, validity) for each prompt word (contract §4); 0xFFFFFFFF is the
-/// empty prompt. P may be read-only here.
+/// empty prompt. P is any float32 buffer; read-only is fine.
 #[pyfunction]
-fn predict(p: PyReadonlyArray1<'_, f32>, prompt_words: Vec<u32>) -> PyResult<Vec<(u32, u32)>> {
-    let p = p.as_slice().map_err(|_| PyValueError::new_err("P is not contiguous"))?;
-    bob_core::predict(p, &prompt_words).map_err(core_error)
+fn predict(p: &Bound<'_, PyAny>, prompt_words: Vec<u32>) -> PyResult<Vec<(u32, u32)>> {
+    let p = plane_readable(p, "P")?;
+    // SAFETY: the buffer is held by `p` for this call and only read.
+    let values = unsafe { Lent(p.ptr, p.len).slice_ref() };
+    bob_core::predict(values, &prompt_words).map_err(core_error)
+}
+
+/// The first reason the state P, M, V at `step` may not be resumed for
+/// `updates` more updates (§5), as (check, plane, index), or None.
+/// check is "non_finite", "negative", "moments_at_step_zero" or "no_room".
+#[pyfunction]
+fn resume_problem(
+    p: &Bound<'_, PyAny>,
+    m: &Bound<'_, PyAny>,
+    v: &Bound<'_, PyAny>,
+    step: u64,
+    updates: u64,
+) -> PyResult<Option<(&'static str, &'static str, usize)>> {
+    let (pp, mp, vp) = (plane_readable(p, "P")?, plane_readable(m, "M")?, plane_readable(v, "V")?);
+    check_length(&mp, "M", pp.len)?;
+    check_length(&vp, "V", pp.len)?;
+    // SAFETY: the buffers are held for this call and only read.
+    let (p, m, v) = unsafe {
+        (Lent(pp.ptr, pp.len).slice_ref(), Lent(mp.ptr, mp.len).slice_ref(), Lent(vp.ptr, vp.len).slice_ref())
+    };
+    Ok(bob_core::resume_state_problem(p, m, v, step, updates).map(|problem| match problem {
+        StateProblem::NonFinite { plane, index, .. } => ("non_finite", plane, index),
+        StateProblem::NegativeSecondMoment { index, .. } => ("negative", "V", index),
+        StateProblem::MomentsAtStepZero { plane, index, .. } => ("moments_at_step_zero", plane, index),
+        StateProblem::NoRoomForUpdates { .. } => ("no_room", "", 0),
+    }))
 }
 
 /// The kernel `kernel` resolves to on this CPU ("avx512", "avx2" or "portable").
@@ -197,6 +285,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CoreError", m.py().get_type::<CoreError_>())?;
     m.add_function(wrap_pyfunction!(fnv1a64, m)?)?;
     m.add_function(wrap_pyfunction!(initialize, m)?)?;
+    m.add_function(wrap_pyfunction!(initial_planes, m)?)?;
+    m.add_function(wrap_pyfunction!(resume_problem, m)?)?;
     m.add_function(wrap_pyfunction!(train, m)?)?;
     m.add_function(wrap_pyfunction!(predict, m)?)?;
     m.add_function(wrap_pyfunction!(resolved_kernel, m)?)?;

@@ -1,0 +1,191 @@
+"""bob-run's standard-library fast path (bob.formats.canonical) held to the
+construct schemas: what it builds is what the schemas build; what it
+recognizes the schemas accept, with the same content; it never recognizes a
+file the schemas refuse. And a run on good files imports neither construct
+nor NumPy."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import bob
+import bob.core
+from bob.formats import canonical
+from bob.fuzz import mutate, refresh_digests, rows_for
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def random_checkpoint(seed: int, step: int) -> bob.Checkpoint:
+    rng = np.random.default_rng(seed)
+    p = rng.normal(0, 0.1, 65536).astype(np.float32)
+    m = rng.normal(0, 0.01, 65536).astype(np.float32)
+    v = rng.random(65536).astype(np.float32) * np.float32(1e-4)
+    if step == 0:
+        m[:] = 0
+        v[:] = 0
+    return bob.Checkpoint(step, p, m, v)
+
+
+def planes_of(ckpt: bob.Checkpoint) -> bytes:
+    return b"".join(a.astype("<f4").tobytes() for a in (ckpt.p, ckpt.m, ckpt.v))
+
+
+@pytest.fixture(scope="module")
+def trained() -> bytes:
+    record = bob.build_input(b"abracadabra", [b"abra", b"cad", b""])
+    ckpt = bob.load_checkpoint(b"")
+    bob.core.train(ckpt.p, ckpt.m, ckpt.v, record.contexts, record.targets, 0, 10)
+    ckpt.step = 10
+    return ckpt.to_bytes()
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**32 - 1), step=st.sampled_from([0, 1, 10, 12345, 2**64 - 11, 2**64 - 1]))
+def test_built_checkpoint_is_what_the_schemas_build(seed: int, step: int) -> None:
+    ckpt = random_checkpoint(seed, step)
+    built = canonical.build_checkpoint(step, planes_of(ckpt))
+    assert built == ckpt.to_bytes()
+    assert canonical.recognize_checkpoint(built) == step
+    assert bob.load_checkpoint(built, for_resume=False) == ckpt
+
+
+def test_header_constants_agree_with_the_schema() -> None:
+    from bob.formats.envelope import HEADER_BYTES
+
+    assert canonical.HEADER_BYTES == HEADER_BYTES
+    assert canonical.CHECKPOINT_BYTES == 786_880
+
+
+def test_contract_vector_is_recognized(trained: bytes) -> None:
+    import hashlib
+
+    assert hashlib.sha256(trained).hexdigest() == "7c3544ee00bb44bc52844f36274c87715d84908ebbbeeb364f4fc5af80e5bc71"
+    assert canonical.recognize_checkpoint(trained) == 10
+
+
+def test_any_changed_byte_is_not_recognized(trained: bytes) -> None:
+    rnd = random.Random(5)
+    offsets = list(range(0, 448)) + [rnd.randrange(448, len(trained)) for _ in range(200)]
+    for at in offsets:
+        bad = bytearray(trained)
+        bad[at] ^= 1 << rnd.randrange(8)
+        assert canonical.recognize_checkpoint(bytes(bad)) is None, at
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), refresh=st.booleans())
+def test_recognized_checkpoints_are_accepted_by_the_schemas(trained: bytes, seed: int, refresh: bool) -> None:
+    rnd = random.Random(seed)
+    data = mutate(trained, rnd, rows=rows_for(trained[:448]))
+    if refresh:  # make the digests agree again, so only the fields are wrong
+        data = refresh_digests(data)
+    step = canonical.recognize_checkpoint(data)
+    if step is None:
+        return
+    loaded = bob.load_checkpoint(data, for_resume=False)  # must not raise
+    assert loaded.step == step
+    assert planes_of(loaded) == data[448:]
+
+
+def test_larger_header_is_left_to_the_schemas(trained: bytes) -> None:
+    ckpt = bob.load_checkpoint(trained)
+    wide = ckpt.to_bytes(header_bytes=512)
+    loaded = bob.load_checkpoint(wide)
+    assert loaded.step == ckpt.step and planes_of(loaded) == planes_of(ckpt)
+    assert canonical.recognize_checkpoint(wide) is None
+
+
+# ----------------------------------------------------------------- record ---
+@SETTINGS
+@given(corpus=st.binary(min_size=2, max_size=600), prompts=st.lists(st.binary(max_size=5), min_size=3, max_size=3))
+def test_valid_records_are_recognized_with_their_content(corpus: bytes, prompts: list[bytes]) -> None:
+    record = bob.build_input(corpus, prompts)
+    contexts, targets, words = canonical.recognize_record(record.to_bytes())
+    assert contexts == record.contexts.tobytes()
+    assert targets == record.targets.tobytes()
+    assert words == record.prompt_words
+
+
+@settings(max_examples=300, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_recognized_records_are_accepted_by_the_schemas(seed: int) -> None:
+    good = bob.build_input(b"abracadabra", [b"abra", b"cad", b""]).to_bytes()
+    data = mutate(good, random.Random(seed), rows=rows_for(good))
+    fast = canonical.recognize_record(data)
+    if fast is None:
+        return
+    record = bob.load_input(data)  # must not raise
+    assert fast == (record.contexts.tobytes(), record.targets.tobytes(), record.prompt_words)
+
+
+def test_predictions_bytes_match_the_schema() -> None:
+    for records in ([(99, 1), (97, 1), (0, 0)], [(0, 1), (255, 1), (0, 0)]):
+        assert canonical.predictions_bytes(records) == bob.Predictions.from_core(records).to_bytes()
+
+
+# ------------------------------------------------------- the state checks ---
+def test_resume_problem_matches_the_schemas(trained: bytes) -> None:
+    ckpt = bob.load_checkpoint(trained)
+    assert bob.core.resume_problem(ckpt.p, ckpt.m, ckpt.v, ckpt.step) is None
+    cases = [
+        ("p", 7, np.float32("nan"), 10, ("non_finite", "P", 7)),
+        ("m", 9, np.float32("inf"), 10, ("non_finite", "M", 9)),
+        ("v", 3, np.float32(-1.0), 10, ("negative", "V", 3)),
+        ("v", 3, np.float32(-0.0), 10, None),
+        ("m", 5, np.float32(0.5), 0, ("moments_at_step_zero", "M", 5)),
+    ]
+    for plane, index, value, step, want in cases:
+        c = ckpt.copy()
+        getattr(c, plane)[index] = value
+        c.step = step
+        assert bob.core.resume_problem(c.p, c.m, c.v, step) == want
+        findings = bob.checkpoint_findings(c.to_bytes())
+        assert bool(findings) == (want is not None)
+    assert bob.core.resume_problem(ckpt.p, ckpt.m, ckpt.v, 2**64 - 5) == ("no_room", "", 0)
+
+
+# ------------------------------------------------------------- bob-run ---
+def test_a_good_run_imports_neither_construct_nor_numpy(tmp_path: Path, trained: bytes) -> None:
+    (tmp_path / "rec.bin").write_bytes(bob.build_input(b"abracadabra", [b"abra", b"cad", b""]).to_bytes())
+    (tmp_path / "ck.bin").write_bytes(trained)
+    script = (
+        "import sys, bob.run\n"
+        f"rc = bob.run.main(['--input', {str(tmp_path / 'rec.bin')!r}, '--checkpoint', {str(tmp_path / 'ck.bin')!r},"
+        f" '--predictions', {str(tmp_path / 'pred.bin')!r}])\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'construct'))\n"
+        "assert rc == 0 and not heavy, (rc, heavy)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    import hashlib
+
+    assert hashlib.sha256((tmp_path / "ck.bin").read_bytes()).hexdigest() == (
+        "9a338a2df4ede38e189262486d41edfdafdab04b90be4bac6406e5d3a63cd7b8")
+
+
+def test_a_valid_wide_header_checkpoint_runs_through_the_schemas_and_keeps_its_header(
+        tmp_path: Path, trained: bytes) -> None:
+    (tmp_path / "rec.bin").write_bytes(bob.build_input(b"abracadabra", [b"abra", b"cad", b""]).to_bytes())
+    wide = bob.load_checkpoint(trained).to_bytes(header_bytes=512)
+    (tmp_path / "ck.bin").write_bytes(wide)
+    from bob.run import main
+
+    assert main(["--input", str(tmp_path / "rec.bin"), "--checkpoint", str(tmp_path / "ck.bin"),
+                 "--predictions", str(tmp_path / "pred.bin")]) == 0
+    after = bob.load_checkpoint((tmp_path / "ck.bin").read_bytes())
+    assert after.header_bytes == 512 and after.step == 20
+    canonical_twin = bob.load_checkpoint(trained)
+    record = bob.load_input((tmp_path / "rec.bin").read_bytes())
+    bob.core.train(canonical_twin.p, canonical_twin.m, canonical_twin.v, record.contexts, record.targets, 10, 10)
+    canonical_twin.step = 20
+    assert planes_of(after) == planes_of(canonical_twin)
