@@ -16,5 +16,5 @@ pip install --quiet "maturin>=1.9,<2"
 if [ -n "$extras" ]; then
     maturin develop --release --quiet --extras "$extras"
 else
-    maturin develop --release --quiet
+    maturin develop --release --locked --quiet
 fi
