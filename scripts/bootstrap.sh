@@ -14,7 +14,7 @@ export PATH="$VIRTUAL_ENV/bin:$PATH"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 pip install --quiet "maturin>=1.9,<2"
 if [ -n "$extras" ]; then
-    maturin develop --release --quiet --extras "$extras"
+    maturin develop --release --locked --quiet --extras "$extras"
 else
     maturin develop --release --locked --quiet
 fi
