@@ -239,33 +239,28 @@ fn run_rows(
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn run_rows_avx2(
-    plan: &Plan,
-    schedule: &[StepScalars],
-    rows: Range<usize>,
-    p: &mut [f32],
-    m: &mut [f32],
-    v: &mut [f32],
-    logp: &mut [f64],
-) {
-    run_rows_generic(plan, schedule, rows, p, m, v, logp)
+/// A copy of the row loop compiled for an instruction set the CPU is checked
+/// to have at run time; the body is the same generic code.
+macro_rules! kernel_copy {
+    ($name:ident, $features:literal) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        unsafe fn $name(
+            plan: &Plan,
+            schedule: &[StepScalars],
+            rows: Range<usize>,
+            p: &mut [f32],
+            m: &mut [f32],
+            v: &mut [f32],
+            logp: &mut [f64],
+        ) {
+            run_rows_generic(plan, schedule, rows, p, m, v, logp)
+        }
+    };
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,avx512f,avx512vl")]
-unsafe fn run_rows_avx512(
-    plan: &Plan,
-    schedule: &[StepScalars],
-    rows: Range<usize>,
-    p: &mut [f32],
-    m: &mut [f32],
-    v: &mut [f32],
-    logp: &mut [f64],
-) {
-    run_rows_generic(plan, schedule, rows, p, m, v, logp)
-}
+kernel_copy!(run_rows_avx2, "avx2");
+kernel_copy!(run_rows_avx512, "avx2,avx512f,avx512vl");
 
 /// Rows that run their updates side by side, within L1: four rows of P, M, V
 /// and their scratch.
