@@ -246,6 +246,13 @@ def test_missing_input_exits_2_and_creates_nothing(work: Path) -> None:
     assert_untouched(work, None, None)
 
 
+def test_checkpoint_in_a_missing_directory_is_refused(work: Path) -> None:
+    out = run(work, check=2, ckpt="no-such-dir/ck.bin")
+    assert "the checkpoint's directory does not exist" in out.stderr and "no-such-dir" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert_untouched(work, None, None)
+
+
 def test_same_path_twice_is_refused(work: Path) -> None:
     out = run(work, check=2, pred="ck.bin")
     assert "same file" in out.stderr

@@ -83,7 +83,11 @@ class CheckpointLock:
     def __enter__(self) -> "CheckpointLock":
         import fcntl
 
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+        except FileNotFoundError:
+            directory = os.path.dirname(self.path)
+            raise FileNotFoundError(errno.ENOENT, "the checkpoint's directory does not exist", directory) from None
         deadline = time.monotonic() + max(self.wait_seconds, 0.0)
         while True:
             try:
