@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on the embedded default: builds what it needs, writes the input
 # record for the bundled corpus, then runs bob-run a few times in a working
-# directory (work/demo), each invocation resuming from the last checkpoint.
+# directory (work/demo), each invocation resuming from the last checkpoint,
+# and shows what the model learned with bob-inspect.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh >/dev/null
@@ -15,4 +16,7 @@ rm -f "$dir/checkpoint.bob" "$dir/predictions.bin"
 for i in $(seq 1 "$invocations"); do
     "$bin/bob-run" --input "$dir/record.bin" --checkpoint "$dir/checkpoint.bob" --predictions "$dir/predictions.bin"
 done
-echo "files in $dir: record.bin, checkpoint.bob (step $((invocations * 10))), predictions.bin"
+echo
+echo "what the model has learned after $((invocations * 10)) updates (bob-inspect ckpt --rows):"
+"$bin/bob-inspect" ckpt "$dir/checkpoint.bob" --rows "tco " | sed -n '/^rows:/,/^verdict/p'
+echo "files in $dir: record.bin, checkpoint.bob, predictions.bin"
