@@ -9,6 +9,9 @@ python="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
     "$python" -m venv .venv
 fi
+# Byte-compile the package, as a regular install does, so start-up is not
+# spent recompiling (some environments set PYTHONDONTWRITEBYTECODE).
+python -m compileall -q python/bob >/dev/null
 export VIRTUAL_ENV="$PWD/.venv"
 export PATH="$VIRTUAL_ENV/bin:$PATH"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -18,3 +21,6 @@ if [ -n "$extras" ]; then
 else
     maturin develop --release --locked --quiet
 fi
+# Byte-compile the package, as a regular install does, so start-up is not
+# spent recompiling (some environments set PYTHONDONTWRITEBYTECODE).
+python -m compileall -q python/bob >/dev/null
