@@ -314,12 +314,19 @@ fn run_rows_generic(
                 }
                 continue;
             }
-            hcount.fill(0);
+            // h[r][j] as f32; only the row's targets are non-zero, so count
+            // and convert just those (the conversion from usize is scalar).
+            let hrow = &mut h[i * n..(i + 1) * n];
+            hrow.fill(0.0);
             for s in slots.clone() {
                 hcount[plan.slot_targets[s] as usize] += 1;
             }
-            for (hj, &c) in h[i * n..(i + 1) * n].iter_mut().zip(&hcount) {
-                *hj = c as f32;
+            for s in slots.clone() {
+                let j = plan.slot_targets[s] as usize;
+                hrow[j] = hcount[j] as f32;
+            }
+            for s in slots.clone() {
+                hcount[plan.slot_targets[s] as usize] = 0;
             }
             live.push((i, slots));
         }
