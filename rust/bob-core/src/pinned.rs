@@ -138,34 +138,3 @@ pub fn powi(b: f64, mut t: u64) -> f64 {
     }
     result
 }
-
-/// Division by a divisor that many values share (a row's sum, an update's
-/// `bc2_sqrt`), giving exactly the correctly rounded f32 quotient `x / d`
-/// while keeping the divider free: `f32(f64(x) * RN64(1 / f64(d)))`.
-///
-/// Why it is exact: the f64 result is within a relative 2^-52 of x/d (two
-/// f64 roundings). For f32 x = A·2^a and d = B·2^b (integer significands
-/// below 2^24), the distance from x/d to any f32 rounding midpoint N·2^t
-/// (N odd, below 2^25) is |A·2^k − B·N|·2^t / B with A·2^k an integer, and
-/// A·2^k ≠ B·N because N is odd and B < 2^24 ≤ 2^k; so it is at least
-/// 2^t / B, a relative 1/(B·N) > 2^-49. No midpoint lies between x/d and the
-/// f64 value, so both round to the same f32 (subnormal and overflowing
-/// quotients included: their midpoints are on the same grid or coarser).
-/// Zeros, infinities and NaN follow IEEE division too: 1/0 = inf, 1/inf = 0,
-/// 0·inf = NaN. Tested against `/` on tens of millions of random pairs.
-#[derive(Clone, Copy, Debug)]
-pub struct SharedDivisor {
-    reciprocal: f64,
-}
-
-impl SharedDivisor {
-    #[inline(always)]
-    pub fn new(d: f32) -> Self {
-        SharedDivisor { reciprocal: 1.0 / f64::from(d) }
-    }
-
-    #[inline(always)]
-    pub fn divide(self, x: f32) -> f32 {
-        (f64::from(x) * self.reciprocal) as f32
-    }
-}
