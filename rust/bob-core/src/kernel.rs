@@ -1,9 +1,10 @@
 //! The fast path of §6.3. Rows are independent through a whole invocation:
 //! row r's gradient reads only row r of P, and its AdamW step writes only row
-//! r. So each row runs all its updates while it sits in L1, rows are split
-//! across threads, and the element loops are written so the compiler turns
-//! them into 8-wide vector code. None of that changes the operations an
-//! element sees, nor their order: the bits are those of the scalar contract.
+//! r. So a block of rows runs all its updates while it sits in cache, blocks
+//! are split across threads, and the element loops are written so the
+//! compiler turns them into 8- or 16-lane vector code. None of that changes
+//! the operations an element sees, nor their order: the bits are those of the
+//! scalar contract.
 
 use std::ops::Range;
 
@@ -267,9 +268,6 @@ kernel_copy!(run_rows_avx512, "avx2,avx512f,avx512vl");
 /// exp or AdamW pass runs unpaired; measured best among 4, 8, 16, 32, 64.
 const ROWS_IN_FLIGHT: usize = 16;
 
-/// How far ahead of a row's phase 2 the chain runs phase 1.
-const LAG: usize = 1;
-
 /// Runs `rows` through every update of `schedule`, a block of rows at a time.
 ///
 /// Within a block and an update, the live rows form a chain in which one
@@ -334,21 +332,18 @@ fn run_rows_generic(
             continue;
         }
         for (t, sched) in schedule.iter().enumerate() {
-            // Phase 1 (exp and pinned sum) of the chain's first rows.
-            for &(i, _) in live.iter().take(LAG) {
-                let span = i * n..(i + 1) * n;
-                let mx = row_max(&pb[span.clone()]);
-                sums[i] = exp_row_and_sum(&pb[span.clone()], mx, &mut e[span]);
-            }
+            // Phase 1 (exp and pinned sum) of the chain's first row.
+            let (first, _) = live[0];
+            let span = first * n..(first + 1) * n;
+            let mx = row_max(&pb[span.clone()]);
+            sums[first] = exp_row_and_sum(&pb[span.clone()], mx, &mut e[span]);
             for k in 0..live.len() {
                 let (i, ref slots) = live[k];
                 let c = slots.len() as f32;
                 let span = i * n..(i + 1) * n;
                 let row = LiveRow { c, h: &h[span.clone()], s: sums[i] };
-                if let Some(&(j, _)) = live.get(k + LAG) {
-                    // Phase 2 of row i with phase 1 of row j, LAG rows ahead:
-                    // the pinned sum of the row in between is still adding
-                    // up while this loop runs.
+                if let Some(&(j, _)) = live.get(k + 1) {
+                    // Phase 2 of row i with phase 1 of the next live row j.
                     let (p_lo, p_hi) = pb.split_at_mut(j * n);
                     let (e_lo, e_hi) = e.split_at_mut(j * n);
                     let (pj, ej) = (&p_hi[..n], &mut e_hi[..n]);
