@@ -25,9 +25,12 @@ import os
 import struct
 
 from bob.formats.constants import (
+    CHECKPOINT_MAGIC,
     CHUNK_BYTES,
+    CHUNK_TAGS,
     DATA,
     EMPTY_PROMPT,
+    INPUT_MAGIC,
     LEARNER,
     PAYLOAD_BYTES,
     PREDICTION_BYTES,
@@ -39,12 +42,7 @@ from bob.formats.constants import (
     VOCABULARY,
 )
 
-CHECKPOINT_MAGIC = b"BOB-CKPT"
-INPUT_MAGIC = b"BOB-INPT"
 VERSION = 1
-HEADER_BYTES = 448  # what bob writes: the 447-byte header rounded up to 64
-CHECKPOINT_BYTES = HEADER_BYTES + PAYLOAD_BYTES  # 786,880
-CHUNK_TAGS = (b"P\0\0\0", b"M\0\0\0", b"V\0\0\0")
 
 
 def _prefixed(value: bytes) -> bytes:
@@ -52,10 +50,14 @@ def _prefixed(value: bytes) -> bytes:
 
 
 # The header, field by field as the envelope schema reads it, around the step.
-_BEFORE_STEP = CHECKPOINT_MAGIC + struct.pack("<QQ", VERSION, HEADER_BYTES)
 _AFTER_STEP = b"".join(_prefixed(s) for s in (STATE, LEARNER, DATA, SEED)) + struct.pack(
     "<QQQI", PAYLOAD_BYTES, CHUNK_BYTES, UPDATES_PER_INVOCATION, len(CHUNK_TAGS)
 )
+_CHUNK_ENTRY_BYTES = 4 + 8 + 8 + 32  # tag, offset, length, SHA-256
+_HEADER_LENGTH = len(CHECKPOINT_MAGIC) + 3 * 8 + len(_AFTER_STEP) + len(CHUNK_TAGS) * _CHUNK_ENTRY_BYTES + 32
+HEADER_BYTES = -(-_HEADER_LENGTH // 64) * 64  # what bob writes: the header rounded up to 64 (448)
+CHECKPOINT_BYTES = HEADER_BYTES + PAYLOAD_BYTES  # 786,880
+_BEFORE_STEP = CHECKPOINT_MAGIC + struct.pack("<QQ", VERSION, HEADER_BYTES)
 
 
 def checkpoint_header(step: int, chunk_digests: "list[bytes]") -> bytes:

@@ -10,6 +10,12 @@ import struct
 
 from bob.errors import LEARNER_PREFIX
 
+# The magics and chunk tags the schemas match, kept here (standard library
+# only) so bob-run's fast path (canonical.py) uses the very same bytes.
+INPUT_MAGIC = b"BOB-INPT"
+CHECKPOINT_MAGIC = b"BOB-CKPT"
+CHUNK_TAGS = (b"P\0\0\0", b"M\0\0\0", b"V\0\0\0")
+
 VOCABULARY = 256
 PARAMETER_COUNT = VOCABULARY * VOCABULARY  # 65,536, row-major: context * 256 + next
 PLANE_NAMES = ("P", "M", "V")

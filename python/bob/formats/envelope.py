@@ -64,6 +64,7 @@ from bob.formats.contract import (
     VOCABULARY,
     Contract,
 )
+from bob.formats.constants import CHECKPOINT_MAGIC, CHUNK_TAGS
 from bob.formats.schema import (
     FieldRow,
     LengthPrefixed,
@@ -96,7 +97,6 @@ __all__ = [
     "header_length",
 ]
 
-CHUNK_TAGS = (b"P\0\0\0", b"M\0\0\0", b"V\0\0\0")
 
 ContractString = LengthPrefixed(STRING_LIMIT)
 """A contract string: u32 length (at most 4,096) + raw bytes."""
@@ -109,7 +109,7 @@ CHUNK_ENTRY = Struct(
 )
 
 HEADER_BODY = Struct(
-    "magic" / Const(b"BOB-CKPT") * "ASCII `BOB-CKPT`",
+    "magic" / Const(CHECKPOINT_MAGIC) * "ASCII `BOB-CKPT`",
     "version" / Rule(Int64ul, lambda v: v == 1, 1, "unsupported envelope version")
     * "format version, u64 = 1",
     "header_bytes" / Rule(

@@ -15,7 +15,8 @@ from construct import Bytes, Const, Int64ul, Struct
 
 from bob.errors import BadValue, FormatError, Truncated
 from bob.formats.contract import EMPTY_PROMPT, PROMPTS, RECORD_BYTES, VOCABULARY
-from bob.formats.schema import Rule, as_bytes, const_value, magic_finding, parse, static_offsets
+from bob.formats.constants import INPUT_MAGIC
+from bob.formats.schema import Rule, as_bytes, magic_finding, parse, static_offsets
 
 __all__ = [
     "INPUT_RECORD",
@@ -30,7 +31,7 @@ __all__ = [
 PAIRS = VOCABULARY  # 256 pairs, K in the contract
 
 INPUT_RECORD = Struct(
-    "magic" / Const(b"BOB-INPT") * "ASCII `BOB-INPT`",
+    "magic" / Const(INPUT_MAGIC) * "ASCII `BOB-INPT`",
     "version" / Rule(Int64ul, lambda v: v == 1, 1, "unsupported input record version")
     * "format version, u64 = 1",
     "pairs" / Bytes(2 * PAIRS) * "256 pairs `(byte u8, target u8)`, in corpus order",
@@ -40,7 +41,6 @@ INPUT_RECORD = Struct(
 )
 """The bob-input v1 schema (1,564 bytes)."""
 
-INPUT_MAGIC: bytes = const_value(INPUT_RECORD, "magic")
 OFFSETS = static_offsets(INPUT_RECORD)
 assert INPUT_RECORD.sizeof() == RECORD_BYTES
 
