@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import array
 
-VOCABULARY = 256
-PARAMETER_COUNT = VOCABULARY * VOCABULARY
-UPDATES_PER_INVOCATION = 10
-SEED = b"bob-seed-v1"
-EMPTY_PROMPT = 0xFFFFFFFF
+from bob.formats.constants import (  # noqa: F401 - re-exported for the library's users
+    EMPTY_PROMPT,
+    PARAMETER_COUNT,
+    SEED,
+    UPDATES_PER_INVOCATION,
+    VOCABULARY,
+)
 
 
 class NativeCoreUnavailable(ImportError):

@@ -33,8 +33,6 @@ EXIT_UNEXPECTED = 1
 EXIT_REFUSED = 2
 EXIT_BUSY = 75  # EX_TEMPFAIL: try again later
 
-UPDATES_PER_INVOCATION = 10
-
 
 class CheckpointBusy(Exception):
     """Another bob-run holds the checkpoint's lock."""
@@ -155,6 +153,7 @@ def invoke(input_path: str, checkpoint_path: str, predictions_path: str, *, wait
     from bob import core  # no fallback: NativeCoreUnavailable propagates
     from bob.atomic import clean_stale_temporaries
     from bob.formats import canonical
+    from bob.formats.constants import UPDATES_PER_INVOCATION
 
     contexts, targets, prompt_words = _read_record(input_path)
 
