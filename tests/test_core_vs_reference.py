@@ -20,15 +20,6 @@ CKPT_20 = "9a338a2df4ede38e189262486d41edfdafdab04b90be4bac6406e5d3a63cd7b8"
 PRED_HEX = "630000000100000061000000010000000000000000000000"
 
 
-@pytest.fixture(scope="module")
-def core():
-    try:
-        import bob.core as core_module
-    except ImportError as exc:  # includes bob.core.NativeCoreUnavailable
-        pytest.fail(f"bob.core cannot be imported; the native core must be built: {exc!r}")
-    return core_module
-
-
 def norm(preds):
     return [tuple(int(x) for x in t) for t in preds]
 

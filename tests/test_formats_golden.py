@@ -42,15 +42,6 @@ def sha(data: bytes) -> str:
 
 
 @pytest.fixture(scope="module")
-def core():
-    try:
-        import bob.core as core_module
-    except ImportError as exc:  # includes bob.core.NativeCoreUnavailable
-        pytest.fail(f"bob.core cannot be imported; the native core must be built: {exc!r}")
-    return core_module
-
-
-@pytest.fixture(scope="module")
 def make_golden():
     spec = importlib.util.spec_from_file_location("make_golden", os.path.join(ROOT, "formats", "make_golden.py"))
     module = importlib.util.module_from_spec(spec)
