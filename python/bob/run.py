@@ -207,12 +207,13 @@ def _read_record(path: str) -> "tuple[bytes, bytes, tuple[int, ...]]":
         try:
             data = canonical.read_at_most(path, canonical.RECORD_BYTES)
         except canonical.TooLarge:
-            data = b""
-        if data is None:
-            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
-        fast = canonical.recognize_record(data)
-        if fast is not None:
-            return fast
+            pass  # larger than any record: the schemas' reader says so
+        else:
+            if data is None:
+                raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+            fast = canonical.recognize_record(data)
+            if fast is not None:
+                return fast
     import bob
 
     try:
@@ -233,19 +234,17 @@ def _read_state(path: str) -> "tuple[int, bytearray, int | None]":
         try:
             data = canonical.read_at_most(path, canonical.CHECKPOINT_BYTES)
         except canonical.TooLarge:
-            data = None
-            recognized = False
+            pass  # larger than bob writes: a wide header, or refused by the schemas
         else:
-            recognized = True
-        if recognized and not data:
-            planes = bytearray(canonical.PAYLOAD_BYTES)
-            core.initialize(_plane_views(planes)[0])
-            return 0, planes, None
-        step = canonical.recognize_checkpoint(data) if data else None
-        if step is not None:
-            planes = bytearray(memoryview(data)[canonical.HEADER_BYTES:])
-            if core.resume_problem(*_plane_views(planes), step) is None:
-                return step, planes, None
+            if not data:  # missing or empty: a fresh run
+                planes = bytearray(canonical.PAYLOAD_BYTES)
+                core.initialize(_plane_views(planes)[0])
+                return 0, planes, None
+            step = canonical.recognize_checkpoint(data)
+            if step is not None:
+                planes = bytearray(memoryview(data)[canonical.HEADER_BYTES:])
+                if core.resume_problem(*_plane_views(planes), step) is None:
+                    return step, planes, None
     import bob
 
     try:
@@ -273,7 +272,7 @@ def _checkpoint_bytes(step: int, planes: bytearray, header_bytes: "int | None") 
 
     import bob
 
-    p, m, v = (np.frombuffer(bytes(view.cast("B")), dtype="<f4").copy() for view in _plane_views(planes))
+    p, m, v = (np.frombuffer(view, dtype="<f4").copy() for view in _plane_views(planes))
     return bob.Checkpoint(step, p, m, v, header_bytes=header_bytes).to_bytes()
 
 
