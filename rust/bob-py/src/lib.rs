@@ -172,6 +172,8 @@ fn initialize(py: Python<'_>, p: &Bound<'_, PyAny>, seed: &Bound<'_, PyBytes>) -
     Ok(())
 }
 
+type Plane1<'py> = Bound<'py, PyArray1<f32>>;
+
 /// New float32 NumPy arrays P, M, V for a vocabulary of `vocabulary`: P
 /// seeded from `seed` (§6.1), M and V +0.0.
 #[pyfunction]
@@ -180,7 +182,7 @@ fn initial_planes<'py>(
     py: Python<'py>,
     seed: &Bound<'py, PyBytes>,
     vocabulary: usize,
-) -> PyResult<(Bound<'py, PyArray1<f32>>, Bound<'py, PyArray1<f32>>, Bound<'py, PyArray1<f32>>)> {
+) -> PyResult<(Plane1<'py>, Plane1<'py>, Plane1<'py>)> {
     let count = vocabulary
         .checked_mul(vocabulary)
         .filter(|&c| c > 0)
