@@ -93,7 +93,8 @@ def test_fresh_state(core, tmp_path):
     assert sha(ck.p.tobytes()) == "abb32a4606ab19ddea632c8942100942f92eebedc5b336076c8b49b7756179a3"
     assert not ck.m.any() and not ck.v.any()
     assert ck.p.flags.writeable and ck.m.flags.writeable and ck.v.flags.writeable
-    assert bob.read_checkpoint_file(tmp_path / "missing.ckpt") == ck
+    with pytest.raises(FileNotFoundError):  # only bob-run treats a missing checkpoint as a fresh run
+        bob.read_checkpoint_file(tmp_path / "missing.ckpt")
     (tmp_path / "empty.ckpt").write_bytes(b"")
     assert bob.read_checkpoint_file(tmp_path / "empty.ckpt") == ck
     assert bob.checkpoint_findings(b"") == []

@@ -235,7 +235,7 @@ def test_refused_input_exits_2_names_the_field_and_changes_nothing(work: Path, n
     (work / "rec.bin").write_bytes(damage((work / "rec.bin").read_bytes()))
     out = run(work, check=2)
     assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
-    assert f"input record {work / 'rec.bin'}" in out.stderr and field in out.stderr, out.stderr
+    assert f"--input {work / 'rec.bin'}: input record: " in out.stderr and field in out.stderr, out.stderr
     assert_untouched(work, good_ckpt, pred_before)
 
 
@@ -248,7 +248,7 @@ def test_missing_input_exits_2_and_creates_nothing(work: Path) -> None:
 
 def test_checkpoint_in_a_missing_directory_is_refused(work: Path) -> None:
     out = run(work, check=2, ckpt="no-such-dir/ck.bin")
-    assert "the checkpoint's directory does not exist" in out.stderr and "no-such-dir" in out.stderr
+    assert "--checkpoint" in out.stderr and "its directory does not exist" in out.stderr and "no-such-dir" in out.stderr
     assert "Traceback" not in out.stderr
     assert_untouched(work, None, None)
 
@@ -291,19 +291,19 @@ def test_missing_native_core_exits_1_and_says_so(work: Path, tmp_path_factory) -
 
 
 def test_unexpected_failure_exits_1_traceback_only_with_debug(work: Path, monkeypatch, capsys) -> None:
-    import bob.atomic
+    import bob.fileio
     import bob.run
 
     good = trained(work)
     pred_before = (work / "pred.bin").read_bytes()
-    real = bob.atomic.write_atomic
+    real = bob.fileio.write_atomic
 
     def failing(path, data):
         if str(path).endswith("ck.bin"):
             raise RuntimeError("disk on fire")
         return real(path, data)
 
-    monkeypatch.setattr(bob.atomic, "write_atomic", failing)
+    monkeypatch.setattr(bob.fileio, "write_atomic", failing)
     argv = ["--input", str(work / "rec.bin"), "--checkpoint", str(work / "ck.bin"), "--predictions",
             str(work / "pred.bin")]
     assert bob.run.main(argv) == 1

@@ -5,14 +5,21 @@ eagerly (standard library only); everything else — NumPy, construct, the
 schemas — is imported the first time it is used. The native core
 (:mod:`bob.core`) is never imported here.
 
+One invocation (contract §7), in memory::
+
+    bob.invoke(record, checkpoint=b"", *, threads=0) -> Invocation
+        # .checkpoint, .predictions, .losses, .step_before, .step_after,
+        # .checkpoint_bytes(), .predictions_bytes(); Checkpoint.write(path) …
+
 Formats (contract ``bob-v1`` §3–§5)::
 
     bob.load_input(data) -> InputRecord             # bob-input v1, 1,564 bytes
     bob.load_checkpoint(data, *, for_resume=True)   # bob-envelope v1; b"" -> fresh state
     bob.load_predictions(data) -> Predictions       # 24 bytes
     bob.build_input(corpus, prompts) -> InputRecord # the fixture builder
-    bob.read_checkpoint_file(path, *, for_resume=True) -> Checkpoint
+    bob.read_checkpoint_file(path, *, for_resume=True) -> Checkpoint  # missing: FileNotFoundError
     bob.read_input_file(path) / bob.read_predictions_file(path)
+    Checkpoint.write(path) / InputRecord.write(path) / Predictions.write(path)  # atomic
     bob.input_findings(data) / bob.checkpoint_findings(data, *, for_resume=True)
     bob.predictions_findings(data) -> list[FormatError]
     bob.write_atomic(path, data) / bob.clean_stale_temporaries(path)
@@ -41,27 +48,30 @@ from bob.errors import (
 __version__ = "0.1.0"
 
 _LAZY = {
+    # one invocation
+    "invoke": "bob.invocation",
+    "Invocation": "bob.invocation",
     # typed objects
     "InputRecord": "bob.formats.input_record",
     "Checkpoint": "bob.formats.envelope",
     "Predictions": "bob.formats.predictions",
     "Contract": "bob.formats.contract",
-    "Examination": "bob.formats.envelope",
+    "Examination": "bob.formats.checks",
     # loaders and builders
     "load_input": "bob.formats.input_record",
     "build_input": "bob.formats.input_record",
     "input_findings": "bob.formats.input_record",
-    "load_checkpoint": "bob.formats.envelope",
-    "checkpoint_findings": "bob.formats.envelope",
-    "examine_checkpoint": "bob.formats.envelope",
-    "read_checkpoint_file": "bob.formats.envelope",
+    "load_checkpoint": "bob.formats.checks",
+    "checkpoint_findings": "bob.formats.checks",
+    "examine_checkpoint": "bob.formats.checks",
+    "read_checkpoint_file": "bob.formats.files",
     "load_predictions": "bob.formats.predictions",
     "predictions_findings": "bob.formats.predictions",
     "read_input_file": "bob.formats.files",
     "read_predictions_file": "bob.formats.files",
     # files
-    "write_atomic": "bob.atomic",
-    "clean_stale_temporaries": "bob.atomic",
+    "write_atomic": "bob.fileio",
+    "clean_stale_temporaries": "bob.fileio",
 }
 _RENAMED = {"examine_checkpoint": "examine"}
 
@@ -91,16 +101,12 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from bob.atomic import clean_stale_temporaries, write_atomic
+    from bob.fileio import clean_stale_temporaries, write_atomic
+    from bob.formats.checks import Examination, checkpoint_findings, load_checkpoint
+    from bob.formats.checks import examine as examine_checkpoint
     from bob.formats.contract import Contract
-    from bob.formats.envelope import (
-        Checkpoint,
-        Examination,
-        checkpoint_findings,
-        load_checkpoint,
-        read_checkpoint_file,
-    )
-    from bob.formats.envelope import examine as examine_checkpoint
-    from bob.formats.files import read_input_file, read_predictions_file
+    from bob.formats.envelope import Checkpoint
+    from bob.formats.files import read_checkpoint_file, read_input_file, read_predictions_file
+    from bob.invocation import Invocation, invoke
     from bob.formats.input_record import InputRecord, build_input, input_findings, load_input
     from bob.formats.predictions import Predictions, load_predictions, predictions_findings

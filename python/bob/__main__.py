@@ -14,7 +14,7 @@ def main(argv: list[str] | None = None) -> int:
     if command == "run":
         from bob.run import main as run
     elif command == "fixture":
-        from bob.run import fixture_main as run
+        from bob.fixture import fixture_main as run
     elif command == "inspect":
         from bob.inspect import main as run
     else:

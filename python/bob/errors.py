@@ -32,13 +32,16 @@ The subclasses say what kind of refusal it is:
   resumed (non-finite values, negative V, step 0 with non-zero moments, no
   room for 10 more updates). An inspector reports these instead.
 
-This module imports nothing outside the standard library, so ``import bob``
-stays cheap.
+Values are shown through :mod:`bob.text`, bob's one escaping helper. This
+module imports nothing outside the standard library, so ``import bob`` stays
+cheap.
 """
 
 from __future__ import annotations
 
 import struct
+
+from bob.text import f32_text, float_text, json_number, one_line, show_bytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -61,61 +64,6 @@ __all__ = [
 
 LEARNER_PREFIX = b"softmax-cross-entropy-mean|adamw|"
 LEARNER_NAMES = ("lr", "beta1", "beta2", "eps", "weight_decay")
-
-
-def _escape_char(ch: str) -> str:
-    code = ord(ch)
-    if ch == "\\":
-        return "\\\\"
-    if 0x20 <= code < 0x7F:
-        return ch
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    if code <= 0xFFFF:
-        return f"\\u{code:04x}"
-    return f"\\U{code:08x}"
-
-
-def one_line(text: str) -> str:
-    """``text`` as one line of printable ASCII: everything else escaped."""
-    if text.isascii() and text.isprintable():
-        return text
-    return "".join(ch if (ch.isascii() and ch.isprintable()) else _escape_char(ch) for ch in text)
-
-
-def show_bytes(data: bytes, limit: int = 96) -> str:
-    """Bytes as a quoted ASCII string: printable ASCII as is, others ``\\xNN``.
-
-    Longer byte strings are cut after ``limit`` bytes with the total length noted.
-    """
-    data = bytes(data)
-    cut = data[:limit]
-    out = []
-    for b in cut:
-        if b == 0x5C:
-            out.append("\\\\")
-        elif b == 0x22:
-            out.append('\\"')
-        elif 0x20 <= b < 0x7F:
-            out.append(chr(b))
-        else:
-            out.append(f"\\x{b:02x}")
-    text = '"' + "".join(out) + '"'
-    if len(data) > limit:
-        text += f"...({len(data)} bytes)"
-    return text
-
-
-def f32_text(value: float) -> str:
-    """The shortest decimal that reads back as the same f32 (``0.05``, ``1e-08``)."""
-    if value != value or value in (float("inf"), float("-inf")):
-        return repr(value)
-    bits = struct.pack("<f", value)
-    for digits in range(1, 10):
-        text = f"{value:.{digits}g}"
-        if struct.pack("<f", float(text)) == bits:
-            return text
-    return repr(value)  # pragma: no cover - 9 significant digits always round-trip
 
 
 def learner_floats(learner: bytes) -> tuple[float, ...] | None:
@@ -153,7 +101,7 @@ def show_value(value: Any, field: str | None = None) -> str:
             return "0xffffffff"
         return str(value)
     if isinstance(value, float):
-        return repr(value)
+        return float_text(value)
     return one_line(str(value))
 
 
@@ -239,7 +187,9 @@ class FormatError(ValueError):
 
 
 def _jsonable(value: Any, field: str) -> Any:
-    if value is None or isinstance(value, (bool, int, float)):
+    if isinstance(value, float):
+        return json_number(value)
+    if value is None or isinstance(value, (bool, int)):
         return value
     return show_value(value, field)
 

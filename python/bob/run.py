@@ -1,57 +1,47 @@
-"""``bob-run`` and ``bob-fixture``: one invocation of contract §7, end to end.
+"""``bob-run``: one invocation of contract §7 on files — the command line, the files and the lock.
 
-``bob-run`` reads the input record, takes a lock on the checkpoint, reads the
-checkpoint (missing or empty: a fresh run), makes exactly 10 updates in the
-native core, and replaces the predictions and then the checkpoint
-atomically. It is written for loops of thousands of invocations:
+The math is :func:`bob.invocation.advance`, the same code ``bob.invoke``
+runs. What this module adds is what a command on shared files needs:
 
-* exit 0 done; 2 the input or checkpoint is refused (one line naming the
-  field, no traceback); 75 the checkpoint is in use by another ``bob-run``;
-  1 anything unexpected (a traceback only under ``--debug``);
-* nothing is lost: every check happens before the first write; the
-  predictions are replaced before the checkpoint, so a run killed between the
-  two renames leaves the old checkpoint beside the predictions its rerun
-  will write again (the math is deterministic); if replacing the checkpoint
-  fails, the old predictions are put back;
-* there is no fallback: if the native core cannot be loaded, it says so and
-  exits 1.
+* exit 0 done; 2 the command line, the input or the checkpoint is refused
+  (one line naming the option, the path and the field; no traceback);
+  75 the checkpoint is in use by another ``bob-run``; 1 anything unexpected
+  (a traceback only under ``--debug``);
+* only regular files are read or replaced; links are followed, and the lock
+  belongs to the resolved checkpoint (:mod:`bob.fileio`);
+* nothing is lost: every check, and the 10 updates, happen before the first
+  write; the predictions are replaced before the checkpoint, and put back
+  exactly if the checkpoint cannot be replaced; a state that would not be
+  resumable is refused, not written;
+* a fast path for the files bob itself writes needs neither construct nor
+  NumPy (:mod:`bob.formats.canonical`); anything else goes to the schemas,
+  which accept it or say what is wrong.
 
-Only the standard library is imported up front; the formats and the core
-come in when an invocation needs them.
+Only the standard library is imported up front.
 """
 
 from __future__ import annotations
 
-import errno
+import math
 import os
 import sys
 import time
 from types import SimpleNamespace
 
-EXIT_OK = 0
-EXIT_UNEXPECTED = 1
-EXIT_REFUSED = 2
-EXIT_BUSY = 75  # EX_TEMPFAIL: try again later
+from bob.commands import (
+    EXIT_BUSY,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_REFUSED,
+    EXIT_UNEXPECTED,
+    Refused,
+    about,
+    emit,
+    fail,
+)
+from bob.text import show_byte, show_path
 
-
-class CheckpointBusy(Exception):
-    """Another bob-run holds the checkpoint's lock."""
-
-
-class UsageRefused(Exception):
-    """A command line that names an impossible job (e.g. one path used twice)."""
-
-
-# --------------------------------------------------------------------------- #
-# Showing bytes
-# --------------------------------------------------------------------------- #
-
-
-def show_byte(value: int) -> str:
-    """A byte for people: 'a' when printable ASCII, else '\\x0a'."""
-    if 0x20 <= value < 0x7F and value not in (0x27, 0x5C):
-        return f"'{chr(value)}'"
-    return f"'\\x{value:02x}'"
+PROG = "bob-run"
 
 
 # --------------------------------------------------------------------------- #
@@ -59,13 +49,14 @@ def show_byte(value: int) -> str:
 # --------------------------------------------------------------------------- #
 
 
-def lock_path_for(checkpoint: str) -> str:
-    directory, name = os.path.split(os.path.abspath(checkpoint))
+def lock_path_for(target: str) -> str:
+    """The lock file of a (resolved) checkpoint path: ``.{name}.bob-lock`` beside it."""
+    directory, name = os.path.split(target)
     return os.path.join(directory, f".{name}.bob-lock")
 
 
 class CheckpointLock:
-    """An exclusive ``flock`` on a lock file beside the checkpoint.
+    """An exclusive ``flock`` on a lock file beside the resolved checkpoint.
 
     The checkpoint itself is replaced by rename, so its inode changes every
     invocation; the lock file stays put (it is never removed, which would let
@@ -73,20 +64,17 @@ class CheckpointLock:
     holder dies, even by SIGKILL.
     """
 
-    def __init__(self, checkpoint: str, wait_seconds: float) -> None:
-        self.path = lock_path_for(checkpoint)
+    def __init__(self, target: str, wait_seconds: float) -> None:
+        self.path = lock_path_for(target)
         self.wait_seconds = wait_seconds
         self.fd: int | None = None
 
     def __enter__(self) -> "CheckpointLock":
         import fcntl
 
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
-        except FileNotFoundError:
-            directory = os.path.dirname(self.path)
-            raise FileNotFoundError(errno.ENOENT, "the checkpoint's directory does not exist", directory) from None
-        deadline = time.monotonic() + max(self.wait_seconds, 0.0)
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(self.path, flags, 0o666)
+        deadline = time.monotonic() + self.wait_seconds
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -95,10 +83,8 @@ class CheckpointLock:
                 if time.monotonic() >= deadline:
                     holder = _read_holder(fd)
                     os.close(fd)
-                    raise CheckpointBusy(
-                        f"the checkpoint is in use by another bob-run{holder}; "
-                        "nothing was changed (use --wait SECONDS to wait for it)"
-                    ) from None
+                    raise Refused(f"the checkpoint is in use by another bob-run{holder}; nothing was changed "
+                                  "(use --wait SECONDS to wait for it)", code=EXIT_BUSY) from None
                 time.sleep(0.02)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
@@ -120,106 +106,32 @@ def _read_holder(fd: int) -> str:
 
 
 # --------------------------------------------------------------------------- #
-# One invocation
+# Reading (fast path for bob's own files, the schemas for everything else)
 # --------------------------------------------------------------------------- #
-
-
-def _same_file(a: str, b: str) -> bool:
-    if os.path.abspath(a) == os.path.abspath(b):
-        return True
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
-
-
-def invoke(input_path: str, checkpoint_path: str, predictions_path: str, *, wait_seconds: float = 0.0) -> dict:
-    """Run one invocation (§7) and return its summary as a JSON-ready dict.
-
-    Raises :class:`bob.FormatError` for a refused record or checkpoint,
-    :class:`CheckpointBusy` when another run holds the checkpoint, and
-    :class:`bob.core.NativeCoreUnavailable` when there is no native core.
-    """
-    for a, b, what in (
-        (checkpoint_path, predictions_path, "--checkpoint and --predictions"),
-        (input_path, checkpoint_path, "--input and --checkpoint"),
-        (input_path, predictions_path, "--input and --predictions"),
-    ):
-        if _same_file(a, b):
-            raise UsageRefused(f"{what} name the same file ({a}); each needs its own")
-
-    import hashlib
-
-    from bob import core  # no fallback: NativeCoreUnavailable propagates
-    from bob.atomic import clean_stale_temporaries
-    from bob.formats import canonical
-    from bob.formats.constants import UPDATES_PER_INVOCATION
-
-    contexts, targets, prompt_words = _read_record(input_path)
-
-    with CheckpointLock(checkpoint_path, wait_seconds):
-        cleaned = clean_stale_temporaries(checkpoint_path) + clean_stale_temporaries(predictions_path)
-        step_before, planes, header_bytes = _read_state(checkpoint_path)
-        p, m, v = _plane_views(planes)
-        losses = core.train(p, m, v, contexts, targets, step_before, UPDATES_PER_INVOCATION)
-        step_after = step_before + UPDATES_PER_INVOCATION
-        records = core.predict(p, prompt_words)
-        prediction_bytes = canonical.predictions_bytes(records)
-        checkpoint_bytes = _checkpoint_bytes(step_after, planes, header_bytes)
-        _replace_both(checkpoint_path, checkpoint_bytes, predictions_path, prediction_bytes)
-
-    return {
-        "step_before": step_before,
-        "step_after": step_after,
-        "fresh": step_before == 0,
-        "losses": [float(x) for x in losses],
-        "predictions": [
-            {
-                "prompt": i,
-                "last_byte": None if word == core.EMPTY_PROMPT else word,
-                "token": token,
-                "valid": bool(validity),
-            }
-            for i, (word, (token, validity)) in enumerate(zip(prompt_words, records))
-        ],
-        "checkpoint": checkpoint_path,
-        "checkpoint_sha256": hashlib.sha256(checkpoint_bytes).hexdigest(),
-        "predictions_file": predictions_path,
-        "predictions_hex": prediction_bytes.hex(),
-        "stale_temporaries_removed": cleaned,
-    }
-
-
-# The fast path below recognizes the files bob itself writes with the standard
-# library alone (bob.formats.canonical); anything it does not recognize goes
-# to the construct schemas, which either accept it or raise the FormatError
-# that names what is wrong. So refusals always come from the schemas, and a
-# run on good files imports neither construct nor NumPy.
 
 _FAST = sys.byteorder == "little"  # the planes are little-endian float32 in memory too
 
 
 def _read_record(path: str) -> "tuple[bytes, bytes, tuple[int, ...]]":
     """(contexts, targets, prompt words) of the input record at ``path``."""
+    from bob.fileio import FileTooLarge, read_bounded
     from bob.formats import canonical
+    from bob.formats.constants import RECORD_BYTES
 
     if _FAST:
         try:
-            data = canonical.read_at_most(path, canonical.RECORD_BYTES)
-        except canonical.TooLarge:
+            data = read_bounded(path, RECORD_BYTES)
+        except FileTooLarge:
             pass  # larger than any record: the schemas' reader says so
         else:
             if data is None:
-                raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+                raise FileNotFoundError(2, "no such file", path)
             fast = canonical.recognize_record(data)
             if fast is not None:
                 return fast
-    import bob
+    from bob.formats.files import read_input_file
 
-    try:
-        record = bob.read_input_file(path)
-    except bob.FormatError as exc:
-        raise _in_file(exc, "input record", path) from None
+    record = read_input_file(path)
     return record.contexts.tobytes(), record.targets.tobytes(), record.prompt_words
 
 
@@ -228,15 +140,16 @@ def _read_state(path: str) -> "tuple[int, bytearray, int | None]":
     as one bytearray (P, M, V, little-endian float32); header_bytes None for
     the canonical layout. A missing or empty file is the fresh state."""
     from bob import core
+    from bob.fileio import FileTooLarge, read_bounded
     from bob.formats import canonical
 
     if _FAST:
         try:
-            data = canonical.read_at_most(path, canonical.CHECKPOINT_BYTES)
-        except canonical.TooLarge:
+            data = read_bounded(path, canonical.CHECKPOINT_BYTES)
+        except FileTooLarge:
             pass  # larger than bob writes: a wide header, or refused by the schemas
         else:
-            if not data:  # missing or empty: a fresh run
+            if not data:  # missing or empty: a fresh run (the contract's command convention)
                 planes = bytearray(canonical.PAYLOAD_BYTES)
                 core.initialize(_plane_views(planes)[0])
                 return 0, planes, None
@@ -245,12 +158,14 @@ def _read_state(path: str) -> "tuple[int, bytearray, int | None]":
                 planes = bytearray(memoryview(data)[canonical.HEADER_BYTES:])
                 if core.resume_problem(*_plane_views(planes), step) is None:
                     return step, planes, None
-    import bob
+    from bob.formats.files import read_checkpoint_file
 
     try:
-        checkpoint = bob.read_checkpoint_file(path)
-    except bob.FormatError as exc:
-        raise _in_file(exc, "checkpoint", path) from None
+        checkpoint = read_checkpoint_file(path)
+    except FileNotFoundError:  # pragma: no cover - a fresh run off the fast path (big-endian hosts)
+        from bob.formats.envelope import Checkpoint
+
+        checkpoint = Checkpoint.fresh()
     planes = bytearray(b"".join(a.astype("<f4").tobytes() for a in (checkpoint.p, checkpoint.m, checkpoint.v)))
     return checkpoint.step, planes, checkpoint.header_bytes
 
@@ -270,43 +185,103 @@ def _checkpoint_bytes(step: int, planes: bytearray, header_bytes: "int | None") 
     # A valid checkpoint with a larger header keeps it (formats/DECISIONS.md D9).
     import numpy as np
 
-    import bob
+    from bob.formats.envelope import Checkpoint
 
     p, m, v = (np.frombuffer(view, dtype="<f4").copy() for view in _plane_views(planes))
-    return bob.Checkpoint(step, p, m, v, header_bytes=header_bytes).to_bytes()
-
-
-def _in_file(exc: Exception, what: str, path: str) -> Exception:
-    """Note which file a refusal came from, for the one-line message."""
-    exc.source_file = f"{what} {path}"  # type: ignore[attr-defined]
-    return exc
-
-
-def _replace_both(checkpoint_path: str, checkpoint_bytes: bytes, predictions_path: str, prediction_bytes: bytes) -> None:
-    """Predictions first, then the checkpoint; undo the predictions if the checkpoint cannot be replaced."""
-    from bob.atomic import write_atomic
-
-    try:
-        with open(predictions_path, "rb") as f:
-            old_predictions: bytes | None = f.read(4096)
-    except FileNotFoundError:
-        old_predictions = None
-    write_atomic(predictions_path, prediction_bytes)
-    try:
-        write_atomic(checkpoint_path, checkpoint_bytes)
-    except BaseException:
-        try:
-            if old_predictions is None:
-                os.unlink(predictions_path)
-            else:
-                write_atomic(predictions_path, old_predictions)
-        except OSError:
-            pass
-        raise
+    return Checkpoint(step, p, m, v, header_bytes=header_bytes).to_bytes()
 
 
 # --------------------------------------------------------------------------- #
-# Command lines
+# One invocation on files
+# --------------------------------------------------------------------------- #
+
+
+def _same_file(a: str, b: str) -> bool:
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
+def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
+              wait_seconds: float = 0.0, threads: int = 0) -> dict:
+    """One invocation (§7) on files; returns its summary as a JSON-ready dict.
+
+    Every refusal is a :class:`bob.commands.Refused` naming the option and path.
+    """
+    import hashlib
+
+    from bob.fileio import Backup, clean_stale_temporaries, replace_target, write_atomic
+    from bob.formats import canonical
+    from bob.formats.constants import EMPTY_PROMPT, UPDATES_PER_INVOCATION
+    from bob.invocation import advance
+
+    for a, b, what in (
+        (checkpoint_path, predictions_path, "--checkpoint and --predictions"),
+        (input_path, checkpoint_path, "--input and --checkpoint"),
+        (input_path, predictions_path, "--input and --predictions"),
+    ):
+        if _same_file(a, b):
+            raise Refused(f"{what} name the same file ({show_path(a)}); each needs its own")
+    # Decide what will be replaced before anything is read or created.
+    with about("--checkpoint", checkpoint_path):
+        checkpoint_target = replace_target(checkpoint_path)
+    with about("--predictions", predictions_path):
+        predictions_target = replace_target(predictions_path)
+    with about("--input", input_path, "input record"):
+        contexts, targets, prompt_words = _read_record(input_path)
+
+    with about("--checkpoint", checkpoint_path):
+        lock = CheckpointLock(checkpoint_target, wait_seconds).__enter__()
+    try:
+        cleaned = clean_stale_temporaries(checkpoint_target) + clean_stale_temporaries(predictions_target)
+        with about("--checkpoint", checkpoint_path, "checkpoint"):
+            step_before, planes, header_bytes = _read_state(checkpoint_target)
+            losses, records = advance(*_plane_views(planes), contexts, targets, prompt_words, step_before,
+                                      threads=threads)
+        step_after = step_before + UPDATES_PER_INVOCATION
+        prediction_bytes = canonical.predictions_bytes(records)
+        checkpoint_bytes = _checkpoint_bytes(step_after, planes, header_bytes)
+        with about("--predictions", predictions_path):
+            backup = Backup(predictions_target)
+            write_atomic(predictions_target, prediction_bytes)
+        try:
+            with about("--checkpoint", checkpoint_path):
+                write_atomic(checkpoint_target, checkpoint_bytes)
+        except BaseException:
+            backup.restore()
+            raise
+        finally:
+            backup.discard()
+    finally:
+        lock.__exit__()
+
+    return {
+        "step_before": step_before,
+        "step_after": step_after,
+        "fresh": step_before == 0,
+        "losses": [float(x) for x in losses],
+        "predictions": [
+            {
+                "prompt": i,
+                "last_byte": None if word == EMPTY_PROMPT else word,
+                "token": token,
+                "valid": bool(validity),
+            }
+            for i, (word, (token, validity)) in enumerate(zip(prompt_words, records))
+        ],
+        "checkpoint": show_path(checkpoint_path),
+        "checkpoint_sha256": hashlib.sha256(checkpoint_bytes).hexdigest(),
+        "predictions_file": show_path(predictions_path),
+        "predictions_hex": prediction_bytes.hex(),
+        "stale_temporaries_removed": [show_path(p) for p in cleaned],
+    }
+
+
+# --------------------------------------------------------------------------- #
+# The command line
 # --------------------------------------------------------------------------- #
 
 
@@ -314,48 +289,42 @@ def _human_summary(result: dict) -> str:
     lines = [
         f"bob-run: step {result['step_before']} -> {result['step_after']}"
         + (" (fresh start)" if result["fresh"] else ""),
+        "  loss " + " ".join(f"{x:.6f}" for x in result["losses"]),
     ]
-    losses = result["losses"]
-    lines.append("  loss " + " ".join(f"{x:.6f}" for x in losses))
     for p in result["predictions"]:
         if p["last_byte"] is None:
             lines.append(f"  prompt {p['prompt']} (empty): no prediction (validity 0)")
         elif not p["valid"]:
-            lines.append(f"  prompt {p['prompt']} (last byte {show_byte(p['last_byte'])}): no prediction (row not finite)")
+            lines.append(f"  prompt {p['prompt']} (last byte {show_byte(p['last_byte'])}): "
+                         "no prediction (row not finite)")
         else:
-            lines.append(
-                f"  prompt {p['prompt']} (last byte {show_byte(p['last_byte'])}): next {show_byte(p['token'])} (valid)"
-            )
+            lines.append(f"  prompt {p['prompt']} (last byte {show_byte(p['last_byte'])}): "
+                         f"next {show_byte(p['token'])} (valid)")
     lines.append(f"  checkpoint {result['checkpoint']} sha256 {result['checkpoint_sha256']}")
     return "\n".join(lines)
-
-
-def _fail(prog: str, code: int, message: str, debug: bool) -> int:
-    if debug:
-        import traceback
-
-        traceback.print_exc()
-    print(f"{prog}: {message}", file=sys.stderr)
-    return code
 
 
 def run_parser() -> "argparse.ArgumentParser":
     import argparse
 
     parser = argparse.ArgumentParser(
-        prog="bob-run",
+        prog=PROG,
         description="One bob invocation: 10 AdamW updates from CKPT (missing or empty: fresh), "
         "then CKPT and PRED replaced atomically.",
-        epilog="exit codes: 0 done, 2 input or checkpoint refused, 75 checkpoint in use, 1 unexpected",
+        epilog="exit codes: 0 done, 2 refused, 75 checkpoint in use, 1 unexpected",
     )
     parser.add_argument("--input", required=True, metavar="RECORD", help="the input record (bob-input v1)")
     parser.add_argument("--checkpoint", required=True, metavar="CKPT", help="read, then replaced atomically")
     parser.add_argument("--predictions", required=True, metavar="PRED", help="written atomically (24 bytes)")
-    parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    parser.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+    parser.add_argument("--json", action="store_true", help="print the summary (or the refusal) as one JSON object")
+    parser.add_argument("--wait", default="0", metavar="SECONDS",
                         help="wait this long for a checkpoint another bob-run holds (default: refuse at once, exit 75)")
     parser.add_argument("--debug", action="store_true", help="show a traceback for unexpected errors")
     return parser
+
+
+_OPTIONS = ("input", "checkpoint", "predictions", "wait")
+_FLAGS = ("json", "debug")
 
 
 def _quick_args(argv: list[str]) -> "SimpleNamespace | None":
@@ -363,7 +332,8 @@ def _quick_args(argv: list[str]) -> "SimpleNamespace | None":
     (which costs more than a whole invocation's work). Anything else — help,
     an unknown or repeated option, a missing value — returns None and goes to
     argparse, which prints its usual messages."""
-    values = {"input": None, "checkpoint": None, "predictions": None, "wait": 0.0, "json": False, "debug": False}
+    values: dict = {"input": None, "checkpoint": None, "predictions": None, "wait": "0", "json": False,
+                    "debug": False}
     seen = set()
     items = list(argv)
     while items:
@@ -373,7 +343,7 @@ def _quick_args(argv: list[str]) -> "SimpleNamespace | None":
         if key not in values or key in seen:
             return None
         seen.add(key)
-        if key in ("json", "debug"):
+        if key in _FLAGS:
             if eq:
                 return None
             values[key] = True
@@ -384,143 +354,62 @@ def _quick_args(argv: list[str]) -> "SimpleNamespace | None":
             value = items.pop(0)
         if value.startswith("-") and key != "wait":
             return None
-        if key == "wait":
-            try:
-                values[key] = float(value)
-            except ValueError:
-                return None
-        else:
-            values[key] = value
+        values[key] = value
     if None in (values["input"], values["checkpoint"], values["predictions"]):
         return None
     return SimpleNamespace(**values)
 
 
+def wait_seconds(text: str) -> float:
+    """``--wait``: a finite number of seconds, at least 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise Refused(f"--wait must be a finite number of seconds >= 0, got {show_path(text)}", option="--wait")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = _quick_args(argv) or run_parser().parse_args(argv)
+    args = _quick_args(argv)
+    if args is None:
+        as_json = "--json" in argv
+        try:
+            args = run_parser().parse_args(argv)
+        except SystemExit as exc:  # argparse printed its usage message
+            code = exc.code if isinstance(exc.code, int) else EXIT_REFUSED
+            if code and as_json:
+                fail(PROG, Refused("usage error (see the message above)"), as_json=True)
+            return code
     try:
-        result = invoke(args.input, args.checkpoint, args.predictions, wait_seconds=args.wait)
-    except CheckpointBusy as exc:
-        return _fail("bob-run", EXIT_BUSY, str(exc), False)
-    except UsageRefused as exc:
-        return _fail("bob-run", EXIT_REFUSED, f"refused: {exc}", False)
-    except ImportError as exc:
-        return _fail("bob-run", EXIT_UNEXPECTED, str(exc), args.debug)
-    except ValueError as exc:
-        from bob.errors import FormatError
-
-        if isinstance(exc, FormatError):
-            where = getattr(exc, "source_file", None)
-            return _fail("bob-run", EXIT_REFUSED, f"refused: {where + ': ' if where else ''}{exc}", args.debug)
-        return _fail("bob-run", EXIT_UNEXPECTED, f"unexpected error: {type(exc).__name__}: {exc}", args.debug)
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
-        return _fail("bob-run", EXIT_REFUSED, f"refused: {exc.strerror}: {exc.filename}", args.debug)
+        result = run_files(args.input, args.checkpoint, args.predictions, wait_seconds=wait_seconds(args.wait))
+    except Refused as exc:
+        return fail(PROG, exc, as_json=args.json)
     except KeyboardInterrupt:
-        return _fail("bob-run", 130, "interrupted; nothing was changed", False)
+        return fail(PROG, Refused("interrupted; nothing was changed", code=EXIT_INTERRUPTED), as_json=args.json)
+    except ImportError as exc:  # no native core: there is no other path to the math
+        return _unexpected(exc, args)
     except Exception as exc:  # noqa: BLE001 - the promise is: exit 1, traceback only under --debug
-        return _fail("bob-run", EXIT_UNEXPECTED, f"unexpected error: {type(exc).__name__}: {exc}", args.debug)
+        return _unexpected(exc, args)
+    committed = f"the invocation committed step {result['step_after']} to {result['checkpoint']}"
     if args.json:
         import json
 
-        print(json.dumps(result, sort_keys=True))
+        emit(PROG, json.dumps(result, sort_keys=True), committed=committed)
     else:
-        print(_human_summary(result))
+        emit(PROG, _human_summary(result), committed=committed)
     return EXIT_OK
 
 
-# --------------------------------------------------------------------------- #
-# bob-fixture
-# --------------------------------------------------------------------------- #
+def _unexpected(exc: BaseException, args: SimpleNamespace) -> int:
+    if args.debug:
+        import traceback
 
-
-def fixture_parser() -> "argparse.ArgumentParser":
-    import argparse
-
-    class _PromptAction(argparse.Action):
-        """--prompt and --prompt-hex append to one list, in command-line order."""
-
-        def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
-            prompts = getattr(namespace, self.dest) or []
-            if option_string == "--prompt-hex":
-                try:
-                    value = bytes.fromhex(values)
-                except ValueError:
-                    parser.error(f"--prompt-hex: {values!r} is not hex (pairs of 0-9a-f)")
-            else:
-                value = os.fsencode(values)
-            prompts.append(value)
-            setattr(namespace, self.dest, prompts)
-
-    parser = argparse.ArgumentParser(
-        prog="bob-fixture",
-        description="Write a bob input record (bob-input v1) from a corpus and exactly three prompts.",
-    )
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--text", metavar="TEXT", help="the corpus, as the OS gives the argument")
-    source.add_argument("--corpus", metavar="FILE", help="the corpus, read from a file as raw bytes")
-    parser.add_argument("--prompt", dest="prompts", action=_PromptAction, metavar="P",
-                        help="a prompt, as the OS gives the argument ('' for an empty prompt)")
-    parser.add_argument("--prompt-hex", dest="prompts", action=_PromptAction, metavar="HEX",
-                        help="a prompt given as hex, for any bytes")
-    parser.add_argument("--output", required=True, metavar="FILE", help="the record, written atomically")
-    parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    parser.add_argument("--debug", action="store_true", help="show a traceback for unexpected errors")
-    return parser
-
-
-MAX_CORPUS_BYTES = 1 << 30
-
-
-def fixture_main(argv: list[str] | None = None) -> int:
-    args = fixture_parser().parse_args(argv)
-    prompts = args.prompts or []
-    if len(prompts) != 3:
-        return _fail("bob-fixture", EXIT_REFUSED,
-                     f"refused: prompts: exactly 3 prompts are needed (--prompt/--prompt-hex), got {len(prompts)}",
-                     False)
-    try:
-        import hashlib
-
-        import bob
-        from bob.atomic import write_atomic
-
-        if args.text is not None:
-            corpus = os.fsencode(args.text)
-        else:
-            with open(args.corpus, "rb") as f:
-                corpus = f.read(MAX_CORPUS_BYTES + 1)
-            if len(corpus) > MAX_CORPUS_BYTES:
-                raise UsageRefused(f"corpus: {args.corpus} is larger than {MAX_CORPUS_BYTES} bytes; only 256 pairs are used")
-        record = bob.build_input(corpus, prompts)
-        data = record.to_bytes()
-        write_atomic(args.output, data)
-    except UsageRefused as exc:
-        return _fail("bob-fixture", EXIT_REFUSED, f"refused: {exc}", False)
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
-        return _fail("bob-fixture", EXIT_REFUSED, f"refused: {exc.strerror}: {exc.filename}", args.debug)
-    except ValueError as exc:
-        from bob.errors import FormatError
-
-        if isinstance(exc, FormatError):
-            return _fail("bob-fixture", EXIT_REFUSED, f"refused: {exc}", args.debug)
-        return _fail("bob-fixture", EXIT_UNEXPECTED, f"unexpected error: {type(exc).__name__}: {exc}", args.debug)
-    except Exception as exc:  # noqa: BLE001
-        return _fail("bob-fixture", EXIT_UNEXPECTED, f"unexpected error: {type(exc).__name__}: {exc}", args.debug)
-    summary = {
-        "output": args.output,
-        "bytes": len(data),
-        "sha256": hashlib.sha256(data).hexdigest(),
-        "corpus_bytes": len(corpus),
-        "prompts_hex": [p.hex() for p in prompts],
-    }
-    if args.json:
-        import json
-
-        print(json.dumps(summary, sort_keys=True))
-    else:
-        print(f"bob-fixture: wrote {args.output} ({len(data)} bytes, sha256 {summary['sha256']})")
-    return EXIT_OK
+        traceback.print_exc()
+    message = str(exc) if isinstance(exc, ImportError) else f"unexpected error: {type(exc).__name__}: {exc}"
+    return fail(PROG, Refused(message, code=EXIT_UNEXPECTED), as_json=args.json)
 
 
 if __name__ == "__main__":  # pragma: no cover

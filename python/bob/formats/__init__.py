@@ -1,9 +1,14 @@
 """bob's binary formats: construct schemas, checkers and typed objects.
 
 * :mod:`bob.formats.input_record` — ``bob-input`` v1 (``INPUT_RECORD``, ``InputRecord``);
-* :mod:`bob.formats.envelope` — ``bob-envelope`` v1 (``ENVELOPE``, ``Checkpoint``, ``examine``);
+* :mod:`bob.formats.envelope` — ``bob-envelope`` v1 (``ENVELOPE``, ``Checkpoint``);
+* :mod:`bob.formats.checks` — a checkpoint's findings (``examine``, ``load_checkpoint``);
 * :mod:`bob.formats.predictions` — the 24-byte predictions (``PREDICTIONS``, ``Predictions``);
-* :mod:`bob.formats.contract` — bob v1's constants and contract strings (``V1``);
+* :mod:`bob.formats.contract` — bob v1's contract strings as a typed object (``V1``);
+* :mod:`bob.formats.constants` — bob v1's constants, magics and strings (standard library);
+* :mod:`bob.formats.layout` — every field's offset and ``struct`` format (standard library);
+* :mod:`bob.formats.canonical` — the one layout bob writes, built and recognised without construct;
+* :mod:`bob.formats.files` — reading the formats from paths (bounded, regular files only);
 * :mod:`bob.formats.schema` — the custom constructs, ``parse`` and ``layout``;
 * :mod:`bob.formats.docs` — layout tables printed from the schemas.
 

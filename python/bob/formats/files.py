@@ -1,36 +1,72 @@
-"""Reading bob files from paths: size-checked before they are read whole."""
+"""Reading bob files from paths: regular files only, size-checked before they are read.
+
+Every reader goes through :func:`read_format_file`, which wraps the one
+bounded reader (:func:`bob.fileio.read_bounded`) and turns a file larger
+than any valid one into the format's own refusal (a foreign magic is named
+as such, anything else is ``file_size``). A missing path raises
+``FileNotFoundError`` — only ``bob-run`` treats a missing checkpoint as a
+fresh run (the contract's command convention) — and a directory, FIFO,
+socket or device raises :class:`bob.fileio.NotARegularFile`.
+"""
 
 from __future__ import annotations
 
+import errno
 import os
 
 from bob.errors import Truncated
-from bob.formats.contract import PREDICTION_BYTES, RECORD_BYTES
-from bob.formats.envelope import read_bounded, read_checkpoint_file
-from bob.formats.input_record import INPUT_MAGIC, InputRecord, load_input
+from bob.fileio import FileTooLarge, read_bounded
+from bob.formats.checks import load_checkpoint
+from bob.formats.constants import (
+    CHECKPOINT_MAGIC,
+    INPUT_MAGIC,
+    MAX_CHECKPOINT_BYTES,
+    PREDICTION_BYTES,
+    RECORD_BYTES,
+)
+from bob.formats.envelope import Checkpoint
+from bob.formats.input_record import InputRecord, load_input
 from bob.formats.predictions import Predictions, load_predictions
+from bob.formats.schema import magic_finding
 
-__all__ = ["read_input_file", "read_predictions_file", "read_checkpoint_file"]
+__all__ = ["read_format_file", "read_input_file", "read_predictions_file", "read_checkpoint_file"]
+
+
+def read_format_file(path: "str | os.PathLike[str]", limit: int, magic: bytes | None, what: str) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them.
+
+    A larger file is refused unread: :class:`~bob.errors.NotABobFile` when
+    its first bytes are not ``magic``, else :class:`~bob.errors.Truncated`
+    (``file_size``).
+    """
+    try:
+        data = read_bounded(path, limit)
+    except FileTooLarge as big:
+        if magic is not None:
+            problem = magic_finding(big.head, magic, what)
+            if problem is not None and not isinstance(problem, Truncated):
+                raise problem from None
+        raise Truncated("file_size", f"the file is larger than any valid one ({limit} bytes); it was not read",
+                        expected=f"at most {limit}", actual=big.size) from None
+    if data is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), os.fspath(path))
+    return data
 
 
 def read_input_file(path: "str | os.PathLike[str]") -> InputRecord:
-    """Read and check an input record; a file larger than 1,564 bytes is refused unread.
-
-    A missing file raises ``FileNotFoundError``.
-    """
-    data = read_bounded(path, RECORD_BYTES, INPUT_MAGIC, "an input record (bob-input)")
-    if data is None:
-        raise FileNotFoundError(2, "No such file or directory", os.fspath(path))
-    return load_input(data)
+    """Read and check an input record; a file larger than 1,564 bytes is refused unread."""
+    return load_input(read_format_file(path, RECORD_BYTES, INPUT_MAGIC, "an input record (bob-input)"))
 
 
 def read_predictions_file(path: "str | os.PathLike[str]") -> Predictions:
-    """Read and check a predictions file (24 bytes). A missing file raises ``FileNotFoundError``."""
-    try:
-        data = read_bounded(path, PREDICTION_BYTES)
-    except Truncated as exc:
-        raise Truncated("file_size", "predictions are exactly 24 bytes", expected=PREDICTION_BYTES,
-                        actual=exc.actual) from None
-    if data is None:
-        raise FileNotFoundError(2, "No such file or directory", os.fspath(path))
-    return load_predictions(data)
+    """Read and check a predictions file (24 bytes)."""
+    return load_predictions(read_format_file(path, PREDICTION_BYTES, None, "predictions file"))
+
+
+def read_checkpoint_file(path: "str | os.PathLike[str]", *, for_resume: bool = True) -> Checkpoint:
+    """Read and check a checkpoint file; an empty file is the fresh state.
+
+    No more than 65,536 + 786,432 bytes are ever read.
+    """
+    data = read_format_file(path, MAX_CHECKPOINT_BYTES, CHECKPOINT_MAGIC, "a checkpoint (bob-envelope)")
+    return load_checkpoint(data, for_resume=for_resume)

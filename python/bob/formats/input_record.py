@@ -7,6 +7,7 @@ fields with NumPy views on them.
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
@@ -16,7 +17,8 @@ from construct import Bytes, Const, Int64ul, Struct
 from bob.errors import BadValue, FormatError, Truncated
 from bob.formats.contract import EMPTY_PROMPT, PROMPTS, RECORD_BYTES, VOCABULARY
 from bob.formats.constants import INPUT_MAGIC
-from bob.formats.schema import Rule, as_bytes, magic_finding, parse, static_offsets
+from bob.formats.layout import INPUT
+from bob.formats.schema import END, Rule, as_bytes, magic_finding, parse, static_offsets
 
 __all__ = [
     "INPUT_RECORD",
@@ -38,11 +40,12 @@ INPUT_RECORD = Struct(
     "targets" / Bytes(4 * PAIRS) * "256 × u32: pair i's target, widened",
     "prompt_words" / Bytes(4 * PROMPTS)
     * "3 × u32: each prompt's last byte, or `0xFFFFFFFF` for an empty prompt",
+    END,
 )
 """The bob-input v1 schema (1,564 bytes)."""
 
-OFFSETS = static_offsets(INPUT_RECORD)
 assert INPUT_RECORD.sizeof() == RECORD_BYTES
+assert static_offsets(INPUT_RECORD) == {name: (f.offset, f.size) for name, f in INPUT.items()}
 
 
 def prompt_word(prompt: bytes) -> int:
@@ -138,7 +141,21 @@ class InputRecord:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "InputRecord":
+        """Parse and check a record's 1,564 bytes (:func:`bob.load_input`)."""
         return load_input(data)
+
+    @classmethod
+    def read(cls, path: "str | os.PathLike[str]") -> "InputRecord":
+        """Read and check the record at ``path`` (:func:`bob.read_input_file`)."""
+        from bob.formats.files import read_input_file
+
+        return read_input_file(path)
+
+    def write(self, path: "str | os.PathLike[str]") -> None:
+        """Replace the file at ``path`` with this record, atomically."""
+        from bob.fileio import write_atomic
+
+        write_atomic(path, self.to_bytes())
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready description (the golden vectors' ``.json``)."""
@@ -190,14 +207,14 @@ def _examine(data: bytes) -> tuple[list[FormatError], InputRecord | None]:
     contexts, pair_targets = pairs[0::2], pairs[1::2]
     targets = np.frombuffer(rec.targets, dtype="<u4")
     if not np.array_equal(targets, pair_targets):
-        base = OFFSETS["targets"][0]
+        base = INPUT["targets"].offset
         for i in np.flatnonzero(targets != pair_targets).tolist():
             findings.append(
                 BadValue("targets", "the widened target differs from the pair's target",
                          expected=int(pair_targets[i]), actual=int(targets[i]), offset=base + 4 * i, index=i)
             )
     words = np.frombuffer(rec.prompt_words, dtype="<u4").tolist()
-    base = OFFSETS["prompt_words"][0]
+    base = INPUT["prompt_words"].offset
     for i, w in enumerate(words):
         if not (w < VOCABULARY or w == EMPTY_PROMPT):
             findings.append(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -10,7 +11,9 @@ from construct import Int32ul, Struct
 
 from bob.errors import BadValue, FormatError, Truncated
 from bob.formats.contract import PREDICTION_BYTES, PROMPTS, VOCABULARY
-from bob.formats.schema import KNOWN_MAGICS, Table, as_bytes, parse
+from bob.formats.layout import PREDICTION_FIELDS
+from bob.formats.layout import PREDICTION_RECORD as PREDICTION_LAYOUT
+from bob.formats.schema import END, KNOWN_MAGICS, Table, as_bytes, parse
 
 __all__ = ["PREDICTION_RECORD", "PREDICTIONS", "Predictions", "predictions_findings", "load_predictions"]
 
@@ -21,11 +24,12 @@ PREDICTION_RECORD = Struct(
 
 PREDICTIONS = Struct(
     "records" / Table(PROMPTS, PREDICTION_RECORD) * "one record per prompt, in prompt order",
+    END,
 )
 """The predictions schema (24 bytes, no magic)."""
 
-RECORD_SIZE = PREDICTION_RECORD.sizeof()
-assert PREDICTIONS.sizeof() == PREDICTION_BYTES
+RECORD_SIZE = PREDICTION_LAYOUT.size
+assert PREDICTION_RECORD.sizeof() == RECORD_SIZE and PREDICTIONS.sizeof() == PREDICTION_BYTES
 
 
 def _record_problems(i: int, token: int, validity: int) -> list[FormatError]:
@@ -33,7 +37,7 @@ def _record_problems(i: int, token: int, validity: int) -> list[FormatError]:
     out: list[FormatError] = []
     if validity not in (0, 1):
         out.append(BadValue("validity", "validity is 0 or 1", expected="0 or 1", actual=validity,
-                            offset=base + 4, index=i))
+                            offset=base + PREDICTION_FIELDS["validity"].offset, index=i))
     if token >= VOCABULARY:
         out.append(BadValue("token", "a token is a byte (< 256)", expected="< 256", actual=token,
                             offset=base, index=i))
@@ -81,7 +85,21 @@ class Predictions:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "Predictions":
+        """Parse and check a 24-byte predictions file's bytes."""
         return load_predictions(data)
+
+    @classmethod
+    def read(cls, path: "str | os.PathLike[str]") -> "Predictions":
+        """Read and check the predictions file at ``path``."""
+        from bob.formats.files import read_predictions_file
+
+        return read_predictions_file(path)
+
+    def write(self, path: "str | os.PathLike[str]") -> None:
+        """Replace the file at ``path`` with these predictions, atomically."""
+        from bob.fileio import write_atomic
+
+        write_atomic(path, self.to_bytes())
 
     def as_dict(self) -> dict[str, Any]:
         raw = self.to_bytes()

@@ -53,9 +53,11 @@ from construct import (
 )
 
 from bob.errors import BadValue, FormatError, NotABobFile, Truncated
+from bob.formats.constants import CHECKPOINT_MAGIC, INPUT_MAGIC
 
 __all__ = [
     "LengthPrefixed",
+    "END",
     "Rule",
     "Table",
     "Sha256Of",
@@ -268,6 +270,18 @@ class ZeroPadding(Construct):
             raise SizeofError("padding size depends on the header", path=path) from exc
 
 
+class _End(type(Terminated)):  # type: ignore[misc]
+    """construct's ``Terminated`` with a size of 0, so fixed-size schemas keep their ``sizeof``."""
+
+    def _sizeof(self, context, path):
+        return 0
+
+
+END = _End()
+"""The end of a format: parsing refuses bytes after it, so no schema accepts a
+prefix of a longer file (construct's ``Terminated``)."""
+
+
 # --------------------------------------------------------------------------- #
 # Running a schema
 # --------------------------------------------------------------------------- #
@@ -357,7 +371,7 @@ def _walk(sc: Construct, value: Any, offset: int, name: str, docs: str, rows: li
         for i, item in enumerate(value):
             pos += _walk(sc.subcon, item, pos, f"{name}[{i}]", docs, rows)
         return pos - offset
-    if sc is Terminated or type(sc).__name__ == "Terminated":
+    if isinstance(sc, type(Terminated)):
         return 0
     if isinstance(sc, LengthPrefixed):
         rows.append(FieldRow(offset, 4, f"{name}.length", f"u32 length of {name}"))
@@ -409,8 +423,8 @@ def const_value(schema: Struct, name: str) -> Any:
 # --------------------------------------------------------------------------- #
 
 KNOWN_MAGICS = {
-    b"BOB-INPT": "a bob input record (bob-input)",
-    b"BOB-CKPT": "a bob checkpoint (bob-envelope)",
+    INPUT_MAGIC: "a bob input record (bob-input)",
+    CHECKPOINT_MAGIC: "a bob checkpoint (bob-envelope)",
 }
 
 

@@ -1,0 +1,145 @@
+"""``bob-fixture``: write a bob input record from a corpus and three prompts (contract §3).
+
+The fixture builder uses at most the corpus's first 257 bytes (pair k is
+``(corpus[k mod n], corpus[(k+1) mod n])`` for k < 256), so only those are
+read: a multi-gigabyte file or an endless stream costs nothing more.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from bob.commands import EXIT_OK, EXIT_REFUSED, EXIT_UNEXPECTED, Refused, about, emit, fail
+from bob.text import show_path
+
+PROG = "bob-fixture"
+
+
+def fixture_parser() -> "argparse.ArgumentParser":
+    import argparse
+
+    class _PromptAction(argparse.Action):
+        """--prompt and --prompt-hex append to one list, in command-line order."""
+
+        def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
+            prompts = getattr(namespace, self.dest) or []
+            if option_string == "--prompt-hex":
+                try:
+                    value = bytes.fromhex(values)
+                except ValueError:
+                    parser.error(f"--prompt-hex: {show_path(values)} is not hex (pairs of 0-9a-f)")
+            else:
+                value = os.fsencode(values)
+            prompts.append(value)
+            setattr(namespace, self.dest, prompts)
+
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Write a bob input record (bob-input v1) from a corpus and exactly three prompts.",
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--text", metavar="TEXT", help="the corpus, as the OS gives the argument")
+    source.add_argument("--corpus", metavar="FILE", help="the corpus, read from a regular file as raw bytes")
+    parser.add_argument("--prompt", dest="prompts", action=_PromptAction, metavar="P",
+                        help="a prompt, as the OS gives the argument ('' for an empty prompt)")
+    parser.add_argument("--prompt-hex", dest="prompts", action=_PromptAction, metavar="HEX",
+                        help="a prompt given as hex, for any bytes")
+    parser.add_argument("--output", required=True, metavar="FILE", help="the record, written atomically")
+    parser.add_argument("--json", action="store_true", help="print the summary (or the refusal) as one JSON object")
+    parser.add_argument("--debug", action="store_true", help="show a traceback for unexpected errors")
+    return parser
+
+
+def read_corpus(path: str) -> tuple[bytes, int]:
+    """The corpus bytes the record needs (at most 257) and the file's size.
+
+    Only a regular file is read, and only its first bytes.
+    """
+    from bob.fileio import FileTooLarge, read_bounded
+    from bob.formats.constants import VOCABULARY
+
+    need = VOCABULARY + 1
+    try:
+        data = read_bounded(path, need)
+    except FileTooLarge:
+        with open(path, "rb", buffering=0) as f:  # a regular file (read_bounded checked it)
+            head = f.read(need)
+            size = os.fstat(f.fileno()).st_size
+        return head, size
+    if data is None:
+        raise FileNotFoundError(2, "no such file", path)
+    return data, len(data)
+
+
+def build(args) -> dict:
+    """Build and write the record; return the summary."""
+    import hashlib
+
+    import bob
+    from bob.fileio import replace_target, write_atomic
+
+    with about("--output", args.output):
+        target = replace_target(args.output)
+    if args.corpus is not None:
+        if os.path.realpath(args.corpus) == target:
+            raise Refused(f"--corpus and --output name the same file ({show_path(args.output)}); "
+                          "each needs its own")
+        with about("--corpus", args.corpus):
+            corpus, corpus_bytes = read_corpus(args.corpus)
+    else:
+        corpus = os.fsencode(args.text)
+        corpus_bytes = len(corpus)
+    with about("--corpus" if args.corpus is not None else "--text", args.corpus):
+        record = bob.build_input(corpus, args.prompts)
+    data = record.to_bytes()
+    with about("--output", args.output):
+        write_atomic(target, data)
+    return {
+        "output": show_path(args.output),
+        "bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "corpus_bytes": corpus_bytes,
+        "prompts_hex": [p.hex() for p in args.prompts],
+    }
+
+
+def fixture_main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        args = fixture_parser().parse_args(argv)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else EXIT_REFUSED
+        if code and "--json" in argv:
+            fail(PROG, Refused("usage error (see the message above)"), as_json=True)
+        return code
+    prompts = args.prompts or []
+    if len(prompts) != 3:
+        return fail(PROG, Refused(f"prompts: exactly 3 prompts are needed (--prompt/--prompt-hex), got {len(prompts)}",
+                                  field="prompts"), as_json=args.json)
+    args.prompts = prompts
+    try:
+        summary = build(args)
+    except Refused as exc:
+        return fail(PROG, exc, as_json=args.json)
+    except Exception as exc:  # noqa: BLE001 - exit 1, traceback only under --debug
+        if args.debug:
+            import traceback
+
+            traceback.print_exc()
+        return fail(PROG, Refused(f"unexpected error: {type(exc).__name__}: {exc}", code=EXIT_UNEXPECTED),
+                    as_json=args.json)
+    if args.json:
+        import json
+
+        emit(PROG, json.dumps(summary, sort_keys=True), committed=f"wrote {summary['output']}")
+    else:
+        emit(PROG, f"bob-fixture: wrote {summary['output']} ({summary['bytes']} bytes, sha256 {summary['sha256']})",
+             committed=f"wrote {summary['output']}")
+    return EXIT_OK
+
+
+main = fixture_main
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(fixture_main())

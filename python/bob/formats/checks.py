@@ -1,0 +1,306 @@
+"""Checking a checkpoint's bytes (contract §5): every finding, in the contract's order.
+
+:func:`examine` parses the header with the envelope schema
+(:data:`~bob.formats.envelope.ENVELOPE_HEADER`) and collects one named
+:class:`~bob.errors.FormatError` per problem:
+
+1. magic (a non-bob file is named as such), the size bound (65,536 + 786,432);
+2. while parsing the header, in file order: version, ``header_bytes``, each
+   length prefix, any field the file ends inside; then ``header_bytes``
+   against the header's own length;
+3. the header digest;
+4. each contract field (§2);
+5. the chunk table (count, tags, offsets, lengths);
+6. the padding (all zero);
+7. the exact file size (``header_bytes + payload_bytes``);
+8. each chunk's SHA-256;
+9. for resuming only (:func:`state_findings`): finite planes, no negative
+   V, step 0 only with all-zero M and V, room for 10 more updates in a u64.
+
+Problems in steps 1–2 stop the examination (nothing after them can be
+located); a ``payload_bytes`` or ``chunk_bytes`` mismatch stops it after
+step 4; a file too short to hold the planes stops it after step 7. Anything
+else is one finding among others. The loaders raise the first. Offsets come
+from :mod:`bob.formats.layout`, never from literals.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+from construct import Container
+
+from bob.errors import (
+    BadValue,
+    ContractMismatch,
+    FormatError,
+    IntegrityError,
+    StateRefused,
+    Truncated,
+)
+from bob.formats.contract import (
+    CHUNK_BYTES,
+    CONTRACT_FIELDS,
+    MAX_CHECKPOINT_BYTES,
+    PARAMETER_COUNT,
+    PAYLOAD_BYTES,
+    PLANE_NAMES,
+    U64_MAX,
+    UPDATES_PER_INVOCATION,
+    V1,
+    VOCABULARY,
+    Contract,
+)
+from bob.formats.constants import CHUNK_TAGS
+from bob.formats.envelope import ENVELOPE_HEADER, ENVELOPE_MAGIC, HEADER_BODY, Checkpoint
+from bob.formats.layout import DIGEST_BYTES, ENVELOPE_HEAD, EnvelopeLayout, envelope_layout
+from bob.formats.schema import FieldRow, _walk, as_bytes, magic_finding, parse
+
+__all__ = ["Examination", "examine", "state_findings", "checkpoint_findings", "load_checkpoint"]
+
+
+@dataclass
+class Examination:
+    """What a reader found in a checkpoint's bytes.
+
+    ``header`` is construct's parse of the header body (``None`` if it could
+    not be parsed); ``planes`` the read-only float32 views (3 × 65,536) when all
+    the payload bytes are there; ``findings`` every problem, in the contract's
+    order. ``fresh`` is True for zero bytes (a fresh run).
+    """
+
+    size: int
+    findings: list[FormatError] = field(default_factory=list)
+    header: Container | None = None
+    header_raw: bytes | None = None
+    header_digest: bytes | None = None
+    computed_header_digest: bytes | None = None
+    planes: np.ndarray | None = None
+    chunk_digests: tuple[bytes, ...] | None = None
+
+    @property
+    def fresh(self) -> bool:
+        return self.size == 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    @property
+    def header_end(self) -> int | None:
+        return None if self.header_raw is None else len(self.header_raw) + DIGEST_BYTES
+
+    @property
+    def layout(self) -> EnvelopeLayout | None:
+        """This header's offsets (its contract strings' lengths decide them)."""
+        h = self.header
+        if h is None:
+            return None
+        return envelope_layout((len(h.state), len(h.learner), len(h.data), len(h.seed)))
+
+    @property
+    def contract(self) -> Contract | None:
+        h = self.header
+        if h is None:
+            return None
+        return Contract(**{name: h[name] for name in CONTRACT_FIELDS})
+
+    def header_rows(self) -> list[FieldRow]:
+        """The layout of this file's header (offset, size, field, meaning), from the schema."""
+        if self.header is None:
+            return []
+        rows: list[FieldRow] = []
+        _walk(HEADER_BODY, self.header, 0, "", "", rows)
+        return rows
+
+    def offset_of(self, name: str) -> int | None:
+        """Where field ``name`` starts (a contract string: its length prefix)."""
+        layout = self.layout
+        if layout is None:
+            return None
+        entry = layout.fields.get(f"{name}.length") or layout.fields.get(name)
+        return None if entry is None else entry.offset
+
+
+def examine(data: bytes, *, for_resume: bool = True) -> Examination:
+    """Check ``data`` as a bob-envelope v1 file and collect every finding."""
+    data = as_bytes(data)
+    n = len(data)
+    ex = Examination(size=n)
+    out = ex.findings
+    if n == 0:
+        return ex  # a fresh run's checkpoint
+    problem = magic_finding(data, ENVELOPE_MAGIC, "a checkpoint (bob-envelope)")
+    if problem is not None:
+        out.append(problem)
+        return ex
+    if n > MAX_CHECKPOINT_BYTES:
+        out.append(Truncated("file_size", "a checkpoint is never larger than 65536 + 786432 bytes",
+                             expected=f"at most {MAX_CHECKPOINT_BYTES}", actual=n))
+        return ex
+
+    # -- 2. the header, parsed in file order ---------------------------------
+    try:
+        parsed = parse(ENVELOPE_HEADER, data)
+    except FormatError as exc:
+        out.append(exc)
+        return ex
+    h = parsed.header.value
+    ex.header = h
+    ex.header_raw = parsed.header.data
+    ex.header_digest = parsed.header_digest
+    lay = ex.layout
+    assert lay is not None
+    end = lay.header_length
+    hb = h.header_bytes
+    if hb < end:
+        out.append(BadValue("header_bytes", "header_bytes is smaller than the header itself",
+                            expected=f"at least {end} (a multiple of 64)", actual=hb,
+                            offset=ENVELOPE_HEAD["header_bytes"].offset))
+        return ex
+
+    # -- 3. header digest ------------------------------------------------------
+    ex.computed_header_digest = hashlib.sha256(parsed.header.data).digest()
+    if ex.computed_header_digest != parsed.header_digest:
+        out.append(IntegrityError("header_digest", "the header's SHA-256 does not match its bytes",
+                                  expected=ex.computed_header_digest, actual=parsed.header_digest,
+                                  offset=lay.header_digest))
+
+    # -- 4. contract fields ------------------------------------------------------
+    layout_ok = True
+    for name in CONTRACT_FIELDS:
+        want = getattr(V1, name)
+        if h[name] != want:
+            out.append(ContractMismatch(name, "differs from the bob v1 contract", expected=want,
+                                        actual=h[name], offset=ex.offset_of(name)))
+            if name in ("payload_bytes", "chunk_bytes"):
+                layout_ok = False
+    if not layout_ok:
+        return ex
+
+    # -- 5. chunk table ----------------------------------------------------------
+    if h.chunk_count != len(CHUNK_TAGS):
+        out.append(BadValue("chunk_count", "there is one chunk per plane", expected=len(CHUNK_TAGS),
+                            actual=h.chunk_count, offset=lay.fields["chunk_count"].offset))
+    for i, (entry, tag) in enumerate(zip(h.chunk_table, CHUNK_TAGS)):
+        if entry.tag != tag:
+            out.append(BadValue("chunk_table.tag", f"chunk {i} is plane {PLANE_NAMES[i]}", expected=tag,
+                                actual=entry.tag, offset=lay.chunk_field(i, "tag").offset, index=i))
+        if entry.offset != hb + i * CHUNK_BYTES:
+            out.append(BadValue("chunk_table.offset", "chunk i starts at header_bytes + i * chunk_bytes",
+                                expected=hb + i * CHUNK_BYTES, actual=entry.offset,
+                                offset=lay.chunk_field(i, "offset").offset, index=i))
+        if entry.length != CHUNK_BYTES:
+            out.append(BadValue("chunk_table.length", "each chunk is chunk_bytes long", expected=CHUNK_BYTES,
+                                actual=entry.length, offset=lay.chunk_field(i, "length").offset, index=i))
+
+    # -- 6. padding --------------------------------------------------------------
+    pad = data[end:min(hb, n)]
+    if pad.count(0) != len(pad):
+        k = len(pad) - len(pad.lstrip(b"\0"))
+        out.append(BadValue("padding", "padding bytes are zero", expected=0, actual=pad[k], offset=end + k,
+                            index=k))
+
+    # -- 7. exact size -----------------------------------------------------------
+    want_size = hb + PAYLOAD_BYTES
+    if n != want_size:
+        out.append(Truncated("file_size", "the file is header_bytes + payload_bytes long",
+                             expected=want_size, actual=n))
+        if n < want_size:
+            return ex
+
+    # -- 8. chunk digests ----------------------------------------------------------
+    view = memoryview(data)
+    digests = tuple(
+        hashlib.sha256(view[hb + i * CHUNK_BYTES: hb + (i + 1) * CHUNK_BYTES]).digest()
+        for i in range(len(CHUNK_TAGS))
+    )
+    ex.chunk_digests = digests
+    for i, (entry, digest) in enumerate(zip(h.chunk_table, digests)):
+        if entry.digest != digest:
+            out.append(IntegrityError(
+                "chunk_table.digest",
+                f"plane {PLANE_NAMES[i]} (bytes {hb + i * CHUNK_BYTES}..{hb + (i + 1) * CHUNK_BYTES - 1}) "
+                "does not match the chunk table's SHA-256",
+                expected=digest, actual=entry.digest, offset=lay.chunk_field(i, "digest").offset, index=i))
+    planes = np.frombuffer(data, dtype="<f4", count=3 * PARAMETER_COUNT, offset=hb).reshape(3, PARAMETER_COUNT)
+    ex.planes = planes
+
+    # -- 9. state, for resuming ------------------------------------------------------
+    if for_resume:
+        out.extend(state_findings(h.step, planes, hb))
+    return ex
+
+
+def _where(index: int) -> str:
+    return f"context {index // VOCABULARY}, next {index % VOCABULARY}"
+
+
+def state_findings(step: int, planes: Sequence[np.ndarray], header_bytes: int | None = None) -> list[FormatError]:
+    """Why the state (``step``; P, M, V) may not be resumed (§5), as findings.
+
+    ``header_bytes`` places the offsets in a file; without it they are None.
+    """
+    out: list[FormatError] = []
+
+    def offset(plane: int, k: int) -> int | None:
+        return None if header_bytes is None else header_bytes + plane * CHUNK_BYTES + 4 * k
+
+    step_at = None if header_bytes is None else ENVELOPE_HEAD["step"].offset
+    for i, name in enumerate(PLANE_NAMES):
+        finite = np.isfinite(planes[i])
+        if not finite.all():
+            bad = np.flatnonzero(~finite)
+            k = int(bad[0])
+            out.append(StateRefused(
+                name, f"{bad.size} non-finite value(s) in plane {name}; the first at {_where(k)}",
+                expected="finite", actual=float(planes[i][k]), offset=offset(i, k), index=k))
+    v = planes[2]
+    negative = v < 0
+    if negative.any():
+        neg = np.flatnonzero(negative)
+        k = int(neg[0])
+        out.append(StateRefused(
+            "V", f"{neg.size} negative value(s) in plane V (a second moment is never negative); "
+            f"the first at {_where(k)}",
+            expected=">= 0", actual=float(v[k]), offset=offset(2, k), index=k))
+    if step == 0:
+        for i in (1, 2):
+            nz = np.flatnonzero(planes[i] != 0)
+            if nz.size:
+                k = int(nz[0])
+                out.append(StateRefused(
+                    "step", f"step is 0 but plane {PLANE_NAMES[i]} is not all zero "
+                    f"({nz.size} non-zero value(s); the first at {_where(k)})",
+                    expected=f"{PLANE_NAMES[i]} all zero at step 0", actual=0, offset=step_at))
+                break
+    if step > U64_MAX - UPDATES_PER_INVOCATION:
+        out.append(StateRefused("step", "no room for the next 10 updates in a u64",
+                                expected=f"at most {U64_MAX - UPDATES_PER_INVOCATION}", actual=step,
+                                offset=step_at))
+    return out
+
+
+def checkpoint_findings(data: bytes, *, for_resume: bool = True) -> list[FormatError]:
+    """Every problem with ``data`` as a checkpoint, in the contract's order
+    (empty for a valid file and for zero bytes, the fresh run)."""
+    return examine(data, for_resume=for_resume).findings
+
+
+def load_checkpoint(data: bytes, *, for_resume: bool = True) -> Checkpoint:
+    """Parse and fully check a checkpoint; raise the first finding.
+
+    Zero bytes are a fresh run: the state at step 0, made by the native core.
+    ``for_resume=False`` skips the state checks (an inspector loads such files).
+    """
+    ex = examine(data, for_resume=for_resume)
+    if ex.findings:
+        raise ex.findings[0]
+    if ex.fresh:
+        return Checkpoint.fresh()
+    assert ex.header is not None and ex.planes is not None
+    planes = ex.planes.copy()  # one copy: the checkpoint owns writable planes
+    return Checkpoint(ex.header.step, planes[0], planes[1], planes[2], ex.header.header_bytes, V1)

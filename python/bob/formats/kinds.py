@@ -1,0 +1,46 @@
+"""Which of bob's formats a file holds, from its first bytes and its size.
+
+Standard library only. The rule (``docs/bob-inspect.md``, "Detecting the kind"):
+
+1. a file that starts with the checkpoint magic is a checkpoint, and so are
+   zero bytes (a fresh run's checkpoint, contract §5);
+2. a file that starts with the input magic is an input record;
+3. a file of exactly :data:`~bob.formats.constants.PREDICTION_BYTES` is
+   predictions. The magics are checked first: a valid predictions file can
+   never start with a bob magic (its validity words would be ASCII letters);
+4. anything else is of no known kind (``None``).
+"""
+
+from __future__ import annotations
+
+from bob.formats.constants import CHECKPOINT_MAGIC, INPUT_MAGIC, PREDICTION_BYTES
+from bob.text import show_bytes
+
+__all__ = ["CHECKPOINT", "INPUT", "PREDICTIONS", "KINDS", "MAGIC_BYTES", "KIND_RULES", "detect_kind"]
+
+CHECKPOINT = "ckpt"
+INPUT = "input"
+PREDICTIONS = "pred"
+KINDS = (CHECKPOINT, INPUT, PREDICTIONS)
+
+MAGIC_BYTES = len(CHECKPOINT_MAGIC)
+"""How many first bytes :func:`detect_kind` looks at."""
+assert len(INPUT_MAGIC) == MAGIC_BYTES
+
+KIND_RULES = (f"a checkpoint starts {show_bytes(CHECKPOINT_MAGIC)}, an input record {show_bytes(INPUT_MAGIC)}, "
+              f"predictions are {PREDICTION_BYTES} bytes")
+"""The rule in words, for a refusal of a file of no known kind."""
+
+
+def detect_kind(head: bytes, size: int) -> str | None:
+    """``"ckpt"``, ``"input"`` or ``"pred"`` for a file of ``size`` bytes starting
+    with ``head`` (at least its first :data:`MAGIC_BYTES` bytes, when it has
+    that many), or ``None`` when it is none of bob's formats."""
+    magic = bytes(head[:MAGIC_BYTES])
+    if magic == CHECKPOINT_MAGIC or size == 0:
+        return CHECKPOINT
+    if magic == INPUT_MAGIC:
+        return INPUT
+    if size == PREDICTION_BYTES:
+        return PREDICTIONS
+    return None

@@ -1,0 +1,176 @@
+"""Where every field of bob's three formats lies: named offsets and ``struct`` formats.
+
+The construct schemas (:mod:`~bob.formats.input_record`,
+:mod:`~bob.formats.envelope`, :mod:`~bob.formats.predictions`) *define* the
+formats; this module states the same layout with the standard library only,
+for the code that must not import construct (``bob-run``'s fast path) or
+that works on raw offsets (the examiner's error offsets, the fuzzers'
+field-aware mutator, ``bob-inspect``). Nothing else in bob writes an offset,
+a size or a ``struct`` format of these files as a literal, and
+``tests/formats/test_layout.py`` holds every entry here to the schemas'
+own layout tables.
+
+The envelope's header has four length-prefixed contract strings, so its
+offsets after ``step`` depend on the strings. :func:`envelope_layout` gives
+the offsets for any four string lengths; :data:`CANONICAL` is the layout of
+every header bob writes (the bob v1 strings, ``header_bytes`` = 448).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+from bob.formats.constants import (
+    CHUNK_TAGS,
+    DATA,
+    LEARNER,
+    PAYLOAD_BYTES,
+    PREDICTION_BYTES,
+    PROMPTS,
+    RECORD_BYTES,
+    SEED,
+    STATE,
+    VOCABULARY,
+)
+
+__all__ = [
+    "Field",
+    "U32",
+    "U64",
+    "INPUT",
+    "PREDICTION_RECORD",
+    "PREDICTION_FIELDS",
+    "ENVELOPE_HEAD",
+    "CONTRACT_STRINGS",
+    "ENVELOPE_TAIL",
+    "CHUNK_ENTRY",
+    "CHUNK_ENTRY_FIELDS",
+    "DIGEST_BYTES",
+    "HEADER_ALIGNMENT",
+    "EnvelopeLayout",
+    "envelope_layout",
+    "CANONICAL",
+    "aligned_header_bytes",
+]
+
+U32 = struct.Struct("<I")
+U64 = struct.Struct("<Q")
+DIGEST_BYTES = 32  # SHA-256
+HEADER_ALIGNMENT = 64  # header_bytes is a multiple of this
+
+
+class Field(NamedTuple):
+    """A fixed field: its offset, its size in bytes and, for numbers, its ``struct`` format."""
+
+    offset: int
+    size: int
+    format: str | None = None
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.size
+
+    @property
+    def slice(self) -> slice:
+        return slice(self.offset, self.offset + self.size)
+
+    def unpack(self, data: bytes | bytearray | memoryview) -> tuple:
+        """The field's values in ``data`` (its ``struct`` format, from its offset)."""
+        assert self.format is not None, "a raw byte field has no struct format"
+        return struct.unpack_from(self.format, data, self.offset)
+
+
+def _fields(*spec: tuple[str, int, str | None]) -> dict[str, Field]:
+    """Consecutive fields from (name, size, format), offsets accumulated."""
+    out: dict[str, Field] = {}
+    at = 0
+    for name, size, fmt in spec:
+        out[name] = Field(at, size, fmt)
+        at += size
+    return out
+
+
+# ----------------------------------------------------------------- bob-input v1 (§3)
+INPUT = _fields(
+    ("magic", 8, None),
+    ("version", 8, "<Q"),
+    ("pairs", 2 * VOCABULARY, None),  # (byte u8, target u8) × 256
+    ("targets", 4 * VOCABULARY, f"<{VOCABULARY}I"),
+    ("prompt_words", 4 * PROMPTS, f"<{PROMPTS}I"),
+)
+assert INPUT["prompt_words"].end == RECORD_BYTES
+
+# ----------------------------------------------------------------- predictions (§4)
+PREDICTION_RECORD = struct.Struct("<II")  # token u32, validity u32
+PREDICTION_FIELDS = _fields(("token", 4, "<I"), ("validity", 4, "<I"))
+assert PREDICTION_RECORD.size * PROMPTS == PREDICTION_BYTES
+
+# ----------------------------------------------------------------- bob-envelope v1 (§5)
+ENVELOPE_HEAD = _fields(
+    ("magic", 8, None),
+    ("version", 8, "<Q"),
+    ("header_bytes", 8, "<Q"),
+    ("step", 8, "<Q"),
+)
+"""The fixed fields before the contract strings."""
+
+CONTRACT_STRINGS = ("state", "learner", "data", "seed")
+"""The length-prefixed strings (u32 length + bytes), in file order."""
+
+ENVELOPE_TAIL = struct.Struct("<QQQI")
+"""After the strings: payload_bytes, chunk_bytes, updates_per_invocation, chunk_count."""
+TAIL_NAMES = ("payload_bytes", "chunk_bytes", "updates_per_invocation", "chunk_count")
+
+CHUNK_ENTRY = struct.Struct("<4sQQ32s")
+"""One chunk table entry: tag, offset, length, SHA-256 (52 bytes)."""
+CHUNK_ENTRY_FIELDS = _fields(("tag", 4, None), ("offset", 8, "<Q"), ("length", 8, "<Q"), ("digest", 32, None))
+
+
+class EnvelopeLayout(NamedTuple):
+    """Every offset of one envelope header, for given contract string lengths."""
+
+    fields: dict[str, Field]
+    """Each header field by the schema's name (``state.length``, ``chunk_table[1].digest`` …)."""
+    chunk_table: int
+    """Offset of the chunk table's first entry."""
+    header_digest: int
+    """Offset of the header digest (the SHA-256 of every byte before it)."""
+    header_length: int
+    """Bytes from offset 0 to the end of the header digest."""
+
+    def chunk_field(self, index: int, name: str) -> Field:
+        """``name`` (tag, offset, length, digest) of chunk table entry ``index``."""
+        return self.fields[f"chunk_table[{index}].{name}"]
+
+
+def envelope_layout(string_lengths: tuple[int, int, int, int]) -> EnvelopeLayout:
+    """The header layout for contract strings of these lengths (state, learner, data, seed)."""
+    fields = dict(ENVELOPE_HEAD)
+    at = ENVELOPE_HEAD["step"].end
+    for name, length in zip(CONTRACT_STRINGS, string_lengths):
+        fields[f"{name}.length"] = Field(at, U32.size, "<I")
+        fields[name] = Field(at + U32.size, length, None)
+        at += U32.size + length
+    for name, code in zip(TAIL_NAMES, ENVELOPE_TAIL.format[1:]):
+        size = struct.calcsize("<" + code)
+        fields[name] = Field(at, size, "<" + code)
+        at += size
+    table = at
+    for i in range(len(CHUNK_TAGS)):
+        for name, f in CHUNK_ENTRY_FIELDS.items():
+            fields[f"chunk_table[{i}].{name}"] = Field(at + f.offset, f.size, f.format)
+        at += CHUNK_ENTRY.size
+    fields["header_digest"] = Field(at, DIGEST_BYTES, None)
+    return EnvelopeLayout(fields, table, at, at + DIGEST_BYTES)
+
+
+def aligned_header_bytes(header_length: int) -> int:
+    """The smallest valid ``header_bytes`` for a header of this length (rounded up to 64)."""
+    return -(-header_length // HEADER_ALIGNMENT) * HEADER_ALIGNMENT
+
+
+CANONICAL = envelope_layout((len(STATE), len(LEARNER), len(DATA), len(SEED)))
+"""The layout of every header bob writes (bob v1's contract strings)."""
+CANONICAL_HEADER_BYTES = aligned_header_bytes(CANONICAL.header_length)  # 448
+CANONICAL_CHECKPOINT_BYTES = CANONICAL_HEADER_BYTES + PAYLOAD_BYTES  # 786,880

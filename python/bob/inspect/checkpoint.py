@@ -1,0 +1,238 @@
+"""The ``ckpt`` report: a checkpoint as the formats layer examines it.
+
+Every field comes from :func:`bob.formats.checks.examine` (the envelope
+schema's parse of the header, its findings, the float32 views of the
+planes); nothing here parses bytes by hand. The softmax shown next to a row
+of logits is presentation for people (float64, NumPy), never the training
+math (§6.3's pinned f32 softmax lives in the native core).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import numpy as np
+
+from bob.errors import LEARNER_NAMES, FormatError, learner_floats, show_value
+from bob.formats.checks import examine
+from bob.formats.constants import CHECKPOINT_MAGIC, UPDATES_PER_INVOCATION, VOCABULARY
+from bob.formats.contract import CONTRACT_FIELDS, PLANE_NAMES, V1
+from bob.formats.layout import ENVELOPE_HEAD
+from bob.inspect.common import TOP_K, base, f32_json, finish, plural
+from bob.text import escape_bytes, show_byte
+
+MAGIC = ENVELOPE_HEAD["magic"].slice
+
+
+def plane_stats(values) -> dict[str, Any]:
+    """min, max, mean, L2 norm (over the finite values, in float64) and counts.
+
+    ``negative`` counts values < 0 (``-inf`` included, ``-0.0`` not).
+    """
+    a = np.asarray(values, dtype=np.float32)
+    finite = np.isfinite(a)
+    vals = a[finite].astype(np.float64)
+    nan = int(np.isnan(a).sum())
+    has = vals.size > 0
+    non_finite = int(a.size - int(finite.sum()))
+    return {
+        "count": int(a.size),
+        "min": f32_json(vals.min()) if has else None,
+        "max": f32_json(vals.max()) if has else None,
+        "mean": float(vals.mean()) if has else None,
+        "l2_norm": float(np.sqrt(np.dot(vals, vals))) if has else None,
+        "non_finite": non_finite,
+        "nan": nan,
+        "inf": non_finite - nan,
+        "negative": int((a < 0).sum()),
+        "zeros": int((a == 0).sum()),
+    }
+
+
+def _f32_bits(x: float) -> bytes:
+    return struct.pack("<f", x)
+
+
+def contract_field(name: str, value: Any, expected: Any, mismatch: bool) -> dict[str, Any]:
+    """One §2 contract field: its value, bob v1's, both readably; the learner's floats decoded."""
+    entry: dict[str, Any] = {"matches": not mismatch}
+    if isinstance(value, (bytes, bytearray)):
+        entry.update(value=escape_bytes(value), expected=escape_bytes(expected), hex=bytes(value).hex(),
+                     length=len(value))
+    else:
+        entry.update(value=value, expected=expected)
+    entry["text"] = show_value(value, name)
+    entry["expected_text"] = show_value(expected, name)
+    if name == "learner":
+        got = learner_floats(value)
+        want = learner_floats(expected)
+        entry["hyperparameters"] = None if got is None else {k: f32_json(x) for k, x in zip(LEARNER_NAMES, got)}
+        entry["expected_hyperparameters"] = {k: f32_json(x) for k, x in zip(LEARNER_NAMES, want)}
+        entry["hyperparameter_mismatches"] = (
+            None if got is None
+            else [k for k, a, b in zip(LEARNER_NAMES, got, want) if _f32_bits(a) != _f32_bits(b)]
+        )
+    return entry
+
+
+def softmax_rows(rows) -> list:
+    """Row-wise softmax in float64 for display (None for a row with non-finite values)."""
+    out = []
+    for row in rows:
+        if not np.isfinite(row).all():
+            out.append(None)
+            continue
+        x = row.astype(np.float64)
+        e = np.exp(x - x.max())
+        out.append(e / e.sum())
+    return out
+
+
+def p_table(p_plane) -> np.ndarray:
+    """The P plane as its VOCABULARY × VOCABULARY table (row: context byte, column: next byte)."""
+    return np.asarray(p_plane, dtype=np.float32).reshape(VOCABULARY, VOCABULARY)
+
+
+def rows_report(p_plane, contexts: bytes) -> list[dict[str, Any]]:
+    """For each context byte: the top-5 next bytes of its P row with their probabilities
+    (a float64 softmax of the row; ties towards the lower byte, as §4's argmax)."""
+    table = p_table(p_plane)
+    out = []
+    for c in contexts:
+        row = table[c]
+        entry: dict[str, Any] = {"context": c, "text": show_byte(c), "finite": bool(np.isfinite(row).all())}
+        if not entry["finite"]:
+            entry["non_finite"] = int((~np.isfinite(row)).sum())
+            entry["top"] = None
+        else:
+            entry["non_finite"] = 0
+            prob = softmax_rows([row])[0]
+            order = np.argsort(-row.astype(np.float64), kind="stable")[:TOP_K]
+            entry["top"] = [
+                {"next": int(j), "text": show_byte(int(j)), "probability": float(prob[j]), "logit": f32_json(row[j])}
+                for j in order
+            ]
+        out.append(entry)
+    return out
+
+
+def fresh_planes() -> tuple[Any, str | None]:
+    """The fresh state's planes, which only the native core makes
+    (``Checkpoint.fresh``), or ``(None, note)`` when it cannot be loaded."""
+    try:
+        from bob.formats.envelope import Checkpoint
+
+        c = Checkpoint.fresh()
+    except ImportError as exc:
+        return None, f"the fresh state's planes need the native core ({type(exc).__name__})"
+    return np.stack([c.p, c.m, c.v]), None
+
+
+def partial_header(data: bytes) -> list[tuple[str, Any]] | None:
+    """The header fields that parse before the first problem: the longest prefix
+    of :data:`~bob.formats.envelope.HEADER_BODY`'s fields that parses, as
+    ``[(field, value)]`` (None if not even the magic does)."""
+    from construct import Struct
+
+    from bob.formats.envelope import HEADER_BODY
+    from bob.formats.schema import parse
+
+    subcons = HEADER_BODY.subcons
+    for k in range(len(subcons) - 1, 0, -1):
+        try:
+            parsed = parse(Struct(*subcons[:k]), data)
+        except FormatError:
+            continue
+        return [(sc.name, parsed[sc.name]) for sc in subcons[:k]]
+    return None
+
+
+def _chunks(ex, failed: set) -> list[dict[str, Any]]:
+    chunks = []
+    for i, entry in enumerate(ex.header.chunk_table):
+        computed = ex.chunk_digests[i] if ex.chunk_digests is not None else None
+        chunks.append({
+            "index": i,
+            "plane": PLANE_NAMES[i] if i < len(PLANE_NAMES) else None,
+            "tag": escape_bytes(entry.tag),
+            "offset": entry.offset,
+            "length": entry.length,
+            "sha256": entry.digest.hex(),
+            "computed_sha256": computed.hex() if computed is not None else None,
+            "tag_ok": ("chunk_table.tag", i) not in failed,
+            "offset_ok": ("chunk_table.offset", i) not in failed,
+            "length_ok": ("chunk_table.length", i) not in failed,
+            "digest_ok": None if computed is None else ("chunk_table.digest", i) not in failed,
+        })
+    return chunks
+
+
+def checkpoint_report(data: bytes | None, read_problems: list, *, path: str, auto: bool = False,
+                      rows: bytes = b"") -> tuple[dict[str, Any], Any]:
+    """The ``ckpt`` report (a JSON-ready dict) and the P plane (or None).
+
+    ``data`` is the file's bytes (None when it was too large to read).
+    """
+    report = base("ckpt", path, data, auto)
+    problems = list(read_problems)
+    ex = examine(data, for_resume=True) if data is not None else None
+    if ex is not None:
+        problems.extend(ex.findings)
+    fresh = bool(ex is not None and ex.fresh)
+    h = ex.header if ex is not None else None
+    failed = {(p.field, p.index) for p in problems}
+
+    head = data[MAGIC] if data is not None else b""
+    report["fresh"] = fresh
+    report["magic"] = (
+        None if fresh or data is None
+        else {"text": escape_bytes(head), "hex": head.hex(), "ok": head == CHECKPOINT_MAGIC}
+    )
+    partial = partial_header(data) if h is None and data and head == CHECKPOINT_MAGIC else None
+    known = dict(partial or ())
+    report["partial_header"] = None if partial is None else [
+        {"field": name, "value": escape_bytes(v) if isinstance(v, bytes) else v, "text": show_value(v, name)}
+        for name, v in partial
+    ]
+    report["version"] = h.version if h is not None else known.get("version")
+    report["header_bytes"] = h.header_bytes if h is not None else known.get("header_bytes")
+    report["header_length"] = ex.header_end if h is not None else None
+    step = h.step if h is not None else (0 if fresh else known.get("step"))
+    report["step"] = step
+    report["invocations"] = None if step is None else step // UPDATES_PER_INVOCATION
+
+    if h is not None:
+        report["contract"] = {
+            "matches_v1": ex.contract.is_v1,
+            "fields": {name: contract_field(name, h[name], getattr(V1, name), (name, None) in failed)
+                       for name in CONTRACT_FIELDS},
+        }
+        computed = ex.computed_header_digest
+        report["header_digest"] = {
+            "stored": ex.header_digest.hex(),
+            "computed": computed.hex() if computed is not None else None,
+            "ok": None if computed is None else ("header_digest", None) not in failed,
+        }
+        report["chunk_count"] = h.chunk_count
+        report["chunks"] = _chunks(ex, failed)
+    else:
+        report["contract"] = report["header_digest"] = report["chunks"] = report["chunk_count"] = None
+
+    planes = note = None
+    if ex is not None and ex.planes is not None:
+        planes = ex.planes
+    elif fresh:
+        planes, note = fresh_planes()
+    report["planes"] = None if planes is None else {name: plane_stats(planes[i]) for i, name in enumerate(PLANE_NAMES)}
+    report["note"] = note
+    report["rows"] = (rows_report(planes[0], rows) if planes is not None else None) if rows else None
+    report["heatmap"] = None
+
+    if fresh:
+        ok = "OK: zero bytes, a fresh run's checkpoint (step 0, the state bob-seed-v1 makes)"
+    else:
+        ok = (f"OK: a valid bob v1 checkpoint at step {step} ({plural(report['invocations'], 'invocation')}); "
+              "bob-run can resume it")
+    finish(report, problems, ok, "bob-run refuses this checkpoint")
+    return report, (planes[0] if planes is not None else None)

@@ -1,0 +1,124 @@
+"""What every ``bob-inspect`` report shares: exit codes, the refusal, reading a
+file through the formats layer, and the JSON-safe forms of values.
+
+Reading goes through the one bounded reader
+(:func:`bob.formats.files.read_format_file`, over :func:`bob.fileio.read_bounded`):
+a file too large for its format is a finding (the report is still made,
+without its bytes); a missing path, a directory, a FIFO, a device or an
+unreadable file is a :class:`Refused` (one line, exit 2). Text is escaped by
+:mod:`bob.text` only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from typing import Any
+
+from bob.errors import FormatError
+from bob.fileio import FileTooLarge, read_bounded
+from bob.formats.files import read_format_file
+from bob.text import f32_text, json_number, show_path
+
+EXIT_OK = 0
+EXIT_UNEXPECTED = 1
+EXIT_PROBLEMS = 2
+EXIT_INTERRUPTED = 130
+
+PROG = "bob-inspect"
+TOP_K = 5  # next bytes shown per row (--rows)
+PLOT_HINT = "pip install 'bob[plot]'"
+
+
+class Refused(Exception):
+    """A one-line refusal (exit 2): a missing file, a bad option value …"""
+
+
+def os_reason(exc: OSError) -> str:
+    """An OS error's reason in lower case (``no such file or directory``)."""
+    reason = exc.strerror or type(exc).__name__
+    return reason[:1].lower() + reason[1:]
+
+
+def refusal(path: str, exc: OSError) -> Refused:
+    """The one-line refusal of a path that cannot be read (it names the path)."""
+    if isinstance(exc, FileNotFoundError):
+        return Refused(f"{show_path(path)}: no such file")
+    return Refused(f"{show_path(path)}: {os_reason(exc)}")
+
+
+def read(path: str, limit: int, magic: bytes | None, what: str) -> tuple[bytes | None, list[FormatError]]:
+    """``(bytes, [])``, or ``(None, [finding])`` for a file larger than ``limit``
+    (never read whole); a path that cannot be read is a :class:`Refused`."""
+    try:
+        return read_format_file(path, limit, magic, what), []
+    except FormatError as exc:
+        return None, [exc]
+    except OSError as exc:  # missing, a directory, a FIFO, a device, no permission …
+        raise refusal(path, exc) from None
+
+
+def peek(path: str) -> tuple[bytes, int]:
+    """A file's first bytes and its size, read through the bounded reader with a
+    limit of zero bytes (a non-empty file is "too large": only its head is read)."""
+    try:
+        data = read_bounded(path, 0)
+    except FileTooLarge as big:
+        return big.head, big.size
+    except OSError as exc:
+        raise refusal(path, exc) from None
+    if data is None:
+        raise refusal(path, FileNotFoundError())
+    return data, len(data)
+
+
+def file_size(path: str) -> int | None:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return None
+
+
+def f32_json(x: float) -> float | str:
+    """An f32 value for JSON: the shortest decimal that reads back as the same f32
+    (``"nan"``, ``"inf"``, ``"-inf"`` for non-finite values)."""
+    x = float(x)
+    if not math.isfinite(x):
+        return json_number(x)  # type: ignore[return-value]
+    return float(f32_text(x))
+
+
+def problem(exc: FormatError) -> dict[str, Any]:
+    """A finding as JSON (:meth:`FormatError.to_dict`, non-finite floats made JSON-safe)."""
+    d = exc.to_dict()
+    for key in ("expected", "actual"):
+        if isinstance(d.get(key), float):
+            d[key] = json_number(d[key])
+    return d
+
+
+def base(command: str, path: str, data: bytes | None, auto: bool) -> dict[str, Any]:
+    """The keys every file report starts with."""
+    return {
+        "command": command,
+        "file": show_path(path),
+        "auto": auto,
+        "kind": command,
+        "size": len(data) if data is not None else file_size(path),
+        "sha256": hashlib.sha256(data).hexdigest() if data is not None else None,
+    }
+
+
+def finish(report: dict[str, Any], problems: list, ok_verdict: str, bad_verdict: str) -> dict[str, Any]:
+    """The keys every file report ends with: its problems, ``ok`` and the verdict."""
+    n = len(problems)
+    report["problems"] = [problem(p) for p in problems]
+    report["problem_count"] = n
+    report["ok"] = not problems
+    report["verdict"] = ok_verdict if not problems else f"{n} problem{'s' if n != 1 else ''}: {bad_verdict}"
+    return report
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"

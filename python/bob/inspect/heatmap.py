@@ -1,0 +1,145 @@
+"""``--heatmap``: the P table drawn with matplotlib (the optional extra ``bob[plot]``).
+
+The only module of ``bob-inspect`` that imports matplotlib, and only when
+the option is given. The image is written with :func:`bob.fileio.write_atomic`.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from typing import Any
+
+import numpy as np
+
+from bob.fileio import write_atomic
+from bob.formats.constants import VOCABULARY
+from bob.inspect.checkpoint import p_table, softmax_rows
+from bob.inspect.common import PLOT_HINT, Refused, os_reason
+from bob.text import escape_bytes, show_byte, show_path
+
+INIT_BOUND = 0.01  # §6.1: every initial P value lies in [-0.01, 0.01)
+MAX_ZOOM = 24  # rows in the zoom panel
+MAX_ZOOM_COLUMNS = 32  # columns in the zoom panel
+LABELLED_CELLS = 400  # a zoom this small gets each cell labelled
+TICK_STEP = 32
+
+
+def require_matplotlib() -> None:
+    """Refuse (exit 2, with how to install it) when matplotlib cannot be imported."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise Refused(f"--heatmap needs matplotlib, the optional extra bob[plot]: {PLOT_HINT}") from None
+
+
+def _plain(text: str) -> str:
+    """Text for a matplotlib label: ``$`` escaped so it is never read as mathtext."""
+    return text.replace("$", r"\$")
+
+
+def _byte_label(b: int) -> str:
+    return _plain(f"0x{b:02x} {show_byte(b)}") if 0x20 < b < 0x7F else f"0x{b:02x}"
+
+
+def favoured_columns(table, rows):
+    """The next bytes the given rows favour: in each row, the values above the
+    midpoint between the row's median and its maximum (at most 32 columns, the
+    largest values first; returned sorted by byte)."""
+    score: dict[int, float] = {}
+    for r in rows:
+        row = table[r]
+        finite = np.isfinite(row)
+        if not finite.any():
+            continue
+        vals = row[finite]
+        top, mid = float(vals.max()), float(np.median(vals))
+        cut = mid + 0.5 * (top - mid)
+        for j in np.flatnonzero(finite & (row >= cut)):
+            score[int(j)] = max(score.get(int(j), -np.inf), float(row[j]))
+    best = sorted(score, key=lambda j: (-score[j], j))[:MAX_ZOOM_COLUMNS]
+    return np.array(sorted(best), dtype=np.int64)
+
+
+def _zoom(ax, table, masked, moved, cols, cmap, limit) -> None:
+    ax.imshow(masked[np.ix_(moved, cols)], cmap=cmap, vmin=-limit, vmax=limit, interpolation="nearest",
+              aspect="auto")
+    ax.set_yticks(range(moved.size), [_byte_label(int(b)) for b in moved], fontsize=8)
+    ax.set_xticks(range(cols.size), [_byte_label(int(b)) for b in cols], rotation=90, fontsize=8)
+    ax.set_xlabel("next byte (the columns these rows favour)")
+    ax.set_ylabel("context byte")
+    ax.set_title(f"zoom: the {moved.size} row(s) that left the initialization (|P| > {INIT_BOUND}),\n"
+                 "logit and softmax probability in each cell", fontsize=10)
+    if moved.size * cols.size > LABELLED_CELLS:
+        return
+    probs = softmax_rows(table[moved])
+    for i, r in enumerate(moved):
+        for j, c in enumerate(cols):
+            v = table[r, c]
+            text = f"{v:.2f}" if np.isfinite(v) else "n/a"
+            if probs[i] is not None:
+                text += f"\np={probs[i][c]:.3f}"
+            dark = np.isfinite(v) and abs(v) > 0.6 * limit
+            ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white" if dark else "black")
+
+
+def draw_heatmap(p_plane, out: str, title: str) -> dict[str, Any]:
+    """Draw the P table (rows: context byte, columns: next byte) to ``out``.
+
+    Left: the whole table. Right, a zoom: the rows that left the
+    initialization's range (|P| > 0.01 somewhere; at most 24, those that moved
+    most) against the next bytes they favour (:func:`favoured_columns`), each
+    cell labelled with its logit and softmax probability when the zoom is
+    small. One diverging colour scale centred on 0 for both; non-finite
+    values are drawn black. The file is written atomically.
+    """
+    from matplotlib import colormaps
+    from matplotlib.figure import Figure
+
+    table = p_table(p_plane)
+    finite = np.isfinite(table)
+    limit = float(np.abs(table[finite]).max()) if finite.any() else 1.0
+    limit = limit or 1.0
+    masked = np.ma.masked_invalid(table)
+    cmap = colormaps["RdBu_r"].with_extremes(bad="black")
+
+    reach = np.where(finite, np.abs(table), np.inf).max(axis=1)
+    moved = np.flatnonzero(reach > INIT_BOUND)
+    if moved.size > MAX_ZOOM:
+        moved = np.sort(moved[np.argsort(-reach[moved], kind="stable")[:MAX_ZOOM]])
+    cols = favoured_columns(table, moved)
+    if not cols.size:
+        cols = np.arange(VOCABULARY)
+
+    fig = Figure(figsize=(14, 6.5), dpi=120, layout="constrained")
+    ax_full, ax_rows = fig.subplots(1, 2, width_ratios=[1, 1])
+    im = ax_full.imshow(masked, cmap=cmap, vmin=-limit, vmax=limit, interpolation="nearest", aspect="equal")
+    ticks = list(range(0, VOCABULARY, TICK_STEP)) + [VOCABULARY - 1]
+    ax_full.set_xticks(ticks, [_byte_label(t) for t in ticks], rotation=90, fontsize=7)
+    ax_full.set_yticks(ticks, [_byte_label(t) for t in ticks], fontsize=7)
+    ax_full.set_xlabel("next byte")
+    ax_full.set_ylabel("context byte")
+    ax_full.set_title(f"P: all {VOCABULARY} x {VOCABULARY} logits (row = context byte)", fontsize=10)
+    if moved.size:
+        _zoom(ax_rows, table, masked, moved, cols, cmap, limit)
+    else:
+        ax_rows.set_axis_off()
+        ax_rows.text(0.5, 0.5, f"no row has left the initialization (|P| <= {INIT_BOUND})",
+                     ha="center", va="center")
+    bar = fig.colorbar(im, ax=[ax_full, ax_rows], shrink=0.8)
+    bar.set_label("logit (black: non-finite)")
+    bad = int((~finite).sum())
+    fig.suptitle(_plain(title) + (f" - {bad} non-finite values" if bad else ""), fontsize=11)
+
+    ext = os.path.splitext(out)[1].lower().lstrip(".") or "png"
+    supported = fig.canvas.get_supported_filetypes()
+    if ext not in supported:
+        raise Refused(f"--heatmap: cannot write .{escape_bytes(os.fsencode(ext))} files; use one of "
+                      + ", ".join(sorted(supported)))
+    buf = io.BytesIO()
+    fig.savefig(buf, format=ext)
+    try:
+        write_atomic(out, buf.getvalue())
+    except OSError as exc:
+        raise Refused(f"--heatmap {show_path(out)}: {os_reason(exc)}") from None
+    return {"path": show_path(out), "format": ext, "rows_shown": [int(b) for b in moved]}

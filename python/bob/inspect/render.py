@@ -1,0 +1,306 @@
+"""Human renderers: a report dict (as ``--json`` prints it) → lines of text.
+
+Everything taken from a file or a path is already escaped in the report
+(:mod:`bob.text`); the CLI guards every line once more with
+:func:`bob.text.one_line` (see :func:`bob.inspect.cli._guard`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from bob.formats.constants import CHECKPOINT_MAGIC, EMPTY_PROMPT, INPUT_MAGIC, UPDATES_PER_INVOCATION, VOCABULARY
+from bob.formats.layout import CANONICAL_HEADER_BYTES
+from bob.inspect.common import PROG, TOP_K, plural
+from bob.text import f32_text, show_byte, show_bytes
+
+SEQUENCE_SHOWN = 64  # bytes of a chained input's sequence shown
+MISMATCHES_SHOWN = 16  # target mismatches listed
+PAIRS_PER_LINE = 8
+_ESCAPED_BYTE = re.compile(r"\\x[0-9a-f]{2}|.")  # one token per byte of escaped text
+
+
+def f32_show(x: float | str | None) -> str:
+    if x is None:
+        return "-"
+    return x if isinstance(x, str) else f32_text(x)
+
+
+def g(x: float | str | None, digits: int = 7) -> str:
+    if x is None:
+        return "-"
+    return x if isinstance(x, str) else f"{x:.{digits}g}"
+
+
+def _file_line(r: dict[str, Any], width: int) -> list[str]:
+    if r["size"] is None:
+        return []
+    return [f"  {'file':<{width}}{r['size']} bytes" + (f", sha256 {r['sha256']}" if r["sha256"] else "")]
+
+
+def _magic_line(r: dict[str, Any], magic: bytes, width: int) -> list[str]:
+    m = r["magic"]
+    if m is None:
+        return []
+    state = "ok" if m["ok"] else f"WRONG (expected {show_bytes(magic)})"
+    return [f"  {'magic':<{width}}\"{m['text']}\"  {state}"]
+
+
+def render_problems(r: dict[str, Any]) -> list[str]:
+    L = []
+    if r["problems"]:
+        L.append(f"problems ({r['problem_count']})")
+        L.extend(f"  {i}. {p['text']}" for i, p in enumerate(r["problems"], 1))
+    L.append(f"verdict: {r['verdict']}")
+    return L
+
+
+# ------------------------------------------------------------------- ckpt
+
+
+def _header_lines(r: dict[str, Any]) -> list[str]:
+    L = []
+    if r["partial_header"] is not None:
+        fields = r["partial_header"][1:]  # the magic is shown above
+        last = r["partial_header"][-1]["field"]
+        L.append(f"header: unreadable after '{last}' (see the problems); the fields read before it:")
+        width = max([len(f["field"]) for f in fields] + [12])
+        L.extend(f"  {f['field']:<{width}}  {f['text']}" for f in fields)
+    elif r["version"] is not None:
+        L.append(f"  version       {r['version']}  ok")
+    if r["header_bytes"] is not None and r["header_length"] is not None:
+        L.append(f"  header_bytes  {r['header_bytes']} (header {r['header_length']} bytes, "
+                 f"padding {r['header_bytes'] - r['header_length']})")
+    if r["step"] is not None and not r["fresh"] and r["partial_header"] is None:
+        extra = r["step"] % UPDATES_PER_INVOCATION
+        L.append(f"  step          {r['step']} ({plural(r['invocations'], 'invocation')}"
+                 + (f" + {extra} updates" if extra else "") + ")")
+    return L
+
+
+def _contract_lines(c: dict[str, Any]) -> list[str]:
+    L = ["contract" + ("  (matches bob v1)" if c["matches_v1"] else "  (DIFFERS from bob v1)")]
+    width = max(len(n) for n in c["fields"])
+    for name, f in c["fields"].items():
+        L.append(f"  {name:<{width}}  {'ok      ' if f['matches'] else 'MISMATCH'}  {f['text']}")
+        if not f["matches"]:
+            L.append(f"  {'':<{width}}  expected  {f['expected_text']}")
+            if f.get("hyperparameter_mismatches"):
+                got, want = f["hyperparameters"], f["expected_hyperparameters"]
+                diffs = ", ".join(f"{k} {f32_show(got[k])} (bob v1: {f32_show(want[k])})"
+                                  for k in f["hyperparameter_mismatches"])
+                L.append(f"  {'':<{width}}  differs in {diffs}")
+    return L
+
+
+def _checked(ok: bool | None) -> str:
+    return "not checked" if ok is None else ("verified" if ok else "MISMATCH")
+
+
+def _chunk_lines(r: dict[str, Any]) -> list[str]:
+    L = [f"chunk table ({r['chunk_count']} chunks)",
+         "  #  tag                offset    length  sha256            digest"]
+    for ch in r["chunks"]:
+        flags = [f"{k[:-3]} WRONG" for k in ("tag_ok", "offset_ok", "length_ok") if not ch[k]]
+        tag = f"\"{ch['tag']}\""
+        L.append(f"  {ch['index']}  {tag:<16} {ch['offset']:>7} {ch['length']:>9}  {ch['sha256'][:16]}  "
+                 f"{_checked(ch['digest_ok'])}" + ("  " + ", ".join(flags) if flags else ""))
+    return L
+
+
+def _plane_lines(planes: dict[str, Any]) -> list[str]:
+    L = ["planes (min/max/mean/L2 over finite values)",
+         f"  {'plane':<5} {'min':>14} {'max':>14} {'mean':>14} {'L2 norm':>14} {'non-finite':>10} {'negative':>9}"]
+    for name, s in planes.items():
+        L.append(f"  {name:<5} {f32_show(s['min']):>14} {f32_show(s['max']):>14} {g(s['mean']):>14} "
+                 f"{g(s['l2_norm']):>14} {s['non_finite']:>10} {s['negative']:>9}")
+    return L
+
+
+def _row_lines(rows: list[dict[str, Any]]) -> list[str]:
+    L = [f"rows: top {TOP_K} next bytes (softmax of the P row, float64)"]
+    for row in rows:
+        head = f"  {row['text']:>6} (0x{row['context']:02x}) ->"
+        if row["top"] is None:
+            L.append(f"{head} row has {row['non_finite']} non-finite value(s): no probabilities")
+        else:
+            L.append(head + "".join(f"  {t['text']} {t['probability']:.4f}" for t in row["top"]))
+    return L
+
+
+def render_checkpoint(r: dict[str, Any]) -> list[str]:
+    L = [f"{PROG} ckpt: {r['file']}"] + _file_line(r, 14)
+    if r["fresh"]:
+        L.append("  zero bytes: a fresh run's checkpoint (bob-run starts from bob-seed-v1 at step 0)")
+    L += _magic_line(r, CHECKPOINT_MAGIC, 14) + _header_lines(r)
+    if r["contract"] is not None:
+        L += _contract_lines(r["contract"])
+    if r["header_digest"] is not None:
+        d = r["header_digest"]
+        L.append(f"header digest   {d['stored']}  {_checked(d['ok'])}")
+        if d["ok"] is False:
+            L.append(f"  computed      {d['computed']}")
+    if r["chunks"] is not None:
+        L += _chunk_lines(r)
+    if r["planes"] is not None:
+        L += _plane_lines(r["planes"])
+    if r.get("note"):
+        L.append(f"  note: {r['note']}")
+    if r["rows"] is not None:
+        L += _row_lines(r["rows"])
+    elif r.get("rows_requested") and r["planes"] is None:
+        L.append("rows: not available (the planes could not be read)")
+    if r["heatmap"] is not None:
+        L.append(f"heatmap written to {r['heatmap']['path']}")
+    return L + render_problems(r)
+
+
+# ------------------------------------------------------------------- input
+
+
+def _pair_lines(r: dict[str, Any]) -> list[str]:
+    cells = [f"{show_byte(a)}>{show_byte(b)}" for a, b in r["pairs"]]
+    width = max(len(c) for c in cells)
+    L = [f"pairs ({len(cells)}, in corpus order, context>next)"]
+    for start in range(0, len(cells), PAIRS_PER_LINE):
+        L.append(f"  {start:>3}  "
+                 + "  ".join(c.ljust(width) for c in cells[start:start + PAIRS_PER_LINE]).rstrip())
+    if r["chained"]:
+        tokens = _ESCAPED_BYTE.findall(r["sequence"])
+        shown = "".join(tokens[:SEQUENCE_SHOWN]) + ("..." if len(tokens) > SEQUENCE_SHOWN else "")
+        L.append(f"  the pairs chain into one byte sequence: \"{shown}\"")
+    return L
+
+
+def _target_lines(r: dict[str, Any]) -> list[str]:
+    table = f"targets table ({VOCABULARY} x u32)"
+    if r["targets_agree"]:
+        return [f"{table}: agrees with the pairs' targets"]
+    bad = r["target_mismatches"]
+    L = [f"{table}: DISAGREES with the pairs at {len(bad)} index(es)"]
+    for b in bad[:MISMATCHES_SHOWN]:
+        L.append(f"  pair {b['index']}: pair target {show_byte(b['pair_target'])}, table {b['table']}")
+    if len(bad) > MISMATCHES_SHOWN:
+        L.append(f"  ... and {len(bad) - MISMATCHES_SHOWN} more")
+    return L
+
+
+def render_input(r: dict[str, Any]) -> list[str]:
+    L = [f"{PROG} input: {r['file']}"] + _file_line(r, 9) + _magic_line(r, INPUT_MAGIC, 9)
+    if r["version"] is not None:
+        L.append(f"  version  {r['version']}  ok")
+    if r["pairs"] is not None:
+        L += _pair_lines(r)
+        L.append(f"context counts ({len(r['context_counts'])} distinct context bytes; next bytes by count)")
+        for t in r["transitions"]:
+            nxt = ", ".join(f"{n['text']} x{n['count']}" for n in t["next"])
+            L.append(f"  {t['text']:>6} x{t['count']:<4} -> {nxt}")
+        L += _target_lines(r)
+        L.append("prompts")
+        for p in r["prompts"]:
+            if p["empty"]:
+                what = "empty prompt"
+            elif p["ok"]:
+                what = f"last byte {p['text']}"
+            else:
+                what = f"INVALID (neither a byte nor 0x{EMPTY_PROMPT:08x})"
+            L.append(f"  {p['index']}  word {p['hex']}  {what}")
+    return L + render_problems(r)
+
+
+# ------------------------------------------------------------------- pred
+
+
+def render_predictions(r: dict[str, Any]) -> list[str]:
+    L = [f"{PROG} pred: {r['file']}"] + _file_line(r, 6)
+    if r["hex"] is not None:
+        L.append(f"  hex   {r['hex']}")
+    if r["records"] is not None:
+        L.append("predictions (one per prompt: token u32, validity u32)")
+        for rec in r["records"]:
+            if not rec["ok"]:
+                what = f"INVALID record (token {rec['token']}, validity {rec['validity']})"
+            elif rec["validity"] == 1:
+                what = f"next byte {rec['text']} (0x{rec['token']:02x}), valid"
+            else:
+                what = "no prediction (validity 0: empty prompt or a non-finite row)"
+            L.append(f"  prompt {rec['index']}: {what}")
+    return L + render_problems(r)
+
+
+# ------------------------------------------------------------------- diff
+
+
+def _plane_diff_lines(name: str, d: dict[str, Any]) -> list[str]:
+    if not d["differing"]:
+        return [f"  {name}: identical"]
+    f = d["first"]
+    L = [f"  {name}: {d['differing']} value(s) differ",
+         f"     first at index {f['index']} = (context {f['context_text']}, next {f['next_text']}): "
+         f"A {g(f['a'], 9)} (0x{f['a_hex']}), B {g(f['b'], 9)} (0x{f['b_hex']})"
+         + (f", {f['ulp']} ulp" if f["ulp"] is not None else "")]
+    if d["max_abs_diff"] is not None:
+        m = d["max_abs_diff"]
+        L.append(f"     largest |A-B| {g(m['value'], 9)} at index {m['index']} "
+                 f"= (context {m['context_text']}, next {m['next_text']})")
+    if d["max_ulp"] is not None:
+        m = d["max_ulp"]
+        L.append(f"     largest ULP distance {m['value']} at index {m['index']} "
+                 f"= (context {m['context_text']}, next {m['next_text']})")
+    return L
+
+
+def render_diff(r: dict[str, Any]) -> list[str]:
+    L = [f"{PROG} diff"]
+    for key in ("a", "b"):
+        s = r[key]
+        desc = ("zero bytes (fresh)" if s["fresh"]
+                else f"step {s['step']}" if s["step"] is not None else "unreadable header")
+        L.append(f"  {key.upper()}  {s['file']}: {s['size']} bytes, {desc}"
+                 + (f", sha256 {s['sha256']}" if s["sha256"] else ""))
+    L.append("identical" if r["identical"] else
+             "not identical" + (f"; first differing byte at offset {r['first_differing_offset']}"
+                                if r["first_differing_offset"] is not None else ""))
+    h = r["header"]
+    if not h["compared"]:
+        why = ("a zero-byte checkpoint has no header" if r["a"]["fresh"] or r["b"]["fresh"]
+               else "a file has no readable header")
+        L.append(f"header: not compared ({why})")
+    elif not h["differences"]:
+        L.append("header: identical")
+    else:
+        L.append(f"header: {len(h['differences'])} field(s) differ")
+        width = max(len(d["field"]) for d in h["differences"])
+        for d in h["differences"]:
+            L.append(f"  {d['field']:<{width}}  A {d['a']}")
+            L.append(f"  {'':<{width}}  B {d['b']}")
+    if r["planes"] is None:
+        L.append("planes: not compared (a file's planes could not be read)")
+    else:
+        L.append("planes")
+        for name, d in r["planes"].items():
+            L += _plane_diff_lines(name, d)
+    for key in ("a", "b"):
+        if r[key]["problems"]:
+            L.append(f"problems in {key.upper()} ({len(r[key]['problems'])})")
+            L.extend(f"  {i}. {p['text']}" for i, p in enumerate(r[key]["problems"], 1))
+    L.append(f"verdict: {r['verdict']}")
+    return L
+
+
+# ------------------------------------------------------------------- schema
+
+
+def render_schema(r: dict[str, Any]) -> list[str]:
+    L: list[str] = []
+    for f in r["formats"]:
+        if L:
+            L.append("")
+        note = f" (offsets of the canonical {CANONICAL_HEADER_BYTES}-byte header)" if f["kind"] == "envelope" else ""
+        version = f" v{f['version']}" if f["version"] is not None else " (no magic, no version)"
+        L.append(f"{f['format']}{version}: {f['size']} bytes{note}")
+        w = max(len(x["field"]) for x in f["fields"])
+        L.append(f"  {'offset':>7} {'size':>7}  {'field':<{w}}  meaning")
+        L.extend(f"  {x['offset']:>7} {x['size']:>7}  {x['field']:<{w}}  {x['meaning']}" for x in f["fields"])
+    return L

@@ -1,0 +1,29 @@
+"""The ``schema`` report: layout tables printed from the construct schemas
+(:func:`bob.formats.docs.layout_rows`, read over a valid sample file)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bob.formats.docs import layout_rows, sample
+
+SCHEMA_KINDS = {"input": "input", "envelope": "envelope", "pred": "predictions"}
+SCHEMA_ALIASES = {"ckpt": "envelope", "checkpoint": "envelope", "predictions": "pred"}
+FORMAT_NAMES = {"input": "bob-input", "envelope": "bob-envelope", "pred": "bob-predictions"}
+FORMAT_VERSIONS = {"input": 1, "envelope": 1, "pred": None}
+
+
+def schema_report(kinds: list[str]) -> dict[str, Any]:
+    """The layout tables of ``kinds`` (``input``, ``envelope``, ``pred``)."""
+    formats = []
+    for kind in kinds:
+        name = SCHEMA_KINDS[kind]
+        formats.append({
+            "kind": kind,
+            "format": FORMAT_NAMES[kind],
+            "version": FORMAT_VERSIONS[kind],
+            "size": len(sample(name)),
+            "fields": [{"offset": r.offset, "size": r.size, "field": r.field, "meaning": r.meaning}
+                       for r in layout_rows(name)],
+        })
+    return {"command": "schema", "formats": formats, "ok": True}

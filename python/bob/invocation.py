@@ -1,0 +1,132 @@
+"""One invocation of contract §7, in memory: ``bob.invoke``.
+
+:func:`advance` is the one place in bob that sequences an invocation's math
+(10 updates in the native core, the check that the new state can be resumed,
+the predictions); :func:`invoke` (the library) and ``bob-run`` (the command,
+on its own plane buffers) both call it, so they cannot drift apart.
+
+::
+
+    result = bob.invoke(record, checkpoint)      # checkpoint: b"" for a fresh run
+    result.checkpoint.write("model.bob")
+    result.predictions.write("predictions.bin")
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+from bob.errors import StateRefused
+from bob.formats.constants import PLANE_NAMES, UPDATES_PER_INVOCATION, VOCABULARY
+
+if TYPE_CHECKING:  # pragma: no cover
+    from bob.formats.envelope import Checkpoint
+    from bob.formats.input_record import InputRecord
+    from bob.formats.predictions import Predictions
+
+__all__ = ["Invocation", "invoke", "advance"]
+
+_CHECKS = {
+    "non_finite": "would make plane {plane} non-finite",
+    "negative": "would make plane V negative",
+    "no_room": "would leave no room for the next 10 updates in a u64 step",
+}
+
+
+def advance(p, m, v, contexts, targets, prompt_words: Sequence[int], step: int, *,
+            threads: int = 0) -> "tuple[list[float], list[tuple[int, int]]]":
+    """Make one invocation's 10 updates in place on the float32 buffers P, M, V
+    (``step`` updates made before) and predict for ``prompt_words``.
+
+    Returns ``(losses, records)``. Raises :class:`~bob.errors.StateRefused`
+    (naming the plane and index) when the new state could not be resumed —
+    a value became non-finite, or the step has no room left — so nothing that
+    bob would refuse to read is ever written. The buffers then hold the
+    refused state; callers train on copies (``invoke``) or discard them
+    (``bob-run``).
+    """
+    from bob import core  # no fallback: NativeCoreUnavailable propagates
+
+    losses = core.train(p, m, v, contexts, targets, step, UPDATES_PER_INVOCATION, threads=threads)
+    step_after = step + UPDATES_PER_INVOCATION
+    problem = core.resume_problem(p, m, v, step_after)
+    if problem is not None:
+        check, plane, index = problem
+        where = f"context {index // VOCABULARY}, next {index % VOCABULARY}"
+        field = plane or "step"
+        message = f"the 10 updates from step {step} {_CHECKS[check].format(plane=plane)}"
+        if plane:
+            message += f" (first at {where}); nothing was written"
+            offset_in_plane = PLANE_NAMES.index(plane)
+            raise StateRefused(field, message, expected="finite" if check == "non_finite" else ">= 0",
+                               actual=_value_at((p, m, v)[offset_in_plane], index), index=index)
+        raise StateRefused(field, message + "; nothing was written", actual=step_after)
+    return losses, core.predict(p, prompt_words)
+
+
+def _value_at(plane, index: int) -> float:
+    return float(memoryview(plane).cast("B").cast("f")[index])
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """The result of one invocation: the new checkpoint and predictions, and how it went.
+
+    Nothing here shares memory with what :func:`invoke` was given.
+    """
+
+    checkpoint: "Checkpoint"
+    """The state after the 10 updates (step ``step_after``)."""
+    predictions: "Predictions"
+    """The prediction for each of the record's 3 prompts, from the new P."""
+    losses: tuple[float, ...]
+    """The loss before each of the 10 updates (contract §6.4)."""
+    step_before: int
+    step_after: int
+
+    @property
+    def fresh(self) -> bool:
+        """True when the invocation started from the fresh state (step 0)."""
+        return self.step_before == 0
+
+    def checkpoint_bytes(self) -> bytes:
+        """The new checkpoint file, byte for byte what ``bob-run`` writes."""
+        return self.checkpoint.to_bytes()
+
+    def predictions_bytes(self) -> bytes:
+        """The 24-byte predictions file."""
+        return self.predictions.to_bytes()
+
+
+def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b"", *,
+           threads: int = 0) -> Invocation:
+    """One invocation of contract §7 in memory; never mutates its arguments.
+
+    ``record`` is an :class:`~bob.InputRecord` or its 1,564 bytes;
+    ``checkpoint`` a :class:`~bob.Checkpoint`, a checkpoint file's bytes, or
+    ``b""`` for the fresh state (§6.1). Bytes are checked fully (§3, §5) and
+    refused with a :class:`~bob.FormatError` naming the field; a
+    ``Checkpoint`` object is checked for resuming the same way. ``threads``
+    (0: what the machine offers) changes no bit of the result.
+    """
+    from bob.formats.checks import load_checkpoint, state_findings
+    from bob.formats.envelope import Checkpoint
+    from bob.formats.input_record import InputRecord, load_input
+    from bob.formats.predictions import Predictions
+
+    if not isinstance(record, InputRecord):
+        record = load_input(record)
+    if isinstance(checkpoint, Checkpoint):
+        findings = state_findings(checkpoint.step, (checkpoint.p, checkpoint.m, checkpoint.v))
+        if findings:
+            raise findings[0]
+        start = checkpoint.copy()
+    else:
+        start = load_checkpoint(checkpoint)  # b"" -> the fresh state; a new object either way
+    losses, records = advance(start.p, start.m, start.v, record.contexts, record.targets,
+                              record.prompt_words, start.step, threads=threads)
+    step_before = start.step
+    start.step = step_before + UPDATES_PER_INVOCATION
+    return Invocation(start, Predictions.from_core(records), tuple(float(x) for x in losses),
+                      step_before, start.step)

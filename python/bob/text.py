@@ -1,0 +1,132 @@
+"""Showing outside bytes and numbers to people: one escaping helper for all of bob.
+
+Everything bob prints that came from outside — a file's bytes, a path from
+the command line, an OS error's text — goes through :func:`escape_bytes` or
+:func:`one_line`, so a hostile file or path can never put a control
+character, an escape sequence or a line break on a terminal or in a log.
+The same helpers write ``FormatError`` messages, ``bob-run``'s and
+``bob-fixture``'s refusals and every ``bob-inspect`` report, so one byte is
+shown the same way everywhere:
+
+* printable ASCII stays as it is, except ``"`` and ``\\``;
+* every other byte, and ``"`` and ``\\``, is ``\\xNN`` (so the text reads
+  unambiguously inside double quotes and never ends in a dangling backslash).
+
+Numbers: :func:`f32_text` and :func:`float_text` never raise, whatever the
+value (NaN with any payload, ±inf, subnormals, values that overflow a
+Python-float-to-f32 conversion).
+
+Standard library only: ``bob-run`` imports it on its fast path.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import struct
+
+__all__ = [
+    "escape_bytes",
+    "show_bytes",
+    "show_byte",
+    "show_path",
+    "one_line",
+    "f32_text",
+    "float_text",
+    "json_number",
+]
+
+# One table for the 256 byte values: printable ASCII as itself, the rest \xNN.
+_BYTE_TEXT = tuple(
+    chr(b) if 0x20 <= b < 0x7F and b not in (0x22, 0x5C) else f"\\x{b:02x}" for b in range(256)
+)
+
+
+def escape_bytes(data: bytes | bytearray | memoryview) -> str:
+    """Bytes as printable ASCII: ``abc\\x0a\\x22`` (no quotes around it)."""
+    return "".join(_BYTE_TEXT[b] for b in bytes(data))
+
+
+def show_bytes(data: bytes | bytearray | memoryview, limit: int = 96) -> str:
+    """Bytes quoted for a message: ``"BOB-CKPT"``; cut after ``limit`` bytes with the length noted."""
+    data = bytes(data)
+    text = '"' + escape_bytes(data[:limit]) + '"'
+    if len(data) > limit:
+        text += f"...({len(data)} bytes)"
+    return text
+
+
+def show_byte(value: int) -> str:
+    """One byte value quoted: ``'a'``, ``'\\x0a'``, ``'\\x27'``."""
+    if 0x20 <= value < 0x7F and value not in (0x27, 0x5C):
+        return f"'{chr(value)}'"
+    return f"'\\x{value & 0xFF:02x}'"
+
+
+def show_path(path: "str | bytes | os.PathLike[str] | os.PathLike[bytes] | None") -> str:
+    """A path as the OS gave it (any bytes), escaped like file content; never ``None``."""
+    if path is None:
+        return "(no path)"
+    if isinstance(path, int):  # a file descriptor: say so rather than print a bare number
+        return f"(file descriptor {path})"
+    return escape_bytes(os.fsencode(path))
+
+
+def _escape_char(ch: str) -> str:
+    code = ord(ch)
+    if code < 0x100:
+        return _BYTE_TEXT[code] if ch not in "\"\\" else ch
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def one_line(text: str) -> str:
+    """``text`` as one line of printable ASCII: every other character escaped.
+
+    Quotes and backslashes are kept (the text is bob's own wording around
+    values that were escaped already); a newline, a carriage return or an
+    escape character can never come through.
+    """
+    text = str(text)
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(ch if (ch.isascii() and ch.isprintable()) else _escape_char(ch) for ch in text)
+
+
+def f32_text(value: float) -> str:
+    """The shortest decimal that reads back as the same f32 (``0.05``, ``1e-08``).
+
+    Never raises: non-finite values are ``nan``/``inf``/``-inf``, and a Python
+    float that is no f32 (too large to convert) is shown with ``repr``.
+    """
+    value = float(value)
+    if not math.isfinite(value):
+        return float_text(value)
+    try:
+        bits = struct.pack("<f", value)
+    except OverflowError:  # beyond binary32's range: not an f32 at all
+        return repr(value)
+    for digits in range(1, 10):
+        text = f"{value:.{digits}g}"
+        if struct.pack("<f", float(text)) == bits:
+            return text
+    return repr(value)  # pragma: no cover - 9 significant digits always round-trip
+
+
+def float_text(value: float) -> str:
+    """Any float for a message: ``repr`` for finite values, ``nan``, ``inf``, ``-inf`` otherwise."""
+    value = float(value)
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return repr(value)
+
+
+def json_number(value: float | None) -> float | str | None:
+    """A float for JSON: finite values as numbers, the rest as ``"nan"``, ``"inf"``, ``"-inf"``."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else float_text(value)

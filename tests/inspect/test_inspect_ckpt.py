@@ -1,0 +1,217 @@
+"""bob-inspect ckpt (in-process): human and --json, --rows, damaged and hostile
+checkpoints, the fresh state, --heatmap."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import struct
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bob
+
+HB = 448
+CHUNK = 262_144
+CKPT_SHA_10 = "7c3544ee00bb44bc52844f36274c87715d84908ebbbeeb364f4fc5af80e5bc71"
+
+# The documented, stable --json keys (docs/bob-inspect.md).
+CKPT_KEYS = {
+    "command", "file", "auto", "kind", "size", "sha256", "fresh", "magic", "version", "header_bytes",
+    "header_length", "partial_header", "step", "invocations", "contract", "header_digest", "chunk_count", "chunks",
+    "planes", "note", "rows", "heatmap", "problems", "problem_count", "ok", "verdict",
+}
+PLANE_KEYS = {"count", "min", "max", "mean", "l2_norm", "non_finite", "nan", "inf", "negative", "zeros"}
+CHUNK_KEYS = {"index", "plane", "tag", "offset", "length", "sha256", "computed_sha256", "tag_ok", "offset_ok",
+              "length_ok", "digest_ok"}
+PROBLEM_KEYS = {"error", "kind", "field", "index", "offset", "message", "expected", "actual", "text"}
+
+
+def test_ckpt_human_on_a_clean_checkpoint(cli, files):
+    out = cli.text("ckpt", str(files / "ck3.bin"))
+    assert '  magic         "BOB-CKPT"  ok' in out
+    assert "  version       1  ok" in out
+    assert "  step          30 (3 invocations)" in out
+    assert "contract  (matches bob v1)" in out
+    for name in ("state", "learner", "data", "seed", "payload_bytes", "chunk_bytes", "updates_per_invocation"):
+        assert any(line.split()[:2] == [name, "ok"] for line in out.splitlines()), name
+    assert "f32[lr=0.05, beta1=0.9, beta2=0.999, eps=1e-08, weight_decay=0.01]" in out
+    assert out.count("verified") == 4  # the header digest and the three chunks
+    assert "MISMATCH" not in out
+    for plane in "PMV":
+        assert any(line.startswith(f"  {plane} ") for line in out.splitlines())
+    assert out.rstrip().endswith("verdict: OK: a valid bob v1 checkpoint at step 30 (3 invocations); "
+                                 "bob-run can resume it")
+
+
+def test_ckpt_json_on_the_section8_checkpoint(cli, files):
+    path = files / "ck1.bin"
+    r = cli.json("ckpt", str(path))
+    assert set(r) == CKPT_KEYS
+    assert r["command"] == "ckpt" and r["kind"] == "ckpt" and r["auto"] is False
+    assert r["sha256"] == CKPT_SHA_10 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert (r["size"], r["header_bytes"], r["header_length"]) == (786_880, 448, 447)
+    assert (r["step"], r["invocations"], r["version"]) == (10, 1, 1)
+    assert r["magic"] == {"text": "BOB-CKPT", "hex": b"BOB-CKPT".hex(), "ok": True}
+    fields = r["contract"]["fields"]
+    assert r["contract"]["matches_v1"] and all(f["matches"] for f in fields.values())
+    assert fields["learner"]["hyperparameters"] == {"lr": 0.05, "beta1": 0.9, "beta2": 0.999, "eps": 1e-08,
+                                                    "weight_decay": 0.01}
+    assert fields["learner"]["hyperparameter_mismatches"] == []
+    assert fields["seed"]["value"] == "bob-seed-v1" and fields["payload_bytes"]["value"] == 786_432
+    assert r["header_digest"]["ok"] and r["header_digest"]["stored"] == r["header_digest"]["computed"]
+    ck = bob.load_checkpoint(path.read_bytes())
+    for i, (c, plane) in enumerate(zip(r["chunks"], (ck.p, ck.m, ck.v))):
+        assert set(c) == CHUNK_KEYS
+        assert c["offset"] == HB + i * CHUNK and c["length"] == CHUNK and c["plane"] == "PMV"[i]
+        assert c["sha256"] == c["computed_sha256"] == hashlib.sha256(plane.tobytes()).hexdigest()
+        assert c["digest_ok"] and c["tag_ok"] and c["offset_ok"] and c["length_ok"]
+    for name, plane in zip("PMV", (ck.p, ck.m, ck.v)):
+        s = r["planes"][name]
+        assert set(s) == PLANE_KEYS
+        assert np.float32(s["min"]) == plane.min() and np.float32(s["max"]) == plane.max()
+        assert s["mean"] == pytest.approx(float(plane.astype(np.float64).mean()), rel=1e-12, abs=1e-300)
+        assert s["l2_norm"] == pytest.approx(float(np.linalg.norm(plane.astype(np.float64))), rel=1e-12)
+        assert s["negative"] == int((plane < 0).sum()) and s["non_finite"] == 0
+    assert r["planes"]["V"]["negative"] == 0 and r["planes"]["V"]["min"] == 0.0
+    assert r["problems"] == [] and r["ok"] is True and r["rows"] is None and r["heatmap"] is None
+
+
+def test_ckpt_rows_show_the_top5_next_bytes(cli, files):
+    path = files / "ck3.bin"
+    r = cli.json("ckpt", str(path), "--rows", "abra", "--rows-hex", "63,0x64")
+    assert [row["context"] for row in r["rows"]] == [0x61, 0x62, 0x72, 0x63, 0x64]  # once each, in order
+    p = bob.load_checkpoint(path.read_bytes()).p.reshape(256, 256).astype(np.float64)
+    for row in r["rows"]:
+        x = p[row["context"]]
+        prob = np.exp(x - x.max()) / np.exp(x - x.max()).sum()
+        top = row["top"]
+        assert len(top) == 5 and row["finite"]
+        assert [t["next"] for t in top] == list(np.argsort(-x, kind="stable")[:5])
+        for t in top:
+            assert t["probability"] == pytest.approx(prob[t["next"]], rel=1e-12)
+    learned = {row["text"]: row["top"][0]["text"] for row in r["rows"]}
+    assert learned == {"'b'": "'r'", "'r'": "'a'", "'c'": "'a'", "'d'": "'a'", "'a'": "'b'"}
+    out = cli.text("ckpt", str(path), "--rows", "b")
+    assert "rows: top 5 next bytes (softmax of the P row, float64)" in out
+    line = next(line for line in out.splitlines() if line.strip().startswith("'b' (0x62) ->"))
+    assert line.split("->")[1].split()[:2] == ["'r'", f"{r['rows'][1]['top'][0]['probability']:.4f}"]
+
+
+def test_a_checkpoint_with_two_problems_gets_both_named(cli, files):
+    path = files / "two.bin"
+    out = cli.text("ckpt", str(path), code=2)
+    lines = out.splitlines()
+    assert any(line.split()[:2] == ["learner", "MISMATCH"] for line in lines)
+    assert "differs in lr 0.5 (bob v1: 0.05)" in out
+    assert "problems (2)" in out
+    assert any(line.startswith("  1. learner at offset 101:") for line in lines)
+    assert any(line.startswith("  2. chunk_table[2].digest at offset 383: plane V") for line in lines)
+    assert "verdict: 2 problems: bob-run refuses this checkpoint" in out
+    assert "header digest   " in out and "header digest" in out and "MISMATCH (" not in out
+
+    r = cli.json("ckpt", str(path), code=2)
+    assert [(p["field"], p["index"], p["kind"]) for p in r["problems"]] == [
+        ("learner", None, "contract-mismatch"), ("chunk_table.digest", 2, "integrity")]
+    assert all(set(p) == PROBLEM_KEYS for p in r["problems"])
+    assert r["problem_count"] == 2 and r["ok"] is False
+    assert r["header_digest"]["ok"] is True  # the damage is only the contract...
+    assert [c["digest_ok"] for c in r["chunks"]] == [True, True, False]  # ...and plane V
+    learner = r["contract"]["fields"]["learner"]
+    assert learner["matches"] is False and learner["hyperparameters"]["lr"] == 0.5
+    assert learner["hyperparameter_mismatches"] == ["lr"]
+    assert all(f["matches"] for n, f in r["contract"]["fields"].items() if n != "learner")
+
+
+def test_state_problems_are_reported_with_their_counts(cli, files):
+    r = cli.json("ckpt", str(files / "state.bin"), code=2)
+    assert [(p["field"], p["index"]) for p in r["problems"]] == [("P", 5), ("V", 7)]
+    assert r["problems"][0]["actual"] == "nan"  # JSON-safe, not NaN
+    assert (r["planes"]["P"]["non_finite"], r["planes"]["P"]["nan"]) == (1, 1)
+    assert r["planes"]["V"]["negative"] == 1 and r["planes"]["V"]["min"] == -1.0
+    out = cli.text("ckpt", str(files / "state.bin"), code=2)
+    assert "1 non-finite value(s) in plane P" in out and "negative value(s) in plane V" in out
+
+
+def test_control_characters_from_the_file_are_escaped(cli, files, tmp_path):
+    hostile = tmp_path / "ck\x1b[31m\x07.bin"
+    shutil.copy(files / "evil.bin", hostile)
+    for args in (("ckpt", str(hostile)), (str(hostile),), ("diff", str(hostile), str(files / "ck3.bin"))):
+        raw = cli.run(*args, code=2).stdout
+        assert raw.isascii()
+        assert not any(b < 0x20 and b != 0x0A or b == 0x7F for b in raw), raw
+        out = raw.decode()
+        assert "ck\\x1b[31m\\x07.bin" in out
+    out = cli.text("ckpt", str(hostile), code=2)
+    assert '"evil\\x1b[2J\\x1b]0;pwned\\x07\\x0d\\x0averdict: OK\\x9b31m\\xe2\\x80\\xae"' in out
+    assert '"\\x1b[31mred"' in out
+    r = cli.json("ckpt", str(hostile), code=2)
+    assert r["contract"]["fields"]["seed"]["value"] == "\\x1b[31mred"
+    assert r["contract"]["fields"]["seed"]["hex"] == b"\x1b[31mred".hex()
+    assert [p["field"] for p in r["problems"]] == ["state", "seed"]
+
+
+def test_an_unparsable_header_still_shows_the_fields_read_before_the_problem(cli, files, tmp_path):
+    raw = bytearray((files / "ck3.bin").read_bytes())
+    raw[158:162] = struct.pack("<I", 5000)  # the data string's length prefix
+    path = tmp_path / "long.bin"
+    path.write_bytes(raw)
+    r = cli.json("ckpt", str(path), code=2)
+    assert [f["field"] for f in r["partial_header"]] == ["magic", "version", "header_bytes", "step", "state",
+                                                         "learner"]
+    assert (r["version"], r["header_bytes"], r["step"], r["invocations"]) == (1, 448, 30, 3)
+    assert r["contract"] is None and r["planes"] is None
+    assert [(p["field"], p["offset"], p["kind"]) for p in r["problems"]] == [("data", 158, "truncated")]
+    out = cli.text("ckpt", str(path), code=2)
+    assert "header: unreadable after 'learner' (see the problems); the fields read before it:" in out
+    assert "f32[lr=0.05, beta1=0.9, beta2=0.999, eps=1e-08, weight_decay=0.01]" in out
+
+
+def test_an_empty_file_is_a_fresh_checkpoint(cli, files):
+    r = cli.json(str(files / "empty.bin"))
+    assert r["command"] == "ckpt" and r["auto"] is True and r["fresh"] is True and r["ok"] is True
+    assert r["step"] == 0 and r["contract"] is None and r["chunks"] is None
+    assert -0.01 <= r["planes"]["P"]["min"] and r["planes"]["P"]["max"] < 0.01
+    assert r["planes"]["M"]["zeros"] == r["planes"]["V"]["zeros"] == 65_536
+    assert "a fresh run's checkpoint" in cli.text("ckpt", str(files / "empty.bin"))
+
+
+# --------------------------------------------------------------------------- #
+# --heatmap
+# --------------------------------------------------------------------------- #
+
+
+def test_heatmap_without_matplotlib_says_how_to_install(cli, files, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` raises ImportError
+    out_png = tmp_path / "h.png"
+    out = cli.run("ckpt", str(files / "ck3.bin"), "--heatmap", str(out_png), code=2)
+    assert "pip install 'bob[plot]'" in out.stderr.decode() and out.stdout == b""
+    assert not out_png.exists()
+
+
+def test_heatmap_of_the_section8_checkpoint_after_3_invocations(cli, files, tmp_path):
+    pytest.importorskip("matplotlib")
+    out_png = tmp_path / "p-step30.png"
+    r = cli.json("ckpt", str(files / "ck3.bin"), "--heatmap", str(out_png))
+    data = out_png.read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 20_000
+    assert r["heatmap"]["format"] == "png"
+    assert r["heatmap"]["rows_shown"] == [ord(c) for c in "abcdr"]  # the rows the corpus trains
+    assert [p.name for p in tmp_path.iterdir()] == [out_png.name]  # written atomically: no temporary left
+    keep = os.environ.get("BOB_INSPECT_HEATMAP_DIR")  # to look at it: set this and run the test
+    if keep:
+        shutil.copy(out_png, Path(keep) / out_png.name)
+
+
+def test_heatmap_into_a_directory_is_refused(cli, files, tmp_path):
+    pytest.importorskip("matplotlib")
+    target = tmp_path / "adir.png"
+    target.mkdir()
+    out = cli.run("ckpt", str(files / "ck3.bin"), "--heatmap", str(target), code=2)
+    err = out.stderr.decode()
+    assert err.count("\n") == 1 and "--heatmap" in err and str(target) in err and out.stdout == b""
+    assert target.is_dir() and not any(target.iterdir())

@@ -1,0 +1,201 @@
+"""bob-inspect's command line: kind detection, refusals (missing, foreign,
+directories, FIFOs), usage errors — in-process — and a few runs of the real
+command (the entry point, ``python -m``, a closed or broken stdout)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from bob.formats.kinds import detect_kind
+
+BIN = Path(sys.executable).parent
+
+
+def _real(*cmd: str, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
+    out = subprocess.run(list(cmd), capture_output=True, timeout=timeout, **kw)
+    assert b"Traceback" not in out.stderr, out.stderr
+    return out
+
+
+@contextmanager
+def deadline(seconds: int):
+    """Fail (instead of hanging the suite) if the block takes longer than ``seconds``."""
+    def expired(signum, frame):
+        raise TimeoutError(f"took longer than {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+# --------------------------------------------------------------------------- #
+# auto-detection
+# --------------------------------------------------------------------------- #
+
+
+def test_detect_kind_from_the_first_bytes_and_the_size():
+    assert detect_kind(b"BOB-CKPT\x01", 786_880) == "ckpt"
+    assert detect_kind(b"", 0) == "ckpt"  # a fresh run's checkpoint
+    assert detect_kind(b"BOB-INPT", 1564) == "input"
+    assert detect_kind(b"BOB-INPT", 24) == "input"  # the magic decides first
+    assert detect_kind(bytes(8), 24) == "pred"
+    assert detect_kind(b"\x89PNG\r\n\x1a\n", 48) is None
+    assert detect_kind(b"BOB-CK", 6) is None
+
+
+def test_auto_detects_the_kind(cli, files):
+    for name, kind in (("ck2.bin", "ckpt"), ("rec.bin", "input"), ("pred.bin", "pred"), ("empty.bin", "ckpt")):
+        r = cli.json(str(files / name))
+        assert (r["command"], r["kind"], r["auto"], r["ok"]) == (kind, kind, True, True), name
+    out = cli.text(str(files / "pred.bin"))
+    assert out.startswith(f"bob-inspect pred: {files / 'pred.bin'}")
+    r = cli.strict_json(cli.run("--json", "ckpt", str(files / "ck1.bin")).stdout)  # options before the command
+    assert r["command"] == "ckpt" and r["auto"] is False
+
+
+# --------------------------------------------------------------------------- #
+# refusals
+# --------------------------------------------------------------------------- #
+
+
+def test_missing_and_foreign_files_are_one_line_errors(cli, files, tmp_path):
+    for args in (("ckpt", str(tmp_path / "nope")), (str(tmp_path / "nope"),), ("diff", str(tmp_path / "nope"),
+                 str(files / "ck1.bin")), ("input", str(tmp_path))):
+        out = cli.run(*args, code=2)
+        assert out.stdout == b"" and out.stderr.count(b"\n") == 1, out.stderr
+    assert cli.run(str(tmp_path / "nope"), code=2).stderr.decode().endswith("nope: no such file\n")
+    r = cli.json("ckpt", str(tmp_path / "nope"), code=2)
+    assert r["ok"] is False and r["exit"] == 2 and r["error"].endswith("no such file")
+
+    png = tmp_path / "x.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(40))
+    err = cli.run(str(png), code=2).stderr.decode()
+    assert "not a bob file" in err and "\\x89PNG\\x0d\\x0a\\x1a\\x0a" in err
+    r = cli.json("ckpt", str(png), code=2)
+    assert r["magic"]["ok"] is False and [p["kind"] for p in r["problems"]] == ["not-a-bob-file"]
+
+    big = tmp_path / "big.bin"
+    with open(big, "wb") as f:
+        f.write(b"BOB-CKPT")
+        f.truncate(1 << 20)
+    r = cli.json("ckpt", str(big), code=2)
+    assert r["size"] == 1 << 20 and r["sha256"] is None and [p["field"] for p in r["problems"]] == ["file_size"]
+    assert "was not read" in r["problems"][0]["message"]
+
+
+def _commands(path: str, other: str) -> list[tuple[str, ...]]:
+    return [("ckpt", path), ("input", path), ("pred", path), (path,), ("diff", path, other), ("diff", other, path)]
+
+
+def test_a_directory_is_refused_naming_the_path(cli, files, tmp_path):
+    d = tmp_path / "a dir"
+    d.mkdir()
+    for args in _commands(str(d), str(files / "ck1.bin")):
+        out = cli.run(*args, code=2)
+        err = out.stderr.decode()
+        assert out.stdout == b"" and err.count("\n") == 1, err
+        assert err.startswith(f"bob-inspect: {d}: a directory, not a regular file"), err
+    r = cli.json("input", str(d), code=2)
+    assert r == {"command": "input", "files": [str(d)], "ok": False,
+                 "error": f"{d}: a directory, not a regular file", "exit": 2}
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_without_a_writer_is_refused_without_hanging(cli, files, tmp_path):
+    fifo = tmp_path / "pipe\x1b.bin"
+    os.mkfifo(fifo)
+    shown = str(fifo).replace("\x1b", "\\x1b")
+    with deadline(20):
+        for args in _commands(str(fifo), str(files / "ck1.bin")):
+            out = cli.run(*args, code=2)
+            err = out.stderr.decode()
+            assert out.stdout == b"" and err.count("\n") == 1, err
+            assert err.startswith(f"bob-inspect: {shown}: a FIFO (named pipe), not a regular file"), err
+        r = cli.json(str(fifo), code=2)
+        assert r["ok"] is False and r["exit"] == 2 and r["files"] == [shown] and "FIFO" in r["error"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_is_refused_by_the_real_command_too(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    out = _real(sys.executable, "-m", "bob.inspect", str(fifo), timeout=30)
+    assert out.returncode == 2 and out.stdout == b""
+    assert out.stderr.decode() == f"bob-inspect: {fifo}: a FIFO (named pipe), not a regular file\n"
+
+
+def test_a_device_is_refused(cli):
+    if not os.path.exists(os.devnull):
+        pytest.skip("no null device")
+    err = cli.run("ckpt", os.devnull, code=2).stderr.decode()
+    assert err == f"bob-inspect: {os.devnull}: a character device, not a regular file\n"
+
+
+def test_usage_errors_exit_2(cli, files):
+    cli.run(code=2)
+    cli.run("ckpt", str(files / "ck1.bin"), "--rows-hex", "zz", code=2)
+    err = cli.run(str(files / "rec.bin"), "--rows", "a", code=2).stderr.decode()
+    assert "apply to checkpoints" in err
+    cli.run("schema", "bogus", code=2)
+    cli.run("ckpt", code=2)
+    assert cli.run("--help").stdout.startswith(b"usage: bob-inspect")
+
+
+def test_the_last_guard_escapes_only_lines_a_terminal_would_not_print():
+    from bob.inspect.cli import _guard
+
+    assert _guard("256 \u00d7 u32 (\u00a72)") == "256 \u00d7 u32 (\u00a72)"
+    assert _guard("verdict\x1b[2J\r\nOK") == "verdict\\x1b[2J\\x0d\\x0aOK"
+    assert _guard("a\u202eb") == "a\\u202eb"
+
+
+# --------------------------------------------------------------------------- #
+# the real command
+# --------------------------------------------------------------------------- #
+
+
+def test_the_entry_point_and_python_m_run_the_same_command(cli, files):
+    path = str(files / "pred.bin")
+    runs = [_real(str(BIN / "bob-inspect"), path, "--json"),
+            _real(sys.executable, "-m", "bob", "inspect", path, "--json"),
+            _real(sys.executable, "-m", "bob.inspect", path, "--json")]
+    for out in runs:
+        assert out.returncode == 0 and out.stderr == b""
+    assert runs[0].stdout == runs[1].stdout == runs[2].stdout
+    assert cli.strict_json(runs[0].stdout)["command"] == "pred"
+    missing = _real(str(BIN / "bob-inspect"), "ckpt", str(files / "nope"))
+    assert missing.returncode == 2 and missing.stderr.decode().endswith("nope: no such file\n")
+
+
+def test_a_broken_pipe_is_exit_1_without_a_traceback(files):
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody will read: the first write fails with EPIPE
+    try:
+        proc = subprocess.run([sys.executable, "-m", "bob.inspect", "schema"], stdout=write_end,
+                              stderr=subprocess.PIPE, timeout=60)
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 1 and proc.stderr == b"", proc.stderr
+
+
+def test_a_closed_stdout_is_exit_1_without_a_traceback(files):
+    # closed while running: the write fails (EBADF)
+    proc = _real(sys.executable, "-c", "import os, sys; os.close(1); from bob.inspect import main; "
+                 "sys.exit(main(sys.argv[1:]))", "pred", str(files / "pred.bin"))
+    assert proc.returncode == 1 and proc.stderr.decode().count("\n") == 1
+    assert proc.stderr.decode().startswith("bob-inspect: cannot write the report: ")
+    # closed from the start: Python has no sys.stdout at all
+    proc = _real(str(BIN / "bob-inspect"), "pred", str(files / "pred.bin"), preexec_fn=lambda: os.close(1))
+    assert proc.returncode == 1
+    assert proc.stderr.decode() == "bob-inspect: cannot write the report: stdout is closed\n"

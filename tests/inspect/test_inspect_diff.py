@@ -1,0 +1,79 @@
+"""bob-inspect diff (in-process) and the ULP distance."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bob.inspect.diff import ordered_keys, ulp_distance
+
+AB = 97 * 256 + 98  # the parameter (context 'a', next 'b')
+DIFF_KEYS = {"command", "a", "b", "identical", "first_differing_offset", "header", "planes", "ok", "verdict"}
+
+
+def test_diff_of_one_value_reports_its_index_and_ulp(cli, files):
+    a, b = str(files / "ck3.bin"), str(files / "one.bin")
+    r = cli.json("diff", a, b)
+    assert set(r) == DIFF_KEYS
+    assert r["identical"] is False and r["ok"] is True
+    p = r["planes"]["P"]
+    assert p["differing"] == 1
+    first = p["first"]
+    assert (first["index"], first["context"], first["next"]) == (AB, 97, 98)
+    assert (first["context_text"], first["next_text"], first["ulp"]) == ("'a'", "'b'", 3)
+    assert int(first["b_hex"], 16) - int(first["a_hex"], 16) == 3
+    assert p["max_ulp"]["value"] == 3 and p["max_ulp"]["index"] == AB
+    assert p["max_abs_diff"]["index"] == AB
+    va, vb = (np.uint32(int(first[k], 16)).view(np.float32) for k in ("a_hex", "b_hex"))
+    assert (np.float32(first["a"]), np.float32(first["b"])) == (va, vb)
+    assert p["max_abs_diff"]["value"] == float(vb) - float(va)
+    assert r["planes"]["M"]["differing"] == r["planes"]["V"]["differing"] == 0
+    assert [d["field"] for d in r["header"]["differences"]] == ["chunk_table[0].digest", "header_digest"]
+    assert r["first_differing_offset"] == 279  # chunk_table[0].digest
+
+    out = cli.text("diff", a, b)
+    assert "  P: 1 value(s) differ" in out
+    assert f"     first at index {AB} = (context 'a', next 'b'): " in out and ", 3 ulp" in out
+    assert f"     largest ULP distance 3 at index {AB} = (context 'a', next 'b')" in out
+    assert "  M: identical" in out and "  V: identical" in out
+    assert "verdict: different: P differs in 1 value; 2 header fields differ" in out
+
+
+def test_diff_of_two_invocations_and_of_identical_files(cli, files):
+    r = cli.json("diff", str(files / "ck1.bin"), str(files / "ck2.bin"))
+    diffs = {d["field"]: (d["a"], d["b"]) for d in r["header"]["differences"]}
+    assert diffs["step"] == (10, 20) and "learner" not in diffs
+    assert r["planes"]["P"]["differing"] == 65_536 and r["planes"]["P"]["first"]["index"] == 0
+    r = cli.json("diff", str(files / "ck2.bin"), str(files / "ck2.bin"))
+    assert r["identical"] is True and r["header"]["differences"] == []
+    assert all(d["differing"] == 0 for d in r["planes"].values())
+    assert "verdict: identical" in cli.text("diff", str(files / "ck2.bin"), str(files / "ck2.bin"))
+
+
+def test_diff_names_header_fields_and_the_files_problems(cli, files):
+    r = cli.json("diff", str(files / "ck3.bin"), str(files / "two.bin"), code=2)
+    fields = [d["field"] for d in r["header"]["differences"]]
+    assert "learner" in fields and "chunk_table[2].digest" not in fields  # stored digests equal; V differs
+    learner = next(d for d in r["header"]["differences"] if d["field"] == "learner")
+    assert "lr=0.05" in learner["a"] and "lr=0.5," in learner["b"]
+    assert r["planes"]["V"]["differing"] == 1 and r["planes"]["V"]["first"]["index"] == 100
+    assert r["a"]["problems"] == [] and [p["field"] for p in r["b"]["problems"]] == ["learner",
+                                                                                    "chunk_table.digest"]
+
+
+def test_diff_against_the_fresh_state(cli, files):
+    r = cli.json("diff", str(files / "empty.bin"), str(files / "ck1.bin"))
+    assert r["a"]["fresh"] is True and r["header"] == {"compared": False, "differences": None}
+    assert r["planes"]["M"]["differing"] > 0 and r["ok"] is True
+    assert "header: not compared (a zero-byte checkpoint has no header)" in cli.text(
+        "diff", str(files / "empty.bin"), str(files / "ck1.bin"))
+
+
+def test_ulp_distance_is_on_a_monotonic_integer_line():
+    xs = np.array([-np.inf, -3.0, -1e-38, -1e-45, -0.0, 0.0, 1e-45, 1e-38, 1.0, np.inf], dtype=np.float32)
+    keys = ordered_keys(xs)
+    assert list(keys) == sorted(keys) and keys[4] == keys[5] == 0
+    one = np.float32(1.0)
+    up = np.nextafter(one, np.float32(2))
+    assert ulp_distance(np.array([one]), np.array([up]))[0] == 1
+    tiny = np.nextafter(np.float32(0), np.float32(1))
+    assert ulp_distance(np.array([-tiny]), np.array([tiny]))[0] == 2
