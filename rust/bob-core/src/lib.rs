@@ -11,6 +11,7 @@
 mod error;
 mod kernel;
 pub mod pinned;
+pub mod scalar;
 
 pub use error::CoreError;
 pub use kernel::Kernel;
@@ -132,6 +133,9 @@ pub fn train(
     }
     if step.checked_add(updates).is_none() {
         return Err(CoreError::StepOverflow { step, updates });
+    }
+    if options.kernel == Kernel::Scalar {
+        return Ok(scalar::train_checked(p, m, v, contexts, targets, step, updates, hyper));
     }
     Ok(kernel::train_checked(p, m, v, vocabulary, contexts, targets, step, updates, hyper, options))
 }
