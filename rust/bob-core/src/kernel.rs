@@ -248,10 +248,16 @@ fn run_rows(
     v: &mut [f32],
     logp: &mut [f64],
 ) {
+    // `kernel` comes from `Kernel::resolve` (see `train_checked`), which
+    // returns Avx512 or Avx2 only when the CPU reports those features.
     match kernel {
-        // SAFETY: `resolve` returns these only when the CPU reports the features.
+        // SAFETY: run_rows_avx512's only requirement is that the CPU has AVX2,
+        // AVX-512 F and AVX-512 VL; `resolve` returned Avx512, so it checked
+        // `cpu::avx512()`, which detects exactly those three at run time.
         #[cfg(target_arch = "x86_64")]
         Kernel::Avx512 => unsafe { run_rows_avx512(plan, schedule, rows, p, m, v, logp) },
+        // SAFETY: run_rows_avx2's only requirement is that the CPU has AVX2;
+        // `resolve` returned Avx2, so `cpu::avx2()` detected it at run time.
         #[cfg(target_arch = "x86_64")]
         Kernel::Avx2 => unsafe { run_rows_avx2(plan, schedule, rows, p, m, v, logp) },
         _ => run_rows_generic(plan, schedule, rows, p, m, v, logp),
@@ -262,6 +268,14 @@ fn run_rows(
 /// to have at run time; the body is the same generic code.
 macro_rules! kernel_copy {
     ($name:ident, $features:literal) => {
+        /// The row loop compiled with the instruction sets `$features`.
+        ///
+        /// # Safety
+        /// The CPU must support every feature in `$features`; running it on
+        /// one that does not is undefined behaviour (illegal instructions).
+        /// The body itself is safe code.
+        // SAFETY: `unsafe` only because of `target_feature`; callers check the
+        // features at run time first (see `run_rows`).
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = $features)]
         unsafe fn $name(
