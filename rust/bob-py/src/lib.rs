@@ -6,7 +6,7 @@
 
 use std::ffi::CStr;
 
-use bob_core::{CoreError, Kernel, Options, StateProblem, BOB_V1_ADAMW};
+use bob_core::{Kernel, Options, StateProblem, BOB_V1_ADAMW};
 use numpy::{PyArray1, PyArrayMethods};
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::create_exception;
@@ -14,15 +14,18 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+// Registered under its full import path, so that `CoreError.__module__` is
+// "bob._core" and pickle can find the class again when it loads an instance.
 create_exception!(
-    _core,
-    CoreError_,
+    bob._core,
+    CoreError,
     PyValueError,
     "The native core refused its arguments (the message names which and why)."
 );
 
-fn core_error(err: CoreError) -> PyErr {
-    CoreError_::new_err(err.to_string())
+/// The Python exception for a refusal of the core, with the core's message.
+fn core_error(err: bob_core::CoreError) -> PyErr {
+    CoreError::new_err(err.to_string())
 }
 
 /// A plane the caller lent us: a writable, C-contiguous float32 buffer.
@@ -171,7 +174,7 @@ fn overlaps(a: &Plane, b: &Plane) -> bool {
 fn kernel_named(name: &str) -> PyResult<Kernel> {
     Kernel::from_name(name).ok_or_else(|| {
         PyValueError::new_err(format!(
-            "kernel must be 'auto', 'portable', 'avx2' or 'avx512'; got {name:?}"
+            "kernel must be 'auto', 'scalar', 'portable', 'avx2' or 'avx512'; got {name:?}"
         ))
     })
 }
@@ -199,10 +202,14 @@ fn initialize(py: Python<'_>, p: &Bound<'_, PyAny>, seed: &Bound<'_, PyBytes>) -
 
 type Plane1<'py> = Bound<'py, PyArray1<f32>>;
 
+const _: () = assert!(bob_core::VOCABULARY == 256, "initial_planes' default vocabulary");
+
 /// New float32 NumPy arrays P, M, V for a vocabulary of `vocabulary`: P
 /// seeded from `seed` (§6.1), M and V +0.0.
 #[pyfunction]
-#[pyo3(signature = (seed, vocabulary = bob_core::VOCABULARY))]
+// A literal default, so that the text signature (and `inspect.signature`)
+// shows it; the assertion below keeps it equal to the core's constant.
+#[pyo3(signature = (seed, vocabulary = 256))]
 fn initial_planes<'py>(
     py: Python<'py>,
     seed: &Bound<'py, PyBytes>,
@@ -225,6 +232,8 @@ fn initial_planes<'py>(
 /// (contract §6.3), `step` updates having been made before. `contexts` and
 /// `targets` are uint8 or uint32 buffers of the pairs. Returns the loss
 /// before each update, as a list of floats. The vocabulary is sqrt(len(P)).
+/// `kernel` is "auto" (the best fast kernel), one of `kernels()`, or
+/// "scalar": the slow, plain transcription of §6, to qualify the others.
 #[pyfunction]
 #[pyo3(signature = (p, m, v, contexts, targets, step, updates, *, threads = 0, kernel = "auto"))]
 #[allow(clippy::too_many_arguments)]
@@ -303,18 +312,26 @@ fn resume_problem(
     }))
 }
 
-/// The kernel `kernel` resolves to on this CPU ("avx512", "avx2" or "portable").
+/// The kernel `kernel` resolves to on this CPU ("avx512", "avx2" or
+/// "portable"; "scalar" only for "scalar" itself).
 #[pyfunction]
 #[pyo3(signature = (kernel = "auto"))]
 fn resolved_kernel(kernel: &str) -> PyResult<&'static str> {
     Ok(kernel_named(kernel)?.resolve().name())
 }
 
+/// The kernels this CPU can run, by name: the scalar reference first, then
+/// the fast ones, narrowest instruction set first. "auto" is not listed.
+#[pyfunction]
+fn kernels() -> Vec<&'static str> {
+    Kernel::ALL.into_iter().filter(|k| k.is_available()).map(Kernel::name).collect()
+}
+
 /// bob's native core: the training math of contract §6 (bob-core) over
 /// caller-owned float32 buffers. Reached through `bob.core`.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add("CoreError", m.py().get_type::<CoreError_>())?;
+    m.add("CoreError", m.py().get_type::<CoreError>())?;
     m.add_function(wrap_pyfunction!(fnv1a64, m)?)?;
     m.add_function(wrap_pyfunction!(initialize, m)?)?;
     m.add_function(wrap_pyfunction!(initial_planes, m)?)?;
@@ -322,5 +339,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(train, m)?)?;
     m.add_function(wrap_pyfunction!(predict, m)?)?;
     m.add_function(wrap_pyfunction!(resolved_kernel, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels, m)?)?;
     Ok(())
 }
