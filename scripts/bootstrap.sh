@@ -16,6 +16,9 @@ export VIRTUAL_ENV="$PWD/.venv"
 export PATH="$VIRTUAL_ENV/bin:$PATH"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 pip install --quiet "maturin>=1.9,<2"
+# The extension is built for the stable ABI (python/bob/_core.abi3.so); a
+# per-version build left by an older checkout would shadow it on import.
+rm -f python/bob/_core.cpython-*.so
 if [ -n "$extras" ]; then
     maturin develop --release --locked --quiet --extras "$extras"
 else

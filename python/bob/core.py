@@ -69,16 +69,23 @@ def _pair_buffer(values):
 
 
 def train(p, m, v, contexts, targets, step: int, updates: int = UPDATES_PER_INVOCATION,
-          *, threads: int = 0) -> list[float]:
+          *, threads: int = 0, kernel: str = "auto") -> list[float]:
     """Make ``updates`` AdamW updates in place on P, M, V (contract §6.3).
 
     P, M, V are writable float32 buffers of rows x rows values; ``contexts``
     and ``targets`` are the pairs' bytes (bytes, or integer arrays). ``step``
     is the number of updates completed before. Returns the loss before each
-    update (contract §6.4).
+    update (contract §6.4). ``kernel`` is "auto" (the best fast kernel) or one
+    of :func:`kernels`; "scalar" is the slow reference transcription of §6,
+    for qualifying the others, never chosen by "auto".
     """
     return _core.train(p, m, v, _pair_buffer(contexts), _pair_buffer(targets), int(step), int(updates),
-                       threads=int(threads))
+                       threads=int(threads), kernel=str(kernel))
+
+
+def kernels() -> list[str]:
+    """Names of the kernels this CPU can run: "scalar" (the reference), then the fast ones."""
+    return _core.kernels()
 
 
 def predict(p, prompt_words) -> list[tuple[int, int]]:

@@ -2,24 +2,67 @@
 
 use std::fmt;
 
+/// Why the core refused its arguments. The core checks everything before it
+/// touches a value, so a refusal leaves the caller's planes unchanged.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CoreError {
     /// A plane's length differs from P's (`plane` is "M" or "V").
-    PlaneLengthMismatch { plane: &'static str, expected: usize, actual: usize },
+    PlaneLengthMismatch {
+        /// "M" or "V".
+        plane: &'static str,
+        /// P's length.
+        expected: usize,
+        /// The plane's length.
+        actual: usize,
+    },
     /// P's length is not `rows * rows` for a whole number of rows, or is zero.
-    NotSquare { len: usize },
+    NotSquare {
+        /// P's length.
+        len: usize,
+    },
     /// The contexts and targets arrays have different lengths.
-    PairCountMismatch { contexts: usize, targets: usize },
+    PairCountMismatch {
+        /// Number of contexts.
+        contexts: usize,
+        /// Number of targets.
+        targets: usize,
+    },
     /// Training needs at least one pair: the loss divides by the pair count.
     NoPairs,
     /// A pair's context is not a row of the table.
-    ContextOutOfRange { index: usize, value: u32, vocabulary: usize },
+    ContextOutOfRange {
+        /// The pair's position.
+        index: usize,
+        /// The context given.
+        value: u32,
+        /// The number of rows.
+        vocabulary: usize,
+    },
     /// A pair's target is not a column of the table.
-    TargetOutOfRange { index: usize, value: u32, vocabulary: usize },
+    TargetOutOfRange {
+        /// The pair's position.
+        index: usize,
+        /// The target given.
+        value: u32,
+        /// The number of columns.
+        vocabulary: usize,
+    },
     /// A prompt word is neither a row of the table nor the empty-prompt word.
-    PromptOutOfRange { index: usize, value: u32, vocabulary: usize },
+    PromptOutOfRange {
+        /// The prompt's position.
+        index: usize,
+        /// The word given.
+        value: u32,
+        /// The number of rows.
+        vocabulary: usize,
+    },
     /// `step + updates` does not fit in a u64.
-    StepOverflow { step: u64, updates: u64 },
+    StepOverflow {
+        /// Updates completed so far.
+        step: u64,
+        /// Updates asked for.
+        updates: u64,
+    },
 }
 
 impl fmt::Display for CoreError {

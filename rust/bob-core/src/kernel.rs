@@ -17,8 +17,11 @@ use crate::{AdamW, Options, StepScalars};
 /// a multiply and an add.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kernel {
-    /// The best one this CPU supports.
+    /// The best fast kernel this CPU supports. Never [`Kernel::Scalar`].
     Auto,
+    /// The plain scalar transcription of §6 ([`crate::scalar`]): the slow
+    /// reference the fast kernels are qualified against. Runs only when named.
+    Scalar,
     /// Baseline instruction set of the build target (SSE2 on x86_64).
     Portable,
     /// AVX2 (x86_64), chosen at run time.
@@ -28,37 +31,52 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 3] = [Kernel::Portable, Kernel::Avx2, Kernel::Avx512];
+    /// Every concrete kernel, the scalar reference first, then the fast
+    /// copies from the narrowest instruction set to the widest.
+    pub const ALL: [Kernel; 4] = [Kernel::Scalar, Kernel::Portable, Kernel::Avx2, Kernel::Avx512];
 
+    /// The fast kernels: the per-instruction-set copies of the row loop that
+    /// [`Kernel::Auto`] chooses among.
+    pub const FAST: [Kernel; 3] = [Kernel::Portable, Kernel::Avx2, Kernel::Avx512];
+
+    /// Whether this CPU can run `self` (the scalar, portable and auto kernels
+    /// run everywhere).
     pub fn is_available(self) -> bool {
         match self {
-            Kernel::Auto | Kernel::Portable => true,
+            Kernel::Auto | Kernel::Scalar | Kernel::Portable => true,
             Kernel::Avx2 => cpu::avx2(),
             Kernel::Avx512 => cpu::avx512(),
         }
     }
 
     /// The concrete kernel `self` stands for on this CPU: itself if the CPU
-    /// has it, else the best one below it.
+    /// has it, else the best one below it. The scalar reference resolves only
+    /// to itself, and nothing else resolves to it.
     pub fn resolve(self) -> Kernel {
         match self {
+            Kernel::Scalar => Kernel::Scalar,
             Kernel::Auto | Kernel::Avx512 if cpu::avx512() => Kernel::Avx512,
             Kernel::Auto | Kernel::Avx512 | Kernel::Avx2 if cpu::avx2() => Kernel::Avx2,
             _ => Kernel::Portable,
         }
     }
 
+    /// The kernel's name, as the binding and the benchmarks spell it.
     pub fn name(self) -> &'static str {
         match self {
             Kernel::Auto => "auto",
+            Kernel::Scalar => "scalar",
             Kernel::Portable => "portable",
             Kernel::Avx2 => "avx2",
             Kernel::Avx512 => "avx512",
         }
     }
 
+    /// The kernel named `name` (see [`Kernel::name`]), if there is one.
     pub fn from_name(name: &str) -> Option<Kernel> {
-        [Kernel::Auto, Kernel::Portable, Kernel::Avx2, Kernel::Avx512].into_iter().find(|k| k.name() == name)
+        [Kernel::Auto, Kernel::Scalar, Kernel::Portable, Kernel::Avx2, Kernel::Avx512]
+            .into_iter()
+            .find(|k| k.name() == name)
     }
 }
 
@@ -230,10 +248,16 @@ fn run_rows(
     v: &mut [f32],
     logp: &mut [f64],
 ) {
+    // `kernel` comes from `Kernel::resolve` (see `train_checked`), which
+    // returns Avx512 or Avx2 only when the CPU reports those features.
     match kernel {
-        // SAFETY: `resolve` returns these only when the CPU reports the features.
+        // SAFETY: run_rows_avx512's only requirement is that the CPU has AVX2,
+        // AVX-512 F and AVX-512 VL; `resolve` returned Avx512, so it checked
+        // `cpu::avx512()`, which detects exactly those three at run time.
         #[cfg(target_arch = "x86_64")]
         Kernel::Avx512 => unsafe { run_rows_avx512(plan, schedule, rows, p, m, v, logp) },
+        // SAFETY: run_rows_avx2's only requirement is that the CPU has AVX2;
+        // `resolve` returned Avx2, so `cpu::avx2()` detected it at run time.
         #[cfg(target_arch = "x86_64")]
         Kernel::Avx2 => unsafe { run_rows_avx2(plan, schedule, rows, p, m, v, logp) },
         _ => run_rows_generic(plan, schedule, rows, p, m, v, logp),
@@ -244,6 +268,14 @@ fn run_rows(
 /// to have at run time; the body is the same generic code.
 macro_rules! kernel_copy {
     ($name:ident, $features:literal) => {
+        /// The row loop compiled with the instruction sets `$features`.
+        ///
+        /// # Safety
+        /// The CPU must support every feature in `$features`; running it on
+        /// one that does not is undefined behaviour (illegal instructions).
+        /// The body itself is safe code.
+        // SAFETY: `unsafe` only because of `target_feature`; callers check the
+        // features at run time first (see `run_rows`).
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = $features)]
         unsafe fn $name(

@@ -8,9 +8,12 @@
 //! change *which elements run side by side*, never the operations an element
 //! sees, so every thread count and every instruction set gives the same bits.
 
+#![deny(missing_docs)]
+
 mod error;
 mod kernel;
 pub mod pinned;
+pub mod scalar;
 
 pub use error::CoreError;
 pub use kernel::Kernel;
@@ -18,18 +21,25 @@ pub use pinned::{exp_pinned, fnv1a64, initialize, pinned_sum, powi};
 
 /// bob's vocabulary: one row and one column per byte value.
 pub const VOCABULARY: usize = 256;
+/// Updates one invocation makes (§1): what `bob-run` asks [`train`] for.
 pub const UPDATES_PER_INVOCATION: u64 = 10;
 /// The prediction input word for a prompt with no last byte (§3, §4).
 pub const EMPTY_PROMPT: u32 = u32::MAX;
+/// The initialization identity (§2), hashed into the seed of [`initialize`] (§6.1).
 pub const SEED: &[u8] = b"bob-seed-v1";
 
 /// AdamW's f32 hyperparameters (§1).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AdamW {
+    /// Learning rate.
     pub lr: f32,
+    /// First-moment decay β1.
     pub beta1: f32,
+    /// Second-moment decay β2.
     pub beta2: f32,
+    /// ε, added to the bias-corrected root of the second moment.
     pub eps: f32,
+    /// Decoupled weight decay, applied as one factor `1 - lr * wd`.
     pub weight_decay: f32,
 }
 
@@ -45,11 +55,16 @@ pub const BOB_V1_ADAMW: AdamW = AdamW {
 /// The per-update scalars of §6.3 for update number `t = step + 1`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct StepScalars {
+    /// `lr / bc1`, in f32.
     pub step_size: f32,
+    /// `sqrt(bc2)`, in f32.
     pub bc2_sqrt: f32,
 }
 
 impl AdamW {
+    /// `step_size` and `bc2_sqrt` for update number `t` (1-based), with
+    /// `bc1`, `bc2` computed in f64 through the contract's [`powi`] and
+    /// rounded once to f32.
     pub fn step_scalars(&self, t: u64) -> StepScalars {
         // f64 arithmetic, one rounding to f32 (`as` rounds to nearest even).
         let bc1 = (1.0f64 - powi(f64::from(self.beta1), t)) as f32;
@@ -57,6 +72,7 @@ impl AdamW {
         StepScalars { step_size: self.lr / bc1, bc2_sqrt: bc2.sqrt() }
     }
 
+    /// The weight-decay factor `f32(1 - f64(lr) * f64(wd))`: one rounding.
     pub fn decay(&self) -> f32 {
         (1.0f64 - f64::from(self.lr) * f64::from(self.weight_decay)) as f32
     }
@@ -66,7 +82,11 @@ impl AdamW {
 /// machine offers). Neither changes a bit of the result.
 #[derive(Clone, Copy, Debug)]
 pub struct Options {
+    /// Which compiled copy of the row loop runs ([`Kernel::Auto`]: the best
+    /// fast one; [`Kernel::Scalar`]: the slow reference, only when named).
     pub kernel: Kernel,
+    /// Worker threads; 0 lets the core decide (one for small work). The
+    /// scalar reference ignores it and runs on the caller's thread.
     pub threads: usize,
 }
 
@@ -133,6 +153,9 @@ pub fn train(
     if step.checked_add(updates).is_none() {
         return Err(CoreError::StepOverflow { step, updates });
     }
+    if options.kernel == Kernel::Scalar {
+        return Ok(scalar::train_checked(p, m, v, contexts, targets, step, updates, hyper));
+    }
     Ok(kernel::train_checked(p, m, v, vocabulary, contexts, targets, step, updates, hyper, options))
 }
 
@@ -170,13 +193,37 @@ pub fn predict(p: &[f32], prompt_words: &[u32]) -> Result<Vec<(u32, u32)>, CoreE
 #[derive(Clone, Debug, PartialEq)]
 pub enum StateProblem {
     /// A plane holds NaN or an infinity at `index`.
-    NonFinite { plane: &'static str, index: usize, value: f32 },
+    NonFinite {
+        /// "P", "M" or "V".
+        plane: &'static str,
+        /// Position in the plane, in parameter order.
+        index: usize,
+        /// The offending value.
+        value: f32,
+    },
     /// V holds a negative value at `index` (-0.0 is not negative).
-    NegativeSecondMoment { index: usize, value: f32 },
+    NegativeSecondMoment {
+        /// Position in V, in parameter order.
+        index: usize,
+        /// The offending (negative) value.
+        value: f32,
+    },
     /// The step is 0 but M or V holds a non-zero value at `index`.
-    MomentsAtStepZero { plane: &'static str, index: usize, value: f32 },
+    MomentsAtStepZero {
+        /// "M" or "V".
+        plane: &'static str,
+        /// Position in the plane, in parameter order.
+        index: usize,
+        /// The offending (non-zero) value.
+        value: f32,
+    },
     /// `step + updates` does not fit in a u64.
-    NoRoomForUpdates { step: u64, updates: u64 },
+    NoRoomForUpdates {
+        /// Updates completed so far.
+        step: u64,
+        /// Updates asked for.
+        updates: u64,
+    },
 }
 
 /// The resume checks of §5 on a state the caller holds: every value finite,

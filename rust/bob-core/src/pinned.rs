@@ -11,6 +11,8 @@
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
+/// FNV-1a-64 of `bytes` (§6.1): hashes the seed identity into SplitMix64's
+/// starting state.
 pub fn fnv1a64(bytes: &[u8]) -> u64 {
     let mut h = FNV_OFFSET;
     for &b in bytes {
@@ -27,6 +29,8 @@ pub struct SplitMix64 {
 }
 
 impl SplitMix64 {
+    /// A generator whose first output follows `state` (§6.1: the FNV-1a-64
+    /// of the seed bytes).
     pub fn new(state: u64) -> Self {
         SplitMix64 { state }
     }
@@ -120,6 +124,8 @@ pub fn pinned_sum(values: &[f32]) -> f32 {
     combine_lanes(&lanes)
 }
 
+/// The final pairwise combination of §6.3's eight lanes,
+/// `((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7))`, in that order.
 #[inline(always)]
 pub fn combine_lanes(l: &[f32; 8]) -> f32 {
     ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]))

@@ -1,117 +1,10 @@
-//! A plain scalar transcription of contract §6, line by line, and tests that
-//! the fast kernels (every kernel this CPU has, one and several threads) give
-//! exactly its bits on random states.
+//! Tests that the fast kernels (every kernel this CPU has, one and several
+//! threads) give exactly the bits of the plain scalar transcription of
+//! contract §6 that the crate ships as `bob_core::scalar`, on random states.
 
-// The contract's decimals, verbatim.
-#![allow(clippy::approx_constant, clippy::excessive_precision)]
-
-use bob_core::{initialize, predict, train, AdamW, Kernel, Options, BOB_V1_ADAMW, SEED};
+use bob_core::scalar::{exp as exp_scalar, pinned_sum as pinned_sum_scalar, update as update_scalar};
+use bob_core::{initialize, predict, train, Kernel, Options, BOB_V1_ADAMW, SEED};
 use sha2::{Digest, Sha256};
-
-// ---------------------------------------------------------------- §6.2 ---
-fn exp_scalar(x: f32) -> f32 {
-    if x < -86.0f32 {
-        return 0.0;
-    }
-    let n = (x * 1.442_695_04f32).round_ties_even();
-    let r = (x - n * 0.693_359_375f32) - n * -2.121_944_40e-4f32;
-    let mut p = 1.987_569_150_0e-4f32;
-    p = p * r + 1.398_199_950_7e-3f32;
-    p = p * r + 8.333_451_907_3e-3f32;
-    p = p * r + 4.166_579_589_4e-2f32;
-    p = p * r + 1.666_666_545_9e-1f32;
-    p = p * r + 5.000_000_120_1e-1f32;
-    let mut y = (p * (r * r) + r) + 1.0f32;
-    // Exact scaling by halving: for n >= -124 every intermediate is normal.
-    let mut k = n as i32;
-    while k < 0 {
-        y *= 0.5;
-        k += 1;
-    }
-    y
-}
-
-// ---------------------------------------------------------------- §6.3 ---
-fn pinned_sum_scalar(e: &[f32]) -> f32 {
-    let mut l = [0.0f32; 8];
-    for k in 0..8.min(e.len()) {
-        l[k] = e[k];
-        let mut j = k + 8;
-        while j < e.len() {
-            l[k] += e[j];
-            j += 8;
-        }
-    }
-    ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]))
-}
-
-fn powi_scalar(b: f64, mut t: u64) -> f64 {
-    let mut result = 1.0;
-    let mut base = b;
-    while t > 0 {
-        if t & 1 == 1 {
-            result *= base;
-        }
-        base *= base;
-        t >>= 1;
-    }
-    result
-}
-
-/// One whole update, exactly as §6.3 writes it; returns the loss before it.
-fn update_scalar(p: &mut [f32], m: &mut [f32], v: &mut [f32], pairs: &[(u32, u32)], step: u64, hp: &AdamW) -> f64 {
-    let n = (p.len() as f64).sqrt() as usize;
-    let k = pairs.len();
-    let mut c = vec![0u64; n];
-    let mut h = vec![0u64; n * n];
-    for &(r, j) in pairs {
-        c[r as usize] += 1;
-        h[r as usize * n + j as usize] += 1;
-    }
-    let mut g = vec![0.0f32; n * n];
-    let mut prob = vec![0.0f32; n * n];
-    for r in 0..n {
-        if c[r] == 0 {
-            continue;
-        }
-        let row = &p[r * n..(r + 1) * n];
-        let mut mx = row[0];
-        for &x in row {
-            if x > mx {
-                mx = x;
-            }
-        }
-        let e: Vec<f32> = row.iter().map(|&x| exp_scalar(x - mx)).collect();
-        let s = pinned_sum_scalar(&e);
-        for j in 0..n {
-            prob[r * n + j] = e[j] / s;
-            g[r * n + j] = ((c[r] as f32 * prob[r * n + j]) - h[r * n + j] as f32) / k as f32;
-        }
-    }
-    let mut loss = 0.0f64;
-    for &(r, j) in pairs {
-        loss += f64::from(prob[r as usize * n + j as usize]).ln();
-    }
-    let loss = -loss / k as f64;
-
-    let t = step + 1;
-    let bc1 = (1.0 - powi_scalar(f64::from(hp.beta1), t)) as f32;
-    let bc2 = (1.0 - powi_scalar(f64::from(hp.beta2), t)) as f32;
-    let step_size = hp.lr / bc1;
-    let bc2_sqrt = bc2.sqrt();
-    let decay = (1.0 - f64::from(hp.lr) * f64::from(hp.weight_decay)) as f32;
-    let omb1 = 1.0f32 - hp.beta1;
-    let omb2 = 1.0f32 - hp.beta2;
-    for i in 0..p.len() {
-        let pd = p[i] * decay;
-        let mm = hp.beta1 * m[i] + omb1 * g[i];
-        let vv = hp.beta2 * v[i] + omb2 * (g[i] * g[i]);
-        p[i] = pd - step_size * (mm / (vv.sqrt() / bc2_sqrt + hp.eps));
-        m[i] = mm;
-        v[i] = vv;
-    }
-    loss
-}
 
 // ----------------------------------------------------------- test inputs ---
 struct Rng(u64);
@@ -165,8 +58,9 @@ fn bits(x: &[f32]) -> Vec<u32> {
     x.iter().map(|v| v.to_bits()).collect()
 }
 
+/// The fast kernels this CPU has (the scalar reference is what they are checked against).
 fn kernels() -> Vec<Kernel> {
-    Kernel::ALL.into_iter().filter(|k| k.is_available()).collect()
+    Kernel::FAST.into_iter().filter(|k| k.is_available()).collect()
 }
 
 fn check_against_scalar(n: usize, k: usize, step: u64, updates: u64, extreme: bool, seed: u64) {
@@ -283,6 +177,38 @@ fn other_shapes_match_scalar() {
 fn many_updates_cross_blocks_and_large_steps() {
     check_against_scalar(32, 64, 0, 40, false, 9);
     check_against_scalar(32, 64, u64::MAX - 40, 40, false, 10);
+}
+
+// ------------------------------------------------- the scalar kernel itself ---
+#[test]
+fn scalar_kernel_is_the_transcription_and_only_chosen_by_name() {
+    let mut rng = Rng(21);
+    let start = random_state(&mut rng, 16, true);
+    let pairs = random_pairs(&mut rng, 16, 40);
+    let (contexts, targets): (Vec<u32>, Vec<u32>) = pairs.iter().copied().unzip();
+    let mut want = State { p: start.p.clone(), m: start.m.clone(), v: start.v.clone() };
+    let want_losses: Vec<f64> =
+        (0..7).map(|i| update_scalar(&mut want.p, &mut want.m, &mut want.v, &pairs, 3 + i, &BOB_V1_ADAMW)).collect();
+    let mut got = State { p: start.p.clone(), m: start.m.clone(), v: start.v.clone() };
+    let losses = train(&mut got.p, &mut got.m, &mut got.v, &contexts, &targets, 3, 7, &BOB_V1_ADAMW,
+                       Options { kernel: Kernel::Scalar, threads: 0 }).unwrap();
+    assert_eq!(bits(&got.p), bits(&want.p));
+    assert_eq!(bits(&got.m), bits(&want.m));
+    assert_eq!(bits(&got.v), bits(&want.v));
+    assert_eq!(losses.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+               want_losses.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+
+    assert_eq!(Kernel::from_name("scalar"), Some(Kernel::Scalar));
+    assert_eq!(Kernel::Scalar.resolve(), Kernel::Scalar);
+    assert!(Kernel::Scalar.is_available());
+    for k in [Kernel::Auto, Kernel::Portable, Kernel::Avx2, Kernel::Avx512] {
+        assert_ne!(k.resolve(), Kernel::Scalar, "{k:?} must never resolve to the scalar reference");
+    }
+    assert!(!Kernel::FAST.contains(&Kernel::Scalar));
+    // Refusals are checked before the scalar path runs, as for the others.
+    let o = Options { kernel: Kernel::Scalar, threads: 0 };
+    assert_eq!(train(&mut got.p, &mut got.m, &mut got.v, &[], &[], 0, 1, &BOB_V1_ADAMW, o),
+               Err(bob_core::CoreError::NoPairs));
 }
 
 // ------------------------------------------------------ §6.1 check values ---

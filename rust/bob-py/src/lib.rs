@@ -2,9 +2,11 @@
 //! buffers, then hands them to the core in place (zero-copy) with the GIL
 //! released. No math lives here.
 
+#![deny(missing_docs)]
+
 use std::ffi::CStr;
 
-use bob_core::{CoreError, Kernel, Options, StateProblem, BOB_V1_ADAMW};
+use bob_core::{Kernel, Options, StateProblem, BOB_V1_ADAMW};
 use numpy::{PyArray1, PyArrayMethods};
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::create_exception;
@@ -12,15 +14,18 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+// Registered under its full import path, so that `CoreError.__module__` is
+// "bob._core" and pickle can find the class again when it loads an instance.
 create_exception!(
-    _core,
-    CoreError_,
+    bob._core,
+    CoreError,
     PyValueError,
     "The native core refused its arguments (the message names which and why)."
 );
 
-fn core_error(err: CoreError) -> PyErr {
-    CoreError_::new_err(err.to_string())
+/// The Python exception for a refusal of the core, with the core's message.
+fn core_error(err: bob_core::CoreError) -> PyErr {
+    CoreError::new_err(err.to_string())
 }
 
 /// A plane the caller lent us: a writable, C-contiguous float32 buffer.
@@ -34,23 +39,41 @@ struct Plane {
 /// Raw parts of the planes, moved into the GIL-free closure. Sound because the
 /// buffers are held for the closure's whole run and checked not to overlap.
 struct Lent(*mut f32, usize);
+
+// SAFETY: `Lent` is only a pointer and a length; the memory it points to is a
+// plain float32 buffer with no thread affinity. It is sent to the closure run
+// by `py.detach` while the owning `Plane` (and so the buffer export) stays
+// alive on the calling thread, and that thread waits for the closure.
 unsafe impl Send for Lent {}
 
 impl Lent {
-    /// SAFETY: the caller holds the buffer and no other `&mut` overlaps it.
+    /// The lent buffer as a mutable slice.
+    ///
+    /// # Safety
+    /// The `Plane` it came from must stay alive (the buffer exported) for
+    /// `'a`, and no other reference to that memory may be used meanwhile.
     unsafe fn slice<'a>(&self) -> &'a mut [f32] {
         if self.1 == 0 {
             return &mut [];
         }
-        std::slice::from_raw_parts_mut(self.0, self.1)
+        // SAFETY: `self.0` is the non-null start of a C-contiguous buffer of
+        // `self.1` f32 values, checked aligned by `as_typed::<f32>`; the
+        // caller keeps it exported and unaliased for 'a (see `# Safety`).
+        unsafe { std::slice::from_raw_parts_mut(self.0, self.1) }
     }
 
-    /// SAFETY: the caller holds the buffer; no `&mut` overlaps it meanwhile.
+    /// The lent buffer as a shared slice.
+    ///
+    /// # Safety
+    /// The `Plane` it came from must stay alive for `'a`, and no mutable
+    /// reference to that memory may be used meanwhile.
     unsafe fn slice_ref<'a>(&self) -> &'a [f32] {
         if self.1 == 0 {
             return &[];
         }
-        std::slice::from_raw_parts(self.0, self.1)
+        // SAFETY: as in `slice`: an exported, aligned buffer of `self.1` f32
+        // values, only read while the caller's `# Safety` terms hold.
+        unsafe { std::slice::from_raw_parts(self.0, self.1) }
     }
 }
 
@@ -113,12 +136,16 @@ fn pair_words(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<u32>> {
         return Err(PyValueError::new_err(format!("{name} is not C-contiguous")));
     }
     if let Ok(bytes) = buffer.as_typed::<u8>() {
-        // SAFETY: a C-contiguous u8 buffer of item_count items, held for this call.
+        // SAFETY: `buffer` (which `bytes` borrows) is a C-contiguous u8 buffer of
+        // item_count items, exported until `buffer` drops at the end of this
+        // call; the slice is copied out before that.
         let slice = unsafe { std::slice::from_raw_parts(bytes.buf_ptr().cast::<u8>(), bytes.item_count()) };
         return Ok(slice.iter().map(|&b| u32::from(b)).collect());
     }
     if let Ok(words) = buffer.as_typed::<u32>() {
-        // SAFETY: a C-contiguous, aligned u32 buffer of item_count items, held for this call.
+        // SAFETY: `as_typed::<u32>` checked the item size, format and
+        // alignment; the buffer is C-contiguous with item_count items and
+        // stays exported until `buffer` drops; the slice is copied out first.
         let slice = unsafe { std::slice::from_raw_parts(words.buf_ptr().cast::<u32>(), words.item_count()) };
         return Ok(slice.to_vec());
     }
@@ -147,7 +174,7 @@ fn overlaps(a: &Plane, b: &Plane) -> bool {
 fn kernel_named(name: &str) -> PyResult<Kernel> {
     Kernel::from_name(name).ok_or_else(|| {
         PyValueError::new_err(format!(
-            "kernel must be 'auto', 'portable', 'avx2' or 'avx512'; got {name:?}"
+            "kernel must be 'auto', 'scalar', 'portable', 'avx2' or 'avx512'; got {name:?}"
         ))
     })
 }
@@ -165,7 +192,8 @@ fn initialize(py: Python<'_>, p: &Bound<'_, PyAny>, seed: &Bound<'_, PyBytes>) -
     let seed = seed.as_bytes().to_vec();
     let lent = Lent(p.ptr, p.len);
     py.detach(move || {
-        // SAFETY: `p` holds the buffer until this returns; nothing else aliases it.
+        // SAFETY: `p` holds the buffer export until after `detach` returns,
+        // and no other Rust reference to it exists meanwhile.
         bob_core::initialize(unsafe { lent.slice() }, &seed);
     });
     drop(p);
@@ -174,10 +202,14 @@ fn initialize(py: Python<'_>, p: &Bound<'_, PyAny>, seed: &Bound<'_, PyBytes>) -
 
 type Plane1<'py> = Bound<'py, PyArray1<f32>>;
 
+const _: () = assert!(bob_core::VOCABULARY == 256, "initial_planes' default vocabulary");
+
 /// New float32 NumPy arrays P, M, V for a vocabulary of `vocabulary`: P
 /// seeded from `seed` (§6.1), M and V +0.0.
 #[pyfunction]
-#[pyo3(signature = (seed, vocabulary = bob_core::VOCABULARY))]
+// A literal default, so that the text signature (and `inspect.signature`)
+// shows it; the assertion below keeps it equal to the core's constant.
+#[pyo3(signature = (seed, vocabulary = 256))]
 fn initial_planes<'py>(
     py: Python<'py>,
     seed: &Bound<'py, PyBytes>,
@@ -200,6 +232,8 @@ fn initial_planes<'py>(
 /// (contract §6.3), `step` updates having been made before. `contexts` and
 /// `targets` are uint8 or uint32 buffers of the pairs. Returns the loss
 /// before each update, as a list of floats. The vocabulary is sqrt(len(P)).
+/// `kernel` is "auto" (the best fast kernel), one of `kernels()`, or
+/// "scalar": the slow, plain transcription of §6, to qualify the others.
 #[pyfunction]
 #[pyo3(signature = (p, m, v, contexts, targets, step, updates, *, threads = 0, kernel = "auto"))]
 #[allow(clippy::too_many_arguments)]
@@ -231,7 +265,8 @@ fn train<'py>(
     let (lp, lm, lv) = (Lent(pp.ptr, pp.len), Lent(mp.ptr, mp.len), Lent(vp.ptr, vp.len));
     let result = py.detach(move || {
         // SAFETY: the three buffers are held by `pp`, `mp`, `vp` until after
-        // this returns, and were checked not to overlap.
+        // `detach` returns, and were checked not to overlap, so the three
+        // `&mut` slices are disjoint and outlive none of their buffers.
         let (p, m, v) = unsafe { (lp.slice(), lm.slice(), lv.slice()) };
         bob_core::train(p, m, v, &contexts, &targets, step, updates, &BOB_V1_ADAMW, Options { kernel, threads })
     });
@@ -244,7 +279,8 @@ fn train<'py>(
 #[pyfunction]
 fn predict(p: &Bound<'_, PyAny>, prompt_words: Vec<u32>) -> PyResult<Vec<(u32, u32)>> {
     let p = plane_readable(p, "P")?;
-    // SAFETY: the buffer is held by `p` for this call and only read.
+    // SAFETY: the buffer is held by `p` for this call, and no mutable
+    // reference to it exists while the slice is read.
     let values = unsafe { Lent(p.ptr, p.len).slice_ref() };
     bob_core::predict(values, &prompt_words).map_err(core_error)
 }
@@ -263,7 +299,8 @@ fn resume_problem(
     let (pp, mp, vp) = (plane_readable(p, "P")?, plane_readable(m, "M")?, plane_readable(v, "V")?);
     check_length(&mp, "M", pp.len)?;
     check_length(&vp, "V", pp.len)?;
-    // SAFETY: the buffers are held for this call and only read.
+    // SAFETY: the buffers are held by `pp`, `mp`, `vp` for this call, and no
+    // mutable reference to them exists while the slices are read.
     let (p, m, v) = unsafe {
         (Lent(pp.ptr, pp.len).slice_ref(), Lent(mp.ptr, mp.len).slice_ref(), Lent(vp.ptr, vp.len).slice_ref())
     };
@@ -275,16 +312,26 @@ fn resume_problem(
     }))
 }
 
-/// The kernel `kernel` resolves to on this CPU ("avx512", "avx2" or "portable").
+/// The kernel `kernel` resolves to on this CPU ("avx512", "avx2" or
+/// "portable"; "scalar" only for "scalar" itself).
 #[pyfunction]
 #[pyo3(signature = (kernel = "auto"))]
 fn resolved_kernel(kernel: &str) -> PyResult<&'static str> {
     Ok(kernel_named(kernel)?.resolve().name())
 }
 
+/// The kernels this CPU can run, by name: the scalar reference first, then
+/// the fast ones, narrowest instruction set first. "auto" is not listed.
+#[pyfunction]
+fn kernels() -> Vec<&'static str> {
+    Kernel::ALL.into_iter().filter(|k| k.is_available()).map(Kernel::name).collect()
+}
+
+/// bob's native core: the training math of contract §6 (bob-core) over
+/// caller-owned float32 buffers. Reached through `bob.core`.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add("CoreError", m.py().get_type::<CoreError_>())?;
+    m.add("CoreError", m.py().get_type::<CoreError>())?;
     m.add_function(wrap_pyfunction!(fnv1a64, m)?)?;
     m.add_function(wrap_pyfunction!(initialize, m)?)?;
     m.add_function(wrap_pyfunction!(initial_planes, m)?)?;
@@ -292,5 +339,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(train, m)?)?;
     m.add_function(wrap_pyfunction!(predict, m)?)?;
     m.add_function(wrap_pyfunction!(resolved_kernel, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels, m)?)?;
     Ok(())
 }

@@ -1,0 +1,54 @@
+"""Types of ``bob._core``, the native core (rust/bob-py). Kept by hand:
+tests/test_core_stub.py checks it against the built module's names and
+signatures."""
+
+from collections.abc import Sequence
+from typing import TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+from typing_extensions import Buffer
+
+# Any C-contiguous float32 buffer: NumPy arrays, array.array("f"), a
+# memoryview cast to "f". (NumPy's stubs declare the buffer protocol on
+# ndarray only for Python >= 3.12, hence the explicit array type.)
+_Plane: TypeAlias = Buffer | npt.NDArray[np.float32]
+# The pairs' bytes: bytes, bytearray, or a uint8 / uint32 array.
+_Pairs: TypeAlias = Buffer | npt.NDArray[np.uint8] | npt.NDArray[np.uint32]
+
+__all__ = [
+    "CoreError",
+    "fnv1a64",
+    "initial_planes",
+    "initialize",
+    "kernels",
+    "predict",
+    "resolved_kernel",
+    "resume_problem",
+    "train",
+]
+
+class CoreError(ValueError):
+    """The native core refused its arguments (the message names which and why)."""
+
+def fnv1a64(data: bytes) -> int: ...
+def initialize(p: _Plane, seed: bytes) -> None: ...
+def initial_planes(
+    seed: bytes, vocabulary: int = 256
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32], npt.NDArray[np.float32]]: ...
+def train(
+    p: _Plane,
+    m: _Plane,
+    v: _Plane,
+    contexts: _Pairs,
+    targets: _Pairs,
+    step: int,
+    updates: int,
+    *,
+    threads: int = 0,
+    kernel: str = "auto",
+) -> list[float]: ...
+def predict(p: _Plane, prompt_words: Sequence[int]) -> list[tuple[int, int]]: ...
+def resume_problem(p: _Plane, m: _Plane, v: _Plane, step: int, updates: int) -> tuple[str, str, int] | None: ...
+def resolved_kernel(kernel: str = "auto") -> str: ...
+def kernels() -> list[str]: ...
