@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 
 import bob  # noqa: E402
 
-GOLDEN = os.path.join(ROOT, "formats", "golden")
+GOLDEN = os.path.join(ROOT, "python", "bob", "data", "golden")
 
 
 def median_ns(fn, runs: int, warmup: int = 20) -> float:

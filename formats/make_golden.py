@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Regenerate bob's golden vectors (formats/golden/) and check them.
+"""Regenerate bob's golden vectors (python/bob/data/golden/) and check them.
 
-    .venv/bin/python formats/make_golden.py          # write formats/golden/
+    .venv/bin/python formats/make_golden.py          # write python/bob/data/golden/
     .venv/bin/python formats/make_golden.py --check  # compare with what is on disk
 
 No golden file is taken from the code's own output unchecked: each one is
@@ -25,7 +25,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-GOLDEN = os.path.join(HERE, "golden")
+GOLDEN = os.path.join(os.path.dirname(HERE), "python", "bob", "data", "golden")
 sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
@@ -178,7 +178,7 @@ def build(with_checkpoint: bool = True) -> dict[str, bytes]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="compare with formats/golden/ instead of writing")
+    parser.add_argument("--check", action="store_true", help="compare with python/bob/data/golden/ instead of writing")
     args = parser.parse_args(argv)
     files = build()
     status = 0

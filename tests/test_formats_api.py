@@ -16,7 +16,7 @@ from bob import BadValue, ContractMismatch, FormatError, IntegrityError, NotABob
 from bob.fileio import TEMP_MARK, temporary_name
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GOLDEN = os.path.join(ROOT, "formats", "golden")
+GOLDEN = os.path.join(ROOT, "python", "bob", "data", "golden")
 
 
 def golden(name: str) -> bytes:

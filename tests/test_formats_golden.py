@@ -1,4 +1,4 @@
-"""The golden vectors in formats/golden/ and the contract's §8 public vector.
+"""The golden vectors in python/bob/data/golden/ and the contract's §8 public vector.
 
 The §8 values are copied here from shared/design/bob-v1.md, so these tests do
 not trust formats/make_golden.py: they check the committed files against the
@@ -19,7 +19,7 @@ import pytest
 import bob
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GOLDEN = os.path.join(ROOT, "formats", "golden")
+GOLDEN = os.path.join(ROOT, "python", "bob", "data", "golden")
 
 RECORD_SHA256 = "d0d6de4cdcaa05f34ff1fb517f90ca5181543fee16498e570f9b4bd6fadf59f1"
 CKPT_10_SHA256 = "7c3544ee00bb44bc52844f36274c87715d84908ebbbeeb364f4fc5af80e5bc71"

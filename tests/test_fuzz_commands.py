@@ -18,7 +18,7 @@ from bob.fuzz import mutate, refresh_digests, rows_for
 from bob.inspect import main as inspect_main
 from bob.run import main as run_main
 
-GOLDEN = Path(__file__).resolve().parent.parent / "formats" / "golden"
+GOLDEN = Path(__file__).resolve().parent.parent / "python" / "bob" / "data" / "golden"
 
 
 def quietly(fn, argv):

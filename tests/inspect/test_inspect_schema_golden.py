@@ -1,4 +1,4 @@
-"""bob-inspect schema, and the golden vectors of formats/golden (in-process)."""
+"""bob-inspect schema, and the golden vectors of python/bob/data/golden (in-process)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from bob.formats.docs import layout_rows
 
 ROOT = Path(__file__).resolve().parents[2]
-GOLDEN = ROOT / "formats" / "golden"
+GOLDEN = ROOT / "python" / "bob" / "data" / "golden"
 CHUNK = 262_144
 
 
