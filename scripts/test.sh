@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite, from a clean clone: builds what it needs, then runs
-# the Rust core's tests and the Python tests.
+# the Rust core's tests, the type check of the Python package, and the
+# Python tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh test,plot
 cargo test --release --locked -p bob-core
+.venv/bin/python -m mypy                       # python/bob, as configured in pyproject.toml
 .venv/bin/python -m pytest -q "$@"

@@ -1,6 +1,57 @@
-"""Shared fixtures."""
+"""What the tests share, in one place: the contract's §8 public vector, the
+golden files, the native core fixture, and the fixtures of the bob-inspect
+tests (the files built from the library, and ``cli``, which runs
+``bob.inspect.main`` in this process and captures its output as bytes).
 
+Test modules import the constants with ``from conftest import …`` (pytest
+puts this directory on ``sys.path``); there is deliberately one conftest.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
 import pytest
+
+import bob
+from bob.formats.constants import CHUNK_BYTES
+from bob.formats.contract import LEARNER_PREFIX, Contract
+from bob.formats.envelope import Checkpoint, canonical_header_bytes
+from bob.formats.layout import CANONICAL_HEADER_BYTES
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "python" / "bob" / "data" / "golden"
+
+# --- the contract's §8 public vector, copied from shared/design/bob-v1.md ---
+CORPUS = b"abracadabra"
+PROMPTS = [b"abra", b"cad", b""]
+RECORD_SHA256 = "d0d6de4cdcaa05f34ff1fb517f90ca5181543fee16498e570f9b4bd6fadf59f1"
+CKPT_10_SHA256 = "7c3544ee00bb44bc52844f36274c87715d84908ebbbeeb364f4fc5af80e5bc71"
+CKPT_20_SHA256 = "9a338a2df4ede38e189262486d41edfdafdab04b90be4bac6406e5d3a63cd7b8"
+PRED_HEX = "630000000100000061000000010000000000000000000000"
+LOSSES_10 = (5.548397, 4.663767)  # first -> last update of invocation 1
+LOSSES_20 = (4.566657, 3.710753)
+# §6.1: the initial P plane
+INITIAL_P_SHA256 = "abb32a4606ab19ddea632c8942100942f92eebedc5b336076c8b49b7756179a3"
+INITIAL_P_WORDS = (0xBBA84A70, 0x3C19EFF0, 0xBACA6D7B, 0x3B9B54D4)
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def golden(name: str) -> bytes:
+    """A golden file's bytes (``python/bob/data/golden/NAME``)."""
+    return (GOLDEN / name).read_bytes()
+
+
+def golden_json(name: str):
+    return json.loads((GOLDEN / name).read_text(encoding="ascii"))
 
 
 @pytest.fixture(scope="module")
@@ -11,3 +62,100 @@ def core():
     except ImportError as exc:  # includes bob.core.NativeCoreUnavailable
         pytest.fail(f"bob.core cannot be imported; the native core must be built: {exc!r}")
     return core_module
+
+
+# --------------------------------------------------------------------------- #
+# bob-inspect
+# --------------------------------------------------------------------------- #
+
+HB = CANONICAL_HEADER_BYTES
+CHUNK = CHUNK_BYTES
+AB = 97 * 256 + 98  # the parameter (context 'a', next 'b')
+
+
+class Ran(NamedTuple):
+    code: int
+    stdout: bytes
+    stderr: bytes
+
+
+def strict_json(raw: bytes) -> dict:
+    def no_constants(name):  # NaN/Infinity are not JSON
+        raise AssertionError(f"non-JSON constant {name} in output")
+
+    assert raw.isascii()
+    assert raw.count(b"\n") == 1  # one JSON object, one line
+    return json.loads(raw, parse_constant=no_constants)
+
+
+class Cli:
+    """``bob-inspect`` in-process: ``run`` (exit code, stdout, stderr as bytes),
+    ``text`` (human output, checked printable) and ``json`` (``--json``, strict)."""
+
+    strict_json = staticmethod(strict_json)
+
+    def __init__(self, capture) -> None:
+        self.capture = capture
+
+    def run(self, *args: str, code: int | None = 0) -> Ran:
+        from bob.inspect import main
+
+        self.capture.readouterr()
+        rc = main(list(args))
+        out, err = self.capture.readouterr()
+        if code is not None:
+            assert rc == code, (rc, out.decode(errors="replace"), err.decode(errors="replace"))
+        assert b"Traceback" not in err
+        return Ran(rc, out, err)
+
+    def text(self, *args: str, code: int | None = 0) -> str:
+        raw = self.run(*args, code=code).stdout
+        assert raw.isascii() or all(b >= 0x20 or b == 0x0A for b in raw)
+        return raw.decode()
+
+    def json(self, *args: str, code: int | None = 0) -> dict:
+        return strict_json(self.run(*args, "--json", code=code).stdout)
+
+
+@pytest.fixture
+def cli(capsysbinary) -> Cli:
+    return Cli(capsysbinary)
+
+
+@pytest.fixture(scope="session")
+def files(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("inspect")
+    rec = bob.build_input(b"abracadabra", [b"abra", b"cad", b""])
+    (d / "rec.bin").write_bytes(rec.to_bytes())
+    ck: bytes | Checkpoint = b""
+    for k in (1, 2, 3):
+        step = bob.invoke(rec, ck)
+        ck = step.checkpoint
+        (d / f"ck{k}.bin").write_bytes(step.checkpoint_bytes())
+    (d / "pred.bin").write_bytes(step.predictions_bytes())
+    (d / "empty.bin").write_bytes(b"")
+
+    # two distinct problems: a wrong learner hyper-parameter (the header digest
+    # recomputed, so the damage is only the contract) and a flipped byte in V
+    learner = LEARNER_PREFIX + struct.pack("<5f", 0.5, 0.9, 0.999, 1e-8, 0.01)
+    raw = bytearray(Checkpoint(ck.step, ck.p, ck.m, ck.v, contract=Contract(learner=learner)).to_bytes())
+    raw[HB + 2 * CHUNK + 4 * 100] ^= 0x01  # V[100]'s lowest mantissa bit
+    (d / "two.bin").write_bytes(raw)
+
+    # control characters in the contract strings
+    evil = Contract(state=b"evil\x1b[2J\x1b]0;pwned\x07\r\nverdict: OK\x9b31m\xe2\x80\xae", seed=b"\x1b[31mred")
+    (d / "evil.bin").write_bytes(
+        Checkpoint(ck.step, ck.p, ck.m, ck.v, contract=evil, header_bytes=canonical_header_bytes(evil)).to_bytes())
+
+    # one value 3 ULP away
+    one = ck.copy()
+    for _ in range(3):
+        one.p[AB] = np.nextafter(one.p[AB], np.float32(np.inf))
+    (d / "one.bin").write_bytes(one.to_bytes())
+
+    # state refused for resuming: a NaN in P, a negative V
+    bad = ck.copy()
+    bad.p[5] = np.nan
+    bad.v[7] = -1.0
+    (d / "state.bin").write_bytes(bad.to_bytes())
+    return d

@@ -1,5 +1,5 @@
 """Types of ``bob._core``, the native core (rust/bob-py). Kept by hand:
-tests/test_core_stub.py checks it against the built module's names and
+tests/core/test_core_stub.py checks it against the built module's names and
 signatures."""
 
 from collections.abc import Sequence

@@ -10,6 +10,10 @@ from __future__ import annotations
 import os
 import sys
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    import argparse
+
 from bob.commands import EXIT_OK, EXIT_REFUSED, EXIT_UNEXPECTED, Refused, about, emit, fail
 from bob.text import show_path
 
@@ -22,7 +26,7 @@ def fixture_parser() -> "argparse.ArgumentParser":
     class _PromptAction(argparse.Action):
         """--prompt and --prompt-hex append to one list, in command-line order."""
 
-        def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
+        def __call__(self, parser, namespace, values, option_string=None):
             prompts = getattr(namespace, self.dest) or []
             if option_string == "--prompt-hex":
                 try:

@@ -1,6 +1,6 @@
 """Format fuzzing helpers: random and mutated bytes for bob's readers.
 
-Used by the property tests (``tests/test_formats_properties.py``) and handy
+Used by the property tests (``tests/formats/test_formats_properties.py``) and handy
 when poking at a reader by hand::
 
     rnd = random.Random(1)
@@ -24,6 +24,20 @@ import hashlib
 import random
 import struct
 
+from bob.formats.constants import (
+    CHECKPOINT_MAGIC,
+    CHUNK_BYTES,
+    CHUNK_TAGS,
+    INPUT_MAGIC,
+    MAX_HEADER_BYTES,
+    PAYLOAD_BYTES,
+    RECORD_BYTES,
+    STRING_LIMIT,
+    U64_MAX,
+    UPDATES_PER_INVOCATION,
+    VOCABULARY,
+)
+from bob.formats.layout import CANONICAL, CANONICAL_CHECKPOINT_BYTES, CANONICAL_HEADER_BYTES, envelope_layout
 from bob.formats.schema import FieldRow
 
 __all__ = [
@@ -36,10 +50,12 @@ __all__ = [
     "mutated_strategy",
 ]
 
-INTERESTING = (0, 1, 2, 3, 7, 63, 64, 65, 255, 256, 447, 448, 449, 512, 1563, 1564, 1565, 4095, 4096, 4097,
-               65535, 65536, 65537, 262143, 262144, 262145, 786432, 786880, 0x7FFFFFFF, 0x80000000,
-               0xFFFFFFFE, 0xFFFFFFFF, 1 << 32, (1 << 63) - 1, 1 << 63, (1 << 64) - 11, (1 << 64) - 10,
-               (1 << 64) - 1)
+_SIZES = (VOCABULARY, CANONICAL.header_length, CANONICAL_HEADER_BYTES, RECORD_BYTES, STRING_LIMIT,
+          MAX_HEADER_BYTES, CHUNK_BYTES, PAYLOAD_BYTES, CANONICAL_CHECKPOINT_BYTES)
+INTERESTING = tuple(sorted({0, 1, 2, 3, 7, 63, 64, 65, 255, 512, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFE, 0xFFFFFFFF,
+                            1 << 32, (1 << 63) - 1, 1 << 63, U64_MAX - UPDATES_PER_INVOCATION,
+                            U64_MAX - UPDATES_PER_INVOCATION + 1, U64_MAX}
+                           | {size + delta for size in _SIZES for delta in (-1, 0, 1)}))
 
 FLOAT_BITS = (0x7FC00000, 0x7F800000, 0xFF800000, 0x80000000, 0xBF800000, 0x00000001, 0x7F7FFFFF)
 """f32 bit patterns: NaN, +inf, -inf, -0.0, -1.0, the smallest subnormal, the largest finite."""
@@ -84,7 +100,7 @@ def _field_mutation(data: bytearray, row: FieldRow, choice: int, rnd: random.Ran
         struct.pack_into("<I", data, row.offset + 4 * k, FLOAT_BITS[choice % len(FLOAT_BITS)])
     else:
         k = row.offset + rnd.randrange(row.size)
-        data[k] = rnd.randrange(256)
+        data[k] = rnd.getrandbits(8)
 
 
 def _byte_mutation(data: bytearray, op: str, rnd: random.Random) -> None:
@@ -93,17 +109,17 @@ def _byte_mutation(data: bytearray, op: str, rnd: random.Random) -> None:
         k = rnd.randrange(n)
         data[k] ^= 1 << rnd.randrange(8)
     elif op == "set" and n:
-        data[rnd.randrange(n)] = rnd.randrange(256)
+        data[rnd.randrange(n)] = rnd.getrandbits(8)
     elif op == "insert":
         k = rnd.randrange(n + 1)
-        data[k:k] = bytes(rnd.randrange(256) for _ in range(rnd.randrange(1, 9)))
+        data[k:k] = rnd.randbytes(rnd.randrange(1, 9))
     elif op == "delete" and n:
         k = rnd.randrange(n)
         del data[k:k + rnd.randrange(1, 9)]
     elif op == "truncate" and n:
         del data[rnd.randrange(n):]
     elif op == "extend":
-        data.extend(bytes(rnd.randrange(256) for _ in range(rnd.randrange(1, 65))))
+        data.extend(rnd.randbytes(rnd.randrange(1, 65)))
     elif op == "duplicate" and n:
         k = rnd.randrange(n)
         data[k:k] = data[k:k + rnd.randrange(1, 65)]
@@ -126,8 +142,7 @@ def refresh_digests(data: bytes) -> bytes:
     """An envelope with its chunk digests and header digest recomputed (planes
     at ``header_bytes + i × 262,144``); ``data`` unchanged if its header cannot
     be parsed or its planes are not all there."""
-    from bob.formats.envelope import CHUNK_ENTRY, ENVELOPE_HEADER
-    from bob.formats.contract import CHUNK_BYTES
+    from bob.formats.envelope import ENVELOPE_HEADER
     from bob.formats.schema import parse
     from bob.errors import FormatError
 
@@ -136,16 +151,15 @@ def refresh_digests(data: bytes) -> bytes:
     except FormatError:
         return data
     hb = parsed.header.value.header_bytes
-    end = parsed.header.length
-    if hb + 3 * CHUNK_BYTES > len(data) or hb < end + 32:
+    h = parsed.header.value
+    lay = envelope_layout((len(h.state), len(h.learner), len(h.data), len(h.seed)))
+    if hb + len(CHUNK_TAGS) * CHUNK_BYTES > len(data) or hb < lay.header_length:
         return data
     out = bytearray(data)
-    table_at = end - 3 * CHUNK_ENTRY.sizeof()
-    for i in range(3):
+    for i in range(len(CHUNK_TAGS)):
         digest = hashlib.sha256(out[hb + i * CHUNK_BYTES: hb + (i + 1) * CHUNK_BYTES]).digest()
-        at = table_at + i * CHUNK_ENTRY.sizeof() + 20
-        out[at:at + 32] = digest
-    out[end:end + 32] = hashlib.sha256(out[:end]).digest()
+        out[lay.chunk_field(i, "digest").slice] = digest
+    out[lay.fields["header_digest"].slice] = hashlib.sha256(out[:lay.header_digest]).digest()
     return bytes(out)
 
 
@@ -154,7 +168,7 @@ def refresh_digests(data: bytes) -> bytes:
 # --------------------------------------------------------------------------- #
 
 
-def random_bytes_strategy(prefixes: tuple[bytes, ...] = (b"", b"BOB-INPT", b"BOB-CKPT"), max_size: int = 2048):
+def random_bytes_strategy(prefixes: tuple[bytes, ...] = (b"", INPUT_MAGIC, CHECKPOINT_MAGIC), max_size: int = 2048):
     """Random bytes, sometimes starting with a bob magic (so they get past it)."""
     from hypothesis import strategies as st
 

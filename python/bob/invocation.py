@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
-from bob.errors import StateRefused
+from bob.errors import ContractMismatch, StateRefused
 from bob.formats.constants import PLANE_NAMES, UPDATES_PER_INVOCATION, VOCABULARY
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -118,6 +118,8 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
     if not isinstance(record, InputRecord):
         record = load_input(record)
     if isinstance(checkpoint, Checkpoint):
+        for name, expected, actual in checkpoint.contract.mismatches():
+            raise ContractMismatch(name, "differs from the bob v1 contract", expected=expected, actual=actual)
         findings = state_findings(checkpoint.step, (checkpoint.p, checkpoint.m, checkpoint.v))
         if findings:
             raise findings[0]

@@ -28,6 +28,10 @@ import sys
 import time
 from types import SimpleNamespace
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    import argparse
+
 from bob.commands import (
     EXIT_BUSY,
     EXIT_INTERRUPTED,
@@ -373,8 +377,10 @@ def wait_seconds(text: str) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = _quick_args(argv)
-    if args is None:
+    quick = _quick_args(argv)
+    if quick is not None:
+        args: "SimpleNamespace | argparse.Namespace" = quick
+    else:
         as_json = "--json" in argv
         try:
             args = run_parser().parse_args(argv)
@@ -403,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     return EXIT_OK
 
 
-def _unexpected(exc: BaseException, args: SimpleNamespace) -> int:
+def _unexpected(exc: BaseException, args: "SimpleNamespace | argparse.Namespace") -> int:
     if args.debug:
         import traceback
 

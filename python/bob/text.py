@@ -74,7 +74,7 @@ def show_path(path: "str | bytes | os.PathLike[str] | os.PathLike[bytes] | None"
 
 def _escape_char(ch: str) -> str:
     code = ord(ch)
-    if code < 0x100:
+    if code < len(_BYTE_TEXT):
         return _BYTE_TEXT[code] if ch not in "\"\\" else ch
     if code <= 0xFFFF:
         return f"\\u{code:04x}"

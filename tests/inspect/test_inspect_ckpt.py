@@ -17,7 +17,7 @@ import bob
 
 HB = 448
 CHUNK = 262_144
-CKPT_SHA_10 = "7c3544ee00bb44bc52844f36274c87715d84908ebbbeeb364f4fc5af80e5bc71"
+from conftest import CKPT_10_SHA256 as CKPT_SHA_10  # noqa: E402
 
 # The documented, stable --json keys (docs/bob-inspect.md).
 CKPT_KEYS = {

@@ -8,7 +8,7 @@ import numpy as np
 
 import bob
 
-RECORD_SHA = "d0d6de4cdcaa05f34ff1fb517f90ca5181543fee16498e570f9b4bd6fadf59f1"
+from conftest import RECORD_SHA256 as RECORD_SHA  # noqa: E402
 
 # The documented, stable --json keys (docs/bob-inspect.md).
 INPUT_KEYS = {

@@ -9,8 +9,7 @@ import pytest
 
 from bob.formats.docs import layout_rows
 
-ROOT = Path(__file__).resolve().parents[2]
-GOLDEN = ROOT / "python" / "bob" / "data" / "golden"
+from conftest import GOLDEN, ROOT  # noqa: E402
 CHUNK = 262_144
 
 

@@ -239,7 +239,7 @@ def _where(index: int) -> str:
     return f"context {index // VOCABULARY}, next {index % VOCABULARY}"
 
 
-def state_findings(step: int, planes: Sequence[np.ndarray], header_bytes: int | None = None) -> list[FormatError]:
+def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", header_bytes: int | None = None) -> list[FormatError]:
     """Why the state (``step``; P, M, V) may not be resumed (§5), as findings.
 
     ``header_bytes`` places the offsets in a file; without it they are None.

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from bob.formats.constants import PARAMETER_COUNT, PREDICTION_BYTES
+
 from bob.formats.schema import FieldRow, layout
 
 __all__ = ["KINDS", "layout_rows", "markdown_table", "sample"]
@@ -30,10 +32,10 @@ def sample(kind: str) -> bytes:
     if kind == "envelope":
         from bob.formats.envelope import Checkpoint
 
-        zeros = np.zeros(65536, dtype=np.float32)
+        zeros = np.zeros(PARAMETER_COUNT, dtype=np.float32)
         return Checkpoint(0, zeros, zeros, zeros).to_bytes()
     if kind == "predictions":
-        return bytes(24)
+        return bytes(PREDICTION_BYTES)
     raise ValueError(f"unknown format kind {kind!r}; one of {', '.join(KINDS)}")
 
 

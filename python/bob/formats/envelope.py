@@ -52,7 +52,7 @@ from bob.formats.contract import (
     VOCABULARY,
     Contract,
 )
-from bob.formats.layout import CANONICAL_HEADER_BYTES, HEADER_ALIGNMENT, aligned_header_bytes, envelope_layout
+from bob.formats.layout import CANONICAL_HEADER_BYTES, DIGEST_BYTES, HEADER_ALIGNMENT, aligned_header_bytes, envelope_layout
 from bob.formats.schema import LengthPrefixed, Rule, Sha256Of, Table, ZeroPadding, as_bytes, const_value
 from bob.text import f32_text
 
@@ -78,7 +78,7 @@ CHUNK_ENTRY = Struct(
     "tag" / Bytes(4) * "`P\\0\\0\\0`, `M\\0\\0\\0` or `V\\0\\0\\0`",
     "offset" / Int64ul * "absolute file offset of the chunk: header_bytes + i × chunk_bytes",
     "length" / Int64ul * "the chunk's length: chunk_bytes",
-    "digest" / Bytes(32) * "SHA-256 of the chunk's bytes",
+    "digest" / Bytes(DIGEST_BYTES) * "SHA-256 of the chunk's bytes",
 )
 
 HEADER_BODY = Struct(
@@ -113,7 +113,7 @@ ENVELOPE_HEADER = Struct(
 
 ENVELOPE = Struct(
     *ENVELOPE_HEADER.subcons,
-    "padding" / ZeroPadding(lambda this: this.header.value.header_bytes - this.header.length - 32)
+    "padding" / ZeroPadding(lambda this: this.header.value.header_bytes - this.header.length - DIGEST_BYTES)
     * "zero bytes up to header_bytes",
     "P" / Bytes(CHUNK_BYTES) * "plane P (parameters), 65,536 × f32, row-major `context * 256 + next`",
     "M" / Bytes(CHUNK_BYTES) * "plane M (first moment), 65,536 × f32",
@@ -239,10 +239,6 @@ class Checkpoint:
         self._check()
         hb = self.header_bytes if header_bytes is None else int(header_bytes)
         _check_header_bytes(hb, self.contract)
-        if hb == HEADER_BYTES and self.contract == V1:
-            from bob.formats.canonical import build_checkpoint  # the layout bob-run writes
-
-            return build_checkpoint(self.step, b"".join(_le_bytes(a) for a in (self.p, self.m, self.v)))
         planes = [_le_bytes(a) for a in (self.p, self.m, self.v)]
         c = self.contract
         table = [
@@ -269,7 +265,7 @@ class Checkpoint:
     @classmethod
     def read(cls, path: "str | os.PathLike[str]", *, for_resume: bool = True) -> "Checkpoint":
         """Read and check the checkpoint file at ``path`` (:func:`bob.read_checkpoint_file`)."""
-        from bob.formats.checks import read_checkpoint_file
+        from bob.formats.files import read_checkpoint_file
 
         return read_checkpoint_file(path, for_resume=for_resume)
 

@@ -227,7 +227,7 @@ def _examine(data: bytes) -> tuple[list[FormatError], InputRecord | None]:
     t = pair_targets.copy()
     c.flags.writeable = False
     t.flags.writeable = False
-    return [], InputRecord._trusted(c, t, tuple(words))  # type: ignore[arg-type]
+    return [], InputRecord._trusted(c, t, (words[0], words[1], words[2]))
 
 
 def _size_error(size: int) -> FormatError:

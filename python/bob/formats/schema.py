@@ -54,6 +54,7 @@ from construct import (
 
 from bob.errors import BadValue, FormatError, NotABobFile, Truncated
 from bob.formats.constants import CHECKPOINT_MAGIC, INPUT_MAGIC
+from bob.formats.layout import DIGEST_BYTES
 
 __all__ = [
     "LengthPrefixed",
@@ -86,7 +87,7 @@ class _TrackingStream(io.BytesIO):
         self.last_offset = 0
         self.last_request = -1
 
-    def read(self, n: int | None = -1) -> bytes:  # type: ignore[override]
+    def read(self, n: int | None = -1) -> bytes:
         self.last_offset = self.tell()
         self.last_request = -1 if n is None else n
         return super().read(n)
@@ -234,15 +235,15 @@ class Sha256Of(Construct):
         self.flagbuildnone = True
 
     def _parse(self, stream, context, path):
-        return stream_read(stream, 32, path)
+        return stream_read(stream, DIGEST_BYTES, path)
 
     def _build(self, obj, stream, context, path):
         digest = hashlib.sha256(self.bytesfunc(context)).digest()
-        stream_write(stream, digest, 32, path)
+        stream_write(stream, digest, DIGEST_BYTES, path)
         return digest
 
     def _sizeof(self, context, path):
-        return 32
+        return DIGEST_BYTES
 
 
 class ZeroPadding(Construct):

@@ -68,6 +68,7 @@ def contract_field(name: str, value: Any, expected: Any, mismatch: bool) -> dict
         got = learner_floats(value)
         want = learner_floats(expected)
         entry["hyperparameters"] = None if got is None else {k: f32_json(x) for k, x in zip(LEARNER_NAMES, got)}
+        assert want is not None  # the expected value is bob v1's learner
         entry["expected_hyperparameters"] = {k: f32_json(x) for k, x in zip(LEARNER_NAMES, want)}
         entry["hyperparameter_mismatches"] = (
             None if got is None
@@ -78,7 +79,7 @@ def contract_field(name: str, value: Any, expected: Any, mismatch: bool) -> dict
 
 def softmax_rows(rows) -> list:
     """Row-wise softmax in float64 for display (None for a row with non-finite values)."""
-    out = []
+    out: list = []
     for row in rows:
         if not np.isfinite(row).all():
             out.append(None)
@@ -197,12 +198,13 @@ def checkpoint_report(data: bytes | None, read_problems: list, *, path: str, aut
     ]
     report["version"] = h.version if h is not None else known.get("version")
     report["header_bytes"] = h.header_bytes if h is not None else known.get("header_bytes")
-    report["header_length"] = ex.header_end if h is not None else None
+    report["header_length"] = ex.header_end if ex is not None and h is not None else None
     step = h.step if h is not None else (0 if fresh else known.get("step"))
     report["step"] = step
     report["invocations"] = None if step is None else step // UPDATES_PER_INVOCATION
 
     if h is not None:
+        assert ex is not None and ex.contract is not None and ex.header_digest is not None
         report["contract"] = {
             "matches_v1": ex.contract.is_v1,
             "fields": {name: contract_field(name, h[name], getattr(V1, name), (name, None) in failed)

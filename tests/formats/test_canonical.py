@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import bob
+from conftest import CKPT_10_SHA256, CKPT_20_SHA256, CORPUS, PROMPTS
 import bob.core
 from bob.formats import canonical
 from bob.fuzz import mutate, refresh_digests, rows_for
@@ -42,11 +43,7 @@ def planes_of(ckpt: bob.Checkpoint) -> bytes:
 
 @pytest.fixture(scope="module")
 def trained() -> bytes:
-    record = bob.build_input(b"abracadabra", [b"abra", b"cad", b""])
-    ckpt = bob.load_checkpoint(b"")
-    bob.core.train(ckpt.p, ckpt.m, ckpt.v, record.contexts, record.targets, 0, 10)
-    ckpt.step = 10
-    return ckpt.to_bytes()
+    return bob.invoke(bob.build_input(CORPUS, PROMPTS)).checkpoint_bytes()
 
 
 @SETTINGS
@@ -69,7 +66,7 @@ def test_header_constants_agree_with_the_schema() -> None:
 def test_contract_vector_is_recognized(trained: bytes) -> None:
     import hashlib
 
-    assert hashlib.sha256(trained).hexdigest() == "7c3544ee00bb44bc52844f36274c87715d84908ebbbeeb364f4fc5af80e5bc71"
+    assert hashlib.sha256(trained).hexdigest() == CKPT_10_SHA256
     assert canonical.recognize_checkpoint(trained) == 10
 
 
@@ -170,7 +167,7 @@ def test_a_good_run_imports_neither_construct_nor_numpy(tmp_path: Path, trained:
     import hashlib
 
     assert hashlib.sha256((tmp_path / "ck.bin").read_bytes()).hexdigest() == (
-        "9a338a2df4ede38e189262486d41edfdafdab04b90be4bac6406e5d3a63cd7b8")
+        CKPT_20_SHA256)
 
 
 def test_a_valid_wide_header_checkpoint_runs_through_the_schemas_and_keeps_its_header(
@@ -184,8 +181,6 @@ def test_a_valid_wide_header_checkpoint_runs_through_the_schemas_and_keeps_its_h
                  "--predictions", str(tmp_path / "pred.bin")]) == 0
     after = bob.load_checkpoint((tmp_path / "ck.bin").read_bytes())
     assert after.header_bytes == 512 and after.step == 20
-    canonical_twin = bob.load_checkpoint(trained)
-    record = bob.load_input((tmp_path / "rec.bin").read_bytes())
-    bob.core.train(canonical_twin.p, canonical_twin.m, canonical_twin.v, record.contexts, record.targets, 10, 10)
-    canonical_twin.step = 20
+    canonical_twin = bob.invoke((tmp_path / "rec.bin").read_bytes(), trained).checkpoint
+    assert canonical_twin.step == 20
     assert planes_of(after) == planes_of(canonical_twin)

@@ -7,13 +7,13 @@ import os
 import re
 
 import pytest
+from conftest import ROOT
 
 from bob.formats.docs import KINDS, layout_rows, markdown_table
 from bob.formats.envelope import CHUNK_ENTRY, ENVELOPE, HEADER_BODY, HEADER_BYTES, header_length
 from bob.formats.input_record import INPUT_RECORD
 from bob.formats.predictions import PREDICTIONS
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = {"input": "input.md", "envelope": "envelope.md", "predictions": "predictions.md"}
 
 
@@ -82,8 +82,6 @@ def test_decisions_document_exists():
     named = set(re.findall(r"`(test_[a-z0-9_]+)`", text))
     assert len(named) >= 10
     defined = set()
-    for name in os.listdir(os.path.join(ROOT, "tests")):
-        if name.startswith("test_formats_") and name.endswith(".py"):
-            with open(os.path.join(ROOT, "tests", name), encoding="utf-8") as f:
-                defined |= set(re.findall(r"^def (test_[a-z0-9_]+)", f.read(), flags=re.M))
+    for path in (ROOT / "tests").rglob("test_*.py"):
+        defined |= set(re.findall(r"^def (test_[a-z0-9_]+)", path.read_text(encoding="utf-8"), flags=re.M))
     assert named <= defined, f"DECISIONS.md names tests that do not exist: {sorted(named - defined)}"

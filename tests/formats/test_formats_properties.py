@@ -20,13 +20,13 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import bob
+from conftest import golden
 from bob import FormatError
 from bob.fuzz import mutate, mutated_strategy, random_bytes_strategy, refresh_digests, rows_for
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reference as R  # noqa: E402  (independent builders)
 
-GOLDEN = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python", "bob", "data", "golden")
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SLOW = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -35,9 +35,6 @@ MEDIUM = settings(max_examples=100, deadline=None, suppress_health_check=[Health
 U64 = (1 << 64) - 1
 
 
-def golden(name: str) -> bytes:
-    with open(os.path.join(GOLDEN, name), "rb") as f:
-        return f.read()
 
 
 def check_error(err: FormatError) -> None:

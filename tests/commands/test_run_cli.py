@@ -20,14 +20,14 @@ import numpy as np
 import pytest
 
 import bob
+from conftest import CKPT_10_SHA256 as CKPT_SHA_10
+from conftest import CKPT_20_SHA256 as CKPT_SHA_20
+from conftest import PRED_HEX
+from conftest import RECORD_SHA256 as RECORD_SHA
 import bob.core
 from bob.run import lock_path_for
 
 BIN = Path(sys.executable).parent
-RECORD_SHA = "d0d6de4cdcaa05f34ff1fb517f90ca5181543fee16498e570f9b4bd6fadf59f1"
-CKPT_SHA_10 = "7c3544ee00bb44bc52844f36274c87715d84908ebbbeeb364f4fc5af80e5bc71"
-CKPT_SHA_20 = "9a338a2df4ede38e189262486d41edfdafdab04b90be4bac6406e5d3a63cd7b8"
-PRED_HEX = "630000000100000061000000010000000000000000000000"
 HEADER = 448
 # magic..step 32, four length-prefixed contract strings 209, sizes 28, chunk
 # table 156: the header digest covers bytes 0..415 and sits at 415..447,

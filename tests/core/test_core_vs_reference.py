@@ -11,13 +11,13 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import CKPT_10_SHA256 as CKPT_10
+from conftest import CKPT_20_SHA256 as CKPT_20
+from conftest import PRED_HEX
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reference as R  # noqa: E402
 
-CKPT_10 = "7c3544ee00bb44bc52844f36274c87715d84908ebbbeeb364f4fc5af80e5bc71"
-CKPT_20 = "9a338a2df4ede38e189262486d41edfdafdab04b90be4bac6406e5d3a63cd7b8"
-PRED_HEX = "630000000100000061000000010000000000000000000000"
 
 
 def norm(preds):

@@ -17,28 +17,13 @@ import os
 import pytest
 
 import bob
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GOLDEN = os.path.join(ROOT, "python", "bob", "data", "golden")
-
-RECORD_SHA256 = "d0d6de4cdcaa05f34ff1fb517f90ca5181543fee16498e570f9b4bd6fadf59f1"
-CKPT_10_SHA256 = "7c3544ee00bb44bc52844f36274c87715d84908ebbbeeb364f4fc5af80e5bc71"
-CKPT_20_SHA256 = "9a338a2df4ede38e189262486d41edfdafdab04b90be4bac6406e5d3a63cd7b8"
-PRED_HEX = "630000000100000061000000010000000000000000000000"
+from conftest import (CKPT_10_SHA256, CKPT_20_SHA256, CORPUS, GOLDEN, INITIAL_P_SHA256, LOSSES_10, LOSSES_20, PRED_HEX,
+                      PROMPTS, RECORD_SHA256, ROOT, sha)
+from conftest import golden as read
+from conftest import golden_json as read_json
 
 
-def read(name: str) -> bytes:
-    with open(os.path.join(GOLDEN, name), "rb") as f:
-        return f.read()
 
-
-def read_json(name: str):
-    with open(os.path.join(GOLDEN, name), encoding="ascii") as f:
-        return json.load(f)
-
-
-def sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 @pytest.fixture(scope="module")
@@ -70,27 +55,26 @@ def test_section8_predictions_hex():
 
 
 def test_section8_checkpoints_after_10_and_20_updates(core):
-    rec = bob.build_input(b"abracadabra", [b"abra", b"cad", b""])
-    ck = bob.load_checkpoint(b"")
+    rec = bob.build_input(CORPUS, PROMPTS)
+    data = b""
     digests, preds, losses = [], [], []
     for _ in range(2):
-        losses.append(core.train(ck.p, ck.m, ck.v, rec.contexts, rec.targets, ck.step))
-        ck.step += 10
-        data = ck.to_bytes()
+        result = bob.invoke(rec, data)  # resume from the bytes, as a fresh process would
+        data = result.checkpoint_bytes()
+        losses.append(result.losses)
         digests.append(sha(data))
-        preds.append(bob.Predictions.from_core(core.predict(ck.p, rec.prompt_words)).to_bytes().hex())
-        ck = bob.load_checkpoint(data)  # resume from the bytes, as a fresh process would
-        assert ck.to_bytes() == data and ck.invocations == len(digests)
+        preds.append(result.predictions_bytes().hex())
+        assert bob.load_checkpoint(data).to_bytes() == data and result.checkpoint.invocations == len(digests)
     assert digests == [CKPT_10_SHA256, CKPT_20_SHA256]
     assert preds == [PRED_HEX, PRED_HEX]
-    assert losses[0][0] == pytest.approx(5.548397, abs=1e-6)
-    assert losses[1][-1] == pytest.approx(3.710753, abs=1e-6)
+    assert (losses[0][0], losses[0][-1]) == pytest.approx(LOSSES_10, abs=1e-6)
+    assert (losses[1][0], losses[1][-1]) == pytest.approx(LOSSES_20, abs=1e-6)
 
 
 def test_fresh_state(core, tmp_path):
     ck = bob.load_checkpoint(b"")
     assert ck.step == 0 and ck.invocations == 0 and ck.header_bytes == 448
-    assert sha(ck.p.tobytes()) == "abb32a4606ab19ddea632c8942100942f92eebedc5b336076c8b49b7756179a3"
+    assert sha(ck.p.tobytes()) == INITIAL_P_SHA256
     assert not ck.m.any() and not ck.v.any()
     assert ck.p.flags.writeable and ck.m.flags.writeable and ck.v.flags.writeable
     with pytest.raises(FileNotFoundError):  # only bob-run treats a missing checkpoint as a fresh run
@@ -111,11 +95,10 @@ def test_golden_checkpoint_is_the_contract_one():
 
 
 def test_golden_loaded_checkpoint_trains_to_step_20(core):
-    ck = bob.read_checkpoint_file(os.path.join(GOLDEN, "checkpoint-abracadabra-step10.bin"))
-    rec = bob.read_input_file(os.path.join(GOLDEN, "input-abracadabra.bin"))
-    core.train(ck.p, ck.m, ck.v, rec.contexts, rec.targets, ck.step)
-    ck.step += 10
-    assert sha(ck.to_bytes()) == CKPT_20_SHA256
+    ck = bob.read_checkpoint_file(GOLDEN / "checkpoint-abracadabra-step10.bin")
+    rec = bob.read_input_file(GOLDEN / "input-abracadabra.bin")
+    result = bob.invoke(rec, ck)
+    assert sha(result.checkpoint_bytes()) == CKPT_20_SHA256 and ck.step == 10  # ck itself is untouched
 
 
 # --------------------------------------------------------------------------- #

@@ -14,6 +14,10 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import CKPT_10_SHA256 as CKPT_10
+from conftest import CKPT_20_SHA256 as CKPT_20
+from conftest import INITIAL_P_SHA256, INITIAL_P_WORDS, PRED_HEX
+from conftest import RECORD_SHA256 as ABRA_RECORD
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reference as R  # noqa: E402
@@ -69,31 +73,20 @@ def test_splitmix64_known_vector():
 def test_initial_p_plane_sha256():
     p = R.initial_p()
     assert p.dtype == np.float32 and p.shape == (65536,)
-    assert sha(p.astype("<f4").tobytes()) == "abb32a4606ab19ddea632c8942100942f92eebedc5b336076c8b49b7756179a3"
+    assert sha(p.astype("<f4").tobytes()) == INITIAL_P_SHA256
 
 
-CONTRACT_FIRST_FOUR_WORDS = [0xBBA89C70, 0x3C19ECF0, 0xBACB1E7B, 0x3B9554D4]
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "CONTRACT INCONSISTENCY (§6.1): the four words printed in the contract "
-        "(0xbba89c70 0x3c19ecf0 0xbacb1e7b 0x3b9554d4) are not the first four words of "
-        "the plane whose SHA-256 the contract pins (abb32a46…); that plane (and every §8 "
-        "digest downstream of it) starts 0xbba84a70 0x3c19eff0 0xbaca6d7b 0x3b9b54d4. "
-        "Kept as the contract states it so the discrepancy stays visible."
-    ),
-)
 def test_initial_p_first_four_words_as_printed_in_contract():
-    assert words(R.initial_p()[:4]) == CONTRACT_FIRST_FOUR_WORDS
+    """§6.1's check words, as the corrected contract prints them (erratum of 2026-11-30; see
+    formats/contract-errata.md E1)."""
+    assert words(R.initial_p()[:4]) == list(INITIAL_P_WORDS)
 
 
 def test_initial_p_first_four_words_of_the_pinned_plane():
-    """The first four words of the plane that has the contract's SHA-256 (see xfail above),
+    """The first four words of the plane that has the contract's SHA-256,
     recomputed here by hand from the §6.1 formulas with exact arithmetic."""
     p = R.initial_p()
-    assert sha(p.astype("<f4").tobytes()) == "abb32a4606ab19ddea632c8942100942f92eebedc5b336076c8b49b7756179a3"
+    assert sha(p.astype("<f4").tobytes()) == INITIAL_P_SHA256
     outs = R.splitmix64(0x0F26CBA9A23C695C, 4)
     expect = []
     for o in outs:
@@ -309,10 +302,6 @@ def test_dead_rows_only_decay():
 # §3 / §4 / §5 / §8
 # --------------------------------------------------------------------------- #
 
-ABRA_RECORD = "d0d6de4cdcaa05f34ff1fb517f90ca5181543fee16498e570f9b4bd6fadf59f1"
-CKPT_10 = "7c3544ee00bb44bc52844f36274c87715d84908ebbbeeb364f4fc5af80e5bc71"
-CKPT_20 = "9a338a2df4ede38e189262486d41edfdafdab04b90be4bac6406e5d3a63cd7b8"
-PRED_HEX = "630000000100000061000000010000000000000000000000"
 
 
 def test_fixture_record_sha256():

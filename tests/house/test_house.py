@@ -1,0 +1,71 @@
+"""The house rules a newcomer relies on, checked: small modules, one place
+for each piece of layout knowledge, matplotlib in one module only."""
+
+from __future__ import annotations
+
+import io
+import tokenize
+from pathlib import Path
+
+from conftest import ROOT
+
+PACKAGE = ROOT / "python" / "bob"
+MAX_LINES = 500
+
+# The modules whose job is to state the formats' numbers and bytes.
+LAYOUT_MODULES = {PACKAGE / "formats" / "constants.py", PACKAGE / "formats" / "layout.py"}
+# Numbers that are layout knowledge: the vocabulary, header and file sizes,
+# the record's offsets. (Small numbers like 8 or 32 are too common to police
+# by value; the layout module names them and tests compare it with the schemas.)
+LAYOUT_NUMBERS = {256, 447, 448, 528, 1552, 1564, 65536, 262144, 786432, 786880, 851968}
+MAGICS = (b"BOB-INPT", b"BOB-CKPT")
+# text.py's escape table covers every byte value 0..255; that 256 is the size
+# of a byte, not bob's vocabulary.
+BYTE_TABLES = {(PACKAGE / "text.py", "range(256)")}
+
+
+def python_modules() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def test_no_module_a_newcomer_must_scroll_for_ever() -> None:
+    long = {str(p.relative_to(ROOT)): n for p in python_modules()
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines: {long}"
+
+
+def _literals(path: Path):
+    source = path.read_text(encoding="utf-8")
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.NUMBER:
+            try:
+                value = int(tok.string.replace("_", ""), 0)
+            except ValueError:
+                continue
+            if value in LAYOUT_NUMBERS and not any(
+                    path == p and snippet in tok.line for p, snippet in BYTE_TABLES):
+                yield tok.start[0], tok.string, tok.line.strip()
+        elif tok.type == tokenize.STRING and tok.string[:1] in "bB":
+            if any(m.decode() in tok.string for m in MAGICS):
+                yield tok.start[0], tok.string, tok.line.strip()
+
+
+def test_no_layout_literal_outside_the_layout_modules() -> None:
+    found = [f"{p.relative_to(ROOT)}:{line}: {text!r} in {src[:80]!r}"
+             for p in python_modules() if p not in LAYOUT_MODULES
+             for line, text, src in _literals(p)]
+    assert not found, "restated layout knowledge (use bob.formats.constants / layout):\n" + "\n".join(found)
+
+
+def test_the_literal_check_can_fail(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text('HEADER = 448\nMAGIC = b"BOB-CKPT"\nrows = range(256)\n', encoding="utf-8")
+    assert [line for line, _, _ in _literals(planted)] == [1, 2, 3]
+
+
+def test_only_the_heatmap_module_imports_matplotlib() -> None:
+    users = [str(p.relative_to(ROOT)) for p in python_modules() if "matplotlib" in p.read_text(encoding="utf-8")
+             and any(line.lstrip().startswith(("import matplotlib", "from matplotlib"))
+                     for line in p.read_text(encoding="utf-8").splitlines())]
+    allowed = {"python/bob/inspect/heatmap.py", "python/bob/qualify/plots.py"}
+    assert set(users) <= allowed, users

@@ -1,0 +1,163 @@
+"""``bob.invoke``: one invocation in memory, the same bytes as ``bob-run``, and it never mutates what it is given."""
+
+from __future__ import annotations
+
+import pickle
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bob
+from bob.errors import ERROR_CLASSES, FormatError
+from bob.run import main as run_main
+from conftest import CKPT_10_SHA256, CKPT_20_SHA256, CORPUS, PRED_HEX, PROMPTS, ROOT, sha
+
+
+def run_files(tmp: Path, record: bytes, checkpoint: bytes | None) -> tuple[int, bytes, bytes]:
+    """bob-run in this process on files holding ``record`` and ``checkpoint`` (None: no file)."""
+    (tmp / "rec.bin").write_bytes(record)
+    ck = tmp / "ck.bin"
+    if checkpoint is None:
+        ck.unlink(missing_ok=True)
+    else:
+        ck.write_bytes(checkpoint)
+    (tmp / "pred.bin").unlink(missing_ok=True)
+    rc = run_main(["--input", str(tmp / "rec.bin"), "--checkpoint", str(ck), "--predictions", str(tmp / "pred.bin"),
+                   "--json"])
+    return rc, ck.read_bytes(), (tmp / "pred.bin").read_bytes() if rc == 0 else b""
+
+
+def test_section8_through_invoke_fresh_then_resumed() -> None:
+    record = bob.build_input(CORPUS, PROMPTS)
+    first = bob.invoke(record)
+    assert (first.step_before, first.step_after, first.fresh) == (0, 10, True)
+    assert sha(first.checkpoint_bytes()) == CKPT_10_SHA256 and first.predictions_bytes().hex() == PRED_HEX
+    assert len(first.losses) == 10 and all(isinstance(x, float) for x in first.losses)
+    second = bob.invoke(record.to_bytes(), first.checkpoint_bytes())
+    assert (second.step_before, second.step_after, second.fresh) == (10, 20, False)
+    assert sha(second.checkpoint_bytes()) == CKPT_20_SHA256
+    # A Checkpoint object, its bytes and a thread count give the same result.
+    assert bob.invoke(record, first.checkpoint, threads=1).checkpoint_bytes() == second.checkpoint_bytes()
+
+
+def _random_record(rnd: random.Random) -> bytes:
+    corpus = rnd.randbytes(rnd.randrange(2, 400))
+    prompts = [rnd.randbytes(rnd.randrange(0, 4)) for _ in range(3)]
+    return bob.build_input(corpus, prompts).to_bytes()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_invoke_equals_bob_run_byte_for_byte(tmp_path: Path, seed: int, capsys) -> None:
+    rnd = random.Random(seed)
+    record = _random_record(rnd)
+    checkpoint: bytes | None = None
+    for _ in range(2):  # fresh, then resumed
+        rc, ck, pred = run_files(tmp_path, record, checkpoint)
+        capsys.readouterr()
+        assert rc == 0
+        result = bob.invoke(record, checkpoint or b"")
+        assert ck == result.checkpoint_bytes() and pred == result.predictions_bytes()
+        checkpoint = ck
+
+
+def test_invoke_equals_a_fresh_bob_run_process(tmp_path: Path) -> None:
+    record = bob.build_input(b"hello, bob", [b"he", b"", b"o"]).to_bytes()
+    (tmp_path / "rec.bin").write_bytes(record)
+    args = [sys.executable, "-m", "bob", "run", "--input", str(tmp_path / "rec.bin"),
+            "--checkpoint", str(tmp_path / "ck.bin"), "--predictions", str(tmp_path / "pred.bin")]
+    subprocess.run(args, check=True, capture_output=True)
+    result = bob.invoke(record)
+    assert (tmp_path / "ck.bin").read_bytes() == result.checkpoint_bytes()
+    assert (tmp_path / "pred.bin").read_bytes() == result.predictions_bytes()
+
+
+def test_invoke_never_mutates_its_arguments() -> None:
+    record = bob.build_input(CORPUS, PROMPTS)
+    start = bob.invoke(record).checkpoint
+    before = (start.step, start.p.copy(), start.m.copy(), start.v.copy())
+    record_bytes = record.to_bytes()
+    raw = bytearray(start.to_bytes())
+    raw_before = bytes(raw)
+    bob.invoke(record, start)
+    bob.invoke(bytearray(record_bytes), raw)
+    assert start.step == before[0]
+    for now, was in zip((start.p, start.m, start.v), before[1:]):
+        assert np.array_equal(now.view(np.uint32), was.view(np.uint32))
+    assert bytes(raw) == raw_before and record.to_bytes() == record_bytes
+
+
+def test_result_shares_no_memory_with_the_arguments() -> None:
+    record = bob.build_input(CORPUS, PROMPTS)
+    start = bob.invoke(record).checkpoint
+    result = bob.invoke(record, start)
+    for a in (result.checkpoint.p, result.checkpoint.m, result.checkpoint.v):
+        for b in (start.p, start.m, start.v):
+            assert not np.shares_memory(a, b)
+
+
+def test_invoke_refuses_by_name() -> None:
+    record = bob.build_input(CORPUS, PROMPTS).to_bytes()
+    with pytest.raises(bob.NotABobFile) as info:
+        bob.invoke(b"BOB-CKPT" + bytes(len(record) - 8))
+    assert info.value.field == "magic"
+    ck = bob.invoke(record).checkpoint
+    other = bob.Checkpoint(ck.step, ck.p, ck.m, ck.v, contract=bob.Contract(seed=b"bob-seed-v2"))
+    with pytest.raises(bob.ContractMismatch) as mismatch:
+        bob.invoke(record, other.to_bytes())
+    assert mismatch.value.field == "seed"
+    with pytest.raises(bob.ContractMismatch):  # the object itself, not only its bytes
+        bob.invoke(record, other)
+    state = bob.invoke(record).checkpoint
+    state.v[3] = -1.0
+    with pytest.raises(bob.StateRefused) as refused:
+        bob.invoke(record, state)
+    assert (refused.value.field, refused.value.index) == ("V", 3)
+
+
+def test_a_state_that_would_become_non_finite_is_refused_not_returned(tmp_path: Path, capsys) -> None:
+    """M = FLT_MAX with V = 0 is a valid state to resume from, but its next
+    update divides FLT_MAX by ε: P would become -inf. Nothing bob would refuse
+    to read is ever produced — by the library or by bob-run."""
+    record = bob.build_input(CORPUS, PROMPTS)
+    state = bob.invoke(record).checkpoint
+    k = ord("a") * 256 + ord("b")
+    state.m[k] = np.finfo(np.float32).max
+    state.v[k] = 0.0
+    with pytest.raises(bob.StateRefused) as info:
+        bob.invoke(record, state)
+    assert info.value.field == "P" and info.value.index == k and "nothing was written" in str(info.value)
+    data = state.to_bytes()
+    rc, after, _ = run_files(tmp_path, record.to_bytes(), data)
+    out = capsys.readouterr()
+    assert rc == 2 and after == data and not (tmp_path / "pred.bin").exists()
+    assert '"field": "P"' in out.out and "--checkpoint" in out.err and "Traceback" not in out.err
+
+
+def test_invocation_is_frozen_and_typed() -> None:
+    result = bob.invoke(bob.build_input(CORPUS, PROMPTS))
+    with pytest.raises(AttributeError):
+        result.losses = ()  # type: ignore[misc]
+    assert isinstance(result.checkpoint, bob.Checkpoint) and isinstance(result.predictions, bob.Predictions)
+
+
+@pytest.mark.parametrize("cls", [FormatError, *ERROR_CLASSES])
+def test_every_format_error_pickles(cls) -> None:
+    err = cls("learner", "differs", expected=b"\x00\xff", actual=float("nan"), offset=7, index=2)
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is cls and str(back) == str(err) and back.to_dict() == err.to_dict()
+
+
+def test_readme_library_snippet_runs_as_written(tmp_path: Path, monkeypatch) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Library"):]
+    snippet = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    assert len(snippet.strip().splitlines()) < 10
+    monkeypatch.chdir(tmp_path)
+    exec(compile(snippet, "README.md", "exec"), {})
+    assert sha((tmp_path / "model.bob").read_bytes()) == CKPT_10_SHA256
+    assert (tmp_path / "predictions.bin").read_bytes().hex() == PRED_HEX
