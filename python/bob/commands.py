@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import os
 import sys
-from contextlib import contextmanager
-from typing import Any, Iterator
 
 from bob.text import one_line, show_path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - typing costs start-up time bob-run does not pay
+    from typing import Any
 
 EXIT_OK = 0
 EXIT_UNEXPECTED = 1
@@ -80,23 +82,32 @@ def os_reason(exc: OSError) -> str:
     return one_line(reason[:1].lower() + reason[1:])
 
 
-@contextmanager
-def about(option: str, path: Any, what: str | None = None) -> Iterator[None]:
-    """Name ``option`` and ``path`` in any OS error or format refusal raised inside.
+class about:  # noqa: N801 - used as a `with` statement, like contextlib's helpers
+    """``with about("--checkpoint", path): …`` names ``option`` and ``path`` in
+    any OS error or format refusal raised inside, as a :class:`Refused`.
 
     ``what`` (``"input record"``) prefixes a format refusal's message.
+    (A class rather than ``contextlib.contextmanager``: bob-run's start-up
+    does not pay for importing contextlib.)
     """
-    from bob.errors import FormatError
 
-    try:
-        yield
-    except Refused:
-        raise
-    except FormatError as exc:
-        message = f"{what}: {exc}" if what else str(exc)
-        raise Refused(message, option=option, path=path, field=exc.field, detail=exc.to_dict()) from None
-    except OSError as exc:
-        raise Refused(os_reason(exc), option=option, path=path) from None
+    def __init__(self, option: str, path: Any, what: str | None = None) -> None:
+        self.option, self.path, self.what = option, path, what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, exc, tb) -> None:
+        if exc is None or isinstance(exc, Refused):
+            return
+        from bob.errors import FormatError
+
+        if isinstance(exc, FormatError):
+            message = f"{self.what}: {exc}" if self.what else str(exc)
+            raise Refused(message, option=self.option, path=self.path, field=exc.field,
+                          detail=exc.to_dict()) from None
+        if isinstance(exc, OSError):
+            raise Refused(os_reason(exc), option=self.option, path=self.path) from None
 
 
 def fail(prog: str, refusal: Refused, *, as_json: bool) -> int:

@@ -14,13 +14,13 @@ on its own plane buffers) both call it, so they cannot drift apart.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
-
 from bob.errors import ContractMismatch, StateRefused
 from bob.formats.constants import PLANE_NAMES, UPDATES_PER_INVOCATION, VOCABULARY
 
-if TYPE_CHECKING:  # pragma: no cover
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - typing costs start-up time bob-run does not pay
+    from typing import Sequence
+
     from bob.formats.envelope import Checkpoint
     from bob.formats.input_record import InputRecord
     from bob.formats.predictions import Predictions
@@ -69,21 +69,40 @@ def _value_at(plane, index: int) -> float:
     return float(memoryview(plane).cast("B").cast("f")[index])
 
 
-@dataclass(frozen=True)
 class Invocation:
-    """The result of one invocation: the new checkpoint and predictions, and how it went.
+    """The result of one invocation (frozen): the new checkpoint and
+    predictions, and how it went. Nothing here shares memory with what
+    :func:`invoke` was given.
 
-    Nothing here shares memory with what :func:`invoke` was given.
+    ``checkpoint``: the state after the 10 updates (step ``step_after``);
+    ``predictions``: one per prompt of the record, from the new P;
+    ``losses``: the loss before each of the 10 updates (contract §6.4).
+
+    (A plain class, not a dataclass: ``bob-run`` imports this module and does
+    not pay for importing ``dataclasses``.)
     """
 
+    __slots__ = ("checkpoint", "predictions", "losses", "step_before", "step_after")
     checkpoint: "Checkpoint"
-    """The state after the 10 updates (step ``step_after``)."""
     predictions: "Predictions"
-    """The prediction for each of the record's 3 prompts, from the new P."""
     losses: tuple[float, ...]
-    """The loss before each of the 10 updates (contract §6.4)."""
     step_before: int
     step_after: int
+
+    def __init__(self, checkpoint: "Checkpoint", predictions: "Predictions", losses: tuple[float, ...],
+                 step_before: int, step_after: int) -> None:
+        for name, value in zip(self.__slots__, (checkpoint, predictions, losses, step_before, step_after)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Invocation is frozen; cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Invocation is frozen; cannot delete {name!r}")
+
+    def __repr__(self) -> str:
+        return (f"Invocation(step {self.step_before} -> {self.step_after}, "
+                f"loss {self.losses[0]:.6f} -> {self.losses[-1]:.6f}, tokens {self.predictions.tokens})")
 
     @property
     def fresh(self) -> bool:

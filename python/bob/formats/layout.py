@@ -19,7 +19,6 @@ every header bob writes (the bob v1 strings, ``header_bytes`` = 448).
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
 
 from bob.formats.constants import (
     CHUNK_TAGS,
@@ -60,12 +59,30 @@ DIGEST_BYTES = 32  # SHA-256
 HEADER_ALIGNMENT = 64  # header_bytes is a multiple of this
 
 
-class Field(NamedTuple):
-    """A fixed field: its offset, its size in bytes and, for numbers, its ``struct`` format."""
+class Field:
+    """A fixed field: its offset, its size in bytes and, for numbers, its ``struct`` format.
 
-    offset: int
-    size: int
-    format: str | None = None
+    (Plain classes here, not ``typing.NamedTuple``: ``bob-run`` imports this
+    module on its fast path and does not pay for importing ``typing``.)
+    """
+
+    __slots__ = ("offset", "size", "format")
+
+    def __init__(self, offset: int, size: int, format: str | None = None) -> None:
+        self.offset = offset
+        self.size = size
+        self.format = format
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Field):
+            return NotImplemented
+        return (self.offset, self.size, self.format) == (other.offset, other.size, other.format)
+
+    def __hash__(self) -> int:
+        return hash((self.offset, self.size, self.format))
+
+    def __repr__(self) -> str:
+        return f"Field(offset={self.offset}, size={self.size}, format={self.format!r})"
 
     @property
     def end(self) -> int:
@@ -127,17 +144,23 @@ CHUNK_ENTRY = struct.Struct("<4sQQ32s")
 CHUNK_ENTRY_FIELDS = _fields(("tag", 4, None), ("offset", 8, "<Q"), ("length", 8, "<Q"), ("digest", 32, None))
 
 
-class EnvelopeLayout(NamedTuple):
-    """Every offset of one envelope header, for given contract string lengths."""
+class EnvelopeLayout:
+    """Every offset of one envelope header, for given contract string lengths.
 
-    fields: dict[str, Field]
-    """Each header field by the schema's name (``state.length``, ``chunk_table[1].digest`` …)."""
-    chunk_table: int
-    """Offset of the chunk table's first entry."""
-    header_digest: int
-    """Offset of the header digest (the SHA-256 of every byte before it)."""
-    header_length: int
-    """Bytes from offset 0 to the end of the header digest."""
+    ``fields``: each header field by the schema's name (``state.length``,
+    ``chunk_table[1].digest`` …); ``chunk_table``: offset of the chunk
+    table's first entry; ``header_digest``: offset of the header digest (the
+    SHA-256 of every byte before it); ``header_length``: bytes from offset 0
+    to the end of the header digest.
+    """
+
+    __slots__ = ("fields", "chunk_table", "header_digest", "header_length")
+
+    def __init__(self, fields: dict[str, Field], chunk_table: int, header_digest: int, header_length: int) -> None:
+        self.fields = fields
+        self.chunk_table = chunk_table
+        self.header_digest = header_digest
+        self.header_length = header_length
 
     def chunk_field(self, index: int, name: str) -> Field:
         """``name`` (tag, offset, length, digest) of chunk table entry ``index``."""
