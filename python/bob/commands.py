@@ -36,7 +36,7 @@ EXIT_INTERRUPTED = 130
 
 __all__ = [
     "EXIT_OK", "EXIT_UNEXPECTED", "EXIT_REFUSED", "EXIT_BUSY", "EXIT_INTERRUPTED",
-    "Refused", "about", "fail", "emit", "os_reason",
+    "Refused", "about", "fail", "emit", "os_reason", "argument_parser", "parse_command_line",
 ]
 
 
@@ -123,6 +123,8 @@ def fail(prog: str, refusal: Refused, *, as_json: bool) -> int:
 
 def _write(stream, text: str) -> bool:
     """Write ``text`` in one piece and flush; False if the stream cannot take it."""
+    if stream is None:  # the process was started with this stream closed
+        return False
     try:
         stream.write(text)
         stream.flush()
@@ -152,3 +154,30 @@ def emit(prog: str, text: str, *, committed: str | None = None) -> None:
         note = f"{committed}, but its summary could not be printed" if committed else \
             "the summary could not be printed"
         _write(sys.stderr, f"{prog}: {note} (stdout is closed or full)\n")
+
+
+def argument_parser(**kwargs):
+    """An ``argparse.ArgumentParser`` whose usage errors raise :class:`Refused`
+    (after printing the usage line on stderr) instead of exiting, so every
+    command reports them the same way, ``--json`` included. Subparsers
+    inherit the behaviour."""
+    import argparse
+
+    class CommandParser(argparse.ArgumentParser):
+        def error(self, message: str):
+            _write(sys.stderr, self.format_usage())
+            raise Refused(f"usage: {message}")
+
+    return CommandParser(**kwargs)
+
+
+def parse_command_line(prog: str, parser, argv: list[str]):
+    """``parser.parse_args(argv)``, or the exit code: 0 after ``--help``, 2 after a
+    usage error (reported by :func:`fail`, as JSON too when ``--json`` is on
+    the command line)."""
+    try:
+        return parser.parse_args(argv)
+    except Refused as exc:
+        return fail(prog, exc, as_json="--json" in argv)
+    except SystemExit as exc:  # --help or --version: argparse printed it
+        return exc.code if isinstance(exc.code, int) else EXIT_OK

@@ -54,18 +54,40 @@ def initialize(p, seed: bytes = SEED) -> None:
     _core.initialize(p, bytes(seed))
 
 
-def _pair_buffer(values):
-    """Contexts or targets as a C-contiguous uint8 or uint32 buffer."""
-    if isinstance(values, (bytes, bytearray, memoryview, array.array)):
+def _pair_buffer(values, name: str):
+    """Contexts or targets as a C-contiguous uint8 or uint32 buffer.
+
+    Refuses instead of guessing: values that are not integers (a float 97.7,
+    a bool) raise ``TypeError``; integers outside u32 (-1, 2**32 + 97) raise
+    :class:`CoreError` naming the index — never a silent wrap or truncation.
+    Values at or above the vocabulary are refused by the core itself.
+    """
+    if isinstance(values, (bytes, bytearray)):
         return values
+    if isinstance(values, (memoryview, array.array)):
+        return values  # the binding accepts only uint8 / uint32 buffers and names any other format
     dtype = getattr(values, "dtype", None)
     if dtype is not None:  # a NumPy array: NumPy is already imported
         import numpy as np
 
+        if dtype.kind not in "ui":
+            raise TypeError(f"{name} must hold integers (byte values); got an array of {dtype}")
         if dtype in (np.uint8, np.uint32) and values.flags.c_contiguous:
             return values
-        return np.ascontiguousarray(values, dtype=np.uint32)
-    return array.array("I", values)
+        flat = np.asarray(values).reshape(-1)
+        bad = np.flatnonzero((flat < 0) | (flat > 0xFFFFFFFF))
+        if bad.size:
+            k = int(bad[0])
+            raise CoreError(f"{name}[{k}] = {int(flat[k])} is not a byte value (not even a u32)")
+        return np.ascontiguousarray(flat, dtype=np.uint32)
+    words = array.array("I")
+    for k, value in enumerate(values):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name}[{k}] must be an integer (a byte value); got {type(value).__name__} {value!r}")
+        if not 0 <= value <= 0xFFFFFFFF:
+            raise CoreError(f"{name}[{k}] = {value} is not a byte value (not even a u32)")
+        words.append(value)
+    return words
 
 
 def train(p, m, v, contexts, targets, step: int, updates: int = UPDATES_PER_INVOCATION,
@@ -79,7 +101,7 @@ def train(p, m, v, contexts, targets, step: int, updates: int = UPDATES_PER_INVO
     of :func:`kernels`; "scalar" is the slow reference transcription of §6,
     for qualifying the others, never chosen by "auto".
     """
-    return _core.train(p, m, v, _pair_buffer(contexts), _pair_buffer(targets), int(step), int(updates),
+    return _core.train(p, m, v, _pair_buffer(contexts, "contexts"), _pair_buffer(targets, "targets"), int(step), int(updates),
                        threads=int(threads), kernel=str(kernel))
 
 

@@ -14,7 +14,16 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     import argparse
 
-from bob.commands import EXIT_OK, EXIT_REFUSED, EXIT_UNEXPECTED, Refused, about, emit, fail
+from bob.commands import (
+    EXIT_OK,
+    EXIT_UNEXPECTED,
+    Refused,
+    about,
+    argument_parser,
+    emit,
+    fail,
+    parse_command_line,
+)
 from bob.text import show_path
 
 PROG = "bob-fixture"
@@ -38,7 +47,7 @@ def fixture_parser() -> "argparse.ArgumentParser":
             prompts.append(value)
             setattr(namespace, self.dest, prompts)
 
-    parser = argparse.ArgumentParser(
+    parser = argument_parser(
         prog=PROG,
         description="Write a bob input record (bob-input v1) from a corpus and exactly three prompts.",
     )
@@ -110,13 +119,9 @@ def build(args) -> dict:
 
 def fixture_main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    try:
-        args = fixture_parser().parse_args(argv)
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else EXIT_REFUSED
-        if code and "--json" in argv:
-            fail(PROG, Refused("usage error (see the message above)"), as_json=True)
-        return code
+    args = parse_command_line(PROG, fixture_parser(), argv)
+    if isinstance(args, int):
+        return args
     prompts = args.prompts or []
     if len(prompts) != 3:
         return fail(PROG, Refused(f"prompts: exactly 3 prompts are needed (--prompt/--prompt-hex), got {len(prompts)}",

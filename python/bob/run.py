@@ -40,8 +40,10 @@ from bob.commands import (
     EXIT_UNEXPECTED,
     Refused,
     about,
+    argument_parser,
     emit,
     fail,
+    parse_command_line,
 )
 from bob.text import show_byte, show_path
 
@@ -309,9 +311,7 @@ def _human_summary(result: dict) -> str:
 
 
 def run_parser() -> "argparse.ArgumentParser":
-    import argparse
-
-    parser = argparse.ArgumentParser(
+    parser = argument_parser(
         prog=PROG,
         description="One bob invocation: 10 AdamW updates from CKPT (missing or empty: fresh), "
         "then CKPT and PRED replaced atomically.",
@@ -371,7 +371,7 @@ def wait_seconds(text: str) -> float:
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or value < 0:
-        raise Refused(f"--wait must be a finite number of seconds >= 0, got {show_path(text)}", option="--wait")
+        raise Refused(f"must be a finite number of seconds >= 0, got {show_path(text)}", option="--wait")
     return value
 
 
@@ -381,14 +381,10 @@ def main(argv: list[str] | None = None) -> int:
     if quick is not None:
         args: "SimpleNamespace | argparse.Namespace" = quick
     else:
-        as_json = "--json" in argv
-        try:
-            args = run_parser().parse_args(argv)
-        except SystemExit as exc:  # argparse printed its usage message
-            code = exc.code if isinstance(exc.code, int) else EXIT_REFUSED
-            if code and as_json:
-                fail(PROG, Refused("usage error (see the message above)"), as_json=True)
-            return code
+        parsed = parse_command_line(PROG, run_parser(), argv)
+        if isinstance(parsed, int):
+            return parsed
+        args = parsed
     try:
         result = run_files(args.input, args.checkpoint, args.predictions, wait_seconds=wait_seconds(args.wait))
     except Refused as exc:

@@ -109,8 +109,11 @@ def f32_text(value: float) -> str:
         return repr(value)
     for digits in range(1, 10):
         text = f"{value:.{digits}g}"
-        if struct.pack("<f", float(text)) == bits:
-            return text
+        try:
+            if struct.pack("<f", float(text)) == bits:
+                return text
+        except OverflowError:  # a short decimal of ±FLT_MAX rounds past binary32's range
+            continue
     return repr(value)  # pragma: no cover - 9 significant digits always round-trip
 
 

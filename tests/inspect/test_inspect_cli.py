@@ -76,7 +76,8 @@ def test_missing_and_foreign_files_are_one_line_errors(cli, files, tmp_path):
         assert out.stdout == b"" and out.stderr.count(b"\n") == 1, out.stderr
     assert cli.run(str(tmp_path / "nope"), code=2).stderr.decode().endswith("nope: no such file\n")
     r = cli.json("ckpt", str(tmp_path / "nope"), code=2)
-    assert r["ok"] is False and r["exit"] == 2 and r["error"].endswith("no such file")
+    assert r["ok"] is False and r["exit"] == 2 and r["error"]["message"] == "no such file"
+    assert r["error"]["exit_code"] == 2 and r["error"]["path"] == str(tmp_path / "nope")
 
     png = tmp_path / "x.png"
     png.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(40))
@@ -107,8 +108,10 @@ def test_a_directory_is_refused_naming_the_path(cli, files, tmp_path):
         assert out.stdout == b"" and err.count("\n") == 1, err
         assert err.startswith(f"bob-inspect: {d}: a directory, not a regular file"), err
     r = cli.json("input", str(d), code=2)
-    assert r == {"command": "input", "files": [str(d)], "ok": False,
-                 "error": f"{d}: a directory, not a regular file", "exit": 2}
+    assert r == {"command": "input", "files": [str(d)], "ok": False, "exit": 2,
+                 "error": {"option": None, "path": str(d), "field": None, "exit_code": 2,
+                           "message": "a directory, not a regular file",
+                           "text": f"{d}: a directory, not a regular file"}}
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
@@ -123,7 +126,7 @@ def test_a_fifo_without_a_writer_is_refused_without_hanging(cli, files, tmp_path
             assert out.stdout == b"" and err.count("\n") == 1, err
             assert err.startswith(f"bob-inspect: {shown}: a FIFO (named pipe), not a regular file"), err
         r = cli.json(str(fifo), code=2)
-        assert r["ok"] is False and r["exit"] == 2 and r["files"] == [shown] and "FIFO" in r["error"]
+        assert r["ok"] is False and r["exit"] == 2 and r["files"] == [shown] and "FIFO" in r["error"]["message"]
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")

@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from bob.formats import kinds
 from bob.formats.constants import CHECKPOINT_MAGIC, INPUT_MAGIC, MAX_CHECKPOINT_BYTES, RECORD_BYTES
+from bob.commands import argument_parser, fail, parse_command_line
 from bob.text import escape_bytes, one_line, show_path
 
 from bob.inspect.common import (
@@ -62,6 +63,16 @@ def rows_bytes(args: argparse.Namespace) -> bytes:
     return bytes(dict.fromkeys(out))
 
 
+def _same_file(a: str, b: str) -> bool:
+    """True when two command-line paths name one file (links resolved)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
 def cmd_ckpt(args: argparse.Namespace, *, auto: bool = False) -> Result:
     """``bob-inspect ckpt FILE [--rows BYTES] [--rows-hex HEX] [--heatmap OUT]``."""
     from bob.inspect.checkpoint import checkpoint_report
@@ -72,6 +83,9 @@ def cmd_ckpt(args: argparse.Namespace, *, auto: bool = False) -> Result:
         from bob.inspect.heatmap import require_matplotlib
 
         require_matplotlib()
+        if _same_file(heatmap, args.file):
+            raise Refused(f"--heatmap {show_path(heatmap)}: that is the checkpoint being inspected; "
+                          "bob-inspect never replaces what it reads")
     rows = rows_bytes(args)
     data, problems = read(args.file, MAX_CHECKPOINT_BYTES, CHECKPOINT_MAGIC, "a checkpoint (bob-envelope)")
     report, p_plane = checkpoint_report(data, problems, path=args.file, auto=auto, rows=rows)
@@ -169,7 +183,7 @@ def _add_ckpt_options(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = argument_parser(
         prog=PROG,
         description="Show bob's files (checkpoints, input records, predictions) whole and readably, "
         "from the format schemas. `bob-inspect FILE` detects the kind from the magic.",
@@ -241,26 +255,23 @@ def main(argv: list[str] | None = None) -> int:
             pass
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    try:
-        args = parser.parse_args(route(argv))
-    except SystemExit as exc:  # a usage error (2) or --help (0): argparse has printed it
-        return exc.code if isinstance(exc.code, int) else EXIT_PROBLEMS
+    parsed = parse_command_line(PROG, parser, route(argv))
+    if isinstance(parsed, int):
+        return parsed
+    args = parsed
     if args.command is None:
         parser.print_usage(sys.stderr)
-        print(f"{PROG}: give a command or a FILE", file=sys.stderr)
-        return EXIT_PROBLEMS
+        return fail(PROG, Refused("usage: give a command or a FILE"), as_json="--json" in argv)
     if args.command == "schema" and args.kind is not None and args.kind not in SCHEMA_KINDS:
-        try:
-            parser.error(f"schema: unknown kind {escape_bytes(os.fsencode(args.kind))}; one of input, envelope, pred")
-        except SystemExit as exc:
-            return exc.code if isinstance(exc.code, int) else EXIT_PROBLEMS
+        return _fail(args, "schema", Refused(f"usage: schema: unknown kind {escape_bytes(os.fsencode(args.kind))}; "
+                                             "one of input, envelope, pred"), EXIT_PROBLEMS)
     command = "ckpt" if args.command == "auto" else args.command
     try:
         report, lines, code = HANDLERS[args.command](args)
     except Refused as exc:
-        return _fail(args, command, str(exc), EXIT_PROBLEMS)
+        return _fail(args, command, exc, exc.code)
     except KeyboardInterrupt:
-        return _fail(args, command, "interrupted", EXIT_INTERRUPTED)
+        return _fail(args, command, Refused("interrupted"), EXIT_INTERRUPTED)
     except BrokenPipeError:
         return _quiet_broken_pipe()
     except Exception as exc:  # noqa: BLE001 - the promise: one line, exit 1, a traceback only under --debug
@@ -268,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
             import traceback
 
             traceback.print_exc()
-        return _fail(args, command, f"unexpected error: {type(exc).__name__}: {exc}", EXIT_UNEXPECTED)
+        return _fail(args, command, Refused(f"unexpected error: {type(exc).__name__}: {exc}"), EXIT_UNEXPECTED)
     return _emit(args, report, lines, code)
 
 
@@ -301,16 +312,20 @@ def _guard(line: str) -> str:
     return line if line.isprintable() else one_line(line)
 
 
-def _fail(args: argparse.Namespace, command: str, message: str, code: int) -> int:
-    message = one_line(message)
+def _fail(args: argparse.Namespace, command: str, refusal: Refused, code: int) -> int:
+    """One line on stderr; under ``--json`` one object on stdout whose ``error``
+    is the refusal's object (option, path, field, message, exit_code, text)."""
+    refusal.code = code
+    print(f"{PROG}: {refusal.text}", file=sys.stderr)
     if getattr(args, "json", False) and sys.stdout is not None:
         files = [getattr(args, k) for k in ("file", "a", "b") if getattr(args, k, None) is not None]
         try:
             print(json.dumps({"command": command, "files": [show_path(f) for f in files], "ok": False,
-                              "error": message, "exit": code}))
+                              "error": refusal.to_dict(), "exit": code}), flush=True)
         except BrokenPipeError:
             _quiet_broken_pipe()
-    print(f"{PROG}: {message}", file=sys.stderr)
+        except OSError:
+            pass  # stdout is full: the line on stderr stands
     return code
 
 

@@ -21,31 +21,21 @@ from bob.fileio import FileTooLarge, read_bounded
 from bob.formats.files import read_format_file
 from bob.text import f32_text, json_number, show_path
 
-EXIT_OK = 0
-EXIT_UNEXPECTED = 1
-EXIT_PROBLEMS = 2
-EXIT_INTERRUPTED = 130
+from bob.commands import EXIT_INTERRUPTED, EXIT_OK, EXIT_UNEXPECTED, Refused, os_reason
+from bob.commands import EXIT_REFUSED as EXIT_PROBLEMS
+
+__all__ = ["EXIT_OK", "EXIT_UNEXPECTED", "EXIT_PROBLEMS", "EXIT_INTERRUPTED", "Refused", "os_reason", "read"]
 
 PROG = "bob-inspect"
 TOP_K = 5  # next bytes shown per row (--rows)
 PLOT_HINT = "pip install 'bob[plot]'"
 
 
-class Refused(Exception):
-    """A one-line refusal (exit 2): a missing file, a bad option value …"""
-
-
-def os_reason(exc: OSError) -> str:
-    """An OS error's reason in lower case (``no such file or directory``)."""
-    reason = exc.strerror or type(exc).__name__
-    return reason[:1].lower() + reason[1:]
-
-
 def refusal(path: str, exc: OSError) -> Refused:
     """The one-line refusal of a path that cannot be read (it names the path)."""
     if isinstance(exc, FileNotFoundError):
-        return Refused(f"{show_path(path)}: no such file")
-    return Refused(f"{show_path(path)}: {os_reason(exc)}")
+        return Refused("no such file", path=path)
+    return Refused(os_reason(exc), path=path)
 
 
 def read(path: str, limit: int, magic: bytes | None, what: str) -> tuple[bytes | None, list[FormatError]]:

@@ -103,7 +103,11 @@ def draw_heatmap(p_plane, out: str, title: str) -> dict[str, Any]:
     masked = np.ma.masked_invalid(table)
     cmap = colormaps["RdBu_r"].with_extremes(bad="black")
 
-    reach = np.where(finite, np.abs(table), np.inf).max(axis=1)
+    # Rank rows by their finite values only: a row holding NaN or inf is
+    # marked (black cells, the title, "non_finite_rows"), but it must not push
+    # the rows that learned something out of the zoom.
+    reach = np.where(finite, np.abs(table), 0.0).max(axis=1)
+    non_finite_rows = [int(r) for r in np.flatnonzero(~finite.all(axis=1))]
     moved = np.flatnonzero(reach > INIT_BOUND)
     if moved.size > MAX_ZOOM:
         moved = np.sort(moved[np.argsort(-reach[moved], kind="stable")[:MAX_ZOOM]])
@@ -129,7 +133,8 @@ def draw_heatmap(p_plane, out: str, title: str) -> dict[str, Any]:
     bar = fig.colorbar(im, ax=[ax_full, ax_rows], shrink=0.8)
     bar.set_label("logit (black: non-finite)")
     bad = int((~finite).sum())
-    fig.suptitle(_plain(title) + (f" - {bad} non-finite values" if bad else ""), fontsize=11)
+    fig.suptitle(_plain(title) + (f" - {bad} non-finite values in {len(non_finite_rows)} row(s)" if bad else ""),
+                 fontsize=11)
 
     ext = os.path.splitext(out)[1].lower().lstrip(".") or "png"
     supported = fig.canvas.get_supported_filetypes()
@@ -142,4 +147,5 @@ def draw_heatmap(p_plane, out: str, title: str) -> dict[str, Any]:
         write_atomic(out, buf.getvalue())
     except OSError as exc:
         raise Refused(f"--heatmap {show_path(out)}: {os_reason(exc)}") from None
-    return {"path": show_path(out), "format": ext, "rows_shown": [int(b) for b in moved]}
+    return {"path": show_path(out), "format": ext, "rows_shown": [int(b) for b in moved],
+            "non_finite_rows": non_finite_rows}
