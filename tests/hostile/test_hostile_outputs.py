@@ -1,0 +1,159 @@
+"""Broken outputs and failed writes (issue 9, classes 5 and 6).
+
+After the checkpoint is committed, a closed, full or broken stdout is not a
+failed invocation: exit 0, one line on stderr. When the checkpoint cannot be
+written, the predictions bob had already replaced are put back exactly."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+import bob
+from conftest import CORPUS, PROMPTS
+
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    bob.build_input(CORPUS, PROMPTS).write(tmp_path / "rec.bin")
+    return tmp_path
+
+
+def run_args(work: Path, *extra: str) -> list[str]:
+    return [str(BIN / "bob-run"), "--input", str(work / "rec.bin"), "--checkpoint", str(work / "ck.bin"),
+            "--predictions", str(work / "pred.bin"), *extra]
+
+
+def assert_committed_quietly(err: bytes, work: Path, step: int) -> None:
+    text = err.decode()
+    assert "Traceback" not in text and text.count("\n") == 1, text
+    assert f"committed step {step}" in text and "could not be printed" in text
+    assert bob.read_checkpoint_file(work / "ck.bin").step == step
+
+
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_closed_stdout_after_the_commit(work: Path, json_flag: list[str]) -> None:
+    out = subprocess.run(run_args(work, *json_flag), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=lambda: os.close(1), timeout=30)
+    assert out.returncode == 0
+    assert_committed_quietly(out.stderr, work, 10)
+
+
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_full_stdout_after_the_commit(work: Path, json_flag: list[str]) -> None:
+    with open("/dev/full", "wb") as full:
+        out = subprocess.run(run_args(work, *json_flag), stdout=full, stderr=subprocess.PIPE, timeout=30)
+    assert out.returncode == 0
+    assert_committed_quietly(out.stderr, work, 10)
+
+
+def test_broken_pipe_after_the_commit(work: Path) -> None:
+    proc = subprocess.Popen(run_args(work), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before bob-run prints (like `| head -0`)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0
+    assert_committed_quietly(err, work, 10)
+    # a supervisor that retries on a non-zero exit would have trained twice; it does not retry
+    again = subprocess.run(run_args(work), capture_output=True, timeout=30)
+    assert again.returncode == 0 and bob.read_checkpoint_file(work / "ck.bin").step == 20
+
+
+def test_json_summary_is_one_line_in_one_piece(work: Path) -> None:
+    out = subprocess.run(run_args(work, "--json"), capture_output=True, timeout=30)
+    assert out.returncode == 0 and out.stdout.count(b"\n") == 1 and out.stdout.endswith(b"\n")
+    assert json.loads(out.stdout)["step_after"] == 10
+
+
+def test_bob_inspect_with_a_closed_stdout_is_one_line_not_a_traceback(work: Path) -> None:
+    out = subprocess.run([str(BIN / "bob-inspect"), str(work / "rec.bin")], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, preexec_fn=lambda: os.close(1), timeout=30)
+    assert out.returncode == 1 and b"Traceback" not in out.stderr and out.stderr.count(b"\n") == 1
+
+
+# ------------------------------------------------------------------ rollback ---
+def test_failed_checkpoint_write_restores_old_predictions_exactly(work: Path, monkeypatch, capsys) -> None:
+    """The predictions are replaced first; if the checkpoint then cannot be
+    written, the old predictions file comes back byte for byte — here a
+    100 KiB file, larger than any buffer bob might have kept it in."""
+    import errno
+
+    import bob.fileio
+    from bob.run import main
+
+    first = bob.invoke(bob.read_input_file(work / "rec.bin"))
+    first.checkpoint.write(work / "ck.bin")
+    old_predictions = os.urandom(100 * 1024)
+    (work / "pred.bin").write_bytes(old_predictions)
+    os.chmod(work / "pred.bin", 0o640)
+    old_checkpoint = (work / "ck.bin").read_bytes()
+    real = bob.fileio.write_atomic
+
+    def failing(path, data):
+        if str(path).endswith("ck.bin"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(path, data)
+
+    monkeypatch.setattr(bob.fileio, "write_atomic", failing)
+    code = main(run_args(work)[1:])
+    err = capsys.readouterr().err
+    assert code == 2 and "--checkpoint" in err and "no space left on device" in err
+    assert (work / "pred.bin").read_bytes() == old_predictions
+    assert os.stat(work / "pred.bin").st_mode & 0o777 == 0o640
+    assert (work / "ck.bin").read_bytes() == old_checkpoint
+    assert not [p for p in work.iterdir() if ".bob-tmp-" in p.name]
+
+
+def test_failed_checkpoint_write_removes_predictions_that_did_not_exist(work: Path, monkeypatch, capsys) -> None:
+    import errno
+
+    import bob.fileio
+    from bob.run import main
+
+    real = bob.fileio.write_atomic
+
+    def failing(path, data):
+        if str(path).endswith("ck.bin"):
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return real(path, data)
+
+    monkeypatch.setattr(bob.fileio, "write_atomic", failing)
+    assert main(run_args(work)[1:]) == 2
+    assert not (work / "pred.bin").exists() and not (work / "ck.bin").exists()
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path):
+    """A 1.6 MB tmpfs: room for one checkpoint and a large predictions file, not for a second checkpoint."""
+    mount = tmp_path / f"disk-{uuid.uuid4().hex[:6]}"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1600k", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_full_disk_loses_nothing(small_disk: Path) -> None:
+    work = small_disk
+    bob.build_input(CORPUS, PROMPTS).write(work / "rec.bin")
+    bob.invoke(bob.read_input_file(work / "rec.bin")).checkpoint.write(work / "ck.bin")
+    old_predictions = os.urandom(100 * 1024)
+    (work / "pred.bin").write_bytes(old_predictions)
+    old_checkpoint = (work / "ck.bin").read_bytes()
+    out = subprocess.run(run_args(work, "--json"), capture_output=True, timeout=30)
+    err = out.stderr.decode()
+    assert out.returncode == 2 and "Traceback" not in err and "--checkpoint" in err, err
+    assert "no space left on device" in err and json.loads(out.stdout)["error"]["option"] == "--checkpoint"
+    assert (work / "ck.bin").read_bytes() == old_checkpoint
+    assert (work / "pred.bin").read_bytes() == old_predictions
+    assert sorted(p.name for p in work.iterdir()) == [".ck.bin.bob-lock", "ck.bin", "pred.bin", "rec.bin"]

@@ -1,0 +1,300 @@
+"""Hostile paths (issue 9, classes 1, 2, 7, 8): devices, FIFOs, sockets,
+directories and symbolic links given to every path option of every command.
+
+Each refusal: exit 2, one line naming the option and the path (escaped), no
+traceback, nothing created or changed on disk, and no waiting."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import bob
+from conftest import CKPT_10_SHA256, CORPUS, PROMPTS, sha
+
+BIN = Path(sys.executable).parent
+TIMEOUT = 10  # seconds: a hang fails the test instead of stalling the suite
+
+
+def command(name: str, *args: str, stdout=subprocess.PIPE) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / name), *map(str, args)], stdout=stdout, stderr=subprocess.PIPE,
+                          timeout=TIMEOUT)
+
+
+def make_special(kind: str, path: Path):
+    """Create a special file of ``kind`` at ``path``; return what keeps it alive."""
+    if kind == "directory":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "socket":
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(path))
+        return sock
+    elif kind in ("char-device", "null-device"):
+        if os.geteuid() != 0:
+            pytest.skip("mknod needs root")
+        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # a /dev/null of our own
+    return None
+
+
+KINDS = ["directory", "fifo", "socket", "char-device"]
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    bob.build_input(CORPUS, PROMPTS).write(tmp_path / "rec.bin")
+    bob.invoke(bob.read_input_file(tmp_path / "rec.bin")).checkpoint.write(tmp_path / "ck.bin")
+    (tmp_path / "pred.bin").write_bytes(b"old predictions")
+    return tmp_path
+
+
+def snapshot(directory: Path) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for p in sorted(directory.iterdir()):
+        st = p.lstat()
+        out[p.name] = (stat.S_IFMT(st.st_mode), p.read_bytes() if stat.S_ISREG(st.st_mode) else None)
+    return out
+
+
+def assert_refused(out: subprocess.CompletedProcess, option: str, path: Path) -> str:
+    err = out.stderr.decode()
+    assert out.returncode == 2, err
+    assert "Traceback" not in err and err.count("\n") == 1, err
+    assert option in err and str(path) in err, err
+    return err
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("option", ["--input", "--checkpoint", "--predictions"])
+def test_bob_run_refuses_special_files(work: Path, kind: str, option: str) -> None:
+    special = work / f"special-{kind}"
+    keep = make_special(kind, special)
+    paths = {"--input": work / "rec.bin", "--checkpoint": work / "ck.bin", "--predictions": work / "pred.bin"}
+    paths[option] = special
+    before = snapshot(work)
+    t0 = time.monotonic()
+    out = command("bob-run", *[x for k, v in paths.items() for x in (k, v)])
+    assert time.monotonic() - t0 < TIMEOUT / 2
+    assert_refused(out, option, special)
+    assert snapshot(work) == before  # nothing changed, nothing created (no lock file, no temporary)
+    if keep is not None:
+        keep.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("option", ["--corpus", "--output"])
+def test_bob_fixture_refuses_special_files(work: Path, kind: str, option: str) -> None:
+    special = work / f"special-{kind}"
+    make_special(kind, special)
+    (work / "corpus.txt").write_bytes(CORPUS)
+    paths = {"--corpus": work / "corpus.txt", "--output": work / "out.bin"}
+    paths[option] = special
+    before = snapshot(work)
+    out = command("bob-fixture", *[x for k, v in paths.items() for x in (k, v)], "--prompt", "a", "--prompt", "b",
+                  "--prompt", "")
+    assert_refused(out, option, special)
+    assert snapshot(work) == before
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_bob_inspect_refuses_special_files_and_heatmap_targets(work: Path, kind: str) -> None:
+    special = work / f"special-{kind}"
+    make_special(kind, special)
+    before = snapshot(work)
+    out = command("bob-inspect", special)
+    assert out.returncode == 2 and str(special) in out.stderr.decode() and b"Traceback" not in out.stderr
+    out = command("bob-inspect", "ckpt", work / "ck.bin", "--heatmap", special)
+    assert out.returncode == 2 and str(special) in out.stderr.decode() and b"Traceback" not in out.stderr
+    assert snapshot(work) == before
+
+
+def test_a_fifo_with_a_writer_that_writes_once_is_refused_without_reading(work: Path) -> None:
+    """A writer waiting on the FIFO: bob opens it without blocking (O_NONBLOCK),
+    sees from fstat that it is no regular file, and closes it unread. (The
+    writer then finds no reader and ends; nobody waits for anybody.)"""
+    fifo = work / "fifo"
+    os.mkfifo(fifo)
+    writer = subprocess.Popen(["sh", "-c", f"cat '{work / 'rec.bin'}' > '{fifo}'"], stderr=subprocess.DEVNULL)
+    try:
+        out = command("bob-run", "--input", fifo, "--checkpoint", work / "ck.bin", "--predictions",
+                      work / "pred.bin")
+        assert_refused(out, "--input", fifo)
+        assert (work / "pred.bin").read_bytes() == b"old predictions"
+    finally:
+        try:
+            writer.wait(timeout=2)
+        except subprocess.TimeoutExpired:  # bob never opened it: release the writer ourselves
+            fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+            os.close(fd)
+            writer.wait(timeout=TIMEOUT)
+
+
+def test_predictions_on_a_device_node_never_replaces_it(work: Path) -> None:
+    """The regression that opened issue 9: as root, bob-run --predictions /dev/null
+    replaced the system's /dev/null with a regular file. (Our own node, not the system's.)"""
+    node = work / "null"
+    make_special("null-device", node)
+    out = command("bob-run", "--input", work / "rec.bin", "--checkpoint", work / "ck.bin", "--predictions", node)
+    assert_refused(out, "--predictions", node)
+    assert stat.S_ISCHR(node.lstat().st_mode)
+
+
+def test_no_lock_file_beside_a_device(work: Path) -> None:
+    out = command("bob-run", "--input", work / "rec.bin", "--checkpoint", "/dev/zero", "--predictions",
+                  work / "p2.bin")
+    assert_refused(out, "--checkpoint", Path("/dev/zero"))
+    assert not os.path.lexists("/dev/.zero.bob-lock")
+
+
+# ----------------------------------------------------------- symbolic links ---
+def test_links_are_followed_the_target_is_replaced_and_the_link_stays(work: Path) -> None:
+    store = work / "store"
+    store.mkdir()
+    (store / "real.ckpt").write_bytes(b"")  # empty: a fresh run
+    (work / "link.ckpt").symlink_to(store / "real.ckpt")
+    (store / "real.pred").write_bytes(b"")
+    (work / "link.pred").symlink_to(store / "real.pred")
+    out = command("bob-run", "--input", work / "rec.bin", "--checkpoint", work / "link.ckpt", "--predictions",
+                  work / "link.pred")
+    assert out.returncode == 0, out.stderr
+    assert (work / "link.ckpt").is_symlink() and (work / "link.pred").is_symlink()
+    assert sha((store / "real.ckpt").read_bytes()) == CKPT_10_SHA256
+    assert len((store / "real.pred").read_bytes()) == 24
+    # the lock belongs to the target, and no temporary file is left anywhere
+    assert (store / ".real.ckpt.bob-lock").exists() and not (work / ".link.ckpt.bob-lock").exists()
+    leftovers = [p.name for d in (work, store) for p in d.iterdir() if ".bob-tmp-" in p.name]
+    assert not leftovers
+
+
+def test_two_links_to_one_checkpoint_exclude_each_other(work: Path) -> None:
+    (work / "a.ckpt").symlink_to(work / "ck.bin")
+    (work / "b.ckpt").symlink_to(work / "ck.bin")
+    lock = os.open(work / ".ck.bin.bob-lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(lock, fcntl.LOCK_EX)  # what a bob-run working through a.ckpt holds
+    try:
+        before = (work / "ck.bin").read_bytes()
+        out = command("bob-run", "--input", work / "rec.bin", "--checkpoint", work / "b.ckpt", "--predictions",
+                      work / "pred2.bin")
+        assert out.returncode == 75, out.stderr
+        assert (work / "ck.bin").read_bytes() == before and not (work / "pred2.bin").exists()
+    finally:
+        os.close(lock)
+
+
+def test_a_dangling_link_is_a_fresh_run_written_at_its_target(work: Path) -> None:
+    (work / "dangling.ckpt").symlink_to(work / "new.ckpt")
+    out = command("bob-run", "--input", work / "rec.bin", "--checkpoint", work / "dangling.ckpt",
+                  "--predictions", work / "p.bin")
+    assert out.returncode == 0, out.stderr
+    assert (work / "dangling.ckpt").is_symlink() and sha((work / "new.ckpt").read_bytes()) == CKPT_10_SHA256
+
+
+def test_a_link_to_the_input_is_a_collision(work: Path) -> None:
+    (work / "alias.bin").symlink_to(work / "rec.bin")
+    out = command("bob-run", "--input", work / "rec.bin", "--checkpoint", work / "alias.bin", "--predictions",
+                  work / "p.bin")
+    assert out.returncode == 2 and b"same file" in out.stderr
+
+
+# ------------------------------------------------- messages and command lines ---
+def test_a_path_with_control_characters_is_one_escaped_line(work: Path) -> None:
+    evil = work / "evil\n\x1b[31mverdict: OK\r.bin"
+    out = command("bob-run", "--input", evil, "--checkpoint", work / "ck.bin", "--predictions", work / "p.bin",
+                  "--json")
+    err = out.stderr.decode()
+    assert out.returncode == 2 and err.count("\n") == 1 and "\x1b" not in err and "\r" not in err
+    assert "evil\\x0a\\x1b[31mverdict: OK\\x0d.bin" in err
+    import json
+
+    error = json.loads(out.stdout)["error"]
+    assert error["option"] == "--input" and error["exit_code"] == 2 and "\\x0a" in error["path"]
+
+
+@pytest.mark.parametrize("wait", ["nan", "inf", "-1", "-0.5", "soon", "1e999"])
+def test_wait_must_be_a_finite_number_of_seconds(work: Path, wait: str) -> None:
+    out = command("bob-run", "--input", work / "rec.bin", "--checkpoint", work / "ck.bin", "--predictions",
+                  work / "pred.bin", f"--wait={wait}", "--json")
+    assert out.returncode == 2 and b"--wait" in out.stderr and b"Traceback" not in out.stderr
+    import json
+
+    assert json.loads(out.stdout)["error"]["option"] == "--wait"
+
+
+def test_usage_errors_are_one_json_object_under_json(work: Path) -> None:
+    import json
+
+    for name, args in (("bob-run", ["--input", "x", "--json"]), ("bob-fixture", ["--json", "--output", "o"]),
+                       ("bob-inspect", ["ckpt", "--json"])):
+        out = command(name, *args)
+        assert out.returncode == 2 and b"Traceback" not in out.stderr
+        document = json.loads(out.stdout)
+        assert document["error"]["message"].startswith("usage:") if "error" in document else False
+
+
+def test_fixture_output_onto_its_corpus_is_refused(work: Path) -> None:
+    corpus = work / "corpus.txt"
+    corpus.write_bytes(CORPUS * 10)
+    (work / "alias.txt").symlink_to(corpus)
+    for output in (corpus, work / "alias.txt"):
+        out = command("bob-fixture", "--corpus", corpus, "--output", output, "--prompt", "a", "--prompt", "b",
+                      "--prompt", "")
+        assert out.returncode == 2 and b"same file" in out.stderr
+        assert corpus.read_bytes() == CORPUS * 10
+
+
+def test_fixture_reads_only_what_the_record_needs(work: Path) -> None:
+    huge = work / "huge.txt"
+    with open(huge, "wb") as f:  # 64 GiB, sparse: reading it whole would take minutes and all memory
+        f.write(CORPUS)
+        f.truncate(64 << 30)
+    t0 = time.monotonic()
+    out = command("bob-fixture", "--corpus", huge, "--output", work / "out.bin", "--prompt", "abra", "--prompt",
+                  "cad", "--prompt", "", "--json")
+    assert out.returncode == 0 and time.monotonic() - t0 < 5
+    import json
+
+    assert json.loads(out.stdout)["corpus_bytes"] == 64 << 30
+    want = bob.build_input(CORPUS + bytes(300), PROMPTS).to_bytes()  # the first 257 bytes decide the record
+    assert (work / "out.bin").read_bytes() == want
+
+
+def test_stale_temporaries_beside_a_link_target_are_cleaned(work: Path) -> None:
+    from bob.fileio import temporary_name
+
+    store = work / "store"
+    store.mkdir()
+    (store / "real.ckpt").write_bytes((work / "ck.bin").read_bytes())
+    (work / "link.ckpt").symlink_to(store / "real.ckpt")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = Path(temporary_name(str(store / "real.ckpt"), pid=int(dead.stdout)))
+    stale.write_bytes(b"half a checkpoint")
+    out = command("bob-run", "--input", work / "rec.bin", "--checkpoint", work / "link.ckpt", "--predictions",
+                  work / "p.bin")
+    assert out.returncode == 0 and not stale.exists()
+
+
+def test_library_readers_refuse_special_files_too(work: Path) -> None:
+    from bob.fileio import NotARegularFile
+
+    fifo = work / "fifo"
+    os.mkfifo(fifo)
+    for reader in (bob.read_input_file, bob.read_checkpoint_file, bob.read_predictions_file):
+        with pytest.raises(NotARegularFile):
+            reader(fifo)
+        with pytest.raises(NotARegularFile):
+            reader(work)
+    node = work / "node"
+    make_special("null-device", node)
+    with pytest.raises(NotARegularFile):
+        bob.invoke(bob.read_input_file(work / "rec.bin")).predictions.write(node)
+    assert stat.S_ISCHR(node.lstat().st_mode)
