@@ -58,10 +58,10 @@ def test_a_perturbed_kernel_result_fails_naming_check_kernel_threads_plane_and_i
     code, out, err = run_main(["--quick", "--seed", "5"], capsys, monkeypatch, perturb=f"{kernel}:3")
     assert code == 1
     assert "NOT QUALIFIED" in out
-    failed = [line for line in out.splitlines() if line.startswith("FAILED")]
+    failed = [line for line in out.splitlines() if line.startswith("FAILED")]  # one line per failure
     text = " ".join(out.split())  # the table may wrap
     assert failed, out
-    assert f"FAILED kernels: differs from the scalar transcription on case 0" in text
+    assert "FAILED kernels: differs from the scalar transcription on case 0" in text
     assert f"kernel {kernel}, threads 3, plane P, index {kernels.PERTURBED_INDEX}" in text
     assert "reproduce with: bob-qualify --seed 5 --quick" in text
     assert PERTURB_ENV in err  # the hook says it is on

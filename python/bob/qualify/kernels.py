@@ -178,7 +178,11 @@ def check_kernels(seed: int, cases: int, *, perturb: tuple[str, int] | None = No
             CHECK, True, f"{'the reference: reruns' if reference else 'bit-identical to scalar'} on {cases} states",
             kernel=kernel, threads=threads, details={"seed": seed, "states": cases})
         if kernel == "auto":
-            verdict.details["resolves_to"] = core._core.resolved_kernel("auto")
+            resolved = core._core.resolved_kernel("auto")
+            verdict.details["resolves_to"] = resolved
+            if resolved not in core.kernels() or resolved == "scalar":  # scalar is for qualification only
+                verdict = Verdict(CHECK, False, f"auto resolves to {resolved!r}, which must be a fast kernel "
+                                                "this CPU offers", kernel=kernel, threads=threads)
         verdict.seconds = seconds[config]
         verdicts.append(verdict)
     return verdicts
