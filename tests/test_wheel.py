@@ -4,7 +4,8 @@ into a fresh virtual environment, and run it from outside the source tree.
 Slow (a release build, a venv and a pip install: ~30-60 s) but in the default
 suite: it is the only test that sees the package as installed rather than as
 a checkout. The build reuses cargo's target directory, so it is incremental.
-numpy and construct come from PyPI (or pip's cache)."""
+numpy, construct and rich come from PyPI (or pip's cache); the installed
+bob-qualify --quick must qualify the wheel."""
 
 import hashlib
 import json
@@ -90,3 +91,14 @@ def test_wheel_builds_installs_and_trains(tmp_path):
     help_out = subprocess.run([str(venv / "bin" / "bob-run"), "--help"], cwd=away, env=env,
                               capture_output=True, text=True)
     assert help_out.returncode == 0, help_out.stderr
+
+    # bob-qualify from the installed wheel (its golden files come from the package, rich is a dependency).
+    env.pop("BOB_QUALIFY_PERTURB", None)
+    qualify = subprocess.run([str(venv / "bin" / "bob-qualify"), "--quick", "--json"], cwd=away, env=env,
+                             capture_output=True, text=True, timeout=300)
+    assert qualify.returncode == 0, qualify.stderr + qualify.stdout[-2000:]
+    result = json.loads(qualify.stdout)
+    assert result["qualified"] and not result["failures"]
+    assert Path(result["fingerprint"]["core"]["file"]).is_relative_to(venv)
+    assert result["fingerprint"]["core"]["installed_from"] == "a wheel"
+    assert {row["check"] for row in result["checks"]} >= {"public-vector/bob-run", "formats", "kernels", "resume"}

@@ -1,8 +1,8 @@
-"""``python -m bob run|fixture|inspect …``: the same commands as the scripts."""
+"""``python -m bob run|fixture|inspect|qualify …``: the same commands as the scripts."""
 
 import sys
 
-USAGE = "usage: python -m bob {run,fixture,inspect} [options]"
+USAGE = "usage: python -m bob {run,fixture,inspect,qualify} [options]"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -17,6 +17,8 @@ def main(argv: list[str] | None = None) -> int:
         from bob.fixture import fixture_main as run
     elif command == "inspect":
         from bob.inspect import main as run
+    elif command == "qualify":
+        from bob.qualify import main as run
     else:
         print(f"{USAGE}\npython -m bob: unknown command {command!r}", file=sys.stderr)
         return 2

@@ -1,0 +1,219 @@
+"""The contract's own evidence: the §8 public vector (through ``bob.invoke`` and
+through fresh ``bob-run`` processes) and the golden files shipped with the package."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any, Callable
+
+import bob
+from bob import core
+from bob.formats.constants import CHUNK_BYTES, PARAMETER_COUNT, PLANE_NAMES, UPDATES_PER_INVOCATION
+from bob.qualify import vector
+from bob.qualify.processes import ProcessFailed, RunFiles, bob_run_command, run_once
+from bob.qualify.verdict import Verdict, first_byte_difference
+
+Tick = Callable[[], None]
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def section8_record() -> bytes:
+    return bob.build_input(vector.CORPUS, list(vector.PROMPTS)).to_bytes()
+
+
+def scalar_series(record: bytes, invocations: int) -> tuple[list[bytes], list[bytes], list[list[float]]]:
+    """Checkpoint files, predictions files and losses after each invocation, made
+    by the scalar transcription (also the reference a differing file is located against)."""
+    rec = bob.load_input(record)
+    ck = bob.load_checkpoint(b"")
+    checkpoints, predictions, losses = [], [], []
+    for _ in range(invocations):
+        losses.append(core.train(ck.p, ck.m, ck.v, rec.contexts, rec.targets, ck.step, UPDATES_PER_INVOCATION,
+                                 threads=1, kernel="scalar"))
+        ck.step += UPDATES_PER_INVOCATION
+        checkpoints.append(ck.to_bytes())
+        predictions.append(bob.Predictions.from_core(core.predict(ck.p, rec.prompt_words)).to_bytes())
+    return checkpoints, predictions, losses
+
+
+def locate(expected: bytes, actual: bytes, header_bytes: int = 448) -> dict[str, Any]:
+    """Where two checkpoint files first differ: a plane and index, or a header offset."""
+    offset = first_byte_difference(expected, actual)
+    if offset is None:
+        return {}
+    if offset < header_bytes or len(expected) != len(actual):
+        return {"offset": offset}
+    word = (offset - header_bytes) // 4
+    plane, index = divmod(word, PARAMETER_COUNT)
+    if plane >= len(PLANE_NAMES):
+        return {"offset": offset}
+    start = header_bytes + plane * CHUNK_BYTES + index * 4
+    return {"plane": PLANE_NAMES[plane], "index": index, "offset": offset,
+            "expected": expected[start:start + 4][::-1].hex(), "actual": actual[start:start + 4][::-1].hex()}
+
+
+def _mismatch(check: str, what: str, expected_bytes: bytes | None, actual: bytes, **where: Any) -> Verdict:
+    spot = locate(expected_bytes, actual) if expected_bytes is not None else {}
+    verdict = Verdict(check, False, f"{what}: sha256 {sha256(actual)[:16]}… is not the contract's", **where)
+    verdict.plane = spot.get("plane")
+    verdict.index = spot.get("index")
+    if "expected" in spot:
+        verdict.expected, verdict.actual = f"0x{spot['expected']}", f"0x{spot['actual']}"
+    verdict.details["offset"] = spot.get("offset")
+    return verdict
+
+
+def _vector_series(check: str, checkpoints: list[bytes], predictions: list[bytes], losses: list[list[float]],
+                   reference: list[bytes]) -> Verdict | None:
+    """The first way a series of two invocations misses §8, or None."""
+    for i, step in enumerate(sorted(vector.CHECKPOINT_SHA256)):
+        if sha256(checkpoints[i]) != vector.CHECKPOINT_SHA256[step]:
+            return _mismatch(check, f"the checkpoint after step {step}", reference[i], checkpoints[i])
+        if predictions[i].hex() != vector.PREDICTIONS_HEX:
+            return Verdict(check, False, f"the predictions after step {step} are not the contract's",
+                           expected=vector.PREDICTIONS_HEX, actual=predictions[i].hex(),
+                           index=first_byte_difference(bytes.fromhex(vector.PREDICTIONS_HEX), predictions[i]))
+        first, last = vector.LOSSES[step]
+        if abs(losses[i][0] - first) > vector.LOSS_TOLERANCE or abs(losses[i][-1] - last) > vector.LOSS_TOLERANCE:
+            return Verdict(check, False, f"the losses of the invocation ending at step {step} are not the contract's",
+                           expected=f"{first} -> {last}", actual=f"{losses[i][0]:.6f} -> {losses[i][-1]:.6f}")
+    return None
+
+
+def check_public_vector(tick: Tick = lambda: None) -> list[Verdict]:
+    """§8 through the scalar reference, through ``bob.invoke`` and through two fresh ``bob-run`` processes."""
+    verdicts = []
+    started = time.perf_counter()
+    record = section8_record()
+    reference, scalar_predictions, scalar_losses = scalar_series(record, 2)
+    check = "public-vector/record"
+    if sha256(record) != vector.RECORD_SHA256:
+        verdicts.append(Verdict(check, False, "the §8 record built by bob.build_input is not the contract's",
+                                expected=vector.RECORD_SHA256, actual=sha256(record)))
+    else:
+        found = _vector_series(check, reference, scalar_predictions, scalar_losses, reference)
+        verdicts.append(found or Verdict(check, True, "record and the scalar transcription's checkpoints are §8's",
+                                         kernel="scalar", threads=1))
+    verdicts[-1].seconds = time.perf_counter() - started
+    tick()
+
+    started = time.perf_counter()
+    check = "public-vector/invoke"
+    first = bob.invoke(record)
+    second = bob.invoke(record, first.checkpoint_bytes())
+    runs = (first, second)
+    found = _vector_series(check, [r.checkpoint_bytes() for r in runs], [r.predictions_bytes() for r in runs],
+                           [list(r.losses) for r in runs], reference)
+    verdicts.append(found or Verdict(check, True, "2 calls of bob.invoke give §8's checkpoints and predictions",
+                                     kernel="auto", threads=0))
+    verdicts[-1].seconds = time.perf_counter() - started
+    tick()
+
+    started = time.perf_counter()
+    check = "public-vector/bob-run"
+    command = bob_run_command()
+    with tempfile.TemporaryDirectory(prefix="bob-qualify-") as directory:
+        files = RunFiles(Path(directory))
+        files.record.write_bytes(record)
+        checkpoints, predictions, losses = [], [], []
+        try:
+            for _ in range(2):
+                summary = run_once(files, command)
+                checkpoints.append(files.checkpoint.read_bytes())
+                predictions.append(files.predictions.read_bytes())
+                losses.append(summary["losses"])
+        except ProcessFailed as exc:
+            verdicts.append(Verdict(check, False, str(exc)))
+        else:
+            found = _vector_series(check, checkpoints, predictions, losses, reference)
+            verdicts.append(found or Verdict(check, True, "2 fresh bob-run processes give §8's files",
+                                             kernel="auto", threads=0))
+    verdicts[-1].details["command"] = command
+    verdicts[-1].seconds = time.perf_counter() - started
+    tick()
+    return verdicts
+
+
+# --------------------------------------------------------------------------- #
+# Golden files
+# --------------------------------------------------------------------------- #
+
+_LOADERS = {"input": "load_input", "predictions": "load_predictions", "checkpoint": "load_checkpoint"}
+_FINDERS = {"input": "input_findings", "predictions": "predictions_findings", "checkpoint": "checkpoint_findings"}
+
+
+def golden_directory():
+    """The golden files shipped in the package (works from a wheel or a checkout)."""
+    return resources.files("bob") / "data" / "golden"
+
+
+def _golden_problem(name: str, data: bytes, sidecar: dict) -> str | None:
+    kind = name.split("-")[0]
+    findings = getattr(bob, _FINDERS[kind])(data)
+    if findings:
+        return f"{name}: refused by this build: {findings[0]}"
+    obj = getattr(bob, _LOADERS[kind])(data)
+    again = obj.to_bytes()
+    if again != data:
+        return f"{name}: does not round-trip (first difference at byte {first_byte_difference(data, again)})"
+    if obj.as_dict() != sidecar:
+        return f"{name}: reads differently from its .json description"
+    return None
+
+
+def _refused_problem(name: str, data: bytes, sidecar: dict) -> str | None:
+    kind = name.split("-")[0]
+    expected = sidecar["findings"]
+    got = [{"error": type(f).__name__, "field": f.field, "index": f.index, "offset": f.offset}
+           for f in getattr(bob, _FINDERS[kind])(data)]
+    if got != expected:
+        return f"refused/{name}: findings {got} are not the expected {expected}"
+    try:
+        getattr(bob, _LOADERS[kind])(data)
+    except bob.FormatError as exc:
+        if type(exc).__name__ != expected[0]["error"] or exc.field != expected[0]["field"]:
+            return f"refused/{name}: refused as {type(exc).__name__} on {exc.field!r}, expected " \
+                   f"{expected[0]['error']} on {expected[0]['field']!r}"
+        return None
+    return f"refused/{name}: accepted, but must be refused on {expected[0]['field']!r}"
+
+
+def check_golden(tick: Tick = lambda: None) -> list[Verdict]:
+    """Every shipped golden file loads, verifies and round-trips; every refused one is refused by name."""
+    started = time.perf_counter()
+    root = golden_directory()
+    problems, accepted, refused = [], 0, 0
+    for entry in sorted(root.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".bin"):
+            sidecar = json.loads((root / (entry.name[:-4] + ".json")).read_text("ascii"))
+            problem = _golden_problem(entry.name, entry.read_bytes(), sidecar)
+            problems += [problem] if problem else []
+            accepted += 1
+    for entry in sorted((root / "refused").iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".bin"):
+            sidecar = json.loads((root / "refused" / (entry.name[:-4] + ".json")).read_text("ascii"))
+            problem = _refused_problem(entry.name, entry.read_bytes(), sidecar)
+            problems += [problem] if problem else []
+            refused += 1
+    checkpoint = (root / "checkpoint-abracadabra-step10.bin").read_bytes()
+    if sha256(checkpoint) != vector.CHECKPOINT_SHA256[10]:
+        problems.append("checkpoint-abracadabra-step10.bin is not §8's step-10 checkpoint")
+    if sha256((root / "input-abracadabra.bin").read_bytes()) != vector.RECORD_SHA256:
+        problems.append("input-abracadabra.bin is not §8's record")
+    if accepted == 0 or refused == 0:
+        problems.append(f"the package ships {accepted} golden and {refused} refused files; expected some of each")
+    tick()
+    verdict = Verdict("formats", not problems,
+                      problems[0] if problems else f"{accepted} golden files load, verify and round-trip; "
+                                                   f"{refused} refused ones are refused by name",
+                      details={"accepted": accepted, "refused": refused, "problems": problems})
+    verdict.seconds = time.perf_counter() - started
+    return [verdict]

@@ -1,0 +1,64 @@
+"""Real ``bob-run`` processes, as a user starts them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def bob_run_command() -> list[str]:
+    """The installed ``bob-run`` script beside this interpreter, else ``python -m bob run``."""
+    script = Path(sys.executable).parent / "bob-run"
+    if script.is_file() and os.access(script, os.X_OK):
+        return [str(script)]
+    return [sys.executable, "-m", "bob", "run"]
+
+
+def child_environment() -> dict[str, str]:
+    """This environment without the qualification's own test hook."""
+    from bob.qualify.verdict import PERTURB_ENV
+
+    return {k: v for k, v in os.environ.items() if k != PERTURB_ENV}
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """The three files of one ``bob-run`` series in a directory."""
+
+    directory: Path
+
+    @property
+    def record(self) -> Path:
+        return self.directory / "record.bin"
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.directory / "model.bob"
+
+    @property
+    def predictions(self) -> Path:
+        return self.directory / "predictions.bin"
+
+    def arguments(self) -> list[str]:
+        return ["--input", str(self.record), "--checkpoint", str(self.checkpoint),
+                "--predictions", str(self.predictions), "--json"]
+
+
+class ProcessFailed(Exception):
+    """A ``bob-run`` that should have succeeded did not."""
+
+
+def run_once(files: RunFiles, command: list[str] | None = None, timeout: float = 60.0) -> dict:
+    """One ``bob-run`` process on ``files``; its JSON summary. Raises :class:`ProcessFailed`."""
+    argv = (command or bob_run_command()) + files.arguments()
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=child_environment())
+    if done.returncode != 0:
+        raise ProcessFailed(f"{' '.join(argv[:3])} … exited {done.returncode}: {done.stderr.strip()[-400:]}")
+    try:
+        return json.loads(done.stdout)
+    except ValueError:
+        raise ProcessFailed(f"bob-run printed no JSON summary: {done.stdout[-200:]!r}") from None

@@ -1,0 +1,105 @@
+"""bob-qualify end to end: a quick run qualifies this build, a perturbed
+result is caught and named, --report writes its files, bad command lines are
+refused. Each quick run takes ~2 s."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import bob.core
+from bob.qualify import cli, kernels
+from bob.qualify.verdict import PERTURB_ENV
+
+
+def run_main(argv, capsys, monkeypatch, perturb=None):
+    if perturb is None:
+        monkeypatch.delenv(PERTURB_ENV, raising=False)
+    else:
+        monkeypatch.setenv(PERTURB_ENV, perturb)
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_quick_json_qualifies_this_build_as_a_process():
+    env = {k: v for k, v in os.environ.items() if k != PERTURB_ENV}
+    done = subprocess.run([sys.executable, "-m", "bob", "qualify", "--quick", "--json", "--seed", "11"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr + done.stdout[-2000:]
+    result = json.loads(done.stdout)
+    assert result["qualified"] and result["exit_code"] == 0 and result["failures"] == []
+    assert result["seed"] == 11 and result["perturbation"] is None
+    checks = {row["check"] for row in result["checks"]}
+    assert {"public-vector/record", "public-vector/invoke", "public-vector/bob-run", "formats", "kernels",
+            "resume"} <= checks
+    # Every kernel this CPU offers, at 1, 2, the CPU count and an odd count, and auto at 0.
+    configs = {(row["kernel"], row["threads"]) for row in result["checks"] if row["check"] == "kernels"}
+    counts = {1, 2, os.cpu_count()}
+    assert set(kernels.thread_counts()) >= counts and any(t % 2 for t in kernels.thread_counts() if t > 1)
+    assert configs == {(k, t) for k in bob.core.kernels() for t in kernels.thread_counts()} | {("auto", 0)}
+    fp = result["fingerprint"]
+    assert fp["kernels"] == bob.core.kernels() and fp["auto_kernel"] in fp["kernels"]
+    assert fp["contract"]["seed"] == "bob-seed-v1" and fp["bob_version"]
+    speeds = result["performance"]["kernels"]
+    assert {(row["kernel"], row["threads"]) for row in speeds} == configs
+    assert all(row["us_per_update"]["min"] > 0 for row in speeds)
+    assert result["performance"]["process"]["ratio_of_medians"] > 0
+    assert len(result["loss_curves"]) == 2 and all(len(c) == 30 for c in result["loss_curves"].values())
+    assert result["timings"]["total_seconds"] < 10
+
+
+def test_a_perturbed_kernel_result_fails_naming_check_kernel_threads_plane_and_index(capsys, monkeypatch):
+    kernel = bob.core.kernels()[-1]  # the widest this CPU has
+    code, out, err = run_main(["--quick", "--seed", "5"], capsys, monkeypatch, perturb=f"{kernel}:3")
+    assert code == 1
+    assert "NOT QUALIFIED" in out
+    failed = [line for line in out.splitlines() if line.startswith("FAILED")]  # one line per failure
+    text = " ".join(out.split())  # the table may wrap
+    assert failed, out
+    assert "FAILED kernels: differs from the scalar transcription on case 0" in text
+    assert f"kernel {kernel}, threads 3, plane P, index {kernels.PERTURBED_INDEX}" in text
+    assert "reproduce with: bob-qualify --seed 5 --quick" in text
+    assert PERTURB_ENV in err  # the hook says it is on
+
+    code, out, _ = run_main(["--quick", "--seed", "5", "--json"], capsys, monkeypatch, perturb=f"{kernel}:3")
+    result = json.loads(out)
+    assert code == 1 and result["exit_code"] == 1 and not result["qualified"]
+    (failure,) = result["failures"]  # only the perturbed configuration, nothing else
+    assert (failure["check"], failure["kernel"], failure["threads"], failure["plane"], failure["index"]) == \
+        ("kernels", kernel, 3, "P", kernels.PERTURBED_INDEX)
+    assert failure["expected"] != failure["actual"]
+
+
+def test_report_writes_json_and_plots(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("matplotlib")
+    target = tmp_path / "report"
+    code, out, _ = run_main(["--quick", "--seed", "3", "--report", str(target)], capsys, monkeypatch)
+    assert code == 0, out
+    assert sorted(p.name for p in target.iterdir()) == ["loss-curves.png", "qualify.json", "us-per-update.png"]
+    for png in ("loss-curves.png", "us-per-update.png"):
+        data = (target / png).read_bytes()
+        assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 10_000
+    result = json.loads((target / "qualify.json").read_text())
+    assert result["qualified"] and result["seed"] == 3
+
+
+@pytest.mark.parametrize("argv, env, message", [
+    (["--seed", "x"], None, "not an integer"),
+    (["--quick", "--thorough"], None, "not allowed with"),
+    (["--quick"], "avx2", "KERNEL:THREADS"),
+])
+def test_bad_command_lines_are_refused_with_exit_2(argv, env, message, capsys, monkeypatch):
+    code, out, err = run_main(argv, capsys, monkeypatch, perturb=env)
+    assert code == 2 and message in err and "Traceback" not in err + out
+
+
+def test_report_on_a_file_is_refused(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("matplotlib")
+    (tmp_path / "file").write_text("x")
+    code, _, err = run_main(["--quick", "--report", str(tmp_path / "file")], capsys, monkeypatch)
+    assert code == 2 and "not a directory" in err

@@ -1,0 +1,84 @@
+"""bob-qualify's pieces: the comparisons, the seeded states, the commit-kill
+smoke test, and that bob-run stays free of bob-qualify's dependencies."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+import bob
+from bob.qualify import checks, kernels, kill, vector
+from bob.qualify.verdict import PERTURB_ENV, first_plane_difference, losses_agree, perturbation
+
+
+def test_plane_comparison_is_of_bits():
+    a = np.zeros(8, dtype=np.float32)
+    b = a.copy()
+    assert first_plane_difference([a, a, a], [b, b, b]) is None
+    b[5] = -0.0  # equal as numbers, not as bits
+    diff = first_plane_difference([a, a, a], [a, b, a])
+    assert (diff.plane, diff.index) == ("M", 5)
+    assert diff.expected.startswith("0x00000000") and diff.actual.startswith("0x80000000")
+
+
+def test_locate_names_plane_and_index_of_a_checkpoint_byte():
+    data = bytearray(bob.invoke(checks.section8_record()).checkpoint_bytes())
+    index = 300 * 1 + 256 * 7  # context 8, next 44 of plane V
+    data[448 + 2 * 262_144 + 4 * index + 1] ^= 0x10
+    spot = checks.locate(bob.invoke(checks.section8_record()).checkpoint_bytes(), bytes(data))
+    assert (spot["plane"], spot["index"]) == ("V", index)
+    assert checks.locate(bytes(data), bytes(data)) == {}
+    assert checks.locate(b"BOB-CKPT" + bytes(10), b"BOB-CKPX" + bytes(10)) == {"offset": 7}
+
+
+def test_losses_agree_within_tolerance_only():
+    assert losses_agree([1.0, float("inf")], [1.0, float("inf")])
+    assert not losses_agree([1.0], [1.0 + 1e-9])
+    assert not losses_agree([1.0], [1.0, 2.0])
+
+
+def test_the_perturbation_hook_is_off_unless_set():
+    assert perturbation({}) is None
+    assert perturbation({PERTURB_ENV: "avx2:3"}) == ("avx2", 3)
+    assert os.environ.get(PERTURB_ENV) is None  # and the suite never sets it globally
+
+
+def test_states_are_seeded_and_stress_the_kernels():
+    a, b = kernels.draw_state(7, 1), kernels.draw_state(7, 1)
+    assert a.p.tobytes() == b.p.tobytes() and a.contexts.tobytes() == b.contexts.tobytes()
+    assert kernels.draw_state(8, 1).p.tobytes() != a.p.tobytes()
+    states = [kernels.draw_state(7, case) for case in range(len(kernels.KINDS))]
+    extreme = next(s for s in states if s.kind == "extreme")
+    assert set(np.array([80.0, -80.0, 1e30, -1e30], dtype=np.float32).tolist()) <= set(extreme.p.tolist())
+    assert ((extreme.p != 0) & (np.abs(extreme.p) < np.finfo(np.float32).tiny)).any()  # subnormals
+    assert any(np.unique(s.contexts).size < 256 for s in states)  # rows with count 0
+    assert any(np.unique(s.contexts).size == 256 for s in states)  # and all rows live
+    assert any(s.step == 0 for s in states) and any(s.step > 1 << 63 for s in states)
+    assert any(np.any(s.m != 0) for s in states)
+
+
+def test_vector_holds_the_contract_values():
+    record = checks.section8_record()
+    first = bob.invoke(record)
+    assert checks.sha256(record) == vector.RECORD_SHA256
+    assert checks.sha256(first.checkpoint_bytes()) == vector.CHECKPOINT_SHA256[10]
+    assert first.predictions_bytes().hex() == vector.PREDICTIONS_HEX
+
+
+def test_commit_kill_leaves_old_or_new_and_reruns_continue():
+    (verdict,) = kill.check_commit_kill(seed=1, races=2)
+    assert verdict.ok, verdict
+    assert verdict.details["races_left"]["old"] + verdict.details["races_left"]["new"] == 2
+
+
+def test_bob_run_does_not_import_rich(tmp_path):
+    (tmp_path / "r.bin").write_bytes(checks.section8_record())
+    code = ("import sys; from bob.run import main; "
+            f"rc = main(['--input', {str(tmp_path / 'r.bin')!r}, '--checkpoint', {str(tmp_path / 'c')!r}, "
+            f"'--predictions', {str(tmp_path / 'p')!r}]); "
+            "print(rc, 'rich' in sys.modules, 'bob.qualify' in sys.modules, 'matplotlib' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split()[-4:] == ["0", "False", "False", "False"]
