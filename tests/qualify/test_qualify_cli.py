@@ -103,3 +103,16 @@ def test_report_on_a_file_is_refused(tmp_path, capsys, monkeypatch):
     (tmp_path / "file").write_text("x")
     code, _, err = run_main(["--quick", "--report", str(tmp_path / "file")], capsys, monkeypatch)
     assert code == 2 and "not a directory" in err
+
+
+def test_a_broken_stdout_does_not_change_the_verdict():
+    """rich would exit 1 when the reader goes away (`bob-qualify | head -1`);
+    the exit status is the verdict, so it stays 0 on a qualified build."""
+    env = {k: v for k, v in os.environ.items() if k != PERTURB_ENV}
+    proc = subprocess.Popen([sys.executable, "-m", "bob", "qualify", "--quick"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    proc.stdout.readline()
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and b"Traceback" not in err
+    assert b"could not be printed" in err

@@ -14,6 +14,7 @@ from typing import Any, Callable
 import bob
 from bob import core
 from bob.formats.constants import CHUNK_BYTES, PARAMETER_COUNT, PLANE_NAMES, UPDATES_PER_INVOCATION
+from bob.formats.layout import CANONICAL_HEADER_BYTES
 from bob.qualify import vector
 from bob.qualify.processes import ProcessFailed, RunFiles, bob_run_command, run_once
 from bob.qualify.verdict import Verdict, first_byte_difference
@@ -44,7 +45,7 @@ def scalar_series(record: bytes, invocations: int) -> tuple[list[bytes], list[by
     return checkpoints, predictions, losses
 
 
-def locate(expected: bytes, actual: bytes, header_bytes: int = 448) -> dict[str, Any]:
+def locate(expected: bytes, actual: bytes, header_bytes: int = CANONICAL_HEADER_BYTES) -> dict[str, Any]:
     """Where two checkpoint files first differ: a plane and index, or a header offset."""
     offset = first_byte_difference(expected, actual)
     if offset is None:

@@ -12,14 +12,14 @@ import json
 import sys
 from pathlib import Path
 
-from bob.commands import EXIT_INTERRUPTED, EXIT_REFUSED
+from bob.commands import EXIT_INTERRUPTED, Refused, argument_parser, emit, fail, os_reason, parse_command_line
 from bob.qualify.verdict import PERTURB_ENV, perturbation
 
 PROG = "bob-qualify"
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = argument_parser(
         prog=PROG,
         description="Prove on this machine that bob's native path gives the contract's bytes: the §8 public "
                     "vector (bob.invoke and fresh bob-run processes), every kernel × thread count against the "
@@ -51,17 +51,23 @@ def _seed(text: str) -> int:
     return value
 
 
-def _refuse(message: str) -> int:
-    print(f"{PROG}: {message}", file=sys.stderr)
-    return EXIT_REFUSED
-
-
 def main(argv: list[str] | None = None) -> int:
-    try:
-        args = parser().parse_args(sys.argv[1:] if argv is None else list(argv))
-    except SystemExit as exc:  # argparse printed its message
-        return exc.code if isinstance(exc.code, int) else EXIT_REFUSED
-    from rich.console import Console
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parse_command_line(PROG, parser(), argv)
+    if isinstance(args, int):
+        return args
+
+    def _refuse(message: str, option: str | None = None, path: object = None) -> int:
+        return fail(PROG, Refused(message, option=option, path=path), as_json=args.json)
+
+    from rich.console import Console as RichConsole
+
+    class Console(RichConsole):
+        """rich exits with status 1 when stdout's reader goes away; the verdict
+        must stay the exit status, so a broken stdout is just silenced."""
+
+        def on_broken_pipe(self) -> None:
+            emit(PROG, "")  # points the stream at /dev/null and says so once on stderr
 
     from bob.qualify import report, runner
 
@@ -74,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
             return _refuse("--report draws plots with matplotlib, which is not installed "
                            "(pip install 'bob[plot]')")
         if args.report.exists() and not args.report.is_dir():
-            return _refuse(f"--report {args.report}: exists and is not a directory")
+            return _refuse("exists and is not a directory", "--report", args.report)
     seed = runner.new_seed() if args.seed is None else args.seed
     plan = runner.PLANS[args.mode]
     err = Console(stderr=True)
@@ -96,12 +102,15 @@ def main(argv: list[str] | None = None) -> int:
         try:
             written = report.write_report(args.report, result)
         except OSError as exc:
-            return _refuse(f"--report {args.report}: cannot write the report: {exc.strerror or exc}")
+            return _refuse(f"cannot write the report: {os_reason(exc)}", "--report", args.report)
         result["report_files"] = [str(p) for p in written]
     if args.json:
-        print(json.dumps(result, sort_keys=True))
-    else:
+        emit(PROG, json.dumps(result, sort_keys=True))
+        return result["exit_code"]
+    try:
         report.print_human(result, out)
         if args.report is not None:
             out.print(f"report: {', '.join(result['report_files'])}", highlight=False)
+    except (OSError, ValueError):  # stdout closed, full or a broken pipe: the verdict is the exit status
+        emit(PROG, "")
     return result["exit_code"]

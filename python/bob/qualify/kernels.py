@@ -75,6 +75,9 @@ def _logits(rng: np.random.Generator, size: int) -> np.ndarray:
     return out.astype(np.float32)
 
 
+ODD_VALUES = 200  # zeros, and as many subnormals, put in M and V by an odd state
+
+
 def _moments(rng: np.random.Generator, odd: bool) -> tuple[np.ndarray, np.ndarray]:
     """M and V as training leaves them (V of the order of M squared), and with
     ``odd`` also exact zeros and subnormals in both, which blow P up."""
@@ -82,9 +85,9 @@ def _moments(rng: np.random.Generator, odd: bool) -> tuple[np.ndarray, np.ndarra
     v = (m * m * (1.0 + 9.0 * rng.random(PARAMETER_COUNT, dtype=np.float32))).astype(np.float32)
     if odd:
         for plane in (m, v):
-            picks = rng.integers(0, PARAMETER_COUNT, 512)
-            plane[picks[:256]] = 0.0
-            plane[picks[256:]] = rng.integers(1, 0x7FFFFF, 256, dtype=np.uint32).view(np.float32)
+            zeros, subnormals = np.split(rng.integers(0, PARAMETER_COUNT, 2 * ODD_VALUES), 2)
+            plane[zeros] = 0.0
+            plane[subnormals] = rng.integers(1, 0x7FFFFF, ODD_VALUES, dtype=np.uint32).view(np.float32)
     return m, v
 
 

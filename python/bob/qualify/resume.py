@@ -13,7 +13,7 @@ import numpy as np
 
 import bob
 from bob import core
-from bob.formats.constants import UPDATES_PER_INVOCATION
+from bob.formats.constants import UPDATES_PER_INVOCATION, VOCABULARY
 from bob.qualify import vector
 from bob.qualify.checks import locate
 from bob.qualify.processes import ProcessFailed, RunFiles, bob_run_command, run_once
@@ -38,9 +38,9 @@ def qualification_records(seed: int, random_records: int) -> list[tuple[str, byt
     rng = np.random.default_rng([seed, 0xB0B])
     for i in range(random_records):
         length = int(rng.integers(2, 600))
-        alphabet = int(rng.integers(2, 257))
+        alphabet = int(rng.integers(2, VOCABULARY + 1))
         corpus = rng.integers(0, alphabet, length).astype(np.uint8).tobytes()
-        prompts = [rng.integers(0, 256, int(rng.integers(0, 4))).astype(np.uint8).tobytes() for _ in range(3)]
+        prompts = [rng.bytes(int(rng.integers(0, 4))) for _ in range(3)]
         records.append((f"random {i + 1} ({length}-byte corpus)", bob.build_input(corpus, prompts).to_bytes()))
     return records
 
