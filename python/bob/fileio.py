@@ -40,6 +40,7 @@ __all__ = [
     "FileTooLarge",
     "read_bounded",
     "replace_target",
+    "same_file",
     "write_atomic",
     "Backup",
     "clean_stale_temporaries",
@@ -142,6 +143,16 @@ def replace_target(path: "str | os.PathLike[str]") -> str:
     if not stat.S_ISREG(st.st_mode):
         raise NotARegularFile(text, st.st_mode)
     return target
+
+
+def same_file(a: "str | os.PathLike[str]", b: "str | os.PathLike[str]") -> bool:
+    """True when two paths name one file (links resolved, hard links too)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
 
 
 def _prefix(name: str) -> str:

@@ -90,12 +90,12 @@ def build(args) -> dict:
     import hashlib
 
     import bob
-    from bob.fileio import replace_target, write_atomic
+    from bob.fileio import replace_target, same_file, write_atomic
 
     with about("--output", args.output):
         target = replace_target(args.output)
     if args.corpus is not None:
-        if os.path.realpath(args.corpus) == target:
+        if same_file(args.corpus, target):
             raise Refused(f"--corpus and --output name the same file ({show_path(args.output)}); "
                           "each needs its own")
         with about("--corpus", args.corpus):

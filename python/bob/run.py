@@ -202,15 +202,6 @@ def _checkpoint_bytes(step: int, planes: bytearray, header_bytes: "int | None") 
 # --------------------------------------------------------------------------- #
 
 
-def _same_file(a: str, b: str) -> bool:
-    if os.path.realpath(a) == os.path.realpath(b):
-        return True
-    try:
-        return os.path.samefile(a, b)
-    except (OSError, ValueError):
-        return False
-
-
 def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
               wait_seconds: float = 0.0, threads: int = 0) -> dict:
     """One invocation (§7) on files; returns its summary as a JSON-ready dict.
@@ -219,7 +210,7 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     """
     import hashlib
 
-    from bob.fileio import Backup, clean_stale_temporaries, replace_target, write_atomic
+    from bob.fileio import Backup, clean_stale_temporaries, replace_target, same_file, write_atomic
     from bob.formats import canonical
     from bob.formats.constants import EMPTY_PROMPT, UPDATES_PER_INVOCATION
     from bob.invocation import advance
@@ -229,7 +220,7 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
         (input_path, checkpoint_path, "--input and --checkpoint"),
         (input_path, predictions_path, "--input and --predictions"),
     ):
-        if _same_file(a, b):
+        if same_file(a, b):
             raise Refused(f"{what} name the same file ({show_path(a)}); each needs its own")
     # Decide what will be replaced before anything is read or created.
     with about("--checkpoint", checkpoint_path):

@@ -4,28 +4,9 @@ The header is a construct ``Struct`` that reads like the contract's table; its
 digest is computed over a ``RawCopy`` of the header body; the three planes are
 ``Bytes`` fields of ``chunk_bytes`` with NumPy float32 views on them.
 
-Checking lives in :mod:`bob.formats.checks`: a list of named findings
-(:func:`~bob.formats.checks.examine`) in the contract's order:
-
-1. magic (a non-bob file is named as such), the size bound (65,536 + 786,432);
-2. while parsing the header, in file order: version, ``header_bytes`` (a
-   multiple of 64, at most 65,536), each length prefix against the bytes that
-   remain and against 4,096, and any field the file ends inside; then
-   ``header_bytes`` against the header's own length;
-3. the header digest;
-4. each contract field (§2);
-5. the chunk table (count, tags, offsets, lengths);
-6. the padding (all zero);
-7. the exact file size (``header_bytes + payload_bytes``);
-8. each chunk's SHA-256;
-9. for resuming only: finite planes, no negative V, step 0 only with all-zero
-   M and V, room for 10 more updates in a u64.
-
-Problems in steps 1–2 stop the examination (nothing after them can be located);
-a ``payload_bytes`` or ``chunk_bytes`` mismatch stops it after step 4 (the
-layout is not v1's); a file too short to hold the planes stops it after step 7.
-Anything else is one finding among others: a wrong learner and a damaged V
-chunk are two findings. The loaders raise the first.
+The typed :class:`Checkpoint` builds the file (``to_bytes``, ``write``).
+Checking a file's bytes — every finding, in the contract's order — lives in
+:mod:`bob.formats.checks`.
 """
 
 from __future__ import annotations

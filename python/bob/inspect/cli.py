@@ -63,16 +63,6 @@ def rows_bytes(args: argparse.Namespace) -> bytes:
     return bytes(dict.fromkeys(out))
 
 
-def _same_file(a: str, b: str) -> bool:
-    """True when two command-line paths name one file (links resolved)."""
-    if os.path.realpath(a) == os.path.realpath(b):
-        return True
-    try:
-        return os.path.samefile(a, b)
-    except (OSError, ValueError):
-        return False
-
-
 def cmd_ckpt(args: argparse.Namespace, *, auto: bool = False) -> Result:
     """``bob-inspect ckpt FILE [--rows BYTES] [--rows-hex HEX] [--heatmap OUT]``."""
     from bob.inspect.checkpoint import checkpoint_report
@@ -83,7 +73,9 @@ def cmd_ckpt(args: argparse.Namespace, *, auto: bool = False) -> Result:
         from bob.inspect.heatmap import require_matplotlib
 
         require_matplotlib()
-        if _same_file(heatmap, args.file):
+        from bob.fileio import same_file
+
+        if same_file(heatmap, args.file):
             raise Refused(f"--heatmap {show_path(heatmap)}: that is the checkpoint being inspected; "
                           "bob-inspect never replaces what it reads")
     rows = rows_bytes(args)
