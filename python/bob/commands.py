@@ -22,7 +22,10 @@ from __future__ import annotations
 import os
 import sys
 from contextlib import contextmanager
-from typing import Any, Iterator
+
+TYPE_CHECKING = False  # typing is only for the checker: importing it costs bob-run ~2 ms
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, Iterator
 
 from bob.text import one_line, show_path
 

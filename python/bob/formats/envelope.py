@@ -242,7 +242,7 @@ class Checkpoint:
         if hb == HEADER_BYTES and self.contract == V1:
             from bob.formats.canonical import build_checkpoint  # the layout bob-run writes
 
-            return build_checkpoint(self.step, b"".join(_le_bytes(a) for a in (self.p, self.m, self.v)))
+            return bytes(build_checkpoint(self.step, b"".join(_le_bytes(a) for a in (self.p, self.m, self.v))))
         planes = [_le_bytes(a) for a in (self.p, self.m, self.v)]
         c = self.contract
         table = [

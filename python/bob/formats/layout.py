@@ -19,7 +19,27 @@ every header bob writes (the bob v1 strings, ``header_bytes`` = 448).
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
+from collections import namedtuple
+
+# typing.NamedTuple for the checker; collections.namedtuple at run time, the
+# same tuples: importing typing (and the `re` it imports) costs bob-run ~4 ms.
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import NamedTuple
+
+    class _FieldTuple(NamedTuple):
+        offset: int
+        size: int
+        format: str | None = None
+
+    class _LayoutTuple(NamedTuple):
+        fields: dict[str, "Field"]
+        chunk_table: int
+        header_digest: int
+        header_length: int
+else:
+    _FieldTuple = namedtuple("_FieldTuple", ("offset", "size", "format"), defaults=(None,))
+    _LayoutTuple = namedtuple("_LayoutTuple", ("fields", "chunk_table", "header_digest", "header_length"))
 
 from bob.formats.constants import (
     CHUNK_TAGS,
@@ -60,12 +80,10 @@ DIGEST_BYTES = 32  # SHA-256
 HEADER_ALIGNMENT = 64  # header_bytes is a multiple of this
 
 
-class Field(NamedTuple):
+class Field(_FieldTuple):
     """A fixed field: its offset, its size in bytes and, for numbers, its ``struct`` format."""
 
-    offset: int
-    size: int
-    format: str | None = None
+    __slots__ = ()
 
     @property
     def end(self) -> int:
@@ -127,17 +145,15 @@ CHUNK_ENTRY = struct.Struct("<4sQQ32s")
 CHUNK_ENTRY_FIELDS = _fields(("tag", 4, None), ("offset", 8, "<Q"), ("length", 8, "<Q"), ("digest", 32, None))
 
 
-class EnvelopeLayout(NamedTuple):
-    """Every offset of one envelope header, for given contract string lengths."""
+class EnvelopeLayout(_LayoutTuple):
+    """Every offset of one envelope header, for given contract string lengths:
+    ``fields`` (each header field by the schema's name: ``state.length``,
+    ``chunk_table[1].digest`` …), ``chunk_table`` (offset of the chunk
+    table's first entry), ``header_digest`` (offset of the header digest, the
+    SHA-256 of every byte before it), ``header_length`` (bytes from offset 0
+    to the end of the header digest)."""
 
-    fields: dict[str, Field]
-    """Each header field by the schema's name (``state.length``, ``chunk_table[1].digest`` …)."""
-    chunk_table: int
-    """Offset of the chunk table's first entry."""
-    header_digest: int
-    """Offset of the header digest (the SHA-256 of every byte before it)."""
-    header_length: int
-    """Bytes from offset 0 to the end of the header digest."""
+    __slots__ = ()
 
     def chunk_field(self, index: int, name: str) -> Field:
         """``name`` (tag, offset, length, digest) of chunk table entry ``index``."""
