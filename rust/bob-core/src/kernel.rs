@@ -307,6 +307,17 @@ kernel_copy!(run_rows_avx512, "avx2,avx512f,avx512vl");
 /// exp or AdamW pass runs unpaired; measured best among 4, 8, 16, 32, 64.
 const ROWS_IN_FLIGHT: usize = 16;
 
+/// Rows per block at vocabulary `n`: [`ROWS_IN_FLIGHT`], fewer when a block's
+/// streams (P, M, V, the exp and h rows: 20 bytes per value) would outgrow
+/// this budget, half this machine's 1 MiB L2 (Zen 4), so that a block still
+/// makes its updates in cache at large vocabularies. Any block size gives
+/// the same bits.
+fn block_rows(n: usize) -> usize {
+    const BLOCK_BUDGET: usize = 512 * 1024;
+    (BLOCK_BUDGET / (20 * n.max(1))).clamp(MIN_ROWS_IN_FLIGHT, ROWS_IN_FLIGHT)
+}
+const MIN_ROWS_IN_FLIGHT: usize = 4;
+
 /// Runs `rows` through every update of `schedule`, a block of rows at a time.
 ///
 /// Within a block and an update, the live rows form a chain in which one
@@ -329,16 +340,17 @@ fn run_rows_generic(
     let updates = schedule.len();
     let first_slot = plan.row_offsets[rows.start];
     let zero_g = vec![0f32; n];
-    let mut e = vec![0f32; n * ROWS_IN_FLIGHT];
-    let mut h = vec![0f32; n * ROWS_IN_FLIGHT];
+    let rows_in_flight = block_rows(n);
+    let mut e = vec![0f32; n * rows_in_flight];
+    let mut h = vec![0f32; n * rows_in_flight];
     let mut hcount = vec![0usize; n];
-    let mut live = Vec::with_capacity(ROWS_IN_FLIGHT);
+    let mut live = Vec::with_capacity(rows_in_flight);
     let mut sums = [0f32; ROWS_IN_FLIGHT];
 
-    let block_values = n * ROWS_IN_FLIGHT;
+    let block_values = n * rows_in_flight;
     let blocks = p.chunks_mut(block_values).zip(m.chunks_mut(block_values)).zip(v.chunks_mut(block_values));
     for (b, ((pb, mb), vb)) in blocks.enumerate() {
-        let first_row = rows.start + b * ROWS_IN_FLIGHT;
+        let first_row = rows.start + b * rows_in_flight;
         live.clear();
         for i in 0..pb.len() / n {
             let r = first_row + i;
@@ -588,9 +600,10 @@ pub mod floor {
         }
     }
 
-    /// Wall time of one update's worth of `floor` over `state` (on copies),
-    /// rows split evenly across `threads` scoped threads started before the
-    /// clock; the slowest thread's time.
+    /// Wall time of [`FLOOR_PASSES`] passes of `floor` over every row of
+    /// `state` (on copies), rows split evenly across `threads` scoped threads
+    /// started before the clock; the slowest thread's time. Divide by
+    /// `FLOOR_PASSES` for one update's worth.
     pub fn time(kernel: Kernel, floor: Floor, state: &State, threads: usize) -> Duration {
         let n = state.n;
         let (mut p, mut m, mut v, mut e) = (state.p.clone(), state.m.clone(), state.v.clone(), state.e.clone());
@@ -674,31 +687,65 @@ pub mod floor {
         let sched = hyper.step_scalars(6);
         let rk = plan.pair_count_reciprocal.unwrap_or(1.0 / n as f32);
         let mut h = vec![0f32; n];
-        let mut next_e = vec![0f32; n];
-        for (i, r) in rows.clone().enumerate() {
-            let span = i * n..(i + 1) * n;
-            h[(r * 7 + 3) % n] = 1.0;
-            let row = LiveRow { c: 1.0, h: &h, s: state.sums[r] };
-            let (pi, mi, vi, ei) = (&mut p[span.clone()], &mut m[span.clone()], &mut v[span.clone()],
-                                    &mut e[span.clone()]);
-            match floor {
-                Floor::FusedLoop => {
-                    // The next row's exp reads the untouched state's next row
-                    // (as the kernel reads a row it has not yet updated).
-                    let next = (r + 1) % n;
-                    let next_p = &state.p[next * n..(next + 1) * n];
-                    phase2_inner(&plan, &sched, &row, pi, mi, vi, ei, next_p, state.maxes[next], &mut next_e,
-                                 |x| x * rk);
-                }
-                Floor::Dividers => {
-                    let (pi, mi, vi, ei) = (&mut pi[..n], &mi[..n], &vi[..n], &ei[..n]);
-                    for k in 0..n {
-                        pi[k] = mi[k] / (vi[k].sqrt() / sched.bc2_sqrt + plan.eps) - ei[k] / row.s;
+        // The kernel's blocking: a block of rows makes all its updates while
+        // it sits in cache, so the floor does too (10 passes per block),
+        // and reports one pass over every row.
+        let local = |r: usize| r - rows.start;
+        for block in rows.clone().step_by(ROWS_IN_FLIGHT) {
+            let block_end = (block + ROWS_IN_FLIGHT).min(rows.end);
+            for _pass in 0..FLOOR_PASSES {
+                for r in block..block_end {
+                    // The next row in the block (the block's first after its
+                    // last): the exp reads another row's P, as in the kernel.
+                    let next = if r + 1 < block_end { r + 1 } else { block };
+                    h[(r * 7 + 3) % n] = 1.0;
+                    let row = LiveRow { c: 1.0, h: &h, s: state.sums[r] };
+                    let span = local(r) * n..(local(r) + 1) * n;
+                    let (mi, vi) = (&mut m[span.clone()], &mut v[span.clone()]);
+                    match floor {
+                        Floor::FusedLoop if next != r => {
+                            // As in the kernel, the exp goes to the next
+                            // row's exp row, which its own pass divides next.
+                            let (pi, next_p) = pair_of_rows(p, n, local(r), local(next));
+                            let (ei, next_e) = pair_of_rows_mut(e, n, local(r), local(next));
+                            phase2_inner(&plan, &sched, &row, pi, mi, vi, ei, next_p, state.maxes[next], next_e,
+                                         |x| x * rk);
+                        }
+                        Floor::FusedLoop => {
+                            let (pi, ei) = (&mut p[span.clone()], &mut e[span.clone()]);
+                            phase2_inner(&plan, &sched, &row, pi, mi, vi, ei, &[], 0.0, &mut [], |x| x * rk);
+                        }
+                        Floor::Dividers => {
+                            let (pi, mi, vi, ei) = (&mut p[span.clone()], &mi[..n], &vi[..n], &e[span.clone()]);
+                            let pi = &mut pi[..n];
+                            for k in 0..n {
+                                pi[k] = mi[k] / (vi[k].sqrt() / sched.bc2_sqrt + plan.eps) - ei[k] / row.s;
+                            }
+                        }
                     }
+                    h[(r * 7 + 3) % n] = 0.0;
                 }
             }
-            h[(r * 7 + 3) % n] = 0.0;
-            std::hint::black_box(&mut next_e);
+        }
+    }
+
+    /// Passes each block of rows makes (the core's updates per call).
+    pub const FLOOR_PASSES: usize = 10;
+
+    /// Row `a` (mutable) and row `b` (read) of a buffer of `n`-value rows; a != b.
+    fn pair_of_rows(buffer: &mut [f32], n: usize, a: usize, b: usize) -> (&mut [f32], &[f32]) {
+        let (a, b) = pair_of_rows_mut(buffer, n, a, b);
+        (a, b)
+    }
+
+    /// Rows `a` and `b` (distinct) of a buffer of `n`-value rows, both mutable.
+    fn pair_of_rows_mut(buffer: &mut [f32], n: usize, a: usize, b: usize) -> (&mut [f32], &mut [f32]) {
+        if a < b {
+            let (lo, hi) = buffer.split_at_mut(b * n);
+            (&mut lo[a * n..(a + 1) * n], &mut hi[..n])
+        } else {
+            let (lo, hi) = buffer.split_at_mut(a * n);
+            (&mut hi[..n], &mut lo[b * n..(b + 1) * n])
         }
     }
 }
