@@ -7,6 +7,8 @@
 //! scalar contract.
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use crate::pinned::{exp_pinned, pinned_sum};
 use crate::{AdamW, Options, StepScalars};
@@ -187,15 +189,20 @@ pub(crate) fn train_checked(
             run_rows(kernel, &plan, &schedule, 0..vocabulary, p, m, v, &mut logp);
         } else {
             // rayon's pool is started once per process: spawning threads for
-            // every call would cost more than a few updates. The calling
-            // thread runs the last share itself (`in_place_scope`), so only
-            // threads - 1 pool threads have to wake up, and nothing
-            // synchronises until every share has run all its updates.
-            rayon::in_place_scope(|scope| {
+            // every call would cost more than a few updates. The rows are
+            // cut into shares of a few blocks, which the calling thread and
+            // threads - 1 pool threads take from a counter until none is
+            // left: a pool thread that wakes late (the machine busy) leaves
+            // its shares to the others instead of holding the call up. Each
+            // share runs all its updates; nothing synchronises in between,
+            // and which thread runs a share changes no bit.
+            let share_rows = (block_rows(vocabulary) * 2).max(vocabulary.div_ceil(threads * 4));
+            let mut shares = Vec::new();
+            {
                 let (mut p, mut m, mut v, mut logp) = (&mut *p, &mut *m, &mut *v, &mut logp[..]);
                 let mut start = 0usize;
-                for i in 0..threads {
-                    let end = vocabulary * (i + 1) / threads;
+                while start < vocabulary {
+                    let end = (start + share_rows).min(vocabulary);
                     let values = (end - start) * vocabulary;
                     let slots = (plan.row_offsets[end] - plan.row_offsets[start]) * block;
                     let (pp, rest_p) = std::mem::take(&mut p).split_at_mut(values);
@@ -203,14 +210,26 @@ pub(crate) fn train_checked(
                     let (vp, rest_v) = std::mem::take(&mut v).split_at_mut(values);
                     let (lp, rest_l) = std::mem::take(&mut logp).split_at_mut(slots);
                     (p, m, v, logp) = (rest_p, rest_m, rest_v, rest_l);
-                    let (plan, schedule) = (&plan, &schedule);
-                    if i + 1 == threads {
-                        run_rows(kernel, plan, schedule, start..end, pp, mp, vp, lp);
-                    } else {
-                        scope.spawn(move |_| run_rows(kernel, plan, schedule, start..end, pp, mp, vp, lp));
-                    }
+                    shares.push(Mutex::new(Some((start..end, pp, mp, vp, lp))));
                     start = end;
                 }
+            }
+            let next_share = AtomicUsize::new(0);
+            let work = || {
+                while let Some(share) = shares.get(next_share.fetch_add(1, Ordering::Relaxed)) {
+                    // Each share is taken exactly once (the counter hands out
+                    // each index once), so its lock is never contended.
+                    let taken = share.lock().unwrap_or_else(|e| e.into_inner()).take();
+                    if let Some((rows, pp, mp, vp, lp)) = taken {
+                        run_rows(kernel, &plan, &schedule, rows, pp, mp, vp, lp);
+                    }
+                }
+            };
+            rayon::in_place_scope(|scope| {
+                for _ in 1..threads.min(shares.len()) {
+                    scope.spawn(|_| work());
+                }
+                work();
             });
         }
         // Sum in pair order, whatever order the rows ran in.
