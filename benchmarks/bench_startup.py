@@ -77,6 +77,12 @@ os.close(fd)
 """
 
 
+REMOVED_IMPORTS = (
+    "import re, hashlib, dataclasses, typing, sys; import bob.invocation; from bob.run import main; "
+    "sys.exit(main(sys.argv[1:]))"
+)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=25)
@@ -101,6 +107,10 @@ def main() -> None:
                                               str(io_dir / "pred.bin")],
             "bob-run (resuming)": run,
             "python -m bob run (resuming)": [sys.executable, "-m", "bob", "run", *files],
+            # What this change removed, put back: the imports the installer's
+            # wrapper (re), hashlib, bob.invocation (dataclasses) and typing
+            # made, then the same invocation on one thread.
+            "bob-run + the removed imports": [sys.executable, "-c", REMOVED_IMPORTS, *files],
             "run_files, threads=0 (auto)": [sys.executable, "-c", call.format(0)],
             "run_files, threads=1": [sys.executable, "-c", call.format(1)],
         }
