@@ -121,12 +121,8 @@ def main() -> None:
     if not FLOOR.exists():
         sys.exit(f"build the floors first: cargo build --release -p bob-core --example floor ({FLOOR} missing)")
     torch = torch_python() if args.torch else None
-    numpy_script = Path(ROOT / "work" / "bench_numpy_side.py")
-    numpy_script.parent.mkdir(exist_ok=True)
-    numpy_script.write_text(NUMPY_SIDE)
     times: dict[str, list[float]] = {}
-    numpy_ns = {}
-    exec(compile(NUMPY_SIDE.replace("print(", "_result = ("), "numpy_side", "exec"), numpy_ns)  # warm NumPy
+    exec(compile(NUMPY_SIDE.replace("print(", "_result = ("), "numpy_side", "exec"), {})  # warm NumPy
     for _ in range(args.rounds):
         for threads in (1, 2):
             times.setdefault(f"bob (bob._core.train), {threads} thread(s)", []).append(bob_side(threads))
