@@ -1,14 +1,20 @@
-"""A whole bob-run invocation against the interpreter's own start.
+"""A whole bob-run invocation against the interpreter's own start, interleaved.
 
-    .venv/bin/python benchmarks/bench_startup.py
+    .venv/bin/python benchmarks/bench_startup.py [--rounds N] [--importtime]
 
-Median wall time of N runs each of `python -c pass` (the venv's interpreter),
-`python -c "import bob.core"`, and a full `bob-run` invocation that resumes a
-checkpoint (read, verify, 10 updates, write both files atomically).
+Each round runs every command once, in turn, so load elsewhere on the
+machine slows all of them alike; the table gives median and minimum wall
+time and the median's ratio to `python -c pass` (the venv's interpreter).
+bob-run resumes a checkpoint each time (read, verify, 10 updates, write both
+files atomically with their fsyncs). --importtime adds `-X importtime`'s
+breakdown of one bob-run (the largest cumulative imports).
 """
 
 from __future__ import annotations
 
+import argparse
+import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -16,35 +22,116 @@ import tempfile
 import time
 from pathlib import Path
 
-N = 15
 BIN = Path(sys.executable).parent
 
 
-def median_seconds(argv: list[str]) -> float:
-    times = []
-    for _ in range(N):
-        t0 = time.perf_counter()
-        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+def timed(argv: list[str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def importtime(argv: list[str], top: int = 14) -> list[tuple[int, int, str]]:
+    """(self µs, cumulative µs, module) of the largest cumulative imports of one run."""
+    done = subprocess.run([sys.executable, "-X", "importtime", *argv], check=True, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True)
+    rows = []
+    for line in done.stderr.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        self_us, cumulative_us, name = (part.strip() for part in line[len("import time:"):].split("|"))
+        rows.append((int(self_us), int(cumulative_us), name))
+    total = sum(r[0] for r in rows)
+    rows = [r for r in rows if not r[2].startswith(" ")] + [r for r in rows if r[2].startswith(" ")]
+    rows.sort(key=lambda r: -r[1])
+    return [(total, total, "(all imports, sum of self)")] + rows[:top]
+
+
+# The file operations a resuming bob-run makes, and nothing else (standard
+# library, no bob): lock file (open, flock, ftruncate, pwrite), read the
+# checkpoint, then for each of the two outputs a hard-link backup, a
+# temporary file written and fsynced, a rename, a directory fsync, and the
+# backup dropped. Its time is the floor the file system sets under bob-run.
+IO_ONLY = """
+import fcntl, os, sys
+d, ck, pred = sys.argv[1:4]
+fd = os.open(os.path.join(d, '.ck.bin.bob-lock'), os.O_RDWR | os.O_CREAT | os.O_NONBLOCK, 0o666)
+fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+os.ftruncate(fd, 0)
+os.pwrite(fd, b'%d\\n' % os.getpid(), 0)
+data = open(ck, 'rb').read()
+for target, payload in ((pred, b'x' * 24), (ck, data)):
+    link = target + '.bak-io'
+    os.link(target, link)
+    tmp = target + '.tmp-io'
+    out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    os.write(out, payload)
+    os.fsync(out)
+    os.close(out)
+    os.replace(tmp, target)
+    dfd = os.open(d, os.O_RDONLY)
+    os.fsync(dfd)
+    os.close(dfd)
+    os.unlink(link)
+os.close(fd)
+"""
+
+
+REMOVED_IMPORTS = (
+    "import re, hashlib, dataclasses, typing, sys; import bob.invocation; from bob.run import main; "
+    "sys.exit(main(sys.argv[1:]))"
+)
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=25)
+    parser.add_argument("--importtime", action="store_true")
+    args = parser.parse_args()
     with tempfile.TemporaryDirectory() as d:
-        rec = Path(d, "rec.bin")
+        rec, ck, pred = Path(d, "rec.bin"), Path(d, "ck.bin"), Path(d, "pred.bin")
         subprocess.run([str(BIN / "bob-fixture"), "--text", "abracadabra", "--prompt", "abra", "--prompt", "cad",
                         "--prompt", "", "--output", str(rec)], check=True, stdout=subprocess.DEVNULL)
-        run = [str(BIN / "bob-run"), "--input", str(rec), "--checkpoint", str(Path(d, "ck.bin")),
-               "--predictions", str(Path(d, "pred.bin"))]
-        base = median_seconds([sys.executable, "-c", "pass"])
-        rows = [
-            ("python -c pass", base),
-            ("python -c 'import numpy'", median_seconds([sys.executable, "-c", "import numpy"])),
-            ("python -c 'import construct'", median_seconds([sys.executable, "-c", "import construct"])),
-            ("bob-run (one invocation, resuming)", median_seconds(run)),
-        ]
-    for name, s in rows:
-        print(f"{name:<38} {s * 1e3:8.1f} ms   {s / base:5.2f}x python start")
+        files = ["--input", str(rec), "--checkpoint", str(ck), "--predictions", str(pred)]
+        run = [str(BIN / "bob-run"), *files]
+        subprocess.run(run, check=True, stdout=subprocess.DEVNULL)  # a checkpoint to resume from
+        call = ("import sys; from bob.run import run_files; "
+                f"run_files({str(rec)!r}, {str(ck)!r}, {str(pred)!r}, threads={{}})")
+        io_dir = Path(d, "io")
+        io_dir.mkdir()
+        shutil.copy(ck, io_dir / "ck.bin")
+        shutil.copy(pred, io_dir / "pred.bin")
+        commands = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "file operations only (no bob)": [sys.executable, "-c", IO_ONLY, str(io_dir), str(io_dir / "ck.bin"),
+                                              str(io_dir / "pred.bin")],
+            "bob-run (resuming)": run,
+            "python -m bob run (resuming)": [sys.executable, "-m", "bob", "run", *files],
+            # What this change removed, put back: the imports the installer's
+            # wrapper (re), hashlib, bob.invocation (dataclasses) and typing
+            # made, then the same invocation on one thread.
+            "bob-run + the removed imports": [sys.executable, "-c", REMOVED_IMPORTS, *files],
+            "run_files, threads=0 (auto)": [sys.executable, "-c", call.format(0)],
+            "run_files, threads=1": [sys.executable, "-c", call.format(1)],
+        }
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        for _ in range(args.rounds):
+            for name, argv in commands.items():
+                times[name].append(timed(argv))
+        breakdown = importtime(run) if args.importtime else []
+    base = statistics.median(times["python -c pass"])
+    load = os.getloadavg()
+    print(f"{args.rounds} interleaved rounds; load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} "
+          f"on {os.cpu_count()} CPUs")
+    print(f"{'command':<32} {'median ms':>10} {'min ms':>8} {'median / python -c pass':>24}")
+    for name, ts in times.items():
+        med = statistics.median(ts)
+        print(f"{name:<32} {med * 1e3:10.1f} {min(ts) * 1e3:8.1f} {med / base:24.2f}")
+    if breakdown:
+        print("\n-X importtime of one bob-run (µs): self, cumulative, module")
+        for self_us, cumulative_us, name in breakdown:
+            print(f"{self_us:8d} {cumulative_us:8d}  {name}")
+    shutil.rmtree(d, ignore_errors=True)
 
 
 if __name__ == "__main__":

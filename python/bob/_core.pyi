@@ -25,6 +25,7 @@ __all__ = [
     "predict",
     "resolved_kernel",
     "resume_problem",
+    "sha256",
     "train",
 ]
 
@@ -32,6 +33,7 @@ class CoreError(ValueError):
     """The native core refused its arguments (the message names which and why)."""
 
 def fnv1a64(data: bytes) -> int: ...
+def sha256(data: Buffer) -> bytes: ...
 def initialize(p: _Plane, seed: bytes) -> None: ...
 def initial_planes(
     seed: bytes, vocabulary: int = 256

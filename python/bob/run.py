@@ -183,7 +183,7 @@ def _plane_views(planes: bytearray) -> "tuple[memoryview, memoryview, memoryview
     return tuple(view[i * CHUNK_BYTES:(i + 1) * CHUNK_BYTES].cast("f") for i in range(3))  # type: ignore[return-value]
 
 
-def _checkpoint_bytes(step: int, planes: bytearray, header_bytes: "int | None") -> bytes:
+def _checkpoint_bytes(step: int, planes: bytearray, header_bytes: "int | None") -> "bytes | bytearray":
     from bob.formats import canonical
 
     if header_bytes in (None, canonical.HEADER_BYTES):
@@ -208,8 +208,6 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
 
     Every refusal is a :class:`bob.commands.Refused` naming the option and path.
     """
-    import hashlib
-
     from bob.fileio import Backup, clean_stale_temporaries, replace_target, same_file, write_atomic
     from bob.formats import canonical
     from bob.formats.constants import EMPTY_PROMPT, UPDATES_PER_INVOCATION
@@ -270,7 +268,7 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
             for i, (word, (token, validity)) in enumerate(zip(prompt_words, records))
         ],
         "checkpoint": show_path(checkpoint_path),
-        "checkpoint_sha256": hashlib.sha256(checkpoint_bytes).hexdigest(),
+        "checkpoint_sha256": canonical.sha256(checkpoint_bytes).hex(),
         "predictions_file": show_path(predictions_path),
         "predictions_hex": prediction_bytes.hex(),
         "stale_temporaries_removed": [show_path(p) for p in cleaned],
@@ -377,7 +375,11 @@ def main(argv: list[str] | None = None) -> int:
             return parsed
         args = parsed
     try:
-        result = run_files(args.input, args.checkpoint, args.predictions, wait_seconds=wait_seconds(args.wait))
+        # One thread: in a fresh process the first parallel call pays for
+        # starting rayon's pool, which costs more than the call's work saves
+        # (BENCHMARKS.md). Threads never change a bit.
+        result = run_files(args.input, args.checkpoint, args.predictions, wait_seconds=wait_seconds(args.wait),
+                           threads=1)
     except Refused as exc:
         return fail(PROG, exc, as_json=args.json)
     except KeyboardInterrupt:

@@ -152,14 +152,14 @@ def test_resume_problem_matches_the_schemas(trained: bytes) -> None:
 
 
 # ------------------------------------------------------------- bob-run ---
-def test_a_good_run_imports_neither_construct_nor_numpy(tmp_path: Path, trained: bytes) -> None:
+def test_a_good_run_imports_neither_construct_nor_numpy_nor_hashlib(tmp_path: Path, trained: bytes) -> None:
     (tmp_path / "rec.bin").write_bytes(bob.build_input(b"abracadabra", [b"abra", b"cad", b""]).to_bytes())
     (tmp_path / "ck.bin").write_bytes(trained)
     script = (
         "import sys, bob.run\n"
         f"rc = bob.run.main(['--input', {str(tmp_path / 'rec.bin')!r}, '--checkpoint', {str(tmp_path / 'ck.bin')!r},"
         f" '--predictions', {str(tmp_path / 'pred.bin')!r}])\n"
-        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'construct'))\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'construct', 'hashlib', '_hashlib'))\n"
         "assert rc == 0 and not heavy, (rc, heavy)\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
@@ -184,3 +184,18 @@ def test_a_valid_wide_header_checkpoint_runs_through_the_schemas_and_keeps_its_h
     canonical_twin = bob.invoke((tmp_path / "rec.bin").read_bytes(), trained).checkpoint
     assert canonical_twin.step == 20
     assert planes_of(after) == planes_of(canonical_twin)
+
+
+def test_the_cores_sha256_is_hashlibs() -> None:
+    import hashlib
+    import os
+
+    from bob import _core
+
+    for size in (0, 1, 55, 56, 63, 64, 65, 447, 262_144, 786_880):
+        data = os.urandom(size)
+        assert _core.sha256(data) == hashlib.sha256(data).digest(), size
+        assert _core.sha256(bytearray(data)) == hashlib.sha256(data).digest(), size
+        assert _core.sha256(memoryview(data)[size // 3:]) == hashlib.sha256(data[size // 3:]).digest(), size
+    with pytest.raises(TypeError):
+        _core.sha256("text")  # type: ignore[arg-type]

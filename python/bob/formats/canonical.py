@@ -21,7 +21,16 @@ are never recognized unless the schemas accept them.
 
 from __future__ import annotations
 
-import hashlib
+try:
+    # The core's SHA-256 (SHA-NI when the CPU has it) is as fast as hashlib's
+    # here, and skips hashlib's import, which loads OpenSSL: a tenth of a
+    # bob-run (BENCHMARKS.md). Without the core, hashlib gives the same digests.
+    from bob._core import sha256 as _sha256_digest
+except ImportError:  # pragma: no cover - the core is not built
+    import hashlib
+
+    def _sha256_digest(data) -> bytes:  # type: ignore[misc]
+        return hashlib.sha256(data).digest()
 
 from bob.formats.constants import (
     CHECKPOINT_MAGIC,
@@ -78,22 +87,34 @@ def checkpoint_header(step: int, chunk_digests: "list[bytes]") -> bytes:
         CHUNK_ENTRY.pack(tag, HEADER_BYTES + i * CHUNK_BYTES, CHUNK_BYTES, digest)
         for i, (tag, digest) in enumerate(zip(CHUNK_TAGS, chunk_digests))
     )
-    header = body + hashlib.sha256(body).digest()
+    header = body + _sha256_digest(body)
     return header + bytes(HEADER_BYTES - len(header))
 
 
 def chunk_digests(planes: memoryview) -> list[bytes]:
     """The SHA-256 of each plane in ``planes`` (P, M, V as bytes, contiguous)."""
-    return [hashlib.sha256(planes[i * CHUNK_BYTES:(i + 1) * CHUNK_BYTES]).digest() for i in range(len(CHUNK_TAGS))]
+    return [_sha256_digest(planes[i * CHUNK_BYTES:(i + 1) * CHUNK_BYTES]) for i in range(len(CHUNK_TAGS))]
 
 
-def build_checkpoint(step: int, planes) -> bytes:
+def sha256(data) -> bytes:
+    """SHA-256 of a bytes-like object (the core's when it is built, else hashlib's)."""
+    return _sha256_digest(data)
+
+
+def build_checkpoint(step: int, planes) -> bytearray:
     """The canonical checkpoint file for ``step`` and ``planes`` (P, M, V as
-    786,432 bytes of little-endian float32, in parameter order)."""
+    786,432 bytes of little-endian float32, in parameter order).
+
+    One buffer, written once: the planes are copied straight to their place
+    after the header (not copied out and then joined, which touched two more
+    fresh 786 KB buffers' pages)."""
     view = memoryview(planes).cast("B")
     if len(view) != PAYLOAD_BYTES:
         raise ValueError(f"planes are {PAYLOAD_BYTES} bytes, got {len(view)}")
-    return checkpoint_header(step, chunk_digests(view)) + view.tobytes()
+    out = bytearray(CHECKPOINT_BYTES)
+    out[HEADER_BYTES:] = view
+    out[:HEADER_BYTES] = checkpoint_header(step, chunk_digests(view))
+    return out
 
 
 def recognize_checkpoint(data: bytes) -> int | None:

@@ -7,6 +7,8 @@
 //! scalar contract.
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use crate::pinned::{exp_pinned, pinned_sum};
 use crate::{AdamW, Options, StepScalars};
@@ -187,12 +189,20 @@ pub(crate) fn train_checked(
             run_rows(kernel, &plan, &schedule, 0..vocabulary, p, m, v, &mut logp);
         } else {
             // rayon's pool is started once per process: spawning threads for
-            // every call would cost more than a few updates.
-            rayon::scope(|scope| {
+            // every call would cost more than a few updates. The rows are
+            // cut into shares of a few blocks, which the calling thread and
+            // threads - 1 pool threads take from a counter until none is
+            // left: a pool thread that wakes late (the machine busy) leaves
+            // its shares to the others instead of holding the call up. Each
+            // share runs all its updates; nothing synchronises in between,
+            // and which thread runs a share changes no bit.
+            let share_rows = (block_rows(vocabulary) * 2).max(vocabulary.div_ceil(threads * 4));
+            let mut shares = Vec::new();
+            {
                 let (mut p, mut m, mut v, mut logp) = (&mut *p, &mut *m, &mut *v, &mut logp[..]);
                 let mut start = 0usize;
-                for i in 0..threads {
-                    let end = vocabulary * (i + 1) / threads;
+                while start < vocabulary {
+                    let end = (start + share_rows).min(vocabulary);
                     let values = (end - start) * vocabulary;
                     let slots = (plan.row_offsets[end] - plan.row_offsets[start]) * block;
                     let (pp, rest_p) = std::mem::take(&mut p).split_at_mut(values);
@@ -200,10 +210,26 @@ pub(crate) fn train_checked(
                     let (vp, rest_v) = std::mem::take(&mut v).split_at_mut(values);
                     let (lp, rest_l) = std::mem::take(&mut logp).split_at_mut(slots);
                     (p, m, v, logp) = (rest_p, rest_m, rest_v, rest_l);
-                    let (plan, schedule) = (&plan, &schedule);
-                    scope.spawn(move |_| run_rows(kernel, plan, schedule, start..end, pp, mp, vp, lp));
+                    shares.push(Mutex::new(Some((start..end, pp, mp, vp, lp))));
                     start = end;
                 }
+            }
+            let next_share = AtomicUsize::new(0);
+            let work = || {
+                while let Some(share) = shares.get(next_share.fetch_add(1, Ordering::Relaxed)) {
+                    // Each share is taken exactly once (the counter hands out
+                    // each index once), so its lock is never contended.
+                    let taken = share.lock().unwrap_or_else(|e| e.into_inner()).take();
+                    if let Some((rows, pp, mp, vp, lp)) = taken {
+                        run_rows(kernel, &plan, &schedule, rows, pp, mp, vp, lp);
+                    }
+                }
+            };
+            rayon::in_place_scope(|scope| {
+                for _ in 1..threads.min(shares.len()) {
+                    scope.spawn(|_| work());
+                }
+                work();
             });
         }
         // Sum in pair order, whatever order the rows ran in.
@@ -300,6 +326,17 @@ kernel_copy!(run_rows_avx512, "avx2,avx512f,avx512vl");
 /// exp or AdamW pass runs unpaired; measured best among 4, 8, 16, 32, 64.
 const ROWS_IN_FLIGHT: usize = 16;
 
+/// Rows per block at vocabulary `n`: [`ROWS_IN_FLIGHT`], fewer when a block's
+/// streams (P, M, V, the exp and h rows: 20 bytes per value) would outgrow
+/// this budget, half this machine's 1 MiB L2 (Zen 4), so that a block still
+/// makes its updates in cache at large vocabularies. Any block size gives
+/// the same bits.
+fn block_rows(n: usize) -> usize {
+    const BLOCK_BUDGET: usize = 512 * 1024;
+    (BLOCK_BUDGET / (20 * n.max(1))).clamp(MIN_ROWS_IN_FLIGHT, ROWS_IN_FLIGHT)
+}
+const MIN_ROWS_IN_FLIGHT: usize = 4;
+
 /// Runs `rows` through every update of `schedule`, a block of rows at a time.
 ///
 /// Within a block and an update, the live rows form a chain in which one
@@ -322,16 +359,17 @@ fn run_rows_generic(
     let updates = schedule.len();
     let first_slot = plan.row_offsets[rows.start];
     let zero_g = vec![0f32; n];
-    let mut e = vec![0f32; n * ROWS_IN_FLIGHT];
-    let mut h = vec![0f32; n * ROWS_IN_FLIGHT];
+    let rows_in_flight = block_rows(n);
+    let mut e = vec![0f32; n * rows_in_flight];
+    let mut h = vec![0f32; n * rows_in_flight];
     let mut hcount = vec![0usize; n];
-    let mut live = Vec::with_capacity(ROWS_IN_FLIGHT);
+    let mut live = Vec::with_capacity(rows_in_flight);
     let mut sums = [0f32; ROWS_IN_FLIGHT];
 
-    let block_values = n * ROWS_IN_FLIGHT;
+    let block_values = n * rows_in_flight;
     let blocks = p.chunks_mut(block_values).zip(m.chunks_mut(block_values)).zip(v.chunks_mut(block_values));
     for (b, ((pb, mb), vb)) in blocks.enumerate() {
-        let first_row = rows.start + b * ROWS_IN_FLIGHT;
+        let first_row = rows.start + b * rows_in_flight;
         live.clear();
         for i in 0..pb.len() / n {
             let r = first_row + i;
@@ -519,4 +557,214 @@ fn adamw_element(plan: &Plan, sched: &StepScalars, p: &mut f32, m: &mut f32, v: 
     *p = decayed - sched.step_size * (m_new / (v_new.sqrt() / sched.bc2_sqrt + plan.eps));
     *m = m_new;
     *v = v_new;
+}
+
+/// The floor microbenchmarks the benchmarks compare the core against. Not
+/// API: `#[doc(hidden)]`, and free to change with the kernel.
+#[doc(hidden)]
+pub mod floor {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// What to time. Both run over a real training state (vocabulary `n`,
+    /// every row live, a few updates in), because the dividers' speed depends
+    /// on the values: on round numbers (e = 0.5, s = 128) they run twice as
+    /// fast as on a training state's.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Floor {
+        /// One update's fused loops and nothing else: for every row, its
+        /// prob, gradient and AdamW step (three divisions, a square root)
+        /// with the next row's pinned exp, in the kernel's own loop, with the
+        /// exp rows, row maxima and pinned sums handed in precomputed (no row
+        /// max, no pinned sum, no loss, no blocking, no threads' start).
+        FusedLoop,
+        /// Only the dividers' share of the same: three divisions and a square
+        /// root per value.
+        Dividers,
+    }
+
+    /// A state to time the floors on: P, M, V a few updates into training,
+    /// and each row's exp row, max and pinned sum.
+    pub struct State {
+        n: usize,
+        p: Vec<f32>,
+        m: Vec<f32>,
+        v: Vec<f32>,
+        e: Vec<f32>,
+        maxes: Vec<f32>,
+        sums: Vec<f32>,
+    }
+
+    impl State {
+        /// Vocabulary `n`, every row live (pair k = (k, 7k + 3 mod n)), after
+        /// `updates` updates from the seeded start.
+        pub fn new(n: usize, updates: u64) -> State {
+            let mut p = vec![0f32; n * n];
+            crate::initialize(&mut p, crate::SEED);
+            let (mut m, mut v) = (vec![0f32; n * n], vec![0f32; n * n]);
+            let contexts: Vec<u32> = (0..n as u32).collect();
+            let targets: Vec<u32> = (0..n as u32).map(|k| (k * 7 + 3) % n as u32).collect();
+            if updates > 0 {
+                crate::train(&mut p, &mut m, &mut v, &contexts, &targets, 0, updates, &crate::BOB_V1_ADAMW,
+                             Options::default()).expect("a valid state");
+            }
+            let mut e = vec![0f32; n * n];
+            let (mut maxes, mut sums) = (vec![0f32; n], vec![0f32; n]);
+            for r in 0..n {
+                let span = r * n..(r + 1) * n;
+                maxes[r] = row_max(&p[span.clone()]);
+                sums[r] = exp_row_and_sum(&p[span.clone()], maxes[r], &mut e[span]);
+            }
+            State { n, p, m, v, e, maxes, sums }
+        }
+    }
+
+    /// Wall time of [`FLOOR_PASSES`] passes of `floor` over every row of
+    /// `state` (on copies), rows split evenly across `threads` scoped threads
+    /// started before the clock; the slowest thread's time. Divide by
+    /// `FLOOR_PASSES` for one update's worth.
+    pub fn time(kernel: Kernel, floor: Floor, state: &State, threads: usize) -> Duration {
+        let n = state.n;
+        let (mut p, mut m, mut v, mut e) = (state.p.clone(), state.m.clone(), state.v.clone(), state.e.clone());
+        let threads = threads.clamp(1, n);
+        let barrier = std::sync::Barrier::new(threads);
+        std::thread::scope(|scope| {
+            let (mut p, mut m, mut v, mut e) = (&mut p[..], &mut m[..], &mut v[..], &mut e[..]);
+            let mut handles = Vec::new();
+            let mut start = 0;
+            for i in 0..threads {
+                let end = n * (i + 1) / threads;
+                let values = (end - start) * n;
+                let (pp, rp) = std::mem::take(&mut p).split_at_mut(values);
+                let (mp, rm) = std::mem::take(&mut m).split_at_mut(values);
+                let (vp, rv) = std::mem::take(&mut v).split_at_mut(values);
+                let (ep, re) = std::mem::take(&mut e).split_at_mut(values);
+                (p, m, v, e) = (rp, rm, rv, re);
+                let (barrier, rows) = (&barrier, start..end);
+                handles.push(scope.spawn(move || {
+                    barrier.wait();
+                    let clock = Instant::now();
+                    run(kernel.resolve(), floor, state, rows, pp, mp, vp, ep);
+                    clock.elapsed()
+                }));
+                start = end;
+            }
+            handles.into_iter().map(|h| h.join().expect("floor thread")).max().unwrap_or_default()
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn run(kernel: Kernel, floor: Floor, state: &State, rows: Range<usize>, p: &mut [f32], m: &mut [f32],
+           v: &mut [f32], e: &mut [f32]) {
+        match kernel {
+            // SAFETY: as in `run_rows`: `resolve` returned these kernels only
+            // after detecting their features at run time.
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512 => unsafe { run_avx512(floor, state, rows, p, m, v, e) },
+            // SAFETY: as above, AVX2 was detected.
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 => unsafe { run_avx2(floor, state, rows, p, m, v, e) },
+            _ => run_generic(floor, state, rows, p, m, v, e),
+        }
+    }
+
+    macro_rules! floor_copy {
+        ($name:ident, $features:literal) => {
+            /// # Safety
+            /// The CPU must support `$features`.
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = $features)]
+            #[allow(clippy::too_many_arguments)]
+            unsafe fn $name(floor: Floor, state: &State, rows: Range<usize>, p: &mut [f32], m: &mut [f32],
+                            v: &mut [f32], e: &mut [f32]) {
+                run_generic(floor, state, rows, p, m, v, e)
+            }
+        };
+    }
+    floor_copy!(run_avx2, "avx2");
+    floor_copy!(run_avx512, "avx2,avx512f,avx512vl");
+
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn run_generic(floor: Floor, state: &State, rows: Range<usize>, p: &mut [f32], m: &mut [f32], v: &mut [f32],
+                   e: &mut [f32]) {
+        let n = state.n;
+        let hyper = crate::BOB_V1_ADAMW;
+        let plan = Plan {
+            vocabulary: n,
+            row_offsets: Vec::new(),
+            slot_targets: Vec::new(),
+            beta1: hyper.beta1,
+            beta2: hyper.beta2,
+            eps: hyper.eps,
+            decay: hyper.decay(),
+            omb1: 1.0 - hyper.beta1,
+            omb2: 1.0 - hyper.beta2,
+            pair_count: n as f32,
+            pair_count_reciprocal: exact_reciprocal(n as f32),
+        };
+        let sched = hyper.step_scalars(6);
+        let rk = plan.pair_count_reciprocal.unwrap_or(1.0 / n as f32);
+        let mut h = vec![0f32; n];
+        // The kernel's blocking: a block of rows makes all its updates while
+        // it sits in cache, so the floor does too (10 passes per block),
+        // and reports one pass over every row.
+        let local = |r: usize| r - rows.start;
+        for block in rows.clone().step_by(ROWS_IN_FLIGHT) {
+            let block_end = (block + ROWS_IN_FLIGHT).min(rows.end);
+            for _pass in 0..FLOOR_PASSES {
+                for r in block..block_end {
+                    // The next row in the block (the block's first after its
+                    // last): the exp reads another row's P, as in the kernel.
+                    let next = if r + 1 < block_end { r + 1 } else { block };
+                    h[(r * 7 + 3) % n] = 1.0;
+                    let row = LiveRow { c: 1.0, h: &h, s: state.sums[r] };
+                    let span = local(r) * n..(local(r) + 1) * n;
+                    let (mi, vi) = (&mut m[span.clone()], &mut v[span.clone()]);
+                    match floor {
+                        Floor::FusedLoop if next != r => {
+                            // As in the kernel, the exp goes to the next
+                            // row's exp row, which its own pass divides next.
+                            let (pi, next_p) = pair_of_rows(p, n, local(r), local(next));
+                            let (ei, next_e) = pair_of_rows_mut(e, n, local(r), local(next));
+                            phase2_inner(&plan, &sched, &row, pi, mi, vi, ei, next_p, state.maxes[next], next_e,
+                                         |x| x * rk);
+                        }
+                        Floor::FusedLoop => {
+                            let (pi, ei) = (&mut p[span.clone()], &mut e[span.clone()]);
+                            phase2_inner(&plan, &sched, &row, pi, mi, vi, ei, &[], 0.0, &mut [], |x| x * rk);
+                        }
+                        Floor::Dividers => {
+                            let (pi, mi, vi, ei) = (&mut p[span.clone()], &mi[..n], &vi[..n], &e[span.clone()]);
+                            let pi = &mut pi[..n];
+                            for k in 0..n {
+                                pi[k] = mi[k] / (vi[k].sqrt() / sched.bc2_sqrt + plan.eps) - ei[k] / row.s;
+                            }
+                        }
+                    }
+                    h[(r * 7 + 3) % n] = 0.0;
+                }
+            }
+        }
+    }
+
+    /// Passes each block of rows makes (the core's updates per call).
+    pub const FLOOR_PASSES: usize = 10;
+
+    /// Row `a` (mutable) and row `b` (read) of a buffer of `n`-value rows; a != b.
+    fn pair_of_rows(buffer: &mut [f32], n: usize, a: usize, b: usize) -> (&mut [f32], &[f32]) {
+        let (a, b) = pair_of_rows_mut(buffer, n, a, b);
+        (a, b)
+    }
+
+    /// Rows `a` and `b` (distinct) of a buffer of `n`-value rows, both mutable.
+    fn pair_of_rows_mut(buffer: &mut [f32], n: usize, a: usize, b: usize) -> (&mut [f32], &mut [f32]) {
+        if a < b {
+            let (lo, hi) = buffer.split_at_mut(b * n);
+            (&mut lo[a * n..(a + 1) * n], &mut hi[..n])
+        } else {
+            let (lo, hi) = buffer.split_at_mut(a * n);
+            (&mut hi[..n], &mut lo[b * n..(b + 1) * n])
+        }
+    }
 }

@@ -17,6 +17,8 @@ pub mod scalar;
 
 pub use error::CoreError;
 pub use kernel::Kernel;
+#[doc(hidden)]
+pub use kernel::floor;
 pub use pinned::{exp_pinned, fnv1a64, initialize, pinned_sum, powi};
 
 /// bob's vocabulary: one row and one column per byte value.

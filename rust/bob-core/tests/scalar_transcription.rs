@@ -174,6 +174,15 @@ fn other_shapes_match_scalar() {
 }
 
 #[test]
+fn large_vocabularies_with_smaller_row_blocks_match_scalar() {
+    // From about 1,640 rows on, the kernel puts fewer than 16 rows in a block
+    // (its L2 budget): 1,700 rows -> 15 per block, 2,600 -> 10, and a block
+    // count that does not divide the rows.
+    check_against_scalar(1700, 3000, 7, 3, false, 77);
+    check_against_scalar(2600, 900, 0, 2, true, 78);
+}
+
+#[test]
 fn many_updates_cross_blocks_and_large_steps() {
     check_against_scalar(32, 64, 0, 40, false, 9);
     check_against_scalar(32, 64, u64::MAX - 40, 40, false, 10);

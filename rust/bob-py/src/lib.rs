@@ -185,6 +185,32 @@ fn fnv1a64(data: &[u8]) -> u64 {
     bob_core::fnv1a64(data)
 }
 
+/// SHA-256 of any C-contiguous buffer (bytes, bytearray, a memoryview of
+/// one), as 32 bytes. bob-run's fast path hashes with this instead of
+/// `hashlib`, whose import loads OpenSSL (a tenth of a run); the `sha2` crate
+/// uses the CPU's SHA extensions when it has them. The GIL stays held: the
+/// caller's buffer must not change while it is read.
+#[pyfunction]
+fn sha256<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    use sha2::Digest;
+    let buffer = PyUntypedBuffer::get(data)
+        .map_err(|_| PyTypeError::new_err("sha256 needs a bytes-like object (bytes, bytearray, memoryview)"))?;
+    if !buffer.is_c_contiguous() {
+        return Err(PyValueError::new_err("sha256 needs a C-contiguous buffer"));
+    }
+    let len = buffer.len_bytes();
+    let bytes: &[u8] = if len == 0 {
+        &[]
+    } else {
+        // SAFETY: the export `buffer` is alive until the end of this
+        // function, it is C-contiguous and `len` bytes long, and the GIL is
+        // held throughout, so no Python code can resize or free it.
+        unsafe { std::slice::from_raw_parts(buffer.buf_ptr().cast::<u8>(), len) }
+    };
+    let digest = sha2::Sha256::digest(bytes);
+    Ok(PyBytes::new(py, &digest))
+}
+
 /// Fill the float32 buffer `p` in place with the seeded initialization (§6.1).
 #[pyfunction]
 fn initialize(py: Python<'_>, p: &Bound<'_, PyAny>, seed: &Bound<'_, PyBytes>) -> PyResult<()> {
@@ -333,6 +359,7 @@ fn kernels() -> Vec<&'static str> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CoreError", m.py().get_type::<CoreError>())?;
     m.add_function(wrap_pyfunction!(fnv1a64, m)?)?;
+    m.add_function(wrap_pyfunction!(sha256, m)?)?;
     m.add_function(wrap_pyfunction!(initialize, m)?)?;
     m.add_function(wrap_pyfunction!(initial_planes, m)?)?;
     m.add_function(wrap_pyfunction!(resume_problem, m)?)?;
