@@ -12,8 +12,6 @@ make or convert arrays.
 
 from __future__ import annotations
 
-import array
-
 from bob.formats.constants import (  # noqa: F401 - re-exported for the library's users
     EMPTY_PROMPT,
     PARAMETER_COUNT,
@@ -62,10 +60,8 @@ def _pair_buffer(values, name: str):
     :class:`CoreError` naming the index — never a silent wrap or truncation.
     Values at or above the vocabulary are refused by the core itself.
     """
-    if isinstance(values, (bytes, bytearray)):
-        return values
-    if isinstance(values, (memoryview, array.array)):
-        return values  # the binding accepts only uint8 / uint32 buffers and names any other format
+    if isinstance(values, (bytes, bytearray, memoryview)) or hasattr(values, "typecode"):
+        return values  # bytes-likes and array.array: the binding accepts only uint8 / uint32 buffers
     dtype = getattr(values, "dtype", None)
     if dtype is not None:  # a NumPy array: NumPy is already imported
         import numpy as np
@@ -80,6 +76,8 @@ def _pair_buffer(values, name: str):
             k = int(bad[0])
             raise CoreError(f"{name}[{k}] = {int(flat[k])} is not a byte value (not even a u32)")
         return np.ascontiguousarray(flat, dtype=np.uint32)
+    import array  # lazily: array imports collections, which bob-run's start-up does without
+
     words = array.array("I")
     for k, value in enumerate(values):
         if isinstance(value, bool) or not isinstance(value, int):
