@@ -299,6 +299,17 @@ class _Display:
 # --------------------------------------------------------------------------- #
 
 
+def _accepts(fmt: str, data: bytes) -> bool:
+    import bob
+    from bob.errors import FormatError
+
+    try:
+        (bob.load_input if fmt == "input" else bob.load_checkpoint)(data)
+    except FormatError:
+        return False
+    return True
+
+
 def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None,
                 stop_on_finding: bool = True) -> CampaignResult:
     """``runs`` executions of ``target`` over seeded mutations of its seeds; deterministic.
@@ -307,7 +318,7 @@ def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None
     bytes the fast path recognized, i.e. that reached the differential assertion.
     """
     from bob.formats import canonical
-    from bob.fuzz.mutator import custom_mutator
+    from bob.fuzz.mutator import custom_mutator, mutate_canonical
 
     run, fmt = load_target(target, fmt)
     name = target.replace(":", "_")
@@ -317,6 +328,9 @@ def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None
         seeds += [p.read_bytes() for p in sorted(reg.iterdir()) if p.is_file()]
     seeds = seeds or [b""]
     rnd = random.Random(seed)
+    # The fast-path differential only asserts on bytes the fast path recognizes:
+    # most mutations start from an accepted file and keep it canonical.
+    accepted = [s for s in seeds if s and name in ("input", "checkpoint") and _accepts(name, s)]
     mutator = custom_mutator(fmt, None)
     limit = MAX_LEN.get(name, DEFAULT_MAX_LEN)
     result = CampaignResult(target)
@@ -325,7 +339,9 @@ def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None
     for i in range(runs):
         base = seeds[rnd.randrange(len(seeds))]
         if name == "core":
-            data = bytes(rnd.getrandbits(8) for _ in range(rnd.randrange(64)))
+            data = rnd.randbytes(rnd.randrange(64))
+        elif accepted and rnd.random() < 0.6:
+            data = mutate_canonical(accepted[rnd.randrange(len(accepted))], rnd, name)
         else:
             data = mutator(base, limit, rnd.getrandbits(32))
         if name == "checkpoint":

@@ -142,8 +142,9 @@ def spots(data: bytes, fmt: str) -> list[Spot]:
 def field_names(fmt: str) -> set[str]:
     """The names of every spot of a canonical file of ``fmt``: what a complete mutator must reach."""
     if fmt == "checkpoint":
-        sample = bytes(CANONICAL.header_length + 1)
-        return {s.name for s in _checkpoint_spots(CHECKPOINT_MAGIC + sample[8:])}
+        from bob.formats.canonical import checkpoint_header
+
+        return {s.name for s in _checkpoint_spots(checkpoint_header(0, [bytes(32)] * len(CHUNK_TAGS)))}
     return {s.name for s in spots(b"", fmt)}
 
 
@@ -375,9 +376,9 @@ def custom_mutator(fmt: str | None, engine_mutate: Callable[[bytes, int], bytes]
         rnd = random.Random(seed)
         kind = format_of(data) or fmt
         r = rnd.random()
-        if engine_mutate is not None and (r < 0.2 or kind is None):
+        if engine_mutate is not None and (r < 0.15 or kind is None):
             out = engine_mutate(data, max_size)
-        elif r < 0.45 and kind in ("checkpoint", "input"):
+        elif r < 0.65 and kind in ("checkpoint", "input"):
             out = mutate_canonical(data, rnd, kind)
         else:
             out = mutate(data, rnd, kind, refresh=0.5)
