@@ -46,10 +46,8 @@ import atheris
 spec = json.loads(sys.argv[1])
 harness = ["bob.fuzz." + m for m in ("mutator", "dictionary", "campaign", "cli", "replay", "strategies")]
 with atheris.instrument_imports(include=["bob"], exclude=harness):  # bob's code, the targets' own branches too
-    import bob, bob.errors, bob.text
-    import bob.formats.checks, bob.formats.files, bob.formats.canonical, bob.formats.input_record
-    import bob.formats.predictions, bob.invocation, bob.run, bob.inspect, bob.fuzz.core_target
     from bob.fuzz import mutator, targets
+    targets.preload()
     from bob.fuzz.campaign import load_target
     run, fmt = load_target(spec["target"], spec.get("format"))
 def one(data):

@@ -34,7 +34,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-__all__ = ["Target", "TARGETS", "get", "check_error", "golden_dir", "seed_files", "target_for_file"]
+__all__ = ["Target", "TARGETS", "get", "preload", "check_error", "golden_dir", "seed_files", "target_for_file"]
 
 
 class Target(NamedTuple):
@@ -261,6 +261,20 @@ TARGETS: dict[str, Target] = {
                "never panics; fast kernels equal the scalar transcription", None),
     )
 }
+
+
+def preload() -> None:
+    """Import every module the targets reach, so an engine instrumenting imports sees them all
+    (the targets import lazily, which would leave them uninstrumented)."""
+    import bob.formats.canonical  # noqa: F401
+    import bob.formats.checks  # noqa: F401
+    import bob.formats.files  # noqa: F401
+    import bob.formats.input_record  # noqa: F401
+    import bob.formats.predictions  # noqa: F401
+    import bob.fuzz.core_target  # noqa: F401
+    import bob.inspect  # noqa: F401
+    import bob.invocation  # noqa: F401
+    import bob.run  # noqa: F401
 
 
 def get(name: str) -> Target:
