@@ -115,7 +115,7 @@ class _Worker:
         self.executions = 0
         self.coverage = self.features = self.exec_per_s = 0
         self.proc: subprocess.Popen | None = None
-        self.last_error = ""
+        self.last_error: str | None = None
         self.written: list[str] = []
 
 
@@ -191,11 +191,12 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
                     if m:
                         w.executions, w.coverage, w.features = int(m[1]), int(m[3]), int(m[4])
                         w.exec_per_s = int(m[6])
-                    elif (line.startswith(("AssertionError", "Traceback")) or "Error:" in line) and \
-                            not line.startswith(" "):
+                    elif "Uncaught Python exception" in line:
+                        w.last_error = ""  # the next line is the exception, then its traceback
+                    elif w.last_error == "" and line.strip():
                         w.last_error = line.strip()
-                    elif WRITTEN.search(line):
-                        _collect(WRITTEN.search(line)[1], w)
+                    elif written := WRITTEN.search(line):
+                        _collect(written[1], w)
         w.proc.wait()
 
     def _collect(path: str, w: _Worker) -> None:
@@ -207,8 +208,10 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
         dest = artifacts_dir / name
         if not dest.exists():
             dest.write_bytes(data)
-            (artifacts_dir / (name + ".txt")).write_text(w.last_error + "\n")
-            result.findings.append(Finding(str(dest), w.last_error))
+            message = w.last_error or "the target crashed (see the worker log in .logs/)"
+            (artifacts_dir / (name + ".txt")).write_text(message + "\n")
+            result.findings.append(Finding(str(dest), message))
+        w.last_error = None
         w.written.append(str(dest))
 
     display = _Display(target, live)

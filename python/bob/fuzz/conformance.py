@@ -52,7 +52,9 @@ ATTEMPTS = {"input": 600, "predictions": 600, "checkpoint": 400}
 def _loader(fmt: str) -> Callable[[bytes], Any]:
     import bob
 
-    return {"input": bob.load_input, "checkpoint": bob.load_checkpoint, "predictions": bob.load_predictions}[fmt]
+    loaders: dict[str, Callable[[bytes], Any]] = {
+        "input": bob.load_input, "checkpoint": bob.load_checkpoint, "predictions": bob.load_predictions}
+    return loaders[fmt]
 
 
 def judge(fmt: str, data: bytes) -> dict[str, Any]:

@@ -208,8 +208,8 @@ def run_target(data: bytes) -> None:
     record, checkpoint = _run_inputs(data)
     try:
         want = bob.invoke(record, checkpoint, threads=1)
-    except FormatError as err:
-        check_error(err)
+    except FormatError as refusal:
+        check_error(refusal)
         want = None
     d = _scratch()
     rec, ck, pred = d / "record.bin", d / "model.bob", d / "predictions.bin"
