@@ -38,6 +38,11 @@ __all__ = ["MAX_LEN", "Finding", "CampaignResult", "run_campaign", "seeded_loop"
 
 MAX_LEN = {"input": 4096, "predictions": 4 * PREDICTION_BYTES, "core": 4096}
 DEFAULT_MAX_LEN = MAX_CHECKPOINT_BYTES + 64  # a little past the largest checkpoint a reader accepts
+# Under atheris a worker's memory grows with every 786,880-byte input (about 27 kB an execution on
+# the checkpoint target, not in plain Python): workers on the big-input targets run in generations
+# of this many executions and are restarted on the same corpus, so a long campaign stays far from
+# libFuzzer's -rss_limit_mb.
+GENERATION = {"checkpoint": 50_000, "inspect": 50_000, "run": 50_000}
 STATUS = re.compile(r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+) corp: (\d+)/\S+.*?exec/s: (\d+)")
 WRITTEN = re.compile(r"Test unit written to (\S+)")
 WORKER = r"""
@@ -117,6 +122,9 @@ class _Worker:
         self.proc: subprocess.Popen | None = None
         self.last_error: str | None = None
         self.written: list[str] = []
+        self.found = False  # this generation wrote an artifact
+        self.generation = 0
+        self.stopped = False
 
 
 def _seed_dir(target: str, extra: list[Path]) -> str:
@@ -168,13 +176,17 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
                 "-rss_limit_mb=4096", "-reload=1", "-print_final_stats=1", "-len_control=0"]
         if left is not None:
             argv.append(f"-max_total_time={max(1, int(left))}")
+        share = GENERATION.get(target, 0)
         if runs is not None:
-            share = (runs - total_runs()) // (len(workers) - w.index) if w.index < len(workers) else 0
-            if share <= 0:
+            left = (runs - total_runs()) // len(workers)
+            if left <= 0:
                 return False
+            share = min(share, left) if share else left
+        if share:
             argv.append(f"-runs={share}")
-        argv.append(f"-seed={(seed or 0) * 1000 + w.index + 1 + len(w.written) * 100}" if seed is not None
-                    else "-seed=0")
+        w.found = False
+        w.generation += 1
+        argv.append(f"-seed={seed * 1000 + 100 * w.generation + w.index + 1}" if seed is not None else "-seed=0")
         spec = json.dumps({"target": target, "format": fmt, "argv": argv})
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         w.proc = subprocess.Popen([sys.executable, "-c", WORKER, spec], stdout=subprocess.DEVNULL,
@@ -213,6 +225,7 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
             result.findings.append(Finding(str(dest), message))
         w.last_error = None
         w.written.append(str(dest))
+        w.found = True
 
     display = _Display(target, live)
     threads: list[threading.Thread] = []
@@ -221,7 +234,7 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
             if launch(w):
                 threads.append(threading.Thread(target=follow, args=(w,), daemon=True))
                 threads[-1].start()
-        while any(t.is_alive() for t in threads):
+        while True:
             time.sleep(0.5)
             with lock:
                 result.executions = total_runs()
@@ -230,17 +243,19 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
             result.corpus = sum(1 for _ in corpus_dir.iterdir())
             result.seconds = time.monotonic() - start
             display.update(result, sum(w.exec_per_s for w in workers))
-            for w in workers:  # restart a worker that stopped on a finding, for the time that is left
-                if w.proc is not None and w.proc.poll() is not None and w.proc.returncode != 0 \
-                        and not threads[w.index].is_alive() and len(result.findings) < max_findings:
-                    w.executions_done += w.executions
-                    w.executions = 0
-                    if w.proc.returncode != 0 and not w.written:
-                        w.written.append("?")  # crashed without an artifact: do not loop forever
-                        continue
-                    if launch(w):
-                        threads[w.index] = threading.Thread(target=follow, args=(w,), daemon=True)
-                        threads[w.index].start()
+            for w in workers:  # a worker that ended: a finding, or the end of a generation
+                if w.stopped or w.proc is None or w.proc.poll() is None or threads[w.index].is_alive():
+                    continue
+                w.executions_done += w.executions
+                w.executions = 0
+                crashed_unseen = w.proc.returncode != 0 and not w.found
+                if crashed_unseen or len(result.findings) >= max_findings or not launch(w):
+                    w.stopped = True  # (a crash without an artifact would only repeat itself)
+                    continue
+                threads[w.index] = threading.Thread(target=follow, args=(w,), daemon=True)
+                threads[w.index].start()
+            if not any(t.is_alive() for t in threads) and all(w.stopped or w.proc is None for w in workers):
+                break
     except KeyboardInterrupt:
         for w in workers:
             if w.proc is not None and w.proc.poll() is None:
