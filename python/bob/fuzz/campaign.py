@@ -127,9 +127,10 @@ class _Worker:
         self.stopped = False
 
 
-def _seed_dir(target: str, extra: list[Path]) -> str:
+def _seed_dir(target: str, fmt: str | None, extra: list[Path]) -> str:
     d = tempfile.mkdtemp(prefix=f"bob-fuzz-seeds-{target}-")
-    files = (seed_files(target) if target in TARGETS else []) + extra
+    kind = target if target in TARGETS else fmt  # a module:function target is seeded with its format's files
+    files = (seed_files(kind) if kind in TARGETS else []) + extra
     reg = regression_dir(target)
     if reg is not None:
         files += sorted(p for p in reg.iterdir() if p.is_file())
@@ -152,7 +153,7 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
     logs.mkdir(parents=True, exist_ok=True)
     corpus_dir = Path(corpus or f".bob-fuzz/{target.replace(':', '_')}/corpus").resolve()
     corpus_dir.mkdir(parents=True, exist_ok=True)
-    seeds = _seed_dir(target.replace(":", "_"), [])
+    seeds = _seed_dir(target.replace(":", "_"), fmt, [])
     dict_path = logs / "bob.dict"
     write_dict(dict_path)
     scratch = Path(tempfile.mkdtemp(prefix="bob-fuzz-crash-"))
