@@ -55,10 +55,19 @@ with atheris.instrument_imports(include=["bob"], exclude=harness):  # bob's code
     targets.preload()
     from bob.fuzz.campaign import load_target
     run, fmt = load_target(spec["target"], spec.get("format"))
+count = {"executions": 0, "recognized": 0}
+stats_path = spec.get("fast_path_stats")
 def one(data):
+    if stats_path and fmt in ("input", "checkpoint"):  # measuring how often the differential is reached
+        count["executions"] += 1
+        count["recognized"] += mutator._recognized(bytes(data), fmt)
+        if count["executions"] % 1000 == 0:
+            with open(stats_path, "w") as f:
+                json.dump(count, f)
     run(bytes(data))
 # atheris.Mutate is looked up at each call: Setup replaces it with the engine's own
-atheris.Setup(spec["argv"], one, custom_mutator=mutator.custom_mutator(fmt, lambda d, n: atheris.Mutate(d, n)))
+mutate = mutator.custom_mutator(fmt, lambda d, n: atheris.Mutate(d, n), targets.accepted_seeds(fmt))
+atheris.Setup(spec["argv"], one, custom_mutator=mutate)
 atheris.Fuzz()
 """
 
@@ -188,7 +197,9 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
         w.found = False
         w.generation += 1
         argv.append(f"-seed={seed * 1000 + 100 * w.generation + w.index + 1}" if seed is not None else "-seed=0")
-        spec = json.dumps({"target": target, "format": fmt, "argv": argv})
+        stats = os.environ.get("BOB_FUZZ_FAST_PATH_STATS")  # a file: see docs/fuzzing.md
+        spec = json.dumps({"target": target, "format": fmt, "argv": argv,
+                           "fast_path_stats": f"{stats}.{w.index}.{w.generation}" if stats else None})
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         w.proc = subprocess.Popen([sys.executable, "-c", WORKER, spec], stdout=subprocess.DEVNULL,
                                   stderr=subprocess.PIPE, text=True, errors="backslashreplace", env=env)

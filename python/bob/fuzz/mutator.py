@@ -367,10 +367,25 @@ def refresh_digests(data: bytes) -> bytes:
     return bytes(out)
 
 
-def custom_mutator(fmt: str | None, engine_mutate: Callable[[bytes, int], bytes] | None = None):
+def _recognized(data: bytes, kind: str) -> bool:
+    from bob.formats import canonical
+
+    if kind == "checkpoint":
+        return canonical.recognize_checkpoint(data) is not None
+    return canonical.recognize_record(data) is not None
+
+
+def custom_mutator(fmt: str | None, engine_mutate: Callable[[bytes, int], bytes] | None = None,
+                   canonical_bases: Sequence[bytes] = ()):
     """A libFuzzer custom mutator ``(data, max_size, seed) -> bytes`` mixing the
     engine's own mutations (``engine_mutate``, e.g. ``atheris.Mutate``) with
-    field-aware and fast-path-keeping ones."""
+    field-aware and fast-path-keeping ones.
+
+    A coverage-guided corpus keeps few files the fast path recognizes (they all
+    cover the same lines), so the fast-path-keeping share starts from one of
+    ``canonical_bases`` (accepted files of the format) whenever the input is not
+    itself recognized: that keeps the fast-path differential busy in a campaign too.
+    """
 
     def mutator(data: bytes, max_size: int, seed: int) -> bytes:
         rnd = random.Random(seed)
@@ -379,6 +394,9 @@ def custom_mutator(fmt: str | None, engine_mutate: Callable[[bytes, int], bytes]
         if engine_mutate is not None and (r < 0.15 or kind is None):
             out = engine_mutate(data, max_size)
         elif r < 0.65 and kind in ("checkpoint", "input"):
+            bases = [b for b in canonical_bases if format_of(b) == kind]
+            if bases and not _recognized(data, kind):
+                data = bases[rnd.randrange(len(bases))]
             out = mutate_canonical(data, rnd, kind)
         else:
             out = mutate(data, rnd, kind, refresh=0.5)

@@ -28,7 +28,7 @@ import atheris
 
 with atheris.instrument_imports(include=["bob"], exclude=["bob.fuzz.mutator", "bob.fuzz.dictionary"]):
     from bob.fuzz import mutator
-    from bob.fuzz.targets import get, preload
+    from bob.fuzz.targets import accepted_seeds, get, preload
 
     preload()
 
@@ -40,7 +40,7 @@ def TestOneInput(data: bytes) -> None:
 
 
 def main() -> None:
-    mutate = mutator.custom_mutator(TARGET.format, lambda d, n: atheris.Mutate(d, n))
+    mutate = mutator.custom_mutator(TARGET.format, lambda d, n: atheris.Mutate(d, n), accepted_seeds(TARGET.format))
     atheris.Setup(sys.argv, TestOneInput, custom_mutator=mutate)
     atheris.Fuzz()
 

@@ -34,7 +34,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-__all__ = ["Target", "TARGETS", "get", "preload", "check_error", "golden_dir", "seed_files", "target_for_file"]
+__all__ = ["Target", "TARGETS", "get", "preload", "accepted_seeds", "check_error", "golden_dir", "seed_files", "target_for_file"]
 
 
 class Target(NamedTuple):
@@ -291,6 +291,13 @@ def seed_files(name: str) -> list[Path]:
     wanted = {"input": ("input",), "checkpoint": ("checkpoint",), "predictions": ("predictions",),
               "run": ("input", "checkpoint"), "inspect": ("input", "checkpoint", "predictions"), "core": ()}[name]
     return [f for f in files if f.name.startswith(wanted)] if wanted else []
+
+
+def accepted_seeds(fmt: str | None) -> list[bytes]:
+    """The golden files of ``fmt`` that bob accepts (the fast-path-keeping mutations start from them)."""
+    if fmt not in ("input", "checkpoint", "predictions"):
+        return []
+    return [p.read_bytes() for p in sorted(golden_dir().glob(f"{fmt}-*.bin"))]
 
 
 def target_for_file(path: "str | os.PathLike[str]") -> str | None:
