@@ -61,3 +61,14 @@ def test_core_target_rejects_an_undocumented_exception(monkeypatch: pytest.Monke
 def test_regressions_are_files() -> None:
     for d in REGRESSIONS.iterdir():
         assert d.is_dir() and any(d.iterdir()), d
+
+
+def test_finding_f1_f32_text_shows_flt_max() -> None:
+    """docs/fuzzing.md F1: the shortest decimal of ±FLT_MAX overflowed binary32 and crashed bob-inspect."""
+    import struct
+
+    from bob.text import f32_text
+
+    for bits in (0x7F7FFFFF, 0xFF7FFFFF, 0x7F7FFFFE):
+        (x,) = struct.unpack("<f", struct.pack("<I", bits))
+        assert struct.pack("<f", float(f32_text(x))) == struct.pack("<I", bits)
