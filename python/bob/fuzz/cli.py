@@ -114,6 +114,8 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"coverage {result.coverage}, corpus {result.corpus}{share}, {len(result.findings)} finding(s)")
         for f in result.findings:
             print(f"  {f.message}\n    reproduce: {f.repro(args.target)}")
+        for f in result.discarded:
+            print(f"  not counted: {f.path}: {f.message}")
     return 1 if result.findings else 0
 
 
