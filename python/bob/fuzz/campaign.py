@@ -44,6 +44,7 @@ DEFAULT_MAX_LEN = MAX_CHECKPOINT_BYTES + 64  # a little past the largest checkpo
 # executions and are restarted on the same corpus, to stay below -rss_limit_mb.
 GENERATION = {"checkpoint": 20_000, "inspect": 20_000, "run": 20_000}
 RSS_LIMIT_MB = 6144
+MAX_CRASHES = 50  # workers are relaunched after a failing input until this many, then the campaign ends
 STATUS = re.compile(r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+) corp: (\d+)/\S+.*?exec/s: (\d+)")
 WRITTEN = re.compile(r"Test unit written to (\S+)")
 WORKER = r"""
@@ -110,6 +111,8 @@ class CampaignResult:
     corpus: int = 0
     seconds: float = 0.0
     findings: list[Finding] = field(default_factory=list)
+    crashes: int = 0
+    """Every failing input the engine stopped on (the same failure found again included)."""
     discarded: list[Finding] = field(default_factory=list)
     """Resource artifacts (out of memory, timeout) that do not reproduce outside the engine."""
     fast_path_share: float | None = None
@@ -215,14 +218,15 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
         spec = json.dumps({"target": target, "format": fmt, "argv": argv,
                            "fast_path_stats": f"{stats}.{w.index}.{w.generation}" if stats else None})
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        w.proc = subprocess.Popen([sys.executable, "-c", WORKER, spec], stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.PIPE, text=True, errors="backslashreplace", env=env)
+        # atheris prints an uncaught exception on stdout, libFuzzer its status on stderr: read both
+        w.proc = subprocess.Popen([sys.executable, "-c", WORKER, spec], stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True, errors="backslashreplace", env=env)
         return True
 
     def follow(w: _Worker) -> None:
-        assert w.proc is not None and w.proc.stderr is not None
+        assert w.proc is not None and w.proc.stdout is not None
         with open(logs / f"{target.replace(':', '_')}-worker{w.index}.log", "a") as log:
-            for line in w.proc.stderr:
+            for line in w.proc.stdout:
                 log.write(line)
                 m = STATUS.match(line)
                 with lock:
@@ -247,14 +251,16 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
             result.discarded.append(Finding(path, f"{Path(path).name.split('-')[0]} in the engine only: the input "
                                             "passes when replayed in a fresh process"))
             return
+        message = w.last_error or "the target crashed (see the worker log in .logs/)"
+        w.last_error = None
+        result.crashes += 1
+        if any(f.message == message for f in result.findings):
+            return  # the same failure again: one artifact per distinct failure
         name = f"{target.replace(':', '_').replace('.', '_')}-{hashlib.sha256(data).hexdigest()[:16]}.bin"
         dest = artifacts_dir / name
-        if not dest.exists():
-            dest.write_bytes(data)
-            message = w.last_error or "the target crashed (see the worker log in .logs/)"
-            (artifacts_dir / (name + ".txt")).write_text(message + "\n")
-            result.findings.append(Finding(str(dest), message))
-        w.last_error = None
+        dest.write_bytes(data)
+        (artifacts_dir / (name + ".txt")).write_text(message + "\n")
+        result.findings.append(Finding(str(dest), message))
         w.written.append(str(dest))
 
     display = _Display(target, live)
@@ -279,7 +285,8 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
                 w.executions_done += w.executions
                 w.executions = 0
                 crashed_unseen = w.proc.returncode != 0 and not w.found
-                if crashed_unseen or len(result.findings) >= max_findings or not launch(w):
+                if crashed_unseen or len(result.findings) >= max_findings or result.crashes >= MAX_CRASHES \
+                        or not launch(w):
                     w.stopped = True  # (a crash without an artifact would only repeat itself)
                     continue
                 threads[w.index] = threading.Thread(target=follow, args=(w,), daemon=True)

@@ -111,7 +111,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         share = "" if result.fast_path_share is None else f", fast path reached {result.fast_path_share:.0%}"
         print(f"{PROG} run {args.target}: {result.executions} executions in {result.seconds:.0f} s, "
-              f"coverage {result.coverage}, corpus {result.corpus}{share}, {len(result.findings)} finding(s)")
+              f"coverage {result.coverage}, corpus {result.corpus}{share}, {len(result.findings)} finding(s)"
+              + (f" ({result.crashes} failing inputs)" if result.crashes > len(result.findings) else ""))
         for f in result.findings:
             print(f"  {f.message}\n    reproduce: {f.repro(args.target)}")
         for f in result.discarded:
