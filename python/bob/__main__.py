@@ -1,8 +1,8 @@
-"""``python -m bob run|fixture|inspect|qualify …``: the same commands as the scripts."""
+"""``python -m bob run|fixture|inspect|qualify|fuzz …``: the same commands as the scripts."""
 
 import sys
 
-USAGE = "usage: python -m bob {run,fixture,inspect,qualify} [options]"
+USAGE = "usage: python -m bob {run,fixture,inspect,qualify,fuzz} [options]"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,6 +19,8 @@ def main(argv: list[str] | None = None) -> int:
         from bob.inspect import main as run
     elif command == "qualify":
         from bob.qualify import main as run
+    elif command == "fuzz":
+        from bob.fuzz import main as run
     else:
         print(f"{USAGE}\npython -m bob: unknown command {command!r}", file=sys.stderr)
         return 2

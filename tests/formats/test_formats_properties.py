@@ -22,7 +22,9 @@ from hypothesis import strategies as st
 import bob
 from conftest import golden
 from bob import FormatError
-from bob.fuzz import mutate, mutated_strategy, random_bytes_strategy, refresh_digests, rows_for
+from bob.fuzz import mutate, refresh_digests
+from bob.fuzz.mutator import field_names, interesting_values, spots
+from bob.fuzz.strategies import mutated_strategy, random_bytes_strategy
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reference as R  # noqa: E402  (independent builders)
@@ -196,15 +198,15 @@ def test_mutated_small_files(data):
 
 
 CHECKPOINT = golden("checkpoint-abracadabra-step10.bin")
-CHECKPOINT_ROWS = rows_for(CHECKPOINT)
-HEADER_ROWS = [r for r in CHECKPOINT_ROWS if r.offset < 448]
+CHECKPOINT_SPOTS = spots(CHECKPOINT, "checkpoint")
+HEADER_FIELDS = [s.name for s in CHECKPOINT_SPOTS if s.kind != "plane"]
 
 
 @MEDIUM
 @given(st.integers(0, 2**32 - 1), st.integers(1, 4), st.booleans(), st.booleans())
 def test_mutated_checkpoints(seed, count, header_only, refresh):
     rnd = random.Random(seed)
-    data = mutate(CHECKPOINT, rnd, rows=HEADER_ROWS if header_only else CHECKPOINT_ROWS, count=count)
+    data = mutate(CHECKPOINT, rnd, "checkpoint", only=HEADER_FIELDS if header_only else None, count=count)
     if refresh:
         data = refresh_digests(data)
     assume(data)
@@ -220,8 +222,7 @@ def test_mutated_checkpoints(seed, count, header_only, refresh):
 @given(st.integers(0, 2**32 - 1))
 def test_plane_damage_with_refreshed_digests_reaches_the_state_checks(seed):
     rnd = random.Random(seed)
-    plane_rows = [r for r in CHECKPOINT_ROWS if r.field in ("P", "M", "V")]
-    data = refresh_digests(mutate(CHECKPOINT, rnd, rows=plane_rows, count=2, field_ratio=1.0))
+    data = refresh_digests(mutate(CHECKPOINT, rnd, "checkpoint", only=("P", "M", "V"), count=2, field_ratio=1.0))
     findings = bob.checkpoint_findings(data)
     assert all(type(f) is bob.StateRefused for f in findings), findings
     ck = bob.load_checkpoint(data, for_resume=False)
@@ -230,11 +231,9 @@ def test_plane_damage_with_refreshed_digests_reaches_the_state_checks(seed):
 
 def test_every_field_overwritten_with_every_interesting_value():
     """Deterministic sweep: each header field × each interesting value."""
-    from bob.fuzz import interesting_values
-
     seen = set()
-    for row in HEADER_ROWS:
-        if row.size not in (4, 8):
+    for row in CHECKPOINT_SPOTS:
+        if row.kind not in ("u32", "u64"):
             continue
         for value in interesting_values(row.size):
             data = bytearray(CHECKPOINT)

@@ -1,0 +1,417 @@
+"""Running a target: a coverage-guided campaign (atheris on libFuzzer), or a seeded loop.
+
+:func:`run_campaign` starts ``jobs`` worker processes, each running atheris
+on the same corpus directory (libFuzzer reloads it every second, so what one
+finds the others use), with bob's dictionary and field-aware mutator. The
+parent reads libFuzzer's status lines (``#N NEW cov: … corp: … exec/s: …``)
+from each worker's stderr and shows the totals live with ``rich`` on a
+terminal (one plain line every ten seconds elsewhere). A finding is renamed
+to ``<target>-<sha256 prefix>.bin`` in the artifacts directory with a
+one-line command that reproduces it, and the worker is restarted for the
+time that remains. Only the worker imports atheris.
+
+:func:`seeded_loop` runs a target over a fixed number of mutations drawn
+from a seeded ``random.Random`` — no atheris, deterministic, seconds — for
+CI and for machines without the engine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bob.formats.constants import MAX_CHECKPOINT_BYTES, PREDICTION_BYTES
+from bob.fuzz.targets import TARGETS, seed_files
+
+__all__ = ["MAX_LEN", "Finding", "CampaignResult", "run_campaign", "seeded_loop", "load_target", "regression_dir"]
+
+MAX_LEN = {"input": 4096, "predictions": 4 * PREDICTION_BYTES, "core": 4096}
+DEFAULT_MAX_LEN = MAX_CHECKPOINT_BYTES + 64  # a little past the largest checkpoint a reader accepts
+# Under atheris a worker's memory grows with the 786,880-byte inputs (27 to 115 kB an execution on
+# the checkpoint target, depending on how many inputs are full checkpoints; not in plain Python, not
+# from the custom mutator): workers on the big-input targets run in generations of this many
+# executions and are restarted on the same corpus, to stay below -rss_limit_mb.
+GENERATION = {"checkpoint": 20_000, "inspect": 20_000, "run": 20_000}
+RSS_LIMIT_MB = 6144
+MAX_CRASHES = 50  # workers are relaunched after a failing input until this many, then the campaign ends
+STATUS = re.compile(r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+) corp: (\d+)/\S+.*?exec/s: (\d+)")
+WRITTEN = re.compile(r"Test unit written to (\S+)")
+WORKER = r"""
+import json, sys
+import atheris
+spec = json.loads(sys.argv[1])
+harness = ["bob.fuzz." + m for m in ("mutator", "dictionary", "campaign", "cli", "replay", "strategies")]
+with atheris.instrument_imports(include=["bob"], exclude=harness):  # bob's code, the targets' own branches too
+    from bob.fuzz import mutator, targets
+    targets.preload()
+    from bob.fuzz.campaign import load_target
+    run, fmt = load_target(spec["target"], spec.get("format"))
+count = {"executions": 0, "recognized": 0}
+stats_path = spec.get("fast_path_stats")
+def one(data):
+    if stats_path and fmt in ("input", "checkpoint"):  # measuring how often the differential is reached
+        count["executions"] += 1
+        count["recognized"] += mutator._recognized(bytes(data), fmt)
+        if count["executions"] % 1000 == 0:
+            with open(stats_path, "w") as f:
+                json.dump(count, f)
+    run(bytes(data))
+# atheris.Mutate is looked up at each call: Setup replaces it with the engine's own
+mutate = mutator.custom_mutator(fmt, lambda d, n: atheris.Mutate(d, n), targets.accepted_seeds(fmt))
+atheris.Setup(spec["argv"], one, custom_mutator=mutate)
+atheris.Fuzz()
+"""
+
+
+def load_target(spec: str, fmt: str | None = None):
+    """(function, format) for a registered target name or a ``package.module:function`` spec."""
+    if spec in TARGETS:
+        t = TARGETS[spec]
+        return t.run, t.format if fmt is None else fmt
+    if ":" not in spec:
+        raise ValueError(f"unknown target {spec!r}; one of {', '.join(TARGETS)} or package.module:function")
+    import importlib
+
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name), fmt
+
+
+def regression_dir(name: str) -> Path | None:
+    """``fuzz/regressions/<target>`` of the source checkout, when running from one."""
+    root = Path(__file__).resolve().parents[3] / "fuzz" / "regressions" / name
+    return root if root.is_dir() else None
+
+
+@dataclass
+class Finding:
+    path: str
+    message: str
+
+    def repro(self, target: str) -> str:
+        return f"bob-fuzz replay {self.path} --target {target}"
+
+
+@dataclass
+class CampaignResult:
+    target: str
+    executions: int = 0
+    coverage: int = 0
+    features: int = 0
+    corpus: int = 0
+    seconds: float = 0.0
+    findings: list[Finding] = field(default_factory=list)
+    crashes: int = 0
+    """Every failing input the engine stopped on (the same failure found again included)."""
+    discarded: list[Finding] = field(default_factory=list)
+    """Resource artifacts (out of memory, timeout) that do not reproduce outside the engine."""
+    fast_path_share: float | None = None
+
+    def as_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d["findings"] = [f.__dict__ for f in self.findings]
+        d["discarded"] = [f.__dict__ for f in self.discarded]
+        return d
+
+
+# --------------------------------------------------------------------------- #
+# The coverage-guided campaign
+# --------------------------------------------------------------------------- #
+
+
+class _Worker:
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.executions_done = 0  # by earlier (finished) runs of this worker
+        self.executions = 0
+        self.coverage = self.features = self.exec_per_s = 0
+        self.proc: subprocess.Popen | None = None
+        self.last_error: str | None = None
+        self.written: list[str] = []
+        self.found = False  # this generation wrote an artifact
+        self.generation = 0
+        self.stopped = False
+
+
+def _passes_outside(target: str, path: str) -> bool:
+    """Whether ``path`` passes its target when replayed in a fresh process (within 120 s)."""
+    try:
+        done = subprocess.run([sys.executable, "-m", "bob.fuzz.cli", "replay", path, "--target", target],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+    except subprocess.TimeoutExpired:
+        return False
+    return done.returncode == 0
+
+
+def _seed_dir(target: str, fmt: str | None, extra: list[Path]) -> str:
+    d = tempfile.mkdtemp(prefix=f"bob-fuzz-seeds-{target}-")
+    kind = target if target in TARGETS else fmt  # a module:function target is seeded with its format's files
+    files = (seed_files(kind) if kind in TARGETS else []) + extra
+    reg = regression_dir(target)
+    if reg is not None:
+        files += sorted(p for p in reg.iterdir() if p.is_file())
+    for i, f in enumerate(files):
+        shutil.copyfile(f, os.path.join(d, f"{i:03d}-{f.name}"))
+    return d
+
+
+def run_campaign(target: str, *, seconds: float | None = None, runs: int | None = None, jobs: int = 1,
+                 corpus: str | None = None, artifacts: str = "fuzz-artifacts", seed: int | None = None,
+                 fmt: str | None = None, max_len: int | None = None, live: bool | None = None,
+                 max_findings: int = 20) -> CampaignResult:
+    """A coverage-guided campaign of ``target`` for ``seconds`` or ``runs`` executions (over all jobs)."""
+    from bob.fuzz.dictionary import write_dict
+
+    if seconds is None and runs is None:
+        seconds = 60
+    artifacts_dir = Path(artifacts).resolve()
+    logs = artifacts_dir / ".logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    corpus_dir = Path(corpus or f".bob-fuzz/{target.replace(':', '_')}/corpus").resolve()
+    corpus_dir.mkdir(parents=True, exist_ok=True)
+    seeds = _seed_dir(target.replace(":", "_"), fmt, [])
+    dict_path = logs / "bob.dict"
+    write_dict(dict_path)
+    scratch = Path(tempfile.mkdtemp(prefix="bob-fuzz-crash-"))
+    result = CampaignResult(target)
+    workers = [_Worker(i) for i in range(max(1, jobs))]
+    start = time.monotonic()
+    lock = threading.Lock()
+
+    def remaining_time() -> float | None:
+        return None if seconds is None else seconds - (time.monotonic() - start)
+
+    def total_runs() -> int:
+        return sum(w.executions_done + w.executions for w in workers)
+
+    def launch(w: _Worker) -> bool:
+        left = remaining_time()
+        if left is not None and left < 1:
+            return False
+        argv = ["bob-fuzz", str(corpus_dir), seeds, f"-artifact_prefix={scratch}/", f"-dict={dict_path}",
+                f"-max_len={max_len or MAX_LEN.get(target, DEFAULT_MAX_LEN)}", "-timeout=60",
+                f"-rss_limit_mb={RSS_LIMIT_MB}", "-reload=1", "-print_final_stats=1", "-len_control=0"]
+        if left is not None:
+            argv.append(f"-max_total_time={max(1, int(left))}")
+        share = GENERATION.get(target, 0)
+        if runs is not None:
+            left = (runs - total_runs()) // len(workers)
+            if left <= 0:
+                return False
+            share = min(share, left) if share else left
+        if share:
+            argv.append(f"-runs={share}")
+        w.found = False
+        w.generation += 1
+        argv.append(f"-seed={seed * 1000 + 100 * w.generation + w.index + 1}" if seed is not None else "-seed=0")
+        stats = os.environ.get("BOB_FUZZ_FAST_PATH_STATS")  # a file: see docs/fuzzing.md
+        spec = json.dumps({"target": target, "format": fmt, "argv": argv,
+                           "fast_path_stats": f"{stats}.{w.index}.{w.generation}" if stats else None})
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        # atheris prints an uncaught exception on stdout, libFuzzer its status on stderr: read both
+        w.proc = subprocess.Popen([sys.executable, "-c", WORKER, spec], stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True, errors="backslashreplace", env=env)
+        return True
+
+    def follow(w: _Worker) -> None:
+        assert w.proc is not None and w.proc.stdout is not None
+        with open(logs / f"{target.replace(':', '_')}-worker{w.index}.log", "a") as log:
+            for line in w.proc.stdout:
+                log.write(line)
+                m = STATUS.match(line)
+                with lock:
+                    if m:
+                        w.executions, w.coverage, w.features = int(m[1]), int(m[3]), int(m[4])
+                        w.exec_per_s = int(m[6])
+                    elif "Uncaught Python exception" in line:
+                        w.last_error = ""  # the next line is the exception, then its traceback
+                    elif w.last_error == "" and line.strip():
+                        w.last_error = line.strip()
+                    elif written := WRITTEN.search(line):
+                        _collect(written[1], w)
+        w.proc.wait()
+
+    def _collect(path: str, w: _Worker) -> None:
+        try:
+            data = Path(path).read_bytes()
+        except OSError:
+            return
+        w.found = True
+        if Path(path).name.startswith(("oom-", "timeout-", "slow-unit-")) and _passes_outside(target, path):
+            result.discarded.append(Finding(path, f"{Path(path).name.split('-')[0]} in the engine only: the input "
+                                            "passes when replayed in a fresh process"))
+            return
+        message = w.last_error or "the target crashed (see the worker log in .logs/)"
+        w.last_error = None
+        result.crashes += 1
+        if any(f.message == message for f in result.findings):
+            return  # the same failure again: one artifact per distinct failure
+        name = f"{target.replace(':', '_').replace('.', '_')}-{hashlib.sha256(data).hexdigest()[:16]}.bin"
+        dest = artifacts_dir / name
+        dest.write_bytes(data)
+        (artifacts_dir / (name + ".txt")).write_text(message + "\n")
+        result.findings.append(Finding(str(dest), message))
+        w.written.append(str(dest))
+
+    display = _Display(target, live)
+    threads: list[threading.Thread] = []
+    try:
+        for w in workers:
+            if launch(w):
+                threads.append(threading.Thread(target=follow, args=(w,), daemon=True))
+                threads[-1].start()
+        while True:
+            time.sleep(0.5)
+            with lock:
+                result.executions = total_runs()
+                result.coverage = max(w.coverage for w in workers)
+                result.features = max(w.features for w in workers)
+            result.corpus = sum(1 for _ in corpus_dir.iterdir())
+            result.seconds = time.monotonic() - start
+            display.update(result, sum(w.exec_per_s for w in workers))
+            for w in workers:  # a worker that ended: a finding, or the end of a generation
+                if w.stopped or w.proc is None or w.proc.poll() is None or threads[w.index].is_alive():
+                    continue
+                w.executions_done += w.executions
+                w.executions = 0
+                crashed_unseen = w.proc.returncode != 0 and not w.found
+                if crashed_unseen or len(result.findings) >= max_findings or result.crashes >= MAX_CRASHES \
+                        or not launch(w):
+                    w.stopped = True  # (a crash without an artifact would only repeat itself)
+                    continue
+                threads[w.index] = threading.Thread(target=follow, args=(w,), daemon=True)
+                threads[w.index].start()
+            if not any(t.is_alive() for t in threads) and all(w.stopped or w.proc is None for w in workers):
+                break
+    except KeyboardInterrupt:
+        for w in workers:
+            if w.proc is not None and w.proc.poll() is None:
+                w.proc.terminate()
+    finally:
+        display.close()
+        shutil.rmtree(seeds, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+    result.executions = total_runs()
+    result.corpus = sum(1 for _ in corpus_dir.iterdir())
+    result.seconds = time.monotonic() - start
+    return result
+
+
+class _Display:
+    """Live progress: a rich panel on a terminal, one plain line every 10 s otherwise."""
+
+    def __init__(self, target: str, live: bool | None) -> None:
+        self.target, self.last_plain = target, 0.0
+        self.live = None
+        if live is None:
+            live = sys.stderr.isatty()
+        if live:
+            try:
+                from rich.console import Console
+                from rich.live import Live
+            except ImportError:
+                return
+            self.live = Live(console=Console(stderr=True), refresh_per_second=2, transient=False)
+            self.live.start()
+
+    def _text(self, r: CampaignResult, rate: int) -> str:
+        return (f"bob-fuzz {self.target}: {r.executions} execs ({rate}/s), cov {r.coverage} ft {r.features}, "
+                f"corpus {r.corpus}, findings {len(r.findings)}, {r.seconds:.0f}s")
+
+    def update(self, r: CampaignResult, rate: int) -> None:
+        if self.live is not None:
+            from rich.table import Table
+
+            table = Table(title=f"bob-fuzz run {self.target}", show_header=False)
+            for k, v in (("executions", f"{r.executions} ({rate}/s)"), ("coverage", f"{r.coverage} edges, "
+                         f"{r.features} features"), ("corpus", r.corpus), ("findings", len(r.findings)),
+                         ("elapsed", f"{r.seconds:.0f} s")):
+                table.add_row(k, str(v))
+            self.live.update(table)
+        elif r.seconds - self.last_plain >= 10:
+            self.last_plain = r.seconds
+            print(self._text(r, rate), file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+
+
+# --------------------------------------------------------------------------- #
+# The seeded loop (no engine)
+# --------------------------------------------------------------------------- #
+
+
+def _accepts(fmt: str, data: bytes) -> bool:
+    import bob
+    from bob.errors import FormatError
+
+    try:
+        (bob.load_input if fmt == "input" else bob.load_checkpoint)(data)
+    except FormatError:
+        return False
+    return True
+
+
+def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None,
+                stop_on_finding: bool = True) -> CampaignResult:
+    """``runs`` executions of ``target`` over seeded mutations of its seeds; deterministic.
+
+    ``fast_path_share`` (input, checkpoint) is the share of executions whose
+    bytes the fast path recognized, i.e. that reached the differential assertion.
+    """
+    from bob.formats import canonical
+    from bob.fuzz.mutator import custom_mutator, mutate_canonical
+
+    run, fmt = load_target(target, fmt)
+    name = target.replace(":", "_")
+    seeds = [p.read_bytes() for p in (seed_files(name) if name in TARGETS else [])]
+    reg = regression_dir(name)
+    if reg is not None:
+        seeds += [p.read_bytes() for p in sorted(reg.iterdir()) if p.is_file()]
+    seeds = seeds or [b""]
+    rnd = random.Random(seed)
+    # The fast-path differential only asserts on bytes the fast path recognizes:
+    # most mutations start from an accepted file and keep it canonical.
+    accepted = [s for s in seeds if s and name in ("input", "checkpoint") and _accepts(name, s)]
+    mutator = custom_mutator(fmt, None)
+    limit = MAX_LEN.get(name, DEFAULT_MAX_LEN)
+    result = CampaignResult(target)
+    recognized = 0
+    start = time.monotonic()
+    for i in range(runs):
+        base = seeds[rnd.randrange(len(seeds))]
+        if name == "core":
+            data = rnd.randbytes(rnd.randrange(64))
+        elif accepted and rnd.random() < 0.6:
+            data = mutate_canonical(accepted[rnd.randrange(len(accepted))], rnd, name)
+        else:
+            data = mutator(base, limit, rnd.getrandbits(32))
+        if name == "checkpoint":
+            recognized += canonical.recognize_checkpoint(data) is not None
+        elif name == "input":
+            recognized += canonical.recognize_record(data) is not None
+        try:
+            run(data)
+        except Exception as exc:  # noqa: BLE001 - an assertion, or any exception a target lets escape
+            path = Path(tempfile.gettempdir()) / f"{name}-{hashlib.sha256(data).hexdigest()[:16]}.bin"
+            path.write_bytes(data)
+            result.findings.append(Finding(str(path), f"{type(exc).__name__}: {exc}"))
+            if stop_on_finding:
+                result.executions = i + 1
+                break
+        result.executions = i + 1
+    result.seconds = time.monotonic() - start
+    if name in ("input", "checkpoint") and result.executions:
+        result.fast_path_share = recognized / result.executions
+    return result

@@ -1,0 +1,221 @@
+"""A conformance corpus for other implementations of bob's formats, and ``bob-fuzz check``.
+
+``bob-fuzz conformance OUTDIR`` writes, per format, files bob accepts and
+files bob refuses, the refused ones grouped by the field its refusal names
+(in the spirit of JSONTestSuite)::
+
+    OUTDIR/manifest.json
+    OUTDIR/<format>/accepted/<name>.bin
+    OUTDIR/<format>/refused/<field>/<name>.bin
+
+``manifest.json`` lists every file: ``{"file", "format", "verdict"
+("accept" | "refuse"), "field", "offset", "error", "message"}`` (``file``
+relative to OUTDIR; for accepted files ``field`` and ``offset`` are null).
+The refused files are made by bob's field-aware mutator from the golden
+files with a fixed seed, so the corpus is the same on every run; a
+checkpoint is judged as a reader that resumes from it judges it
+(``for_resume=True``: non-finite planes and the like are refused).
+
+``bob-fuzz check --format F -- COMMAND ... {}`` runs another reader once per
+file of that format (``{}`` is replaced by the file's path, or the path is
+appended). Its verdict is its exit status: 0 accepts, any other refuses; a
+reader killed by a signal or past ``--timeout`` is a disagreement of its own
+(``crash``, ``timeout``). A reader may say which field it refused: the first
+line of its standard output, if it is a JSON object with a string
+``"field"`` (bob's field names, e.g. ``{"field": "prompt_words"}``), is
+compared with bob's; a reader that prints nothing is judged on its verdicts
+alone. The table counts agreements and disagreements by bob's field.
+
+``python -m bob.fuzz.conformance FORMAT PATH`` is bob's own reader in that
+convention (it prints ``{"field": ...}`` and exits 2 on a refusal).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+__all__ = ["FORMATS", "judge", "write_corpus", "check", "render_table", "reader_main"]
+
+FORMATS = ("input", "checkpoint", "predictions")
+PER_FIELD = 3  # refused examples kept per (format, field)
+ATTEMPTS = {"input": 600, "predictions": 600, "checkpoint": 400}
+
+
+def _loader(fmt: str) -> Callable[[bytes], Any]:
+    import bob
+
+    loaders: dict[str, Callable[[bytes], Any]] = {
+        "input": bob.load_input, "checkpoint": bob.load_checkpoint, "predictions": bob.load_predictions}
+    return loaders[fmt]
+
+
+def judge(fmt: str, data: bytes) -> dict[str, Any]:
+    """bob's verdict on ``data`` as format ``fmt``: accept, or refuse naming field and offset."""
+    from bob.errors import FormatError
+
+    try:
+        _loader(fmt)(data)
+    except FormatError as err:
+        return {"verdict": "refuse", "field": err.field, "offset": err.offset, "error": type(err).__name__,
+                "message": str(err)}
+    return {"verdict": "accept", "field": None, "offset": None, "error": None, "message": None}
+
+
+def _accepted(fmt: str) -> list[tuple[str, bytes]]:
+    import bob
+    from bob.fuzz.targets import golden_dir
+
+    golden = golden_dir()
+    out = [(p.stem, p.read_bytes()) for p in sorted(golden.glob(f"{fmt}*.bin"))]
+    if fmt == "input":
+        out.append(("built-two-bytes", bob.build_input(b"ab", [b"", b"", b""]).to_bytes()))
+        out.append(("built-all-bytes", bob.build_input(bytes(range(255, -1, -1)), [b"\xff", b"\0", b"x"]).to_bytes()))
+    elif fmt == "predictions":
+        out.append(("all-invalid", bob.Predictions(((0, 0), (0, 0), (0, 0))).to_bytes()))
+        out.append(("edge-tokens", bob.Predictions(((0, 1), (255, 1), (0, 0))).to_bytes()))
+    else:
+        ck = bob.load_checkpoint(out[0][1])
+        out.append(("fresh-zero-bytes", b""))
+        out.append(("wide-header-512", ck.to_bytes(header_bytes=512)))
+        out.append(("fresh-state-step0", bob.Checkpoint.fresh().to_bytes()))
+    return out
+
+
+def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130) -> list[dict[str, Any]]:
+    """Write the labelled corpus and its manifest; the manifest's entries."""
+    from bob.fuzz.mutator import mutate, mutate_field, spots
+
+    root = Path(outdir)
+    entries: list[dict[str, Any]] = []
+
+    def add(fmt: str, name: str, data: bytes, verdict: dict[str, Any]) -> None:
+        sub = Path(fmt) / ("accepted" if verdict["verdict"] == "accept" else f"refused/{verdict['field']}")
+        (root / sub).mkdir(parents=True, exist_ok=True)
+        (root / sub / f"{name}.bin").write_bytes(data)
+        entries.append({"file": str(sub / f"{name}.bin"), "format": fmt, **verdict})
+
+    for fmt in FORMATS:
+        rnd = random.Random(f"{seed}-{fmt}")
+        accepted = _accepted(fmt)
+        for name, data in accepted:
+            verdict = judge(fmt, data)
+            assert verdict["verdict"] == "accept", (fmt, name, verdict)
+            add(fmt, name, data, verdict)
+        base = accepted[0][1]
+        kept: dict[str, int] = {}
+        seen: set[bytes] = set()
+        names = [s.name for s in spots(base, fmt)]
+        for attempt in range(ATTEMPTS[fmt]):
+            if attempt < 4 * len(names):  # every spot first, then mixed mutations
+                data, spot = mutate_field(base, rnd, fmt, names[attempt % len(names)])
+            else:
+                data, spot = mutate(base, rnd, fmt, refresh=0.5), "mixed"
+            if fmt == "checkpoint" and rnd.random() < 0.5:
+                from bob.fuzz.mutator import refresh_digests
+
+                data = refresh_digests(data)
+            if data in seen:
+                continue
+            seen.add(data)
+            verdict = judge(fmt, data)
+            field = verdict["field"]
+            if verdict["verdict"] != "refuse" or kept.get(field, 0) >= PER_FIELD:
+                continue
+            kept[field] = kept.get(field, 0) + 1
+            add(fmt, f"{spot.replace('[', '').replace(']', '').replace('.', '-')}-{attempt:04d}", data, verdict)
+    (root / "manifest.json").write_text(json.dumps({"format": "bob-conformance-1", "files": entries}, indent=1))
+    return entries
+
+
+# --------------------------------------------------------------------------- #
+# Checking another reader
+# --------------------------------------------------------------------------- #
+
+
+def _reader_verdict(command: list[str], path: Path, timeout: float) -> tuple[str, str | None]:
+    argv = [a.replace("{}", str(path)) for a in command]
+    if not any("{}" in a for a in command):
+        argv.append(str(path))
+    try:
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "timeout", None
+    except OSError as exc:
+        raise ValueError(f"cannot run the reader {shlex.join(argv[:1])}: {exc.strerror or exc}") from None
+    if proc.returncode < 0:
+        return "crash", None
+    field = None
+    first = proc.stdout.split(b"\n", 1)[0].strip()
+    if first.startswith(b"{"):
+        try:
+            said = json.loads(first)
+            if isinstance(said, dict) and isinstance(said.get("field"), str):
+                field = said["field"]
+        except ValueError:
+            pass
+    return ("accept" if proc.returncode == 0 else "refuse"), field
+
+
+def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | None" = None,
+          timeout: float = 30.0) -> dict[str, Any]:
+    """Run ``command`` over the corpus's files of ``fmt``; agreements and disagreements by field."""
+    with tempfile.TemporaryDirectory(prefix="bob-conformance-") as scratch:
+        root = Path(corpus) if corpus is not None else Path(scratch)
+        if corpus is None:
+            write_corpus(root)
+        manifest = json.loads((root / "manifest.json").read_text())
+        by_field: dict[str, dict[str, int]] = {}
+        disagreements = []
+        files = [e for e in manifest["files"] if e["format"] == fmt]
+        for e in files:
+            verdict, field = _reader_verdict(command, root / e["file"], timeout)
+            label = e["field"] or "(accepted)"
+            row = by_field.setdefault(label, {"files": 0, "agree": 0, "disagree": 0})
+            row["files"] += 1
+            problem = None
+            if verdict != e["verdict"]:
+                problem = verdict if verdict in ("crash", "timeout") else f"{verdict}s what bob {e['verdict']}s"
+            elif verdict == "refuse" and field is not None and field != e["field"]:
+                problem = f"names field {field!r}"
+            if problem is None:
+                row["agree"] += 1
+            else:
+                row["disagree"] += 1
+                disagreements.append({"file": e["file"], "field": e["field"], "bob": e["verdict"],
+                                      "reader": verdict, "reader_field": field, "problem": problem})
+    return {"format": fmt, "reader": shlex.join(command), "files": len(files),
+            "agreements": len(files) - len(disagreements), "disagreements": disagreements, "by_field": by_field}
+
+
+def render_table(report: dict[str, Any]) -> str:
+    rows = [("field", "files", "agree", "disagree")]
+    rows += [(f, str(r["files"]), str(r["agree"]), str(r["disagree"])) for f, r in sorted(report["by_field"].items())]
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = [f"bob-fuzz check {report['format']}: {report['reader']}"]
+    lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
+    lines.append(f"{report['agreements']} of {report['files']} files agree, "
+                 f"{len(report['disagreements'])} disagree")
+    lines += [f"  {d['file']}: {d['problem']}" for d in report["disagreements"][:50]]
+    return "\n".join(lines)
+
+
+def reader_main(argv: list[str]) -> int:
+    """bob's reader in the ``check`` convention: exit 0 accepts; else ``{"field": …}`` and exit 2."""
+    fmt, path = argv
+    verdict = judge(fmt, Path(path).read_bytes())
+    if verdict["verdict"] == "accept":
+        return 0
+    print(json.dumps({"field": verdict["field"], "offset": verdict["offset"]}))
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(reader_main(sys.argv[1:]))

@@ -1,0 +1,107 @@
+"""bob's fuzzing dictionary: the tokens a mutator should try in bob's files.
+
+Magics, chunk tags, the contract strings and their parts, the sizes the
+formats name, and interesting binary32 and u64 values — as Python values for
+the field-aware mutator, and as libFuzzer ``.dict`` files (one quoted token a
+line, bytes escaped as ``\\xNN``) for the engine's own dictionary mutations.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+
+from bob.errors import LEARNER_PREFIX
+from bob.formats.constants import (
+    CHECKPOINT_MAGIC,
+    CHUNK_BYTES,
+    CHUNK_TAGS,
+    DATA,
+    EMPTY_PROMPT,
+    INPUT_MAGIC,
+    LEARNER,
+    MAX_CHECKPOINT_BYTES,
+    MAX_HEADER_BYTES,
+    PAYLOAD_BYTES,
+    PREDICTION_BYTES,
+    PROMPTS,
+    RECORD_BYTES,
+    SEED,
+    STATE,
+    STRING_LIMIT,
+    U64_MAX,
+    UPDATES_PER_INVOCATION,
+    VOCABULARY,
+)
+from bob.formats.layout import CANONICAL, CANONICAL_CHECKPOINT_BYTES, CANONICAL_HEADER_BYTES, HEADER_ALIGNMENT
+
+__all__ = ["INTERESTING_INTS", "FLOAT_BITS", "FLOAT_NAMES", "CONTRACT_STRINGS", "tokens", "write_dict",
+           "write_dicts"]
+
+_SIZES = (RECORD_BYTES, PREDICTION_BYTES, CHUNK_BYTES, PAYLOAD_BYTES, MAX_HEADER_BYTES, MAX_CHECKPOINT_BYTES,
+          CANONICAL_HEADER_BYTES, CANONICAL.header_length, CANONICAL_CHECKPOINT_BYTES, STRING_LIMIT,
+          UPDATES_PER_INVOCATION, PROMPTS, HEADER_ALIGNMENT, VOCABULARY)
+
+INTERESTING_INTS = tuple(sorted(set(
+    [0, 1, 2, 3, 7, 63, 65, 127, 128, 255, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFE, EMPTY_PROMPT,
+     1 << 32, (1 << 63) - 1, 1 << 63, U64_MAX - UPDATES_PER_INVOCATION - 1, U64_MAX - UPDATES_PER_INVOCATION,
+     U64_MAX - UPDATES_PER_INVOCATION + 1, U64_MAX - 1, U64_MAX]
+    + [s + d for s in _SIZES for d in (-1, 0, 1)]
+    + [CANONICAL_HEADER_BYTES + k * CHUNK_BYTES for k in range(4)]
+    + [CANONICAL_HEADER_BYTES + 64 + k * CHUNK_BYTES for k in range(3)]
+)))
+"""Unsigned values worth writing into a u32/u64 field (each fitting size is used)."""
+
+FLOAT_BITS = {
+    "+0.0": 0x00000000, "-0.0": 0x80000000, "+1.0": 0x3F800000, "-1.0": 0xBF800000,
+    "+FLT_MAX": 0x7F7FFFFF, "-FLT_MAX": 0xFF7FFFFF, "+FLT_MIN": 0x00800000, "-FLT_MIN": 0x80800000,
+    "+min_subnormal": 0x00000001, "-min_subnormal": 0x80000001, "+max_subnormal": 0x007FFFFF,
+    "-max_subnormal": 0x807FFFFF, "+inf": 0x7F800000, "-inf": 0xFF800000, "qNaN": 0x7FC00000,
+    "-qNaN": 0xFFC00000, "sNaN_payload": 0x7F800001, "qNaN_payload": 0x7FC0DEAD, "-NaN_payload": 0xFFFFFFFF,
+    "lr": 0x3D4CCCCD, "beta1": 0x3F666666, "beta2": 0x3F7FBE77, "eps": 0x322BCC77, "weight_decay": 0x3C23D70A,
+    "1e30": struct.unpack("<I", struct.pack("<f", 1e30))[0], "-86.5": struct.unpack("<I", struct.pack("<f", -86.5))[0],
+}
+"""binary32 bit patterns: ±0, ±1, ±FLT_MAX, ±FLT_MIN, subnormals, ±inf, NaNs with payloads, bob's
+own hyper-parameters, a value near exp's cut-off."""
+FLOAT_NAMES = tuple(FLOAT_BITS)
+
+CONTRACT_STRINGS = (STATE, LEARNER, DATA, SEED)
+
+
+def tokens() -> list[bytes]:
+    """Every dictionary token, most useful first, without duplicates."""
+    out: list[bytes] = [CHECKPOINT_MAGIC, INPUT_MAGIC, b"BOB-", *CHUNK_TAGS, LEARNER_PREFIX, *CONTRACT_STRINGS,
+                        LEARNER[len(LEARNER_PREFIX):]]
+    for s in CONTRACT_STRINGS:
+        out.append(struct.pack("<I", len(s)) + s[:8])  # a length prefix followed by its string's start
+        out.extend(part for part in s.split(b"|") if len(part) > 2)
+    out += [struct.pack("<I", bits) for bits in FLOAT_BITS.values()]
+    for v in INTERESTING_INTS:
+        if v <= 0xFFFFFFFF:
+            out.append(struct.pack("<I", v))
+        out.append(struct.pack("<Q", v))
+    seen: set[bytes] = set()
+    return [t for t in out if not (t in seen or seen.add(t))]  # type: ignore[func-returns-value]
+
+
+def _quote(token: bytes) -> str:
+    return '"' + "".join(chr(b) if 0x20 <= b < 0x7F and b not in b'"\\' else f"\\x{b:02x}" for b in token) + '"'
+
+
+def write_dict(path: "str | os.PathLike[str]") -> None:
+    """Write the dictionary in libFuzzer/AFL ``.dict`` format (``name="token"`` a line)."""
+    lines = [f"bob_{i}={_quote(t)}" for i, t in enumerate(tokens())]
+    with open(path, "w", encoding="ascii") as f:
+        f.write("# bob's fuzzing dictionary (bob.fuzz.dictionary): magics, contract strings, sizes, values\n")
+        f.write("\n".join(lines) + "\n")
+
+
+def write_dicts(directory: "str | os.PathLike[str]", targets: "list[str]") -> list[str]:
+    """``<target>.dict`` for each target in ``directory`` (the OSS-Fuzz convention); their paths."""
+    os.makedirs(directory, exist_ok=True)
+    paths = []
+    for name in targets:
+        path = os.path.join(directory, f"{name}.dict")
+        write_dict(path)
+        paths.append(path)
+    return paths

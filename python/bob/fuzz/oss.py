@@ -1,0 +1,85 @@
+"""What OSS-Fuzz / ClusterFuzzLite needs beside the binaries (``.clusterfuzzlite/build.sh``):
+
+``python -m bob.fuzz.oss HARNESS_DIR OUT`` (run from the checkout) writes, per Python target,
+
+* ``HARNESS_DIR/fuzz_<target>.py`` — an atheris harness (OSS-Fuzz's
+  ``compile_python_fuzzer`` packages it): bob instrumented, the target from
+  :mod:`bob.fuzz.targets`, bob's custom mutator;
+* ``OUT/fuzz_<target>.dict`` — bob's dictionary (libFuzzer format);
+* ``OUT/fuzz_<target>_seed_corpus.zip`` — its seeds (golden, refused, regressions);
+
+and for the cargo-fuzz targets (``fuzz/``) the ``.dict`` and seed zips of
+their committed corpora and regressions.
+"""
+
+from __future__ import annotations
+
+import sys
+import zipfile
+from pathlib import Path
+
+from bob.fuzz.dictionary import write_dict
+from bob.fuzz.targets import TARGETS, seed_files
+
+HARNESS = '''"""OSS-Fuzz harness for bob's {name!r} target (written by bob.fuzz.oss; see docs/fuzzing.md)."""
+import sys
+
+import atheris
+
+with atheris.instrument_imports(include=["bob"], exclude=["bob.fuzz.mutator", "bob.fuzz.dictionary"]):
+    from bob.fuzz import mutator
+    from bob.fuzz.targets import accepted_seeds, get, preload
+
+    preload()
+
+TARGET = get({name!r})
+
+
+def TestOneInput(data: bytes) -> None:
+    TARGET.run(bytes(data))
+
+
+def main() -> None:
+    mutate = mutator.custom_mutator(TARGET.format, lambda d, n: atheris.Mutate(d, n), accepted_seeds(TARGET.format))
+    atheris.Setup(sys.argv, TestOneInput, custom_mutator=mutate)
+    atheris.Fuzz()
+
+
+if __name__ == "__main__":
+    main()
+'''
+RUST_TARGETS = ("kernels", "predict", "resume")
+
+
+def _zip(path: Path, files: "list[Path]") -> None:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for i, f in enumerate(files):
+            z.write(f, f"{i:04d}-{f.name}")
+
+
+def write(harness_dir: Path, out: Path, root: Path) -> list[str]:
+    """``root`` is the checkout (its fuzz/regressions and fuzz/corpus are read)."""
+    harness_dir.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in TARGETS:
+        fuzzer = f"fuzz_{name}"
+        (harness_dir / f"{fuzzer}.py").write_text(HARNESS.format(name=name))
+        write_dict(out / f"{fuzzer}.dict")
+        seeds = seed_files(name) + sorted(p for p in (root / "fuzz" / "regressions" / name).glob("*") if p.is_file())
+        if seeds:
+            _zip(out / f"{fuzzer}_seed_corpus.zip", seeds)
+        written.append(fuzzer)
+    fuzz_root = root / "fuzz"
+    for name in RUST_TARGETS:
+        files = [p for sub in ("corpus", "regressions") for p in sorted((fuzz_root / sub / name).glob("*"))
+                 if p.is_file()]
+        if files:
+            _zip(out / f"{name}_seed_corpus.zip", files)
+    return written
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit("usage: python -m bob.fuzz.oss HARNESS_DIR OUT   (run from the checkout)")
+    print(" ".join(write(Path(sys.argv[1]), Path(sys.argv[2]), Path.cwd())))

@@ -1,0 +1,309 @@
+"""The fuzz targets: each takes bytes and raises ``AssertionError`` when a property fails.
+
+Thin targets over shared checks (as Pillow's ``Tests/oss-fuzz`` does it), so
+the coverage-guided engine, the deterministic CI loop, ``bob-fuzz replay``
+and the ClusterFuzzLite harnesses all run exactly the same code:
+
+``input`` / ``checkpoint`` / ``predictions``
+    the loader raises only the ``FormatError`` family (each refusal one
+    printable line naming a field, JSON-ready); the findings list agrees with
+    the loader; an accepted file round-trips byte for byte; the fast path
+    (``bob.formats.canonical``) agrees with the schemas whenever it
+    recognizes the bytes, and recognizes every canonical file they accept.
+``inspect``
+    ``bob-inspect FILE`` and ``bob-inspect --json FILE`` exit 0 or 2, never 1,
+    print no traceback and no raw control character; ``--json`` prints JSON.
+``run``
+    ``bob-run`` in process on temporary files: it refuses (exit 2, the
+    checkpoint and predictions untouched) exactly when ``bob.invoke``
+    refuses, and otherwise writes exactly what ``bob.invoke`` computes.
+``core``
+    the bytes decoded into the native binding's arguments: only documented
+    exceptions (``CoreError``, ``TypeError``, ``ValueError``,
+    ``OverflowError``), never a panic; a fast kernel's result equals the
+    scalar transcription's, bit for bit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Callable, NamedTuple
+
+__all__ = ["Target", "TARGETS", "get", "preload", "accepted_seeds", "check_error", "golden_dir", "seed_files", "target_for_file"]
+
+
+class Target(NamedTuple):
+    name: str
+    run: Callable[[bytes], None]
+    property: str
+    format: str | None  # the format the field-aware mutator works in (None: bytes)
+
+
+def golden_dir() -> Path:
+    return Path(__file__).resolve().parent.parent / "data" / "golden"
+
+
+def _golden(name: str) -> bytes:
+    return (golden_dir() / name).read_bytes()
+
+
+# --------------------------------------------------------------------------- #
+# Shared checks
+# --------------------------------------------------------------------------- #
+
+
+def check_error(err: BaseException, data: bytes | None = None) -> None:
+    """A refusal is well formed: a FormatError naming a field, one printable ASCII line, JSON-ready."""
+    from bob.errors import FormatError
+    from bob.formats.constants import MAX_CHECKPOINT_BYTES
+
+    assert isinstance(err, FormatError), f"not a FormatError: {type(err).__name__}: {err}"
+    assert isinstance(err.field, str) and err.field, f"no field named: {err!r}"
+    text = str(err)
+    assert text.isascii() and text.isprintable(), f"unprintable refusal: {text!r}"
+    json.dumps(err.to_dict())
+    assert err.offset is None or (isinstance(err.offset, int) and err.offset >= 0), f"bad offset {err.offset!r}"
+    if data is not None and err.offset is not None:
+        assert err.offset <= max(len(data), MAX_CHECKPOINT_BYTES), f"offset {err.offset} beyond the file"
+    assert err.index is None or isinstance(err.index, int), f"bad index {err.index!r}"
+
+
+def _load(load: Callable, data: bytes, **kw):
+    """``load(data)``: the object, or None after checking the FormatError it raised."""
+    from bob.errors import FormatError
+
+    try:
+        return load(data, **kw)
+    except FormatError as err:
+        check_error(err, data)
+        return None
+
+
+def _agree(obj, findings: list, data: bytes) -> None:
+    for err in findings:
+        check_error(err, data)
+    assert (obj is None) == bool(findings), f"loader {'refused' if obj is None else 'accepted'} " \
+        f"but findings are {[f.field for f in findings]}"
+
+
+# --------------------------------------------------------------------------- #
+# Format targets
+# --------------------------------------------------------------------------- #
+
+
+def input_target(data: bytes) -> None:
+    import bob
+    from bob.formats import canonical
+
+    record = _load(bob.load_input, data)
+    _agree(record, bob.input_findings(data), data)
+    fast = canonical.recognize_record(data)
+    if record is not None:
+        assert record.to_bytes() == data, "an accepted record does not round-trip"
+        assert fast is not None, "the fast path does not recognize a record the schema accepts"
+    if fast is not None:
+        assert record is not None, "the fast path recognizes a record the schema refuses"
+        contexts, targets, words = fast
+        assert contexts == record.contexts.tobytes() and targets == record.targets.tobytes(), "pairs differ"
+        assert tuple(words) == tuple(record.prompt_words), "prompt words differ"
+
+
+def checkpoint_target(data: bytes) -> None:
+    import bob
+    from bob.formats import canonical
+
+    loose = _load(bob.load_checkpoint, data, for_resume=False)
+    _agree(loose, bob.checkpoint_findings(data, for_resume=False), data)
+    strict = _load(bob.load_checkpoint, data)
+    _agree(strict, bob.checkpoint_findings(data), data)
+    if strict is not None:
+        assert loose is not None, "accepted for resuming but refused for reading"
+    if loose is not None and data:
+        assert loose.to_bytes() == data, "an accepted checkpoint does not round-trip"
+    step = canonical.recognize_checkpoint(data)
+    if step is not None:
+        assert loose is not None, "the fast path recognizes a checkpoint the schemas refuse"
+        assert loose.step == step, f"fast path step {step} != schema step {loose.step}"
+        planes = b"".join(a.astype("<f4").tobytes() for a in (loose.p, loose.m, loose.v))
+        assert planes == data[canonical.HEADER_BYTES:], "the planes differ"
+    elif loose is not None and data:
+        assert loose.header_bytes != canonical.HEADER_BYTES, "a canonical checkpoint is not recognized"
+
+
+def predictions_target(data: bytes) -> None:
+    import bob
+    from bob.formats import canonical
+
+    pred = _load(bob.load_predictions, data)
+    _agree(pred, bob.predictions_findings(data), data)
+    if pred is not None:
+        assert pred.to_bytes() == data, "accepted predictions do not round-trip"
+        assert canonical.predictions_bytes(list(pred.records)) == data, "the fast path builds other bytes"
+
+
+# --------------------------------------------------------------------------- #
+# Command targets (files in one private temporary directory per process)
+# --------------------------------------------------------------------------- #
+
+_SCRATCH: list[str] = []
+
+
+def _scratch() -> Path:
+    if not _SCRATCH:
+        _SCRATCH.append(tempfile.mkdtemp(prefix="bob-fuzz-"))
+    return Path(_SCRATCH[0])
+
+
+def _quietly(fn: Callable[[list[str]], int], argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = fn(argv)
+        except SystemExit as exc:
+            rc = exc.code if isinstance(exc.code, int) else 2
+    return rc, out.getvalue(), err.getvalue()
+
+
+def _no_raw_controls(text: str, what: str) -> None:
+    bad = [c for c in text if (ord(c) < 0x20 and c not in "\n\t") or 0x7F <= ord(c) < 0xA0]
+    assert not bad, f"{what} prints raw control characters {bad[:4]!r}"
+
+
+def inspect_target(data: bytes) -> None:
+    from bob.inspect import main as inspect_main
+
+    path = _scratch() / "inspected.bin"
+    path.write_bytes(data)
+    for argv in ([str(path)], ["--json", str(path)]):
+        rc, out, err = _quietly(inspect_main, argv)
+        assert rc in (0, 2), f"bob-inspect {' '.join(argv[:-1])} exited {rc}: {err.strip()[-300:]}"
+        assert "Traceback" not in out + err, "bob-inspect printed a traceback"
+        _no_raw_controls(out + err, "bob-inspect")
+        if "--json" in argv:
+            json.loads(out)
+
+
+def _run_inputs(data: bytes) -> tuple[bytes, bytes]:
+    """(record, checkpoint): ``data`` is the record when it starts like one, else the checkpoint."""
+    from bob.fuzz.mutator import format_of
+
+    if format_of(data) == "input":
+        return data, _golden("checkpoint-abracadabra-step10.bin")
+    return _golden("input-abracadabra.bin"), data
+
+
+SENTINEL = b"previous predictions, must survive a refusal"
+
+
+def run_target(data: bytes) -> None:
+    import bob
+    from bob.errors import FormatError
+    from bob.run import main as run_main
+
+    record, checkpoint = _run_inputs(data)
+    try:
+        want = bob.invoke(record, checkpoint, threads=1)
+    except FormatError as refusal:
+        check_error(refusal)
+        want = None
+    d = _scratch()
+    rec, ck, pred = d / "record.bin", d / "model.bob", d / "predictions.bin"
+    rec.write_bytes(record)
+    ck.write_bytes(checkpoint)
+    pred.write_bytes(SENTINEL)
+    rc, out, err = _quietly(run_main, ["--input", str(rec), "--checkpoint", str(ck), "--predictions", str(pred)])
+    assert "Traceback" not in out + err, "bob-run printed a traceback"
+    _no_raw_controls(out + err, "bob-run")
+    if want is None:
+        assert rc == 2, f"bob.invoke refuses but bob-run exited {rc}: {err.strip()[-300:]}"
+        assert ck.read_bytes() == checkpoint, "a refusal changed the checkpoint"
+        assert pred.read_bytes() == SENTINEL, "a refusal changed the predictions"
+    else:
+        assert rc == 0, f"bob.invoke accepts but bob-run exited {rc}: {err.strip()[-300:]}"
+        assert ck.read_bytes() == want.checkpoint_bytes(), "bob-run wrote another checkpoint than bob.invoke"
+        assert pred.read_bytes() == want.predictions_bytes(), "bob-run wrote other predictions than bob.invoke"
+    from bob.run import lock_path_for
+
+    expected = {"record.bin", "model.bob", "predictions.bin", "inspected.bin", Path(lock_path_for(str(ck))).name}
+    left = sorted(p.name for p in d.iterdir() if p.name not in expected)
+    assert not left, f"bob-run left other files: {left}"  # e.g. a temporary it did not clean up
+
+
+def core_target(data: bytes) -> None:
+    from bob.fuzz.core_target import core_target as run
+
+    run(data)
+
+
+# --------------------------------------------------------------------------- #
+# The registry
+# --------------------------------------------------------------------------- #
+
+TARGETS: dict[str, Target] = {
+    t.name: t
+    for t in (
+        Target("input", input_target, "load_input raises only FormatError, accepted records round-trip, "
+               "the fast path agrees with the schema", "input"),
+        Target("checkpoint", checkpoint_target, "load_checkpoint raises only FormatError, accepted files "
+               "round-trip, the fast path agrees with the schemas", "checkpoint"),
+        Target("predictions", predictions_target, "load_predictions raises only FormatError, accepted files "
+               "round-trip", "predictions"),
+        Target("inspect", inspect_target, "bob-inspect [--json] exits 0 or 2, no traceback, no raw control "
+               "character, --json is valid JSON", None),
+        Target("run", run_target, "bob-run refuses exactly when bob.invoke does (nothing changed) and otherwise "
+               "writes what bob.invoke computes", None),
+        Target("core", core_target, "the binding raises only CoreError/TypeError/ValueError/OverflowError, "
+               "never panics; fast kernels equal the scalar transcription", None),
+    )
+}
+
+
+def preload() -> None:
+    """Import every module the targets reach, so an engine instrumenting imports sees them all
+    (the targets import lazily, which would leave them uninstrumented)."""
+    import bob.formats.canonical  # noqa: F401
+    import bob.formats.checks  # noqa: F401
+    import bob.formats.files  # noqa: F401
+    import bob.formats.input_record  # noqa: F401
+    import bob.formats.predictions  # noqa: F401
+    import bob.fuzz.core_target  # noqa: F401
+    import bob.inspect  # noqa: F401
+    import bob.invocation  # noqa: F401
+    import bob.run  # noqa: F401
+
+
+def get(name: str) -> Target:
+    try:
+        return TARGETS[name]
+    except KeyError:
+        raise ValueError(f"unknown target {name!r}; one of {', '.join(TARGETS)}") from None
+
+
+def seed_files(name: str) -> list[Path]:
+    """The seed corpus of a target: bob's golden and refused files it can read, plus its regressions."""
+    golden = golden_dir()
+    files = sorted(golden.glob("*.bin")) + sorted((golden / "refused").glob("*.bin"))
+    wanted = {"input": ("input",), "checkpoint": ("checkpoint",), "predictions": ("predictions",),
+              "run": ("input", "checkpoint"), "inspect": ("input", "checkpoint", "predictions"), "core": ()}[name]
+    return [f for f in files if f.name.startswith(wanted)] if wanted else []
+
+
+def accepted_seeds(fmt: str | None) -> list[bytes]:
+    """The golden files of ``fmt`` that bob accepts (the fast-path-keeping mutations start from them)."""
+    if fmt not in ("input", "checkpoint", "predictions"):
+        return []
+    return [p.read_bytes() for p in sorted(golden_dir().glob(f"{fmt}-*.bin"))]
+
+
+def target_for_file(path: "str | os.PathLike[str]") -> str | None:
+    """The target a regression or artifact file belongs to, from its directory or its name."""
+    p = Path(path)
+    for part in (p.parent.name, p.name.split("-")[0]):
+        if part in TARGETS:
+            return part
+    return None

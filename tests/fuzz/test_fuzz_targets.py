@@ -1,0 +1,74 @@
+"""Each target for a fixed, seeded number of executions (no engine; seconds), its
+regressions and seed corpora replayed, and each target shown able to fail."""
+
+from __future__ import annotations
+
+import pytest
+
+from bob.fuzz.campaign import seeded_loop
+from bob.fuzz.replay import replay
+from bob.fuzz.targets import TARGETS, get, seed_files
+from conftest import GOLDEN, ROOT
+
+RUNS = {"input": 400, "checkpoint": 150, "predictions": 400, "inspect": 60, "run": 60, "core": 400}
+REGRESSIONS = ROOT / "fuzz" / "regressions"
+
+
+@pytest.mark.parametrize("name", sorted(TARGETS))
+def test_seeded_runs_find_nothing(name: str) -> None:
+    result = seeded_loop(name, RUNS[name], seed=20261130)
+    assert result.executions == RUNS[name]
+    assert not result.findings, [f.message for f in result.findings]
+
+
+@pytest.mark.parametrize("name", sorted(TARGETS))
+def test_seed_corpus_and_regressions_pass(name: str) -> None:
+    paths = [str(p) for p in seed_files(name)]
+    if (REGRESSIONS / name).is_dir():
+        paths.append(str(REGRESSIONS / name))
+    verdicts = replay(paths, name) if paths else []
+    assert all(v.passed for v in verdicts), [v for v in verdicts if not v.passed]
+    assert name == "core" or verdicts
+
+
+def test_every_regression_directory_names_a_target() -> None:
+    python_targets = {p.name for p in REGRESSIONS.iterdir() if p.is_dir()} - {"kernels", "predict", "resume"}
+    assert python_targets <= set(TARGETS)
+
+
+def test_the_targets_can_fail(monkeypatch: pytest.MonkeyPatch) -> None:
+    import bob.formats.canonical as canonical
+
+    data = (GOLDEN / "input-abracadabra.bin").read_bytes()
+    monkeypatch.setattr(canonical, "recognize_record", lambda d: None)  # a fast path that never recognizes
+    with pytest.raises(AssertionError, match="fast path"):
+        get("input").run(data)
+
+
+def test_core_target_rejects_an_undocumented_exception(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bob import _core
+    from bob.fuzz.core_target import core_target
+
+    def panics(*args, **kwargs):
+        raise BaseException("a Rust panic stands in here")
+
+    for name in ("train", "predict", "resume_problem", "initialize", "initial_planes", "fnv1a64", "resolved_kernel"):
+        monkeypatch.setattr(_core, name, panics)
+    with pytest.raises(AssertionError, match="undocumented"):
+        core_target(bytes(64))
+
+
+def test_regressions_are_files() -> None:
+    for d in REGRESSIONS.iterdir():
+        assert d.is_dir() and any(d.iterdir()), d
+
+
+def test_finding_f1_f32_text_shows_flt_max() -> None:
+    """docs/fuzzing.md F1: the shortest decimal of ±FLT_MAX overflowed binary32 and crashed bob-inspect."""
+    import struct
+
+    from bob.text import f32_text
+
+    for bits in (0x7F7FFFFF, 0xFF7FFFFF, 0x7F7FFFFE):
+        (x,) = struct.unpack("<f", struct.pack("<I", bits))
+        assert struct.pack("<f", float(f32_text(x))) == struct.pack("<I", bits)
