@@ -241,13 +241,15 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
         checkpoint_bytes = _checkpoint_bytes(step_after, planes, header_bytes)
         with about("--predictions", predictions_path):
             backup = Backup(predictions_target)
-            write_atomic(predictions_target, prediction_bytes)
         try:
-            with about("--checkpoint", checkpoint_path):
-                write_atomic(checkpoint_target, checkpoint_bytes)
-        except BaseException:
-            backup.restore()
-            raise
+            with about("--predictions", predictions_path):
+                write_atomic(predictions_target, prediction_bytes)  # atomic: on failure PRED is unchanged
+            try:
+                with about("--checkpoint", checkpoint_path):
+                    write_atomic(checkpoint_target, checkpoint_bytes)
+            except BaseException:
+                backup.restore()  # the very same file as before, whatever its size
+                raise
         finally:
             backup.discard()
     finally:

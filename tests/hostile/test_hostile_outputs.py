@@ -157,3 +157,21 @@ def test_a_full_disk_loses_nothing(small_disk: Path) -> None:
     assert (work / "ck.bin").read_bytes() == old_checkpoint
     assert (work / "pred.bin").read_bytes() == old_predictions
     assert sorted(p.name for p in work.iterdir()) == [".ck.bin.bob-lock", "ck.bin", "pred.bin", "rec.bin"]
+
+
+def test_a_failed_predictions_write_leaves_no_backup_behind(work: Path, monkeypatch, capsys) -> None:
+    import errno
+
+    import bob.fileio
+    from bob.run import main
+
+    (work / "pred.bin").write_bytes(b"old")
+
+    def failing(path, data):
+        raise OSError(errno.EDQUOT, os.strerror(errno.EDQUOT))
+
+    monkeypatch.setattr(bob.fileio, "write_atomic", failing)
+    assert main(run_args(work)[1:]) == 2
+    assert "--predictions" in capsys.readouterr().err
+    assert (work / "pred.bin").read_bytes() == b"old" and not (work / "ck.bin").exists()
+    assert not [p for p in work.iterdir() if ".bob-tmp-" in p.name]
