@@ -30,6 +30,8 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import bob  # noqa: E402
+from bob.formats.contract import LEARNER_PREFIX  # noqa: E402
+from bob.formats.layout import CANONICAL, CANONICAL_HEADER_BYTES, INPUT  # noqa: E402
 import reference as R  # noqa: E402  (tests/reference.py: independent of bob's library)
 
 # Contract §8, copied from shared/design/bob-v1.md.
@@ -109,22 +111,23 @@ def build(with_checkpoint: bool = True) -> dict[str, bytes]:
         assert sha(ckpt) == CHECKPOINT_10_SHA256, "the §8 checkpoint's SHA-256 differs from the contract"
         out["checkpoint-abracadabra-step10.bin"] = ckpt
         out["checkpoint-abracadabra-step10.json"] = dump(bob.load_checkpoint(ckpt).as_dict())
-        header = ckpt[:448]
+        header = ckpt[:CANONICAL_HEADER_BYTES]
     else:
         header = None
 
-    # -- refused files, with their findings written out by hand ------------------------
+    # -- refused files, with their findings written out by hand (the offsets in the
+    # findings are the contract's table, written independently of the layout module) --
     refused: dict[str, tuple[bytes, list[dict]]] = {}
 
     bad = bytearray(raw)
-    struct.pack_into("<I", bad, 528 + 4 * 3, 0x62)  # targets[3]: pair 3 is (a, c)
+    struct.pack_into("<I", bad, INPUT["targets"].offset + 4 * 3, 0x62)  # targets[3]: pair 3 is (a, c)
     refused["input-wrong-target"] = (bytes(bad), [
         {"error": "BadValue", "field": "targets", "index": 3, "offset": 540},
     ])
 
     bad = bytearray(raw)
-    struct.pack_into("<I", bad, 1552 + 4, 256)  # prompt_words[1] = 256
-    struct.pack_into("<I", bad, 1552 + 8, 0xFFFFFFFE)  # prompt_words[2]
+    struct.pack_into("<I", bad, INPUT["prompt_words"].offset + 4, 256)  # prompt_words[1] = 256
+    struct.pack_into("<I", bad, INPUT["prompt_words"].offset + 8, 0xFFFFFFFE)  # prompt_words[2]
     refused["input-bad-prompt-words"] = (bytes(bad), [
         {"error": "BadValue", "field": "prompt_words", "index": 1, "offset": 1556},
         {"error": "BadValue", "field": "prompt_words", "index": 2, "offset": 1560},
@@ -144,7 +147,7 @@ def build(with_checkpoint: bool = True) -> dict[str, bytes]:
         # The §8 checkpoint's header alone, with lr changed from 0.05 to 0.1 and
         # the header digest left as it was: three findings.
         bad = bytearray(header)
-        struct.pack_into("<f", bad, 105 + 33, 0.1)
+        struct.pack_into("<f", bad, CANONICAL.fields["learner"].offset + len(LEARNER_PREFIX), 0.1)  # lr
         refused["checkpoint-header-wrong-learner"] = (bytes(bad), [
             {"error": "IntegrityError", "field": "header_digest", "index": None, "offset": 415},
             {"error": "ContractMismatch", "field": "learner", "index": None, "offset": 101},
@@ -152,7 +155,7 @@ def build(with_checkpoint: bool = True) -> dict[str, bytes]:
         ])
         # ... and the same header with a length prefix that overruns the file.
         bad = bytearray(header)
-        struct.pack_into("<I", bad, 158, 5000)  # data.length
+        struct.pack_into("<I", bad, CANONICAL.fields["data.length"].offset, 5000)  # data.length
         refused["checkpoint-header-long-prefix"] = (bytes(bad), [
             {"error": "Truncated", "field": "data", "index": None, "offset": 158},
         ])

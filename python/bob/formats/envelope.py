@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from construct import Bytes, Const, Container, Int32ul, Int64ul, RawCopy, Struct, Terminated, this
+from construct import Bytes, Const, Container, Int32ul, Int64ul, RawCopy, Rebuild, Struct, Terminated, len_, this
 
 from bob.errors import BadValue
 from bob.formats.constants import CHECKPOINT_MAGIC, CHUNK_TAGS
@@ -81,7 +81,7 @@ HEADER_BODY = Struct(
     "payload_bytes" / Int64ul * "u64 = 786,432",
     "chunk_bytes" / Int64ul * "u64 = 262,144",
     "updates_per_invocation" / Int64ul * "u64 = 10",
-    "chunk_count" / Int32ul * "u32 = 3",
+    "chunk_count" / Rebuild(Int32ul, len_(this.chunk_table)) * "u32 = 3",
     "chunk_table" / Table(len(CHUNK_TAGS), CHUNK_ENTRY) * "one 52-byte entry per plane: P, M, V",
 )
 """The envelope header from the magic to the end of the chunk table."""
@@ -232,7 +232,7 @@ class Checkpoint:
             state=c.state, learner=c.learner, data=c.data, seed=c.seed,
             payload_bytes=c.payload_bytes, chunk_bytes=c.chunk_bytes,
             updates_per_invocation=c.updates_per_invocation,
-            chunk_count=len(CHUNK_TAGS), chunk_table=table,
+            chunk_table=table,  # chunk_count is rebuilt from it
         )
         return ENVELOPE.build(dict(header=dict(value=body), P=planes[0], M=planes[1], V=planes[2]))
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import struct
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 import numpy as np
-from construct import Bytes, Const, Int64ul, Struct
+from construct import Bytes, Const, Int64ul, Rebuild, Struct
 
 from bob.errors import BadValue, FormatError, Truncated
 from bob.formats.contract import EMPTY_PROMPT, PROMPTS, RECORD_BYTES, VOCABULARY
@@ -32,12 +33,22 @@ __all__ = [
 
 PAIRS = VOCABULARY  # 256 pairs, K in the contract
 
+
+_TARGETS_FORMAT: str = INPUT["targets"].format or ""
+
+
+def _widened(pairs: bytes) -> bytes:
+    """The targets table a record's pairs imply: each pair's target as a u32."""
+    return struct.pack(_TARGETS_FORMAT, *pairs[1::2])
+
+
 INPUT_RECORD = Struct(
     "magic" / Const(INPUT_MAGIC) * "ASCII `BOB-INPT`",
     "version" / Rule(Int64ul, lambda v: v == 1, 1, "unsupported input record version")
     * "format version, u64 = 1",
     "pairs" / Bytes(2 * PAIRS) * "256 pairs `(byte u8, target u8)`, in corpus order",
-    "targets" / Bytes(4 * PAIRS) * "256 × u32: pair i's target, widened",
+    "targets" / Rebuild(Bytes(4 * PAIRS), lambda this: _widened(this.pairs))
+    * "256 × u32: pair i's target, widened",
     "prompt_words" / Bytes(4 * PROMPTS)
     * "3 × u32: each prompt's last byte, or `0xFFFFFFFF` for an empty prompt",
     END,
@@ -133,8 +144,7 @@ class InputRecord:
         return INPUT_RECORD.build(
             dict(
                 version=1,
-                pairs=pairs.tobytes(),
-                targets=self.targets.astype("<u4").tobytes(),
+                pairs=pairs.tobytes(),  # the widened targets table is rebuilt from them
                 prompt_words=np.array(self.prompt_words, dtype="<u4").tobytes(),
             )
         )
