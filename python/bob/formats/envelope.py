@@ -166,6 +166,13 @@ class Checkpoint:
     ``header_bytes`` is where plane P starts: 448 for every checkpoint the
     library makes; a loaded file keeps its own (a larger valid value), so
     :meth:`to_bytes` gives back exactly the bytes it was read from.
+
+    Built from arrays, a checkpoint **shares** each plane that already is a
+    C-contiguous float32 array of 65,536 values (P, M and V alike: training
+    it trains the caller's array) and converts anything else into a new one;
+    :meth:`copy` gives independent planes. Wrong-sized planes, a step outside
+    u64 or an impossible ``header_bytes`` are refused (``BadValue``) when the
+    checkpoint is built and again when it is serialised.
     """
 
     step: int
