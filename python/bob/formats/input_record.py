@@ -34,12 +34,13 @@ __all__ = [
 PAIRS = VOCABULARY  # 256 pairs, K in the contract
 
 
-_TARGETS_FORMAT: str = INPUT["targets"].format or ""
+_TARGETS = struct.Struct(f"<{PAIRS}I")
+assert (_TARGETS.format, _TARGETS.size) == (INPUT["targets"].format, INPUT["targets"].size)
 
 
 def _widened(pairs: bytes) -> bytes:
     """The targets table a record's pairs imply: each pair's target as a u32."""
-    return struct.pack(_TARGETS_FORMAT, *pairs[1::2])
+    return _TARGETS.pack(*pairs[1::2])
 
 
 INPUT_RECORD = Struct(
