@@ -36,7 +36,7 @@ EXIT_INTERRUPTED = 130
 
 __all__ = [
     "EXIT_OK", "EXIT_UNEXPECTED", "EXIT_REFUSED", "EXIT_BUSY", "EXIT_INTERRUPTED",
-    "Refused", "about", "fail", "emit", "os_reason", "argument_parser", "parse_command_line",
+    "Refused", "about", "fail", "emit", "silence", "os_reason", "argument_parser", "parse_command_line",
 ]
 
 
@@ -130,11 +130,11 @@ def _write(stream, text: str) -> bool:
         stream.flush()
         return True
     except (OSError, ValueError):  # closed, full, broken pipe
-        _silence(stream)
+        silence(stream)
         return False
 
 
-def _silence(stream) -> None:
+def silence(stream) -> None:
     """Point a broken standard stream at /dev/null so the interpreter's final
     flush cannot raise after we have decided the outcome."""
     try:
@@ -142,7 +142,7 @@ def _silence(stream) -> None:
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, fd)
         os.close(null)
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):  # AttributeError: the stream was never open (None)
         pass
 
 

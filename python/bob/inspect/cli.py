@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 from bob.formats import kinds
 from bob.formats.constants import CHECKPOINT_MAGIC, INPUT_MAGIC, MAX_CHECKPOINT_BYTES, RECORD_BYTES
-from bob.commands import argument_parser, fail, parse_command_line
+from bob.commands import argument_parser, fail, parse_command_line, silence
 from bob.text import escape_bytes, one_line, show_path
 
 from bob.inspect.common import (
@@ -322,11 +322,7 @@ def _fail(args: argparse.Namespace, command: str, refusal: Refused, code: int) -
 
 
 def _quiet_broken_pipe() -> int:
-    """stdout's reader has gone: point fd 1 at /dev/null so the interpreter's
-    last flush does not complain, and exit 1."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):  # pragma: no cover - a replaced stdout
-        pass
+    """stdout's reader has gone: silence it (:func:`bob.commands.silence`) so the
+    interpreter's last flush does not complain, and exit 1."""
+    silence(sys.stdout)
     return EXIT_UNEXPECTED
