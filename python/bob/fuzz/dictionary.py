@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import struct
 
-from bob.errors import LEARNER_PREFIX
+from bob.errors import LEARNER_NAMES, LEARNER_PREFIX
 from bob.formats.constants import (
     CHECKPOINT_MAGIC,
     CHUNK_BYTES,
@@ -20,6 +20,7 @@ from bob.formats.constants import (
     EMPTY_PROMPT,
     INPUT_MAGIC,
     LEARNER,
+    LEARNER_HYPERPARAMETERS,
     MAX_CHECKPOINT_BYTES,
     MAX_HEADER_BYTES,
     PAYLOAD_BYTES,
@@ -58,7 +59,7 @@ FLOAT_BITS = {
     "+min_subnormal": 0x00000001, "-min_subnormal": 0x80000001, "+max_subnormal": 0x007FFFFF,
     "-max_subnormal": 0x807FFFFF, "+inf": 0x7F800000, "-inf": 0xFF800000, "qNaN": 0x7FC00000,
     "-qNaN": 0xFFC00000, "sNaN_payload": 0x7F800001, "qNaN_payload": 0x7FC0DEAD, "-NaN_payload": 0xFFFFFFFF,
-    "lr": 0x3D4CCCCD, "beta1": 0x3F666666, "beta2": 0x3F7FBE77, "eps": 0x322BCC77, "weight_decay": 0x3C23D70A,
+    **dict(zip(LEARNER_NAMES, struct.unpack("<5I", struct.pack("<5f", *LEARNER_HYPERPARAMETERS)))),
     "1e30": struct.unpack("<I", struct.pack("<f", 1e30))[0], "-86.5": struct.unpack("<I", struct.pack("<f", -86.5))[0],
 }
 """binary32 bit patterns: ±0, ±1, ±FLT_MAX, ±FLT_MIN, subnormals, ±inf, NaNs with payloads, bob's
