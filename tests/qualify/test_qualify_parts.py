@@ -82,3 +82,15 @@ def test_bob_run_does_not_import_rich(tmp_path):
             "print(rc, 'rich' in sys.modules, 'bob.qualify' in sys.modules, 'matplotlib' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split()[-4:] == ["0", "False", "False", "False"]
+
+
+def test_the_packaged_section8_vector_is_the_contracts():
+    """bob.qualify.vector (shipped, used by bob-qualify and make_golden.py)
+    against the tests' own copy of contract §8 (tests/conftest.py)."""
+    import conftest
+    from bob.qualify import vector
+
+    assert vector.CORPUS == conftest.CORPUS and list(vector.PROMPTS) == conftest.PROMPTS
+    assert vector.RECORD_SHA256 == conftest.RECORD_SHA256 and vector.PREDICTIONS_HEX == conftest.PRED_HEX
+    assert vector.CHECKPOINT_SHA256 == {10: conftest.CKPT_10_SHA256, 20: conftest.CKPT_20_SHA256}
+    assert vector.LOSSES == {10: conftest.LOSSES_10, 20: conftest.LOSSES_20}
