@@ -35,6 +35,7 @@ from bob.formats.constants import (
     VOCABULARY,
 )
 from bob.formats.layout import CANONICAL, CANONICAL_CHECKPOINT_BYTES, CANONICAL_HEADER_BYTES, HEADER_ALIGNMENT
+from bob.text import escape_bytes
 
 __all__ = ["INTERESTING_INTS", "FLOAT_BITS", "FLOAT_NAMES", "CONTRACT_STRINGS", "tokens", "write_dict",
            "write_dicts"]
@@ -86,7 +87,8 @@ def tokens() -> list[bytes]:
 
 
 def _quote(token: bytes) -> str:
-    return '"' + "".join(chr(b) if 0x20 <= b < 0x7F and b not in b'"\\' else f"\\x{b:02x}" for b in token) + '"'
+    """A libFuzzer dictionary token: quoted, every byte that is not plain printable ASCII as ``\\xNN``."""
+    return '"' + escape_bytes(token) + '"'
 
 
 def write_dict(path: "str | os.PathLike[str]") -> None:
