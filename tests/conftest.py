@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import struct
 from pathlib import Path
 from typing import NamedTuple
@@ -26,6 +27,13 @@ from bob.formats.layout import CANONICAL_HEADER_BYTES
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "python" / "bob" / "data" / "golden"
+
+# Subprocesses (the installed bob-run, ``python -c``) run the bob under test:
+# the package this session imported — the source tree, or a mutation tool's
+# mutated copy of it (docs/testing.md) — not whatever the environment's
+# .pth file names. One place, so no test can quietly check another copy.
+BOB_SOURCE = Path(bob.__file__).resolve().parent.parent
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(BOB_SOURCE), os.environ.get("PYTHONPATH")]))
 
 # --- the contract's §8 public vector, copied from shared/design/bob-v1.md ---
 CORPUS = b"abracadabra"

@@ -32,8 +32,7 @@ def test_import_bob_is_cheap_and_imports_no_core():
         "if m in sys.modules]\n"
         "print(','.join(heavy))\n"
     )
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
 
 
@@ -44,11 +43,10 @@ def test_loading_does_not_import_the_core_or_hypothesis():
         "bob.load_checkpoint(open(sys.argv[2], 'rb').read())\n"
         "print(','.join(m for m in ('bob.core', 'bob._core', 'hypothesis') if m in sys.modules))\n"
     )
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
     out = subprocess.run(
         [sys.executable, "-c", code, os.path.join(GOLDEN, "input-abracadabra.bin"),
          os.path.join(GOLDEN, "checkpoint-abracadabra-step10.bin")],
-        capture_output=True, text=True, env=env, check=True)
+        capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
 
 
@@ -298,9 +296,8 @@ def test_write_atomic_survives_sigkill_of_the_writer(tmp_path):
         "while True:\n"
         "    bob.write_atomic(sys.argv[1], (b'B' if open(sys.argv[1],'rb').read(1) == b'A' else b'A') * 2_000_000)\n"
     )
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
     for delay in (0.05, 0.11, 0.17):
-        proc = subprocess.Popen([sys.executable, "-c", code, str(path)], env=env)
+        proc = subprocess.Popen([sys.executable, "-c", code, str(path)])
         time.sleep(delay)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
