@@ -358,6 +358,23 @@ def test_stale_temporaries_of_dead_runs_are_removed(work: Path) -> None:
     assert str(stale) in out["stale_temporaries_removed"]
 
 
+def test_a_live_writers_temporary_is_left_alone(work: Path) -> None:
+    """Only the temporaries of dead processes are stale: one whose writer is
+    alive (another bob, still writing) is neither removed nor touched."""
+    writer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    live = work / f".ck.bin.bob-tmp-{writer.pid}-0123456789ab"
+    try:
+        live.write_bytes(b"another process is still writing this")
+        out = json.loads(run(work, "--json").stdout)
+        assert live.read_bytes() == b"another process is still writing this"
+        assert out["stale_temporaries_removed"] == []
+    finally:
+        writer.kill()
+        writer.wait()
+    out = json.loads(run(work, "--json").stdout)  # its writer is dead now: stale
+    assert not live.exists() and out["stale_temporaries_removed"] == [str(live)]
+
+
 def test_two_concurrent_runs_lose_no_update(work: Path) -> None:
     for rounds in range(3):
         procs = [subprocess.Popen([str(BIN / "bob-run"), "--input", str(work / "rec.bin"), "--checkpoint",

@@ -175,3 +175,31 @@ def test_a_failed_predictions_write_leaves_no_backup_behind(work: Path, monkeypa
     assert "--predictions" in capsys.readouterr().err
     assert (work / "pred.bin").read_bytes() == b"old" and not (work / "ck.bin").exists()
     assert not [p for p in work.iterdir() if ".bob-tmp-" in p.name]
+
+
+def test_a_failed_predictions_write_leaves_the_checkpoint_unchanged(work: Path, monkeypatch, capsys) -> None:
+    """The predictions are committed before the checkpoint: when they cannot
+    be written, the checkpoint is not advanced (a later run must not skip the
+    10 updates whose predictions nobody saw)."""
+    import errno
+
+    import bob.fileio
+    from bob.run import main
+
+    bob.invoke(bob.read_input_file(work / "rec.bin")).checkpoint.write(work / "ck.bin")
+    (work / "pred.bin").write_bytes(b"old")
+    old_checkpoint = (work / "ck.bin").read_bytes()
+    real = bob.fileio.write_atomic
+
+    def failing(path, data):
+        if str(path).endswith("pred.bin"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(path, data)
+
+    monkeypatch.setattr(bob.fileio, "write_atomic", failing)
+    assert main(run_args(work)[1:]) == 2
+    err = capsys.readouterr().err
+    assert "--predictions" in err and "no space left on device" in err
+    assert (work / "ck.bin").read_bytes() == old_checkpoint
+    assert (work / "pred.bin").read_bytes() == b"old"
+    assert not [p for p in work.iterdir() if ".bob-tmp-" in p.name]
