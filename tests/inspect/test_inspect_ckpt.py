@@ -207,6 +207,51 @@ def test_heatmap_of_the_section8_checkpoint_after_3_invocations(cli, files, tmp_
         shutil.copy(out_png, Path(keep) / out_png.name)
 
 
+def test_heatmap_draws_context_bytes_as_rows_and_next_bytes_as_columns(cli, tmp_path, monkeypatch):
+    """What the user sees: in the PNG bob-inspect wrote, the whole-table panel
+    shows P[context, next] at row ``context`` from the top and column
+    ``next`` from the left (a transposed or flipped table fails), positive
+    logits red, negative blue, zero white."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.image import imread
+
+    import bob.inspect.heatmap as heatmap
+
+    table = np.zeros((256, 256), np.float32)
+    table[0x00:0x10, 0xE0:0xF0] = 1.0  # contexts 0x00-0x0f favour next bytes 0xe0-0xef
+    table[0xE0:0xF0, 0x00:0x10] = -1.0  # and the mirror block is negative
+    zeros = np.zeros(table.size, np.float32)
+    bob.Checkpoint(10, table.ravel(), zeros, zeros).write(tmp_path / "ck.bin")
+    figures = []
+    real = heatmap.heatmap_figure
+
+    def keep(*args, **kwargs):
+        fig, shown = real(*args, **kwargs)
+        figures.append(fig)  # the very figure bob-inspect saves
+        return fig, shown
+
+    monkeypatch.setattr(heatmap, "heatmap_figure", keep)
+    out_png = tmp_path / "h.png"
+    cli.json("ckpt", str(tmp_path / "ck.bin"), "--heatmap", str(out_png))
+    (fig,) = figures
+    full = fig.axes[0]
+    assert np.array_equal(np.asarray(full.images[0].get_array()), table)  # the array behind the picture
+
+    image = imread(out_png)  # (height, width, RGBA), first row at the top
+    height = image.shape[0]
+    box = full.get_window_extent()  # pixels of the saved figure, origin at the bottom left
+
+    def colour(context: int, next_byte: int):
+        x = box.x0 + (next_byte + 0.5) * box.width / 256
+        y = box.y1 - (context + 0.5) * box.height / 256
+        return image[int(height - y), int(x), :3]
+
+    red, blue, white = colour(0x08, 0xE8), colour(0xE8, 0x08), colour(0x80, 0x80)
+    assert red[0] > 0.4 and red[2] < 0.2, red
+    assert blue[2] > 0.3 and blue[0] < 0.1, blue
+    assert white.min() > 0.9, white
+
+
 def test_heatmap_into_a_directory_is_refused(cli, files, tmp_path):
     pytest.importorskip("matplotlib")
     target = tmp_path / "adir.png"

@@ -84,14 +84,33 @@ def _zoom(ax, table, masked, moved, cols, cmap, limit) -> None:
 
 
 def draw_heatmap(p_plane, out: str, title: str) -> dict[str, Any]:
-    """Draw the P table (rows: context byte, columns: next byte) to ``out``.
+    """Draw :func:`heatmap_figure` to ``out`` (its extension names the format),
+    atomically; return what it shows."""
+    fig, shown = heatmap_figure(p_plane, title)
+    ext = os.path.splitext(out)[1].lower().lstrip(".") or "png"
+    supported = fig.canvas.get_supported_filetypes()
+    if ext not in supported:
+        raise Refused(f"--heatmap: cannot write .{escape_bytes(os.fsencode(ext))} files; use one of "
+                      + ", ".join(sorted(supported)))
+    buf = io.BytesIO()
+    fig.savefig(buf, format=ext)
+    try:
+        write_atomic(out, buf.getvalue())
+    except OSError as exc:
+        raise Refused(f"--heatmap {show_path(out)}: {os_reason(exc)}") from None
+    return {"path": show_path(out), "format": ext, **shown}
+
+
+def heatmap_figure(p_plane, title: str) -> "tuple[Any, dict[str, Any]]":
+    """The P table (rows: context byte, columns: next byte) as a matplotlib
+    figure, and what it shows (``rows_shown``, ``non_finite_rows``).
 
     Left: the whole table. Right, a zoom: the rows that left the
     initialization's range (|P| > 0.01 somewhere; at most 24, those that moved
     most) against the next bytes they favour (:func:`favoured_columns`), each
     cell labelled with its logit and softmax probability when the zoom is
     small. One diverging colour scale centred on 0 for both; non-finite
-    values are drawn black. The file is written atomically.
+    values are drawn black. The whole table's axes is ``fig.axes[0]``.
     """
     from matplotlib import colormaps
     from matplotlib.figure import Figure
@@ -135,17 +154,4 @@ def draw_heatmap(p_plane, out: str, title: str) -> dict[str, Any]:
     bad = int((~finite).sum())
     fig.suptitle(_plain(title) + (f" - {bad} non-finite values in {len(non_finite_rows)} row(s)" if bad else ""),
                  fontsize=11)
-
-    ext = os.path.splitext(out)[1].lower().lstrip(".") or "png"
-    supported = fig.canvas.get_supported_filetypes()
-    if ext not in supported:
-        raise Refused(f"--heatmap: cannot write .{escape_bytes(os.fsencode(ext))} files; use one of "
-                      + ", ".join(sorted(supported)))
-    buf = io.BytesIO()
-    fig.savefig(buf, format=ext)
-    try:
-        write_atomic(out, buf.getvalue())
-    except OSError as exc:
-        raise Refused(f"--heatmap {show_path(out)}: {os_reason(exc)}") from None
-    return {"path": show_path(out), "format": ext, "rows_shown": [int(b) for b in moved],
-            "non_finite_rows": non_finite_rows}
+    return fig, {"rows_shown": [int(b) for b in moved], "non_finite_rows": non_finite_rows}
