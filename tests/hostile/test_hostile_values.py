@@ -227,3 +227,21 @@ def test_a_non_finite_row_does_not_take_over_the_heatmap_zoom(tmp_path, capsys, 
     heatmap = json.loads(capsys.readouterr().out)["heatmap"]
     assert set(heatmap["rows_shown"]) >= learned  # the rows that learned stay in the zoom
     assert set(heatmap["non_finite_rows"]) == {200 + r % 50 for r in range(30)}
+
+
+@pytest.mark.parametrize("plane", "MV")
+def test_step_zero_with_one_non_zero_moment_is_refused_by_every_path(tmp_path, capsys, record, trained,
+                                                                     plane) -> None:
+    """A step-0 file must hold all-zero M and V. Each plane alone, the other
+    all zero, through the library, bob-run (whose fast path trusts the core's
+    check when the file is canonical) and bob-inspect."""
+    from bob.formats import canonical
+
+    planes = [trained.p.copy(), np.zeros_like(trained.m), np.zeros_like(trained.v)]
+    k = ord("c") * 256 + ord("a")
+    planes["PMV".index(plane)][k] = np.float32(1e-30)
+    data = bytes(canonical.build_checkpoint(0, b"".join(a.astype("<f4").tobytes() for a in planes)))
+    assert bob.core.resume_problem(*planes, 0) == ("moments_at_step_zero", plane, k)
+    code, outcome = check_everywhere(tmp_path, capsys, record, data)
+    assert code == 2 and isinstance(outcome, bob.StateRefused) and outcome.field == "step"
+    assert f"plane {plane} is not all zero" in str(outcome)
