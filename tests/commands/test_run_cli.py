@@ -283,7 +283,7 @@ def test_missing_native_core_exits_1_and_says_so(work: Path, tmp_path_factory) -
     env = {**os.environ, "PYTHONPATH": str(pkg)}
     out = subprocess.run([sys.executable, "-m", "bob", "run", "--input", str(work / "rec.bin"), "--checkpoint",
                           str(work / "ck.bin"), "--predictions", str(work / "pred.bin")],
-                         capture_output=True, text=True, env=env, cwd=pkg)
+                         capture_output=True, text=True, env=env)
     assert out.returncode == 1, out.stderr
     assert "native core" in out.stderr and "scripts/bootstrap.sh" in out.stderr
     assert "Traceback" not in out.stderr

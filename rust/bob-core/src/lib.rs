@@ -103,11 +103,14 @@ pub fn vocabulary_of(len: usize) -> Result<usize, CoreError> {
     if len == 0 {
         return Err(CoreError::NotSquare { len });
     }
+    // The f64 root can be one off either way once len needs more than 53
+    // bits; settle it in integers. A square that overflows is above len
+    // (saturating would make it equal to usize::MAX, and loop for ever there).
     let mut rows = (len as f64).sqrt() as usize;
-    while rows.saturating_mul(rows) > len {
+    while rows.checked_mul(rows).is_none_or(|square| square > len) {
         rows -= 1;
     }
-    while (rows + 1).saturating_mul(rows + 1) <= len {
+    while (rows + 1).checked_mul(rows + 1).is_some_and(|square| square <= len) {
         rows += 1;
     }
     if rows * rows == len {

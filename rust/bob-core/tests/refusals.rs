@@ -46,6 +46,16 @@ fn a_table_that_is_not_square_is_refused() {
     for rows in [1usize, 2, 3, 4, 255, 256, 257, 4096, 65_535, 65_536] {
         assert_eq!(vocabulary_of(rows * rows), Ok(rows), "{rows}");
     }
+    // Where the f64 square root rounds the wrong way and the integer
+    // corrections must step down (k*k - 1 just below 2^53 rounds up to k) or
+    // up ((2^32 - 1)^2 is not an f64 and rounds down).
+    let k = (1usize << 26) + 1;
+    assert_eq!(vocabulary_of(k * k), Ok(k));
+    assert_eq!(vocabulary_of(k * k - 1), Err(CoreError::NotSquare { len: k * k - 1 }));
+    let k = (1usize << 32) - 1;
+    assert_eq!(vocabulary_of(k * k), Ok(k));
+    assert_eq!(vocabulary_of(k * k + 1), Err(CoreError::NotSquare { len: k * k + 1 }));
+    assert_eq!(vocabulary_of(usize::MAX), Err(CoreError::NotSquare { len: usize::MAX }));
     refused(vec![0.0; 15], vec![0.0; 15], vec![0.0; 15], &[0], &[1], 0, CoreError::NotSquare { len: 15 },
             "P holds 15 values, which is not rows x rows for a whole number of rows >= 1");
 }
@@ -216,4 +226,13 @@ fn kernels_are_named_and_resolved() {
     // Auto is the widest instruction set this CPU has.
     let best = Kernel::FAST.into_iter().rfind(|k| k.is_available());
     assert_eq!(Some(Kernel::Auto.resolve()), best);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn kernel_availability_is_what_the_cpu_reports() {
+    let avx2 = std::is_x86_feature_detected!("avx2");
+    let avx512 = std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512vl") && avx2;
+    assert_eq!(Kernel::Avx2.is_available(), avx2);
+    assert_eq!(Kernel::Avx512.is_available(), avx512);
 }
