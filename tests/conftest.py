@@ -25,8 +25,10 @@ from bob.formats.contract import LEARNER_PREFIX, Contract
 from bob.formats.envelope import Checkpoint, canonical_header_bytes
 from bob.formats.layout import CANONICAL_HEADER_BYTES
 
-ROOT = Path(__file__).resolve().parent.parent
-GOLDEN = ROOT / "python" / "bob" / "data" / "golden"
+# The checkout (README, formats/, docs/): a mutation run (scripts/mutants.sh)
+# runs a copy of these tests elsewhere and names the checkout in BOB_CHECKOUT.
+ROOT = Path(os.environ.get("BOB_CHECKOUT") or Path(__file__).resolve().parent.parent)
+GOLDEN = Path(bob.__file__).resolve().parent / "data" / "golden"  # the bob under test's
 
 # Subprocesses (the installed bob-run, ``python -c``) run the bob under test:
 # the package this session imported — the source tree, or a mutation tool's

@@ -153,6 +153,7 @@ def test_resume_problem_matches_the_schemas(trained: bytes) -> None:
 
 
 # ------------------------------------------------------------- bob-run ---
+@pytest.mark.import_graph
 def test_a_good_run_imports_neither_construct_nor_numpy_nor_hashlib(tmp_path: Path, trained: bytes) -> None:
     (tmp_path / "rec.bin").write_bytes(bob.build_input(b"abracadabra", [b"abra", b"cad", b""]).to_bytes())
     (tmp_path / "ck.bin").write_bytes(trained)

@@ -25,6 +25,7 @@ from bob.fileio import TEMP_MARK, temporary_name
 # --------------------------------------------------------------------------- #
 
 
+@pytest.mark.import_graph
 def test_import_bob_is_cheap_and_imports_no_core():
     code = (
         "import sys, bob\n"
@@ -36,6 +37,7 @@ def test_import_bob_is_cheap_and_imports_no_core():
     assert out.stdout.strip() == ""
 
 
+@pytest.mark.import_graph
 def test_loading_does_not_import_the_core_or_hypothesis():
     code = (
         "import sys, bob\n"

@@ -107,7 +107,7 @@ pub fn vocabulary_of(len: usize) -> Result<usize, CoreError> {
     // bits; settle it in integers. A square that overflows is above len
     // (saturating would make it equal to usize::MAX, and loop for ever there).
     let mut rows = (len as f64).sqrt() as usize;
-    while rows.checked_mul(rows).is_none_or(|square| square > len) {
+    while rows.checked_mul(rows).map_or(true, |square| square > len) {
         rows -= 1;
     }
     while (rows + 1).checked_mul(rows + 1).is_some_and(|square| square <= len) {
