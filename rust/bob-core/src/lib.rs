@@ -103,15 +103,15 @@ pub fn vocabulary_of(len: usize) -> Result<usize, CoreError> {
     if len == 0 {
         return Err(CoreError::NotSquare { len });
     }
-    // The f64 root can be one off either way once len needs more than 53
-    // bits; settle it in integers. A square that overflows is above len
-    // (saturating would make it equal to usize::MAX, and loop for ever there).
+    // Once len needs more than 53 bits, `len as f64` and its root round, and
+    // the root can land on the integer above the true one (k*k - 1 gives k);
+    // never below it, as len's rounding error (at most 2^(2e-53) for a root
+    // near 2^e) moves the root by less than half its last place (2^(e-53)).
+    // So only a downward step is needed. A square that overflows is above
+    // len (saturating would make it equal to usize::MAX, and loop for ever).
     let mut rows = (len as f64).sqrt() as usize;
     while rows.checked_mul(rows).map_or(true, |square| square > len) {
         rows -= 1;
-    }
-    while (rows + 1).checked_mul(rows + 1).is_some_and(|square| square <= len) {
-        rows += 1;
     }
     if rows * rows == len {
         Ok(rows)
