@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import struct
+import sys
 from pathlib import Path
 from typing import NamedTuple
 
@@ -36,6 +37,27 @@ GOLDEN = Path(bob.__file__).resolve().parent / "data" / "golden"  # the bob unde
 # .pth file names. One place, so no test can quietly check another copy.
 BOB_SOURCE = Path(bob.__file__).resolve().parent.parent
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(BOB_SOURCE), os.environ.get("PYTHONPATH")]))
+
+# Under mutmut (scripts/mutants.sh), subprocesses report the functions they
+# reached, so a test of the real command counts as reaching them
+# (tests/mutation_support/sitecustomize.py).
+if "mutmut" in sys.modules:
+    import tempfile
+
+    os.environ["BOB_MUTMUT_HITS"] = tempfile.mkdtemp(prefix="bob-mutmut-hits-")
+    os.environ["PYTHONPATH"] += os.pathsep + str(Path(__file__).resolve().parent / "mutation_support")
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_teardown(item) -> None:
+        """Before mutmut's own teardown hook files this test's calls."""
+        if os.environ.get("MUTANT_UNDER_TEST") != "stats":
+            return
+        from mutmut.state import state
+
+        hits = Path(os.environ["BOB_MUTMUT_HITS"])
+        for report in hits.iterdir():
+            state()._stats.update(report.read_text(encoding="utf-8").split())
+            report.unlink()
 
 # --- the contract's §8 public vector, copied from shared/design/bob-v1.md ---
 CORPUS = b"abracadabra"

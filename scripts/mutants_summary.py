@@ -1,0 +1,114 @@
+"""The per-module table of docs/testing.md, from the last mutation runs.
+
+Reads cargo-mutants' target/mutants-rust/mutants.out/outcomes.json and
+mutmut's results in target/mutmut (``mutmut results --all true``), and
+docs/equivalent-mutants.txt: one mutant per line, ``NAME  # why`` — mutants
+that cannot change what bob does, left out of the score. A listed name that
+the last run did not report as surviving is printed as stale.
+
+    score = killed / (killed + survived), timeouts counted as killed,
+    equivalent mutants excluded; "no tests" counts as survived.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RUST = ROOT / "target" / "mutants-rust" / "mutants.out" / "outcomes.json"
+PYTHON_STAGE = ROOT / "target" / "mutmut"
+EQUIVALENT = ROOT / "docs" / "equivalent-mutants.txt"
+
+KILLED = {"caught", "killed", "timeout"}
+SURVIVED = {"missed", "survived", "no tests"}
+
+
+def equivalent_names() -> set[str]:
+    if not EQUIVALENT.exists():
+        return set()
+    names = set()
+    for line in EQUIVALENT.read_text(encoding="utf-8").splitlines():
+        name = line.split("  #", 1)[0].strip()
+        if name and not name.startswith("#"):
+            names.add(name)
+    return names
+
+
+def rust_outcomes() -> list[tuple[str, str, str]]:
+    """(module, mutant name, status) of the last cargo-mutants run."""
+    if not RUST.exists():
+        return []
+    out = []
+    for o in json.loads(RUST.read_text())["outcomes"]:
+        scenario = o["scenario"]
+        if scenario == "Baseline":
+            continue
+        mutant = scenario["Mutant"]
+        status = {"CaughtMutant": "caught", "MissedMutant": "missed", "Timeout": "timeout",
+                  "Unviable": "unviable"}.get(o["summary"], o["summary"])
+        out.append((mutant["file"], mutant["name"], status))
+    return out
+
+
+def python_outcomes() -> list[tuple[str, str, str]]:
+    """(module, mutant name, status) of the last mutmut run."""
+    if not (PYTHON_STAGE / "mutants").exists():
+        return []
+    text = subprocess.run([str(ROOT / ".venv" / "bin" / "mutmut"), "results", "--all", "true"], cwd=PYTHON_STAGE,
+                          capture_output=True, text=True, check=True).stdout
+    out = []
+    for line in text.splitlines():
+        name, sep, status = line.strip().rpartition(": ")
+        if not sep:
+            continue
+        module = name.split(".x_")[0].split(".xǁ")[0]
+        out.append((module, name, status))
+    return out
+
+
+def table(title: str, outcomes: list[tuple[str, str, str]], equivalent: set[str]) -> list[str]:
+    per: dict[str, Counter] = defaultdict(Counter)
+    for module, name, status in outcomes:
+        per[module]["equivalent" if name in equivalent and status in SURVIVED else status] += 1
+    lines = [f"## {title}", "", "| module | mutants | killed | timeout | survived | no tests | equivalent | "
+             "not run | score |", "|---|---|---|---|---|---|---|---|---|"]
+    total: Counter = Counter()
+    for module in sorted(per):
+        c = per[module]
+        total += c
+        lines.append(row(module, c))
+    lines.append(row("**all**", total))
+    return lines + [""]
+
+
+def row(module: str, c: Counter) -> str:
+    killed = c["caught"] + c["killed"]
+    survived = c["missed"] + c["survived"]
+    scored = killed + c["timeout"] + survived + c["no tests"]
+    score = f"{100 * (killed + c['timeout']) / scored:.1f}%" if scored else "-"
+    not_run = c["not checked"] + c["unviable"] + c["skipped"]
+    return (f"| {module} | {sum(c.values())} | {killed} | {c['timeout']} | {survived} | {c['no tests']} | "
+            f"{c['equivalent']} | {not_run} | {score} |")
+
+
+def main() -> int:
+    equivalent = equivalent_names()
+    rust, python = rust_outcomes(), python_outcomes()
+    lines = table("rust/bob-core (cargo-mutants)", rust, equivalent) + table("python/bob (mutmut)", python, equivalent)
+    print("\n".join(lines))
+    survivors = {name for _, name, status in rust + python if status in SURVIVED}
+    stale = sorted(equivalent - survivors)
+    if stale and (rust or python):
+        print("listed as equivalent but not reported surviving by the last run:", *stale, sep="\n  ")
+    left = sorted(survivors - equivalent)
+    if left:
+        print(f"{len(left)} survivors not listed as equivalent:", *left, sep="\n  ")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

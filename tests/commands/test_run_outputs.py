@@ -1,0 +1,175 @@
+"""What bob-run shows, whole (issue 13): the --help text, the usage errors,
+the JSON and human summaries of the §8 run, and the lock's messages. Each
+test compares the entire output, so a changed word, field or value fails."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import bob
+from bob.run import lock_path_for, main
+from conftest import CKPT_10_SHA256, CKPT_20_SHA256, CORPUS, PRED_HEX, PROMPTS
+
+HELP = """\
+usage: bob-run [-h] --input RECORD --checkpoint CKPT --predictions PRED
+               [--json] [--wait SECONDS] [--debug]
+
+One bob invocation: 10 AdamW updates from CKPT (missing or empty: fresh), then
+CKPT and PRED replaced atomically.
+
+options:
+  -h, --help          show this help message and exit
+  --input RECORD      the input record (bob-input v1)
+  --checkpoint CKPT   read, then replaced atomically
+  --predictions PRED  written atomically (24 bytes)
+  --json              print the summary (or the refusal) as one JSON object
+  --wait SECONDS      wait this long for a checkpoint another bob-run holds
+                      (default: refuse at once, exit 75)
+  --debug             show a traceback for unexpected errors
+
+exit codes: 0 done, 2 refused, 75 checkpoint in use, 1 unexpected
+"""
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    bob.build_input(CORPUS, PROMPTS).write(tmp_path / "rec.bin")
+    return tmp_path
+
+
+def argv(work: Path, *extra: str) -> list[str]:
+    return ["--input", str(work / "rec.bin"), "--checkpoint", str(work / "ck.bin"), "--predictions",
+            str(work / "pred.bin"), *extra]
+
+
+def test_help(capsys, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["--help"]) == 0
+    out = capsys.readouterr()
+    assert out.out == HELP and out.err == ""
+
+
+@pytest.mark.parametrize("missing", ["--input", "--checkpoint", "--predictions"])
+def test_a_missing_option_is_a_usage_error_naming_it(work: Path, capsys, monkeypatch, missing: str) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    args = argv(work)
+    del args[args.index(missing):args.index(missing) + 2]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    usage = HELP.split("\n\n")[0]
+    assert err == f"{usage}\nbob-run: refused: usage: the following arguments are required: {missing}\n"
+    assert main([*args, "--json"]) == 2
+    out = capsys.readouterr()
+    assert json.loads(out.out) == {"error": {
+        "option": None, "path": None, "field": None, "exit_code": 2,
+        "message": f"usage: the following arguments are required: {missing}",
+        "text": f"usage: the following arguments are required: {missing}"}}
+    assert not (work / "ck.bin").exists() and not (work / "pred.bin").exists()
+
+
+def summary(step_before: int, sha: str, work: Path) -> dict:
+    return {
+        "step_before": step_before,
+        "step_after": step_before + 10,
+        "fresh": step_before == 0,
+        "predictions": [
+            {"prompt": 0, "last_byte": ord("a"), "token": ord("c"), "valid": True},
+            {"prompt": 1, "last_byte": ord("d"), "token": ord("a"), "valid": True},
+            {"prompt": 2, "last_byte": None, "token": 0, "valid": False},
+        ],
+        "checkpoint": str(work / "ck.bin"),
+        "checkpoint_sha256": sha,
+        "predictions_file": str(work / "pred.bin"),
+        "predictions_hex": PRED_HEX,
+        "stale_temporaries_removed": [],
+    }
+
+
+def test_the_json_summary_of_the_section8_runs(work: Path, capsys) -> None:
+    for step_before, sha, losses in ((0, CKPT_10_SHA256, (5.548397, 4.663767)),
+                                     (10, CKPT_20_SHA256, (4.566657, 3.710753))):
+        assert main(argv(work, "--json")) == 0
+        out = capsys.readouterr()
+        result = json.loads(out.out)
+        got_losses = result.pop("losses")
+        assert result == summary(step_before, sha, work) and out.err == ""
+        assert len(got_losses) == 10 and (round(got_losses[0], 6), round(got_losses[-1], 6)) == losses
+
+
+def test_the_human_summary_of_the_section8_run(work: Path, capsys) -> None:
+    assert main(argv(work)) == 0
+    out = capsys.readouterr()
+    losses = bob.invoke(bob.read_input_file(work / "rec.bin")).losses
+    assert out.out == (
+        "bob-run: step 0 -> 10 (fresh start)\n"
+        "  loss " + " ".join(f"{x:.6f}" for x in losses) + "\n"
+        "  prompt 0 (last byte 'a'): next 'c' (valid)\n"
+        "  prompt 1 (last byte 'd'): next 'a' (valid)\n"
+        "  prompt 2 (empty): no prediction (validity 0)\n"
+        f"  checkpoint {work / 'ck.bin'} sha256 {CKPT_10_SHA256}\n")
+    assert out.err == ""
+    assert main(argv(work)) == 0
+    assert capsys.readouterr().out.startswith("bob-run: step 10 -> 20\n  loss ")
+
+
+def test_a_row_that_is_not_finite_is_shown_as_no_prediction(work: Path, capsys) -> None:
+    """A prompt whose row is not finite after the run: 'no prediction'. Such a
+    state cannot be written (D14), so this goes through the summary maker."""
+    from bob.run import _human_summary
+
+    result = {"step_before": 10, "step_after": 20, "fresh": False, "losses": [1.0],
+              "predictions": [{"prompt": 0, "last_byte": 0x41, "token": 0, "valid": False}],
+              "checkpoint": "ck", "checkpoint_sha256": "00"}
+    assert _human_summary(result) == ("bob-run: step 10 -> 20\n  loss 1.000000\n"
+                                      "  prompt 0 (last byte 'A'): no prediction (row not finite)\n"
+                                      "  checkpoint ck sha256 00")
+
+
+def hold_lock(work: Path, pid_text: bytes) -> int:
+    fd = os.open(lock_path_for(str(work / "ck.bin")), os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, pid_text, 0)
+    return fd
+
+
+def test_a_held_lock_names_its_holder_and_the_way_out(work: Path, capsys) -> None:
+    fd = hold_lock(work, b"4242\n")
+    try:
+        started = time.monotonic()
+        assert main(argv(work, "--wait", "0.3")) == 75
+        assert time.monotonic() - started >= 0.3  # it waited as long as asked, then gave up
+        err = capsys.readouterr().err
+        assert err == ("bob-run: the checkpoint is in use by another bob-run (pid 4242); nothing was changed "
+                       "(use --wait SECONDS to wait for it)\n")
+        os.pwrite(fd, b"junk\n", 0)  # a holder that wrote no pid is not named
+        assert main(argv(work)) == 75
+        assert "another bob-run; nothing" in capsys.readouterr().err
+    finally:
+        os.close(fd)
+    assert not (work / "ck.bin").exists()
+
+
+def test_wait_gets_the_lock_once_it_is_released(work: Path, capsys) -> None:
+    fd = hold_lock(work, b"1\n")
+    threading.Timer(0.3, os.close, [fd]).start()
+    started = time.monotonic()
+    assert main(argv(work, "--wait", "30")) == 0
+    assert 0.25 <= time.monotonic() - started < 20
+    # The lock file names the last holder, this process, and nothing else.
+    assert Path(lock_path_for(str(work / "ck.bin"))).read_bytes() == f"{os.getpid()}\n".encode()
+
+
+def test_the_lock_file_is_never_followed_through_a_link(work: Path, capsys) -> None:
+    elsewhere = work / "elsewhere"
+    os.symlink(elsewhere, lock_path_for(str(work / "ck.bin")))
+    assert main(argv(work)) == 2
+    assert "--checkpoint" in capsys.readouterr().err
+    assert not elsewhere.exists() and not (work / "ck.bin").exists()
