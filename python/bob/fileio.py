@@ -98,6 +98,16 @@ def read_bounded(path: "str | os.PathLike[str]", limit: int) -> bytes | None:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | _CLOEXEC)
     except FileNotFoundError:
         return None
+    except OSError:
+        # A socket cannot be opened at all (ENXIO): name it for what it is,
+        # as fstat would have; any other failure is the caller's OSError.
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            mode = stat.S_IFREG
+        if not stat.S_ISREG(mode):
+            raise NotARegularFile(path, mode) from None
+        raise
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):

@@ -173,3 +173,30 @@ def test_the_lock_file_is_never_followed_through_a_link(work: Path, capsys) -> N
     assert main(argv(work)) == 2
     assert "--checkpoint" in capsys.readouterr().err
     assert not elsewhere.exists() and not (work / "ck.bin").exists()
+
+
+def test_refusals_under_json_are_one_whole_error_object(work: Path, capsys) -> None:
+    record = work / "rec.bin"
+    data = bytearray(record.read_bytes())
+    data[:8] = b"NOT-BOB!"
+    record.write_bytes(data)
+    assert main(argv(work, "--json")) == 2
+    out = capsys.readouterr()
+    error = json.loads(out.out)["error"]
+    finding = error.pop("finding")
+    message = error["message"]
+    assert message.startswith("input record: ") and "magic" in message
+    assert error == {"option": "--input", "path": str(record), "field": "magic", "message": message,
+                     "exit_code": 2, "text": f"--input {record}: {message}"}
+    assert finding["field"] == "magic" and finding["offset"] == 0
+    assert out.err == f"bob-run: refused: --input {record}: {message}\n"
+
+    bob.build_input(CORPUS, PROMPTS).write(record)
+    missing = work / "no-such-dir" / "ck.bin"
+    args = ["--input", str(record), "--checkpoint", str(missing), "--predictions", str(work / "pred.bin"), "--json"]
+    assert main(args) == 2
+    out = capsys.readouterr()
+    error = json.loads(out.out)["error"]
+    assert error["option"] == "--checkpoint" and error["path"] == str(missing) and error["field"] is None
+    assert error["text"] == f"--checkpoint {missing}: {error['message']}" and "finding" not in error
+    assert out.err == f"bob-run: refused: {error['text']}\n"
