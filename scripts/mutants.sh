@@ -14,7 +14,6 @@ cd "$(dirname "$0")/.."
 what="${1:-all}"
 shift || true
 CARGO_MUTANTS_VERSION=27.1.0
-MUTMUT_VERSION=3.8.1
 
 if [ "$what" = rust ] || [ "$what" = all ]; then
     if ! cargo mutants --version 2>/dev/null | grep -q "$CARGO_MUTANTS_VERSION"; then
@@ -26,8 +25,7 @@ if [ "$what" = rust ] || [ "$what" = all ]; then
 fi
 
 if [ "$what" = python ] || [ "$what" = all ]; then
-    scripts/bootstrap.sh test,plot
-    .venv/bin/pip install --quiet "mutmut==$MUTMUT_VERSION"
+    scripts/bootstrap.sh test,plot,mutants
     # mutmut imports the package it mutates from src/ (or the current
     # directory); bob's lives in python/. So it runs in a staging copy:
     # src/bob is the package (with the built native core), tests/ the tests,

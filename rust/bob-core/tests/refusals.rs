@@ -46,12 +46,13 @@ fn a_table_that_is_not_square_is_refused() {
     for rows in [1usize, 2, 3, 4, 255, 256, 257, 4096, 65_535, 65_536] {
         assert_eq!(vocabulary_of(rows * rows), Ok(rows), "{rows}");
     }
-    // Where the f64 square root rounds the wrong way and the integer
-    // corrections must step down (k*k - 1 just below 2^53 rounds up to k) or
-    // up ((2^32 - 1)^2 is not an f64 and rounds down).
-    let k = (1usize << 26) + 1;
-    assert_eq!(vocabulary_of(k * k), Ok(k));
-    assert_eq!(vocabulary_of(k * k - 1), Err(CoreError::NotSquare { len: k * k - 1 }));
+    // Where the f64 square root of k*k - 1 rounds up to k and vocabulary_of
+    // must step down in integers.
+    for k in [(1usize << 30) + 1, (1 << 31) + 3, 3_000_000_019, (1 << 32) - 1] {
+        assert_eq!((((k * k - 1) as f64).sqrt()) as usize, k, "the case this checks");
+        assert_eq!(vocabulary_of(k * k), Ok(k));
+        assert_eq!(vocabulary_of(k * k - 1), Err(CoreError::NotSquare { len: k * k - 1 }));
+    }
     let k = (1usize << 32) - 1;
     assert_eq!(vocabulary_of(k * k), Ok(k));
     assert_eq!(vocabulary_of(k * k + 1), Err(CoreError::NotSquare { len: k * k + 1 }));
