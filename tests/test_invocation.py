@@ -130,12 +130,38 @@ def test_a_state_that_would_become_non_finite_is_refused_not_returned(tmp_path: 
     state.v[k] = 0.0
     with pytest.raises(bob.StateRefused) as info:
         bob.invoke(record, state)
-    assert info.value.field == "P" and info.value.index == k and "nothing was written" in str(info.value)
+    refused = info.value
+    assert (refused.field, refused.index, refused.expected, refused.actual) == ("P", k, "finite", float("-inf"))
+    assert refused.message == ("the 10 updates from step 10 would make plane P non-finite "
+                               "(first at context 97, next 98); nothing was written")
     data = state.to_bytes()
     rc, after, _ = run_files(tmp_path, record.to_bytes(), data)
     out = capsys.readouterr()
     assert rc == 2 and after == data and not (tmp_path / "pred.bin").exists()
     assert '"field": "P"' in out.out and "--checkpoint" in out.err and "Traceback" not in out.err
+
+
+def test_a_state_left_with_no_room_for_another_invocation_is_refused() -> None:
+    """Step 2^64 - 20 can make its 10 updates, but the state after them could
+    never be resumed: refused, naming the step."""
+    record = bob.build_input(CORPUS, PROMPTS)
+    state = bob.invoke(record).checkpoint
+    last = 2**64 - 20
+    state.step = last
+    with pytest.raises(bob.StateRefused) as info:
+        bob.invoke(record, state)
+    refused = info.value
+    assert (refused.field, refused.actual, refused.index) == ("step", last + 10, None)
+    assert refused.message == (f"the 10 updates from step {last} would leave no room for the next 10 updates "
+                               "in a u64 step; nothing was written")
+
+
+def test_the_invocation_shows_what_it_holds() -> None:
+    result = bob.invoke(bob.build_input(CORPUS, PROMPTS))
+    assert repr(result) == "Invocation(step 0 -> 10, loss 5.548397 -> 4.663767, tokens (99, 97, 0))"
+    assert result.fresh and not bob.invoke(bob.build_input(CORPUS, PROMPTS), result.checkpoint).fresh
+    with pytest.raises(AttributeError):
+        del result.losses
 
 
 def test_invocation_is_frozen_and_typed() -> None:
