@@ -200,3 +200,11 @@ def test_refusals_under_json_are_one_whole_error_object(work: Path, capsys) -> N
     assert error["option"] == "--checkpoint" and error["path"] == str(missing) and error["field"] is None
     assert error["text"] == f"--checkpoint {missing}: {error['message']}" and "finding" not in error
     assert out.err == f"bob-run: refused: {error['text']}\n"
+
+
+def test_an_os_error_without_a_reason_is_still_said_in_words() -> None:
+    from bob.commands import os_reason
+
+    assert os_reason(FileNotFoundError(2, "No such file or directory")) == "no such file or directory"
+    assert os_reason(OSError("Disk says No")) == "disk says No"
+    assert os_reason(OSError()) == "oSError"  # the type's name, first letter lowered like any reason
