@@ -85,3 +85,19 @@ fn section_8_vector_with_every_kernel_and_thread_count() {
     }
     run(Kernel::Scalar, 1);
 }
+
+/// §6.1's two building blocks against their published reference values
+/// (FNV-1a-64's test vectors; SplitMix64 from state 0, as in Vigna's
+/// splitmix64.c), so a change that only the low bits of an output would show
+/// (bob keeps the top 24 of each) is still caught.
+#[test]
+fn fnv1a64_and_splitmix64_give_their_reference_values() {
+    use bob_core::fnv1a64;
+    use bob_core::pinned::SplitMix64;
+
+    assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
+    assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
+    assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
+    let first: Vec<u64> = SplitMix64::new(0).take(3).collect();
+    assert_eq!(first, [0xe220_a839_7b1d_cdaf, 0x6e78_9e6a_a1b9_65f4, 0x06c4_5d18_8009_454f]);
+}
