@@ -208,3 +208,27 @@ def test_an_os_error_without_a_reason_is_still_said_in_words() -> None:
     assert os_reason(FileNotFoundError(2, "No such file or directory")) == "no such file or directory"
     assert os_reason(OSError("Disk says No")) == "disk says No"
     assert os_reason(OSError()) == "oSError"  # the type's name, first letter lowered like any reason
+
+
+def test_a_lock_file_holding_other_bytes_is_not_a_pid(work: Path, capsys) -> None:
+    fd = hold_lock(work, b"\xff\xfe 12\n")
+    try:
+        assert main(argv(work)) == 75
+        assert "another bob-run; nothing was changed" in capsys.readouterr().err
+    finally:
+        os.close(fd)
+
+
+def test_a_temporary_of_someone_elses_live_process_is_left_alone(work: Path, monkeypatch) -> None:
+    """os.kill(pid, 0) answers EPERM for a live process of another user: alive."""
+    import bob.fileio
+
+    def not_yours(pid: int, sig: int) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    target = work / "ck.bin"
+    target.write_bytes(b"x")
+    theirs = work / ".ck.bin.bob-tmp-999999-0123456789ab"
+    theirs.write_bytes(b"someone else's")
+    monkeypatch.setattr(bob.fileio.os, "kill", not_yours)
+    assert bob.fileio.clean_stale_temporaries(target) == [] and theirs.exists()

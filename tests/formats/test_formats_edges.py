@@ -78,3 +78,39 @@ def test_the_header_layout_starts_at_offset_0(unresumable: bytes) -> None:
     rows = examine(unresumable, for_resume=False).header_rows()
     assert rows[0].offset == 0 and rows[0].size == 8 and rows[0].field == "magic"
     assert [r.offset for r in rows] == sorted(r.offset for r in rows)
+
+
+def test_describing_an_unresumable_envelope_still_works(unresumable: bytes) -> None:
+    """Inspection describes a well-formed file bob would not resume (the
+    state checks are for resuming, not for reading)."""
+    from bob.formats.envelope import describe_envelope
+
+    described = describe_envelope(unresumable)
+    assert described["step"] == 10 and described["contract"]["seed"] == "bob-seed-v1"
+    assert [e["tag"] for e in described["chunk_table"]] == ["P", "M", "V"] and described["chunk_count"] == 3
+
+
+def test_schemas_without_a_fixed_size_say_so() -> None:
+    from construct import SizeofError
+
+    from bob.formats.envelope import ContractString, ENVELOPE
+
+    with pytest.raises(SizeofError, match="a length-prefixed field has no fixed size"):
+        ContractString.sizeof()
+    with pytest.raises(SizeofError, match="has no fixed size|depends on the header"):
+        ENVELOPE.sizeof()
+
+
+def test_reading_files_names_what_was_refused(tmp_path: Path) -> None:
+    big = tmp_path / "big"
+    big.write_bytes(b"NOT-BOB!" + bytes(5000))
+    with pytest.raises(bob.NotABobFile) as info:
+        bob.read_input_file(big)
+    assert "an input record (bob-input)" in str(info.value)
+    big.write_bytes(INPUT_MAGIC + bytes(5000))
+    with pytest.raises(bob.Truncated) as too_big:
+        bob.read_input_file(big)
+    assert (too_big.value.field, too_big.value.actual) == ("file_size", 5008)
+    with pytest.raises(FileNotFoundError) as missing:
+        bob.read_predictions_file(tmp_path / "nothing-here")
+    assert missing.value.filename == str(tmp_path / "nothing-here")
