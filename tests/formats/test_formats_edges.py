@@ -114,3 +114,14 @@ def test_reading_files_names_what_was_refused(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError) as missing:
         bob.read_predictions_file(tmp_path / "nothing-here")
     assert missing.value.filename == str(tmp_path / "nothing-here")
+
+
+def test_layout_tables_escape_pipes_and_refuse_unknown_kinds() -> None:
+    from bob.formats.docs import layout_rows, markdown_table, sample
+    from bob.formats.schema import FieldRow
+
+    row = FieldRow(offset=4, size=2, field="flags", meaning="a | b")
+    assert markdown_table([row]).splitlines()[-1] == "| 4 | 2 | `flags` | a \\| b |"
+    for call in (layout_rows, sample):
+        with pytest.raises(ValueError, match="unknown format kind 'bogus'; one of input, envelope, predictions"):
+            call("bogus")
