@@ -191,3 +191,27 @@ def files(tmp_path_factory) -> Path:
     bad.v[7] = -1.0
     (d / "state.bin").write_bytes(bad.to_bytes())
     return d
+
+
+def make_special(kind: str, path: Path):
+    """Create a special file of ``kind`` at ``path`` (directory, fifo, socket,
+    char-device or null-device, block-device); return what keeps it alive."""
+    import socket
+    import stat
+
+    if kind == "directory":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "socket":
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(path))
+        return sock
+    elif kind in ("char-device", "null-device", "block-device"):
+        if os.geteuid() != 0:
+            pytest.skip("mknod needs root")
+        if kind == "block-device":
+            os.mknod(path, 0o600 | stat.S_IFBLK, os.makedev(7, 0))  # a loop device node, never opened
+        else:
+            os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # a /dev/null of our own
+    return None

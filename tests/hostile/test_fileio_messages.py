@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import errno
 import os
-import socket
-import stat
 from pathlib import Path
 
 import pytest
 
 from bob.fileio import FileTooLarge, NotARegularFile, read_bounded, replace_target
+from conftest import make_special
 
 KINDS = {
     "directory": ("a directory", errno.EISDIR),
@@ -23,27 +22,10 @@ KINDS = {
 }
 
 
-def make(kind: str, path: Path) -> object:
-    if kind == "directory":
-        path.mkdir()
-    elif kind == "fifo":
-        os.mkfifo(path)
-    elif kind == "socket":
-        sock = socket.socket(socket.AF_UNIX)
-        sock.bind(str(path))
-        return sock
-    else:
-        if os.geteuid() != 0:
-            pytest.skip("mknod needs root")
-        mode = stat.S_IFCHR if kind == "char-device" else stat.S_IFBLK
-        os.mknod(path, mode | 0o600, os.makedev(1, 3) if kind == "char-device" else os.makedev(7, 0))
-    return None
-
-
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_each_special_file_is_named_by_its_kind(tmp_path: Path, kind: str) -> None:
     path = tmp_path / "special"
-    keep = make(kind, path)
+    keep = make_special(kind, path)
     name, code = KINDS[kind]
     for call in (lambda: read_bounded(path, 100), lambda: replace_target(path)):
         with pytest.raises(NotARegularFile) as info:

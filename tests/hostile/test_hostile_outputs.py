@@ -39,6 +39,20 @@ def assert_committed_quietly(err: bytes, work: Path, step: int) -> None:
     assert bob.read_checkpoint_file(work / "ck.bin").step == step
 
 
+def fail_writes_to(monkeypatch, name: str, code: int) -> None:
+    """Make bob.fileio.write_atomic fail with OSError ``code`` for the file ``name``, and only it."""
+    import bob.fileio
+
+    real = bob.fileio.write_atomic
+
+    def failing(path, data):
+        if str(path).endswith(name):
+            raise OSError(code, os.strerror(code))
+        return real(path, data)
+
+    monkeypatch.setattr(bob.fileio, "write_atomic", failing)
+
+
 @pytest.mark.parametrize("json_flag", [[], ["--json"]])
 def test_closed_stdout_after_the_commit(work: Path, json_flag: list[str]) -> None:
     out = subprocess.run(run_args(work, *json_flag), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -85,7 +99,6 @@ def test_failed_checkpoint_write_restores_old_predictions_exactly(work: Path, mo
     100 KiB file, larger than any buffer bob might have kept it in."""
     import errno
 
-    import bob.fileio
     from bob.run import main
 
     first = bob.invoke(bob.read_input_file(work / "rec.bin"))
@@ -94,14 +107,7 @@ def test_failed_checkpoint_write_restores_old_predictions_exactly(work: Path, mo
     (work / "pred.bin").write_bytes(old_predictions)
     os.chmod(work / "pred.bin", 0o640)
     old_checkpoint = (work / "ck.bin").read_bytes()
-    real = bob.fileio.write_atomic
-
-    def failing(path, data):
-        if str(path).endswith("ck.bin"):
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return real(path, data)
-
-    monkeypatch.setattr(bob.fileio, "write_atomic", failing)
+    fail_writes_to(monkeypatch, "ck.bin", errno.ENOSPC)
     code = main(run_args(work)[1:])
     err = capsys.readouterr().err
     assert code == 2 and "--checkpoint" in err and "no space left on device" in err
@@ -114,17 +120,9 @@ def test_failed_checkpoint_write_restores_old_predictions_exactly(work: Path, mo
 def test_failed_checkpoint_write_removes_predictions_that_did_not_exist(work: Path, monkeypatch, capsys) -> None:
     import errno
 
-    import bob.fileio
     from bob.run import main
 
-    real = bob.fileio.write_atomic
-
-    def failing(path, data):
-        if str(path).endswith("ck.bin"):
-            raise OSError(errno.EIO, os.strerror(errno.EIO))
-        return real(path, data)
-
-    monkeypatch.setattr(bob.fileio, "write_atomic", failing)
+    fail_writes_to(monkeypatch, "ck.bin", errno.EIO)
     assert main(run_args(work)[1:]) == 2
     assert not (work / "pred.bin").exists() and not (work / "ck.bin").exists()
 
@@ -183,20 +181,12 @@ def test_a_failed_predictions_write_leaves_the_checkpoint_unchanged(work: Path, 
     10 updates whose predictions nobody saw)."""
     import errno
 
-    import bob.fileio
     from bob.run import main
 
     bob.invoke(bob.read_input_file(work / "rec.bin")).checkpoint.write(work / "ck.bin")
     (work / "pred.bin").write_bytes(b"old")
     old_checkpoint = (work / "ck.bin").read_bytes()
-    real = bob.fileio.write_atomic
-
-    def failing(path, data):
-        if str(path).endswith("pred.bin"):
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return real(path, data)
-
-    monkeypatch.setattr(bob.fileio, "write_atomic", failing)
+    fail_writes_to(monkeypatch, "pred.bin", errno.ENOSPC)
     assert main(run_args(work)[1:]) == 2
     err = capsys.readouterr().err
     assert "--predictions" in err and "no space left on device" in err

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import socket
 import stat
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import bob
-from conftest import CKPT_10_SHA256, CORPUS, PROMPTS, sha
+from conftest import CKPT_10_SHA256, CORPUS, PROMPTS, make_special, sha
 
 BIN = Path(sys.executable).parent
 TIMEOUT = 10  # seconds: a hang fails the test instead of stalling the suite
@@ -28,23 +27,6 @@ TIMEOUT = 10  # seconds: a hang fails the test instead of stalling the suite
 def command(name: str, *args: str, stdout=subprocess.PIPE) -> subprocess.CompletedProcess:
     return subprocess.run([str(BIN / name), *map(str, args)], stdout=stdout, stderr=subprocess.PIPE,
                           timeout=TIMEOUT)
-
-
-def make_special(kind: str, path: Path):
-    """Create a special file of ``kind`` at ``path``; return what keeps it alive."""
-    if kind == "directory":
-        path.mkdir()
-    elif kind == "fifo":
-        os.mkfifo(path)
-    elif kind == "socket":
-        sock = socket.socket(socket.AF_UNIX)
-        sock.bind(str(path))
-        return sock
-    elif kind in ("char-device", "null-device"):
-        if os.geteuid() != 0:
-            pytest.skip("mknod needs root")
-        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # a /dev/null of our own
-    return None
 
 
 KINDS = ["directory", "fifo", "socket", "char-device"]
