@@ -20,6 +20,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RUST = ROOT / "target" / "mutants-rust" / "mutants.out" / "outcomes.json"
+# A later run over some mutants only (cargo mutants -F … -o target/mutants-rust-recheck,
+# after adding tests) overrides those mutants' outcomes.
+RUST_RECHECK = ROOT / "target" / "mutants-rust-recheck" / "mutants.out" / "outcomes.json"
 PYTHON_STAGE = ROOT / "target" / "mutmut"
 EQUIVALENT = ROOT / "docs" / "equivalent-mutants.txt"
 
@@ -42,16 +45,19 @@ def rust_outcomes() -> list[tuple[str, str, str]]:
     """(module, mutant name, status) of the last cargo-mutants run."""
     if not RUST.exists():
         return []
-    out = []
-    for o in json.loads(RUST.read_text())["outcomes"]:
-        scenario = o["scenario"]
-        if scenario == "Baseline":
+    out: dict[str, tuple[str, str, str]] = {}
+    for path in (RUST, RUST_RECHECK):
+        if not path.exists():
             continue
-        mutant = scenario["Mutant"]
-        status = {"CaughtMutant": "caught", "MissedMutant": "missed", "Timeout": "timeout",
-                  "Unviable": "unviable"}.get(o["summary"], o["summary"])
-        out.append((mutant["file"], mutant["name"], status))
-    return out
+        for o in json.loads(path.read_text())["outcomes"]:
+            scenario = o["scenario"]
+            if scenario == "Baseline":
+                continue
+            mutant = scenario["Mutant"]
+            status = {"CaughtMutant": "caught", "MissedMutant": "missed", "Timeout": "timeout",
+                      "Unviable": "unviable"}.get(o["summary"], o["summary"])
+            out[mutant["name"]] = (mutant["file"], mutant["name"], status)
+    return list(out.values())
 
 
 def python_outcomes() -> list[tuple[str, str, str]]:
