@@ -1,0 +1,91 @@
+"""Whole refusal objects (issue 13): for one case of each kind, every field
+of ``FormatError.to_dict()`` — what ``--json`` prints and a program reads —
+is checked, not only the field name. Offsets are worked out by hand from
+the layout: P[k] at 448 + 4k, V[k] at 448 + 2 * 262,144 + 4k, the step at 24."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import bob
+from bob.formats import canonical
+from conftest import CORPUS, PROMPTS
+
+
+def refusal(call) -> dict:
+    with pytest.raises(bob.FormatError) as info:
+        call()
+    return info.value.to_dict()
+
+
+@pytest.fixture(scope="module")
+def trained() -> bob.Checkpoint:
+    return bob.invoke(bob.build_input(CORPUS, PROMPTS)).checkpoint
+
+
+def raw(step: int, ck: bob.Checkpoint) -> bytes:
+    """A well-sealed canonical file, whatever its state (the library would refuse to build it)."""
+    return bytes(canonical.build_checkpoint(step, b"".join(a.astype("<f4").tobytes() for a in (ck.p, ck.m, ck.v))))
+
+
+def test_predictions_refusals() -> None:
+    assert refusal(lambda: bob.Predictions([(1, 1)] * 5)) == {
+        "error": "BadValue", "kind": "bad-value", "field": "records", "index": None, "offset": None,
+        "message": "there is one record per prompt", "expected": 3, "actual": 5,
+        "text": "records: there is one record per prompt (expected 3, got 5)"}
+    for record, field, value in (((-1, 1), "token", -1), ((1, -2), "validity", -2)):
+        assert refusal(lambda: bob.Predictions([(0, 0), record, (0, 0)])) == {
+            "error": "BadValue", "kind": "bad-value", "field": field, "index": 1, "offset": None,
+            "message": "values are u32", "expected": None, "actual": value,
+            "text": f"{field}[1]: values are u32 (got {value})"}
+    assert bob.Predictions([(99, 1), (0, 0), (0, 0)]).records == ((99, 1), (0, 0), (0, 0))
+
+
+def test_state_refusals(trained: bob.Checkpoint) -> None:
+    ck = trained.copy()
+    ck.p[5] = np.inf
+    assert refusal(lambda: bob.load_checkpoint(raw(10, ck))) == {
+        "error": "StateRefused", "kind": "state-refused", "field": "P", "index": 5, "offset": 468,
+        "message": "1 non-finite value(s) in plane P; the first at context 0, next 5",
+        "expected": "finite", "actual": "inf",
+        "text": "P[5] at offset 468: 1 non-finite value(s) in plane P; the first at context 0, next 5 "
+                "(expected finite, got inf)"}
+    ck = trained.copy()
+    ck.v[6] = -1.0
+    assert refusal(lambda: bob.load_checkpoint(raw(10, ck))) == {
+        "error": "StateRefused", "kind": "state-refused", "field": "V", "index": 6, "offset": 524_760,
+        "message": "1 negative value(s) in plane V (a second moment is never negative); the first at context 0, "
+                   "next 6",
+        "expected": ">= 0", "actual": -1.0,
+        "text": "V[6] at offset 524760: 1 negative value(s) in plane V (a second moment is never negative); "
+                "the first at context 0, next 6 (expected >= 0, got -1.0)"}
+    ck = trained.copy()
+    ck.m[:] = 0
+    ck.v[:] = 0
+    ck.v[9] = 1e-30
+    assert refusal(lambda: bob.load_checkpoint(raw(0, ck))) == {
+        "error": "StateRefused", "kind": "state-refused", "field": "step", "index": None, "offset": 24,
+        "message": "step is 0 but plane V is not all zero (1 non-zero value(s); the first at context 0, next 9)",
+        "expected": "V all zero at step 0", "actual": 0,
+        "text": "step at offset 24: step is 0 but plane V is not all zero (1 non-zero value(s); the first at "
+                "context 0, next 9) (expected V all zero at step 0, got 0)"}
+
+
+def test_a_checkpoint_object_for_another_contract_is_refused_by_invoke(trained: bob.Checkpoint) -> None:
+    other = bob.Checkpoint(trained.step, trained.p, trained.m, trained.v, contract=bob.Contract(seed=b"bob-seed-v2"))
+    assert refusal(lambda: bob.invoke(bob.build_input(CORPUS, PROMPTS), other)) == {
+        "error": "ContractMismatch", "kind": "contract-mismatch", "field": "seed", "index": None, "offset": None,
+        "message": "differs from the bob v1 contract", "expected": '"bob-seed-v1"', "actual": '"bob-seed-v2"',
+        "text": 'seed: differs from the bob v1 contract (expected "bob-seed-v1", got "bob-seed-v2")'}
+
+
+def test_a_length_prefix_past_the_end_of_the_file() -> None:
+    """The state string's prefix (65, at offset 32) in a file cut to 60 bytes: 24 remain after it."""
+    cut = bob.Checkpoint.fresh().to_bytes()[:60]
+    assert refusal(lambda: bob.load_checkpoint(cut)) == {
+        "error": "Truncated", "kind": "truncated", "field": "state", "index": None, "offset": 32,
+        "message": "length prefix runs past the end of the file (24 bytes remain after it)",
+        "expected": "at most 24", "actual": 65,
+        "text": "state at offset 32: length prefix runs past the end of the file (24 bytes remain after it) "
+                "(expected at most 24, got 65)"}
