@@ -89,3 +89,32 @@ def test_a_length_prefix_past_the_end_of_the_file() -> None:
         "expected": "at most 24", "actual": 65,
         "text": "state at offset 32: length prefix runs past the end of the file (24 bytes remain after it) "
                 "(expected at most 24, got 65)"}
+
+
+def test_input_and_predictions_file_refusals() -> None:
+    import struct
+
+    record = bytearray(bob.build_input(CORPUS, PROMPTS).to_bytes())
+    record[1556:1560] = struct.pack("<I", 256)  # prompt word 1 (words start at 1,552)
+    assert refusal(lambda: bob.load_input(bytes(record))) == {
+        "error": "BadValue", "kind": "bad-value", "field": "prompt_words", "index": 1, "offset": 1556,
+        "message": "a prompt word is a byte (< 256) or 0xFFFFFFFF for an empty prompt",
+        "expected": "< 256 or 0xffffffff", "actual": 256,
+        "text": "prompt_words[1] at offset 1556: a prompt word is a byte (< 256) or 0xFFFFFFFF for an empty "
+                "prompt (expected < 256 or 0xffffffff, got 256)"}
+    good = bytes.fromhex("630000000100000061000000010000000000000000000000")
+    for at, value, field, message, expected in ((12, 2, "validity", "validity is 0 or 1", "0 or 1"),
+                                                (8, 256, "token", "a token is a byte (< 256)", "< 256")):
+        data = bytearray(good)
+        data[at:at + 4] = struct.pack("<I", value)
+        assert refusal(lambda: bob.load_predictions(bytes(data))) == {
+            "error": "BadValue", "kind": "bad-value", "field": field, "index": 1, "offset": at,
+            "message": message, "expected": expected, "actual": value,
+            "text": f"{field}[1] at offset {at}: {message} (expected {expected}, got {value})"}
+
+
+def test_a_loaded_record_is_read_only() -> None:
+    record = bob.load_input(bob.build_input(CORPUS, PROMPTS).to_bytes())
+    for array in (record.contexts, record.targets):
+        with pytest.raises(ValueError):
+            array[0] = 1
