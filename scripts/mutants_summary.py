@@ -24,6 +24,7 @@ RUST = ROOT / "target" / "mutants-rust" / "mutants.out" / "outcomes.json"
 # after adding tests) overrides those mutants' outcomes.
 RUST_RECHECK = ROOT / "target" / "mutants-rust-recheck" / "mutants.out" / "outcomes.json"
 PYTHON_STAGE = ROOT / "target" / "mutmut"
+PYTHON_RECHECK = ROOT / "target" / "mutmut-recheck.json"  # scripts/mutants_recheck.py
 EQUIVALENT = ROOT / "docs" / "equivalent-mutants.txt"
 
 KILLED = {"caught", "killed", "timeout"}
@@ -66,11 +67,14 @@ def python_outcomes() -> list[tuple[str, str, str]]:
         return []
     text = subprocess.run([str(ROOT / ".venv" / "bin" / "mutmut"), "results", "--all", "true"], cwd=PYTHON_STAGE,
                           capture_output=True, text=True, check=True).stdout
+    recheck = json.loads(PYTHON_RECHECK.read_text()) if PYTHON_RECHECK.exists() else {}
     out = []
     for line in text.splitlines():
         name, sep, status = line.strip().rpartition(": ")
         if not sep:
             continue
+        if status in SURVIVED and recheck.get(name) == "killed":
+            status = "killed"
         module = name.split(".x_")[0].split(".xǁ")[0]
         out.append((module, name, status))
     return out

@@ -1,0 +1,54 @@
+"""Re-check the survivors of the last mutmut run against tests written since.
+
+    .venv/bin/python scripts/mutants_recheck.py tests/formats/test_refusal_objects.py …
+
+For each mutant the last run (target/mutmut) reported as surviving, runs
+the given test files — the ones added or changed after that run's copy of
+the tests — against the staged package with that mutant switched on
+(mutmut's own MUTANT_UNDER_TEST), and records "killed" or "survived" in
+target/mutmut-recheck.json, which scripts/mutants_summary.py lays over the
+run's results. A survivor of the run already passed every older test, so
+the new files are all it needs to meet.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+STAGE = ROOT / "target" / "mutmut"
+OUT = ROOT / "target" / "mutmut-recheck.json"
+
+
+def survivors() -> list[str]:
+    text = subprocess.run([str(ROOT / ".venv" / "bin" / "mutmut"), "results"], cwd=STAGE, capture_output=True,
+                          text=True, check=True).stdout
+    return [line.strip().rsplit(": ", 1)[0] for line in text.splitlines()
+            if line.strip().endswith((": survived", ": no tests"))]
+
+
+def main(test_files: list[str]) -> int:
+    if not test_files:
+        print(__doc__)
+        return 2
+    mutants = STAGE / "mutants"
+    for name in test_files:  # the new tests, into the staged copy of the suite
+        shutil.copy2(ROOT / name, mutants / name)
+    results = json.loads(OUT.read_text()) if OUT.exists() else {}
+    for name in survivors():
+        env = dict(os.environ, MUTANT_UNDER_TEST=name, PYTHONPATH="src", BOB_CHECKOUT=str(ROOT))
+        rc = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-m", "pytest", "-x", "-q", "-p",
+                             "no:cacheprovider", *test_files], cwd=mutants, env=env, capture_output=True).returncode
+        results[name] = "killed" if rc == 1 else "survived" if rc == 0 else f"error {rc}"
+        print(f"{results[name]:9} {name}")
+    OUT.write_text(json.dumps(results, indent=1, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
