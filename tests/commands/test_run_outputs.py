@@ -232,3 +232,34 @@ def test_a_temporary_of_someone_elses_live_process_is_left_alone(work: Path, mon
     theirs.write_bytes(b"someone else's")
     monkeypatch.setattr(bob.fileio.os, "kill", not_yours)
     assert bob.fileio.clean_stale_temporaries(target) == [] and theirs.exists()
+
+
+def test_refusals_of_a_file_name_the_option_path_and_what_it_should_be(work: Path, capsys) -> None:
+    ck = work / "ck.bin"
+    ck.write_bytes(b"NOT-BOB!" + bytes(100))
+    assert main(argv(work)) == 2
+    assert capsys.readouterr().err == (
+        f"bob-run: refused: --checkpoint {ck}: checkpoint: magic at offset 0: not a checkpoint (bob-envelope): "
+        'wrong magic (expected "BOB-CKPT", got "NOT-BOB!")\n')
+    missing = work / "nothing"
+    args = argv(work)
+    args[1] = str(missing)
+    assert main(args) == 2
+    assert capsys.readouterr().err == f"bob-run: refused: --input {missing}: no such file\n"
+
+
+def test_only_well_formed_temporary_names_are_cleaned(work: Path) -> None:
+    """A name that merely starts like bob's temporaries (no random part, or no
+    pid) is someone else's file: never removed."""
+    from bob.fileio import clean_stale_temporaries
+
+    target = work / "ck.bin"
+    target.write_bytes(b"x")
+    dead = 999_999_999
+    lookalikes = [work / f".ck.bin.bob-tmp-{dead}-", work / ".ck.bin.bob-tmp-x1-0123456789ab",
+                  work / f".ck.bin.bob-tmp-{dead}"]
+    stale = work / f".ck.bin.bob-tmp-{dead}-0123456789ab"
+    for path in [*lookalikes, stale]:
+        path.write_bytes(b"?")
+    assert clean_stale_temporaries(target) == [str(stale)]
+    assert all(p.exists() for p in lookalikes)
