@@ -118,3 +118,63 @@ def test_a_loaded_record_is_read_only() -> None:
     for array in (record.contexts, record.targets):
         with pytest.raises(ValueError):
             array[0] = 1
+
+
+def resealed(data: bytearray) -> bytes:
+    """A canonical header with its digest recomputed (bytes 415..447 hold SHA-256 of 0..414)."""
+    import hashlib
+
+    data[415:447] = hashlib.sha256(bytes(data[:415])).digest()
+    return bytes(data)
+
+
+def test_chunk_table_refusals() -> None:
+    import struct
+
+    from bob.formats.checks import examine
+    from bob.formats.layout import CANONICAL
+
+    fresh = bob.Checkpoint.fresh().to_bytes()
+
+    def findings(offset: int, raw: bytes) -> list[dict]:
+        data = bytearray(fresh)
+        data[offset:offset + len(raw)] = raw
+        return [f.to_dict() for f in examine(resealed(data), for_resume=False).findings]
+
+    assert findings(CANONICAL.chunk_field(1, "tag").offset, b"Q") == [{
+        "error": "BadValue", "kind": "bad-value", "field": "chunk_table.tag", "index": 1, "offset": 311,
+        "message": "chunk 1 is plane M", "expected": '"M\\x00\\x00\\x00"', "actual": '"Q\\x00\\x00\\x00"',
+        "text": 'chunk_table[1].tag at offset 311: chunk 1 is plane M (expected "M\\x00\\x00\\x00", got '
+                '"Q\\x00\\x00\\x00")'}]
+    assert findings(CANONICAL.chunk_field(0, "offset").offset, struct.pack("<Q", 449)) == [{
+        "error": "BadValue", "kind": "bad-value", "field": "chunk_table.offset", "index": 0, "offset": 263,
+        "message": "chunk i starts at header_bytes + i * chunk_bytes", "expected": 448, "actual": 449,
+        "text": "chunk_table[0].offset at offset 263: chunk i starts at header_bytes + i * chunk_bytes "
+                "(expected 448, got 449)"}]
+    assert findings(CANONICAL.chunk_field(2, "length").offset, struct.pack("<Q", 5)) == [{
+        "error": "BadValue", "kind": "bad-value", "field": "chunk_table.length", "index": 2, "offset": 375,
+        "message": "each chunk is chunk_bytes long", "expected": 262144, "actual": 5,
+        "text": "chunk_table[2].length at offset 375: each chunk is chunk_bytes long (expected 262144, got 5)"}]
+    # A payload size other than v1's makes the chunk table meaningless: it is not checked at all.
+    data = bytearray(fresh)
+    at = CANONICAL.fields["payload_bytes"].offset
+    data[at:at + 8] = struct.pack("<Q", 786_431)
+    data[311:312] = b"Q"
+    assert [f.field for f in examine(resealed(data), for_resume=False).findings] == ["payload_bytes"]
+
+
+def test_building_a_checkpoint_with_impossible_numbers() -> None:
+    z = bob.Checkpoint.fresh()
+    assert refusal(lambda: bob.Checkpoint(-1, z.p, z.m, z.v)) == {
+        "error": "BadValue", "kind": "bad-value", "field": "step", "index": None, "offset": None,
+        "message": "the step is an integer from 0 to 2**64 - 1", "expected": None, "actual": -1,
+        "text": "step: the step is an integer from 0 to 2**64 - 1 (got -1)"}
+    assert refusal(lambda: bob.Checkpoint(0, z.p, z.m, z.v, header_bytes="x")) == {
+        "error": "BadValue", "kind": "bad-value", "field": "header_bytes", "index": None, "offset": None,
+        "message": "header_bytes is an integer", "expected": None, "actual": "str 'x'",
+        "text": "header_bytes: header_bytes is an integer (got str 'x')"}
+    assert refusal(lambda: bob.Checkpoint(0, z.p, z.m, z.v, header_bytes=100)) == {
+        "error": "BadValue", "kind": "bad-value", "field": "header_bytes", "index": None, "offset": None,
+        "message": "a multiple of 64, at least the header's 447 bytes, at most 65536", "expected": None,
+        "actual": 100,
+        "text": "header_bytes: a multiple of 64, at least the header's 447 bytes, at most 65536 (got 100)"}
