@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Mutation testing (docs/testing.md): how many plausible bugs the test suite
-# catches. Not part of CI: a whole run takes about an hour on 2 cores.
+# catches. Not part of CI: on 2 cores the Rust run takes ~20 min, the whole
+# Python scope many hours (hence the sample globs below; docs/testing.md).
 #
 #   scripts/mutants.sh rust     cargo-mutants over rust/bob-core (config: .cargo/mutants.toml)
 #   scripts/mutants.sh python   mutmut over python/bob (config: [tool.mutmut] in pyproject.toml)
