@@ -29,8 +29,6 @@ Every refusal is a :class:`FormatError` (a ``ValueError``) naming the field.
 
 from __future__ import annotations
 
-import importlib
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
@@ -87,11 +85,17 @@ __all__ = [
 ]
 
 
+def _import(module: str) -> Any:
+    # __import__ rather than importlib.import_module: importing importlib
+    # (and the warnings module it pulls in) is a share of bob-run's start-up.
+    return __import__(module, fromlist=["__name__"])
+
+
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'bob' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), _RENAMED.get(name, name))
+    value = getattr(_import(module), _RENAMED.get(name, name))
     globals()[name] = value
     return value
 

@@ -39,6 +39,7 @@ __all__ = [
     "NotARegularFile",
     "FileTooLarge",
     "read_bounded",
+    "read_bounded_buffer",
     "replace_target",
     "same_file",
     "write_atomic",
@@ -94,6 +95,13 @@ def read_bounded(path: "str | os.PathLike[str]", limit: int) -> bytes | None:
     file over ``limit`` bytes (only its first bytes are read), and the usual
     ``OSError`` for a path that cannot be opened.
     """
+    data = read_bounded_buffer(path, limit)
+    return None if data is None else bytes(data)
+
+
+def read_bounded_buffer(path: "str | os.PathLike[str]", limit: int) -> bytearray | None:
+    """:func:`read_bounded`, giving the buffer the file was read into (no
+    copy): ``bob-run`` trains in it and writes it back."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | _CLOEXEC)
     except FileNotFoundError:
@@ -114,20 +122,33 @@ def read_bounded(path: "str | os.PathLike[str]", limit: int) -> bytes | None:
             raise NotARegularFile(path, st.st_mode)
         if st.st_size > limit:
             raise FileTooLarge(st.st_size, os.read(fd, _HEAD))
-        chunks = []
-        remaining = limit + 1  # one byte more tells a file that grew while we read it
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        data = b"".join(chunks)
+        data = _read_to_end(fd, st.st_size, limit)
         if len(data) > limit:
-            raise FileTooLarge(len(data), data[:_HEAD])
+            raise FileTooLarge(len(data), bytes(data[:_HEAD]))
         return data
     finally:
         os.close(fd)
+
+
+def _read_to_end(fd: int, size: int, limit: int) -> bytearray:
+    """What is left to read of ``fd``, read straight into one buffer of the
+    file's size; at most ``limit`` + 1 bytes (one more tells a file that grew
+    while it was read)."""
+    data = bytearray(size + 1)
+    got = 0
+    while got < len(data):
+        n = os.readv(fd, [memoryview(data)[got:]])
+        if n == 0:
+            break
+        got += n
+    while got == len(data) <= limit:  # it grew while we read it: on, to one byte past the limit
+        chunk = os.read(fd, min(limit + 1 - got, 1 << 20))
+        if not chunk:
+            break
+        data += chunk
+        got += len(chunk)
+    del data[got:]
+    return data
 
 
 def replace_target(path: "str | os.PathLike[str]") -> str:

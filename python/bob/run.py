@@ -26,7 +26,6 @@ import math
 import os
 import sys
 import time
-from types import SimpleNamespace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -142,28 +141,29 @@ def _read_record(path: str) -> "tuple[bytes, bytes, tuple[int, ...]]":
 
 
 def _read_state(path: str) -> "tuple[int, bytearray, int | None]":
-    """(step, planes, header_bytes) of the checkpoint at ``path``: the planes
-    as one bytearray (P, M, V, little-endian float32); header_bytes None for
-    the canonical layout. A missing or empty file is the fresh state."""
+    """(step, buffer, header_bytes) of the checkpoint at ``path``. ``buffer``
+    has a canonical checkpoint's size, with the planes (P, M, V, little-endian
+    float32) in place after the header: bob-run trains in it and writes it
+    back sealed with the new header. header_bytes is None for the canonical
+    layout. A missing or empty file is the fresh state."""
     from bob import core
-    from bob.fileio import FileTooLarge, read_bounded
+    from bob.fileio import FileTooLarge, read_bounded_buffer
     from bob.formats import canonical
 
     if _FAST:
         try:
-            data = read_bounded(path, canonical.CHECKPOINT_BYTES)
+            data = read_bounded_buffer(path, canonical.CHECKPOINT_BYTES)
         except FileTooLarge:
             pass  # larger than bob writes: a wide header, or refused by the schemas
         else:
             if not data:  # missing or empty: a fresh run (the contract's command convention)
-                planes = bytearray(canonical.PAYLOAD_BYTES)
-                core.initialize(_plane_views(planes)[0])
-                return 0, planes, None
+                buffer = bytearray(canonical.CHECKPOINT_BYTES)
+                core.initialize(_plane_views(buffer)[0])
+                return 0, buffer, None
             step = canonical.recognize_checkpoint(data)
             if step is not None:
-                planes = bytearray(memoryview(data)[canonical.HEADER_BYTES:])
-                if core.resume_problem(*_plane_views(planes), step) is None:
-                    return step, planes, None
+                if core.resume_problem(*_plane_views(data), step) is None:
+                    return step, data, None
     from bob.formats.files import read_checkpoint_file
 
     try:
@@ -172,28 +172,34 @@ def _read_state(path: str) -> "tuple[int, bytearray, int | None]":
         from bob.formats.envelope import Checkpoint
 
         checkpoint = Checkpoint.fresh()
-    planes = bytearray(b"".join(a.astype("<f4").tobytes() for a in (checkpoint.p, checkpoint.m, checkpoint.v)))
-    return checkpoint.step, planes, checkpoint.header_bytes
+    buffer = bytearray(canonical.HEADER_BYTES)
+    for plane in (checkpoint.p, checkpoint.m, checkpoint.v):
+        buffer += plane.astype("<f4").tobytes()
+    return checkpoint.step, buffer, checkpoint.header_bytes
 
 
-def _plane_views(planes: bytearray) -> "tuple[memoryview, memoryview, memoryview]":
+def _plane_views(buffer: bytearray) -> "tuple[memoryview, memoryview, memoryview]":
+    """P, M and V as float32 views into a checkpoint buffer from :func:`_read_state`."""
+    from bob.formats.canonical import HEADER_BYTES
     from bob.formats.constants import CHUNK_BYTES
 
-    view = memoryview(planes)
-    return tuple(view[i * CHUNK_BYTES:(i + 1) * CHUNK_BYTES].cast("f") for i in range(3))  # type: ignore[return-value]
+    view = memoryview(buffer)
+    return tuple(  # type: ignore[return-value]
+        view[HEADER_BYTES + i * CHUNK_BYTES:HEADER_BYTES + (i + 1) * CHUNK_BYTES].cast("f") for i in range(3)
+    )
 
 
-def _checkpoint_bytes(step: int, planes: bytearray, header_bytes: "int | None") -> "bytes | bytearray":
+def _checkpoint_bytes(step: int, buffer: bytearray, header_bytes: "int | None") -> "bytes | bytearray":
     from bob.formats import canonical
 
     if header_bytes in (None, canonical.HEADER_BYTES):
-        return canonical.build_checkpoint(step, planes)
+        return canonical.seal_checkpoint(step, buffer)
     # A valid checkpoint with a larger header keeps it (formats/DECISIONS.md D9).
     import numpy as np
 
     from bob.formats.envelope import Checkpoint
 
-    p, m, v = (np.frombuffer(view, dtype="<f4").copy() for view in _plane_views(planes))
+    p, m, v = (np.frombuffer(view, dtype="<f4").copy() for view in _plane_views(buffer))
     return Checkpoint(step, p, m, v, header_bytes=header_bytes).to_bytes()
 
 
@@ -233,12 +239,12 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     try:
         cleaned = clean_stale_temporaries(checkpoint_target) + clean_stale_temporaries(predictions_target)
         with about("--checkpoint", checkpoint_path, "checkpoint"):
-            step_before, planes, header_bytes = _read_state(checkpoint_target)
-            losses, records = advance(*_plane_views(planes), contexts, targets, prompt_words, step_before,
+            step_before, buffer, header_bytes = _read_state(checkpoint_target)
+            losses, records = advance(*_plane_views(buffer), contexts, targets, prompt_words, step_before,
                                       threads=threads)
         step_after = step_before + UPDATES_PER_INVOCATION
         prediction_bytes = canonical.predictions_bytes(records)
-        checkpoint_bytes = _checkpoint_bytes(step_after, planes, header_bytes)
+        checkpoint_bytes = _checkpoint_bytes(step_after, buffer, header_bytes)
         with about("--predictions", predictions_path):
             backup = Backup(predictions_target)
         try:
@@ -318,11 +324,26 @@ def run_parser() -> "argparse.ArgumentParser":
     return parser
 
 
+class QuickArgs:
+    """The options of a common command line (see :func:`_quick_args`); a
+    plain class, as importing ``types`` for SimpleNamespace costs start-up."""
+
+    input: str
+    checkpoint: str
+    predictions: str
+    wait: str
+    json: bool
+    debug: bool
+
+    def __init__(self, values: dict) -> None:
+        self.__dict__.update(values)
+
+
 _OPTIONS = ("input", "checkpoint", "predictions", "wait")
 _FLAGS = ("json", "debug")
 
 
-def _quick_args(argv: list[str]) -> "SimpleNamespace | None":
+def _quick_args(argv: list[str]) -> "QuickArgs | None":
     """The common command lines, read without building the argparse parser
     (which costs more than a whole invocation's work). Anything else — help,
     an unknown or repeated option, a missing value — returns None and goes to
@@ -352,7 +373,7 @@ def _quick_args(argv: list[str]) -> "SimpleNamespace | None":
         values[key] = value
     if None in (values["input"], values["checkpoint"], values["predictions"]):
         return None
-    return SimpleNamespace(**values)
+    return QuickArgs(values)
 
 
 def wait_seconds(text: str) -> float:
@@ -370,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     quick = _quick_args(argv)
     if quick is not None:
-        args: "SimpleNamespace | argparse.Namespace" = quick
+        args: "QuickArgs | argparse.Namespace" = quick
     else:
         parsed = parse_command_line(PROG, run_parser(), argv)
         if isinstance(parsed, int):
@@ -400,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
     return EXIT_OK
 
 
-def _unexpected(exc: BaseException, args: "SimpleNamespace | argparse.Namespace") -> int:
+def _unexpected(exc: BaseException, args: "QuickArgs | argparse.Namespace") -> int:
     if args.debug:
         import traceback
 

@@ -56,6 +56,25 @@ def test_built_checkpoint_is_what_the_schemas_build(seed: int, step: int) -> Non
     assert bob.load_checkpoint(built, for_resume=False) == ckpt
 
 
+def test_sealing_writes_only_the_header_in_place(trained: bytes) -> None:
+    # bob-run trains in the buffer it read and seals it for the new step:
+    # the planes are not touched, the old header is overwritten whole.
+    buffer = bytearray(trained)
+    buffer[:canonical.HEADER_BYTES] = b"\xff" * canonical.HEADER_BYTES
+    sealed = canonical.seal_checkpoint(20, buffer)
+    assert sealed is buffer
+    assert sealed[canonical.HEADER_BYTES:] == trained[canonical.HEADER_BYTES:]
+    assert sealed == canonical.build_checkpoint(20, memoryview(trained)[canonical.HEADER_BYTES:])
+    assert canonical.recognize_checkpoint(sealed) == 20
+
+
+@pytest.mark.parametrize("buffer", [bytearray(canonical.CHECKPOINT_BYTES - 1), bytes(canonical.CHECKPOINT_BYTES)],
+                         ids=["short", "read-only"])
+def test_sealing_refuses_a_buffer_it_cannot_make_a_checkpoint(buffer: "bytes | bytearray") -> None:
+    with pytest.raises(ValueError, match="a checkpoint buffer is 786880 writable bytes"):
+        canonical.seal_checkpoint(10, buffer)  # type: ignore[arg-type]
+
+
 def test_header_constants_agree_with_the_schema() -> None:
     from bob.formats.envelope import HEADER_BYTES
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bob.fileio import FileTooLarge, NotARegularFile, read_bounded, replace_target
+from bob.fileio import FileTooLarge, NotARegularFile, read_bounded, read_bounded_buffer, replace_target
 from conftest import make_special
 
 KINDS = {
@@ -50,3 +50,38 @@ def test_a_file_over_the_limit_is_not_read(tmp_path: Path) -> None:
         read_bounded(path, 39)
     assert (info.value.size, info.value.head, str(info.value)) == (40, bytes(range(16)), "40 bytes")
     assert read_bounded(tmp_path / "missing", 10) is None
+
+
+def test_the_buffer_reader_gives_the_very_buffer_it_read_into(tmp_path: Path) -> None:
+    path = tmp_path / "file"
+    path.write_bytes(bytes(range(200)))
+    data = read_bounded_buffer(path, 200)
+    assert type(data) is bytearray and data == bytes(range(200))
+    assert type(read_bounded(path, 200)) is bytes
+    path.write_bytes(b"")
+    assert read_bounded_buffer(path, 200) == bytearray()
+    assert read_bounded_buffer(tmp_path / "missing", 10) is None
+
+
+def test_a_file_that_grows_while_it_is_read_is_read_to_the_limit_and_one_byte_past(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # fstat reports the size the file had when it was opened; writes since
+    # then are read too, but never more than one byte past the limit.
+    path = tmp_path / "growing"
+    path.write_bytes(bytes(range(100)))
+    real_fstat = os.fstat
+
+    class Smaller:
+        def __init__(self, st: os.stat_result) -> None:
+            self._st = st
+            self.st_size = 10
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self._st, name)
+
+    monkeypatch.setattr(os, "fstat", lambda fd: Smaller(real_fstat(fd)))
+    assert read_bounded_buffer(path, 100) == bytes(range(100))
+    assert read_bounded(path, 1000) == bytes(range(100))
+    with pytest.raises(FileTooLarge) as info:
+        read_bounded_buffer(path, 50)
+    assert (info.value.size, info.value.head) == (51, bytes(range(16)))

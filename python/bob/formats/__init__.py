@@ -18,8 +18,6 @@ what it needs).
 
 from __future__ import annotations
 
-import importlib
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
@@ -42,10 +40,16 @@ _LAZY = {
 __all__ = list(_LAZY)
 
 
+def _import(module: str) -> Any:
+    # __import__ rather than importlib.import_module: importing importlib
+    # (and the warnings module it pulls in) is a share of bob-run's start-up.
+    return __import__(module, fromlist=["__name__"])
+
+
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'bob.formats' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(_import(module), name)
     globals()[name] = value
     return value
