@@ -263,3 +263,35 @@ def test_only_well_formed_temporary_names_are_cleaned(work: Path) -> None:
         path.write_bytes(b"?")
     assert clean_stale_temporaries(target) == [str(stale)]
     assert all(p.exists() for p in lookalikes)
+
+
+@pytest.mark.parametrize("raised, code, message", [
+    (ImportError("bob._core is not built"), 1, "bob._core is not built"),
+    (RuntimeError("disk on fire"), 1, "unexpected error: RuntimeError: disk on fire"),
+    (KeyboardInterrupt(), 130, "interrupted; nothing was changed"),
+], ids=["no-core", "unexpected", "interrupted"])
+def test_what_goes_wrong_outside_bobs_checks_is_one_line_or_one_error_object(
+        work: Path, capsys, monkeypatch, raised: BaseException, code: int, message: str) -> None:
+    def run_files(*args: object, **kwargs: object) -> dict:
+        raise raised
+
+    monkeypatch.setattr("bob.run.run_files", run_files)
+    assert main(argv(work)) == code
+    out = capsys.readouterr()
+    assert (out.out, out.err) == ("", f"bob-run: {message}\n")
+    assert main(argv(work, "--json")) == code
+    out = capsys.readouterr()
+    assert json.loads(out.out) == {"error": {"option": None, "path": None, "field": None, "exit_code": code,
+                                             "message": message, "text": message}}
+    assert out.err == f"bob-run: {message}\n"
+
+
+def test_the_json_summary_lists_its_keys_in_order(work: Path, capsys) -> None:
+    # One object per line, keys sorted: a reader diffing two runs' output
+    # sees only the values that changed.
+    assert main(argv(work, "--json")) == 0
+    text = capsys.readouterr().out
+    assert text.count("\n") == 1
+    keys = list(json.loads(text))
+    assert keys == sorted(keys)
+    assert keys[0] == "checkpoint" and keys[-1] == "step_before"

@@ -99,6 +99,12 @@ def test_schemas_without_a_fixed_size_say_so() -> None:
         ContractString.sizeof()
     with pytest.raises(SizeofError, match="has no fixed size|depends on the header"):
         ENVELOPE.sizeof()
+    from bob.formats.schema import ZeroPadding
+
+    with pytest.raises(SizeofError) as info:
+        ZeroPadding(lambda this: this.header.value.header_bytes).sizeof()
+    assert str(info.value) == "Error in path (sizeof)\npadding size depends on the header"
+    assert ZeroPadding(5).sizeof() == 5
 
 
 def test_reading_files_names_what_was_refused(tmp_path: Path) -> None:
@@ -106,7 +112,13 @@ def test_reading_files_names_what_was_refused(tmp_path: Path) -> None:
     big.write_bytes(b"NOT-BOB!" + bytes(5000))
     with pytest.raises(bob.NotABobFile) as info:
         bob.read_input_file(big)
-    assert "an input record (bob-input)" in str(info.value)
+    assert str(info.value) == ('magic at offset 0: not an input record (bob-input): wrong magic '
+                               '(expected "BOB-INPT", got "NOT-BOB!")')
+    big.write_bytes(b"NOT-BOB!" + bytes(900_000))
+    with pytest.raises(bob.NotABobFile) as info:
+        bob.read_checkpoint_file(big)
+    assert str(info.value) == ('magic at offset 0: not a checkpoint (bob-envelope): wrong magic '
+                               '(expected "BOB-CKPT", got "NOT-BOB!")')
     big.write_bytes(INPUT_MAGIC + bytes(5000))
     with pytest.raises(bob.Truncated) as too_big:
         bob.read_input_file(big)

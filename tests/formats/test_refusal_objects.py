@@ -155,6 +155,11 @@ def test_chunk_table_refusals() -> None:
         "error": "BadValue", "kind": "bad-value", "field": "chunk_table.length", "index": 2, "offset": 375,
         "message": "each chunk is chunk_bytes long", "expected": 262144, "actual": 5,
         "text": "chunk_table[2].length at offset 375: each chunk is chunk_bytes long (expected 262144, got 5)"}]
+    for count in (2, 4):
+        assert findings(CANONICAL.fields["chunk_count"].offset, struct.pack("<I", count)) == [{
+            "error": "BadValue", "kind": "bad-value", "field": "chunk_count", "index": None, "offset": 255,
+            "message": "there is one chunk per plane", "expected": 3, "actual": count,
+            "text": f"chunk_count at offset 255: there is one chunk per plane (expected 3, got {count})"}]
     # A payload size other than v1's makes the chunk table meaningless: it is not checked at all.
     data = bytearray(fresh)
     at = CANONICAL.fields["payload_bytes"].offset
@@ -169,6 +174,10 @@ def test_building_a_checkpoint_with_impossible_numbers() -> None:
         "error": "BadValue", "kind": "bad-value", "field": "step", "index": None, "offset": None,
         "message": "the step is an integer from 0 to 2**64 - 1", "expected": None, "actual": -1,
         "text": "step: the step is an integer from 0 to 2**64 - 1 (got -1)"}
+    assert refusal(lambda: bob.Checkpoint(0, z.p, z.m.astype(np.complex64), z.v)) == {
+        "error": "BadValue", "kind": "bad-value", "field": "M", "index": None, "offset": None,
+        "message": "a plane holds float32 values", "expected": None, "actual": "dtype complex64",
+        "text": "M: a plane holds float32 values (got dtype complex64)"}
     assert refusal(lambda: bob.Checkpoint(0, z.p, z.m, z.v, header_bytes="x")) == {
         "error": "BadValue", "kind": "bad-value", "field": "header_bytes", "index": None, "offset": None,
         "message": "header_bytes is an integer", "expected": None, "actual": "str 'x'",
