@@ -89,58 +89,63 @@ def _vector_series(check: str, checkpoints: list[bytes], predictions: list[bytes
     return None
 
 
+Series = tuple[list[bytes], list[bytes], list[list[float]]]  # checkpoint files, predictions files, losses
+
+
 def check_public_vector(tick: Tick = lambda: None) -> list[Verdict]:
     """§8 through the scalar reference, through ``bob.invoke`` and through two fresh ``bob-run`` processes."""
-    verdicts = []
-    started = time.perf_counter()
+    started = time.perf_counter()  # the first check's time includes making the reference
     record = section8_record()
-    reference, scalar_predictions, scalar_losses = scalar_series(record, 2)
+    scalar = scalar_series(record, 2)
+    verdicts = []
+    for check in (_vector_by_scalar, _vector_by_invoke, _vector_by_bob_run):
+        verdict = check(record, scalar)
+        verdict.seconds = time.perf_counter() - started
+        verdicts.append(verdict)
+        tick()
+        started = time.perf_counter()
+    return verdicts
+
+
+def _vector_by_scalar(record: bytes, scalar: Series) -> Verdict:
     check = "public-vector/record"
     if sha256(record) != vector.RECORD_SHA256:
-        verdicts.append(Verdict(check, False, "the §8 record built by bob.build_input is not the contract's",
-                                expected=vector.RECORD_SHA256, actual=sha256(record)))
-    else:
-        found = _vector_series(check, reference, scalar_predictions, scalar_losses, reference)
-        verdicts.append(found or Verdict(check, True, "record and the scalar transcription's checkpoints are §8's",
-                                         kernel="scalar", threads=1))
-    verdicts[-1].seconds = time.perf_counter() - started
-    tick()
+        return Verdict(check, False, "the §8 record built by bob.build_input is not the contract's",
+                       expected=vector.RECORD_SHA256, actual=sha256(record))
+    return _vector_series(check, *scalar, scalar[0]) or Verdict(
+        check, True, "record and the scalar transcription's checkpoints are §8's", kernel="scalar", threads=1)
 
-    started = time.perf_counter()
+
+def _vector_by_invoke(record: bytes, scalar: Series) -> Verdict:
     check = "public-vector/invoke"
     first = bob.invoke(record)
-    second = bob.invoke(record, first.checkpoint_bytes())
-    runs = (first, second)
-    found = _vector_series(check, [r.checkpoint_bytes() for r in runs], [r.predictions_bytes() for r in runs],
-                           [list(r.losses) for r in runs], reference)
-    verdicts.append(found or Verdict(check, True, "2 calls of bob.invoke give §8's checkpoints and predictions",
-                                     kernel="auto", threads=0))
-    verdicts[-1].seconds = time.perf_counter() - started
-    tick()
+    runs = (first, bob.invoke(record, first.checkpoint_bytes()))
+    series = ([r.checkpoint_bytes() for r in runs], [r.predictions_bytes() for r in runs],
+              [list(r.losses) for r in runs])
+    return _vector_series(check, *series, scalar[0]) or Verdict(
+        check, True, "2 calls of bob.invoke give §8's checkpoints and predictions", kernel="auto", threads=0)
 
-    started = time.perf_counter()
+
+def _vector_by_bob_run(record: bytes, scalar: Series) -> Verdict:
     check = "public-vector/bob-run"
     command = bob_run_command()
     with tempfile.TemporaryDirectory(prefix="bob-qualify-") as directory:
         files = RunFiles(Path(directory))
         files.record.write_bytes(record)
-        checkpoints, predictions, losses = [], [], []
+        series: Series = ([], [], [])
         try:
             for _ in range(2):
                 summary = run_once(files, command)
-                checkpoints.append(files.checkpoint.read_bytes())
-                predictions.append(files.predictions.read_bytes())
-                losses.append(summary["losses"])
+                series[0].append(files.checkpoint.read_bytes())
+                series[1].append(files.predictions.read_bytes())
+                series[2].append(summary["losses"])
         except ProcessFailed as exc:
-            verdicts.append(Verdict(check, False, str(exc)))
+            verdict = Verdict(check, False, str(exc))
         else:
-            found = _vector_series(check, checkpoints, predictions, losses, reference)
-            verdicts.append(found or Verdict(check, True, "2 fresh bob-run processes give §8's files",
-                                             kernel="auto", threads=0))
-    verdicts[-1].details["command"] = command
-    verdicts[-1].seconds = time.perf_counter() - started
-    tick()
-    return verdicts
+            verdict = _vector_series(check, *series, scalar[0]) or Verdict(
+                check, True, "2 fresh bob-run processes give §8's files", kernel="auto", threads=0)
+    verdict.details["command"] = command
+    return verdict
 
 
 # --------------------------------------------------------------------------- #
