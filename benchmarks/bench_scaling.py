@@ -14,7 +14,6 @@ needs the `plot` extra, matplotlib).
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import time
 from pathlib import Path
@@ -22,6 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from bob import _core
+
+from _table import load_line
 
 VOCABULARIES = (64, 128, 256, 512, 1024, 2048, 4096)
 THREADS = (1, 2)
@@ -52,10 +53,8 @@ def main() -> None:
     for _ in range(args.rounds):
         for cell in cells:
             times[cell].append(one_call(*cell))
-    load = os.getloadavg()
     lines = [
-        f"Core scaling ({args.rounds} interleaved rounds; load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} "
-        f"on {os.cpu_count()} CPUs; kernel {_core.resolved_kernel('auto')}). Reproduce: "
+        f"Core scaling ({args.rounds} interleaved rounds; {load_line()}; kernel {_core.resolved_kernel('auto')}). Reproduce: "
         "`.venv/bin/python benchmarks/bench_scaling.py`.",
         "",
         "| V | µs/update, 1 thread (median / min) | µs/update, 2 threads (median / min) | "

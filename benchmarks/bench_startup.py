@@ -13,14 +13,14 @@ breakdown of one bob-run (the largest cumulative imports).
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _table import load_line, ratio_table
 
 BIN = Path(sys.executable).parent
 
@@ -119,14 +119,9 @@ def main() -> None:
             for name, argv in commands.items():
                 times[name].append(timed(argv))
         breakdown = importtime(run) if args.importtime else []
-    base = statistics.median(times["python -c pass"])
-    load = os.getloadavg()
-    print(f"{args.rounds} interleaved rounds; load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} "
-          f"on {os.cpu_count()} CPUs")
-    print(f"{'command':<32} {'median ms':>10} {'min ms':>8} {'median / python -c pass':>24}")
-    for name, ts in times.items():
-        med = statistics.median(ts)
-        print(f"{name:<32} {med * 1e3:10.1f} {min(ts) * 1e3:8.1f} {med / base:24.2f}")
+    print(f"{args.rounds} interleaved rounds; {load_line()}")
+    print(ratio_table(times, "python -c pass", first_column="command", unit="ms", scale=1e3,
+                      ratio_to="python -c pass"))
     if breakdown:
         print("\n-X importtime of one bob-run (µs): self, cumulative, module")
         for self_us, cumulative_us, name in breakdown:

@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from _table import load_line, ratio_table
 
 import numpy as np
 
@@ -136,14 +137,10 @@ def main() -> None:
                 out = subprocess.run([str(torch), "-c", TORCH_SIDE, str(threads)], check=True, capture_output=True,
                                      text=True).stdout
                 times.setdefault(f"PyTorch eager AdamW, {threads} thread(s)", []).append(float(out.split()[-1]))
-    base = statistics.median(times["bob (bob._core.train), 2 thread(s)"])
-    load = os.getloadavg()
     print(f"vocabulary {N}, every row live, one call of {UPDATES} updates; {args.rounds} interleaved rounds; "
-          f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs")
-    print(f"{'contender':<48} {'median µs/update':>17} {'min':>9} {'median / bob 2 thr':>19}")
-    for name, xs in times.items():
-        med = statistics.median(xs)
-        print(f"{name:<48} {med * 1e6:17.1f} {min(xs) * 1e6:9.1f} {med / base:19.2f}")
+          f"{load_line()}")
+    print(ratio_table(times, "bob (bob._core.train), 2 thread(s)", first_column="contender", unit="µs/update",
+                      scale=1e6, ratio_to="bob 2 thr"))
     print(json.dumps({k: statistics.median(v) for k, v in times.items()}), file=sys.stderr)
 
 
