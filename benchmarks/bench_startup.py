@@ -77,6 +77,8 @@ os.close(fd)
 """
 
 
+WITH_TEARDOWN = "import sys; from bob.run import main; sys.exit(main(sys.argv[1:]))"
+
 REMOVED_IMPORTS = (
     "import re, hashlib, dataclasses, typing, sys; import bob.invocation; from bob.run import main; "
     "sys.exit(main(sys.argv[1:]))"
@@ -107,6 +109,9 @@ def main() -> None:
                                               str(io_dir / "pred.bin")],
             "bob-run (resuming)": run,
             "python -m bob run (resuming)": [sys.executable, "-m", "bob", "run", *files],
+            # bob-run's script as it was before it skipped the interpreter's
+            # teardown (bob.commands.exit_now).
+            "bob-run, with the teardown": [sys.executable, "-c", WITH_TEARDOWN, *files],
             # What this change removed, put back: the imports the installer's
             # wrapper (re), hashlib, bob.invocation (dataclasses) and typing
             # made, then the same invocation on one thread.

@@ -86,6 +86,31 @@ def test_json_summary_is_one_line_in_one_piece(work: Path) -> None:
     assert json.loads(out.stdout)["step_after"] == 10
 
 
+EXIT_NOW = ("import sys; from bob.commands import exit_now; sys.stdout.write('x' * 200_000); "
+            "sys.stderr.write('last words'); exit_now(3)")
+
+
+def test_skipping_the_teardown_still_flushes_every_byte_and_keeps_the_exit_code(tmp_path: Path) -> None:
+    # bob-run and bob-fixture end with exit_now (os._exit after a flush):
+    # output still buffered in the interpreter must not be lost with it.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # buffered, as users run it
+
+    def run(code: str, redirect: str = "") -> subprocess.CompletedProcess:
+        return subprocess.run(f"exec {sys.executable} -c \"{code}\" {redirect}", shell=True, env=env,
+                              capture_output=True)
+
+    done = run(EXIT_NOW)
+    assert (done.returncode, len(done.stdout), done.stderr) == (3, 200_000, b"last words")
+    done = run(EXIT_NOW, f"> {tmp_path / 'out'}")
+    assert done.returncode == 3 and (tmp_path / "out").read_bytes() == b"x" * 200_000
+    no_stdout = EXIT_NOW.replace("sys.stdout.write('x' * 200_000); ", "")  # sys.stdout is None
+    assert (run(no_stdout, ">&-").returncode, run(no_stdout, ">&-").stderr) == (3, b"last words")
+    # A short write waits in the buffer; its flush fails on a full device, quietly (the summary's own
+    # failure is emit()'s to report, and it has).
+    full = run(EXIT_NOW.replace("200_000", "10"), ">/dev/full")
+    assert (full.returncode, full.stderr) == (3, b"last words")
+
+
 def test_bob_inspect_with_a_closed_stdout_is_one_line_not_a_traceback(work: Path) -> None:
     out = subprocess.run([str(BIN / "bob-inspect"), str(work / "rec.bin")], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, preexec_fn=lambda: os.close(1), timeout=30)
