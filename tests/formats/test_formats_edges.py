@@ -137,3 +137,89 @@ def test_layout_tables_escape_pipes_and_refuse_unknown_kinds() -> None:
     for call in (layout_rows, sample):
         with pytest.raises(ValueError, match="unknown format kind 'bogus'; one of input, envelope, predictions"):
             call("bogus")
+
+
+def test_a_shown_value_is_cut_at_80_characters() -> None:
+    z = bob.Checkpoint.fresh()
+    with pytest.raises(bob.FormatError) as info:
+        bob.Checkpoint("7" * 200, z.p, z.m, z.v)
+    shown = "str '" + "7" * 75
+    assert (info.value.actual, len(shown)) == (shown, 80)
+
+
+def test_a_copy_keeps_the_contract_and_owns_its_planes() -> None:
+    z = bob.Checkpoint.fresh()
+    other = bob.Checkpoint(0, z.p, z.m, z.v, contract=bob.Contract(seed=b"elsewhere"))
+    copy = other.copy()
+    assert copy.contract == other.contract and copy.contract != bob.Contract()
+    assert copy == other and not np.shares_memory(copy.p, other.p)
+
+
+def test_contract_mismatches_against_v1_or_another_contract() -> None:
+    ours, theirs = bob.Contract(), bob.Contract(seed=b"elsewhere")
+    assert theirs.mismatches() == [("seed", b"bob-seed-v1", b"elsewhere")]
+    assert ours.mismatches(theirs) == [("seed", b"elsewhere", b"bob-seed-v1")]
+    assert theirs.mismatches(theirs) == [] and ours.mismatches() == []
+
+
+def test_describing_a_refused_envelope_raises_its_first_finding(unresumable: bytes) -> None:
+    from bob.formats.envelope import describe_envelope
+
+    bad = bytearray(unresumable)
+    bad[446] ^= 1  # the last byte of the header digest (bytes 415..446)
+    findings = examine(bytes(bad), for_resume=False).findings
+    assert [f.field for f in findings] == ["header_digest"]
+    with pytest.raises(bob.IntegrityError) as info:
+        describe_envelope(bytes(bad))
+    assert info.value.to_dict() == findings[0].to_dict()
+
+
+def test_input_records_are_equal_only_when_every_part_is(tmp_path: Path) -> None:
+    record = bob.build_input(CORPUS, PROMPTS)
+    same = bob.InputRecord.read(_written(record, tmp_path / "rec.bin"))
+    assert same == record and hash(same) == hash(record) and len({same, record}) == 1
+    changed = record.targets.copy()
+    changed[5] ^= 1
+    other_targets = bob.InputRecord(record.contexts, changed, record.prompt_words)
+    other_contexts = bob.InputRecord(changed, record.targets, record.prompt_words)
+    other_words = bob.InputRecord(record.contexts, record.targets, (1, 2, 3))
+    for other in (other_targets, other_contexts, other_words):
+        assert other != record and hash(other) != hash(record)
+
+
+def _written(obj, path: Path) -> Path:
+    obj.write(path)
+    return path
+
+
+def test_predictions_read_what_write_wrote(tmp_path: Path) -> None:
+    predictions = bob.Predictions([(99, 1), (0, 0), (7, 1)])
+    assert bob.Predictions.read(_written(predictions, tmp_path / "pred.bin")).records == predictions.records
+
+
+def test_layout_fields_compare_and_hash_by_value() -> None:
+    from bob.formats.layout import Field
+
+    assert Field(4, 8, "<Q") == Field(4, 8, "<Q") and hash(Field(4, 8, "<Q")) == hash(Field(4, 8, "<Q"))
+    assert Field(4, 8, "<Q") != Field(4, 8, None) and Field(4, 8) != Field(5, 8) and Field(4, 8) != Field(4, 9)
+    assert Field(4, 8) != (4, 8)
+    assert len({Field(4, 8), Field(4, 8), Field(5, 8)}) == 2
+
+
+def test_lazy_names_of_the_packages() -> None:
+    import bob.formats
+    from bob.formats.envelope import ENVELOPE
+
+    assert bob.formats.ENVELOPE is ENVELOPE
+    with pytest.raises(AttributeError, match="module 'bob.formats' has no attribute 'NOTHING'"):
+        bob.formats.NOTHING  # noqa: B018
+    with pytest.raises(AttributeError, match="module 'bob' has no attribute 'nothing'"):
+        bob.nothing  # noqa: B018
+
+
+def test_an_invocation_cannot_be_changed_or_emptied() -> None:
+    done = bob.invoke(bob.build_input(CORPUS, PROMPTS))
+    with pytest.raises(AttributeError, match="^Invocation is frozen; cannot set 'losses'$"):
+        done.losses = ()  # type: ignore[misc]
+    with pytest.raises(AttributeError, match="^Invocation is frozen; cannot delete 'losses'$"):
+        del done.losses

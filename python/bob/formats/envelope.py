@@ -309,10 +309,12 @@ def describe_envelope(data: bytes) -> dict[str, Any]:
     ex = examine(data, for_resume=False)
     if ex.findings:
         raise ex.findings[0]
-    assert ex.header is not None and ex.planes is not None and ex.chunk_digests is not None
-    h = ex.header
-    contract = ex.contract
+    # A valid file: every part was read, and its strings are the contract's (ASCII).
+    h, contract, digest = ex.header, ex.contract, ex.header_digest
+    assert h is not None
     assert contract is not None
+    assert digest is not None
+    assert ex.planes is not None
     return {
         "format": "bob-envelope",
         "version": h.version,
@@ -323,25 +325,24 @@ def describe_envelope(data: bytes) -> dict[str, Any]:
         "step": h.step,
         "invocations": h.step // UPDATES_PER_INVOCATION,
         "contract": {
-            "state": h.state.decode("ascii", "backslashreplace"),
+            "state": h.state.decode(),
             "learner": {
-                "text": h.learner[:-20].decode("ascii", "backslashreplace"),
+                "text": h.learner[:-20].decode(),
                 **{k: float(f32_text(x)) for k, x in (contract.learner_hyperparameters or {}).items()},
                 "f32_hex": h.learner[-20:].hex(),
             },
-            "data": h.data.decode("ascii", "backslashreplace"),
-            "seed": h.seed.decode("ascii", "backslashreplace"),
+            "data": h.data.decode(),
+            "seed": h.seed.decode(),
             "payload_bytes": h.payload_bytes,
             "chunk_bytes": h.chunk_bytes,
             "updates_per_invocation": h.updates_per_invocation,
         },
         "chunk_count": h.chunk_count,
         "chunk_table": [
-            {"tag": e.tag.rstrip(b"\0").decode("ascii", "backslashreplace"), "offset": e.offset,
-             "length": e.length, "sha256": e.digest.hex()}
+            {"tag": e.tag.rstrip(b"\0").decode(), "offset": e.offset, "length": e.length, "sha256": e.digest.hex()}
             for e in h.chunk_table
         ],
-        "header_sha256": ex.header_digest.hex() if ex.header_digest else None,
+        "header_sha256": digest.hex(),
         "planes": {
             name: {
                 "first_words_hex": [f"{w:08x}" for w in ex.planes[i, :4].view("<u4").tolist()],

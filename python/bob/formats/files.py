@@ -29,21 +29,26 @@ from bob.formats.input_record import InputRecord, load_input
 from bob.formats.predictions import Predictions, load_predictions
 from bob.formats.schema import magic_finding
 
-__all__ = ["read_format_file", "read_input_file", "read_predictions_file", "read_checkpoint_file"]
+__all__ = ["read_format_file", "read_input_file", "read_predictions_file", "read_checkpoint_file", "INPUT_FILE",
+           "CHECKPOINT_FILE"]
+
+# A format's magic and its name in a refusal (the predictions have no magic).
+INPUT_FILE = (INPUT_MAGIC, "an input record (bob-input)")
+CHECKPOINT_FILE = (CHECKPOINT_MAGIC, "a checkpoint (bob-envelope)")
 
 
-def read_format_file(path: "str | os.PathLike[str]", limit: int, magic: bytes | None, what: str) -> bytes:
+def read_format_file(path: "str | os.PathLike[str]", limit: int, magic: "tuple[bytes, str] | None") -> bytes:
     """The bytes of the regular file ``path``, at most ``limit`` of them.
 
-    A larger file is refused unread: :class:`~bob.errors.NotABobFile` when
-    its first bytes are not ``magic``, else :class:`~bob.errors.Truncated`
-    (``file_size``).
+    A larger file is refused unread: :class:`~bob.errors.NotABobFile`, named
+    by ``magic``'s second part, when its first bytes are not ``magic``'s
+    first part; else :class:`~bob.errors.Truncated` (``file_size``).
     """
     try:
         data = read_bounded(path, limit)
     except FileTooLarge as big:
         if magic is not None:
-            problem = magic_finding(big.head, magic, what)
+            problem = magic_finding(big.head, *magic)
             if problem is not None and not isinstance(problem, Truncated):
                 raise problem from None
         raise Truncated("file_size", f"the file is larger than any valid one ({limit} bytes); it was not read",
@@ -55,12 +60,12 @@ def read_format_file(path: "str | os.PathLike[str]", limit: int, magic: bytes | 
 
 def read_input_file(path: "str | os.PathLike[str]") -> InputRecord:
     """Read and check an input record; a file larger than 1,564 bytes is refused unread."""
-    return load_input(read_format_file(path, RECORD_BYTES, INPUT_MAGIC, "an input record (bob-input)"))
+    return load_input(read_format_file(path, RECORD_BYTES, INPUT_FILE))
 
 
 def read_predictions_file(path: "str | os.PathLike[str]") -> Predictions:
     """Read and check a predictions file (24 bytes)."""
-    return load_predictions(read_format_file(path, PREDICTION_BYTES, None, "predictions file"))
+    return load_predictions(read_format_file(path, PREDICTION_BYTES, None))
 
 
 def read_checkpoint_file(path: "str | os.PathLike[str]", *, for_resume: bool = True) -> Checkpoint:
@@ -68,5 +73,5 @@ def read_checkpoint_file(path: "str | os.PathLike[str]", *, for_resume: bool = T
 
     No more than 65,536 + 786,432 bytes are ever read.
     """
-    data = read_format_file(path, MAX_CHECKPOINT_BYTES, CHECKPOINT_MAGIC, "a checkpoint (bob-envelope)")
+    data = read_format_file(path, MAX_CHECKPOINT_BYTES, CHECKPOINT_FILE)
     return load_checkpoint(data, for_resume=for_resume)

@@ -22,7 +22,8 @@ import sys
 from typing import Any, Callable
 
 from bob.formats import kinds
-from bob.formats.constants import CHECKPOINT_MAGIC, INPUT_MAGIC, MAX_CHECKPOINT_BYTES, RECORD_BYTES
+from bob.formats.constants import MAX_CHECKPOINT_BYTES, RECORD_BYTES
+from bob.formats.files import CHECKPOINT_FILE, INPUT_FILE
 from bob.commands import argument_parser, fail, parse_command_line, silence
 from bob.text import escape_bytes, one_line, show_path
 
@@ -79,7 +80,7 @@ def cmd_ckpt(args: argparse.Namespace, *, auto: bool = False) -> Result:
             raise Refused(f"--heatmap {show_path(heatmap)}: that is the checkpoint being inspected; "
                           "bob-inspect never replaces what it reads")
     rows = rows_bytes(args)
-    data, problems = read(args.file, MAX_CHECKPOINT_BYTES, CHECKPOINT_MAGIC, "a checkpoint (bob-envelope)")
+    data, problems = read(args.file, MAX_CHECKPOINT_BYTES, CHECKPOINT_FILE)
     report, p_plane = checkpoint_report(data, problems, path=args.file, auto=auto, rows=rows)
     report["rows_requested"] = list(rows) if rows else None
     if heatmap and p_plane is None:
@@ -99,7 +100,7 @@ def cmd_input(args: argparse.Namespace, *, auto: bool = False) -> Result:
     from bob.inspect.record import input_report
     from bob.inspect.render import render_input
 
-    data, problems = read(args.file, RECORD_BYTES, INPUT_MAGIC, "an input record (bob-input)")
+    data, problems = read(args.file, RECORD_BYTES, INPUT_FILE)
     report = input_report(data, problems, path=args.file, auto=auto)
     return report, render_input(report), _code(report)
 
@@ -111,7 +112,7 @@ def cmd_pred(args: argparse.Namespace, *, auto: bool = False) -> Result:
 
     # read up to the largest bob file so predictions_findings can say what a
     # longer file is ("this file starts like a bob input record")
-    data, problems = read(args.file, MAX_CHECKPOINT_BYTES, None, "bob file")
+    data, problems = read(args.file, MAX_CHECKPOINT_BYTES, None)
     report = predictions_report(data, problems, path=args.file, auto=auto)
     return report, render_predictions(report), _code(report)
 

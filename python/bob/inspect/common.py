@@ -38,11 +38,11 @@ def refusal(path: str, exc: OSError) -> Refused:
     return Refused(os_reason(exc), path=path)
 
 
-def read(path: str, limit: int, magic: bytes | None, what: str) -> tuple[bytes | None, list[FormatError]]:
+def read(path: str, limit: int, magic: "tuple[bytes, str] | None") -> tuple[bytes | None, list[FormatError]]:
     """``(bytes, [])``, or ``(None, [finding])`` for a file larger than ``limit``
     (never read whole); a path that cannot be read is a :class:`Refused`."""
     try:
-        return read_format_file(path, limit, magic, what), []
+        return read_format_file(path, limit, magic), []
     except FormatError as exc:
         return None, [exc]
     except OSError as exc:  # missing, a directory, a FIFO, a device, no permission …

@@ -11,7 +11,8 @@ import numpy as np
 
 from bob.errors import show_value
 from bob.formats.checks import examine
-from bob.formats.constants import CHECKPOINT_MAGIC, MAX_CHECKPOINT_BYTES, PLANE_NAMES, VOCABULARY
+from bob.formats.constants import MAX_CHECKPOINT_BYTES, PLANE_NAMES, VOCABULARY
+from bob.formats.files import CHECKPOINT_FILE
 from bob.formats.layout import CONTRACT_STRINGS
 from bob.inspect.checkpoint import fresh_planes
 from bob.inspect.common import f32_json, file_size, plural, problem, read
@@ -93,7 +94,7 @@ def header_values(ex) -> dict[str, Any]:
 
 
 def _side(path: str) -> tuple[dict[str, Any], bytes | None, dict[str, Any] | None, Any]:
-    data, problems = read(path, MAX_CHECKPOINT_BYTES, CHECKPOINT_MAGIC, "a checkpoint (bob-envelope)")
+    data, problems = read(path, MAX_CHECKPOINT_BYTES, CHECKPOINT_FILE)
     ex = examine(data, for_resume=True) if data is not None else None
     if ex is not None:
         problems = problems + ex.findings
