@@ -68,6 +68,12 @@ def test_sealing_writes_only_the_header_in_place(trained: bytes) -> None:
     assert canonical.recognize_checkpoint(sealed) == 20
 
 
+def test_building_refuses_planes_of_another_size() -> None:
+    with pytest.raises(ValueError) as info:
+        canonical.build_checkpoint(10, bytes(5))
+    assert str(info.value) == "planes are 786432 bytes, got 5"
+
+
 @pytest.mark.parametrize("buffer", [bytearray(canonical.CHECKPOINT_BYTES - 1), bytes(canonical.CHECKPOINT_BYTES)],
                          ids=["short", "read-only"])
 def test_sealing_refuses_a_buffer_it_cannot_make_a_checkpoint(buffer: "bytes | bytearray") -> None:

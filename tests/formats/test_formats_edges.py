@@ -95,8 +95,9 @@ def test_schemas_without_a_fixed_size_say_so() -> None:
 
     from bob.formats.envelope import ContractString, ENVELOPE
 
-    with pytest.raises(SizeofError, match="a length-prefixed field has no fixed size"):
+    with pytest.raises(SizeofError) as no_size:
         ContractString.sizeof()
+    assert str(no_size.value) == "Error in path (sizeof)\na length-prefixed field has no fixed size"
     with pytest.raises(SizeofError, match="has no fixed size|depends on the header"):
         ENVELOPE.sizeof()
     from bob.formats.schema import ZeroPadding
