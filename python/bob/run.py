@@ -42,6 +42,7 @@ from bob.commands import (
     argument_parser,
     emit,
     fail,
+    os_reason,
     parse_command_line,
 )
 from bob.text import show_byte, show_path
@@ -78,7 +79,11 @@ class CheckpointLock:
         import fcntl
 
         flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-        fd = os.open(self.path, flags, 0o666)
+        try:
+            fd = os.open(self.path, flags, 0o666)
+        except OSError as exc:  # the checkpoint itself is fine: say which file is not
+            raise Refused(f"its lock file {show_path(self.path)} cannot be used: {os_reason(exc)}; "
+                          "nothing was changed", option="--checkpoint") from None
         deadline = time.monotonic() + self.wait_seconds
         while True:
             try:

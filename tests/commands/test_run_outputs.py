@@ -169,10 +169,17 @@ def test_wait_gets_the_lock_once_it_is_released(work: Path, capsys) -> None:
 
 def test_the_lock_file_is_never_followed_through_a_link(work: Path, capsys) -> None:
     elsewhere = work / "elsewhere"
-    os.symlink(elsewhere, lock_path_for(str(work / "ck.bin")))
+    lock = lock_path_for(str(work / "ck.bin"))
+    os.symlink(elsewhere, lock)
     assert main(argv(work)) == 2
-    assert "--checkpoint" in capsys.readouterr().err
+    assert capsys.readouterr().err == (f"bob-run: refused: --checkpoint: its lock file {lock} cannot be used: "
+                                       "too many levels of symbolic links; nothing was changed\n")
     assert not elsewhere.exists() and not (work / "ck.bin").exists()
+    os.unlink(lock)
+    os.mkdir(lock)
+    assert main(argv(work)) == 2
+    assert capsys.readouterr().err == (f"bob-run: refused: --checkpoint: its lock file {lock} cannot be used: "
+                                       "is a directory; nothing was changed\n")
 
 
 def test_refusals_under_json_are_one_whole_error_object(work: Path, capsys) -> None:
@@ -295,3 +302,50 @@ def test_the_json_summary_lists_its_keys_in_order(work: Path, capsys) -> None:
     keys = list(json.loads(text))
     assert keys == sorted(keys)
     assert keys[0] == "checkpoint" and keys[-1] == "step_before"
+
+
+class BrokenStdout:
+    """A stdout that takes nothing (closed, full, or a reader gone)."""
+
+    def write(self, text: str) -> int:
+        raise OSError(28, "No space left on device")
+
+    def flush(self) -> None:
+        raise OSError(28, "No space left on device")
+
+
+@pytest.mark.parametrize("json_flag", [[], ["--json"]], ids=["human", "json"])
+def test_a_committed_run_whose_summary_cannot_be_printed_says_so_once(work: Path, capsys, monkeypatch,
+                                                                       json_flag: list[str]) -> None:
+    with monkeypatch.context() as patch:
+        patch.setattr("sys.stdout", BrokenStdout())
+        assert main(argv(work, *json_flag)) == 0
+    assert capsys.readouterr().err == (f"bob-run: the invocation committed step 10 to {work / 'ck.bin'}, but its "
+                                       "summary could not be printed (stdout is closed or full)\n")
+    assert bob.read_checkpoint_file(work / "ck.bin").step == 10
+
+
+def test_emit_without_a_commit_says_only_that_the_summary_was_lost(capsys, monkeypatch) -> None:
+    from bob.commands import emit
+
+    with monkeypatch.context() as patch:
+        patch.setattr("sys.stdout", BrokenStdout())
+        emit("bob-inspect", "a report")
+    assert capsys.readouterr().err == "bob-inspect: the summary could not be printed (stdout is closed or full)\n"
+
+
+def test_command_line_refusals_in_words(work: Path, capsys) -> None:
+    assert main(argv(work, "--wait", "-1")) == 2
+    assert capsys.readouterr().err == "bob-run: refused: --wait: must be a finite number of seconds >= 0, got -1\n"
+    args = argv(work)
+    args[args.index("--predictions") + 1] = str(work / "nowhere" / "pred.bin")
+    assert main(args) == 2
+    assert capsys.readouterr().err == (f"bob-run: refused: --predictions {work / 'nowhere' / 'pred.bin'}: "
+                                       "its directory does not exist\n")
+    # Not an option, though it ends like one: argparse's usage error, not a run.
+    args = argv(work)
+    args[args.index("--input")] = "xxinput"
+    assert main(args) == 2
+    assert capsys.readouterr().err.endswith("bob-run: refused: usage: the following arguments are required: "
+                                            "--input\n")
+    assert not (work / "ck.bin").exists()

@@ -187,3 +187,51 @@ def test_building_a_checkpoint_with_impossible_numbers() -> None:
         "message": "a multiple of 64, at least the header's 447 bytes, at most 65536", "expected": None,
         "actual": 100,
         "text": "header_bytes: a multiple of 64, at least the header's 447 bytes, at most 65536 (got 100)"}
+
+
+def test_digest_refusals(trained: bob.Checkpoint) -> None:
+    """A flipped byte in plane V (payload byte 2 * 262,144 + 7) and in the header digest (bytes 415..446)."""
+    good = trained.to_bytes()
+    stored_v = good[383:415].hex()  # chunk 2's digest in the table
+    data = bytearray(good)
+    data[448 + 2 * 262_144 + 7] ^= 1
+    [found] = [f.to_dict() for f in bob.checkpoint_findings(bytes(data))]
+    import hashlib
+
+    computed_v = hashlib.sha256(bytes(data[448 + 2 * 262_144:])).hexdigest()
+    # expected: what the bytes hash to; actual: what the file claims (as for the header's digest below)
+    assert found == {
+        "error": "IntegrityError", "kind": "integrity", "field": "chunk_table.digest", "index": 2, "offset": 383,
+        "message": "plane V (bytes 524736..786879) does not match the chunk table's SHA-256",
+        "expected": computed_v, "actual": stored_v,
+        "text": f"chunk_table[2].digest at offset 383: plane V (bytes 524736..786879) does not match the chunk "
+                f"table's SHA-256 (expected {computed_v}, got {stored_v})"}
+    data = bytearray(good)
+    data[446] ^= 1
+    [found] = [f.to_dict() for f in bob.checkpoint_findings(bytes(data))]
+    computed, stored = hashlib.sha256(good[:415]).hexdigest(), bytes(data[415:447]).hex()
+    assert found == {
+        "error": "IntegrityError", "kind": "integrity", "field": "header_digest", "index": None, "offset": 415,
+        "message": "the header's SHA-256 does not match its bytes", "expected": computed, "actual": stored,
+        "text": f"header_digest at offset 415: the header's SHA-256 does not match its bytes "
+                f"(expected {computed}, got {stored})"}
+
+
+def test_a_step_with_no_room_for_ten_more_updates(trained: bob.Checkpoint) -> None:
+    step = 2**64 - 5
+    assert refusal(lambda: bob.load_checkpoint(raw(step, trained))) == {
+        "error": "StateRefused", "kind": "state-refused", "field": "step", "index": None, "offset": 24,
+        "message": "no room for the next 10 updates in a u64", "expected": "at most 18446744073709551605",
+        "actual": step,
+        "text": f"step at offset 24: no room for the next 10 updates in a u64 (expected at most "
+                f"18446744073709551605, got {step} (0xfffffffffffffffb))"}
+
+
+@pytest.mark.parametrize("load, what", [(bob.load_input, "an input record (bob-input)"),
+                                        (bob.load_checkpoint, "a checkpoint (bob-envelope)")])
+def test_a_file_shorter_than_its_magic(load, what: str) -> None:
+    assert refusal(lambda: load(b"BOB")) == {
+        "error": "Truncated", "kind": "truncated", "field": "file_size", "index": None, "offset": 0,
+        "message": f"the file ends inside the magic of {what}", "expected": "at least 8 bytes", "actual": "3 bytes",
+        "text": f"file_size at offset 0: the file ends inside the magic of {what} (expected at least 8 bytes, "
+                "got 3 bytes)"}

@@ -85,3 +85,50 @@ def test_a_file_that_grows_while_it_is_read_is_read_to_the_limit_and_one_byte_pa
     with pytest.raises(FileTooLarge) as info:
         read_bounded_buffer(path, 50)
     assert (info.value.size, info.value.head) == (51, bytes(range(16)))
+
+
+def test_the_growing_file_check_reaches_one_byte_past_the_limit_exactly(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # fstat says limit - 1 bytes (the buffer holds limit), the file has more by the time it is read.
+    path = tmp_path / "growing"
+    path.write_bytes(bytes(range(30)))
+    real_fstat = os.fstat
+    monkeypatch.setattr(os, "fstat", lambda fd: type("St", (), {"st_mode": real_fstat(fd).st_mode, "st_size": 19})())
+    with pytest.raises(FileTooLarge) as info:
+        read_bounded_buffer(path, 20)
+    assert info.value.size == 21
+
+
+def test_a_path_that_ends_in_a_slash_is_a_directory_to_be_replaced(tmp_path: Path) -> None:
+    with pytest.raises(IsADirectoryError) as info:
+        replace_target(f"{tmp_path}/")
+    assert (info.value.errno, info.value.strerror, info.value.filename) == (
+        errno.EISDIR, "a directory path, not a file", f"{tmp_path}/")
+
+
+def test_bytes_paths_are_written_like_str_paths(tmp_path: Path) -> None:
+    from bob.fileio import write_atomic
+
+    target = os.fsencode(tmp_path / "file.bin")
+    assert replace_target(target) == str(tmp_path / "file.bin")
+    write_atomic(target, b"payload")
+    assert (tmp_path / "file.bin").read_bytes() == b"payload"
+
+
+def test_a_backup_is_a_copy_where_hard_links_fail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bob.fileio import Backup
+
+    target = tmp_path / "pred.bin"
+    target.write_bytes(b"old bytes")
+    os.chmod(target, 0o640)
+
+    def no_links(*args: object) -> None:
+        raise OSError(errno.EPERM, "hard links not allowed here")
+
+    monkeypatch.setattr(os, "link", no_links)
+    backup = Backup(str(target))
+    assert backup.link is not None and Path(backup.link).read_bytes() == b"old bytes"
+    target.write_bytes(b"new bytes")
+    backup.restore()
+    assert target.read_bytes() == b"old bytes" and (os.stat(target).st_mode & 0o777) == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pred.bin"]

@@ -1,0 +1,89 @@
+"""What the library says when it is handed the wrong thing (issue 13): the
+builders and constructors of the three formats, each refusal checked whole
+(the exception's type and words, or every field of ``FormatError.to_dict``),
+and the conversions they make of what they accept."""
+
+from __future__ import annotations
+
+import warnings
+from array import array
+
+import numpy as np
+import pytest
+
+import bob
+from bob.formats.constants import EMPTY_PROMPT
+from bob.formats.input_record import build_input, prompt_word
+from conftest import CORPUS, PROMPTS
+
+
+def refusal(call) -> dict:
+    with pytest.raises(bob.FormatError) as info:
+        call()
+    return info.value.to_dict()
+
+
+def bad_value(field: str, message: str, expected=None, actual=None, index=None) -> dict:
+    text = f"{field}[{index}]" if index is not None else field
+    detail = ", ".join(part for part in (f"expected {expected}" if expected is not None else "",
+                                         f"got {actual}" if actual is not None else "") if part)
+    return {"error": "BadValue", "kind": "bad-value", "field": field, "index": index, "offset": None,
+            "message": message, "expected": expected, "actual": actual,
+            "text": f"{text}: {message}" + (f" ({detail})" if detail else "")}
+
+
+def test_build_input_refusals() -> None:
+    with pytest.raises(TypeError, match=r"^the corpus is bytes, not str$"):
+        build_input("abracadabra", PROMPTS)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^prompts is a list of 3 byte strings$"):
+        build_input(CORPUS, b"abc")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^a prompt is bytes, not str \(use os.fsencode\)$"):
+        build_input(CORPUS, ["a", b"b", b""])  # type: ignore[list-item]
+    assert refusal(lambda: build_input(b"a", PROMPTS)) == bad_value(
+        "corpus", "a corpus needs at least 2 bytes", "at least 2 bytes", "1 bytes")
+    assert refusal(lambda: build_input(CORPUS, PROMPTS[:2])) == bad_value(
+        "prompts", "there are exactly 3 prompts", 3, 2)
+
+
+def test_build_input_reads_any_buffer_as_its_bytes() -> None:
+    record = build_input(CORPUS, PROMPTS)
+    wide = array("H", CORPUS[: len(CORPUS) // 2 * 2])  # two bytes per item: its bytes are the corpus
+    assert build_input(wide, PROMPTS) == build_input(CORPUS[: len(CORPUS) // 2 * 2], PROMPTS)
+    assert build_input(bytearray(CORPUS), tuple(PROMPTS)) == record
+    assert build_input(CORPUS, [bytearray(p) for p in PROMPTS]) == record
+    long = bytes(range(256)) + b"xyz"  # longer than 257 bytes: pair k is (corpus[k], corpus[k + 1])
+    built = build_input(long, PROMPTS)
+    assert bytes(built.contexts) == long[:256] and bytes(built.targets) == long[1:257]
+
+
+def test_a_prompts_word_is_its_last_byte() -> None:
+    assert (prompt_word(b"abc"), prompt_word(b"\xff"), prompt_word(b"")) == (ord("c"), 255, EMPTY_PROMPT)
+
+
+def test_input_record_refusals() -> None:
+    record = build_input(CORPUS, PROMPTS)
+    c, t, w = record.contexts, record.targets, record.prompt_words
+    assert refusal(lambda: bob.InputRecord(c[:5], t, w)) == bad_value(
+        "contexts", "must hold 256 bytes", "(256,)", "(5,)")
+    assert refusal(lambda: bob.InputRecord(c, np.full(256, 300), w)) == bad_value(
+        "targets", "values must be bytes (integers 0 to 255)")
+    assert refusal(lambda: bob.InputRecord(c, t, (1, 2))) == bad_value(
+        "prompt_words", "there are exactly 3 prompts", 3, 2)
+    assert refusal(lambda: bob.InputRecord(c, t, (1, 2, 256))) == bad_value(
+        "prompt_words", "a prompt word is a byte (< 256) or 0xFFFFFFFF", "< 256 or 0xffffffff", 256, index=2)
+    wide = bob.InputRecord(c.astype(np.uint16), t.astype(np.int64), w)  # other integer types, values in range
+    assert wide == record and wide.contexts.dtype == np.uint8 and not wide.contexts.flags.writeable
+
+
+def test_plane_refusals_and_conversions() -> None:
+    z = bob.Checkpoint.fresh()
+    assert refusal(lambda: bob.Checkpoint(0, z.p[:5], z.m, z.v)) == bad_value(
+        "P", "a plane holds 65536 values", 65536, "shape (5,)")
+    assert refusal(lambda: bob.Checkpoint(0, z.p, [[1.0, 2.0], [3.0]], z.v)) == bad_value(
+        "M", "a plane is 65536 float32 values (ValueError)")
+    listed = bob.Checkpoint(0, z.p.tolist(), z.m, z.v)
+    assert listed == z and listed.p.dtype == np.float32
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # float64 beyond float32's range becomes inf, quietly
+        wide = bob.Checkpoint(0, np.full(65536, 1e300), z.m, z.v)
+    assert np.isinf(wide.p).all()
