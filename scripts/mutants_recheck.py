@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,6 +33,18 @@ def survivors() -> list[str]:
             if line.strip().endswith((": survived", ": no tests"))]
 
 
+def run_tests(mutant: str, test_files: list[str]) -> int:
+    """pytest's exit code for ``test_files`` with ``mutant`` switched on, with
+    the same options as mutmut's own runs ([tool.mutmut] in pyproject.toml:
+    the tests it leaves out, such as the import-graph ones, which the
+    instrumented code fails by design, are left out here too)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]
+    env = dict(os.environ, MUTANT_UNDER_TEST=mutant, PYTHONPATH="src", BOB_CHECKOUT=str(ROOT))
+    return subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-m", "pytest", "-x",
+                           *config.get("pytest_add_cli_args", []), *test_files],
+                          cwd=STAGE / "mutants", env=env, capture_output=True).returncode
+
+
 def main(test_files: list[str]) -> int:
     if not test_files:
         print(__doc__)
@@ -39,11 +52,15 @@ def main(test_files: list[str]) -> int:
     mutants = STAGE / "mutants"
     for name in test_files:  # the new tests, into the staged copy of the suite
         shutil.copy2(ROOT / name, mutants / name)
+    # With no mutant switched on the tests must pass, or "killed" would mean nothing.
+    baseline = run_tests("", test_files)
+    if baseline != 0:
+        print(f"the tests fail with no mutant switched on (pytest exit {baseline}); nothing re-checked",
+              file=sys.stderr)
+        return 1
     results = json.loads(OUT.read_text()) if OUT.exists() else {}
     for name in survivors():
-        env = dict(os.environ, MUTANT_UNDER_TEST=name, PYTHONPATH="src", BOB_CHECKOUT=str(ROOT))
-        rc = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-m", "pytest", "-x", "-q", "-p",
-                             "no:cacheprovider", *test_files], cwd=mutants, env=env, capture_output=True).returncode
+        rc = run_tests(name, test_files)
         results[name] = "killed" if rc == 1 else "survived" if rc == 0 else f"error {rc}"
         print(f"{results[name]:9} {name}")
     OUT.write_text(json.dumps(results, indent=1, sort_keys=True))

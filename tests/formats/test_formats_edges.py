@@ -123,10 +123,16 @@ def test_reading_files_names_what_was_refused(tmp_path: Path) -> None:
     big.write_bytes(INPUT_MAGIC + bytes(5000))
     with pytest.raises(bob.Truncated) as too_big:
         bob.read_input_file(big)
-    assert (too_big.value.field, too_big.value.actual) == ("file_size", 5008)
+    assert too_big.value.to_dict() == {
+        "error": "Truncated", "kind": "truncated", "field": "file_size", "index": None, "offset": None,
+        "message": "the file is larger than any valid one (1564 bytes); it was not read",
+        "expected": "at most 1564", "actual": 5008,
+        "text": "file_size: the file is larger than any valid one (1564 bytes); it was not read "
+                "(expected at most 1564, got 5008)"}
     with pytest.raises(FileNotFoundError) as missing:
         bob.read_predictions_file(tmp_path / "nothing-here")
-    assert missing.value.filename == str(tmp_path / "nothing-here")
+    assert (missing.value.errno, missing.value.strerror, missing.value.filename) == (
+        2, "No such file or directory", str(tmp_path / "nothing-here"))
 
 
 def test_layout_tables_escape_pipes_and_refuse_unknown_kinds() -> None:
@@ -201,7 +207,7 @@ def test_predictions_read_what_write_wrote(tmp_path: Path) -> None:
 def test_layout_fields_compare_and_hash_by_value() -> None:
     from bob.formats.layout import Field
 
-    assert Field(4, 8, "<Q") == Field(4, 8, "<Q") and hash(Field(4, 8, "<Q")) == hash(Field(4, 8, "<Q"))
+    assert Field(4, 8, "<Q") == Field(4, 8, "<Q") and hash(Field(4, 8, "<Q")) == hash((4, 8, "<Q"))
     assert Field(4, 8, "<Q") != Field(4, 8, None) and Field(4, 8) != Field(5, 8) and Field(4, 8) != Field(4, 9)
     assert Field(4, 8) != (4, 8)
     assert len({Field(4, 8), Field(4, 8), Field(5, 8)}) == 2

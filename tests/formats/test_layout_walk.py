@@ -28,3 +28,7 @@ def test_names_and_meanings_of_every_kind_of_field() -> None:
         FieldRow(5, 1, "wrapped", "a raw byte"),
         FieldRow(6, 1, "wrapped.x", ""),
     ]
+
+
+def test_a_schema_that_is_one_field_is_one_unnamed_undocumented_row() -> None:
+    assert layout(Int8ul, b"\x01") == [FieldRow(0, 1, "", "")]

@@ -9,7 +9,7 @@ import pytest
 from construct import Array, Const, Construct, ExprAdapter, Int8ul, Int32ul, Struct, Terminated, ValidationError
 
 import bob
-from bob.formats.schema import parse
+from bob.formats.schema import ZeroPadding, parse
 
 
 def refusal(schema, data: bytes) -> dict:
@@ -49,6 +49,8 @@ def test_each_construct_failure_is_named() -> None:
         "error": "BadValue", "kind": "bad-value", "field": "y.entries.value", "index": 1, "offset": 0,
         "message": "item out of range", "expected": None, "actual": None,
         "text": "y[1].entries.value at offset 0: item out of range"}
+    assert refusal(Struct("x" / Int8ul, "pad" / ZeroPadding(4)), b"\x01\x00\x00") == finding(
+        "Truncated", "truncated", "pad", "the file ends inside this field (2 bytes remain)", 1, "4 bytes", "2 bytes")
     unreadable = Struct("v" / ExprAdapter(Int8ul, lambda obj, ctx: int("x"), lambda obj, ctx: obj))
     assert refusal(unreadable, b"\x09") == finding(
         "BadValue", "bad-value", "file", "unreadable (ValueError: invalid literal for int() with base 10: 'x')", 1)
