@@ -25,8 +25,9 @@ RUST = ROOT / "target" / "mutants-rust" / "mutants.out" / "outcomes.json"
 RUST_RECHECK = ROOT / "target" / "mutants-rust-recheck" / "mutants.out" / "outcomes.json"
 PYTHON_STAGE = ROOT / "target" / "mutmut"
 PYTHON_RECHECK = ROOT / "target" / "mutmut-recheck.json"  # scripts/mutants_recheck.py
-# scripts/mutants_sample.py: a random sample of the mutants a stopped run left.
-PYTHON_SAMPLE = ROOT / "target" / "mutmut-sample.txt"
+# scripts/mutants_sample.py: random samples of the mutants a stopped run left
+# (mutmut-sample.txt, and mutmut-sample-<group>.txt for a group sampled further).
+PYTHON_SAMPLES = sorted((ROOT / "target").glob("mutmut-sample*.txt"))
 # The groups issue 13 sets its aim on.
 GROUPS = {"formats/": ("bob.formats",), "fileio.py": ("bob.fileio",), "invocation.py": ("bob.invocation",),
           "run.py, commands.py": ("bob.run", "bob.commands")}
@@ -119,40 +120,49 @@ def scored(outcomes: list[tuple[str, str, str]], equivalent: set[str]) -> tuple[
 
 def estimate(python: list[tuple[str, str, str]], before: list[tuple[str, str, str]], sample: set[str],
              equivalent: set[str]) -> list[str]:
-    """A stopped run (every mutant it reached) plus a uniform sample of the
-    rest: the two parts' scores, and the whole scope's estimated score, each
-    sampled mutant standing for (mutants not reached) / (sampled) of them.
+    """A stopped run (every mutant it reached) plus uniform random samples of
+    the rest: the two parts' scores, and the estimated score of each group,
+    each sampled mutant standing for its group's (mutants not reached) /
+    (sampled) — the groups are sampled apart when a second sample adds to one.
 
     The re-checks close the survivors of what ran; the unsampled mutants were
     never run against the tests written since. So the last column also
     counts the sample as it was before the re-checks: a lower bound for the
     whole scope, were the new tests to kill none of the unsampled survivors."""
-    sample_before = [o for o in before if o[1] in sample]
-    reached = [o for o in python if o[1] not in sample and o[2] in KILLED | SURVIVED]
-    sampled = [o for o in python if o[1] in sample]
-    left = sum(1 for o in python if o[1] not in sample and o[2] not in KILLED | SURVIVED) + len(sampled)
-    weight = left / len(sampled) if sampled else 0.0
-    lines = ["## python/bob: the run's part and the sample, by the groups of issue 13", "",
-             f"Each sampled mutant stands for {weight:.2f} of the {left} the stopped run did not reach.", "",
-             "| group | run: killed / scored | sample: killed / scored | estimated score | sample before the "
-             "re-checks | lower bound |", "|---|---|---|---|---|---|"]
-    for group, prefixes in [*GROUPS.items(), ("all", ("bob",))]:
-        a = scored([o for o in reached if o[0].startswith(prefixes)], equivalent)
-        b = scored([o for o in sampled if o[0].startswith(prefixes)], equivalent)
-        c = scored([o for o in sample_before if o[0].startswith(prefixes)], equivalent)
-        total, low_total = a[1] + weight * b[1], a[1] + weight * c[1]
-        score = f"{100 * (a[0] + weight * b[0]) / total:.1f}%" if total else "-"
-        low = f"{100 * (a[0] + weight * c[0]) / low_total:.1f}%" if low_total else "-"
-        lines.append(f"| {group} | {a[0]} / {a[1]} | {b[0]} / {b[1]} | {score} | {c[0]} / {c[1]} | {low} |")
+    ran = KILLED | SURVIVED
+    status_before = {name: status for _, name, status in before}
+    lines = ["## python/bob: the run's part and the samples, by the groups of issue 13", "",
+             "| group | not reached / sampled | run: killed / scored | sample: killed / scored | estimated score | "
+             "sample before the re-checks | lower bound |", "|---|---|---|---|---|---|---|"]
+    totals = [0.0, 0.0, 0.0, 0.0]  # estimate killed, scored; lower bound killed, scored
+    for group, prefixes in GROUPS.items():
+        mine = [o for o in python if o[0].startswith(prefixes)]
+        reached = [o for o in mine if o[1] not in sample and o[2] in ran]
+        sampled = [o for o in mine if o[1] in sample and o[2] in ran]
+        left = sum(1 for o in mine if o[2] not in ran) + len(sampled)
+        weight = left / len(sampled) if sampled else 0.0
+        a, b = scored(reached, equivalent), scored(sampled, equivalent)
+        c = scored([(m, n, status_before.get(n, st)) for m, n, st in sampled], equivalent)
+        est = (a[0] + weight * b[0], a[1] + weight * b[1])
+        low = (a[0] + weight * c[0], a[1] + weight * c[1])
+        totals = [totals[0] + est[0], totals[1] + est[1], totals[2] + low[0], totals[3] + low[1]]
+        lines.append(f"| {group} | {left} / {len(sampled)} | {a[0]} / {a[1]} | {b[0]} / {b[1]} | "
+                     f"{percent(*est)} | {c[0]} / {c[1]} | {percent(*low)} |")
+    lines.append(f"| **all** | | | | {percent(totals[0], totals[1])} | | {percent(totals[2], totals[3])} |")
     return lines + [""]
+
+
+def percent(killed: float, scored: float) -> str:
+    return f"{100 * killed / scored:.1f}%" if scored else "-"
 
 
 def main() -> int:
     equivalent = equivalent_names()
     rust, python = rust_outcomes(), python_outcomes()
     lines = table("rust/bob-core (cargo-mutants)", rust, equivalent) + table("python/bob (mutmut)", python, equivalent)
-    if PYTHON_SAMPLE.exists() and python:
-        lines += estimate(python, python_outcomes(recheck=False), set(PYTHON_SAMPLE.read_text().split()), equivalent)
+    if PYTHON_SAMPLES and python:
+        sample = {name for path in PYTHON_SAMPLES for name in path.read_text().split()}
+        lines += estimate(python, python_outcomes(recheck=False), sample, equivalent)
     print("\n".join(lines))
     survivors = {name for _, name, status in rust + python if status in SURVIVED}
     stale = sorted(equivalent - survivors)
