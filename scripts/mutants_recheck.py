@@ -24,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 STAGE = ROOT / "target" / "mutmut"
 OUT = ROOT / "target" / "mutmut-recheck.json"
+TIMEOUT = 300  # seconds for one mutant's tests; the new test files take seconds
 
 
 def survivors() -> list[str]:
@@ -40,9 +41,12 @@ def run_tests(mutant: str, test_files: list[str]) -> int:
     instrumented code fails by design, are left out here too)."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]
     env = dict(os.environ, MUTANT_UNDER_TEST=mutant, PYTHONPATH="src", BOB_CHECKOUT=str(ROOT))
-    return subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-m", "pytest", "-x",
-                           *config.get("pytest_add_cli_args", []), *test_files],
-                          cwd=STAGE / "mutants", env=env, capture_output=True).returncode
+    try:
+        return subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-m", "pytest", "-x",
+                               *config.get("pytest_add_cli_args", []), *test_files],
+                              cwd=STAGE / "mutants", env=env, capture_output=True, timeout=TIMEOUT).returncode
+    except subprocess.TimeoutExpired:  # the mutant made something loop: caught, as mutmut counts a timeout
+        return 1
 
 
 def main(test_files: list[str]) -> int:

@@ -132,3 +132,32 @@ def test_a_backup_is_a_copy_where_hard_links_fail(tmp_path: Path, monkeypatch: p
     backup.restore()
     assert target.read_bytes() == b"old bytes" and (os.stat(target).st_mode & 0o777) == 0o640
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pred.bin"]
+
+
+def test_short_writes_are_continued_to_the_last_byte(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bob.fileio import write_atomic
+
+    real_write = os.write
+    monkeypatch.setattr(os, "write", lambda fd, data: real_write(fd, bytes(data)[:7]))  # 7 bytes a call
+    write_atomic(tmp_path / "out.bin", bytes(range(100)))
+    assert (tmp_path / "out.bin").read_bytes() == bytes(range(100))
+
+
+def test_the_directory_fsynced_is_the_target_s(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A rename is durable once its directory is fsynced: that directory, not the working one.
+    from bob.fileio import write_atomic
+
+    (tmp_path / "sub").mkdir()
+    synced: list[str] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")), real_fsync(fd)))
+    monkeypatch.chdir(tmp_path)
+    write_atomic(tmp_path / "sub" / "out.bin", b"data")
+    assert synced[-1] == str(tmp_path / "sub")
+
+
+def test_a_path_too_long_to_open_is_that_os_error(tmp_path: Path) -> None:
+    path = tmp_path / ("x" * 5000)
+    with pytest.raises(OSError) as info:
+        read_bounded(path, 10)
+    assert info.value.errno == errno.ENAMETOOLONG and not isinstance(info.value, NotARegularFile)
