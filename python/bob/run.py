@@ -344,7 +344,6 @@ class QuickArgs:
         self.__dict__.update(values)
 
 
-_OPTIONS = ("input", "checkpoint", "predictions", "wait")
 _FLAGS = ("json", "debug")
 
 

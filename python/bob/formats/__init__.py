@@ -18,6 +18,8 @@ what it needs).
 
 from __future__ import annotations
 
+from bob import _import  # the package's lazy importer, which avoids importing importlib
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
@@ -38,12 +40,6 @@ _LAZY = {
 }
 
 __all__ = list(_LAZY)
-
-
-def _import(module: str) -> Any:
-    # __import__ rather than importlib.import_module: importing importlib
-    # (and the warnings module it pulls in) is a share of bob-run's start-up.
-    return __import__(module, fromlist=["__name__"])
 
 
 def __getattr__(name: str) -> Any:
