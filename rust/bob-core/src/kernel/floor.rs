@@ -22,10 +22,12 @@ pub enum Floor {
     Dividers,
 }
 
-/// A state to time the floors on: P, M, V a few updates into training,
+/// A state to time the floors on: P, M, V some updates into training,
 /// and each row's exp row, max and pinned sum.
 pub struct State {
     n: usize,
+    /// The step the state is at; the floor's passes are steps step + 1 ...
+    step: u64,
     p: Vec<f32>,
     m: Vec<f32>,
     v: Vec<f32>,
@@ -36,7 +38,8 @@ pub struct State {
 
 impl State {
     /// Vocabulary `n`, every row live (pair k = (k, 7k + 3 mod n)), after
-    /// `updates` updates from the seeded start.
+    /// `updates` updates from the seeded start. With 0, the floor's passes
+    /// are the core's own first call: steps 1 to 10 from zero moments.
     pub fn new(n: usize, updates: u64) -> State {
         let mut p = vec![0f32; n * n];
         crate::initialize(&mut p, crate::SEED);
@@ -54,7 +57,7 @@ impl State {
             maxes[r] = row_max(&p[span.clone()]);
             sums[r] = exp_row_and_sum(&p[span.clone()], maxes[r], &mut e[span]);
         }
-        State { n, p, m, v, e, maxes, sums }
+        State { n, step: updates, p, m, v, e, maxes, sums }
     }
 }
 
@@ -142,7 +145,7 @@ fn run_generic(floor: Floor, state: &State, rows: Range<usize>, p: &mut [f32], m
         pair_count: n as f32,
         pair_count_reciprocal: exact_reciprocal(n as f32),
     };
-    let sched = hyper.step_scalars(6);
+    let schedule: Vec<_> = (1..=FLOOR_PASSES as u64).map(|i| hyper.step_scalars(state.step + i)).collect();
     let rk = plan.pair_count_reciprocal.unwrap_or(1.0 / n as f32);
     let mut h = vec![0f32; n];
     // The kernel's blocking: a block of rows makes all its updates while
@@ -151,7 +154,7 @@ fn run_generic(floor: Floor, state: &State, rows: Range<usize>, p: &mut [f32], m
     let local = |r: usize| r - rows.start;
     for block in rows.clone().step_by(ROWS_IN_FLIGHT) {
         let block_end = (block + ROWS_IN_FLIGHT).min(rows.end);
-        for _pass in 0..FLOOR_PASSES {
+        for sched in &schedule {
             for r in block..block_end {
                 // The next row in the block (the block's first after its
                 // last): the exp reads another row's P, as in the kernel.
@@ -166,12 +169,12 @@ fn run_generic(floor: Floor, state: &State, rows: Range<usize>, p: &mut [f32], m
                         // row's exp row, which its own pass divides next.
                         let (pi, next_p) = pair_of_rows(p, n, local(r), local(next));
                         let (ei, next_e) = pair_of_rows_mut(e, n, local(r), local(next));
-                        phase2_inner(&plan, &sched, &row, pi, mi, vi, ei, next_p, state.maxes[next], next_e,
+                        phase2_inner(&plan, sched, &row, pi, mi, vi, ei, next_p, state.maxes[next], next_e,
                                      |x| x * rk);
                     }
                     Floor::FusedLoop => {
                         let (pi, ei) = (&mut p[span.clone()], &mut e[span.clone()]);
-                        phase2_inner(&plan, &sched, &row, pi, mi, vi, ei, &[], 0.0, &mut [], |x| x * rk);
+                        phase2_inner(&plan, sched, &row, pi, mi, vi, ei, &[], 0.0, &mut [], |x| x * rk);
                     }
                     Floor::Dividers => {
                         let (pi, mi, vi, ei) = (&mut p[span.clone()], &mi[..n], &vi[..n], &e[span.clone()]);
