@@ -1,15 +1,16 @@
 """A seeded random sample of the mutants the last mutmut run did not reach.
 
-    .venv/bin/python scripts/mutants_sample.py COUNT SEED [PREFIX] > target/mutmut-sample.txt
-    (cd target/mutmut && BOB_CHECKOUT="$PWD/../.." ../../.venv/bin/mutmut run $(cat ../mutmut-sample.txt))
+    .venv/bin/python scripts/mutants_sample.py COUNT SEED [PREFIX ...] > target/mutmut-samples/NN-LABEL.txt
+    (cd target/mutmut && BOB_CHECKOUT="$PWD/../.." ../../.venv/bin/mutmut run $(cat ../mutmut-samples/NN-LABEL.txt))
 
 mutmut runs the mutants with the cheapest tests first, so a run stopped
 part-way has covered the cheap functions and none of the dear ones (the
 write path, the lock, bob-run's command line). A uniform random sample of
 what is left, run to the end, gives an unbiased estimate for that part;
 scripts/mutants_summary.py reports the two parts apart (docs/testing.md).
-PREFIX (``bob.fileio.``) samples one group further; save that sample as
-``target/mutmut-sample-<group>.txt`` so the summary weighs it with its group.
+PREFIXes (``bob.run. bob.commands.``) sample one group. NN orders the
+samples: for each group, the summary lets its newest sample stand for the
+mutants still not run, and counts every other mutant with a result as itself.
 """
 
 from __future__ import annotations
@@ -20,18 +21,18 @@ import sys
 from mutants_summary import python_outcomes
 
 
-def not_run(prefix: str = "") -> list[str]:
+def not_run(prefixes: tuple[str, ...] = ("",)) -> list[str]:
     """The names of the mutants mutmut has no result for, sorted."""
     return sorted(name for _, name, status in python_outcomes(recheck=False)
-                  if status == "not checked" and name.startswith(prefix))
+                  if status == "not checked" and name.startswith(prefixes))
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) not in (2, 3):
+    if len(argv) < 2:
         print(__doc__, file=sys.stderr)
         return 2
     count, seed = int(argv[0]), int(argv[1])
-    left = not_run(argv[2] if len(argv) == 3 else "")
+    left = not_run(tuple(argv[2:]) or ("",))
     for name in sorted(random.Random(seed).sample(left, min(count, len(left)))):
         print(name)
     print(f"{min(count, len(left))} of {len(left)} mutants not run (seed {seed})", file=sys.stderr)

@@ -13,6 +13,7 @@ the last run did not report as surviving is printed as stale.
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from collections import Counter, defaultdict
@@ -25,9 +26,11 @@ RUST = ROOT / "target" / "mutants-rust" / "mutants.out" / "outcomes.json"
 RUST_RECHECK = ROOT / "target" / "mutants-rust-recheck" / "mutants.out" / "outcomes.json"
 PYTHON_STAGE = ROOT / "target" / "mutmut"
 PYTHON_RECHECK = ROOT / "target" / "mutmut-recheck.json"  # scripts/mutants_recheck.py
-# scripts/mutants_sample.py: random samples of the mutants a stopped run left
-# (mutmut-sample.txt, and mutmut-sample-<group>.txt for a group sampled further).
-PYTHON_SAMPLES = sorted((ROOT / "target").glob("mutmut-sample*.txt"))
+# scripts/mutants_sample.py: uniform random samples of the mutants not run
+# yet, named so that they sort in the order they were drawn
+# (target/mutmut-samples/01-all.txt, 02-fileio.txt, ...). For each group the
+# newest sample with members in it stands for the mutants still not run.
+PYTHON_SAMPLES = sorted((ROOT / "target" / "mutmut-samples").glob("*.txt"))
 # The groups issue 13 sets its aim on.
 GROUPS = {"formats/": ("bob.formats",), "fileio.py": ("bob.fileio",), "invocation.py": ("bob.invocation",),
           "run.py, commands.py": ("bob.run", "bob.commands")}
@@ -118,38 +121,63 @@ def scored(outcomes: list[tuple[str, str, str]], equivalent: set[str]) -> tuple[
     return killed, killed + survived
 
 
-def estimate(python: list[tuple[str, str, str]], before: list[tuple[str, str, str]], sample: set[str],
-             equivalent: set[str]) -> list[str]:
-    """A stopped run (every mutant it reached) plus uniform random samples of
-    the rest: the two parts' scores, and the estimated score of each group,
-    each sampled mutant standing for its group's (mutants not reached) /
-    (sampled) — the groups are sampled apart when a second sample adds to one.
+def estimate(python: list[tuple[str, str, str]], samples: list[set[str]], equivalent: set[str]) -> list[str]:
+    """Each group's score over every mutant, run or not.
 
-    The re-checks close the survivors of what ran; the unsampled mutants were
-    never run against the tests written since. So the last column also
-    counts the sample as it was before the re-checks: a lower bound for the
-    whole scope, were the new tests to kill none of the unsampled survivors."""
+    A mutant with a result (the stopped run, an earlier sample, its re-check)
+    counts as itself: that is its status against today's tests. The mutants
+    still not run are estimated from the group's newest sample, a uniform
+    random draw from those that were not run when it was drawn, run to its
+    end against the tests of that day: each sampled mutant stands for
+    (not run + sampled) / sampled of them. The bound is one-sided 95 %
+    (Clopper–Pearson on the sample's survivors); the "all" row adds the
+    groups' bounds, which is more cautious still."""
     ran = KILLED | SURVIVED
-    status_before = {name: status for _, name, status in before}
-    lines = ["## python/bob: the run's part and the samples, by the groups of issue 13", "",
-             "| group | not reached / sampled | run: killed / scored | sample: killed / scored | estimated score | "
-             "sample before the re-checks | lower bound |", "|---|---|---|---|---|---|---|"]
-    totals = [0.0, 0.0, 0.0, 0.0]  # estimate killed, scored; lower bound killed, scored
+    lines = ["## python/bob: every mutant, by the groups of issue 13", "",
+             "| group | mutants | known: killed / scored | not run / sampled | sample: killed / scored | "
+             "estimated score | 95 % lower bound |", "|---|---|---|---|---|---|---|"]
+    totals = [0.0, 0.0, 0.0, 0.0]  # estimate killed, scored; bound killed, scored
+    notes = []
     for group, prefixes in GROUPS.items():
         mine = [o for o in python if o[0].startswith(prefixes)]
-        reached = [o for o in mine if o[1] not in sample and o[2] in ran]
+        names = {o[1] for o in mine}
+        sample = next((s & names for s in reversed(samples) if s & names), set())
+        known = [o for o in mine if o[1] not in sample and o[2] in ran]
         sampled = [o for o in mine if o[1] in sample and o[2] in ran]
+        if len(sampled) < len(sample):
+            notes.append(f"{group}: its newest sample has {len(sample) - len(sampled)} of {len(sample)} "
+                         "mutants not run yet; a sample stopped part-way is not a uniform one")
         left = sum(1 for o in mine if o[2] not in ran) + len(sampled)
         weight = left / len(sampled) if sampled else 0.0
-        a, b = scored(reached, equivalent), scored(sampled, equivalent)
-        c = scored([(m, n, status_before.get(n, st)) for m, n, st in sampled], equivalent)
+        if left and not sampled:
+            notes.append(f"{group}: {left} mutants not run and no sample of them; the score covers the rest")
+        a, b = scored(known, equivalent), scored(sampled, equivalent)
         est = (a[0] + weight * b[0], a[1] + weight * b[1])
-        low = (a[0] + weight * c[0], a[1] + weight * c[1])
+        survival_bound = clopper_pearson_upper(b[1] - b[0], b[1]) if b[1] else 0.0
+        low = (a[0] + weight * b[1] * (1 - survival_bound), est[1])
         totals = [totals[0] + est[0], totals[1] + est[1], totals[2] + low[0], totals[3] + low[1]]
-        lines.append(f"| {group} | {left} / {len(sampled)} | {a[0]} / {a[1]} | {b[0]} / {b[1]} | "
-                     f"{percent(*est)} | {c[0]} / {c[1]} | {percent(*low)} |")
-    lines.append(f"| **all** | | | | {percent(totals[0], totals[1])} | | {percent(totals[2], totals[3])} |")
-    return lines + [""]
+        partial = " (what ran)" if left and not sampled else ""
+        lines.append(f"| {group} | {len(mine)} | {a[0]} / {a[1]} | {left} / {len(sampled)} | {b[0]} / {b[1]} | "
+                     f"{percent(*est)}{partial} | {percent(*low)}{partial} |")
+    lines.append(f"| **all** | {sum(1 for o in python if o[0].startswith(sum(GROUPS.values(), ())))} | | | | "
+                 f"{percent(totals[0], totals[1])} | {percent(totals[2], totals[3])} |")
+    return lines + [""] + [f"- {note}" for note in notes] + ([""] if notes else [])
+
+
+def clopper_pearson_upper(survivors: int, scored: int, confidence: float = 0.95) -> float:
+    """The largest survival rate q for which seeing at most `survivors` of
+    `scored` still has probability 1 - confidence (one-sided, exact)."""
+    if survivors >= scored:
+        return 1.0
+
+    def at_most(q: float) -> float:
+        return sum(math.comb(scored, k) * q**k * (1 - q) ** (scored - k) for k in range(survivors + 1))
+
+    lo, hi = 0.0, 1.0
+    for _ in range(60):  # at_most falls as q rises
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if at_most(mid) > 1 - confidence else (lo, mid)
+    return hi
 
 
 def percent(killed: float, scored: float) -> str:
@@ -161,8 +189,7 @@ def main() -> int:
     rust, python = rust_outcomes(), python_outcomes()
     lines = table("rust/bob-core (cargo-mutants)", rust, equivalent) + table("python/bob (mutmut)", python, equivalent)
     if PYTHON_SAMPLES and python:
-        sample = {name for path in PYTHON_SAMPLES for name in path.read_text().split()}
-        lines += estimate(python, python_outcomes(recheck=False), sample, equivalent)
+        lines += estimate(python, [set(path.read_text().split()) for path in PYTHON_SAMPLES], equivalent)
     print("\n".join(lines))
     survivors = {name for _, name, status in rust + python if status in SURVIVED}
     stale = sorted(equivalent - survivors)
