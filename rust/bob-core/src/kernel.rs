@@ -401,24 +401,36 @@ fn run_rows_generic(
         if live.is_empty() {
             continue;
         }
+        // Phase 1 (exp and pinned sum) of the chain's first row, on its own
+        // for the first update only: for each later update it shares the
+        // previous update's last loop (the first row has made that update
+        // by then, and its scratch row has been read).
+        let (first, _) = live[0];
+        let span = first * n..(first + 1) * n;
+        let mx = row_max(&pb[span.clone()]);
+        sums[first] = exp_row_and_sum(&pb[span.clone()], mx, &mut e[span]);
         for (t, sched) in schedule.iter().enumerate() {
-            // Phase 1 (exp and pinned sum) of the chain's first row.
-            let (first, _) = live[0];
-            let span = first * n..(first + 1) * n;
-            let mx = row_max(&pb[span.clone()]);
-            sums[first] = exp_row_and_sum(&pb[span.clone()], mx, &mut e[span]);
+            if t > 0 && live.len() == 1 {
+                let span = first * n..(first + 1) * n;
+                let mx = row_max(&pb[span.clone()]);
+                sums[first] = exp_row_and_sum(&pb[span.clone()], mx, &mut e[span]);
+            }
             for k in 0..live.len() {
                 let (i, ref slots) = live[k];
                 let c = slots.len() as f32;
                 let span = i * n..(i + 1) * n;
                 let row = LiveRow { c, h: &h[span.clone()], s: sums[i] };
-                if let Some(&(j, _)) = live.get(k + 1) {
-                    // Phase 2 of row i with phase 1 of the next live row j.
-                    let (p_lo, p_hi) = pb.split_at_mut(j * n);
-                    let (e_lo, e_hi) = e.split_at_mut(j * n);
-                    let (pj, ej) = (&p_hi[..n], &mut e_hi[..n]);
+                let next = match live.get(k + 1) {
+                    Some(&(j, _)) => Some(j),
+                    None if t + 1 < updates && k > 0 => Some(first),
+                    None => None,
+                };
+                if let Some(j) = next {
+                    // Phase 2 of row i with phase 1 of row j: the next live
+                    // row, or after the last, the first for the next update.
+                    let (pi, pj) = pair_of_rows_mut(pb, n, i, j);
+                    let (ei, ej) = pair_of_rows_mut(&mut e, n, i, j);
                     let mxj = row_max(pj);
-                    let (pi, ei) = (&mut p_lo[span.clone()], &mut e_lo[span.clone()]);
                     phase2_with_exp(plan, sched, &row, pi, &mut mb[span.clone()], &mut vb[span.clone()], ei, pj, mxj, ej);
                     sums[j] = pinned_sum(ej);
                 } else {
@@ -432,6 +444,17 @@ fn run_rows_generic(
                 }
             }
         }
+    }
+}
+
+/// Rows `a` and `b` (distinct) of a buffer of `n`-value rows, both mutable.
+fn pair_of_rows_mut(buffer: &mut [f32], n: usize, a: usize, b: usize) -> (&mut [f32], &mut [f32]) {
+    if a < b {
+        let (lo, hi) = buffer.split_at_mut(b * n);
+        (&mut lo[a * n..(a + 1) * n], &mut hi[..n])
+    } else {
+        let (lo, hi) = buffer.split_at_mut(a * n);
+        (&mut hi[..n], &mut lo[b * n..(b + 1) * n])
     }
 }
 
@@ -506,26 +529,33 @@ fn phase2_inner(
     }
 }
 
-/// max_j P[j]. The maximum of finite values is exact in any order; eight
-/// lanes only let it vectorize.
+/// max_j P[j]. The maximum of finite values is the same in any order
+/// (NaNs never enter a lane; -0.0 and +0.0, the only equal values with other
+/// bits, give the same exp of P[j] - mx), so four independent eight-lane
+/// accumulators shorten the chain of dependent maxima to a quarter.
 #[inline(always)]
 fn row_max(p: &[f32]) -> f32 {
-    let mut lanes = [f32::NEG_INFINITY; 8];
-    let chunks = p.chunks_exact(8);
+    let mut lanes = [[f32::NEG_INFINITY; 8]; 4];
+    let chunks = p.chunks_exact(32);
     let tail = chunks.remainder();
     for chunk in chunks {
-        for k in 0..8 {
-            lanes[k] = if chunk[k] > lanes[k] { chunk[k] } else { lanes[k] };
+        for (a, lanes) in lanes.iter_mut().enumerate() {
+            for k in 0..8 {
+                let x = chunk[8 * a + k];
+                lanes[k] = if x > lanes[k] { x } else { lanes[k] };
+            }
         }
     }
     for (k, &x) in tail.iter().enumerate() {
-        lanes[k] = if x > lanes[k] { x } else { lanes[k] };
+        let lane = &mut lanes[k / 8][k % 8];
+        *lane = if x > *lane { x } else { *lane };
     }
-    let mut mx = lanes[0];
-    for &x in &lanes[1..] {
-        mx = if x > mx { x } else { mx };
+    let max = |a: f32, b: f32| if b > a { b } else { a };
+    let mut folded = [f32::NEG_INFINITY; 8];
+    for k in 0..8 {
+        folded[k] = max(max(lanes[0][k], lanes[1][k]), max(lanes[2][k], lanes[3][k]));
     }
-    mx
+    folded.into_iter().fold(f32::NEG_INFINITY, max)
 }
 
 /// e[j] = exp_pinned(P[j] - mx), then their pinned eight-lane sum. Two

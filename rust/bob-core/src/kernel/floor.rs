@@ -167,7 +167,7 @@ fn run_generic(floor: Floor, state: &State, rows: Range<usize>, p: &mut [f32], m
                     Floor::FusedLoop if next != r => {
                         // As in the kernel, the exp goes to the next
                         // row's exp row, which its own pass divides next.
-                        let (pi, next_p) = pair_of_rows(p, n, local(r), local(next));
+                        let (pi, next_p) = pair_of_rows_mut(p, n, local(r), local(next));
                         let (ei, next_e) = pair_of_rows_mut(e, n, local(r), local(next));
                         phase2_inner(&plan, sched, &row, pi, mi, vi, ei, next_p, state.maxes[next], next_e,
                                      |x| x * rk);
@@ -192,20 +192,3 @@ fn run_generic(floor: Floor, state: &State, rows: Range<usize>, p: &mut [f32], m
 
 /// Passes each block of rows makes (the core's updates per call).
 pub const FLOOR_PASSES: usize = 10;
-
-/// Row `a` (mutable) and row `b` (read) of a buffer of `n`-value rows; a != b.
-fn pair_of_rows(buffer: &mut [f32], n: usize, a: usize, b: usize) -> (&mut [f32], &[f32]) {
-    let (a, b) = pair_of_rows_mut(buffer, n, a, b);
-    (a, b)
-}
-
-/// Rows `a` and `b` (distinct) of a buffer of `n`-value rows, both mutable.
-fn pair_of_rows_mut(buffer: &mut [f32], n: usize, a: usize, b: usize) -> (&mut [f32], &mut [f32]) {
-    if a < b {
-        let (lo, hi) = buffer.split_at_mut(b * n);
-        (&mut lo[a * n..(a + 1) * n], &mut hi[..n])
-    } else {
-        let (lo, hi) = buffer.split_at_mut(a * n);
-        (&mut hi[..n], &mut lo[b * n..(b + 1) * n])
-    }
-}
