@@ -103,23 +103,10 @@ def read_bounded_buffer(path: "str | os.PathLike[str]", limit: int) -> bytearray
     """:func:`read_bounded`, giving the buffer the file was read into (no
     copy): ``bob-run`` trains in it and writes it back."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | _CLOEXEC)
+        fd, st = open_regular(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
-    except OSError:
-        # A socket cannot be opened at all (ENXIO): name it for what it is,
-        # as fstat would have; any other failure is the caller's OSError.
-        try:
-            mode = os.stat(path).st_mode
-        except OSError:
-            mode = stat.S_IFREG
-        if not stat.S_ISREG(mode):
-            raise NotARegularFile(path, mode) from None
-        raise
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise NotARegularFile(path, st.st_mode)
         if st.st_size > limit:
             raise FileTooLarge(st.st_size, os.read(fd, _HEAD))
         data = _read_to_end(fd, st.st_size, limit)
@@ -128,6 +115,40 @@ def read_bounded_buffer(path: "str | os.PathLike[str]", limit: int) -> bytearray
         return data
     finally:
         os.close(fd)
+
+
+def open_regular(path: "str | os.PathLike[str]", flags: int, mode: int = 0o666) -> "tuple[int, os.stat_result]":
+    """A descriptor of the regular file ``path`` and its ``fstat``, opened
+    with ``flags`` and what every path bob is given is opened with:
+    ``O_NONBLOCK`` (a FIFO does not hang the open), ``O_NOCTTY`` (a terminal
+    does not become bob's controlling terminal) and ``O_CLOEXEC``.
+
+    Anything but a regular file is :class:`NotARegularFile`, decided from the
+    ``fstat`` of the descriptor, or, where the open itself fails (a socket
+    cannot be opened), from the path's ``stat`` (``lstat`` under
+    ``O_NOFOLLOW``: a link keeps the open's own error). Any other failure is
+    the open's ``OSError``.
+    """
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK | os.O_NOCTTY | _CLOEXEC, mode)
+    except FileNotFoundError:
+        raise
+    except OSError:
+        try:
+            st_mode = os.stat(path, follow_symlinks=not flags & os.O_NOFOLLOW).st_mode
+        except OSError:
+            st_mode = stat.S_IFREG
+        if not (stat.S_ISREG(st_mode) or stat.S_ISLNK(st_mode)):
+            raise NotARegularFile(path, st_mode) from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotARegularFile(path, st.st_mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
 
 
 def _read_to_end(fd: int, size: int, limit: int) -> bytearray:
@@ -215,7 +236,7 @@ def _create_temporary(target: str) -> tuple[str, int]:
         tmp = temporary_name(target)
         try:
             return tmp, os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o666)
-        except FileExistsError:  # pragma: no cover - 48 random bits
+        except FileExistsError:  # 48 random bits: someone put it there
             continue
     raise FileExistsError(errno.EEXIST, "could not create a temporary file", target)  # pragma: no cover
 

@@ -76,30 +76,41 @@ class CheckpointLock:
         self.fd: int | None = None
 
     def __enter__(self) -> "CheckpointLock":
+        from bob.fileio import open_regular
+
+        try:
+            fd, _ = open_regular(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW)
+        except OSError as exc:  # the checkpoint itself is fine: say which file is not
+            raise self._unusable(exc) from None
+        try:
+            self._wait_for(fd)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except BaseException as exc:
+            os.close(fd)
+            if isinstance(exc, OSError):
+                raise self._unusable(exc) from None
+            raise
+        self.fd = fd
+        return self
+
+    def _wait_for(self, fd: int) -> None:
         import fcntl
 
-        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-        try:
-            fd = os.open(self.path, flags, 0o666)
-        except OSError as exc:  # the checkpoint itself is fine: say which file is not
-            raise Refused(f"its lock file {show_path(self.path)} cannot be used: {os_reason(exc)}; "
-                          "nothing was changed", option="--checkpoint") from None
         deadline = time.monotonic() + self.wait_seconds
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
+                return
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    holder = _read_holder(fd)
-                    os.close(fd)
-                    raise Refused(f"the checkpoint is in use by another bob-run{holder}; nothing was changed "
-                                  "(use --wait SECONDS to wait for it)", code=EXIT_BUSY) from None
+                    raise Refused(f"the checkpoint is in use by another bob-run{_read_holder(fd)}; nothing was "
+                                  "changed (use --wait SECONDS to wait for it)", code=EXIT_BUSY) from None
                 time.sleep(0.02)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self.fd = fd
-        return self
+
+    def _unusable(self, exc: OSError) -> Refused:
+        return Refused(f"its lock file {show_path(self.path)} cannot be used: {os_reason(exc)}; "
+                       "nothing was changed", option="--checkpoint")
 
     def __exit__(self, *exc: object) -> None:
         if self.fd is not None:
@@ -239,8 +250,7 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     with about("--input", input_path, "input record"):
         contexts, targets, prompt_words = _read_record(input_path)
 
-    with about("--checkpoint", checkpoint_path):
-        lock = CheckpointLock(checkpoint_target, wait_seconds).__enter__()
+    lock = CheckpointLock(checkpoint_target, wait_seconds).__enter__()
     try:
         cleaned = clean_stale_temporaries(checkpoint_target) + clean_stale_temporaries(predictions_target)
         with about("--checkpoint", checkpoint_path, "checkpoint"):

@@ -179,7 +179,46 @@ def test_the_lock_file_is_never_followed_through_a_link(work: Path, capsys) -> N
     os.mkdir(lock)
     assert main(argv(work)) == 2
     assert capsys.readouterr().err == (f"bob-run: refused: --checkpoint: its lock file {lock} cannot be used: "
-                                       "is a directory; nothing was changed\n")
+                                       "a directory, not a regular file; nothing was changed\n")
+
+
+@pytest.mark.parametrize("kind, words", [("fifo", "a FIFO (named pipe)"), ("socket", "a socket"),
+                                         ("char-device", "a character device")])
+def test_a_lock_file_that_is_not_a_regular_file_is_named_for_what_it_is(work: Path, capsys, kind: str,
+                                                                         words: str) -> None:
+    # The same opening as every path bob reads (bob.fileio.open_regular):
+    # never blocking on a FIFO, never taking a terminal as bob's own.
+    from conftest import make_special
+
+    lock = lock_path_for(str(work / "ck.bin"))
+    keep = make_special(kind, Path(lock))
+    assert main(argv(work)) == 2
+    assert capsys.readouterr().err == (f"bob-run: refused: --checkpoint: its lock file {lock} cannot be used: "
+                                       f"{words}, not a regular file; nothing was changed\n")
+    assert sorted(p.name for p in work.iterdir()) == sorted([".ck.bin.bob-lock", "rec.bin"])
+    del keep
+
+
+@pytest.mark.parametrize("failing", ["ftruncate", "pwrite"])
+def test_a_lock_file_that_cannot_take_the_pid_is_named_and_released(work: Path, capsys, monkeypatch,
+                                                                    failing: str) -> None:
+    # A full disk can refuse even the lock file's few bytes: the refusal
+    # names the lock file, not the checkpoint, and the lock is let go.
+    def full(*args: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, failing, full)
+    assert main(argv(work)) == 2
+    lock = lock_path_for(str(work / "ck.bin"))
+    assert capsys.readouterr().err == (f"bob-run: refused: --checkpoint: its lock file {lock} cannot be used: "
+                                       "no space left on device; nothing was changed\n")
+    assert sorted(p.name for p in work.iterdir()) == [".ck.bin.bob-lock", "rec.bin"]
+    monkeypatch.undo()
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free: bob-run closed its descriptor
+    finally:
+        os.close(fd)
 
 
 def test_refusals_under_json_are_one_whole_error_object(work: Path, capsys) -> None:

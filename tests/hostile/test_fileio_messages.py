@@ -161,3 +161,56 @@ def test_a_path_too_long_to_open_is_that_os_error(tmp_path: Path) -> None:
     with pytest.raises(OSError) as info:
         read_bounded(path, 10)
     assert info.value.errno == errno.ENAMETOOLONG and not isinstance(info.value, NotARegularFile)
+
+
+def test_a_terminal_given_as_a_file_does_not_become_the_controlling_terminal(tmp_path: Path) -> None:
+    # Opening a terminal without O_NOCTTY makes it the controlling terminal
+    # of a session leader that has none (a daemon, a job run under setsid):
+    # a --checkpoint naming a pty would then tie bob to it (SIGHUP on its
+    # hang-up, /dev/tty opening it). bob refuses the path, and takes nothing.
+    import pty
+    import subprocess
+    import sys
+
+    leader, follower = pty.openpty()
+    try:
+        name = os.ttyname(follower)
+        os.close(follower)
+        script = (
+            "import errno, os, sys\n"
+            "from bob.fileio import NotARegularFile, read_bounded_buffer\n"
+            "try:\n"
+            "    read_bounded_buffer(sys.argv[1], 100)\n"
+            "except NotARegularFile as exc:\n"
+            "    print(exc.kind)\n"
+            "try:\n"
+            "    os.close(os.open('/dev/tty', os.O_RDWR))\n"
+            "    print('controlling terminal')\n"
+            "except OSError as exc:\n"
+            "    print(errno.errorcode[exc.errno])\n"
+        )
+        done = subprocess.run([sys.executable, "-c", script, name], capture_output=True, text=True,
+                              start_new_session=True, stdin=subprocess.DEVNULL, timeout=60)
+    finally:
+        os.close(leader)
+    assert done.stdout.split("\n") == ["a character device", "ENXIO", ""], done.stderr
+
+
+def test_a_temporary_name_already_taken_is_never_written_through(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # Temporary names carry 48 random bits, so a taken one means someone put
+    # it there: a link to a file of theirs, say. It is skipped (O_EXCL),
+    # never opened and written through, and the next name is used.
+    import bob.fileio
+    from bob.fileio import write_atomic
+
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"theirs")
+    target = tmp_path / "target"
+    taken = tmp_path / ".target.bob-tmp-taken"
+    os.symlink(victim, taken)
+    names = iter([str(taken), str(taken), str(tmp_path / ".target.bob-tmp-fresh")])
+    monkeypatch.setattr(bob.fileio, "temporary_name", lambda _target, pid=None: next(names))
+    write_atomic(target, b"ours")
+    assert victim.read_bytes() == b"theirs" and target.read_bytes() == b"ours"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".target.bob-tmp-taken", "target", "victim"]
