@@ -10,13 +10,23 @@ what is left, run to the end, gives an unbiased estimate for that part;
 scripts/mutants_summary.py reports the two parts apart (docs/testing.md).
 PREFIXes (``bob.run. bob.commands.``) sample one group. NN orders the
 samples: for each group, the summary lets its newest sample stand for the
-mutants still not run, and counts every other mutant with a result as itself.
+mutants still not run, and counts every mutant with a result as itself.
+
+    .venv/bin/python scripts/mutants_sample.py --record target/mutmut-samples/NN-LABEL.txt
+
+right after the sample's run, before any test is added, keeps what it
+found (NN-LABEL.ran.json): tests written for its survivors kill them, but
+say nothing of the survivors it did not draw, so the summary estimates the
+mutants not run from the sample as it ran.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import sys
+from collections import Counter
+from pathlib import Path
 
 from mutants_summary import python_outcomes
 
@@ -27,7 +37,20 @@ def not_run(prefixes: tuple[str, ...] = ("",)) -> list[str]:
                   if status == "not checked" and name.startswith(prefixes))
 
 
+def record(sample: Path) -> int:
+    """Write ``sample``'s statuses as mutmut reports them now beside it."""
+    names = sample.read_text().split()
+    status = {name: st for _, name, st in python_outcomes(recheck=False)}
+    ran = {name: status.get(name, "not checked") for name in names}
+    sample.with_suffix(".ran.json").write_text(json.dumps(ran, indent=1, sort_keys=True) + "\n")
+    counts = Counter(ran.values())
+    print(f"{sample.name}: " + ", ".join(f"{n} {st}" for st, n in sorted(counts.items())), file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[0] == "--record":
+        return record(Path(argv[1]))
     if len(argv) < 2:
         print(__doc__, file=sys.stderr)
         return 2

@@ -28,8 +28,9 @@ PYTHON_STAGE = ROOT / "target" / "mutmut"
 PYTHON_RECHECK = ROOT / "target" / "mutmut-recheck.json"  # scripts/mutants_recheck.py
 # scripts/mutants_sample.py: uniform random samples of the mutants not run
 # yet, named so that they sort in the order they were drawn
-# (target/mutmut-samples/01-all.txt, 02-fileio.txt, ...). For each group the
-# newest sample with members in it stands for the mutants still not run.
+# (target/mutmut-samples/01-all.txt, 02-fileio.txt, ...), each with the
+# record of its run (.ran.json). For each group the newest sample with
+# members in it stands for the mutants still not run.
 PYTHON_SAMPLES = sorted((ROOT / "target" / "mutmut-samples").glob("*.txt"))
 # The groups issue 13 sets its aim on.
 GROUPS = {"formats/": ("bob.formats",), "fileio.py": ("bob.fileio",), "invocation.py": ("bob.invocation",),
@@ -121,44 +122,50 @@ def scored(outcomes: list[tuple[str, str, str]], equivalent: set[str]) -> tuple[
     return killed, killed + survived
 
 
-def estimate(python: list[tuple[str, str, str]], samples: list[set[str]], equivalent: set[str]) -> list[str]:
+def estimate(python: list[tuple[str, str, str]], samples: list[Path], equivalent: set[str]) -> list[str]:
     """Each group's score over every mutant, run or not.
 
-    A mutant with a result (the stopped run, an earlier sample, its re-check)
-    counts as itself: that is its status against today's tests. The mutants
-    still not run are estimated from the group's newest sample, a uniform
-    random draw from those that were not run when it was drawn, run to its
-    end against the tests of that day: each sampled mutant stands for
-    (not run + sampled) / sampled of them. The bound is one-sided 95 %
-    (Clopper–Pearson on the sample's survivors); the "all" row adds the
-    groups' bounds, which is more cautious still."""
+    A mutant with a result (a run, a sample, a re-check) counts as itself:
+    its status against today's tests. The mutants still not run are
+    estimated from the group's newest sample as it ran (NN-LABEL.ran.json,
+    written by ``mutants_sample.py --record``): a uniform random draw from
+    the mutants not run when it was drawn, so its rate of killed and of
+    scored mutants stands for theirs. Tests written since for its survivors
+    do not raise that rate: they kill the sampled survivors only. The bound
+    is one-sided 95 % (Clopper-Pearson on the sample's survivors); the
+    "all" row adds the groups' bounds, which is more cautious still."""
     ran = KILLED | SURVIVED
+    records = [(path, json.loads(path.with_suffix(".ran.json").read_text())
+                if path.with_suffix(".ran.json").exists() else None) for path in samples]
     lines = ["## python/bob: every mutant, by the groups of issue 13", "",
-             "| group | mutants | known: killed / scored | not run / sampled | sample: killed / scored | "
-             "estimated score | 95 % lower bound |", "|---|---|---|---|---|---|---|"]
+             "| group | mutants | known: killed / scored | not run | newest sample as it ran: killed / scored "
+             "of sampled | estimated score | 95 % lower bound |", "|---|---|---|---|---|---|---|"]
     totals = [0.0, 0.0, 0.0, 0.0]  # estimate killed, scored; bound killed, scored
     notes = []
     for group, prefixes in GROUPS.items():
         mine = [o for o in python if o[0].startswith(prefixes)]
-        names = {o[1] for o in mine}
-        sample = next((s & names for s in reversed(samples) if s & names), set())
-        known = [o for o in mine if o[1] not in sample and o[2] in ran]
-        sampled = [o for o in mine if o[1] in sample and o[2] in ran]
-        if len(sampled) < len(sample):
-            notes.append(f"{group}: its newest sample has {len(sample) - len(sampled)} of {len(sample)} "
-                         "mutants not run yet; a sample stopped part-way is not a uniform one")
-        left = sum(1 for o in mine if o[2] not in ran) + len(sampled)
-        weight = left / len(sampled) if sampled else 0.0
-        if left and not sampled:
-            notes.append(f"{group}: {left} mutants not run and no sample of them; the score covers the rest")
-        a, b = scored(known, equivalent), scored(sampled, equivalent)
-        est = (a[0] + weight * b[0], a[1] + weight * b[1])
+        known = [o for o in mine if o[2] in ran]
+        not_run = len(mine) - len(known)
+        a = scored(known, equivalent)
+        path, as_ran = next(((p, r) for p, r in reversed(records)
+                             if any(name.startswith(prefixes) for name in p.read_text().split())), (None, None))
+        sample = [(group, name, status) for name, status in (as_ran or {}).items() if name.startswith(prefixes)]
+        if path is not None and as_ran is None:
+            notes.append(f"{group}: {path.name} has no record of its run yet (mutants_sample.py --record)")
+        elif any(status not in ran for _, _, status in sample):
+            notes.append(f"{group}: {path.name} was stopped part-way: a sample run cheapest first is not uniform")
+            sample = []
+        b = scored(sample, equivalent)
+        share = (b[0] / len(sample), b[1] / len(sample)) if sample else (0.0, 0.0)
+        est = (a[0] + not_run * share[0], a[1] + not_run * share[1])
         survival_bound = clopper_pearson_upper(b[1] - b[0], b[1]) if b[1] else 0.0
-        low = (a[0] + weight * b[1] * (1 - survival_bound), est[1])
+        low = (a[0] + not_run * share[1] * (1 - survival_bound), est[1])
+        if not_run and not sample:
+            notes.append(f"{group}: {not_run} mutants not run and no sample of them: the score is of what ran")
         totals = [totals[0] + est[0], totals[1] + est[1], totals[2] + low[0], totals[3] + low[1]]
-        partial = " (what ran)" if left and not sampled else ""
-        lines.append(f"| {group} | {len(mine)} | {a[0]} / {a[1]} | {left} / {len(sampled)} | {b[0]} / {b[1]} | "
-                     f"{percent(*est)}{partial} | {percent(*low)}{partial} |")
+        sampled = f"{b[0]} / {b[1]} of {len(sample)}" if sample else "-"
+        lines.append(f"| {group} | {len(mine)} | {a[0]} / {a[1]} | {not_run} | {sampled} | "
+                     f"{percent(*est)} | {percent(*low)} |")
     lines.append(f"| **all** | {sum(1 for o in python if o[0].startswith(sum(GROUPS.values(), ())))} | | | | "
                  f"{percent(totals[0], totals[1])} | {percent(totals[2], totals[3])} |")
     return lines + [""] + [f"- {note}" for note in notes] + ([""] if notes else [])
@@ -189,7 +196,7 @@ def main() -> int:
     rust, python = rust_outcomes(), python_outcomes()
     lines = table("rust/bob-core (cargo-mutants)", rust, equivalent) + table("python/bob (mutmut)", python, equivalent)
     if PYTHON_SAMPLES and python:
-        lines += estimate(python, [set(path.read_text().split()) for path in PYTHON_SAMPLES], equivalent)
+        lines += estimate(python, PYTHON_SAMPLES, equivalent)
     print("\n".join(lines))
     survivors = {name for _, name, status in rust + python if status in SURVIVED}
     stale = sorted(equivalent - survivors)

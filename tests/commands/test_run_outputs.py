@@ -182,6 +182,26 @@ def test_the_lock_file_is_never_followed_through_a_link(work: Path, capsys) -> N
                                        "a directory, not a regular file; nothing was changed\n")
 
 
+def test_a_lock_file_that_is_a_link_to_a_directory_is_refused_as_a_link(work: Path, capsys) -> None:
+    lock = lock_path_for(str(work / "ck.bin"))
+    (work / "a-directory").mkdir()
+    os.symlink(work / "a-directory", lock)
+    assert main(argv(work)) == 2
+    assert capsys.readouterr().err == (f"bob-run: refused: --checkpoint: its lock file {lock} cannot be used: "
+                                       "too many levels of symbolic links; nothing was changed\n")
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_new_files_and_the_lock_file_get_0o666_minus_the_umask(work: Path, umask: int) -> None:
+    old = os.umask(umask)
+    try:
+        assert main(argv(work)) == 0
+    finally:
+        os.umask(old)
+    for name in ("ck.bin", "pred.bin", ".ck.bin.bob-lock"):
+        assert os.stat(work / name).st_mode & 0o7777 == 0o666 & ~umask, name
+
+
 @pytest.mark.parametrize("kind, words", [("fifo", "a FIFO (named pipe)"), ("socket", "a socket"),
                                          ("char-device", "a character device")])
 def test_a_lock_file_that_is_not_a_regular_file_is_named_for_what_it_is(work: Path, capsys, kind: str,

@@ -214,3 +214,43 @@ def test_a_temporary_name_already_taken_is_never_written_through(tmp_path: Path,
     write_atomic(target, b"ours")
     assert victim.read_bytes() == b"theirs" and target.read_bytes() == b"ours"
     assert sorted(p.name for p in tmp_path.iterdir()) == [".target.bob-tmp-taken", "target", "victim"]
+
+
+def test_a_link_to_a_special_file_is_named_by_what_it_points_to(tmp_path: Path) -> None:
+    # A socket cannot be opened at all, so its kind comes from stat of the
+    # path; through a link that is the kind of the file linked to.
+    keep = make_special("socket", tmp_path / "socket")
+    link = tmp_path / "link"
+    os.symlink(tmp_path / "socket", link)
+    with pytest.raises(NotARegularFile) as info:
+        read_bounded(link, 100)
+    assert (info.value.kind, info.value.errno, info.value.filename) == ("a socket", errno.EINVAL, str(link))
+    del keep
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_a_new_file_gets_0o666_minus_the_umask(tmp_path: Path, umask: int) -> None:
+    from bob.fileio import write_atomic
+
+    old = os.umask(umask)
+    try:
+        write_atomic(tmp_path / "new", b"bytes")
+    finally:
+        os.umask(old)
+    assert os.stat(tmp_path / "new").st_mode & 0o7777 == 0o666 & ~umask
+
+
+def test_after_sixteen_taken_temporary_names_the_write_gives_up_and_changes_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import bob.fileio
+    from bob.fileio import write_atomic
+
+    target = tmp_path / "target"
+    target.write_bytes(b"old")
+    taken = tmp_path / ".target.bob-tmp-taken"
+    taken.write_bytes(b"someone's")
+    monkeypatch.setattr(bob.fileio, "temporary_name", lambda _target, pid=None: str(taken))
+    with pytest.raises(FileExistsError) as info:
+        write_atomic(target, b"new")
+    assert (info.value.errno, info.value.filename) == (errno.EEXIST, str(target))
+    assert target.read_bytes() == b"old" and taken.read_bytes() == b"someone's"
