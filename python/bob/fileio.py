@@ -238,7 +238,7 @@ def _create_temporary(target: str) -> tuple[str, int]:
             return tmp, os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o666)
         except FileExistsError:  # 48 random bits: someone put it there
             continue
-    raise FileExistsError(errno.EEXIST, "could not create a temporary file", target)  # pragma: no cover
+    raise FileExistsError(errno.EEXIST, "could not create a temporary file", target)
 
 
 def write_atomic(path: "str | os.PathLike[str]", data: bytes | bytearray | memoryview) -> str:
