@@ -21,9 +21,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RUST = ROOT / "target" / "mutants-rust" / "mutants.out" / "outcomes.json"
-# A later run over some mutants only (cargo mutants -F … -o target/mutants-rust-recheck,
-# after adding tests) overrides those mutants' outcomes.
-RUST_RECHECK = ROOT / "target" / "mutants-rust-recheck" / "mutants.out" / "outcomes.json"
+# Later runs over some functions only (cargo mutants -F … -o target/mutants-rust-recheck…,
+# after adding tests or changing those functions), in the order they ran: each
+# stands for every mutant of the functions it covers (their line numbers may
+# have moved since the full run).
+RUST_RECHECKS = sorted((ROOT / "target").glob("mutants-rust-recheck*/mutants.out/outcomes.json"))
 PYTHON_STAGE = ROOT / "target" / "mutmut"
 PYTHON_RECHECK = ROOT / "target" / "mutmut-recheck.json"  # scripts/mutants_recheck.py
 # scripts/mutants_sample.py: uniform random samples of the mutants not run
@@ -53,13 +55,12 @@ def equivalent_names() -> set[str]:
 
 
 def rust_outcomes() -> list[tuple[str, str, str]]:
-    """(module, mutant name, status) of the last cargo-mutants run."""
+    """(module, mutant name, status) of the last cargo-mutants runs."""
     if not RUST.exists():
         return []
-    out: dict[str, tuple[str, str, str]] = {}
-    for path in (RUST, RUST_RECHECK):
-        if not path.exists():
-            continue
+    out: dict[str, tuple[str, str, str, tuple[str, str]]] = {}
+    for path in (RUST, *RUST_RECHECKS):
+        mutants = []
         for o in json.loads(path.read_text())["outcomes"]:
             scenario = o["scenario"]
             if scenario == "Baseline":
@@ -67,8 +68,12 @@ def rust_outcomes() -> list[tuple[str, str, str]]:
             mutant = scenario["Mutant"]
             status = {"CaughtMutant": "caught", "MissedMutant": "missed", "Timeout": "timeout",
                       "Unviable": "unviable"}.get(o["summary"], o["summary"])
-            out[mutant["name"]] = (mutant["file"], mutant["name"], status)
-    return list(out.values())
+            function = (mutant["file"], (mutant.get("function") or {}).get("function_name", ""))
+            mutants.append((mutant["file"], mutant["name"], status, function))
+        covered = {m[3] for m in mutants}
+        out = {name: m for name, m in out.items() if m[3] not in covered}
+        out.update({m[1]: m for m in mutants})
+    return [(file, name, status) for file, name, status, _ in out.values()]
 
 
 def python_outcomes(recheck: bool = True) -> list[tuple[str, str, str]]:
