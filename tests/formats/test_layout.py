@@ -65,6 +65,10 @@ def test_struct_formats_decode_what_the_schema_parses() -> None:
     for name in ("version", "header_bytes", "step", "payload_bytes", "chunk_bytes", "updates_per_invocation",
                  "chunk_count"):
         assert layout.CANONICAL.fields[name].unpack(data) == (parsed[name],)
+    for name in layout.CONTRACT_STRINGS:  # each string's u32 length prefix, then its bytes
+        length, text = layout.CANONICAL.fields[f"{name}.length"], layout.CANONICAL.fields[name]
+        assert length.unpack(data) == (len(parsed[name]),) == (text.size,)
+        assert text.format is None and data[text.offset:text.end] == parsed[name]
     for i, entry in enumerate(parsed.chunk_table):
         assert layout.CHUNK_ENTRY.unpack_from(data, layout.CANONICAL.chunk_table + i * layout.CHUNK_ENTRY.size) == (
             entry.tag, entry.offset, entry.length, entry.digest)

@@ -217,6 +217,19 @@ def test_digest_refusals(trained: bob.Checkpoint) -> None:
                 f"(expected {computed}, got {stored})"}
 
 
+def test_a_checkpoint_larger_than_any_valid_one() -> None:
+    from bob.formats.constants import MAX_CHECKPOINT_BYTES
+    from bob.formats.envelope import ENVELOPE_MAGIC
+
+    big = ENVELOPE_MAGIC + bytes(MAX_CHECKPOINT_BYTES + 1 - len(ENVELOPE_MAGIC))
+    assert refusal(lambda: bob.load_checkpoint(big)) == {
+        "error": "Truncated", "kind": "truncated", "field": "file_size", "index": None, "offset": None,
+        "message": "a checkpoint is never larger than 65536 + 786432 bytes", "expected": "at most 851968",
+        "actual": 851969,
+        "text": "file_size: a checkpoint is never larger than 65536 + 786432 bytes (expected at most 851968, "
+                "got 851969)"}
+
+
 def test_a_step_with_no_room_for_ten_more_updates(trained: bob.Checkpoint) -> None:
     step = 2**64 - 5
     assert refusal(lambda: bob.load_checkpoint(raw(step, trained))) == {
