@@ -8,7 +8,9 @@ the tests — against the staged package with that mutant switched on
 (mutmut's own MUTANT_UNDER_TEST), and records "killed" or "survived" in
 target/mutmut-recheck.json, which scripts/mutants_summary.py lays over the
 run's results. A survivor of the run already passed every older test, so
-the new files are all it needs to meet.
+the new files are all it needs to meet. A mutant once killed stays killed
+(a later re-check with other files does not undo it), and the listed
+equivalents are skipped.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
+
+from mutants_summary import equivalent_names
 
 ROOT = Path(__file__).resolve().parent.parent
 STAGE = ROOT / "target" / "mutmut"
@@ -63,11 +67,16 @@ def main(test_files: list[str]) -> int:
               file=sys.stderr)
         return 1
     results = json.loads(OUT.read_text()) if OUT.exists() else {}
+    equivalent = equivalent_names()
     for name in survivors():
+        # Killed by any test of the suite is killed: a re-check against other
+        # files never takes that back. Listed equivalents are not scored.
+        if results.get(name) == "killed" or name in equivalent:
+            continue
         rc = run_tests(name, test_files)
         results[name] = "killed" if rc == 1 else "survived" if rc == 0 else f"error {rc}"
-        print(f"{results[name]:9} {name}")
-    OUT.write_text(json.dumps(results, indent=1, sort_keys=True))
+        print(f"{results[name]:9} {name}", flush=True)
+        OUT.write_text(json.dumps(results, indent=1, sort_keys=True))
     return 0
 
 

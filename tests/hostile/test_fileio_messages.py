@@ -253,4 +253,5 @@ def test_after_sixteen_taken_temporary_names_the_write_gives_up_and_changes_noth
     with pytest.raises(FileExistsError) as info:
         write_atomic(target, b"new")
     assert (info.value.errno, info.value.filename) == (errno.EEXIST, str(target))
+    assert str(info.value) == f"[Errno {errno.EEXIST}] could not create a temporary file: '{target}'"
     assert target.read_bytes() == b"old" and taken.read_bytes() == b"someone's"
