@@ -6,8 +6,8 @@
 mutmut runs the mutants with the cheapest tests first, so a run stopped
 part-way has covered the cheap functions and none of the dear ones (the
 write path, the lock, bob-run's command line). A uniform random sample of
-what is left, run to the end, gives an unbiased estimate for that part;
-scripts/mutants_summary.py reports the two parts apart (docs/testing.md).
+what is left, run to the end, gives an unbiased estimate for that part
+(scripts/mutants_summary.py, docs/testing.md).
 PREFIXes (``bob.run. bob.commands.``) sample one group. NN orders the
 samples: for each group, the summary lets its newest sample stand for the
 mutants still not run, and counts every mutant with a result as itself.

@@ -140,8 +140,9 @@ def estimate(python: list[tuple[str, str, str]], samples: list[Path], equivalent
     is one-sided 95 % (Clopper-Pearson on the sample's survivors); the
     "all" row adds the groups' bounds, which is more cautious still."""
     ran = KILLED | SURVIVED
-    records = [(path, json.loads(path.with_suffix(".ran.json").read_text())
-                if path.with_suffix(".ran.json").exists() else None) for path in samples]
+    ran_path = [path.with_suffix(".ran.json") for path in samples]
+    records = [(path, path.read_text().split(), json.loads(ran.read_text()) if ran.exists() else None)
+               for path, ran in zip(samples, ran_path)]
     lines = ["## python/bob: every mutant, by the groups of issue 13", "",
              "| group | mutants | known: killed / scored | not run | newest sample as it ran: killed / scored "
              "of sampled | estimated score | 95 % lower bound |", "|---|---|---|---|---|---|---|"]
@@ -152,8 +153,8 @@ def estimate(python: list[tuple[str, str, str]], samples: list[Path], equivalent
         known = [o for o in mine if o[2] in ran]
         not_run = len(mine) - len(known)
         a = scored(known, equivalent)
-        path, as_ran = next(((p, r) for p, r in reversed(records)
-                             if any(name.startswith(prefixes) for name in p.read_text().split())), (None, None))
+        path, as_ran = next(((p, r) for p, names, r in reversed(records)
+                             if any(name.startswith(prefixes) for name in names)), (None, None))
         sample = [(group, name, status) for name, status in (as_ran or {}).items() if name.startswith(prefixes)]
         if path is not None and as_ran is None:
             notes.append(f"{group}: {path.name} has no record of its run yet (mutants_sample.py --record)")

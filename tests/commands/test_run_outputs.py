@@ -132,6 +132,11 @@ def test_a_row_that_is_not_finite_is_shown_as_no_prediction(work: Path, capsys) 
                                       "  checkpoint ck sha256 00")
 
 
+def lock_refusal(lock: str, reason: str) -> str:
+    """bob-run's one line when its lock file, not the checkpoint, cannot be used."""
+    return f"bob-run: refused: --checkpoint: its lock file {lock} cannot be used: {reason}; nothing was changed\n"
+
+
 def hold_lock(work: Path, pid_text: bytes) -> int:
     fd = os.open(lock_path_for(str(work / "ck.bin")), os.O_RDWR | os.O_CREAT)
     fcntl.flock(fd, fcntl.LOCK_EX)
@@ -172,14 +177,12 @@ def test_the_lock_file_is_never_followed_through_a_link(work: Path, capsys) -> N
     lock = lock_path_for(str(work / "ck.bin"))
     os.symlink(elsewhere, lock)
     assert main(argv(work)) == 2
-    assert capsys.readouterr().err == (f"bob-run: refused: --checkpoint: its lock file {lock} cannot be used: "
-                                       "too many levels of symbolic links; nothing was changed\n")
+    assert capsys.readouterr().err == lock_refusal(lock, "too many levels of symbolic links")
     assert not elsewhere.exists() and not (work / "ck.bin").exists()
     os.unlink(lock)
     os.mkdir(lock)
     assert main(argv(work)) == 2
-    assert capsys.readouterr().err == (f"bob-run: refused: --checkpoint: its lock file {lock} cannot be used: "
-                                       "a directory, not a regular file; nothing was changed\n")
+    assert capsys.readouterr().err == lock_refusal(lock, "a directory, not a regular file")
 
 
 def test_a_lock_file_that_is_a_link_to_a_directory_is_refused_as_a_link(work: Path, capsys) -> None:
@@ -187,8 +190,7 @@ def test_a_lock_file_that_is_a_link_to_a_directory_is_refused_as_a_link(work: Pa
     (work / "a-directory").mkdir()
     os.symlink(work / "a-directory", lock)
     assert main(argv(work)) == 2
-    assert capsys.readouterr().err == (f"bob-run: refused: --checkpoint: its lock file {lock} cannot be used: "
-                                       "too many levels of symbolic links; nothing was changed\n")
+    assert capsys.readouterr().err == lock_refusal(lock, "too many levels of symbolic links")
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o077])
@@ -213,8 +215,7 @@ def test_a_lock_file_that_is_not_a_regular_file_is_named_for_what_it_is(work: Pa
     lock = lock_path_for(str(work / "ck.bin"))
     keep = make_special(kind, Path(lock))
     assert main(argv(work)) == 2
-    assert capsys.readouterr().err == (f"bob-run: refused: --checkpoint: its lock file {lock} cannot be used: "
-                                       f"{words}, not a regular file; nothing was changed\n")
+    assert capsys.readouterr().err == lock_refusal(lock, f"{words}, not a regular file")
     assert sorted(p.name for p in work.iterdir()) == sorted([".ck.bin.bob-lock", "rec.bin"])
     del keep
 
@@ -230,8 +231,7 @@ def test_a_lock_file_that_cannot_take_the_pid_is_named_and_released(work: Path, 
     monkeypatch.setattr(os, failing, full)
     assert main(argv(work)) == 2
     lock = lock_path_for(str(work / "ck.bin"))
-    assert capsys.readouterr().err == (f"bob-run: refused: --checkpoint: its lock file {lock} cannot be used: "
-                                       "no space left on device; nothing was changed\n")
+    assert capsys.readouterr().err == lock_refusal(lock, "no space left on device")
     assert sorted(p.name for p in work.iterdir()) == [".ck.bin.bob-lock", "rec.bin"]
     monkeypatch.undo()
     fd = os.open(lock, os.O_RDWR)
