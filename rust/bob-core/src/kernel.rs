@@ -401,16 +401,14 @@ fn run_rows_generic(
         if live.is_empty() {
             continue;
         }
-        // Phase 1 (exp and pinned sum) of the chain's first row, on its own
-        // for the first update only: for each later update it shares the
-        // previous update's last loop (the first row has made that update
-        // by then, and its scratch row has been read).
         let (first, _) = live[0];
-        let span = first * n..(first + 1) * n;
-        let mx = row_max(&pb[span.clone()]);
-        sums[first] = exp_row_and_sum(&pb[span.clone()], mx, &mut e[span]);
         for (t, sched) in schedule.iter().enumerate() {
-            if t > 0 && live.len() == 1 {
+            // Phase 1 (exp and pinned sum) of the chain's first row, on its
+            // own for the first update only: for each later update it shares
+            // the previous update's last loop (the first row has made that
+            // update by then, and its scratch row has been read), unless the
+            // first row is the only one.
+            if t == 0 || live.len() == 1 {
                 let span = first * n..(first + 1) * n;
                 let mx = row_max(&pb[span.clone()]);
                 sums[first] = exp_row_and_sum(&pb[span.clone()], mx, &mut e[span]);
