@@ -215,6 +215,7 @@ pub(crate) fn train_checked(
                 }
             }
             let next_share = AtomicUsize::new(0);
+            let helpers_working = AtomicUsize::new(0);
             let work = || {
                 while let Some(share) = shares.get(next_share.fetch_add(1, Ordering::Relaxed)) {
                     // Each share is taken exactly once (the counter hands out
@@ -227,9 +228,14 @@ pub(crate) fn train_checked(
             };
             rayon::in_place_scope(|scope| {
                 for _ in 1..threads.min(shares.len()) {
-                    scope.spawn(|_| work());
+                    scope.spawn(|_| {
+                        helpers_working.fetch_add(1, Ordering::AcqRel);
+                        work();
+                        helpers_working.fetch_sub(1, Ordering::AcqRel);
+                    });
                 }
                 work();
+                wait_awake_for_helpers(&helpers_working);
             });
         }
         // Sum in pair order, whatever order the rows ran in.
@@ -240,6 +246,25 @@ pub(crate) fn train_checked(
         done += block as u64;
     }
     losses
+}
+
+/// How long the calling thread, out of shares, stays awake for pool threads
+/// still running theirs. It is not one of rayon's threads, so at the end of
+/// the scope it sleeps until they are done, and waking it again costs about
+/// 25 µs on a 2-vCPU VM: more than a tenth of a whole 2-thread call at
+/// vocabulary 256, whose shares take about 45 µs each. Longer shares (large
+/// vocabularies) outlast the spin and it sleeps as before.
+const AWAKE_FOR_HELPERS: std::time::Duration = std::time::Duration::from_micros(200);
+
+/// Spins while a pool thread is inside a share, for at most
+/// [`AWAKE_FOR_HELPERS`]. A pool thread that has not started yet (not
+/// counted) is not waited for awake: it may be queued behind this very
+/// thread on the same CPU.
+fn wait_awake_for_helpers(helpers_working: &AtomicUsize) {
+    let start = std::time::Instant::now();
+    while helpers_working.load(Ordering::Acquire) > 0 && start.elapsed() < AWAKE_FOR_HELPERS {
+        std::hint::spin_loop();
+    }
 }
 
 fn exact_reciprocal(k: f32) -> Option<f32> {
