@@ -353,7 +353,7 @@ const ROWS_IN_FLIGHT: usize = 16;
 
 /// Rows per block at vocabulary `n`: [`ROWS_IN_FLIGHT`], fewer when a block's
 /// streams (P, M, V, the exp and h rows: 20 bytes per value) would outgrow
-/// this budget, half this machine's 1 MiB L2 (Zen 4), so that a block still
+/// this budget, half this machine's 1 MiB L2 (per core), so that a block still
 /// makes its updates in cache at large vocabularies. Any block size gives
 /// the same bits.
 fn block_rows(n: usize) -> usize {
