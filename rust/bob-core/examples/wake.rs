@@ -6,11 +6,16 @@
 //! `train` pays the first two on every call, and the third when the calling
 //! thread sleeps (see `AWAKE_FOR_HELPERS` in kernel.rs).
 //!
-//! Each round: the calling thread runs for 2 ms (the pool threads go to
-//! sleep, as between two calls), then spawns one job and works for 300 µs.
+//! Each round: the calling thread runs for 2 ms, or sleeps for 2 ms with
+//! `idle` (the pool threads go to sleep either way, as between two calls),
+//! then asks for one pool thread (whose job takes 300 µs) and works for
+//! 100 µs itself. It asks either with
+//! one `spawn` (rayon wakes one sleeping thread) or, with `broadcast`, with
+//! `spawn_broadcast` (every pool thread is woken; the first to start takes
+//! the work, the others return).
 //!
-//! cargo run --release -p bob-core --example wake -- [rounds]
-use std::sync::atomic::{AtomicU64, Ordering};
+//! cargo run --release -p bob-core --example wake -- [rounds] [idle] [broadcast]
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 fn busy(time: Duration) {
@@ -27,21 +32,36 @@ fn quartiles(mut xs: Vec<f64>) -> String {
 }
 
 fn main() {
-    let rounds: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(200);
+    let args: Vec<String> = std::env::args().collect();
+    let rounds: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(200);
+    let idle = args.iter().any(|a| a == "idle");
+    let broadcast = args.iter().any(|a| a == "broadcast");
     rayon::in_place_scope(|scope| scope.spawn(|_| {})); // start the pool
     let micros = |d: Duration| d.as_secs_f64() * 1e6;
     let (mut spawn, mut start, mut join) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
-        busy(Duration::from_millis(2));
+        if idle {
+            std::thread::sleep(Duration::from_millis(2));
+        } else {
+            busy(Duration::from_millis(2));
+        }
         let clock = Instant::now();
         let started = AtomicU64::new(0);
         let finished = AtomicU64::new(0);
-        rayon::in_place_scope(|scope| {
-            scope.spawn(|_| {
+        let taken = AtomicBool::new(false);
+        let job = || {
+            if !taken.swap(true, Ordering::AcqRel) {
                 started.store(clock.elapsed().as_nanos() as u64, Ordering::Release);
                 busy(Duration::from_micros(300));
                 finished.store(clock.elapsed().as_nanos() as u64, Ordering::Release);
-            });
+            }
+        };
+        rayon::in_place_scope(|scope| {
+            if broadcast {
+                scope.spawn_broadcast(|_, _| job());
+            } else {
+                scope.spawn(|_| job());
+            }
             spawn.push(micros(clock.elapsed()));
             busy(Duration::from_micros(100)); // done first: sleeps in the scope's latch
         });
@@ -49,7 +69,9 @@ fn main() {
         start.push(started.load(Ordering::Acquire) as f64 / 1e3);
         join.push((joined - finished.load(Ordering::Acquire)) as f64 / 1e3);
     }
-    println!("{rounds} rounds, µs:                      min     p25  median     p75");
+    let how = if broadcast { "spawn_broadcast" } else { "spawn" };
+    let before = if idle { "asleep" } else { "busy" };
+    println!("{rounds} rounds, {how}, caller {before} before, µs:  min     p25  median     p75");
     println!("  spawn: the caller's cost      {}", quartiles(spawn));
     println!("  the pool thread starts after  {}", quartiles(start));
     println!("  join: the caller wakes after  {}", quartiles(join));
