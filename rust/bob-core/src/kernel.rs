@@ -228,9 +228,10 @@ pub(crate) fn train_checked(
             };
             rayon::in_place_scope(|scope| {
                 for _ in 1..threads.min(shares.len()) {
+                    // A pool thread has its own floating-point environment.
                     scope.spawn(|_| {
                         helpers_working.fetch_add(1, Ordering::AcqRel);
-                        work();
+                        crate::environment::in_default_environment(work);
                         helpers_working.fetch_sub(1, Ordering::AcqRel);
                     });
                 }

@@ -7,9 +7,12 @@
 //! pinned eight-lane order); no library `exp` or `pow`. The fast kernels only
 //! change *which elements run side by side*, never the operations an element
 //! sees, so every thread count and every instruction set gives the same bits.
+//! The entry points compute in the IEEE default floating-point environment
+//! whatever the calling thread's is (see `environment.rs`).
 
 #![deny(missing_docs)]
 
+mod environment;
 mod error;
 mod kernel;
 pub mod pinned;
@@ -158,15 +161,22 @@ pub fn train(
     if step.checked_add(updates).is_none() {
         return Err(CoreError::StepOverflow { step, updates });
     }
-    if options.kernel == Kernel::Scalar {
-        return Ok(scalar::train_checked(p, m, v, contexts, targets, step, updates, hyper));
-    }
-    Ok(kernel::train_checked(p, m, v, vocabulary, contexts, targets, step, updates, hyper, options))
+    Ok(environment::in_default_environment(|| {
+        if options.kernel == Kernel::Scalar {
+            scalar::train_checked(p, m, v, contexts, targets, step, updates, hyper)
+        } else {
+            kernel::train_checked(p, m, v, vocabulary, contexts, targets, step, updates, hyper, options)
+        }
+    }))
 }
 
 /// The predictions of §4: per prompt word, `(token, validity)`.
 pub fn predict(p: &[f32], prompt_words: &[u32]) -> Result<Vec<(u32, u32)>, CoreError> {
     let vocabulary = vocabulary_of(p.len())?;
+    environment::in_default_environment(|| predict_checked(p, vocabulary, prompt_words))
+}
+
+fn predict_checked(p: &[f32], vocabulary: usize, prompt_words: &[u32]) -> Result<Vec<(u32, u32)>, CoreError> {
     let mut out = Vec::with_capacity(prompt_words.len());
     for (index, &word) in prompt_words.iter().enumerate() {
         if word == EMPTY_PROMPT {
@@ -234,6 +244,10 @@ pub enum StateProblem {
 /// The resume checks of §5 on a state the caller holds: every value finite,
 /// no negative V, M and V all zero at step 0, room for `updates` more.
 pub fn resume_state_problem(p: &[f32], m: &[f32], v: &[f32], step: u64, updates: u64) -> Option<StateProblem> {
+    environment::in_default_environment(|| state_problem(p, m, v, step, updates))
+}
+
+fn state_problem(p: &[f32], m: &[f32], v: &[f32], step: u64, updates: u64) -> Option<StateProblem> {
     for (plane, values) in [("P", p), ("M", m), ("V", v)] {
         if let Some(index) = values.iter().position(|x| !x.is_finite()) {
             return Some(StateProblem::NonFinite { plane, index, value: values[index] });
