@@ -1,0 +1,109 @@
+"""A hostile floating-point environment in the calling thread (D17).
+
+An extension module built with ``-ffast-math`` sets flush-to-zero and
+denormals-are-zero when it is imported; ``fesetround`` changes the rounding
+mode. Either one, set on the thread that calls bob, must not change a byte bob
+writes, and bob gives the thread's environment back as it found it. The
+environment is set here through glibc's ``<fenv.h>`` (x86_64: MXCSR is the last
+word of ``fenv_t``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import platform
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+import bob
+from conftest import CKPT_10_SHA256, CKPT_20_SHA256, CORPUS, PRED_HEX, PROMPTS, sha
+
+pytestmark = pytest.mark.skipif(
+    not (sys.platform == "linux" and platform.machine() == "x86_64" and platform.libc_ver()[0] == "glibc"),
+    reason="sets MXCSR through glibc's fenv_t layout on x86_64",
+)
+
+FE_TOWARDZERO = 0xC00
+FE_UPWARD = 0x800
+FLUSH_TO_ZERO = 1 << 15
+DENORMALS_ARE_ZERO = 1 << 6
+MXCSR_OFFSET = 28  # glibc x86_64 fenv_t: the x87 environment (28 bytes), then MXCSR
+FENV_SIZE = 32
+
+
+def libm() -> ctypes.CDLL:
+    return ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+
+
+def environment() -> bytes:
+    """This thread's whole floating-point environment (fegetenv)."""
+    buffer = ctypes.create_string_buffer(FENV_SIZE)
+    assert libm().fegetenv(buffer) == 0
+    return buffer.raw
+
+
+def set_environment(raw: bytes) -> None:
+    buffer = ctypes.create_string_buffer(raw, FENV_SIZE)
+    assert libm().fesetenv(buffer) == 0
+
+
+def with_mxcsr_bits(raw: bytes, bits: int) -> bytes:
+    mxcsr = int.from_bytes(raw[MXCSR_OFFSET:MXCSR_OFFSET + 4], "little") | bits
+    return raw[:MXCSR_OFFSET] + mxcsr.to_bytes(4, "little") + raw[MXCSR_OFFSET + 4:]
+
+
+@contextmanager
+def hostile(name: str) -> Iterator[bytes]:
+    """Sets the hostile environment ``name`` on this thread; yields it as fegetenv reads it."""
+    saved = environment()
+    try:
+        if name == "flush-to-zero and denormals-are-zero":
+            set_environment(with_mxcsr_bits(saved, FLUSH_TO_ZERO | DENORMALS_ARE_ZERO))
+        else:
+            assert libm().fesetround({"round toward zero": FE_TOWARDZERO, "round up": FE_UPWARD}[name]) == 0
+        yield environment()
+    finally:
+        set_environment(saved)
+
+
+HOSTILE = ["flush-to-zero and denormals-are-zero", "round toward zero", "round up"]
+
+
+def control_bits(raw: bytes) -> tuple[int, int]:
+    """The x87 control word and MXCSR without its six sticky exception flags."""
+    return (int.from_bytes(raw[:2], "little"),
+            int.from_bytes(raw[MXCSR_OFFSET:MXCSR_OFFSET + 4], "little") & ~0x3F)
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_invoke_writes_the_section8_bytes_in_a_hostile_environment(name: str) -> None:
+    record = bob.build_input(CORPUS, PROMPTS)
+    with hostile(name) as set_here:
+        first = bob.invoke(record)
+        second = bob.invoke(record, first.checkpoint)
+        after = environment()
+    assert sha(first.checkpoint_bytes()) == CKPT_10_SHA256
+    assert first.predictions_bytes().hex() == PRED_HEX
+    assert sha(second.checkpoint_bytes()) == CKPT_20_SHA256
+    assert control_bits(after) == control_bits(set_here), "bob did not give the thread's environment back"
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_the_environment_is_really_hostile(name: str) -> None:
+    """The check above can fail: the same arithmetic in NumPy, on this thread,
+    gives other bits under the environment than without it."""
+    import numpy as np
+
+    def arithmetic() -> bytes:
+        tiny = np.array([1e-40], dtype=np.float32)  # a subnormal
+        thirds = np.array([1.0, -1.0], dtype=np.float32) / np.float32(3.0)
+        return (tiny * np.float32(1.5)).tobytes() + thirds.tobytes()
+
+    plain = arithmetic()
+    with hostile(name):
+        changed = arithmetic()
+    assert changed != plain
