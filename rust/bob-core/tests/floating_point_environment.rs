@@ -60,7 +60,7 @@ fn state_with_subnormals(n: usize) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
     let mut m: Vec<f32> = (0..n * n).map(|i| (i % 7) as f32 * 1e-3 - 3e-3).collect();
     let mut v: Vec<f32> = (0..n * n).map(|i| (i % 5) as f32 * 1e-5).collect();
     for i in (0..n * n).step_by(3) {
-        let subnormal = f32::from_bits(1 + (i as u32 * 2_654_435_761) % 0x7f_ffff);
+        let subnormal = f32::from_bits(1 + (i as u32).wrapping_mul(2_654_435_761) % 0x7f_ffff);
         p[i] = if i % 2 == 0 { subnormal } else { -subnormal };
         m[i] = -subnormal;
         v[i] = subnormal;
