@@ -51,10 +51,10 @@ impl Iterator for SplitMix64 {
 /// Any length works: parameter i takes the i-th SplitMix64 output.
 pub fn initialize(p: &mut [f32], seed: &[u8]) {
     // The rounding of (u - 0.5) * 0.02 is the environment's.
-    crate::environment::in_default_environment(|| initialize_checked(p, seed))
+    crate::environment::in_default_environment(|| fill_seeded(p, seed))
 }
 
-fn initialize_checked(p: &mut [f32], seed: &[u8]) {
+fn fill_seeded(p: &mut [f32], seed: &[u8]) {
     let scale = 1.0f32 / 16_777_216.0; // 2^-24, exact
     for (slot, out) in p.iter_mut().zip(SplitMix64::new(fnv1a64(seed))) {
         // out >> 40 has 24 bits: the conversion to f32 and the scaling are exact.
