@@ -189,14 +189,14 @@ pub(crate) fn train_checked(
             run_rows(kernel, &plan, &schedule, 0..vocabulary, p, m, v, &mut logp);
         } else {
             // rayon's pool is started once per process: spawning threads for
-            // every call would cost more than a few updates. The rows are
-            // cut into shares of a few blocks, which the calling thread and
-            // threads - 1 pool threads take from a counter until none is
-            // left: a pool thread that wakes late (the machine busy) leaves
-            // its shares to the others instead of holding the call up. Each
-            // share runs all its updates; nothing synchronises in between,
-            // and which thread runs a share changes no bit.
-            let share_rows = (block_rows(vocabulary) * 2).max(vocabulary.div_ceil(threads * 4));
+            // every call would cost more than a few updates. The rows are cut
+            // into shares of a few blocks, at least 16 per thread (the last
+            // share decides how long the other thread idles), which the calling
+            // thread and threads - 1 pool threads take from a counter until none
+            // is left: a pool thread that wakes late leaves its shares to the
+            // others. Each share runs all its updates; nothing synchronises in
+            // between, and which thread runs a share changes no bit.
+            let share_rows = (block_rows(vocabulary) * 2).max(vocabulary.div_ceil(threads * 16));
             let mut shares = Vec::new();
             {
                 let (mut p, mut m, mut v, mut logp) = (&mut *p, &mut *m, &mut *v, &mut logp[..]);
