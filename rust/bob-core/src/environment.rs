@@ -7,10 +7,12 @@
 //! changes the rounding mode. Under either, the same code gives other bits,
 //! predicts another token, and accepts a state at step 0 whose moments are
 //! subnormal. So the crate's entry points (`train`, `predict`,
-//! `initialize`, `resume_state_problem`) and the pool threads' shares run
-//! in the default environment and give the caller's back afterwards, its
-//! exception flags included. The building blocks (`pinned`, `scalar`,
-//! `AdamW`'s methods) compute in whatever environment they are called in.
+//! `initialize`, `resume_state_problem`) run in the default environment
+//! and give the caller's back afterwards, its exception flags included. The
+//! core's pool threads are started inside `train`, so they inherit the
+//! default environment, and they run nothing but the core's shares. The
+//! building blocks (`pinned`, `scalar`, `AdamW`'s methods) compute in
+//! whatever environment they are called in.
 //!
 //! On x86_64 the environment is MXCSR. On other targets nothing is changed
 //! (their environment registers are not handled yet).

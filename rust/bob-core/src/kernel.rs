@@ -8,7 +8,7 @@
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use crate::pinned::{exp_pinned, pinned_sum};
 use crate::{AdamW, Options, StepScalars};
@@ -185,10 +185,9 @@ pub(crate) fn train_checked(
         logp.clear();
         logp.resize(pair_count * block, 0f64);
         let threads = thread_count(options.threads, vocabulary, block);
-        if threads <= 1 {
-            run_rows(kernel, &plan, &schedule, 0..vocabulary, p, m, v, &mut logp);
-        } else {
-            // rayon's pool is started once per process: spawning threads for
+        let pool = if threads > 1 { pool() } else { None };
+        if let Some(pool) = pool {
+            // The pool is started once per process: spawning threads for
             // every call would cost more than a few updates. The rows are cut
             // into shares of a few blocks, at least 16 per thread (the last
             // share decides how long the other thread idles), which the calling
@@ -226,18 +225,19 @@ pub(crate) fn train_checked(
                     }
                 }
             };
-            rayon::in_place_scope(|scope| {
+            pool.in_place_scope(|scope| {
                 for _ in 1..threads.min(shares.len()) {
-                    // A pool thread has its own floating-point environment.
                     scope.spawn(|_| {
                         helpers_working.fetch_add(1, Ordering::AcqRel);
-                        crate::environment::in_default_environment(work);
+                        work();
                         helpers_working.fetch_sub(1, Ordering::AcqRel);
                     });
                 }
                 work();
                 wait_awake_for_helpers(&helpers_working);
             });
+        } else {
+            run_rows(kernel, &plan, &schedule, 0..vocabulary, p, m, v, &mut logp);
         }
         // Sum in pair order, whatever order the rows ran in.
         losses.extend((0..block).map(|t| {
@@ -268,6 +268,26 @@ fn wait_awake_for_helpers(helpers_working: &AtomicUsize) {
     }
 }
 
+/// The core's own thread pool, started on first use and kept for the
+/// process (`None` if not one thread could be started: calls then run on the
+/// caller's thread, with the same bits). Not rayon's global pool, which
+/// takes its size from `RAYON_NUM_THREADS` unchecked (100000 kept
+/// `bob.invoke` starting threads for minutes) and which other code in a
+/// Rust program shares. Its size is the number of CPUs this process may
+/// use, or `RAYON_NUM_THREADS` when that is a smaller positive number. It is
+/// first used inside `train`'s default floating-point environment, which its
+/// threads inherit, and it runs nothing but the core's shares.
+fn pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let asked = std::env::var("RAYON_NUM_THREADS").ok().and_then(|s| s.trim().parse::<usize>().ok());
+        let size = asked.filter(|&n| n > 0).map_or(cpus, |n| n.min(cpus));
+        rayon::ThreadPoolBuilder::new().num_threads(size).thread_name(|i| format!("bob-core-{i}")).build().ok()
+    })
+    .as_ref()
+}
+
 fn exact_reciprocal(k: f32) -> Option<f32> {
     let bits = k.to_bits();
     let is_power_of_two = k.is_normal() && k > 0.0 && bits & 0x007f_ffff == 0;
@@ -281,7 +301,7 @@ fn thread_count(requested: usize, vocabulary: usize, updates: usize) -> usize {
         if work < MIN_PARALLEL_WORK {
             1
         } else {
-            rayon::current_num_threads()
+            pool().map_or(1, rayon::ThreadPool::current_num_threads)
         }
     } else {
         requested

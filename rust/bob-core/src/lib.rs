@@ -90,8 +90,10 @@ pub struct Options {
     /// Which compiled copy of the row loop runs ([`Kernel::Auto`]: the best
     /// fast one; [`Kernel::Scalar`]: the slow reference, only when named).
     pub kernel: Kernel,
-    /// Worker threads; 0 lets the core decide (one for small work). The
-    /// scalar reference ignores it and runs on the caller's thread.
+    /// Worker threads; 0 lets the core decide (one for small work, else its
+    /// pool's size: the CPUs this process may use, or `RAYON_NUM_THREADS`
+    /// when that is a smaller positive number). The scalar reference
+    /// ignores it and runs on the caller's thread.
     pub threads: usize,
 }
 

@@ -1,9 +1,9 @@
-//! The pool threads' shares give the contract's bits even when rayon's
-//! global pool was started by other code (a Rust program shares one pool
-//! with every crate in it) from a thread in a hostile floating-point
-//! environment: a new thread inherits its creator's MXCSR. `train` itself
-//! starts the pool in the default environment. Alone in its own test
-//! binary, so that nothing else starts the pool first.
+//! The core's pool threads compute in the default floating-point environment
+//! even when the process's first call into the core, which starts the pool,
+//! comes from a thread in a hostile one (a new thread inherits its creator's
+//! MXCSR), and when other code started rayon's global pool from such a
+//! thread (the core does not use that pool). Alone in its own test binary,
+//! so that nothing else starts either pool first.
 #![cfg(target_arch = "x86_64")]
 
 use std::arch::asm;
@@ -12,6 +12,7 @@ use bob_core::{initialize, train, Kernel, Options, BOB_V1_ADAMW, SEED};
 
 /// Flush-to-zero, denormals-are-zero and round toward zero, exceptions masked.
 const HOSTILE: u32 = 0x1f80 | (1 << 15) | (1 << 6) | (0b11 << 13);
+const DEFAULT: u32 = 0x1f80;
 
 fn set_mxcsr(value: u32) {
     // SAFETY: ldmxcsr loads the 4 bytes of `value`, which sets no reserved bit.
@@ -19,8 +20,8 @@ fn set_mxcsr(value: u32) {
 }
 
 #[test]
-fn a_pool_started_in_a_hostile_environment_gives_the_default_bits() {
-    // Eight shares of ~0.15 ms each: the pool thread, started ~0.03 ms into
+fn pools_started_from_a_hostile_thread_give_the_default_bits() {
+    // Eight shares of ~0.15 ms each: a pool thread, started ~0.03 ms into
     // the call, takes several of them.
     let n = 512;
     let mut p0 = vec![0f32; n * n];
@@ -34,12 +35,13 @@ fn a_pool_started_in_a_hostile_environment_gives_the_default_bits() {
             .expect("valid arguments");
         [p, m, v].map(|plane| plane.iter().map(|x| x.to_bits()).collect::<Vec<_>>())
     };
-    // One thread and the scalar kernel: rayon's pool is not started yet.
+    // One thread and the scalar kernel: no pool is started yet.
     let expected = run(Kernel::Scalar, 1);
     set_mxcsr(HOSTILE);
-    // The pool starts here, its threads inheriting HOSTILE.
+    // Other code starts rayon's global pool; its threads inherit HOSTILE.
     assert!(rayon::current_num_threads() >= 1);
-    set_mxcsr(0x1f80);
-    let two_threads = run(Kernel::Auto, 2);
-    assert!(two_threads == expected, "the pool threads' shares did not run in the default environment");
+    // The core's first 2-thread call starts the core's pool from here.
+    let two_threads = std::hint::black_box(run(Kernel::Auto, 2));
+    set_mxcsr(DEFAULT);
+    assert!(two_threads == expected, "a pool thread's shares did not run in the default environment");
 }
