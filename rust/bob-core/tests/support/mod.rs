@@ -1,0 +1,29 @@
+//! What the pool-size tests share.
+
+use bob_core::{initialize, train, Kernel, Options, BOB_V1_ADAMW, SEED};
+
+fn thread_count() -> usize {
+    std::fs::read_dir("/proc/self/task").expect("Linux's /proc").count()
+}
+
+/// The threads a first 2-thread call starts (the core's pool), after checking
+/// that the call gives the scalar reference's bits.
+pub fn threads_started_by_a_two_thread_call() -> usize {
+    let n = 256;
+    let mut p0 = vec![0f32; n * n];
+    initialize(&mut p0, SEED);
+    let contexts: Vec<u32> = (0..n as u32).collect();
+    let targets: Vec<u32> = (0..n as u32).map(|k| (k * 7 + 3) % n as u32).collect();
+    let run = |kernel: Kernel, threads: usize| {
+        let (mut p, mut m, mut v) = (p0.clone(), vec![0f32; n * n], vec![0f32; n * n]);
+        train(&mut p, &mut m, &mut v, &contexts, &targets, 0, 10, &BOB_V1_ADAMW, Options { kernel, threads })
+            .expect("valid arguments");
+        [p, m, v].map(|plane| plane.iter().map(|x| x.to_bits()).collect::<Vec<_>>())
+    };
+    let expected = run(Kernel::Scalar, 1);
+    let before = thread_count();
+    let two_threads = run(Kernel::Auto, 2);
+    let started = thread_count() - before;
+    assert!(two_threads == expected, "a 2-thread call gave other bits");
+    started
+}
