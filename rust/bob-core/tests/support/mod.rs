@@ -7,7 +7,8 @@ fn thread_count() -> usize {
 }
 
 /// The threads a first 2-thread call starts (the core's pool), after checking
-/// that the call gives the scalar reference's bits.
+/// that the call gives the scalar reference's bits, and that a 1-thread call
+/// before it started none (bob-run's one call would pay for the pool).
 pub fn threads_started_by_a_two_thread_call() -> usize {
     let n = 256;
     let mut p0 = vec![0f32; n * n];
@@ -22,6 +23,8 @@ pub fn threads_started_by_a_two_thread_call() -> usize {
     };
     let expected = run(Kernel::Scalar, 1);
     let before = thread_count();
+    assert!(run(Kernel::Auto, 1) == expected, "a 1-thread call gave other bits");
+    assert_eq!(thread_count(), before, "a 1-thread call started threads");
     let two_threads = run(Kernel::Auto, 2);
     let started = thread_count() - before;
     assert!(two_threads == expected, "a 2-thread call gave other bits");
