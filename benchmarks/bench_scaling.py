@@ -49,7 +49,7 @@ def main() -> None:
     cells = [(n, t) for n in VOCABULARIES for t in THREADS]
     times: dict[tuple[int, int], list[float]] = {cell: [] for cell in cells}
     for cell in cells:
-        one_call(*cell)  # warm: rayon's pool, the allocator
+        one_call(*cell)  # warm: the core's thread pool, the allocator
     for _ in range(args.rounds):
         for cell in cells:
             times[cell].append(one_call(*cell))
