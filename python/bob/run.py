@@ -413,8 +413,8 @@ def main(argv: list[str] | None = None) -> int:
         args = parsed
     try:
         # One thread: in a fresh process the first parallel call pays for
-        # starting the core's thread pool, which costs more than the call's work saves
-        # (BENCHMARKS.md). Threads never change a bit.
+        # starting the core's thread pool, which costs more than the call's
+        # work saves (BENCHMARKS.md). Threads never change a bit.
         result = run_files(args.input, args.checkpoint, args.predictions, wait_seconds=wait_seconds(args.wait),
                            threads=1)
     except Refused as exc:
