@@ -15,6 +15,7 @@ import os
 import struct
 import sys
 from pathlib import Path
+from collections.abc import Iterator
 from typing import NamedTuple
 
 import numpy as np
@@ -72,6 +73,16 @@ LOSSES_20 = (4.566657, 3.710753)
 INITIAL_P_SHA256 = "abb32a4606ab19ddea632c8942100942f92eebedc5b336076c8b49b7756179a3"
 INITIAL_P_WORDS = (0xBBA84A70, 0x3C19EFF0, 0xBACA6D7B, 0x3B9B54D4)
 
+
+
+@pytest.fixture(params=[0o022, 0o077], ids=["umask-022", "umask-077"])
+def umask(request: pytest.FixtureRequest) -> Iterator[int]:
+    """The process umask set to each of two values for the test, then restored."""
+    old = os.umask(request.param)
+    try:
+        yield request.param
+    finally:
+        os.umask(old)
 
 def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
