@@ -7,19 +7,12 @@
 //! entry point with MXCSR changed on the calling thread.
 #![cfg(target_arch = "x86_64")]
 
-use std::arch::asm;
+#[path = "support/mxcsr.rs"]
+mod mxcsr;
 
 use bob_core::{initialize, predict, resume_state_problem, train, Kernel, Options, BOB_V1_ADAMW, SEED};
+use mxcsr::{DEFAULT, DENORMALS_ARE_ZERO, FLAGS, FLUSH_TO_ZERO, ROUND_TOWARD_ZERO, ROUND_UP};
 
-/// Exceptions masked, round to nearest, no flush-to-zero, no denormals-are-zero.
-const DEFAULT: u32 = 0x1f80;
-const FLUSH_TO_ZERO: u32 = 1 << 15;
-const DENORMALS_ARE_ZERO: u32 = 1 << 6;
-const ROUND_TOWARD_ZERO: u32 = 0b11 << 13;
-const ROUND_UP: u32 = 0b10 << 13;
-/// The six sticky exception flags: every inexact operation sets one, so they
-/// are status, not environment, and left out of comparisons.
-const FLAGS: u32 = 0x3f;
 /// The environments a library might leave behind.
 const HOSTILE: [(&str, u32); 4] = [
     ("flush-to-zero and denormals-are-zero", DEFAULT | FLUSH_TO_ZERO | DENORMALS_ARE_ZERO),
@@ -27,26 +20,6 @@ const HOSTILE: [(&str, u32); 4] = [
     ("round toward zero", DEFAULT | ROUND_TOWARD_ZERO),
     ("round up", DEFAULT | ROUND_UP),
 ];
-
-fn mxcsr() -> u32 {
-    let mut value = 0u32;
-    // SAFETY: stmxcsr writes the 4 bytes it is pointed at, which are `value`.
-    unsafe { asm!("stmxcsr [{}]", in(reg) &mut value, options(nostack, preserves_flags)) };
-    value
-}
-
-/// Runs `f` with MXCSR set to `value` on this thread, then restores it.
-/// `f` only calls into the crate: the test's own arithmetic stays outside.
-fn with_mxcsr<T>(value: u32, f: impl FnOnce() -> T) -> T {
-    let saved = mxcsr();
-    // SAFETY: ldmxcsr reads the 4 bytes it is pointed at; every value used
-    // here has only defined bits set (no reserved bit), so it cannot fault.
-    unsafe { asm!("ldmxcsr [{}]", in(reg) &value, options(nostack, preserves_flags)) };
-    let result = std::hint::black_box(f());
-    // SAFETY: as above, with the value read from the register itself.
-    unsafe { asm!("ldmxcsr [{}]", in(reg) &saved, options(nostack, preserves_flags)) };
-    result
-}
 
 fn bits(x: &[f32]) -> Vec<u32> {
     x.iter().map(|v| v.to_bits()).collect()
@@ -78,7 +51,7 @@ fn train_gives_the_default_environments_bits_in_any_environment() {
     let (p0, m0, v0) = state_with_subnormals(n);
     let run = |kernel: Kernel, threads: usize, environment: u32| {
         let (mut p, mut m, mut v) = (p0.clone(), m0.clone(), v0.clone());
-        let losses = with_mxcsr(environment, || {
+        let losses = mxcsr::with(environment, || {
             train(&mut p, &mut m, &mut v, &contexts, &targets, 3, 12, &BOB_V1_ADAMW, Options { kernel, threads })
         })
         .expect("valid arguments");
@@ -95,7 +68,7 @@ fn train_gives_the_default_environments_bits_in_any_environment() {
                 );
             }
         }
-        assert_eq!(mxcsr() & !FLAGS, DEFAULT, "the test thread's environment was not given back");
+        assert_eq!(mxcsr::read() & !FLAGS, DEFAULT, "the test thread's environment was not given back");
     }
 }
 
@@ -104,9 +77,9 @@ fn train_gives_the_callers_environment_back() {
     let n = 16;
     let (mut p, mut m, mut v) = state_with_subnormals(n);
     for (name, environment) in HOSTILE {
-        let after = with_mxcsr(environment, || {
+        let after = mxcsr::with(environment, || {
             train(&mut p, &mut m, &mut v, &[1, 2], &[3, 4], 3, 1, &BOB_V1_ADAMW, Options::default()).expect("valid");
-            mxcsr()
+            mxcsr::read()
         });
         assert_eq!(after & !FLAGS, environment, "train left MXCSR changed under {name}");
     }
@@ -124,7 +97,7 @@ fn predict_gives_the_default_environments_tokens_in_any_environment() {
     let expected = predict(&p, &words).expect("valid");
     assert_eq!(expected[0], (5, 1));
     for (name, environment) in HOSTILE {
-        assert_eq!(with_mxcsr(environment, || predict(&p, &words)).expect("valid"), expected, "predict with {name}");
+        assert_eq!(mxcsr::with(environment, || predict(&p, &words)).expect("valid"), expected, "predict with {name}");
     }
 }
 
@@ -134,7 +107,7 @@ fn initialize_gives_the_default_environments_bits_in_any_environment() {
     initialize(&mut expected, SEED);
     for (name, environment) in HOSTILE {
         let mut p = vec![0f32; 4096];
-        with_mxcsr(environment, || initialize(&mut p, SEED));
+        mxcsr::with(environment, || initialize(&mut p, SEED));
         assert!(bits(&p) == bits(&expected), "initialize with {name}: not the default environment's bits");
     }
 }
@@ -154,10 +127,10 @@ fn the_state_check_refuses_subnormal_moments_in_any_environment() {
     let expected_negative = resume_state_problem(&p, &m, &v, 4, 10);
     assert!(expected_negative.is_some());
     for (name, environment) in HOSTILE {
-        assert_eq!(with_mxcsr(environment, || resume_state_problem(&p, &m, &v, 4, 10)), expected_negative, "{name}");
+        assert_eq!(mxcsr::with(environment, || resume_state_problem(&p, &m, &v, 4, 10)), expected_negative, "{name}");
         v[7] = 0.0;
         m[5] = f32::from_bits(1);
-        assert_eq!(with_mxcsr(environment, || resume_state_problem(&p, &m, &v, 0, 10)), expected_moments, "{name}");
+        assert_eq!(mxcsr::with(environment, || resume_state_problem(&p, &m, &v, 0, 10)), expected_moments, "{name}");
         m[5] = 0.0;
         v[7] = -f32::from_bits(3);
     }

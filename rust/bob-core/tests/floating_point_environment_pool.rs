@@ -6,18 +6,14 @@
 //! so that nothing else starts either pool first.
 #![cfg(target_arch = "x86_64")]
 
-use std::arch::asm;
+#[path = "support/mxcsr.rs"]
+mod mxcsr;
 
 use bob_core::{initialize, train, Kernel, Options, BOB_V1_ADAMW, SEED};
+use mxcsr::{DEFAULT, DENORMALS_ARE_ZERO, FLUSH_TO_ZERO, ROUND_TOWARD_ZERO};
 
 /// Flush-to-zero, denormals-are-zero and round toward zero, exceptions masked.
-const HOSTILE: u32 = 0x1f80 | (1 << 15) | (1 << 6) | (0b11 << 13);
-const DEFAULT: u32 = 0x1f80;
-
-fn set_mxcsr(value: u32) {
-    // SAFETY: ldmxcsr loads the 4 bytes of `value`, which sets no reserved bit.
-    unsafe { asm!("ldmxcsr [{}]", in(reg) &value, options(nostack, preserves_flags)) };
-}
+const HOSTILE: u32 = DEFAULT | FLUSH_TO_ZERO | DENORMALS_ARE_ZERO | ROUND_TOWARD_ZERO;
 
 #[test]
 fn pools_started_from_a_hostile_thread_give_the_default_bits() {
@@ -37,11 +33,11 @@ fn pools_started_from_a_hostile_thread_give_the_default_bits() {
     };
     // One thread and the scalar kernel: no pool is started yet.
     let expected = run(Kernel::Scalar, 1);
-    set_mxcsr(HOSTILE);
+    mxcsr::write(HOSTILE);
     // Other code starts rayon's global pool; its threads inherit HOSTILE.
     assert!(rayon::current_num_threads() >= 1);
     // The core's first 2-thread call starts the core's pool from here.
     let two_threads = std::hint::black_box(run(Kernel::Auto, 2));
-    set_mxcsr(DEFAULT);
+    mxcsr::write(DEFAULT);
     assert!(two_threads == expected, "a pool thread's shares did not run in the default environment");
 }
