@@ -54,3 +54,13 @@ def test_each_construct_failure_is_named() -> None:
     unreadable = Struct("v" / ExprAdapter(Int8ul, lambda obj, ctx: int("x"), lambda obj, ctx: obj))
     assert refusal(unreadable, b"\x09") == finding(
         "BadValue", "bad-value", "file", "unreadable (ValueError: invalid literal for int() with base 10: 'x')", 1)
+
+
+def test_a_decoder_that_divides_by_zero_is_named() -> None:
+    """ArithmeticError as a whole: a division by zero as well as an overflow."""
+    divides = Struct("v" / ExprAdapter(Int8ul, lambda obj, ctx: 1 // obj, lambda obj, ctx: obj))
+    assert refusal(divides, b"\x00") == finding(
+        "BadValue", "bad-value", "file", "unreadable (ZeroDivisionError: integer division or modulo by zero)", 1)
+    overflows = Struct("v" / ExprAdapter(Int8ul, lambda obj, ctx: 10.0 ** (obj * 100), lambda obj, ctx: obj))
+    assert refusal(overflows, b"\x05") == finding(
+        "BadValue", "bad-value", "file", "unreadable (OverflowError: (34, 'Numerical result out of range'))", 1)
