@@ -9,8 +9,8 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import Buffer
 
-# Any C-contiguous float32 buffer: NumPy arrays, array.array("f"), a
-# memoryview cast to "f". (NumPy's stubs declare the buffer protocol on
+# Any C-contiguous, float32-aligned buffer of float32 values in this
+# machine's byte order: NumPy arrays, array.array("f"), a memoryview cast to "f". (NumPy's stubs declare the buffer protocol on
 # ndarray only for Python >= 3.12, hence the explicit array type.)
 _Plane: TypeAlias = Buffer | npt.NDArray[np.float32]
 # The pairs' bytes: bytes, bytearray, or a uint8 / uint32 array.

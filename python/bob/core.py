@@ -4,9 +4,9 @@ This module is the only door to ``bob._core``. It never re-implements the
 math and never falls back to anything: if the extension is missing, importing
 this module raises :class:`NativeCoreUnavailable` saying how to build it.
 
-It imports nothing heavy: the core works on any float32 buffer (NumPy arrays,
-``array.array('f')``, a ``bytearray`` cast to ``'f'``), so ``bob-run`` can
-train without importing NumPy. NumPy comes in only for the functions that
+It imports nothing heavy: the core works on any float32 buffer in this
+machine's byte order (NumPy arrays, ``array.array('f')``, a ``bytearray``
+cast to ``'f'``), so ``bob-run`` can train without importing NumPy. NumPy comes in only for the functions that
 make or convert arrays.
 """
 

@@ -30,7 +30,7 @@ def train(p, m, v):
 
 def test_wrong_dtype_is_named():
     p, m, v = planes()
-    with pytest.raises(TypeError, match=r"P must hold float32 values; got float64"):
+    with pytest.raises(TypeError, match=r"P must hold float32 values in this machine.s byte order; got float64 with 8-byte items"):
         train(p.astype(np.float64), m, v)
 
 
@@ -193,7 +193,115 @@ def test_pairs_may_be_bytes_or_uint32_and_give_the_same_bits():
 def test_pairs_of_another_dtype_are_refused_by_name():
     p, m, v = planes()
     ctx, tgt = pairs()
-    with pytest.raises(TypeError, match=r"targets must hold uint8 or uint32 values; got float64"):
+    with pytest.raises(TypeError, match=r"targets must hold uint8 or uint32 values in this machine.s byte order; got float64 with 8-byte items"):
         _core.train(p, m, v, ctx, tgt.astype(np.float64), 0, 10)
     with pytest.raises(TypeError, match=r"contexts must be a buffer of uint8 or uint32"):
         _core.train(p, m, v, list(ctx), tgt.astype(np.uint32), 0, 10)
+
+
+# What each refusal calls the buffer it was given: numpy dtype -> the words.
+DESCRIBED = {"float64": "float64", "float16": "float16", "int8": "int8", "uint8": "uint8 (bytes)",
+             "int16": "int16", "uint16": "uint16", "int32": "int32", "uint32": "uint32", "int64": "int64",
+             "uint64": "uint64", "complex64": 'format "Zf"', "bool": 'format "?"'}
+
+
+@pytest.mark.parametrize("dtype", sorted(DESCRIBED))
+def test_a_plane_of_another_dtype_is_named_for_what_it_holds(dtype):
+    p, m, v = planes()
+    wrong = np.zeros(N, dtype)
+    with pytest.raises(TypeError) as info:
+        train(p, m, wrong)
+    assert str(info.value) == (f"V must hold float32 values in this machine's byte order; "
+                               f"got {DESCRIBED[dtype]} with {wrong.itemsize}-byte items")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int16", "uint16", "float64"])
+def test_pairs_of_another_dtype_are_named_for_what_they_hold(dtype):
+    p, m, v = planes()
+    ctx, tgt = pairs()
+    with pytest.raises(TypeError) as info:
+        _core.train(p, m, v, ctx.astype(dtype), tgt.astype(np.uint32), 0, 10)
+    described = {"float32": "float32", "int16": "int16", "uint16": "uint16", "float64": "float64"}[dtype]
+    assert str(info.value) == (f"contexts must hold uint8 or uint32 values in this machine's byte order; "
+                               f"got {described} with {np.dtype(dtype).itemsize}-byte items")
+
+
+FOREIGN = ">" if sys.byteorder == "little" else "<"
+FOREIGN_NAME = "big-endian" if sys.byteorder == "little" else "little-endian"
+
+
+@pytest.mark.parametrize("name", ["P", "M", "V"])
+def test_byte_swapped_planes_are_refused_and_untouched(name):
+    # The same float32 values in the other byte order: read as they lie in
+    # memory, every value would be another number.
+    arrays = dict(zip("PMV", planes()))
+    arrays[name] = arrays[name].astype(FOREIGN + "f4")
+    before = arrays[name].tobytes()
+    with pytest.raises(TypeError) as info:
+        train(arrays["P"], arrays["M"], arrays["V"])
+    assert str(info.value) == (f"{name} must hold float32 values in this machine's byte order; "
+                               f"got {FOREIGN_NAME} float32 with 4-byte items")
+    assert arrays[name].tobytes() == before
+
+
+def test_byte_swapped_planes_are_refused_by_every_reader():
+    p, m, v = planes()
+    swapped = p.astype(FOREIGN + "f4")
+    for call in (lambda: _core.predict(swapped, [0]), lambda: _core.resume_problem(swapped, m, v, 0, 10),
+                 lambda: _core.initialize(swapped, b"seed")):
+        with pytest.raises(TypeError, match=rf"^P must hold float32 values in this machine's byte order; "
+                                            rf"got {FOREIGN_NAME} float32"):
+            call()
+
+
+def test_explicit_native_order_is_accepted():
+    # ctypes exports its arrays with an explicit order ('<f' here), numpy
+    # without one ('f'): both are this machine's floats, and train the same.
+    import ctypes
+
+    p, m, v = planes()
+    explicit = memoryview((ctypes.c_float * N).from_buffer_copy(p.tobytes()))
+    assert explicit.format == ("<f" if sys.byteorder == "little" else ">f")
+    train(explicit, m.copy(), v.copy())
+    train(p, m, v)
+    assert bytes(explicit) == p.tobytes()
+
+
+def test_byte_swapped_pairs_are_refused_or_converted():
+    # A foreign-order uint32 buffer straight to the binding is refused by
+    # name; bob.core.train converts a foreign-order integer array to values.
+    import ctypes
+
+    p, m, v = planes()
+    ctx, tgt = pairs()
+    foreign_word = ctypes.c_uint32.__ctype_be__ if sys.byteorder == "little" else ctypes.c_uint32.__ctype_le__
+    swapped = (foreign_word * 256)(*ctx.tolist())
+    with pytest.raises(TypeError) as info:
+        _core.train(p, m, v, memoryview(swapped), tgt.astype(np.uint32), 0, 10)
+    assert str(info.value) == (f"contexts must hold uint8 or uint32 values in this machine's byte order; "
+                               f"got {FOREIGN_NAME} uint32 with 4-byte items")
+    assert bob.core.train(p, m, v, ctx.astype(FOREIGN + "u4"), tgt, 0, 10) == bob.core.train(
+        *(p2 := planes()), ctx, tgt, 0, 10)
+    assert p.tobytes() == p2[0].tobytes()
+
+
+def test_a_misaligned_plane_is_refused_and_misaligned_pairs_are_read():
+    # The core trains a plane in place as float32s, so it must start on a
+    # float32 boundary; the pairs are copied out, so theirs may start anywhere.
+    p, m, v = planes()
+    storage = bytearray(4 * N + 1)
+    shifted = np.frombuffer(storage, np.float32, count=N, offset=1)
+    with pytest.raises(ValueError) as info:
+        train(p, shifted, v)
+    assert str(info.value) == ("M starts 1 byte(s) past a float32 boundary; the core reads it in place, "
+                               "so pass an aligned copy (numpy.array(M))")
+    assert storage == bytearray(4 * N + 1)
+    ctx, tgt = pairs()
+    words = bytearray(4 * 256 + 3)
+    unaligned = np.frombuffer(words, np.uint32, count=256, offset=3)
+    unaligned.flags.writeable = True
+    unaligned[:] = ctx
+    p2, m2, v2 = planes()
+    assert _core.train(p, m, v, unaligned, tgt.astype(np.uint32), 0, 10) == _core.train(
+        p2, m2, v2, ctx, tgt.astype(np.uint32), 0, 10)
+    assert p.tobytes() == p2.tobytes()

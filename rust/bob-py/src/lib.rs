@@ -8,7 +8,7 @@ use std::ffi::CStr;
 
 use bob_core::{Kernel, Options, StateProblem, BOB_V1_ADAMW};
 use numpy::{PyArray1, PyArrayMethods};
-use pyo3::buffer::PyUntypedBuffer;
+use pyo3::buffer::{ElementType, PyUntypedBuffer};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -28,7 +28,8 @@ fn core_error(err: bob_core::CoreError) -> PyErr {
     CoreError::new_err(err.to_string())
 }
 
-/// A plane the caller lent us: a writable, C-contiguous float32 buffer.
+/// A plane the caller lent us: a writable, C-contiguous float32 buffer in
+/// this machine's byte order.
 /// Holding the `PyUntypedBuffer` keeps the export (and so the memory) alive.
 struct Plane {
     _buffer: PyUntypedBuffer,
@@ -57,7 +58,7 @@ impl Lent {
             return &mut [];
         }
         // SAFETY: `self.0` is the non-null start of a C-contiguous buffer of
-        // `self.1` f32 values, checked aligned by `as_typed::<f32>`; the
+        // `self.1` f32 values, checked aligned in `plane_readable`; the
         // caller keeps it exported and unaliased for 'a (see `# Safety`).
         unsafe { std::slice::from_raw_parts_mut(self.0, self.1) }
     }
@@ -77,19 +78,53 @@ impl Lent {
     }
 }
 
+/// Whether a buffer's struct format puts its items in this machine's byte
+/// order: no prefix, '@' or '=' (native), or the explicit '<' or '>' that
+/// is this machine's.
+fn native_byte_order(format: &CStr) -> bool {
+    match format.to_bytes().first() {
+        Some(b'<') => cfg!(target_endian = "little"),
+        Some(b'>' | b'!') => cfg!(target_endian = "big"),
+        _ => true,
+    }
+}
+
+/// Whether `buffer` holds items of `kind` as this machine reads them: the
+/// kind and size its format names, its stated item size, and (for items of
+/// more than one byte) the byte order. The one check of every buffer's
+/// items here: pyo3's `as_typed` (0.30) takes the byte order backwards on a
+/// little-endian machine (a big-endian `>f` passes for f32 and would be read
+/// byte-swapped; this machine's own `<f`, as ctypes exports it, fails).
+fn holds(buffer: &PyUntypedBuffer, kind: ElementType) -> bool {
+    let size = match kind {
+        ElementType::Float { bytes } | ElementType::UnsignedInteger { bytes } => bytes,
+        _ => return false,
+    };
+    ElementType::from_format(buffer.format()) == kind
+        && buffer.item_size() == size
+        && (size == 1 || native_byte_order(buffer.format()))
+}
+
+/// A buffer's items for a refusal: "float64 with 8-byte items",
+/// "big-endian float32 with 4-byte items", or the raw format.
 fn describe_format(format: &CStr, item_size: usize) -> String {
     let f = format.to_string_lossy();
+    let order = match (native_byte_order(format), cfg!(target_endian = "little")) {
+        (true, _) => "",
+        (false, true) => "big-endian ",
+        (false, false) => "little-endian ",
+    };
     let dtype = match (f.trim_start_matches(['@', '=', '<', '>', '!']), item_size) {
         ("d", 8) => "float64".to_string(),
         ("e", 2) => "float16".to_string(),
         ("f", 4) => "float32".to_string(),
         ("B", 1) => "uint8 (bytes)".to_string(),
         ("b", 1) => "int8".to_string(),
-        ("i" | "l" | "q", n) => format!("int{}", n * 8),
-        ("I" | "L" | "Q", n) => format!("uint{}", n * 8),
+        ("h" | "i" | "l" | "q", n) => format!("int{}", n * 8),
+        ("H" | "I" | "L" | "Q", n) => format!("uint{}", n * 8),
         _ => format!("format {f:?}"),
     };
-    format!("{dtype} with {item_size}-byte items")
+    format!("{order}{dtype} with {item_size}-byte items")
 }
 
 fn plane(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Plane> {
@@ -110,9 +145,9 @@ fn plane_readable(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Plane> {
             obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "an object".into())
         ))
     })?;
-    if buffer.as_typed::<f32>().is_err() {
+    if !holds(&buffer, ElementType::Float { bytes: 4 }) {
         return Err(PyTypeError::new_err(format!(
-            "{name} must hold float32 values; got {}",
+            "{name} must hold float32 values in this machine's byte order; got {}",
             describe_format(buffer.format(), buffer.item_size())
         )));
     }
@@ -121,9 +156,31 @@ fn plane_readable(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Plane> {
             "{name} is not C-contiguous; pass numpy.ascontiguousarray({name}) or the plane itself, not a strided view"
         )));
     }
+    let misalignment = buffer.buf_ptr() as usize % std::mem::align_of::<f32>();
+    if misalignment != 0 {
+        return Err(PyValueError::new_err(format!(
+            "{name} starts {misalignment} byte(s) past a float32 boundary; the core reads it in place, \
+             so pass an aligned copy (numpy.array({name}))"
+        )));
+    }
     let ptr = buffer.buf_ptr().cast::<f32>();
     let len = buffer.item_count();
     Ok(Plane { _buffer: buffer, ptr, len })
+}
+
+/// The bytes of a C-contiguous buffer, or None if it is not C-contiguous.
+fn contiguous_bytes(buffer: &PyUntypedBuffer) -> Option<&[u8]> {
+    if !buffer.is_c_contiguous() {
+        return None;
+    }
+    let len = buffer.len_bytes();
+    if len == 0 {
+        return Some(&[]);
+    }
+    // SAFETY: the export `buffer` (borrowed for the slice's lifetime) holds
+    // the memory: `len` bytes from `buf_ptr`, C-contiguous, which the
+    // exporter may not free or resize while it is exported.
+    Some(unsafe { std::slice::from_raw_parts(buffer.buf_ptr().cast::<u8>(), len) })
 }
 
 /// The pairs' contexts or targets: a C-contiguous buffer of uint8 (bytes,
@@ -132,25 +189,17 @@ fn pair_words(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<u32>> {
     let buffer = PyUntypedBuffer::get(obj).map_err(|_| {
         PyTypeError::new_err(format!("{name} must be a buffer of uint8 or uint32 values (bytes or a numpy array)"))
     })?;
-    if !buffer.is_c_contiguous() {
-        return Err(PyValueError::new_err(format!("{name} is not C-contiguous")));
+    let bytes =
+        contiguous_bytes(&buffer).ok_or_else(|| PyValueError::new_err(format!("{name} is not C-contiguous")))?;
+    if holds(&buffer, ElementType::UnsignedInteger { bytes: 1 }) {
+        return Ok(bytes.iter().map(|&b| u32::from(b)).collect());
     }
-    if let Ok(bytes) = buffer.as_typed::<u8>() {
-        // SAFETY: `buffer` (which `bytes` borrows) is a C-contiguous u8 buffer of
-        // item_count items, exported until `buffer` drops at the end of this
-        // call; the slice is copied out before that.
-        let slice = unsafe { std::slice::from_raw_parts(bytes.buf_ptr().cast::<u8>(), bytes.item_count()) };
-        return Ok(slice.iter().map(|&b| u32::from(b)).collect());
-    }
-    if let Ok(words) = buffer.as_typed::<u32>() {
-        // SAFETY: `as_typed::<u32>` checked the item size, format and
-        // alignment; the buffer is C-contiguous with item_count items and
-        // stays exported until `buffer` drops; the slice is copied out first.
-        let slice = unsafe { std::slice::from_raw_parts(words.buf_ptr().cast::<u32>(), words.item_count()) };
-        return Ok(slice.to_vec());
+    if holds(&buffer, ElementType::UnsignedInteger { bytes: 4 }) {
+        // Read whole words from bytes: no alignment needed, as they are copied.
+        return Ok(bytes.chunks_exact(4).map(|w| u32::from_ne_bytes([w[0], w[1], w[2], w[3]])).collect());
     }
     Err(PyTypeError::new_err(format!(
-        "{name} must hold uint8 or uint32 values; got {}",
+        "{name} must hold uint8 or uint32 values in this machine's byte order; got {}",
         describe_format(buffer.format(), buffer.item_size())
     )))
 }
@@ -195,18 +244,7 @@ fn sha256<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py,
     use sha2::Digest;
     let buffer = PyUntypedBuffer::get(data)
         .map_err(|_| PyTypeError::new_err("sha256 needs a bytes-like object (bytes, bytearray, memoryview)"))?;
-    if !buffer.is_c_contiguous() {
-        return Err(PyValueError::new_err("sha256 needs a C-contiguous buffer"));
-    }
-    let len = buffer.len_bytes();
-    let bytes: &[u8] = if len == 0 {
-        &[]
-    } else {
-        // SAFETY: the export `buffer` is alive until the end of this
-        // function, it is C-contiguous and `len` bytes long, and the GIL is
-        // held throughout, so no Python code can resize or free it.
-        unsafe { std::slice::from_raw_parts(buffer.buf_ptr().cast::<u8>(), len) }
-    };
+    let bytes = contiguous_bytes(&buffer).ok_or_else(|| PyValueError::new_err("sha256 needs a C-contiguous buffer"))?;
     let digest = sha2::Sha256::digest(bytes);
     Ok(PyBytes::new(py, &digest))
 }
