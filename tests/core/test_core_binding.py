@@ -305,3 +305,25 @@ def test_a_misaligned_plane_is_refused_and_misaligned_pairs_are_read():
     assert _core.train(p, m, v, unaligned, tgt.astype(np.uint32), 0, 10) == _core.train(
         p2, m2, v2, ctx, tgt.astype(np.uint32), 0, 10)
     assert p.tobytes() == p2.tobytes()
+
+
+@pytest.mark.parametrize("first,second", [("P", "V"), ("V", "P"), ("M", "P")])
+def test_planes_sharing_one_value_are_refused_and_adjacent_planes_train(first, second):
+    # One storage, the second plane starting on the first's last value: they
+    # share 4 bytes. One value later they only touch, and train as usual.
+    storage = np.zeros(2 * N, np.float32)
+    p, m, v = planes()
+    for start, shared in ((N - 1, True), (N, False)):
+        arrays = {"P": p.copy(), "M": m.copy(), "V": v.copy()}
+        storage[:N], storage[start:start + N] = arrays[first], arrays[second]
+        arrays[first], arrays[second] = storage[:N], storage[start:start + N]
+        if shared:
+            pair = "".join(sorted((first, second), key="PMV".index))
+            with pytest.raises(ValueError, match=rf"^{pair[0]} and {pair[1]} share memory"):
+                train(arrays["P"], arrays["M"], arrays["V"])
+        else:
+            train(arrays["P"], arrays["M"], arrays["V"])
+            p2, m2, v2 = planes()
+            train(p2, m2, v2)
+            assert (arrays["P"].tobytes(), arrays["M"].tobytes(), arrays["V"].tobytes()) == (
+                p2.tobytes(), m2.tobytes(), v2.tobytes())
