@@ -37,19 +37,43 @@ except ImportError as exc:  # pragma: no cover - exercised through a subprocess 
 CoreError = _core.CoreError
 
 
+def _bytes(value, name: str) -> bytes:
+    """A bytes-like ``value`` as bytes, or a TypeError that names it (never
+    ``bytes(5)``, five zero bytes, nor a str in some encoding)."""
+    if not isinstance(value, (bytes, bytearray, memoryview)):
+        raise TypeError(f"{name} must be bytes; got {type(value).__name__} {value!r}")
+    return bytes(value)
+
+
+def _whole(value, name: str, bits: int = 64) -> int:
+    """``value`` as an int in 0 .. 2**bits - 1, or a refusal that names it.
+
+    Every count and word the core takes goes through here, so a float, a
+    bool, a string or an integer out of range is refused by name rather
+    than truncated by ``int()`` or left to a nameless ``OverflowError``.
+    NumPy integers are integers (``__index__``).
+    """
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
+        raise TypeError(f"{name} must be an integer; got {type(value).__name__} {value!r}")
+    number = value.__index__()
+    if not 0 <= number < 1 << bits:
+        raise CoreError(f"{name} = {number} is outside 0 .. 2**{bits} - 1")
+    return number
+
+
 def fnv1a64(data: bytes) -> int:
     """FNV-1a-64 of ``data`` (contract §6.1), computed by the core."""
-    return _core.fnv1a64(bytes(data))
+    return _core.fnv1a64(_bytes(data, "data"))
 
 
 def initial_planes(seed: bytes = SEED, vocabulary: int = VOCABULARY):
     """Fresh P, M, V as float32 NumPy arrays in parameter order (contract §6.1)."""
-    return _core.initial_planes(bytes(seed), int(vocabulary))
+    return _core.initial_planes(_bytes(seed, "seed"), _whole(vocabulary, "vocabulary"))
 
 
 def initialize(p, seed: bytes = SEED) -> None:
     """Fill the float32 buffer ``p`` in place with the seeded initialization (§6.1)."""
-    _core.initialize(p, bytes(seed))
+    _core.initialize(p, _bytes(seed, "seed"))
 
 
 def _pair_buffer(values, name: str):
@@ -99,8 +123,9 @@ def train(p, m, v, contexts, targets, step: int, updates: int = UPDATES_PER_INVO
     of :func:`kernels`; "scalar" is the slow reference transcription of §6,
     for qualifying the others, never chosen by "auto".
     """
-    return _core.train(p, m, v, _pair_buffer(contexts, "contexts"), _pair_buffer(targets, "targets"), int(step), int(updates),
-                       threads=int(threads), kernel=str(kernel))
+    return _core.train(p, m, v, _pair_buffer(contexts, "contexts"), _pair_buffer(targets, "targets"),
+                       _whole(step, "step"), _whole(updates, "updates"), threads=_whole(threads, "threads"),
+                       kernel=str(kernel))
 
 
 def kernels() -> list[str]:
@@ -110,9 +135,9 @@ def kernels() -> list[str]:
 
 def predict(p, prompt_words) -> list[tuple[int, int]]:
     """(token, validity) per prompt word (contract §4); 0xFFFFFFFF is an empty prompt."""
-    return _core.predict(p, [int(w) for w in prompt_words])
+    return _core.predict(p, [_whole(w, f"prompt word {k}", 32) for k, w in enumerate(prompt_words)])
 
 
 def resume_problem(p, m, v, step: int, updates: int = UPDATES_PER_INVOCATION):
     """The first reason the state may not be resumed (§5) as (check, plane, index), or None."""
-    return _core.resume_problem(p, m, v, int(step), int(updates))
+    return _core.resume_problem(p, m, v, _whole(step, "step"), _whole(updates, "updates"))

@@ -1,0 +1,98 @@
+"""bob.core's scalar arguments: a count, a prompt word or a seed of the wrong
+kind or out of range is refused by name (TypeError, or CoreError with the
+value and the range), never truncated by int() or left to a nameless
+OverflowError; and bob.invoke's threads the same way."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import bob
+import bob.core
+from bob.core import CoreError
+
+
+def planes():
+    return bob.core.initial_planes()
+
+
+def train(**changed):
+    p, m, v = planes()
+    args = {"step": 0, "updates": 1, "threads": 0} | changed
+    return bob.core.train(p, m, v, b"abc", b"bcd", args["step"], args["updates"], threads=args["threads"])
+
+
+@pytest.mark.parametrize("name", ["step", "updates", "threads"])
+@pytest.mark.parametrize("value,error,message", [
+    (1.5, TypeError, "{name} must be an integer; got float 1.5"),
+    (True, TypeError, "{name} must be an integer; got bool True"),
+    ("3", TypeError, "{name} must be an integer; got str '3'"),
+    (None, TypeError, "{name} must be an integer; got NoneType None"),
+    (-1, CoreError, "{name} = -1 is outside 0 .. 2**64 - 1"),
+    (2**64, CoreError, "{name} = 18446744073709551616 is outside 0 .. 2**64 - 1"),
+])
+def test_train_counts_are_refused_by_name(name, value, error, message):
+    with pytest.raises(error) as info:
+        train(**{name: value})
+    assert str(info.value) == message.format(name=name)
+
+
+def test_numpy_integers_are_integers():
+    p, m, v = planes()
+    p2, m2, v2 = planes()
+    assert bob.core.train(p, m, v, b"abc", b"bcd", np.uint64(3), np.int32(2), threads=np.int8(1)) == \
+        bob.core.train(p2, m2, v2, b"abc", b"bcd", 3, 2, threads=1)
+    assert p.tobytes() == p2.tobytes()
+    assert bob.core.predict(p, np.array([97, 0xFFFFFFFF], np.uint32)) == bob.core.predict(p, [97, 0xFFFFFFFF])
+
+
+@pytest.mark.parametrize("words,error,message", [
+    ([97, 1.0], TypeError, "prompt word 1 must be an integer; got float 1.0"),
+    ([False], TypeError, "prompt word 0 must be an integer; got bool False"),
+    ([97, 98, -1], CoreError, "prompt word 2 = -1 is outside 0 .. 2**32 - 1"),
+    ([2**32], CoreError, "prompt word 0 = 4294967296 is outside 0 .. 2**32 - 1"),
+])
+def test_prompt_words_are_refused_by_index(words, error, message):
+    p, _, _ = planes()
+    with pytest.raises(error) as info:
+        bob.core.predict(p, words)
+    assert str(info.value) == message
+
+
+def test_resume_problem_counts_are_refused_by_name():
+    p, m, v = planes()
+    with pytest.raises(CoreError, match=r"^step = -1 is outside"):
+        bob.core.resume_problem(p, m, v, -1)
+    with pytest.raises(TypeError, match=r"^updates must be an integer; got float 10.0"):
+        bob.core.resume_problem(p, m, v, 0, 10.0)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: bob.core.initial_planes(5),
+    lambda: bob.core.initial_planes("bob"),
+    lambda: bob.core.initialize(planes()[0], 5),
+    lambda: bob.core.fnv1a64(5),
+])
+def test_seeds_and_data_must_be_bytes(call):
+    # bytes(5) would be five zero bytes: a seed nobody meant.
+    with pytest.raises(TypeError, match=r"^(seed|data) must be bytes; got (int 5|str 'bob')$"):
+        call()
+
+
+def test_initial_planes_vocabulary_is_refused_by_name():
+    with pytest.raises(TypeError, match=r"^vocabulary must be an integer; got float 16.0$"):
+        bob.core.initial_planes(b"seed", 16.0)
+    with pytest.raises(CoreError, match=r"^vocabulary = -16 is outside"):
+        bob.core.initial_planes(b"seed", -16)
+
+
+@pytest.mark.parametrize("threads,error,message", [
+    (1.5, TypeError, "threads must be an integer; got float 1.5"),
+    (-1, CoreError, "threads = -1 is outside 0 .. 2**64 - 1"),
+])
+def test_invoke_threads_are_refused_by_name(threads, error, message):
+    record = bob.build_input(b"abcdefgh" * 10, [b"a", b"b", b""])
+    with pytest.raises(error) as info:
+        bob.invoke(record, threads=threads)
+    assert str(info.value) == message
