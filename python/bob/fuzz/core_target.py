@@ -5,12 +5,14 @@ The binding (``bob._core``) promises to refuse bad arguments with
 ``OverflowError``; a Rust panic surfaces as pyo3's ``PanicException``, a
 ``BaseException``, and is a finding, as is any other exception type. Plane
 sizes are kept small (rows 0–17, sometimes the full vocabulary) so one execution stays in
-the milliseconds; wrong lengths, dtypes, read-only buffers, steps next to
+the milliseconds; wrong lengths, dtypes, byte orders, alignments, read-only buffers, steps next to
 u64's maximum, ``updates`` and ``threads`` beyond their types, unknown kernels and prompt
 words beyond u32 are all drawn. Not drawn: ``updates`` in the billions and
 vocabularies in the tens of thousands, which the binding accepts and then
 spends minutes (or tens of GB) on — the caller's choice, not a defect. When ``train`` succeeds with a fast kernel,
-the same call with ``kernel="scalar"`` must give the same bits.
+the same call with ``kernel="scalar"`` on native float32 copies of the same
+values must give the same bits (so a plane read in the wrong byte order is
+a finding).
 """
 
 from __future__ import annotations
@@ -55,7 +57,8 @@ def _plane(r: Reader, rows: int, np):
     """A plane for ``rows``: usually right, sometimes of another length, dtype, layout or mutability."""
     count = rows * rows
     # Mostly right, so that valid calls (and the kernel-vs-scalar check) are common.
-    shape = r.pick(("right",) * 24 + ("short", "long", "f64", "i32", "strided", "readonly", "bytes", "list"))
+    shape = r.pick(("right",) * 24 + ("short", "long", "f64", "i32", "strided", "readonly", "bytes", "list",
+                                      "swapped", "misaligned"))
     if shape == "short":
         count = max(count - 1, 0)
     elif shape == "long":
@@ -81,6 +84,12 @@ def _plane(r: Reader, rows: int, np):
     if shape == "readonly":
         arr.flags.writeable = False
         return arr
+    if shape == "swapped":  # the same values in the other byte order
+        return arr.astype(arr.dtype.newbyteorder())
+    if shape == "misaligned":  # the same values one byte past a float32 boundary
+        shifted = np.frombuffer(bytearray(arr.nbytes + 1), np.float32, count=arr.size, offset=1)
+        shifted[:] = arr
+        return shifted
     if shape == "bytes":
         return arr.tobytes()
     if shape == "list":
@@ -89,13 +98,15 @@ def _plane(r: Reader, rows: int, np):
 
 
 def _pairs(r: Reader, rows: int, n: int, np):
-    dtype = r.pick(("u8",) * 6 + ("u32", "u32", "bytes", "i64", "list"))
+    dtype = r.pick(("u8",) * 6 + ("u32", "u32", "bytes", "i64", "list", "u32-swapped"))
     raw = np.frombuffer(r.raw(min(n, 32)), dtype=np.uint8)
     values = np.resize(raw, n) if raw.size else np.zeros(n, np.uint8)
     if r.byte() % 8:
         values = values % max(rows, 1)  # inside the table most of the time
     if dtype == "u32":
         return values.astype(np.uint32)
+    if dtype == "u32-swapped":
+        return values.astype(np.dtype(np.uint32).newbyteorder())
     if dtype == "bytes":
         return values.astype(np.uint8).tobytes()
     if dtype == "i64":
@@ -131,7 +142,9 @@ def core_target(data: bytes) -> None:
             step, updates = r.pick(_STEPS), r.pick((1, 1, 1, 2, 2, 3, 0, 10, -1, 1 << 64))
             threads = r.pick((0, 1, 2) * 4 + _THREADS)
             kernel = r.pick(("auto",) * 3 + tuple(kernels) * 3 + ("", "AVX2", "scalar\0", "é"))
-            copies = [np.array(x, copy=True) if isinstance(x, np.ndarray) else x for x in (p, m, v)]
+            # The scalar kernel's copies hold the same values as native float32s:
+            # a plane the binding read in another byte order would not match.
+            copies = [np.array(x, dtype=np.float32) if isinstance(x, np.ndarray) else x for x in (p, m, v)]
             losses = _core.train(p, m, v, contexts, targets, step, updates, threads=threads, kernel=kernel)
             if kernel != "scalar" and all(isinstance(x, np.ndarray) for x in copies):
                 scalar_losses = _core.train(copies[0], copies[1], copies[2], contexts, targets, step, updates,
