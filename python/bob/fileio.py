@@ -249,7 +249,10 @@ def write_atomic(path: "str | os.PathLike[str]", data: bytes | bytearray | memor
     target is byte-identical. The new file keeps the old file's mode, or
     gets 0o666 minus the umask.
     """
-    view = memoryview(data).cast("B")
+    try:
+        view = memoryview(data).cast("B")
+    except TypeError:
+        raise TypeError(f"the data to write must be bytes (or a bytes-like object), not {type(data).__name__}") from None
     target = replace_target(path)
     try:
         mode: int | None = os.stat(target).st_mode & 0o7777

@@ -33,7 +33,7 @@ def bad_value(field: str, message: str, expected=None, actual=None, index=None) 
 
 
 def test_build_input_refusals() -> None:
-    with pytest.raises(TypeError, match=r"^the corpus is bytes, not str$"):
+    with pytest.raises(TypeError, match=r"^the corpus must be bytes, not str$"):
         build_input("abracadabra", PROMPTS)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"^prompts is a list of 3 byte strings$"):
         build_input(CORPUS, b"abc")  # type: ignore[arg-type]
@@ -96,3 +96,33 @@ def test_planes_are_written_little_endian_whatever_the_array_s_byte_order() -> N
 
     for dtype in (">f4", "<f4", "=f4"):
         assert _le_bytes(np.array([1.0, -2.5], dtype=dtype)) == struct.pack("<2f", 1.0, -2.5)
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda: bob.invoke(None), "the input record must be bytes (or a bytes-like object), not NoneType"),
+    (lambda: bob.invoke("abc"), "the input record must be bytes, not str"),
+    (lambda: bob.invoke(build_input(CORPUS, PROMPTS), 5), "the checkpoint must be bytes (or a bytes-like object), not int"),
+    (lambda: bob.load_input(1.5), "the input record must be bytes (or a bytes-like object), not float"),
+    (lambda: bob.input_findings(None), "the input record must be bytes (or a bytes-like object), not NoneType"),
+    (lambda: bob.load_checkpoint(5), "the checkpoint must be bytes (or a bytes-like object), not int"),
+    (lambda: bob.checkpoint_findings([1]), "the checkpoint must be bytes (or a bytes-like object), not list"),
+    (lambda: bob.examine_checkpoint("ckpt"), "the checkpoint must be bytes, not str"),
+    (lambda: bob.load_predictions(5), "the predictions must be bytes (or a bytes-like object), not int"),
+    (lambda: bob.predictions_findings(None), "the predictions must be bytes (or a bytes-like object), not NoneType"),
+    (lambda: build_input(5, PROMPTS), "the corpus must be bytes (or a bytes-like object), not int"),
+    (lambda: build_input(CORPUS, [b"a", 2, b""]), "prompt 1 must be bytes (or a bytes-like object), not int"),
+])
+def test_a_door_given_no_bytes_names_what_it_wanted(call, message) -> None:
+    # One mechanism (bob.formats.schema.as_bytes) at every door that takes bytes.
+    with pytest.raises(TypeError) as info:
+        call()
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize("data", ["text", 5, None])
+def test_write_atomic_given_no_bytes_writes_nothing(tmp_path, data) -> None:
+    target = tmp_path / "out.bin"
+    with pytest.raises(TypeError) as info:
+        bob.write_atomic(target, data)
+    assert str(info.value) == f"the data to write must be bytes (or a bytes-like object), not {type(data).__name__}"
+    assert list(tmp_path.iterdir()) == []

@@ -127,7 +127,7 @@ class Examination:
 
 def examine(data: bytes, *, for_resume: bool = True) -> Examination:
     """Check ``data`` as a bob-envelope v1 file and collect every finding."""
-    data = as_bytes(data)
+    data = as_bytes(data, "the checkpoint")
     n = len(data)
     ex = Examination(size=n)
     out = ex.findings

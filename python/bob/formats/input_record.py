@@ -249,12 +249,12 @@ def _size_error(size: int) -> FormatError:
 def input_findings(data: bytes) -> list[FormatError]:
     """Every problem with ``data`` as a bob-input v1 record, in the contract's
     order (magic, size, version, targets, prompt words); empty if it is valid."""
-    return _examine(as_bytes(data))[0]
+    return _examine(as_bytes(data, "the input record"))[0]
 
 
 def load_input(data: bytes) -> InputRecord:
     """Parse and check a bob-input v1 record; raise the first finding."""
-    findings, record = _examine(as_bytes(data))
+    findings, record = _examine(as_bytes(data, "the input record"))
     if findings:
         raise findings[0]
     assert record is not None
@@ -268,9 +268,7 @@ def build_input(corpus: bytes, prompts: Sequence[bytes]) -> InputRecord:
     than 3. Prompts are bytes; a prompt's word is its last byte or
     ``0xFFFFFFFF`` when empty.
     """
-    if isinstance(corpus, str):
-        raise TypeError("the corpus is bytes, not str")
-    corpus = memoryview(corpus).tobytes() if type(corpus) is not bytes else corpus
+    corpus = as_bytes(corpus, "the corpus")
     if isinstance(prompts, (bytes, bytearray, str)):
         raise TypeError("prompts is a list of 3 byte strings")
     prompts = list(prompts)
@@ -280,10 +278,10 @@ def build_input(corpus: bytes, prompts: Sequence[bytes]) -> InputRecord:
     if len(prompts) != PROMPTS:
         raise BadValue("prompts", "there are exactly 3 prompts", expected=PROMPTS, actual=len(prompts))
     words = []
-    for p in prompts:
+    for index, p in enumerate(prompts):
         if isinstance(p, str):
             raise TypeError("a prompt is bytes, not str (use os.fsencode)")
-        words.append(prompt_word(memoryview(p).tobytes()))
+        words.append(prompt_word(as_bytes(p, f"prompt {index}")))
     n = len(corpus)
     cyc = np.frombuffer(corpus[: min(n, PAIRS + 1)], dtype=np.uint8)
     k = np.arange(PAIRS)

@@ -141,12 +141,12 @@ def _examine(data: bytes) -> tuple[list[FormatError], Predictions | None]:
 def predictions_findings(data: bytes) -> list[FormatError]:
     """Every problem with ``data`` as a predictions file (size, then per record:
     validity, token); empty if it is valid."""
-    return _examine(as_bytes(data))[0]
+    return _examine(as_bytes(data, "the predictions"))[0]
 
 
 def load_predictions(data: bytes) -> Predictions:
     """Parse and check a 24-byte predictions file; raise the first finding."""
-    findings, pred = _examine(as_bytes(data))
+    findings, pred = _examine(as_bytes(data, "the predictions"))
     if findings:
         raise findings[0]
     assert pred is not None

@@ -447,10 +447,14 @@ def magic_finding(data: bytes, magic: bytes, what: str) -> FormatError | None:
     return NotABobFile("magic", message, expected=magic, actual=head, offset=0)
 
 
-def as_bytes(data: Any) -> bytes:
-    """``data`` as ``bytes`` (bytes-like objects are copied once; ``str`` is a TypeError)."""
+def as_bytes(data: Any, name: str = "the data") -> bytes:
+    """``data`` as ``bytes``: a bytes-like object is copied once; a ``str``, or
+    anything else without a buffer, is a TypeError that names ``name``."""
     if type(data) is bytes:
         return data
     if isinstance(data, str):
-        raise TypeError("bob reads bytes, not str")
-    return memoryview(data).tobytes()
+        raise TypeError(f"{name} must be bytes, not str")
+    try:
+        return memoryview(data).tobytes()
+    except TypeError:
+        raise TypeError(f"{name} must be bytes (or a bytes-like object), not {type(data).__name__}") from None
