@@ -1,6 +1,7 @@
 """The per-module table of docs/testing.md, from the last mutation runs.
 
-Reads cargo-mutants' target/mutants-rust/mutants.out/outcomes.json and
+Reads cargo-mutants' target/mutants-rust/mutants.out/outcomes.json, the
+binding's target/mutants-binding/outcomes.json (scripts/mutants_binding.py),
 mutmut's results in target/mutmut (``mutmut results --all true``), and
 docs/equivalent-mutants.txt: one mutant per line, ``NAME  # why`` — mutants
 that cannot change what bob does, left out of the score. A listed name that
@@ -26,6 +27,8 @@ RUST = ROOT / "target" / "mutants-rust" / "mutants.out" / "outcomes.json"
 # stands for every mutant of the functions it covers (their line numbers may
 # have moved since the full run).
 RUST_RECHECKS = sorted((ROOT / "target").glob("mutants-rust-recheck*/mutants.out/outcomes.json"))
+# scripts/mutants_binding.py: the binding's mutants, judged by the Python tests.
+BINDING = ROOT / "target" / "mutants-binding" / "outcomes.json"
 PYTHON_STAGE = ROOT / "target" / "mutmut"
 PYTHON_RECHECK = ROOT / "target" / "mutmut-recheck.json"  # scripts/mutants_recheck.py
 # scripts/mutants_sample.py: uniform random samples of the mutants not run
@@ -74,6 +77,13 @@ def rust_outcomes() -> list[tuple[str, str, str]]:
         out = {name: m for name, m in out.items() if m[3] not in covered}
         out.update({m[1]: m for m in mutants})
     return [(file, name, status) for file, name, status, _ in out.values()]
+
+
+def binding_outcomes() -> list[tuple[str, str, str]]:
+    """(module, mutant name, status) of the last scripts/mutants_binding.py run."""
+    if not BINDING.exists():
+        return []
+    return [(name.split(":", 1)[0], name, status) for name, status in json.loads(BINDING.read_text()).items()]
 
 
 def python_outcomes(recheck: bool = True) -> list[tuple[str, str, str]]:
@@ -199,14 +209,16 @@ def percent(killed: float, scored: float) -> str:
 
 def main() -> int:
     equivalent = equivalent_names()
-    rust, python = rust_outcomes(), python_outcomes()
-    lines = table("rust/bob-core (cargo-mutants)", rust, equivalent) + table("python/bob (mutmut)", python, equivalent)
+    rust, binding, python = rust_outcomes(), binding_outcomes(), python_outcomes()
+    lines = (table("rust/bob-core (cargo-mutants)", rust, equivalent)
+             + table("rust/bob-py, the binding (its mutants, the Python tests)", binding, equivalent)
+             + table("python/bob (mutmut)", python, equivalent))
     if PYTHON_SAMPLES and python:
         lines += estimate(python, PYTHON_SAMPLES, equivalent)
     print("\n".join(lines))
-    survivors = {name for _, name, status in rust + python if status in SURVIVED}
+    survivors = {name for _, name, status in rust + binding + python if status in SURVIVED}
     stale = sorted(equivalent - survivors)
-    if stale and (rust or python):
+    if stale and (rust or binding or python):
         print("listed as equivalent but not reported surviving by the last run:", *stale, sep="\n  ")
     left = sorted(survivors - equivalent)
     if left:

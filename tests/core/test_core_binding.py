@@ -149,13 +149,17 @@ def test_gil_is_released_while_training():
             ticks.append(time.perf_counter())
             time.sleep(0.0005)
 
-    t = threading.Thread(target=ticker)
+    # A daemon, stopped in `finally`: if train raises, the ticker must not
+    # keep the test process alive for ever.
+    t = threading.Thread(target=ticker, daemon=True)
     t.start()
-    start = time.perf_counter()
-    _core.train(p, m, v, ctx, ctx, 0, 40, threads=1)
-    end = time.perf_counter()
-    done.set()
-    t.join()
+    try:
+        start = time.perf_counter()
+        _core.train(p, m, v, ctx, ctx, 0, 40, threads=1)
+        end = time.perf_counter()
+    finally:
+        done.set()
+        t.join()
     during = [x for x in ticks if start < x < end]
     assert end - start > 0.02, "training too short to observe"
     assert len(during) >= 3, "Python could not run while the core computed"
@@ -327,3 +331,11 @@ def test_planes_sharing_one_value_are_refused_and_adjacent_planes_train(first, s
             train(p2, m2, v2)
             assert (arrays["P"].tobytes(), arrays["M"].tobytes(), arrays["V"].tobytes()) == (
                 p2.tobytes(), m2.tobytes(), v2.tobytes())
+
+
+def test_a_vocabulary_of_no_rows_makes_no_table():
+    for vocabulary in (0, 2**32):  # 0 rows; 2**64 values, beyond usize
+        with pytest.raises(ValueError, match=rf"^vocabulary {vocabulary} gives no table$"):
+            _core.initial_planes(b"seed", vocabulary)
+    p, m, v = _core.initial_planes(b"seed", 1)
+    assert (p.size, m.size, v.size) == (1, 1, 1)
