@@ -4,25 +4,34 @@
 # Python scope many hours (hence the sample globs below; docs/testing.md).
 #
 #   scripts/mutants.sh rust     cargo-mutants over rust/bob-core (config: .cargo/mutants.toml)
+#   scripts/mutants.sh binding  rust/bob-py's mutants against the Python tests (scripts/mutants_binding.py)
 #   scripts/mutants.sh python   mutmut over python/bob (config: [tool.mutmut] in pyproject.toml)
-#   scripts/mutants.sh          both
+#   scripts/mutants.sh          all three
 #   scripts/mutants.sh python 'bob.fileio*' …   only the mutants these mutmut globs name
 #
-# Results: target/mutants-rust/mutants.out/ and target/mutmut/ (`mutmut results`
-# there); scripts/mutants_summary.py prints the per-module table of docs/testing.md.
+# Results: target/mutants-rust/mutants.out/, target/mutants-binding/outcomes.json
+# and target/mutmut/ (`mutmut results` there); scripts/mutants_summary.py prints the per-module table of docs/testing.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-all}"
 shift || true
 CARGO_MUTANTS_VERSION=27.1.0
+if [ "$what" != python ] && ! cargo mutants --version 2>/dev/null | grep -q "$CARGO_MUTANTS_VERSION"; then
+    cargo install --locked "cargo-mutants@$CARGO_MUTANTS_VERSION"
+fi
 
 if [ "$what" = rust ] || [ "$what" = all ]; then
-    if ! cargo mutants --version 2>/dev/null | grep -q "$CARGO_MUTANTS_VERSION"; then
-        cargo install --locked "cargo-mutants@$CARGO_MUTANTS_VERSION"
-    fi
     # The Rust tests run in the test profile (opt-level 3); a mutant whose
     # tests take 15 s (ten times the whole suite) has made something loop.
     cargo mutants -p bob-core --output target/mutants-rust --timeout 15 || true  # exit 2/3: mutants missed/timed out
+fi
+
+if [ "$what" = binding ] || [ "$what" = all ]; then
+    # About 5 s a mutant the tests that call the binding catch (a build and
+    # those tests), a minute for one they miss (the whole suite); ~20 min in
+    # all, in a worktree of HEAD.
+    scripts/bootstrap.sh test,plot,fuzz
+    .venv/bin/python scripts/mutants_binding.py --fresh
 fi
 
 if [ "$what" = python ] || [ "$what" = all ]; then
