@@ -12,6 +12,7 @@ make or convert arrays.
 
 from __future__ import annotations
 
+from bob.errors import integer_value, shown_kind
 from bob.formats.constants import (  # noqa: F401 - re-exported for the library's users
     EMPTY_PROMPT,
     PARAMETER_COUNT,
@@ -51,11 +52,10 @@ def _whole(value, name: str, bits: int = 64) -> int:
     Every count and word the core takes goes through here, so a float, a
     bool, a string or an integer out of range is refused by name rather
     than truncated by ``int()`` or left to a nameless ``OverflowError``.
-    NumPy integers are integers (``__index__``).
     """
-    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
-        raise TypeError(f"{name} must be an integer; got {type(value).__name__} {value!r}")
-    number = value.__index__()
+    number = integer_value(value)
+    if number is None:
+        raise TypeError(f"{name} must be an integer; got {shown_kind(value)}")
     if not 0 <= number < 1 << bits:
         raise CoreError(f"{name} = {number} is outside 0 .. 2**{bits} - 1")
     return number

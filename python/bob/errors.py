@@ -59,6 +59,8 @@ __all__ = [
     "show_bytes",
     "show_value",
     "show_learner",
+    "integer_value",
+    "shown_kind",
     "f32_text",
 ]
 
@@ -103,6 +105,24 @@ def show_value(value: Any, field: str | None = None) -> str:
     if isinstance(value, float):
         return float_text(value)
     return one_line(str(value))
+
+
+def integer_value(value: Any) -> int | None:
+    """``value`` as an int if it is an integer (an int or a NumPy integer, not
+    a bool), else None. Every door of the library that takes an integer asks
+    this and refuses by name what is not one: nothing is ``int()``-ed, so 1.5
+    is refused, never taken for 1."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return type(value).__index__(value)
+    except (AttributeError, TypeError):  # no __index__ (a float, a str), or a NumPy bool's refusal
+        return None
+
+
+def shown_kind(value: Any) -> str:
+    """A value of the wrong kind, for a refusal: its type and its repr."""
+    return one_line(f"{type(value).__name__} {value!r}")[:80]
 
 
 class FormatError(ValueError):

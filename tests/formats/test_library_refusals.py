@@ -126,3 +126,37 @@ def test_write_atomic_given_no_bytes_writes_nothing(tmp_path, data) -> None:
         bob.write_atomic(target, data)
     assert str(info.value) == f"the data to write must be bytes (or a bytes-like object), not {type(data).__name__}"
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("call,field,message,actual,index", [
+    (lambda c, t: bob.InputRecord(c, t, (1.5, 0, 0)), "prompt_words", "a prompt word is an integer", "float 1.5", 0),
+    (lambda c, t: bob.InputRecord(c, t, (0, True, 0)), "prompt_words", "a prompt word is an integer", "bool True", 1),
+    (lambda c, t: bob.InputRecord(c, t, None), "prompt_words", "the prompt words are 3 integers", "NoneType None",
+     None),
+    (lambda c, t: bob.Predictions(((1.5, 1), (0, 0), (0, 0))), "token", "a token is an integer", "float 1.5", 0),
+    (lambda c, t: bob.Predictions(((3, 1), (0, 0), (0, "1"))), "validity", "a validity is an integer", "str '1'", 2),
+    (lambda c, t: bob.Predictions(None), "records", "the records are 3 (token, validity) pairs", "NoneType None",
+     None),
+    (lambda c, t: bob.Predictions((3, (0, 0), (0, 0))), "records", "a record is (token, validity)", "int 3", 0),
+    (lambda c, t: bob.Checkpoint(2.0, *_fresh_planes()), "step",
+     "the step is an integer from 0 to 2**64 - 1", "float 2.0", None),
+    (lambda c, t: bob.Checkpoint(np.True_, *_fresh_planes()), "step",
+     "the step is an integer from 0 to 2**64 - 1", "bool np.True_", None),
+])
+def test_an_integer_field_given_something_else_is_named_not_truncated(call, field, message, actual, index) -> None:
+    # One test of "is this an integer" (bob.errors.integer_value) at every
+    # door: int(1.5) would have been 1, int(True) 1, int("1") 1.
+    c, t = np.zeros(256, np.uint8), np.zeros(256, np.uint8)
+    assert refusal(lambda: call(c, t)) == bad_value(field, message, actual=actual, index=index)
+
+
+def test_integer_fields_take_numpy_integers() -> None:
+    z = np.zeros(256, np.uint8)
+    assert bob.InputRecord(z, z, np.array([1, 2, 0xFFFFFFFF], np.uint32)).prompt_words == (1, 2, 0xFFFFFFFF)
+    assert bob.Predictions(((np.uint32(3), np.int64(1)), (0, 0), (0, 0))).records == ((3, 1), (0, 0), (0, 0))
+    assert bob.Checkpoint(np.uint64(2**64 - 1), *_fresh_planes()).step == 2**64 - 1
+
+
+def _fresh_planes():
+    fresh = bob.load_checkpoint(b"")
+    return fresh.p, fresh.m, fresh.v

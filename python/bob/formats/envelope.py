@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from construct import Bytes, Const, Container, Int32ul, Int64ul, RawCopy, Rebuild, Struct, Terminated, len_, this
 
-from bob.errors import BadValue
+from bob.errors import BadValue, integer_value, shown_kind
 from bob.formats.constants import CHECKPOINT_MAGIC, CHUNK_TAGS
 from bob.formats.contract import (
     CHUNK_BYTES,
@@ -152,9 +152,6 @@ def _le_bytes(plane: np.ndarray) -> bytes:
     return np.ascontiguousarray(plane, dtype="<f4").tobytes()
 
 
-def _shown(value: Any) -> Any:
-    """A value for an error message: numbers as they are, anything else by its type."""
-    return value if isinstance(value, (int, np.integer)) else f"{type(value).__name__} {value!r}"[:80]
 
 
 @dataclass(eq=False)
@@ -194,15 +191,16 @@ class Checkpoint:
         self.p = _plane(self.p, "P")
         self.m = _plane(self.m, "M")
         self.v = _plane(self.v, "V")
-        step = self.step
-        if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or not 0 <= int(step) <= U64_MAX:
-            raise BadValue("step", "the step is an integer from 0 to 2**64 - 1", actual=_shown(step))
-        self.step = int(step)
-        hb = self.header_bytes
-        if isinstance(hb, bool) or not isinstance(hb, (int, np.integer)):
-            raise BadValue("header_bytes", "header_bytes is an integer", actual=_shown(hb))
-        _check_header_bytes(int(hb), self.contract)
-        self.header_bytes = int(hb)
+        step = integer_value(self.step)
+        if step is None or not 0 <= step <= U64_MAX:
+            raise BadValue("step", "the step is an integer from 0 to 2**64 - 1",
+                           actual=shown_kind(self.step) if step is None else step)
+        self.step = step
+        hb = integer_value(self.header_bytes)
+        if hb is None:
+            raise BadValue("header_bytes", "header_bytes is an integer", actual=shown_kind(self.header_bytes))
+        _check_header_bytes(hb, self.contract)
+        self.header_bytes = hb
 
     @classmethod
     def fresh(cls) -> "Checkpoint":

@@ -9,7 +9,7 @@ from typing import Any, Iterable
 
 from construct import Int32ul, Struct
 
-from bob.errors import BadValue, FormatError, Truncated
+from bob.errors import BadValue, FormatError, Truncated, integer_value, shown_kind
 from bob.formats.contract import PREDICTION_BYTES, PROMPTS, VOCABULARY
 from bob.formats.layout import PREDICTION_FIELDS
 from bob.formats.layout import PREDICTION_RECORD as PREDICTION_LAYOUT
@@ -47,6 +47,13 @@ def _record_problems(i: int, token: int, validity: int) -> list[FormatError]:
     return out
 
 
+def _integer(value: object, name: str, index: int) -> int:
+    number = integer_value(value)
+    if number is None:
+        raise BadValue(name, f"a {name} is an integer", actual=shown_kind(value), index=index)
+    return number
+
+
 @dataclass(frozen=True)
 class Predictions:
     """Three ``(token, validity)`` records, one per prompt."""
@@ -54,9 +61,22 @@ class Predictions:
     records: tuple[tuple[int, int], tuple[int, int], tuple[int, int]]
 
     def __post_init__(self) -> None:
-        records = tuple((int(t), int(v)) for t, v in self.records)
-        if len(records) != PROMPTS:
-            raise BadValue("records", "there is one record per prompt", expected=PROMPTS, actual=len(records))
+        try:
+            given = tuple(self.records)
+        except TypeError:
+            raise BadValue("records", "the records are 3 (token, validity) pairs",
+                           actual=shown_kind(self.records)) from None
+        if len(given) != PROMPTS:
+            raise BadValue("records", "there is one record per prompt", expected=PROMPTS, actual=len(given))
+        records = []
+        for i, pair in enumerate(given):
+            try:
+                record = tuple(pair)
+            except TypeError:
+                raise BadValue("records", "a record is (token, validity)", actual=shown_kind(pair), index=i) from None
+            if len(record) != 2:
+                raise BadValue("records", "a record is (token, validity)", expected=2, actual=len(record), index=i)
+            records.append((_integer(record[0], "token", i), _integer(record[1], "validity", i)))
         for i, (token, validity) in enumerate(records):
             if token < 0 or validity < 0:
                 raise BadValue("token" if token < 0 else "validity", "values are u32", index=i,
@@ -64,7 +84,7 @@ class Predictions:
             problems = _record_problems(i, token, validity)
             if problems:
                 raise problems[0]
-        object.__setattr__(self, "records", records)
+        object.__setattr__(self, "records", tuple(records))
 
     @classmethod
     def from_core(cls, output: Iterable[Iterable[int]]) -> "Predictions":
