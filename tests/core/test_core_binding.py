@@ -161,7 +161,9 @@ def test_gil_is_released_while_training():
         done.set()
         t.join()
     during = [x for x in ticks if start < x < end]
-    assert end - start > 0.02, "training too short to observe"
+    # 40 updates at vocabulary 1024 take ~20 ms here; 5 ms is room for
+    # ten ticks, and with the GIL held there would be none.
+    assert end - start > 0.005, "training too short to observe"
     assert len(during) >= 3, "Python could not run while the core computed"
 
 
