@@ -6,8 +6,8 @@ this module raises :class:`NativeCoreUnavailable` saying how to build it.
 
 It imports nothing heavy: the core works on any float32 buffer in this
 machine's byte order (NumPy arrays, ``array.array('f')``, a ``bytearray``
-cast to ``'f'``), so ``bob-run`` can train without importing NumPy. NumPy comes in only for the functions that
-make or convert arrays.
+cast to ``'f'``), so ``bob-run`` can train without importing NumPy. NumPy
+comes in only for the functions that make or convert arrays.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def _bytes(value, name: str) -> bytes:
     """A bytes-like ``value`` as bytes, or a TypeError that names it (never
     ``bytes(5)``, five zero bytes, nor a str in some encoding)."""
     if not isinstance(value, (bytes, bytearray, memoryview)):
-        raise TypeError(f"{name} must be bytes; got {type(value).__name__} {value!r}")
+        raise TypeError(f"{name} must be bytes; got {shown_kind(value)}")
     return bytes(value)
 
 
