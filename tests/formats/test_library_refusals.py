@@ -138,6 +138,7 @@ def test_write_atomic_given_no_bytes_writes_nothing(tmp_path, data) -> None:
     (lambda c, t: bob.Predictions(None), "records", "the records are 3 (token, validity) pairs", "NoneType None",
      None),
     (lambda c, t: bob.Predictions((3, (0, 0), (0, 0))), "records", "a record is (token, validity)", "int 3", 0),
+    (lambda c, t: bob.Predictions(5), "records", "the records are 3 (token, validity) pairs", "int 5", None),
     (lambda c, t: bob.Checkpoint(2.0, *_fresh_planes()), "step",
      "the step is an integer from 0 to 2**64 - 1", "float 2.0", None),
     (lambda c, t: bob.Checkpoint(np.True_, *_fresh_planes()), "step",
@@ -160,3 +161,10 @@ def test_integer_fields_take_numpy_integers() -> None:
 def _fresh_planes():
     fresh = bob.load_checkpoint(b"")
     return fresh.p, fresh.m, fresh.v
+
+
+def test_a_prediction_record_of_another_length_is_named() -> None:
+    assert refusal(lambda: bob.Predictions(((0, 0), (1,), (0, 0)))) == bad_value(
+        "records", "a record is (token, validity)", expected=2, actual=1, index=1)
+    assert refusal(lambda: bob.Predictions(((3, 1, 0), (0, 0), (0, 0)))) == bad_value(
+        "records", "a record is (token, validity)", expected=2, actual=3, index=0)
