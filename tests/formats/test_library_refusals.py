@@ -168,3 +168,11 @@ def test_a_prediction_record_of_another_length_is_named() -> None:
         "records", "a record is (token, validity)", expected=2, actual=1, index=1)
     assert refusal(lambda: bob.Predictions(((3, 1, 0), (0, 0), (0, 0)))) == bad_value(
         "records", "a record is (token, validity)", expected=2, actual=3, index=0)
+
+
+def test_a_negative_validity_is_named_as_the_validity() -> None:
+    # token 0 and validity -1: the field is the validity, not the token.
+    assert refusal(lambda: bob.Predictions(((0, -1), (0, 0), (0, 0)))) == bad_value(
+        "validity", "values are u32", actual=-1, index=0)
+    assert refusal(lambda: bob.Predictions(((0, 0), (-1, 1), (0, 0)))) == bad_value(
+        "token", "values are u32", actual=-1, index=1)
