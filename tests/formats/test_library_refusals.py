@@ -133,6 +133,7 @@ def test_write_atomic_given_no_bytes_writes_nothing(tmp_path, data) -> None:
     (lambda c, t: bob.InputRecord(c, t, (0, True, 0)), "prompt_words", "a prompt word is an integer", "bool True", 1),
     (lambda c, t: bob.InputRecord(c, t, None), "prompt_words", "the prompt words are 3 integers", "NoneType None",
      None),
+    (lambda c, t: bob.InputRecord(c, t, 7), "prompt_words", "the prompt words are 3 integers", "int 7", None),
     (lambda c, t: bob.Predictions(((1.5, 1), (0, 0), (0, 0))), "token", "a token is an integer", "float 1.5", 0),
     (lambda c, t: bob.Predictions(((3, 1), (0, 0), (0, "1"))), "validity", "a validity is an integer", "str '1'", 2),
     (lambda c, t: bob.Predictions(None), "records", "the records are 3 (token, validity) pairs", "NoneType None",
