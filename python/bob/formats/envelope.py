@@ -317,7 +317,7 @@ def describe_envelope(data: bytes) -> dict[str, Any]:
         "format": "bob-envelope",
         "version": h.version,
         "size": ex.size,
-        "sha256": hashlib.sha256(as_bytes(data)).hexdigest(),
+        "sha256": hashlib.sha256(as_bytes(data, "the checkpoint")).hexdigest(),
         "header_bytes": h.header_bytes,
         "header_length": ex.header_end,
         "step": h.step,

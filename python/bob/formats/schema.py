@@ -447,7 +447,7 @@ def magic_finding(data: bytes, magic: bytes, what: str) -> FormatError | None:
     return NotABobFile("magic", message, expected=magic, actual=head, offset=0)
 
 
-def as_bytes(data: Any, name: str = "the data") -> bytes:
+def as_bytes(data: Any, name: str) -> bytes:
     """``data`` as ``bytes``: a bytes-like object is copied once; a ``str``, or
     anything else without a buffer, is a TypeError that names ``name``."""
     if type(data) is bytes:
