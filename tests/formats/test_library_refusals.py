@@ -177,3 +177,18 @@ def test_a_negative_validity_is_named_as_the_validity() -> None:
         "validity", "values are u32", actual=-1, index=0)
     assert refusal(lambda: bob.Predictions(((0, 0), (-1, 1), (0, 0)))) == bad_value(
         "token", "values are u32", actual=-1, index=1)
+
+
+def test_predictions_of_another_size_are_refused_whole() -> None:
+    from bob.formats.constants import CHECKPOINT_MAGIC
+    from bob.formats.schema import KNOWN_MAGICS
+
+    truncated = {"error": "Truncated", "kind": "truncated", "field": "file_size", "index": None, "offset": None,
+                 "expected": 24}
+    assert refusal(lambda: bob.load_predictions(bytes(23))) == truncated | {
+        "message": "predictions are exactly 24 bytes", "actual": 23,
+        "text": "file_size: predictions are exactly 24 bytes (expected 24, got 23)"}
+    like = KNOWN_MAGICS[CHECKPOINT_MAGIC]
+    assert refusal(lambda: bob.load_predictions(CHECKPOINT_MAGIC + bytes(40))) == truncated | {
+        "message": f"predictions are exactly 24 bytes; this file starts like {like}", "actual": 48,
+        "text": f"file_size: predictions are exactly 24 bytes; this file starts like {like} (expected 24, got 48)"}
