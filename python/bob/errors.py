@@ -60,6 +60,7 @@ __all__ = [
     "show_value",
     "show_learner",
     "integer_value",
+    "integer_field",
     "shown_kind",
     "f32_text",
 ]
@@ -255,3 +256,12 @@ class StateRefused(FormatError):
 
 
 ERROR_CLASSES = (NotABobFile, Truncated, IntegrityError, ContractMismatch, BadValue, StateRefused)
+
+
+def integer_field(value: Any, field: str, message: str, index: int | None = None) -> int:
+    """``value`` as an int (:func:`integer_value`), or a BadValue naming
+    ``field`` (and ``index``) with ``message`` and what the value was."""
+    number = integer_value(value)
+    if number is None:
+        raise BadValue(field, message, actual=shown_kind(value), index=index)
+    return number

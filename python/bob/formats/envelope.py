@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from construct import Bytes, Const, Container, Int32ul, Int64ul, RawCopy, Rebuild, Struct, Terminated, len_, this
 
-from bob.errors import BadValue, integer_value, shown_kind
+from bob.errors import BadValue, integer_field, integer_value, shown_kind
 from bob.formats.constants import CHECKPOINT_MAGIC, CHUNK_TAGS
 from bob.formats.contract import (
     CHUNK_BYTES,
@@ -196,9 +196,7 @@ class Checkpoint:
             raise BadValue("step", "the step is an integer from 0 to 2**64 - 1",
                            actual=shown_kind(self.step) if step is None else step)
         self.step = step
-        hb = integer_value(self.header_bytes)
-        if hb is None:
-            raise BadValue("header_bytes", "header_bytes is an integer", actual=shown_kind(self.header_bytes))
+        hb = integer_field(self.header_bytes, "header_bytes", "header_bytes is an integer")
         _check_header_bytes(hb, self.contract)
         self.header_bytes = hb
 

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 from construct import Bytes, Const, Int64ul, Rebuild, Struct
 
-from bob.errors import BadValue, FormatError, Truncated, integer_value, shown_kind
+from bob.errors import BadValue, FormatError, Truncated, integer_field, shown_kind
 from bob.formats.contract import EMPTY_PROMPT, PROMPTS, RECORD_BYTES, VOCABULARY
 from bob.formats.constants import INPUT_MAGIC
 from bob.formats.layout import INPUT
@@ -87,10 +87,8 @@ def _words(value: Iterable[int]) -> tuple[int, int, int]:
         raise BadValue("prompt_words", "the prompt words are 3 integers", actual=shown_kind(value)) from None
     if len(given) != PROMPTS:
         raise BadValue("prompt_words", "there are exactly 3 prompts", expected=PROMPTS, actual=len(given))
-    words = tuple(integer_value(w) for w in given)
+    words = tuple(integer_field(w, "prompt_words", "a prompt word is an integer", i) for i, w in enumerate(given))
     for i, w in enumerate(words):
-        if w is None:
-            raise BadValue("prompt_words", "a prompt word is an integer", actual=shown_kind(given[i]), index=i)
         if not (0 <= w < VOCABULARY or w == EMPTY_PROMPT):
             raise BadValue("prompt_words", "a prompt word is a byte (< 256) or 0xFFFFFFFF",
                            expected="< 256 or 0xffffffff", actual=w, index=i)

@@ -9,7 +9,7 @@ from typing import Any, Iterable
 
 from construct import Int32ul, Struct
 
-from bob.errors import BadValue, FormatError, Truncated, integer_value, shown_kind
+from bob.errors import BadValue, FormatError, Truncated, integer_field, shown_kind
 from bob.formats.contract import PREDICTION_BYTES, PROMPTS, VOCABULARY
 from bob.formats.layout import PREDICTION_FIELDS
 from bob.formats.layout import PREDICTION_RECORD as PREDICTION_LAYOUT
@@ -47,13 +47,6 @@ def _record_problems(i: int, token: int, validity: int) -> list[FormatError]:
     return out
 
 
-def _integer(value: object, name: str, index: int) -> int:
-    number = integer_value(value)
-    if number is None:
-        raise BadValue(name, f"a {name} is an integer", actual=shown_kind(value), index=index)
-    return number
-
-
 @dataclass(frozen=True)
 class Predictions:
     """Three ``(token, validity)`` records, one per prompt."""
@@ -76,7 +69,8 @@ class Predictions:
                 raise BadValue("records", "a record is (token, validity)", actual=shown_kind(pair), index=i) from None
             if len(record) != 2:
                 raise BadValue("records", "a record is (token, validity)", expected=2, actual=len(record), index=i)
-            records.append((_integer(record[0], "token", i), _integer(record[1], "validity", i)))
+            records.append((integer_field(record[0], "token", "a token is an integer", i),
+                            integer_field(record[1], "validity", "a validity is an integer", i)))
         for i, (token, validity) in enumerate(records):
             if token < 0 or validity < 0:
                 raise BadValue("token" if token < 0 else "validity", "values are u32", index=i,
