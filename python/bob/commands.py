@@ -32,11 +32,16 @@ EXIT_OK = 0
 EXIT_UNEXPECTED = 1
 EXIT_REFUSED = 2
 EXIT_BUSY = 75  # EX_TEMPFAIL: try again later
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 130  # Ctrl-C before the commit; SIGTERM and SIGHUP give 128 + their number
+
+# OS errors that are the machine's, not the file's: out of memory, out of
+# descriptors (ulimit -n), out of kernel buffers. Never "refused" (exit 2),
+# which would tell a script the file is bad.
+RESOURCE_ERRNOS = frozenset({12, 23, 24, 105})  # ENOMEM, ENFILE, EMFILE, ENOBUFS (Linux and macOS alike)
 
 __all__ = [
     "EXIT_OK", "EXIT_UNEXPECTED", "EXIT_REFUSED", "EXIT_BUSY", "EXIT_INTERRUPTED",
-    "Refused", "about", "fail", "emit", "silence", "os_reason", "argument_parser", "parse_command_line",
+    "Refused", "about", "fail", "note", "emit", "silence", "os_reason", "argument_parser", "parse_command_line",
 ]
 
 
@@ -106,8 +111,10 @@ class about:  # noqa: N801 - used as a `with` statement, like contextlib's helpe
             message = f"{self.what}: {exc}" if self.what else str(exc)
             raise Refused(message, option=self.option, path=self.path, field=exc.field,
                           detail=exc.to_dict()) from None
-        if isinstance(exc, OSError):
+        if isinstance(exc, OSError) and exc.errno not in RESOURCE_ERRNOS:
             raise Refused(os_reason(exc), option=self.option, path=self.path) from None
+        # A resource the process ran out of (memory, descriptors) says nothing
+        # about the user's file: it stays an unexpected error (exit 1).
 
 
 def fail(prog: str, refusal: Refused, *, as_json: bool) -> int:
@@ -144,6 +151,11 @@ def silence(stream) -> None:
         os.close(null)
     except (OSError, ValueError, AttributeError):  # AttributeError: the stream was never open (None)
         pass
+
+
+def note(prog: str, text: str) -> None:
+    """One line on stderr (``prog: text``), whatever state stderr is in."""
+    _write(sys.stderr, f"{prog}: {one_line(text)}\n")
 
 
 def emit(prog: str, text: str, *, committed: str | None = None) -> None:

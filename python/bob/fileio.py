@@ -16,12 +16,26 @@ every path gets the same treatment:
   link points to (the temporary file lives in the *target's* directory and
   the link stays a link); :func:`replace_target` gives that resolved path,
   which is also what ``bob-run`` locks.
+* **Resolved by the kernel.** The directory part of a path is ``stat``-ed
+  as given (``nope/../ck`` is refused when ``nope`` does not exist, as the
+  kernel would refuse it), and the string resolution of links must name the
+  same directory; a relative path after the working directory was deleted
+  is refused by name.
+* **Only files their owner may replace.** :func:`replace_target` refuses a
+  file with more than one hard link (replacing one name would split it from
+  the others) and a file whose owner cannot write it (mode 0444), with
+  :class:`NotReplaceable`.
 * **Atomic.** :func:`write_atomic` writes a temporary file beside the
   target, fsyncs it, renames it over the target and fsyncs the directory; on
   any failure the target is byte-identical and the temporary file is gone.
   A SIGKILL leaves at worst a temporary file named
-  ``.{name}.bob-tmp-{pid}-{random}``, which :func:`clean_stale_temporaries`
-  removes once its writer is dead.
+  ``.{name}.bob-tmp-{pid}-{random}``: :func:`clean_stale_temporaries`
+  removes it once its writer is dead, and a ``bob-run`` holding the
+  checkpoint's lock removes its targets' temporaries whoever left them
+  (``holding_lock=True``: pids say nothing across PID namespaces).
+* **Names within NAME_MAX.** Every name bob puts beside a target
+  (temporaries, the lock) comes from :func:`sidecar_name`: a name that would
+  pass 255 bytes keeps a prefix of the target's name and a hash of all of it.
 * **Exact rollback.** :func:`Backup` keeps a hard link to the file about to
   be replaced, so putting it back restores the very same bytes, whatever
   their size.
@@ -37,20 +51,24 @@ import stat
 
 __all__ = [
     "NotARegularFile",
+    "NotReplaceable",
     "FileTooLarge",
     "read_bounded",
     "read_bounded_buffer",
     "replace_target",
     "same_file",
+    "check_directory",
     "write_atomic",
     "Backup",
     "clean_stale_temporaries",
     "temporary_name",
+    "sidecar_name",
     "TEMP_MARK",
 ]
 
 TEMP_MARK = ".bob-tmp-"
-_NAME_LIMIT = 180  # keeps the temporary name under the usual 255-byte limit
+NAME_MAX = 255  # bytes in one file name on every filesystem bob is used on (Linux, macOS)
+_TAG_ROOM = 40  # bytes kept for what follows the target's name: ".bob-tmp-{pid}-{12 hex}" and ".bob-lock"
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _HEAD = 16  # bytes of a too-large file kept to name its format
 
@@ -74,8 +92,22 @@ class NotARegularFile(OSError):
 
     def __init__(self, path: "str | os.PathLike[str]", mode: int) -> None:
         self.kind = _kind(mode)
+        self.mode = mode
         code = errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL
         super().__init__(code, f"{self.kind}, not a regular file", os.fspath(path))
+
+    def __reduce__(self):  # the constructor's arguments, so it pickles and copies (OSError's would not fit)
+        return type(self), (self.filename, self.mode)
+
+
+class NotReplaceable(OSError):
+    """A regular file bob will not replace: it has other hard links, or its owner cannot write it."""
+
+    def __init__(self, path: "str | os.PathLike[str]", reason: str) -> None:
+        super().__init__(errno.EPERM, reason, os.fspath(path))
+
+    def __reduce__(self):
+        return type(self), (self.filename, self.strerror)
 
 
 class FileTooLarge(Exception):
@@ -85,6 +117,9 @@ class FileTooLarge(Exception):
         super().__init__(f"{size} bytes")
         self.size = size
         self.head = head
+
+    def __reduce__(self):
+        return type(self), (self.size, self.head)
 
 
 def read_bounded(path: "str | os.PathLike[str]", limit: int) -> bytes | None:
@@ -172,43 +207,113 @@ def _read_to_end(fd: int, size: int, limit: int) -> bytearray:
     return data
 
 
-def replace_target(path: "str | os.PathLike[str]") -> str:
+def replace_target(path: "str | os.PathLike[str]", *, check_replaceable: bool = True) -> str:
     """The file that replacing ``path`` would replace: symbolic links resolved.
 
-    Raises :class:`NotARegularFile` when it exists and is not a regular file,
-    ``FileNotFoundError`` naming the directory when that does not exist, and
+    The directory part is resolved by the kernel (``stat``), not by string
+    normalisation; the resolved target must lie in the directory the kernel
+    names. Raises :class:`NotARegularFile` when the target exists and is not
+    a regular file, :class:`NotReplaceable` when it has other hard links or
+    its owner cannot write it, ``FileNotFoundError`` naming the directory when
+    that does not exist (or the working directory is gone), and
     ``IsADirectoryError`` for a path that ends in a slash.
+    ``check_replaceable=False`` leaves the links-and-mode check to the caller
+    (``bob-run`` makes it under its lock, once a killed run's backup link,
+    a second name of the file, is removed).
     """
     text = os.fspath(path)
     if isinstance(text, bytes):  # pragma: no cover - bob passes str paths
         text = os.fsdecode(text)
-    if not os.path.basename(text):
+    directory, name = os.path.split(text)
+    if not name:
         raise IsADirectoryError(errno.EISDIR, "a directory path, not a file", text)
+    home = _directory_stat(directory, text)
     target = os.path.realpath(text)
     try:
-        st = os.stat(target)
-    except FileNotFoundError:
-        directory = os.path.dirname(target)
-        if not os.path.isdir(directory):
-            raise FileNotFoundError(errno.ENOENT, "its directory does not exist", text) from None
+        st = os.stat(text)
+    except FileNotFoundError:  # to be created: at the end of a dangling link, or here
+        where = home if not os.path.islink(text) else _directory_stat(os.path.dirname(target), text)
+        if not os.path.samestat(where, _directory_stat(os.path.dirname(target), text)):
+            raise FileNotFoundError(errno.ENOENT, "its directory changed while it was resolved", text) from None
         return target
     if not stat.S_ISREG(st.st_mode):
         raise NotARegularFile(text, st.st_mode)
+    if not os.path.samestat(st, os.stat(target)):
+        raise FileNotFoundError(errno.ENOENT, "it changed while its links were resolved", text)
+    if check_replaceable:
+        refuse_unreplaceable(text, st)
     return target
+
+
+def check_directory(path: "str | os.PathLike[str]") -> None:
+    """Refuse (``FileNotFoundError``) a path whose directory the kernel cannot
+    find: one that does not exist, ``nope/..``, or a relative path after the
+    working directory was deleted."""
+    text = os.fspath(path)
+    if isinstance(text, bytes):  # pragma: no cover - bob passes str paths
+        text = os.fsdecode(text)
+    _directory_stat(os.path.dirname(text), text)
+
+
+def _directory_stat(directory: str, path: str) -> os.stat_result:
+    """The kernel's ``stat`` of the directory a path names, or the error that names why there is none."""
+    if not os.path.isabs(path):
+        try:
+            os.getcwd()
+        except FileNotFoundError:
+            raise FileNotFoundError(errno.ENOENT, "a relative path, and the working directory no longer exists",
+                                    path) from None
+    try:
+        st = os.stat(directory or ".")
+    except (FileNotFoundError, NotADirectoryError):
+        raise FileNotFoundError(errno.ENOENT, "its directory does not exist", path) from None
+    if not stat.S_ISDIR(st.st_mode):  # pragma: no cover - stat of "x/.." already refuses a non-directory x
+        raise FileNotFoundError(errno.ENOENT, "its directory does not exist", path)
+    return st
+
+
+def refuse_unreplaceable(path: str, st: os.stat_result) -> None:
+    """Raise :class:`NotReplaceable` if bob must not replace the regular file ``path`` (``st``, its stat)."""
+    if st.st_nlink > 1:
+        raise NotReplaceable(path, f"it has {st.st_nlink} hard links; replacing it would split this name from "
+                                   "the others (bob replaces only files with one link)")
+    if not st.st_mode & stat.S_IWUSR or not os.access(path, os.W_OK):
+        raise NotReplaceable(path, f"it is read-only (mode {st.st_mode & 0o7777:04o}); bob replaces only files "
+                                   "their owner can write")
 
 
 def same_file(a: "str | os.PathLike[str]", b: "str | os.PathLike[str]") -> bool:
     """True when two paths name one file (links resolved, hard links too)."""
-    if os.path.realpath(a) == os.path.realpath(b):
-        return True
+    try:
+        if os.path.realpath(a) == os.path.realpath(b):
+            return True
+    except OSError:  # the working directory is gone: only the kernel can say
+        pass
     try:
         return os.path.samefile(a, b)
     except (OSError, ValueError):
         return False
 
 
+def sidecar_name(target: str, tag: str) -> str:
+    """The name of a file bob keeps beside ``target``: ``.{name}{tag}``.
+
+    Within NAME_MAX for any legal name: a name too long to take the tag keeps
+    a prefix of itself and a hash of all of itself (FNV-1a, 64 bits), so two
+    long names that share a prefix never share a sidecar."""
+    name = os.path.basename(target)
+    raw = os.fsencode(name)
+    if len(raw) + _TAG_ROOM + 1 <= NAME_MAX:
+        return f".{name}{tag}"
+    digest = 0xCBF29CE484222325
+    for byte in raw:
+        digest = ((digest ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    keep = raw[:NAME_MAX - _TAG_ROOM - 1 - 17]  # a cut through a UTF-8 sequence round-trips (surrogateescape)
+    return f".{os.fsdecode(keep)}~{digest:016x}{tag}"
+
+
 def _prefix(name: str) -> str:
-    return f".{name[:_NAME_LIMIT]}{TEMP_MARK}"
+    return sidecar_name(name, TEMP_MARK)
 
 
 def temporary_name(target: str, pid: int | None = None) -> str:
@@ -218,7 +323,7 @@ def temporary_name(target: str, pid: int | None = None) -> str:
     return os.path.join(directory or ".", f"{_prefix(name)}{pid}-{os.urandom(6).hex()}")
 
 
-def _fsync_directory(directory: str) -> None:
+def fsync_directory(directory: str) -> None:
     try:
         fd = os.open(directory or ".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC)
     except OSError:  # pragma: no cover - platforms without directory fds
@@ -254,6 +359,22 @@ def write_atomic(path: "str | os.PathLike[str]", data: bytes | bytearray | memor
     except TypeError:
         raise TypeError(f"the data to write must be bytes (or a bytes-like object), not {type(data).__name__}") from None
     target = replace_target(path)
+    tmp = stage(target, view)
+    try:
+        os.replace(tmp, target)
+    except BaseException:
+        discard_temporary(tmp)
+        raise
+    fsync_directory(os.path.dirname(target))
+    return target
+
+
+def stage(target: str, data: "bytes | bytearray | memoryview") -> str:
+    """Write ``data`` to a new temporary file beside the resolved ``target``,
+    fsynced, with the target's mode if it exists; return its path. Nothing
+    visible changes until the caller renames it over the target; on any
+    failure the temporary is gone."""
+    view = memoryview(data).cast("B")
     try:
         mode: int | None = os.stat(target).st_mode & 0o7777
     except FileNotFoundError:
@@ -269,15 +390,18 @@ def write_atomic(path: "str | os.PathLike[str]", data: bytes | bytearray | memor
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, target)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        discard_temporary(tmp)
         raise
-    _fsync_directory(os.path.dirname(target))
-    return target
+    return tmp
+
+
+def discard_temporary(tmp: str) -> None:
+    """Remove a temporary file bob made, if it is still there."""
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
 
 
 class Backup:
@@ -312,7 +436,7 @@ class Backup:
         else:
             os.replace(self.link, self.target)
             self.link = None
-        _fsync_directory(os.path.dirname(self.target))
+        fsync_directory(os.path.dirname(self.target))
 
     def discard(self) -> None:
         if self.link is not None:
@@ -335,11 +459,15 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def clean_stale_temporaries(path: "str | os.PathLike[str]") -> list[str]:
+def clean_stale_temporaries(path: "str | os.PathLike[str]", *, holding_lock: bool = False) -> list[str]:
     """Remove the temporary files :func:`write_atomic` left beside ``path``'s
     target whose writing process is dead; return the paths removed.
 
-    Temporaries of live processes (this one included) are left alone.
+    Temporaries of live processes (this one included) are left alone — a
+    pid is all a writer without a lock can judge by. ``holding_lock``: the
+    caller holds the target's lock (``bob-run``), so no other bob writer is
+    at work on it and every temporary of the target is stale, whoever left
+    it: a pid says nothing about a process in another PID namespace.
     """
     try:
         target = os.path.realpath(os.fspath(path))
@@ -359,7 +487,7 @@ def clean_stale_temporaries(path: "str | os.PathLike[str]") -> list[str]:
         if not sep or not pid_text.isdigit() or not token:
             continue
         pid = int(pid_text)
-        if pid == os.getpid() or _pid_alive(pid):
+        if not holding_lock and (pid == os.getpid() or _pid_alive(pid)):
             continue
         full = os.path.join(directory, entry)
         try:

@@ -31,6 +31,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     import argparse
 
+    from bob.signals import Deferral
+
 from bob.commands import (
     EXIT_BUSY,
     EXIT_INTERRUPTED,
@@ -42,88 +44,13 @@ from bob.commands import (
     argument_parser,
     emit,
     fail,
-    os_reason,
+    note,
     parse_command_line,
 )
+from bob.commit import lock_path_for  # noqa: F401 - where tests and tools have always found it
 from bob.text import show_byte, show_path
 
 PROG = "bob-run"
-
-
-# --------------------------------------------------------------------------- #
-# The lock
-# --------------------------------------------------------------------------- #
-
-
-def lock_path_for(target: str) -> str:
-    """The lock file of a (resolved) checkpoint path: ``.{name}.bob-lock`` beside it."""
-    directory, name = os.path.split(target)
-    return os.path.join(directory, f".{name}.bob-lock")
-
-
-class CheckpointLock:
-    """An exclusive ``flock`` on a lock file beside the resolved checkpoint.
-
-    The checkpoint itself is replaced by rename, so its inode changes every
-    invocation; the lock file stays put (it is never removed, which would let
-    two runs lock two different files). The kernel drops the lock when the
-    holder dies, even by SIGKILL.
-    """
-
-    def __init__(self, target: str, wait_seconds: float) -> None:
-        self.path = lock_path_for(target)
-        self.wait_seconds = wait_seconds
-        self.fd: int | None = None
-
-    def __enter__(self) -> "CheckpointLock":
-        from bob.fileio import open_regular
-
-        try:
-            fd, _ = open_regular(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW)
-        except OSError as exc:  # the checkpoint itself is fine: say which file is not
-            raise self._unusable(exc) from None
-        try:
-            self._wait_for(fd)
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        except BaseException as exc:
-            os.close(fd)
-            if isinstance(exc, OSError):
-                raise self._unusable(exc) from None
-            raise
-        self.fd = fd
-        return self
-
-    def _wait_for(self, fd: int) -> None:
-        import fcntl
-
-        deadline = time.monotonic() + self.wait_seconds
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise Refused(f"the checkpoint is in use by another bob-run{_read_holder(fd)}; nothing was "
-                                  "changed (use --wait SECONDS to wait for it)", code=EXIT_BUSY) from None
-                time.sleep(0.02)
-
-    def _unusable(self, exc: OSError) -> Refused:
-        return Refused(f"its lock file {show_path(self.path)} cannot be used: {os_reason(exc)}; "
-                       "nothing was changed", option="--checkpoint")
-
-    def __exit__(self, *exc: object) -> None:
-        if self.fd is not None:
-            os.close(self.fd)  # releases the flock
-            self.fd = None
-
-
-def _read_holder(fd: int) -> str:
-    try:
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-    except OSError:
-        return ""
-    return f" (pid {text})" if text.isdigit() else ""
 
 
 # --------------------------------------------------------------------------- #
@@ -225,16 +152,32 @@ def _checkpoint_bytes(step: int, buffer: bytearray, header_bytes: "int | None") 
 
 
 def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
-              wait_seconds: float = 0.0, threads: int = 0) -> dict:
+              wait_seconds: float = 0.0, threads: int = 0, deferral: "Deferral | None" = None) -> dict:
     """One invocation (§7) on files; returns its summary as a JSON-ready dict.
 
     Every refusal is a :class:`bob.commands.Refused` naming the option and path.
+    The invocation is committed exactly when the checkpoint's rename succeeds
+    (:mod:`bob.commit`); ``deferral`` is begun before the first write and
+    left open, so the caller decides when signals act again (``main`` ends it
+    after the summary is printed). A signal deferred before the commit rolls
+    the run back and is raised as :class:`bob.signals.Interrupted`.
     """
-    from bob.fileio import Backup, clean_stale_temporaries, replace_target, same_file, write_atomic
+    from bob.commit import CheckpointLock, Commit, refuse_if_lock_of
+    from bob.fileio import check_directory, clean_stale_temporaries, replace_target, same_file
     from bob.formats import canonical
     from bob.formats.constants import EMPTY_PROMPT, UPDATES_PER_INVOCATION
     from bob.invocation import advance
+    from bob.signals import Deferral, Interrupted
 
+    deferral = Deferral() if deferral is None else deferral
+    # Decide what will be replaced before anything is read or created; the
+    # kernel resolves every path (a deleted working directory is named here).
+    with about("--input", input_path):
+        check_directory(input_path)
+    with about("--checkpoint", checkpoint_path):
+        checkpoint_target = replace_target(checkpoint_path, check_replaceable=False)
+    with about("--predictions", predictions_path):
+        predictions_target = replace_target(predictions_path, check_replaceable=False)
     for a, b, what in (
         (checkpoint_path, predictions_path, "--checkpoint and --predictions"),
         (input_path, checkpoint_path, "--input and --checkpoint"),
@@ -242,37 +185,43 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     ):
         if same_file(a, b):
             raise Refused(f"{what} name the same file ({show_path(a)}); each needs its own")
-    # Decide what will be replaced before anything is read or created.
-    with about("--checkpoint", checkpoint_path):
-        checkpoint_target = replace_target(checkpoint_path)
-    with about("--predictions", predictions_path):
-        predictions_target = replace_target(predictions_path)
+    refuse_if_lock_of(predictions_target, checkpoint_target, "--predictions")
     with about("--input", input_path, "input record"):
         contexts, targets, prompt_words = _read_record(input_path)
 
     lock = CheckpointLock(checkpoint_target, wait_seconds).__enter__()
     try:
-        cleaned = clean_stale_temporaries(checkpoint_target) + clean_stale_temporaries(predictions_target)
+        cleaned = (clean_stale_temporaries(checkpoint_target, holding_lock=True)
+                   + clean_stale_temporaries(predictions_target, holding_lock=True))
+        for option, path, target in (("--checkpoint", checkpoint_path, checkpoint_target),
+                                     ("--predictions", predictions_path, predictions_target)):
+            with about(option, path):  # now that no backup link of a killed run is a second name
+                _refuse_unreplaceable(target)
         with about("--checkpoint", checkpoint_path, "checkpoint"):
+            read_from = _identity(checkpoint_target)
             step_before, buffer, header_bytes = _read_state(checkpoint_target)
             losses, records = advance(*_plane_views(buffer), contexts, targets, prompt_words, step_before,
                                       threads=threads)
         step_after = step_before + UPDATES_PER_INVOCATION
         prediction_bytes = canonical.predictions_bytes(records)
         checkpoint_bytes = _checkpoint_bytes(step_after, buffer, header_bytes)
-        with about("--predictions", predictions_path):
-            backup = Backup(predictions_target)
+
+        def before_commit() -> None:
+            if deferral.pending:
+                raise Interrupted(deferral.pending[0])
+            lock.still_held()
+            if _identity(checkpoint_target) != read_from:
+                raise Refused("was replaced by another process while this run trained; nothing was changed",
+                              option="--checkpoint", path=checkpoint_path, code=EXIT_BUSY)
+
+        commit = Commit(checkpoint_target, checkpoint_bytes, about("--checkpoint", checkpoint_path),
+                        predictions_target, prediction_bytes, about("--predictions", predictions_path))
+        deferral.begin()  # from the first write on, no signal cuts a step in half
         try:
-            with about("--predictions", predictions_path):
-                write_atomic(predictions_target, prediction_bytes)  # atomic: on failure PRED is unchanged
-            try:
-                with about("--checkpoint", checkpoint_path):
-                    write_atomic(checkpoint_target, checkpoint_bytes)
-            except BaseException:
-                backup.restore()  # the very same file as before, whatever its size
-                raise
+            commit.stage()
+            commit.apply(before_commit)
         finally:
-            backup.discard()
+            commit.close()
     finally:
         lock.__exit__()
 
@@ -296,6 +245,25 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
         "predictions_hex": prediction_bytes.hex(),
         "stale_temporaries_removed": [show_path(p) for p in cleaned],
     }
+
+
+def _refuse_unreplaceable(target: str) -> None:
+    from bob.fileio import refuse_unreplaceable
+
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return
+    refuse_unreplaceable(target, st)
+
+
+def _identity(path: str) -> "tuple[int, int] | None":
+    """(device, inode) of the file at ``path``, or None when there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 # --------------------------------------------------------------------------- #
@@ -411,27 +379,47 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(parsed, int):
             return parsed
         args = parsed
+    from bob import signals
+
+    replaced = signals.install()  # SIGTERM and SIGHUP end bob-run as Ctrl-C does, and wait for a commit
+    deferral = signals.Deferral()
+    try:
+        return _run(args, deferral)
+    finally:
+        deferral.end()
+        signals.restore(replaced)
+
+
+def _run(args: "QuickArgs | argparse.Namespace", deferral: "Deferral") -> int:
+    from bob.signals import Interrupted, signal_name
+
     try:
         # One thread: in a fresh process the first parallel call pays for
         # starting the core's thread pool, which costs more than the call's
         # work saves (BENCHMARKS.md). Threads never change a bit.
         result = run_files(args.input, args.checkpoint, args.predictions, wait_seconds=wait_seconds(args.wait),
-                           threads=1)
+                           threads=1, deferral=deferral)
     except Refused as exc:
         return fail(PROG, exc, as_json=args.json)
-    except KeyboardInterrupt:
-        return fail(PROG, Refused("interrupted; nothing was changed", code=EXIT_INTERRUPTED), as_json=args.json)
+    except KeyboardInterrupt as exc:  # before the commit: rolled back
+        code, what = (exc.exit_code, str(exc)) if isinstance(exc, Interrupted) else (EXIT_INTERRUPTED, "interrupted")
+        return fail(PROG, Refused(f"{what}; nothing was changed", code=code), as_json=args.json)
     except ImportError as exc:  # no native core: there is no other path to the math
         return _unexpected(exc, args)
     except Exception as exc:  # noqa: BLE001 - the promise is: exit 1, traceback only under --debug
         return _unexpected(exc, args)
     committed = f"the invocation committed step {result['step_after']} to {result['checkpoint']}"
+    result["signals_after_commit"] = [signal_name(s) for s in deferral.pending]
     if args.json:
         import json
 
         emit(PROG, json.dumps(result, sort_keys=True), committed=committed)
     else:
         emit(PROG, _human_summary(result), committed=committed)
+    arrived = deferral.pending
+    if arrived:  # too late to undo: say what is true, and end as a completed run
+        names = " and ".join(dict.fromkeys(signal_name(s) for s in arrived))
+        note(PROG, f"{names} arrived during the commit; {committed}, so bob-run finished (exit 0)")
     return EXIT_OK
 
 

@@ -296,14 +296,14 @@ def test_unexpected_failure_exits_1_traceback_only_with_debug(work: Path, monkey
 
     good = trained(work)
     pred_before = (work / "pred.bin").read_bytes()
-    real = bob.fileio.write_atomic
+    real = bob.fileio.stage
 
     def failing(path, data):
         if str(path).endswith("ck.bin"):
             raise RuntimeError("disk on fire")
         return real(path, data)
 
-    monkeypatch.setattr(bob.fileio, "write_atomic", failing)
+    monkeypatch.setattr(bob.fileio, "stage", failing)
     argv = ["--input", str(work / "rec.bin"), "--checkpoint", str(work / "ck.bin"), "--predictions",
             str(work / "pred.bin")]
     assert bob.run.main(argv) == 1
@@ -358,21 +358,25 @@ def test_stale_temporaries_of_dead_runs_are_removed(work: Path) -> None:
     assert str(stale) in out["stale_temporaries_removed"]
 
 
-def test_a_live_writers_temporary_is_left_alone(work: Path) -> None:
-    """Only the temporaries of dead processes are stale: one whose writer is
-    alive (another bob, still writing) is neither removed nor touched."""
+def test_a_run_holding_the_lock_removes_its_targets_temporaries_whoever_left_them(work: Path) -> None:
+    """Under the checkpoint's lock no other bob-run writes these targets, and a
+    pid proves nothing (a process in another PID namespace, or a reused pid),
+    so every temporary of the checkpoint and the predictions is stale. The
+    library's clean_stale_temporaries, which holds no lock, still spares a
+    live writer's."""
     writer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
-    live = work / f".ck.bin.bob-tmp-{writer.pid}-0123456789ab"
     try:
-        live.write_bytes(b"another process is still writing this")
+        live = [work / f".ck.bin.bob-tmp-{writer.pid}-0123456789ab", work / f".pred.bin.bob-tmp-{writer.pid}-0a"]
+        for path in live:
+            path.write_bytes(b"left by a process whose pid is alive here")
+        (work / "ck.bin").write_bytes(b"")
+        assert bob.clean_stale_temporaries(work / "ck.bin") == [] and all(p.exists() for p in live)
         out = json.loads(run(work, "--json").stdout)
-        assert live.read_bytes() == b"another process is still writing this"
-        assert out["stale_temporaries_removed"] == []
+        assert not any(p.exists() for p in live)
+        assert sorted(out["stale_temporaries_removed"]) == sorted(map(str, live))
     finally:
         writer.kill()
         writer.wait()
-    out = json.loads(run(work, "--json").stdout)  # its writer is dead now: stale
-    assert not live.exists() and out["stale_temporaries_removed"] == [str(live)]
 
 
 def test_two_concurrent_runs_lose_no_update(work: Path) -> None:

@@ -89,6 +89,7 @@ def summary(step_before: int, sha: str, work: Path) -> dict:
         "predictions_file": str(work / "pred.bin"),
         "predictions_hex": PRED_HEX,
         "stale_temporaries_removed": [],
+        "signals_after_commit": [],
     }
 
 
@@ -168,8 +169,8 @@ def test_wait_gets_the_lock_once_it_is_released(work: Path, capsys) -> None:
     started = time.monotonic()
     assert main(argv(work, "--wait", "30")) == 0
     assert 0.25 <= time.monotonic() - started < 20
-    # The lock file names the last holder, this process, and nothing else.
-    assert Path(lock_path_for(str(work / "ck.bin"))).read_bytes() == f"{os.getpid()}\n".encode()
+    # The holder that released it removed the lock file; this run removed its own.
+    assert not os.path.lexists(lock_path_for(str(work / "ck.bin")))
 
 
 def test_the_lock_file_is_never_followed_through_a_link(work: Path, capsys) -> None:
@@ -193,10 +194,21 @@ def test_a_lock_file_that_is_a_link_to_a_directory_is_refused_as_a_link(work: Pa
     assert capsys.readouterr().err == lock_refusal(lock, "too many levels of symbolic links")
 
 
-def test_new_files_and_the_lock_file_get_0o666_minus_the_umask(work: Path, umask: int) -> None:
+def test_new_files_and_the_lock_file_get_0o666_minus_the_umask(work: Path, umask: int, monkeypatch) -> None:
+    import bob.commit
+
+    modes = []
+    real_exit = bob.commit.CheckpointLock.__exit__
+
+    def look_then_release(self, *exc):  # the lock file exists while it is held, and is removed after
+        modes.append(os.stat(self.path).st_mode & 0o7777)
+        real_exit(self, *exc)
+
+    monkeypatch.setattr(bob.commit.CheckpointLock, "__exit__", look_then_release)
     assert main(argv(work)) == 0
-    for name in ("ck.bin", "pred.bin", ".ck.bin.bob-lock"):
+    for name in ("ck.bin", "pred.bin"):
         assert os.stat(work / name).st_mode & 0o7777 == 0o666 & ~umask, name
+    assert modes == [0o666 & ~umask] and not (work / ".ck.bin.bob-lock").exists()
 
 
 @pytest.mark.parametrize("kind, words", [("fifo", "a FIFO (named pipe)"), ("socket", "a socket"),

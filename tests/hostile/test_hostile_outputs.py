@@ -40,17 +40,17 @@ def assert_committed_quietly(err: bytes, work: Path, step: int) -> None:
 
 
 def fail_writes_to(monkeypatch, name: str, code: int) -> None:
-    """Make bob.fileio.write_atomic fail with OSError ``code`` for the file ``name``, and only it."""
+    """Make bob.fileio.stage (the writing of a new file) fail with OSError ``code`` for the file ``name``, and only it."""
     import bob.fileio
 
-    real = bob.fileio.write_atomic
+    real = bob.fileio.stage
 
     def failing(path, data):
         if str(path).endswith(name):
             raise OSError(code, os.strerror(code))
         return real(path, data)
 
-    monkeypatch.setattr(bob.fileio, "write_atomic", failing)
+    monkeypatch.setattr(bob.fileio, "stage", failing)
 
 
 @pytest.mark.parametrize("json_flag", [[], ["--json"]])
@@ -180,7 +180,7 @@ def test_a_full_disk_loses_nothing(small_disk: Path) -> None:
     assert "no space left on device" in err and json.loads(out.stdout)["error"]["option"] == "--checkpoint"
     assert (work / "ck.bin").read_bytes() == old_checkpoint
     assert (work / "pred.bin").read_bytes() == old_predictions
-    assert sorted(p.name for p in work.iterdir()) == [".ck.bin.bob-lock", "ck.bin", "pred.bin", "rec.bin"]
+    assert sorted(p.name for p in work.iterdir()) == ["ck.bin", "pred.bin", "rec.bin"]
 
 
 def test_a_failed_predictions_write_leaves_no_backup_behind(work: Path, monkeypatch, capsys) -> None:
@@ -194,7 +194,7 @@ def test_a_failed_predictions_write_leaves_no_backup_behind(work: Path, monkeypa
     def failing(path, data):
         raise OSError(errno.EDQUOT, os.strerror(errno.EDQUOT))
 
-    monkeypatch.setattr(bob.fileio, "write_atomic", failing)
+    monkeypatch.setattr(bob.fileio, "stage", failing)
     assert main(run_args(work)[1:]) == 2
     assert "--predictions" in capsys.readouterr().err
     assert (work / "pred.bin").read_bytes() == b"old" and not (work / "ck.bin").exists()

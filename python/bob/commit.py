@@ -1,0 +1,244 @@
+"""``bob-run``'s one commit point, and the lock that guards it.
+
+An invocation writes two files, the predictions and the checkpoint. It is
+committed exactly when the checkpoint's rename succeeds:
+
+1. **stage** — both new files are written as temporaries beside their
+   targets and fsynced (:func:`bob.fileio.stage`); nothing visible changed;
+2. the predictions are renamed into place, a hard link keeping the old ones
+   (:class:`bob.fileio.Backup`);
+3. ``before_commit()`` — the last word: a deferred signal, a lock that is no
+   longer the lock path's, a checkpoint another process replaced — raises,
+   and the old predictions are put back, the very same file;
+4. **the commit**: the checkpoint's rename. After it, nothing is rolled back.
+
+The caller runs all of it inside a :class:`bob.signals.Deferral`, so SIGINT,
+SIGTERM and SIGHUP never cut a step in half, and :attr:`Commit.committed`
+says which side of the commit the run ended on.
+
+The lock is an exclusive ``flock`` on ``.{name}.bob-lock`` beside the
+resolved checkpoint (:class:`CheckpointLock`). It is what it claims:
+
+* opened without following links, without creating over anything, and it
+  must be a regular file with one link that is none of the run's own files
+  (a lock path hard-linked to the checkpoint is refused, never truncated);
+* after ``flock`` its descriptor must still be the lock path's inode, or the
+  run opens the path again (a holder removes the file when it is done; a
+  waiter may have locked the removed inode);
+* a lock file this user cannot open for writing (another user's, in a
+  sticky directory) is opened read-only: ``flock`` needs no write access, so
+  it never locks the checkpoint's owner out;
+* the holder checks before its commit that the lock path is still its
+  inode: a lock file deleted or replaced while held makes that run refuse,
+  nothing changed, so two runs can never both commit from one state.
+
+The lock file is removed when its holder is done (a SIGKILLed holder leaves
+it; the next run locks and removes it). Standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from bob.commands import EXIT_BUSY, Refused, about, os_reason
+from bob import fileio
+from bob.fileio import Backup, discard_temporary, fsync_directory, open_regular, sidecar_name
+from bob.text import show_path
+
+__all__ = ["LOCK_TAG", "lock_path_for", "CheckpointLock", "Commit"]
+
+LOCK_TAG = ".bob-lock"
+_RETRIES = 1000  # lock paths replaced under us before bob gives up (each one is another process's doing)
+
+
+def lock_path_for(target: str) -> str:
+    """The lock file of a (resolved) checkpoint path: ``.{name}.bob-lock`` beside it (within NAME_MAX)."""
+    directory = os.path.dirname(target)
+    return os.path.join(directory, sidecar_name(target, LOCK_TAG))
+
+
+def _identity(st: os.stat_result) -> tuple[int, int]:
+    return st.st_dev, st.st_ino
+
+
+def _lock_path_identity(path: str) -> "tuple[int, int] | None":
+    """What the lock path names now (the link itself, never followed), or None."""
+    try:
+        return _identity(os.stat(path, follow_symlinks=False))
+    except OSError:
+        return None
+
+
+class CheckpointLock:
+    """The exclusive lock of one resolved checkpoint path (see the module docstring).
+
+    One link and no symbolic link is what keeps it from being any of the
+    run's own files: a lock path that names the checkpoint, the input or the
+    predictions is a second name of that file. (Comparing inode numbers
+    would not do: a replaced checkpoint's number is free for the next new
+    file, the lock file among them.)
+    """
+
+    def __init__(self, target: str, wait_seconds: float) -> None:
+        self.path = lock_path_for(target)
+        self.wait_seconds = wait_seconds
+        self.fd: int | None = None
+        self.identity: tuple[int, int] | None = None
+
+    def __enter__(self) -> "CheckpointLock":
+        deadline = time.monotonic() + self.wait_seconds
+        for _attempt in range(_RETRIES):
+            fd, writable = self._open()
+            try:
+                self._checked(fd)  # before waiting: a hard link to the checkpoint is refused at once
+                self._wait_for(fd, deadline)
+                identity = _identity(os.fstat(fd))
+                if _lock_path_identity(self.path) != identity:  # its holder removed it: lock the path's file
+                    os.close(fd)
+                    continue
+                self._checked(fd)
+                if writable:
+                    os.ftruncate(fd, 0)
+                    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            except BaseException as exc:
+                os.close(fd)
+                if isinstance(exc, OSError):
+                    raise self._unusable(os_reason(exc)) from None
+                raise
+            self.fd, self.identity = fd, identity
+            return self
+        raise self._unusable("it was replaced more than 1000 times while bob-run tried to lock it")
+
+    def _open(self) -> "tuple[int, bool]":
+        """A descriptor of the lock file, never through a link, and whether it is writable."""
+        nofollow = os.O_NOFOLLOW
+        while True:
+            for flags, writable in ((os.O_RDWR, True), (os.O_RDONLY, False)):
+                try:
+                    fd, _ = open_regular(self.path, flags | nofollow)
+                    return fd, writable
+                except FileNotFoundError:
+                    break
+                except PermissionError:  # someone else's lock file: flock needs no write access
+                    continue
+                except OSError as exc:
+                    raise self._unusable(os_reason(exc)) from None
+            else:
+                raise self._unusable("permission denied")
+            try:
+                fd, _ = open_regular(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | nofollow)
+                return fd, True
+            except FileExistsError:  # another run created it first: open theirs
+                continue
+            except OSError as exc:
+                raise self._unusable(os_reason(exc)) from None
+
+    def _checked(self, fd: int) -> os.stat_result:
+        st = os.fstat(fd)
+        if st.st_nlink != 1:
+            raise self._unusable(f"it has {st.st_nlink} hard links (a lock file has one; bob never truncates "
+                                 "another file's name)")
+        return st
+
+    def _wait_for(self, fd: int, deadline: float) -> None:
+        import fcntl
+
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise Refused(f"the checkpoint is in use by another bob-run{_read_holder(fd)}; nothing was "
+                                  "changed (use --wait SECONDS to wait for it)", code=EXIT_BUSY) from None
+                time.sleep(0.02)
+
+    def _unusable(self, reason: str) -> Refused:
+        return Refused(f"its lock file {show_path(self.path)} cannot be used: {reason}; "
+                       "nothing was changed", option="--checkpoint")
+
+    def still_held(self) -> None:
+        """Refuse (exit 75) if the lock path is no longer the file this run locked."""
+        if _lock_path_identity(self.path) != self.identity:
+            raise Refused(f"its lock file {show_path(self.path)} was deleted or replaced while this run held it; "
+                          "another bob-run may be at work on this checkpoint, so nothing was changed",
+                          option="--checkpoint", code=EXIT_BUSY)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd is None:
+            return
+        try:
+            if _lock_path_identity(self.path) == self.identity:
+                os.unlink(self.path)  # while still locked: a waiter on this inode sees it gone and retries
+        except OSError:  # gone already, or not ours to remove (another user's, in a sticky directory)
+            pass
+        os.close(self.fd)  # releases the flock
+        self.fd = None
+
+
+def _read_holder(fd: int) -> str:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        return ""
+    return f" (pid {text})" if text.isdigit() else ""
+
+
+class Commit:
+    """Replace ``companion`` (the predictions) and then ``main`` (the
+    checkpoint), both resolved targets; the main file's rename is the commit.
+
+    Each file comes with the :class:`bob.commands.about` that names it in a
+    refusal. :meth:`stage` writes both temporaries; :meth:`apply` renames
+    them, calling ``before_commit`` between the two renames (anything it
+    raises rolls the companion back); :meth:`close` removes whatever is
+    left. ``committed`` is True from the moment the main rename returned.
+    """
+
+    def __init__(self, main: str, main_data: "bytes | bytearray", main_about: about,
+                 companion: str, companion_data: "bytes | bytearray", companion_about: about) -> None:
+        self.files = ((companion, companion_data, companion_about), (main, main_data, main_about))
+        self.staged: list[str] = []
+        self.backup: Backup | None = None
+        self.committed = False
+
+    def stage(self) -> None:
+        """Write both new files as fsynced temporaries; nothing visible changes."""
+        for target, data, naming in self.files:
+            with naming:
+                self.staged.append(fileio.stage(target, data))
+
+    def apply(self, before_commit) -> None:
+        (companion, _, companion_about), (main, _, main_about) = self.files
+        companion_tmp, main_tmp = self.staged
+        with companion_about:
+            self.backup = Backup(companion)
+            os.replace(companion_tmp, companion)
+        try:
+            with companion_about:
+                fsync_directory(os.path.dirname(companion))
+            before_commit()
+            with main_about:
+                os.replace(main_tmp, main)  # the commit point
+        except BaseException:
+            with companion_about:
+                self.backup.restore()  # the very same file as before, whatever its size
+            raise
+        self.committed = True
+        fsync_directory(os.path.dirname(main))
+
+    def close(self) -> None:
+        """Remove the backup and any temporary not renamed (idempotent)."""
+        if self.backup is not None:
+            self.backup.discard()
+        for tmp in self.staged:
+            discard_temporary(tmp)  # one already renamed is no longer there: nothing happens
+        self.staged = []
+
+
+def refuse_if_lock_of(target: str, checkpoint_target: str, option: str) -> None:
+    """``--predictions`` (or another output) may not be the checkpoint's own lock file."""
+    if os.path.abspath(target) == os.path.abspath(lock_path_for(checkpoint_target)):
+        raise Refused("names the checkpoint's lock file; choose another path", option=option, path=target)
+

@@ -1,0 +1,108 @@
+"""The signals that end a command — SIGINT, SIGTERM, SIGHUP — as one exception, deferrable.
+
+A command that installs :func:`install` turns each of the three into
+:class:`Interrupted` (a ``KeyboardInterrupt``, so ``except KeyboardInterrupt``
+still catches Ctrl-C), raised where the main thread is, like Ctrl-C. Its
+exit status is 128 + the signal's number (130, 143, 129), as a shell reports
+a process the signal ended.
+
+While a :class:`Deferral` is open (``bob-run``'s commit) the handler records the
+signal instead of raising: a Python signal handler runs only between two
+bytecodes of the main thread, so what it sees is exact, and no write, rename
+or rollback is ever cut in half by it. The command then asks
+:attr:`Deferral.pending` and tells the truth: interrupted before its commit
+(nothing changed) or after it (the files are the new ones).
+
+A signal the parent process ignored (``nohup``, a background job's SIGINT)
+stays ignored. Standard library only, and ``_signal`` rather than
+``signal`` (which imports ``enum``): ``bob-run`` installs this on every start.
+"""
+
+from __future__ import annotations
+
+import _signal
+
+__all__ = ["ENDING", "Interrupted", "install", "restore", "Deferral", "signal_name"]
+
+ENDING = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
+_NAMES = {_signal.SIGINT: "SIGINT", _signal.SIGTERM: "SIGTERM", _signal.SIGHUP: "SIGHUP"}
+
+
+def signal_name(signum: int) -> str:
+    """``SIGTERM`` for 15; ``signal 10`` for one bob does not name."""
+    return _NAMES.get(signum, f"signal {signum}")
+
+
+class Interrupted(KeyboardInterrupt):
+    """A SIGINT, SIGTERM or SIGHUP arrived; ``exit_code`` is 128 + its number."""
+
+    def __init__(self, signum: int = _signal.SIGINT) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+    def __str__(self) -> str:
+        return f"interrupted by {signal_name(self.signum)}"
+
+    def __reduce__(self):
+        return type(self), (self.signum,)
+
+
+_deferral: "Deferral | None" = None
+
+
+def _handler(signum: int, frame: object) -> None:
+    if _deferral is not None:
+        _deferral._arrived.append(signum)
+        return
+    raise Interrupted(signum)
+
+
+def install() -> "dict[int, object]":
+    """Make SIGINT, SIGTERM and SIGHUP raise :class:`Interrupted` (unless the
+    parent ignored them); return the handlers replaced, for :func:`restore`.
+    Off the main thread (a library caller's worker) nothing is installed."""
+    replaced: dict[int, object] = {}
+    for signum in ENDING:
+        previous = _signal.getsignal(signum)
+        if previous == _signal.SIG_IGN:
+            continue
+        try:
+            _signal.signal(signum, _handler)
+        except ValueError:  # not the main thread
+            break
+        replaced[signum] = previous
+    return replaced
+
+
+def restore(replaced: "dict[int, object]") -> None:
+    """Put back the handlers :func:`install` replaced."""
+    for signum, previous in replaced.items():
+        _signal.signal(signum, previous)
+
+
+class Deferral:
+    """From :meth:`begin` to :meth:`end`, the three signals are recorded in
+    :attr:`pending` (in order of arrival), not raised. One at a time."""
+
+    def __init__(self) -> None:
+        self._arrived: list[int] = []
+
+    @property
+    def pending(self) -> tuple[int, ...]:
+        return tuple(self._arrived)
+
+    def begin(self) -> None:
+        global _deferral
+        if _deferral is not None and _deferral is not self:  # pragma: no cover - a programming error
+            raise RuntimeError("another Deferral is open")
+        _deferral = self
+
+    def end(self) -> None:
+        """Signals act again from here on (safe to call when never begun)."""
+        global _deferral
+        if _deferral is self:
+            _deferral = None
