@@ -12,8 +12,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
     if command == "run":
-        from bob.run import main as run
-    elif command == "fixture":
+        from bob.run import main as run_main
+
+        return run_main(rest, until_exit=True)  # sys.exit follows at once
+    if command == "fixture":
         from bob.fixture import fixture_main as run
     elif command == "inspect":
         from bob.inspect import main as run

@@ -46,6 +46,10 @@ from bob import fileio
 from bob.fileio import Backup, discard_temporary, fsync_directory, open_regular, sidecar_name
 from bob.text import show_path
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from bob.signals import Deferral
+
 __all__ = ["LOCK_TAG", "lock_path_for", "CheckpointLock", "Commit"]
 
 LOCK_TAG = ".bob-lock"
@@ -80,9 +84,10 @@ class CheckpointLock:
     file, the lock file among them.)
     """
 
-    def __init__(self, target: str, wait_seconds: float) -> None:
+    def __init__(self, target: str, wait_seconds: float, deferral: "Deferral | None" = None) -> None:
         self.path = lock_path_for(target)
         self.wait_seconds = wait_seconds
+        self.deferral = deferral  # open while bob-run waits: checked between two tries
         self.fd: int | None = None
         self.identity: tuple[int, int] | None = None
 
@@ -90,9 +95,11 @@ class CheckpointLock:
         deadline = time.monotonic() + self.wait_seconds
         for _attempt in range(_RETRIES):
             fd, writable = self._open()
+            locked = False
             try:
                 self._checked(fd)  # before waiting: a hard link to the checkpoint is refused at once
                 self._wait_for(fd, deadline)
+                locked = True
                 identity = _identity(os.fstat(fd))
                 if _lock_path_identity(self.path) != identity:  # its holder removed it: lock the path's file
                     os.close(fd)
@@ -102,7 +109,11 @@ class CheckpointLock:
                     os.ftruncate(fd, 0)
                     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
             except BaseException as exc:
-                os.close(fd)
+                if locked:  # ours to remove: nobody else holds it
+                    self.fd, self.identity = fd, _identity(os.fstat(fd))
+                    self.__exit__()
+                else:
+                    os.close(fd)
                 if isinstance(exc, OSError):
                     raise self._unusable(os_reason(exc)) from None
                 raise
@@ -149,6 +160,8 @@ class CheckpointLock:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 return
             except BlockingIOError:
+                if self.deferral is not None:
+                    self.deferral.check()
                 if time.monotonic() >= deadline:
                     raise Refused(f"the checkpoint is in use by another bob-run{_read_holder(fd)}; nothing was "
                                   "changed (use --wait SECONDS to wait for it)", code=EXIT_BUSY) from None

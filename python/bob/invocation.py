@@ -100,6 +100,16 @@ class Invocation:
     def __delattr__(self, name: str) -> None:
         raise AttributeError(f"Invocation is frozen; cannot delete {name!r}")
 
+    def __reduce__(self):  # pickle and copy through the constructor (the frozen __setattr__ refuses state)
+        return type(self), tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Invocation):
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment] - equal by value, and the planes are mutable arrays
+
     def __repr__(self) -> str:
         return (f"Invocation(step {self.step_before} -> {self.step_after}, "
                 f"loss {self.losses[0]:.6f} -> {self.losses[-1]:.6f}, tokens {self.predictions.tokens})")

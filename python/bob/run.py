@@ -157,17 +157,19 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
 
     Every refusal is a :class:`bob.commands.Refused` naming the option and path.
     The invocation is committed exactly when the checkpoint's rename succeeds
-    (:mod:`bob.commit`); ``deferral`` is begun before the first write and
+    (:mod:`bob.commit`). ``deferral`` is begun before the lock is taken and
     left open, so the caller decides when signals act again (``main`` ends it
-    after the summary is printed). A signal deferred before the commit rolls
-    the run back and is raised as :class:`bob.signals.Interrupted`.
+    after the summary is printed); a signal that arrives before the commit
+    is raised as :class:`bob.signals.Interrupted` at the next safe point
+    (the lock's wait, after the updates, just before the commit), with
+    everything rolled back.
     """
     from bob.commit import CheckpointLock, Commit, refuse_if_lock_of
     from bob.fileio import check_directory, clean_stale_temporaries, replace_target, same_file
     from bob.formats import canonical
     from bob.formats.constants import EMPTY_PROMPT, UPDATES_PER_INVOCATION
     from bob.invocation import advance
-    from bob.signals import Deferral, Interrupted
+    from bob.signals import Deferral
 
     deferral = Deferral() if deferral is None else deferral
     # Decide what will be replaced before anything is read or created; the
@@ -189,8 +191,12 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     with about("--input", input_path, "input record"):
         contexts, targets, prompt_words = _read_record(input_path)
 
-    lock = CheckpointLock(checkpoint_target, wait_seconds).__enter__()
+    # From the lock on, a signal acts only at the checks below and in the
+    # lock's wait: never between creating a file and the code that removes it.
+    deferral.begin()
+    lock = CheckpointLock(checkpoint_target, wait_seconds, deferral).__enter__()
     try:
+        deferral.check()
         cleaned = (clean_stale_temporaries(checkpoint_target, holding_lock=True)
                    + clean_stale_temporaries(predictions_target, holding_lock=True))
         for option, path, target in (("--checkpoint", checkpoint_path, checkpoint_target),
@@ -202,13 +208,13 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
             step_before, buffer, header_bytes = _read_state(checkpoint_target)
             losses, records = advance(*_plane_views(buffer), contexts, targets, prompt_words, step_before,
                                       threads=threads)
+        deferral.check()  # a signal during the updates ends the run here, nothing written
         step_after = step_before + UPDATES_PER_INVOCATION
         prediction_bytes = canonical.predictions_bytes(records)
         checkpoint_bytes = _checkpoint_bytes(step_after, buffer, header_bytes)
 
         def before_commit() -> None:
-            if deferral.pending:
-                raise Interrupted(deferral.pending[0])
+            deferral.check()
             lock.still_held()
             if _identity(checkpoint_target) != read_from:
                 raise Refused("was replaced by another process while this run trained; nothing was changed",
@@ -216,7 +222,6 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
 
         commit = Commit(checkpoint_target, checkpoint_bytes, about("--checkpoint", checkpoint_path),
                         predictions_target, prediction_bytes, about("--predictions", predictions_path))
-        deferral.begin()  # from the first write on, no signal cuts a step in half
         try:
             commit.stage()
             commit.apply(before_commit)
@@ -369,7 +374,11 @@ def wait_seconds(text: str) -> float:
     return value
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, until_exit: bool = False) -> int:
+    """``bob-run``; returns the exit status. ``until_exit``: the caller ends
+    the process with that status at once (the installed script, ``python -m
+    bob run``), so signals stay deferred to the end: nothing that arrives
+    after bob-run decided what happened can change what it says."""
     argv = sys.argv[1:] if argv is None else list(argv)
     quick = _quick_args(argv)
     if quick is not None:
@@ -386,8 +395,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _run(args, deferral)
     finally:
-        deferral.end()
-        signals.restore(replaced)
+        if until_exit:
+            deferral.begin()  # whatever arrives now is recorded, and the process ends with what was said
+        else:
+            deferral.end()
+            signals.restore(replaced)
 
 
 def _run(args: "QuickArgs | argparse.Namespace", deferral: "Deferral") -> int:

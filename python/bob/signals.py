@@ -86,7 +86,7 @@ def restore(replaced: "dict[int, object]") -> None:
 
 class Deferral:
     """From :meth:`begin` to :meth:`end`, the three signals are recorded in
-    :attr:`pending` (in order of arrival), not raised. One at a time."""
+    :attr:`pending` (in order of arrival), not raised. One is open at a time."""
 
     def __init__(self) -> None:
         self._arrived: list[int] = []
@@ -95,10 +95,14 @@ class Deferral:
     def pending(self) -> tuple[int, ...]:
         return tuple(self._arrived)
 
+    def check(self) -> None:
+        """Raise :class:`Interrupted` for the first signal recorded, if any: a point where acting is safe."""
+        if self._arrived:
+            raise Interrupted(self._arrived[0])
+
     def begin(self) -> None:
+        """Record from here on (a Deferral a finished command left open is replaced)."""
         global _deferral
-        if _deferral is not None and _deferral is not self:  # pragma: no cover - a programming error
-            raise RuntimeError("another Deferral is open")
         _deferral = self
 
     def end(self) -> None:

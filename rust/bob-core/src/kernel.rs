@@ -277,15 +277,22 @@ fn wait_awake_for_helpers(helpers_working: &AtomicUsize) {
 /// use, or `RAYON_NUM_THREADS` when that is a smaller positive number. It is
 /// first used inside `train`'s default floating-point environment, which its
 /// threads inherit, and it runs nothing but the core's shares.
+///
+/// A child `fork`ed from a process whose pool had started has the pool's
+/// memory but none of its threads (a `ProcessPoolExecutor` worker): work
+/// sent there would wait for ever, so in a process other than the one that
+/// started the pool there is none, and calls run on the caller's thread.
 fn pool() -> Option<&'static rayon::ThreadPool> {
-    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
-    POOL.get_or_init(|| {
+    static POOL: OnceLock<(u32, Option<rayon::ThreadPool>)> = OnceLock::new();
+    let (started_in, pool) = POOL.get_or_init(|| {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let asked = std::env::var("RAYON_NUM_THREADS").ok().and_then(|s| s.trim().parse::<usize>().ok());
         let size = asked.filter(|&n| n > 0).map_or(cpus, |n| n.min(cpus));
-        rayon::ThreadPoolBuilder::new().num_threads(size).thread_name(|i| format!("bob-core-{i}")).build().ok()
-    })
-    .as_ref()
+        let pool =
+            rayon::ThreadPoolBuilder::new().num_threads(size).thread_name(|i| format!("bob-core-{i}")).build().ok();
+        (std::process::id(), pool)
+    });
+    pool.as_ref().filter(|_| *started_in == std::process::id())
 }
 
 fn exact_reciprocal(k: f32) -> Option<f32> {

@@ -10,7 +10,7 @@ use bob_core::{Kernel, Options, StateProblem, BOB_V1_ADAMW};
 use numpy::{PyArray1, PyArrayMethods};
 use pyo3::buffer::{ElementType, PyUntypedBuffer};
 use pyo3::create_exception;
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -329,16 +329,48 @@ fn train<'py>(
     }
     let contexts = pair_words(contexts, "contexts")?;
     let targets = pair_words(targets, "targets")?;
-    let (lp, lm, lv) = (Lent(pp.ptr, pp.len), Lent(mp.ptr, mp.len), Lent(vp.ptr, vp.len));
-    let result = py.detach(move || {
-        // SAFETY: the three buffers are held by `pp`, `mp`, `vp` until after
-        // `detach` returns, and were checked not to overlap, so the three
-        // `&mut` slices are disjoint and outlive none of their buffers.
-        let (p, m, v) = unsafe { (lp.slice(), lm.slice(), lv.slice()) };
-        bob_core::train(p, m, v, &contexts, &targets, step, updates, &BOB_V1_ADAMW, Options { kernel, threads })
-    });
+    if step.checked_add(updates).is_none() {
+        // Refused whole, before the first chunk could change a value.
+        return Err(core_error(bob_core::CoreError::StepOverflow { step, updates }));
+    }
+    let mut losses: Vec<f64> = Vec::new();
+    losses.try_reserve_exact(usize::try_from(updates).unwrap_or(usize::MAX)).map_err(|_| {
+        PyMemoryError::new_err(format!("no memory for the {updates} losses of {updates} updates; nothing was changed"))
+    })?;
+    // Chunks of about 2**21 parameter-updates (a millisecond or two), with a
+    // look at pending signals between them: Ctrl-C ends a long call, and the
+    // planes then hold the state after the whole updates done, which the
+    // KeyboardInterrupt's `updates_done` says. Splitting changes no bit:
+    // each update depends only on the state and its own step.
+    let chunk = ((1u64 << 21) / (pp.len.max(1) as u64)).max(1);
+    let options = Options { kernel, threads };
+    let mut done = 0u64;
+    loop {
+        let count = chunk.min(updates - done);
+        let (lp, lm, lv) = (Lent(pp.ptr, pp.len), Lent(mp.ptr, mp.len), Lent(vp.ptr, vp.len));
+        let (contexts, targets) = (&contexts, &targets);
+        let part = py
+            .detach(move || {
+                // SAFETY: the three buffers are held by `pp`, `mp`, `vp` until
+                // after the loop, and were checked not to overlap, so the three
+                // `&mut` slices are disjoint and outlive none of their buffers.
+                let (p, m, v) = unsafe { (lp.slice(), lm.slice(), lv.slice()) };
+                bob_core::train(p, m, v, contexts, targets, step + done, count, &BOB_V1_ADAMW, options)
+            })
+            .map_err(core_error)?;
+        losses.extend_from_slice(&part);
+        done += count;
+        if done == updates {
+            break;
+        }
+        if let Err(err) = py.check_signals() {
+            let value = err.value(py);
+            value.setattr("updates_done", done)?;
+            return Err(err);
+        }
+    }
     drop((pp, mp, vp));
-    result.map_err(core_error)
+    Ok(losses)
 }
 
 /// (token, validity) for each prompt word (contract §4); 0xFFFFFFFF is the

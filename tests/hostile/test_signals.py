@@ -1,0 +1,188 @@
+"""SIGINT, SIGTERM and SIGHUP at every point of bob-run's commit, and at random (issue 21).
+
+The crash-point mechanism of test_crash_points.py, with a signal instead of
+SIGKILL: a child wraps the ``os`` calls a run makes and sends itself the
+signal just before the k-th one, for k = 1, 2, … until a run makes fewer
+calls than k. After every run the promise is checked whole:
+
+* the predictions and the checkpoint belong to one invocation (both old, or
+  both new);
+* the exit status and the message say which: 0 and the new files (a signal
+  that came during the commit is named on stderr), or 128 + the signal,
+  "nothing was changed", and the old files;
+* no temporary file and no lock file is left, and the next run succeeds.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import bob
+import bob.run
+from conftest import CORPUS, PROMPTS
+
+BIN = Path(sys.executable).parent  # the installed bob-run of the bob under test
+
+SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
+
+SIGNAL_BEFORE = """
+import os, sys
+_limit, _signum = int(sys.argv[1]), int(sys.argv[2])
+_calls = 0
+
+def _signal_before(name):
+    real = getattr(os, name)
+    def wrapper(*args, **kwargs):
+        global _calls
+        _calls += 1
+        if _calls == _limit:
+            os.kill(os.getpid(), _signum)
+        return real(*args, **kwargs)
+    setattr(os, name, wrapper)
+
+for _name in ("open", "write", "fsync", "fchmod", "replace", "rename", "link", "unlink", "close", "stat",
+              "fstat", "ftruncate", "pwrite", "listdir", "readv"):
+    _signal_before(_name)
+
+from bob.run import main
+sys.exit(main(sys.argv[3:], until_exit=True))
+"""
+
+
+def bob_frames(stderr: str) -> list[tuple[str, str]]:
+    """The traceback frames in bob's own code. Line 0 of the script is the
+    interpreter, before the script's first statement could run."""
+    return [(path, line) for path, line in re.findall(r'File "([^"]+)", line (\d+)', stderr)
+            if "bob" in path and line != "0"]
+
+
+class Files:
+    """A work directory resumed once, with the old and new bytes of both files."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.dir = tmp_path
+        record = bob.build_input(CORPUS, PROMPTS)
+        record.write(tmp_path / "rec.bin")
+        self.ck, self.pred = tmp_path / "ck.bin", tmp_path / "pred.bin"
+        first = bob.invoke(record)
+        self.old = (first.checkpoint_bytes(), first.predictions_bytes())
+        second = bob.invoke(record, first.checkpoint)
+        self.new = (second.checkpoint_bytes(), second.predictions_bytes())
+        self.argv = ["--input", str(tmp_path / "rec.bin"), "--checkpoint", str(self.ck),
+                     "--predictions", str(self.pred)]
+        self.reset()
+
+    def reset(self) -> None:
+        self.ck.write_bytes(self.old[0])
+        self.pred.write_bytes(self.old[1])
+
+    def now(self) -> tuple[bytes, bytes]:
+        return self.ck.read_bytes(), self.pred.read_bytes()
+
+    def leftovers(self) -> list[str]:
+        return sorted(p.name for p in self.dir.iterdir() if p.name.startswith("."))
+
+    def check(self, returncode: int, stderr: str, signum: int, where: str) -> bool:
+        """The promise after one run; True when it committed."""
+        state = self.now()
+        assert state in (self.old, self.new), f"{where}: the two files belong to different invocations"
+        assert not bob_frames(stderr), f"{where}: {stderr}"
+        assert self.leftovers() == [], f"{where}: left behind: {self.leftovers()}"
+        name = signal.Signals(signum).name
+        if returncode == 0:
+            assert state == self.new, f"{where}: exit 0, but the files are the old ones"
+            if "bob-run:" in stderr:  # the signal came during the commit: said, and the run counts as done
+                assert f"{name} arrived during the commit; the invocation committed step 20" in stderr, stderr
+            # (anything else is CPython's own start-up, which reports a Ctrl-C it survived in its words)
+            return True
+        assert state == self.old, f"{where}: exit {returncode}, but the files are the new ones"
+        if returncode == 128 + signum:
+            said = {f"bob-run: interrupted by {name}; nothing was changed\n",
+                    "bob-run: interrupted; nothing was changed\n"}  # the latter: while bob was being imported
+            assert stderr in said, f"{where}: {stderr}"
+        else:  # ended before any of bob's code ran: the signal's default action, or Ctrl-C in the
+            # interpreter's own start-up, which CPython reports in its own words (a fatal error)
+            assert returncode in (-signum, 1), f"{where}: exit {returncode}: {stderr}"
+        return False
+
+
+@pytest.mark.parametrize("signum", SIGNALS, ids=lambda s: signal.Signals(s).name)
+def test_a_signal_at_every_os_call_of_a_run_tells_the_truth(tmp_path: Path, signum: int) -> None:
+    files = Files(tmp_path)
+    outcomes = set()
+    for k in range(1, 400):
+        proc = subprocess.run([sys.executable, "-c", SIGNAL_BEFORE, str(k), str(signum), *files.argv],
+                              capture_output=True, text=True, timeout=60)
+        committed = files.check(proc.returncode, proc.stderr, signum, f"signal before os call {k}")
+        outcomes.add((committed, "bob-run:" in proc.stderr))
+        if committed and "bob-run:" not in proc.stderr:  # the run made fewer than k calls: every point was tried
+            break
+        files.reset()
+        # the next run succeeds and commits as if nothing had happened
+        assert bob.run.main(files.argv) == 0
+        assert files.now() == files.new and files.leftovers() == []
+        files.reset()
+    else:
+        pytest.fail("the run was still making os calls after 400")
+    # every side of the commit was reached: rolled back, committed with the
+    # signal named, and committed without one
+    assert outcomes == {(False, True), (True, True), (True, False)}, outcomes
+
+
+def _random_runs(tmp_path: Path, signum: int, runs: int, batch: int = 8) -> dict[str, int]:
+    """``runs`` bob-run processes, each sent ``signum`` after a random delay
+    within its own lifetime; ``batch`` at a time, each in its own directory."""
+    rng = random.Random(signum)
+    fixtures = [Files(tmp_path / f"w{i}") for i in range(batch) if not (tmp_path / f"w{i}").mkdir()]
+    started = time.monotonic()
+    probe = subprocess.run([str(BIN / "bob-run"), *fixtures[0].argv], capture_output=True)
+    assert probe.returncode == 0
+    lifetime = time.monotonic() - started
+    fixtures[0].reset()
+    counts = {"committed": 0, "committed, signal named": 0, "rolled back": 0}
+    for first in range(0, runs, batch):
+        procs = []
+        for files in fixtures[:min(batch, runs - first)]:
+            procs.append((files, subprocess.Popen([str(BIN / "bob-run"), *files.argv], stdout=subprocess.DEVNULL,
+                                                  stderr=subprocess.PIPE, text=True),
+                          rng.uniform(0, 3 * lifetime)))  # a batch starts together: each takes longer
+        begun = time.monotonic()
+        for files, proc, delay in sorted(procs, key=lambda item: item[2]):
+            time.sleep(max(0.0, begun + delay - time.monotonic()))
+            try:
+                proc.send_signal(signum)
+            except ProcessLookupError:
+                pass
+        for files, proc, delay in procs:
+            _, err = proc.communicate(timeout=60)
+            if files.check(proc.returncode, err, signum, f"random delay {delay:.4f} s"):
+                counts["committed, signal named" if "bob-run:" in err else "committed"] += 1
+            else:
+                counts["rolled back"] += 1
+            files.reset()
+    return counts
+
+
+@pytest.mark.parametrize("signum", SIGNALS, ids=lambda s: signal.Signals(s).name)
+def test_two_hundred_runs_signalled_at_random_tell_the_truth(tmp_path: Path, signum: int) -> None:
+    counts = _random_runs(tmp_path, signum, 200)
+    assert sum(counts.values()) == 200
+    assert counts["rolled back"] > 0 and counts["committed"] + counts["committed, signal named"] > 0, counts
+
+
+def test_a_signal_the_parent_ignored_stays_ignored(tmp_path: Path) -> None:
+    """nohup: SIGHUP ignored by the parent is not turned into an interruption."""
+    files = Files(tmp_path)
+    proc = subprocess.run([sys.executable, "-c", SIGNAL_BEFORE, "3", str(signal.SIGHUP), *files.argv],
+                          capture_output=True, text=True, preexec_fn=lambda: signal.signal(signal.SIGHUP,
+                                                                                            signal.SIG_IGN))
+    assert proc.returncode == 0 and proc.stderr == "" and files.now() == files.new
