@@ -1,0 +1,320 @@
+"""The lock is what it claims, targets are replaced only when that loses nothing (issue 21)."""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import os
+import pickle
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bob
+import bob.commit
+import bob.run
+from conftest import CORPUS, PROMPTS
+
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    bob.build_input(CORPUS, PROMPTS).write(tmp_path / "rec.bin")
+    return tmp_path
+
+
+def argv(work: Path, ck: str = "ck.bin", pred: str = "pred.bin") -> list[str]:
+    return ["--input", str(work / "rec.bin"), "--checkpoint", str(work / ck), "--predictions", str(work / pred)]
+
+
+def step_of(path: Path) -> int:
+    return bob.read_checkpoint_file(path).step
+
+
+def test_a_lock_file_deleted_while_held_stops_the_holder_from_committing(work: Path, monkeypatch, capsys) -> None:
+    """A deletes the lock file of a run that holds it; a second run takes a new
+    lock and commits; the first run sees at its commit that its lock is gone
+    and refuses, so no update is lost."""
+    assert bob.run.main(argv(work)) == 0
+    real_advance = bob.invocation.advance
+    second = {}
+
+    def advance_then_meddle(*args, **kwargs):
+        result = real_advance(*args, **kwargs)
+        os.unlink(work / ".ck.bin.bob-lock")  # someone "cleans up" while this run holds it
+        second["rc"] = subprocess.run([str(BIN / "bob-run"), *argv(work, pred="pred2.bin")],
+                                      capture_output=True).returncode
+        return result
+
+    monkeypatch.setattr(bob.invocation, "advance", advance_then_meddle)
+    before = (work / "pred.bin").read_bytes()
+    assert bob.run.main(argv(work)) == 75
+    assert "was deleted or replaced while this run held it" in capsys.readouterr().err
+    assert second["rc"] == 0 and step_of(work / "ck.bin") == 20  # the second run's update stands alone
+    assert (work / "pred.bin").read_bytes() == before
+
+
+def test_a_lock_file_replaced_after_flock_is_retried(work: Path, monkeypatch) -> None:
+    """After flock, the descriptor must still be the lock path's file: a
+    holder that removed it (as every holder does) makes the waiter lock anew."""
+    real = bob.commit.CheckpointLock._wait_for
+    calls = []
+
+    def swap_then_wait(self, fd, deadline):
+        real(self, fd, deadline)
+        if not calls:
+            os.unlink(self.path)  # as a finishing holder removes it, after we opened it
+            Path(self.path).write_bytes(b"")
+        calls.append(fd)
+
+    monkeypatch.setattr(bob.commit.CheckpointLock, "_wait_for", swap_then_wait)
+    assert bob.run.main(argv(work)) == 0
+    assert len(calls) == 2 and not (work / ".ck.bin.bob-lock").exists()
+
+
+def test_a_lock_path_hard_linked_to_the_checkpoint_is_refused_never_truncated(work: Path, capsys) -> None:
+    assert bob.run.main(argv(work)) == 0
+    good = (work / "ck.bin").read_bytes()
+    os.link(work / "ck.bin", work / ".ck.bin.bob-lock")
+    assert bob.run.main(argv(work)) == 2
+    err = capsys.readouterr().err
+    assert "its lock file" in err and "hard links" in err and "nothing was changed" in err
+    assert (work / "ck.bin").read_bytes() == good
+
+
+def test_predictions_may_not_name_the_checkpoints_lock_file(work: Path, capsys) -> None:
+    assert bob.run.main(argv(work, pred=".ck.bin.bob-lock")) == 2
+    err = capsys.readouterr().err
+    assert err == f"bob-run: refused: --predictions {work / '.ck.bin.bob-lock'}: names the checkpoint's lock file; " \
+                  "choose another path\n"
+    assert not (work / "ck.bin").exists()
+
+
+def test_a_checkpoint_name_of_250_bytes_has_a_lock_within_name_max(work: Path) -> None:
+    name = "c" * 250
+    assert bob.run.main(argv(work, ck=name)) == 0
+    assert step_of(work / name) == 10
+    lock = bob.commit.lock_path_for(str(work / name))
+    assert len(os.path.basename(lock).encode()) <= 255
+    other = bob.commit.lock_path_for(str(work / ("c" * 249 + "d")))
+    assert other != lock  # a long name is hashed whole, not cut to a shared prefix
+    assert bob.run.main(argv(work, ck=name)) == 0 and step_of(work / name) == 20
+
+
+@pytest.mark.parametrize("which", ["ck.bin", "pred.bin"])
+def test_a_target_with_two_hard_links_is_refused(work: Path, capsys, which: str) -> None:
+    assert bob.run.main(argv(work)) == 0
+    os.link(work / which, work / "second-name")
+    before = {p: (work / p).read_bytes() for p in ("ck.bin", "pred.bin")}
+    assert bob.run.main(argv(work)) == 2
+    option = "--checkpoint" if which == "ck.bin" else "--predictions"
+    err = capsys.readouterr().err
+    assert f"refused: {option} " in err and "2 hard links" in err
+    assert {p: (work / p).read_bytes() for p in before} == before
+
+
+@pytest.mark.parametrize("which", ["ck.bin", "pred.bin"])
+def test_a_read_only_target_is_refused(work: Path, capsys, which: str) -> None:
+    assert bob.run.main(argv(work)) == 0
+    os.chmod(work / which, 0o444)
+    before = (work / which).read_bytes()
+    assert bob.run.main(argv(work)) == 2
+    assert "read-only (mode 0444)" in capsys.readouterr().err
+    assert (work / which).read_bytes() == before
+    with pytest.raises(bob.fileio.NotReplaceable):
+        bob.write_atomic(work / which, b"x")
+
+
+def test_paths_are_resolved_by_the_kernel_not_as_strings(work: Path, capsys) -> None:
+    assert bob.run.main(["--input", str(work / "rec.bin"), "--checkpoint", str(work / "nope" / ".." / "ck"),
+                         "--predictions", str(work / "pred.bin")]) == 2
+    assert "--checkpoint" in capsys.readouterr().err and not (work / "ck").exists()
+    (work / "file").write_bytes(b"")
+    assert bob.run.main(["--input", str(work / "rec.bin"), "--checkpoint", str(work / "file" / ".." / "ck"),
+                         "--predictions", str(work / "pred.bin")]) == 2
+    assert not (work / "ck").exists()
+
+
+def test_a_deleted_working_directory_is_refused_naming_the_option(work: Path) -> None:
+    gone = work / "gone"
+    gone.mkdir()
+    script = ("import os, sys; os.chdir(sys.argv[1]); os.rmdir(sys.argv[1]); from bob.run import main; "
+              "sys.exit(main(['--input', sys.argv[2], '--checkpoint', 'ck', '--predictions', 'pred']))")
+    out = subprocess.run([sys.executable, "-c", script, str(gone), str(work / "rec.bin")], capture_output=True,
+                         text=True)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr == ("bob-run: refused: --checkpoint ck: a relative path, and the working directory no "
+                          "longer exists\n")
+
+
+def test_out_of_memory_is_unexpected_not_refused(work: Path) -> None:
+    """ulimit -v: the machine's shortage says nothing about the files (exit 1, not 2)."""
+    script = ("import sys, bob.invocation, bob.run\n"
+              "def hungry(*a, **k): raise MemoryError()\n"
+              "bob.invocation.advance = hungry\n"
+              "sys.exit(bob.run.main(sys.argv[1:]))")
+    out = subprocess.run([sys.executable, "-c", script, *argv(work)], capture_output=True, text=True)
+    assert out.returncode == 1 and "unexpected error: MemoryError" in out.stderr, out.stderr
+    assert not (work / "ck.bin").exists()
+    # An errno of the machine's (ENOMEM, EMFILE) from a file operation is exit 1 too, not "refused".
+    script = ("import errno, os, sys, bob.fileio, bob.run\n"
+              "def stage(target, data): raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))\n"
+              "bob.fileio.stage = stage\nsys.exit(bob.run.main(sys.argv[1:]))")
+    out = subprocess.run([sys.executable, "-c", script, *argv(work)], capture_output=True, text=True)
+    assert out.returncode == 1 and "Too many open files" in out.stderr, out.stderr
+    assert not (work / "ck.bin").exists()
+
+
+def test_ulimit_v_shortage_in_the_core_is_exit_1(work: Path) -> None:
+    out = subprocess.run(["bash", "-c", 'ulimit -v 150000; exec "$0" "$@"', str(BIN / "bob-run"), *argv(work)],
+                         capture_output=True, text=True)
+    # Either it fit (exit 0), or it says unexpected (exit 1): never 2, which would call a good file bad.
+    assert out.returncode in (0, 1), out.stderr
+    if out.returncode == 1:
+        assert "unexpected" in out.stderr or "memory" in out.stderr.lower()
+
+
+@pytest.fixture
+def request_cleanup():
+    made: list[Path] = []
+    yield made
+    for path in made:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def test_a_stale_lock_of_another_user_in_a_sticky_directory_does_not_lock_the_owner_out(request_cleanup) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to act as a second user")
+    import tempfile
+
+    shared = Path(tempfile.mkdtemp(prefix="bob-sticky-", dir="/tmp"))  # tmp_path's parents are root's alone
+    request_cleanup.append(shared)
+    os.chmod(shared, 0o1777)
+    bob.build_input(CORPUS, PROMPTS).write(shared / "rec.bin")
+    os.chmod(shared / "rec.bin", 0o644)
+    # another user's run was killed holding the lock: its file stays, theirs, 0644
+    lock = shared / ".ck.bin.bob-lock"
+    lock.write_bytes(b"12345\n")
+    os.chown(lock, 65534, 65534)
+    os.chmod(lock, 0o644)
+    owner = 4242
+    args = ["--input", str(shared / "rec.bin"), "--checkpoint", str(shared / "ck.bin"),
+            "--predictions", str(shared / "pred.bin")]
+    for module in ("bob.formats.canonical", "bob.invocation", "bob.formats.constants"):
+        importlib.import_module(module)  # what the run imports lazily, loaded before the fork
+
+    child = os.fork()  # a second user in a forked child: root's interpreter is not theirs to execute
+    if child == 0:
+        code = 99
+        try:
+            os.setgid(owner)
+            os.setuid(owner)
+            code = bob.run.main(args)
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert os.stat(shared / "ck.bin").st_uid == owner and step_of(shared / "ck.bin") == 10
+    assert lock.read_bytes() == b"12345\n"  # theirs, opened read-only: flock needs no write access
+
+
+def test_a_sigkill_inside_a_pid_namespace_leaves_nothing_after_the_next_run(work: Path) -> None:
+    if shutil.which("unshare") is None or subprocess.run(["unshare", "--pid", "--fork", "true"],
+                                                         capture_output=True).returncode != 0:
+        pytest.skip("unshare --pid --fork is not permitted here")
+    script = ("import os, signal, sys\nreal = os.replace\n"
+              "def replace(*a, **k):\n    os.kill(os.getpid(), signal.SIGKILL)\n"
+              "os.replace = replace\nfrom bob.run import main\nsys.exit(main(sys.argv[1:]))")
+    # sh is pid 1 of the namespace (which no signal of its own can kill), python a child of it
+    out = subprocess.run(["unshare", "--pid", "--fork", "sh", "-c", 'exec 3>&1; "$@"; exit $?', "sh",
+                          sys.executable, "-c", script, *argv(work)], capture_output=True)
+    assert out.returncode != 0
+    left = [p.name for p in work.iterdir() if ".bob-tmp-" in p.name]
+    assert left  # the killed run (pid 2 or so in its namespace) left its staged files
+    assert bob.run.main(argv(work)) == 0
+    assert [p.name for p in work.iterdir() if p.name.startswith(".")] == []
+
+
+# --------------------------------------------------------------------------- #
+# The library across processes, and interruptible
+# --------------------------------------------------------------------------- #
+
+
+def test_public_objects_and_errors_pickle_and_copy_to_equal_objects() -> None:
+    record = bob.build_input(CORPUS, PROMPTS)
+    done = bob.invoke(record)
+    for obj in (record, done, done.checkpoint, done.predictions):
+        for twin in (pickle.loads(pickle.dumps(obj)), copy.copy(obj), copy.deepcopy(obj)):
+            assert type(twin) is type(obj) and twin == obj
+    from bob.commands import Refused
+    from bob.signals import Interrupted
+
+    errors = [bob.FormatError("magic", "wrong", expected=b"A", actual=b"B", offset=0),
+              bob.BadValue("step", "too big", actual=3, index=None), bob.StateRefused("V", "negative", index=7),
+              bob.errors.ContractMismatch("seed", "differs"), bob.errors.IntegrityError("p_digest", "bad"),
+              bob.errors.NotABobFile("magic", "no"), bob.errors.Truncated("size", "short"),
+              bob.fileio.NotARegularFile("/dev/null", 0o20666), bob.fileio.FileTooLarge(9, b"BOB"),
+              bob.fileio.NotReplaceable("/x", "read-only"), bob.core.CoreError("P"),
+              bob.core.NativeCoreUnavailable("gone"), Refused("m", option="--checkpoint", path="/p", field="f"),
+              Interrupted(15)]
+    for error in errors:
+        for twin in (pickle.loads(pickle.dumps(error)), copy.copy(error), copy.deepcopy(error)):
+            assert type(twin) is type(error) and str(twin) == str(error) and twin.args == error.args
+            assert vars(twin) == vars(error)
+
+
+def test_invoke_runs_in_a_process_pool_after_the_parent_trained() -> None:
+    record = bob.build_input(CORPUS, PROMPTS)
+    first = bob.invoke(record, threads=2)  # the parent's thread pool is started: a fork has none of its threads
+    with ProcessPoolExecutor(2) as pool:
+        results = list(pool.map(bob.invoke, [record] * 3, [first.checkpoint] * 3, timeout=120))
+    assert all(r == bob.invoke(record, first.checkpoint) for r in results)
+
+
+def test_ctrl_c_ends_a_long_train_within_a_second_with_whole_updates_done() -> None:
+    p = np.zeros(65536, np.float32)
+    bob.core.initialize(p)
+    m, v = np.zeros_like(p), np.zeros_like(p)
+    ctx, tgt = bytes(range(10)), bytes(range(1, 11))
+    threading.Timer(0.2, os.kill, [os.getpid(), signal.SIGINT]).start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt) as caught:
+        bob.core.train(p, m, v, ctx, tgt, 0, 10**9)
+    assert time.monotonic() - started < 1.2
+    done = caught.value.updates_done
+    assert 0 < done < 10**9
+    # the planes hold exactly the state after `done` whole updates
+    q = np.zeros(65536, np.float32)
+    bob.core.initialize(q)
+    qm, qv = np.zeros_like(q), np.zeros_like(q)
+    bob.core.train(q, qm, qv, ctx, tgt, 0, done)
+    assert q.tobytes() == p.tobytes() and qm.tobytes() == m.tobytes() and qv.tobytes() == v.tobytes()
+
+
+def test_chunked_training_is_bit_identical_to_one_update_at_a_time() -> None:
+    planes = [np.zeros(65536, np.float32) for _ in range(6)]
+    bob.core.initialize(planes[0])
+    bob.core.initialize(planes[3])
+    ctx, tgt = b"abcab", b"bcabc"
+    losses = bob.core.train(*planes[:3], ctx, tgt, 5, 70)  # 70 > one chunk (32 at V = 256)
+    single = [bob.core.train(*planes[3:], ctx, tgt, 5 + k, 1)[0] for k in range(70)]
+    assert losses == single and all(a.tobytes() == b.tobytes() for a, b in zip(planes[:3], planes[3:]))
+
+
+def test_an_allocation_failure_in_the_core_is_memory_error() -> None:
+    script = ("import resource, numpy as np, bob.core as core\n"
+              "p = np.zeros(65536, np.float32); m = np.zeros_like(p); v = np.zeros_like(p)\n"
+              "resource.setrlimit(resource.RLIMIT_AS, (2 << 30, resource.getrlimit(resource.RLIMIT_AS)[1]))\n"
+              "try:\n    core.train(p, m, v, b'ab', b'bc', 0, 10**9)\n"
+              "except MemoryError as e:\n    print('MemoryError', int(p.any() or m.any() or v.any()))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.stdout == "MemoryError 0\n", out.stderr
