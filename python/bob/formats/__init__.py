@@ -18,8 +18,6 @@ what it needs).
 
 from __future__ import annotations
 
-from bob import _import  # the package's lazy importer, which avoids importing importlib
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
@@ -46,6 +44,8 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'bob.formats' has no attribute {name!r}")
-    value = getattr(_import(module), name)
+    # __import__, not importlib (bob._import's reason); not bob._import itself,
+    # as bob.errors imports this package while bob is still being imported.
+    value = getattr(__import__(module, fromlist=["__name__"]), name)
     globals()[name] = value
     return value

@@ -56,8 +56,8 @@ from bob.formats.contract import (
 )
 from bob.formats.constants import CHUNK_TAGS
 from bob.formats.envelope import ENVELOPE_HEADER, ENVELOPE_MAGIC, HEADER_BODY, Checkpoint
-from bob.formats.layout import DIGEST_BYTES, ENVELOPE_HEAD, EnvelopeLayout, envelope_layout
-from bob.formats.schema import FieldRow, _walk, as_bytes, magic_finding, parse
+from bob.formats.layout import DIGEST_BYTES, ENVELOPE_HEAD, PLANE_DTYPE, EnvelopeLayout, envelope_layout
+from bob.formats.schema import FieldRow, walk, as_bytes, magic_finding, parse
 
 __all__ = ["Examination", "examine", "state_findings", "checkpoint_findings", "load_checkpoint"]
 
@@ -113,7 +113,7 @@ class Examination:
         if self.header is None:
             return []
         rows: list[FieldRow] = []
-        _walk(HEADER_BODY, self.header, 0, "", "", rows)
+        walk(HEADER_BODY, self.header, 0, "", "", rows)
         return rows
 
     def offset_of(self, name: str) -> int | None:
@@ -226,7 +226,8 @@ def examine(data: bytes, *, for_resume: bool = True) -> Examination:
                 f"plane {PLANE_NAMES[i]} (bytes {hb + i * CHUNK_BYTES}..{hb + (i + 1) * CHUNK_BYTES - 1}) "
                 "does not match the chunk table's SHA-256",
                 expected=digest, actual=entry.digest, offset=lay.chunk_field(i, "digest").offset, index=i))
-    planes = np.frombuffer(data, dtype="<f4", count=3 * PARAMETER_COUNT, offset=hb).reshape(3, PARAMETER_COUNT)
+    planes = np.frombuffer(data, dtype=PLANE_DTYPE, count=len(PLANE_NAMES) * PARAMETER_COUNT, offset=hb).reshape(
+        len(PLANE_NAMES), PARAMETER_COUNT)
     ex.planes = planes
 
     # -- 9. state, for resuming ------------------------------------------------------
@@ -258,7 +259,8 @@ def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", heade
             out.append(StateRefused(
                 name, f"{bad.size} non-finite value(s) in plane {name}; the first at {_where(k)}",
                 expected="finite", actual=float(planes[i][k]), offset=offset(i, k), index=k))
-    v = planes[2]
+    v_plane = PLANE_NAMES.index("V")
+    v = planes[v_plane]
     negative = v < 0
     if negative.any():
         neg = np.flatnonzero(negative)
@@ -266,7 +268,7 @@ def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", heade
         out.append(StateRefused(
             "V", f"{neg.size} negative value(s) in plane V (a second moment is never negative); "
             f"the first at {_where(k)}",
-            expected=">= 0", actual=float(v[k]), offset=offset(2, k), index=k))
+            expected=">= 0", actual=float(v[k]), offset=offset(v_plane, k), index=k))
     if step == 0:
         for i in (1, 2):
             nz = np.flatnonzero(planes[i] != 0)

@@ -20,7 +20,7 @@ import numpy as np
 from construct import Bytes, Const, Container, Int32ul, Int64ul, RawCopy, Rebuild, Struct, Terminated, len_, this
 
 from bob.errors import BadValue, integer_field, integer_value, shown_kind
-from bob.formats.constants import CHECKPOINT_MAGIC, CHUNK_TAGS
+from bob.formats.constants import CHECKPOINT_MAGIC, CHUNK_TAGS, LEARNER_FLOATS
 from bob.formats.contract import (
     CHUNK_BYTES,
     MAX_HEADER_BYTES,
@@ -33,7 +33,15 @@ from bob.formats.contract import (
     VOCABULARY,
     Contract,
 )
-from bob.formats.layout import CANONICAL_HEADER_BYTES, DIGEST_BYTES, HEADER_ALIGNMENT, aligned_header_bytes, envelope_layout
+from bob.formats.layout import (
+    CANONICAL_HEADER_BYTES,
+    DIGEST_BYTES,
+    HEADER_ALIGNMENT,
+    PLANE_DTYPE,
+    WORD_DTYPE,
+    aligned_header_bytes,
+    envelope_layout,
+)
 from bob.formats.schema import LengthPrefixed, Rule, Sha256Of, Table, ZeroPadding, as_bytes, const_value
 from bob.text import f32_text
 
@@ -149,7 +157,7 @@ def _plane(value: Any, name: str) -> np.ndarray:
 
 
 def _le_bytes(plane: np.ndarray) -> bytes:
-    return np.ascontiguousarray(plane, dtype="<f4").tobytes()
+    return np.ascontiguousarray(plane, dtype=PLANE_DTYPE).tobytes()
 
 
 
@@ -221,7 +229,7 @@ class Checkpoint:
         """The envelope file. ``header_bytes`` defaults to the checkpoint's own
         (448 unless it was loaded from a file with a larger header)."""
         self._check()
-        hb = self.header_bytes if header_bytes is None else int(header_bytes)
+        hb = self.header_bytes if header_bytes is None else integer_field(header_bytes, "header_bytes", "header_bytes is an integer")
         _check_header_bytes(hb, self.contract)
         planes = [_le_bytes(a) for a in (self.p, self.m, self.v)]
         c = self.contract
@@ -323,9 +331,9 @@ def describe_envelope(data: bytes) -> dict[str, Any]:
         "contract": {
             "state": h.state.decode(),
             "learner": {
-                "text": h.learner[:-20].decode(),
+                "text": h.learner[:-LEARNER_FLOATS.size].decode(),
                 **{k: float(f32_text(x)) for k, x in (contract.learner_hyperparameters or {}).items()},
-                "f32_hex": h.learner[-20:].hex(),
+                "f32_hex": h.learner[-LEARNER_FLOATS.size:].hex(),
             },
             "data": h.data.decode(),
             "seed": h.seed.decode(),
@@ -341,7 +349,7 @@ def describe_envelope(data: bytes) -> dict[str, Any]:
         "header_sha256": digest.hex(),
         "planes": {
             name: {
-                "first_words_hex": [f"{w:08x}" for w in ex.planes[i, :4].view("<u4").tolist()],
+                "first_words_hex": [f"{w:08x}" for w in ex.planes[i, :4].view(WORD_DTYPE).tolist()],
                 "min": float(ex.planes[i].min()),
                 "max": float(ex.planes[i].max()),
                 "nonzero": int(np.count_nonzero(ex.planes[i])),

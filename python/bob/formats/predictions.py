@@ -11,6 +11,7 @@ from construct import Int32ul, Struct
 
 from bob.errors import BadValue, FormatError, Truncated, integer_field, shown_kind
 from bob.formats.contract import PREDICTION_BYTES, PROMPTS, VOCABULARY
+from bob.formats.kinds import MAGIC_BYTES
 from bob.formats.layout import PREDICTION_FIELDS
 from bob.formats.layout import PREDICTION_RECORD as PREDICTION_LAYOUT
 from bob.formats.schema import END, KNOWN_MAGICS, Table, as_bytes, parse
@@ -132,7 +133,7 @@ class Predictions:
 def _examine(data: bytes) -> tuple[list[FormatError], Predictions | None]:
     if len(data) != PREDICTION_BYTES:
         message = "predictions are exactly 24 bytes"
-        kind = KNOWN_MAGICS.get(data[:8])
+        kind = KNOWN_MAGICS.get(data[:MAGIC_BYTES])
         if kind:
             message += f"; this file starts like {kind}"
         return [Truncated("file_size", message, expected=PREDICTION_BYTES, actual=len(data))], None
