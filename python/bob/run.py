@@ -151,7 +151,7 @@ def _read_record(path: str) -> "tuple[bytes, bytes, tuple[int, ...]]":
             fast = canonical.recognize_record(data)
             if fast is not None:
                 return fast
-    from bob.formats.files import read_input_file
+    from bob.formats.input_record import read_input_file
 
     record = read_input_file(path)
     return record.contexts.tobytes(), record.targets.tobytes(), record.prompt_words
@@ -181,7 +181,7 @@ def _read_state(path: str) -> "tuple[int, bytearray, int | None]":
             if step is not None:
                 if core.resume_problem(*_plane_views(data), step) is None:
                     return step, data, None
-    from bob.formats.files import read_checkpoint_file
+    from bob.formats.envelope import read_checkpoint_file
 
     try:
         checkpoint = read_checkpoint_file(path)

@@ -13,69 +13,24 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import GOLDEN, ROOT
-
-PACKAGE = ROOT / "python" / "bob"
-
-
-def _rel(path: Path) -> str:
-    return path.relative_to(PACKAGE).as_posix()
-
-
-def _modules(*globs: str) -> list[Path]:
-    return sorted({p for g in globs for p in PACKAGE.glob(g)} if globs else set(PACKAGE.rglob("*.py")))
-
-
-def _tree(path: Path) -> ast.Module:
-    return ast.parse(path.read_text(encoding="utf-8"), str(path))
-
-
-# --------------------------------------------------------------------------- #
-# Which modules import what
-# --------------------------------------------------------------------------- #
-
-_DYNAMIC_IMPORTS = {"__import__", "import_module", "find_spec"}
-
-
-def imported_names(tree: ast.AST) -> set[str]:
-    """Every module an import in ``tree`` names, at any depth: ``import a.b``,
-    ``from a import b`` (as ``a`` and ``a.b``), and ``__import__("a")``,
-    ``importlib.import_module("a")`` or ``find_spec("a")`` with a literal name."""
-    out: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            out.add(node.module)
-            out |= {f"{node.module}.{alias.name}" for alias in node.names}
-        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
-            func = node.func
-            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-            if name in _DYNAMIC_IMPORTS and isinstance(node.args[0].value, str):
-                out.add(node.args[0].value)
-    return out
-
-
-def importers(module: str, paths: list[Path]) -> set[str]:
-    """The modules among ``paths`` that import ``module`` or anything inside it."""
-    return {_rel(p) for p in paths
-            if any(n == module or n.startswith(module + ".") for n in imported_names(_tree(p)))}
+from conftest import GOLDEN
+from sources import PACKAGE, imported_names, importers, module_name, modules, rel, tree
 
 
 def test_only_bob_core_and_the_binding_fuzz_target_import_the_extension() -> None:
     # bob/core.py: "the package's door to bob._core".
-    assert importers("bob._core", _modules()) == {"core.py", "fuzz/core_target.py"}
+    assert importers("bob._core", modules()) == {"core.py", "fuzz/core_target.py"}
 
 
 def test_matplotlib_is_imported_by_the_heatmap_and_the_qualification_report_only() -> None:
-    assert importers("matplotlib", _modules()) == {"inspect/heatmap.py", "qualify/report.py"}
+    assert importers("matplotlib", modules()) == {"inspect/heatmap.py", "qualify/report.py"}
 
 
 def test_the_import_finder_sees_imports_inside_functions(tmp_path: Path) -> None:
     planted = tmp_path / "planted.py"
     planted.write_text("def f():\n    from bob import _core\n\ndef g():\n    __import__('matplotlib.pyplot')\n",
                        encoding="utf-8")
-    assert {"bob._core", "matplotlib.pyplot"} <= imported_names(_tree(planted))
+    assert {"bob._core", "matplotlib.pyplot"} <= imported_names(tree(planted))
 
 
 # --------------------------------------------------------------------------- #
@@ -113,9 +68,9 @@ def file_access(path: Path) -> list[tuple[int, str]]:
 
 
 def test_the_commands_and_the_library_touch_files_only_through_fileio() -> None:
-    found = [f"{_rel(p)}:{line}: {src[:90]}" for p in _modules(*THROUGH_FILEIO)
+    found = [f"{rel(p)}:{line}: {src[:90]}" for p in modules(*THROUGH_FILEIO)
              for line, src in file_access(p)
-             if not any(_rel(p) == where and src.startswith(snippet) for where, snippet in FILE_ACCESS_ALLOWED)]
+             if not any(rel(p) == where and src.startswith(snippet) for where, snippet in FILE_ACCESS_ALLOWED)]
     assert not found, "file access outside bob.fileio:\n" + "\n".join(found)
 
 
@@ -188,10 +143,10 @@ def layout_literals(path: Path) -> list[tuple[int, str, str]]:
 
 
 def test_no_layout_number_outside_the_layouts_home() -> None:
-    found = [f"{_rel(p)}:{line}: {text} in {src[:90]!r}" for p in _modules(*LITERAL_SCOPE)
-             if _rel(p) not in LAYOUT_HOMES
+    found = [f"{rel(p)}:{line}: {text} in {src[:90]!r}" for p in modules(*LITERAL_SCOPE)
+             if rel(p) not in LAYOUT_HOMES
              for line, text, src in layout_literals(p)
-             if not any(_rel(p) == where and snippet in src for where, snippet, _ in LITERAL_ALLOWED)]
+             if not any(rel(p) == where and snippet in src for where, snippet, _ in LITERAL_ALLOWED)]
     assert not found, "layout numbers written out (name them in bob.formats.layout):\n" + "\n".join(found)
 
 
@@ -231,7 +186,7 @@ def int_of_arguments(path: Path) -> list[tuple[int, str]]:
 
 
 def test_no_door_of_the_library_int_s_a_callers_value() -> None:
-    found = [f"{_rel(p)}:{line}: {src}" for p in _modules(*DOORS) for line, src in int_of_arguments(p)]
+    found = [f"{rel(p)}:{line}: {src}" for p in modules(*DOORS) for line, src in int_of_arguments(p)]
     assert not found, "use bob.errors.integer_value / integer_field:\n" + "\n".join(found)
 
 
@@ -276,10 +231,10 @@ def exit_code_lists(tree: ast.AST) -> list[str]:
 
 
 def missing_exit_codes(path: Path) -> list[str]:
-    tree = _tree(path)
-    codes = exit_codes(tree)
+    module = tree(path)
+    codes = exit_codes(module)
     out = []
-    for text in exit_code_lists(tree):
+    for text in exit_code_lists(module):
         omitted = sorted(c for c in codes if not re.search(rf"\b{c}\b", text))
         if omitted:
             out.append(f"{path.name}: {text[:60]!r}... omits {omitted}")
@@ -287,7 +242,7 @@ def missing_exit_codes(path: Path) -> list[str]:
 
 
 def test_every_exit_code_list_names_every_code_its_command_returns() -> None:
-    lists = {_rel(PACKAGE / m): exit_code_lists(_tree(PACKAGE / m)) for m in COMMANDS}
+    lists = {rel(PACKAGE / m): exit_code_lists(tree(PACKAGE / m)) for m in COMMANDS}
     assert all(lists[m] for m in ("run.py", "inspect/cli.py", "fuzz/cli.py", "qualify/cli.py")), lists
     missing = [line for m in COMMANDS for line in missing_exit_codes(PACKAGE / m)]
     assert not missing, "\n".join(missing)
@@ -297,7 +252,7 @@ def test_the_exit_code_check_can_fail(tmp_path: Path) -> None:
     planted = tmp_path / "planted.py"
     planted.write_text('"""Exit codes: 0 done, 2 refused."""\ndef main():\n    try:\n        return 0\n'
                        "    except KeyboardInterrupt:\n        return 2\n", encoding="utf-8")
-    assert exit_codes(_tree(planted)) == {0, 2, 130}
+    assert exit_codes(tree(planted)) == {0, 2, 130}
     assert len(missing_exit_codes(planted)) == 1
 
 
@@ -327,18 +282,13 @@ def test_a_good_bob_run_imports_neither_argparse_nor_re(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- #
 
 
-def _module_name(path: Path, package: Path) -> str:
-    parts = list(path.relative_to(package.parent).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
 def unlisted_imports(paths: list[Path], package: Path = PACKAGE) -> list[str]:
     """``module: source.name`` for each name imported from a bob module whose
     ``__all__`` does not list it (a submodule is not a name)."""
-    by_name = {_module_name(p, package): p for p in paths}
+    by_name = {module_name(p, package): p for p in paths}
     exported: dict[str, set[str]] = {}
     for name, path in by_name.items():
-        for node in _tree(path).body:
+        for node in tree(path).body:
             if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
                 try:
                     exported[name] = set(ast.literal_eval(node.value))
@@ -346,7 +296,7 @@ def unlisted_imports(paths: list[Path], package: Path = PACKAGE) -> list[str]:
                     pass
     out = []
     for name, path in sorted(by_name.items()):
-        for node in ast.walk(_tree(path)):
+        for node in ast.walk(tree(path)):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in exported:
                 out += [f"{name}: {node.module}.{a.name}" for a in node.names
                         if a.name not in exported[node.module] and f"{node.module}.{a.name}" not in by_name]
@@ -354,7 +304,7 @@ def unlisted_imports(paths: list[Path], package: Path = PACKAGE) -> list[str]:
 
 
 def test_every_name_the_package_imports_from_a_module_is_in_its_all() -> None:
-    missing = unlisted_imports(_modules())
+    missing = unlisted_imports(modules())
     assert not missing, "\n".join(missing)
 
 

@@ -20,8 +20,9 @@
 Problems in steps 1–2 stop the examination (nothing after them can be
 located); a ``payload_bytes`` or ``chunk_bytes`` mismatch stops it after
 step 4; a file too short to hold the planes stops it after step 7. Anything
-else is one finding among others. The loaders raise the first. Offsets come
-from :mod:`bob.formats.layout`, never from literals.
+else is one finding among others. The loaders (:mod:`bob.formats.envelope`)
+raise the first. Offsets come from :mod:`bob.formats.layout`, never from
+literals.
 """
 
 from __future__ import annotations
@@ -55,11 +56,11 @@ from bob.formats.contract import (
     Contract,
 )
 from bob.formats.constants import CHUNK_TAGS
-from bob.formats.envelope import ENVELOPE_HEADER, ENVELOPE_MAGIC, HEADER_BODY, Checkpoint
+from bob.formats.envelope_schema import ENVELOPE_HEADER, ENVELOPE_MAGIC, HEADER_BODY
 from bob.formats.layout import DIGEST_BYTES, ENVELOPE_HEAD, PLANE_DTYPE, EnvelopeLayout, envelope_layout
 from bob.formats.schema import FieldRow, walk, as_bytes, magic_finding, parse
 
-__all__ = ["Examination", "examine", "state_findings", "checkpoint_findings", "load_checkpoint"]
+__all__ = ["Examination", "examine", "state_findings", "checkpoint_findings"]
 
 
 @dataclass
@@ -291,18 +292,3 @@ def checkpoint_findings(data: bytes, *, for_resume: bool = True) -> list[FormatE
     (empty for a valid file and for zero bytes, the fresh run)."""
     return examine(data, for_resume=for_resume).findings
 
-
-def load_checkpoint(data: bytes, *, for_resume: bool = True) -> Checkpoint:
-    """Parse and fully check a checkpoint; raise the first finding.
-
-    Zero bytes are a fresh run: the state at step 0, made by the native core.
-    ``for_resume=False`` skips the state checks (an inspector loads such files).
-    """
-    ex = examine(data, for_resume=for_resume)
-    if ex.findings:
-        raise ex.findings[0]
-    if ex.fresh:
-        return Checkpoint.fresh()
-    assert ex.header is not None and ex.planes is not None
-    planes = ex.planes.copy()  # one copy: the checkpoint owns writable planes
-    return Checkpoint(ex.header.step, planes[0], planes[1], planes[2], ex.header.header_bytes, V1)

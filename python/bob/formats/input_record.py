@@ -18,6 +18,7 @@ from construct import Bytes, Const, Int64ul, Rebuild, Struct
 from bob.errors import BadValue, FormatError, Truncated, integer_field, shown_kind
 from bob.formats.contract import EMPTY_PROMPT, PROMPTS, RECORD_BYTES, VOCABULARY
 from bob.formats.constants import INPUT_MAGIC
+from bob.formats.files import INPUT_FILE, read_format_file
 from bob.formats.layout import INPUT, WORD_DTYPE
 from bob.formats.schema import END, Rule, as_bytes, magic_finding, parse, static_offsets
 
@@ -27,6 +28,7 @@ __all__ = [
     "InputRecord",
     "input_findings",
     "load_input",
+    "read_input_file",
     "build_input",
     "prompt_word",
 ]
@@ -162,8 +164,6 @@ class InputRecord:
     @classmethod
     def read(cls, path: "str | os.PathLike[str]") -> "InputRecord":
         """Read and check the record at ``path`` (:func:`bob.read_input_file`)."""
-        from bob.formats.files import read_input_file
-
         return read_input_file(path)
 
     def write(self, path: "str | os.PathLike[str]") -> None:
@@ -262,6 +262,11 @@ def load_input(data: bytes) -> InputRecord:
         raise findings[0]
     assert record is not None
     return record
+
+
+def read_input_file(path: "str | os.PathLike[str]") -> InputRecord:
+    """Read and check an input record; a file larger than 1,564 bytes is refused unread."""
+    return load_input(read_format_file(path, RECORD_BYTES, INPUT_FILE))
 
 
 def build_input(corpus: bytes, prompts: Sequence[bytes]) -> InputRecord:
