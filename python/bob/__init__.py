@@ -59,14 +59,14 @@ _LAZY = {
     "load_input": "bob.formats.input_record",
     "build_input": "bob.formats.input_record",
     "input_findings": "bob.formats.input_record",
-    "load_checkpoint": "bob.formats.checks",
+    "load_checkpoint": "bob.formats.envelope",
     "checkpoint_findings": "bob.formats.checks",
     "examine_checkpoint": "bob.formats.checks",
-    "read_checkpoint_file": "bob.formats.files",
+    "read_checkpoint_file": "bob.formats.envelope",
     "load_predictions": "bob.formats.predictions",
     "predictions_findings": "bob.formats.predictions",
-    "read_input_file": "bob.formats.files",
-    "read_predictions_file": "bob.formats.files",
+    "read_input_file": "bob.formats.input_record",
+    "read_predictions_file": "bob.formats.predictions",
     # files
     "write_atomic": "bob.fileio",
     "clean_stale_temporaries": "bob.fileio",
@@ -106,11 +106,10 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from bob.fileio import clean_stale_temporaries, write_atomic
-    from bob.formats.checks import Examination, checkpoint_findings, load_checkpoint
+    from bob.formats.checks import Examination, checkpoint_findings
     from bob.formats.checks import examine as examine_checkpoint
     from bob.formats.contract import Contract
-    from bob.formats.envelope import Checkpoint
-    from bob.formats.files import read_checkpoint_file, read_input_file, read_predictions_file
+    from bob.formats.envelope import Checkpoint, load_checkpoint, read_checkpoint_file
     from bob.invocation import Invocation, invoke
-    from bob.formats.input_record import InputRecord, build_input, input_findings, load_input
-    from bob.formats.predictions import Predictions, load_predictions, predictions_findings
+    from bob.formats.input_record import InputRecord, build_input, input_findings, load_input, read_input_file
+    from bob.formats.predictions import Predictions, load_predictions, predictions_findings, read_predictions_file

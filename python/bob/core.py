@@ -1,8 +1,11 @@
 """The native core, and nothing else: bob's training math lives in Rust.
 
-This module is the only door to ``bob._core``. It never re-implements the
-math and never falls back to anything: if the extension is missing, importing
-this module raises :class:`NativeCoreUnavailable` saying how to build it.
+This module is the package's door to ``bob._core``: nothing else in bob
+imports the extension except :mod:`bob.fuzz.core_target`, which fuzzes the
+binding itself (``tests/house/test_house.py`` holds that). It never
+re-implements the math and never falls back to anything: if the extension is
+missing, importing this module raises :class:`NativeCoreUnavailable` saying
+how to build it.
 
 It imports nothing heavy: the core works on any float32 buffer in this
 machine's byte order (NumPy arrays, ``array.array('f')``, a ``bytearray``
@@ -59,6 +62,12 @@ def _whole(value, name: str, bits: int = 64) -> int:
     if not 0 <= number < 1 << bits:
         raise CoreError(f"{name} = {number} is outside 0 .. 2**{bits} - 1")
     return number
+
+
+sha256 = _core.sha256
+"""SHA-256 of a bytes-like object, by the core (the CPU's SHA extensions where
+it has them): as fast as hashlib here without importing OpenSSL, which is a
+tenth of a bob-run (BENCHMARKS.md)."""
 
 
 def fnv1a64(data: bytes) -> int:

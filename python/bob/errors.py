@@ -39,8 +39,7 @@ cheap.
 
 from __future__ import annotations
 
-import struct
-
+from bob.formats.constants import LEARNER_NAMES, LEARNER_PREFIX, learner_floats
 from bob.text import f32_text, float_text, json_number, one_line, show_bytes
 
 TYPE_CHECKING = False
@@ -64,17 +63,6 @@ __all__ = [
     "shown_kind",
     "f32_text",
 ]
-
-LEARNER_PREFIX = b"softmax-cross-entropy-mean|adamw|"
-LEARNER_NAMES = ("lr", "beta1", "beta2", "eps", "weight_decay")
-
-
-def learner_floats(learner: bytes) -> tuple[float, ...] | None:
-    """The five f32 hyper-parameters of a learner contract, or None if it is not shaped like one."""
-    learner = bytes(learner)
-    if len(learner) != len(LEARNER_PREFIX) + 20 or not learner.startswith(LEARNER_PREFIX):
-        return None
-    return struct.unpack("<5f", learner[len(LEARNER_PREFIX):])
 
 
 def show_learner(learner: bytes) -> str:

@@ -1,7 +1,9 @@
 """bob's files on disk: one bounded reader, one atomic writer, one rule for paths.
 
-Every command and the library read and replace files only through here, so
-every path gets the same treatment:
+``bob-run``, ``bob-fixture``, ``bob-inspect`` and the library read and replace
+files only through here (``tests/house/test_house.py`` holds that; ``bob-fuzz``
+and ``bob-qualify`` write their corpora, scratch files and reports directly),
+so every path they are given gets the same treatment:
 
 * **Only regular files.** :func:`read_bounded` opens a path once
   (``O_NONBLOCK``, so a FIFO never blocks the open) and decides from
@@ -53,6 +55,7 @@ __all__ = [
     "NotARegularFile",
     "NotReplaceable",
     "FileTooLarge",
+    "open_regular",
     "read_bounded",
     "read_bounded_buffer",
     "replace_target",

@@ -69,17 +69,21 @@ def read_corpus(path: str) -> tuple[bytes, int]:
 
     Only a regular file is read, and only its first bytes.
     """
-    from bob.fileio import FileTooLarge, read_bounded
+    from bob.fileio import FileTooLarge, open_regular, read_bounded
     from bob.formats.constants import VOCABULARY
 
     need = VOCABULARY + 1
     try:
         data = read_bounded(path, need)
     except FileTooLarge:
-        with open(path, "rb", buffering=0) as f:  # a regular file (read_bounded checked it)
-            head = f.read(need)
-            size = os.fstat(f.fileno()).st_size
-        return head, size
+        fd, st = open_regular(path, os.O_RDONLY)  # opened as every path bob is given
+        try:
+            head = b""
+            while len(head) < need and (more := os.read(fd, need - len(head))):
+                head += more
+        finally:
+            os.close(fd)
+        return head, st.st_size
     if data is None:
         raise FileNotFoundError(2, "no such file", path)
     return data, len(data)

@@ -139,7 +139,8 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
     ``Checkpoint`` object is checked for resuming the same way. ``threads``
     (0: what the machine offers) changes no bit of the result.
     """
-    from bob.formats.checks import load_checkpoint, state_findings
+    from bob.formats.checks import state_findings
+    from bob.formats.envelope import load_checkpoint
     from bob.formats.envelope import Checkpoint
     from bob.formats.input_record import InputRecord, load_input
     from bob.formats.predictions import Predictions

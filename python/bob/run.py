@@ -5,8 +5,9 @@ runs. What this module adds is what a command on shared files needs:
 
 * exit 0 done; 2 the command line, the input or the checkpoint is refused
   (one line naming the option, the path and the field; no traceback);
-  75 the checkpoint is in use by another ``bob-run``; 1 anything unexpected
-  (a traceback only under ``--debug``);
+  75 the checkpoint is in use by another ``bob-run``; 130 interrupted
+  (nothing was changed); 1 anything unexpected (a traceback only under
+  ``--debug``);
 * only regular files are read or replaced; links are followed, and the lock
   belongs to the resolved checkpoint (:mod:`bob.fileio`);
 * nothing is lost: every check, and the 10 updates, happen before the first
@@ -77,7 +78,7 @@ def _read_record(path: str) -> "tuple[bytes, bytes, tuple[int, ...]]":
             fast = canonical.recognize_record(data)
             if fast is not None:
                 return fast
-    from bob.formats.files import read_input_file
+    from bob.formats.input_record import read_input_file
 
     record = read_input_file(path)
     return record.contexts.tobytes(), record.targets.tobytes(), record.prompt_words
@@ -107,7 +108,7 @@ def _read_state(path: str) -> "tuple[int, bytearray, int | None]":
             if step is not None:
                 if core.resume_problem(*_plane_views(data), step) is None:
                     return step, data, None
-    from bob.formats.files import read_checkpoint_file
+    from bob.formats.envelope import read_checkpoint_file
 
     try:
         checkpoint = read_checkpoint_file(path)
@@ -300,7 +301,7 @@ def run_parser() -> "argparse.ArgumentParser":
         prog=PROG,
         description="One bob invocation: 10 AdamW updates from CKPT (missing or empty: fresh), "
         "then CKPT and PRED replaced atomically.",
-        epilog="exit codes: 0 done, 2 refused, 75 checkpoint in use, 1 unexpected",
+        epilog="exit codes: 0 done, 2 refused, 75 checkpoint in use, 130 interrupted, 1 unexpected",
     )
     parser.add_argument("--input", required=True, metavar="RECORD", help="the input record (bob-input v1)")
     parser.add_argument("--checkpoint", required=True, metavar="CKPT", help="read, then replaced atomically")

@@ -34,7 +34,8 @@ options:
                       (default: refuse at once, exit 75)
   --debug             show a traceback for unexpected errors
 
-exit codes: 0 done, 2 refused, 75 checkpoint in use, 1 unexpected
+exit codes: 0 done, 2 refused, 75 checkpoint in use, 130 interrupted, 1
+unexpected
 """
 
 

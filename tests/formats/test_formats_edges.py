@@ -93,7 +93,7 @@ def test_describing_an_unresumable_envelope_still_works(unresumable: bytes) -> N
 def test_schemas_without_a_fixed_size_say_so() -> None:
     from construct import SizeofError
 
-    from bob.formats.envelope import ContractString, ENVELOPE
+    from bob.formats.envelope_schema import ContractString, ENVELOPE
 
     with pytest.raises(SizeofError) as no_size:
         ContractString.sizeof()

@@ -192,3 +192,12 @@ def test_predictions_of_another_size_are_refused_whole() -> None:
     assert refusal(lambda: bob.load_predictions(CHECKPOINT_MAGIC + bytes(40))) == truncated | {
         "message": f"predictions are exactly 24 bytes; this file starts like {like}", "actual": 48,
         "text": f"file_size: predictions are exactly 24 bytes; this file starts like {like} (expected 24, got 48)"}
+
+
+def test_to_bytes_refuses_a_header_bytes_that_is_not_an_integer() -> None:
+    zeros = np.zeros(65_536, dtype=np.float32)
+    checkpoint = bob.Checkpoint(0, zeros, zeros, zeros)
+    for value in (448.0, 448.5, "448", True):
+        with pytest.raises(bob.BadValue, match="header_bytes: header_bytes is an integer"):
+            checkpoint.to_bytes(header_bytes=value)
+    assert checkpoint.to_bytes(header_bytes=np.int64(512))[16:24] == (512).to_bytes(8, "little")

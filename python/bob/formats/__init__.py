@@ -1,24 +1,24 @@
 """bob's binary formats: construct schemas, checkers and typed objects.
 
-* :mod:`bob.formats.input_record` — ``bob-input`` v1 (``INPUT_RECORD``, ``InputRecord``);
-* :mod:`bob.formats.envelope` — ``bob-envelope`` v1 (``ENVELOPE``, ``Checkpoint``);
-* :mod:`bob.formats.checks` — a checkpoint's findings (``examine``, ``load_checkpoint``);
-* :mod:`bob.formats.predictions` — the 24-byte predictions (``PREDICTIONS``, ``Predictions``);
+* :mod:`bob.formats.input_record` — ``bob-input`` v1: schema, findings, ``InputRecord``, loader, reader;
+* :mod:`bob.formats.envelope_schema` — ``bob-envelope`` v1's schema (``ENVELOPE``);
+* :mod:`bob.formats.checks` — a checkpoint's findings (``examine``), from that schema;
+* :mod:`bob.formats.envelope` — ``Checkpoint``, ``load_checkpoint``, ``read_checkpoint_file``, from those;
+* :mod:`bob.formats.predictions` — the 24-byte predictions: schema, findings, ``Predictions``, loader, reader;
 * :mod:`bob.formats.contract` — bob v1's contract strings as a typed object (``V1``);
 * :mod:`bob.formats.constants` — bob v1's constants, magics and strings (standard library);
 * :mod:`bob.formats.layout` — every field's offset and ``struct`` format (standard library);
 * :mod:`bob.formats.canonical` — the one layout bob writes, built and recognised without construct;
-* :mod:`bob.formats.files` — reading the formats from paths (bounded, regular files only);
+* :mod:`bob.formats.files` — the one bounded read of a format's file (regular files only);
 * :mod:`bob.formats.schema` — the custom constructs, ``parse`` and ``layout``;
 * :mod:`bob.formats.docs` — layout tables printed from the schemas.
 
 Names are imported lazily (``from bob.formats import ENVELOPE`` imports only
-what it needs).
+what it needs). Imports run one way, from the schema up to the typed object
+(``tests/house/test_import_graph.py``).
 """
 
 from __future__ import annotations
-
-from bob import _import  # the package's lazy importer, which avoids importing importlib
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -26,10 +26,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 _LAZY = {
     "INPUT_RECORD": "bob.formats.input_record",
-    "ENVELOPE": "bob.formats.envelope",
-    "ENVELOPE_HEADER": "bob.formats.envelope",
-    "HEADER_BODY": "bob.formats.envelope",
-    "CHUNK_ENTRY": "bob.formats.envelope",
+    "ENVELOPE": "bob.formats.envelope_schema",
+    "ENVELOPE_HEADER": "bob.formats.envelope_schema",
+    "HEADER_BODY": "bob.formats.envelope_schema",
+    "CHUNK_ENTRY": "bob.formats.envelope_schema",
     "PREDICTIONS": "bob.formats.predictions",
     "V1": "bob.formats.contract",
     "Contract": "bob.formats.contract",
@@ -46,6 +46,8 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'bob.formats' has no attribute {name!r}")
-    value = getattr(_import(module), name)
+    # __import__, not importlib (bob._import's reason); not bob._import itself,
+    # as bob.errors imports this package while bob is still being imported.
+    value = getattr(__import__(module, fromlist=["__name__"]), name)
     globals()[name] = value
     return value

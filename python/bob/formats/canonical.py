@@ -22,14 +22,13 @@ are never recognized unless the schemas accept them.
 from __future__ import annotations
 
 try:
-    # The core's SHA-256 (SHA-NI when the CPU has it) is as fast as hashlib's
-    # here, and skips hashlib's import, which loads OpenSSL: a tenth of a
-    # bob-run (BENCHMARKS.md). Without the core, hashlib gives the same digests.
-    from bob._core import sha256 as _sha256_digest
+    # The core's SHA-256 spares bob-run hashlib's import (bob.core.sha256).
+    # Without the core, hashlib gives the same digests.
+    from bob.core import sha256 as _sha256_digest
 except ImportError:  # pragma: no cover - the core is not built
     import hashlib
 
-    def _sha256_digest(data) -> bytes:  # type: ignore[misc]
+    def _sha256_digest(data) -> bytes:
         return hashlib.sha256(data).digest()
 
 from bob.formats.constants import (

@@ -20,8 +20,9 @@
 Problems in steps 1–2 stop the examination (nothing after them can be
 located); a ``payload_bytes`` or ``chunk_bytes`` mismatch stops it after
 step 4; a file too short to hold the planes stops it after step 7. Anything
-else is one finding among others. The loaders raise the first. Offsets come
-from :mod:`bob.formats.layout`, never from literals.
+else is one finding among others. The loaders (:mod:`bob.formats.envelope`)
+raise the first. Offsets come from :mod:`bob.formats.layout`, never from
+literals.
 """
 
 from __future__ import annotations
@@ -55,11 +56,11 @@ from bob.formats.contract import (
     Contract,
 )
 from bob.formats.constants import CHUNK_TAGS
-from bob.formats.envelope import ENVELOPE_HEADER, ENVELOPE_MAGIC, HEADER_BODY, Checkpoint
-from bob.formats.layout import DIGEST_BYTES, ENVELOPE_HEAD, EnvelopeLayout, envelope_layout
-from bob.formats.schema import FieldRow, _walk, as_bytes, magic_finding, parse
+from bob.formats.envelope_schema import ENVELOPE_HEADER, ENVELOPE_MAGIC, HEADER_BODY
+from bob.formats.layout import DIGEST_BYTES, ENVELOPE_HEAD, PLANE_DTYPE, EnvelopeLayout, envelope_layout
+from bob.formats.schema import FieldRow, walk, as_bytes, magic_finding, parse
 
-__all__ = ["Examination", "examine", "state_findings", "checkpoint_findings", "load_checkpoint"]
+__all__ = ["Examination", "examine", "state_findings", "checkpoint_findings"]
 
 
 @dataclass
@@ -113,7 +114,7 @@ class Examination:
         if self.header is None:
             return []
         rows: list[FieldRow] = []
-        _walk(HEADER_BODY, self.header, 0, "", "", rows)
+        walk(HEADER_BODY, self.header, 0, "", "", rows)
         return rows
 
     def offset_of(self, name: str) -> int | None:
@@ -226,7 +227,8 @@ def examine(data: bytes, *, for_resume: bool = True) -> Examination:
                 f"plane {PLANE_NAMES[i]} (bytes {hb + i * CHUNK_BYTES}..{hb + (i + 1) * CHUNK_BYTES - 1}) "
                 "does not match the chunk table's SHA-256",
                 expected=digest, actual=entry.digest, offset=lay.chunk_field(i, "digest").offset, index=i))
-    planes = np.frombuffer(data, dtype="<f4", count=3 * PARAMETER_COUNT, offset=hb).reshape(3, PARAMETER_COUNT)
+    planes = np.frombuffer(data, dtype=PLANE_DTYPE, count=len(PLANE_NAMES) * PARAMETER_COUNT, offset=hb).reshape(
+        len(PLANE_NAMES), PARAMETER_COUNT)
     ex.planes = planes
 
     # -- 9. state, for resuming ------------------------------------------------------
@@ -258,7 +260,8 @@ def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", heade
             out.append(StateRefused(
                 name, f"{bad.size} non-finite value(s) in plane {name}; the first at {_where(k)}",
                 expected="finite", actual=float(planes[i][k]), offset=offset(i, k), index=k))
-    v = planes[2]
+    v_plane = PLANE_NAMES.index("V")
+    v = planes[v_plane]
     negative = v < 0
     if negative.any():
         neg = np.flatnonzero(negative)
@@ -266,7 +269,7 @@ def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", heade
         out.append(StateRefused(
             "V", f"{neg.size} negative value(s) in plane V (a second moment is never negative); "
             f"the first at {_where(k)}",
-            expected=">= 0", actual=float(v[k]), offset=offset(2, k), index=k))
+            expected=">= 0", actual=float(v[k]), offset=offset(v_plane, k), index=k))
     if step == 0:
         for i in (1, 2):
             nz = np.flatnonzero(planes[i] != 0)
@@ -289,18 +292,3 @@ def checkpoint_findings(data: bytes, *, for_resume: bool = True) -> list[FormatE
     (empty for a valid file and for zero bytes, the fresh run)."""
     return examine(data, for_resume=for_resume).findings
 
-
-def load_checkpoint(data: bytes, *, for_resume: bool = True) -> Checkpoint:
-    """Parse and fully check a checkpoint; raise the first finding.
-
-    Zero bytes are a fresh run: the state at step 0, made by the native core.
-    ``for_resume=False`` skips the state checks (an inspector loads such files).
-    """
-    ex = examine(data, for_resume=for_resume)
-    if ex.findings:
-        raise ex.findings[0]
-    if ex.fresh:
-        return Checkpoint.fresh()
-    assert ex.header is not None and ex.planes is not None
-    planes = ex.planes.copy()  # one copy: the checkpoint owns writable planes
-    return Checkpoint(ex.header.step, planes[0], planes[1], planes[2], ex.header.header_bytes, V1)

@@ -1,14 +1,13 @@
 """bob v1's constants and contract strings (contract §1, §2), standard library only.
 
-Imported by :mod:`bob.formats.contract` (the readable view of them) and by
-:mod:`bob.formats.canonical` (bob-run's fast path), so both use one copy.
+Imported by :mod:`bob.formats.contract` (the readable view of them), by
+:mod:`bob.formats.canonical` (bob-run's fast path) and by :mod:`bob.errors`
+(which shows a learner contract's floats), so all of them use one copy.
 """
 
 from __future__ import annotations
 
 import struct
-
-from bob.errors import LEARNER_PREFIX
 
 # The magics and chunk tags the schemas match, kept here (standard library
 # only) so bob-run's fast path (canonical.py) uses the very same bytes.
@@ -32,10 +31,22 @@ MAX_CHECKPOINT_BYTES = MAX_HEADER_BYTES + PAYLOAD_BYTES  # never read more than 
 STRING_LIMIT = 4_096  # every contract string's length prefix is at most this
 U64_MAX = (1 << 64) - 1
 
-# lr, beta1, beta2, eps, weight decay — as f32
+# The learner contract's shape: its text, then five f32 hyper-parameters.
+LEARNER_PREFIX = b"softmax-cross-entropy-mean|adamw|"
+LEARNER_NAMES = ("lr", "beta1", "beta2", "eps", "weight_decay")
+LEARNER_FLOATS = struct.Struct("<5f")
 LEARNER_HYPERPARAMETERS = (0.05, 0.9, 0.999, 1e-8, 0.01)
 
+
+def learner_floats(learner: bytes) -> "tuple[float, ...] | None":
+    """The five f32 hyper-parameters of a learner contract, or None if it is not shaped like one."""
+    learner = bytes(learner)
+    if len(learner) != len(LEARNER_PREFIX) + LEARNER_FLOATS.size or not learner.startswith(LEARNER_PREFIX):
+        return None
+    return LEARNER_FLOATS.unpack_from(learner, len(LEARNER_PREFIX))
+
+
 STATE = b"bob-raw-pmv-f32-v1|parameter-order:p-then-m-then-v|payload=%d" % PAYLOAD_BYTES
-LEARNER = LEARNER_PREFIX + struct.pack("<5f", *LEARNER_HYPERPARAMETERS)
+LEARNER = LEARNER_PREFIX + LEARNER_FLOATS.pack(*LEARNER_HYPERPARAMETERS)
 DATA = b"raw-byte-sequence|vocabulary=%d|prompts=%d|record=%d" % (VOCABULARY, PROMPTS, RECORD_BYTES)
 SEED = b"bob-seed-v1"

@@ -10,7 +10,8 @@ import struct
 from dataclasses import dataclass, fields
 from typing import Any
 
-from bob.errors import LEARNER_NAMES, LEARNER_PREFIX, learner_floats, show_value
+from bob.errors import show_value
+from bob.formats.constants import LEARNER_NAMES, LEARNER_PREFIX, learner_floats
 
 __all__ = [
     "VOCABULARY",
@@ -27,6 +28,7 @@ __all__ = [
     "MAX_HEADER_BYTES",
     "MAX_CHECKPOINT_BYTES",
     "STRING_LIMIT",
+    "U64_MAX",
     "LEARNER_HYPERPARAMETERS",
     "STATE",
     "LEARNER",

@@ -1,12 +1,11 @@
-"""``bob-envelope`` v1: the checkpoint file (contract §5).
+"""``bob-envelope`` v1: the typed checkpoint (contract §5), its loader and its reader.
 
-The header is a construct ``Struct`` that reads like the contract's table; its
-digest is computed over a ``RawCopy`` of the header body; the three planes are
-``Bytes`` fields of ``chunk_bytes`` with NumPy float32 views on them.
-
-The typed :class:`Checkpoint` builds the file (``to_bytes``, ``write``).
-Checking a file's bytes — every finding, in the contract's order — lives in
-:mod:`bob.formats.checks`.
+Above the schema (:mod:`bob.formats.envelope_schema`) and the examination
+(:mod:`bob.formats.checks`, every finding in the contract's order): the
+typed :class:`Checkpoint` builds the file (``to_bytes``, ``write``);
+:func:`load_checkpoint` and :func:`read_checkpoint_file` make one from
+bytes and from a path; :func:`describe_envelope` describes a valid file.
+The schema's names are offered here too.
 """
 
 from __future__ import annotations
@@ -17,24 +16,33 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from construct import Bytes, Const, Container, Int32ul, Int64ul, RawCopy, Rebuild, Struct, Terminated, len_, this
 
 from bob.errors import BadValue, integer_field, integer_value, shown_kind
-from bob.formats.constants import CHECKPOINT_MAGIC, CHUNK_TAGS
+from bob.formats.checks import examine
+from bob.formats.constants import CHUNK_TAGS, LEARNER_FLOATS, MAX_CHECKPOINT_BYTES
 from bob.formats.contract import (
-    CHUNK_BYTES,
     MAX_HEADER_BYTES,
     PARAMETER_COUNT,
     PLANE_NAMES,
-    STRING_LIMIT,
     U64_MAX,
     UPDATES_PER_INVOCATION,
     V1,
     VOCABULARY,
     Contract,
 )
-from bob.formats.layout import CANONICAL_HEADER_BYTES, DIGEST_BYTES, HEADER_ALIGNMENT, aligned_header_bytes, envelope_layout
-from bob.formats.schema import LengthPrefixed, Rule, Sha256Of, Table, ZeroPadding, as_bytes, const_value
+from bob.formats.envelope_schema import (
+    CHUNK_ENTRY,
+    ENVELOPE,
+    ENVELOPE_HEADER,
+    ENVELOPE_MAGIC,
+    HEADER_BODY,
+    HEADER_BYTES,
+    canonical_header_bytes,
+    header_length,
+)
+from bob.formats.files import CHECKPOINT_FILE, read_format_file
+from bob.formats.layout import HEADER_ALIGNMENT, PLANE_DTYPE, WORD_DTYPE
+from bob.formats.schema import as_bytes
 from bob.text import f32_text
 
 __all__ = [
@@ -46,79 +54,14 @@ __all__ = [
     "CHUNK_TAGS",
     "HEADER_BYTES",
     "Checkpoint",
+    "load_checkpoint",
+    "read_checkpoint_file",
     "describe_envelope",
     "canonical_header_bytes",
     "header_length",
 ]
 
 
-ContractString = LengthPrefixed(STRING_LIMIT)
-"""A contract string: u32 length (at most 4,096) + raw bytes."""
-
-CHUNK_ENTRY = Struct(
-    "tag" / Bytes(4) * "`P\\0\\0\\0`, `M\\0\\0\\0` or `V\\0\\0\\0`",
-    "offset" / Int64ul * "absolute file offset of the chunk: header_bytes + i × chunk_bytes",
-    "length" / Int64ul * "the chunk's length: chunk_bytes",
-    "digest" / Bytes(DIGEST_BYTES) * "SHA-256 of the chunk's bytes",
-)
-
-HEADER_BODY = Struct(
-    "magic" / Const(CHECKPOINT_MAGIC) * "ASCII `BOB-CKPT`",
-    "version" / Rule(Int64ul, lambda v: v == 1, 1, "unsupported envelope version")
-    * "format version, u64 = 1",
-    "header_bytes" / Rule(
-        Int64ul,
-        lambda v: v % HEADER_ALIGNMENT == 0 and v <= MAX_HEADER_BYTES,
-        f"a multiple of 64, at most {MAX_HEADER_BYTES}",
-        "header_bytes must be a multiple of 64 and at most 65536",
-    )
-    * "file offset of plane P: a multiple of 64, at most 65,536",
-    "step" / Int64ul * "updates completed so far, u64",
-    "state" / ContractString * "state contract (§2)",
-    "learner" / ContractString * "learner contract: text + 5 × f32 (lr, β1, β2, ε, weight decay)",
-    "data" / ContractString * "data contract (§2)",
-    "seed" / ContractString * "initialization seed, `bob-seed-v1`",
-    "payload_bytes" / Int64ul * "u64 = 786,432",
-    "chunk_bytes" / Int64ul * "u64 = 262,144",
-    "updates_per_invocation" / Int64ul * "u64 = 10",
-    "chunk_count" / Rebuild(Int32ul, len_(this.chunk_table)) * "u32 = 3",
-    "chunk_table" / Table(len(CHUNK_TAGS), CHUNK_ENTRY) * "one 52-byte entry per plane: P, M, V",
-)
-"""The envelope header from the magic to the end of the chunk table."""
-
-ENVELOPE_HEADER = Struct(
-    "header" / RawCopy(HEADER_BODY),
-    "header_digest" / Sha256Of(this.header.data) * "SHA-256 of every byte from offset 0 up to here",
-)
-"""The header body (as a RawCopy) and its digest: what a reader parses first."""
-
-ENVELOPE = Struct(
-    *ENVELOPE_HEADER.subcons,
-    "padding" / ZeroPadding(lambda this: this.header.value.header_bytes - this.header.length - DIGEST_BYTES)
-    * "zero bytes up to header_bytes",
-    "P" / Bytes(CHUNK_BYTES) * "plane P (parameters), 65,536 × f32, row-major `context * 256 + next`",
-    "M" / Bytes(CHUNK_BYTES) * "plane M (first moment), 65,536 × f32",
-    "V" / Bytes(CHUNK_BYTES) * "plane V (second moment), 65,536 × f32",
-    Terminated,
-)
-"""The whole bob-envelope v1 file."""
-
-ENVELOPE_MAGIC: bytes = const_value(HEADER_BODY, "magic")
-assert ENVELOPE_MAGIC == CHECKPOINT_MAGIC
-
-
-def header_length(contract: Contract = V1) -> int:
-    """Bytes from offset 0 to the end of the header digest for ``contract`` (447 for v1)."""
-    strings = (contract.state, contract.learner, contract.data, contract.seed)
-    return envelope_layout(tuple(len(s) for s in strings)).header_length  # type: ignore[arg-type]
-
-
-def canonical_header_bytes(contract: Contract = V1) -> int:
-    """The header length rounded up to a multiple of 64 (448 for v1)."""
-    return aligned_header_bytes(header_length(contract))
-
-
-HEADER_BYTES = CANONICAL_HEADER_BYTES
 
 
 # --------------------------------------------------------------------------- #
@@ -149,7 +92,7 @@ def _plane(value: Any, name: str) -> np.ndarray:
 
 
 def _le_bytes(plane: np.ndarray) -> bytes:
-    return np.ascontiguousarray(plane, dtype="<f4").tobytes()
+    return np.ascontiguousarray(plane, dtype=PLANE_DTYPE).tobytes()
 
 
 
@@ -221,7 +164,7 @@ class Checkpoint:
         """The envelope file. ``header_bytes`` defaults to the checkpoint's own
         (448 unless it was loaded from a file with a larger header)."""
         self._check()
-        hb = self.header_bytes if header_bytes is None else int(header_bytes)
+        hb = self.header_bytes if header_bytes is None else integer_field(header_bytes, "header_bytes", "header_bytes is an integer")
         _check_header_bytes(hb, self.contract)
         planes = [_le_bytes(a) for a in (self.p, self.m, self.v)]
         c = self.contract
@@ -242,15 +185,11 @@ class Checkpoint:
     @classmethod
     def from_bytes(cls, data: bytes, *, for_resume: bool = True) -> "Checkpoint":
         """Parse and check a checkpoint file's bytes (:func:`bob.load_checkpoint`)."""
-        from bob.formats.checks import load_checkpoint
-
         return load_checkpoint(data, for_resume=for_resume)
 
     @classmethod
     def read(cls, path: "str | os.PathLike[str]", *, for_resume: bool = True) -> "Checkpoint":
         """Read and check the checkpoint file at ``path`` (:func:`bob.read_checkpoint_file`)."""
-        from bob.formats.files import read_checkpoint_file
-
         return read_checkpoint_file(path, for_resume=for_resume)
 
     def write(self, path: "str | os.PathLike[str]") -> None:
@@ -294,14 +233,42 @@ def _check_header_bytes(hb: int, contract: Contract) -> None:
 
 
 # --------------------------------------------------------------------------- #
+# Loading and reading
+# --------------------------------------------------------------------------- #
+
+
+def load_checkpoint(data: bytes, *, for_resume: bool = True) -> Checkpoint:
+    """Parse and fully check a checkpoint; raise the first finding.
+
+    Zero bytes are a fresh run: the state at step 0, made by the native core.
+    ``for_resume=False`` skips the state checks (an inspector loads such files).
+    """
+    ex = examine(data, for_resume=for_resume)
+    if ex.findings:
+        raise ex.findings[0]
+    if ex.fresh:
+        return Checkpoint.fresh()
+    assert ex.header is not None and ex.planes is not None
+    planes = ex.planes.copy()  # one copy: the checkpoint owns writable planes
+    return Checkpoint(ex.header.step, planes[0], planes[1], planes[2], ex.header.header_bytes, V1)
+
+
+def read_checkpoint_file(path: "str | os.PathLike[str]", *, for_resume: bool = True) -> Checkpoint:
+    """Read and check a checkpoint file; an empty file is the fresh state.
+
+    No more than 65,536 + 786,432 bytes are ever read.
+    """
+    data = read_format_file(path, MAX_CHECKPOINT_BYTES, CHECKPOINT_FILE)
+    return load_checkpoint(data, for_resume=for_resume)
+
+
+# --------------------------------------------------------------------------- #
 # Description (golden JSON, inspectors)
 # --------------------------------------------------------------------------- #
 
 
 def describe_envelope(data: bytes) -> dict[str, Any]:
     """A JSON-ready description of a valid envelope file, from the schema's parse."""
-    from bob.formats.checks import examine
-
     ex = examine(data, for_resume=False)
     if ex.findings:
         raise ex.findings[0]
@@ -323,9 +290,9 @@ def describe_envelope(data: bytes) -> dict[str, Any]:
         "contract": {
             "state": h.state.decode(),
             "learner": {
-                "text": h.learner[:-20].decode(),
+                "text": h.learner[:-LEARNER_FLOATS.size].decode(),
                 **{k: float(f32_text(x)) for k, x in (contract.learner_hyperparameters or {}).items()},
-                "f32_hex": h.learner[-20:].hex(),
+                "f32_hex": h.learner[-LEARNER_FLOATS.size:].hex(),
             },
             "data": h.data.decode(),
             "seed": h.seed.decode(),
@@ -341,7 +308,7 @@ def describe_envelope(data: bytes) -> dict[str, Any]:
         "header_sha256": digest.hex(),
         "planes": {
             name: {
-                "first_words_hex": [f"{w:08x}" for w in ex.planes[i, :4].view("<u4").tolist()],
+                "first_words_hex": [f"{w:08x}" for w in ex.planes[i, :4].view(WORD_DTYPE).tolist()],
                 "min": float(ex.planes[i].min()),
                 "max": float(ex.planes[i].max()),
                 "nonzero": int(np.count_nonzero(ex.planes[i])),

@@ -1,6 +1,8 @@
 """Reading bob files from paths: regular files only, size-checked before they are read.
 
-Every reader goes through :func:`read_format_file`, which wraps the one
+Every reader (``read_input_file``, ``read_checkpoint_file`` and
+``read_predictions_file``, each beside its format's loader) goes through
+:func:`read_format_file`, which wraps the one
 bounded reader (:func:`bob.fileio.read_bounded`) and turns a file larger
 than any valid one into the format's own refusal (a foreign magic is named
 as such, anything else is ``file_size``). A missing path raises
@@ -16,21 +18,10 @@ import os
 
 from bob.errors import Truncated
 from bob.fileio import FileTooLarge, read_bounded
-from bob.formats.checks import load_checkpoint
-from bob.formats.constants import (
-    CHECKPOINT_MAGIC,
-    INPUT_MAGIC,
-    MAX_CHECKPOINT_BYTES,
-    PREDICTION_BYTES,
-    RECORD_BYTES,
-)
-from bob.formats.envelope import Checkpoint
-from bob.formats.input_record import InputRecord, load_input
-from bob.formats.predictions import Predictions, load_predictions
+from bob.formats.constants import CHECKPOINT_MAGIC, INPUT_MAGIC
 from bob.formats.schema import magic_finding
 
-__all__ = ["read_format_file", "read_input_file", "read_predictions_file", "read_checkpoint_file", "INPUT_FILE",
-           "CHECKPOINT_FILE"]
+__all__ = ["read_format_file", "INPUT_FILE", "CHECKPOINT_FILE"]
 
 # A format's magic and its name in a refusal (the predictions have no magic).
 INPUT_FILE = (INPUT_MAGIC, "an input record (bob-input)")
@@ -57,21 +48,3 @@ def read_format_file(path: "str | os.PathLike[str]", limit: int, magic: "tuple[b
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), os.fspath(path))
     return data
 
-
-def read_input_file(path: "str | os.PathLike[str]") -> InputRecord:
-    """Read and check an input record; a file larger than 1,564 bytes is refused unread."""
-    return load_input(read_format_file(path, RECORD_BYTES, INPUT_FILE))
-
-
-def read_predictions_file(path: "str | os.PathLike[str]") -> Predictions:
-    """Read and check a predictions file (24 bytes)."""
-    return load_predictions(read_format_file(path, PREDICTION_BYTES, None))
-
-
-def read_checkpoint_file(path: "str | os.PathLike[str]", *, for_resume: bool = True) -> Checkpoint:
-    """Read and check a checkpoint file; an empty file is the fresh state.
-
-    No more than 65,536 + 786,432 bytes are ever read.
-    """
-    data = read_format_file(path, MAX_CHECKPOINT_BYTES, CHECKPOINT_FILE)
-    return load_checkpoint(data, for_resume=for_resume)

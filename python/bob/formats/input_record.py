@@ -18,7 +18,8 @@ from construct import Bytes, Const, Int64ul, Rebuild, Struct
 from bob.errors import BadValue, FormatError, Truncated, integer_field, shown_kind
 from bob.formats.contract import EMPTY_PROMPT, PROMPTS, RECORD_BYTES, VOCABULARY
 from bob.formats.constants import INPUT_MAGIC
-from bob.formats.layout import INPUT
+from bob.formats.files import INPUT_FILE, read_format_file
+from bob.formats.layout import INPUT, WORD_DTYPE
 from bob.formats.schema import END, Rule, as_bytes, magic_finding, parse, static_offsets
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "InputRecord",
     "input_findings",
     "load_input",
+    "read_input_file",
     "build_input",
     "prompt_word",
 ]
@@ -150,7 +152,7 @@ class InputRecord:
             dict(
                 version=1,
                 pairs=pairs.tobytes(),  # the widened targets table is rebuilt from them
-                prompt_words=np.array(self.prompt_words, dtype="<u4").tobytes(),
+                prompt_words=np.array(self.prompt_words, dtype=WORD_DTYPE).tobytes(),
             )
         )
 
@@ -162,8 +164,6 @@ class InputRecord:
     @classmethod
     def read(cls, path: "str | os.PathLike[str]") -> "InputRecord":
         """Read and check the record at ``path`` (:func:`bob.read_input_file`)."""
-        from bob.formats.files import read_input_file
-
         return read_input_file(path)
 
     def write(self, path: "str | os.PathLike[str]") -> None:
@@ -220,21 +220,20 @@ def _examine(data: bytes) -> tuple[list[FormatError], InputRecord | None]:
     findings: list[FormatError] = []
     pairs = np.frombuffer(rec.pairs, dtype=np.uint8)
     contexts, pair_targets = pairs[0::2], pairs[1::2]
-    targets = np.frombuffer(rec.targets, dtype="<u4")
+    targets = np.frombuffer(rec.targets, dtype=WORD_DTYPE)
     if not np.array_equal(targets, pair_targets):
-        base = INPUT["targets"].offset
         for i in np.flatnonzero(targets != pair_targets).tolist():
             findings.append(
                 BadValue("targets", "the widened target differs from the pair's target",
-                         expected=int(pair_targets[i]), actual=int(targets[i]), offset=base + 4 * i, index=i)
+                         expected=int(pair_targets[i]), actual=int(targets[i]), offset=INPUT["targets"].item(i),
+                         index=i)
             )
-    words = np.frombuffer(rec.prompt_words, dtype="<u4").tolist()
-    base = INPUT["prompt_words"].offset
+    words = np.frombuffer(rec.prompt_words, dtype=WORD_DTYPE).tolist()
     for i, w in enumerate(words):
         if not (w < VOCABULARY or w == EMPTY_PROMPT):
             findings.append(
                 BadValue("prompt_words", "a prompt word is a byte (< 256) or 0xFFFFFFFF for an empty prompt",
-                         expected="< 256 or 0xffffffff", actual=w, offset=base + 4 * i, index=i)
+                         expected="< 256 or 0xffffffff", actual=w, offset=INPUT["prompt_words"].item(i), index=i)
             )
     if findings:
         return findings, None
@@ -263,6 +262,11 @@ def load_input(data: bytes) -> InputRecord:
         raise findings[0]
     assert record is not None
     return record
+
+
+def read_input_file(path: "str | os.PathLike[str]") -> InputRecord:
+    """Read and check an input record; a file larger than 1,564 bytes is refused unread."""
+    return load_input(read_format_file(path, RECORD_BYTES, INPUT_FILE))
 
 
 def build_input(corpus: bytes, prompts: Sequence[bytes]) -> InputRecord:

@@ -5,10 +5,11 @@ The construct schemas (:mod:`~bob.formats.input_record`,
 formats; this module states the same layout with the standard library only,
 for the code that must not import construct (``bob-run``'s fast path) or
 that works on raw offsets (the examiner's error offsets, the fuzzers'
-field-aware mutator, ``bob-inspect``). Nothing else in bob writes an offset,
-a size or a ``struct`` format of these files as a literal, and
-``tests/formats/test_layout.py`` holds every entry here to the schemas'
-own layout tables.
+field-aware mutator, ``bob-inspect``). Nothing else in the formats layer or
+the inspect reports writes an offset, a size or a ``struct`` format of these
+files as a literal (``tests/house/test_claims.py`` holds that), and
+``tests/formats/test_layout.py`` holds every entry here to the schemas' own
+layout tables.
 
 The envelope's header has four length-prefixed contract strings, so its
 offsets after ``step`` depend on the strings. :func:`envelope_layout` gives
@@ -37,6 +38,9 @@ __all__ = [
     "Field",
     "U32",
     "U64",
+    "F32",
+    "PLANE_DTYPE",
+    "WORD_DTYPE",
     "INPUT",
     "PREDICTION_RECORD",
     "PREDICTION_FIELDS",
@@ -50,11 +54,16 @@ __all__ = [
     "EnvelopeLayout",
     "envelope_layout",
     "CANONICAL",
+    "CANONICAL_HEADER_BYTES",
+    "CANONICAL_CHECKPOINT_BYTES",
     "aligned_header_bytes",
 ]
 
 U32 = struct.Struct("<I")
 U64 = struct.Struct("<Q")
+F32 = struct.Struct("<f")
+PLANE_DTYPE = "<f4"  # a plane's values as NumPy reads them: little-endian float32
+WORD_DTYPE = "<u4"  # a table of u32 words (targets, prompt words) as NumPy reads it
 DIGEST_BYTES = 32  # SHA-256
 HEADER_ALIGNMENT = 64  # header_bytes is a multiple of this
 
@@ -91,6 +100,11 @@ class Field:
     @property
     def slice(self) -> slice:
         return slice(self.offset, self.offset + self.size)
+
+    def item(self, index: int) -> int:
+        """Where element ``index`` of an array field (``<256I`` …) starts."""
+        assert self.format is not None, "a raw byte field has no elements"
+        return self.offset + index * struct.calcsize(self.format[0] + self.format[-1])
 
     def unpack(self, data: bytes | bytearray | memoryview) -> tuple:
         """The field's values in ``data`` (its ``struct`` format, from its offset)."""

@@ -11,11 +11,14 @@ from construct import Int32ul, Struct
 
 from bob.errors import BadValue, FormatError, Truncated, integer_field, shown_kind
 from bob.formats.contract import PREDICTION_BYTES, PROMPTS, VOCABULARY
+from bob.formats.files import read_format_file
+from bob.formats.kinds import MAGIC_BYTES
 from bob.formats.layout import PREDICTION_FIELDS
 from bob.formats.layout import PREDICTION_RECORD as PREDICTION_LAYOUT
 from bob.formats.schema import END, KNOWN_MAGICS, Table, as_bytes, parse
 
-__all__ = ["PREDICTION_RECORD", "PREDICTIONS", "Predictions", "predictions_findings", "load_predictions"]
+__all__ = ["PREDICTION_RECORD", "PREDICTIONS", "Predictions", "predictions_findings", "load_predictions",
+           "read_predictions_file"]
 
 PREDICTION_RECORD = Struct(
     "token" / Int32ul * "the predicted next byte (0 when validity is 0)",
@@ -105,8 +108,6 @@ class Predictions:
     @classmethod
     def read(cls, path: "str | os.PathLike[str]") -> "Predictions":
         """Read and check the predictions file at ``path``."""
-        from bob.formats.files import read_predictions_file
-
         return read_predictions_file(path)
 
     def write(self, path: "str | os.PathLike[str]") -> None:
@@ -132,7 +133,7 @@ class Predictions:
 def _examine(data: bytes) -> tuple[list[FormatError], Predictions | None]:
     if len(data) != PREDICTION_BYTES:
         message = "predictions are exactly 24 bytes"
-        kind = KNOWN_MAGICS.get(data[:8])
+        kind = KNOWN_MAGICS.get(data[:MAGIC_BYTES])
         if kind:
             message += f"; this file starts like {kind}"
         return [Truncated("file_size", message, expected=PREDICTION_BYTES, actual=len(data))], None
@@ -165,3 +166,8 @@ def load_predictions(data: bytes) -> Predictions:
         raise findings[0]
     assert pred is not None
     return pred
+
+
+def read_predictions_file(path: "str | os.PathLike[str]") -> Predictions:
+    """Read and check a predictions file (24 bytes)."""
+    return load_predictions(read_format_file(path, PREDICTION_BYTES, None))

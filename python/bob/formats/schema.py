@@ -66,8 +66,13 @@ __all__ = [
     "FieldRow",
     "parse",
     "layout",
+    "walk",
     "static_offsets",
+    "const_value",
     "field_from_path",
+    "KNOWN_MAGICS",
+    "magic_finding",
+    "as_bytes",
 ]
 
 
@@ -353,31 +358,32 @@ def _unwrap(sc: Construct) -> tuple[Construct, str | None, str]:
     return sc, name, docs
 
 
-def _walk(sc: Construct, value: Any, offset: int, name: str, docs: str, rows: list[FieldRow]) -> int:
+def walk(sc: Construct, value: Any, offset: int, name: str, docs: str, rows: list[FieldRow]) -> int:
     sc, own, own_docs = _unwrap(sc)
     if own is not None and not isinstance(sc, RawCopy):
         name = f"{name}.{own}" if name else own
     docs = own_docs or docs
     if isinstance(sc, RawCopy):
-        return _walk(sc.subcon, value.value, offset, name, docs, rows)
+        return walk(sc.subcon, value.value, offset, name, docs, rows)
     if isinstance(sc, Struct):
         pos = offset
         for sub in sc.subcons:
             _, subname, _ = _unwrap(sub)
             subvalue = value.get(subname) if subname else None
-            pos += _walk(sub, subvalue, pos, name, "", rows)
+            pos += walk(sub, subvalue, pos, name, "", rows)
         return pos - offset
     if isinstance(sc, Array):
         pos = offset
         for i, item in enumerate(value):
-            pos += _walk(sc.subcon, item, pos, f"{name}[{i}]", docs, rows)
+            pos += walk(sc.subcon, item, pos, f"{name}[{i}]", docs, rows)
         return pos - offset
     if isinstance(sc, type(Terminated)):
         return 0
     if isinstance(sc, LengthPrefixed):
-        rows.append(FieldRow(offset, 4, f"{name}.length", f"u32 length of {name}"))
-        rows.append(FieldRow(offset + 4, len(value), name, docs))
-        return 4 + len(value)
+        prefix = sc.prefix.sizeof()
+        rows.append(FieldRow(offset, prefix, f"{name}.length", f"u32 length of {name}"))
+        rows.append(FieldRow(offset + prefix, len(value), name, docs))
+        return prefix + len(value)
     if isinstance(value, (bytes, bytearray)):
         size = len(value)
     else:
@@ -391,7 +397,7 @@ def layout(schema: Construct, sample: bytes) -> list[FieldRow]:
     per leaf field, offsets and sizes as construct reads them."""
     value = schema.parse(sample)
     rows: list[FieldRow] = []
-    _walk(schema, value, 0, "", "", rows)
+    walk(schema, value, 0, "", "", rows)
     return rows
 
 

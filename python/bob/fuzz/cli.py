@@ -3,7 +3,7 @@
 Exit codes: 0 nothing found / everything passed / every reader agreed;
 1 a finding, a failing replay or a disagreement; 2 a usage error or a
 missing engine (atheris is the optional ``fuzz`` extra; only ``run``
-without ``--engine loop`` needs it).
+without ``--engine loop`` needs it); 130 interrupted.
 """
 
 from __future__ import annotations

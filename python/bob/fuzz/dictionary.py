@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import struct
 
-from bob.errors import LEARNER_NAMES, LEARNER_PREFIX
+from bob.formats.constants import LEARNER_NAMES, LEARNER_PREFIX
 from bob.formats.constants import (
     CHECKPOINT_MAGIC,
     CHUNK_BYTES,

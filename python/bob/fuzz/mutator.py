@@ -26,7 +26,7 @@ import random
 import struct
 from typing import Callable, NamedTuple, Sequence
 
-from bob.errors import LEARNER_NAMES, LEARNER_PREFIX
+from bob.formats.constants import LEARNER_NAMES, LEARNER_PREFIX
 from bob.formats.constants import (
     CHECKPOINT_MAGIC,
     CHUNK_BYTES,
@@ -55,7 +55,7 @@ from bob.fuzz.dictionary import CONTRACT_STRINGS as CONTRACT_VALUES
 from bob.fuzz.dictionary import FLOAT_BITS, INTERESTING_INTS
 
 __all__ = ["FORMATS", "Spot", "spots", "field_names", "format_of", "mutate", "mutate_field", "mutate_canonical",
-           "refresh_digests", "byte_mutation", "interesting_values"]
+           "refresh_digests", "byte_mutation", "interesting_values", "custom_mutator"]
 
 FORMATS = ("input", "checkpoint", "predictions")
 FIXED_SIZES = {"input": INPUT["prompt_words"].end, "predictions": PREDICTION_BYTES}

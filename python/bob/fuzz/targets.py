@@ -268,6 +268,7 @@ def preload() -> None:
     (the targets import lazily, which would leave them uninstrumented)."""
     import bob.formats.canonical  # noqa: F401
     import bob.formats.checks  # noqa: F401
+    import bob.formats.envelope  # noqa: F401
     import bob.formats.files  # noqa: F401
     import bob.formats.input_record  # noqa: F401
     import bob.formats.predictions  # noqa: F401

@@ -15,7 +15,7 @@ formats them.
 * :mod:`bob.inspect.diff` — the ``diff`` report (ULP distances);
 * :mod:`bob.inspect.schema` — the ``schema`` report;
 * :mod:`bob.inspect.render` — the human renderers;
-* :mod:`bob.inspect.heatmap` — ``--heatmap`` (the only module that imports matplotlib).
+* :mod:`bob.inspect.heatmap` — ``--heatmap`` (the only module of ``bob-inspect`` that imports matplotlib).
 
 A file's kind comes from :func:`bob.formats.kinds.detect_kind`; all escaping
 from :mod:`bob.text`. Commands::

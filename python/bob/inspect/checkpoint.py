@@ -9,16 +9,15 @@ math (§6.3's pinned f32 softmax lives in the native core).
 
 from __future__ import annotations
 
-import struct
 from typing import Any
 
 import numpy as np
 
-from bob.errors import LEARNER_NAMES, FormatError, learner_floats, show_value
+from bob.errors import FormatError, show_value
 from bob.formats.checks import examine
-from bob.formats.constants import CHECKPOINT_MAGIC, UPDATES_PER_INVOCATION, VOCABULARY
+from bob.formats.constants import CHECKPOINT_MAGIC, LEARNER_NAMES, UPDATES_PER_INVOCATION, VOCABULARY, learner_floats
 from bob.formats.contract import CONTRACT_FIELDS, PLANE_NAMES, V1
-from bob.formats.layout import ENVELOPE_HEAD
+from bob.formats.layout import ENVELOPE_HEAD, F32
 from bob.inspect.common import TOP_K, base, f32_json, finish, plural
 from bob.text import escape_bytes, show_byte
 
@@ -51,7 +50,7 @@ def plane_stats(values) -> dict[str, Any]:
 
 
 def _f32_bits(x: float) -> bytes:
-    return struct.pack("<f", x)
+    return F32.pack(x)
 
 
 def contract_field(name: str, value: Any, expected: Any, mismatch: bool) -> dict[str, Any]:

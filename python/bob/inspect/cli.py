@@ -9,7 +9,8 @@ each guarded by :func:`bob.text.one_line` when it holds anything unprintable.
 
 Exit codes: 0 the file(s) are clean; 2 a file has a problem, is refused or
 cannot be read (missing, a directory, a FIFO, a device), or the command
-line is wrong; 1 anything unexpected (a traceback only under ``--debug``).
+line is wrong; 130 interrupted; 1 anything unexpected (a traceback only
+under ``--debug``).
 """
 
 from __future__ import annotations
@@ -181,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Show bob's files (checkpoints, input records, predictions) whole and readably, "
         "from the format schemas. `bob-inspect FILE` detects the kind from the magic.",
         epilog="exit codes: 0 clean, 2 a file has problems / is refused / cannot be read (or a usage error), "
-        "1 unexpected. See docs/bob-inspect.md.",
+        "130 interrupted, 1 unexpected. See docs/bob-inspect.md.",
     )
     sub = parser.add_subparsers(dest="command", metavar="{ckpt,input,pred,diff,schema} | FILE")
     p = sub.add_parser("ckpt", help="a checkpoint: header, contract, chunk table, plane statistics, problems")

@@ -24,7 +24,8 @@ from bob.text import f32_text, json_number, show_path
 from bob.commands import EXIT_INTERRUPTED, EXIT_OK, EXIT_UNEXPECTED, Refused, os_reason
 from bob.commands import EXIT_REFUSED as EXIT_PROBLEMS
 
-__all__ = ["EXIT_OK", "EXIT_UNEXPECTED", "EXIT_PROBLEMS", "EXIT_INTERRUPTED", "Refused", "os_reason", "read"]
+__all__ = ["EXIT_OK", "EXIT_UNEXPECTED", "EXIT_PROBLEMS", "EXIT_INTERRUPTED", "Refused", "os_reason", "read", "PROG",
+           "TOP_K", "PLOT_HINT", "base", "finish", "plural", "f32_json", "peek", "file_size", "problem"]
 
 PROG = "bob-inspect"
 TOP_K = 5  # next bytes shown per row (--rows)

@@ -14,7 +14,7 @@ import numpy as np
 from bob.errors import FormatError
 from bob.formats.constants import EMPTY_PROMPT, INPUT_MAGIC, RECORD_BYTES, VOCABULARY
 from bob.formats.input_record import INPUT_RECORD, input_findings
-from bob.formats.layout import INPUT
+from bob.formats.layout import INPUT, WORD_DTYPE
 from bob.formats.schema import parse
 from bob.inspect.common import base, finish
 from bob.text import escape_bytes, show_byte
@@ -69,7 +69,7 @@ def input_report(data: bytes | None, read_problems: list, *, path: str, auto: bo
     else:
         pairs = np.frombuffer(rec.pairs, dtype=np.uint8)
         ctx, tgt = pairs[0::2], pairs[1::2]
-        widened = np.frombuffer(rec.targets, dtype="<u4")
+        widened = np.frombuffer(rec.targets, dtype=WORD_DTYPE)
         report["pairs"] = [[int(a), int(b)] for a, b in zip(ctx, tgt)]
         chained = bool(np.array_equal(tgt[:-1], ctx[1:]))
         report["chained"] = chained
@@ -82,5 +82,5 @@ def input_report(data: bytes | None, read_problems: list, *, path: str, auto: bo
         report["target_mismatches"] = [
             {"index": int(i), "pair_target": int(tgt[i]), "table": int(widened[i])} for i in bad
         ]
-        report["prompts"] = _prompts(np.frombuffer(rec.prompt_words, dtype="<u4").tolist())
+        report["prompts"] = _prompts(np.frombuffer(rec.prompt_words, dtype=WORD_DTYPE).tolist())
     return finish(report, problems, "OK: a valid bob-input v1 record", "bob-run refuses this input record")

@@ -1,8 +1,9 @@
 """How a qualification is shown: live progress and the summary table (rich),
 the JSON object, and ``--report DIR`` (the JSON plus PNG plots).
 
-This is the only module of bob that imports matplotlib, and only inside
-:func:`write_plots`, behind the optional ``plot`` extra.
+One of the two modules of bob that import matplotlib (the other is
+:mod:`bob.inspect.heatmap`; ``tests/house/test_house.py`` holds that), and
+only inside :func:`write_plots`, behind the optional ``plot`` extra.
 """
 
 from __future__ import annotations
