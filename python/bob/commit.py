@@ -50,7 +50,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from bob.signals import Deferral
 
-__all__ = ["LOCK_TAG", "lock_path_for", "CheckpointLock", "Commit"]
+__all__ = ["LOCK_TAG", "lock_path_for", "CheckpointLock", "Commit", "refuse_if_lock_of"]
 
 LOCK_TAG = ".bob-lock"
 _RETRIES = 1000  # lock paths replaced under us before bob gives up (each one is another process's doing)
