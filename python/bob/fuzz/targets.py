@@ -74,14 +74,24 @@ def check_error(err: BaseException, data: bytes | None = None) -> None:
 
 
 def _load(load: Callable, data: bytes, **kw):
-    """``load(data)``: the object, or None after checking the FormatError it raised."""
+    """``load(data)``: (the object, None), or (None, the FormatError it raised, checked)."""
     from bob.errors import FormatError
 
     try:
-        return load(data, **kw)
+        return load(data, **kw), None
     except FormatError as err:
         check_error(err, data)
-        return None
+        return None, err
+
+
+def _as_the_contract_says(fmt: str, err: BaseException | None, want) -> None:
+    """bob's verdict (``err``: its first refusal, or None) is the contract oracle's ``want``:
+    both accept, or both refuse naming the same first field (and index)."""
+    got = None if err is None else (err.field, err.index)  # type: ignore[attr-defined]
+    if got != want:
+        said = "accepts" if got is None else f"refuses naming {got[0]!r} (index {got[1]})"
+        means = "accept" if want is None else f"refuse naming {want[0]!r} (index {want[1]})"
+        assert False, f"{fmt}: bob {said} where the contract oracle would {means}"
 
 
 def _agree(obj, findings: list, data: bytes) -> None:
@@ -100,7 +110,10 @@ def input_target(data: bytes) -> None:
     import bob
     from bob.formats import canonical
 
-    record = _load(bob.load_input, data)
+    from bob.fuzz import oracle
+
+    record, refusal = _load(bob.load_input, data)
+    _as_the_contract_says("input", refusal, oracle.check_input(data))
     _agree(record, bob.input_findings(data), data)
     fast = canonical.recognize_record(data)
     if record is not None:
@@ -117,10 +130,15 @@ def checkpoint_target(data: bytes) -> None:
     import bob
     from bob.formats import canonical
 
-    loose = _load(bob.load_checkpoint, data, for_resume=False)
+    from bob.fuzz import oracle
+
+    loose, loose_refusal = _load(bob.load_checkpoint, data, for_resume=False)
     _agree(loose, bob.checkpoint_findings(data, for_resume=False), data)
-    strict = _load(bob.load_checkpoint, data)
+    strict, strict_refusal = _load(bob.load_checkpoint, data)
     _agree(strict, bob.checkpoint_findings(data), data)
+    for_reading, for_resuming = oracle.checkpoint_verdicts(data)
+    _as_the_contract_says("checkpoint (reading)", loose_refusal, for_reading)
+    _as_the_contract_says("checkpoint (resuming)", strict_refusal, for_resuming)
     if strict is not None:
         assert loose is not None, "accepted for resuming but refused for reading"
     if loose is not None and data:
@@ -139,7 +157,10 @@ def predictions_target(data: bytes) -> None:
     import bob
     from bob.formats import canonical
 
-    pred = _load(bob.load_predictions, data)
+    from bob.fuzz import oracle
+
+    pred, refusal = _load(bob.load_predictions, data)
+    _as_the_contract_says("predictions", refusal, oracle.check_predictions(data))
     _agree(pred, bob.predictions_findings(data), data)
     if pred is not None:
         assert pred.to_bytes() == data, "accepted predictions do not round-trip"
