@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 
 from bob.formats.constants import VOCABULARY
+from bob.fuzz.properties import PropertyFailed, require
 
 __all__ = ["core_target", "Reader"]
 
@@ -150,16 +151,16 @@ def core_target(data: bytes) -> None:
                 scalar_losses = _core.train(copies[0], copies[1], copies[2], contexts, targets, step, updates,
                                              threads=1, kernel="scalar")
                 # The loss is reported, not stored (contract §6.4): compared as bob-core's own tests do.
-                assert len(losses) == len(scalar_losses) and all(
+                require(len(losses) == len(scalar_losses) and all(
                     a == b or abs(a - b) <= 1e-12 * max(abs(b), 1.0) or (math.isnan(a) and math.isnan(b))
-                    for a, b in zip(losses, scalar_losses)), f"kernel {kernel} losses differ from scalar"
+                    for a, b in zip(losses, scalar_losses)), f"kernel {kernel} losses differ from scalar")
                 for name, a, b in zip("PMV", (p, m, v), copies):
-                    assert _bits(a, np) == _bits(b, np), f"kernel {kernel} plane {name} differs from scalar"
+                    require(_bits(a, np) == _bits(b, np), f"kernel {kernel} plane {name} differs from scalar")
         elif call == "predict":
             words = [r.pick(_WORDS) if r.byte() % 2 else r.byte() for _ in range(r.pick((3, 3, 0, 1, 4)))]
             out = _core.predict(_plane(r, rows, np), words)
-            assert len(out) == len(words) and all(v in (0, 1) and (t < max(rows, 1) if v else t == 0) for t, v in out), \
-                f"predict gave {out} for {words}"
+            require(len(out) == len(words) and all(v in (0, 1) and (t < max(rows, 1) if v else t == 0)
+                                                   for t, v in out), f"predict gave {out} for {words}")
         elif call == "resume_problem":
             p, m, v = (_plane(r, rows, np) for _ in range(3))
             _core.resume_problem(p, m, v, r.pick(_STEPS), r.pick((10, 0, 1, U64_MAX, -1)))
@@ -168,13 +169,13 @@ def core_target(data: bytes) -> None:
         elif call == "initial_planes":
             _core.initial_planes(r.raw(r.byte() % 16), r.pick((VOCABULARY, 1, 0, 2, 17, -1, 1 << 40, 1 << 64)))
         elif call == "fnv1a64":
-            assert 0 <= _core.fnv1a64(r.raw(r.byte())) <= U64_MAX
+            require(0 <= _core.fnv1a64(r.raw(r.byte())) <= U64_MAX, "fnv1a64 is not a u64")
         else:
             _core.resolved_kernel(r.pick(tuple(kernels) + ("auto", "", "nope")))
     except DOCUMENTED:
         pass
     except BaseException as exc:  # noqa: BLE001 - a panic is a BaseException: exactly what is looked for
-        if isinstance(exc, (KeyboardInterrupt, AssertionError, MemoryError)):
+        if isinstance(exc, (KeyboardInterrupt, PropertyFailed, MemoryError)):
             raise
-        raise AssertionError(f"{call} raised an undocumented {type(exc).__module__}.{type(exc).__name__}: "
+        raise PropertyFailed(f"{call} raised an undocumented {type(exc).__module__}.{type(exc).__name__}: "
                              f"{str(exc)[:200]}") from exc
