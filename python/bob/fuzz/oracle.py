@@ -224,21 +224,29 @@ def _envelope(data: bytes) -> Tuple[int, Optional[list]]:
     return step, chunks
 
 
+def _floats(chunk: bytes) -> array:
+    plane = array("f", chunk)
+    if sys.byteorder == "big":
+        plane.byteswap()
+    return plane
+
+
 def _resume(step: int, chunks: list) -> Verdict:
     """§5 for resuming: every value finite (P, M, V), no negative V, step 0 only with zero M and V,
-    room for 10 more updates."""
-    planes = [array("f", c) for c in chunks]
-    if sys.byteorder == "big":
-        for plane in planes:
-            plane.byteswap()
-    for name, plane in zip(PLANES, planes):
-        # A sum of 65,536 finite binary32 values cannot overflow a double: it is finite exactly
-        # when every value is (NaN and ±inf propagate).
-        if not math.isfinite(sum(plane)):
-            return (name, next(k for k, x in enumerate(plane) if not math.isfinite(x)))
-    if min(planes[2]) < 0:
-        return ("V", next(k for k, x in enumerate(planes[2]) if x < 0))
-    if step == 0 and (any(planes[1]) or any(planes[2])):
+    room for 10 more updates. (A value's top byte is its last: sign and the exponent's top 7 bits.)"""
+    for name, chunk in zip(PLANES, chunks):
+        top = chunk[3::4]
+        if b"\x7f" in top or b"\xff" in top:  # an exponent that may be all ones: look closer
+            plane = _floats(chunk)
+            # A sum of 65,536 finite binary32 values cannot overflow a double: it is finite exactly
+            # when every value is (NaN and ±inf propagate).
+            if not math.isfinite(sum(plane)):
+                return (name, next(k for k, x in enumerate(plane) if not math.isfinite(x)))
+    if not chunks[2][3::4].isascii():  # a sign bit is set somewhere in V (−0.0 is not negative)
+        k = next((k for k, x in enumerate(_floats(chunks[2])) if x < 0), None)
+        if k is not None:
+            return ("V", k)
+    if step == 0 and (any(_floats(chunks[1])) or any(_floats(chunks[2]))):  # −0.0 counts as zero
         return ("step", None)
     if step > U64_MAX - UPDATES:
         return ("step", None)
