@@ -8,6 +8,7 @@ import struct
 
 import bob
 from bob.errors import FormatError
+from bob.fuzz.properties import require
 
 
 def lax_load_predictions(data: bytes):
@@ -33,4 +34,4 @@ def target(data: bytes) -> None:
         real = True
     except FormatError:
         real = False
-    assert lax == real, f"the copy {'accepts' if lax else 'refuses'} what bob.load_predictions does not"
+    require(lax == real, f"the copy {'accepts' if lax else 'refuses'} what bob.load_predictions does not")

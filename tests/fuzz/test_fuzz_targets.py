@@ -45,6 +45,33 @@ def test_the_targets_can_fail(monkeypatch: pytest.MonkeyPatch) -> None:
         get("input").run(data)
 
 
+def test_no_property_is_an_assert_statement() -> None:
+    """``python -O`` strips asserts: the targets' properties raise PropertyFailed instead."""
+    import ast
+
+    for module in ("targets", "core_target", "oracle", "properties"):
+        source = (ROOT / "python" / "bob" / "fuzz" / f"{module}.py").read_text(encoding="utf-8")
+        asserts = [n.lineno for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Assert)]
+        assert not asserts, f"{module}.py: assert statements at lines {asserts}"
+
+
+def test_the_targets_fail_under_python_optimize() -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, bob.formats.canonical as c\n"
+        "from bob.fuzz.properties import PropertyFailed\n"
+        "from bob.fuzz.targets import get\n"
+        "assert False, 'asserts are stripped'\n"
+        "c.recognize_record = lambda d: None\n"
+        f"data = open({str(GOLDEN / 'input-abracadabra.bin')!r}, 'rb').read()\n"
+        "try:\n    get('input').run(data)\nexcept PropertyFailed as e:\n    print('found:', e)\n"
+    )
+    out = subprocess.run([sys.executable, "-O", "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("found: the fast path does not recognize"), out.stdout + out.stderr
+
+
 def test_core_target_rejects_an_undocumented_exception(monkeypatch: pytest.MonkeyPatch) -> None:
     from bob import _core
     from bob.fuzz.core_target import core_target

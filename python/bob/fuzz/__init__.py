@@ -1,7 +1,7 @@
 """``bob-fuzz``: coverage-guided, field-aware fuzzing of bob's formats, commands and core,
 and a conformance corpus for other implementations (``docs/fuzzing.md``).
 
-* :mod:`bob.fuzz.targets` — the targets (bytes in, ``AssertionError`` on a broken property);
+* :mod:`bob.fuzz.targets` — the targets (bytes in, ``PropertyFailed`` — an ``AssertionError`` — on a broken property);
 * :mod:`bob.fuzz.mutator` — the field-aware mutator driven by :mod:`bob.formats.layout`;
 * :mod:`bob.fuzz.dictionary` — magics, contract strings, sizes, interesting values, ``.dict`` files;
 * :mod:`bob.fuzz.campaign` — the atheris/libFuzzer campaign and the seeded loop CI runs;

@@ -51,7 +51,7 @@ WORKER = r"""
 import json, sys
 import atheris
 spec = json.loads(sys.argv[1])
-harness = ["bob.fuzz." + m for m in ("mutator", "dictionary", "campaign", "cli", "replay", "strategies")]
+harness = ["bob.fuzz." + m for m in ("mutator", "structural", "dictionary", "campaign", "cli", "replay", "strategies")]
 with atheris.instrument_imports(include=["bob"], exclude=harness):  # bob's code, the targets' own branches too
     from bob.fuzz import mutator, targets
     targets.preload()

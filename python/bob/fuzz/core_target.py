@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 
 from bob.formats.constants import VOCABULARY
+from bob.fuzz.arithmetic import draw_step, reference_predict
+from bob.fuzz.properties import PropertyFailed, require
 
 __all__ = ["core_target", "Reader"]
 
@@ -63,9 +65,12 @@ def _plane(r: Reader, rows: int, np):
         count = max(count - 1, 0)
     elif shape == "long":
         count += 1
-    values = np.frombuffer(r.raw(4 * min(count, 64)), dtype="<f4")
-    fill = r.pick(("zero", "small", "special", "raw"))
-    if fill == "raw":
+    fill = r.pick(("zero", "small", "special", "raw", "ties", "ties"))
+    if fill == "ties":  # few distinct values (±0.0 among them): equal maxima at random places
+        levels = np.array([-0.0, 0.0, 1.0, -1.0, 0.5], dtype=np.float32)[:2 + r.byte() % 4]
+        arr = levels[np.resize(np.frombuffer(r.raw(64), dtype=np.uint8), max(count, 1))[:count] % levels.size]
+    elif fill == "raw":
+        values = np.frombuffer(r.raw(4 * min(count, 64)), dtype="<f4")
         arr = np.resize(values, count).astype(np.float32) if values.size else np.zeros(count, np.float32)
     elif fill == "special":
         specials = np.array([0.0, -0.0, 1e-45, 3.4028235e38, -3.4028235e38, np.inf, -np.inf, np.nan],
@@ -129,19 +134,23 @@ def core_target(data: bytes) -> None:
     from bob import _core
 
     r = Reader(data)
-    rows = r.pick((1, 2, 3, 4, 8, 16, 17, 0, VOCABULARY, 5, 7, 12))
-    call = r.pick(("train", "train", "train", "predict", "resume_problem", "initialize", "initial_planes",
+    # Every vocabulary the core accepts (1 to 256 here; the kernels' lane tails differ), small ones often.
+    rows = r.pick((1, 2, 3, 4, 8, 16, 17, 0, VOCABULARY, 5, 7, 12)) if r.byte() % 2 else 1 + r.byte()
+    call = r.pick(("train", "train", "train", "predict", "predict", "resume_problem", "initialize", "initial_planes",
                    "fnv1a64", "resolved_kernel"))
     kernels = _core.kernels()
     try:
         if call == "train":
-            p, m, v = (_plane(r, rows, np) for _ in range(3))
-            n = r.pick((VOCABULARY,) * 12 + (0, 1, VOCABULARY - 1, VOCABULARY + 1))
-            contexts = _pairs(r, rows, n, np)
-            targets = _pairs(r, rows, n if r.byte() % 8 != 7 else r.pick((0, 1, n + 1)), np)
-            step, updates = r.pick(_STEPS), r.pick((1, 1, 1, 2, 2, 3, 0, 10, -1, 1 << 64))
+            # The scalars first: a short input still decides the step, which the planes' bytes would use up.
+            step = draw_step(r.byte, _STEPS)  # log-uniform, at the bias corrections' regime changes, or special
+            updates = r.pick((1, 1, 1, 2, 2, 3, 0, 10, -1, 1 << 64))
             threads = r.pick((0, 1, 2) * 4 + _THREADS)
             kernel = r.pick(("auto",) * 3 + tuple(kernels) * 3 + ("", "AVX2", "scalar\0", "é"))
+            n = r.pick((VOCABULARY,) * 12 + (0, 1, VOCABULARY - 1, VOCABULARY + 1)) if r.byte() % 2 \
+                else 1 + (r.byte() | r.byte() << 8) % 1024  # any pair count
+            p, m, v = (_plane(r, rows, np) for _ in range(3))
+            contexts = _pairs(r, rows, n, np)
+            targets = _pairs(r, rows, n if r.byte() % 8 != 7 else r.pick((0, 1, n + 1)), np)
             # The scalar kernel's copies hold the same values as native float32s:
             # a plane the binding read in another byte order would not match.
             copies = [np.array(x, dtype=np.float32) if isinstance(x, np.ndarray) else x for x in (p, m, v)]
@@ -150,16 +159,22 @@ def core_target(data: bytes) -> None:
                 scalar_losses = _core.train(copies[0], copies[1], copies[2], contexts, targets, step, updates,
                                              threads=1, kernel="scalar")
                 # The loss is reported, not stored (contract §6.4): compared as bob-core's own tests do.
-                assert len(losses) == len(scalar_losses) and all(
+                require(len(losses) == len(scalar_losses) and all(
                     a == b or abs(a - b) <= 1e-12 * max(abs(b), 1.0) or (math.isnan(a) and math.isnan(b))
-                    for a, b in zip(losses, scalar_losses)), f"kernel {kernel} losses differ from scalar"
+                    for a, b in zip(losses, scalar_losses)), f"kernel {kernel} losses differ from scalar")
                 for name, a, b in zip("PMV", (p, m, v), copies):
-                    assert _bits(a, np) == _bits(b, np), f"kernel {kernel} plane {name} differs from scalar"
+                    require(_bits(a, np) == _bits(b, np), f"kernel {kernel} plane {name} differs from scalar")
         elif call == "predict":
-            words = [r.pick(_WORDS) if r.byte() % 2 else r.byte() for _ in range(r.pick((3, 3, 0, 1, 4)))]
-            out = _core.predict(_plane(r, rows, np), words)
-            assert len(out) == len(words) and all(v in (0, 1) and (t < max(rows, 1) if v else t == 0) for t, v in out), \
-                f"predict gave {out} for {words}"
+            # Mostly words of the table (so the §4 reference is compared), sometimes any.
+            words = [r.pick(_WORDS) if r.byte() % 4 == 0 else r.byte() % max(rows, 1)
+                     for _ in range(r.pick((3, 3, 0, 1, 4)))]
+            plane = _plane(r, rows, np)
+            out = _core.predict(plane, words)
+            require(len(out) == len(words) and all(v in (0, 1) and (t < max(rows, 1) if v else t == 0)
+                                                   for t, v in out), f"predict gave {out} for {words}")
+            if isinstance(plane, np.ndarray) and plane.dtype.kind == "f" and plane.dtype.itemsize == 4:
+                want = reference_predict(np.asarray(plane, dtype=np.float32).tolist(), rows, words)
+                require(list(out) == want, f"predict gave {out} for {words}; §4 says {want}")
         elif call == "resume_problem":
             p, m, v = (_plane(r, rows, np) for _ in range(3))
             _core.resume_problem(p, m, v, r.pick(_STEPS), r.pick((10, 0, 1, U64_MAX, -1)))
@@ -168,13 +183,13 @@ def core_target(data: bytes) -> None:
         elif call == "initial_planes":
             _core.initial_planes(r.raw(r.byte() % 16), r.pick((VOCABULARY, 1, 0, 2, 17, -1, 1 << 40, 1 << 64)))
         elif call == "fnv1a64":
-            assert 0 <= _core.fnv1a64(r.raw(r.byte())) <= U64_MAX
+            require(0 <= _core.fnv1a64(r.raw(r.byte())) <= U64_MAX, "fnv1a64 is not a u64")
         else:
             _core.resolved_kernel(r.pick(tuple(kernels) + ("auto", "", "nope")))
     except DOCUMENTED:
         pass
     except BaseException as exc:  # noqa: BLE001 - a panic is a BaseException: exactly what is looked for
-        if isinstance(exc, (KeyboardInterrupt, AssertionError, MemoryError)):
+        if isinstance(exc, (KeyboardInterrupt, PropertyFailed, MemoryError)):
             raise
-        raise AssertionError(f"{call} raised an undocumented {type(exc).__module__}.{type(exc).__name__}: "
+        raise PropertyFailed(f"{call} raised an undocumented {type(exc).__module__}.{type(exc).__name__}: "
                              f"{str(exc)[:200]}") from exc

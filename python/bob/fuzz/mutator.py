@@ -53,6 +53,7 @@ from bob.formats.layout import (
 )
 from bob.fuzz.dictionary import CONTRACT_STRINGS as CONTRACT_VALUES
 from bob.fuzz.dictionary import FLOAT_BITS, INTERESTING_INTS
+from bob.fuzz.structural import structural_mutate
 
 __all__ = ["FORMATS", "Spot", "spots", "field_names", "format_of", "mutate", "mutate_field", "mutate_canonical",
            "refresh_digests", "byte_mutation", "interesting_values", "custom_mutator"]
@@ -382,6 +383,7 @@ def custom_mutator(fmt: str | None, engine_mutate: Callable[[bytes, int], bytes]
     engine's own mutations (``engine_mutate``, e.g. ``atheris.Mutate``) with
     field-aware and fast-path-keeping ones.
 
+    A fifth of the time the change is a consistent one (:mod:`bob.fuzz.structural`).
     A coverage-guided corpus keeps few files the fast path recognizes (they all
     cover the same lines), so the fast-path-keeping share starts from one of
     ``canonical_bases`` (accepted files of the format) whenever the input is not
@@ -394,11 +396,20 @@ def custom_mutator(fmt: str | None, engine_mutate: Callable[[bytes, int], bytes]
         r = rnd.random()
         if engine_mutate is not None and (r < 0.15 or kind is None):
             out = engine_mutate(data, max_size)
-        elif r < 0.65 and kind in ("checkpoint", "input"):
+        elif r < 0.5 and kind in ("checkpoint", "input"):
             bases = [b for b in canonical_bases if format_of(b) == kind]
             if bases and not _recognized(data, kind):
                 data = bases[rnd.randrange(len(bases))]
             out = mutate_canonical(data, rnd, kind)
+        elif r < 0.7 and kind in ("checkpoint", "input"):
+            # A consistent change (structural.py), from the input or, half the time, an accepted file;
+            # now and then one field more, so a deep rule's neighbours are reached too.
+            bases = [b for b in canonical_bases if format_of(b) == kind]
+            if bases and rnd.random() < 0.5:
+                data = bases[rnd.randrange(len(bases))]
+            out = structural_mutate(data, rnd, kind)
+            if rnd.random() < 0.25:
+                out = mutate(out, rnd, kind, count=1, refresh=1.0)
         else:
             size = FIXED_SIZES.get(kind or "")
             if size is not None and len(data) != size and rnd.random() < 0.5:

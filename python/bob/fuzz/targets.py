@@ -1,4 +1,4 @@
-"""The fuzz targets: each takes bytes and raises ``AssertionError`` when a property fails.
+"""The fuzz targets: each takes bytes and raises ``PropertyFailed`` when a property fails.
 
 Thin targets over shared checks (as Pillow's ``Tests/oss-fuzz`` does it), so
 the coverage-guided engine, the deterministic CI loop, ``bob-fuzz replay``
@@ -34,6 +34,8 @@ import tempfile
 from pathlib import Path
 from typing import Callable, NamedTuple
 
+from bob.fuzz.properties import PropertyFailed, require
+
 __all__ = ["Target", "TARGETS", "get", "preload", "accepted_seeds", "check_error", "golden_dir", "seed_files", "target_for_file"]
 
 
@@ -62,33 +64,44 @@ def check_error(err: BaseException, data: bytes | None = None) -> None:
     from bob.errors import FormatError
     from bob.formats.constants import MAX_CHECKPOINT_BYTES
 
-    assert isinstance(err, FormatError), f"not a FormatError: {type(err).__name__}: {err}"
-    assert isinstance(err.field, str) and err.field, f"no field named: {err!r}"
+    if not isinstance(err, FormatError):
+        raise PropertyFailed(f"not a FormatError: {type(err).__name__}: {err}")
+    require(isinstance(err.field, str) and err.field, f"no field named: {err!r}")
     text = str(err)
-    assert text.isascii() and text.isprintable(), f"unprintable refusal: {text!r}"
+    require(text.isascii() and text.isprintable(), f"unprintable refusal: {text!r}")
     json.dumps(err.to_dict())
-    assert err.offset is None or (isinstance(err.offset, int) and err.offset >= 0), f"bad offset {err.offset!r}"
+    require(err.offset is None or (isinstance(err.offset, int) and err.offset >= 0), f"bad offset {err.offset!r}")
     if data is not None and err.offset is not None:
-        assert err.offset <= max(len(data), MAX_CHECKPOINT_BYTES), f"offset {err.offset} beyond the file"
-    assert err.index is None or isinstance(err.index, int), f"bad index {err.index!r}"
+        require(err.offset <= max(len(data), MAX_CHECKPOINT_BYTES), f"offset {err.offset} beyond the file")
+    require(err.index is None or isinstance(err.index, int), f"bad index {err.index!r}")
 
 
 def _load(load: Callable, data: bytes, **kw):
-    """``load(data)``: the object, or None after checking the FormatError it raised."""
+    """``load(data)``: (the object, None), or (None, the FormatError it raised, checked)."""
     from bob.errors import FormatError
 
     try:
-        return load(data, **kw)
+        return load(data, **kw), None
     except FormatError as err:
         check_error(err, data)
-        return None
+        return None, err
+
+
+def _as_the_contract_says(fmt: str, err: BaseException | None, want) -> None:
+    """bob's verdict (``err``: its first refusal, or None) is the contract oracle's ``want``:
+    both accept, or both refuse naming the same first field (and index)."""
+    got = None if err is None else (err.field, err.index)  # type: ignore[attr-defined]
+    if got != want:
+        said = "accepts" if got is None else f"refuses naming {got[0]!r} (index {got[1]})"
+        means = "accept" if want is None else f"refuse naming {want[0]!r} (index {want[1]})"
+        raise PropertyFailed(f"{fmt}: bob {said} where the contract oracle would {means}")
 
 
 def _agree(obj, findings: list, data: bytes) -> None:
     for err in findings:
         check_error(err, data)
-    assert (obj is None) == bool(findings), f"loader {'refused' if obj is None else 'accepted'} " \
-        f"but findings are {[f.field for f in findings]}"
+    require((obj is None) == bool(findings), f"loader {'refused' if obj is None else 'accepted'} "
+            f"but findings are {[f.field for f in findings]}")
 
 
 # --------------------------------------------------------------------------- #
@@ -100,50 +113,61 @@ def input_target(data: bytes) -> None:
     import bob
     from bob.formats import canonical
 
-    record = _load(bob.load_input, data)
+    from bob.fuzz import oracle
+
+    record, refusal = _load(bob.load_input, data)
+    _as_the_contract_says("input", refusal, oracle.check_input(data))
     _agree(record, bob.input_findings(data), data)
     fast = canonical.recognize_record(data)
     if record is not None:
-        assert record.to_bytes() == data, "an accepted record does not round-trip"
-        assert fast is not None, "the fast path does not recognize a record the schema accepts"
+        require(record.to_bytes() == data, "an accepted record does not round-trip")
+        require(fast is not None, "the fast path does not recognize a record the schema accepts")
     if fast is not None:
-        assert record is not None, "the fast path recognizes a record the schema refuses"
+        require(record is not None, "the fast path recognizes a record the schema refuses")
         contexts, targets, words = fast
-        assert contexts == record.contexts.tobytes() and targets == record.targets.tobytes(), "pairs differ"
-        assert tuple(words) == tuple(record.prompt_words), "prompt words differ"
+        require(contexts == record.contexts.tobytes() and targets == record.targets.tobytes(), "pairs differ")
+        require(tuple(words) == tuple(record.prompt_words), "prompt words differ")
 
 
 def checkpoint_target(data: bytes) -> None:
     import bob
     from bob.formats import canonical
 
-    loose = _load(bob.load_checkpoint, data, for_resume=False)
+    from bob.fuzz import oracle
+
+    loose, loose_refusal = _load(bob.load_checkpoint, data, for_resume=False)
     _agree(loose, bob.checkpoint_findings(data, for_resume=False), data)
-    strict = _load(bob.load_checkpoint, data)
+    strict, strict_refusal = _load(bob.load_checkpoint, data)
     _agree(strict, bob.checkpoint_findings(data), data)
+    for_reading, for_resuming = oracle.checkpoint_verdicts(data)
+    _as_the_contract_says("checkpoint (reading)", loose_refusal, for_reading)
+    _as_the_contract_says("checkpoint (resuming)", strict_refusal, for_resuming)
     if strict is not None:
-        assert loose is not None, "accepted for resuming but refused for reading"
+        require(loose is not None, "accepted for resuming but refused for reading")
     if loose is not None and data:
-        assert loose.to_bytes() == data, "an accepted checkpoint does not round-trip"
+        require(loose.to_bytes() == data, "an accepted checkpoint does not round-trip")
     step = canonical.recognize_checkpoint(data)
     if step is not None:
-        assert loose is not None, "the fast path recognizes a checkpoint the schemas refuse"
-        assert loose.step == step, f"fast path step {step} != schema step {loose.step}"
+        require(loose is not None, "the fast path recognizes a checkpoint the schemas refuse")
+        require(loose.step == step, f"fast path step {step} != schema step {loose.step}")
         planes = b"".join(a.astype("<f4").tobytes() for a in (loose.p, loose.m, loose.v))
-        assert planes == data[canonical.HEADER_BYTES:], "the planes differ"
+        require(planes == data[canonical.HEADER_BYTES:], "the planes differ")
     elif loose is not None and data:
-        assert loose.header_bytes != canonical.HEADER_BYTES, "a canonical checkpoint is not recognized"
+        require(loose.header_bytes != canonical.HEADER_BYTES, "a canonical checkpoint is not recognized")
 
 
 def predictions_target(data: bytes) -> None:
     import bob
     from bob.formats import canonical
 
-    pred = _load(bob.load_predictions, data)
+    from bob.fuzz import oracle
+
+    pred, refusal = _load(bob.load_predictions, data)
+    _as_the_contract_says("predictions", refusal, oracle.check_predictions(data))
     _agree(pred, bob.predictions_findings(data), data)
     if pred is not None:
-        assert pred.to_bytes() == data, "accepted predictions do not round-trip"
-        assert canonical.predictions_bytes(list(pred.records)) == data, "the fast path builds other bytes"
+        require(pred.to_bytes() == data, "accepted predictions do not round-trip")
+        require(canonical.predictions_bytes(list(pred.records)) == data, "the fast path builds other bytes")
 
 
 # --------------------------------------------------------------------------- #
@@ -171,7 +195,7 @@ def _quietly(fn: Callable[[list[str]], int], argv: list[str]) -> tuple[int, str,
 
 def _no_raw_controls(text: str, what: str) -> None:
     bad = [c for c in text if (ord(c) < 0x20 and c not in "\n\t") or 0x7F <= ord(c) < 0xA0]
-    assert not bad, f"{what} prints raw control characters {bad[:4]!r}"
+    require(not bad, f"{what} prints raw control characters {bad[:4]!r}")
 
 
 def inspect_target(data: bytes) -> None:
@@ -181,8 +205,8 @@ def inspect_target(data: bytes) -> None:
     path.write_bytes(data)
     for argv in ([str(path)], ["--json", str(path)]):
         rc, out, err = _quietly(inspect_main, argv)
-        assert rc in (0, 2), f"bob-inspect {' '.join(argv[:-1])} exited {rc}: {err.strip()[-300:]}"
-        assert "Traceback" not in out + err, "bob-inspect printed a traceback"
+        require(rc in (0, 2), f"bob-inspect {' '.join(argv[:-1])} exited {rc}: {err.strip()[-300:]}")
+        require("Traceback" not in out + err, "bob-inspect printed a traceback")
         _no_raw_controls(out + err, "bob-inspect")
         if "--json" in argv:
             json.loads(out)
@@ -217,21 +241,21 @@ def run_target(data: bytes) -> None:
     ck.write_bytes(checkpoint)
     pred.write_bytes(SENTINEL)
     rc, out, err = _quietly(run_main, ["--input", str(rec), "--checkpoint", str(ck), "--predictions", str(pred)])
-    assert "Traceback" not in out + err, "bob-run printed a traceback"
+    require("Traceback" not in out + err, "bob-run printed a traceback")
     _no_raw_controls(out + err, "bob-run")
     if want is None:
-        assert rc == 2, f"bob.invoke refuses but bob-run exited {rc}: {err.strip()[-300:]}"
-        assert ck.read_bytes() == checkpoint, "a refusal changed the checkpoint"
-        assert pred.read_bytes() == SENTINEL, "a refusal changed the predictions"
+        require(rc == 2, f"bob.invoke refuses but bob-run exited {rc}: {err.strip()[-300:]}")
+        require(ck.read_bytes() == checkpoint, "a refusal changed the checkpoint")
+        require(pred.read_bytes() == SENTINEL, "a refusal changed the predictions")
     else:
-        assert rc == 0, f"bob.invoke accepts but bob-run exited {rc}: {err.strip()[-300:]}"
-        assert ck.read_bytes() == want.checkpoint_bytes(), "bob-run wrote another checkpoint than bob.invoke"
-        assert pred.read_bytes() == want.predictions_bytes(), "bob-run wrote other predictions than bob.invoke"
+        require(rc == 0, f"bob.invoke accepts but bob-run exited {rc}: {err.strip()[-300:]}")
+        require(ck.read_bytes() == want.checkpoint_bytes(), "bob-run wrote another checkpoint than bob.invoke")
+        require(pred.read_bytes() == want.predictions_bytes(), "bob-run wrote other predictions than bob.invoke")
     from bob.run import lock_path_for
 
     expected = {"record.bin", "model.bob", "predictions.bin", "inspected.bin", Path(lock_path_for(str(ck))).name}
     left = sorted(p.name for p in d.iterdir() if p.name not in expected)
-    assert not left, f"bob-run left other files: {left}"  # e.g. a temporary it did not clean up
+    require(not left, f"bob-run left other files: {left}")  # e.g. a temporary it did not clean up
 
 
 def core_target(data: bytes) -> None:

@@ -1,0 +1,264 @@
+"""The contract oracle: bob v1's three formats read again, straight from the contract.
+
+A second reader, written from ``shared/design/bob-v1.md`` §3–§5 (and, where
+the contract leaves room, ``formats/DECISIONS.md`` D1–D10) with the standard
+library only. It imports nothing from ``bob`` and restates every number it
+needs (a house test holds it to that): a rule that all of bob's readers get
+wrong in the same way disagrees with this one. Each function returns ``None``
+to accept, or the **first** refused field in the contract's order as
+``(field, index)`` — ``index`` is the table index the refusal names (a pair,
+a prompt, a record, a chunk, a plane value, a padding byte), else ``None``.
+
+The field names are bob's own (``FIELD_NAMES`` is the table of the contract's
+names against them); the order is the one the contract's sentences give, with
+the decisions: the magic before the size (D1), one ``file_size`` for whole-file
+sizes (D2), a length prefix against the remaining bytes, then 4,096 (D3),
+``header_bytes`` checked as soon as it is read, then against the header's own
+length (D4), exactly three chunk entries (D5), the state rules numerically
+(D7: NaN is non-finite, −0.0 is neither negative nor non-zero), predictions
+per record validity then token (D10).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import struct
+import sys
+from array import array
+from typing import Optional, Tuple
+
+__all__ = ["Verdict", "FIELD_NAMES", "check_input", "check_predictions", "check_checkpoint", "checkpoint_verdicts",
+           "check"]
+
+Verdict = Optional[Tuple[str, Optional[int]]]
+
+# §1–§2, restated.
+VOCABULARY = 256
+PROMPTS = 3
+RECORD_SIZE = 1564  # 16 + 2·256 + 4·256 + 4·3
+EMPTY = 0xFFFF_FFFF
+PARAMETERS = VOCABULARY * VOCABULARY
+CHUNK = PARAMETERS * 4
+PAYLOAD = 3 * CHUNK
+UPDATES = 10
+U64_MAX = 2 ** 64 - 1
+STRING_MAX = 4096
+HEADER_MAX = 65536
+LEARNER_FLOATS = struct.pack("<5f", 0.05, 0.9, 0.999, 1e-8, 0.01)
+STRINGS = (
+    ("state", b"bob-raw-pmv-f32-v1|parameter-order:p-then-m-then-v|payload=" + str(PAYLOAD).encode()),
+    ("learner", b"softmax-cross-entropy-mean|adamw|" + LEARNER_FLOATS),
+    ("data", b"raw-byte-sequence|vocabulary=%d|prompts=%d|record=%d" % (VOCABULARY, PROMPTS, RECORD_SIZE)),
+    ("seed", b"bob-seed-v1"),
+)
+SIZES = (("payload_bytes", PAYLOAD), ("chunk_bytes", CHUNK), ("updates_per_invocation", UPDATES))
+TAGS = (b"P\0\0\0", b"M\0\0\0", b"V\0\0\0")
+PLANES = ("P", "M", "V")
+
+# The contract's names (its tables' wording) against bob's field names.
+FIELD_NAMES = {
+    "any length other than 1,564 / 24; file size; exactly header_bytes + payload_bytes": "file_size",
+    "magic": "magic",
+    "version": "version",
+    "targets[i] ≠ pairs[i].target": "targets",
+    "a prompt word": "prompt_words",
+    "token": "token",
+    "validity": "validity",
+    "header_bytes": "header_bytes",
+    "step (in-band step metadata; room for 10 updates; 0 only with zero moments)": "step",
+    "state, learner, data, seed (length prefix or bytes)": "state, learner, data, seed",
+    "payload_bytes, chunk_bytes, updates_per_invocation, chunk_count": "the same",
+    "chunk table: tag, offset, length, SHA-256": "chunk_table.tag, .offset, .length, .digest",
+    "header digest": "header_digest",
+    "padding": "padding",
+    "planes P, M, V (non-finite; negative V)": "P, M, V",
+}
+
+
+def _magic(data: bytes, magic: bytes) -> Verdict:
+    """D1: a short file that is a prefix of the magic ends inside it; anything else is not this format."""
+    if data[:8] == magic:
+        return None
+    if len(data) < 8 and magic.startswith(data):
+        return ("file_size", None)
+    return ("magic", None)
+
+
+def check_input(data: bytes) -> Verdict:
+    """§3: magic, size, version, each widened target, each prompt word."""
+    bad = _magic(data, b"BOB-INPT")
+    if bad:
+        return bad
+    if len(data) != RECORD_SIZE:
+        return ("file_size", None)
+    if struct.unpack_from("<Q", data, 8)[0] != 1:
+        return ("version", None)
+    pairs = data[16:16 + 2 * VOCABULARY]
+    targets = struct.unpack_from(f"<{VOCABULARY}I", data, 16 + 2 * VOCABULARY)
+    for i in range(VOCABULARY):
+        if targets[i] != pairs[2 * i + 1]:
+            return ("targets", i)
+    words = struct.unpack_from(f"<{PROMPTS}I", data, 16 + 6 * VOCABULARY)
+    for i, w in enumerate(words):
+        if not (w < VOCABULARY or w == EMPTY):
+            return ("prompt_words", i)
+    return None
+
+
+def check_predictions(data: bytes) -> Verdict:
+    """§4: 24 bytes; per record, validity 0 or 1, then a token < 256 that is 0 when validity is 0."""
+    if len(data) != 8 * PROMPTS:
+        return ("file_size", None)
+    for i in range(PROMPTS):
+        token, validity = struct.unpack_from("<II", data, 8 * i)
+        if validity not in (0, 1):
+            return ("validity", i)
+        if token >= VOCABULARY or (validity == 0 and token != 0):
+            return ("token", i)
+    return None
+
+
+class Refused(Exception):
+    """A refusal: ``verdict`` is (the field, its index or None)."""
+
+    def __init__(self, field: str, index: Optional[int] = None) -> None:
+        self.verdict = (field, index)
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data, self.at = data, 0
+
+    def take(self, n: int, field: str, index: Optional[int] = None) -> bytes:
+        if self.at + n > len(self.data):
+            raise Refused(field, index)  # the file ends inside this field
+        out = self.data[self.at:self.at + n]
+        self.at += n
+        return out
+
+    def u32(self, field: str, index: Optional[int] = None) -> int:
+        return struct.unpack("<I", self.take(4, field, index))[0]
+
+    def u64(self, field: str, index: Optional[int] = None) -> int:
+        return struct.unpack("<Q", self.take(8, field, index))[0]
+
+
+def check_checkpoint(data: bytes, for_resume: bool = True) -> Verdict:
+    """§5: zero bytes are a fresh run; otherwise the envelope, checked in the contract's order;
+    for resuming, then the state."""
+    return checkpoint_verdicts(data)[1 if for_resume else 0]
+
+
+def checkpoint_verdicts(data: bytes) -> Tuple[Verdict, Verdict]:
+    """(the verdict for reading, the verdict for resuming), from one pass over ``data``."""
+    try:
+        step, chunks = _envelope(data)
+    except Refused as refusal:
+        return refusal.verdict, refusal.verdict
+    return None, (None if chunks is None else _resume(step, chunks))
+
+
+def _envelope(data: bytes) -> Tuple[int, Optional[list]]:
+    """(step, the three chunks) of an envelope the reading rules accept ((0, None) for zero
+    bytes, the fresh run); else :class:`Refused` with the first field refused."""
+    n = len(data)
+    if n == 0:
+        return 0, None
+    bad = _magic(data, b"BOB-CKPT")
+    if bad:
+        raise Refused(*bad)
+    if n > HEADER_MAX + PAYLOAD:  # "file size before reading it whole"
+        raise Refused("file_size")
+    r = _Reader(data)
+    r.at = 8
+    if r.u64("version") != 1:
+        raise Refused("version")
+    hb = r.u64("header_bytes")
+    if hb % 64 or hb > HEADER_MAX:
+        raise Refused("header_bytes")
+    step = r.u64("step")
+    strings: dict = {}
+    for name, _ in STRINGS:
+        length = r.u32(name)
+        if length > n - r.at or length > STRING_MAX:  # D3: the remaining bytes, then 4,096
+            raise Refused(name)
+        strings[name] = r.take(length, name)
+    sizes = {name: r.u64(name) for name, _ in SIZES}
+    count = r.u32("chunk_count")
+    table: list = []
+    for i in range(len(TAGS)):
+        table.append((r.take(4, "chunk_table.tag", i), r.u64("chunk_table.offset", i),
+                      r.u64("chunk_table.length", i), r.take(32, "chunk_table.digest", i)))
+    body_end = r.at
+    stored_digest = r.take(32, "header_digest")
+    header_end = r.at
+    if hb < header_end:
+        raise Refused("header_bytes")
+    if hashlib.sha256(data[:body_end]).digest() != stored_digest:
+        raise Refused("header_digest")
+    for name, text in STRINGS:
+        if strings[name] != text:
+            raise Refused(name)
+    for name, size in SIZES:
+        if sizes[name] != size:
+            raise Refused(name)
+    if count != len(TAGS):
+        raise Refused("chunk_count")
+    for i, (tag, offset, length, _) in enumerate(table):
+        if tag != TAGS[i]:
+            raise Refused("chunk_table.tag", i)
+        if offset != hb + i * CHUNK:
+            raise Refused("chunk_table.offset", i)
+        if length != CHUNK:
+            raise Refused("chunk_table.length", i)
+    for k in range(header_end, min(hb, n)):
+        if data[k]:
+            raise Refused("padding", k - header_end)
+    if n != hb + PAYLOAD:
+        raise Refused("file_size")
+    chunks = [data[hb + i * CHUNK:hb + (i + 1) * CHUNK] for i in range(3)]
+    for i, chunk in enumerate(chunks):
+        if hashlib.sha256(chunk).digest() != table[i][3]:
+            raise Refused("chunk_table.digest", i)
+    return step, chunks
+
+
+def _floats(chunk: bytes) -> array:
+    plane = array("f", chunk)
+    if sys.byteorder == "big":
+        plane.byteswap()
+    return plane
+
+
+def _resume(step: int, chunks: list) -> Verdict:
+    """§5 for resuming: every value finite (P, M, V), no negative V, step 0 only with zero M and V,
+    room for 10 more updates. (A value's top byte is its last: sign and the exponent's top 7 bits.)"""
+    for name, chunk in zip(PLANES, chunks):
+        top = chunk[3::4]
+        if b"\x7f" in top or b"\xff" in top:  # an exponent that may be all ones: look closer
+            plane = _floats(chunk)
+            # A sum of 65,536 finite binary32 values cannot overflow a double: it is finite exactly
+            # when every value is (NaN and ±inf propagate).
+            if not math.isfinite(sum(plane)):
+                return (name, next(k for k, x in enumerate(plane) if not math.isfinite(x)))
+    if not chunks[2][3::4].isascii():  # a sign bit is set somewhere in V (−0.0 is not negative)
+        k = next((k for k, x in enumerate(_floats(chunks[2])) if x < 0), None)
+        if k is not None:
+            return ("V", k)
+    if step == 0 and (any(_floats(chunks[1])) or any(_floats(chunks[2]))):  # −0.0 counts as zero
+        return ("step", None)
+    if step > U64_MAX - UPDATES:
+        return ("step", None)
+    return None
+
+
+def check(fmt: str, data: bytes, for_resume: bool = True) -> Verdict:
+    """The verdict on ``data`` as ``fmt`` (``input``, ``checkpoint``, ``predictions``)."""
+    if fmt == "input":
+        return check_input(data)
+    if fmt == "predictions":
+        return check_predictions(data)
+    if fmt == "checkpoint":
+        return check_checkpoint(data, for_resume)
+    raise ValueError(f"unknown format {fmt!r}")
