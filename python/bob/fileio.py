@@ -224,9 +224,8 @@ def replace_target(path: "str | os.PathLike[str]", *, check_replaceable: bool = 
     its owner cannot write it, ``FileNotFoundError`` naming the directory when
     that does not exist (or the working directory is gone), and
     ``IsADirectoryError`` for a path that ends in a slash.
-    ``check_replaceable=False`` leaves the links-and-mode check to the caller
-    (``bob-run`` makes it under its lock, once a killed run's backup link,
-    a second name of the file, is removed).
+    ``check_replaceable=False`` leaves that check to the caller (``bob-run``,
+    under its lock, once a killed run's backup link is removed).
     """
     text = os.fspath(path)
     if isinstance(text, bytes):  # pragma: no cover - bob passes str paths
@@ -254,8 +253,7 @@ def replace_target(path: "str | os.PathLike[str]", *, check_replaceable: bool = 
 
 def check_directory(path: "str | os.PathLike[str]") -> None:
     """Refuse (``FileNotFoundError``) a path whose directory the kernel cannot
-    find: one that does not exist, ``nope/..``, or a relative path after the
-    working directory was deleted."""
+    find (missing, ``nope/..``, or relative with the working directory gone)."""
     text = os.fspath(path)
     if isinstance(text, bytes):  # pragma: no cover - bob passes str paths
         text = os.fsdecode(text)
@@ -303,11 +301,9 @@ def same_file(a: "str | os.PathLike[str]", b: "str | os.PathLike[str]") -> bool:
 
 
 def sidecar_name(target: str, tag: str) -> str:
-    """The name of a file bob keeps beside ``target``: ``.{name}{tag}``.
-
-    Within NAME_MAX for any legal name: a name too long to take the tag keeps
-    a prefix of itself and a hash of all of itself (FNV-1a, 64 bits), so two
-    long names that share a prefix never share a sidecar."""
+    """The name of a file bob keeps beside ``target``: ``.{name}{tag}``, within
+    NAME_MAX: a name too long to take the tag keeps a prefix of itself and a
+    hash of all of itself (FNV-1a, 64 bits), so long names never share one."""
     name = os.path.basename(target)
     raw = os.fsencode(name)
     if len(raw) + _TAG_ROOM + 1 <= NAME_MAX:
@@ -377,10 +373,9 @@ def write_atomic(path: "str | os.PathLike[str]", data: bytes | bytearray | memor
 
 
 def stage(target: str, data: "bytes | bytearray | memoryview") -> str:
-    """Write ``data`` to a new temporary file beside the resolved ``target``,
-    fsynced, with the target's mode if it exists; return its path. Nothing
-    visible changes until the caller renames it over the target; on any
-    failure the temporary is gone."""
+    """Write ``data`` to a new fsynced temporary beside the resolved ``target``
+    (with its mode) and return its path: nothing visible changes until the
+    caller renames it; on any failure the temporary is gone."""
     view = memoryview(data).cast("B")
     try:
         mode: int | None = os.stat(target).st_mode & 0o7777
@@ -404,7 +399,7 @@ def stage(target: str, data: "bytes | bytearray | memoryview") -> str:
 
 
 def discard_temporary(tmp: str) -> None:
-    """Remove a temporary file bob made, if it is still there."""
+    """Remove a temporary file bob made, if it is still there."""  # (a renamed one is not)
     try:
         os.unlink(tmp)
     except OSError:
@@ -470,11 +465,10 @@ def clean_stale_temporaries(path: "str | os.PathLike[str]", *, holding_lock: boo
     """Remove the temporary files :func:`write_atomic` left beside ``path``'s
     target whose writing process is dead; return the paths removed.
 
-    Temporaries of live processes (this one included) are left alone — a
-    pid is all a writer without a lock can judge by. ``holding_lock``: the
-    caller holds the target's lock (``bob-run``), so no other bob writer is
-    at work on it and every temporary of the target is stale, whoever left
-    it: a pid says nothing about a process in another PID namespace.
+    Temporaries of live processes (this one included) are left alone: a pid
+    is all a writer without a lock can judge by. ``holding_lock``: the caller
+    holds the target's lock (``bob-run``), so every temporary of the target
+    is stale, whoever left it (a pid says nothing across PID namespaces).
     """
     try:
         target = os.path.realpath(os.fspath(path))

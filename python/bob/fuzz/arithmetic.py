@@ -21,7 +21,7 @@ from typing import Callable, Sequence
 
 from bob.formats.constants import EMPTY_PROMPT, LEARNER_HYPERPARAMETERS, U64_MAX
 
-__all__ = ["REGIME_STEPS", "powi", "bias_correction", "regime_steps", "reference_predict"]
+__all__ = ["REGIME_STEPS", "draw_step", "powi", "bias_correction", "regime_steps", "reference_predict"]
 
 _TINY = 2.2250738585072014e-308  # the smallest normal binary64
 

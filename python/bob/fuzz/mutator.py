@@ -55,7 +55,7 @@ from bob.fuzz.dictionary import CONTRACT_STRINGS as CONTRACT_VALUES
 from bob.fuzz.dictionary import FLOAT_BITS, INTERESTING_INTS
 from bob.fuzz.structural import structural_mutate
 
-__all__ = ["FORMATS", "Spot", "spots", "field_names", "format_of", "mutate", "mutate_field", "mutate_canonical",
+__all__ = ["FORMATS", "string_lengths", "Spot", "spots", "field_names", "format_of", "mutate", "mutate_field", "mutate_canonical",
            "refresh_digests", "byte_mutation", "interesting_values", "custom_mutator"]
 
 FORMATS = ("input", "checkpoint", "predictions")
@@ -98,7 +98,7 @@ def _kind(name: str, fmt: str | None) -> str:
     return "u64" if fmt == "<Q" else "u32"
 
 
-def _string_lengths(data: bytes) -> tuple[int, int, int, int]:
+def string_lengths(data: bytes) -> tuple[int, int, int, int]:
     """The contract strings' lengths as the file states them (v1's where a prefix is unusable)."""
     out = []
     at = ENVELOPE_HEAD["step"].end
@@ -114,7 +114,7 @@ def _string_lengths(data: bytes) -> tuple[int, int, int, int]:
 
 
 def _checkpoint_spots(data: bytes) -> list[Spot]:
-    lay = envelope_layout(_string_lengths(data))
+    lay = envelope_layout(string_lengths(data))
     out = [Spot(name, f.offset, f.size, _kind(name, f.format)) for name, f in lay.fields.items()]
     learner = lay.fields["learner"]
     if learner.size == len(LEARNER):
@@ -357,7 +357,7 @@ def refresh_digests(data: bytes) -> bytes:
     when the header's length prefixes or ``header_bytes`` cannot place them."""
     if len(data) < CANONICAL.header_length or bytes(data[:8]) != CHECKPOINT_MAGIC:
         return data
-    lay = envelope_layout(_string_lengths(data))
+    lay = envelope_layout(string_lengths(data))
     (hb,) = struct.unpack_from("<Q", data, 16)
     if lay.header_length > len(data) or hb < lay.header_length or hb + 3 * CHUNK_BYTES > len(data):
         return data

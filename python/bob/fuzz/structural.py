@@ -68,11 +68,11 @@ def any_step(rnd: random.Random) -> int:
 
 def _placed(data: bytes):
     """(layout, header_bytes) of a checkpoint whose header can be located, else None."""
-    from bob.fuzz.mutator import _string_lengths
+    from bob.fuzz.mutator import string_lengths
 
     if len(data) < CANONICAL.header_length or bytes(data[:8]) != CHECKPOINT_MAGIC:
         return None
-    lay = envelope_layout(_string_lengths(data))
+    lay = envelope_layout(string_lengths(data))
     if lay.header_length > len(data):
         return None
     return lay, struct.unpack_from("<Q", data, _HEADER_BYTES)[0]
@@ -114,7 +114,7 @@ def set_header_bytes(data: bytes, rnd: random.Random, header_bytes: int | None =
         struct.pack_into("<Q", out, lay.chunk_field(i, "offset").offset, header_bytes + i * CHUNK_BYTES)
     out += bytes(max(header_bytes - lay.header_length, 0)) + planes
     if header_bytes > lay.header_length + 1 and rnd.random() < 0.15:  # garbage in the padding, past byte 448
-        out[rnd.randrange(lay.header_length, header_bytes)] = rnd.randrange(1, 256)
+        out[rnd.randrange(lay.header_length, header_bytes)] = rnd.getrandbits(8) or 1  # any nonzero byte
     return _sealed(out)
 
 
