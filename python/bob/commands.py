@@ -49,7 +49,7 @@ EXIT_INTERRUPTED = 130
 __all__ = [
     "EXIT_OK", "EXIT_UNEXPECTED", "EXIT_FOUND", "EXIT_REFUSED", "EXIT_SOFTWARE", "EXIT_BUSY", "EXIT_INTERRUPTED",
     "Refused", "about", "fail", "emit", "silence", "os_reason", "argument_parser", "parse_command_line",
-    "Outcome", "run_command", "seconds_option", "count_option", "integer_option", "output_directory",
+    "Outcome", "run_command", "number_option", "seconds_option", "count_option", "integer_option", "output_directory",
     "unexpected", "version", "tolerant_streams",
 ]
 
@@ -302,10 +302,11 @@ def _number(text: str) -> float:
         return math.nan
 
 
-def seconds_option(option: str, *, minimum: float = 0.0, positive: bool = False, maximum: float | None = None):
-    """An argparse ``type``: a finite number of seconds, at least ``minimum``
-    (above 0 when ``positive``), at most ``maximum``; anything else (``nan``,
-    ``inf``, ``1e309``, ``-1``, ``soon``) is a :class:`Refused` naming ``option``."""
+def number_option(option: str, *, minimum: float = 0.0, positive: bool = False, maximum: float | None = None,
+                  what: str = "a finite number"):
+    """An argparse ``type``: a finite number, at least ``minimum`` (above it when
+    ``positive``), at most ``maximum``; anything else (``nan``, ``inf``,
+    ``1e309``, ``-1``, ``soon``) is a :class:`Refused` naming ``option``."""
     import math
 
     bound = f"> {minimum:g}" if positive else f">= {minimum:g}"
@@ -316,10 +317,16 @@ def seconds_option(option: str, *, minimum: float = 0.0, positive: bool = False,
         value = _number(text)
         if not math.isfinite(value) or value < minimum or (positive and value <= minimum) \
                 or (maximum is not None and value > maximum):
-            raise Refused(f"must be a finite number of seconds {bound}, got {show_path(text)}", option=option)
+            raise Refused(f"must be {what} {bound}, got {show_path(text)}", option=option)
         return value
 
     return convert
+
+
+def seconds_option(option: str, *, minimum: float = 0.0, positive: bool = False, maximum: float | None = None):
+    """:func:`number_option` for a number of seconds (``--wait``, ``--time``, ``--timeout``)."""
+    return number_option(option, minimum=minimum, positive=positive, maximum=maximum,
+                         what="a finite number of seconds")
 
 
 def integer_option(option: str, *, minimum: int, maximum: int, what: str = "an integer"):

@@ -164,10 +164,10 @@ def open_corpus(corpus: "str | os.PathLike[str]") -> list[dict[str, Any]]:
     if os.path.lexists(corpus) and not os.path.isdir(corpus):
         raise Refused("is not a directory (a corpus written by `bob-fuzz conformance`)", option="--corpus",
                       path=corpus)
+    if not os.path.isdir(corpus):
+        raise Refused("no such directory", option="--corpus", path=corpus)
     manifest = Path(corpus) / "manifest.json"
     with about("--corpus", manifest):
-        if not os.path.isdir(corpus):
-            raise FileNotFoundError(2, "no such directory", os.fspath(corpus))
         try:
             text = read_bounded(manifest, 64 << 20)
         except FileTooLarge:
