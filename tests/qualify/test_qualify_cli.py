@@ -89,7 +89,7 @@ def test_report_writes_json_and_plots(tmp_path, capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("argv, env, message", [
-    (["--seed", "x"], None, "not an integer"),
+    (["--seed", "x"], None, "--seed: must be an integer from 0 to 18446744073709551615, got x"),
     (["--quick", "--thorough"], None, "not allowed with"),
     (["--quick"], "avx2", "KERNEL:THREADS"),
 ])
