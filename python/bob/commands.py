@@ -394,7 +394,7 @@ def command_of(prog: str, argv: "list[str]", subcommands: "dict[str, str] | None
 
 def run_command(prog: str, build_parser, work, argv: "list[str] | None" = None, *,
                 unexpected_code: int = EXIT_UNEXPECTED, interrupted: str = "interrupted",
-                subcommands: "dict[str, str] | None" = None) -> int:
+                subcommands: "dict[str, str] | None" = None, quick=None) -> int:
     """Run one command: parse ``argv`` with ``build_parser()`` (an
     :func:`argument_parser`), call ``work(args)`` for an :class:`Outcome` and
     print it (``--json``: ``data`` inside the shared envelope; else ``text``).
@@ -404,7 +404,9 @@ def run_command(prog: str, build_parser, work, argv: "list[str] | None" = None, 
     anything else is :func:`unexpected` with ``unexpected_code`` (a refusal
     whose code is :data:`EXIT_UNEXPECTED` takes it too: where exit 1 means
     "found something", unexpected has a code of its own). ``subcommands``
-    (name or alias -> name) names the ``command`` key (:func:`command_of`)."""
+    (name or alias -> name) names the ``command`` key (:func:`command_of`).
+    ``quick(argv)``, if given, reads the common command lines without building
+    the parser (bob-run's start-up); it returns None for anything else."""
     tolerant_streams()
     argv = sys.argv[1:] if argv is None else list(argv)
     as_json, debug = _flag(argv, "--json"), _flag(argv, "--debug")
@@ -416,10 +418,12 @@ def run_command(prog: str, build_parser, work, argv: "list[str] | None" = None, 
         return fail(prog, exc, as_json=as_json, command=name)
 
     try:
-        try:
-            args = build_parser().parse_args(argv)
-        except SystemExit as exc:  # --help or --version: printed already
-            return exc.code if isinstance(exc.code, int) else EXIT_OK
+        args = quick(argv) if quick is not None else None
+        if args is None:
+            try:
+                args = build_parser().parse_args(argv)
+            except SystemExit as exc:  # --help or --version: printed already
+                return exc.code if isinstance(exc.code, int) else EXIT_OK
         as_json, debug = bool(getattr(args, "json", as_json)), bool(getattr(args, "debug", debug))
         outcome = work(args)
     except Refused as exc:
@@ -432,7 +436,7 @@ def run_command(prog: str, build_parser, work, argv: "list[str] | None" = None, 
         import json
 
         document = {**outcome.data, **envelope(outcome.command or name, outcome.code)}
-        emit(prog, json.dumps(document, sort_keys=True, allow_nan=False), committed=outcome.committed)
+        emit(prog, json.dumps(document, sort_keys=True), committed=outcome.committed)
     elif outcome.text:
         emit(prog, outcome.text, committed=outcome.committed)
     return outcome.code

@@ -22,7 +22,6 @@ Only the standard library is imported up front.
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 import time
@@ -33,17 +32,16 @@ if TYPE_CHECKING:  # pragma: no cover
 
 from bob.commands import (
     EXIT_BUSY,
-    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_REFUSED,
-    EXIT_UNEXPECTED,
+    Outcome,
     Refused,
     about,
+    add_common_options,
     argument_parser,
-    emit,
-    fail,
     os_reason,
-    parse_command_line,
+    run_command,
+    seconds_option,
 )
 from bob.text import show_byte, show_path
 
@@ -332,10 +330,9 @@ def run_parser() -> "argparse.ArgumentParser":
     parser.add_argument("--input", required=True, metavar="RECORD", help="the input record (bob-input v1)")
     parser.add_argument("--checkpoint", required=True, metavar="CKPT", help="read, then replaced atomically")
     parser.add_argument("--predictions", required=True, metavar="PRED", help="written atomically (24 bytes)")
-    parser.add_argument("--json", action="store_true", help="print the summary (or the refusal) as one JSON object")
     parser.add_argument("--wait", default="0", metavar="SECONDS",
                         help="wait this long for a checkpoint another bob-run holds (default: refuse at once, exit 75)")
-    parser.add_argument("--debug", action="store_true", help="show a traceback for unexpected errors")
+    add_common_options(parser, json_help="print the summary (or the refusal) as one JSON object")
     return parser
 
 
@@ -392,56 +389,20 @@ def _quick_args(argv: list[str]) -> "QuickArgs | None":
 
 def wait_seconds(text: str) -> float:
     """``--wait``: a finite number of seconds, at least 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value < 0:
-        raise Refused(f"must be a finite number of seconds >= 0, got {show_path(text)}", option="--wait")
-    return value
+    return seconds_option("--wait")(text)
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    quick = _quick_args(argv)
-    if quick is not None:
-        args: "QuickArgs | argparse.Namespace" = quick
-    else:
-        parsed = parse_command_line(PROG, run_parser(), argv)
-        if isinstance(parsed, int):
-            return parsed
-        args = parsed
-    try:
-        # One thread: in a fresh process the first parallel call pays for
-        # starting the core's thread pool, which costs more than the call's
-        # work saves (BENCHMARKS.md). Threads never change a bit.
-        result = run_files(args.input, args.checkpoint, args.predictions, wait_seconds=wait_seconds(args.wait),
-                           threads=1)
-    except Refused as exc:
-        return fail(PROG, exc, as_json=args.json)
-    except KeyboardInterrupt:
-        return fail(PROG, Refused("interrupted; nothing was changed", code=EXIT_INTERRUPTED), as_json=args.json)
-    except ImportError as exc:  # no native core: there is no other path to the math
-        return _unexpected(exc, args)
-    except Exception as exc:  # noqa: BLE001 - the promise is: exit 1, traceback only under --debug
-        return _unexpected(exc, args)
-    committed = f"the invocation committed step {result['step_after']} to {result['checkpoint']}"
-    if args.json:
-        import json
-
-        emit(PROG, json.dumps(result, sort_keys=True), committed=committed)
-    else:
-        emit(PROG, _human_summary(result), committed=committed)
-    return EXIT_OK
+    return run_command(PROG, run_parser, _work, argv, quick=_quick_args, interrupted="interrupted; nothing was changed")
 
 
-def _unexpected(exc: BaseException, args: "QuickArgs | argparse.Namespace") -> int:
-    if args.debug:
-        import traceback
-
-        traceback.print_exc()
-    message = str(exc) if isinstance(exc, ImportError) else f"unexpected error: {type(exc).__name__}: {exc}"
-    return fail(PROG, Refused(message, code=EXIT_UNEXPECTED), as_json=args.json)
+def _work(args: "QuickArgs | argparse.Namespace") -> Outcome:
+    # One thread: in a fresh process the first parallel call pays for
+    # starting the core's thread pool, which costs more than the call's
+    # work saves (BENCHMARKS.md). Threads never change a bit.
+    result = run_files(args.input, args.checkpoint, args.predictions, wait_seconds=wait_seconds(args.wait), threads=1)
+    return Outcome(EXIT_OK, result, _human_summary(result),
+                   committed=f"the invocation committed step {result['step_after']} to {result['checkpoint']}")
 
 
 if __name__ == "__main__":  # pragma: no cover
