@@ -278,7 +278,7 @@ def add_common_options(parser, *, json_help: str = "print one JSON object (the r
     """``--json``, ``--debug`` and ``--version``: every command and subcommand has them."""
     import argparse
 
-    prog = parser.prog
+    prog = parser.prog.split()[0]  # a subcommand says its program's version
 
     class Version(argparse.Action):
         def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):

@@ -33,6 +33,7 @@ def test_quick_json_qualifies_this_build_as_a_process():
     assert done.returncode == 0, done.stderr + done.stdout[-2000:]
     result = json.loads(done.stdout)
     assert result["qualified"] and result["exit_code"] == 0 and result["failures"] == []
+    assert (result["command"], result["ok"], result["error"]) == ("bob-qualify", True, None)  # every command's keys
     assert result["seed"] == 11 and result["perturbation"] is None
     checks = {row["check"] for row in result["checks"]}
     assert {"public-vector/record", "public-vector/invoke", "public-vector/bob-run", "formats", "kernels",

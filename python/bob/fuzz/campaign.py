@@ -124,6 +124,10 @@ def die_with_parent(parent: int | None = None) -> None:
         os._exit(1)
 
 
+HARNESS = ("fuzz/campaign.py", "fuzz/replay.py", "fuzz/cli.py")
+"""The modules that call a target: their frames are never a failure's place."""
+
+
 def _bob_root() -> str:
     import bob
 
@@ -136,6 +140,8 @@ def failure_key(kind: str, frames: "list[tuple[str, int, str]]") -> str:
     frame when none is bob's (a target outside the package); never the
     message, which may hold a value that varies from input to input."""
     root = _bob_root()
+    harness = tuple(root + name for name in HARNESS)
+    frames = [f for f in frames if not os.path.abspath(f[0]).startswith(harness)]
     ours = [f for f in frames if os.path.abspath(f[0]).startswith(root)]
     chosen = (ours or frames or [None])[-1]
     if chosen is None:

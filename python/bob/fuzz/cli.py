@@ -191,14 +191,15 @@ def _target_of(path: Any, given: str | None) -> str:
 
 
 def cmd_replay(args: argparse.Namespace) -> Outcome:
-    from bob.fuzz.replay import files_under, replay_file, skipped
+    from bob.fuzz.replay import files_under, read_input, replay_file, skipped
 
     if args.target is not None:
         _known_target(args.target)
     files = []
     for path in args.paths:
         with about("PATH", path):
-            os.stat(path)
+            if not os.path.isdir(path):
+                read_input(path)  # a regular file, or refused here (missing, a device, a FIFO ...)
         for f in files_under([path]):
             if args.target is None and skipped(f):
                 continue

@@ -86,11 +86,14 @@ def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
         from bob.inspect.heatmap import require_matplotlib
 
         require_matplotlib()
-        from bob.fileio import same_file
+        from bob.commands import about
+        from bob.fileio import replace_target, same_file
 
         if same_file(heatmap, args.file):
             raise Refused(f"--heatmap {show_path(heatmap)}: that is the checkpoint being inspected; "
                           "bob-inspect never replaces what it reads")
+        with about("--heatmap", heatmap):  # refused before the drawing, not after it
+            replace_target(heatmap)
     rows = rows_bytes(args)
     data, problems = read(args.file, MAX_CHECKPOINT_BYTES, CHECKPOINT_FILE)
     report, p_plane = checkpoint_report(data, problems, path=args.file, auto=auto, rows=rows)

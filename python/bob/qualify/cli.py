@@ -64,15 +64,15 @@ def _work(args: argparse.Namespace) -> Outcome:
 
     from bob.qualify import report, runner
 
-    try:
-        perturb = perturbation()
-    except ValueError as exc:
-        raise Refused(str(exc), option=PERTURB_ENV) from None
     if args.report is not None:
         if not report.plotting_available():
             raise Refused("draws plots with matplotlib, which is not installed (pip install 'bob[plot]')",
                           option="--report", path=args.report)
         output_directory("--report", args.report)
+    try:
+        perturb = perturbation()
+    except ValueError as exc:
+        raise Refused(str(exc), option=PERTURB_ENV) from None
     seed = runner.new_seed() if args.seed is None else args.seed
     plan = runner.PLANS[args.mode]
     err = Console(stderr=True)
