@@ -39,6 +39,20 @@ def test_diff_of_one_value_reports_its_index_and_ulp(cli, files):
     assert "verdict: different: P differs in 1 value; 2 header fields differ" in out
 
 
+def test_diff_within_a_tolerance_is_equal(cli, files):
+    a, b = str(files / "ck3.bin"), str(files / "one.bin")  # one P value 3 ulp apart (and so the digests)
+    r = cli.json("diff", a, b, "--ulp", "3")
+    assert r["equal"] is True and r["identical"] is False and r["exit_code"] == 0
+    assert r["tolerance"] == {"ulp": 3, "atol": None} and r["planes"]["P"]["beyond_tolerance"] == 0
+    assert "verdict: equal within the tolerance: every plane value within 3 ulp" in cli.text("diff", a, b, "--ulp", "3")
+    assert cli.json("diff", a, b, "--ulp", "2", code=1)["planes"]["P"]["beyond_tolerance"] == 1
+    gap = cli.json("diff", a, b, code=1)["planes"]["P"]["max_abs_diff"]["value"]
+    assert cli.json("diff", a, b, "--atol", repr(gap))["equal"] is True
+    assert cli.json("diff", a, b, "--atol", repr(gap / 2), code=1)["equal"] is False
+    # a tolerance never hides a header field the planes do not determine
+    assert cli.json("diff", str(files / "ck1.bin"), str(files / "ck2.bin"), "--atol", "1e30", code=1)["equal"] is False
+
+
 def test_diff_of_two_invocations_and_of_identical_files(cli, files):
     r = cli.json("diff", str(files / "ck1.bin"), str(files / "ck2.bin"), code=1)
     diffs = {d["field"]: (d["a"], d["b"]) for d in r["header"]["differences"]}

@@ -143,10 +143,9 @@ def failure_key(kind: str, frames: "list[tuple[str, int, str]]") -> str:
     harness = tuple(root + name for name in HARNESS)
     frames = [f for f in frames if not os.path.abspath(f[0]).startswith(harness)]
     ours = [f for f in frames if os.path.abspath(f[0]).startswith(root)]
-    chosen = (ours or frames or [None])[-1]
-    if chosen is None:
+    if not (ours or frames):
         return kind
-    name, line, function = chosen
+    name, line, function = (ours or frames)[-1]
     name = os.path.abspath(name)
     shown = "bob/" + name[len(root):] if name.startswith(root) else os.path.basename(name)
     return f"{kind} at {shown}:{line} in {function}"

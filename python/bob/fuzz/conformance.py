@@ -227,7 +227,7 @@ def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | Non
         if corpus is None:
             write_corpus(root)
         by_field: dict[str, dict[str, int]] = {}
-        disagreements = []
+        disagreements: list[dict[str, Any]] = []
         files = [e for e in open_corpus(root) if e["format"] == fmt]
         progress = Progress("bob-fuzz", f"check {fmt}", len(files))
         for e in files:

@@ -46,7 +46,7 @@ def _where(index: int) -> dict[str, Any]:
 
 def beyond(a, b, *, ulp: int | None = None, atol: float | None = None) -> Any:
     """Where two planes differ by more than the tolerance: different bits, unless
-    both values are finite (or both the same infinity) and within ``ulp`` units
+    both values are finite and within ``ulp`` units
     in the last place or ``atol`` of each other (either suffices). NaNs must be
     bit-identical: a NaN is never within a distance of anything."""
     a = np.asarray(a, dtype=np.float32)
@@ -73,14 +73,14 @@ def plane_diff(a, b, *, ulp: int | None = None, atol: float | None = None) -> di
     if not idx.size:
         return out
     k = int(idx[0])
-    ulp = ulp_distance(a, b)
+    distance = ulp_distance(a, b)
     notnan = ~(np.isnan(a) | np.isnan(b))
     first = _where(k)
     first.update(
         a=f32_json(a[k]), b=f32_json(b[k]),
         a_hex=f"{int(a.view(np.uint32)[k]):08x}", b_hex=f"{int(b.view(np.uint32)[k]):08x}",
         abs_diff=json_number(abs(float(a[k]) - float(b[k]))) if notnan[k] else None,
-        ulp=int(ulp[k]) if notnan[k] else None,
+        ulp=int(distance[k]) if notnan[k] else None,
     )
     out["first"] = first
     both = np.isfinite(a) & np.isfinite(b)
@@ -88,7 +88,7 @@ def plane_diff(a, b, *, ulp: int | None = None, atol: float | None = None) -> di
     if (absd > 0).any():
         j = int(np.argmax(absd))
         out["max_abs_diff"] = {"value": float(absd[j]), **_where(j), "a": f32_json(a[j]), "b": f32_json(b[j])}
-    u = np.where(notnan, ulp, -1)
+    u = np.where(notnan, distance, -1)
     if (u > 0).any():
         j = int(np.argmax(u))
         out["max_ulp"] = {"value": int(u[j]), **_where(j), "a": f32_json(a[j]), "b": f32_json(b[j])}
