@@ -10,6 +10,11 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE)
         return 0 if argv else 2
+    if argv[0] == "--version":
+        from bob.commands import version
+
+        print(f"bob {version()}")
+        return 0
     command, rest = argv[0], argv[1:]
     if command == "run":
         from bob.run import main as run_main

@@ -13,6 +13,16 @@ One mechanism each:
 * :func:`emit` prints a command's result in one write; if stdout is closed,
   full or a broken pipe, it says so in one line on stderr and the command's
   exit status stands (the files are the record).
+* :func:`run_command` is every command's runner: the parser (with
+  ``--version``, ``--json`` and ``--debug``), the typed option converters
+  (:func:`seconds_option`, :func:`count_option`, :func:`integer_option`:
+  every number finite and in range, the option named in the refusal),
+  refusals and usage errors as one line (exit 2), KeyboardInterrupt (130),
+  one handler for anything unexpected (the command's own code; a traceback
+  only under ``--debug``), and one ``--json`` envelope (``command``, ``ok``,
+  ``exit_code``, ``error``) for success, refusal and usage error alike.
+  Text that the stream's encoding cannot hold is written escaped
+  (``\\u2026``), never a ``UnicodeEncodeError``.
 
 Standard library only (``bob-run`` imports it on its fast path).
 """
@@ -30,7 +40,9 @@ if TYPE_CHECKING:  # pragma: no cover - typing costs start-up time bob-run does 
 
 EXIT_OK = 0
 EXIT_UNEXPECTED = 1
+EXIT_FOUND = 1  # bob-fuzz, bob-qualify, bob-inspect diff: a finding, a failed check, a difference
 EXIT_REFUSED = 2
+EXIT_SOFTWARE = 70  # EX_SOFTWARE: "unexpected" where exit 1 means "found something"
 EXIT_BUSY = 75  # EX_TEMPFAIL: try again later
 EXIT_INTERRUPTED = 130  # Ctrl-C before the commit; SIGTERM and SIGHUP give 128 + their number
 
@@ -40,8 +52,10 @@ EXIT_INTERRUPTED = 130  # Ctrl-C before the commit; SIGTERM and SIGHUP give 128 
 RESOURCE_ERRNOS = frozenset({12, 23, 24, 105})  # ENOMEM, ENFILE, EMFILE, ENOBUFS (Linux and macOS alike)
 
 __all__ = [
-    "EXIT_OK", "EXIT_UNEXPECTED", "EXIT_REFUSED", "EXIT_BUSY", "EXIT_INTERRUPTED",
+    "EXIT_OK", "EXIT_UNEXPECTED", "EXIT_FOUND", "EXIT_REFUSED", "EXIT_SOFTWARE", "EXIT_BUSY", "EXIT_INTERRUPTED",
     "Refused", "about", "fail", "note", "emit", "silence", "os_reason", "argument_parser", "parse_command_line",
+    "Outcome", "run_command", "number_option", "seconds_option", "count_option", "integer_option", "output_directory",
+    "unexpected", "version", "tolerant_streams", "add_common_options", "write_whole",
 ]
 
 
@@ -117,18 +131,33 @@ class about:  # noqa: N801 - used as a `with` statement, like contextlib's helpe
         # about the user's file: it stays an unexpected error (exit 1).
 
 
-def fail(prog: str, refusal: Refused, *, as_json: bool) -> int:
-    """Report a refusal: one line on stderr; under ``--json`` also one object on stdout."""
+def fail(prog: str, refusal: Refused, *, as_json: bool, command: str | None = None,
+         extra: "dict[str, Any] | None" = None) -> int:
+    """Report a refusal: one line on stderr; under ``--json`` also one object on
+    stdout, the envelope every command shares (:func:`envelope`): ``command``
+    (``prog`` unless named), ``ok`` false, ``exit_code`` and ``error`` (the
+    refusal's :meth:`Refused.to_dict`), plus ``extra``'s keys."""
     _write(sys.stderr, f"{prog}: refused: {refusal.text}\n" if refusal.code == EXIT_REFUSED
            else f"{prog}: {refusal.text}\n")
     if as_json:
         import json
 
-        _write(sys.stdout, json.dumps({"error": refusal.to_dict()}, sort_keys=True) + "\n")
+        document = envelope(command or prog, refusal.code, refusal)
+        if extra:
+            document = {**extra, **document}
+        _write(sys.stdout, json.dumps(document, sort_keys=True) + "\n")
     return refusal.code
 
 
-def _write(stream, text: str) -> bool:
+def envelope(command: str, code: int, refusal: "Refused | None" = None) -> "dict[str, Any]":
+    """The keys every ``--json`` object of every command has: ``command``, ``ok``
+    (exactly when ``exit_code`` is 0), ``exit_code`` and ``error`` (null, or
+    ``{option, path, field, message, exit_code, text}``)."""
+    return {"command": command, "ok": code == EXIT_OK, "exit_code": code,
+            "error": None if refusal is None else refusal.to_dict()}
+
+
+def write_whole(stream, text: str) -> bool:
     """Write ``text`` in one piece and flush; False if the stream cannot take it."""
     if stream is None:  # the process was started with this stream closed
         return False
@@ -140,6 +169,9 @@ def _write(stream, text: str) -> bool:
         silence(stream)
         return False
 
+
+
+_write = write_whole  # the short name the module uses
 
 def silence(stream) -> None:
     """Point a broken standard stream at /dev/null so the interpreter's final
@@ -192,8 +224,12 @@ def argument_parser(**kwargs):
 
     class CommandParser(argparse.ArgumentParser):
         def error(self, message: str):
-            _write(sys.stderr, self.format_usage())
-            raise Refused(f"usage: {message}")
+            # one line, naming the option argparse names ("argument --time: …")
+            option = None
+            if message.startswith("argument ") and ": " in message:
+                named, message = message[len("argument "):].split(": ", 1)
+                option = named.split("/")[0]
+            raise Refused(f"usage: {message} (see {self.prog} --help)", option=option)
 
     return CommandParser(**kwargs)
 
@@ -208,3 +244,215 @@ def parse_command_line(prog: str, parser, argv: list[str]):
         return fail(prog, exc, as_json="--json" in argv)
     except SystemExit as exc:  # --help or --version: argparse printed it
         return exc.code if isinstance(exc.code, int) else EXIT_OK
+
+
+# --------------------------------------------------------------------------- #
+# The runner every command shares
+# --------------------------------------------------------------------------- #
+
+
+class Outcome:
+    """What a command's work ends with: its exit ``code``, the JSON-ready
+    ``data`` (``--json`` prints it inside the shared envelope) and the human
+    ``text``; ``committed`` names what was written, for :func:`emit`."""
+
+    __slots__ = ("code", "data", "text", "committed", "command")
+
+    def __init__(self, code: int, data: "dict[str, Any] | None" = None, text: str = "", *,
+                 committed: str | None = None, command: str | None = None) -> None:
+        self.code, self.data, self.text, self.committed, self.command = code, data or {}, text, committed, command
+
+
+def tolerant_streams() -> None:
+    """stdout and stderr write what their encoding cannot hold as escapes
+    (``\\u2026``, ``\\xb5``) instead of raising ``UnicodeEncodeError``
+    (``PYTHONIOENCODING=ascii``, a C locale): degraded, never lost."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", None) not in ("backslashreplace", "surrogateescape"):
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # closed, or a replaced stream
+                pass
+
+
+def version() -> str:
+    """bob's distribution version (looked up only for ``--version``: start-up)."""
+    try:
+        from importlib.metadata import PackageNotFoundError, version as distribution_version
+    except ImportError:  # pragma: no cover
+        return "unknown"
+    try:
+        return distribution_version("bob")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def add_common_options(parser, *, json_help: str = "print one JSON object (the result, a refusal or a usage "
+                       "error) on stdout") -> None:
+    """``--json``, ``--debug`` and ``--version``: every command and subcommand has them."""
+    import argparse
+
+    prog = parser.prog
+
+    class Version(argparse.Action):
+        def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+            super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
+
+        def __call__(self, parser, namespace, values, option_string=None):
+            _write(sys.stdout, f"{prog} {version()}\n")
+            raise SystemExit(EXIT_OK)
+
+    parser.add_argument("--json", action="store_true", help=json_help)
+    parser.add_argument("--debug", action="store_true", help="show a traceback for unexpected errors")
+    parser.add_argument("--version", action=Version, help="print bob's version and exit")
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        import math
+
+        return math.nan
+
+
+def number_option(option: str, *, minimum: float = 0.0, positive: bool = False, maximum: float | None = None,
+                  what: str = "a finite number"):
+    """An argparse ``type``: a finite number, at least ``minimum`` (above it when
+    ``positive``), at most ``maximum``; anything else (``nan``, ``inf``,
+    ``1e309``, ``-1``, ``soon``) is a :class:`Refused` naming ``option``."""
+    import math
+
+    bound = f"> {minimum:g}" if positive else f">= {minimum:g}"
+    if maximum is not None:
+        bound += f" and <= {maximum:.0f}"
+
+    def convert(text: str) -> float:
+        value = _number(text)
+        if not math.isfinite(value) or value < minimum or (positive and value <= minimum) \
+                or (maximum is not None and value > maximum):
+            raise Refused(f"must be {what} {bound}, got {show_path(text)}", option=option)
+        return value
+
+    return convert
+
+
+def seconds_option(option: str, *, minimum: float = 0.0, positive: bool = False, maximum: float | None = None):
+    """:func:`number_option` for a number of seconds (``--wait``, ``--time``, ``--timeout``)."""
+    return number_option(option, minimum=minimum, positive=positive, maximum=maximum,
+                         what="a finite number of seconds")
+
+
+def integer_option(option: str, *, minimum: int, maximum: int, what: str = "an integer"):
+    """An argparse ``type``: a whole number (decimal, or ``0x``…) in
+    ``[minimum, maximum]``; ``1.5``, ``nan``, ``1e309`` or a value out of range
+    is a :class:`Refused` naming ``option``."""
+
+    def convert(text: str) -> int:
+        try:
+            value = int(text, 0)
+        except (TypeError, ValueError):
+            value = None
+        if value is None or not minimum <= value <= maximum:
+            raise Refused(f"must be {what} from {minimum} to {maximum}, got {show_path(text)}", option=option)
+        return value
+
+    return convert
+
+
+def count_option(option: str, *, minimum: int = 1, maximum: int = 10**12):
+    """An argparse ``type``: a count (``--runs``, ``--jobs`` …) in ``[minimum, maximum]``."""
+    return integer_option(option, minimum=minimum, maximum=maximum, what="a whole number")
+
+
+def output_directory(option: str, path: Any) -> str:
+    """``path`` as a directory bob writes into, created if missing (with its
+    parents); a file, a device or anything else in the way is a :class:`Refused`
+    naming ``option`` and the path, and so is a directory that cannot be written."""
+    from bob.fileio import make_directory
+
+    with about(option, path):
+        if os.path.lexists(path) and not os.path.isdir(path):
+            raise Refused("exists and is not a directory", option=option, path=path)
+        make_directory(path)
+    return os.fspath(path)
+
+
+def unexpected(prog: str, exc: BaseException, *, debug: bool, as_json: bool, code: int = EXIT_UNEXPECTED,
+               command: str | None = None) -> int:
+    """The one handler of anything unexpected: one line (and a traceback only
+    under ``debug``), exit ``code``. A missing native core says so plainly."""
+    if debug:
+        import traceback
+
+        traceback.print_exception(exc)
+    message = str(exc) if isinstance(exc, ImportError) else f"unexpected error: {type(exc).__name__}: {exc}"
+    return fail(prog, Refused(message, code=code), as_json=as_json, command=command)
+
+
+def _flag(argv: "list[str]", name: str) -> bool:
+    return name in argv[: argv.index("--")] if "--" in argv else name in argv
+
+
+def command_of(prog: str, argv: "list[str]", subcommands: "dict[str, str] | None") -> str:
+    """The ``command`` key: ``prog``, and the subcommand's own name when the command
+    line has one (its first word that is a subcommand or an alias of one)."""
+    if subcommands:
+        for word in argv:
+            if word == "--":
+                break
+            if word in subcommands:
+                return f"{prog} {subcommands[word]}"
+    return prog
+
+
+def run_command(prog: str, build_parser, work, argv: "list[str] | None" = None, *,
+                unexpected_code: int = EXIT_UNEXPECTED, interrupted: str = "interrupted",
+                subcommands: "dict[str, str] | None" = None, quick=None) -> int:
+    """Run one command: parse ``argv`` with ``build_parser()`` (an
+    :func:`argument_parser`), call ``work(args)`` for an :class:`Outcome` and
+    print it (``--json``: ``data`` inside the shared envelope; else ``text``).
+
+    A :class:`Refused` (a refusal, or a usage error) is one line on stderr and,
+    under ``--json``, the envelope on stdout; KeyboardInterrupt is exit 130;
+    anything else is :func:`unexpected` with ``unexpected_code`` (a refusal
+    whose code is :data:`EXIT_UNEXPECTED` takes it too: where exit 1 means
+    "found something", unexpected has a code of its own). ``subcommands``
+    (name or alias -> name) names the ``command`` key (:func:`command_of`).
+    ``quick(argv)``, if given, reads the common command lines without building
+    the parser (bob-run's start-up); it returns None for anything else."""
+    tolerant_streams()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    as_json, debug = _flag(argv, "--json"), _flag(argv, "--debug")
+    name = command_of(prog, argv, subcommands)
+
+    def refuse(exc: Refused) -> int:
+        if exc.code == EXIT_UNEXPECTED:
+            exc.code = unexpected_code
+        return fail(prog, exc, as_json=as_json, command=name)
+
+    try:
+        args = quick(argv) if quick is not None else None
+        if args is None:
+            try:
+                args = build_parser().parse_args(argv)
+            except SystemExit as exc:  # --help or --version: printed already
+                return exc.code if isinstance(exc.code, int) else EXIT_OK
+        as_json, debug = bool(getattr(args, "json", as_json)), bool(getattr(args, "debug", debug))
+        outcome = work(args)
+    except Refused as exc:
+        return refuse(exc)
+    except KeyboardInterrupt as exc:  # SIGTERM and SIGHUP too, where bob.signals is installed (128 + the signal)
+        said = interrupted.replace("interrupted", str(exc), 1) if hasattr(exc, "signum") else interrupted
+        return refuse(Refused(said, code=getattr(exc, "exit_code", EXIT_INTERRUPTED)))
+    except Exception as exc:  # noqa: BLE001 - the promise: one line, a traceback only under --debug
+        return unexpected(prog, exc, debug=debug, as_json=as_json, code=unexpected_code, command=name)
+    if as_json:
+        import json
+
+        document = {**outcome.data, **envelope(outcome.command or name, outcome.code)}
+        emit(prog, json.dumps(document, sort_keys=True), committed=outcome.committed)
+    elif outcome.text:
+        emit(prog, outcome.text, committed=outcome.committed)
+    return outcome.code

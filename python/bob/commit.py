@@ -6,7 +6,7 @@ committed exactly when the checkpoint's rename succeeds:
 1. **stage** — both new files are written as temporaries beside their
    targets and fsynced (:func:`bob.fileio.stage`); nothing visible changed;
 2. the predictions are renamed into place, a hard link keeping the old ones
-   (:class:`bob.fileio.Backup`);
+   (:class:`Backup`);
 3. ``before_commit()`` — the last word: a deferred signal, a lock that is no
    longer the lock path's, a checkpoint another process replaced — raises,
    and the old predictions are put back, the very same file;
@@ -43,14 +43,14 @@ import time
 
 from bob.commands import EXIT_BUSY, Refused, about, os_reason
 from bob import fileio
-from bob.fileio import Backup, discard_temporary, fsync_directory, open_regular, sidecar_name
+from bob.fileio import discard_temporary, fsync_directory, open_regular, sidecar_name, temporary_name
 from bob.text import show_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from bob.signals import Deferral
 
-__all__ = ["LOCK_TAG", "lock_path_for", "CheckpointLock", "Commit", "refuse_if_lock_of"]
+__all__ = ["LOCK_TAG", "lock_path_for", "CheckpointLock", "Backup", "Commit", "refuse_if_lock_of"]
 
 LOCK_TAG = ".bob-lock"
 _RETRIES = 1000  # lock paths replaced under us before bob gives up (each one is another process's doing)
@@ -196,6 +196,49 @@ def _read_holder(fd: int) -> str:
     except OSError:
         return ""
     return f" (pid {text})" if text.isdigit() else ""
+
+
+class Backup:
+    """Keep the file at ``target`` (a resolved path) so it can be put back exactly.
+
+    A hard link under a temporary name holds the old inode: :meth:`restore`
+    renames it back over the target (the very same bytes and mode, whatever
+    the size), :meth:`discard` drops it. A target that did not exist is
+    restored by removing whatever was written there.
+    """
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.link: str | None = None
+        if not os.path.lexists(target):
+            return
+        link = temporary_name(target)
+        try:
+            os.link(target, link)
+        except OSError:  # a filesystem without hard links: keep a copy instead
+            import shutil
+
+            shutil.copy2(target, link)
+        self.link = link
+
+    def restore(self) -> None:
+        if self.link is None:
+            try:
+                os.unlink(self.target)
+            except FileNotFoundError:
+                pass
+        else:
+            os.replace(self.link, self.target)
+            self.link = None
+        fsync_directory(os.path.dirname(self.target))
+
+    def discard(self) -> None:
+        if self.link is not None:
+            try:
+                os.unlink(self.link)
+            except FileNotFoundError:  # pragma: no cover
+                pass
+            self.link = None
 
 
 class Commit:

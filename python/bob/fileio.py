@@ -1,7 +1,7 @@
 """bob's files on disk: one bounded reader, one atomic writer, one rule for paths.
 
 ``bob-run``, ``bob-fixture``, ``bob-inspect`` and the library read and replace
-files only through here (``tests/house/test_house.py`` holds that; ``bob-fuzz``
+files only through here and :mod:`bob.commit`, bob-run's commit built on it (``tests/house/test_house.py`` holds that; ``bob-fuzz``
 and ``bob-qualify`` write their corpora, scratch files and reports directly),
 so every path they are given gets the same treatment:
 
@@ -38,9 +38,8 @@ so every path they are given gets the same treatment:
 * **Names within NAME_MAX.** Every name bob puts beside a target
   (temporaries, the lock) comes from :func:`sidecar_name`: a name that would
   pass 255 bytes keeps a prefix of the target's name and a hash of all of it.
-* **Exact rollback.** :func:`Backup` keeps a hard link to the file about to
-  be replaced, so putting it back restores the very same bytes, whatever
-  their size.
+* **Exact rollback** is :class:`bob.commit.Backup`, beside the one commit
+  point that needs it.
 
 Standard library only: ``bob-run`` uses this module on its fast path.
 """
@@ -61,12 +60,12 @@ __all__ = [
     "replace_target",
     "same_file",
     "check_directory",
+    "make_directory",
     "refuse_unreplaceable",
     "stage",
     "discard_temporary",
     "fsync_directory",
     "write_atomic",
-    "Backup",
     "clean_stale_temporaries",
     "temporary_name",
     "sidecar_name",
@@ -287,6 +286,14 @@ def refuse_unreplaceable(path: str, st: os.stat_result) -> None:
                                    "their owner can write")
 
 
+def make_directory(path: "str | os.PathLike[str]") -> None:
+    """Create the directory ``path`` and its parents if missing; ``PermissionError``
+    if bob could not write into it (a report, corpus or artifact directory)."""
+    os.makedirs(path, exist_ok=True)
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise PermissionError(13, "permission denied", os.fspath(path))
+
+
 def same_file(a: "str | os.PathLike[str]", b: "str | os.PathLike[str]") -> bool:
     """True when two paths name one file (links resolved, hard links too)."""
     try:
@@ -404,49 +411,6 @@ def discard_temporary(tmp: str) -> None:
         os.unlink(tmp)
     except OSError:
         pass
-
-
-class Backup:
-    """Keep the file at ``target`` (a resolved path) so it can be put back exactly.
-
-    A hard link under a temporary name holds the old inode: :meth:`restore`
-    renames it back over the target (the very same bytes and mode, whatever
-    the size), :meth:`discard` drops it. A target that did not exist is
-    restored by removing whatever was written there.
-    """
-
-    def __init__(self, target: str) -> None:
-        self.target = target
-        self.link: str | None = None
-        if not os.path.lexists(target):
-            return
-        link = temporary_name(target)
-        try:
-            os.link(target, link)
-        except OSError:  # a filesystem without hard links: keep a copy instead
-            import shutil
-
-            shutil.copy2(target, link)
-        self.link = link
-
-    def restore(self) -> None:
-        if self.link is None:
-            try:
-                os.unlink(self.target)
-            except FileNotFoundError:
-                pass
-        else:
-            os.replace(self.link, self.target)
-            self.link = None
-        fsync_directory(os.path.dirname(self.target))
-
-    def discard(self) -> None:
-        if self.link is not None:
-            try:
-                os.unlink(self.link)
-            except FileNotFoundError:  # pragma: no cover
-                pass
-            self.link = None
 
 
 def _pid_alive(pid: int) -> bool:

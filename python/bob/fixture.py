@@ -14,16 +14,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     import argparse
 
-from bob.commands import (
-    EXIT_OK,
-    EXIT_UNEXPECTED,
-    Refused,
-    about,
-    argument_parser,
-    emit,
-    fail,
-    parse_command_line,
-)
+from bob.commands import EXIT_OK, Outcome, Refused, about, add_common_options, argument_parser, run_command
 from bob.text import show_path
 
 PROG = "bob-fixture"
@@ -59,8 +50,7 @@ def fixture_parser() -> "argparse.ArgumentParser":
     parser.add_argument("--prompt-hex", dest="prompts", action=_PromptAction, metavar="HEX",
                         help="a prompt given as hex, for any bytes")
     parser.add_argument("--output", required=True, metavar="FILE", help="the record, written atomically")
-    parser.add_argument("--json", action="store_true", help="print the summary (or the refusal) as one JSON object")
-    parser.add_argument("--debug", action="store_true", help="show a traceback for unexpected errors")
+    add_common_options(parser)
     return parser
 
 
@@ -121,35 +111,20 @@ def build(args) -> dict:
     }
 
 
-def fixture_main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    args = parse_command_line(PROG, fixture_parser(), argv)
-    if isinstance(args, int):
-        return args
+def _work(args) -> Outcome:
     prompts = args.prompts or []
     if len(prompts) != 3:
-        return fail(PROG, Refused(f"prompts: exactly 3 prompts are needed (--prompt/--prompt-hex), got {len(prompts)}",
-                                  field="prompts"), as_json=args.json)
+        raise Refused(f"prompts: exactly 3 prompts are needed (--prompt/--prompt-hex), got {len(prompts)}",
+                      field="prompts")
     args.prompts = prompts
-    try:
-        summary = build(args)
-    except Refused as exc:
-        return fail(PROG, exc, as_json=args.json)
-    except Exception as exc:  # noqa: BLE001 - exit 1, traceback only under --debug
-        if args.debug:
-            import traceback
+    summary = build(args)
+    return Outcome(EXIT_OK, summary,
+                   f"bob-fixture: wrote {summary['output']} ({summary['bytes']} bytes, sha256 {summary['sha256']})",
+                   committed=f"wrote {summary['output']}")
 
-            traceback.print_exc()
-        return fail(PROG, Refused(f"unexpected error: {type(exc).__name__}: {exc}", code=EXIT_UNEXPECTED),
-                    as_json=args.json)
-    if args.json:
-        import json
 
-        emit(PROG, json.dumps(summary, sort_keys=True), committed=f"wrote {summary['output']}")
-    else:
-        emit(PROG, f"bob-fixture: wrote {summary['output']} ({summary['bytes']} bytes, sha256 {summary['sha256']})",
-             committed=f"wrote {summary['output']}")
-    return EXIT_OK
+def fixture_main(argv: list[str] | None = None) -> int:
+    return run_command(PROG, fixture_parser, _work, argv)
 
 
 main = fixture_main

@@ -23,7 +23,6 @@ Only the standard library is imported up front.
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 import time
@@ -36,17 +35,16 @@ if TYPE_CHECKING:  # pragma: no cover
 
 from bob.commands import (
     EXIT_BUSY,
-    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_REFUSED,
-    EXIT_UNEXPECTED,
+    Outcome,
     Refused,
     about,
+    add_common_options,
     argument_parser,
-    emit,
-    fail,
     note,
-    parse_command_line,
+    run_command,
+    seconds_option,
 )
 from bob.commit import lock_path_for  # noqa: F401 - where tests and tools have always found it
 from bob.text import show_byte, show_path
@@ -306,10 +304,9 @@ def run_parser() -> "argparse.ArgumentParser":
     parser.add_argument("--input", required=True, metavar="RECORD", help="the input record (bob-input v1)")
     parser.add_argument("--checkpoint", required=True, metavar="CKPT", help="read, then replaced atomically")
     parser.add_argument("--predictions", required=True, metavar="PRED", help="written atomically (24 bytes)")
-    parser.add_argument("--json", action="store_true", help="print the summary (or the refusal) as one JSON object")
     parser.add_argument("--wait", default="0", metavar="SECONDS",
                         help="wait this long for a checkpoint another bob-run holds (default: refuse at once, exit 75)")
-    parser.add_argument("--debug", action="store_true", help="show a traceback for unexpected errors")
+    add_common_options(parser, json_help="print the summary (or the refusal) as one JSON object")
     return parser
 
 
@@ -366,13 +363,7 @@ def _quick_args(argv: list[str]) -> "QuickArgs | None":
 
 def wait_seconds(text: str) -> float:
     """``--wait``: a finite number of seconds, at least 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value < 0:
-        raise Refused(f"must be a finite number of seconds >= 0, got {show_path(text)}", option="--wait")
-    return value
+    return seconds_option("--wait")(text)
 
 
 def main(argv: list[str] | None = None, *, until_exit: bool = False) -> int:
@@ -380,21 +371,18 @@ def main(argv: list[str] | None = None, *, until_exit: bool = False) -> int:
     the process with that status at once (the installed script, ``python -m
     bob run``), so signals stay deferred to the end: nothing that arrives
     after bob-run decided what happened can change what it says."""
-    argv = sys.argv[1:] if argv is None else list(argv)
-    quick = _quick_args(argv)
-    if quick is not None:
-        args: "QuickArgs | argparse.Namespace" = quick
-    else:
-        parsed = parse_command_line(PROG, run_parser(), argv)
-        if isinstance(parsed, int):
-            return parsed
-        args = parsed
     from bob import signals
 
     replaced = signals.install()  # SIGTERM and SIGHUP end bob-run as Ctrl-C does, and wait for a commit
     deferral = signals.Deferral()
+    committed: list[str] = []
     try:
-        return _run(args, deferral)
+        code = run_command(PROG, run_parser, lambda args: _work(args, deferral, committed), argv, quick=_quick_args,
+                           interrupted="interrupted; nothing was changed")
+        if committed and deferral.pending:  # too late to undo: say what is true, and end as a completed run
+            names = " and ".join(dict.fromkeys(signals.signal_name(s) for s in deferral.pending))
+            note(PROG, f"{names} arrived during the commit; {committed[0]}, so bob-run finished (exit 0)")
+        return code
     finally:
         if until_exit:
             deferral.begin()  # whatever arrives now is recorded, and the process ends with what was said
@@ -403,46 +391,17 @@ def main(argv: list[str] | None = None, *, until_exit: bool = False) -> int:
             signals.restore(replaced)
 
 
-def _run(args: "QuickArgs | argparse.Namespace", deferral: "Deferral") -> int:
-    from bob.signals import Interrupted, signal_name
+def _work(args: "QuickArgs | argparse.Namespace", deferral: "Deferral", committed: list[str]) -> Outcome:
+    from bob.signals import signal_name
 
-    try:
-        # One thread: in a fresh process the first parallel call pays for
-        # starting the core's thread pool, which costs more than the call's
-        # work saves (BENCHMARKS.md). Threads never change a bit.
-        result = run_files(args.input, args.checkpoint, args.predictions, wait_seconds=wait_seconds(args.wait),
-                           threads=1, deferral=deferral)
-    except Refused as exc:
-        return fail(PROG, exc, as_json=args.json)
-    except KeyboardInterrupt as exc:  # before the commit: rolled back
-        code, what = (exc.exit_code, str(exc)) if isinstance(exc, Interrupted) else (EXIT_INTERRUPTED, "interrupted")
-        return fail(PROG, Refused(f"{what}; nothing was changed", code=code), as_json=args.json)
-    except ImportError as exc:  # no native core: there is no other path to the math
-        return _unexpected(exc, args)
-    except Exception as exc:  # noqa: BLE001 - the promise is: exit 1, traceback only under --debug
-        return _unexpected(exc, args)
-    committed = f"the invocation committed step {result['step_after']} to {result['checkpoint']}"
+    # One thread: in a fresh process the first parallel call pays for
+    # starting the core's thread pool, which costs more than the call's
+    # work saves (BENCHMARKS.md). Threads never change a bit.
+    result = run_files(args.input, args.checkpoint, args.predictions, wait_seconds=wait_seconds(args.wait), threads=1,
+                       deferral=deferral)
+    committed.append(f"the invocation committed step {result['step_after']} to {result['checkpoint']}")
     result["signals_after_commit"] = [signal_name(s) for s in deferral.pending]
-    if args.json:
-        import json
-
-        emit(PROG, json.dumps(result, sort_keys=True), committed=committed)
-    else:
-        emit(PROG, _human_summary(result), committed=committed)
-    arrived = deferral.pending
-    if arrived:  # too late to undo: say what is true, and end as a completed run
-        names = " and ".join(dict.fromkeys(signal_name(s) for s in arrived))
-        note(PROG, f"{names} arrived during the commit; {committed}, so bob-run finished (exit 0)")
-    return EXIT_OK
-
-
-def _unexpected(exc: BaseException, args: "QuickArgs | argparse.Namespace") -> int:
-    if args.debug:
-        import traceback
-
-        traceback.print_exc()
-    message = str(exc) if isinstance(exc, ImportError) else f"unexpected error: {type(exc).__name__}: {exc}"
-    return fail(PROG, Refused(message, code=EXIT_UNEXPECTED), as_json=args.json)
+    return Outcome(EXIT_OK, result, _human_summary(result), committed=committed[0])
 
 
 if __name__ == "__main__":  # pragma: no cover

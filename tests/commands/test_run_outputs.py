@@ -19,7 +19,7 @@ from conftest import CKPT_10_SHA256, CKPT_20_SHA256, CORPUS, PRED_HEX, PROMPTS
 
 HELP = """\
 usage: bob-run [-h] --input RECORD --checkpoint CKPT --predictions PRED
-               [--json] [--wait SECONDS] [--debug]
+               [--wait SECONDS] [--json] [--debug] [--version]
 
 One bob invocation: 10 AdamW updates from CKPT (missing or empty: fresh), then
 CKPT and PRED replaced atomically.
@@ -29,10 +29,11 @@ options:
   --input RECORD      the input record (bob-input v1)
   --checkpoint CKPT   read, then replaced atomically
   --predictions PRED  written atomically (24 bytes)
-  --json              print the summary (or the refusal) as one JSON object
   --wait SECONDS      wait this long for a checkpoint another bob-run holds
                       (default: refuse at once, exit 75)
+  --json              print the summary (or the refusal) as one JSON object
   --debug             show a traceback for unexpected errors
+  --version           print bob's version and exit
 
 exit codes: 0 done, 2 refused, 75 checkpoint in use, 130 interrupted, 1
 unexpected
@@ -64,14 +65,12 @@ def test_a_missing_option_is_a_usage_error_naming_it(work: Path, capsys, monkeyp
     del args[args.index(missing):args.index(missing) + 2]
     assert main(args) == 2
     err = capsys.readouterr().err
-    usage = HELP.split("\n\n")[0]
-    assert err == f"{usage}\nbob-run: refused: usage: the following arguments are required: {missing}\n"
+    message = f"usage: the following arguments are required: {missing} (see bob-run --help)"
+    assert err == f"bob-run: refused: {message}\n"  # one line, as every refusal
     assert main([*args, "--json"]) == 2
     out = capsys.readouterr()
-    assert json.loads(out.out) == {"error": {
-        "option": None, "path": None, "field": None, "exit_code": 2,
-        "message": f"usage: the following arguments are required: {missing}",
-        "text": f"usage: the following arguments are required: {missing}"}}
+    assert json.loads(out.out) == {"command": "bob-run", "ok": False, "exit_code": 2, "error": {
+        "option": None, "path": None, "field": None, "exit_code": 2, "message": message, "text": message}}
     assert not (work / "ck.bin").exists() and not (work / "pred.bin").exists()
 
 
@@ -101,6 +100,8 @@ def test_the_json_summary_of_the_section8_runs(work: Path, capsys) -> None:
         out = capsys.readouterr()
         result = json.loads(out.out)
         got_losses = result.pop("losses")
+        shared = {key: result.pop(key) for key in ("command", "ok", "exit_code", "error")}  # every command's keys
+        assert shared == {"command": "bob-run", "ok": True, "exit_code": 0, "error": None}
         assert result == summary(step_before, sha, work) and out.err == ""
         assert len(got_losses) == 10 and (round(got_losses[0], 6), round(got_losses[-1], 6)) == losses
 
@@ -352,7 +353,8 @@ def test_what_goes_wrong_outside_bobs_checks_is_one_line_or_one_error_object(
     assert (out.out, out.err) == ("", f"bob-run: {message}\n")
     assert main(argv(work, "--json")) == code
     out = capsys.readouterr()
-    assert json.loads(out.out) == {"error": {"option": None, "path": None, "field": None, "exit_code": code,
+    assert json.loads(out.out) == {"command": "bob-run", "ok": False, "exit_code": code,
+                                   "error": {"option": None, "path": None, "field": None, "exit_code": code,
                                              "message": message, "text": message}}
     assert out.err == f"bob-run: {message}\n"
 
@@ -410,6 +412,6 @@ def test_command_line_refusals_in_words(work: Path, capsys) -> None:
     args = argv(work)
     args[args.index("--input")] = "xxinput"
     assert main(args) == 2
-    assert capsys.readouterr().err.endswith("bob-run: refused: usage: the following arguments are required: "
-                                            "--input\n")
+    assert capsys.readouterr().err == ("bob-run: refused: usage: the following arguments are required: "
+                                       "--input (see bob-run --help)\n")
     assert not (work / "ck.bin").exists()

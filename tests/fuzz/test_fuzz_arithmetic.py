@@ -13,7 +13,7 @@ import pytest
 from bob import _core
 from bob.fuzz import arithmetic
 from bob.fuzz.arithmetic import REGIME_STEPS, bias_correction, powi, reference_predict
-from bob.fuzz.campaign import seeded_loop
+from bob.fuzz.loop import seeded_loop
 
 BETA1, BETA2 = float(np.float32(0.9)), float(np.float32(0.999))
 

@@ -43,7 +43,7 @@ def test_replay_passes_golden_files_and_fails_a_broken_one(tmp_path: Path, capsy
     assert main(["replay", str(GOLDEN / "input-abracadabra.bin"), "--target", f"{__name__}:always_fails"]) == 1
     assert "FAIL" in capsys.readouterr().out
     (tmp_path / "x.bin").write_bytes(b"")
-    assert main(["replay", str(tmp_path / "x.bin")]) == 1  # no target known for it: said, not guessed
+    assert main(["replay", str(tmp_path / "x.bin")]) == 2  # no target known for it: a usage error, not a guess
 
 
 def always_fails(data: bytes) -> None:

@@ -8,7 +8,7 @@ import random
 import pytest
 
 import bob
-from bob.fuzz.campaign import seeded_loop
+from bob.fuzz.loop import seeded_loop
 from bob.fuzz.mutator import FORMATS, field_names, mutate_field, spots
 from conftest import GOLDEN
 

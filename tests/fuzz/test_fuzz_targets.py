@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bob.fuzz.campaign import seeded_loop
+from bob.fuzz.loop import seeded_loop
 from bob.fuzz.replay import replay
 from bob.fuzz.targets import TARGETS, get, seed_files
 from conftest import GOLDEN, ROOT

@@ -116,7 +116,7 @@ def test_bytes_paths_are_written_like_str_paths(tmp_path: Path) -> None:
 
 
 def test_a_backup_is_a_copy_where_hard_links_fail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from bob.fileio import Backup
+    from bob.commit import Backup
 
     target = tmp_path / "pred.bin"
     target.write_bytes(b"old bytes")

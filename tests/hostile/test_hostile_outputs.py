@@ -114,7 +114,8 @@ def test_skipping_the_teardown_still_flushes_every_byte_and_keeps_the_exit_code(
 def test_bob_inspect_with_a_closed_stdout_is_one_line_not_a_traceback(work: Path) -> None:
     out = subprocess.run([str(BIN / "bob-inspect"), str(work / "rec.bin")], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, preexec_fn=lambda: os.close(1), timeout=30)
-    assert out.returncode == 1 and b"Traceback" not in out.stderr and out.stderr.count(b"\n") == 1
+    # as bob-run: the report's exit status stands; one line says it could not be printed
+    assert out.returncode == 0 and b"Traceback" not in out.stderr and out.stderr.count(b"\n") == 1
 
 
 # ------------------------------------------------------------------ rollback ---

@@ -23,7 +23,7 @@ from conftest import CKPT_10_SHA256 as CKPT_SHA_10  # noqa: E402
 CKPT_KEYS = {
     "command", "file", "auto", "kind", "size", "sha256", "fresh", "magic", "version", "header_bytes",
     "header_length", "partial_header", "step", "invocations", "contract", "header_digest", "chunk_count", "chunks",
-    "planes", "note", "rows", "heatmap", "problems", "problem_count", "ok", "verdict",
+    "planes", "note", "rows", "heatmap", "problems", "problem_count", "ok", "verdict", "exit_code", "error",
 }
 PLANE_KEYS = {"count", "min", "max", "mean", "l2_norm", "non_finite", "nan", "inf", "negative", "zeros"}
 CHUNK_KEYS = {"index", "plane", "tag", "offset", "length", "sha256", "computed_sha256", "tag_ok", "offset_ok",
@@ -52,7 +52,7 @@ def test_ckpt_json_on_the_section8_checkpoint(cli, files):
     path = files / "ck1.bin"
     r = cli.json("ckpt", str(path))
     assert set(r) == CKPT_KEYS
-    assert r["command"] == "ckpt" and r["kind"] == "ckpt" and r["auto"] is False
+    assert r["command"] == "bob-inspect checkpoint" and r["kind"] == "checkpoint" and r["auto"] is False
     assert r["sha256"] == CKPT_SHA_10 == hashlib.sha256(path.read_bytes()).hexdigest()
     assert (r["size"], r["header_bytes"], r["header_length"]) == (786_880, 448, 447)
     assert (r["step"], r["invocations"], r["version"]) == (10, 1, 1)
@@ -173,7 +173,7 @@ def test_an_unparsable_header_still_shows_the_fields_read_before_the_problem(cli
 
 def test_an_empty_file_is_a_fresh_checkpoint(cli, files):
     r = cli.json(str(files / "empty.bin"))
-    assert r["command"] == "ckpt" and r["auto"] is True and r["fresh"] is True and r["ok"] is True
+    assert r["command"] == "bob-inspect checkpoint" and r["auto"] is True and r["fresh"] is True and r["ok"] is True
     assert r["step"] == 0 and r["contract"] is None and r["chunks"] is None
     assert -0.01 <= r["planes"]["P"]["min"] and r["planes"]["P"]["max"] < 0.01
     assert r["planes"]["M"]["zeros"] == r["planes"]["V"]["zeros"] == 65_536

@@ -7,14 +7,15 @@ import numpy as np
 from bob.inspect.diff import ordered_keys, ulp_distance
 
 AB = 97 * 256 + 98  # the parameter (context 'a', next 'b')
-DIFF_KEYS = {"command", "a", "b", "identical", "first_differing_offset", "header", "planes", "ok", "verdict"}
+DIFF_KEYS = {"command", "a", "b", "identical", "first_differing_offset", "header", "planes", "ok", "verdict",
+             "tolerance", "equal", "problems_found", "exit_code", "error"}
 
 
 def test_diff_of_one_value_reports_its_index_and_ulp(cli, files):
     a, b = str(files / "ck3.bin"), str(files / "one.bin")
-    r = cli.json("diff", a, b)
+    r = cli.json("diff", a, b, code=1)  # different files: exit 1, as cmp, diff and h5diff
     assert set(r) == DIFF_KEYS
-    assert r["identical"] is False and r["ok"] is True
+    assert r["identical"] is False and r["problems_found"] is False and r["ok"] is False and r["exit_code"] == 1
     p = r["planes"]["P"]
     assert p["differing"] == 1
     first = p["first"]
@@ -30,7 +31,7 @@ def test_diff_of_one_value_reports_its_index_and_ulp(cli, files):
     assert [d["field"] for d in r["header"]["differences"]] == ["chunk_table[0].digest", "header_digest"]
     assert r["first_differing_offset"] == 279  # chunk_table[0].digest
 
-    out = cli.text("diff", a, b)
+    out = cli.text("diff", a, b, code=1)
     assert "  P: 1 value(s) differ" in out
     assert f"     first at index {AB} = (context 'a', next 'b'): " in out and ", 3 ulp" in out
     assert f"     largest ULP distance 3 at index {AB} = (context 'a', next 'b')" in out
@@ -38,13 +39,27 @@ def test_diff_of_one_value_reports_its_index_and_ulp(cli, files):
     assert "verdict: different: P differs in 1 value; 2 header fields differ" in out
 
 
+def test_diff_within_a_tolerance_is_equal(cli, files):
+    a, b = str(files / "ck3.bin"), str(files / "one.bin")  # one P value 3 ulp apart (and so the digests)
+    r = cli.json("diff", a, b, "--ulp", "3")
+    assert r["equal"] is True and r["identical"] is False and r["exit_code"] == 0
+    assert r["tolerance"] == {"ulp": 3, "atol": None} and r["planes"]["P"]["beyond_tolerance"] == 0
+    assert "verdict: equal within the tolerance: every plane value within 3 ulp" in cli.text("diff", a, b, "--ulp", "3")
+    assert cli.json("diff", a, b, "--ulp", "2", code=1)["planes"]["P"]["beyond_tolerance"] == 1
+    gap = cli.json("diff", a, b, code=1)["planes"]["P"]["max_abs_diff"]["value"]
+    assert cli.json("diff", a, b, "--atol", repr(gap))["equal"] is True
+    assert cli.json("diff", a, b, "--atol", repr(gap / 2), code=1)["equal"] is False
+    # a tolerance never hides a header field the planes do not determine
+    assert cli.json("diff", str(files / "ck1.bin"), str(files / "ck2.bin"), "--atol", "1e30", code=1)["equal"] is False
+
+
 def test_diff_of_two_invocations_and_of_identical_files(cli, files):
-    r = cli.json("diff", str(files / "ck1.bin"), str(files / "ck2.bin"))
+    r = cli.json("diff", str(files / "ck1.bin"), str(files / "ck2.bin"), code=1)
     diffs = {d["field"]: (d["a"], d["b"]) for d in r["header"]["differences"]}
     assert diffs["step"] == (10, 20) and "learner" not in diffs
     assert r["planes"]["P"]["differing"] == 65_536 and r["planes"]["P"]["first"]["index"] == 0
     r = cli.json("diff", str(files / "ck2.bin"), str(files / "ck2.bin"))
-    assert r["identical"] is True and r["header"]["differences"] == []
+    assert r["identical"] is True and r["equal"] is True and r["ok"] is True and r["header"]["differences"] == []
     assert all(d["differing"] == 0 for d in r["planes"].values())
     assert "verdict: identical" in cli.text("diff", str(files / "ck2.bin"), str(files / "ck2.bin"))
 
@@ -61,11 +76,11 @@ def test_diff_names_header_fields_and_the_files_problems(cli, files):
 
 
 def test_diff_against_the_fresh_state(cli, files):
-    r = cli.json("diff", str(files / "empty.bin"), str(files / "ck1.bin"))
+    r = cli.json("diff", str(files / "empty.bin"), str(files / "ck1.bin"), code=1)
     assert r["a"]["fresh"] is True and r["header"] == {"compared": False, "differences": None}
-    assert r["planes"]["M"]["differing"] > 0 and r["ok"] is True
+    assert r["planes"]["M"]["differing"] > 0 and r["problems_found"] is False
     assert "header: not compared (a zero-byte checkpoint has no header)" in cli.text(
-        "diff", str(files / "empty.bin"), str(files / "ck1.bin"))
+        "diff", str(files / "empty.bin"), str(files / "ck1.bin"), code=1)
 
 
 def test_ulp_distance_is_on_a_monotonic_integer_line():

@@ -14,10 +14,10 @@ from conftest import RECORD_SHA256 as RECORD_SHA  # noqa: E402
 INPUT_KEYS = {
     "command", "file", "auto", "kind", "size", "sha256", "magic", "version", "pairs", "chained", "sequence",
     "context_counts", "transitions", "targets_agree", "target_mismatches", "prompts", "problems",
-    "problem_count", "ok", "verdict",
+    "problem_count", "ok", "verdict", "exit_code", "error",
 }
 PRED_KEYS = {"command", "file", "auto", "kind", "size", "sha256", "hex", "records", "problems", "problem_count",
-             "ok", "verdict"}
+             "ok", "verdict", "exit_code", "error"}
 
 
 def test_input_human(cli, files):

@@ -16,16 +16,16 @@ CHUNK = 262_144
 def test_schema_tables_come_from_the_schemas(cli):
     r = cli.json("schema")
     assert [(f["kind"], f["format"], f["version"]) for f in r["formats"]] == [
-        ("input", "bob-input", 1), ("envelope", "bob-envelope", 1), ("pred", "bob-predictions", None)]
+        ("input", "bob-input", 1), ("checkpoint", "bob-envelope", 1), ("predictions", "bob-predictions", None)]
     for f, kind in zip(r["formats"], ("input", "envelope", "predictions")):
         assert f["fields"] == [dict(offset=x.offset, size=x.size, field=x.field, meaning=x.meaning)
                                for x in layout_rows(kind)]
     sizes = {f["kind"]: f["size"] for f in r["formats"]}
-    assert sizes == {"input": 1564, "envelope": 786_880, "pred": 24}
+    assert sizes == {"input": 1564, "checkpoint": 786_880, "predictions": 24}
     env = {x["field"]: (x["offset"], x["size"]) for x in r["formats"][1]["fields"]}
     assert env["header_digest"] == (415, 32) and env["P"] == (448, CHUNK)
     assert cli.json("schema", "pred")["formats"][0]["fields"][1]["field"] == "records[0].validity"
-    assert cli.json("schema", "ckpt")["formats"][0]["kind"] == "envelope"
+    assert cli.json("schema", "ckpt")["formats"][0]["kind"] == "checkpoint"
     out = cli.text("schema", "input")
     assert out.splitlines()[0] == "bob-input v1: 1564 bytes"
     assert any(line.split()[:3] == ["528", "1024", "targets"] for line in out.splitlines())
@@ -44,7 +44,7 @@ def test_golden_valid_files_human_and_json(cli):
         r = cli.json(str(path))  # detected from the magic / size
         assert r["ok"] is True and r["sha256"] == want["sha256"] and r["size"] == want["size"], path
         if want["format"] == "bob-envelope":
-            assert r["command"] == "ckpt" and r["step"] == want["step"]
+            assert r["command"] == "bob-inspect checkpoint" and r["step"] == want["step"]
             assert r["header_digest"]["stored"] == want["header_sha256"]
             assert [c["sha256"] for c in r["chunks"]] == [c["sha256"] for c in want["chunk_table"]]
             learner = r["contract"]["fields"]["learner"]["hyperparameters"]
@@ -54,11 +54,11 @@ def test_golden_valid_files_human_and_json(cli):
                     (plane["min"], plane["max"]), rel=1e-7)
                 assert r["planes"][name]["count"] - r["planes"][name]["zeros"] == plane["nonzero"]
         elif want["format"] == "bob-input":
-            assert r["command"] == "input" and r["pairs"] == want["pairs"]
+            assert r["command"] == "bob-inspect input" and r["pairs"] == want["pairs"]
             assert r["context_counts"] == want["context_counts"]
             assert [p["word"] for p in r["prompts"]] == want["prompt_words"]
         else:
-            assert r["command"] == "pred" and r["hex"] == want["hex"]
+            assert r["command"] == "bob-inspect predictions" and r["hex"] == want["hex"]
             assert [(x["token"], x["validity"]) for x in r["records"]] == [
                 (x["token"], x["validity"]) for x in want["records"]]
         raw = cli.run(str(path)).stdout  # human: no byte of the file reaches the terminal raw

@@ -33,6 +33,7 @@ def test_quick_json_qualifies_this_build_as_a_process():
     assert done.returncode == 0, done.stderr + done.stdout[-2000:]
     result = json.loads(done.stdout)
     assert result["qualified"] and result["exit_code"] == 0 and result["failures"] == []
+    assert (result["command"], result["ok"], result["error"]) == ("bob-qualify", True, None)  # every command's keys
     assert result["seed"] == 11 and result["perturbation"] is None
     checks = {row["check"] for row in result["checks"]}
     assert {"public-vector/record", "public-vector/invoke", "public-vector/bob-run", "formats", "kernels",
@@ -89,7 +90,7 @@ def test_report_writes_json_and_plots(tmp_path, capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("argv, env, message", [
-    (["--seed", "x"], None, "not an integer"),
+    (["--seed", "x"], None, "--seed: must be an integer from 0 to 18446744073709551615, got x"),
     (["--quick", "--thorough"], None, "not allowed with"),
     (["--quick"], "avx2", "KERNEL:THREADS"),
 ])

@@ -16,12 +16,14 @@ from __future__ import annotations
 from bob.formats.constants import CHECKPOINT_MAGIC, INPUT_MAGIC, PREDICTION_BYTES
 from bob.text import show_bytes
 
-__all__ = ["CHECKPOINT", "INPUT", "PREDICTIONS", "KINDS", "MAGIC_BYTES", "KIND_RULES", "detect_kind"]
+__all__ = ["CHECKPOINT", "INPUT", "PREDICTIONS", "KINDS", "ALIASES", "MAGIC_BYTES", "KIND_RULES", "detect_kind"]
 
-CHECKPOINT = "ckpt"
+CHECKPOINT = "checkpoint"
 INPUT = "input"
-PREDICTIONS = "pred"
+PREDICTIONS = "predictions"
 KINDS = (CHECKPOINT, INPUT, PREDICTIONS)
+ALIASES = {"ckpt": CHECKPOINT, "envelope": CHECKPOINT, "pred": PREDICTIONS}
+"""The old short names, accepted wherever a format is named (one name each is shown)."""
 
 MAGIC_BYTES = len(CHECKPOINT_MAGIC)
 """How many first bytes :func:`detect_kind` looks at."""
@@ -33,7 +35,7 @@ KIND_RULES = (f"a checkpoint starts {show_bytes(CHECKPOINT_MAGIC)}, an input rec
 
 
 def detect_kind(head: bytes, size: int) -> str | None:
-    """``"ckpt"``, ``"input"`` or ``"pred"`` for a file of ``size`` bytes starting
+    """``"checkpoint"``, ``"input"`` or ``"predictions"`` for a file of ``size`` bytes starting
     with ``head`` (at least its first :data:`MAGIC_BYTES` bytes, when it has
     that many), or ``None`` when it is none of bob's formats."""
     magic = bytes(head[:MAGIC_BYTES])

@@ -10,6 +10,17 @@ to ``<target>-<sha256 prefix>.bin`` in the artifacts directory with a
 one-line command that reproduces it, and the worker is restarted for the
 time that remains. Only the worker imports atheris.
 
+A campaign owns its processes and files: the workers stay in the
+campaign's process group, die with the parent (``PR_SET_PDEATHSIG``), and
+are ended (SIGTERM, then SIGKILL) when the campaign ends for any reason —
+SIGINT, SIGTERM, SIGHUP, an error; ``--jobs`` workers that cannot all be
+started are a refusal, with those started ended. Scratch directories live
+under ``ARTIFACTS/.logs/`` (never in TMPDIR), are removed on every exit
+path, and the next campaign removes any a SIGKILL left. Findings are one
+per failure — its exception type and the innermost frame of bob's code
+(:func:`exception_key`), not its message — and are written with
+:func:`bob.fileio.write_atomic`.
+
 :func:`seeded_loop` runs a target over a fixed number of mutations drawn
 from a seeded ``random.Random`` — no atheris, deterministic, seconds — for
 CI and for machines without the engine.
@@ -32,9 +43,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, PREDICTION_BYTES
+from bob.fuzz.findings import KEY_LINE, Finding, failure_key
 from bob.fuzz.targets import TARGETS, seed_files
 
-__all__ = ["MAX_LEN", "Finding", "CampaignResult", "run_campaign", "seeded_loop", "load_target", "regression_dir"]
+__all__ = ["MAX_LEN", "DEFAULT_MAX_LEN", "CampaignResult", "run_campaign", "load_target", "regression_dir", "die_with_parent"]
 
 MAX_LEN = {"input": 4096, "predictions": 4 * PREDICTION_BYTES, "core": 4096}
 DEFAULT_MAX_LEN = MAX_CHECKPOINT_BYTES + 64  # a little past the largest checkpoint a reader accepts
@@ -47,10 +59,14 @@ RSS_LIMIT_MB = 6144
 MAX_CRASHES = 50  # workers are relaunched after a failing input until this many, then the campaign ends
 STATUS = re.compile(r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+) corp: (\d+)/\S+.*?exec/s: (\d+)")
 WRITTEN = re.compile(r"Test unit written to (\S+)")
+EXECUTED = re.compile(r"stat::number_of_executed_units:\s*(\d+)")
 WORKER = r"""
 import json, sys
-import atheris
 spec = json.loads(sys.argv[1])
+from bob.fuzz.campaign import die_with_parent
+from bob.fuzz.findings import KEY_LINE, exception_key
+die_with_parent(spec["parent"])
+import atheris
 harness = ["bob.fuzz." + m for m in ("mutator", "structural", "dictionary", "campaign", "cli", "replay", "strategies")]
 with atheris.instrument_imports(include=["bob"], exclude=harness):  # bob's code, the targets' own branches too
     from bob.fuzz import mutator, targets
@@ -66,7 +82,11 @@ def one(data):
         if count["executions"] % 1000 == 0:
             with open(stats_path, "w") as f:
                 json.dump(count, f)
-    run(bytes(data))
+    try:
+        run(bytes(data))
+    except BaseException as exc:
+        print(KEY_LINE + exception_key(exc), flush=True)
+        raise
 # atheris.Mutate is looked up at each call: Setup replaces it with the engine's own
 mutate = mutator.custom_mutator(fmt, lambda d, n: atheris.Mutate(d, n), targets.accepted_seeds(fmt))
 atheris.Setup(spec["argv"], one, custom_mutator=mutate)
@@ -87,19 +107,27 @@ def load_target(spec: str, fmt: str | None = None):
     return getattr(importlib.import_module(module), name), fmt
 
 
+def die_with_parent(parent: int | None = None) -> None:
+    """End this process (SIGKILL) when its parent dies: ``PR_SET_PDEATHSIG`` on
+    Linux; if the parent is already gone (``parent`` is not our parent any
+    more), end now. Elsewhere only the second check is made."""
+    import signal
+
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)
+
+
 def regression_dir(name: str) -> Path | None:
     """``fuzz/regressions/<target>`` of the source checkout, when running from one."""
     root = Path(__file__).resolve().parents[3] / "fuzz" / "regressions" / name
     return root if root.is_dir() else None
-
-
-@dataclass
-class Finding:
-    path: str
-    message: str
-
-    def repro(self, target: str) -> str:
-        return f"bob-fuzz replay {self.path} --target {target}"
 
 
 @dataclass
@@ -116,12 +144,23 @@ class CampaignResult:
     discarded: list[Finding] = field(default_factory=list)
     """Resource artifacts (out of memory, timeout) that do not reproduce outside the engine."""
     fast_path_share: float | None = None
+    notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         d = dict(self.__dict__)
-        d["findings"] = [f.__dict__ for f in self.findings]
-        d["discarded"] = [f.__dict__ for f in self.discarded]
+        d["findings"] = [dict(f.__dict__, where=f.where) for f in self.findings]
+        d["discarded"] = [dict(f.__dict__) for f in self.discarded]
         return d
+
+    def add(self, finding: Finding) -> bool:
+        """Count a failing input; True when it is a new failure (one artifact each)."""
+        self.crashes += 1
+        for f in self.findings:
+            if f.key == finding.key:
+                f.count += 1
+                return False
+        self.findings.append(finding)
+        return True
 
 
 # --------------------------------------------------------------------------- #
@@ -137,6 +176,7 @@ class _Worker:
         self.coverage = self.features = self.exec_per_s = 0
         self.proc: subprocess.Popen | None = None
         self.last_error: str | None = None
+        self.last_key: str | None = None
         self.written: list[str] = []
         self.found = False  # this generation wrote an artifact
         self.generation = 0
@@ -153,8 +193,27 @@ def _passes_outside(target: str, path: str) -> bool:
     return done.returncode == 0
 
 
-def _seed_dir(target: str, fmt: str | None, extra: list[Path]) -> str:
-    d = tempfile.mkdtemp(prefix=f"bob-fuzz-seeds-{target}-")
+SCRATCH = "scratch-"  # ARTIFACTS/.logs/scratch-<pid>-…: a campaign's seeds and the engine's crash files
+
+
+def _remove_stale_scratch(logs: Path) -> None:
+    """Scratch directories a campaign killed by SIGKILL left (its pid is gone)."""
+    for d in logs.glob(f"{SCRATCH}*"):
+        try:
+            pid = int(d.name[len(SCRATCH):].split("-")[0])
+        except ValueError:
+            continue
+        try:
+            os.kill(pid, 0)
+            continue  # alive: another campaign's
+        except ProcessLookupError:
+            shutil.rmtree(d, ignore_errors=True)
+        except PermissionError:
+            continue
+
+
+def _seed_dir(target: str, fmt: str | None, extra: list[Path], where: Path) -> str:
+    d = tempfile.mkdtemp(prefix=f"{SCRATCH}{os.getpid()}-seeds-", dir=where)
     kind = target if target in TARGETS else fmt  # a module:function target is seeded with its format's files
     files = (seed_files(kind) if kind in TARGETS else []) + extra
     reg = regression_dir(target)
@@ -165,11 +224,40 @@ def _seed_dir(target: str, fmt: str | None, extra: list[Path]) -> str:
     return d
 
 
+class _Stopped(Exception):
+    """SIGTERM or SIGHUP reached the campaign."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _end_workers(workers: "list[_Worker]", grace: float = 3.0) -> None:
+    """SIGTERM to every running worker, SIGKILL to any still there after ``grace`` seconds."""
+    running = [w.proc for w in workers if w.proc is not None and w.proc.poll() is None]
+    for proc in running:
+        try:
+            proc.terminate()
+        except OSError:
+            pass
+    deadline = time.monotonic() + grace
+    for proc in running:
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def run_campaign(target: str, *, seconds: float | None = None, runs: int | None = None, jobs: int = 1,
                  corpus: str | None = None, artifacts: str = "fuzz-artifacts", seed: int | None = None,
                  fmt: str | None = None, max_len: int | None = None, live: bool | None = None,
                  max_findings: int = 20) -> CampaignResult:
     """A coverage-guided campaign of ``target`` for ``seconds`` or ``runs`` executions (over all jobs)."""
+    import signal
+
+    from bob.commands import Refused, os_reason
+    from bob.fileio import write_atomic
     from bob.fuzz.dictionary import write_dict
 
     if seconds is None and runs is None:
@@ -177,16 +265,16 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
     artifacts_dir = Path(artifacts).resolve()
     logs = artifacts_dir / ".logs"
     logs.mkdir(parents=True, exist_ok=True)
+    _remove_stale_scratch(logs)
     corpus_dir = Path(corpus or f".bob-fuzz/{target.replace(':', '_')}/corpus").resolve()
     corpus_dir.mkdir(parents=True, exist_ok=True)
-    seeds = _seed_dir(target.replace(":", "_"), fmt, [])
     dict_path = logs / "bob.dict"
     write_dict(dict_path)
-    scratch = Path(tempfile.mkdtemp(prefix="bob-fuzz-crash-"))
     result = CampaignResult(target)
     workers = [_Worker(i) for i in range(max(1, jobs))]
     start = time.monotonic()
     lock = threading.Lock()
+    scratch_dirs: list[str] = []
 
     def remaining_time() -> float | None:
         return None if seconds is None else seconds - (time.monotonic() - start)
@@ -213,9 +301,10 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
             argv.append(f"-runs={share}")
         w.found = False
         w.generation += 1
-        argv.append(f"-seed={seed * 1000 + 100 * w.generation + w.index + 1}" if seed is not None else "-seed=0")
+        engine_seed = (seed * 1000 + 100 * w.generation + w.index + 1) % 2**32 if seed is not None else 0
+        argv.append(f"-seed={engine_seed}")
         stats = os.environ.get("BOB_FUZZ_FAST_PATH_STATS")  # a file: see docs/fuzzing.md
-        spec = json.dumps({"target": target, "format": fmt, "argv": argv,
+        spec = json.dumps({"target": target, "format": fmt, "argv": argv, "parent": os.getpid(),
                            "fast_path_stats": f"{stats}.{w.index}.{w.generation}" if stats else None})
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         # atheris prints an uncaught exception on stdout, libFuzzer its status on stderr: read both
@@ -233,10 +322,14 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
                     if m:
                         w.executions, w.coverage, w.features = int(m[1]), int(m[3]), int(m[4])
                         w.exec_per_s = int(m[6])
+                    elif line.startswith(KEY_LINE):
+                        w.last_key = line[len(KEY_LINE):].strip()
                     elif "Uncaught Python exception" in line:
                         w.last_error = ""  # the next line is the exception, then its traceback
                     elif w.last_error == "" and line.strip():
                         w.last_error = line.strip()
+                    elif executed := EXECUTED.search(line):
+                        w.executions = max(w.executions, int(executed[1]))
                     elif written := WRITTEN.search(line):
                         _collect(written[1], w)
         w.proc.wait()
@@ -252,22 +345,39 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
                                             "passes when replayed in a fresh process"))
             return
         message = w.last_error or "the target crashed (see the worker log in .logs/)"
-        w.last_error = None
-        result.crashes += 1
-        if any(f.message == message for f in result.findings):
-            return  # the same failure again: one artifact per distinct failure
+        key = w.last_key or ("crash: " + Path(path).name.split("-")[0])
+        w.last_error = w.last_key = None
         name = f"{target.replace(':', '_').replace('.', '_')}-{hashlib.sha256(data).hexdigest()[:16]}.bin"
         dest = artifacts_dir / name
-        dest.write_bytes(data)
-        (artifacts_dir / (name + ".txt")).write_text(message + "\n")
-        result.findings.append(Finding(str(dest), message))
+        finding = Finding(str(dest), message, key)
+        if not result.add(finding):
+            return  # the same failure again: one artifact per distinct failure
+        write_atomic(dest, data)
+        write_atomic(artifacts_dir / (name + ".txt"), f"{message}\n{key}\n".encode("utf-8", "backslashreplace"))
         w.written.append(str(dest))
 
+    def stop(signum: int, frame: object) -> None:
+        raise _Stopped(signum)
+
+    handlers = {}
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            handlers[signum] = signal.signal(signum, stop)
     display = _Display(target, live)
     threads: list[threading.Thread] = []
+    stopped: BaseException | None = None
     try:
+        seeds = _seed_dir(target.replace(":", "_"), fmt, [], logs)
+        scratch_dirs.append(seeds)
+        scratch = tempfile.mkdtemp(prefix=f"{SCRATCH}{os.getpid()}-crash-", dir=logs)
+        scratch_dirs.append(scratch)
         for w in workers:
-            if launch(w):
+            try:
+                started = launch(w)
+            except OSError as exc:  # a process limit, no memory: refused, with what was started ended
+                raise Refused(f"cannot start worker {w.index + 1} of {len(workers)}: {os_reason(exc)}; "
+                              "ask fewer", option="--jobs") from None
+            if started:
                 threads.append(threading.Thread(target=follow, args=(w,), daemon=True))
                 threads[-1].start()
         while True:
@@ -285,25 +395,44 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
                 w.executions_done += w.executions
                 w.executions = 0
                 crashed_unseen = w.proc.returncode != 0 and not w.found
-                if crashed_unseen or len(result.findings) >= max_findings or result.crashes >= MAX_CRASHES \
-                        or not launch(w):
+                try:
+                    relaunched = not (crashed_unseen or len(result.findings) >= max_findings
+                                      or result.crashes >= MAX_CRASHES) and launch(w)
+                except OSError as exc:
+                    result.notes.append(f"worker {w.index + 1} could not be restarted: {os_reason(exc)}")
+                    relaunched = False
+                if not relaunched:
                     w.stopped = True  # (a crash without an artifact would only repeat itself)
                     continue
                 threads[w.index] = threading.Thread(target=follow, args=(w,), daemon=True)
                 threads[w.index].start()
             if not any(t.is_alive() for t in threads) and all(w.stopped or w.proc is None for w in workers):
                 break
-    except KeyboardInterrupt:
-        for w in workers:
-            if w.proc is not None and w.proc.poll() is None:
-                w.proc.terminate()
+    except (KeyboardInterrupt, _Stopped) as exc:
+        stopped = exc
     finally:
-        display.close()
-        shutil.rmtree(seeds, ignore_errors=True)
-        shutil.rmtree(scratch, ignore_errors=True)
+        for signum, previous in handlers.items():
+            signal.signal(signum, previous)
+        try:
+            _end_workers(workers)
+            display.close()
+        finally:
+            for d in scratch_dirs:
+                shutil.rmtree(d, ignore_errors=True)
+    with lock:
+        for w in workers:  # a generation still running when the campaign ended
+            if w.proc is not None and not w.stopped:
+                w.executions_done += w.executions
+                w.executions = 0
     result.executions = total_runs()
     result.corpus = sum(1 for _ in corpus_dir.iterdir())
     result.seconds = time.monotonic() - start
+    if isinstance(stopped, _Stopped):
+        name = signal.Signals(stopped.signum).name
+        raise Refused(f"stopped by {name} after {result.executions} executions; every worker ended",
+                      code=128 + stopped.signum)
+    if stopped is not None:
+        raise KeyboardInterrupt
     return result
 
 
@@ -350,68 +479,3 @@ class _Display:
 # --------------------------------------------------------------------------- #
 # The seeded loop (no engine)
 # --------------------------------------------------------------------------- #
-
-
-def _accepts(fmt: str, data: bytes) -> bool:
-    import bob
-    from bob.errors import FormatError
-
-    try:
-        (bob.load_input if fmt == "input" else bob.load_checkpoint)(data)
-    except FormatError:
-        return False
-    return True
-
-
-def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None,
-                stop_on_finding: bool = True) -> CampaignResult:
-    """``runs`` executions of ``target`` over seeded mutations of its seeds; deterministic.
-
-    ``fast_path_share`` (input, checkpoint) is the share of executions whose
-    bytes the fast path recognized, i.e. that reached the differential assertion.
-    """
-    from bob.formats import canonical
-    from bob.fuzz.mutator import custom_mutator, mutate_canonical
-
-    run, fmt = load_target(target, fmt)
-    name = target.replace(":", "_")
-    seeds = [p.read_bytes() for p in (seed_files(name) if name in TARGETS else [])]
-    reg = regression_dir(name)
-    if reg is not None:
-        seeds += [p.read_bytes() for p in sorted(reg.iterdir()) if p.is_file()]
-    seeds = seeds or [b""]
-    rnd = random.Random(seed)
-    # The fast-path differential only asserts on bytes the fast path recognizes:
-    # most mutations start from an accepted file and keep it canonical.
-    accepted = [s for s in seeds if s and name in ("input", "checkpoint") and _accepts(name, s)]
-    mutator = custom_mutator(fmt, None)
-    limit = MAX_LEN.get(name, DEFAULT_MAX_LEN)
-    result = CampaignResult(target)
-    recognized = 0
-    start = time.monotonic()
-    for i in range(runs):
-        base = seeds[rnd.randrange(len(seeds))]
-        if name == "core":
-            data = rnd.randbytes(rnd.randrange(64))
-        elif accepted and rnd.random() < 0.6:
-            data = mutate_canonical(accepted[rnd.randrange(len(accepted))], rnd, name)
-        else:
-            data = mutator(base, limit, rnd.getrandbits(32))
-        if name == "checkpoint":
-            recognized += canonical.recognize_checkpoint(data) is not None
-        elif name == "input":
-            recognized += canonical.recognize_record(data) is not None
-        try:
-            run(data)
-        except Exception as exc:  # noqa: BLE001 - an assertion, or any exception a target lets escape
-            path = Path(tempfile.gettempdir()) / f"{name}-{hashlib.sha256(data).hexdigest()[:16]}.bin"
-            path.write_bytes(data)
-            result.findings.append(Finding(str(path), f"{type(exc).__name__}: {exc}"))
-            if stop_on_finding:
-                result.executions = i + 1
-                break
-        result.executions = i + 1
-    result.seconds = time.monotonic() - start
-    if name in ("input", "checkpoint") and result.executions:
-        result.fast_path_share = recognized / result.executions
-    return result

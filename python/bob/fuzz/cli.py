@@ -1,175 +1,280 @@
-"""The ``bob-fuzz`` command line (also ``python -m bob fuzz``).
+"""The ``bob-fuzz`` command line (also ``python -m bob fuzz``), on the runner
+every bob command shares (:func:`bob.commands.run_command`).
 
 Exit codes: 0 nothing found / everything passed / every reader agreed;
-1 a finding, a failing replay or a disagreement; 2 a usage error or a
-missing engine (atheris is the optional ``fuzz`` extra; only ``run``
-without ``--engine loop`` needs it); 130 interrupted.
+1 found something (a finding, a failing replay, a disagreement); 2 refused
+(the command line, a path, a missing engine: atheris is the optional
+``fuzz`` extra, needed only by ``run`` without ``--engine loop``);
+70 anything unexpected (exit 1 is taken by findings); 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import sys
 from pathlib import Path
+from typing import Any
+
+from bob.commands import (
+    EXIT_FOUND,
+    EXIT_OK,
+    EXIT_SOFTWARE,
+    Outcome,
+    Refused,
+    about,
+    add_common_options,
+    argument_parser,
+    count_option,
+    integer_option,
+    output_directory,
+    run_command,
+    seconds_option,
+)
+from bob.text import show_path
 
 PROG = "bob-fuzz"
+FORMATS = ("input", "checkpoint", "predictions")
+FORMAT_ALIASES = {"ckpt": "checkpoint", "envelope": "checkpoint", "pred": "predictions"}
+MAX_SECONDS = 30 * 24 * 3600.0  # a month: past that a number of seconds is a typo
+SEED_MAX = 2**32 - 1  # libFuzzer's -seed is an unsigned int
+
+
+def max_jobs() -> int:
+    """What ``--jobs`` may ask: this machine's usable CPUs, times two (a
+    worker waits on I/O and on its reloads), never fewer than 2."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        cpus = os.cpu_count() or 1
+    return max(2, 2 * cpus)
+
+
+def _format(text: str) -> str:
+    name = FORMAT_ALIASES.get(text, text)
+    if name not in FORMATS:
+        raise Refused(f"usage: unknown format {show_path(text)}; one of {', '.join(FORMATS)}", option="--format")
+    return name
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description="Fuzz bob's formats, commands and native core; "
-                                "write and check a conformance corpus for other implementations.")
-    sub = p.add_subparsers(dest="command", required=True)
-    sub.add_parser("targets", help="list the targets and the property each checks")
+    p = argument_parser(prog=PROG, description="Fuzz bob's formats, commands and native core; write and check "
+                        "a conformance corpus for other implementations.",
+                        epilog="exit codes: 0 nothing found, 1 found something (a finding, a failing replay, a "
+                        "disagreement), 2 refused or a usage error, 70 unexpected, 130 interrupted")
+    add_common_options(p)
+    sub = p.add_subparsers(dest="command", required=True, metavar="{targets,run,replay,minimize,conformance,check}")
+
+    t = sub.add_parser("targets", help="list the targets and the property each checks")
+    add_common_options(t)
 
     r = sub.add_parser("run", help="a coverage-guided campaign (atheris/libFuzzer)")
     r.add_argument("target", help="a target name, or package.module:function")
     when = r.add_mutually_exclusive_group()
-    when.add_argument("--time", type=float, metavar="SECONDS", help="how long (default 60 s)")
-    when.add_argument("--runs", type=int, metavar="N", help="how many executions, over all jobs")
-    r.add_argument("--jobs", type=int, default=1, metavar="N", help="worker processes sharing one corpus")
+    when.add_argument("--time", type=seconds_option("--time", positive=True, maximum=MAX_SECONDS),
+                      metavar="SECONDS", help="how long (default 60 s)")
+    when.add_argument("--runs", type=count_option("--runs"), metavar="N", help="how many executions, over all jobs")
+    r.add_argument("--jobs", type=count_option("--jobs", maximum=max_jobs()), default=1, metavar="N",
+                   help=f"worker processes sharing one corpus (1 to {max_jobs()} here: twice the usable CPUs)")
     r.add_argument("--corpus", metavar="DIR", help="the corpus directory (default .bob-fuzz/TARGET/corpus)")
     r.add_argument("--artifacts", default="fuzz-artifacts", metavar="DIR", help="where findings are written")
-    r.add_argument("--seed", type=int, metavar="N", help="seed the engine (and the mutator) for a repeatable run")
-    r.add_argument("--format", choices=("input", "checkpoint", "predictions"),
+    r.add_argument("--seed", type=integer_option("--seed", minimum=0, maximum=SEED_MAX), metavar="N",
+                   help="seed the engine (and the mutator) for a repeatable run")
+    r.add_argument("--format", type=_format, metavar="{input,checkpoint,predictions}",
                    help="the format of a package.module:function target, for the field-aware mutator")
     r.add_argument("--engine", choices=("atheris", "loop"), default="atheris",
                    help="atheris (coverage-guided) or loop (seeded mutations, no engine, needs --runs)")
-    r.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    add_common_options(r)
 
     rp = sub.add_parser("replay", help="re-run files or directories through their targets")
     rp.add_argument("paths", nargs="+", metavar="PATH")
-    rp.add_argument("--target", help="the target (default: from the file's directory or name prefix)")
+    rp.add_argument("--target", help="the target (default: from the layout bob writes: .bob-fuzz/TARGET/..., "
+                    "fuzz/regressions/TARGET/..., a conformance corpus's FORMAT/accepted|refused/..., or the name prefix)")
+    add_common_options(rp)
 
-    mz = sub.add_parser("minimize", help="shrink a finding, keeping its failure")
+    mz = sub.add_parser("minimize", help="shrink a finding, keeping its failure (candidates run out of process)")
     mz.add_argument("path", metavar="PATH")
-    mz.add_argument("--target", help="the target (default: from the file's directory or name prefix)")
-    mz.add_argument("--out", metavar="PATH", help="where to write the smaller file (default PATH.min)")
-    mz.add_argument("--max-tries", type=int, default=2000, metavar="N")
+    mz.add_argument("--target", help="the target (default: inferred as for replay)")
+    mz.add_argument("--output", "--out", dest="output", metavar="PATH",
+                    help="where to write the smaller file, atomically (default PATH.min)")
+    mz.add_argument("--max-tries", type=count_option("--max-tries", maximum=10**7), default=2000, metavar="N")
+    mz.add_argument("--timeout", type=seconds_option("--timeout", positive=True, maximum=MAX_SECONDS), default=60.0,
+                    metavar="SECONDS", help="per candidate: longer is a hang (a failure of its own)")
+    add_common_options(mz)
 
     cf = sub.add_parser("conformance", help="write the labelled conformance corpus with manifest.json")
     cf.add_argument("outdir", metavar="OUTDIR")
+    add_common_options(cf)
 
     ck = sub.add_parser("check", help="run another reader over the conformance corpus: "
                         "bob-fuzz check --format F [--corpus DIR] -- COMMAND ... {}")
-    ck.add_argument("--format", required=True, choices=("input", "checkpoint", "predictions"))
+    ck.add_argument("--format", required=True, type=_format, metavar="{input,checkpoint,predictions}")
     ck.add_argument("--corpus", metavar="DIR", help="a corpus written by `bob-fuzz conformance` "
                     "(default: a fresh one in a temporary directory)")
-    ck.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="per file")
-    ck.add_argument("--json", action="store_true", help="print the table as one JSON object")
+    ck.add_argument("--timeout", type=seconds_option("--timeout", positive=True, maximum=MAX_SECONDS), default=30.0,
+                    metavar="SECONDS", help="per file")
+    add_common_options(ck)
     ck.add_argument("reader", nargs=argparse.REMAINDER, metavar="-- COMMAND {}")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        args = _parser().parse_args(argv)
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else 2
-    try:
-        return COMMANDS[args.command](args)
-    except ValueError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
+    return run_command(PROG, _parser, lambda args: COMMANDS[args.command](args), argv,
+                       unexpected_code=EXIT_SOFTWARE, subcommands={name: name for name in COMMANDS})
 
 
-def cmd_targets(args: argparse.Namespace) -> int:
+def _known_target(name: str, fmt: str | None = None) -> None:
+    """An unknown target is a usage error, before anything starts."""
+    from bob.fuzz.campaign import load_target
+
+    try:
+        load_target(name, fmt)
+    except (ValueError, ImportError, AttributeError) as exc:
+        raise Refused(f"usage: {exc}", option="--target" if name is None else None) from None
+
+
+def cmd_targets(args: argparse.Namespace) -> Outcome:
     from bob.fuzz.targets import TARGETS
 
     width = max(map(len, TARGETS))
-    for t in TARGETS.values():
-        print(f"{t.name:<{width}}  {t.property}")
-    return 0
+    text = "\n".join(f"{t.name:<{width}}  {t.property}" for t in TARGETS.values())
+    return Outcome(EXIT_OK, {"targets": [{"name": t.name, "property": t.property, "format": t.format}
+                                         for t in TARGETS.values()]}, text)
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from bob.fuzz.campaign import load_target, run_campaign, seeded_loop
+def cmd_run(args: argparse.Namespace) -> Outcome:
+    from bob.fuzz.campaign import run_campaign
+    from bob.fuzz.loop import seeded_loop
 
-    load_target(args.target, args.format)  # an unknown target is a usage error before anything starts
+    try:
+        _known_target(args.target, args.format)
+    except Refused as exc:
+        exc.option = None
+        raise
     if args.engine == "loop":
         if args.runs is None:
-            raise ValueError("--engine loop needs --runs N")
-        result = seeded_loop(args.target, args.runs, args.seed or 0, fmt=args.format)
+            raise Refused("usage: --engine loop needs --runs N", option="--runs")
+        artifacts = output_directory("--artifacts", args.artifacts)
+        result = seeded_loop(args.target, args.runs, args.seed or 0, fmt=args.format, stop_on_finding=False,
+                             artifacts=artifacts)
     else:
-        try:
-            import importlib.util
+        import importlib.util
 
-            if importlib.util.find_spec("atheris") is None:
-                raise ImportError
-        except ImportError:
-            print(f"{PROG}: atheris is not installed: `scripts/bootstrap.sh test,fuzz` (or pip install "
-                  f"'bob[fuzz]'), or use --engine loop --runs N", file=sys.stderr)
-            return 2
-        result = run_campaign(args.target, seconds=args.time, runs=args.runs, jobs=args.jobs, corpus=args.corpus,
-                              artifacts=args.artifacts, seed=args.seed, fmt=args.format)
-    if args.json:
-        print(json.dumps(result.as_dict(), sort_keys=True))
-    else:
-        share = "" if result.fast_path_share is None else f", fast path reached {result.fast_path_share:.0%}"
-        print(f"{PROG} run {args.target}: {result.executions} executions in {result.seconds:.0f} s, "
-              f"coverage {result.coverage}, corpus {result.corpus}{share}, {len(result.findings)} finding(s)"
-              + (f" ({result.crashes} failing inputs)" if result.crashes > len(result.findings) else ""))
-        for f in result.findings:
-            print(f"  {f.message}\n    reproduce: {f.repro(args.target)}")
-        for f in result.discarded:
-            print(f"  not counted: {f.path}: {f.message}")
-    return 1 if result.findings else 0
+        if importlib.util.find_spec("atheris") is None:
+            raise Refused("atheris is not installed: `scripts/bootstrap.sh test,fuzz` (or pip install "
+                          "'bob[fuzz]'), or use --engine loop --runs N", option="--engine")
+        corpus = output_directory("--corpus", args.corpus or f".bob-fuzz/{args.target.replace(':', '_')}/corpus")
+        artifacts = output_directory("--artifacts", args.artifacts)
+        result = run_campaign(args.target, seconds=args.time, runs=args.runs, jobs=args.jobs, corpus=corpus,
+                              artifacts=artifacts, seed=args.seed, fmt=args.format)
+    share = "" if result.fast_path_share is None else f", fast path reached {result.fast_path_share:.0%}"
+    lines = [f"{PROG} run {args.target}: {result.executions} executions in {result.seconds:.0f} s, "
+             f"coverage {result.coverage}, corpus {result.corpus}{share}, {len(result.findings)} finding(s)"
+             + (f" ({result.crashes} failing inputs)" if result.crashes > len(result.findings) else "")]
+    for f in result.findings:
+        lines.append(f"  {f.message}\n    at {f.where}\n    reproduce: {f.repro(args.target)}")
+    for f in result.discarded:
+        lines.append(f"  not counted: {f.path}: {f.message}")
+    for note in result.notes:
+        lines.append(f"  note: {note}")
+    return Outcome(EXIT_FOUND if result.findings else EXIT_OK, result.as_dict(), "\n".join(lines))
 
 
-def cmd_replay(args: argparse.Namespace) -> int:
-    from bob.fuzz.replay import replay
+def _target_of(path: Any, given: str | None) -> str:
+    from bob.fuzz.replay import infer_target
 
-    verdicts = replay(args.paths, args.target)
-    for v in verdicts:
-        print(f"{'PASS' if v.passed else 'FAIL'}  {v.target or '?'}  {v.path}" + ("" if v.passed else f"  {v.message}"))
-    failed = sum(not v.passed for v in verdicts)
-    print(f"{PROG} replay: {len(verdicts) - failed} passed, {failed} failed")
-    return 1 if failed else 0
-
-
-def cmd_minimize(args: argparse.Namespace) -> int:
-    from bob.fuzz.campaign import load_target
-    from bob.fuzz.replay import minimize
-    from bob.fuzz.targets import target_for_file
-
-    name = args.target or target_for_file(args.path)
+    name = given or infer_target(path)
     if name is None:
-        raise ValueError("name the target with --target")
-    run, _ = load_target(name)
-    data = Path(args.path).read_bytes()
-    small = minimize(run, data, max_tries=args.max_tries)
-    out = Path(args.out or args.path + ".min")
-    out.write_bytes(small)
-    print(f"{PROG} minimize: {len(data)} -> {len(small)} bytes: {out}\n  reproduce: "
-          f"bob-fuzz replay {out} --target {name}")
-    return 0
+        raise Refused("usage: no target for this file: name one with --target (or keep it where bob puts it: "
+                      ".bob-fuzz/TARGET/..., fuzz/regressions/TARGET/..., a conformance corpus's FORMAT/...)",
+                      option="--target", path=path)
+    return name
 
 
-def cmd_conformance(args: argparse.Namespace) -> int:
+def cmd_replay(args: argparse.Namespace) -> Outcome:
+    from bob.fuzz.replay import files_under, replay_file, skipped
+
+    if args.target is not None:
+        _known_target(args.target)
+    files = []
+    for path in args.paths:
+        with about("PATH", path):
+            os.stat(path)
+        for f in files_under([path]):
+            if args.target is None and skipped(f):
+                continue
+            files.append((f, _target_of(f, args.target)))
+    if not files:
+        raise Refused("no files to replay", option="PATH", path=args.paths[0])
+    from bob.progress import Progress
+
+    verdicts = []
+    with Progress(PROG, "replay", len(files)) as progress:
+        for f, name in files:
+            verdicts.append(replay_file(f, name))
+            progress.advance()
+    failed = sum(not v.passed for v in verdicts)
+    lines = [f"{'PASS' if v.passed else 'FAIL'}  {v.target}  {show_path(v.path)}"
+             + ("" if v.passed else f"  {v.message}") for v in verdicts]
+    lines.append(f"{PROG} replay: {len(verdicts) - failed} passed, {failed} failed")
+    data = {"passed": len(verdicts) - failed, "failed": failed,
+            "files": [{"path": show_path(v.path), "target": v.target, "passed": v.passed, "message": v.message}
+                      for v in verdicts]}
+    return Outcome(EXIT_FOUND if failed else EXIT_OK, data, "\n".join(lines))
+
+
+def cmd_minimize(args: argparse.Namespace) -> Outcome:
+    from bob.fileio import replace_target, same_file, write_atomic
+    from bob.fuzz.replay import minimize_out_of_process, read_input
+
+    with about("PATH", args.path):
+        data = read_input(args.path)
+    name = _target_of(args.path, args.target)
+    _known_target(name)
+    output = args.output or args.path + ".min"
+    with about("--output", output):
+        target = replace_target(output)
+    if same_file(args.path, target):
+        raise Refused("is the file being minimized; bob-fuzz never replaces what it reads", option="--output",
+                      path=output)
+    small, failure, tries = minimize_out_of_process(name, data, max_tries=args.max_tries, timeout=args.timeout)
+    if failure is None:
+        raise Refused("the input does not fail its target; nothing to minimize", option="PATH", path=args.path)
+    with about("--output", output):
+        write_atomic(target, small)
+    text = (f"{PROG} minimize: {len(data)} -> {len(small)} bytes in {tries} tries: {show_path(output)} ({failure})\n"
+            f"  reproduce: bob-fuzz replay {show_path(output)} --target {name}")
+    return Outcome(EXIT_OK, {"input_bytes": len(data), "output_bytes": len(small), "output": show_path(output),
+                             "target": name, "failure": failure, "tries": tries}, text,
+                   committed=f"wrote {show_path(output)}")
+
+
+def cmd_conformance(args: argparse.Namespace) -> Outcome:
     from bob.fuzz.conformance import write_corpus
 
-    entries = write_corpus(args.outdir)
+    outdir = output_directory("OUTDIR", args.outdir)
+    with about("OUTDIR", outdir):
+        entries = write_corpus(outdir)
     counts: dict[tuple[str, str], int] = {}
     for e in entries:
         counts[e["format"], e["verdict"]] = counts.get((e["format"], e["verdict"]), 0) + 1
-    print(f"{PROG} conformance: {len(entries)} files in {args.outdir} (manifest.json): " +
-          ", ".join(f"{fmt} {verdict} {n}" for (fmt, verdict), n in sorted(counts.items())))
-    return 0
+    text = (f"{PROG} conformance: {len(entries)} files in {show_path(outdir)} (manifest.json): " +
+            ", ".join(f"{fmt} {verdict} {n}" for (fmt, verdict), n in sorted(counts.items())))
+    return Outcome(EXIT_OK, {"outdir": show_path(outdir), "files": len(entries),
+                             "counts": {f"{fmt} {verdict}": n for (fmt, verdict), n in sorted(counts.items())}},
+                   text, committed=f"wrote {show_path(outdir)}")
 
 
-def cmd_check(args: argparse.Namespace) -> int:
-    from bob.fuzz.conformance import check, render_table
+def cmd_check(args: argparse.Namespace) -> Outcome:
+    from bob.fuzz.conformance import check, open_corpus, render_table
 
     reader = args.reader[1:] if args.reader[:1] == ["--"] else args.reader
     if not reader:
-        raise ValueError("give the reader's command after --, with {} where the file goes")
+        raise Refused("usage: give the reader's command after --, with {} where the file goes", option="COMMAND")
+    if args.corpus is not None:
+        open_corpus(args.corpus)  # refused before the reader runs once
     report = check(args.format, reader, corpus=args.corpus, timeout=args.timeout)
-    print(json.dumps(report, sort_keys=True) if args.json else render_table(report))
-    return 1 if report["disagreements"] else 0
+    return Outcome(EXIT_FOUND if report["disagreements"] else EXIT_OK, report, render_table(report))
 
 
 COMMANDS = {"targets": cmd_targets, "run": cmd_run, "replay": cmd_replay, "minimize": cmd_minimize,

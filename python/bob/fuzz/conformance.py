@@ -9,8 +9,12 @@ files bob refuses, the refused ones grouped by the field its refusal names
     OUTDIR/<format>/refused/<field>/<name>.bin
 
 ``manifest.json`` lists every file: ``{"file", "format", "verdict"
-("accept" | "refuse"), "field", "offset", "error", "message"}`` (``file``
-relative to OUTDIR; for accepted files ``field`` and ``offset`` are null).
+("accept" | "refuse"), "field", "offset", "error", "message", "fields"}``
+(``file`` relative to OUTDIR; for accepted files ``field`` and ``offset``
+are null; ``fields`` is every field bob's findings name for the file, the
+loader's ``field`` first: a refused file may have more than one problem).
+Every file, the manifest included, is written with
+:func:`bob.fileio.write_atomic`.
 The refused files are made by bob's field-aware mutator from the golden
 files with a fixed seed, so the corpus is the same on every run; a
 checkpoint is judged as a reader that resumes from it judges it
@@ -23,8 +27,9 @@ reader killed by a signal or past ``--timeout`` is a disagreement of its own
 (``crash``, ``timeout``). A reader may say which field it refused: the first
 line of its standard output, if it is a JSON object with a string
 ``"field"`` (bob's field names, e.g. ``{"field": "prompt_words"}``), is
-compared with bob's; a reader that prints nothing is judged on its verdicts
-alone. The table counts agreements and disagreements by bob's field.
+compared with bob's: any field of the manifest's ``fields`` agrees (another
+real problem of the same file); a reader that prints nothing is judged on
+its verdicts alone. The table counts agreements and disagreements by bob's field.
 
 ``python -m bob.fuzz.conformance FORMAT PATH`` is bob's own reader in that
 convention (it prints ``{"field": ...}`` and exits 2 on a refusal).
@@ -42,7 +47,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["FORMATS", "judge", "write_corpus", "check", "render_table", "reader_main"]
+__all__ = ["FORMATS", "open_corpus", "judge", "write_corpus", "check", "render_table", "reader_main"]
 
 FORMATS = ("input", "checkpoint", "predictions")
 PER_FIELD = 3  # refused examples kept per (format, field)
@@ -57,16 +62,28 @@ def _loader(fmt: str) -> Callable[[bytes], Any]:
     return loaders[fmt]
 
 
+def _findings(fmt: str, data: bytes) -> list:
+    import bob
+
+    if fmt == "input":
+        return bob.input_findings(data)
+    if fmt == "predictions":
+        return bob.predictions_findings(data)
+    return bob.checkpoint_findings(data, for_resume=True)
+
+
 def judge(fmt: str, data: bytes) -> dict[str, Any]:
-    """bob's verdict on ``data`` as format ``fmt``: accept, or refuse naming field and offset."""
+    """bob's verdict on ``data`` as format ``fmt``: accept, or refuse naming field and
+    offset (the loader's), and ``fields``: every field bob's findings name."""
     from bob.errors import FormatError
 
     try:
         _loader(fmt)(data)
     except FormatError as err:
+        fields = [err.field] + [f.field for f in _findings(fmt, data)]
         return {"verdict": "refuse", "field": err.field, "offset": err.offset, "error": type(err).__name__,
-                "message": str(err)}
-    return {"verdict": "accept", "field": None, "offset": None, "error": None, "message": None}
+                "message": str(err), "fields": list(dict.fromkeys(f for f in fields if f is not None))}
+    return {"verdict": "accept", "field": None, "offset": None, "error": None, "message": None, "fields": []}
 
 
 def _accepted(fmt: str) -> list[tuple[str, bytes]]:
@@ -91,6 +108,7 @@ def _accepted(fmt: str) -> list[tuple[str, bytes]]:
 
 def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130) -> list[dict[str, Any]]:
     """Write the labelled corpus and its manifest; the manifest's entries."""
+    from bob.fileio import write_atomic
     from bob.fuzz.mutator import mutate, mutate_field, spots
 
     root = Path(outdir)
@@ -99,7 +117,7 @@ def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130) -> l
     def add(fmt: str, name: str, data: bytes, verdict: dict[str, Any]) -> None:
         sub = Path(fmt) / ("accepted" if verdict["verdict"] == "accept" else f"refused/{verdict['field']}")
         (root / sub).mkdir(parents=True, exist_ok=True)
-        (root / sub / f"{name}.bin").write_bytes(data)
+        write_atomic(root / sub / f"{name}.bin", data)
         entries.append({"file": str(sub / f"{name}.bin"), "format": fmt, **verdict})
 
     for fmt in FORMATS:
@@ -131,8 +149,41 @@ def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130) -> l
                 continue
             kept[field] = kept.get(field, 0) + 1
             add(fmt, f"{spot.replace('[', '').replace(']', '').replace('.', '-')}-{attempt:04d}", data, verdict)
-    (root / "manifest.json").write_text(json.dumps({"format": "bob-conformance-1", "files": entries}, indent=1))
+    write_atomic(root / "manifest.json",
+                 json.dumps({"format": "bob-conformance-1", "files": entries}, indent=1).encode("utf-8"))
     return entries
+
+
+def open_corpus(corpus: "str | os.PathLike[str]") -> list[dict[str, Any]]:
+    """A corpus's manifest entries; a corpus that is missing, not a directory,
+    without a readable ``manifest.json`` or with one bob did not write is a
+    :class:`bob.commands.Refused` naming ``--corpus``."""
+    from bob.commands import Refused, about
+    from bob.fileio import FileTooLarge, read_bounded
+
+    if os.path.lexists(corpus) and not os.path.isdir(corpus):
+        raise Refused("is not a directory (a corpus written by `bob-fuzz conformance`)", option="--corpus",
+                      path=corpus)
+    if not os.path.isdir(corpus):
+        raise Refused("no such directory", option="--corpus", path=corpus)
+    manifest = Path(corpus) / "manifest.json"
+    with about("--corpus", manifest):
+        try:
+            text = read_bounded(manifest, 64 << 20)
+        except FileTooLarge:
+            raise Refused("manifest.json is larger than any bob writes", option="--corpus", path=manifest) from None
+        if text is None:
+            raise FileNotFoundError(2, "no manifest.json (write a corpus with `bob-fuzz conformance DIR`)",
+                                    os.fspath(manifest))
+    try:
+        document = json.loads(text)
+        files = document["files"]
+        assert document.get("format") == "bob-conformance-1" and isinstance(files, list)
+        for e in files:
+            assert isinstance(e["file"], str) and e["format"] in FORMATS and e["verdict"] in ("accept", "refuse")
+    except (ValueError, KeyError, TypeError, AssertionError):
+        raise Refused("manifest.json is not a bob-conformance-1 manifest", option="--corpus", path=manifest) from None
+    return files
 
 
 # --------------------------------------------------------------------------- #
@@ -149,7 +200,9 @@ def _reader_verdict(command: list[str], path: Path, timeout: float) -> tuple[str
     except subprocess.TimeoutExpired:
         return "timeout", None
     except OSError as exc:
-        raise ValueError(f"cannot run the reader {shlex.join(argv[:1])}: {exc.strerror or exc}") from None
+        from bob.commands import Refused, os_reason
+
+        raise Refused(f"cannot run the reader: {os_reason(exc)}", option="COMMAND", path=argv[0]) from None
     if proc.returncode < 0:
         return "crash", None
     field = None
@@ -167,23 +220,26 @@ def _reader_verdict(command: list[str], path: Path, timeout: float) -> tuple[str
 def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | None" = None,
           timeout: float = 30.0) -> dict[str, Any]:
     """Run ``command`` over the corpus's files of ``fmt``; agreements and disagreements by field."""
+    from bob.progress import Progress
+
     with tempfile.TemporaryDirectory(prefix="bob-conformance-") as scratch:
         root = Path(corpus) if corpus is not None else Path(scratch)
         if corpus is None:
             write_corpus(root)
-        manifest = json.loads((root / "manifest.json").read_text())
         by_field: dict[str, dict[str, int]] = {}
-        disagreements = []
-        files = [e for e in manifest["files"] if e["format"] == fmt]
+        disagreements: list[dict[str, Any]] = []
+        files = [e for e in open_corpus(root) if e["format"] == fmt]
+        progress = Progress("bob-fuzz", f"check {fmt}", len(files))
         for e in files:
             verdict, field = _reader_verdict(command, root / e["file"], timeout)
+            progress.advance(extra=f"{len(disagreements)} disagreeing")
             label = e["field"] or "(accepted)"
             row = by_field.setdefault(label, {"files": 0, "agree": 0, "disagree": 0})
             row["files"] += 1
             problem = None
             if verdict != e["verdict"]:
                 problem = verdict if verdict in ("crash", "timeout") else f"{verdict}s what bob {e['verdict']}s"
-            elif verdict == "refuse" and field is not None and field != e["field"]:
+            elif verdict == "refuse" and field is not None and field not in (e.get("fields") or [e["field"]]):
                 problem = f"names field {field!r}"
             if problem is None:
                 row["agree"] += 1
@@ -191,6 +247,7 @@ def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | Non
                 row["disagree"] += 1
                 disagreements.append({"file": e["file"], "field": e["field"], "bob": e["verdict"],
                                       "reader": verdict, "reader_field": field, "problem": problem})
+        progress.__exit__(None, None, None)  # ends a progress line, if one was shown
     return {"format": fmt, "reader": shlex.join(command), "files": len(files),
             "agreements": len(files) - len(disagreements), "disagreements": disagreements, "by_field": by_field}
 
@@ -209,8 +266,10 @@ def render_table(report: dict[str, Any]) -> str:
 
 def reader_main(argv: list[str]) -> int:
     """bob's reader in the ``check`` convention: exit 0 accepts; else ``{"field": …}`` and exit 2."""
+    from bob.fuzz.replay import read_input
+
     fmt, path = argv
-    verdict = judge(fmt, Path(path).read_bytes())
+    verdict = judge(fmt, read_input(path))
     if verdict["verdict"] == "accept":
         return 0
     print(json.dumps({"field": verdict["field"], "offset": verdict["offset"]}))

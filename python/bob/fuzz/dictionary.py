@@ -93,10 +93,11 @@ def _quote(token: bytes) -> str:
 
 def write_dict(path: "str | os.PathLike[str]") -> None:
     """Write the dictionary in libFuzzer/AFL ``.dict`` format (``name="token"`` a line)."""
+    from bob.fileio import write_atomic
+
     lines = [f"bob_{i}={_quote(t)}" for i, t in enumerate(tokens())]
-    with open(path, "w", encoding="ascii") as f:
-        f.write("# bob's fuzzing dictionary (bob.fuzz.dictionary): magics, contract strings, sizes, values\n")
-        f.write("\n".join(lines) + "\n")
+    write_atomic(path, ("# bob's fuzzing dictionary (bob.fuzz.dictionary): magics, contract strings, sizes, values\n"
+                        + "\n".join(lines) + "\n").encode("ascii"))
 
 
 def write_dicts(directory: "str | os.PathLike[str]", targets: "list[str]") -> list[str]:

@@ -1,15 +1,33 @@
-"""Re-running findings through their targets, and shrinking them. No engine needed."""
+"""Re-running findings through their targets, and shrinking them out of process. No engine needed.
+
+A file's target comes from where bob itself puts files (:func:`infer_target`):
+a campaign's corpus ``.bob-fuzz/TARGET/corpus/…``, the regressions
+``fuzz/regressions/TARGET/…``, a conformance corpus's
+``FORMAT/accepted/…`` or ``FORMAT/refused/FIELD/…``, or an artifact's name
+prefix ``TARGET-<sha>.bin``.
+"""
 
 from __future__ import annotations
 
+import json
 import os
+import select
+import subprocess
+import sys
 from pathlib import Path
 from typing import Callable, Iterator, NamedTuple
 
 from bob.fuzz.campaign import load_target
-from bob.fuzz.targets import target_for_file
+from bob.fuzz.findings import failure_key
+from bob.fuzz.targets import TARGETS, target_for_file
 
-__all__ = ["Verdict", "files_under", "replay_file", "replay", "failure_of", "minimize"]
+__all__ = ["Verdict", "files_under", "infer_target", "read_input", "replay_file", "replay", "failure_of",
+           "minimize", "minimize_out_of_process", "skipped", "INPUT_LIMIT"]
+
+_PIPE_READ = 1 << 16  # bytes per read of a worker's pipe: a buffer size, not a format's
+INPUT_LIMIT = 64 << 20  # the largest file replayed: far past any target's -max_len
+RUST_TARGETS = ("kernels", "predict", "resume")  # fuzz/regressions/<these>: cargo test -p bob-core --test fuzz_replay
+CONFORMANCE_VERDICTS = ("accepted", "refused")
 
 
 class Verdict(NamedTuple):
@@ -31,6 +49,36 @@ def files_under(paths: "list[str | os.PathLike[str]]") -> Iterator[Path]:
             yield p
 
 
+def skipped(path: Path) -> bool:
+    """The Rust targets' files (``fuzz/regressions/kernels`` …): replayed by cargo, not here."""
+    return path.parent.name in RUST_TARGETS
+
+
+def infer_target(path: "str | os.PathLike[str]") -> str | None:
+    """The target of a file from the layouts bob writes (see the module's doc), or None."""
+    parts = Path(os.path.abspath(path)).parts
+    for i in range(len(parts) - 2, 0, -1):  # the innermost layout wins
+        if parts[i] in CONFORMANCE_VERDICTS and parts[i - 1] in TARGETS:
+            return parts[i - 1]
+    for i in range(len(parts) - 2, -1, -1):
+        if parts[i] in (".bob-fuzz", "regressions") and parts[i + 1] in TARGETS:
+            return parts[i + 1]
+    return target_for_file(path)
+
+
+def read_input(path: "str | os.PathLike[str]") -> bytes:
+    """A regular file's bytes (at most :data:`INPUT_LIMIT`), through bob's bounded reader."""
+    from bob.fileio import FileTooLarge, read_bounded
+
+    try:
+        data = read_bounded(path, INPUT_LIMIT)
+    except FileTooLarge:
+        raise OSError(27, f"larger than {INPUT_LIMIT} bytes, more than any target reads", os.fspath(path)) from None
+    if data is None:
+        raise FileNotFoundError(2, "no such file", os.fspath(path))
+    return data
+
+
 def failure_of(run: Callable[[bytes], None], data: bytes) -> str | None:
     """None when ``run(data)`` passes, else the failure as ``Type: message`` (first line)."""
     try:
@@ -44,41 +92,49 @@ def failure_of(run: Callable[[bytes], None], data: bytes) -> str | None:
     return None
 
 
+def signature_of(run: Callable[[bytes], None], data: bytes) -> str | None:
+    """None when ``run(data)`` passes, else the failure's identity: its type and the
+    innermost frame of bob's code (:func:`bob.fuzz.campaign.failure_key`), not its message."""
+    import traceback
+
+    try:
+        run(data)
+    except BaseException as exc:  # noqa: BLE001 - a pyo3 PanicException is a BaseException
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        frames = [(f.filename, f.lineno or 0, f.name) for f in traceback.extract_tb(exc.__traceback__)]
+        return failure_key(type(exc).__name__, frames)
+    return None
+
+
 def replay_file(path: Path, target: str | None = None) -> Verdict:
-    name = target or target_for_file(path)
+    name = target or infer_target(path)
     if name is None:
         return Verdict(str(path), None, False, "no target: name one with --target (or keep the file in a "
                                                "directory named after its target)")
     run, _ = load_target(name)
     try:
-        data = path.read_bytes()
+        data = read_input(path)
     except OSError as exc:
         return Verdict(str(path), name, False, f"cannot read: {exc.strerror or exc}")
     failure = failure_of(run, data)
     return Verdict(str(path), name, failure is None, failure or "ok")
 
 
-RUST_TARGETS = ("kernels", "predict", "resume")  # fuzz/regressions/<these>: cargo test -p bob-core --test fuzz_replay
-
-
 def replay(paths: "list[str | os.PathLike[str]]", target: str | None = None) -> list[Verdict]:
     """Each file through its target; the Rust targets' files (``fuzz/regressions/kernels`` …) are left out."""
-    return [replay_file(f, target) for f in files_under(paths)
-            if target is not None or f.parent.name not in RUST_TARGETS]
+    return [replay_file(f, target) for f in files_under(paths) if target is not None or not skipped(f)]
 
 
-def minimize(run: Callable[[bytes], None], data: bytes, *, max_tries: int = 2000) -> bytes:
-    """A smaller input failing the same way (same exception type and first line), by deleting
-    ever smaller chunks and zeroing bytes; at most ``max_tries`` executions."""
-    want = failure_of(run, data)
-    if want is None:
-        raise ValueError("the input does not fail its target; nothing to minimize")
+def shrink(data: bytes, same: Callable[[bytes], bool], max_tries: int) -> tuple[bytes, int]:
+    """The smallest input ``same`` keeps, by deleting ever smaller chunks, then
+    zeroing bytes; at most ``max_tries`` calls of ``same``."""
     tries = 0
 
-    def same(candidate: bytes) -> bool:
+    def keeps(candidate: bytes) -> bool:
         nonlocal tries
         tries += 1
-        return failure_of(run, candidate) == want
+        return same(candidate)
 
     best = data
     chunk = max(len(best) // 2, 1)
@@ -86,7 +142,7 @@ def minimize(run: Callable[[bytes], None], data: bytes, *, max_tries: int = 2000
         at, shrunk = 0, False
         while at < len(best) and tries < max_tries:
             candidate = best[:at] + best[at + chunk:]
-            if same(candidate):
+            if keeps(candidate):
                 best, shrunk = candidate, True
             else:
                 at += chunk
@@ -97,6 +153,122 @@ def minimize(run: Callable[[bytes], None], data: bytes, *, max_tries: int = 2000
             break
         if best[at]:
             candidate = best[:at] + b"\0" + best[at + 1:]
-            if same(candidate):
+            if keeps(candidate):
                 best = candidate
-    return best
+    return best, tries
+
+
+def minimize(run: Callable[[bytes], None], data: bytes, *, max_tries: int = 2000) -> bytes:
+    """A smaller input failing the same way (same type and innermost frame of bob's code), in this process."""
+    want = signature_of(run, data)
+    if want is None:
+        raise ValueError("the input does not fail its target; nothing to minimize")
+    return shrink(data, lambda candidate: signature_of(run, candidate) == want, max_tries)[0]
+
+
+# The worker of minimize_out_of_process: candidates in (8-byte length, bytes) on
+# stdin, one JSON line per candidate out (its signature, or null), on a private
+# copy of stdout; the target's own output goes nowhere.
+WORKER = r"""
+import json, os, sys
+results = os.fdopen(os.dup(1), "w")
+null = os.open(os.devnull, os.O_WRONLY)
+os.dup2(null, 1)
+from bob.fuzz.campaign import die_with_parent, load_target
+from bob.fuzz.replay import signature_of
+die_with_parent()
+run, _ = load_target(sys.argv[1])
+source = sys.stdin.buffer
+while True:
+    head = source.read(8)
+    if len(head) < 8:
+        break
+    data = source.read(int.from_bytes(head, "little"))
+    results.write(json.dumps(signature_of(run, data)) + "\n")
+    results.flush()
+"""
+
+
+class _Runner:
+    """One worker process running candidates; a crash or a hang is a failure
+    of its own (``crash: signal N``, ``timeout``), and the worker is restarted."""
+
+    def __init__(self, target: str, timeout: float) -> None:
+        self.target, self.timeout = target, timeout
+        self.proc: subprocess.Popen | None = None
+        self.buffer = b""
+
+    def _start(self) -> subprocess.Popen:
+        self.proc = subprocess.Popen([sys.executable, "-c", WORKER, self.target], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.buffer = b""
+        return self.proc
+
+    def signature(self, data: bytes) -> str | None:
+        proc = self.proc if self.proc is not None and self.proc.poll() is None else self._start()
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write(len(data).to_bytes(8, "little") + data)
+            proc.stdin.flush()
+        except BrokenPipeError:
+            return self._ended()
+        fd = proc.stdout.fileno()
+        import time
+
+        deadline = time.monotonic() + self.timeout
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.close()
+                return "timeout"
+            ready, _, _ = select.select([fd], [], [], left)
+            if ready:
+                chunk = os.read(fd, _PIPE_READ)
+                if not chunk:
+                    return self._ended()
+                self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def _ended(self) -> str:
+        assert self.proc is not None
+        code = self.proc.wait()
+        self.proc = None
+        return f"crash: signal {-code}" if code < 0 else f"crash: exit {code}"
+
+    def close(self) -> None:
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+            for stream in (self.proc.stdin, self.proc.stdout):
+                if stream is not None:
+                    try:
+                        stream.close()
+                    except OSError:
+                        pass
+            self.proc = None
+
+
+def minimize_out_of_process(target: str, data: bytes, *, max_tries: int = 2000,
+                            timeout: float = 60.0) -> tuple[bytes, str | None, int]:
+    """``(smaller, failure, tries)``: the input shrunk while it fails the same way
+    (:func:`signature_of`, or the same crash or hang), each candidate run in a
+    worker process, so a native crash or a hang ends the candidate, not
+    the minimizer. ``failure`` is None (and nothing shrunk) when ``data`` passes."""
+    from bob.progress import Progress
+
+    runner = _Runner(target, timeout)
+    try:
+        want = runner.signature(data)
+        if want is None:
+            return data, None, 1
+        with Progress("bob-fuzz", "minimize", max_tries) as progress:
+            def same(candidate: bytes) -> bool:
+                progress.advance(extra=f"{len(candidate)} bytes")
+                return runner.signature(candidate) == want
+
+            small, tries = shrink(data, same, max_tries)
+        return small, want, tries + 1
+    finally:
+        runner.close()

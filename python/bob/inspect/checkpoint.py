@@ -1,4 +1,4 @@
-"""The ``ckpt`` report: a checkpoint as the formats layer examines it.
+"""The ``checkpoint`` report: a checkpoint as the formats layer examines it.
 
 Every field comes from :func:`bob.formats.checks.examine` (the envelope
 schema's parse of the header, its findings, the float32 views of the
@@ -174,7 +174,7 @@ def checkpoint_report(data: bytes | None, read_problems: list, *, path: str, aut
 
     ``data`` is the file's bytes (None when it was too large to read).
     """
-    report = base("ckpt", path, data, auto)
+    report = base("checkpoint", path, data, auto)
     problems = list(read_problems)
     ex = examine(data, for_resume=True) if data is not None else None
     if ex is not None:

@@ -7,10 +7,12 @@ module for a JSON-ready dict (:mod:`~bob.inspect.checkpoint`,
 JSON object with ``--json``, else the lines of :mod:`~bob.inspect.render`,
 each guarded by :func:`bob.text.one_line` when it holds anything unprintable.
 
-Exit codes: 0 the file(s) are clean; 2 a file has a problem, is refused or
+Exit codes: 0 the file(s) are clean (``diff``: equal); 1 ``diff``: the
+files differ (as cmp, diff and h5diff); 2 a file has a problem, is refused or
 cannot be read (missing, a directory, a FIFO, a device), or the command
-line is wrong; 130 interrupted; 1 anything unexpected (a traceback only
-under ``--debug``).
+line is wrong; 70 anything unexpected (a traceback only under ``--debug``;
+not 1, which ``diff`` gives to a difference); 130 interrupted. The runner is
+:func:`bob.commands.run_command`, as for every bob command.
 """
 
 from __future__ import annotations
@@ -25,14 +27,21 @@ from typing import Any, Callable
 from bob.formats import kinds
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, RECORD_BYTES
 from bob.formats.files import CHECKPOINT_FILE, INPUT_FILE
-from bob.commands import argument_parser, fail, parse_command_line, silence
+from bob.commands import (
+    EXIT_FOUND,
+    EXIT_SOFTWARE,
+    Outcome,
+    add_common_options,
+    argument_parser,
+    count_option,
+    number_option,
+    run_command,
+)
 from bob.text import escape_bytes, one_line, show_path
 
 from bob.inspect.common import (
-    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_PROBLEMS,
-    EXIT_UNEXPECTED,
     PLOT_HINT,
     PROG,
     Refused,
@@ -42,7 +51,9 @@ from bob.inspect.common import (
 )
 from bob.inspect.schema import SCHEMA_ALIASES, SCHEMA_KINDS
 
-COMMANDS = ("ckpt", "input", "pred", "diff", "schema")
+COMMANDS = ("checkpoint", "input", "predictions", "diff", "schema")
+ALIASES = dict(kinds.ALIASES)  # the old names: ckpt, pred (and envelope) still work
+SUBCOMMANDS = {**{c: c for c in COMMANDS}, **{a: n for a, n in ALIASES.items() if a != "envelope"}}
 Result = tuple[dict[str, Any], list[str], int]
 
 
@@ -65,8 +76,8 @@ def rows_bytes(args: argparse.Namespace) -> bytes:
     return bytes(dict.fromkeys(out))
 
 
-def cmd_ckpt(args: argparse.Namespace, *, auto: bool = False) -> Result:
-    """``bob-inspect ckpt FILE [--rows BYTES] [--rows-hex HEX] [--heatmap OUT]``."""
+def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
+    """``bob-inspect checkpoint FILE [--rows BYTES] [--rows-hex HEX] [--heatmap OUT]``."""
     from bob.inspect.checkpoint import checkpoint_report
     from bob.inspect.render import render_checkpoint
 
@@ -106,8 +117,8 @@ def cmd_input(args: argparse.Namespace, *, auto: bool = False) -> Result:
     return report, render_input(report), _code(report)
 
 
-def cmd_pred(args: argparse.Namespace, *, auto: bool = False) -> Result:
-    """``bob-inspect pred FILE``."""
+def cmd_predictions(args: argparse.Namespace, *, auto: bool = False) -> Result:
+    """``bob-inspect predictions FILE``."""
     from bob.inspect.predictions import predictions_report
     from bob.inspect.render import render_predictions
 
@@ -119,16 +130,17 @@ def cmd_pred(args: argparse.Namespace, *, auto: bool = False) -> Result:
 
 
 def cmd_diff(args: argparse.Namespace) -> Result:
-    """``bob-inspect diff A B``."""
+    """``bob-inspect diff A B [--ulp N] [--atol X]``: 0 equal, 1 different, 2 a file has problems."""
     from bob.inspect.diff import diff_report
     from bob.inspect.render import render_diff
 
-    report = diff_report(args.a, args.b)
-    return report, render_diff(report), _code(report)
+    report = diff_report(args.a, args.b, ulp=args.ulp, atol=args.atol)
+    code = EXIT_PROBLEMS if report["problems_found"] else EXIT_OK if report["equal"] else EXIT_FOUND
+    return report, render_diff(report), code
 
 
 def cmd_schema(args: argparse.Namespace) -> Result:
-    """``bob-inspect schema [input|envelope|pred]`` (all three without a kind)."""
+    """``bob-inspect schema [input|checkpoint|predictions]`` (all three without a kind)."""
     from bob.inspect.render import render_schema
     from bob.inspect.schema import schema_report
 
@@ -148,13 +160,13 @@ def cmd_auto(args: argparse.Namespace) -> Result:
         raise Refused(f"{show_path(args.file)} is not a checkpoint (it is {what}); "
                       "--rows, --rows-hex and --heatmap apply to checkpoints")
     handler: dict[str, Callable[..., Result]] = {
-        kinds.CHECKPOINT: cmd_ckpt, kinds.INPUT: cmd_input, kinds.PREDICTIONS: cmd_pred}
+        kinds.CHECKPOINT: cmd_checkpoint, kinds.INPUT: cmd_input, kinds.PREDICTIONS: cmd_predictions}
     return handler[kind](args, auto=True)
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], Result]] = {
-    "ckpt": cmd_ckpt, "input": cmd_input, "pred": cmd_pred, "diff": cmd_diff, "schema": cmd_schema,
-    "auto": cmd_auto,
+    "checkpoint": cmd_checkpoint, "input": cmd_input, "predictions": cmd_predictions, "diff": cmd_diff,
+    "schema": cmd_schema, "auto": cmd_auto,
 }
 
 
@@ -164,8 +176,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], Result]] = {
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true", help="print one JSON object (stable keys) instead of text")
-    p.add_argument("--debug", action="store_true", help="show a traceback for unexpected errors")
+    add_common_options(p, json_help="print one JSON object (stable keys) instead of text")
 
 
 def _add_ckpt_options(p: argparse.ArgumentParser) -> None:
@@ -181,26 +192,32 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Show bob's files (checkpoints, input records, predictions) whole and readably, "
         "from the format schemas. `bob-inspect FILE` detects the kind from the magic.",
-        epilog="exit codes: 0 clean, 2 a file has problems / is refused / cannot be read (or a usage error), "
-        "130 interrupted, 1 unexpected. See docs/bob-inspect.md.",
+        epilog="exit codes: 0 clean (diff: equal), 1 diff: the files differ, 2 a file has problems / is refused / "
+        "cannot be read (or a usage error), 70 unexpected, 130 interrupted. See docs/bob-inspect.md.",
     )
-    sub = parser.add_subparsers(dest="command", metavar="{ckpt,input,pred,diff,schema} | FILE")
-    p = sub.add_parser("ckpt", help="a checkpoint: header, contract, chunk table, plane statistics, problems")
+    add_common_options(parser)
+    sub = parser.add_subparsers(dest="command", metavar="{checkpoint,input,predictions,diff,schema} | FILE")
+    p = sub.add_parser("checkpoint", aliases=["ckpt"],
+                       help="a checkpoint: header, contract, chunk table, plane statistics, problems")
     p.add_argument("file", metavar="FILE")
     _add_ckpt_options(p)
     _add_common(p)
     p = sub.add_parser("input", help="an input record: pairs, context counts, targets table, prompts")
     p.add_argument("file", metavar="FILE")
     _add_common(p)
-    p = sub.add_parser("pred", help="a predictions file: the three records")
+    p = sub.add_parser("predictions", aliases=["pred"], help="a predictions file: the three records")
     p.add_argument("file", metavar="FILE")
     _add_common(p)
-    p = sub.add_parser("diff", help="two checkpoints compared: header fields and planes")
+    p = sub.add_parser("diff", help="two checkpoints compared: header fields and planes (exit 1 when they differ)")
     p.add_argument("a", metavar="A")
     p.add_argument("b", metavar="B")
+    p.add_argument("--ulp", type=count_option("--ulp", minimum=0, maximum=2**32), metavar="N",
+                   help="plane values at most N units in the last place apart are equal")
+    p.add_argument("--atol", type=number_option("--atol", maximum=3.5e38), metavar="X",
+                   help="plane values at most X apart are equal (with --ulp: either suffices)")
     _add_common(p)
     p = sub.add_parser("schema", help="layout tables from the construct schemas")
-    p.add_argument("kind", nargs="?", metavar="{input,envelope,pred}", type=lambda s: SCHEMA_ALIASES.get(s, s))
+    p.add_argument("kind", nargs="?", metavar="{input,checkpoint,predictions}", type=lambda s: SCHEMA_ALIASES.get(s, s))
     _add_common(p)
     p = sub.add_parser("auto")  # `bob-inspect FILE`: not listed in the help
     p.add_argument("file", metavar="FILE")
@@ -214,7 +231,7 @@ _VALUE_OPTIONS = {"--rows", "--rows-hex", "--heatmap"}
 
 def route(argv: list[str]) -> list[str]:
     """Put the command first; with no command (``bob-inspect [--json] FILE``) it is ``auto``."""
-    if not argv or argv[0] in ("-h", "--help") or argv[0] in COMMANDS:
+    if not argv or argv[0] in ("-h", "--help", "--version") or argv[0] in SUBCOMMANDS:
         return argv
     i = 0
     while i < len(argv):
@@ -225,11 +242,11 @@ def route(argv: list[str]) -> list[str]:
             i += 2
             continue
         if tok.startswith("-") and tok != "-":
-            if tok in ("-h", "--help"):
+            if tok in ("-h", "--help", "--version"):
                 return argv
             i += 1
             continue
-        if tok in COMMANDS:
+        if tok in SUBCOMMANDS:
             return [tok] + argv[:i] + argv[i + 1:]
         break
     return ["auto"] + argv
@@ -242,61 +259,22 @@ def route(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """The ``bob-inspect`` entry point; returns the exit code."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
-        except (AttributeError, ValueError):  # pragma: no cover - a replaced or closed stream
-            pass
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    parsed = parse_command_line(PROG, parser, route(argv))
-    if isinstance(parsed, int):
-        return parsed
-    args = parsed
+    argv = route(list(sys.argv[1:] if argv is None else argv))
+    return run_command(PROG, build_parser, _work, argv, unexpected_code=EXIT_SOFTWARE, subcommands=SUBCOMMANDS)
+
+
+def _work(args: argparse.Namespace) -> Outcome:
     if args.command is None:
-        parser.print_usage(sys.stderr)
-        return fail(PROG, Refused("usage: give a command or a FILE"), as_json="--json" in argv)
-    if args.command == "schema" and args.kind is not None and args.kind not in SCHEMA_KINDS:
-        return _fail(args, "schema", Refused(f"usage: schema: unknown kind {escape_bytes(os.fsencode(args.kind))}; "
-                                             "one of input, envelope, pred"), EXIT_PROBLEMS)
-    command = "ckpt" if args.command == "auto" else args.command
-    try:
-        report, lines, code = HANDLERS[args.command](args)
-    except Refused as exc:
-        return _fail(args, command, exc, exc.code)
-    except KeyboardInterrupt:
-        return _fail(args, command, Refused("interrupted"), EXIT_INTERRUPTED)
-    except BrokenPipeError:
-        return _quiet_broken_pipe()
-    except Exception as exc:  # noqa: BLE001 - the promise: one line, exit 1, a traceback only under --debug
-        if args.debug:
-            import traceback
-
-            traceback.print_exc()
-        return _fail(args, command, Refused(f"unexpected error: {type(exc).__name__}: {exc}"), EXIT_UNEXPECTED)
-    return _emit(args, report, lines, code)
-
-
-def _emit(args: argparse.Namespace, report: dict[str, Any], lines: list[str], code: int) -> int:
-    """Print the report (JSON or text); a closed stdout is exit 1 without a traceback."""
-    if sys.stdout is None:
-        print(f"{PROG}: cannot write the report: stdout is closed", file=sys.stderr)
-        return EXIT_UNEXPECTED
-    try:
-        if args.json:
-            report.pop("rows_requested", None)
-            print(json.dumps(report, allow_nan=False))
-        else:
-            for line in lines:
-                print(_guard(line))
-        sys.stdout.flush()
-    except BrokenPipeError:
-        return _quiet_broken_pipe()
-    except OSError as exc:
-        print(f"{PROG}: cannot write the report: {one_line(exc.strerror or type(exc).__name__)}",
-              file=sys.stderr)
-        return EXIT_UNEXPECTED
-    return code
+        raise Refused("usage: give a command or a FILE (see bob-inspect --help)")
+    command = SUBCOMMANDS.get(args.command, args.command)
+    if command == "schema" and args.kind is not None and args.kind not in SCHEMA_KINDS:
+        raise Refused(f"usage: schema: unknown kind {escape_bytes(os.fsencode(args.kind))}; "
+                      "one of input, checkpoint, predictions")
+    report, lines, code = HANDLERS[command](args)
+    if args.json:
+        report.pop("rows_requested", None)
+    name = f"{PROG} {report.get('kind', command) if command == 'auto' else command}"
+    return Outcome(code, report, "\n".join(_guard(line) for line in lines), command=name)
 
 
 def _guard(line: str) -> str:
@@ -304,27 +282,3 @@ def _guard(line: str) -> str:
     not print (a control character, a bidirectional override …) goes through
     :func:`bob.text.one_line`; bob's own printable text (``256 × u32``) stays."""
     return line if line.isprintable() else one_line(line)
-
-
-def _fail(args: argparse.Namespace, command: str, refusal: Refused, code: int) -> int:
-    """One line on stderr; under ``--json`` one object on stdout whose ``error``
-    is the refusal's object (option, path, field, message, exit_code, text)."""
-    refusal.code = code
-    print(f"{PROG}: {refusal.text}", file=sys.stderr)
-    if getattr(args, "json", False) and sys.stdout is not None:
-        files = [getattr(args, k) for k in ("file", "a", "b") if getattr(args, k, None) is not None]
-        try:
-            print(json.dumps({"command": command, "files": [show_path(f) for f in files], "ok": False,
-                              "error": refusal.to_dict(), "exit": code}), flush=True)
-        except BrokenPipeError:
-            _quiet_broken_pipe()
-        except OSError:
-            pass  # stdout is full: the line on stderr stands
-    return code
-
-
-def _quiet_broken_pipe() -> int:
-    """stdout's reader has gone: silence it (:func:`bob.commands.silence`) so the
-    interpreter's last flush does not complain, and exit 1."""
-    silence(sys.stdout)
-    return EXIT_UNEXPECTED

@@ -44,23 +44,43 @@ def _where(index: int) -> dict[str, Any]:
     return {"index": int(index), "context": c, "next": n, "context_text": show_byte(c), "next_text": show_byte(n)}
 
 
-def plane_diff(a, b) -> dict[str, Any]:
-    """Two planes compared value by value on their bit patterns."""
+def beyond(a, b, *, ulp: int | None = None, atol: float | None = None) -> Any:
+    """Where two planes differ by more than the tolerance: different bits, unless
+    both values are finite and within ``ulp`` units
+    in the last place or ``atol`` of each other (either suffices). NaNs must be
+    bit-identical: a NaN is never within a distance of anything."""
+    a = np.asarray(a, dtype=np.float32)
+    b = np.asarray(b, dtype=np.float32)
+    out = a.view(np.uint32) != b.view(np.uint32)
+    both = np.isfinite(a) & np.isfinite(b)
+    close = np.zeros(a.shape, dtype=bool)
+    if ulp is not None:
+        close |= both & (ulp_distance(a, b) <= ulp)
+    if atol is not None:
+        close |= both & (np.abs(a.astype(np.float64) - b.astype(np.float64)) <= atol)
+    return out & ~close
+
+
+def plane_diff(a, b, *, ulp: int | None = None, atol: float | None = None) -> dict[str, Any]:
+    """Two planes compared value by value on their bit patterns (and, with a
+    tolerance, how many differ by more than it: :func:`beyond`)."""
     a = np.asarray(a, dtype=np.float32)
     b = np.asarray(b, dtype=np.float32)
     idx = np.flatnonzero(a.view(np.uint32) != b.view(np.uint32))
-    out: dict[str, Any] = {"differing": int(idx.size), "first": None, "max_abs_diff": None, "max_ulp": None}
+    out: dict[str, Any] = {"differing": int(idx.size), "first": None, "max_abs_diff": None, "max_ulp": None,
+                           "beyond_tolerance": int(idx.size) if ulp is None and atol is None
+                           else int(np.count_nonzero(beyond(a, b, ulp=ulp, atol=atol)))}
     if not idx.size:
         return out
     k = int(idx[0])
-    ulp = ulp_distance(a, b)
+    distance = ulp_distance(a, b)
     notnan = ~(np.isnan(a) | np.isnan(b))
     first = _where(k)
     first.update(
         a=f32_json(a[k]), b=f32_json(b[k]),
         a_hex=f"{int(a.view(np.uint32)[k]):08x}", b_hex=f"{int(b.view(np.uint32)[k]):08x}",
         abs_diff=json_number(abs(float(a[k]) - float(b[k]))) if notnan[k] else None,
-        ulp=int(ulp[k]) if notnan[k] else None,
+        ulp=int(distance[k]) if notnan[k] else None,
     )
     out["first"] = first
     both = np.isfinite(a) & np.isfinite(b)
@@ -68,7 +88,7 @@ def plane_diff(a, b) -> dict[str, Any]:
     if (absd > 0).any():
         j = int(np.argmax(absd))
         out["max_abs_diff"] = {"value": float(absd[j]), **_where(j), "a": f32_json(a[j]), "b": f32_json(b[j])}
-    u = np.where(notnan, ulp, -1)
+    u = np.where(notnan, distance, -1)
     if (u > 0).any():
         j = int(np.argmax(u))
         out["max_ulp"] = {"value": int(u[j]), **_where(j), "a": f32_json(a[j]), "b": f32_json(b[j])}
@@ -136,9 +156,25 @@ def _first_differing_offset(data_a: bytes, data_b: bytes) -> int:
     return int(where[0]) if where.size else n  # else: one file is a prefix of the other
 
 
+def _equal(report: dict[str, Any]) -> bool:
+    """Identical, or (with a tolerance) the planes within it and the header the
+    same but for the digests (which the planes' values determine)."""
+    if report["identical"]:
+        return True
+    if report["tolerance"] is None or report["planes"] is None or not report["header"]["compared"]:
+        return False
+    header_same = all("digest" in d["field"] for d in report["header"]["differences"])
+    return header_same and all(d["beyond_tolerance"] == 0 for d in report["planes"].values())
+
+
 def _verdict(report: dict[str, Any]) -> str:
     if report["identical"]:
         verdict = "identical: the two files are byte for byte the same"
+    elif report["equal"]:
+        t = report["tolerance"]
+        within = " or ".join(x for x in (f"{t['ulp']} ulp" if t["ulp"] is not None else "",
+                                        f"{t['atol']:g} absolute" if t["atol"] is not None else "") if x)
+        verdict = f"equal within the tolerance: every plane value within {within}; only the digests differ"
     else:
         parts = []
         if report["planes"] is not None:
@@ -151,13 +187,15 @@ def _verdict(report: dict[str, Any]) -> str:
             nd = len(report["header"]["differences"])
             parts.append(f"{plural(nd, 'header field')} differ" + ("s" if nd == 1 else ""))
         verdict = "different: " + "; ".join(parts)
-    if not report["ok"]:
+    if report["problems_found"]:
         verdict += " (and a file has problems, listed above)"
     return verdict
 
 
-def diff_report(path_a: str, path_b: str) -> dict[str, Any]:
-    """The ``diff`` report (a JSON-ready dict): bytes, header fields and planes of two checkpoints."""
+def diff_report(path_a: str, path_b: str, *, ulp: int | None = None, atol: float | None = None) -> dict[str, Any]:
+    """The ``diff`` report (a JSON-ready dict): bytes, header fields and planes of
+    two checkpoints; ``equal`` when identical or, given ``ulp`` and/or ``atol``,
+    within that tolerance (:func:`beyond`)."""
     side_a, data_a, head_a, planes_a = _side(path_a)
     side_b, data_b, head_b, planes_b = _side(path_b)
     report: dict[str, Any] = {"command": "diff", "a": side_a, "b": side_b}
@@ -172,9 +210,12 @@ def diff_report(path_a: str, path_b: str) -> dict[str, Any]:
     else:
         report["header"] = {"compared": False, "differences": None}
     report["planes"] = (
-        {name: plane_diff(planes_a[i], planes_b[i]) for i, name in enumerate(PLANE_NAMES)}
+        {name: plane_diff(planes_a[i], planes_b[i], ulp=ulp, atol=atol) for i, name in enumerate(PLANE_NAMES)}
         if planes_a is not None and planes_b is not None else None
     )
-    report["ok"] = not (side_a["problems"] or side_b["problems"])
+    report["tolerance"] = None if ulp is None and atol is None else {"ulp": ulp, "atol": atol}
+    report["equal"] = _equal(report)
+    report["problems_found"] = bool(side_a["problems"] or side_b["problems"])
+    report["ok"] = not report["problems_found"]
     report["verdict"] = _verdict(report)
     return report

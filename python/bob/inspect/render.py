@@ -130,7 +130,7 @@ def _row_lines(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def render_checkpoint(r: dict[str, Any]) -> list[str]:
-    L = [f"{PROG} ckpt: {r['file']}"] + _file_line(r, 14)
+    L = [f"{PROG} checkpoint: {r['file']}"] + _file_line(r, 14)
     if r["fresh"]:
         L.append("  zero bytes: a fresh run's checkpoint (bob-run starts from bob-seed-v1 at step 0)")
     L += _magic_line(r, CHECKPOINT_MAGIC, 14) + _header_lines(r)
@@ -209,11 +209,11 @@ def render_input(r: dict[str, Any]) -> list[str]:
     return L + render_problems(r)
 
 
-# ------------------------------------------------------------------- pred
+# ------------------------------------------------------------ predictions
 
 
 def render_predictions(r: dict[str, Any]) -> list[str]:
-    L = [f"{PROG} pred: {r['file']}"] + _file_line(r, 6)
+    L = [f"{PROG} predictions: {r['file']}"] + _file_line(r, 6)
     if r["hex"] is not None:
         L.append(f"  hex   {r['hex']}")
     if r["records"] is not None:
@@ -297,7 +297,7 @@ def render_schema(r: dict[str, Any]) -> list[str]:
     for f in r["formats"]:
         if L:
             L.append("")
-        note = f" (offsets of the canonical {CANONICAL_HEADER_BYTES}-byte header)" if f["kind"] == "envelope" else ""
+        note = f" (offsets of the canonical {CANONICAL_HEADER_BYTES}-byte header)" if f["kind"] == "checkpoint" else ""
         version = f" v{f['version']}" if f["version"] is not None else " (no magic, no version)"
         L.append(f"{f['format']}{version}: {f['size']} bytes{note}")
         w = max(len(x["field"]) for x in f["fields"])

@@ -7,14 +7,16 @@ from typing import Any
 
 from bob.formats.docs import layout_rows, sample
 
-SCHEMA_KINDS = {"input": "input", "envelope": "envelope", "pred": "predictions"}
-SCHEMA_ALIASES = {"ckpt": "envelope", "checkpoint": "envelope", "predictions": "pred"}
-FORMAT_NAMES = {"input": "bob-input", "envelope": "bob-envelope", "pred": "bob-predictions"}
-FORMAT_VERSIONS = {"input": 1, "envelope": 1, "pred": None}
+from bob.formats.kinds import ALIASES
+
+SCHEMA_KINDS = {"input": "input", "checkpoint": "envelope", "predictions": "predictions"}  # -> bob.formats.docs' name
+SCHEMA_ALIASES = ALIASES
+FORMAT_NAMES = {"input": "bob-input", "checkpoint": "bob-envelope", "predictions": "bob-predictions"}
+FORMAT_VERSIONS = {"input": 1, "checkpoint": 1, "predictions": None}
 
 
 def schema_report(kinds: list[str]) -> dict[str, Any]:
-    """The layout tables of ``kinds`` (``input``, ``envelope``, ``pred``)."""
+    """The layout tables of ``kinds`` (``input``, ``checkpoint``, ``predictions``)."""
     formats = []
     for kind in kinds:
         name = SCHEMA_KINDS[kind]

@@ -1,18 +1,29 @@
-"""``bob-qualify``: the command line.
+"""``bob-qualify``: the command line, on the runner every bob command shares
+(:func:`bob.commands.run_command`).
 
 Exit codes: 0 qualified; 1 a check failed (each failure names the check,
 kernel, thread count, plane and first differing index); 2 the command line
-is refused (one line, no traceback); 130 interrupted.
+is refused (one line, no traceback); 70 anything unexpected (not 1, which
+a failed check has); 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from pathlib import Path
 
-from bob.commands import EXIT_INTERRUPTED, Refused, argument_parser, emit, fail, os_reason, parse_command_line
+from bob.commands import (
+    EXIT_SOFTWARE,
+    Outcome,
+    Refused,
+    about,
+    add_common_options,
+    argument_parser,
+    emit,
+    integer_option,
+    output_directory,
+    run_command,
+)
 from bob.qualify.verdict import PERTURB_ENV, perturbation
 
 PROG = "bob-qualify"
@@ -25,7 +36,7 @@ def parser() -> argparse.ArgumentParser:
                     "vector (bob.invoke and fresh bob-run processes), every kernel × thread count against the "
                     "scalar transcription of §6, fresh-process resume, the shipped golden files; plus a machine "
                     "fingerprint and a performance snapshot.",
-        epilog="exit codes: 0 qualified, 1 a check failed, 2 command line refused, 130 interrupted",
+        epilog="exit codes: 0 qualified, 1 a check failed, 2 command line refused, 70 unexpected, 130 interrupted",
     )
     modes = p.add_mutually_exclusive_group()
     modes.add_argument("--quick", action="store_const", dest="mode", const="quick",
@@ -33,84 +44,54 @@ def parser() -> argparse.ArgumentParser:
     modes.add_argument("--thorough", action="store_const", dest="mode", const="thorough",
                        help="many more random states, and SIGKILL bob-run while it commits")
     p.set_defaults(mode="default")
-    p.add_argument("--seed", type=_seed, metavar="N", help="the seed of the random states (printed; default: fresh)")
-    p.add_argument("--json", action="store_true", help="print one JSON object (checks, verdicts, fingerprint, "
-                                                       "timings) instead of the tables")
+    p.add_argument("--seed", type=integer_option("--seed", minimum=0, maximum=2**64 - 1), metavar="N",
+                   help="the seed of the random states (printed; default: fresh)")
     p.add_argument("--report", type=Path, metavar="DIR",
-                   help="write DIR/qualify.json and PNG plots there (needs the plot extra: pip install 'bob[plot]')")
+                   help="write DIR/qualify.json and PNG plots there, atomically (needs the plot extra: "
+                        "pip install 'bob[plot]')")
+    add_common_options(p, json_help="print one JSON object (checks, verdicts, fingerprint, timings) instead of "
+                                    "the tables")
     return p
 
 
-def _seed(text: str) -> int:
-    try:
-        value = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if not 0 <= value < 1 << 64:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 2**64 - 1, got {value}")
-    return value
-
-
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    args = parse_command_line(PROG, parser(), argv)
-    if isinstance(args, int):
-        return args
+    return run_command(PROG, parser, _work, argv, unexpected_code=EXIT_SOFTWARE,
+                       interrupted="interrupted; nothing was qualified")
 
-    def _refuse(message: str, option: str | None = None, path: object = None) -> int:
-        return fail(PROG, Refused(message, option=option, path=path), as_json=args.json)
 
-    from rich.console import Console as RichConsole
-
-    class Console(RichConsole):
-        """rich exits with status 1 when stdout's reader goes away; the verdict
-        must stay the exit status, so a broken stdout is just silenced."""
-
-        def on_broken_pipe(self) -> None:
-            emit(PROG, "")  # points the stream at /dev/null and says so once on stderr
+def _work(args: argparse.Namespace) -> Outcome:
+    from rich.console import Console
 
     from bob.qualify import report, runner
 
+    if args.report is not None:
+        if not report.plotting_available():
+            raise Refused("draws plots with matplotlib, which is not installed (pip install 'bob[plot]')",
+                          option="--report", path=args.report)
+        output_directory("--report", args.report)
     try:
         perturb = perturbation()
     except ValueError as exc:
-        return _refuse(str(exc))
-    if args.report is not None:
-        if not report.plotting_available():
-            return _refuse("--report draws plots with matplotlib, which is not installed "
-                           "(pip install 'bob[plot]')")
-        if args.report.exists() and not args.report.is_dir():
-            return _refuse("exists and is not a directory", "--report", args.report)
+        raise Refused(str(exc), option=PERTURB_ENV) from None
     seed = runner.new_seed() if args.seed is None else args.seed
     plan = runner.PLANS[args.mode]
     err = Console(stderr=True)
-    out = Console()
-    if not out.is_terminal:  # a file or a pipe: wide enough that the table's rows stay on one line
-        out = Console(width=max(out.width, 140))
-    if not args.json:
-        out.print(f"bob-qualify {plan.mode}: seed {seed} (reproduce with --seed {seed})", highlight=False)
+    if not args.json:  # first, so the seed is known even if the run is cut short
+        emit(PROG, f"bob-qualify {plan.mode}: seed {seed} (reproduce with --seed {seed})")
     if perturb is not None:
         err.print(f"[bold yellow]{PERTURB_ENV} is set: the kernels check will flip one bit of "
                   f"{perturb[0]} at {perturb[1]} threads (a test hook)[/]")
-    try:
-        with report.LiveProgress(err) as progress:
-            result = runner.qualify(plan, seed, perturb=perturb, progress=progress)
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted; nothing was qualified", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    with report.LiveProgress(err) as progress:
+        result = runner.qualify(plan, seed, perturb=perturb, progress=progress)
     if args.report is not None:
-        try:
+        with about("--report", args.report):
             written = report.write_report(args.report, result)
-        except OSError as exc:
-            return _refuse(f"cannot write the report: {os_reason(exc)}", "--report", args.report)
         result["report_files"] = [str(p) for p in written]
-    if args.json:
-        emit(PROG, json.dumps(result, sort_keys=True))
-        return result["exit_code"]
-    try:
+    # The tables at the width of the terminal, or rich's own default in a file or
+    # a pipe (80 columns, or $COLUMNS): no width is forced.
+    out = Console(highlight=False)
+    with out.capture() as captured:
         report.print_human(result, out)
         if args.report is not None:
             out.print(f"report: {', '.join(result['report_files'])}", highlight=False)
-    except (OSError, ValueError):  # stdout closed, full or a broken pipe: the verdict is the exit status
-        emit(PROG, "")
-    return result["exit_code"]
+    return Outcome(result["exit_code"], result, captured.get())

@@ -27,21 +27,36 @@ SPEED_PLOT = "us-per-update.png"
 
 
 class LiveProgress(ProgressSink):
-    """One rich progress bar per phase, on stderr (shown only on a terminal)."""
+    """One rich progress bar per phase on stderr on a terminal; elsewhere (a
+    pipe, a log) plain lines (:class:`bob.commands.Progress`: a phase that takes
+    more than two seconds says where it is every five)."""
 
     def __init__(self, console: Console) -> None:
+        self.plain = not console.is_terminal
         self.bars = Progress(TextColumn("{task.description:<24}"), BarColumn(), MofNCompleteColumn(),
-                             TimeElapsedColumn(), console=console, transient=False,
-                             disable=not console.is_terminal)
+                             TimeElapsedColumn(), console=console, transient=False, disable=self.plain)
+        self.current: Any = None
 
     def __enter__(self) -> "LiveProgress":
         self.bars.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._end_plain()
         self.bars.stop()
 
+    def _end_plain(self) -> None:
+        if self.current is not None:
+            self.current.__exit__(None, None, None)
+            self.current = None
+
     def phase(self, name: str, total: int) -> Callable[[], None]:
+        if self.plain:
+            from bob.progress import Progress as PlainProgress
+
+            self._end_plain()
+            self.current = PlainProgress("bob-qualify", name, max(total, 1), every=5.0)
+            return self.current.advance
         task = self.bars.add_task(name, total=max(total, 1))
         return lambda: self.bars.advance(task)
 
@@ -152,11 +167,27 @@ def plotting_available() -> bool:
 
 
 def write_report(directory: Path, result: dict[str, Any]) -> list[Path]:
-    """``qualify.json`` and the PNG plots in ``directory`` (created if needed)."""
+    """``qualify.json`` and the PNG plots in ``directory`` (created if needed),
+    each replaced atomically (:func:`bob.fileio.write_atomic`): a write that
+    fails (a full disk) leaves the old report whole."""
+    from bob.fileio import write_atomic
+
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / REPORT_JSON
-    path.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    write_atomic(path, (json.dumps(result, indent=1, sort_keys=True) + "\n").encode("utf-8"))
     return [path, *write_plots(directory, result)]
+
+
+def _save(fig: Any, path: Path) -> Path:
+    """A figure as PNG, written atomically."""
+    import io
+
+    from bob.fileio import write_atomic
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    write_atomic(path, buffer.getvalue())
+    return path
 
 
 def write_plots(directory: Path, result: dict[str, Any]) -> list[Path]:
@@ -182,8 +213,7 @@ def write_plots(directory: Path, result: dict[str, Any]) -> list[Path]:
         ax.legend(fontsize=8)
         ax.grid(axis="y", alpha=0.3)
         fig.tight_layout()
-        written.append(directory / LOSS_PLOT)
-        fig.savefig(written[-1])
+        written.append(_save(fig, directory / LOSS_PLOT))
         plt.close(fig)
     speeds = result["performance"].get("kernels")
     if speeds:
@@ -214,7 +244,6 @@ def write_plots(directory: Path, result: dict[str, Any]) -> list[Path]:
         ax.legend(fontsize=8)
         ax.grid(axis="y", alpha=0.3, which="both")
         fig.tight_layout()
-        written.append(directory / SPEED_PLOT)
-        fig.savefig(written[-1])
+        written.append(_save(fig, directory / SPEED_PLOT))
         plt.close(fig)
     return written

@@ -1,0 +1,65 @@
+"""What makes two fuzz failures one finding: the exception's type and the
+innermost frame of bob's code, never the message (which may hold a value
+that varies from input to input). Shared by campaigns, replay and workers."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+__all__ = ["KEY_LINE", "failure_key", "exception_key", "Finding"]
+
+KEY_LINE = "bob-fuzz failure key: "  # a worker's line naming the failure it is about to raise
+
+
+def _bob_root() -> str:
+    import bob
+
+    return os.path.dirname(os.path.abspath(bob.__file__)) + os.sep
+
+
+def failure_key(kind: str, frames: "list[tuple[str, int, str]]") -> str:
+    """A failure's identity: its exception type and the innermost frame of
+    bob's code (``bob/fuzz/targets.py:123 in check_error``), or the innermost
+    frame when none is bob's (a target outside the package); never the
+    message, which may hold a value that varies from input to input."""
+    root = _bob_root()
+    ours = [f for f in frames if os.path.abspath(f[0]).startswith(root)]
+    if not (ours or frames):
+        return kind
+    chosen = (ours or frames)[-1]
+    name, line, function = chosen
+    name = os.path.abspath(name)
+    shown = "bob/" + name[len(root):] if name.startswith(root) else os.path.basename(name)
+    return f"{kind} at {shown}:{line} in {function}"
+
+
+def exception_key(exc: BaseException) -> str:
+    """:func:`failure_key` of a live exception. A frame whose function sets
+    ``__tracebackhide__`` (pytest's convention: a helper that only raises, like
+    a property's ``require``) is skipped, so the frame that called it counts."""
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        if not tb.tb_frame.f_locals.get("__tracebackhide__", False):
+            code = tb.tb_frame.f_code
+            frames.append((code.co_filename, tb.tb_lineno, code.co_name))
+        tb = tb.tb_next
+    return failure_key(type(exc).__name__, frames)
+
+
+@dataclass
+class Finding:
+    path: str
+    message: str
+    key: str = ""
+    """What makes two failures one: :func:`failure_key` (type and innermost frame of bob's code)."""
+    count: int = 1
+    """How many failing inputs had this key."""
+
+    @property
+    def where(self) -> str:
+        return self.key.split(" at ", 1)[1] if " at " in self.key else "(no Python frame: a native crash?)"
+
+    def repro(self, target: str) -> str:
+        return f"bob-fuzz replay {self.path} --target {target}"

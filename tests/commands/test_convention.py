@@ -1,0 +1,401 @@
+"""The one convention of bob's five commands (issue 23), command by command and
+subcommand by subcommand: ``--version``; ``--json`` on success, refusal and
+usage error with the shared keys (``command``, ``ok``, ``exit_code``,
+``error`` {option, path, field, message}); every numeric option at -1, 0,
+nan, inf and 1e309; every path option as missing, a directory, a file where
+a directory is needed and /dev/full; stdout closed, a broken pipe and
+``PYTHONIOENCODING=ascii``. Each: the documented exit code, one line on
+stderr, no traceback, nothing left in TMPDIR.
+
+In process wherever the stream or the process is not what is tested;
+the real installed commands for the streams."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from conftest import GOLDEN
+
+HERE = Path(__file__).resolve().parent
+BIN = Path(sys.executable).parent
+CHECKPOINT = GOLDEN / "checkpoint-abracadabra-step10.bin"
+INPUT = GOLDEN / "input-abracadabra.bin"
+PREDICTIONS = GOLDEN / "predictions-abracadabra.bin"
+VERSION_LINE = "{prog} 0.1.0\n"
+
+
+def main_of(prog: str) -> Callable[[list[str]], int]:
+    if prog == "bob-run":
+        from bob.run import main
+    elif prog == "bob-fixture":
+        from bob.fixture import fixture_main as main
+    elif prog == "bob-inspect":
+        from bob.inspect import main
+    elif prog == "bob-qualify":
+        from bob.qualify import main
+    else:
+        from bob.fuzz import main
+    return main
+
+
+@pytest.fixture
+def tmpdir_watched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """TMPDIR (for this process and its children) is a fresh directory that must be empty at the end."""
+    scratch = tmp_path / "TMPDIR"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.syspath_prepend(str(HERE))
+    yield scratch
+    assert sorted(p.name for p in scratch.iterdir()) == []
+
+
+class Work:
+    """A directory of the files the cases use."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.plain = root / "plain.txt"
+        self.plain.write_text("a plain file\n")
+        self.adir = root / "adir"
+        self.adir.mkdir()
+        self.missing = root / "no-such-dir" / "x.bin"
+        self.corpus = root / "corpus"  # a conformance corpus of one file, bob's layout
+        (self.corpus / "predictions" / "accepted").mkdir(parents=True)
+        (self.corpus / "predictions" / "accepted" / "golden.bin").write_bytes(PREDICTIONS.read_bytes())
+        (self.corpus / "manifest.json").write_text(json.dumps({"format": "bob-conformance-1", "files": [
+            {"file": "predictions/accepted/golden.bin", "format": "predictions", "verdict": "accept", "field": None,
+             "offset": None, "error": None, "message": None, "fields": []}]}))
+        self.failing = root / "failing.bin"
+        self.failing.write_bytes(b"0123456789")
+        self.n = 0
+
+    def fresh(self, name: str) -> str:
+        self.n += 1
+        return str(self.root / f"{self.n}-{name}")
+
+
+@pytest.fixture
+def work(tmp_path: Path, tmpdir_watched: Path) -> Work:
+    return Work(tmp_path)
+
+
+def call(prog: str, argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    capsys.readouterr()
+    rc = main_of(prog)(argv)
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err, err
+    return rc, out, err
+
+
+# --------------------------------------------------------------------------- #
+# Every command and subcommand: how it succeeds
+# --------------------------------------------------------------------------- #
+
+# (command name, the program, its successful argv, its exit code). The argv
+# builders take the Work directory.
+SUCCESS: list[tuple[str, str, Callable[[Work], list[str]], int]] = [
+    ("bob-run", "bob-run", lambda w: ["--input", str(INPUT), "--checkpoint", w.fresh("ck.bin"), "--predictions",
+                                      w.fresh("pred.bin")], 0),
+    ("bob-fixture", "bob-fixture", lambda w: ["--text", "abc", "--prompt", "a", "--prompt", "b", "--prompt", "",
+                                              "--output", w.fresh("rec.bin")], 0),
+    ("bob-inspect checkpoint", "bob-inspect", lambda w: ["checkpoint", str(CHECKPOINT)], 0),
+    ("bob-inspect input", "bob-inspect", lambda w: ["input", str(INPUT)], 0),
+    ("bob-inspect predictions", "bob-inspect", lambda w: ["predictions", str(PREDICTIONS)], 0),
+    ("bob-inspect diff", "bob-inspect", lambda w: ["diff", str(CHECKPOINT), str(CHECKPOINT)], 0),
+    ("bob-inspect schema", "bob-inspect", lambda w: ["schema"], 0),
+    ("bob-inspect input", "bob-inspect", lambda w: [str(INPUT)], 0),  # the kind detected
+    ("bob-fuzz targets", "bob-fuzz", lambda w: ["targets"], 0),
+    ("bob-fuzz run", "bob-fuzz", lambda w: ["run", "predictions", "--engine", "loop", "--runs", "20",
+                                            "--artifacts", w.fresh("artifacts")], 0),
+    ("bob-fuzz replay", "bob-fuzz", lambda w: ["replay", str(w.corpus)], 0),  # the target from the layout
+    ("bob-fuzz minimize", "bob-fuzz", lambda w: ["minimize", str(w.failing), "--target",
+                                                 "convention_targets:always_fails", "--output", w.fresh("min.bin")], 0),
+    ("bob-fuzz check", "bob-fuzz", lambda w: ["check", "--format", "predictions", "--corpus", str(w.corpus), "--",
+                                              "true"], 0),
+]
+# bob-qualify and bob-fuzz conformance take seconds: their successes are tested once, below
+# (and bob-qualify's --json in tests/qualify).
+PROGRAMS = ["bob-run", "bob-fixture", "bob-inspect", "bob-qualify", "bob-fuzz"]
+SUBCOMMANDS = [["bob-inspect", w] for w in ("checkpoint", "ckpt", "input", "predictions", "pred", "diff", "schema")] \
+    + [["bob-fuzz", w] for w in ("targets", "run", "replay", "minimize", "conformance", "check")]
+
+
+@pytest.mark.parametrize("argv", [[p] for p in PROGRAMS] + SUBCOMMANDS, ids=" ".join)
+def test_version(argv: list[str], capsys) -> None:
+    prog, rest = argv[0], argv[1:]
+    rc, out, err = call(prog, [*rest, "--version"], capsys)
+    assert (rc, out, err) == (0, VERSION_LINE.format(prog=prog), "")
+
+
+def shared_keys(document: dict, command: str, code: int) -> None:
+    assert document["command"] == command and document["exit_code"] == code and document["ok"] is (code == 0)
+    if code == 0:
+        assert document["error"] is None
+    else:
+        assert {"option", "path", "field", "message"} <= set(document["error"]) and document["error"]["message"]
+
+
+@pytest.mark.parametrize("command, prog, argv, code", SUCCESS, ids=[f"{c[0]}-{i}" for i, c in enumerate(SUCCESS)])
+def test_success_as_text_and_as_json(command, prog, argv, code, work, capsys) -> None:
+    rc, out, err = call(prog, argv(work), capsys)
+    assert rc == code and out and err == ""
+    args = argv(work)
+    rc, out, err = call(prog, _before_dashes(args, "--json") if "--" in args else [*args, "--json"], capsys)
+    assert rc == code and err == ""
+    assert out.count("\n") == 1
+    shared_keys(json.loads(out), command, code)
+
+
+def _before_dashes(argv: list[str], *extra: str) -> list[str]:
+    i = argv.index("--")
+    return [*argv[:i], *extra, *argv[i:]]
+
+
+# (command, program, argv of a refusal, the option and the path it names)
+REFUSALS: list[tuple[str, str, Callable[[Work], list[str]], str | None, Callable[[Work], str]]] = [
+    ("bob-run", "bob-run", lambda w: ["--input", str(w.missing), "--checkpoint", w.fresh("ck"), "--predictions",
+                                      w.fresh("p")], "--input", lambda w: str(w.missing)),
+    ("bob-fixture", "bob-fixture", lambda w: ["--corpus", str(w.missing), "--prompt", "a", "--prompt", "b",
+                                              "--prompt", "c", "--output", w.fresh("r")], "--corpus",
+     lambda w: str(w.missing)),
+    ("bob-inspect checkpoint", "bob-inspect", lambda w: ["checkpoint", str(w.adir)], None, lambda w: str(w.adir)),
+    ("bob-inspect input", "bob-inspect", lambda w: ["input", str(w.missing)], None, lambda w: str(w.missing)),
+    ("bob-inspect predictions", "bob-inspect", lambda w: ["pred", str(w.missing)], None, lambda w: str(w.missing)),
+    ("bob-inspect diff", "bob-inspect", lambda w: ["diff", str(CHECKPOINT), "/dev/full"], None, lambda w: "/dev/full"),
+    ("bob-qualify", "bob-qualify", lambda w: ["--report", "/dev/full"], "--report", lambda w: "/dev/full"),
+    ("bob-fuzz run", "bob-fuzz", lambda w: ["run", "predictions", "--engine", "loop", "--runs", "1",
+                                            "--artifacts", str(w.plain)], "--artifacts", lambda w: str(w.plain)),
+    ("bob-fuzz replay", "bob-fuzz", lambda w: ["replay", str(w.missing)], "PATH", lambda w: str(w.missing)),
+    ("bob-fuzz minimize", "bob-fuzz", lambda w: ["minimize", "/dev/full", "--target", "input"], "PATH",
+     lambda w: "/dev/full"),
+    ("bob-fuzz conformance", "bob-fuzz", lambda w: ["conformance", "/dev/full"], "OUTDIR", lambda w: "/dev/full"),
+    ("bob-fuzz check", "bob-fuzz", lambda w: ["check", "--format", "input", "--corpus", str(w.adir), "--", "true"],
+     "--corpus", lambda w: str(w.adir)),
+]
+
+
+@pytest.mark.parametrize("command, prog, argv, option, path", REFUSALS, ids=[r[0] for r in REFUSALS])
+def test_a_refusal_is_one_line_naming_option_and_path(command, prog, argv, option, path, work, capsys) -> None:
+    for extra in ([], ["--json"]):
+        args = argv(work)
+        args = _before_dashes(args, *extra) if "--" in args else [*args, *extra]
+        rc, out, err = call(prog, args, capsys)
+        assert rc == 2 and err.count("\n") == 1 and err.startswith(f"{prog}: refused: "), err
+        assert path(work) in err and (option is None or option in err)
+        if extra:
+            document = json.loads(out)
+            shared_keys(document, command, 2)
+            assert document["error"]["option"] == option and path(work) in document["error"]["path"]
+        else:
+            assert out == ""
+
+
+@pytest.mark.parametrize("argv", [[p] for p in PROGRAMS] + SUBCOMMANDS, ids=" ".join)
+def test_a_usage_error_is_one_line_and_the_same_envelope(argv: list[str], capsys) -> None:
+    prog, rest = argv[0], argv[1:]
+    command = " ".join([prog, {"ckpt": "checkpoint", "pred": "predictions"}.get(rest[0], rest[0])] if rest else [prog])
+    for extra in ([], ["--json"]):
+        rc, out, err = call(prog, [*rest, "--no-such-option", *extra], capsys)
+        assert rc == 2 and err.count("\n") == 1 and f"{prog}: refused: usage: " in err, err
+        if extra:
+            document = json.loads(out)
+            shared_keys(document, command if rest else prog, 2)
+            assert document["error"]["message"].startswith("usage: ")
+
+
+# --------------------------------------------------------------------------- #
+# Numbers
+# --------------------------------------------------------------------------- #
+
+VALUES = ["-1", "0", "nan", "inf", "1e309"]
+# (program, argv that is refused for another reason, the option, the values it accepts).
+# A value the option accepts reaches the other refusal (which does not name the option);
+# any other value is refused naming the option, before anything runs.
+NUMBERS: list[tuple[str, Callable[[Work], list[str]], str, set[str]]] = [
+    ("bob-run", lambda w: ["--input", str(w.missing), "--checkpoint", w.fresh("c"), "--predictions", w.fresh("p")],
+     "--wait", {"0"}),
+    ("bob-inspect", lambda w: ["diff", str(w.missing), str(CHECKPOINT)], "--ulp", {"0"}),
+    ("bob-inspect", lambda w: ["diff", str(w.missing), str(CHECKPOINT)], "--atol", {"0"}),
+    ("bob-qualify", lambda w: ["--report", "/dev/full"], "--seed", {"0"}),
+    ("bob-fuzz", lambda w: ["run", "no-such-target"], "--time", set()),
+    ("bob-fuzz", lambda w: ["run", "no-such-target"], "--runs", set()),
+    ("bob-fuzz", lambda w: ["run", "no-such-target"], "--jobs", set()),
+    ("bob-fuzz", lambda w: ["run", "no-such-target"], "--seed", {"0"}),
+    ("bob-fuzz", lambda w: ["minimize", str(w.missing)], "--max-tries", set()),
+    ("bob-fuzz", lambda w: ["minimize", str(w.missing)], "--timeout", set()),
+    ("bob-fuzz", lambda w: ["check", "--format", "input", "--corpus", str(w.missing)], "--timeout", set()),
+]
+
+
+@pytest.mark.parametrize("prog, argv, option, accepted", NUMBERS,
+                         ids=[f"{n[0]}-{n[2]}-{i}" for i, n in enumerate(NUMBERS)])
+def test_every_number_is_finite_and_in_range(prog, argv, option, accepted, work, capsys) -> None:
+    for value in VALUES:
+        args = [*argv(work), f"{option}={value}", "--json"]
+        if "check" in args:
+            args += ["--", "true"]
+        rc, out, err = call(prog, args, capsys)
+        document = json.loads(out)
+        assert rc == 2 and err.count("\n") == 1, (value, err)
+        named = document["error"]["option"] == option
+        assert named is (value not in accepted), (value, err)
+        if named:
+            assert f"got {value}" in err
+
+
+# --------------------------------------------------------------------------- #
+# Paths
+# --------------------------------------------------------------------------- #
+
+# (program, argv with P where the path goes, the option, what the path is for):
+# "in" a file read, "out" a file written, "outdir" a directory written into
+# (created when missing), "indir" a directory read.
+PATHS: list[tuple[str, Callable[[Work, str], list[str]], str, str]] = [
+    ("bob-run", lambda w, p: ["--input", p, "--checkpoint", w.fresh("c"), "--predictions", w.fresh("p")],
+     "--input", "in"),
+    ("bob-run", lambda w, p: ["--input", str(INPUT), "--checkpoint", p, "--predictions", w.fresh("p")],
+     "--checkpoint", "out"),
+    ("bob-run", lambda w, p: ["--input", str(INPUT), "--checkpoint", w.fresh("c"), "--predictions", p],
+     "--predictions", "out"),
+    ("bob-fixture", lambda w, p: ["--corpus", p, "--prompt", "a", "--prompt", "b", "--prompt", "c", "--output",
+                                  w.fresh("r")], "--corpus", "in"),
+    ("bob-fixture", lambda w, p: ["--text", "ab", "--prompt", "a", "--prompt", "b", "--prompt", "c", "--output", p],
+     "--output", "out"),
+    ("bob-inspect", lambda w, p: ["checkpoint", p], None, "in"),
+    ("bob-inspect", lambda w, p: ["input", p], None, "in"),
+    ("bob-inspect", lambda w, p: ["predictions", p], None, "in"),
+    ("bob-inspect", lambda w, p: [p], None, "in"),
+    ("bob-inspect", lambda w, p: ["diff", p, str(CHECKPOINT)], None, "in"),
+    ("bob-inspect", lambda w, p: ["diff", str(CHECKPOINT), p], None, "in"),
+    ("bob-fuzz", lambda w, p: ["replay", p, "--target", "input"], "PATH", "in"),
+    ("bob-fuzz", lambda w, p: ["minimize", p, "--target", "input"], "PATH", "in"),
+    ("bob-fuzz", lambda w, p: ["minimize", str(w.failing), "--target", "convention_targets:always_fails",
+                               "--output", p], "--output", "out"),
+    ("bob-fuzz", lambda w, p: ["run", "predictions", "--engine", "loop", "--runs", "5", "--artifacts", p],
+     "--artifacts", "outdir"),
+    # --corpus is checked before --artifacts: a refusal naming --artifacts means --corpus was taken
+    ("bob-fuzz", lambda w, p: ["run", "predictions", "--runs", "5", "--corpus", p, "--artifacts", "/dev/full"],
+     "--corpus", "outdir-then-artifacts"),
+    ("bob-fuzz", lambda w, p: ["check", "--format", "input", "--corpus", p, "--", "true"], "--corpus", "indir"),
+    ("bob-fuzz", lambda w, p: ["conformance", p], "OUTDIR", "outdir-slow"),
+    # --report is checked before the test hook's variable: a refusal naming it means --report was taken
+    ("bob-qualify", lambda w, p: ["--report", p], "--report", "outdir-then-hook"),
+]
+PATH_CASES = ["missing", "directory", "file-as-directory", "dev-full"]
+
+
+def _path(work: Work, case: str) -> str:
+    return {"missing": str(work.missing), "directory": str(work.adir),
+            "file-as-directory": str(work.plain / "x"), "dev-full": "/dev/full"}[case]
+
+
+def _expected(kind: str, case: str) -> int | str:
+    """The exit code, or "other" (the path was taken: the refusal names another option)."""
+    if kind.startswith("outdir") and case in ("missing", "directory"):
+        return 0 if kind in ("outdir", "outdir-slow") else "other"
+    if kind == "in" and case == "directory":
+        return 2
+    return 2
+
+
+@pytest.mark.parametrize("prog, argv, option, kind", PATHS, ids=[f"{p[0]}-{p[2]}-{i}" for i, p in enumerate(PATHS)])
+@pytest.mark.parametrize("case", PATH_CASES)
+def test_every_path_option(prog, argv, option, kind, case, work, capsys, monkeypatch) -> None:
+    if kind == "outdir-slow":  # the path's handling is the command line's; the corpus itself takes seconds
+        monkeypatch.setattr("bob.fuzz.conformance.write_corpus", lambda outdir: [])
+    if kind == "outdir-then-hook":
+        monkeypatch.setenv("BOB_QUALIFY_PERTURB", "not-a-kernel-and-threads")
+    path = _path(work, case)
+    args = argv(work, path)
+    rc, out, err = call(prog, _before_dashes(args, "--json") if "--" in args else [*args, "--json"], capsys)
+    document = json.loads(out)
+    want = _expected(kind, case)
+    if want == 0:
+        assert rc == 0 and document["ok"] is True and err == "", err
+        return
+    assert rc == 2 and err.count("\n") == 1, err
+    named = document["error"]["option"] == option and path in (document["error"]["path"] or "")
+    if want == "other":
+        assert not named and document["error"]["option"] != option, err
+    else:
+        assert named or (option is None and document["error"]["path"] == path), err
+
+
+# --------------------------------------------------------------------------- #
+# The slow successes, once each
+# --------------------------------------------------------------------------- #
+
+
+def test_conformance_writes_its_corpus_and_replays_it(work, capsys) -> None:
+    out_dir = work.root / "new" / "corpus"
+    rc, out, err = call("bob-fuzz", ["conformance", str(out_dir), "--json"], capsys)
+    document = json.loads(out)
+    shared_keys(document, "bob-fuzz conformance", 0)
+    assert document["files"] > 50 and (out_dir / "manifest.json").is_file()
+    # its FORMAT/accepted|refused/... layout names each file's target: no --target needed
+    rc, out, err = call("bob-fuzz", ["replay", str(out_dir / "input"), str(out_dir / "checkpoint"), "--json"], capsys)
+    document = json.loads(out)
+    assert rc == 0 and document["failed"] == 0 and document["passed"] > 20
+    assert {f["target"] for f in document["files"]} == {"input", "checkpoint"}
+
+
+# --------------------------------------------------------------------------- #
+# The streams: the real commands
+# --------------------------------------------------------------------------- #
+
+
+def _run_real(prog: str, argv: list[str], tmpdir: Path, *, stdout=subprocess.PIPE, env: dict | None = None,
+              preexec_fn=None) -> subprocess.CompletedProcess:
+    environment = dict(os.environ, TMPDIR=str(tmpdir), **(env or {}))
+    return subprocess.run([str(BIN / prog), *argv], stdout=stdout, stderr=subprocess.PIPE, env=environment,
+                          preexec_fn=preexec_fn, timeout=120)
+
+
+STREAM_CASES = [c for i, c in enumerate(SUCCESS) if i not in (3, 4, 7)]  # one file report of inspect is enough
+
+
+@pytest.mark.parametrize("command, prog, argv, code", STREAM_CASES, ids=[c[0] for c in STREAM_CASES])
+@pytest.mark.parametrize("stream", ["closed", "broken-pipe", "ascii"])
+def test_stdout_closed_broken_or_ascii(command, prog, argv, code, stream, work, tmpdir_watched) -> None:
+    args = argv(work)
+    if stream == "closed":
+        done = _run_real(prog, args, tmpdir_watched, stdout=None, preexec_fn=lambda: os.close(1))
+    elif stream == "broken-pipe":
+        read_end, write_end = os.pipe()
+        os.close(read_end)  # nobody reads: the first write fails with EPIPE
+        try:
+            done = _run_real(prog, args, tmpdir_watched, stdout=write_end)
+        finally:
+            os.close(write_end)
+    else:
+        done = _run_real(prog, args, tmpdir_watched, env={"PYTHONIOENCODING": "ascii"})
+    err = done.stderr.decode("ascii", "backslashreplace")
+    assert done.returncode == code and "Traceback" not in err, err
+    if stream == "ascii":
+        assert err == "" and done.stdout and done.stdout.isascii()
+    else:
+        assert err.count("\n") == 1 and "could not be printed (stdout is closed or full)" in err, err
+
+
+@pytest.mark.parametrize("prog", PROGRAMS)
+def test_help_in_ascii(prog: str, tmp_path: Path) -> None:
+    done = _run_real(prog, ["--help"], tmp_path, env={"PYTHONIOENCODING": "ascii"})
+    assert done.returncode == 0 and done.stderr == b"" and done.stdout.startswith(f"usage: {prog}".encode())
+
+
+def test_qualify_in_ascii_keeps_its_table_and_verdict(tmp_path: Path) -> None:
+    env = {"PYTHONIOENCODING": "ascii"}
+    done = _run_real("bob-qualify", ["--quick", "--seed", "2"], tmp_path, env={**env, "BOB_QUALIFY_PERTURB": ""})
+    out = done.stdout.decode("ascii")
+    assert done.returncode == 0 and "QUALIFIED: this build's native path" in out and "public-vector" in out
+    assert "\\u" in out or "\\x" in out  # what ascii cannot hold is escaped, not dropped

@@ -1,0 +1,168 @@
+"""bob-fuzz owns what it starts (issue 23): a campaign's workers end with it on
+SIGTERM, SIGHUP and SIGINT and when it is SIGKILLed, leaving no scratch
+directory; one bug with a varying message is one finding and one artifact;
+replay finds the target in the layouts bob writes; minimize survives a
+native crash; check accepts a reader that names another real problem of
+the same file."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bob.fuzz.cli import main
+from conftest import GOLDEN
+
+HERE = Path(__file__).resolve().parent
+TARGETS_DIR = HERE.parent / "commands"  # convention_targets.py
+
+
+def children(pid: int) -> list[int]:
+    """The live processes whose parent is ``pid`` (from /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(entry))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGHUP", "SIGINT", "parent SIGKILL"])
+def test_no_worker_outlives_its_campaign(how: str, tmp_path: Path) -> None:
+    pytest.importorskip("atheris", reason="atheris is the optional fuzz extra (scripts/bootstrap.sh test,fuzz)")
+    scratch = tmp_path / "TMPDIR"
+    scratch.mkdir()
+    artifacts = tmp_path / "artifacts"
+    env = dict(os.environ, TMPDIR=str(scratch))
+    proc = subprocess.Popen([sys.executable, "-m", "bob", "fuzz", "run", "predictions", "--jobs", "2", "--time", "120",
+                             "--corpus", str(tmp_path / "corpus"), "--artifacts", str(artifacts)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while len(workers := children(proc.pid)) < 2:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.1)
+        time.sleep(1.0)  # the workers are running their engines
+        if how == "parent SIGKILL":
+            proc.kill()
+        else:
+            proc.send_signal(getattr(signal, how))
+        proc.wait(timeout=30)
+        gone = time.monotonic() + 5
+        while any(alive(w) for w in workers) and time.monotonic() < gone:
+            time.sleep(0.05)
+        assert not any(alive(w) for w in workers), f"a worker survived {how} by five seconds"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        for w in children(proc.pid):
+            os.kill(w, signal.SIGKILL)
+    out, err = proc.communicate()
+    assert sorted(scratch.iterdir()) == []  # nothing in TMPDIR, whatever the ending
+    if how == "parent SIGKILL":
+        return
+    code = {"SIGTERM": 128 + 15, "SIGHUP": 128 + 1, "SIGINT": 130}[how]
+    assert proc.returncode == code and b"Traceback" not in err, err
+    assert err.decode().strip().splitlines()[-1].startswith("bob-fuzz: ")
+    assert [p.name for p in (artifacts / ".logs").iterdir() if p.name.startswith("scratch-")] == []
+
+
+def test_jobs_beyond_the_machine_are_refused_before_anything_starts(tmp_path: Path, capsys) -> None:
+    assert main(["run", "predictions", "--jobs", "1000", "--artifacts", str(tmp_path / "a")]) == 2
+    assert "--jobs: must be a whole number from 1 to" in capsys.readouterr().err
+    assert not (tmp_path / "a").exists()
+
+
+@pytest.fixture
+def targets_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(TARGETS_DIR))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TARGETS_DIR), os.environ.get("PYTHONPATH", "")]))
+
+
+def test_one_bug_with_a_varying_message_is_one_finding(tmp_path: Path, targets_on_path, capsys) -> None:
+    artifacts = tmp_path / "artifacts"
+    code = main(["run", "convention_targets:varying", "--engine", "loop", "--runs", "300", "--format", "predictions",
+                 "--artifacts", str(artifacts), "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 1 and result["executions"] == 300
+    (finding,) = result["findings"]
+    assert finding["count"] == result["crashes"] > 5  # many failing inputs, many messages, one bug
+    assert finding["key"] == "ValueError at convention_targets.py:10 in varying"
+    assert sorted(p.suffix for p in artifacts.iterdir()) == [".bin", ".txt"]
+
+
+def test_a_campaign_counts_its_executions_and_dedupes_across_relaunches(tmp_path: Path) -> None:
+    pytest.importorskip("atheris", reason="atheris is the optional fuzz extra (scripts/bootstrap.sh test,fuzz)")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TARGETS_DIR), os.environ.get("PYTHONPATH", "")]))
+    artifacts = tmp_path / "artifacts"
+    done = subprocess.run([sys.executable, "-m", "bob", "fuzz", "run", "convention_targets:varying", "--format",
+                           "predictions", "--time", "12", "--corpus", str(tmp_path / "corpus"), "--artifacts",
+                           str(artifacts), "--json"], capture_output=True, text=True, env=env, timeout=300)
+    result = json.loads(done.stdout)
+    assert done.returncode == 1, done.stderr
+    assert len(result["findings"]) == 1 and result["crashes"] >= 2, result  # relaunched, found again, one finding
+    assert result["executions"] >= result["crashes"]
+    assert len(list(artifacts.glob("*.bin"))) == 1
+
+
+def test_replay_finds_the_target_in_bobs_own_layouts(tmp_path: Path, capsys) -> None:
+    corpus = tmp_path / ".bob-fuzz" / "checkpoint" / "corpus"
+    corpus.mkdir(parents=True)
+    for name in ("0123abcd", "feedbeef"):  # libFuzzer names corpus files by their sha1
+        (corpus / name).write_bytes((GOLDEN / "checkpoint-abracadabra-step10.bin").read_bytes())
+    assert main(["replay", str(corpus), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["passed"] == 2 and {f["target"] for f in document["files"]} == {"checkpoint"}
+    (tmp_path / "stray.bin").write_bytes(b"")
+    assert main(["replay", str(tmp_path / "stray.bin")]) == 2  # no target: a usage error, not 1 failure
+    assert "no target for this file" in capsys.readouterr().err
+
+
+def test_minimize_runs_candidates_out_of_process(tmp_path: Path, targets_on_path, capsys) -> None:
+    crashing = tmp_path / "crash.bin"
+    crashing.write_bytes(b"X" + bytes(range(200)))
+    out = tmp_path / "small.bin"
+    code = main(["minimize", str(crashing), "--target", "convention_targets:crashes", "--output", str(out), "--json"])
+    document = json.loads(capsys.readouterr().out)
+    assert code == 0 and document["failure"] == "crash: signal 11"  # each candidate's SIGSEGV ended a worker only
+    assert out.read_bytes() == b"X"
+
+
+def test_check_accepts_another_real_problem_of_the_same_file(tmp_path: Path, capsys) -> None:
+    from bob.fuzz.conformance import judge
+
+    data = struct.pack("<6I", 300, 1, 0, 5, 0, 0)  # a bad token in record 0, a bad validity in record 1
+    verdict = judge("predictions", data)
+    assert verdict["field"] == "token" and verdict["fields"] == ["token", "validity"]
+    (tmp_path / "predictions" / "refused" / "token").mkdir(parents=True)
+    (tmp_path / "predictions" / "refused" / "token" / "two.bin").write_bytes(data)
+    entry = {"file": "predictions/refused/token/two.bin", "format": "predictions", **verdict}
+    (tmp_path / "manifest.json").write_text(json.dumps({"format": "bob-conformance-1", "files": [entry]}))
+    for field, code in (("validity", 0), ("token", 0), ("magic", 1)):
+        reader = f"import json; print(json.dumps({{'field': {field!r}}})); raise SystemExit(2)"
+        assert main(["check", "--format", "predictions", "--corpus", str(tmp_path), "--", sys.executable, "-c",
+                     reader]) == code, field
+    capsys.readouterr()
