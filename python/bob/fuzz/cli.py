@@ -101,8 +101,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             if importlib.util.find_spec("atheris") is None:
                 raise ImportError
         except ImportError:
-            print(f"{PROG}: atheris is not installed: `scripts/bootstrap.sh test,fuzz` (or pip install "
-                  f"'bob[fuzz]'), or use --engine loop --runs N", file=sys.stderr)
+            from bob.distribution import install_hint
+
+            print(f"{PROG}: atheris is not installed: `{install_hint('fuzz')}`, or use --engine loop --runs N",
+                  file=sys.stderr)
             return 2
         result = run_campaign(args.target, seconds=args.time, runs=args.runs, jobs=args.jobs, corpus=args.corpus,
                               artifacts=args.artifacts, seed=args.seed, fmt=args.format)

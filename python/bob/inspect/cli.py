@@ -25,6 +25,7 @@ from bob.formats import kinds
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, RECORD_BYTES
 from bob.formats.files import CHECKPOINT_FILE, INPUT_FILE
 from bob.commands import argument_parser, fail, parse_command_line, silence
+from bob.distribution import install_hint
 from bob.text import escape_bytes, one_line, show_path
 
 from bob.inspect.common import (
@@ -32,7 +33,6 @@ from bob.inspect.common import (
     EXIT_OK,
     EXIT_PROBLEMS,
     EXIT_UNEXPECTED,
-    PLOT_HINT,
     PROG,
     Refused,
     peek,
@@ -172,7 +172,7 @@ def _add_ckpt_options(p: argparse.ArgumentParser) -> None:
                    help="context bytes given as text (e.g. abc): show each row's top-5 next bytes")
     p.add_argument("--rows-hex", metavar="HEX", help="context bytes as hex (e.g. 61,62 or 6162)")
     p.add_argument("--heatmap", metavar="OUT.png",
-                   help=f"draw the 256 x 256 P table (needs matplotlib: {PLOT_HINT})")
+                   help=f"draw the 256 x 256 P table (needs matplotlib: {install_hint('plot')})")
 
 
 def build_parser() -> argparse.ArgumentParser:

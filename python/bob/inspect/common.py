@@ -28,7 +28,6 @@ __all__ = ["EXIT_OK", "EXIT_UNEXPECTED", "EXIT_PROBLEMS", "EXIT_INTERRUPTED", "R
 
 PROG = "bob-inspect"
 TOP_K = 5  # next bytes shown per row (--rows)
-PLOT_HINT = "pip install 'bob[plot]'"
 
 
 def refusal(path: str, exc: OSError) -> Refused:

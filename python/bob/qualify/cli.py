@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from bob.commands import EXIT_INTERRUPTED, Refused, argument_parser, emit, fail, os_reason, parse_command_line
+from bob.distribution import install_hint
 from bob.qualify.verdict import PERTURB_ENV, perturbation
 
 PROG = "bob-qualify"
@@ -37,7 +38,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object (checks, verdicts, fingerprint, "
                                                        "timings) instead of the tables")
     p.add_argument("--report", type=Path, metavar="DIR",
-                   help="write DIR/qualify.json and PNG plots there (needs the plot extra: pip install 'bob[plot]')")
+                   help=f"write DIR/qualify.json and PNG plots there (needs the plot extra: {install_hint('plot')})")
     return p
 
 
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.report is not None:
         if not report.plotting_available():
             return _refuse("--report draws plots with matplotlib, which is not installed "
-                           "(pip install 'bob[plot]')")
+                           f"({install_hint('plot')})")
         if args.report.exists() and not args.report.is_dir():
             return _refuse("exists and is not a directory", "--report", args.report)
     seed = runner.new_seed() if args.seed is None else args.seed

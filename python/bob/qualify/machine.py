@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from bob import core
+from bob.distribution import DISTRIBUTION
 from bob.formats.constants import (
     CHUNK_BYTES,
     DATA,
@@ -73,7 +74,7 @@ def _core_build() -> dict[str, Any]:
     try:
         from importlib import metadata
 
-        dist = metadata.distribution("bob")
+        dist = metadata.distribution(DISTRIBUTION)
         info["distribution_version"] = dist.version
         wheel = dist.read_text("WHEEL") or ""
         info["wheel_tags"] = [line.split(":", 1)[1].strip() for line in wheel.splitlines()
