@@ -60,7 +60,7 @@ if "mutmut" in sys.modules:
             state()._stats.update(report.read_text(encoding="utf-8").split())
             report.unlink()
 
-# --- the contract's §8 public vector, copied from shared/design/bob-v1.md ---
+# --- the contract's §8 public vector, copied from python/bob/data/contract/bob-v1.md ---
 CORPUS = b"abracadabra"
 PROMPTS = [b"abra", b"cad", b""]
 RECORD_SHA256 = "d0d6de4cdcaa05f34ff1fb517f90ca5181543fee16498e570f9b4bd6fadf59f1"

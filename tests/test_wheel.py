@@ -112,6 +112,12 @@ def test_wheel_builds_installs_and_trains(tmp_path):
     assert got_meta["license"] == "MIT"  # PEP 639 (pip show of pip < 24.1 leaves "License:" empty)
     assert got_meta["readme"].strip() == (ROOT / "README.md").read_text().strip()
 
+    # The contract travels with the wheel, as package data.
+    where = subprocess.run([str(python), "-c", "import bob; print(bob.contract_document())"], cwd=away, env=env,
+                           capture_output=True, text=True, check=True).stdout.strip()
+    assert Path(where).is_relative_to(venv), where
+    assert Path(where).read_bytes() == (ROOT / "python" / "bob" / "data" / "contract" / "bob-v1.md").read_bytes()
+
     # Installed, an install hint is pip with the distribution's own name.
     no_plot = subprocess.run(
         [str(python), "-c", "import sys; sys.modules['matplotlib'] = None; from bob.inspect.cli import main; "
@@ -133,4 +139,5 @@ def test_wheel_builds_installs_and_trains(tmp_path):
     assert result["qualified"] and not result["failures"]
     assert Path(result["fingerprint"]["core"]["file"]).is_relative_to(venv)
     assert result["fingerprint"]["core"]["installed_from"] == "a wheel"
+    assert result["fingerprint"]["contract"]["document"].endswith(f"({where})")
     assert {row["check"] for row in result["checks"]} >= {"public-vector/bob-run", "formats", "kernels", "resume"}
