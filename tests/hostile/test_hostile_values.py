@@ -165,7 +165,7 @@ def test_a_checkpoint_with_an_impossible_step_is_refused_when_built_and_serialis
     assert written.value.field == "step"
 
 
-@pytest.mark.parametrize("shape", [(5,), (256, 256), (65537,), ()])
+@pytest.mark.parametrize("shape", [(5,), (1, 65536), (65536, 1), (128, 512), (256, 256, 1), (65537,), ()])
 def test_a_checkpoint_with_wrong_sized_planes_is_refused(trained, shape) -> None:
     for plane in "pmv":
         planes = {"p": trained.p, "m": trained.m, "v": trained.v, plane: np.zeros(shape, np.float32)}

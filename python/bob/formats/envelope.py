@@ -14,9 +14,10 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 from construct import Bytes, Const, Container, Int32ul, Int64ul, RawCopy, Rebuild, Struct, Terminated, len_, this
 
 from bob.errors import BadValue, integer_field, integer_value, shown_kind
@@ -36,6 +37,9 @@ from bob.formats.contract import (
 from bob.formats.layout import CANONICAL_HEADER_BYTES, DIGEST_BYTES, HEADER_ALIGNMENT, aligned_header_bytes, envelope_layout
 from bob.formats.schema import LengthPrefixed, Rule, Sha256Of, Table, ZeroPadding, as_bytes, const_value
 from bob.text import f32_text
+
+if TYPE_CHECKING:  # pragma: no cover
+    from bob.arrays import PlaneLike
 
 __all__ = [
     "ENVELOPE",
@@ -126,26 +130,44 @@ HEADER_BYTES = CANONICAL_HEADER_BYTES
 # --------------------------------------------------------------------------- #
 
 
-def _plane(value: Any, name: str) -> np.ndarray:
-    """A plane as a C-contiguous float32 array of 65,536 values.
+TABLE_SHAPE = (VOCABULARY, VOCABULARY)
+"""A plane as a table: row = context byte, column = next byte (index ``context * 256 + next``)."""
 
-    A float32 C-contiguous array is used as it is (shared with the caller,
-    for P, M and V alike: the core trains it in place); anything else is
+
+def _plane(value: Any, name: str) -> np.ndarray:
+    """A plane as a writable, C-contiguous float32 array of 65,536 values.
+
+    Taken flat (65,536,) or as its (256, 256) table, from a NumPy array,
+    anything with the buffer protocol, or an object with ``__dlpack__`` or
+    ``__array__`` (a torch tensor: :mod:`bob.arrays`). A writable
+    C-contiguous float32 array (or tensor) is used as it is, shared with
+    the caller (a (256, 256) one through a flat view of its memory), for
+    P, M and V alike: the core trains it in place. Anything else is
     converted to a new array.
     """
+    from bob.arrays import NotAnArray, foreign_array, is_foreign
+
     try:
-        arr = value if isinstance(value, np.ndarray) else np.asarray(value)
+        if isinstance(value, np.ndarray):
+            arr = value
+        elif is_foreign(value):
+            arr = foreign_array(value, name)
+        else:
+            arr = np.asarray(value)
+    except NotAnArray as exc:
+        raise BadValue(name, f"a plane is 65536 float32 values; {exc.reason}") from None
     except (TypeError, ValueError) as exc:
         raise BadValue(name, f"a plane is 65536 float32 values ({type(exc).__name__})") from None
-    if arr.shape != (PARAMETER_COUNT,):
-        raise BadValue(name, f"a plane holds {PARAMETER_COUNT} values", expected=PARAMETER_COUNT,
-                       actual=f"shape {arr.shape}")
-    if arr.dtype != np.float32 or not arr.flags.c_contiguous:
+    if arr.shape not in ((PARAMETER_COUNT,), TABLE_SHAPE):
+        raise BadValue(name, f"a plane holds {PARAMETER_COUNT} values (flat, or 256 x 256)",
+                       expected=f"shape ({PARAMETER_COUNT},) or {TABLE_SHAPE}", actual=f"shape {arr.shape}")
+    if arr.dtype != np.float32 or not arr.flags.c_contiguous or not arr.flags.writeable:
         if arr.dtype.kind not in "fiu":
             raise BadValue(name, "a plane holds float32 values", actual=f"dtype {arr.dtype}")
         with np.errstate(over="ignore", invalid="ignore"):
-            arr = np.ascontiguousarray(arr, dtype=np.float32)
-    return arr
+            converted = np.ascontiguousarray(arr, dtype=np.float32)
+        arr = converted if converted.flags.writeable else converted.copy()  # a read-only float32 array
+    return arr if arr.ndim == 1 else arr.reshape(PARAMETER_COUNT)
 
 
 def _le_bytes(plane: np.ndarray) -> bytes:
@@ -154,32 +176,48 @@ def _le_bytes(plane: np.ndarray) -> bytes:
 
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, init=False)
 class Checkpoint:
     """A bob checkpoint: the step, the planes P, M, V and the header's contract.
 
     ``p``, ``m`` and ``v`` are writable float32 arrays of 65,536 (parameter
     order ``context * 256 + next``); the native core trains them in place.
-    ``header_bytes`` is where plane P starts: 448 for every checkpoint the
-    library makes; a loaded file keeps its own (a larger valid value), so
-    :meth:`to_bytes` gives back exactly the bytes it was read from.
+    ``p_table``, ``m_table`` and ``v_table`` (and ``tables``) are the same
+    planes as (256, 256) arrays: row = context byte, column = next byte, C
+    order, float32 in this machine's byte order (little-endian on every
+    machine bob builds for). They are **views**, always writable: writing
+    one writes the plane, and so the checkpoint. ``header_bytes`` is where
+    plane P starts: 448 for every checkpoint the library makes; a loaded
+    file keeps its own (a larger valid value), so :meth:`to_bytes` gives
+    back exactly the bytes it was read from.
 
-    Built from arrays, a checkpoint **shares** each plane that already is a
-    C-contiguous float32 array of 65,536 values (P, M and V alike: training
-    it trains the caller's array) and converts anything else into a new one;
-    :meth:`copy` gives independent planes. Wrong-sized planes, a step outside
-    u64 or an impossible ``header_bytes`` are refused (``BadValue``) when the
-    checkpoint is built and again when it is serialised.
+    Built from arrays, a checkpoint takes each plane flat (65,536,) or as its
+    (256, 256) table, from a NumPy array, anything with the buffer protocol,
+    or an object with ``__dlpack__`` or ``__array__`` (a torch tensor). It
+    **shares** each plane that already is a writable C-contiguous float32
+    array or tensor of 65,536 values (P, M and V alike: training it trains
+    the caller's array) and converts anything else into a new one;
+    :meth:`copy` gives independent planes. Wrong-sized planes, a step
+    outside u64 or an impossible ``header_bytes`` are refused
+    (``BadValue``) when the checkpoint is built and again when it is
+    serialised.
     """
 
     step: int
-    p: np.ndarray
-    m: np.ndarray
-    v: np.ndarray
+    p: npt.NDArray[np.float32]
+    m: npt.NDArray[np.float32]
+    v: npt.NDArray[np.float32]
     header_bytes: int = HEADER_BYTES
     contract: Contract = field(default=V1)
 
-    def __post_init__(self) -> None:
+    def __init__(self, step: int, p: "PlaneLike", m: "PlaneLike", v: "PlaneLike",
+                 header_bytes: int = HEADER_BYTES, contract: Contract = V1) -> None:
+        self.step = step
+        self.p = p  # type: ignore[assignment]  # made a float32 array by _check
+        self.m = m  # type: ignore[assignment]
+        self.v = v  # type: ignore[assignment]
+        self.header_bytes = header_bytes
+        self.contract = contract
         self._check()
 
     def _check(self) -> None:
@@ -214,8 +252,34 @@ class Checkpoint:
         return self.step // UPDATES_PER_INVOCATION
 
     @property
-    def planes(self) -> dict[str, np.ndarray]:
+    def planes(self) -> dict[str, npt.NDArray[np.float32]]:
+        """The flat planes by name: ``{"P": p, "M": m, "V": v}``."""
         return {"P": self.p, "M": self.m, "V": self.v}
+
+    def _table(self, attribute: str) -> npt.NDArray[np.float32]:
+        plane = _plane(getattr(self, attribute), attribute.upper())  # a plane reassigned since: its array now
+        setattr(self, attribute, plane)
+        return plane.reshape(TABLE_SHAPE)  # a view: the plane is C-contiguous
+
+    @property
+    def p_table(self) -> npt.NDArray[np.float32]:
+        """Plane P as a writable (256, 256) view: ``p_table[context, next]``."""
+        return self._table("p")
+
+    @property
+    def m_table(self) -> npt.NDArray[np.float32]:
+        """Plane M as a writable (256, 256) view."""
+        return self._table("m")
+
+    @property
+    def v_table(self) -> npt.NDArray[np.float32]:
+        """Plane V as a writable (256, 256) view."""
+        return self._table("v")
+
+    @property
+    def tables(self) -> dict[str, npt.NDArray[np.float32]]:
+        """The (256, 256) views by name: ``{"P": p_table, "M": m_table, "V": v_table}``."""
+        return {"P": self.p_table, "M": self.m_table, "V": self.v_table}
 
     def to_bytes(self, header_bytes: int | None = None) -> bytes:
         """The envelope file. ``header_bytes`` defaults to the checkpoint's own
