@@ -281,10 +281,21 @@ class Checkpoint:
         """The (256, 256) views by name: ``{"P": p_table, "M": m_table, "V": v_table}``."""
         return {"P": self.p_table, "M": self.m_table, "V": self.v_table}
 
-    def to_bytes(self, header_bytes: int | None = None) -> bytes:
+    def to_bytes(self, header_bytes: int | None = None, *, for_resume: bool = True) -> bytes:
         """The envelope file. ``header_bytes`` defaults to the checkpoint's own
-        (448 unless it was loaded from a file with a larger header)."""
+        (448 unless it was loaded from a file with a larger header).
+
+        A state ``bob-run`` would refuse to resume (a non-finite value, a
+        negative V, step 0 with a non-zero M or V, no room for 10 more
+        updates, a contract other than bob v1's) is refused with the
+        :class:`~bob.FormatError` a reader gives, naming the plane and index
+        (or the field), unless ``for_resume=False``: the one way to build a
+        test file bob must refuse, and the same keyword a reader takes to
+        read one (``Checkpoint.read(path, for_resume=False)``).
+        """
         self._check()
+        if for_resume:
+            self._refuse_unresumable("Checkpoint.to_bytes")
         hb = self.header_bytes if header_bytes is None else int(header_bytes)
         _check_header_bytes(hb, self.contract)
         planes = [_le_bytes(a) for a in (self.p, self.m, self.v)]
@@ -317,18 +328,30 @@ class Checkpoint:
 
         return read_checkpoint_file(path, for_resume=for_resume)
 
-    def write(self, path: "str | os.PathLike[str]") -> None:
-        """Replace the file at ``path`` with this checkpoint, atomically (as ``bob-run`` does)."""
+    def write(self, path: "str | os.PathLike[str]", *, for_resume: bool = True) -> None:
+        """Replace the file at ``path`` with this checkpoint, atomically (as ``bob-run`` does).
+
+        Refuses, before the file is touched, a state bob would refuse to
+        resume, unless ``for_resume=False`` (see :meth:`to_bytes`).
+        """
         from bob.fileio import write_atomic
 
-        write_atomic(path, self.to_bytes())
+        self._check()
+        if for_resume:
+            self._refuse_unresumable("Checkpoint.write")
+        write_atomic(path, self.to_bytes(for_resume=False))
+
+    def _refuse_unresumable(self, what: str) -> None:
+        from bob.formats.checks import refuse_unresumable  # lazily: checks imports this module
+
+        refuse_unresumable(self, what)
 
     def copy(self) -> "Checkpoint":
         return Checkpoint(self.step, self.p.copy(), self.m.copy(), self.v.copy(), self.header_bytes, self.contract)
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready description (the golden vectors' ``.json``)."""
-        return describe_envelope(self.to_bytes())
+        return describe_envelope(self.to_bytes(for_resume=False))  # describing is reading
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Checkpoint):
