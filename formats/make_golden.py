@@ -35,7 +35,7 @@ from bob.formats.layout import CANONICAL, CANONICAL_HEADER_BYTES, INPUT  # noqa:
 from bob.qualify import vector  # noqa: E402
 import reference as R  # noqa: E402  (tests/reference.py: independent of bob's library)
 
-# Contract §8, copied from shared/design/bob-v1.md.
+# Contract §8, copied from python/bob/data/contract/bob-v1.md.
 # The §8 values, from the package's one copy of them (bob.qualify.vector);
 # tests/conftest.py holds an independent copy and a test compares the two.
 RECORD_SHA256 = vector.RECORD_SHA256

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Make ./.venv with bob installed from this checkout: the native core built by
-# maturin in release mode, plus the packages the given extras name.
-# Usage: scripts/bootstrap.sh [extra,extra]
+# maturin in release mode, plus what the given names ask for: an extra of the
+# distribution (plot, fuzz, interop: [project.optional-dependencies]) or a
+# dependency group of the checkout (test, mutants: [dependency-groups]).
+# Usage: scripts/bootstrap.sh [name,name]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-extras="${1:-}"
+names="${1:-}"
 python="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
     "$python" -m venv .venv
@@ -15,7 +17,40 @@ python -m compileall -q python/bob >/dev/null
 export VIRTUAL_ENV="$PWD/.venv"
 export PATH="$VIRTUAL_ENV/bin:$PATH"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
+# Each name is an extra or a group, read from pyproject.toml (tomllib: Python
+# >= 3.11); an unknown name is refused before anything is built. Prints the
+# extras as one comma-separated line, then each group's requirements, one a line.
+plan="$(python - "$names" <<'PY'
+import sys, tomllib
+with open("pyproject.toml", "rb") as f:
+    project = tomllib.load(f)
+extras = project["project"].get("optional-dependencies", {})
+groups = project.get("dependency-groups", {})
+chosen_extras, requirements = [], []
+for name in filter(None, sys.argv[1].split(",")):
+    if name in extras:
+        chosen_extras.append(name)
+    elif name in groups:
+        requirements += groups[name]
+    else:
+        sys.exit(f"scripts/bootstrap.sh: {name!r} is neither an extra ({', '.join(extras)}) "
+                 f"nor a dependency group ({', '.join(groups)}) of pyproject.toml")
+print(",".join(chosen_extras))
+print("\n".join(requirements))
+PY
+)"
+extras="$(printf '%s\n' "$plan" | sed -n 1p)"
+mapfile -t requirements < <(printf '%s\n' "$plan" | sed -n '2,$p' | sed '/^$/d')
 pip install --quiet "maturin>=1.9,<2"
+# A .venv made when the distribution was still called `bob` holds an editable
+# install of this checkout under that name too; `bob` is another project's
+# name on PyPI, so it goes.
+if pip show bob 2>/dev/null | grep -x "Editable project location: $PWD" >/dev/null; then
+    pip uninstall --quiet --yes bob
+fi
+if [ "${#requirements[@]}" -gt 0 ]; then
+    pip install --quiet "${requirements[@]}"
+fi
 # The extension is built for the stable ABI (python/bob/_core.abi3.so); a
 # per-version build left by an older checkout would shadow it on import.
 rm -f python/bob/_core.cpython-*.so

@@ -4,7 +4,7 @@
 # Python tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/bootstrap.sh test,plot,fuzz   # fuzz: atheris, so the planted-bug campaign test runs
+scripts/bootstrap.sh test,plot,fuzz,interop   # test: a dependency group; fuzz: atheris, so the planted-bug campaign test runs; interop: safetensors
 cargo test --release --locked -p bob-core
 .venv/bin/python -m mypy                       # python/bob, as configured in pyproject.toml
 .venv/bin/python -m pytest -q "$@"

@@ -60,7 +60,7 @@ if "mutmut" in sys.modules:
             state()._stats.update(report.read_text(encoding="utf-8").split())
             report.unlink()
 
-# --- the contract's §8 public vector, copied from shared/design/bob-v1.md ---
+# --- the contract's §8 public vector, copied from python/bob/data/contract/bob-v1.md ---
 CORPUS = b"abracadabra"
 PROMPTS = [b"abra", b"cad", b""]
 RECORD_SHA256 = "d0d6de4cdcaa05f34ff1fb517f90ca5181543fee16498e570f9b4bd6fadf59f1"
@@ -181,14 +181,14 @@ def files(tmp_path_factory) -> Path:
     # two distinct problems: a wrong learner hyper-parameter (the header digest
     # recomputed, so the damage is only the contract) and a flipped byte in V
     learner = LEARNER_PREFIX + struct.pack("<5f", 0.5, 0.9, 0.999, 1e-8, 0.01)
-    raw = bytearray(Checkpoint(ck.step, ck.p, ck.m, ck.v, contract=Contract(learner=learner)).to_bytes())
+    raw = bytearray(Checkpoint(ck.step, ck.p, ck.m, ck.v, contract=Contract(learner=learner)).to_bytes(for_resume=False))
     raw[HB + 2 * CHUNK + 4 * 100] ^= 0x01  # V[100]'s lowest mantissa bit
     (d / "two.bin").write_bytes(raw)
 
     # control characters in the contract strings
     evil = Contract(state=b"evil\x1b[2J\x1b]0;pwned\x07\r\nverdict: OK\x9b31m\xe2\x80\xae", seed=b"\x1b[31mred")
     (d / "evil.bin").write_bytes(
-        Checkpoint(ck.step, ck.p, ck.m, ck.v, contract=evil, header_bytes=canonical_header_bytes(evil)).to_bytes())
+        Checkpoint(ck.step, ck.p, ck.m, ck.v, contract=evil, header_bytes=canonical_header_bytes(evil)).to_bytes(for_resume=False))
 
     # one value 3 ULP away
     one = ck.copy()
@@ -200,7 +200,7 @@ def files(tmp_path_factory) -> Path:
     bad = ck.copy()
     bad.p[5] = np.nan
     bad.v[7] = -1.0
-    (d / "state.bin").write_bytes(bad.to_bytes())
+    (d / "state.bin").write_bytes(bad.to_bytes(for_resume=False))
     return d
 
 

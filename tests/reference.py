@@ -1,6 +1,6 @@
 """An independent plain-NumPy transcription of the bob v1 contract (§3, §4, §5, §6).
 
-Used ONLY by tests. Written from ``shared/design/bob-v1.md`` alone, not from the
+Used ONLY by tests. Written from ``python/bob/data/contract/bob-v1.md`` alone, not from the
 Rust core, so that the two can be compared bit for bit.
 
 Arithmetic discipline: every f32 step is a NumPy float32 elementwise operation

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import bob
 import bob.core
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,7 +58,7 @@ def test_wheel_builds_installs_and_trains(tmp_path):
         cwd=ROOT, check=True,
     )
     (wheel,) = dist.glob("*.whl")
-    assert "cp311-abi3" in wheel.name, wheel.name
+    assert wheel.name.startswith("bob_fp32-0.1.0-") and "cp311-abi3" in wheel.name, wheel.name
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
@@ -88,6 +89,44 @@ def test_wheel_builds_installs_and_trains(tmp_path):
     assert round(got["losses"][0], 6) == 5.548397 and round(got["losses"][-1], 6) == 4.663767
     assert got["kernels"] == bob.core.kernels()
 
+    # The distribution's metadata, as pip shows it (-v: classifiers, the licence file).
+    show = subprocess.run([str(python), "-m", "pip", "show", "-v", "-f", "bob-fp32"], cwd=away, env=env,
+                          capture_output=True, text=True, check=True).stdout
+    fields = dict(line.split(": ", 1) for line in show.splitlines() if ": " in line and not line.startswith(" "))
+    assert fields["Name"] == "bob-fp32" and fields["Version"] == "0.1.0"
+    assert fields["Summary"].startswith("bob: binary formats")
+    assert "Typing :: Typed" in show and "Programming Language :: Rust" in show
+    assert "bob_fp32-0.1.0.dist-info/licenses/LICENSE" in show
+    assert "bob/py.typed" in show
+    installed = venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+    assert (installed / "bob_fp32-0.1.0.dist-info" / "licenses" / "LICENSE").read_bytes() == \
+        (ROOT / "LICENSE").read_bytes()
+    meta = subprocess.run(
+        [str(python), "-c", "import json; from importlib import metadata as m; d = m.metadata('bob-fp32'); "
+         "print(json.dumps({'extras': d.get_all('Provides-Extra'), 'type': d['Description-Content-Type'], "
+         "'license': d['License-Expression'], "
+         "'readme': d.get_payload()}))"],
+        cwd=away, env=env, capture_output=True, text=True, check=True)
+    got_meta = json.loads(meta.stdout)
+    assert sorted(got_meta["extras"]) == ["fuzz", "interop", "plot"]  # no test or mutation tooling
+    assert got_meta["type"] == "text/markdown"
+    assert got_meta["license"] == "MIT"  # PEP 639 (pip show of pip < 24.1 leaves "License:" empty)
+    assert got_meta["readme"].strip() == (ROOT / "README.md").read_text().strip()
+
+    # The contract travels with the wheel, as package data.
+    where = subprocess.run([str(python), "-c", "import bob; print(bob.contract_document())"], cwd=away, env=env,
+                           capture_output=True, text=True, check=True).stdout.strip()
+    assert Path(where).is_relative_to(venv), where
+    assert Path(where).read_bytes() == Path(bob.contract_document()).read_bytes()
+
+    # Installed, an install hint is pip with the distribution's own name.
+    no_plot = subprocess.run(
+        [str(python), "-c", "import sys; sys.modules['matplotlib'] = None; from bob.inspect.cli import main; "
+         "sys.exit(main(['ckpt', 'none.bin', '--heatmap', 'h.png']))"],
+        cwd=away, env=env, capture_output=True, text=True)
+    assert no_plot.returncode == 2, no_plot.stderr
+    assert "pip install 'bob-fp32[plot]'" in no_plot.stderr, no_plot.stderr
+
     help_out = subprocess.run([str(venv / "bin" / "bob-run"), "--help"], cwd=away, env=env,
                               capture_output=True, text=True)
     assert help_out.returncode == 0, help_out.stderr
@@ -101,4 +140,5 @@ def test_wheel_builds_installs_and_trains(tmp_path):
     assert result["qualified"] and not result["failures"]
     assert Path(result["fingerprint"]["core"]["file"]).is_relative_to(venv)
     assert result["fingerprint"]["core"]["installed_from"] == "a wheel"
+    assert result["fingerprint"]["contract"]["document"].endswith(f"({where})")
     assert {row["check"] for row in result["checks"]} >= {"public-vector/bob-run", "formats", "kernels", "resume"}

@@ -11,7 +11,7 @@ One invocation (contract §7), in memory::
         # .checkpoint, .predictions, .losses, .step_before, .step_after,
         # .checkpoint_bytes(), .predictions_bytes(); Checkpoint.write(path) …
 
-Formats (contract ``bob-v1`` §3–§5)::
+Formats (contract ``bob-v1`` §3–§5; the document itself: ``bob.contract_document()``)::
 
     bob.load_input(data) -> InputRecord             # bob-input v1, 1,564 bytes
     bob.load_checkpoint(data, *, for_resume=True)   # bob-envelope v1; b"" -> fresh state
@@ -54,6 +54,7 @@ _LAZY = {
     "Checkpoint": "bob.formats.envelope",
     "Predictions": "bob.formats.predictions",
     "Contract": "bob.formats.contract",
+    "contract_document": "bob.formats.contract",
     "Examination": "bob.formats.checks",
     # loaders and builders
     "load_input": "bob.formats.input_record",
@@ -108,7 +109,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from bob.fileio import clean_stale_temporaries, write_atomic
     from bob.formats.checks import Examination, checkpoint_findings
     from bob.formats.checks import examine as examine_checkpoint
-    from bob.formats.contract import Contract
+    from bob.formats.contract import Contract, contract_document
     from bob.formats.envelope import Checkpoint, load_checkpoint, read_checkpoint_file
     from bob.invocation import Invocation, invoke
     from bob.formats.input_record import InputRecord, build_input, input_findings, load_input, read_input_file

@@ -8,13 +8,17 @@ missing, importing this module raises :class:`NativeCoreUnavailable` saying
 how to build it.
 
 It imports nothing heavy: the core works on any float32 buffer in this
-machine's byte order (NumPy arrays, ``array.array('f')``, a ``bytearray``
-cast to ``'f'``), so ``bob-run`` can train without importing NumPy. NumPy
-comes in only for the functions that make or convert arrays.
+machine's byte order (NumPy arrays, flat or (256, 256), ``array.array('f')``,
+a ``bytearray`` cast to ``'f'``), so ``bob-run`` can train without importing
+NumPy. An array of another library with ``__dlpack__`` or ``__array__`` (a
+torch tensor) is taken through a NumPy view of its memory
+(:mod:`bob.arrays`): training a CPU float32 tensor trains it in place.
+NumPy comes in only for the functions that make or convert arrays.
 """
 
 from __future__ import annotations
 
+from bob.arrays import foreign_array, is_foreign
 from bob.errors import integer_value, shown_kind
 from bob.formats.constants import (  # noqa: F401 - re-exported for the library's users
     EMPTY_PROMPT,
@@ -23,6 +27,34 @@ from bob.formats.constants import (  # noqa: F401 - re-exported for the library'
     UPDATES_PER_INVOCATION,
     VOCABULARY,
 )
+
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - typing costs start-up time bob-run does not pay
+    from collections.abc import Iterable
+    from typing import Any
+
+    import numpy as np
+    import numpy.typing as npt
+
+    from bob.arrays import PairsLike, PlaneLike
+
+__all__ = [
+    "CoreError",
+    "EMPTY_PROMPT",
+    "NativeCoreUnavailable",
+    "PARAMETER_COUNT",
+    "SEED",
+    "UPDATES_PER_INVOCATION",
+    "VOCABULARY",
+    "fnv1a64",
+    "initial_planes",
+    "initialize",
+    "kernels",
+    "predict",
+    "resume_problem",
+    "train",
+]
 
 
 class NativeCoreUnavailable(ImportError):
@@ -70,22 +102,29 @@ it has them): as fast as hashlib here without importing OpenSSL, which is a
 tenth of a bob-run (BENCHMARKS.md)."""
 
 
+def _plane(value: "PlaneLike", name: str) -> "Any":
+    """A plane for the binding: a buffer as it is (the binding checks it and
+    names it), an array of another library through a NumPy view of it (or
+    a ``TypeError`` naming the plane, as for any object that is no buffer)."""
+    return foreign_array(value, name) if is_foreign(value) else value
+
+
 def fnv1a64(data: bytes) -> int:
     """FNV-1a-64 of ``data`` (contract §6.1), computed by the core."""
     return _core.fnv1a64(_bytes(data, "data"))
 
 
-def initial_planes(seed: bytes = SEED, vocabulary: int = VOCABULARY):
-    """Fresh P, M, V as float32 NumPy arrays in parameter order (contract §6.1)."""
+def initial_planes(seed: bytes = SEED, vocabulary: int = VOCABULARY) -> "tuple[npt.NDArray[np.float32], npt.NDArray[np.float32], npt.NDArray[np.float32]]":
+    """Fresh P, M, V as flat float32 NumPy arrays in parameter order (contract §6.1)."""
     return _core.initial_planes(_bytes(seed, "seed"), _whole(vocabulary, "vocabulary"))
 
 
-def initialize(p, seed: bytes = SEED) -> None:
+def initialize(p: "PlaneLike", seed: bytes = SEED) -> None:
     """Fill the float32 buffer ``p`` in place with the seeded initialization (§6.1)."""
-    _core.initialize(p, _bytes(seed, "seed"))
+    _core.initialize(_plane(p, "p"), _bytes(seed, "seed"))
 
 
-def _pair_buffer(values, name: str):
+def _pair_buffer(pairs: "PairsLike | Iterable[int]", name: str) -> "Any":
     """Contexts or targets as a C-contiguous uint8 or uint32 buffer.
 
     Refuses instead of guessing: values that are not integers (a float 97.7,
@@ -93,8 +132,11 @@ def _pair_buffer(values, name: str):
     :class:`CoreError` naming the index — never a silent wrap or truncation.
     Values at or above the vocabulary are refused by the core itself.
     """
+    values: Any = pairs
     if isinstance(values, (bytes, bytearray, memoryview)) or hasattr(values, "typecode"):
         return values  # bytes-likes and array.array: the binding accepts only uint8 / uint32 buffers
+    if is_foreign(values):  # a torch tensor: its NumPy view, checked as any array is
+        values = foreign_array(values, name)
     dtype = getattr(values, "dtype", None)
     if dtype is not None:  # a NumPy array: NumPy is already imported
         import numpy as np
@@ -121,18 +163,22 @@ def _pair_buffer(values, name: str):
     return words
 
 
-def train(p, m, v, contexts, targets, step: int, updates: int = UPDATES_PER_INVOCATION,
+def train(p: "PlaneLike", m: "PlaneLike", v: "PlaneLike", contexts: "PairsLike | Iterable[int]",
+          targets: "PairsLike | Iterable[int]", step: int, updates: int = UPDATES_PER_INVOCATION,
           *, threads: int = 0, kernel: str = "auto") -> list[float]:
     """Make ``updates`` AdamW updates in place on P, M, V (contract §6.3).
 
-    P, M, V are writable float32 buffers of rows x rows values; ``contexts``
-    and ``targets`` are the pairs' bytes (bytes, or integer arrays). ``step``
+    P, M, V are writable float32 buffers of rows x rows values (flat or
+    (256, 256); a NumPy array, an ``array.array``, a torch tensor …);
+    ``contexts`` and ``targets`` are the pairs' bytes (bytes, integer arrays
+    or tensors, or a sequence of ints). ``step``
     is the number of updates completed before. Returns the loss before each
     update (contract §6.4). ``kernel`` is "auto" (the best fast kernel) or one
     of :func:`kernels`; "scalar" is the slow reference transcription of §6,
     for qualifying the others, never chosen by "auto".
     """
-    return _core.train(p, m, v, _pair_buffer(contexts, "contexts"), _pair_buffer(targets, "targets"),
+    return _core.train(_plane(p, "p"), _plane(m, "m"), _plane(v, "v"),
+                       _pair_buffer(contexts, "contexts"), _pair_buffer(targets, "targets"),
                        _whole(step, "step"), _whole(updates, "updates"), threads=_whole(threads, "threads"),
                        kernel=str(kernel))
 
@@ -142,11 +188,16 @@ def kernels() -> list[str]:
     return _core.kernels()
 
 
-def predict(p, prompt_words) -> list[tuple[int, int]]:
+def predict(p: "PlaneLike", prompt_words: "Iterable[int]") -> list[tuple[int, int]]:
     """(token, validity) per prompt word (contract §4); 0xFFFFFFFF is an empty prompt."""
-    return _core.predict(p, [_whole(w, f"prompt word {k}", 32) for k, w in enumerate(prompt_words)])
+    return _core.predict(_plane(p, "p"), [_whole(w, f"prompt word {k}", 32) for k, w in enumerate(prompt_words)])
 
 
-def resume_problem(p, m, v, step: int, updates: int = UPDATES_PER_INVOCATION):
-    """The first reason the state may not be resumed (§5) as (check, plane, index), or None."""
-    return _core.resume_problem(p, m, v, _whole(step, "step"), _whole(updates, "updates"))
+def resume_problem(p: "PlaneLike", m: "PlaneLike", v: "PlaneLike", step: int,
+                   updates: int = UPDATES_PER_INVOCATION) -> "tuple[str, str, int] | None":
+    """The first reason the state may not be resumed (§5) as (check, plane, index), or None.
+
+    ``check`` is "non_finite", "negative" or "no_room"; ``plane`` "P", "M",
+    "V" (or "" for the step); ``index`` the parameter index (0 for the step).
+    """
+    return _core.resume_problem(_plane(p, "p"), _plane(m, "m"), _plane(v, "v"), _whole(step, "step"), _whole(updates, "updates"))

@@ -14,7 +14,7 @@ on its own plane buffers) both call it, so they cannot drift apart.
 
 from __future__ import annotations
 
-from bob.errors import ContractMismatch, StateRefused
+from bob.errors import StateRefused
 from bob.formats.constants import PLANE_NAMES, UPDATES_PER_INVOCATION, VOCABULARY
 
 TYPE_CHECKING = False
@@ -139,7 +139,7 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
     ``Checkpoint`` object is checked for resuming the same way. ``threads``
     (0: what the machine offers) changes no bit of the result.
     """
-    from bob.formats.checks import state_findings
+    from bob.formats.checks import resume_findings
     from bob.formats.envelope import load_checkpoint
     from bob.formats.envelope import Checkpoint
     from bob.formats.input_record import InputRecord, load_input
@@ -148,9 +148,7 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
     if not isinstance(record, InputRecord):
         record = load_input(record)
     if isinstance(checkpoint, Checkpoint):
-        for name, expected, actual in checkpoint.contract.mismatches():
-            raise ContractMismatch(name, "differs from the bob v1 contract", expected=expected, actual=actual)
-        findings = state_findings(checkpoint.step, (checkpoint.p, checkpoint.m, checkpoint.v))
+        findings = resume_findings(checkpoint)
         if findings:
             raise findings[0]
         start = checkpoint.copy()

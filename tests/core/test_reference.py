@@ -1,7 +1,7 @@
 """The NumPy reference (tests/reference.py) against the contract's public check values.
 
 No native core is needed here: these tests prove the reference itself, from
-shared/design/bob-v1.md alone (§3, §4, §5, §6, §8).
+python/bob/data/contract/bob-v1.md alone (§3, §4, §5, §6, §8).
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ def trained() -> bytes:
 def test_built_checkpoint_is_what_the_schemas_build(seed: int, step: int) -> None:
     ckpt = random_checkpoint(seed, step)
     built = canonical.build_checkpoint(step, planes_of(ckpt))
-    assert built == ckpt.to_bytes()
+    assert built == ckpt.to_bytes(for_resume=False)  # a random state bob may refuse to resume
     assert canonical.recognize_checkpoint(built) == step
     assert bob.load_checkpoint(built, for_resume=False) == ckpt
 
@@ -172,7 +172,7 @@ def test_resume_problem_matches_the_schemas(trained: bytes) -> None:
         getattr(c, plane)[index] = value
         c.step = step
         assert bob.core.resume_problem(c.p, c.m, c.v, step) == want
-        findings = bob.checkpoint_findings(c.to_bytes())
+        findings = bob.checkpoint_findings(c.to_bytes(for_resume=False))
         assert bool(findings) == (want is not None)
     assert bob.core.resume_problem(ckpt.p, ckpt.m, ckpt.v, 2**64 - 5) == ("no_room", "", 0)
 

@@ -45,7 +45,7 @@ def test_rows_tile_the_file(kind):
 
 
 def test_input_schema_is_the_contract_table():
-    # shared/design/bob-v1.md §3: offset, size, field
+    # python/bob/data/contract/bob-v1.md §3: offset, size, field
     expected = [(0, 8, "magic"), (8, 8, "version"), (16, 512, "pairs"), (528, 1024, "targets"),
                 (1552, 12, "prompt_words")]
     assert [(r.offset, r.size, r.field) for r in layout_rows("input")] == expected

@@ -37,7 +37,7 @@ def unresumable() -> bytes:
     """A well-formed checkpoint bob must not resume: V negative at one index."""
     ck = bob.invoke(bob.build_input(CORPUS, PROMPTS)).checkpoint
     ck.v[7] = -1.0
-    return ck.to_bytes()
+    return ck.to_bytes(for_resume=False)
 
 
 def test_from_bytes_and_read_refuse_an_unresumable_state_unless_asked_not_to(unresumable: bytes,
@@ -50,7 +50,10 @@ def test_from_bytes_and_read_refuse_an_unresumable_state_unless_asked_not_to(unr
             load()
         assert (info.value.field, info.value.index) == ("V", 7)
         loaded = load(for_resume=False)  # to inspect it, not to train on it
-        assert loaded.v[7] == -1.0 and loaded.to_bytes() == unresumable
+        assert loaded.v[7] == -1.0 and loaded.to_bytes(for_resume=False) == unresumable
+        with pytest.raises(bob.StateRefused) as written:  # and a writer refuses it, as the reader does
+            loaded.to_bytes()
+        assert (written.value.field, written.value.index) == ("V", 7)
 
 
 def test_repr_names_the_contract() -> None:

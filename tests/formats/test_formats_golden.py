@@ -1,6 +1,6 @@
 """The golden vectors in python/bob/data/golden/ and the contract's §8 public vector.
 
-The §8 values are copied here from shared/design/bob-v1.md, so these tests do
+The §8 values are copied here from python/bob/data/contract/bob-v1.md, so these tests do
 not trust formats/make_golden.py: they check the committed files against the
 contract directly, and that the generator still produces the committed files.
 The tests that train need the native core; if it is missing they fail (never

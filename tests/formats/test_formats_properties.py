@@ -16,6 +16,7 @@ import random
 import sys
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -213,7 +214,7 @@ def test_mutated_checkpoints(seed, count, header_only, refresh):
     for for_resume in (True, False):
         ck = only_format_errors(bob.load_checkpoint, data, for_resume=for_resume)
         if ck is not None:
-            assert ck.to_bytes() == data
+            assert ck.to_bytes(for_resume=for_resume) == data
         for err in bob.checkpoint_findings(data, for_resume=for_resume):
             check_error(err)
 
@@ -226,7 +227,11 @@ def test_plane_damage_with_refreshed_digests_reaches_the_state_checks(seed):
     findings = bob.checkpoint_findings(data)
     assert all(type(f) is bob.StateRefused for f in findings), findings
     ck = bob.load_checkpoint(data, for_resume=False)
-    assert ck.to_bytes() == data
+    assert ck.to_bytes(for_resume=False) == data
+    if findings:  # a writer refuses what the reader refuses, with the same finding
+        with pytest.raises(bob.StateRefused) as refused:
+            ck.to_bytes()
+        assert (refused.value.field, refused.value.index) == (findings[0].field, findings[0].index)
 
 
 def test_every_field_overwritten_with_every_interesting_value():

@@ -53,7 +53,7 @@ def test_envelope_layout_follows_the_contract_strings() -> None:
     ck = bob.load_checkpoint(golden("checkpoint-abracadabra-step10.bin"))
     contract = bob.Contract(state=b"s" * 100, learner=b"", data=b"d", seed=b"x" * 4096)
     data = bob.Checkpoint(ck.step, ck.p, ck.m, ck.v, contract=contract,
-                          header_bytes=canonical_header_bytes(contract)).to_bytes()
+                          header_bytes=canonical_header_bytes(contract)).to_bytes(for_resume=False)
     lay = layout.envelope_layout((100, 0, 1, 4096))
     assert _envelope_rows(data) == {name: (f.offset, f.size) for name, f in lay.fields.items()}
     assert lay.header_length == header_length(contract)

@@ -78,7 +78,7 @@ def test_input_record_refusals() -> None:
 def test_plane_refusals_and_conversions() -> None:
     z = bob.Checkpoint.fresh()
     assert refusal(lambda: bob.Checkpoint(0, z.p[:5], z.m, z.v)) == bad_value(
-        "P", "a plane holds 65536 values", 65536, "shape (5,)")
+        "P", "a plane holds 65536 values (flat, or 256 x 256)", "shape (65536,) or (256, 256)", "shape (5,)")
     assert refusal(lambda: bob.Checkpoint(0, z.p, [[1.0, 2.0], [3.0]], z.v)) == bad_value(
         "M", "a plane is 65536 float32 values (ValueError)")
     listed = bob.Checkpoint(0, z.p.tolist(), z.m, z.v)

@@ -60,7 +60,8 @@ from bob.formats.envelope_schema import ENVELOPE_HEADER, ENVELOPE_MAGIC, HEADER_
 from bob.formats.layout import DIGEST_BYTES, ENVELOPE_HEAD, PLANE_DTYPE, EnvelopeLayout, envelope_layout
 from bob.formats.schema import FieldRow, walk, as_bytes, magic_finding, parse
 
-__all__ = ["Examination", "examine", "state_findings", "checkpoint_findings"]
+__all__ = ["Examination", "examine", "state_findings", "resume_findings", "refuse_unresumable",
+           "checkpoint_findings"]
 
 
 @dataclass
@@ -285,6 +286,32 @@ def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", heade
                                 expected=f"at most {U64_MAX - UPDATES_PER_INVOCATION}", actual=step,
                                 offset=step_at))
     return out
+
+
+def resume_findings(checkpoint: Checkpoint) -> list[FormatError]:
+    """Why ``bob-run`` (and :func:`bob.invoke`) would refuse to resume
+    ``checkpoint``: a contract field other than bob v1's (§2), then the
+    state (:func:`state_findings`, §5). Empty for a state bob resumes."""
+    out: list[FormatError] = [
+        ContractMismatch(name, "differs from the bob v1 contract", expected=expected, actual=actual)
+        for name, expected, actual in checkpoint.contract.mismatches()
+    ]
+    out.extend(state_findings(checkpoint.step, (checkpoint.p, checkpoint.m, checkpoint.v)))
+    return out
+
+
+def refuse_unresumable(checkpoint: Checkpoint, what: str) -> None:
+    """Raise the first of :func:`resume_findings` for a writer (``what``:
+    "Checkpoint.write" …): bob writes no checkpoint that it would refuse to
+    resume unless asked, with ``for_resume=False``, for a test file."""
+    findings = resume_findings(checkpoint)
+    if findings:
+        first = findings[0]
+        raise type(first)(
+            first.field,
+            f"{first.message}; bob would refuse to resume it, so {what} does not write it "
+            "(for_resume=False writes it anyway, for a test file)",
+            expected=first.expected, actual=first.actual, offset=first.offset, index=first.index)
 
 
 def checkpoint_findings(data: bytes, *, for_resume: bool = True) -> list[FormatError]:

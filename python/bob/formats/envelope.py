@@ -13,9 +13,10 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from bob.errors import BadValue, integer_field, integer_value, shown_kind
 from bob.formats.checks import examine
@@ -45,6 +46,9 @@ from bob.formats.layout import HEADER_ALIGNMENT, PLANE_DTYPE, WORD_DTYPE
 from bob.formats.schema import as_bytes
 from bob.text import f32_text
 
+if TYPE_CHECKING:  # pragma: no cover
+    from bob.arrays import PlaneLike
+
 __all__ = [
     "ENVELOPE",
     "ENVELOPE_HEADER",
@@ -69,26 +73,44 @@ __all__ = [
 # --------------------------------------------------------------------------- #
 
 
-def _plane(value: Any, name: str) -> np.ndarray:
-    """A plane as a C-contiguous float32 array of 65,536 values.
+TABLE_SHAPE = (VOCABULARY, VOCABULARY)
+"""A plane as a table: row = context byte, column = next byte (index ``context * 256 + next``)."""
 
-    A float32 C-contiguous array is used as it is (shared with the caller,
-    for P, M and V alike: the core trains it in place); anything else is
+
+def _plane(value: Any, name: str) -> np.ndarray:
+    """A plane as a writable, C-contiguous float32 array of 65,536 values.
+
+    Taken flat (65,536,) or as its (256, 256) table, from a NumPy array,
+    anything with the buffer protocol, or an object with ``__dlpack__`` or
+    ``__array__`` (a torch tensor: :mod:`bob.arrays`). A writable
+    C-contiguous float32 array (or tensor) is used as it is, shared with
+    the caller (a (256, 256) one through a flat view of its memory), for
+    P, M and V alike: the core trains it in place. Anything else is
     converted to a new array.
     """
+    from bob.arrays import NotAnArray, foreign_array, is_foreign
+
     try:
-        arr = value if isinstance(value, np.ndarray) else np.asarray(value)
+        if isinstance(value, np.ndarray):
+            arr = value
+        elif is_foreign(value):
+            arr = foreign_array(value, name)
+        else:
+            arr = np.asarray(value)
+    except NotAnArray as exc:
+        raise BadValue(name, f"a plane is 65536 float32 values; {exc.reason}") from None
     except (TypeError, ValueError) as exc:
         raise BadValue(name, f"a plane is 65536 float32 values ({type(exc).__name__})") from None
-    if arr.shape != (PARAMETER_COUNT,):
-        raise BadValue(name, f"a plane holds {PARAMETER_COUNT} values", expected=PARAMETER_COUNT,
-                       actual=f"shape {arr.shape}")
-    if arr.dtype != np.float32 or not arr.flags.c_contiguous:
+    if arr.shape not in ((PARAMETER_COUNT,), TABLE_SHAPE):
+        raise BadValue(name, f"a plane holds {PARAMETER_COUNT} values (flat, or 256 x 256)",
+                       expected=f"shape ({PARAMETER_COUNT},) or {TABLE_SHAPE}", actual=f"shape {arr.shape}")
+    if arr.dtype != np.float32 or not arr.flags.c_contiguous or not arr.flags.writeable:
         if arr.dtype.kind not in "fiu":
             raise BadValue(name, "a plane holds float32 values", actual=f"dtype {arr.dtype}")
         with np.errstate(over="ignore", invalid="ignore"):
-            arr = np.ascontiguousarray(arr, dtype=np.float32)
-    return arr
+            converted = np.ascontiguousarray(arr, dtype=np.float32)
+        arr = converted if converted.flags.writeable else converted.copy()  # a read-only float32 array
+    return arr if arr.ndim == 1 else arr.reshape(PARAMETER_COUNT)
 
 
 def _le_bytes(plane: np.ndarray) -> bytes:
@@ -97,32 +119,48 @@ def _le_bytes(plane: np.ndarray) -> bytes:
 
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, init=False)
 class Checkpoint:
     """A bob checkpoint: the step, the planes P, M, V and the header's contract.
 
     ``p``, ``m`` and ``v`` are writable float32 arrays of 65,536 (parameter
     order ``context * 256 + next``); the native core trains them in place.
-    ``header_bytes`` is where plane P starts: 448 for every checkpoint the
-    library makes; a loaded file keeps its own (a larger valid value), so
-    :meth:`to_bytes` gives back exactly the bytes it was read from.
+    ``p_table``, ``m_table`` and ``v_table`` (and ``tables``) are the same
+    planes as (256, 256) arrays: row = context byte, column = next byte, C
+    order, float32 in this machine's byte order (little-endian on every
+    machine bob builds for). They are **views**, always writable: writing
+    one writes the plane, and so the checkpoint. ``header_bytes`` is where
+    plane P starts: 448 for every checkpoint the library makes; a loaded
+    file keeps its own (a larger valid value), so :meth:`to_bytes` gives
+    back exactly the bytes it was read from.
 
-    Built from arrays, a checkpoint **shares** each plane that already is a
-    C-contiguous float32 array of 65,536 values (P, M and V alike: training
-    it trains the caller's array) and converts anything else into a new one;
-    :meth:`copy` gives independent planes. Wrong-sized planes, a step outside
-    u64 or an impossible ``header_bytes`` are refused (``BadValue``) when the
-    checkpoint is built and again when it is serialised.
+    Built from arrays, a checkpoint takes each plane flat (65,536,) or as its
+    (256, 256) table, from a NumPy array, anything with the buffer protocol,
+    or an object with ``__dlpack__`` or ``__array__`` (a torch tensor). It
+    **shares** each plane that already is a writable C-contiguous float32
+    array or tensor of 65,536 values (P, M and V alike: training it trains
+    the caller's array) and converts anything else into a new one;
+    :meth:`copy` gives independent planes. Wrong-sized planes, a step
+    outside u64 or an impossible ``header_bytes`` are refused
+    (``BadValue``) when the checkpoint is built and again when it is
+    serialised.
     """
 
     step: int
-    p: np.ndarray
-    m: np.ndarray
-    v: np.ndarray
+    p: npt.NDArray[np.float32]
+    m: npt.NDArray[np.float32]
+    v: npt.NDArray[np.float32]
     header_bytes: int = HEADER_BYTES
     contract: Contract = field(default=V1)
 
-    def __post_init__(self) -> None:
+    def __init__(self, step: int, p: "PlaneLike", m: "PlaneLike", v: "PlaneLike",
+                 header_bytes: int = HEADER_BYTES, contract: Contract = V1) -> None:
+        self.step = step
+        self.p = p  # type: ignore[assignment]  # made a float32 array by _check
+        self.m = m  # type: ignore[assignment]
+        self.v = v  # type: ignore[assignment]
+        self.header_bytes = header_bytes
+        self.contract = contract
         self._check()
 
     def _check(self) -> None:
@@ -157,14 +195,49 @@ class Checkpoint:
         return self.step // UPDATES_PER_INVOCATION
 
     @property
-    def planes(self) -> dict[str, np.ndarray]:
+    def planes(self) -> dict[str, npt.NDArray[np.float32]]:
+        """The flat planes by name: ``{"P": p, "M": m, "V": v}``."""
         return {"P": self.p, "M": self.m, "V": self.v}
 
-    def to_bytes(self, header_bytes: int | None = None) -> bytes:
+    def _table(self, attribute: str) -> npt.NDArray[np.float32]:
+        plane = _plane(getattr(self, attribute), attribute.upper())  # a plane reassigned since: its array now
+        setattr(self, attribute, plane)
+        return plane.reshape(TABLE_SHAPE)  # a view: the plane is C-contiguous
+
+    @property
+    def p_table(self) -> npt.NDArray[np.float32]:
+        """Plane P as a writable (256, 256) view: ``p_table[context, next]``."""
+        return self._table("p")
+
+    @property
+    def m_table(self) -> npt.NDArray[np.float32]:
+        """Plane M as a writable (256, 256) view."""
+        return self._table("m")
+
+    @property
+    def v_table(self) -> npt.NDArray[np.float32]:
+        """Plane V as a writable (256, 256) view."""
+        return self._table("v")
+
+    @property
+    def tables(self) -> dict[str, npt.NDArray[np.float32]]:
+        """The (256, 256) views by name: ``{"P": p_table, "M": m_table, "V": v_table}``."""
+        return {"P": self.p_table, "M": self.m_table, "V": self.v_table}
+
+    def to_bytes(self, header_bytes: int | None = None, *, for_resume: bool = True) -> bytes:
         """The envelope file. ``header_bytes`` defaults to the checkpoint's own
-        (448 unless it was loaded from a file with a larger header)."""
+        (448 unless it was loaded from a file with a larger header).
+
+        A state ``bob-run`` would refuse to resume (a non-finite value, a
+        negative V, step 0 with a non-zero M or V, no room for 10 more
+        updates, a contract other than bob v1's) is refused with the
+        :class:`~bob.FormatError` a reader gives, naming the plane and index
+        (or the field), unless ``for_resume=False``: the one way to build a
+        test file bob must refuse, and the same keyword a reader takes to
+        read one (``Checkpoint.read(path, for_resume=False)``).
+        """
         self._check()
-        hb = self.header_bytes if header_bytes is None else integer_field(header_bytes, "header_bytes", "header_bytes is an integer")
+import numpy.typing as npt
         _check_header_bytes(hb, self.contract)
         planes = [_le_bytes(a) for a in (self.p, self.m, self.v)]
         c = self.contract
@@ -192,18 +265,30 @@ class Checkpoint:
         """Read and check the checkpoint file at ``path`` (:func:`bob.read_checkpoint_file`)."""
         return read_checkpoint_file(path, for_resume=for_resume)
 
-    def write(self, path: "str | os.PathLike[str]") -> None:
-        """Replace the file at ``path`` with this checkpoint, atomically (as ``bob-run`` does)."""
+    def write(self, path: "str | os.PathLike[str]", *, for_resume: bool = True) -> None:
+        """Replace the file at ``path`` with this checkpoint, atomically (as ``bob-run`` does).
+
+        Refuses, before the file is touched, a state bob would refuse to
+        resume, unless ``for_resume=False`` (see :meth:`to_bytes`).
+        """
         from bob.fileio import write_atomic
 
-        write_atomic(path, self.to_bytes())
+        self._check()
+        if for_resume:
+            self._refuse_unresumable("Checkpoint.write")
+        write_atomic(path, self.to_bytes(for_resume=False))
+
+    def _refuse_unresumable(self, what: str) -> None:
+        from bob.formats.checks import refuse_unresumable  # lazily: checks imports this module
+
+        refuse_unresumable(self, what)
 
     def copy(self) -> "Checkpoint":
         return Checkpoint(self.step, self.p.copy(), self.m.copy(), self.v.copy(), self.header_bytes, self.contract)
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready description (the golden vectors' ``.json``)."""
-        return describe_envelope(self.to_bytes())
+        return describe_envelope(self.to_bytes(for_resume=False))  # describing is reading
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Checkpoint):

@@ -161,8 +161,10 @@ def cmd_run(args: argparse.Namespace) -> Outcome:
         import importlib.util
 
         if importlib.util.find_spec("atheris") is None:
-            raise Refused("atheris is not installed: `scripts/bootstrap.sh test,fuzz` (or pip install "
-                          "'bob[fuzz]'), or use --engine loop --runs N", option="--engine")
+            from bob.distribution import install_hint
+
+            raise Refused(f"atheris is not installed: `{install_hint('fuzz')}`, or use --engine loop --runs N",
+                          option="--engine")
         corpus = output_directory("--corpus", args.corpus or f".bob-fuzz/{args.target.replace(':', '_')}/corpus")
         artifacts = output_directory("--artifacts", args.artifacts)
         result = run_campaign(args.target, seconds=args.time, runs=args.runs, jobs=args.jobs, corpus=corpus,

@@ -37,12 +37,12 @@ from bob.commands import (
     number_option,
     run_command,
 )
+from bob.distribution import install_hint
 from bob.text import escape_bytes, one_line, show_path
 
 from bob.inspect.common import (
     EXIT_OK,
     EXIT_PROBLEMS,
-    PLOT_HINT,
     PROG,
     Refused,
     peek,
@@ -184,7 +184,7 @@ def _add_ckpt_options(p: argparse.ArgumentParser) -> None:
                    help="context bytes given as text (e.g. abc): show each row's top-5 next bytes")
     p.add_argument("--rows-hex", metavar="HEX", help="context bytes as hex (e.g. 61,62 or 6162)")
     p.add_argument("--heatmap", metavar="OUT.png",
-                   help=f"draw the 256 x 256 P table (needs matplotlib: {PLOT_HINT})")
+                   help=f"draw the 256 x 256 P table (needs matplotlib: {install_hint('plot')})")
 
 
 def build_parser() -> argparse.ArgumentParser:

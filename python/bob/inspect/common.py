@@ -25,11 +25,10 @@ from bob.commands import EXIT_INTERRUPTED, EXIT_OK, EXIT_UNEXPECTED, Refused, os
 from bob.commands import EXIT_REFUSED as EXIT_PROBLEMS
 
 __all__ = ["EXIT_OK", "EXIT_UNEXPECTED", "EXIT_PROBLEMS", "EXIT_INTERRUPTED", "Refused", "os_reason", "read", "PROG",
-           "TOP_K", "PLOT_HINT", "base", "finish", "plural", "f32_json", "peek", "file_size", "problem"]
+           "TOP_K", "base", "finish", "plural", "f32_json", "peek", "file_size", "problem"]
 
 PROG = "bob-inspect"
 TOP_K = 5  # next bytes shown per row (--rows)
-PLOT_HINT = "pip install 'bob[plot]'"
 
 
 def refusal(path: str, exc: OSError) -> Refused:

@@ -1,4 +1,4 @@
-"""``--heatmap``: the P table drawn with matplotlib (the optional extra ``bob[plot]``).
+"""``--heatmap``: the P table drawn with matplotlib (the optional extra ``plot``).
 
 The only module of ``bob-inspect`` that imports matplotlib, and only when
 the option is given. The image is written with :func:`bob.fileio.write_atomic`.
@@ -15,7 +15,7 @@ import numpy as np
 from bob.fileio import write_atomic
 from bob.formats.constants import VOCABULARY
 from bob.inspect.checkpoint import p_table, softmax_rows
-from bob.inspect.common import PLOT_HINT, Refused, os_reason
+from bob.inspect.common import Refused, os_reason
 from bob.text import escape_bytes, show_byte, show_path
 
 INIT_BOUND = 0.01  # §6.1: every initial P value lies in [-0.01, 0.01)
@@ -30,7 +30,9 @@ def require_matplotlib() -> None:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        raise Refused(f"--heatmap needs matplotlib, the optional extra bob[plot]: {PLOT_HINT}") from None
+        from bob.distribution import install_hint
+
+        raise Refused(f"--heatmap needs matplotlib (the optional extra plot): {install_hint('plot')}") from None
 
 
 def _plain(text: str) -> str:

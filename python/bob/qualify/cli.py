@@ -24,6 +24,7 @@ from bob.commands import (
     output_directory,
     run_command,
 )
+from bob.distribution import install_hint
 from bob.qualify.verdict import PERTURB_ENV, perturbation
 
 PROG = "bob-qualify"
@@ -47,8 +48,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=integer_option("--seed", minimum=0, maximum=2**64 - 1), metavar="N",
                    help="the seed of the random states (printed; default: fresh)")
     p.add_argument("--report", type=Path, metavar="DIR",
-                   help="write DIR/qualify.json and PNG plots there, atomically (needs the plot extra: "
-                        "pip install 'bob[plot]')")
+                   help=f"write DIR/qualify.json and PNG plots there, atomically (needs the plot extra: "
+                        f"{install_hint('plot')})")
     add_common_options(p, json_help="print one JSON object (checks, verdicts, fingerprint, timings) instead of "
                                     "the tables")
     return p
@@ -66,7 +67,7 @@ def _work(args: argparse.Namespace) -> Outcome:
 
     if args.report is not None:
         if not report.plotting_available():
-            raise Refused("draws plots with matplotlib, which is not installed (pip install 'bob[plot]')",
+            raise Refused(f"draws plots with matplotlib, which is not installed ({install_hint('plot')})",
                           option="--report", path=args.report)
         output_directory("--report", args.report)
     try:

@@ -15,6 +15,8 @@ import sys
 from typing import Any
 
 from bob import core
+from bob.distribution import DISTRIBUTION
+from bob.formats.contract import contract_document
 from bob.formats.constants import (
     CHUNK_BYTES,
     DATA,
@@ -27,7 +29,6 @@ from bob.formats.constants import (
 
 # The flags bob-core's run-time dispatch reads (kernel.rs: is_x86_feature_detected).
 KERNEL_FLAGS = {"avx2": ("avx2",), "avx512": ("avx512f", "avx512vl", "avx2")}
-CONTRACT_DOCUMENT = "bob v1 (shared/design/bob-v1.md), errata of 2026-11-30"
 
 
 def _cpuinfo() -> tuple[str, set[str]]:
@@ -53,7 +54,7 @@ def contract_identity() -> dict[str, Any]:
     sizes = struct.pack("<3Q", PAYLOAD_BYTES, CHUNK_BYTES, UPDATES_PER_INVOCATION)
     identity = b"\n".join((STATE, LEARNER, DATA, SEED, sizes))
     return {
-        "document": CONTRACT_DOCUMENT,
+        "document": f"bob v1, errata of 2026-11-30 ({contract_document()})",
         "state": STATE.decode("ascii"),
         "learner_f32_hex": LEARNER[-20:].hex(),
         "data": DATA.decode("ascii"),
@@ -73,7 +74,7 @@ def _core_build() -> dict[str, Any]:
     try:
         from importlib import metadata
 
-        dist = metadata.distribution("bob")
+        dist = metadata.distribution(DISTRIBUTION)
         info["distribution_version"] = dist.version
         wheel = dist.read_text("WHEEL") or ""
         info["wheel_tags"] = [line.split(":", 1)[1].strip() for line in wheel.splitlines()

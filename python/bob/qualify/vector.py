@@ -1,6 +1,6 @@
 """The public test vector of contract §8, in one place.
 
-Copied from the contract (shared/design/bob-v1.md §8), not computed by bob:
+Copied from the contract (python/bob/data/contract/bob-v1.md §8), not computed by bob:
 ``bob-qualify`` and the tests compare bob's output against these values.
 """
 

@@ -1,0 +1,44 @@
+"""Which distribution bob is, and how to get one of its optional extras.
+
+The import name is ``bob``; the distribution (what ``pip`` installs) is
+``bob-fp32``: ``bob`` on PyPI is another, unrelated project, and a hint
+naming it would install that one over this. Every install hint in bob's
+messages comes from :func:`install_hint` (tests/test_distribution.py holds
+them to it): in a source checkout it names the checkout's bootstrap command,
+which builds the native core and installs the extra into its ``.venv``;
+anywhere else, ``pip install 'bob-fp32[EXTRA]'``.
+
+Standard library only, and imported only when a hint is shown.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["DISTRIBUTION", "EXTRAS", "checkout", "install_hint"]
+
+DISTRIBUTION = "bob-fp32"
+EXTRAS = ("plot", "fuzz", "interop")  # pyproject.toml's [project.optional-dependencies]
+
+
+def checkout() -> str | None:
+    """The source checkout this bob runs from (``maturin develop`` installs
+    it in place: the package is the checkout's ``python/bob``), or None for
+    an installed wheel."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    bootstrap = os.path.join(root, "scripts", "bootstrap.sh")
+    if os.path.isfile(bootstrap) and os.path.isfile(os.path.join(root, "pyproject.toml")):
+        return root
+    return None
+
+
+def install_hint(extra: str) -> str:
+    """The command that installs the optional ``extra`` for this bob."""
+    if extra not in EXTRAS:
+        raise ValueError(f"{extra!r} is not an extra of {DISTRIBUTION} (one of {', '.join(EXTRAS)})")
+    root = checkout()
+    if root is not None:
+        import shlex  # lazily: only a hint needs it
+
+        return f"{shlex.quote(os.path.join(root, 'scripts', 'bootstrap.sh'))} {extra}"
+    return f"pip install '{DISTRIBUTION}[{extra}]'"

@@ -1,0 +1,190 @@
+"""Arrays in the shapes users hold: a plane flat or as its (256, 256) table,
+from NumPy, the buffer protocol, ``__array__`` or ``__dlpack__`` (torch
+tensors), in ``Checkpoint`` and in ``bob.core``; the (256, 256) views; the
+refusals by name."""
+
+from __future__ import annotations
+
+import array
+
+import numpy as np
+import pytest
+
+import bob
+import bob.core
+
+CORPUS = b"abracadabra"
+CONTEXTS = bytes(CORPUS[k % 11] for k in range(256))
+TARGETS = bytes(CORPUS[(k + 1) % 11] for k in range(256))
+
+
+class DLPackOnly:
+    """An array of another library that offers DLPack and nothing else (no
+    buffer, no __array__), as CuPy and JAX arrays do on the way out."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self._a = a
+
+    def __dlpack__(self, **kwargs):
+        return self._a.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()
+
+
+class ArrayOnly:
+    """An object NumPy reads through __array__ alone."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self._a = a
+
+    def __array__(self, dtype=None, copy=None):
+        return self._a
+
+
+class OnAnotherDevice:
+    """A tensor that refuses to be exported to the CPU (a GPU tensor's answer)."""
+
+    def __dlpack__(self, **kwargs):
+        raise BufferError("the tensor is on cuda:0")
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+
+@pytest.fixture(scope="module")
+def trained() -> bob.Checkpoint:
+    record = bob.build_input(CORPUS, [b"abra", b"cad", b""])
+    return bob.invoke(record).checkpoint
+
+
+def test_tables_are_writable_views_context_by_next(trained) -> None:
+    ck = trained.copy()
+    for name, table in ck.tables.items():
+        plane = ck.planes[name]
+        assert table.shape == (256, 256) and table.dtype == np.dtype("<f4") == np.float32
+        assert table.flags.c_contiguous and table.flags.writeable
+        assert np.shares_memory(table, plane)
+        assert table[97, 98] == plane[97 * 256 + 98]
+    ck.p_table[97, 98] = 1.5  # written through to the plane, and so to the file
+    assert ck.p[97 * 256 + 98] == 1.5
+    assert bob.load_checkpoint(ck.to_bytes()).p_table[97, 98] == 1.5
+    assert ck.m_table is not ck.m_table and np.shares_memory(ck.m_table, ck.m)
+
+
+def test_a_loaded_checkpoint_s_tables_are_writable_too(trained) -> None:
+    loaded = bob.load_checkpoint(trained.to_bytes())
+    assert all(t.flags.writeable for t in loaded.tables.values())
+
+
+def test_a_plane_reassigned_is_still_seen_through_its_table(trained) -> None:
+    ck = trained.copy()
+    ck.v = ck.v_table.tolist()  # a nested list: converted when next looked at
+    assert ck.v_table.shape == (256, 256) and isinstance(ck.v, np.ndarray)
+    assert np.shares_memory(ck.v_table, ck.v) and ck == trained
+
+
+def test_a_checkpoint_takes_planes_flat_or_as_tables_and_shares_them(trained) -> None:
+    tables = [trained.p_table.copy(), trained.m_table.copy(), trained.v_table.copy()]
+    ck = bob.Checkpoint(trained.step, *tables)
+    assert ck == trained and ck.to_bytes() == trained.to_bytes()
+    assert all(a.shape == (65536,) for a in (ck.p, ck.m, ck.v))
+    assert all(np.shares_memory(a, t) for a, t in zip((ck.p, ck.m, ck.v), tables))
+    tables[0][0, 0] = 7.0  # the caller's array is the checkpoint's plane
+    assert ck.p[0] == 7.0
+
+
+def test_other_dtypes_byte_orders_and_read_only_arrays_are_converted(trained) -> None:
+    big = trained.p_table.astype(">f4")
+    wide = trained.m.astype(np.float64).reshape(256, 256)
+    frozen = np.frombuffer(trained.v.tobytes(), np.float32)
+    assert not frozen.flags.writeable
+    ck = bob.Checkpoint(trained.step, big, wide, frozen)
+    assert ck == trained
+    assert all(a.flags.writeable and a.dtype == np.float32 for a in (ck.p, ck.m, ck.v))
+    assert not np.shares_memory(ck.v, frozen)
+
+
+def test_buffers_and_foreign_arrays_are_taken(trained) -> None:
+    p = array.array("f", trained.p.tobytes())
+    m = DLPackOnly(trained.m_table.copy())
+    v = ArrayOnly(trained.v.copy())
+    ck = bob.Checkpoint(trained.step, p, m, v)
+    assert ck == trained
+    assert np.shares_memory(ck.m, m._a) and np.shares_memory(ck.v, v._a)  # zero-copy, as for NumPy
+    assert bob.Checkpoint(trained.step, memoryview(p), trained.m, trained.v) == trained
+
+
+@pytest.mark.parametrize("shape", [(256, 255), (1, 65536), (65536, 1), (128, 512), (256, 256, 1)])
+def test_other_shapes_are_refused_naming_the_plane(trained, shape) -> None:
+    for i, name in enumerate("PMV"):
+        planes = [trained.p, trained.m, trained.v]
+        planes[i] = np.zeros(shape, np.float32)
+        with pytest.raises(bob.BadValue) as info:
+            bob.Checkpoint(trained.step, *planes)
+        assert info.value.field == name and info.value.actual == f"shape {shape}"
+        assert info.value.expected == "shape (65536,) or (256, 256)"
+
+
+def test_a_foreign_array_that_cannot_be_read_is_refused_naming_the_plane(trained) -> None:
+    with pytest.raises(bob.BadValue) as info:
+        bob.Checkpoint(trained.step, trained.p, OnAnotherDevice(), trained.v)
+    assert info.value.field == "M"
+    assert "the tensor is on cuda:0" in str(info.value) and str(info.value).startswith("M: a plane is 65536")
+    with pytest.raises(TypeError, match=r"^m: .*the tensor is on cuda:0"):
+        bob.core.train(trained.p.copy(), OnAnotherDevice(), trained.v.copy(), CONTEXTS, TARGETS, 10)
+
+
+def test_core_takes_tables_and_foreign_arrays_and_trains_them_in_place(trained) -> None:
+    want = [a.copy() for a in (trained.p, trained.m, trained.v)]
+    want_losses = bob.core.train(*want, CONTEXTS, TARGETS, trained.step)
+    p, m, v = trained.p_table.copy(), trained.m_table.copy(), trained.v.copy()
+    contexts = DLPackOnly(np.frombuffer(CONTEXTS, np.uint8).copy())
+    targets = ArrayOnly(np.frombuffer(TARGETS, np.uint8).copy())
+    losses = bob.core.train(p, DLPackOnly(m), ArrayOnly(v), contexts, targets, trained.step)
+    assert losses == want_losses
+    for got, expected in zip((p, m, v), want):
+        assert np.array_equal(got.reshape(-1).view(np.uint32), expected.view(np.uint32))
+    assert bob.core.predict(DLPackOnly(p), [97]) == bob.core.predict(want[0], [97])
+    assert bob.core.resume_problem(DLPackOnly(p), m, ArrayOnly(v), trained.step + 10) is None
+
+
+def test_core_refuses_foreign_pairs_that_are_not_bytes_by_name(trained) -> None:
+    p, m, v = (a.copy() for a in (trained.p, trained.m, trained.v))
+    with pytest.raises(TypeError, match="contexts must hold integers"):
+        bob.core.train(p, m, v, ArrayOnly(np.full(256, 97.5)), TARGETS, 10)
+    with pytest.raises(bob.core.CoreError, match=r"targets\[3\] = -1 is not a byte value"):
+        bob.core.train(p, m, v, CONTEXTS, DLPackOnly(np.array([97, 98, 99, -1] + [97] * 252)), 10)
+
+
+# --------------------------------------------------------------------------- #
+# torch, where it is installed (CI need not have it)
+# --------------------------------------------------------------------------- #
+
+
+def test_torch_tensors_in_checkpoint_and_core(trained) -> None:
+    torch = pytest.importorskip("torch")
+    tables = [torch.from_numpy(t.copy()) for t in (trained.p_table, trained.m_table, trained.v_table)]
+    ck = bob.Checkpoint(trained.step, *tables)
+    assert ck == trained
+    assert all(np.shares_memory(a, t.numpy()) for a, t in zip((ck.p, ck.m, ck.v), tables))
+    back = torch.from_numpy(ck.p_table)  # and out again, zero-copy
+    assert back.shape == (256, 256) and back.dtype == torch.float32
+
+    want = [a.copy() for a in (trained.p, trained.m, trained.v)]
+    want_losses = bob.core.train(*want, CONTEXTS, TARGETS, trained.step)
+    contexts = torch.tensor(list(CONTEXTS), dtype=torch.uint8)
+    targets = torch.tensor(list(TARGETS), dtype=torch.int64)
+    losses = bob.core.train(*tables, contexts, targets, trained.step)
+    assert losses == want_losses
+    assert torch.equal(tables[0].reshape(-1), torch.from_numpy(want[0]))  # trained in place
+
+
+def test_a_tensor_that_requires_grad_is_refused_by_name(trained) -> None:
+    torch = pytest.importorskip("torch")
+    p = torch.from_numpy(trained.p.copy()).requires_grad_()
+    with pytest.raises(bob.BadValue) as info:
+        bob.Checkpoint(trained.step, p, trained.m, trained.v)
+    assert info.value.field == "P" and "grad" in str(info.value)
+    with pytest.raises(TypeError, match="^p: .*grad"):
+        bob.core.train(p, trained.m.copy(), trained.v.copy(), CONTEXTS, TARGETS, trained.step)

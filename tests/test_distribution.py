@@ -1,0 +1,111 @@
+"""The distribution's name and its extras, and every install hint bob prints.
+
+The import name is ``bob``; the distribution is ``bob-fp32`` (``bob`` on PyPI
+is another project, which a hint naming it would install). A hint comes from
+:func:`bob.distribution.install_hint` only: in a checkout it is the
+checkout's bootstrap command, installed it is pip with ``bob-fp32``
+(tests/test_wheel.py sees the installed form from a real wheel).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from bob import distribution
+from bob.distribution import DISTRIBUTION, EXTRAS, install_hint
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "python" / "bob"
+
+
+def _pyproject() -> dict:
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)
+
+
+def test_the_distribution_name_and_extras_are_pyprojects():
+    project = _pyproject()["project"]
+    assert project["name"] == DISTRIBUTION == "bob-fp32"
+    # Only what a user installs is an extra; the test and mutation tooling is
+    # a dependency group of the checkout, never published.
+    assert tuple(project["optional-dependencies"]) == EXTRAS == ("plot", "fuzz", "interop")
+    assert set(_pyproject()["dependency-groups"]) == {"test", "mutants"}
+
+
+def test_the_metadata_a_user_sees():
+    project = _pyproject()["project"]
+    assert project["readme"]["file"] == "README.md"
+    assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
+    assert "MIT License" in (ROOT / "LICENSE").read_text()
+    assert "Typing :: Typed" in project["classifiers"]
+    assert (PACKAGE / "py.typed").exists()
+
+
+def test_every_install_hint_in_the_package_comes_from_install_hint():
+    """No module spells out an install command or an extra of a name other
+    than bob-fp32: a hint is install_hint(EXTRA), nothing else."""
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path == PACKAGE / "distribution.py":
+            continue
+        text = path.read_text()
+        for pattern in (r"pip install", r"\bbob\[", r"bootstrap\.sh \w"):
+            for m in re.finditer(pattern, text):
+                line = text.count("\n", 0, m.start()) + 1
+                offenders.append(f"{path.relative_to(ROOT)}:{line}: {pattern}")
+    assert offenders == []
+    used = {m.group(1) for path in PACKAGE.rglob("*.py")
+            for m in re.finditer(r"install_hint\('(\w+)'\)", path.read_text())}
+    assert used == {"plot", "fuzz"}
+
+
+def test_in_a_checkout_the_hint_is_the_bootstrap_command():
+    assert distribution.checkout() == str(ROOT)
+    hint = install_hint("plot")
+    assert hint == f"{ROOT}/scripts/bootstrap.sh plot"
+    assert Path(hint.split()[0]).is_file()
+
+
+def test_installed_the_hint_is_pip_with_the_distribution(monkeypatch):
+    monkeypatch.setattr(distribution, "checkout", lambda: None)
+    assert [install_hint(e) for e in EXTRAS] == [
+        "pip install 'bob-fp32[plot]'", "pip install 'bob-fp32[fuzz]'", "pip install 'bob-fp32[interop]'"]
+
+
+def test_a_checkout_needs_its_bootstrap_script(tmp_path, monkeypatch):
+    """A copy of the package without scripts/ beside it (as mutmut stages
+    it, or site-packages) is not a checkout."""
+    (tmp_path / "python" / "bob").mkdir(parents=True)
+    (tmp_path / "pyproject.toml").write_text("")
+    monkeypatch.setattr(distribution, "__file__", str(tmp_path / "python" / "bob" / "distribution.py"))
+    assert distribution.checkout() is None
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "bootstrap.sh").write_text("")
+    assert distribution.checkout() == str(tmp_path)
+
+
+def test_an_unknown_extra_is_refused_by_name():
+    with pytest.raises(ValueError, match="'test' is not an extra of bob-fp32"):
+        install_hint("test")
+
+
+def test_qualify_report_without_matplotlib_names_the_bootstrap_command(tmp_path):
+    code = ("import sys; sys.modules['matplotlib'] = None; from bob.qualify.cli import main; "
+            f"sys.exit(main(['--quick', '--report', {str(tmp_path / 'r')!r}]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 2, out.stderr
+    assert f"({ROOT}/scripts/bootstrap.sh plot)" in out.stderr
+
+
+def test_fuzz_run_without_atheris_names_the_bootstrap_command():
+    code = ("import sys; sys.modules['atheris'] = None; from bob.fuzz import main; "
+            "sys.exit(main(['run', 'checkpoint', '--time', '1']))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 2, out.stderr
+    assert f"`{ROOT}/scripts/bootstrap.sh fuzz`" in out.stderr
