@@ -237,7 +237,9 @@ class Checkpoint:
         read one (``Checkpoint.read(path, for_resume=False)``).
         """
         self._check()
-import numpy.typing as npt
+        if for_resume:
+            self._refuse_unresumable("Checkpoint.to_bytes")
+        hb = self.header_bytes if header_bytes is None else integer_field(header_bytes, "header_bytes", "header_bytes is an integer")
         _check_header_bytes(hb, self.contract)
         planes = [_le_bytes(a) for a in (self.p, self.m, self.v)]
         c = self.contract
