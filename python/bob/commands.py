@@ -282,8 +282,10 @@ def version() -> str:
         from importlib.metadata import PackageNotFoundError, version as distribution_version
     except ImportError:  # pragma: no cover
         return "unknown"
+    from bob.distribution import DISTRIBUTION
+
     try:
-        return distribution_version("bob")
+        return distribution_version(DISTRIBUTION)
     except PackageNotFoundError:
         return "unknown (not installed)"
 
@@ -293,7 +295,7 @@ def add_common_options(parser, *, json_help: str = "print one JSON object (the r
     """``--json``, ``--debug`` and ``--version``: every command and subcommand has them."""
     import argparse
 
-    prog = parser.prog
+    prog = parser.prog.split()[0]  # a subcommand's parser says "bob-inspect checkpoint": the command is bob-inspect
 
     class Version(argparse.Action):
         def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
