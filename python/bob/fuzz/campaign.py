@@ -1,4 +1,4 @@
-"""Running a target: a coverage-guided campaign (atheris on libFuzzer), or a seeded loop.
+"""Running a target: a coverage-guided campaign (atheris on libFuzzer).
 
 :func:`run_campaign` starts ``jobs`` worker processes, each running atheris
 on the same corpus directory (libFuzzer reloads it every second, so what one
@@ -8,7 +8,8 @@ from each worker's stderr and shows the totals live with ``rich`` on a
 terminal (one plain line every ten seconds elsewhere). A finding is renamed
 to ``<target>-<sha256 prefix>.bin`` in the artifacts directory with a
 one-line command that reproduces it, and the worker is restarted for the
-time that remains. Only the worker imports atheris.
+time that remains. Only the worker imports atheris. The seeded loop is
+:mod:`bob.fuzz.loop`; a failure's identity, :mod:`bob.fuzz.keys`.
 
 A campaign owns its processes and files: the workers stay in the
 campaign's process group, die with the parent (``PR_SET_PDEATHSIG``), and
@@ -20,10 +21,6 @@ path, and the next campaign removes any a SIGKILL left. Findings are one
 per failure — its exception type and the innermost frame of bob's code
 (:func:`exception_key`), not its message — and are written with
 :func:`bob.fileio.write_atomic`.
-
-:func:`seeded_loop` runs a target over a fixed number of mutations drawn
-from a seeded ``random.Random`` — no atheris, deterministic, seconds — for
-CI and for machines without the engine.
 """
 
 from __future__ import annotations
@@ -31,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import random
 import re
 import shutil
 import subprocess
@@ -43,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, PREDICTION_BYTES
+from bob.fuzz.keys import exception_key, failure_key
 from bob.fuzz.targets import TARGETS, seed_files
 
 __all__ = ["MAX_LEN", "Finding", "CampaignResult", "run_campaign", "seeded_loop", "load_target", "regression_dir",
@@ -67,7 +64,8 @@ spec = json.loads(sys.argv[1])
 from bob.fuzz.campaign import KEY_LINE, die_with_parent, exception_key
 die_with_parent(spec["parent"])
 import atheris
-harness = ["bob.fuzz." + m for m in ("mutator", "dictionary", "campaign", "cli", "replay", "strategies")]
+harness = ["bob.fuzz." + m for m in ("mutator", "dictionary", "campaign", "cli", "replay", "strategies", "keys",
+                                     "loop")]
 with atheris.instrument_imports(include=["bob"], exclude=harness):  # bob's code, the targets' own branches too
     from bob.fuzz import mutator, targets
     targets.preload()
@@ -122,47 +120,6 @@ def die_with_parent(parent: int | None = None) -> None:
         pass
     if parent is not None and os.getppid() != parent:
         os._exit(1)
-
-
-HARNESS = ("fuzz/campaign.py", "fuzz/replay.py", "fuzz/cli.py")
-"""The modules that call a target: their frames are never a failure's place."""
-
-
-def _bob_root() -> str:
-    import bob
-
-    return os.path.dirname(os.path.abspath(bob.__file__)) + os.sep
-
-
-def failure_key(kind: str, frames: "list[tuple[str, int, str]]") -> str:
-    """A failure's identity: its exception type and the innermost frame of
-    bob's code (``bob/fuzz/targets.py:123 in check_error``), or the innermost
-    frame when none is bob's (a target outside the package); never the
-    message, which may hold a value that varies from input to input."""
-    root = _bob_root()
-    harness = tuple(root + name for name in HARNESS)
-    frames = [f for f in frames if not os.path.abspath(f[0]).startswith(harness)]
-    ours = [f for f in frames if os.path.abspath(f[0]).startswith(root)]
-    if not (ours or frames):
-        return kind
-    name, line, function = (ours or frames)[-1]
-    name = os.path.abspath(name)
-    shown = "bob/" + name[len(root):] if name.startswith(root) else os.path.basename(name)
-    return f"{kind} at {shown}:{line} in {function}"
-
-
-def exception_key(exc: BaseException) -> str:
-    """:func:`failure_key` of a live exception. A frame whose function sets
-    ``__tracebackhide__`` (pytest's convention: a helper that only raises, like
-    a property's ``require``) is skipped, so the frame that called it counts."""
-    frames = []
-    tb = exc.__traceback__
-    while tb is not None:
-        if not tb.tb_frame.f_locals.get("__tracebackhide__", False):
-            code = tb.tb_frame.f_code
-            frames.append((code.co_filename, tb.tb_lineno, code.co_name))
-        tb = tb.tb_next
-    return failure_key(type(exc).__name__, frames)
 
 
 def regression_dir(name: str) -> Path | None:
@@ -534,80 +491,8 @@ class _Display:
             self.live.stop()
 
 
-# --------------------------------------------------------------------------- #
-# The seeded loop (no engine)
-# --------------------------------------------------------------------------- #
+def seeded_loop(target: str, runs: int, seed: int = 0, **options) -> CampaignResult:
+    """:func:`bob.fuzz.loop.seeded_loop` (the engine-free loop, in its own module)."""
+    from bob.fuzz.loop import seeded_loop as loop
 
-
-def _accepts(fmt: str, data: bytes) -> bool:
-    import bob
-    from bob.errors import FormatError
-
-    try:
-        (bob.load_input if fmt == "input" else bob.load_checkpoint)(data)
-    except FormatError:
-        return False
-    return True
-
-
-def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None,
-                stop_on_finding: bool = True, artifacts: "str | os.PathLike[str] | None" = None) -> CampaignResult:
-    """``runs`` executions of ``target`` over seeded mutations of its seeds; deterministic.
-
-    A failure is a finding once per :func:`exception_key`; its first input is
-    written to ``artifacts`` (atomically) when that is given, else kept only
-    in memory (``path`` empty): nothing is left in TMPDIR.
-
-    ``fast_path_share`` (input, checkpoint) is the share of executions whose
-    bytes the fast path recognized, i.e. that reached the differential assertion.
-    """
-    from bob.formats import canonical
-    from bob.fuzz.mutator import custom_mutator, mutate_canonical
-
-    run, fmt = load_target(target, fmt)
-    name = target.replace(":", "_")
-    seeds = [p.read_bytes() for p in (seed_files(name) if name in TARGETS else [])]
-    reg = regression_dir(name)
-    if reg is not None:
-        seeds += [p.read_bytes() for p in sorted(reg.iterdir()) if p.is_file()]
-    seeds = seeds or [b""]
-    rnd = random.Random(seed)
-    # The fast-path differential only asserts on bytes the fast path recognizes:
-    # most mutations start from an accepted file and keep it canonical.
-    accepted = [s for s in seeds if s and name in ("input", "checkpoint") and _accepts(name, s)]
-    mutator = custom_mutator(fmt, None)
-    limit = MAX_LEN.get(name, DEFAULT_MAX_LEN)
-    result = CampaignResult(target)
-    recognized = 0
-    start = time.monotonic()
-    for i in range(runs):
-        base = seeds[rnd.randrange(len(seeds))]
-        if name == "core":
-            data = rnd.randbytes(rnd.randrange(64))
-        elif accepted and rnd.random() < 0.6:
-            data = mutate_canonical(accepted[rnd.randrange(len(accepted))], rnd, name)
-        else:
-            data = mutator(base, limit, rnd.getrandbits(32))
-        if name == "checkpoint":
-            recognized += canonical.recognize_checkpoint(data) is not None
-        elif name == "input":
-            recognized += canonical.recognize_record(data) is not None
-        result.executions = i + 1
-        try:
-            run(data)
-        except Exception as exc:  # noqa: BLE001 - a broken property, or any exception a target lets escape
-            message = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-            finding = Finding("", message, exception_key(exc))
-            if result.add(finding) and artifacts is not None:
-                from bob.fileio import write_atomic
-
-                artifact = f"{name.replace('.', '_')}-{hashlib.sha256(data).hexdigest()[:16]}.bin"
-                finding.path = str(Path(artifacts) / artifact)
-                write_atomic(finding.path, data)
-                write_atomic(finding.path + ".txt", f"{message}\n{finding.key}\n".encode("utf-8", "backslashreplace"))
-            if stop_on_finding:
-                break
-    result.seconds = time.monotonic() - start
-    if name in ("input", "checkpoint") and result.executions:
-        result.fast_path_share = recognized / result.executions
-    return result
+    return loop(target, runs, seed, **options)
