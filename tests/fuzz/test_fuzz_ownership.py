@@ -166,3 +166,29 @@ def test_check_accepts_another_real_problem_of_the_same_file(tmp_path: Path, cap
         assert main(["check", "--format", "predictions", "--corpus", str(tmp_path), "--", sys.executable, "-c",
                      reader]) == code, field
     capsys.readouterr()
+
+
+def test_workers_that_cannot_all_start_are_a_refusal_and_the_started_end(tmp_path: Path, monkeypatch) -> None:
+    pytest.importorskip("atheris", reason="atheris is the optional fuzz extra (scripts/bootstrap.sh test,fuzz)")
+    import errno
+
+    from bob.commands import Refused
+    from bob.fuzz import campaign
+
+    started: list[subprocess.Popen] = []
+    real = subprocess.Popen
+
+    def popen(*args, **kwargs):  # the second worker meets the process limit
+        if started:
+            raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
+        started.append(real(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(campaign.subprocess, "Popen", popen)
+    artifacts = tmp_path / "artifacts"
+    with pytest.raises(Refused) as refused:
+        campaign.run_campaign("predictions", seconds=60, jobs=2, corpus=str(tmp_path / "corpus"),
+                              artifacts=str(artifacts), live=False)
+    assert refused.value.option == "--jobs" and "cannot start worker 2 of 2" in refused.value.message
+    assert started and started[0].poll() is not None  # the one started was ended
+    assert [p.name for p in (artifacts / ".logs").iterdir() if p.name.startswith("scratch-")] == []

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import bob
 from bob.qualify import checks, kernels, kill, vector
@@ -94,3 +95,22 @@ def test_the_packaged_section8_vector_is_the_contracts():
     assert vector.RECORD_SHA256 == conftest.RECORD_SHA256 and vector.PREDICTIONS_HEX == conftest.PRED_HEX
     assert vector.CHECKPOINT_SHA256 == {10: conftest.CKPT_10_SHA256, 20: conftest.CKPT_20_SHA256}
     assert vector.LOSSES == {10: conftest.LOSSES_10, 20: conftest.LOSSES_20}
+
+
+def test_a_failed_report_write_leaves_the_old_report_whole(tmp_path, monkeypatch):
+    import errno
+
+    import bob.fileio
+    from bob.qualify import report
+
+    old = b'{"qualified": true, "the": "old report"}\n'
+    (tmp_path / report.REPORT_JSON).write_bytes(old)
+
+    def full(fd):  # the disk fills as the new report is flushed
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(bob.fileio.os, "fsync", full)
+    with pytest.raises(OSError):
+        report.write_report(tmp_path, {"qualified": False, "loss_curves": {}, "performance": {}})
+    assert (tmp_path / report.REPORT_JSON).read_bytes() == old
+    assert sorted(p.name for p in tmp_path.iterdir()) == [report.REPORT_JSON]  # no temporary file left

@@ -1,4 +1,4 @@
-"""Running a target: a coverage-guided campaign (atheris on libFuzzer), or a seeded loop.
+"""Running a target: a coverage-guided campaign (atheris on libFuzzer).
 
 :func:`run_campaign` starts ``jobs`` worker processes, each running atheris
 on the same corpus directory (libFuzzer reloads it every second, so what one
@@ -8,7 +8,8 @@ from each worker's stderr and shows the totals live with ``rich`` on a
 terminal (one plain line every ten seconds elsewhere). A finding is renamed
 to ``<target>-<sha256 prefix>.bin`` in the artifacts directory with a
 one-line command that reproduces it, and the worker is restarted for the
-time that remains. Only the worker imports atheris.
+time that remains. Only the worker imports atheris. The seeded loop is
+:mod:`bob.fuzz.loop`; a failure's identity, :mod:`bob.fuzz.keys`.
 
 A campaign owns its processes and files: the workers stay in the
 campaign's process group, die with the parent (``PR_SET_PDEATHSIG``), and
@@ -20,10 +21,6 @@ path, and the next campaign removes any a SIGKILL left. Findings are one
 per failure — its exception type and the innermost frame of bob's code
 (:func:`exception_key`), not its message — and are written with
 :func:`bob.fileio.write_atomic`.
-
-:func:`seeded_loop` runs a target over a fixed number of mutations drawn
-from a seeded ``random.Random`` — no atheris, deterministic, seconds — for
-CI and for machines without the engine.
 """
 
 from __future__ import annotations
@@ -31,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import random
 import re
 import shutil
 import subprocess
@@ -43,10 +39,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, PREDICTION_BYTES
-from bob.fuzz.findings import KEY_LINE, Finding, failure_key
+from bob.fuzz.keys import exception_key, failure_key
 from bob.fuzz.targets import TARGETS, seed_files
 
-__all__ = ["MAX_LEN", "DEFAULT_MAX_LEN", "CampaignResult", "run_campaign", "load_target", "regression_dir", "die_with_parent"]
+__all__ = ["MAX_LEN", "Finding", "CampaignResult", "run_campaign", "seeded_loop", "load_target", "regression_dir",
+           "exception_key", "failure_key", "die_with_parent"]
 
 MAX_LEN = {"input": 4096, "predictions": 4 * PREDICTION_BYTES, "core": 4096}
 DEFAULT_MAX_LEN = MAX_CHECKPOINT_BYTES + 64  # a little past the largest checkpoint a reader accepts
@@ -60,14 +57,15 @@ MAX_CRASHES = 50  # workers are relaunched after a failing input until this many
 STATUS = re.compile(r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+) corp: (\d+)/\S+.*?exec/s: (\d+)")
 WRITTEN = re.compile(r"Test unit written to (\S+)")
 EXECUTED = re.compile(r"stat::number_of_executed_units:\s*(\d+)")
+KEY_LINE = "bob-fuzz failure key: "  # a worker's line naming the failure it is about to raise
 WORKER = r"""
 import json, sys
 spec = json.loads(sys.argv[1])
-from bob.fuzz.campaign import die_with_parent
-from bob.fuzz.findings import KEY_LINE, exception_key
+from bob.fuzz.campaign import KEY_LINE, die_with_parent, exception_key
 die_with_parent(spec["parent"])
 import atheris
-harness = ["bob.fuzz." + m for m in ("mutator", "structural", "dictionary", "campaign", "cli", "replay", "strategies")]
+harness = ["bob.fuzz." + m for m in ("mutator", "structural", "dictionary", "campaign", "cli", "replay", "strategies", "keys",
+                                     "loop")]
 with atheris.instrument_imports(include=["bob"], exclude=harness):  # bob's code, the targets' own branches too
     from bob.fuzz import mutator, targets
     targets.preload()
@@ -128,6 +126,23 @@ def regression_dir(name: str) -> Path | None:
     """``fuzz/regressions/<target>`` of the source checkout, when running from one."""
     root = Path(__file__).resolve().parents[3] / "fuzz" / "regressions" / name
     return root if root.is_dir() else None
+
+
+@dataclass
+class Finding:
+    path: str
+    message: str
+    key: str = ""
+    """What makes two failures one: :func:`failure_key` (type and innermost frame of bob's code)."""
+    count: int = 1
+    """How many failing inputs had this key."""
+
+    @property
+    def where(self) -> str:
+        return self.key.split(" at ", 1)[1] if " at " in self.key else "(no Python frame: a native crash?)"
+
+    def repro(self, target: str) -> str:
+        return f"bob-fuzz replay {self.path} --target {target}"
 
 
 @dataclass
@@ -476,6 +491,8 @@ class _Display:
             self.live.stop()
 
 
-# --------------------------------------------------------------------------- #
-# The seeded loop (no engine)
-# --------------------------------------------------------------------------- #
+def seeded_loop(target: str, runs: int, seed: int = 0, **options) -> CampaignResult:
+    """:func:`bob.fuzz.loop.seeded_loop` (the engine-free loop, in its own module)."""
+    from bob.fuzz.loop import seeded_loop as loop
+
+    return loop(target, runs, seed, **options)

@@ -156,7 +156,7 @@ def cmd_run(args: argparse.Namespace) -> Outcome:
             raise Refused("usage: --engine loop needs --runs N", option="--runs")
         artifacts = output_directory("--artifacts", args.artifacts)
         result = seeded_loop(args.target, args.runs, args.seed or 0, fmt=args.format, stop_on_finding=False,
-                             artifacts=artifacts)
+                             artifacts=artifacts, progress=True)
     else:
         import importlib.util
 

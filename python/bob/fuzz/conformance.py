@@ -120,6 +120,9 @@ def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130) -> l
         write_atomic(root / sub / f"{name}.bin", data)
         entries.append({"file": str(sub / f"{name}.bin"), "format": fmt, **verdict})
 
+    from bob.progress import Progress
+
+    progress = Progress("bob-fuzz", "conformance", sum(ATTEMPTS.values()))
     for fmt in FORMATS:
         rnd = random.Random(f"{seed}-{fmt}")
         accepted = _accepted(fmt)
@@ -132,6 +135,7 @@ def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130) -> l
         seen: set[bytes] = set()
         names = [s.name for s in spots(base, fmt)]
         for attempt in range(ATTEMPTS[fmt]):
+            progress.advance(extra=f"{len(entries)} files")
             if attempt < 4 * len(names):  # every spot first, then mixed mutations
                 data, spot = mutate_field(base, rnd, fmt, names[attempt % len(names)])
             else:
@@ -149,6 +153,7 @@ def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130) -> l
                 continue
             kept[field] = kept.get(field, 0) + 1
             add(fmt, f"{spot.replace('[', '').replace(']', '').replace('.', '-')}-{attempt:04d}", data, verdict)
+    progress.__exit__(None, None, None)
     write_atomic(root / "manifest.json",
                  json.dumps({"format": "bob-conformance-1", "files": entries}, indent=1).encode("utf-8"))
     return entries

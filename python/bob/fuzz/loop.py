@@ -1,5 +1,6 @@
-"""The seeded mutation loop: a deterministic campaign without an engine
-(CI runs it; ``bob-fuzz run --engine loop``)."""
+"""The seeded loop: a target over a fixed number of mutations drawn from a
+seeded ``random.Random`` -- no atheris, deterministic, seconds -- for CI and for
+machines without the engine (``bob-fuzz run --engine loop``)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import random
 import time
 from pathlib import Path
 
-from bob.fuzz.campaign import DEFAULT_MAX_LEN, MAX_LEN, CampaignResult, load_target, regression_dir
-from bob.fuzz.findings import Finding, exception_key
+from bob.fuzz.campaign import DEFAULT_MAX_LEN, MAX_LEN, CampaignResult, Finding, load_target, regression_dir
+from bob.fuzz.keys import exception_key
 from bob.fuzz.targets import TARGETS, seed_files
 
 __all__ = ["seeded_loop"]
@@ -28,12 +29,14 @@ def _accepts(fmt: str, data: bytes) -> bool:
 
 
 def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None,
-                stop_on_finding: bool = True, artifacts: "str | os.PathLike[str] | None" = None) -> CampaignResult:
+                stop_on_finding: bool = True, artifacts: "str | os.PathLike[str] | None" = None,
+                progress: bool = False) -> CampaignResult:
     """``runs`` executions of ``target`` over seeded mutations of its seeds; deterministic.
 
     A failure is a finding once per :func:`exception_key`; its first input is
     written to ``artifacts`` (atomically) when that is given, else kept only
-    in memory (``path`` empty): nothing is left in TMPDIR.
+    in memory (``path`` empty): nothing is left in TMPDIR. ``progress``: say on
+    stderr how far the loop is, past two seconds.
 
     ``fast_path_share`` (input, checkpoint) is the share of executions whose
     bytes the fast path recognized, i.e. that reached the differential assertion.
@@ -57,7 +60,12 @@ def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None
     result = CampaignResult(target)
     recognized = 0
     start = time.monotonic()
+    from bob.progress import Progress
+
+    shown = Progress("bob-fuzz", f"run {target}", runs) if progress else None
     for i in range(runs):
+        if shown is not None:
+            shown.advance(extra=f"{len(result.findings)} findings")
         base = seeds[rnd.randrange(len(seeds))]
         if name == "core":
             data = rnd.randbytes(rnd.randrange(64))
@@ -84,6 +92,8 @@ def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None
                 write_atomic(finding.path + ".txt", f"{message}\n{finding.key}\n".encode("utf-8", "backslashreplace"))
             if stop_on_finding:
                 break
+    if shown is not None:
+        shown.__exit__(None, None, None)
     result.seconds = time.monotonic() - start
     if name in ("input", "checkpoint") and result.executions:
         result.fast_path_share = recognized / result.executions

@@ -18,13 +18,11 @@ from pathlib import Path
 from typing import Callable, Iterator, NamedTuple
 
 from bob.fuzz.campaign import load_target
-from bob.fuzz.findings import failure_key
 from bob.fuzz.targets import TARGETS, target_for_file
 
 __all__ = ["Verdict", "files_under", "infer_target", "read_input", "replay_file", "replay", "failure_of",
            "minimize", "minimize_out_of_process", "skipped", "INPUT_LIMIT"]
 
-_PIPE_READ = 1 << 16  # bytes per read of a worker's pipe: a buffer size, not a format's
 INPUT_LIMIT = 64 << 20  # the largest file replayed: far past any target's -max_len
 RUST_TARGETS = ("kernels", "predict", "resume")  # fuzz/regressions/<these>: cargo test -p bob-core --test fuzz_replay
 CONFORMANCE_VERDICTS = ("accepted", "refused")
@@ -94,16 +92,15 @@ def failure_of(run: Callable[[bytes], None], data: bytes) -> str | None:
 
 def signature_of(run: Callable[[bytes], None], data: bytes) -> str | None:
     """None when ``run(data)`` passes, else the failure's identity: its type and the
-    innermost frame of bob's code (:func:`bob.fuzz.campaign.failure_key`), not its message."""
-    import traceback
+    innermost frame of bob's code (:func:`bob.fuzz.keys.exception_key`), not its message."""
+    from bob.fuzz.keys import exception_key
 
     try:
         run(data)
     except BaseException as exc:  # noqa: BLE001 - a pyo3 PanicException is a BaseException
         if isinstance(exc, KeyboardInterrupt):
             raise
-        frames = [(f.filename, f.lineno or 0, f.name) for f in traceback.extract_tb(exc.__traceback__)]
-        return failure_key(type(exc).__name__, frames)
+        return exception_key(exc)
     return None
 
 
@@ -223,7 +220,7 @@ class _Runner:
                 return "timeout"
             ready, _, _ = select.select([fd], [], [], left)
             if ready:
-                chunk = os.read(fd, _PIPE_READ)
+                chunk = os.read(fd, 1 << 20)
                 if not chunk:
                     return self._ended()
                 self.buffer += chunk

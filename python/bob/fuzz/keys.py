@@ -1,15 +1,16 @@
-"""What makes two fuzz failures one finding: the exception's type and the
-innermost frame of bob's code, never the message (which may hold a value
-that varies from input to input). Shared by campaigns, replay and workers."""
+"""A failure's identity, as libFuzzer users expect it: the exception type and
+the innermost frame of bob's code, never the message (which may hold a value
+that varies from input to input). The campaign, the seeded loop and
+``minimize`` all use it."""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
-__all__ = ["KEY_LINE", "failure_key", "exception_key", "Finding"]
+__all__ = ["HARNESS", "failure_key", "exception_key"]
 
-KEY_LINE = "bob-fuzz failure key: "  # a worker's line naming the failure it is about to raise
+HARNESS = ("fuzz/campaign.py", "fuzz/loop.py", "fuzz/replay.py", "fuzz/cli.py")
+"""The modules that call a target: their frames are never a failure's place."""
 
 
 def _bob_root() -> str:
@@ -24,11 +25,12 @@ def failure_key(kind: str, frames: "list[tuple[str, int, str]]") -> str:
     frame when none is bob's (a target outside the package); never the
     message, which may hold a value that varies from input to input."""
     root = _bob_root()
+    harness = tuple(root + name for name in HARNESS)
+    frames = [f for f in frames if not os.path.abspath(f[0]).startswith(harness)]
     ours = [f for f in frames if os.path.abspath(f[0]).startswith(root)]
     if not (ours or frames):
         return kind
-    chosen = (ours or frames)[-1]
-    name, line, function = chosen
+    name, line, function = (ours or frames)[-1]
     name = os.path.abspath(name)
     shown = "bob/" + name[len(root):] if name.startswith(root) else os.path.basename(name)
     return f"{kind} at {shown}:{line} in {function}"
@@ -46,20 +48,3 @@ def exception_key(exc: BaseException) -> str:
             frames.append((code.co_filename, tb.tb_lineno, code.co_name))
         tb = tb.tb_next
     return failure_key(type(exc).__name__, frames)
-
-
-@dataclass
-class Finding:
-    path: str
-    message: str
-    key: str = ""
-    """What makes two failures one: :func:`failure_key` (type and innermost frame of bob's code)."""
-    count: int = 1
-    """How many failing inputs had this key."""
-
-    @property
-    def where(self) -> str:
-        return self.key.split(" at ", 1)[1] if " at " in self.key else "(no Python frame: a native crash?)"
-
-    def repro(self, target: str) -> str:
-        return f"bob-fuzz replay {self.path} --target {target}"
