@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing costs start-up time bob-run does 
 
 __all__ = [
     "CoreError",
+    "sha256",
     "EMPTY_PROMPT",
     "NativeCoreUnavailable",
     "PARAMETER_COUNT",

@@ -42,7 +42,7 @@ from bob.formats.constants import MAX_CHECKPOINT_BYTES, PREDICTION_BYTES
 from bob.fuzz.keys import exception_key, failure_key
 from bob.fuzz.targets import TARGETS, seed_files
 
-__all__ = ["MAX_LEN", "Finding", "CampaignResult", "run_campaign", "seeded_loop", "load_target", "regression_dir",
+__all__ = ["MAX_LEN", "DEFAULT_MAX_LEN", "Finding", "CampaignResult", "run_campaign", "seeded_loop", "load_target", "regression_dir",
            "exception_key", "failure_key", "die_with_parent"]
 
 MAX_LEN = {"input": 4096, "predictions": 4 * PREDICTION_BYTES, "core": 4096}

@@ -143,8 +143,7 @@ def cmd_targets(args: argparse.Namespace) -> Outcome:
 
 
 def cmd_run(args: argparse.Namespace) -> Outcome:
-    from bob.fuzz.campaign import run_campaign
-    from bob.fuzz.loop import seeded_loop
+    from bob.fuzz.campaign import run_campaign, seeded_loop
 
     try:
         _known_target(args.target, args.format)
@@ -194,14 +193,15 @@ def _target_of(path: Any, given: str | None) -> str:
 
 
 def cmd_replay(args: argparse.Namespace) -> Outcome:
-    from bob.fuzz.replay import files_under, replay_file, skipped
+    from bob.fuzz.replay import files_under, read_input, replay_file, skipped
 
     if args.target is not None:
         _known_target(args.target)
     files = []
     for path in args.paths:
         with about("PATH", path):
-            os.stat(path)
+            if not os.path.isdir(path):
+                read_input(path)  # a regular file, or refused here (missing, a device, a FIFO ...)
         for f in files_under([path]):
             if args.target is None and skipped(f):
                 continue

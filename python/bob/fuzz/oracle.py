@@ -1,6 +1,6 @@
 """The contract oracle: bob v1's three formats read again, straight from the contract.
 
-A second reader, written from ``shared/design/bob-v1.md`` §3–§5 (and, where
+A second reader, written from the contract (``python/bob/data/contract/bob-v1.md``) §3–§5 (and, where
 the contract leaves room, ``formats/DECISIONS.md`` D1–D10) with the standard
 library only. It imports nothing from ``bob`` and restates every number it
 needs (a house test holds it to that): a rule that all of bob's readers get
