@@ -223,7 +223,7 @@ def _examine(data: bytes) -> tuple[list[FormatError], InputRecord | None]:
     targets = np.frombuffer(rec.targets, dtype="<u4")
     if not np.array_equal(targets, pair_targets):
         base = INPUT["targets"].offset
-        for i in np.flatnonzero(targets != pair_targets).tolist():
+        for i in np.flatnonzero(np.not_equal(targets, pair_targets)).tolist():  # not `!=`: see checks.py
             findings.append(
                 BadValue("targets", "the widened target differs from the pair's target",
                          expected=int(pair_targets[i]), actual=int(targets[i]), offset=base + 4 * i, index=i)

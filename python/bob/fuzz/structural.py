@@ -114,7 +114,7 @@ def set_header_bytes(data: bytes, rnd: random.Random, header_bytes: int | None =
         struct.pack_into("<Q", out, lay.chunk_field(i, "offset").offset, header_bytes + i * CHUNK_BYTES)
     out += bytes(max(header_bytes - lay.header_length, 0)) + planes
     if header_bytes > lay.header_length + 1 and rnd.random() < 0.15:  # garbage in the padding, past byte 448
-        out[rnd.randrange(lay.header_length, header_bytes)] = rnd.randrange(1, 256)
+        out[rnd.randrange(lay.header_length, header_bytes)] = rnd.randrange(1, 1 << 8)  # a non-zero byte
     return _sealed(out)
 
 
