@@ -277,6 +277,13 @@ def run_target(data: bytes) -> None:
         require(rc == 0, f"bob.invoke accepts but bob-run exited {rc}: {err.strip()[-300:]}")
         require(ck.read_bytes() == want.checkpoint_bytes(), "bob-run wrote another checkpoint than bob.invoke")
         require(pred.read_bytes() == want.predictions_bytes(), "bob-run wrote other predictions than bob.invoke")
+        # D14: what bob writes, bob resumes from — held to the contract oracle, not to bob's own reader.
+        from bob.fuzz import oracle
+
+        verdict = oracle.check_checkpoint(ck.read_bytes())
+        require(verdict is None, f"bob-run wrote a checkpoint the contract refuses to resume from: {verdict}")
+        verdict = oracle.check_predictions(pred.read_bytes())
+        require(verdict is None, f"bob-run wrote predictions the contract refuses: {verdict}")
     from bob.run import lock_path_for
 
     expected = {"record.bin", "model.bob", "predictions.bin", "inspected.bin", Path(lock_path_for(str(ck))).name}
