@@ -147,7 +147,7 @@ def _pair_buffer(pairs: "PairsLike | Iterable[int]", name: str) -> "Any":
         if dtype in (np.uint8, np.uint32) and values.flags.c_contiguous:
             return values
         flat = np.asarray(values).reshape(-1)
-        bad = np.flatnonzero((flat < 0) | (flat > 0xFFFFFFFF))
+        bad = np.flatnonzero(np.less(flat, 0) | np.greater(flat, 0xFFFFFFFF))  # not `<`: see formats/checks.py
         if bad.size:
             k = int(bad[0])
             raise CoreError(f"{name}[{k}] = {int(flat[k])} is not a byte value (not even a u32)")

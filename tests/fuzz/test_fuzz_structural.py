@@ -34,6 +34,7 @@ REACHES = {
     "header_bytes": {(None, None), ("padding", "padding"), ("header_bytes", "header_bytes")},
     "chunks": {("chunk_table.offset",) * 2, ("chunk_table.length",) * 2, ("payload_bytes",) * 2},
     "planes": {(None, None), (None, "V"), ("chunk_table.tag",) * 2},
+    "moments": {(None, None), (None, "step")},
 }
 
 

@@ -263,7 +263,9 @@ def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", heade
                 expected="finite", actual=float(planes[i][k]), offset=offset(i, k), index=k))
     v_plane = PLANE_NAMES.index("V")
     v = planes[v_plane]
-    negative = v < 0
+    # NumPy's functions, not its comparison operators, on whole planes: under the fuzzer's
+    # instrumentation (atheris 3.0.0) every `array < 0` leaked its 64 KiB result (docs/fuzzing.md).
+    negative = np.less(v, 0)
     if negative.any():
         neg = np.flatnonzero(negative)
         k = int(neg[0])
@@ -273,7 +275,7 @@ def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", heade
             expected=">= 0", actual=float(v[k]), offset=offset(v_plane, k), index=k))
     if step == 0:
         for i in (1, 2):
-            nz = np.flatnonzero(planes[i] != 0)
+            nz = np.flatnonzero(np.not_equal(planes[i], 0))
             if nz.size:
                 k = int(nz[0])
                 out.append(StateRefused(

@@ -222,7 +222,7 @@ def _examine(data: bytes) -> tuple[list[FormatError], InputRecord | None]:
     contexts, pair_targets = pairs[0::2], pairs[1::2]
     targets = np.frombuffer(rec.targets, dtype=WORD_DTYPE)
     if not np.array_equal(targets, pair_targets):
-        for i in np.flatnonzero(targets != pair_targets).tolist():
+        for i in np.flatnonzero(np.not_equal(targets, pair_targets)).tolist():  # not `!=`: see checks.py
             findings.append(
                 BadValue("targets", "the widened target differs from the pair's target",
                          expected=int(pair_targets[i]), actual=int(targets[i]), offset=INPUT["targets"].item(i),

@@ -22,10 +22,7 @@ per record validity then token (D10).
 from __future__ import annotations
 
 import hashlib
-import math
 import struct
-import sys
-from array import array
 from typing import Optional, Tuple
 
 __all__ = ["Verdict", "FIELD_NAMES", "check_input", "check_predictions", "check_checkpoint", "checkpoint_verdicts",
@@ -153,15 +150,15 @@ def check_checkpoint(data: bytes, for_resume: bool = True) -> Verdict:
 def checkpoint_verdicts(data: bytes) -> Tuple[Verdict, Verdict]:
     """(the verdict for reading, the verdict for resuming), from one pass over ``data``."""
     try:
-        step, chunks = _envelope(data)
+        step, planes = _envelope(data)
     except Refused as refusal:
         return refusal.verdict, refusal.verdict
-    return None, (None if chunks is None else _resume(step, chunks))
+    return None, (None if planes is None else _resume(step, planes))
 
 
 def _envelope(data: bytes) -> Tuple[int, Optional[list]]:
-    """(step, the three chunks) of an envelope the reading rules accept ((0, None) for zero
-    bytes, the fresh run); else :class:`Refused` with the first field refused."""
+    """(step, the three planes as (data, offset)) of an envelope the reading rules accept ((0, None)
+    for zero bytes, the fresh run); else :class:`Refused` with the first field refused."""
     n = len(data)
     if n == 0:
         return 0, None
@@ -212,41 +209,63 @@ def _envelope(data: bytes) -> Tuple[int, Optional[list]]:
             raise Refused("chunk_table.offset", i)
         if length != CHUNK:
             raise Refused("chunk_table.length", i)
-    for k in range(header_end, min(hb, n)):
-        if data[k]:
-            raise Refused("padding", k - header_end)
+    padding = data[header_end:min(hb, n)]
+    if padding.strip(b"\0"):
+        raise Refused("padding", len(padding) - len(padding.lstrip(b"\0")))  # the first non-zero byte
     if n != hb + PAYLOAD:
         raise Refused("file_size")
-    chunks = [data[hb + i * CHUNK:hb + (i + 1) * CHUNK] for i in range(3)]
-    for i, chunk in enumerate(chunks):
-        if hashlib.sha256(chunk).digest() != table[i][3]:
+    view = memoryview(data)
+    for i in range(3):
+        if hashlib.sha256(view[hb + i * CHUNK:hb + (i + 1) * CHUNK]).digest() != table[i][3]:
             raise Refused("chunk_table.digest", i)
-    return step, chunks
+    return step, [(data, hb + i * CHUNK) for i in range(3)]
 
 
-def _floats(chunk: bytes) -> array:
-    plane = array("f", chunk)
-    if sys.byteorder == "big":
-        plane.byteswap()
-    return plane
+# The state rules read each binary32 value's little-endian bytes b0 b1 b2 b3: the sign is b3's top
+# bit, the exponent b3's low 7 bits and b2's top bit. A value is non-finite when the exponent is all
+# ones, zero (either sign) when everything but the sign is 0, negative when the sign is set and it is
+# not zero. Each rule is a table over one byte lane, turned into one big integer whose byte k is 0
+# or 1 for value k: a whole plane is judged in a few C-speed passes.
+_EXPONENT_HIGH = bytes(int(b & 0x7F == 0x7F) for b in range(256))  # b3: exponent's 7 high bits all 1
+_TOP_BIT = bytes(b >> 7 for b in range(256))  # b3: the sign; b2: the exponent's low bit
+_LOW7 = bytes(int(b & 0x7F != 0) for b in range(256))  # b3 without the sign, non-zero
+_NONZERO = bytes(int(b != 0) for b in range(256))
 
 
-def _resume(step: int, chunks: list) -> Verdict:
+def _bytes(plane: tuple, k: int) -> bytes:
+    """Byte ``k`` (0–3) of every value of a plane, given as (the file's bytes, the plane's offset)."""
+    data, at = plane
+    return data[at + k:at + CHUNK:4]
+
+
+def _lane(plane: tuple, k: int, table: bytes) -> int:
+    return int.from_bytes(_bytes(plane, k).translate(table), "little")
+
+
+def _first(flags: int) -> int:
+    """The index of the first value whose flag is set (the lowest non-zero byte)."""
+    return ((flags & -flags).bit_length() - 1) // 8
+
+
+def _not_zero(plane: tuple) -> int:
+    return _lane(plane, 3, _LOW7) | _lane(plane, 2, _NONZERO) | _lane(plane, 1, _NONZERO) | _lane(plane, 0, _NONZERO)
+
+
+def _resume(step: int, planes: list) -> Verdict:
     """§5 for resuming: every value finite (P, M, V), no negative V, step 0 only with zero M and V,
-    room for 10 more updates. (A value's top byte is its last: sign and the exponent's top 7 bits.)"""
-    for name, chunk in zip(PLANES, chunks):
-        top = chunk[3::4]
+    room for 10 more updates."""
+    for name, plane in zip(PLANES, planes):
+        top = _bytes(plane, 3)
         if b"\x7f" in top or b"\xff" in top:  # an exponent that may be all ones: look closer
-            plane = _floats(chunk)
-            # A sum of 65,536 finite binary32 values cannot overflow a double: it is finite exactly
-            # when every value is (NaN and ±inf propagate).
-            if not math.isfinite(sum(plane)):
-                return (name, next(k for k, x in enumerate(plane) if not math.isfinite(x)))
-    if not chunks[2][3::4].isascii():  # a sign bit is set somewhere in V (−0.0 is not negative)
-        k = next((k for k, x in enumerate(_floats(chunks[2])) if x < 0), None)
-        if k is not None:
-            return ("V", k)
-    if step == 0 and (any(_floats(chunks[1])) or any(_floats(chunks[2]))):  # −0.0 counts as zero
+            non_finite = int.from_bytes(top.translate(_EXPONENT_HIGH), "little") & _lane(plane, 2, _TOP_BIT)
+            if non_finite:
+                return (name, _first(non_finite))
+    v = planes[2]
+    if not _bytes(v, 3).isascii():  # some sign bit is set: is that value below zero (not −0.0)?
+        negative = _lane(v, 3, _TOP_BIT) & _not_zero(v)
+        if negative:
+            return ("V", _first(negative))
+    if step == 0 and (_not_zero(planes[1]) or _not_zero(v)):  # −0.0 counts as zero
         return ("step", None)
     if step > U64_MAX - UPDATES:
         return ("step", None)

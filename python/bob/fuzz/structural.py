@@ -23,6 +23,10 @@ the digests (:func:`bob.fuzz.mutator.refresh_digests`):
 ``planes``
     two planes swapped, with their chunk table entries (tags out of order)
     or without (the digests re-sealed: a valid envelope holding another state);
+``moments``
+    the step set to 0 (or next to it) with M, V or both zeroed, as a fresh
+    run has them — so the rule "step 0 only with zero moments" is reached
+    with each moment on its own;
 ``targets`` (input records)
     pairs changed and every widened target rewritten from its pair.
 
@@ -47,9 +51,9 @@ from bob.formats.constants import (
 from bob.formats.layout import CANONICAL, ENVELOPE_HEAD, HEADER_ALIGNMENT, INPUT, aligned_header_bytes, envelope_layout
 
 __all__ = ["CHECKPOINT_OPS", "any_step", "structural_mutate", "set_step", "set_header_bytes", "move_chunks",
-           "swap_planes", "rewiden_targets"]
+           "swap_planes", "zero_moments", "rewiden_targets"]
 
-CHECKPOINT_OPS = ("step", "header_bytes", "chunks", "planes")
+CHECKPOINT_OPS = ("step", "header_bytes", "chunks", "planes", "moments")
 _STEP = ENVELOPE_HEAD["step"].offset
 _HEADER_BYTES = ENVELOPE_HEAD["header_bytes"].offset
 
@@ -114,7 +118,7 @@ def set_header_bytes(data: bytes, rnd: random.Random, header_bytes: int | None =
         struct.pack_into("<Q", out, lay.chunk_field(i, "offset").offset, header_bytes + i * CHUNK_BYTES)
     out += bytes(max(header_bytes - lay.header_length, 0)) + planes
     if header_bytes > lay.header_length + 1 and rnd.random() < 0.15:  # garbage in the padding, past byte 448
-        out[rnd.randrange(lay.header_length, header_bytes)] = rnd.getrandbits(8) or 1  # any nonzero byte
+        out[rnd.randrange(lay.header_length, header_bytes)] = rnd.randrange(1, 1 << 8)  # a non-zero byte
     return _sealed(out)
 
 
@@ -158,6 +162,21 @@ def swap_planes(data: bytes, rnd: random.Random) -> bytes:
     return _sealed(out)
 
 
+def zero_moments(data: bytes, rnd: random.Random) -> bytes:
+    """``data`` at step 0, 1 or 10 with M, V or both set to +0.0, digests re-sealed."""
+    placed = _placed(data)
+    if placed is None:
+        return data
+    _, hb = placed
+    if hb + PAYLOAD_BYTES > len(data):
+        return data
+    out = bytearray(data)
+    struct.pack_into("<Q", out, _STEP, rnd.choice((0, 0, 0, 1, UPDATES_PER_INVOCATION)))
+    for plane in rnd.choice(((1,), (2,), (1, 2))):  # M, V, or both
+        out[hb + plane * CHUNK_BYTES:hb + (plane + 1) * CHUNK_BYTES] = bytes(CHUNK_BYTES)
+    return _sealed(out)
+
+
 def rewiden_targets(data: bytes, rnd: random.Random) -> bytes:
     """An input record with some pairs changed and every widened target rewritten from its pair."""
     if len(data) < INPUT["prompt_words"].offset:
@@ -186,4 +205,6 @@ def structural_mutate(data: bytes, rnd: random.Random, fmt: str | None, op: str 
         return move_chunks(data, rnd)
     if op == "planes":
         return swap_planes(data, rnd)
+    if op == "moments":
+        return zero_moments(data, rnd)
     raise ValueError(f"unknown structural operation {op!r}; one of {', '.join(CHECKPOINT_OPS)}")

@@ -1,0 +1,100 @@
+"""One SHA-256 per distinct piece of an input, shared by a target's properties.
+
+The checkpoint target reads one input about eight times (the loaders and the
+findings for reading and for resuming, the round trip, the fast path, the
+contract oracle), and each reading hashes the header and the three 262,144-byte
+planes: most of an execution was SHA-256 over the same bytes. Inside
+:func:`shared_digests` every ``hashlib.sha256`` of 4 KiB or more is looked up
+by content: the bytes are compared in full with what was hashed before (a
+copy and a ``memcmp``, about a tenth of a hash), and hashed only if new. Each
+digest is therefore computed once per input, and every reader still gets the
+digest of exactly the bytes it asked about (a reader hashing the wrong range
+gets the digest of that range). The fast path's own SHA-256
+(``bob._core.sha256``, which it calls once per plane) is left alone, so it
+stays under test. The memo lives for one ``with`` block: memory stays bounded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from typing import Any, Iterator
+
+__all__ = ["shared_digests", "DigestMemo"]
+
+_SMALL = 4096  # below this a hash costs less than the look-up
+
+
+class _Digest:
+    """What ``hashlib.sha256(data)`` gives, as far as bob's readers use it."""
+
+    __slots__ = ("_digest",)
+
+    def __init__(self, digest: bytes) -> None:
+        self._digest = digest
+
+    def digest(self) -> bytes:
+        return self._digest
+
+    def hexdigest(self) -> str:
+        return self._digest.hex()
+
+
+class DigestMemo:
+    """SHA-256 digests by content (``hashes`` counts the ones actually computed).
+
+    A slice of a ``bytes`` object (a ``memoryview``, as bob's checks and the oracle pass the
+    planes) is first looked up by where it lies — the same object, offset and length — which
+    costs nothing; anything else, by its bytes (compared in full).
+    """
+
+    def __init__(self, sha256: Any = None) -> None:
+        self._sha256 = sha256 or hashlib.sha256
+        self._by_content: dict[tuple, list[tuple[bytes, bytes]]] = {}
+        self._by_place: dict[tuple[int, int, int], bytes] = {}
+        self._bases: list[bytes] = []  # keeps the ids in _by_place meaningful
+        self.hashes = 0
+
+    def digest(self, data: Any) -> bytes:
+        place = None
+        if isinstance(data, memoryview) and type(data.obj) is bytes and data.contiguous:
+            import numpy as np
+
+            base = data.obj
+            start = np.frombuffer(data, np.uint8).ctypes.data - np.frombuffer(base, np.uint8).ctypes.data
+            place = (id(base), start, data.nbytes)
+            known = self._by_place.get(place)
+            if known is not None:
+                return known
+            self._bases.append(base)
+        raw = data if type(data) is bytes else memoryview(data).cast("B").tobytes()
+        key = (len(raw), raw[:32], raw[-32:], raw[len(raw) // 2:len(raw) // 2 + 32])
+        bucket = self._by_content.setdefault(key, [])
+        for seen, digest in bucket:
+            if seen == raw:
+                break
+        else:
+            digest = self._sha256(raw).digest()
+            self.hashes += 1
+            bucket.append((raw, digest))
+        if place is not None:
+            self._by_place[place] = digest
+        return digest
+
+    def sha256(self, data: Any = b"", **kw: Any) -> Any:
+        """A stand-in for ``hashlib.sha256``: small inputs (and keyword uses) go to the real one."""
+        if kw or memoryview(data).nbytes < _SMALL:
+            return self._sha256(data, **kw)
+        return _Digest(self.digest(data))
+
+
+@contextlib.contextmanager
+def shared_digests() -> Iterator[DigestMemo]:
+    """Within the block, every ``hashlib.sha256`` call goes through one :class:`DigestMemo`."""
+    memo = DigestMemo()
+    real = hashlib.sha256
+    hashlib.sha256 = memo.sha256  # type: ignore[assignment]
+    try:
+        yield memo
+    finally:
+        hashlib.sha256 = real

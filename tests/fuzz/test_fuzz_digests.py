@@ -1,0 +1,67 @@
+"""The checkpoint target's shared digests (python/bob/fuzz/digests.py) and its memory:
+each plane hashed once per input, the right digest every time, nothing kept."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from bob.fuzz.digests import DigestMemo, shared_digests
+from bob.fuzz.targets import get
+from conftest import GOLDEN
+
+CKPT = (GOLDEN / "checkpoint-abracadabra-step10.bin").read_bytes()
+
+
+def test_the_memo_gives_each_content_its_own_digest_and_hashes_it_once() -> None:
+    memo = DigestMemo()
+    a, b = bytes(range(256)) * 64, bytes(range(255, -1, -1)) * 64  # same length, other bytes
+    view = memoryview(CKPT)[448:448 + 262144]
+    for data in (a, b, view, bytes(view), np.frombuffer(bytes(view), np.uint8), memoryview(CKPT)[448:448 + 262144]):
+        assert memo.sha256(data).digest() == hashlib.sha256(data).digest()
+    assert memo.hashes == 3
+    assert memo.sha256(b"small").hexdigest() == hashlib.sha256(b"small").hexdigest()
+
+
+def test_inside_the_block_only_and_hashlib_given_back() -> None:
+    real = hashlib.sha256
+    with shared_digests() as memo:
+        assert hashlib.sha256 is not real
+        hashlib.sha256(CKPT[448:])
+    assert hashlib.sha256 is real and memo.hashes == 1
+
+
+def test_the_checkpoint_target_hashes_each_plane_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    real, big = hashlib.sha256, []
+
+    def counting(data=b"", **kw):
+        if memoryview(data).nbytes >= 4096:
+            big.append(memoryview(data).nbytes)
+        return real(data, **kw)
+
+    monkeypatch.setattr(hashlib, "sha256", counting)
+    get("checkpoint").run(CKPT)
+    assert big == [262144] * 3  # P, M, V: once each, for bob's readers and the oracle together
+
+
+def test_instrumented_state_checks_keep_no_memory() -> None:
+    """atheris 3.0.0 leaked the result of every instrumented comparison operator that is not a bool
+    (`plane < 0` kept its 64 KiB array): bob's state checks use NumPy's functions instead."""
+    pytest.importorskip("atheris")
+    script = (
+        "import resource, atheris, numpy as np\n"
+        "with atheris.instrument_imports(include=['bob']):\n"
+        "    from bob.formats.checks import state_findings\n"
+        "planes = np.full((3, 65536), 0.5, np.float32)\n"
+        "for _ in range(20): state_findings(0, planes)\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "for _ in range(400): state_findings(0, planes)\n"
+        "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    grew_mb = int(out.stdout.split()[-1])
+    assert grew_mb < 8, f"the instrumented state checks grew {grew_mb} MB in 400 calls"
