@@ -68,6 +68,9 @@ _LAZY = {
     "predictions_findings": "bob.formats.predictions",
     "read_input_file": "bob.formats.files",
     "read_predictions_file": "bob.formats.files",
+    # for people and other tools
+    "probabilities": "bob.analysis",
+    "diff": "bob.analysis",
     # files
     "write_atomic": "bob.fileio",
     "clean_stale_temporaries": "bob.fileio",
@@ -106,6 +109,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from bob.analysis import diff, probabilities
     from bob.fileio import clean_stale_temporaries, write_atomic
     from bob.formats.checks import Examination, checkpoint_findings, load_checkpoint
     from bob.formats.checks import examine as examine_checkpoint

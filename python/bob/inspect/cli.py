@@ -41,7 +41,7 @@ from bob.inspect.common import (
 )
 from bob.inspect.schema import SCHEMA_ALIASES, SCHEMA_KINDS
 
-COMMANDS = ("ckpt", "input", "pred", "diff", "schema")
+COMMANDS = ("ckpt", "checkpoint", "input", "pred", "diff", "schema")  # checkpoint: another name of ckpt
 Result = tuple[dict[str, Any], list[str], int]
 
 
@@ -69,6 +69,11 @@ def cmd_ckpt(args: argparse.Namespace, *, auto: bool = False) -> Result:
     from bob.inspect.checkpoint import checkpoint_report
     from bob.inspect.render import render_checkpoint
 
+    export = getattr(args, "export", None)
+    if export:
+        from bob.inspect.export import check_export
+
+        check_export(export, args.file)
     heatmap = getattr(args, "heatmap", None)
     if heatmap:
         from bob.inspect.heatmap import require_matplotlib
@@ -92,6 +97,10 @@ def cmd_ckpt(args: argparse.Namespace, *, auto: bool = False) -> Result:
         title = (f"{show_path(os.path.basename(args.file))}: P at step {report['step']} "
                  f"({plural(report['invocations'], 'invocation')})")
         report["heatmap"] = draw_heatmap(p_plane, heatmap, title)
+    if export:
+        from bob.inspect.export import export_checkpoint
+
+        report["export"] = export_checkpoint(report, data, export)
     return report, render_checkpoint(report), _code(report)
 
 
@@ -142,17 +151,17 @@ def cmd_auto(args: argparse.Namespace) -> Result:
     if kind is None:
         raise Refused(f"{show_path(args.file)}: not a bob file ({size} bytes starting "
                       f"\"{escape_bytes(head[:kinds.MAGIC_BYTES])}\"; {kinds.KIND_RULES})")
-    if kind != kinds.CHECKPOINT and (args.rows or args.rows_hex or args.heatmap):
+    if kind != kinds.CHECKPOINT and (args.rows or args.rows_hex or args.heatmap or args.export):
         what = "an input record" if kind == kinds.INPUT else "predictions"
         raise Refused(f"{show_path(args.file)} is not a checkpoint (it is {what}); "
-                      "--rows, --rows-hex and --heatmap apply to checkpoints")
+                      "--rows, --rows-hex, --heatmap and --export apply to checkpoints")
     handler: dict[str, Callable[..., Result]] = {
         kinds.CHECKPOINT: cmd_ckpt, kinds.INPUT: cmd_input, kinds.PREDICTIONS: cmd_pred}
     return handler[kind](args, auto=True)
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], Result]] = {
-    "ckpt": cmd_ckpt, "input": cmd_input, "pred": cmd_pred, "diff": cmd_diff, "schema": cmd_schema,
+    "ckpt": cmd_ckpt, "checkpoint": cmd_ckpt, "input": cmd_input, "pred": cmd_pred, "diff": cmd_diff, "schema": cmd_schema,
     "auto": cmd_auto,
 }
 
@@ -173,6 +182,9 @@ def _add_ckpt_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rows-hex", metavar="HEX", help="context bytes as hex (e.g. 61,62 or 6162)")
     p.add_argument("--heatmap", metavar="OUT.png",
                    help=f"draw the 256 x 256 P table (needs matplotlib: {install_hint('plot')})")
+    p.add_argument("--export", metavar="OUT.safetensors|OUT.npz",
+                   help="write the planes as (256, 256) float32 arrays P, M, V with the step and contract as "
+                        f"metadata, for other tools (.safetensors needs the interop extra: {install_hint('interop')})")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -184,7 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
         "1 unexpected. See docs/bob-inspect.md.",
     )
     sub = parser.add_subparsers(dest="command", metavar="{ckpt,input,pred,diff,schema} | FILE")
-    p = sub.add_parser("ckpt", help="a checkpoint: header, contract, chunk table, plane statistics, problems")
+    p = sub.add_parser("ckpt", aliases=["checkpoint"],
+                       help="a checkpoint: header, contract, chunk table, plane statistics, problems")
     p.add_argument("file", metavar="FILE")
     _add_ckpt_options(p)
     _add_common(p)
@@ -208,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_VALUE_OPTIONS = {"--rows", "--rows-hex", "--heatmap"}
+_VALUE_OPTIONS = {"--rows", "--rows-hex", "--heatmap", "--export"}
 
 
 def route(argv: list[str]) -> list[str]:
@@ -258,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "schema" and args.kind is not None and args.kind not in SCHEMA_KINDS:
         return _fail(args, "schema", Refused(f"usage: schema: unknown kind {escape_bytes(os.fsencode(args.kind))}; "
                                              "one of input, envelope, pred"), EXIT_PROBLEMS)
-    command = "ckpt" if args.command == "auto" else args.command
+    command = "ckpt" if args.command in ("auto", "checkpoint") else args.command
     try:
         report, lines, code = HANDLERS[args.command](args)
     except Refused as exc:
