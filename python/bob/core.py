@@ -58,14 +58,20 @@ class NativeCoreUnavailable(ImportError):
     """bob._core could not be loaded; there is no other path to the math."""
 
 
+def _unavailable() -> NativeCoreUnavailable:
+    import sys
+
+    reason = sys.exc_info()[1]  # (no `except … as name` here: it would leave a name in the module's types)
+    return NativeCoreUnavailable(
+        "bob's native core (bob._core) is not built or cannot be loaded "
+        f"({reason}). Build it from the checkout with `scripts/bootstrap.sh` "
+        "(maturin develop --release); bob has no other path to the training math.")
+
+
 try:
     from bob import _core
-except ImportError as exc:  # pragma: no cover - exercised through a subprocess test
-    raise NativeCoreUnavailable(
-        "bob's native core (bob._core) is not built or cannot be loaded "
-        f"({exc}). Build it from the checkout with `scripts/bootstrap.sh` "
-        "(maturin develop --release); bob has no other path to the training math."
-    ) from exc
+except ImportError:  # pragma: no cover - exercised through a subprocess test
+    raise _unavailable()  # chained to the ImportError
 
 CoreError = _core.CoreError
 
