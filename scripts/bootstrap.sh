@@ -4,11 +4,15 @@
 # distribution (plot, fuzz, interop: [project.optional-dependencies]) or a
 # dependency group of the checkout (test, mutants: [dependency-groups]).
 # Usage: scripts/bootstrap.sh [name,name]
+# It says what it is doing on stderr, one line a step (a first build is
+# quiet for a minute or two otherwise).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 names="${1:-}"
 python="${PYTHON:-python3}"
+say() { printf 'bootstrap: %s\n' "$*" >&2; }
 if [ ! -x .venv/bin/python ]; then
+    say "creating .venv with $("$python" --version 2>&1) (bob needs Python >= 3.11)"
     "$python" -m venv .venv
 fi
 # Byte-compile the package, as a regular install does, so start-up is not
@@ -41,6 +45,7 @@ PY
 )"
 extras="$(printf '%s\n' "$plan" | sed -n 1p)"
 mapfile -t requirements < <(printf '%s\n' "$plan" | sed -n '2,$p' | sed '/^$/d')
+say "installing maturin${names:+ and what \"$names\" asks for} from PyPI (the first time needs the network)"
 pip install --quiet "maturin>=1.9,<2"
 # A .venv made when the distribution was still called `bob` holds an editable
 # install of this checkout under that name too; `bob` is another project's
@@ -54,6 +59,11 @@ fi
 # The extension is built for the stable ABI (python/bob/_core.abi3.so); a
 # per-version build left by an older checkout would shadow it on import.
 rm -f python/bob/_core.cpython-*.so
+if [ -e target/release ]; then
+    say "building bob's native core (Rust, release mode) with maturin; cargo rebuilds only what changed"
+else
+    say "building bob's native core (Rust, release mode) with maturin: the first build takes a minute or two"
+fi
 if [ -n "$extras" ]; then
     maturin develop --release --locked --quiet --extras "$extras"
 else
@@ -62,3 +72,4 @@ fi
 # Byte-compile the package, as a regular install does, so start-up is not
 # spent recompiling (some environments set PYTHONDONTWRITEBYTECODE).
 python -m compileall -q python/bob >/dev/null
+say "ready: .venv/bin/python, and the commands .venv/bin/bob-run, bob-fixture, bob-inspect, bob-qualify, bob-fuzz"

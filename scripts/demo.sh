@@ -5,12 +5,14 @@
 # and shows what the model learned with bob-inspect.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+echo "demo: setting up .venv and the native core (scripts/bootstrap.sh; the first build takes a minute or two)"
 scripts/bootstrap.sh >/dev/null
 bin=.venv/bin
 dir=work/demo
 invocations="${BOB_DEMO_INVOCATIONS:-5}"
 mkdir -p "$dir"
 rm -f "$dir/checkpoint.bob" "$dir/predictions.bin"
+echo "demo: writing the input record for the bundled corpus ($bin/bob-fixture), then $invocations invocations of $bin/bob-run in $dir"
 "$bin/bob-fixture" --corpus python/bob/data/default-corpus.txt \
     --prompt "the c" --prompt "the do" --prompt "" --output "$dir/record.bin"
 for i in $(seq 1 "$invocations"); do

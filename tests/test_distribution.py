@@ -62,7 +62,7 @@ def test_every_install_hint_in_the_package_comes_from_install_hint():
     assert offenders == []
     used = {m.group(1) for path in PACKAGE.rglob("*.py")
             for m in re.finditer(r"install_hint\('(\w+)'\)", path.read_text())}
-    assert used == {"plot", "fuzz"}
+    assert used == {"plot", "fuzz", "interop"}
 
 
 def test_in_a_checkout_the_hint_is_the_bootstrap_command():

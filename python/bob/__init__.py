@@ -24,6 +24,12 @@ Formats (contract ``bob-v1`` §3–§5; the document itself: ``bob.contract_docu
     bob.predictions_findings(data) -> list[FormatError]
     bob.write_atomic(path, data) / bob.clean_stale_temporaries(path)
 
+For people and other tools::
+
+    bob.probabilities(checkpoint, context)          # float64 softmax of P's row
+    bob.diff(a, b)                                  # what `bob-inspect diff --json` prints
+    Checkpoint.to_safetensors(path) / .from_safetensors(path) / .to_npz(path) / .from_npz(path)
+
 Every refusal is a :class:`FormatError` (a ``ValueError``) naming the field.
 """
 
@@ -68,12 +74,17 @@ _LAZY = {
     "predictions_findings": "bob.formats.predictions",
     "read_input_file": "bob.formats.input_record",
     "read_predictions_file": "bob.formats.predictions",
+    # for people and other tools
+    "probabilities": "bob.analysis",
+    "diff": "bob.analysis",
     # files
     "write_atomic": "bob.fileio",
     "clean_stale_temporaries": "bob.fileio",
 }
 _RENAMED = {"examine_checkpoint": "examine"}
 
+# Spelled out, not computed from _LAZY: type checkers read a literal list
+# (tests/test_public_api.py holds it equal to the errors and _LAZY).
 __all__ = [
     "FormatError",
     "NotABobFile",
@@ -82,7 +93,29 @@ __all__ = [
     "ContractMismatch",
     "BadValue",
     "StateRefused",
-    *_LAZY,
+    "invoke",
+    "Invocation",
+    "InputRecord",
+    "Checkpoint",
+    "Predictions",
+    "Contract",
+    "contract_document",
+    "Examination",
+    "load_input",
+    "build_input",
+    "input_findings",
+    "load_checkpoint",
+    "checkpoint_findings",
+    "examine_checkpoint",
+    "read_checkpoint_file",
+    "load_predictions",
+    "predictions_findings",
+    "read_input_file",
+    "read_predictions_file",
+    "probabilities",
+    "diff",
+    "write_atomic",
+    "clean_stale_temporaries",
 ]
 
 
@@ -92,25 +125,43 @@ def _import(module: str) -> Any:
     return __import__(module, fromlist=["__name__"])
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'bob' has no attribute {name!r}")
-    value = getattr(_import(module), _RENAMED.get(name, name))
-    globals()[name] = value
-    return value
+if not TYPE_CHECKING:
+    # Hidden from type checkers, which see the imports below instead: with a
+    # module __getattr__ in view they would take any misspelt name for Any.
+
+    def __getattr__(name: str) -> Any:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module 'bob' has no attribute {name!r}")
+        value = getattr(_import(module), _RENAMED.get(name, name))
+        globals()[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(globals()) | set(_LAZY))
 
 
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
-
-
-if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from bob.fileio import clean_stale_temporaries, write_atomic
-    from bob.formats.checks import Examination, checkpoint_findings
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only; `X as X` marks a re-export
+    from bob.analysis import diff as diff
+    from bob.analysis import probabilities as probabilities
+    from bob.fileio import clean_stale_temporaries as clean_stale_temporaries
+    from bob.fileio import write_atomic as write_atomic
+    from bob.formats.checks import Examination as Examination
+    from bob.formats.checks import checkpoint_findings as checkpoint_findings
     from bob.formats.checks import examine as examine_checkpoint
-    from bob.formats.contract import Contract, contract_document
-    from bob.formats.envelope import Checkpoint, load_checkpoint, read_checkpoint_file
-    from bob.invocation import Invocation, invoke
-    from bob.formats.input_record import InputRecord, build_input, input_findings, load_input, read_input_file
-    from bob.formats.predictions import Predictions, load_predictions, predictions_findings, read_predictions_file
+    from bob.formats.contract import Contract as Contract
+    from bob.formats.contract import contract_document as contract_document
+    from bob.formats.envelope import Checkpoint as Checkpoint
+    from bob.formats.envelope import load_checkpoint as load_checkpoint
+    from bob.formats.envelope import read_checkpoint_file as read_checkpoint_file
+    from bob.formats.input_record import read_input_file as read_input_file
+    from bob.formats.predictions import read_predictions_file as read_predictions_file
+    from bob.formats.input_record import InputRecord as InputRecord
+    from bob.formats.input_record import build_input as build_input
+    from bob.formats.input_record import input_findings as input_findings
+    from bob.formats.input_record import load_input as load_input
+    from bob.formats.predictions import Predictions as Predictions
+    from bob.formats.predictions import load_predictions as load_predictions
+    from bob.formats.predictions import predictions_findings as predictions_findings
+    from bob.invocation import Invocation as Invocation
+    from bob.invocation import invoke as invoke

@@ -18,7 +18,6 @@ NumPy comes in only for the functions that make or convert arrays.
 
 from __future__ import annotations
 
-from bob.arrays import foreign_array, is_foreign
 from bob.errors import integer_value, shown_kind
 from bob.formats.constants import (  # noqa: F401 - re-exported for the library's users
     EMPTY_PROMPT,
@@ -62,14 +61,20 @@ class NativeCoreUnavailable(ImportError):
     """bob._core could not be loaded; there is no other path to the math."""
 
 
+def _unavailable() -> NativeCoreUnavailable:
+    import sys
+
+    reason = sys.exc_info()[1]  # (no `except … as name` here: it would leave a name in the module's types)
+    return NativeCoreUnavailable(
+        "bob's native core (bob._core) is not built or cannot be loaded "
+        f"({reason}). Build it from the checkout with `scripts/bootstrap.sh` "
+        "(maturin develop --release); bob has no other path to the training math.")
+
+
 try:
     from bob import _core
-except ImportError as exc:  # pragma: no cover - exercised through a subprocess test
-    raise NativeCoreUnavailable(
-        "bob's native core (bob._core) is not built or cannot be loaded "
-        f"({exc}). Build it from the checkout with `scripts/bootstrap.sh` "
-        "(maturin develop --release); bob has no other path to the training math."
-    ) from exc
+except ImportError:  # pragma: no cover - exercised through a subprocess test
+    raise _unavailable()  # chained to the ImportError
 
 CoreError = _core.CoreError
 
@@ -107,6 +112,10 @@ def _plane(value: "PlaneLike", name: str) -> "Any":
     """A plane for the binding: a buffer as it is (the binding checks it and
     names it), an array of another library through a NumPy view of it (or
     a ``TypeError`` naming the plane, as for any object that is no buffer)."""
+    if isinstance(value, (memoryview, bytearray, bytes)) or hasattr(value, "typecode"):
+        return value  # bob-run's planes (memoryviews), array.array: no need to look further
+    from bob.arrays import foreign_array, is_foreign  # lazily: bob-run's start-up does without
+
     return foreign_array(value, name) if is_foreign(value) else value
 
 
@@ -136,6 +145,8 @@ def _pair_buffer(pairs: "PairsLike | Iterable[int]", name: str) -> "Any":
     values: Any = pairs
     if isinstance(values, (bytes, bytearray, memoryview)) or hasattr(values, "typecode"):
         return values  # bytes-likes and array.array: the binding accepts only uint8 / uint32 buffers
+    from bob.arrays import foreign_array, is_foreign
+
     if is_foreign(values):  # a torch tensor: its NumPy view, checked as any array is
         values = foreign_array(values, name)
     dtype = getattr(values, "dtype", None)

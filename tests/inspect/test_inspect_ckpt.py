@@ -23,7 +23,7 @@ from conftest import CKPT_10_SHA256 as CKPT_SHA_10  # noqa: E402
 CKPT_KEYS = {
     "command", "file", "auto", "kind", "size", "sha256", "fresh", "magic", "version", "header_bytes",
     "header_length", "partial_header", "step", "invocations", "contract", "header_digest", "chunk_count", "chunks",
-    "planes", "note", "rows", "heatmap", "problems", "problem_count", "ok", "verdict", "exit_code", "error",
+    "planes", "note", "rows", "heatmap", "export", "problems", "problem_count", "ok", "verdict", "exit_code", "error",
 }
 PLANE_KEYS = {"count", "min", "max", "mean", "l2_norm", "non_finite", "nan", "inf", "negative", "zeros"}
 CHUNK_KEYS = {"index", "plane", "tag", "offset", "length", "sha256", "computed_sha256", "tag_ok", "offset_ok",

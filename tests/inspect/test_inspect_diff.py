@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bob.inspect.diff import ordered_keys, ulp_distance
+from bob.analysis import ordered_keys, ulp_distance
 
 AB = 97 * 256 + 98  # the parameter (context 'a', next 'b')
 DIFF_KEYS = {"command", "a", "b", "identical", "first_differing_offset", "header", "planes", "ok", "verdict",

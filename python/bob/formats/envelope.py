@@ -280,6 +280,37 @@ class Checkpoint:
             self._refuse_unresumable("Checkpoint.write")
         write_atomic(path, self.to_bytes(for_resume=False))
 
+    # -- other tools' files (bob.interop): one call each way -----------------
+
+    def to_safetensors(self, path: "str | os.PathLike[str]", *, for_resume: bool = True) -> None:
+        """Write the planes as (256, 256) float32 tensors ``P``, ``M``, ``V``
+        with the step and the contract as metadata, atomically; refuses what
+        :meth:`to_bytes` refuses. Needs the ``interop`` extra (safetensors)."""
+        from bob.interop import write_safetensors
+
+        write_safetensors(self, path, for_resume=for_resume)
+
+    @classmethod
+    def from_safetensors(cls, path: "str | os.PathLike[str]", *, for_resume: bool = True) -> "Checkpoint":
+        """Read a file :meth:`to_safetensors` wrote; refuses (a ``FormatError``
+        naming the tensor or metadata key) anything that is no valid bob state."""
+        from bob.interop import read_safetensors
+
+        return read_safetensors(path, for_resume=for_resume)
+
+    def to_npz(self, path: "str | os.PathLike[str]", *, for_resume: bool = True) -> None:
+        """As :meth:`to_safetensors`, as a NumPy ``.npz`` (``numpy.load`` reads it without pickle)."""
+        from bob.interop import write_npz
+
+        write_npz(self, path, for_resume=for_resume)
+
+    @classmethod
+    def from_npz(cls, path: "str | os.PathLike[str]", *, for_resume: bool = True) -> "Checkpoint":
+        """Read a file :meth:`to_npz` wrote, with the checks of :meth:`from_safetensors`."""
+        from bob.interop import read_npz
+
+        return read_npz(path, for_resume=for_resume)
+
     def _refuse_unresumable(self, what: str) -> None:
         from bob.formats.checks import refuse_unresumable  # lazily: checks imports this module
 

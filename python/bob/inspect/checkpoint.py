@@ -2,9 +2,8 @@
 
 Every field comes from :func:`bob.formats.checks.examine` (the envelope
 schema's parse of the header, its findings, the float32 views of the
-planes); nothing here parses bytes by hand. The softmax shown next to a row
-of logits is presentation for people (float64, NumPy), never the training
-math (§6.3's pinned f32 softmax lives in the native core).
+planes); nothing here parses bytes by hand. The probabilities shown next
+to a row of logits are :func:`bob.probabilities`' (:mod:`bob.analysis`).
 """
 
 from __future__ import annotations
@@ -13,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from bob.errors import FormatError, show_value
+from bob.analysis import fresh_planes, softmax_rows
+from bob.errors import LEARNER_NAMES, FormatError, learner_floats, show_value
 from bob.formats.checks import examine
 from bob.formats.constants import CHECKPOINT_MAGIC, LEARNER_NAMES, UPDATES_PER_INVOCATION, VOCABULARY, learner_floats
 from bob.formats.contract import CONTRACT_FIELDS, PLANE_NAMES, V1
@@ -76,19 +76,6 @@ def contract_field(name: str, value: Any, expected: Any, mismatch: bool) -> dict
     return entry
 
 
-def softmax_rows(rows) -> list:
-    """Row-wise softmax in float64 for display (None for a row with non-finite values)."""
-    out: list = []
-    for row in rows:
-        if not np.isfinite(row).all():
-            out.append(None)
-            continue
-        x = row.astype(np.float64)
-        e = np.exp(x - x.max())
-        out.append(e / e.sum())
-    return out
-
-
 def p_table(p_plane) -> np.ndarray:
     """The P plane as its VOCABULARY × VOCABULARY table (row: context byte, column: next byte)."""
     return np.asarray(p_plane, dtype=np.float32).reshape(VOCABULARY, VOCABULARY)
@@ -115,18 +102,6 @@ def rows_report(p_plane, contexts: bytes) -> list[dict[str, Any]]:
             ]
         out.append(entry)
     return out
-
-
-def fresh_planes() -> tuple[Any, str | None]:
-    """The fresh state's planes, which only the native core makes
-    (``Checkpoint.fresh``), or ``(None, note)`` when it cannot be loaded."""
-    try:
-        from bob.formats.envelope import Checkpoint
-
-        c = Checkpoint.fresh()
-    except ImportError as exc:
-        return None, f"the fresh state's planes need the native core ({type(exc).__name__})"
-    return np.stack([c.p, c.m, c.v]), None
 
 
 def partial_header(data: bytes) -> list[tuple[str, Any]] | None:
@@ -229,6 +204,7 @@ def checkpoint_report(data: bytes | None, read_problems: list, *, path: str, aut
     report["note"] = note
     report["rows"] = (rows_report(planes[0], rows) if planes is not None else None) if rows else None
     report["heatmap"] = None
+    report["export"] = None
 
     if fresh:
         ok = "OK: zero bytes, a fresh run's checkpoint (step 0, the state bob-seed-v1 makes)"

@@ -81,6 +81,11 @@ def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
     from bob.inspect.checkpoint import checkpoint_report
     from bob.inspect.render import render_checkpoint
 
+    export = getattr(args, "export", None)
+    if export:
+        from bob.inspect.export import check_export
+
+        check_export(export, args.file)
     heatmap = getattr(args, "heatmap", None)
     if heatmap:
         from bob.inspect.heatmap import require_matplotlib
@@ -104,6 +109,10 @@ def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
         title = (f"{show_path(os.path.basename(args.file))}: P at step {report['step']} "
                  f"({plural(report['invocations'], 'invocation')})")
         report["heatmap"] = draw_heatmap(p_plane, heatmap, title)
+    if export:
+        from bob.inspect.export import export_checkpoint
+
+        report["export"] = export_checkpoint(report, data, export)
     return report, render_checkpoint(report), _code(report)
 
 
@@ -155,10 +164,10 @@ def cmd_auto(args: argparse.Namespace) -> Result:
     if kind is None:
         raise Refused(f"{show_path(args.file)}: not a bob file ({size} bytes starting "
                       f"\"{escape_bytes(head[:kinds.MAGIC_BYTES])}\"; {kinds.KIND_RULES})")
-    if kind != kinds.CHECKPOINT and (args.rows or args.rows_hex or args.heatmap):
+    if kind != kinds.CHECKPOINT and (args.rows or args.rows_hex or args.heatmap or args.export):
         what = "an input record" if kind == kinds.INPUT else "predictions"
         raise Refused(f"{show_path(args.file)} is not a checkpoint (it is {what}); "
-                      "--rows, --rows-hex and --heatmap apply to checkpoints")
+                      "--rows, --rows-hex, --heatmap and --export apply to checkpoints")
     handler: dict[str, Callable[..., Result]] = {
         kinds.CHECKPOINT: cmd_checkpoint, kinds.INPUT: cmd_input, kinds.PREDICTIONS: cmd_predictions}
     return handler[kind](args, auto=True)
@@ -185,6 +194,9 @@ def _add_ckpt_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rows-hex", metavar="HEX", help="context bytes as hex (e.g. 61,62 or 6162)")
     p.add_argument("--heatmap", metavar="OUT.png",
                    help=f"draw the 256 x 256 P table (needs matplotlib: {install_hint('plot')})")
+    p.add_argument("--export", metavar="OUT.safetensors|OUT.npz",
+                   help="write the planes as (256, 256) float32 arrays P, M, V with the step and contract as "
+                        f"metadata, for other tools (.safetensors needs the interop extra: {install_hint('interop')})")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -226,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_VALUE_OPTIONS = {"--rows", "--rows-hex", "--heatmap"}
+_VALUE_OPTIONS = {"--rows", "--rows-hex", "--heatmap", "--export"}
 
 
 def route(argv: list[str]) -> list[str]:

@@ -14,7 +14,8 @@ import numpy as np
 
 from bob.fileio import write_atomic
 from bob.formats.constants import VOCABULARY
-from bob.inspect.checkpoint import p_table, softmax_rows
+from bob.analysis import softmax_rows
+from bob.inspect.checkpoint import p_table
 from bob.inspect.common import Refused, os_reason
 from bob.text import escape_bytes, show_byte, show_path
 

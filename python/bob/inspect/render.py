@@ -153,6 +153,9 @@ def render_checkpoint(r: dict[str, Any]) -> list[str]:
         L.append("rows: not available (the planes could not be read)")
     if r["heatmap"] is not None:
         L.append(f"heatmap written to {r['heatmap']['path']}")
+    if r["export"] is not None:
+        e = r["export"]
+        L.append(f"exported to {e['path']} ({e['format']}, {e['size']} bytes, sha256 {e['sha256']})")
     return L + render_problems(r)
 
 

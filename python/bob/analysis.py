@@ -1,0 +1,338 @@
+"""What bob computes about checkpoints for people: the probabilities of a
+row and the comparison of two checkpoints. Library functions, with the
+commands only formatting them (``bob-inspect ckpt --rows`` shows
+:func:`probabilities`; ``bob-inspect diff --json`` prints :func:`diff`).
+
+::
+
+    bob.probabilities(checkpoint, context) -> float64 array of 256  # softmax of P's row
+    bob.diff(a, b) -> dict   # a, b: Checkpoint, a checkpoint file's bytes, or a path
+
+The softmax here is presentation (float64, NumPy), never the training math:
+§6.3's pinned f32 softmax lives in the native core.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from bob.errors import BadValue, FormatError, StateRefused, integer_value, show_value, shown_kind
+from bob.formats.checks import examine
+from bob.formats.constants import MAX_CHECKPOINT_BYTES, PLANE_NAMES, VOCABULARY
+from bob.formats.layout import CONTRACT_STRINGS
+from bob.inspect.common import f32_json, file_size, plural, problem
+from bob.text import json_number, show_byte, show_path
+
+if TYPE_CHECKING:  # pragma: no cover
+    from bob.formats.envelope import Checkpoint
+
+__all__ = ["probabilities", "softmax_rows", "fresh_planes", "diff", "compare", "Side",
+           "plane_diff", "beyond", "ordered_keys", "ulp_distance", "header_values"]
+
+
+# --------------------------------------------------------------------------- #
+# Probabilities
+# --------------------------------------------------------------------------- #
+
+
+def softmax_rows(rows: Any) -> list[Any]:
+    """Row-wise softmax in float64 for display: per row a float64 array, or
+    None for a row with non-finite values."""
+    out: list[Any] = []
+    for row in rows:
+        if not np.isfinite(row).all():
+            out.append(None)
+            continue
+        x = np.asarray(row).astype(np.float64)
+        e = np.exp(x - x.max())
+        out.append(e / e.sum())
+    return out
+
+
+def probabilities(checkpoint: "Checkpoint", context: int) -> npt.NDArray[np.float64]:
+    """The next-byte probabilities after ``context`` (a byte, 0 to 255): the
+    float64 softmax of P's row ``context``, the numbers ``bob-inspect ckpt
+    --rows`` shows. A row holding a non-finite value has none
+    (:class:`~bob.StateRefused` naming P and the first such index)."""
+    byte = integer_value(context)
+    if byte is None or isinstance(context, bool) or not 0 <= byte < VOCABULARY:
+        raise BadValue("context", "a context byte, 0 to 255",
+                       actual=shown_kind(context) if byte is None or isinstance(context, bool) else byte)
+    row = checkpoint.p_table[byte]
+    prob: npt.NDArray[np.float64] | None = softmax_rows([row])[0]
+    if prob is None:
+        k = int(np.flatnonzero(~np.isfinite(row))[0])
+        raise StateRefused("P", f"row {byte} (context {show_byte(byte)}) holds a non-finite value; "
+                           "it has no probabilities", actual=float(row[k]), index=byte * VOCABULARY + k)
+    return prob
+
+
+def fresh_planes() -> tuple[Any, str | None]:
+    """The fresh state's planes, which only the native core makes
+    (``Checkpoint.fresh``), or ``(None, note)`` when it cannot be loaded."""
+    try:
+        from bob.formats.envelope import Checkpoint
+
+        c = Checkpoint.fresh()
+    except ImportError as exc:
+        return None, f"the fresh state's planes need the native core ({type(exc).__name__})"
+    return np.stack([c.p, c.m, c.v]), None
+
+
+# --------------------------------------------------------------------------- #
+# Two checkpoints compared
+# --------------------------------------------------------------------------- #
+
+SIGN = 0x80000000  # an f32's sign bit
+MAGNITUDE = 0x7FFFFFFF  # its other bits
+_INDEXED = re.compile(r"(\w+)\[(\d+)\]")
+
+
+def ordered_keys(values) -> Any:
+    """float32 values → int64 keys on a monotonic integer line (for ULP distances).
+
+    The bit pattern is sign-magnitude; negative values are mapped to
+    ``-(bits & 0x7fffffff)`` so that consecutive floats are consecutive
+    integers and ``-0.0`` and ``+0.0`` both map to 0.
+    """
+    bits = np.asarray(values, dtype=np.float32).view(np.uint32).astype(np.int64)
+    return np.where(bits & SIGN, -(bits & MAGNITUDE), bits)
+
+
+def ulp_distance(a, b) -> Any:
+    """|key(a) - key(b)| elementwise (see :func:`ordered_keys`)."""
+    return np.abs(ordered_keys(a) - ordered_keys(b))
+
+
+def _where(index: int) -> dict[str, Any]:
+    c, n = divmod(int(index), VOCABULARY)
+    return {"index": int(index), "context": c, "next": n, "context_text": show_byte(c), "next_text": show_byte(n)}
+
+
+def beyond(a, b, *, ulp: int | None = None, atol: float | None = None) -> Any:
+    """Where two planes differ by more than the tolerance: different bits, unless
+    both values are finite and within ``ulp`` units in the last place or
+    ``atol`` of each other (either suffices). NaNs must be bit-identical: a NaN
+    is never within a distance of anything."""
+    a = np.asarray(a, dtype=np.float32)
+    b = np.asarray(b, dtype=np.float32)
+    out = a.view(np.uint32) != b.view(np.uint32)
+    both = np.isfinite(a) & np.isfinite(b)
+    close = np.zeros(a.shape, dtype=bool)
+    if ulp is not None:
+        close |= both & (ulp_distance(a, b) <= ulp)
+    if atol is not None:
+        close |= both & (np.abs(a.astype(np.float64) - b.astype(np.float64)) <= atol)
+    return out & ~close
+
+
+def plane_diff(a, b, *, ulp: int | None = None, atol: float | None = None) -> dict[str, Any]:
+    """Two planes compared value by value on their bit patterns (and, with a
+    tolerance, how many differ by more than it: :func:`beyond`)."""
+    a = np.asarray(a, dtype=np.float32)
+    b = np.asarray(b, dtype=np.float32)
+    idx = np.flatnonzero(a.view(np.uint32) != b.view(np.uint32))
+    out: dict[str, Any] = {"differing": int(idx.size), "first": None, "max_abs_diff": None, "max_ulp": None,
+                           "beyond_tolerance": int(idx.size) if ulp is None and atol is None
+                           else int(np.count_nonzero(beyond(a, b, ulp=ulp, atol=atol)))}
+    if not idx.size:
+        return out
+    k = int(idx[0])
+    ulp = ulp_distance(a, b)
+    notnan = ~(np.isnan(a) | np.isnan(b))
+    first = _where(k)
+    first.update(
+        a=f32_json(a[k]), b=f32_json(b[k]),
+        a_hex=f"{int(a.view(np.uint32)[k]):08x}", b_hex=f"{int(b.view(np.uint32)[k]):08x}",
+        abs_diff=json_number(abs(float(a[k]) - float(b[k]))) if notnan[k] else None,
+        ulp=int(ulp[k]) if notnan[k] else None,
+    )
+    out["first"] = first
+    both = np.isfinite(a) & np.isfinite(b)
+    absd = np.where(both, np.abs(a.astype(np.float64) - b.astype(np.float64)), -1.0)
+    if (absd > 0).any():
+        j = int(np.argmax(absd))
+        out["max_abs_diff"] = {"value": float(absd[j]), **_where(j), "a": f32_json(a[j]), "b": f32_json(b[j])}
+    u = np.where(notnan, ulp, -1)
+    if (u > 0).any():
+        j = int(np.argmax(u))
+        out["max_ulp"] = {"value": int(u[j]), **_where(j), "a": f32_json(a[j]), "b": f32_json(b[j])}
+    return out
+
+
+def header_values(ex) -> dict[str, Any]:
+    """Every header field of an examined checkpoint, by its schema name
+    (``chunk_table[1].digest``), from the schema's layout of this file
+    (a contract string's length prefix is left out: the string shows it)."""
+    values: dict[str, Any] = {}
+    for row in ex.header_rows():
+        if row.field.endswith(".length") and row.field.split(".")[0] in CONTRACT_STRINGS:
+            continue
+        node: Any = ex.header
+        for part in row.field.split("."):
+            m = _INDEXED.fullmatch(part)
+            node = node[m.group(1)][int(m.group(2))] if m else node[part]
+        values[row.field] = node
+    if ex.header_digest is not None:
+        values["header_digest"] = ex.header_digest
+    return values
+
+
+def _shown(name: str, value: Any) -> Any:
+    if value is None or not isinstance(value, (bytes, bytearray)):
+        return value
+    return show_value(value, name if "digest" in name else name.split("[")[0].split(".")[0])
+
+
+def _header_differences(head_a: dict[str, Any], head_b: dict[str, Any]) -> list[dict[str, Any]]:
+    diffs = []
+    for name in list(head_a) + [k for k in head_b if k not in head_a]:
+        va, vb = head_a.get(name), head_b.get(name)
+        if va != vb:
+            diffs.append({"field": name, "a": _shown(name, va), "b": _shown(name, vb)})
+    return diffs
+
+
+def _first_differing_offset(data_a: bytes, data_b: bytes) -> int:
+    n = min(len(data_a), len(data_b))
+    where = np.flatnonzero(np.frombuffer(data_a, np.uint8, n) != np.frombuffer(data_b, np.uint8, n))
+    return int(where[0]) if where.size else n  # else: one file is a prefix of the other
+
+
+def _equal(report: dict[str, Any]) -> bool:
+    """Identical, or (with a tolerance) the planes within it and the header the
+    same but for the digests (which the planes' values determine)."""
+    if report["identical"]:
+        return True
+    if report["tolerance"] is None or report["planes"] is None or not report["header"]["compared"]:
+        return False
+    header_same = all("digest" in d["field"] for d in report["header"]["differences"])
+    return header_same and all(d["beyond_tolerance"] == 0 for d in report["planes"].values())
+
+
+def _verdict(report: dict[str, Any]) -> str:
+    if report["identical"]:
+        verdict = "identical: the two files are byte for byte the same"
+    elif report["equal"]:
+        t = report["tolerance"]
+        within = " or ".join(x for x in (f"{t['ulp']} ulp" if t["ulp"] is not None else "",
+                                        f"{t['atol']:g} absolute" if t["atol"] is not None else "") if x)
+        verdict = f"equal within the tolerance: every plane value within {within}; only the digests differ"
+    else:
+        parts = []
+        if report["planes"] is not None:
+            moved = [f"{n} differs in {plural(d['differing'], 'value')}"
+                     for n, d in report["planes"].items() if d["differing"]]
+            parts.append("; ".join(moved) if moved else "the planes are identical")
+        else:
+            parts.append("the planes could not be compared")
+        if report["header"]["compared"]:
+            nd = len(report["header"]["differences"])
+            parts.append(f"{plural(nd, 'header field')} differ" + ("s" if nd == 1 else ""))
+        verdict = "different: " + "; ".join(parts)
+    if report["problems_found"]:
+        verdict += " (and a file has problems, listed above)"
+    return verdict
+
+
+class Side:
+    """One checkpoint to compare: its bytes (None when the file was too large
+    to read), the problems found reading it, its name and size."""
+
+    __slots__ = ("file", "data", "problems", "size")
+
+    def __init__(self, file: str | None, data: bytes | None, problems: list[FormatError],
+                 size: int | None) -> None:
+        self.file, self.data, self.problems, self.size = file, data, problems, size
+
+    @classmethod
+    def of(cls, value: "Checkpoint | bytes | str | os.PathLike[str]") -> "Side":
+        """A :class:`~bob.Checkpoint` (its envelope bytes, as written with
+        ``for_resume=False``: a diff shows what a reader would refuse), a
+        checkpoint file's bytes, or a path (read through bob's bounded reader;
+        a missing one is ``FileNotFoundError``)."""
+        from bob.formats.envelope import Checkpoint
+        from bob.formats.files import CHECKPOINT_FILE, read_format_file
+
+        if isinstance(value, Checkpoint):
+            data = value.to_bytes(for_resume=False)
+            return cls(None, data, [], len(data))
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            data = bytes(value)
+            return cls(None, data, [], len(data))
+        try:
+            data = read_format_file(value, MAX_CHECKPOINT_BYTES, CHECKPOINT_FILE)
+        except FormatError as exc:  # too large to be a checkpoint: a finding, the file unread
+            return cls(show_path(value), None, [exc], file_size(os.fspath(value)))
+        return cls(show_path(value), data, [], len(data))
+
+
+def _examined(side: Side) -> tuple[dict[str, Any], dict[str, Any] | None, Any]:
+    data = side.data
+    ex = examine(data, for_resume=True) if data is not None else None
+    problems = side.problems + (ex.findings if ex is not None else [])
+    planes = None
+    if ex is not None and ex.planes is not None:
+        planes = ex.planes
+    elif ex is not None and ex.fresh:
+        planes, _ = fresh_planes()
+    report = {
+        "file": side.file,
+        "size": side.size,
+        "sha256": hashlib.sha256(data).hexdigest() if data is not None else None,
+        "fresh": bool(ex is not None and ex.fresh),
+        "step": ex.header.step if ex is not None and ex.header is not None else None,
+        "problems": [problem(p) for p in problems],
+    }
+    header = header_values(ex) if ex is not None and ex.header is not None else None
+    return report, header, planes
+
+
+def compare(a: Side, b: Side, *, ulp: int | None = None, atol: float | None = None) -> dict[str, Any]:
+    """The comparison of two checkpoints (:func:`diff`, from :class:`Side` s);
+    ``equal`` when identical or, given ``ulp`` and/or ``atol``, within that
+    tolerance (:func:`beyond`)."""
+    side_a, head_a, planes_a = _examined(a)
+    side_b, head_b, planes_b = _examined(b)
+    data_a, data_b = a.data, b.data
+    report: dict[str, Any] = {"command": "diff", "a": side_a, "b": side_b}
+    identical = data_a is not None and data_a == data_b
+    report["identical"] = identical
+    report["first_differing_offset"] = (
+        _first_differing_offset(data_a, data_b) if data_a is not None and data_b is not None and not identical
+        else None
+    )
+    if head_a is not None and head_b is not None:
+        report["header"] = {"compared": True, "differences": _header_differences(head_a, head_b)}
+    else:
+        report["header"] = {"compared": False, "differences": None}
+    report["planes"] = (
+        {name: plane_diff(planes_a[i], planes_b[i], ulp=ulp, atol=atol) for i, name in enumerate(PLANE_NAMES)}
+        if planes_a is not None and planes_b is not None else None
+    )
+    report["tolerance"] = None if ulp is None and atol is None else {"ulp": ulp, "atol": atol}
+    report["equal"] = _equal(report)
+    report["problems_found"] = bool(side_a["problems"] or side_b["problems"])
+    report["ok"] = not report["problems_found"]
+    report["verdict"] = _verdict(report)
+    return report
+
+
+def diff(a: "Checkpoint | bytes | str | os.PathLike[str]",
+         b: "Checkpoint | bytes | str | os.PathLike[str]", *, ulp: int | None = None,
+         atol: float | None = None) -> dict[str, Any]:
+    """Two checkpoints compared byte by byte, field by field (by the
+    schema's names) and value by value (on the float32 bit patterns, with
+    ULP distances): the JSON-ready structure ``bob-inspect diff --json``
+    prints, documented in docs/bob-inspect.md. ``a`` and ``b`` are each a
+    :class:`~bob.Checkpoint`, a checkpoint file's bytes or a path (``file``
+    is then the path, escaped; null for the others). Each side's problems
+    (what a reader finds, for resuming) are listed, never raised. ``ulp`` /
+    ``atol``: plane values that close count as ``equal`` (as ``--ulp``/``--atol``)."""
+    return compare(Side.of(a), Side.of(b), ulp=ulp, atol=atol)

@@ -1,0 +1,65 @@
+"""``--export OUT.safetensors|OUT.npz``: the inspected checkpoint written for
+other tools, by :meth:`bob.Checkpoint.to_safetensors` / ``to_npz`` (the
+format from the suffix). Only a checkpoint without problems is exported: the
+export refuses what ``bob-run`` would refuse to resume, as every bob writer
+does."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Any
+
+from bob.inspect.common import Refused, os_reason
+from bob.text import escape_bytes, show_path
+
+FORMATS = {".safetensors": "safetensors", ".npz": "npz"}
+
+
+def export_format(out: str) -> str:
+    ext = os.path.splitext(out)[1].lower()
+    if ext not in FORMATS:
+        raise Refused(f"cannot write {escape_bytes(os.fsencode(ext)) or 'files without a suffix'}; "
+                      "the format comes from the suffix: .safetensors or .npz", option="--export", path=out)
+    return FORMATS[ext]
+
+
+def check_export(out: str, inspected: str) -> None:
+    """Refuse, before anything is read, an export that cannot be made: an
+    unknown suffix, safetensors without the ``interop`` extra, the inspected
+    file itself as the output."""
+    from bob.fileio import same_file
+
+    if export_format(out) == "safetensors":
+        from bob.interop import MissingExtra, _safetensors
+
+        try:
+            _safetensors()
+        except MissingExtra as exc:
+            raise Refused(str(exc), option="--export", path=out) from None
+    if same_file(out, inspected):
+        raise Refused("that is the checkpoint being inspected; bob-inspect never replaces what it reads",
+                      option="--export", path=out)
+
+
+def export_checkpoint(report: dict[str, Any], data: bytes | None, out: str) -> dict[str, Any] | None:
+    """Write the export; ``{path, format, size, sha256}``, or None (and a
+    note) for a checkpoint with problems, which is not exported."""
+    import bob
+
+    if not report["ok"] or data is None:
+        report["note"] = "no export: bob-run refuses this checkpoint (the problems are listed); nothing was written"
+        return None
+    fmt = export_format(out)
+    checkpoint = bob.load_checkpoint(data)  # zero bytes: the fresh state
+    try:
+        if fmt == "safetensors":
+            checkpoint.to_safetensors(out)
+        else:
+            checkpoint.to_npz(out)
+        with open(out, "rb") as f:
+            written = f.read()
+    except OSError as exc:
+        raise Refused(os_reason(exc), option="--export", path=out) from None
+    return {"path": show_path(out), "format": fmt, "size": len(written),
+            "sha256": hashlib.sha256(written).hexdigest()}

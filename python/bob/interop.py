@@ -1,0 +1,288 @@
+"""A checkpoint in the files other tools read: safetensors and ``.npz``.
+
+One call each way (``Checkpoint.to_safetensors(path)`` /
+``Checkpoint.from_safetensors(path)``, ``to_npz`` / ``from_npz``). The file
+holds the three planes as (256, 256) float32 arrays named ``P``, ``M`` and
+``V`` (row = context byte, column = next byte) and, as metadata, the step,
+``header_bytes`` and the contract's identity (each §2 field, exactly) —
+everything the envelope holds, so a checkpoint exported and imported again
+gives the very same envelope bytes.
+
+Exporting refuses what :meth:`Checkpoint.to_bytes` refuses (a state
+``bob-run`` would not resume, unless ``for_resume=False``); importing
+refuses anything that would not be a valid bob state: another format, a
+missing or extra array, another shape or dtype, a step or ``header_bytes``
+out of range, a contract other than bob v1's, and (unless
+``for_resume=False``) a state ``bob-run`` would not resume — each a
+:class:`~bob.FormatError` naming the array or the metadata key. Files are
+written through :func:`bob.fileio.write_atomic` and read through bob's
+bounded reader.
+
+The metadata (safetensors' ``__metadata__``; in ``.npz`` the JSON text of
+the array ``bob``) is string to string::
+
+    format          "bob-checkpoint"      version   "1"
+    step            decimal u64           header_bytes  decimal
+    contract.NAME   each §2 field: a string field as hex, a number as decimal
+    contract.identity_sha256   SHA-256 of the fields, to compare at a glance
+
+safetensors is the optional extra ``interop``; without it the safetensors
+calls raise :class:`MissingExtra` naming it. ``.npz`` needs only NumPy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import zipfile
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from bob.errors import BadValue, ContractMismatch, NotABobFile, Truncated
+from bob.formats.constants import PLANE_NAMES, U64_MAX, VOCABULARY
+from bob.formats.contract import CONTRACT_FIELDS, V1, Contract
+
+if TYPE_CHECKING:  # pragma: no cover
+    from bob.formats.envelope import Checkpoint
+
+__all__ = [
+    "FORMAT",
+    "MissingExtra",
+    "metadata",
+    "safetensors_bytes",
+    "from_safetensors_bytes",
+    "npz_bytes",
+    "from_npz_bytes",
+    "write_safetensors",
+    "read_safetensors",
+    "write_npz",
+    "read_npz",
+]
+
+FORMAT = "bob-checkpoint"
+VERSION = "1"
+NPZ_METADATA = "bob"  # the .npz array holding the metadata's JSON text
+# The largest file an import reads. A bob export is under 800 KB (three planes
+# and their metadata); room for four times that lets a file with an extra or a
+# wider array be refused naming the array rather than as too large.
+MAX_EXPORT_BYTES = 4 * 1024 * 1024
+# A fixed time for the .npz members, so that one checkpoint always gives the same bytes.
+_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+class MissingExtra(ImportError):
+    """An optional dependency of bob is not installed; the message names the extra and how to install it."""
+
+
+def _safetensors() -> Any:
+    try:
+        import safetensors.numpy
+    except ImportError:
+        from bob.distribution import install_hint
+
+        raise MissingExtra("safetensors files need the safetensors package, bob's optional extra interop: "
+                           f"{install_hint('interop')}") from None
+    return safetensors.numpy
+
+
+# --------------------------------------------------------------------------- #
+# The metadata
+# --------------------------------------------------------------------------- #
+
+
+def _identity(contract: Contract) -> str:
+    return hashlib.sha256(json.dumps(_contract_fields(contract), sort_keys=True).encode()).hexdigest()
+
+
+def _contract_fields(contract: Contract) -> dict[str, str]:
+    out = {}
+    for name in CONTRACT_FIELDS:
+        value = getattr(contract, name)
+        out[f"contract.{name}"] = value.hex() if isinstance(value, bytes) else str(value)
+    return out
+
+
+def metadata(checkpoint: "Checkpoint") -> dict[str, str]:
+    """The metadata an export carries (see the module's documentation)."""
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "step": str(checkpoint.step),
+        "header_bytes": str(checkpoint.header_bytes),
+        **_contract_fields(checkpoint.contract),
+        "contract.identity_sha256": _identity(checkpoint.contract),
+    }
+
+
+def _decimal(meta: dict[str, str], key: str, top: int) -> int:
+    text = meta.get(key)
+    if text is None:
+        raise BadValue(f"metadata.{key}", "a bob export names it", expected="a decimal integer")
+    if not (isinstance(text, str) and text.isascii() and text.isdigit()) or int(text) > top:
+        raise BadValue(f"metadata.{key}", f"a decimal integer from 0 to {top}", actual=repr(text)[:80])
+    return int(text)
+
+
+def _checkpoint(meta: Any, arrays: dict[str, Any], what: str, for_resume: bool) -> "Checkpoint":
+    """The checkpoint an export's metadata and arrays describe, checked as an envelope would be."""
+    from bob.formats.checks import refuse_unresumable
+    from bob.formats.envelope import Checkpoint
+
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        got = meta.get("format") if isinstance(meta, dict) else None
+        raise NotABobFile("metadata.format", f"this {what} is not a bob checkpoint export", expected=FORMAT,
+                          actual=repr(got)[:80] if got is not None else "no bob metadata")
+    if meta.get("version") != VERSION:
+        raise BadValue("metadata.version", "unsupported export version", expected=VERSION,
+                       actual=repr(meta.get("version"))[:80])
+    names = set(arrays)
+    for name in PLANE_NAMES:
+        if name not in arrays:
+            raise BadValue(name, f"a bob export holds the arrays P, M and V; {name} is missing")
+    if names - set(PLANE_NAMES):
+        extra = sorted(names - set(PLANE_NAMES))[0]
+        raise BadValue(extra, "a bob export holds only the arrays P, M and V", expected="P, M, V")
+    planes = []
+    for name in PLANE_NAMES:
+        a = arrays[name]
+        if a.dtype != np.dtype("<f4"):
+            raise BadValue(name, "a plane is float32 (little-endian)", expected="float32", actual=f"dtype {a.dtype}")
+        if a.shape != (VOCABULARY, VOCABULARY):
+            raise BadValue(name, "a plane is exported as its 256 x 256 table", expected=f"shape {(VOCABULARY,) * 2}",
+                           actual=f"shape {a.shape}")
+        planes.append(np.array(a, dtype=np.float32, order="C"))  # our own writable copy
+    fields: dict[str, Any] = {}
+    for name in CONTRACT_FIELDS:
+        key = f"contract.{name}"
+        reference = getattr(V1, name)
+        text = meta.get(key)
+        if isinstance(reference, bytes):
+            try:
+                value: Any = bytes.fromhex(text) if isinstance(text, str) else None
+            except ValueError:
+                value = None
+            if value is None:
+                raise BadValue(f"metadata.{key}", "a contract string, as hex", actual=repr(text)[:80])
+        else:
+            value = _decimal(meta, key, U64_MAX)
+        fields[name] = value
+    contract = Contract(**fields)
+    for name, expected, actual in contract.mismatches():
+        raise ContractMismatch(name, "differs from the bob v1 contract", expected=expected, actual=actual)
+    if meta.get("contract.identity_sha256") != _identity(contract):
+        raise BadValue("metadata.contract.identity_sha256", "the SHA-256 of the contract fields",
+                       expected=_identity(contract), actual=repr(meta.get("contract.identity_sha256"))[:80])
+    step = _decimal(meta, "step", U64_MAX)
+    header_bytes = _decimal(meta, "header_bytes", U64_MAX)
+    checkpoint = Checkpoint(step, planes[0], planes[1], planes[2], header_bytes, contract)
+    if for_resume:
+        refuse_unresumable(checkpoint, f"importing a {what}")
+    return checkpoint
+
+
+def _refuse_unwritable(checkpoint: "Checkpoint", what: str, for_resume: bool) -> None:
+    from bob.formats.checks import refuse_unresumable
+
+    checkpoint._check()
+    if for_resume:
+        refuse_unresumable(checkpoint, what)
+
+
+# --------------------------------------------------------------------------- #
+# safetensors
+# --------------------------------------------------------------------------- #
+
+
+def safetensors_bytes(checkpoint: "Checkpoint", *, for_resume: bool = True) -> bytes:
+    """The checkpoint as a safetensors file's bytes."""
+    st = _safetensors()
+    _refuse_unwritable(checkpoint, "Checkpoint.to_safetensors", for_resume)
+    tables = {name: np.ascontiguousarray(t, dtype="<f4") for name, t in checkpoint.tables.items()}
+    return bytes(st.save(tables, metadata=metadata(checkpoint)))
+
+
+def from_safetensors_bytes(data: bytes, *, for_resume: bool = True) -> "Checkpoint":
+    """The checkpoint a safetensors file's bytes hold, checked (see the module)."""
+    st = _safetensors()
+    try:
+        header_len = int.from_bytes(data[:8], "little")
+        header = json.loads(bytes(data[8:8 + header_len]))
+        arrays = st.load(bytes(data))
+    except Exception as exc:  # noqa: BLE001 - safetensors' own error types differ between versions
+        raise NotABobFile("safetensors", f"not a safetensors file ({type(exc).__name__})") from None
+    meta = header.get("__metadata__") if isinstance(header, dict) else None
+    return _checkpoint(meta, arrays, "safetensors file", for_resume)
+
+
+def write_safetensors(checkpoint: "Checkpoint", path: "str | os.PathLike[str]", *, for_resume: bool = True) -> None:
+    from bob.fileio import write_atomic
+
+    write_atomic(path, safetensors_bytes(checkpoint, for_resume=for_resume))
+
+
+def read_safetensors(path: "str | os.PathLike[str]", *, for_resume: bool = True) -> "Checkpoint":
+    _safetensors()  # without the extra, say so before anything is read
+    return from_safetensors_bytes(_read(path), for_resume=for_resume)
+
+
+# --------------------------------------------------------------------------- #
+# .npz
+# --------------------------------------------------------------------------- #
+
+
+def npz_bytes(checkpoint: "Checkpoint", *, for_resume: bool = True) -> bytes:
+    """The checkpoint as an ``.npz`` file's bytes (what ``numpy.savez`` writes,
+    with fixed member times, so the same checkpoint always gives the same
+    bytes; safetensors orders its metadata as it likes, so an export there
+    is the same checkpoint, not always the same bytes)."""
+    _refuse_unwritable(checkpoint, "Checkpoint.to_npz", for_resume)
+    members = {name: np.ascontiguousarray(t, dtype="<f4") for name, t in checkpoint.tables.items()}
+    members[NPZ_METADATA] = np.array(json.dumps(metadata(checkpoint), sort_keys=True))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_STORED) as z:
+        for name, array in members.items():
+            buffer = io.BytesIO()
+            np.lib.format.write_array(buffer, array, allow_pickle=False)
+            z.writestr(zipfile.ZipInfo(f"{name}.npy", date_time=_ZIP_TIME), buffer.getvalue())
+    return out.getvalue()
+
+
+def from_npz_bytes(data: bytes, *, for_resume: bool = True) -> "Checkpoint":
+    """The checkpoint an ``.npz`` file's bytes hold, checked (see the module)."""
+    try:
+        with np.load(io.BytesIO(bytes(data)), allow_pickle=False) as z:
+            arrays = {name: z[name] for name in z.files}
+    except Exception as exc:  # noqa: BLE001 - a zip, a pickle or an .npy refusal alike
+        raise NotABobFile("npz", f"not an .npz file NumPy reads without pickle ({type(exc).__name__})") from None
+    text = arrays.pop(NPZ_METADATA, None)
+    meta: Any = None
+    if text is not None and text.shape == () and text.dtype.kind == "U":
+        try:
+            meta = json.loads(str(text))
+        except ValueError:
+            meta = None
+    return _checkpoint(meta, arrays, ".npz file", for_resume)
+
+
+def write_npz(checkpoint: "Checkpoint", path: "str | os.PathLike[str]", *, for_resume: bool = True) -> None:
+    from bob.fileio import write_atomic
+
+    write_atomic(path, npz_bytes(checkpoint, for_resume=for_resume))
+
+
+def read_npz(path: "str | os.PathLike[str]", *, for_resume: bool = True) -> "Checkpoint":
+    return from_npz_bytes(_read(path), for_resume=for_resume)
+
+
+def _read(path: "str | os.PathLike[str]") -> bytes:
+    from bob.formats.files import read_format_file
+
+    try:
+        return read_format_file(path, MAX_EXPORT_BYTES, None)
+    except Truncated as big:
+        raise Truncated("file_size", f"a bob export is never larger than {MAX_EXPORT_BYTES} bytes; it was not read",
+                        expected=big.expected, actual=big.actual) from None
+

@@ -1,0 +1,74 @@
+"""A first run that explains itself: the README's prerequisites agree with
+the project's own requirements, its set-up is exactly two commands, the
+commands it shows work as written from the checkout, and the set-up script
+says what it is doing."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+BIN = Path(sys.executable).parent
+
+
+def _section(title: str) -> str:
+    start = README.index(f"\n## {title}\n")
+    end = README.find("\n## ", start + 1)
+    return README[start:end if end != -1 else None]
+
+
+def _sh_block(section: str) -> list[str]:
+    (block,) = re.findall(r"```sh\n(.*?)```", section, re.S)
+    return [line for line in block.splitlines() if line.strip()]
+
+
+def test_the_prerequisites_are_the_projects_own() -> None:
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        python = tomllib.load(f)["project"]["requires-python"]
+    with open(ROOT / "Cargo.toml", "rb") as f:
+        rust = tomllib.load(f)["workspace"]["package"]["rust-version"]
+    section = _section("The two commands")
+    (line,) = [p for p in section.split("\n\n") if p.startswith("Prerequisites:")]
+    assert f"Rust ≥ {rust}" in line and f"CPython ≥ {python.removeprefix('>=')}" in line
+    assert "network" in line and "PyPI" in line and "crates.io" in line
+
+
+def test_the_set_up_is_two_commands() -> None:
+    assert [line.split()[0] for line in _sh_block(_section("The two commands"))] == [
+        "scripts/demo.sh", "scripts/test.sh"]
+
+
+def test_the_commands_shown_work_as_written_from_the_checkout() -> None:
+    """Each line names a program the set-up leaves in .venv/bin, and its --help runs."""
+    lines = _sh_block(_section("Commands"))
+    assert lines and all(line.startswith(".venv/bin/") for line in lines), lines
+    for line in lines:
+        program = line.split()[0]
+        assert (ROOT / program).exists() and (BIN / Path(program).name).exists(), program
+    for name in ("bob-run", "bob-fixture", "bob-inspect", "bob-qualify", "bob-fuzz"):
+        done = subprocess.run([str(BIN / name), "--help"], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and "usage" in done.stdout.lower(), (name, done.stderr)
+
+
+def test_bootstrap_refuses_a_name_that_is_no_extra_or_group_before_building() -> None:
+    done = subprocess.run([str(ROOT / "scripts" / "bootstrap.sh"), "test,nope"], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode != 0
+    assert "'nope' is neither an extra (plot, fuzz, interop) nor a dependency group (test, mutants)" in done.stderr
+    assert "building" not in done.stderr
+
+
+def test_bootstrap_and_demo_say_what_they_do() -> None:
+    """The steps a first run waits on are announced (on stderr for the
+    set-up, so demo.sh's silencing of its output keeps them)."""
+    bootstrap = (ROOT / "scripts" / "bootstrap.sh").read_text()
+    assert "say() { printf 'bootstrap: %s\\n' \"$*\" >&2; }" in bootstrap
+    for step in ("creating .venv", "installing maturin", "the first build takes a minute or two", "ready: "):
+        assert re.search(rf'say "[^"]*{re.escape(step)}', bootstrap), step
+    demo = (ROOT / "scripts" / "demo.sh").read_text()
+    assert 'echo "demo: setting up .venv and the native core' in demo and "a minute or two" in demo
