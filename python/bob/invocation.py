@@ -108,7 +108,7 @@ class Invocation:
             return NotImplemented
         return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
 
-    __hash__ = None  # type: ignore[assignment] - equal by value, and the planes are mutable arrays
+    __hash__ = None  # type: ignore[assignment]  # equal by value, and the planes are mutable arrays
 
     def __repr__(self) -> str:
         return (f"Invocation(step {self.step_before} -> {self.step_after}, "

@@ -20,7 +20,7 @@ stays ignored. Standard library only, and ``_signal`` rather than
 
 from __future__ import annotations
 
-import _signal
+import _signal  # type: ignore[import-not-found]  # the C module under signal; it has no stub
 
 __all__ = ["ENDING", "Interrupted", "install", "restore", "Deferral", "signal_name"]
 
