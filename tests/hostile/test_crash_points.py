@@ -21,24 +21,34 @@ import pytest
 import bob
 from conftest import CORPUS, PROMPTS
 
-KILLER = """
+COMMIT_CALLS = ("open", "write", "fsync", "fchmod", "replace", "rename", "link", "unlink", "close")
+
+
+def before_os_call(signum: str, names: "tuple[str, ...]" = COMMIT_CALLS) -> str:
+    """A child's prologue: send itself ``signum`` (an expression) just before
+    its k-th call of one of ``names`` in ``os``, k = ``sys.argv[1]``. The
+    signal tests (test_signals.py) use it with SIGINT, SIGTERM and SIGHUP."""
+    return f"""
 import os, signal, sys
 _limit = int(sys.argv[1])
 _calls = 0
 
-def _kill_before(name):
+def _signal_before(name):
     real = getattr(os, name)
     def wrapper(*args, **kwargs):
         global _calls
         _calls += 1
         if _calls == _limit:
-            os.kill(os.getpid(), signal.SIGKILL)
+            os.kill(os.getpid(), {signum})
         return real(*args, **kwargs)
     setattr(os, name, wrapper)
 
-for _name in ("open", "write", "fsync", "fchmod", "replace", "rename", "link", "unlink", "close"):
-    _kill_before(_name)
+for _name in {names!r}:
+    _signal_before(_name)
 """
+
+
+KILLER = before_os_call("signal.SIGKILL")
 
 RUN = KILLER + """
 from bob.run import main

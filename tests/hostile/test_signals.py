@@ -29,30 +29,15 @@ import pytest
 import bob
 import bob.run
 from conftest import CORPUS, PROMPTS
+from test_crash_points import COMMIT_CALLS, before_os_call
 
 BIN = Path(sys.executable).parent  # the installed bob-run of the bob under test
 
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
 
-SIGNAL_BEFORE = """
-import os, sys
-_limit, _signum = int(sys.argv[1]), int(sys.argv[2])
-_calls = 0
-
-def _signal_before(name):
-    real = getattr(os, name)
-    def wrapper(*args, **kwargs):
-        global _calls
-        _calls += 1
-        if _calls == _limit:
-            os.kill(os.getpid(), _signum)
-        return real(*args, **kwargs)
-    setattr(os, name, wrapper)
-
-for _name in ("open", "write", "fsync", "fchmod", "replace", "rename", "link", "unlink", "close", "stat",
-              "fstat", "ftruncate", "pwrite", "listdir", "readv"):
-    _signal_before(_name)
-
+# every os call a run makes, the lock's and the reads' too; the signal is argv[2]
+SIGNAL_BEFORE = before_os_call("int(sys.argv[2])", COMMIT_CALLS + (
+    "stat", "fstat", "ftruncate", "pwrite", "listdir", "readv")) + """
 from bob.run import main
 sys.exit(main(sys.argv[3:], until_exit=True))
 """
