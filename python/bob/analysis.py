@@ -144,14 +144,14 @@ def plane_diff(a, b, *, ulp: int | None = None, atol: float | None = None) -> di
     if not idx.size:
         return out
     k = int(idx[0])
-    ulp = ulp_distance(a, b)
+    distance = ulp_distance(a, b)
     notnan = ~(np.isnan(a) | np.isnan(b))
     first = _where(k)
     first.update(
         a=f32_json(a[k]), b=f32_json(b[k]),
         a_hex=f"{int(a.view(np.uint32)[k]):08x}", b_hex=f"{int(b.view(np.uint32)[k]):08x}",
         abs_diff=json_number(abs(float(a[k]) - float(b[k]))) if notnan[k] else None,
-        ulp=int(ulp[k]) if notnan[k] else None,
+        ulp=int(distance[k]) if notnan[k] else None,
     )
     out["first"] = first
     both = np.isfinite(a) & np.isfinite(b)
@@ -159,7 +159,7 @@ def plane_diff(a, b, *, ulp: int | None = None, atol: float | None = None) -> di
     if (absd > 0).any():
         j = int(np.argmax(absd))
         out["max_abs_diff"] = {"value": float(absd[j]), **_where(j), "a": f32_json(a[j]), "b": f32_json(b[j])}
-    u = np.where(notnan, ulp, -1)
+    u = np.where(notnan, distance, -1)
     if (u > 0).any():
         j = int(np.argmax(u))
         out["max_ulp"] = {"value": int(u[j]), **_where(j), "a": f32_json(a[j]), "b": f32_json(b[j])}

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 from construct import Container
@@ -290,7 +290,18 @@ def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", heade
     return out
 
 
-def resume_findings(checkpoint: Checkpoint) -> list[FormatError]:
+class ResumableState(Protocol):
+    """What the resume check reads of a :class:`~bob.Checkpoint` (a protocol:
+    this module sits below the one that defines the class)."""
+
+    contract: Contract
+    step: int
+    p: Any
+    m: Any
+    v: Any
+
+
+def resume_findings(checkpoint: "ResumableState") -> list[FormatError]:
     """Why ``bob-run`` (and :func:`bob.invoke`) would refuse to resume
     ``checkpoint``: a contract field other than bob v1's (§2), then the
     state (:func:`state_findings`, §5). Empty for a state bob resumes."""
@@ -302,7 +313,7 @@ def resume_findings(checkpoint: Checkpoint) -> list[FormatError]:
     return out
 
 
-def refuse_unresumable(checkpoint: Checkpoint, what: str) -> None:
+def refuse_unresumable(checkpoint: "ResumableState", what: str) -> None:
     """Raise the first of :func:`resume_findings` for a writer (``what``:
     "Checkpoint.write" …): bob writes no checkpoint that it would refuse to
     resume unless asked, with ``for_resume=False``, for a test file."""
