@@ -54,6 +54,8 @@ __all__ = [
     "metadata",
     "safetensors_bytes",
     "from_safetensors_bytes",
+    "safetensors_library",
+    "MAX_EXPORT_BYTES",
     "npz_bytes",
     "from_npz_bytes",
     "write_safetensors",
@@ -77,7 +79,7 @@ class MissingExtra(ImportError):
     """An optional dependency of bob is not installed; the message names the extra and how to install it."""
 
 
-def _safetensors() -> Any:
+def safetensors_library() -> Any:
     try:
         import safetensors.numpy
     except ImportError:
@@ -126,10 +128,12 @@ def _decimal(meta: dict[str, str], key: str, top: int) -> int:
     return int(text)
 
 
-def _checkpoint(meta: Any, arrays: dict[str, Any], what: str, for_resume: bool) -> "Checkpoint":
-    """The checkpoint an export's metadata and arrays describe, checked as an envelope would be."""
+def _checkpoint(meta: Any, arrays: dict[str, Any], what: str, for_resume: bool,
+                make: "type[Checkpoint]") -> "Checkpoint":
+    """The checkpoint an export's metadata and arrays describe, checked as an
+    envelope would be. ``make`` is :class:`~bob.Checkpoint`, given by its own
+    methods: this module is above bob.formats and never imports back into it."""
     from bob.formats.checks import refuse_unresumable
-    from bob.formats.envelope import Checkpoint
 
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         got = meta.get("format") if isinstance(meta, dict) else None
@@ -177,7 +181,7 @@ def _checkpoint(meta: Any, arrays: dict[str, Any], what: str, for_resume: bool) 
                        expected=_identity(contract), actual=repr(meta.get("contract.identity_sha256"))[:80])
     step = _decimal(meta, "step", U64_MAX)
     header_bytes = _decimal(meta, "header_bytes", U64_MAX)
-    checkpoint = Checkpoint(step, planes[0], planes[1], planes[2], header_bytes, contract)
+    checkpoint = make(step, planes[0], planes[1], planes[2], header_bytes, contract)
     if for_resume:
         refuse_unresumable(checkpoint, f"importing a {what}")
     return checkpoint
@@ -198,15 +202,15 @@ def _refuse_unwritable(checkpoint: "Checkpoint", what: str, for_resume: bool) ->
 
 def safetensors_bytes(checkpoint: "Checkpoint", *, for_resume: bool = True) -> bytes:
     """The checkpoint as a safetensors file's bytes."""
-    st = _safetensors()
+    st = safetensors_library()
     _refuse_unwritable(checkpoint, "Checkpoint.to_safetensors", for_resume)
     tables = {name: np.ascontiguousarray(t, dtype="<f4") for name, t in checkpoint.tables.items()}
     return bytes(st.save(tables, metadata=metadata(checkpoint)))
 
 
-def from_safetensors_bytes(data: bytes, *, for_resume: bool = True) -> "Checkpoint":
+def from_safetensors_bytes(data: bytes, make: "type[Checkpoint]", *, for_resume: bool = True) -> "Checkpoint":
     """The checkpoint a safetensors file's bytes hold, checked (see the module)."""
-    st = _safetensors()
+    st = safetensors_library()
     try:
         header_len = int.from_bytes(data[:8], "little")
         header = json.loads(bytes(data[8:8 + header_len]))
@@ -214,7 +218,7 @@ def from_safetensors_bytes(data: bytes, *, for_resume: bool = True) -> "Checkpoi
     except Exception as exc:  # noqa: BLE001 - safetensors' own error types differ between versions
         raise NotABobFile("safetensors", f"not a safetensors file ({type(exc).__name__})") from None
     meta = header.get("__metadata__") if isinstance(header, dict) else None
-    return _checkpoint(meta, arrays, "safetensors file", for_resume)
+    return _checkpoint(meta, arrays, "safetensors file", for_resume, make)
 
 
 def write_safetensors(checkpoint: "Checkpoint", path: "str | os.PathLike[str]", *, for_resume: bool = True) -> None:
@@ -223,9 +227,9 @@ def write_safetensors(checkpoint: "Checkpoint", path: "str | os.PathLike[str]", 
     write_atomic(path, safetensors_bytes(checkpoint, for_resume=for_resume))
 
 
-def read_safetensors(path: "str | os.PathLike[str]", *, for_resume: bool = True) -> "Checkpoint":
-    _safetensors()  # without the extra, say so before anything is read
-    return from_safetensors_bytes(_read(path), for_resume=for_resume)
+def read_safetensors(path: "str | os.PathLike[str]", make: "type[Checkpoint]", *, for_resume: bool = True) -> "Checkpoint":
+    safetensors_library()  # without the extra, say so before anything is read
+    return from_safetensors_bytes(_read(path), make, for_resume=for_resume)
 
 
 # --------------------------------------------------------------------------- #
@@ -250,7 +254,7 @@ def npz_bytes(checkpoint: "Checkpoint", *, for_resume: bool = True) -> bytes:
     return out.getvalue()
 
 
-def from_npz_bytes(data: bytes, *, for_resume: bool = True) -> "Checkpoint":
+def from_npz_bytes(data: bytes, make: "type[Checkpoint]", *, for_resume: bool = True) -> "Checkpoint":
     """The checkpoint an ``.npz`` file's bytes hold, checked (see the module)."""
     try:
         with np.load(io.BytesIO(bytes(data)), allow_pickle=False) as z:
@@ -264,7 +268,7 @@ def from_npz_bytes(data: bytes, *, for_resume: bool = True) -> "Checkpoint":
             meta = json.loads(str(text))
         except ValueError:
             meta = None
-    return _checkpoint(meta, arrays, ".npz file", for_resume)
+    return _checkpoint(meta, arrays, ".npz file", for_resume, make)
 
 
 def write_npz(checkpoint: "Checkpoint", path: "str | os.PathLike[str]", *, for_resume: bool = True) -> None:
@@ -273,8 +277,8 @@ def write_npz(checkpoint: "Checkpoint", path: "str | os.PathLike[str]", *, for_r
     write_atomic(path, npz_bytes(checkpoint, for_resume=for_resume))
 
 
-def read_npz(path: "str | os.PathLike[str]", *, for_resume: bool = True) -> "Checkpoint":
-    return from_npz_bytes(_read(path), for_resume=for_resume)
+def read_npz(path: "str | os.PathLike[str]", make: "type[Checkpoint]", *, for_resume: bool = True) -> "Checkpoint":
+    return from_npz_bytes(_read(path), make, for_resume=for_resume)
 
 
 def _read(path: "str | os.PathLike[str]") -> bytes:

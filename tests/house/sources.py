@@ -30,12 +30,25 @@ def tree(path: Path) -> ast.Module:
 _DYNAMIC_IMPORTS = {"__import__", "import_module", "find_spec"}
 
 
-def imported_names(tree: ast.AST) -> set[str]:
+def _runtime_nodes(tree: ast.AST):
+    """ast.walk without the bodies of ``if TYPE_CHECKING:`` (imports no run makes)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            todo.extend(node.orelse)
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def imported_names(tree: ast.AST, *, runtime_only: bool = False) -> set[str]:
     """Every module an import in ``tree`` names, at any depth: ``import a.b``,
     ``from a import b`` (as ``a`` and ``a.b``), and ``__import__("a")``,
-    ``importlib.import_module("a")`` or ``find_spec("a")`` with a literal name."""
+    ``importlib.import_module("a")`` or ``find_spec("a")`` with a literal name.
+    ``runtime_only``: leave out what only type checkers import."""
     out: set[str] = set()
-    for node in ast.walk(tree):
+    for node in (_runtime_nodes(tree) if runtime_only else ast.walk(tree)):
         if isinstance(node, ast.Import):
             out |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:

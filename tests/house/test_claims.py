@@ -299,8 +299,15 @@ def unlisted_imports(paths: list[Path], package: Path = PACKAGE) -> list[str]:
         for node in ast.walk(tree(path)):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in exported:
                 out += [f"{name}: {node.module}.{a.name}" for a in node.names
-                        if a.name not in exported[node.module] and f"{node.module}.{a.name}" not in by_name]
+                        if a.name not in exported[node.module] and f"{node.module}.{a.name}" not in by_name
+                        and not _extension_module(package, node.module, a.name)]
     return out
+
+
+def _extension_module(package: Path, module: str, name: str) -> bool:
+    """``from bob import _core``: a submodule built from Rust (``_core.abi3.so``, typed by ``_core.pyi``)."""
+    return any(package.joinpath(*module.split(".")[1:]).glob(f"{name}.*.so")) or \
+        package.joinpath(*module.split(".")[1:], f"{name}.pyi").exists()
 
 
 def test_every_name_the_package_imports_from_a_module_is_in_its_all() -> None:

@@ -38,12 +38,13 @@ def _resolve(name: str, known: set[str]) -> str | None:
 
 
 def import_graph(paths: list[Path], package: Path = PACKAGE) -> dict[str, set[str]]:
-    """Each module's imports of other modules of the package (any depth, any kind)."""
+    """Each module's imports of other modules of the package (any depth, any
+    kind that runs: an ``if TYPE_CHECKING:`` import is a type annotation's, never executed)."""
     names = {module_name(p, package): p for p in paths}
     known = set(names)
     graph: dict[str, set[str]] = {}
     for name, path in names.items():
-        targets = {_resolve(n, known) for n in imported_names(tree(path))}
+        targets = {_resolve(n, known) for n in imported_names(tree(path), runtime_only=True)}
         graph[name] = {t for t in targets if t is not None and t != name and not name.startswith(t + ".")
                        and t != name.rpartition(".")[0]}
     return graph

@@ -296,7 +296,7 @@ class Checkpoint:
         naming the tensor or metadata key) anything that is no valid bob state."""
         from bob.interop import read_safetensors
 
-        return read_safetensors(path, for_resume=for_resume)
+        return read_safetensors(path, cls, for_resume=for_resume)
 
     def to_npz(self, path: "str | os.PathLike[str]", *, for_resume: bool = True) -> None:
         """As :meth:`to_safetensors`, as a NumPy ``.npz`` (``numpy.load`` reads it without pickle)."""
@@ -309,7 +309,7 @@ class Checkpoint:
         """Read a file :meth:`to_npz` wrote, with the checks of :meth:`from_safetensors`."""
         from bob.interop import read_npz
 
-        return read_npz(path, for_resume=for_resume)
+        return read_npz(path, cls, for_resume=for_resume)
 
     def _refuse_unresumable(self, what: str) -> None:
         from bob.formats.checks import refuse_unresumable  # lazily: checks imports this module

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from bob.analysis import fresh_planes, softmax_rows
-from bob.errors import LEARNER_NAMES, FormatError, learner_floats, show_value
+from bob.errors import FormatError, show_value
 from bob.formats.checks import examine
 from bob.formats.constants import CHECKPOINT_MAGIC, LEARNER_NAMES, UPDATES_PER_INVOCATION, VOCABULARY, learner_floats
 from bob.formats.contract import CONTRACT_FIELDS, PLANE_NAMES, V1

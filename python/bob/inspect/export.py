@@ -31,10 +31,10 @@ def check_export(out: str, inspected: str) -> None:
     from bob.fileio import same_file
 
     if export_format(out) == "safetensors":
-        from bob.interop import MissingExtra, _safetensors
+        from bob.interop import MissingExtra, safetensors_library
 
         try:
-            _safetensors()
+            safetensors_library()
         except MissingExtra as exc:
             raise Refused(str(exc), option="--export", path=out) from None
     if same_file(out, inspected):
@@ -50,6 +50,9 @@ def export_checkpoint(report: dict[str, Any], data: bytes | None, out: str) -> d
     if not report["ok"] or data is None:
         report["note"] = "no export: bob-run refuses this checkpoint (the problems are listed); nothing was written"
         return None
+    from bob.fileio import read_bounded
+    from bob.interop import MAX_EXPORT_BYTES
+
     fmt = export_format(out)
     checkpoint = bob.load_checkpoint(data)  # zero bytes: the fresh state
     try:
@@ -57,8 +60,7 @@ def export_checkpoint(report: dict[str, Any], data: bytes | None, out: str) -> d
             checkpoint.to_safetensors(out)
         else:
             checkpoint.to_npz(out)
-        with open(out, "rb") as f:
-            written = f.read()
+        written = read_bounded(out, MAX_EXPORT_BYTES) or b""
     except OSError as exc:
         raise Refused(os_reason(exc), option="--export", path=out) from None
     return {"path": show_path(out), "format": fmt, "size": len(written),
