@@ -171,6 +171,7 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     from bob.signals import Deferral
 
     deferral = Deferral() if deferral is None else deferral
+    deferral.check()  # a signal since bob-run began: nothing has been touched
     # Decide what will be replaced before anything is read or created; the
     # kernel resolves every path (a deleted working directory is named here).
     with about("--input", input_path):
@@ -190,8 +191,9 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     with about("--input", input_path, "input record"):
         contexts, targets, prompt_words = _read_record(input_path)
 
-    # From the lock on, a signal acts only at the checks below and in the
-    # lock's wait: never between creating a file and the code that removes it.
+    # From the lock on (from the start, under main), a signal acts only at the
+    # checks here and in the lock's wait: never between creating a file and
+    # the code that removes it.
     deferral.begin()
     lock = CheckpointLock(checkpoint_target, wait_seconds, deferral).__enter__()
     try:
@@ -375,6 +377,10 @@ def main(argv: list[str] | None = None, *, until_exit: bool = False) -> int:
 
     replaced = signals.install()  # SIGTERM and SIGHUP end bob-run as Ctrl-C does, and wait for a commit
     deferral = signals.Deferral()
+    # From here on a signal acts only at the safe points (bob.signals): a
+    # handler that raised anywhere could be swallowed (an exception raised
+    # inside an import's callback is only printed), or cut a step in half.
+    deferral.begin()
     committed: list[str] = []
     try:
         code = run_command(PROG, run_parser, lambda args: _work(args, deferral, committed), argv, quick=_quick_args,

@@ -43,11 +43,15 @@ sys.exit(main(sys.argv[3:], until_exit=True))
 """
 
 
+BOB_CODE = (os.path.dirname(os.path.abspath(bob.__file__)) + os.sep, str(BIN / "bob-run"))
+
+
 def bob_frames(stderr: str) -> list[tuple[str, str]]:
-    """The traceback frames in bob's own code. Line 0 of the script is the
-    interpreter, before the script's first statement could run."""
+    """The traceback frames in bob's own code: the package and the installed
+    script (not merely a path with "bob" in it, a checkout's .venv included).
+    Line 0 of the script is the interpreter, before its first statement ran."""
     return [(path, line) for path, line in re.findall(r'File "([^"]+)", line (\d+)', stderr)
-            if "bob" in path and line != "0"]
+            if os.path.abspath(path).startswith(BOB_CODE[0]) or (path == BOB_CODE[1] and line != "0")]
 
 
 class Files:
