@@ -43,7 +43,7 @@ import time
 
 from bob.commands import EXIT_BUSY, Refused, about, os_reason
 from bob import fileio
-from bob.fileio import discard_temporary, fsync_directory, open_regular, sidecar_name, temporary_name
+from bob.fileio import discard_temporary, fsync_directory, identity, open_regular, sidecar_name, temporary_name
 from bob.text import show_path
 
 TYPE_CHECKING = False
@@ -64,14 +64,6 @@ def lock_path_for(target: str) -> str:
 
 def _identity(st: os.stat_result) -> tuple[int, int]:
     return st.st_dev, st.st_ino
-
-
-def _lock_path_identity(path: str) -> "tuple[int, int] | None":
-    """What the lock path names now (the link itself, never followed), or None."""
-    try:
-        return _identity(os.stat(path, follow_symlinks=False))
-    except OSError:
-        return None
 
 
 class CheckpointLock:
@@ -100,8 +92,8 @@ class CheckpointLock:
                 self._checked(fd)  # before waiting: a hard link to the checkpoint is refused at once
                 self._wait_for(fd, deadline)
                 locked = True
-                identity = _identity(os.fstat(fd))
-                if _lock_path_identity(self.path) != identity:  # its holder removed it: lock the path's file
+                held = _identity(os.fstat(fd))
+                if identity(self.path, follow_symlinks=False) != held:  # its holder removed it: lock the path's file
                     os.close(fd)
                     continue
                 self._checked(fd)
@@ -117,7 +109,7 @@ class CheckpointLock:
                 if isinstance(exc, OSError):
                     raise self._unusable(os_reason(exc)) from None
                 raise
-            self.fd, self.identity = fd, identity
+            self.fd, self.identity = fd, held
             return self
         raise self._unusable("it was replaced more than 1000 times while bob-run tried to lock it")
 
@@ -173,7 +165,7 @@ class CheckpointLock:
 
     def still_held(self) -> None:
         """Refuse (exit 75) if the lock path is no longer the file this run locked."""
-        if _lock_path_identity(self.path) != self.identity:
+        if identity(self.path, follow_symlinks=False) != self.identity:
             raise Refused(f"its lock file {show_path(self.path)} was deleted or replaced while this run held it; "
                           "another bob-run may be at work on this checkpoint, so nothing was changed",
                           option="--checkpoint", code=EXIT_BUSY)
@@ -182,7 +174,7 @@ class CheckpointLock:
         if self.fd is None:
             return
         try:
-            if _lock_path_identity(self.path) == self.identity:
+            if identity(self.path, follow_symlinks=False) == self.identity:
                 os.unlink(self.path)  # while still locked: a waiter on this inode sees it gone and retries
         except OSError:  # gone already, or not ours to remove (another user's, in a sticky directory)
             pass

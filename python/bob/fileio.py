@@ -62,6 +62,7 @@ __all__ = [
     "check_directory",
     "make_directory",
     "refuse_unreplaceable",
+    "identity",
     "stage",
     "discard_temporary",
     "fsync_directory",
@@ -276,8 +277,23 @@ def _directory_stat(directory: str, path: str) -> os.stat_result:
     return st
 
 
-def refuse_unreplaceable(path: str, st: os.stat_result) -> None:
-    """Raise :class:`NotReplaceable` if bob must not replace the regular file ``path`` (``st``, its stat)."""
+def identity(path: "str | os.PathLike[str]", *, follow_symlinks: bool = True) -> "tuple[int, int] | None":
+    """(device, inode) of what ``path`` names now, or None when it names nothing."""
+    try:
+        st = os.stat(path, follow_symlinks=follow_symlinks)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def refuse_unreplaceable(path: str, st: "os.stat_result | None" = None) -> None:
+    """Raise :class:`NotReplaceable` if bob must not replace the regular file
+    ``path`` (``st``: its stat, taken here when not given; a missing file is fine)."""
+    if st is None:
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return
     if st.st_nlink > 1:
         raise NotReplaceable(path, f"it has {st.st_nlink} hard links; replacing it would split this name from "
                                    "the others (bob replaces only files with one link)")

@@ -5,9 +5,9 @@ runs. What this module adds is what a command on shared files needs:
 
 * exit 0 done; 2 the command line, the input or the checkpoint is refused
   (one line naming the option, the path and the field; no traceback);
-  75 the checkpoint is in use by another ``bob-run``; 130 interrupted
-  (nothing was changed); 1 anything unexpected (a traceback only under
-  ``--debug``);
+  75 the checkpoint is in use by another ``bob-run``; 128 + the signal
+  (130 for Ctrl-C, 143, 129) interrupted before the commit, nothing changed;
+  1 anything unexpected (a traceback only under ``--debug``);
 * only regular files are read or replaced; links are followed, and the lock
   belongs to the resolved checkpoint (:mod:`bob.fileio`);
 * nothing is lost: every check, and the 10 updates, happen before the first
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -36,7 +35,6 @@ if TYPE_CHECKING:  # pragma: no cover
 from bob.commands import (
     EXIT_BUSY,
     EXIT_OK,
-    EXIT_REFUSED,
     Outcome,
     Refused,
     about,
@@ -156,15 +154,22 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
 
     Every refusal is a :class:`bob.commands.Refused` naming the option and path.
     The invocation is committed exactly when the checkpoint's rename succeeds
-    (:mod:`bob.commit`). ``deferral`` is begun before the lock is taken and
-    left open, so the caller decides when signals act again (``main`` ends it
-    after the summary is printed); a signal that arrives before the commit
+    (:mod:`bob.commit`). ``deferral`` is begun (``main`` begins it at its
+    start) at the latest before the lock is taken, and left open, so the
+    caller decides when signals act again; a signal that arrives before the commit
     is raised as :class:`bob.signals.Interrupted` at the next safe point
     (the lock's wait, after the updates, just before the commit), with
     everything rolled back.
     """
     from bob.commit import CheckpointLock, Commit, refuse_if_lock_of
-    from bob.fileio import check_directory, clean_stale_temporaries, replace_target, same_file
+    from bob.fileio import (
+        check_directory,
+        clean_stale_temporaries,
+        identity,
+        refuse_unreplaceable,
+        replace_target,
+        same_file,
+    )
     from bob.formats import canonical
     from bob.formats.constants import EMPTY_PROMPT, UPDATES_PER_INVOCATION
     from bob.invocation import advance
@@ -203,9 +208,9 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
         for option, path, target in (("--checkpoint", checkpoint_path, checkpoint_target),
                                      ("--predictions", predictions_path, predictions_target)):
             with about(option, path):  # now that no backup link of a killed run is a second name
-                _refuse_unreplaceable(target)
+                refuse_unreplaceable(target)
         with about("--checkpoint", checkpoint_path, "checkpoint"):
-            read_from = _identity(checkpoint_target)
+            read_from = identity(checkpoint_target)
             step_before, buffer, header_bytes = _read_state(checkpoint_target)
             losses, records = advance(*_plane_views(buffer), contexts, targets, prompt_words, step_before,
                                       threads=threads)
@@ -217,7 +222,7 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
         def before_commit() -> None:
             deferral.check()
             lock.still_held()
-            if _identity(checkpoint_target) != read_from:
+            if identity(checkpoint_target) != read_from:
                 raise Refused("was replaced by another process while this run trained; nothing was changed",
                               option="--checkpoint", path=checkpoint_path, code=EXIT_BUSY)
 
@@ -251,25 +256,6 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
         "predictions_hex": prediction_bytes.hex(),
         "stale_temporaries_removed": [show_path(p) for p in cleaned],
     }
-
-
-def _refuse_unreplaceable(target: str) -> None:
-    from bob.fileio import refuse_unreplaceable
-
-    try:
-        st = os.stat(target)
-    except FileNotFoundError:
-        return
-    refuse_unreplaceable(target, st)
-
-
-def _identity(path: str) -> "tuple[int, int] | None":
-    """(device, inode) of the file at ``path``, or None when there is none."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
 
 
 # --------------------------------------------------------------------------- #
