@@ -1,11 +1,12 @@
 """The canonical bob files, built and recognized with the standard library only.
 
-The construct schemas (:mod:`bob.formats.envelope`, :mod:`~.input_record`,
-:mod:`~.predictions`) define every format and are the only source of
-refusals. This module knows just the one layout bob itself writes
-(:data:`bob.formats.layout.CANONICAL`, ``header_bytes`` = 448) and does two
-things with it, so that ``bob-run`` need not import construct and NumPy when
-nothing is wrong:
+The construct schemas (:mod:`bob.formats.envelope_schema`, :mod:`~.input_record`,
+:mod:`~.predictions`) and their ``examine`` functions are the only source of
+refusals. This module holds the one builder of an envelope header
+(:func:`envelope_header`, which ``Checkpoint.to_bytes`` uses too) and knows
+the one layout bob itself writes (:data:`bob.formats.layout.CANONICAL`,
+``header_bytes`` = 448), so that ``bob-run`` need not import construct and
+NumPy when nothing is wrong:
 
 * build a canonical checkpoint from a step and the three planes;
 * recognize bytes as *exactly* a canonical checkpoint (or a valid input
@@ -21,22 +22,11 @@ are never recognized unless the schemas accept them.
 
 from __future__ import annotations
 
-try:
-    # The core's SHA-256 spares bob-run hashlib's import (bob.core.sha256).
-    # Without the core, hashlib gives the same digests.
-    from bob.core import sha256 as _sha256_digest
-except ImportError:  # pragma: no cover - the core is not built
-    import hashlib
-
-    def _sha256_digest(data) -> bytes:
-        return hashlib.sha256(data).digest()
-
 from bob.formats.constants import (
     CHECKPOINT_MAGIC,
     CHUNK_BYTES,
     CHUNK_TAGS,
     DATA,
-    EMPTY_PROMPT,
     INPUT_MAGIC,
     LEARNER,
     PAYLOAD_BYTES,
@@ -45,33 +35,53 @@ from bob.formats.constants import (
     SEED,
     STATE,
     UPDATES_PER_INVOCATION,
-    VOCABULARY,
 )
 from bob.formats.layout import (
-    CANONICAL,
     CANONICAL_CHECKPOINT_BYTES,
     CANONICAL_HEADER_BYTES,
     CHUNK_ENTRY,
     ENVELOPE_HEAD,
+    ENVELOPE_HEAD_STRUCT,
     ENVELOPE_TAIL,
     INPUT,
     PREDICTION_RECORD,
     U32,
     U64,
 )
+from bob.formats.rules import PROMPT_WORD, TARGET_AGREES
 
 VERSION = 1
 HEADER_BYTES = CANONICAL_HEADER_BYTES  # 448
 CHECKPOINT_BYTES = CANONICAL_CHECKPOINT_BYTES  # 786,880
-
-# The header, field by field as the envelope schema reads it, around the step.
-_BEFORE_STEP = CHECKPOINT_MAGIC + U64.pack(VERSION) + U64.pack(HEADER_BYTES)
-_AFTER_STEP = b"".join(U32.pack(len(s)) + s for s in (STATE, LEARNER, DATA, SEED)) + ENVELOPE_TAIL.pack(
-    PAYLOAD_BYTES, CHUNK_BYTES, UPDATES_PER_INVOCATION, len(CHUNK_TAGS)
-)
+STRINGS = (STATE, LEARNER, DATA, SEED)  # in CONTRACT_STRINGS' order
 _STEP = ENVELOPE_HEAD["step"]
-assert len(_BEFORE_STEP) == _STEP.offset
-assert _STEP.end + len(_AFTER_STEP) == CANONICAL.chunk_table
+
+
+def envelope_header(step: int, chunk_digests: "list[bytes]", header_bytes: int = HEADER_BYTES,
+                    strings: "tuple[bytes, ...]" = STRINGS, payload_bytes: int = PAYLOAD_BYTES,
+                    chunk_bytes: int = CHUNK_BYTES, updates: int = UPDATES_PER_INVOCATION) -> bytes:
+    """The ``header_bytes``-long envelope header (digest and zero padding
+    included) for ``step``, the planes' SHA-256s and the contract's fields,
+    packed field by field with :mod:`bob.formats.layout`'s packers: the one
+    builder of every header bob writes (``bob-run``'s and
+    ``Checkpoint.to_bytes``'). The values are the caller's to check."""
+    body = b"".join((
+        ENVELOPE_HEAD_STRUCT.pack(CHECKPOINT_MAGIC, VERSION, header_bytes, step),
+        *(U32.pack(len(s)) + s for s in strings),
+        ENVELOPE_TAIL.pack(payload_bytes, chunk_bytes, updates, len(CHUNK_TAGS)),
+        *(CHUNK_ENTRY.pack(tag, header_bytes + i * chunk_bytes, chunk_bytes, digest)
+          for i, (tag, digest) in enumerate(zip(CHUNK_TAGS, chunk_digests))),
+    ))
+    header = body + sha256(body)
+    return header + bytes(header_bytes - len(header))
+
+
+def checkpoint_header(step: int, chunk_digests: "list[bytes]") -> bytes:
+    """The canonical 448-byte header for ``step`` and the planes' SHA-256s."""
+    return envelope_header(step, chunk_digests)
+
+
+_BEFORE_STEP = ENVELOPE_HEAD_STRUCT.pack(CHECKPOINT_MAGIC, VERSION, HEADER_BYTES, 0)[:_STEP.offset]
 
 _RECORD_HEAD = INPUT_MAGIC + U64.pack(VERSION)
 _PAIRS = INPUT["pairs"]
@@ -80,24 +90,34 @@ _WORDS = INPUT["prompt_words"]
 assert len(_RECORD_HEAD) == _PAIRS.offset
 
 
-def checkpoint_header(step: int, chunk_digests: "list[bytes]") -> bytes:
-    """The canonical 448-byte header for ``step`` and the planes' SHA-256s."""
-    body = _BEFORE_STEP + U64.pack(step) + _AFTER_STEP + b"".join(
-        CHUNK_ENTRY.pack(tag, HEADER_BYTES + i * CHUNK_BYTES, CHUNK_BYTES, digest)
-        for i, (tag, digest) in enumerate(zip(CHUNK_TAGS, chunk_digests))
-    )
-    header = body + _sha256_digest(body)
-    return header + bytes(HEADER_BYTES - len(header))
-
-
 def chunk_digests(planes: memoryview) -> list[bytes]:
     """The SHA-256 of each plane in ``planes`` (P, M, V as bytes, contiguous)."""
-    return [_sha256_digest(planes[i * CHUNK_BYTES:(i + 1) * CHUNK_BYTES]) for i in range(len(CHUNK_TAGS))]
+    return [sha256(planes[i * CHUNK_BYTES:(i + 1) * CHUNK_BYTES]) for i in range(len(CHUNK_TAGS))]
+
+
+def _digest_function():
+    # The core's SHA-256 spares bob-run hashlib's import (bob.core.sha256);
+    # without the core, hashlib gives the same digests. Bound on first use,
+    # so importing this module (Checkpoint.to_bytes does) loads no core.
+    try:
+        from bob.core import sha256 as digest
+    except ImportError:  # pragma: no cover - the core is not built
+        import hashlib
+
+        def digest(data) -> bytes:
+            return hashlib.sha256(data).digest()
+    return digest
+
+
+_digest = None
 
 
 def sha256(data) -> bytes:
     """SHA-256 of a bytes-like object (the core's when it is built, else hashlib's)."""
-    return _sha256_digest(data)
+    global _digest
+    if _digest is None:
+        _digest = _digest_function()
+    return _digest(data)
 
 
 def seal_checkpoint(step: int, checkpoint: bytearray) -> bytearray:
@@ -142,10 +162,10 @@ def recognize_record(data: "bytes | bytearray") -> "tuple[bytes, bytes, tuple[in
         return None
     pairs = bytes(data[_PAIRS.slice])
     contexts, targets = pairs[0::2], pairs[1::2]
-    if _TARGETS.unpack(data) != tuple(targets):
+    if not all(map(TARGET_AGREES.ok, _TARGETS.unpack(data), targets)):
         return None
     words = _WORDS.unpack(data)
-    if any(w >= VOCABULARY and w != EMPTY_PROMPT for w in words):
+    if not all(map(PROMPT_WORD.ok, words)):
         return None
     return contexts, targets, words
 

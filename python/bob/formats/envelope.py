@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bob.errors import BadValue, integer_field, integer_value, shown_kind
+from bob.formats.canonical import envelope_header, sha256
 from bob.formats.checks import examine
 from bob.formats.constants import CHUNK_TAGS, LEARNER_FLOATS, MAX_CHECKPOINT_BYTES
 from bob.formats.contract import (
@@ -113,8 +114,10 @@ def _plane(value: Any, name: str) -> np.ndarray:
     return arr if arr.ndim == 1 else arr.reshape(PARAMETER_COUNT)
 
 
-def _le_bytes(plane: np.ndarray) -> bytes:
-    return np.ascontiguousarray(plane, dtype=PLANE_DTYPE).tobytes()
+def _le_bytes(plane: np.ndarray) -> memoryview:
+    """The plane's bytes as the file holds them (little-endian float32): a view
+    of the plane itself on a little-endian machine, never a copy there."""
+    return memoryview(np.ascontiguousarray(plane, dtype=PLANE_DTYPE)).cast("B")
 
 
 
@@ -243,19 +246,10 @@ class Checkpoint:
         _check_header_bytes(hb, self.contract)
         planes = [_le_bytes(a) for a in (self.p, self.m, self.v)]
         c = self.contract
-        table = [
-            dict(tag=tag, offset=hb + i * c.chunk_bytes, length=c.chunk_bytes,
-                 digest=hashlib.sha256(planes[i]).digest())
-            for i, tag in enumerate(CHUNK_TAGS)
-        ]
-        body = dict(
-            version=1, header_bytes=hb, step=self.step,
-            state=c.state, learner=c.learner, data=c.data, seed=c.seed,
-            payload_bytes=c.payload_bytes, chunk_bytes=c.chunk_bytes,
-            updates_per_invocation=c.updates_per_invocation,
-            chunk_table=table,  # chunk_count is rebuilt from it
-        )
-        return ENVELOPE.build(dict(header=dict(value=body), P=planes[0], M=planes[1], V=planes[2]))
+        header = envelope_header(self.step, [sha256(a) for a in planes], hb,
+                                 (c.state, c.learner, c.data, c.seed), c.payload_bytes, c.chunk_bytes,
+                                 c.updates_per_invocation)
+        return b"".join((header, *planes))  # the one copy of the planes
 
     @classmethod
     def from_bytes(cls, data: bytes, *, for_resume: bool = True) -> "Checkpoint":

@@ -1,6 +1,7 @@
 """``bob-envelope`` v1's schema: the checkpoint file (contract §5) as construct reads it.
 
-The header is a construct ``Struct`` that reads like the contract's table; its
+The header is a construct ``Struct`` built from the layout's field tables
+(:mod:`bob.formats.layout`) with the rules of :mod:`bob.formats.rules`; its
 digest is computed over a ``RawCopy`` of the header body; the three planes are
 ``Bytes`` fields of ``chunk_bytes``. :mod:`bob.formats.checks` examines a
 file with it; :mod:`bob.formats.envelope` builds the typed checkpoint on both.
@@ -8,12 +9,23 @@ file with it; :mod:`bob.formats.envelope` builds the typed checkpoint on both.
 
 from __future__ import annotations
 
-from construct import Bytes, Const, Int32ul, Int64ul, RawCopy, Rebuild, Struct, Terminated, len_, this
+from construct import Bytes, Const, RawCopy, Rebuild, Struct, Terminated, len_, this
 
 from bob.formats.constants import CHECKPOINT_MAGIC, CHUNK_TAGS
-from bob.formats.contract import CHUNK_BYTES, MAX_HEADER_BYTES, STRING_LIMIT, V1, Contract
-from bob.formats.layout import CANONICAL_HEADER_BYTES, DIGEST_BYTES, HEADER_ALIGNMENT, aligned_header_bytes, envelope_layout
-from bob.formats.schema import LengthPrefixed, Rule, Sha256Of, Table, ZeroPadding, const_value
+from bob.formats.contract import CHUNK_BYTES, STRING_LIMIT, V1, Contract
+from bob.formats.layout import (
+    CANONICAL_HEADER_BYTES,
+    CHUNK_ENTRY_FIELDS,
+    CONTRACT_STRINGS,
+    DIGEST_BYTES,
+    ENVELOPE_HEAD,
+    ENVELOPE_TAIL_FIELDS,
+    aligned_header_bytes,
+    envelope_layout,
+)
+from bob.formats.rules import ENVELOPE_VERSION
+from bob.formats.rules import HEADER_BYTES as HEADER_BYTES_RULE
+from bob.formats.schema import LengthPrefixed, Sha256Of, Table, ZeroPadding, const_value, ruled, schema_fields
 
 __all__ = [
     "ENVELOPE",
@@ -31,33 +43,38 @@ __all__ = [
 ContractString = LengthPrefixed(STRING_LIMIT)
 """A contract string: u32 length (at most 4,096) + raw bytes."""
 
-CHUNK_ENTRY = Struct(
-    "tag" / Bytes(4) * "`P\\0\\0\\0`, `M\\0\\0\\0` or `V\\0\\0\\0`",
-    "offset" / Int64ul * "absolute file offset of the chunk: header_bytes + i × chunk_bytes",
-    "length" / Int64ul * "the chunk's length: chunk_bytes",
-    "digest" / Bytes(DIGEST_BYTES) * "SHA-256 of the chunk's bytes",
-)
+CHUNK_ENTRY = Struct(*schema_fields(CHUNK_ENTRY_FIELDS, {
+    "tag": "`P\\0\\0\\0`, `M\\0\\0\\0` or `V\\0\\0\\0`",
+    "offset": "absolute file offset of the chunk: header_bytes + i × chunk_bytes",
+    "length": "the chunk's length: chunk_bytes",
+    "digest": "SHA-256 of the chunk's bytes",
+}))
+
+_STRING_DOCS = {
+    "state": "state contract (§2)",
+    "learner": "learner contract: text + 5 × f32 (lr, β1, β2, ε, weight decay)",
+    "data": "data contract (§2)",
+    "seed": "initialization seed, `bob-seed-v1`",
+}
 
 HEADER_BODY = Struct(
-    "magic" / Const(CHECKPOINT_MAGIC) * "ASCII `BOB-CKPT`",
-    "version" / Rule(Int64ul, lambda v: v == 1, 1, "unsupported envelope version")
-    * "format version, u64 = 1",
-    "header_bytes" / Rule(
-        Int64ul,
-        lambda v: v % HEADER_ALIGNMENT == 0 and v <= MAX_HEADER_BYTES,
-        f"a multiple of 64, at most {MAX_HEADER_BYTES}",
-        "header_bytes must be a multiple of 64 and at most 65536",
-    )
-    * "file offset of plane P: a multiple of 64, at most 65,536",
-    "step" / Int64ul * "updates completed so far, u64",
-    "state" / ContractString * "state contract (§2)",
-    "learner" / ContractString * "learner contract: text + 5 × f32 (lr, β1, β2, ε, weight decay)",
-    "data" / ContractString * "data contract (§2)",
-    "seed" / ContractString * "initialization seed, `bob-seed-v1`",
-    "payload_bytes" / Int64ul * "u64 = 786,432",
-    "chunk_bytes" / Int64ul * "u64 = 262,144",
-    "updates_per_invocation" / Int64ul * "u64 = 10",
-    "chunk_count" / Rebuild(Int32ul, len_(this.chunk_table)) * "u32 = 3",
+    *schema_fields(ENVELOPE_HEAD, {
+        "magic": "ASCII `BOB-CKPT`",
+        "version": "format version, u64 = 1",
+        "header_bytes": "file offset of plane P: a multiple of 64, at most 65,536",
+        "step": "updates completed so far, u64",
+    }, {
+        "magic": lambda sc: Const(CHECKPOINT_MAGIC, sc),
+        "version": ruled(ENVELOPE_VERSION),
+        "header_bytes": ruled(HEADER_BYTES_RULE),
+    }),
+    *(name / ContractString * _STRING_DOCS[name] for name in CONTRACT_STRINGS),
+    *schema_fields(ENVELOPE_TAIL_FIELDS, {
+        "payload_bytes": "u64 = 786,432",
+        "chunk_bytes": "u64 = 262,144",
+        "updates_per_invocation": "u64 = 10",
+        "chunk_count": "u32 = 3",
+    }, {"chunk_count": lambda sc: Rebuild(sc, len_(this.chunk_table))}),
     "chunk_table" / Table(len(CHUNK_TAGS), CHUNK_ENTRY) * "one 52-byte entry per plane: P, M, V",
 )
 """The envelope header from the magic to the end of the chunk table."""

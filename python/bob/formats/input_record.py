@@ -9,23 +9,26 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 import numpy as np
-from construct import Bytes, Const, Int64ul, Rebuild, Struct
+from construct import Const, Rebuild, Struct
 
 from bob.errors import BadValue, FormatError, Truncated, integer_field, shown_kind
 from bob.formats.contract import EMPTY_PROMPT, PROMPTS, RECORD_BYTES, VOCABULARY
 from bob.formats.constants import INPUT_MAGIC
 from bob.formats.files import INPUT_FILE, read_format_file
 from bob.formats.layout import INPUT, WORD_DTYPE
-from bob.formats.schema import END, Rule, as_bytes, magic_finding, parse, static_offsets
+from bob.formats.rules import INPUT_VERSION, PROMPT_WORD, TARGET_AGREES
+from bob.formats.schema import END, as_bytes, magic_finding, parse, ruled, schema_fields
 
 __all__ = [
     "INPUT_RECORD",
     "INPUT_MAGIC",
     "InputRecord",
+    "InputExamination",
+    "examine",
     "input_findings",
     "load_input",
     "read_input_file",
@@ -36,30 +39,28 @@ __all__ = [
 PAIRS = VOCABULARY  # 256 pairs, K in the contract
 
 
-_TARGETS = struct.Struct(f"<{PAIRS}I")
-assert (_TARGETS.format, _TARGETS.size) == (INPUT["targets"].format, INPUT["targets"].size)
-
-
 def _widened(pairs: bytes) -> bytes:
     """The targets table a record's pairs imply: each pair's target as a u32."""
-    return _TARGETS.pack(*pairs[1::2])
+    return struct.pack(INPUT["targets"].format or "", *pairs[1::2])
 
 
 INPUT_RECORD = Struct(
-    "magic" / Const(INPUT_MAGIC) * "ASCII `BOB-INPT`",
-    "version" / Rule(Int64ul, lambda v: v == 1, 1, "unsupported input record version")
-    * "format version, u64 = 1",
-    "pairs" / Bytes(2 * PAIRS) * "256 pairs `(byte u8, target u8)`, in corpus order",
-    "targets" / Rebuild(Bytes(4 * PAIRS), lambda this: _widened(this.pairs))
-    * "256 × u32: pair i's target, widened",
-    "prompt_words" / Bytes(4 * PROMPTS)
-    * "3 × u32: each prompt's last byte, or `0xFFFFFFFF` for an empty prompt",
+    *schema_fields(INPUT, {
+        "magic": "ASCII `BOB-INPT`",
+        "version": "format version, u64 = 1",
+        "pairs": "256 pairs `(byte u8, target u8)`, in corpus order",
+        "targets": "256 × u32: pair i's target, widened",
+        "prompt_words": "3 × u32: each prompt's last byte, or `0xFFFFFFFF` for an empty prompt",
+    }, {
+        "magic": lambda sc: Const(INPUT_MAGIC, sc),
+        "version": ruled(INPUT_VERSION),
+        "targets": lambda sc: Rebuild(sc, lambda this: _widened(this.pairs)),
+    }),
     END,
 )
-"""The bob-input v1 schema (1,564 bytes)."""
+"""The bob-input v1 schema (1,564 bytes), built from :data:`bob.formats.layout.INPUT`."""
 
 assert INPUT_RECORD.sizeof() == RECORD_BYTES
-assert static_offsets(INPUT_RECORD) == {name: (f.offset, f.size) for name, f in INPUT.items()}
 
 
 def prompt_word(prompt: bytes) -> int:
@@ -91,9 +92,8 @@ def _words(value: Iterable[int]) -> tuple[int, int, int]:
         raise BadValue("prompt_words", "there are exactly 3 prompts", expected=PROMPTS, actual=len(given))
     words = tuple(integer_field(w, "prompt_words", "a prompt word is an integer", i) for i, w in enumerate(given))
     for i, w in enumerate(words):
-        if not (0 <= w < VOCABULARY or w == EMPTY_PROMPT):
-            raise BadValue("prompt_words", "a prompt word is a byte (< 256) or 0xFFFFFFFF",
-                           expected="< 256 or 0xffffffff", actual=w, index=i)
+        if not PROMPT_WORD.ok(w):
+            raise PROMPT_WORD.finding(w, index=i, given=True)
     return words  # type: ignore[return-value]
 
 
@@ -207,61 +207,84 @@ class InputRecord:
 # --------------------------------------------------------------------------- #
 
 
-def _examine(data: bytes) -> tuple[list[FormatError], InputRecord | None]:
+@dataclass
+class InputExamination:
+    """What a reader found in an input record's bytes.
+
+    ``findings``: every problem, in the contract's order (magic, size,
+    version, targets, prompt words). The fields are filled as far as the
+    bytes could be read: ``contexts`` and ``targets`` (the pairs' bytes, as
+    read-only uint8 arrays), ``widened`` (the u32 targets table),
+    ``prompt_words``; ``record`` is the :class:`InputRecord` of a valid file.
+    """
+
+    size: int
+    magic: bytes
+    findings: list[FormatError] = field(default_factory=list)
+    version: int | None = None
+    contexts: np.ndarray | None = None
+    targets: np.ndarray | None = None
+    widened: list[int] | None = None
+    prompt_words: list[int] | None = None
+    record: InputRecord | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    @property
+    def target_mismatches(self) -> list[int]:
+        """The pairs whose widened target is not the pair's (:data:`~bob.formats.rules.TARGET_AGREES`)."""
+        return [p.index for p in self.findings if p.field == TARGET_AGREES.field and p.index is not None]
+
+
+def examine(data: bytes) -> InputExamination:
+    """Check ``data`` as a bob-input v1 record and collect every finding."""
+    data = as_bytes(data, "the input record")
+    ex = InputExamination(size=len(data), magic=data[INPUT["magic"].slice])
     problem = magic_finding(data, INPUT_MAGIC, "an input record (bob-input)")
+    if problem is None and len(data) != RECORD_BYTES:
+        problem = Truncated("file_size", "an input record is exactly 1564 bytes", expected=RECORD_BYTES,
+                            actual=len(data))
+    if problem is None:
+        try:
+            rec = parse(INPUT_RECORD, data)
+        except FormatError as exc:
+            problem = exc
     if problem is not None:
-        return [problem], None
-    if len(data) != RECORD_BYTES:
-        return [_size_error(len(data))], None
-    try:
-        rec = parse(INPUT_RECORD, data)
-    except FormatError as exc:
-        return [exc], None
-    findings: list[FormatError] = []
+        ex.findings.append(problem)
+        return ex
+    ex.version = rec.version
     pairs = np.frombuffer(rec.pairs, dtype=np.uint8)
-    contexts, pair_targets = pairs[0::2], pairs[1::2]
-    targets = np.frombuffer(rec.targets, dtype=WORD_DTYPE)
-    if not np.array_equal(targets, pair_targets):
-        for i in np.flatnonzero(np.not_equal(targets, pair_targets)).tolist():  # not `!=`: see checks.py
-            findings.append(
-                BadValue("targets", "the widened target differs from the pair's target",
-                         expected=int(pair_targets[i]), actual=int(targets[i]), offset=INPUT["targets"].item(i),
-                         index=i)
-            )
-    words = np.frombuffer(rec.prompt_words, dtype=WORD_DTYPE).tolist()
+    ex.contexts, ex.targets = pairs[0::2].copy(), pairs[1::2].copy()
+    ex.contexts.flags.writeable = ex.targets.flags.writeable = False
+    ex.widened = np.frombuffer(rec.targets, dtype=WORD_DTYPE).tolist()
+    for i, (widened, target) in enumerate(zip(ex.widened, ex.targets.tolist())):
+        if not TARGET_AGREES.ok(widened, target):
+            ex.findings.append(TARGET_AGREES.finding(widened, expected=target, offset=INPUT["targets"].item(i),
+                                                     index=i))
+    ex.prompt_words = words = np.frombuffer(rec.prompt_words, dtype=WORD_DTYPE).tolist()
     for i, w in enumerate(words):
-        if not (w < VOCABULARY or w == EMPTY_PROMPT):
-            findings.append(
-                BadValue("prompt_words", "a prompt word is a byte (< 256) or 0xFFFFFFFF for an empty prompt",
-                         expected="< 256 or 0xffffffff", actual=w, offset=INPUT["prompt_words"].item(i), index=i)
-            )
-    if findings:
-        return findings, None
-    c = contexts.copy()
-    t = pair_targets.copy()
-    c.flags.writeable = False
-    t.flags.writeable = False
-    return [], InputRecord._trusted(c, t, (words[0], words[1], words[2]))
-
-
-def _size_error(size: int) -> FormatError:
-    return Truncated("file_size", "an input record is exactly 1564 bytes",
-                     expected=RECORD_BYTES, actual=size)
+        if not PROMPT_WORD.ok(w):
+            ex.findings.append(PROMPT_WORD.finding(w, offset=INPUT["prompt_words"].item(i), index=i))
+    if not ex.findings:
+        ex.record = InputRecord._trusted(ex.contexts, ex.targets, (words[0], words[1], words[2]))
+    return ex
 
 
 def input_findings(data: bytes) -> list[FormatError]:
     """Every problem with ``data`` as a bob-input v1 record, in the contract's
     order (magic, size, version, targets, prompt words); empty if it is valid."""
-    return _examine(as_bytes(data, "the input record"))[0]
+    return examine(data).findings
 
 
 def load_input(data: bytes) -> InputRecord:
     """Parse and check a bob-input v1 record; raise the first finding."""
-    findings, record = _examine(as_bytes(data, "the input record"))
-    if findings:
-        raise findings[0]
-    assert record is not None
-    return record
+    ex = examine(data)
+    if ex.findings:
+        raise ex.findings[0]
+    assert ex.record is not None
+    return ex.record
 
 
 def read_input_file(path: "str | os.PathLike[str]") -> InputRecord:

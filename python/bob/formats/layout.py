@@ -1,15 +1,20 @@
-"""Where every field of bob's three formats lies: named offsets and ``struct`` formats.
+"""Where every field of bob's three formats lies: the one description of their layout.
 
-The construct schemas (:mod:`~bob.formats.input_record`,
-:mod:`~bob.formats.envelope`, :mod:`~bob.formats.predictions`) *define* the
-formats; this module states the same layout with the standard library only,
-for the code that must not import construct (``bob-run``'s fast path) or
-that works on raw offsets (the examiner's error offsets, the fuzzers'
-field-aware mutator, ``bob-inspect``). Nothing else in the formats layer or
-the inspect reports writes an offset, a size or a ``struct`` format of these
-files as a literal (``tests/house/test_claims.py`` holds that), and
-``tests/formats/test_layout.py`` holds every entry here to the schemas' own
-layout tables.
+Each format's fields are stated here once, in file order, as (name, size,
+``struct`` format), with the standard library only. Everything else is
+derived from these tables: the construct schemas
+(:mod:`~bob.formats.input_record`, :mod:`~bob.formats.envelope_schema`,
+:mod:`~bob.formats.predictions`) build each field's construct from its
+entry (:func:`bob.formats.schema.construct_of`); the ``struct`` packers here
+(:data:`ENVELOPE_HEAD_STRUCT`, :data:`ENVELOPE_TAIL`, :data:`CHUNK_ENTRY`,
+:data:`PREDICTION_RECORD`) are made from the same entries; and the header
+every checkpoint is written with comes from one builder
+(:func:`bob.formats.canonical.envelope_header`) that packs with them.
+Nothing else in the formats layer or the inspect reports writes an offset,
+a size or a ``struct`` format of these files as a literal
+(``tests/house/test_claims.py`` holds that), and
+``tests/formats/test_layout.py`` holds the schemas' own layout tables to
+these entries.
 
 The envelope's header has four length-prefixed contract strings, so its
 offsets after ``step`` depend on the strings. :func:`envelope_layout` gives
@@ -22,8 +27,10 @@ from __future__ import annotations
 import struct
 
 from bob.formats.constants import (
+    CHECKPOINT_MAGIC,
     CHUNK_TAGS,
     DATA,
+    INPUT_MAGIC,
     LEARNER,
     PAYLOAD_BYTES,
     PREDICTION_BYTES,
@@ -45,7 +52,9 @@ __all__ = [
     "PREDICTION_RECORD",
     "PREDICTION_FIELDS",
     "ENVELOPE_HEAD",
+    "ENVELOPE_HEAD_STRUCT",
     "CONTRACT_STRINGS",
+    "ENVELOPE_TAIL_FIELDS",
     "ENVELOPE_TAIL",
     "CHUNK_ENTRY",
     "CHUNK_ENTRY_FIELDS",
@@ -64,7 +73,7 @@ U64 = struct.Struct("<Q")
 F32 = struct.Struct("<f")
 PLANE_DTYPE = "<f4"  # a plane's values as NumPy reads them: little-endian float32
 WORD_DTYPE = "<u4"  # a table of u32 words (targets, prompt words) as NumPy reads it
-DIGEST_BYTES = 32  # SHA-256
+DIGEST_BYTES = 32  # SHA-256 (the chunk entry's digest field and the header digest)
 HEADER_ALIGNMENT = 64  # header_bytes is a multiple of this
 
 
@@ -112,6 +121,11 @@ class Field:
         return struct.unpack_from(self.format, data, self.offset)
 
 
+def packer(fields: "dict[str, Field]") -> struct.Struct:
+    """The ``struct`` that packs consecutive ``fields`` (a raw field as ``Ns``)."""
+    return struct.Struct("<" + "".join(f"{f.size}s" if f.format is None else f.format[1:] for f in fields.values()))
+
+
 def _fields(*spec: tuple[str, int, str | None]) -> dict[str, Field]:
     """Consecutive fields from (name, size, format), offsets accumulated."""
     out: dict[str, Field] = {}
@@ -124,7 +138,7 @@ def _fields(*spec: tuple[str, int, str | None]) -> dict[str, Field]:
 
 # ----------------------------------------------------------------- bob-input v1 (§3)
 INPUT = _fields(
-    ("magic", 8, None),
+    ("magic", len(INPUT_MAGIC), None),
     ("version", 8, "<Q"),
     ("pairs", 2 * VOCABULARY, None),  # (byte u8, target u8) × 256
     ("targets", 4 * VOCABULARY, f"<{VOCABULARY}I"),
@@ -133,29 +147,36 @@ INPUT = _fields(
 assert INPUT["prompt_words"].end == RECORD_BYTES
 
 # ----------------------------------------------------------------- predictions (§4)
-PREDICTION_RECORD = struct.Struct("<II")  # token u32, validity u32
 PREDICTION_FIELDS = _fields(("token", 4, "<I"), ("validity", 4, "<I"))
+PREDICTION_RECORD = packer(PREDICTION_FIELDS)  # token u32, validity u32
 assert PREDICTION_RECORD.size * PROMPTS == PREDICTION_BYTES
 
 # ----------------------------------------------------------------- bob-envelope v1 (§5)
 ENVELOPE_HEAD = _fields(
-    ("magic", 8, None),
+    ("magic", len(CHECKPOINT_MAGIC), None),
     ("version", 8, "<Q"),
     ("header_bytes", 8, "<Q"),
     ("step", 8, "<Q"),
 )
 """The fixed fields before the contract strings."""
+ENVELOPE_HEAD_STRUCT = packer(ENVELOPE_HEAD)
 
 CONTRACT_STRINGS = ("state", "learner", "data", "seed")
 """The length-prefixed strings (u32 length + bytes), in file order."""
 
-ENVELOPE_TAIL = struct.Struct("<QQQI")
-"""After the strings: payload_bytes, chunk_bytes, updates_per_invocation, chunk_count."""
-TAIL_NAMES = ("payload_bytes", "chunk_bytes", "updates_per_invocation", "chunk_count")
+ENVELOPE_TAIL_FIELDS = _fields(
+    ("payload_bytes", 8, "<Q"),
+    ("chunk_bytes", 8, "<Q"),
+    ("updates_per_invocation", 8, "<Q"),
+    ("chunk_count", 4, "<I"),
+)
+"""After the strings (offsets from the end of the last string)."""
+ENVELOPE_TAIL = packer(ENVELOPE_TAIL_FIELDS)
 
-CHUNK_ENTRY = struct.Struct("<4sQQ32s")
-"""One chunk table entry: tag, offset, length, SHA-256 (52 bytes)."""
-CHUNK_ENTRY_FIELDS = _fields(("tag", 4, None), ("offset", 8, "<Q"), ("length", 8, "<Q"), ("digest", 32, None))
+CHUNK_ENTRY_FIELDS = _fields(
+    ("tag", len(CHUNK_TAGS[0]), None), ("offset", 8, "<Q"), ("length", 8, "<Q"), ("digest", DIGEST_BYTES, None))
+"""One chunk table entry: tag, offset, length, SHA-256 (52 bytes; offsets within the entry)."""
+CHUNK_ENTRY = packer(CHUNK_ENTRY_FIELDS)
 
 
 class EnvelopeLayout:
@@ -189,10 +210,9 @@ def envelope_layout(string_lengths: tuple[int, int, int, int]) -> EnvelopeLayout
         fields[f"{name}.length"] = Field(at, U32.size, "<I")
         fields[name] = Field(at + U32.size, length, None)
         at += U32.size + length
-    for name, code in zip(TAIL_NAMES, ENVELOPE_TAIL.format[1:]):
-        size = struct.calcsize("<" + code)
-        fields[name] = Field(at, size, "<" + code)
-        at += size
+    for name, f in ENVELOPE_TAIL_FIELDS.items():
+        fields[name] = Field(at + f.offset, f.size, f.format)
+    at += ENVELOPE_TAIL.size
     table = at
     for i in range(len(CHUNK_TAGS)):
         for name, f in CHUNK_ENTRY_FIELDS.items():

@@ -5,48 +5,49 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any, Iterable
 
-from construct import Int32ul, Struct
+from construct import Struct
 
 from bob.errors import BadValue, FormatError, Truncated, integer_field, shown_kind
-from bob.formats.contract import PREDICTION_BYTES, PROMPTS, VOCABULARY
+from bob.formats.contract import PREDICTION_BYTES, PROMPTS
 from bob.formats.files import read_format_file
 from bob.formats.kinds import MAGIC_BYTES
 from bob.formats.layout import PREDICTION_FIELDS
 from bob.formats.layout import PREDICTION_RECORD as PREDICTION_LAYOUT
-from bob.formats.schema import END, KNOWN_MAGICS, Table, as_bytes, parse
+from bob.formats.rules import INVALID_TOKEN, TOKEN, VALIDITY
+from bob.formats.schema import END, KNOWN_MAGICS, Table, as_bytes, parse, schema_fields
 
-__all__ = ["PREDICTION_RECORD", "PREDICTIONS", "Predictions", "predictions_findings", "load_predictions",
-           "read_predictions_file"]
+__all__ = ["PREDICTION_RECORD", "PREDICTIONS", "Predictions", "PredictionsExamination", "examine",
+           "predictions_findings", "load_predictions", "read_predictions_file"]
 
-PREDICTION_RECORD = Struct(
-    "token" / Int32ul * "the predicted next byte (0 when validity is 0)",
-    "validity" / Int32ul * "1: the prompt has a last byte and its row of P is all finite; else 0",
-)
+PREDICTION_RECORD = Struct(*schema_fields(PREDICTION_FIELDS, {
+    "token": "the predicted next byte (0 when validity is 0)",
+    "validity": "1: the prompt has a last byte and its row of P is all finite; else 0",
+}))
 
 PREDICTIONS = Struct(
     "records" / Table(PROMPTS, PREDICTION_RECORD) * "one record per prompt, in prompt order",
     END,
 )
-"""The predictions schema (24 bytes, no magic)."""
+"""The predictions schema (24 bytes, no magic), built from :data:`bob.formats.layout.PREDICTION_FIELDS`."""
 
 RECORD_SIZE = PREDICTION_LAYOUT.size
-assert PREDICTION_RECORD.sizeof() == RECORD_SIZE and PREDICTIONS.sizeof() == PREDICTION_BYTES
+assert PREDICTIONS.sizeof() == PREDICTION_BYTES
 
 
 def _record_problems(i: int, token: int, validity: int) -> list[FormatError]:
+    """Record ``i``'s findings, by the rules :data:`~bob.formats.rules.RULES` lists for predictions."""
     base = i * RECORD_SIZE
     out: list[FormatError] = []
-    if validity not in (0, 1):
-        out.append(BadValue("validity", "validity is 0 or 1", expected="0 or 1", actual=validity,
-                            offset=base + PREDICTION_FIELDS["validity"].offset, index=i))
-    if token >= VOCABULARY:
-        out.append(BadValue("token", "a token is a byte (< 256)", expected="< 256", actual=token,
-                            offset=base, index=i))
-    elif validity == 0 and token != 0:
-        out.append(BadValue("token", "an invalid prediction (validity 0) has token 0", expected=0,
-                            actual=token, offset=base, index=i))
+    if not VALIDITY.ok(validity):
+        out.append(VALIDITY.finding(validity, offset=base + PREDICTION_FIELDS["validity"].offset, index=i))
+    at = base + PREDICTION_FIELDS["token"].offset
+    if not TOKEN.ok(token):
+        out.append(TOKEN.finding(token, offset=at, index=i))
+    elif not INVALID_TOKEN.ok(token, validity):
+        out.append(INVALID_TOKEN.finding(token, offset=at, index=i))
     return out
 
 
@@ -130,42 +131,66 @@ class Predictions:
         }
 
 
-def _examine(data: bytes) -> tuple[list[FormatError], Predictions | None]:
+@dataclass
+class PredictionsExamination:
+    """What a reader found in a predictions file's bytes: ``findings`` (size,
+    then per record: validity, token), the ``(token, validity)`` ``records``
+    as read when the file has the right size, and the :class:`Predictions`
+    of a valid file."""
+
+    size: int
+    findings: list[FormatError] = dataclass_field(default_factory=list)
+    records: list[tuple[int, int]] | None = None
+    predictions: Predictions | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    def record_ok(self, index: int) -> bool:
+        """Whether record ``index`` breaks no rule."""
+        return all(p.index != index for p in self.findings)
+
+
+def examine(data: bytes) -> PredictionsExamination:
+    """Check ``data`` as a predictions file and collect every finding."""
+    data = as_bytes(data, "the predictions")
+    ex = PredictionsExamination(size=len(data))
     if len(data) != PREDICTION_BYTES:
         message = "predictions are exactly 24 bytes"
         kind = KNOWN_MAGICS.get(data[:MAGIC_BYTES])
         if kind:
             message += f"; this file starts like {kind}"
-        return [Truncated("file_size", message, expected=PREDICTION_BYTES, actual=len(data))], None
+        ex.findings.append(Truncated("file_size", message, expected=PREDICTION_BYTES, actual=len(data)))
+        return ex
     try:
         parsed = parse(PREDICTIONS, data)
     except FormatError as exc:  # pragma: no cover - 24 bytes always parse
-        return [exc], None
-    findings: list[FormatError] = []
-    records = []
-    for i, rec in enumerate(parsed.records):
-        findings.extend(_record_problems(i, rec.token, rec.validity))
-        records.append((rec.token, rec.validity))
-    if findings:
-        return findings, None
-    pred = object.__new__(Predictions)
-    object.__setattr__(pred, "records", tuple(records))
-    return [], pred
+        ex.findings.append(exc)
+        return ex
+    ex.records = [(rec.token, rec.validity) for rec in parsed.records]
+    for i, (token, validity) in enumerate(ex.records):
+        ex.findings.extend(_record_problems(i, token, validity))
+    if not ex.findings:
+        pred = object.__new__(Predictions)
+        object.__setattr__(pred, "records", tuple(ex.records))
+        ex.predictions = pred
+    return ex
 
 
 def predictions_findings(data: bytes) -> list[FormatError]:
     """Every problem with ``data`` as a predictions file (size, then per record:
     validity, token); empty if it is valid."""
-    return _examine(as_bytes(data, "the predictions"))[0]
+    return examine(data).findings
 
 
 def load_predictions(data: bytes) -> Predictions:
     """Parse and check a 24-byte predictions file; raise the first finding."""
-    findings, pred = _examine(as_bytes(data, "the predictions"))
-    if findings:
-        raise findings[0]
-    assert pred is not None
-    return pred
+    ex = examine(data)
+    if ex.findings:
+        raise ex.findings[0]
+    assert ex.predictions is not None
+    return ex.predictions
 
 
 def read_predictions_file(path: "str | os.PathLike[str]") -> Predictions:

@@ -5,9 +5,10 @@ helpers that run them.
   (contract strings hold raw float bytes, so they are ``bytes``, not text);
   when parsing, the length is checked against the bytes that remain and
   against a limit *before* anything is read.
-* :class:`Rule` — a field with a reader rule (``version == 1``, ``header_bytes``
-  a multiple of 64 …) that refuses the file, in parse order, with a
-  :class:`~bob.errors.FormatError` naming the field and its offset.
+* :class:`Rule` — a field with a reader rule from :mod:`bob.formats.rules`
+  (``version == 1``, ``header_bytes`` a multiple of 64 …) that refuses the
+  file, in parse order, with a :class:`~bob.errors.FormatError` naming the
+  field and its offset.
 * :class:`Table` — a fixed-count ``Array`` whose elements carry their index in
   the error path (``chunk_table[2].digest``).
 * :class:`Sha256Of` — a 32-byte digest field: building computes the SHA-256
@@ -34,11 +35,13 @@ from typing import Any, Callable
 
 from construct import (
     Array,
+    Bytes,
     Const,
     Construct,
     ConstructError,
     Container,
     Int32ul,
+    Int64ul,
     RawCopy,
     Renamed,
     SizeofError,
@@ -54,12 +57,16 @@ from construct import (
 
 from bob.errors import BadValue, FormatError, NotABobFile, Truncated
 from bob.formats.constants import CHECKPOINT_MAGIC, INPUT_MAGIC
-from bob.formats.layout import DIGEST_BYTES
+from bob.formats.layout import DIGEST_BYTES, U32, U64, Field
+from bob.formats.rules import ValueRule
 
 __all__ = [
+    "construct_of",
+    "schema_fields",
     "LengthPrefixed",
     "END",
     "Rule",
+    "ruled",
     "Table",
     "Sha256Of",
     "ZeroPadding",
@@ -67,7 +74,6 @@ __all__ = [
     "parse",
     "layout",
     "walk",
-    "static_offsets",
     "const_value",
     "field_from_path",
     "KNOWN_MAGICS",
@@ -132,6 +138,38 @@ def _remaining(stream) -> int:
 
 
 # --------------------------------------------------------------------------- #
+# Schemas from the layout's field tables
+# --------------------------------------------------------------------------- #
+
+_INTEGERS = {U64.format: Int64ul, U32.format: Int32ul}
+
+
+def construct_of(field: Field) -> Construct:
+    """The construct that reads a field of :mod:`bob.formats.layout`: a
+    little-endian integer for a one-number ``struct`` format, else raw bytes
+    of the field's size (an array of words is read whole, as bytes)."""
+    return _INTEGERS.get(field.format or "") or Bytes(field.size)
+
+
+def schema_fields(fields: "dict[str, Field]", docs: "dict[str, str]",
+                  wrap: "dict[str, Callable[[Construct], Construct]] | None" = None) -> list[Construct]:
+    """A Struct's subconstructs for consecutive layout ``fields``, in order:
+    each field's :func:`construct_of`, passed through ``wrap[name]`` when
+    given (a rule, a ``Const``, a ``Rebuild``), named and documented by
+    ``docs[name]``. The layout says where and how big; the schema adds
+    what a value must be."""
+    wrap = wrap or {}
+    assert set(docs) == set(fields) and set(wrap) <= set(fields), "every field documented, no stray rule"
+    out = []
+    for name, field in fields.items():
+        sc = construct_of(field)
+        if name in wrap:
+            sc = wrap[name](sc)
+        out.append(name / sc * docs[name])
+    return out
+
+
+# --------------------------------------------------------------------------- #
 # Custom constructs
 # --------------------------------------------------------------------------- #
 
@@ -186,32 +224,30 @@ class LengthPrefixed(Construct):
 
 
 class Rule(Subconstruct):
-    """A field with a reader rule: parsing refuses a value ``ok`` rejects.
+    """A field with a reader rule (a :class:`~bob.formats.rules.ValueRule`):
+    parsing refuses a value the rule rejects, with the rule's error naming
+    the field and its offset. Building does not check (tests build refused
+    files on purpose)."""
 
-    ``expected`` is what the error shows as the expected value; ``error`` the
-    :class:`~bob.errors.FormatError` subclass raised. Building does not check
-    (tests build refused files on purpose).
-    """
-
-    def __init__(self, subcon, ok: Callable[[Any], bool], expected: Any, message: str,
-                 error: type[FormatError] = BadValue) -> None:
+    def __init__(self, subcon, rule: ValueRule) -> None:
         super().__init__(subcon)
-        self.ok = ok
-        self.expected = expected
-        self.message = message
-        self.error = error
+        self.rule = rule
 
     def _parse(self, stream, context, path):
         offset = stream_tell(stream, path)
         value = self.subcon._parsereport(stream, context, path)
-        if not self.ok(value):
-            field, index = field_from_path(path)
-            raise self.error(field, self.message, expected=self.expected, actual=value,
-                             offset=offset, index=index)
+        if not self.rule.ok(value):
+            _, index = field_from_path(path)
+            raise self.rule.finding(value, offset=offset, index=index)
         return value
 
     def _build(self, obj, stream, context, path):
         return self.subcon._build(obj, stream, context, path)
+
+
+def ruled(rule: ValueRule) -> Callable[[Construct], Construct]:
+    """A ``schema_fields`` wrapper that gives a field its rule."""
+    return lambda sc: Rule(sc, rule)
 
 
 class Table(Array):
@@ -399,19 +435,6 @@ def layout(schema: Construct, sample: bytes) -> list[FieldRow]:
     rows: list[FieldRow] = []
     walk(schema, value, 0, "", "", rows)
     return rows
-
-
-def static_offsets(schema: Struct) -> dict[str, tuple[int, int]]:
-    """``{field: (offset, size)}`` for a fixed-size Struct, from construct's sizeof."""
-    out: dict[str, tuple[int, int]] = {}
-    pos = 0
-    for sub in schema.subcons:
-        _, name, _ = _unwrap(sub)
-        size = sub.sizeof()
-        if name:
-            out[name] = (pos, size)
-        pos += size
-    return out
 
 
 def const_value(schema: Struct, name: str) -> Any:
