@@ -9,7 +9,7 @@ import re
 import pytest
 from conftest import ROOT
 
-from bob.formats.docs import KINDS, layout_rows, markdown_table
+from bob.formats.docs import KINDS, layout_rows, markdown_table, rules_table
 from bob.formats.envelope import CHUNK_ENTRY, ENVELOPE, HEADER_BODY, HEADER_BYTES, header_length
 from bob.formats.input_record import INPUT_RECORD
 from bob.formats.predictions import PREDICTIONS
@@ -85,3 +85,11 @@ def test_decisions_document_exists():
     for path in (ROOT / "tests").rglob("test_*.py"):
         defined |= set(re.findall(r"^def (test_[a-z0-9_]+)", path.read_text(encoding="utf-8"), flags=re.M))
     assert named <= defined, f"DECISIONS.md names tests that do not exist: {sorted(named - defined)}"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_document_rules_table_matches_the_rules(kind):
+    with open(os.path.join(ROOT, "formats", DOCS[kind]), encoding="utf-8") as f:
+        found = re.findall(rf"<!-- rules: {kind} -->\n(.*?)<!-- /rules -->", f.read(), flags=re.S)
+    assert found == [rules_table(kind)], (
+        f"formats/{DOCS[kind]} needs one rules block equal to bob.formats.docs.rules_table({kind!r})")

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
 import numpy as np
-from construct import Container
+from construct import Container, Struct
 
 from bob.errors import (
     BadValue,
@@ -52,12 +52,12 @@ from bob.formats.contract import (
     U64_MAX,
     UPDATES_PER_INVOCATION,
     V1,
-    VOCABULARY,
     Contract,
 )
 from bob.formats.constants import CHUNK_TAGS
 from bob.formats.envelope_schema import ENVELOPE_HEADER, ENVELOPE_MAGIC, HEADER_BODY
 from bob.formats.layout import DIGEST_BYTES, ENVELOPE_HEAD, PLANE_DTYPE, EnvelopeLayout, envelope_layout
+from bob.formats.rules import cell_name
 from bob.formats.schema import FieldRow, walk, as_bytes, magic_finding, parse
 
 __all__ = ["Examination", "examine", "state_findings", "resume_findings", "refuse_unresumable",
@@ -82,6 +82,8 @@ class Examination:
     computed_header_digest: bytes | None = None
     planes: np.ndarray | None = None
     chunk_digests: tuple[bytes, ...] | None = None
+    magic: bytes = b""
+    partial_header: list[tuple[str, Any]] | None = None
 
     @property
     def fresh(self) -> bool:
@@ -131,7 +133,7 @@ def examine(data: bytes, *, for_resume: bool = True) -> Examination:
     """Check ``data`` as a bob-envelope v1 file and collect every finding."""
     data = as_bytes(data, "the checkpoint")
     n = len(data)
-    ex = Examination(size=n)
+    ex = Examination(size=n, magic=data[ENVELOPE_HEAD["magic"].slice])
     out = ex.findings
     if n == 0:
         return ex  # a fresh run's checkpoint
@@ -142,6 +144,7 @@ def examine(data: bytes, *, for_resume: bool = True) -> Examination:
     if n > MAX_CHECKPOINT_BYTES:
         out.append(Truncated("file_size", "a checkpoint is never larger than 65536 + 786432 bytes",
                              expected=f"at most {MAX_CHECKPOINT_BYTES}", actual=n))
+        ex.partial_header = _partial_header(data)
         return ex
 
     # -- 2. the header, parsed in file order ---------------------------------
@@ -149,6 +152,7 @@ def examine(data: bytes, *, for_resume: bool = True) -> Examination:
         parsed = parse(ENVELOPE_HEADER, data)
     except FormatError as exc:
         out.append(exc)
+        ex.partial_header = _partial_header(data)
         return ex
     h = parsed.header.value
     ex.header = h
@@ -238,8 +242,17 @@ def examine(data: bytes, *, for_resume: bool = True) -> Examination:
     return ex
 
 
-def _where(index: int) -> str:
-    return f"context {index // VOCABULARY}, next {index % VOCABULARY}"
+def _partial_header(data: bytes) -> list[tuple[str, Any]] | None:
+    """The longest prefix of :data:`~bob.formats.envelope_schema.HEADER_BODY`'s
+    fields that parses, as ``[(field, value)]`` (None if not even the magic does)."""
+    subcons = HEADER_BODY.subcons
+    for k in range(len(subcons) - 1, 0, -1):
+        try:
+            parsed = parse(Struct(*subcons[:k]), data)
+        except FormatError:
+            continue
+        return [(sc.name, parsed[sc.name]) for sc in subcons[:k]]
+    return None
 
 
 def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", header_bytes: int | None = None) -> list[FormatError]:
@@ -259,7 +272,7 @@ def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", heade
             bad = np.flatnonzero(~finite)
             k = int(bad[0])
             out.append(StateRefused(
-                name, f"{bad.size} non-finite value(s) in plane {name}; the first at {_where(k)}",
+                name, f"{bad.size} non-finite value(s) in plane {name}; the first at {cell_name(k)}",
                 expected="finite", actual=float(planes[i][k]), offset=offset(i, k), index=k))
     v_plane = PLANE_NAMES.index("V")
     v = planes[v_plane]
@@ -271,7 +284,7 @@ def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", heade
         k = int(neg[0])
         out.append(StateRefused(
             "V", f"{neg.size} negative value(s) in plane V (a second moment is never negative); "
-            f"the first at {_where(k)}",
+            f"the first at {cell_name(k)}",
             expected=">= 0", actual=float(v[k]), offset=offset(v_plane, k), index=k))
     if step == 0:
         for i in (1, 2):
@@ -280,7 +293,7 @@ def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", heade
                 k = int(nz[0])
                 out.append(StateRefused(
                     "step", f"step is 0 but plane {PLANE_NAMES[i]} is not all zero "
-                    f"({nz.size} non-zero value(s); the first at {_where(k)})",
+                    f"({nz.size} non-zero value(s); the first at {cell_name(k)})",
                     expected=f"{PLANE_NAMES[i]} all zero at step 0", actual=0, offset=step_at))
                 break
     if step > U64_MAX - UPDATES_PER_INVOCATION:

@@ -1,9 +1,11 @@
-"""Layout tables printed from the schemas themselves.
+"""Layout and rule tables printed from the schemas and the rules themselves.
 
-``formats/*.md`` embed these tables between ``<!-- layout: KIND -->`` and
-``<!-- /layout -->`` markers, and a test checks them against
-:func:`markdown_table` so the documents cannot drift from the code;
-``bob-inspect schema`` prints the same rows.
+``formats/*.md`` embed the layout tables between ``<!-- layout: KIND -->``
+and ``<!-- /layout -->`` markers and the value rules
+(:data:`bob.formats.rules.RULES`) between ``<!-- rules: KIND -->`` and
+``<!-- /rules -->``; a test checks them against :func:`markdown_table` and
+:func:`rules_table` so the documents cannot drift from the code;
+``bob-inspect schema`` prints the same layout rows.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ import numpy as np
 
 from bob.formats.constants import PARAMETER_COUNT, PREDICTION_BYTES
 
+from bob.formats.rules import RULES
 from bob.formats.schema import FieldRow, layout
 
-__all__ = ["KINDS", "layout_rows", "markdown_table", "sample"]
+__all__ = ["KINDS", "layout_rows", "markdown_table", "rules_table", "sample"]
 
 KINDS = ("input", "envelope", "predictions")
 
@@ -67,4 +70,14 @@ def markdown_table(rows: list[FieldRow]) -> str:
     for r in rows:
         meaning = r.meaning.replace("|", "\\|")
         lines.append(f"| {r.offset} | {r.size} | `{r.field}` | {meaning} |")
+    return "\n".join(lines) + "\n"
+
+
+def rules_table(kind: str) -> str:
+    """The value rules of ``kind`` as the Markdown table in ``formats/*.md``:
+    each rule's field, what a reader says of a value that breaks it, the
+    expected value it shows and its error class, in the order they are checked."""
+    lines = ["| `.field` | a value is refused with | expected | error |", "|---|---|---|---|"]
+    for rule in RULES[kind]:
+        lines.append(f"| `{rule.field}` | {rule.message} | {rule.expected} | `{rule.error.__name__}` |")
     return "\n".join(lines) + "\n"

@@ -23,7 +23,6 @@ from bob.formats.canonical import envelope_header, sha256
 from bob.formats.checks import examine
 from bob.formats.constants import CHUNK_TAGS, LEARNER_FLOATS, MAX_CHECKPOINT_BYTES
 from bob.formats.contract import (
-    MAX_HEADER_BYTES,
     PARAMETER_COUNT,
     PLANE_NAMES,
     U64_MAX,
@@ -43,7 +42,8 @@ from bob.formats.envelope_schema import (
     header_length,
 )
 from bob.formats.files import CHECKPOINT_FILE, read_format_file
-from bob.formats.layout import HEADER_ALIGNMENT, PLANE_DTYPE, WORD_DTYPE
+from bob.formats.layout import PLANE_DTYPE, WORD_DTYPE
+from bob.formats.rules import HEADER_BYTES as HEADER_BYTES_RULE
 from bob.formats.schema import as_bytes
 from bob.text import f32_text
 
@@ -117,7 +117,7 @@ def _plane(value: Any, name: str) -> np.ndarray:
 def _le_bytes(plane: np.ndarray) -> memoryview:
     """The plane's bytes as the file holds them (little-endian float32): a view
     of the plane itself on a little-endian machine, never a copy there."""
-    return memoryview(np.ascontiguousarray(plane, dtype=PLANE_DTYPE)).cast("B")
+    return memoryview(np.ascontiguousarray(plane, dtype=PLANE_DTYPE)).cast("B")  # type: ignore[arg-type]
 
 
 
@@ -339,7 +339,7 @@ class Checkpoint:
 
 def _check_header_bytes(hb: int, contract: Contract) -> None:
     need = header_length(contract)
-    if hb % HEADER_ALIGNMENT or hb > MAX_HEADER_BYTES or hb < need:
+    if not HEADER_BYTES_RULE.ok(hb) or hb < need:  # the reader's rule, and room for this contract's header
         raise BadValue("header_bytes", f"a multiple of 64, at least the header's {need} bytes, at most 65536",
                        actual=hb)
 

@@ -17,11 +17,10 @@ from bob.errors import FormatError, show_value
 from bob.formats.checks import examine
 from bob.formats.constants import CHECKPOINT_MAGIC, LEARNER_NAMES, UPDATES_PER_INVOCATION, VOCABULARY, learner_floats
 from bob.formats.contract import CONTRACT_FIELDS, PLANE_NAMES, V1
-from bob.formats.layout import ENVELOPE_HEAD, F32
+from bob.formats.layout import F32
 from bob.inspect.common import TOP_K, base, f32_json, finish, plural
 from bob.text import escape_bytes, show_byte
 
-MAGIC = ENVELOPE_HEAD["magic"].slice
 
 
 def plane_stats(values) -> dict[str, Any]:
@@ -104,25 +103,6 @@ def rows_report(p_plane, contexts: bytes) -> list[dict[str, Any]]:
     return out
 
 
-def partial_header(data: bytes) -> list[tuple[str, Any]] | None:
-    """The header fields that parse before the first problem: the longest prefix
-    of :data:`~bob.formats.envelope.HEADER_BODY`'s fields that parses, as
-    ``[(field, value)]`` (None if not even the magic does)."""
-    from construct import Struct
-
-    from bob.formats.envelope import HEADER_BODY
-    from bob.formats.schema import parse
-
-    subcons = HEADER_BODY.subcons
-    for k in range(len(subcons) - 1, 0, -1):
-        try:
-            parsed = parse(Struct(*subcons[:k]), data)
-        except FormatError:
-            continue
-        return [(sc.name, parsed[sc.name]) for sc in subcons[:k]]
-    return None
-
-
 def _chunks(ex, failed: set) -> list[dict[str, Any]]:
     chunks = []
     for i, entry in enumerate(ex.header.chunk_table):
@@ -158,13 +138,13 @@ def checkpoint_report(data: bytes | None, read_problems: list, *, path: str, aut
     h = ex.header if ex is not None else None
     failed = {(p.field, p.index) for p in problems}
 
-    head = data[MAGIC] if data is not None else b""
+    head = ex.magic if ex is not None else b""
     report["fresh"] = fresh
     report["magic"] = (
-        None if fresh or data is None
+        None if fresh or ex is None
         else {"text": escape_bytes(head), "hex": head.hex(), "ok": head == CHECKPOINT_MAGIC}
     )
-    partial = partial_header(data) if h is None and data and head == CHECKPOINT_MAGIC else None
+    partial = ex.partial_header if ex is not None else None
     known = dict(partial or ())
     report["partial_header"] = None if partial is None else [
         {"field": name, "value": escape_bytes(v) if isinstance(v, bytes) else v, "text": show_value(v, name)}

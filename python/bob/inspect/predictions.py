@@ -1,13 +1,14 @@
-"""The ``pred`` report: a predictions file as the schema parses it and
-:func:`bob.formats.predictions.predictions_findings` judges it."""
+"""The ``pred`` report: a predictions file as
+:func:`bob.formats.predictions.examine` reads and judges it (this module
+parses nothing itself)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from bob.formats.constants import PREDICTION_BYTES, PROMPTS, VOCABULARY
-from bob.formats.predictions import PREDICTIONS, predictions_findings
-from bob.formats.schema import parse
+from bob.formats.constants import PROMPTS
+from bob.formats.predictions import examine
+from bob.formats.rules import TOKEN
 from bob.inspect.common import base, finish, plural
 from bob.text import show_byte
 
@@ -19,17 +20,16 @@ def predictions_report(data: bytes | None, read_problems: list, *, path: str, au
     report = base("predictions", path, data, auto)
     problems = list(read_problems)
     records = None
-    if data is not None:
-        problems.extend(predictions_findings(data))
-        if len(data) == PREDICTION_BYTES:
-            parsed = parse(PREDICTIONS, data)
-            bad = {p.index for p in problems}
+    ex = examine(data) if data is not None else None
+    if ex is not None:
+        problems.extend(ex.findings)
+        if ex.records is not None:
             records = [
-                {"index": i, "token": rec.token, "validity": rec.validity,
-                 "valid": rec.validity == 1 and i not in bad,
-                 "text": show_byte(rec.token) if rec.validity == 1 and rec.token < VOCABULARY else None,
-                 "ok": i not in bad}
-                for i, rec in enumerate(parsed.records)
+                {"index": i, "token": token, "validity": validity,
+                 "valid": validity == 1 and ex.record_ok(i),
+                 "text": show_byte(token) if validity == 1 and TOKEN.ok(token) else None,
+                 "ok": ex.record_ok(i)}
+                for i, (token, validity) in enumerate(ex.records)
             ]
     report["hex"] = data.hex() if data is not None and len(data) <= HEX_LIMIT else None
     report["records"] = records

@@ -1,5 +1,6 @@
-"""The ``input`` report: an input record as the schema parses it and
-:func:`bob.formats.input_record.input_findings` judges it.
+"""The ``input`` report: an input record as
+:func:`bob.formats.input_record.examine` reads and judges it (this module
+parses nothing itself).
 
 The record is shown even when a target or a prompt word is refused, so the
 damage can be seen in context.
@@ -11,17 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from bob.errors import FormatError
-from bob.formats.constants import EMPTY_PROMPT, INPUT_MAGIC, RECORD_BYTES, VOCABULARY
-from bob.formats.input_record import INPUT_RECORD, input_findings
-from bob.formats.layout import INPUT, WORD_DTYPE
-from bob.formats.schema import parse
+from bob.formats.constants import EMPTY_PROMPT, INPUT_MAGIC, VOCABULARY
+from bob.formats.input_record import examine
+from bob.formats.rules import PROMPT_WORD
 from bob.inspect.common import base, finish
 from bob.text import escape_bytes, show_byte
 
 RECORD_KEYS = ("pairs", "chained", "sequence", "context_counts", "transitions", "targets_agree",
                "target_mismatches", "prompts")
-MAGIC = INPUT["magic"].slice
 
 
 def _transitions(ctx: np.ndarray, tgt: np.ndarray, counts: np.ndarray) -> list[dict[str, Any]]:
@@ -43,7 +41,7 @@ def _prompts(words: list[int]) -> list[dict[str, Any]]:
     for i, w in enumerate(words):
         is_byte = w < VOCABULARY
         out.append({"index": i, "word": w, "hex": f"0x{w:08x}", "empty": w == EMPTY_PROMPT,
-                    "byte": w if is_byte else None, "ok": is_byte or w == EMPTY_PROMPT,
+                    "byte": w if is_byte else None, "ok": PROMPT_WORD.ok(w),
                     "text": show_byte(w) if is_byte else None})
     return out
 
@@ -52,24 +50,16 @@ def input_report(data: bytes | None, read_problems: list, *, path: str, auto: bo
     """The ``input`` report (a JSON-ready dict); ``data`` is None when the file was too large to read."""
     report = base("input", path, data, auto)
     problems = list(read_problems)
-    rec = None
-    if data is not None:
-        problems.extend(input_findings(data))
-        if len(data) == RECORD_BYTES and data[MAGIC] == INPUT_MAGIC:
-            try:
-                rec = parse(INPUT_RECORD, data)
-            except FormatError:
-                rec = None  # already a finding
-    head = data[MAGIC] if data is not None else b""
-    report["magic"] = None if data is None else {"text": escape_bytes(head), "hex": head.hex(),
-                                                 "ok": head == INPUT_MAGIC}
-    report["version"] = rec.version if rec is not None else None
-    if rec is None:
+    ex = examine(data) if data is not None else None
+    if ex is not None:
+        problems.extend(ex.findings)
+    report["magic"] = None if ex is None else {"text": escape_bytes(ex.magic), "hex": ex.magic.hex(),
+                                               "ok": ex.magic == INPUT_MAGIC}
+    report["version"] = ex.version if ex is not None else None
+    if ex is None or ex.contexts is None or ex.targets is None or ex.widened is None or ex.prompt_words is None:
         report.update(dict.fromkeys(RECORD_KEYS))
     else:
-        pairs = np.frombuffer(rec.pairs, dtype=np.uint8)
-        ctx, tgt = pairs[0::2], pairs[1::2]
-        widened = np.frombuffer(rec.targets, dtype=WORD_DTYPE)
+        ctx, tgt = ex.contexts, ex.targets
         report["pairs"] = [[int(a), int(b)] for a, b in zip(ctx, tgt)]
         chained = bool(np.array_equal(tgt[:-1], ctx[1:]))
         report["chained"] = chained
@@ -77,10 +67,10 @@ def input_report(data: bytes | None, read_problems: list, *, path: str, auto: bo
         counts = np.bincount(ctx, minlength=VOCABULARY)
         report["context_counts"] = {str(int(r)): int(counts[r]) for r in np.flatnonzero(counts)}
         report["transitions"] = _transitions(ctx, tgt, counts)
-        bad = np.flatnonzero(widened != tgt)
-        report["targets_agree"] = not bad.size
+        bad = ex.target_mismatches
+        report["targets_agree"] = not bad
         report["target_mismatches"] = [
-            {"index": int(i), "pair_target": int(tgt[i]), "table": int(widened[i])} for i in bad
+            {"index": i, "pair_target": int(tgt[i]), "table": ex.widened[i]} for i in bad
         ]
-        report["prompts"] = _prompts(np.frombuffer(rec.prompt_words, dtype=WORD_DTYPE).tolist())
+        report["prompts"] = _prompts(ex.prompt_words)
     return finish(report, problems, "OK: a valid bob-input v1 record", "bob-run refuses this input record")
