@@ -18,7 +18,7 @@ NumPy comes in only for the functions that make or convert arrays.
 
 from __future__ import annotations
 
-from bob.errors import integer_value, shown_kind
+from bob.errors import byte_buffer, integer_value, shown_kind
 from bob.formats.constants import (  # noqa: F401 - re-exported for the library's users
     EMPTY_PROMPT,
     PARAMETER_COUNT,
@@ -80,11 +80,9 @@ CoreError = _core.CoreError
 
 
 def _bytes(value, name: str) -> bytes:
-    """A bytes-like ``value`` as bytes, or a TypeError that names it (never
-    ``bytes(5)``, five zero bytes, nor a str in some encoding)."""
-    if not isinstance(value, (bytes, bytearray, memoryview)):
-        raise TypeError(f"{name} must be bytes; got {shown_kind(value)}")
-    return bytes(value)
+    """A bytes-like ``value`` as bytes, or the one "must be bytes" refusal
+    (:func:`bob.errors.byte_buffer`) that names it."""
+    return byte_buffer(value, name, core=True).tobytes()
 
 
 def _whole(value, name: str, bits: int = 64) -> int:

@@ -61,6 +61,7 @@ __all__ = [
     "integer_value",
     "integer_field",
     "shown_kind",
+    "byte_buffer",
     "f32_text",
 ]
 
@@ -112,6 +113,32 @@ def integer_value(value: Any) -> int | None:
 def shown_kind(value: Any) -> str:
     """A value of the wrong kind, for a refusal: its type and its repr."""
     return one_line(f"{type(value).__name__} {value!r}")[:80]
+
+
+def byte_buffer(data: Any, name: str, *, flat: bool = False, core: bool = False, str_hint: bool = True) -> memoryview:
+    """``data``'s bytes as a memoryview (no copy; ``flat``: cast to unsigned
+    bytes, so C-contiguous), or a TypeError that names ``name``.
+
+    The one check of "must be bytes", at every door that takes bytes: the
+    formats' readers and builders (:func:`bob.formats.schema.as_bytes`),
+    the writer (:func:`bob.fileio.write_atomic`) and the native core's
+    wrapper (:mod:`bob.core`, whose refusal shows the value: ``core``). A
+    ``str`` is refused (bytes in which encoding?; named as such unless
+    ``str_hint`` is False, as the writer's refusal has always read), and so
+    is anything without the buffer protocol (``bytes(5)`` would be five zero
+    bytes).
+    """
+    if not isinstance(data, str):
+        try:
+            view = memoryview(data)
+            return view.cast("B") if flat else view
+        except TypeError:
+            pass
+    if core:
+        raise TypeError(f"{name} must be bytes; got {shown_kind(data)}")
+    if isinstance(data, str) and str_hint:
+        raise TypeError(f"{name} must be bytes, not str")
+    raise TypeError(f"{name} must be bytes (or a bytes-like object), not {type(data).__name__}")
 
 
 class FormatError(ValueError):

@@ -50,6 +50,8 @@ import errno
 import os
 import stat
 
+from bob.errors import byte_buffer
+
 __all__ = [
     "NotARegularFile",
     "NotReplaceable",
@@ -380,10 +382,7 @@ def write_atomic(path: "str | os.PathLike[str]", data: bytes | bytearray | memor
     target is byte-identical. The new file keeps the old file's mode, or
     gets 0o666 minus the umask.
     """
-    try:
-        view = memoryview(data).cast("B")
-    except TypeError:
-        raise TypeError(f"the data to write must be bytes (or a bytes-like object), not {type(data).__name__}") from None
+    view = byte_buffer(data, "the data to write", flat=True, str_hint=False)
     target = replace_target(path)
     tmp = stage(target, view)
     try:

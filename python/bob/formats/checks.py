@@ -54,10 +54,9 @@ from bob.formats.contract import (
     V1,
     Contract,
 )
-from bob.formats.constants import CHUNK_TAGS
+from bob.formats.constants import CHUNK_TAGS, cell_name
 from bob.formats.envelope_schema import ENVELOPE_HEADER, ENVELOPE_MAGIC, HEADER_BODY
 from bob.formats.layout import DIGEST_BYTES, ENVELOPE_HEAD, PLANE_DTYPE, EnvelopeLayout, envelope_layout
-from bob.formats.rules import cell_name
 from bob.formats.schema import FieldRow, walk, as_bytes, magic_finding, parse
 
 __all__ = ["Examination", "examine", "state_findings", "resume_findings", "refuse_unresumable",

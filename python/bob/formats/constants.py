@@ -17,6 +17,13 @@ CHUNK_TAGS = (b"P\0\0\0", b"M\0\0\0", b"V\0\0\0")
 
 VOCABULARY = 256
 PARAMETER_COUNT = VOCABULARY * VOCABULARY  # 65,536, row-major: context * 256 + next
+
+
+def cell_name(index: int) -> str:
+    """Where parameter ``index`` of a plane lies, in words: ``context r, next j``."""
+    return f"context {index // VOCABULARY}, next {index % VOCABULARY}"
+
+
 PLANE_NAMES = ("P", "M", "V")
 SCALAR_BYTES = 4
 CHUNK_BYTES = PARAMETER_COUNT * SCALAR_BYTES  # 262,144: one chunk per plane

@@ -35,7 +35,6 @@ __all__ = [
     "INVALID_TOKEN",
     "RULES",
     "prompt_word_ok",
-    "cell_name",
 ]
 
 class ValueRule:
@@ -69,11 +68,6 @@ class ValueRule:
 def prompt_word_ok(word: int) -> bool:
     """A prompt word is a byte or the empty prompt's word (§3)."""
     return 0 <= word < VOCABULARY or word == EMPTY_PROMPT
-
-
-def cell_name(index: int) -> str:
-    """Where parameter ``index`` of a plane lies: ``context r, next j`` (row-major, §1)."""
-    return f"context {index // VOCABULARY}, next {index % VOCABULARY}"
 
 
 # ------------------------------------------------------------------ bob-input v1 (§3)

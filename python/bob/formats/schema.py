@@ -55,7 +55,7 @@ from construct import (
     stream_write,
 )
 
-from bob.errors import BadValue, FormatError, NotABobFile, Truncated
+from bob.errors import BadValue, FormatError, NotABobFile, Truncated, byte_buffer
 from bob.formats.constants import CHECKPOINT_MAGIC, INPUT_MAGIC
 from bob.formats.layout import DIGEST_BYTES, U32, U64, Field
 from bob.formats.rules import ValueRule
@@ -477,13 +477,8 @@ def magic_finding(data: bytes, magic: bytes, what: str) -> FormatError | None:
 
 
 def as_bytes(data: Any, name: str) -> bytes:
-    """``data`` as ``bytes``: a bytes-like object is copied once; a ``str``, or
-    anything else without a buffer, is a TypeError that names ``name``."""
+    """``data`` as ``bytes``: a bytes-like object is copied once; anything else
+    is :func:`bob.errors.byte_buffer`'s TypeError naming ``name``."""
     if type(data) is bytes:
         return data
-    if isinstance(data, str):
-        raise TypeError(f"{name} must be bytes, not str")
-    try:
-        return memoryview(data).tobytes()
-    except TypeError:
-        raise TypeError(f"{name} must be bytes (or a bytes-like object), not {type(data).__name__}") from None
+    return byte_buffer(data, name).tobytes()
