@@ -98,6 +98,7 @@ LITERAL_ALLOWED = {
     ("inspect/render.py", "k[:-3]", "'tag_ok' shown as 'tag'"),
     ("inspect/diff.py", "m.group(2)", "a regular expression's group"),
 }
+_AT_CALLS = {"unpack_from", "pack_into", "frombuffer", "seek"}  # calls whose later arguments place bytes
 _STRUCT_FORMAT = re.compile(r"^[<>=!@][0-9]*[xcbB?hHiIlLqQnNefdspPu]+[0-9]*$")
 
 
@@ -139,6 +140,14 @@ def layout_literals(path: Path) -> list[tuple[int, str, str]]:
                         add(side)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _STRUCT_FORMAT.match(node.value):
             add(node)
+        if isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Slice) and (
+                _words(node.value) & _PLACE_WORDS):
+            for n in _numbers(node.slice):  # data[8]: a byte at a place
+                add(n)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _AT_CALLS:
+            for arg in node.args[1:]:  # unpack_from(data, 16), frombuffer(data, dtype, 3, 16): where and how many
+                for n in _numbers(arg):
+                    add(n)
     return [(line, text, lines[line - 1].strip()) for (line, _), text in sorted(found.items())]
 
 
@@ -183,6 +192,13 @@ def int_of_arguments(path: Path) -> list[tuple[int, str]]:
                         isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Name) and arg.value.id == "self"):
                     found.append((node.lineno, ast.get_source_segment(source, node) or ""))
     return found
+
+
+def test_the_layout_number_finder_catches_small_numbers_as_places(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text("a = data[8]\nb = U64.unpack_from(raw, 16)\nc = np.frombuffer(buf, dtype, 3, 24)\n"
+                       "d = rows[2]\ne = U64.unpack_from(raw, at)\n", encoding="utf-8")
+    assert [(line, text) for line, text, _ in layout_literals(planted)] == [(1, "8"), (2, "16"), (3, "3"), (3, "24")]
 
 
 def test_no_door_of_the_library_int_s_a_callers_value() -> None:
