@@ -134,9 +134,11 @@ BUGS: tuple[Bug, ...] = (
     Bug("fast-ckpt-skips-table", "fast path", "checkpoint", 3_000,
         "bob-run's fast path does not compare the chunk table: it resumes from a checkpoint whose "
         "planes no longer match their digests",
-        (("bob/formats/canonical.py", "if data[:HEADER_BYTES] != checkpoint_header(step, chunk_digests(planes)):",
+        (("bob/formats/canonical.py",
+          "if data[:HEADER_BYTES] != checkpoint_header(step, chunk_digests(planes, digest), digest):",
           "from bob.formats.layout import CANONICAL\n"
-          "    if data[:CANONICAL.chunk_table] != checkpoint_header(step, chunk_digests(planes))[:CANONICAL.chunk_table]:"),),
+          "    if data[:CANONICAL.chunk_table] != checkpoint_header(step, chunk_digests(planes, digest), digest)"
+          "[:CANONICAL.chunk_table]:"),),
         property="fast path against the schemas"),
     Bug("backup-link-left", "files", "run", 300,
         "after every successful bob-run a hard link of the old predictions is left beside the new ones",

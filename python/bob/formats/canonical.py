@@ -22,6 +22,10 @@ are never recognized unless the schemas accept them.
 
 from __future__ import annotations
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, Callable
+
 from bob.formats.constants import (
     CHECKPOINT_MAGIC,
     CHUNK_BYTES,
@@ -59,12 +63,14 @@ _STEP = ENVELOPE_HEAD["step"]
 
 def envelope_header(step: int, chunk_digests: "list[bytes]", header_bytes: int = HEADER_BYTES,
                     strings: "tuple[bytes, ...]" = STRINGS, payload_bytes: int = PAYLOAD_BYTES,
-                    chunk_bytes: int = CHUNK_BYTES, updates: int = UPDATES_PER_INVOCATION) -> bytes:
+                    chunk_bytes: int = CHUNK_BYTES, updates: int = UPDATES_PER_INVOCATION,
+                    digest: "Callable[[Any], bytes] | None" = None) -> bytes:
     """The ``header_bytes``-long envelope header (digest and zero padding
     included) for ``step``, the planes' SHA-256s and the contract's fields,
     packed field by field with :mod:`bob.formats.layout`'s packers: the one
     builder of every header bob writes (``bob-run``'s and
-    ``Checkpoint.to_bytes``'). The values are the caller's to check."""
+    ``Checkpoint.to_bytes``'). The values are the caller's to check;
+    ``digest`` is the SHA-256 function (:func:`sha256` unless given)."""
     body = b"".join((
         ENVELOPE_HEAD_STRUCT.pack(CHECKPOINT_MAGIC, VERSION, header_bytes, step),
         *(U32.pack(len(s)) + s for s in strings),
@@ -72,13 +78,13 @@ def envelope_header(step: int, chunk_digests: "list[bytes]", header_bytes: int =
         *(CHUNK_ENTRY.pack(tag, header_bytes + i * chunk_bytes, chunk_bytes, digest)
           for i, (tag, digest) in enumerate(zip(CHUNK_TAGS, chunk_digests))),
     ))
-    header = body + sha256(body)
+    header = body + (digest or sha256)(body)
     return header + bytes(header_bytes - len(header))
 
 
-def checkpoint_header(step: int, chunk_digests: "list[bytes]") -> bytes:
+def checkpoint_header(step: int, chunk_digests: "list[bytes]", digest: "Callable[[Any], bytes] | None" = None) -> bytes:
     """The canonical 448-byte header for ``step`` and the planes' SHA-256s."""
-    return envelope_header(step, chunk_digests)
+    return envelope_header(step, chunk_digests, digest=digest)
 
 
 _BEFORE_STEP = ENVELOPE_HEAD_STRUCT.pack(CHECKPOINT_MAGIC, VERSION, HEADER_BYTES, 0)[:_STEP.offset]
@@ -90,9 +96,10 @@ _WORDS = INPUT["prompt_words"]
 assert len(_RECORD_HEAD) == _PAIRS.offset
 
 
-def chunk_digests(planes: memoryview) -> list[bytes]:
+def chunk_digests(planes: memoryview, digest: "Callable[[Any], bytes] | None" = None) -> list[bytes]:
     """The SHA-256 of each plane in ``planes`` (P, M, V as bytes, contiguous)."""
-    return [sha256(planes[i * CHUNK_BYTES:(i + 1) * CHUNK_BYTES]) for i in range(len(CHUNK_TAGS))]
+    digest = digest or sha256
+    return [digest(planes[i * CHUNK_BYTES:(i + 1) * CHUNK_BYTES]) for i in range(len(CHUNK_TAGS))]
 
 
 def _digest_function():
@@ -144,14 +151,15 @@ def build_checkpoint(step: int, planes) -> bytearray:
     return seal_checkpoint(step, out)
 
 
-def recognize_checkpoint(data: "bytes | bytearray") -> int | None:
+def recognize_checkpoint(data: "bytes | bytearray", digest: "Callable[[Any], bytes] | None" = None) -> int | None:
     """The step, if ``data`` is exactly a canonical checkpoint whose header
-    digest and chunk digests all hold; otherwise None (let the schemas judge)."""
+    digest and chunk digests all hold (each computed once, with ``digest``
+    or :func:`sha256`); otherwise None (let the schemas judge)."""
     if len(data) != CHECKPOINT_BYTES or data[:_STEP.offset] != _BEFORE_STEP:
         return None
     (step,) = _STEP.unpack(data)
     planes = memoryview(data)[HEADER_BYTES:]
-    if data[:HEADER_BYTES] != checkpoint_header(step, chunk_digests(planes)):
+    if data[:HEADER_BYTES] != checkpoint_header(step, chunk_digests(planes, digest), digest):
         return None
     return step
 

@@ -19,8 +19,8 @@ import numpy as np
 import numpy.typing as npt
 
 from bob.errors import BadValue, integer_field, integer_value, shown_kind
-from bob.formats.canonical import envelope_header, sha256
-from bob.formats.checks import examine
+from bob.formats.canonical import envelope_header, recognize_checkpoint
+from bob.formats.checks import examine, state_findings
 from bob.formats.constants import CHUNK_TAGS, LEARNER_FLOATS, MAX_CHECKPOINT_BYTES
 from bob.formats.contract import (
     PARAMETER_COUNT,
@@ -238,6 +238,9 @@ class Checkpoint:
         (or the field), unless ``for_resume=False``: the one way to build a
         test file bob must refuse, and the same keyword a reader takes to
         read one (``Checkpoint.read(path, for_resume=False)``).
+
+        Each plane's SHA-256 is computed once, over the plane's own memory,
+        and the planes are copied once, into the bytes returned.
         """
         self._check()
         if for_resume:
@@ -246,9 +249,9 @@ class Checkpoint:
         _check_header_bytes(hb, self.contract)
         planes = [_le_bytes(a) for a in (self.p, self.m, self.v)]
         c = self.contract
-        header = envelope_header(self.step, [sha256(a) for a in planes], hb,
+        header = envelope_header(self.step, [_hashlib_sha256(a) for a in planes], hb,
                                  (c.state, c.learner, c.data, c.seed), c.payload_bytes, c.chunk_bytes,
-                                 c.updates_per_invocation)
+                                 c.updates_per_invocation, _hashlib_sha256)
         return b"".join((header, *planes))  # the one copy of the planes
 
     @classmethod
@@ -337,6 +340,11 @@ class Checkpoint:
                 f"header_bytes={self.header_bytes}, contract={'v1' if self.contract.is_v1 else 'non-v1'})")
 
 
+def _hashlib_sha256(data: Any) -> bytes:
+    # hashlib's, not the core's (canonical.sha256): loading never imports the core.
+    return hashlib.sha256(data).digest()
+
+
 def _check_header_bytes(hb: int, contract: Contract) -> None:
     need = header_length(contract)
     if not HEADER_BYTES_RULE.ok(hb) or hb < need:  # the reader's rule, and room for this contract's header
@@ -354,7 +362,25 @@ def load_checkpoint(data: bytes, *, for_resume: bool = True) -> Checkpoint:
 
     Zero bytes are a fresh run: the state at step 0, made by the native core.
     ``for_resume=False`` skips the state checks (an inspector loads such files).
+
+    Each digest is computed once. A canonical file (the 448-byte header bob
+    writes) is recognised by rebuilding its header from the planes'
+    digests (:func:`bob.formats.canonical.recognize_checkpoint`, held to the
+    schemas by ``tests/formats/test_canonical.py``); anything else goes
+    through :func:`bob.formats.checks.examine`. Either way the planes are
+    copied once, into writable arrays the checkpoint owns (the core trains
+    them in place), never views of ``data``.
     """
+    data = as_bytes(data, "the checkpoint")
+    step = recognize_checkpoint(data, _hashlib_sha256)
+    if step is not None:
+        views = np.frombuffer(data, dtype=PLANE_DTYPE, offset=HEADER_BYTES).reshape(len(PLANE_NAMES), PARAMETER_COUNT)
+        if for_resume:
+            problems = state_findings(step, views, HEADER_BYTES)
+            if problems:
+                raise problems[0]
+        planes = views.copy()
+        return Checkpoint(step, planes[0], planes[1], planes[2], HEADER_BYTES, V1)
     ex = examine(data, for_resume=for_resume)
     if ex.findings:
         raise ex.findings[0]

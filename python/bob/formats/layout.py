@@ -202,8 +202,25 @@ class EnvelopeLayout:
         return self.fields[f"chunk_table[{index}].{name}"]
 
 
+_LAYOUTS: "dict[tuple[int, ...], EnvelopeLayout]" = {}
+_LAYOUTS_KEPT = 64
+
+
 def envelope_layout(string_lengths: tuple[int, int, int, int]) -> EnvelopeLayout:
-    """The header layout for contract strings of these lengths (state, learner, data, seed)."""
+    """The header layout for contract strings of these lengths (state, learner, data, seed).
+
+    Computed once per set of lengths (a file's readers and writers ask for
+    it several times); the layout returned is shared, so it is not to be changed."""
+    key = tuple(string_lengths)
+    known = _LAYOUTS.get(key)
+    if known is None:
+        if len(_LAYOUTS) >= _LAYOUTS_KEPT:  # a fuzzer's lengths are many: keep the cache small
+            _LAYOUTS.clear()
+        known = _LAYOUTS[key] = _envelope_layout(key)  # type: ignore[arg-type]
+    return known
+
+
+def _envelope_layout(string_lengths: tuple[int, int, int, int]) -> EnvelopeLayout:
     fields = dict(ENVELOPE_HEAD)
     at = ENVELOPE_HEAD["step"].end
     for name, length in zip(CONTRACT_STRINGS, string_lengths):
