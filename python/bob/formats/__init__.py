@@ -1,17 +1,20 @@
 """bob's binary formats: construct schemas, checkers and typed objects.
 
-* :mod:`bob.formats.input_record` — ``bob-input`` v1: schema, findings, ``InputRecord``, loader, reader;
+* :mod:`bob.formats.input_record` — ``bob-input`` v1: schema, ``examine``, ``InputRecord``, loader, reader;
 * :mod:`bob.formats.envelope_schema` — ``bob-envelope`` v1's schema (``ENVELOPE``);
 * :mod:`bob.formats.checks` — a checkpoint's findings (``examine``), from that schema;
 * :mod:`bob.formats.envelope` — ``Checkpoint``, ``load_checkpoint``, ``read_checkpoint_file``, from those;
-* :mod:`bob.formats.predictions` — the 24-byte predictions: schema, findings, ``Predictions``, loader, reader;
+* :mod:`bob.formats.predictions` — the 24-byte predictions: schema, ``examine``, ``Predictions``, loader, reader;
 * :mod:`bob.formats.contract` — bob v1's contract strings as a typed object (``V1``);
 * :mod:`bob.formats.constants` — bob v1's constants, magics and strings (standard library);
-* :mod:`bob.formats.layout` — every field's offset and ``struct`` format (standard library);
-* :mod:`bob.formats.canonical` — the one layout bob writes, built and recognised without construct;
+* :mod:`bob.formats.layout` — the one description of the layout: every field's offset, size and
+  ``struct`` format, from which the schemas and packers are built (standard library);
+* :mod:`bob.formats.rules` — the value rules as data: field, predicate, error class, message (standard library);
+* :mod:`bob.formats.canonical` — the one header builder; the layout bob writes, built and recognised
+  without construct;
 * :mod:`bob.formats.files` — the one bounded read of a format's file (regular files only);
 * :mod:`bob.formats.schema` — the custom constructs, ``parse`` and ``layout``;
-* :mod:`bob.formats.docs` — layout tables printed from the schemas.
+* :mod:`bob.formats.docs` — layout and rule tables printed from the schemas and the rules.
 
 Names are imported lazily (``from bob.formats import ENVELOPE`` imports only
 what it needs). Imports run one way, from the schema up to the typed object
