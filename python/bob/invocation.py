@@ -35,11 +35,13 @@ _CHECKS = {
 
 
 def advance(p, m, v, contexts, targets, prompt_words: Sequence[int], step: int, *,
-            threads: int = 0) -> "tuple[list[float], list[tuple[int, int]]]":
+            threads: int = 0) -> "tuple[int, list[float], list[tuple[int, int]]]":
     """Make one invocation's 10 updates in place on the float32 buffers P, M, V
     (``step`` updates made before) and predict for ``prompt_words``.
 
-    Returns ``(losses, records)``. Raises :class:`~bob.errors.StateRefused`
+    Returns ``(step_after, losses, records)``: the new step (the one place
+    that counts the 10 updates on), the loss before each update, and the
+    (token, validity) per prompt. Raises :class:`~bob.errors.StateRefused`
     (naming the plane and index) when the new state could not be resumed —
     a value became non-finite, or the step has no room left — so nothing that
     bob would refuse to read is ever written. The buffers then hold the
@@ -62,7 +64,7 @@ def advance(p, m, v, contexts, targets, prompt_words: Sequence[int], step: int, 
             raise StateRefused(field, message, expected="finite" if check == "non_finite" else ">= 0",
                                actual=_value_at((p, m, v)[offset_in_plane], index), index=index)
         raise StateRefused(field, message + "; nothing was written", actual=step_after)
-    return losses, core.predict(p, prompt_words)
+    return step_after, losses, core.predict(p, prompt_words)
 
 
 def _value_at(plane, index: int) -> float:
@@ -154,9 +156,8 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
         start = checkpoint.copy()
     else:
         start = load_checkpoint(checkpoint)  # b"" -> the fresh state; a new object either way
-    losses, records = advance(start.p, start.m, start.v, record.contexts, record.targets,
-                              record.prompt_words, start.step, threads=threads)
     step_before = start.step
-    start.step = step_before + UPDATES_PER_INVOCATION
+    start.step, losses, records = advance(start.p, start.m, start.v, record.contexts, record.targets,
+                                          record.prompt_words, step_before, threads=threads)
     return Invocation(start, Predictions.from_core(records), tuple(float(x) for x in losses),
                       step_before, start.step)
