@@ -175,7 +175,10 @@ def _owned_copy(checkpoint: "Checkpoint") -> "Checkpoint":
     if not all(isinstance(a, np.ndarray) and a.dtype == np.float32 and a.shape == (PARAMETER_COUNT,)
                for a in planes):
         return checkpoint.copy()
-    return _with_planes(checkpoint.step, np.stack(planes), checkpoint.header_bytes, checkpoint.contract)
+    owned = np.empty((len(planes), PARAMETER_COUNT), dtype=np.float32)
+    for row, plane in zip(owned, planes):
+        row[...] = plane
+    return _with_planes(checkpoint.step, owned, checkpoint.header_bytes, checkpoint.contract)
 
 
 def _loaded(data: bytes) -> "Checkpoint":
