@@ -6,13 +6,21 @@ Each round runs every command once, in turn, so load elsewhere on the
 machine slows all of them alike; the table gives median and minimum wall
 time and the median's ratio to `python -c pass` (the venv's interpreter).
 bob-run resumes a checkpoint each time (read, verify, 10 updates, write both
-files atomically with their fsyncs). --importtime adds `-X importtime`'s
-breakdown of one bob-run (the largest cumulative imports).
+files atomically with their fsyncs). A second table sets `bob-inspect ckpt
+FILE` (the whole report of that checkpoint) against `python -c "import
+numpy"`. --importtime adds `-X importtime`'s breakdown of one bob-run and of
+one `bob-inspect ckpt` (the largest cumulative imports).
+
+The commands run with their modules' bytecode cached, as an installed
+package has it: PYTHONDONTWRITEBYTECODE is dropped from their environment
+and each command runs once, untimed, before the rounds (otherwise every
+import compiles its module again, and that is most of what is measured).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -25,16 +33,19 @@ from _table import load_line, ratio_table
 BIN = Path(sys.executable).parent
 
 
+ENV = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+
+
 def timed(argv: list[str]) -> float:
     t0 = time.perf_counter()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=ENV)
     return time.perf_counter() - t0
 
 
 def importtime(argv: list[str], top: int = 14) -> list[tuple[int, int, str]]:
     """(self µs, cumulative µs, module) of the largest cumulative imports of one run."""
     done = subprocess.run([sys.executable, "-X", "importtime", *argv], check=True, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True)
+                          stderr=subprocess.PIPE, text=True, env=ENV)
     rows = []
     for line in done.stderr.splitlines():
         if not line.startswith("import time:") or "self [us]" in line:
@@ -96,7 +107,9 @@ def main() -> None:
                         "--prompt", "", "--output", str(rec)], check=True, stdout=subprocess.DEVNULL)
         files = ["--input", str(rec), "--checkpoint", str(ck), "--predictions", str(pred)]
         run = [str(BIN / "bob-run"), *files]
+        inspect = [str(BIN / "bob-inspect"), "ckpt", str(Path(d, "inspected.bin"))]
         subprocess.run(run, check=True, stdout=subprocess.DEVNULL)  # a checkpoint to resume from
+        shutil.copy(ck, inspect[-1])  # bob-inspect reads a checkpoint that bob-run does not replace
         call = ("import sys; from bob.run import run_files; "
                 f"run_files({str(rec)!r}, {str(ck)!r}, {str(pred)!r}, threads={{}})")
         io_dir = Path(d, "io")
@@ -118,17 +131,26 @@ def main() -> None:
             "bob-run + the removed imports": [sys.executable, "-c", REMOVED_IMPORTS, *files],
             "run_files, threads=0 (auto)": [sys.executable, "-c", call.format(0)],
             "run_files, threads=1": [sys.executable, "-c", call.format(1)],
+            'python -c "import numpy"': [sys.executable, "-c", "import numpy"],
+            'python -c "import numpy, construct"': [sys.executable, "-c", "import numpy, construct"],
+            "bob-inspect ckpt FILE": inspect,
         }
+        for argv in commands.values():  # untimed: the bytecode is cached (see above)
+            subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=ENV)
         times: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(args.rounds):
             for name, argv in commands.items():
                 times[name].append(timed(argv))
-        breakdown = importtime(run) if args.importtime else []
+        breakdowns = {"bob-run": importtime(run), "bob-inspect ckpt": importtime(inspect)} if args.importtime else {}
     print(f"{args.rounds} interleaved rounds; {load_line()}")
-    print(ratio_table(times, "python -c pass", first_column="command", unit="ms", scale=1e3,
-                      ratio_to="python -c pass"))
-    if breakdown:
-        print("\n-X importtime of one bob-run (µs): self, cumulative, module")
+    numpy_rows = list(commands)[-3:]
+    print(ratio_table({k: v for k, v in times.items() if k not in numpy_rows}, "python -c pass",
+                      first_column="command", unit="ms", scale=1e3, ratio_to="python -c pass"))
+    print()
+    print(ratio_table({k: times[k] for k in numpy_rows}, numpy_rows[0], first_column="command", unit="ms",
+                      scale=1e3, ratio_to="import numpy"))
+    for what, breakdown in breakdowns.items():
+        print(f"\n-X importtime of one {what} (µs): self, cumulative, module")
         for self_us, cumulative_us, name in breakdown:
             print(f"{self_us:8d} {cumulative_us:8d}  {name}")
     shutil.rmtree(d, ignore_errors=True)

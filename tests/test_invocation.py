@@ -187,3 +187,44 @@ def test_readme_library_snippet_runs_as_written(tmp_path: Path, monkeypatch) -> 
     exec(compile(snippet, "README.md", "exec"), {})
     assert sha((tmp_path / "model.bob").read_bytes()) == CKPT_10_SHA256
     assert (tmp_path / "predictions.bin").read_bytes().hex() == PRED_HEX
+
+
+def _unresumable(edit: str) -> bytes:
+    """The canonical file of a state bob must refuse to resume (its digests all hold)."""
+    record = bob.build_input(CORPUS, PROMPTS)
+    state = bob.invoke(record).checkpoint
+    if edit == "v_negative":
+        state.v[5] = -2.0
+    elif edit == "p_non_finite":
+        state.p[300] = np.inf
+    elif edit == "m_at_step_zero":
+        state.step = 0
+    elif edit == "no_room":
+        state.step = 2**64 - 5
+    return state.to_bytes(for_resume=False)
+
+
+@pytest.mark.parametrize("edit", ["v_negative", "p_non_finite", "m_at_step_zero", "no_room"])
+def test_invoke_from_bytes_refuses_what_load_checkpoint_refuses(edit: str) -> None:
+    """Bytes are judged as load_checkpoint judges them, whichever way they are
+    given: the same error, placed at the same offset in the file."""
+    data = _unresumable(edit)
+    with pytest.raises(FormatError) as expected:
+        bob.load_checkpoint(data)
+    record = bob.build_input(CORPUS, PROMPTS)
+    for given in (data, bytearray(data), memoryview(data)):
+        with pytest.raises(FormatError) as got:
+            bob.invoke(record, given)
+        assert type(got.value) is type(expected.value) and got.value.to_dict() == expected.value.to_dict()
+
+
+def test_invoke_from_bytes_owns_writable_planes_and_keeps_a_wide_header() -> None:
+    record = bob.build_input(CORPUS, PROMPTS)
+    first = bob.invoke(record).checkpoint
+    for data, header_bytes in ((first.to_bytes(), 448), (first.to_bytes(header_bytes=1024), 1024)):
+        result = bob.invoke(record, data).checkpoint
+        assert result.header_bytes == header_bytes and result.step == 20
+        view = np.frombuffer(data, dtype=np.uint8)
+        for plane in (result.p, result.m, result.v):
+            assert plane.flags.writeable and plane.dtype == np.float32 and not np.shares_memory(plane, view)
+        assert result.to_bytes(header_bytes=448) == bob.invoke(record, first).checkpoint_bytes()

@@ -15,12 +15,13 @@ on its own plane buffers) both call it, so they cannot drift apart.
 from __future__ import annotations
 
 from bob.errors import StateRefused
-from bob.formats.constants import PLANE_NAMES, UPDATES_PER_INVOCATION, VOCABULARY
+from bob.formats.constants import PARAMETER_COUNT, PLANE_NAMES, UPDATES_PER_INVOCATION, VOCABULARY
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - typing costs start-up time bob-run does not pay
     from typing import Sequence
 
+    from bob.formats.contract import Contract
     from bob.formats.envelope import Checkpoint
     from bob.formats.input_record import InputRecord
     from bob.formats.predictions import Predictions
@@ -35,11 +36,13 @@ _CHECKS = {
 
 
 def advance(p, m, v, contexts, targets, prompt_words: Sequence[int], step: int, *,
-            threads: int = 0) -> "tuple[list[float], list[tuple[int, int]]]":
+            threads: int = 0) -> "tuple[int, list[float], list[tuple[int, int]]]":
     """Make one invocation's 10 updates in place on the float32 buffers P, M, V
     (``step`` updates made before) and predict for ``prompt_words``.
 
-    Returns ``(losses, records)``. Raises :class:`~bob.errors.StateRefused`
+    Returns ``(step_after, losses, records)``: the new step (the one place
+    that counts the 10 updates on), the loss before each update, and the
+    (token, validity) per prompt. Raises :class:`~bob.errors.StateRefused`
     (naming the plane and index) when the new state could not be resumed —
     a value became non-finite, or the step has no room left — so nothing that
     bob would refuse to read is ever written. The buffers then hold the
@@ -62,7 +65,7 @@ def advance(p, m, v, contexts, targets, prompt_words: Sequence[int], step: int, 
             raise StateRefused(field, message, expected="finite" if check == "non_finite" else ">= 0",
                                actual=_value_at((p, m, v)[offset_in_plane], index), index=index)
         raise StateRefused(field, message + "; nothing was written", actual=step_after)
-    return losses, core.predict(p, prompt_words)
+    return step_after, losses, core.predict(p, prompt_words)
 
 
 def _value_at(plane, index: int) -> float:
@@ -140,7 +143,6 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
     (0: what the machine offers) changes no bit of the result.
     """
     from bob.formats.checks import resume_findings
-    from bob.formats.envelope import load_checkpoint
     from bob.formats.envelope import Checkpoint
     from bob.formats.input_record import InputRecord, load_input
     from bob.formats.predictions import Predictions
@@ -151,12 +153,65 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
         findings = resume_findings(checkpoint)
         if findings:
             raise findings[0]
-        start = checkpoint.copy()
+        start = _owned_copy(checkpoint)
     else:
-        start = load_checkpoint(checkpoint)  # b"" -> the fresh state; a new object either way
-    losses, records = advance(start.p, start.m, start.v, record.contexts, record.targets,
-                              record.prompt_words, start.step, threads=threads)
+        start = _loaded(checkpoint)  # b"" -> the fresh state; a new object either way
     step_before = start.step
-    start.step = step_before + UPDATES_PER_INVOCATION
+    start.step, losses, records = advance(start.p, start.m, start.v, record.contexts, record.targets,
+                                          record.prompt_words, step_before, threads=threads)
     return Invocation(start, Predictions.from_core(records), tuple(float(x) for x in losses),
                       step_before, start.step)
+
+
+def _owned_copy(checkpoint: "Checkpoint") -> "Checkpoint":
+    """A copy of ``checkpoint`` whose P, M and V are rows of one new array:
+    one allocation and one pass over the 786,432 bytes (three separate
+    256 KiB arrays cost several times as much here: each is a fresh mapping
+    whose pages fault in). Planes reassigned to anything but flat float32
+    arrays take :meth:`~bob.Checkpoint.copy`, which converts and checks them."""
+    import numpy as np
+
+    planes = (checkpoint.p, checkpoint.m, checkpoint.v)
+    if not all(isinstance(a, np.ndarray) and a.dtype == np.float32 and a.shape == (PARAMETER_COUNT,)
+               for a in planes):
+        return checkpoint.copy()
+    owned = np.empty((len(planes), PARAMETER_COUNT), dtype=np.float32)
+    for row, plane in zip(owned, planes):
+        row[...] = plane
+    return _with_planes(checkpoint.step, owned, checkpoint.header_bytes, checkpoint.contract)
+
+
+def _loaded(data: bytes) -> "Checkpoint":
+    """The checkpoint in ``data``, checked for resuming as
+    :func:`~bob.load_checkpoint` checks it. The file bob writes (canonical,
+    every digest holding) is recognized with one SHA-256 pass
+    (:func:`bob.formats.canonical.recognize_checkpoint`, which
+    ``tests/formats/test_canonical.py`` holds to the schemas) and its planes
+    copied once; anything else, and any state that may not be resumed, is
+    judged by the schemas, which name what is wrong."""
+    from bob.formats.envelope import load_checkpoint
+
+    if type(data) not in (bytes, bytearray):
+        return load_checkpoint(data)
+    import numpy as np
+
+    from bob.formats.canonical import HEADER_BYTES, recognize_checkpoint
+    from bob.formats.checks import state_findings
+    from bob.formats.contract import V1
+    from bob.formats.layout import PLANE_DTYPE
+
+    step = recognize_checkpoint(data)
+    if step is None:
+        return load_checkpoint(data)
+    planes = np.frombuffer(data, dtype=PLANE_DTYPE, count=len(PLANE_NAMES) * PARAMETER_COUNT,
+                           offset=HEADER_BYTES).reshape(len(PLANE_NAMES), PARAMETER_COUNT)
+    if state_findings(step, planes):
+        return load_checkpoint(data)  # raises the finding, placed in the file
+    return _with_planes(step, planes.astype(np.float32), HEADER_BYTES, V1)
+
+
+def _with_planes(step: int, planes, header_bytes: int, contract: "Contract") -> "Checkpoint":
+    """A Checkpoint over the rows of ``planes`` (3 x 65,536 float32, owned by the new checkpoint)."""
+    from bob.formats.envelope import Checkpoint
+
+    return Checkpoint(step, planes[0], planes[1], planes[2], header_bytes, contract)

@@ -14,9 +14,10 @@ runs. What this module adds is what a command on shared files needs:
   write; the predictions are replaced before the checkpoint, and put back
   exactly if the checkpoint cannot be replaced; a state that would not be
   resumable is refused, not written;
-* a fast path for the files bob itself writes needs neither construct nor
-  NumPy (:mod:`bob.formats.canonical`); anything else goes to the schemas,
-  which accept it or say what is wrong.
+* each file is read once: a fast path for the files bob itself writes
+  needs neither construct nor NumPy (:mod:`bob.formats.canonical`); anything
+  else goes to the schemas, which judge the same bytes and accept them or
+  say what is wrong.
 
 Only the standard library is imported up front.
 """
@@ -57,26 +58,37 @@ PROG = "bob-run"
 _FAST = sys.byteorder == "little"  # the planes are little-endian float32 in memory too
 
 
+def _read_once(path: str, limit: int, *, record: bool) -> "bytearray | None":
+    """The bytes of the regular file at ``path`` (None when it is missing),
+    read once: the fast path and the schemas both judge these bytes.
+    ``record``: the file is meant to be an input record, else a checkpoint."""
+    from bob.fileio import FileTooLarge, read_bounded_buffer
+
+    try:
+        return read_bounded_buffer(path, limit)
+    except FileTooLarge:
+        # Larger than any valid file: refused unread. The formats layer words
+        # the refusal; it names a foreign format by the first bytes, which it
+        # opens the file again to see (formats.files takes a path, not them).
+        from bob.formats import files
+
+        return bytearray(files.read_format_file(path, limit, files.INPUT_FILE if record else files.CHECKPOINT_FILE))
+
+
 def _read_record(path: str) -> "tuple[bytes, bytes, tuple[int, ...]]":
     """(contexts, targets, prompt words) of the input record at ``path``."""
-    from bob.fileio import FileTooLarge, read_bounded
     from bob.formats import canonical
     from bob.formats.constants import RECORD_BYTES
 
-    if _FAST:
-        try:
-            data = read_bounded(path, RECORD_BYTES)
-        except FileTooLarge:
-            pass  # larger than any record: the schemas' reader says so
-        else:
-            if data is None:
-                raise FileNotFoundError(2, "no such file", path)
-            fast = canonical.recognize_record(data)
-            if fast is not None:
-                return fast
-    from bob.formats.input_record import read_input_file
+    data = _read_once(path, RECORD_BYTES, record=True)
+    if data is None:
+        raise FileNotFoundError(2, "no such file", path)
+    fast = canonical.recognize_record(data)
+    if fast is not None:
+        return fast
+    from bob.formats.input_record import load_input
 
-    record = read_input_file(path)
+    record = load_input(bytes(data))  # the schemas say what is wrong with the bytes read above
     return record.contexts.tobytes(), record.targets.tobytes(), record.prompt_words
 
 
@@ -87,31 +99,23 @@ def _read_state(path: str) -> "tuple[int, bytearray, int | None]":
     back sealed with the new header. header_bytes is None for the canonical
     layout. A missing or empty file is the fresh state."""
     from bob import core
-    from bob.fileio import FileTooLarge, read_bounded_buffer
     from bob.formats import canonical
+    from bob.formats.constants import MAX_CHECKPOINT_BYTES
 
+    data = _read_once(path, MAX_CHECKPOINT_BYTES, record=False)
     if _FAST:
-        try:
-            data = read_bounded_buffer(path, canonical.CHECKPOINT_BYTES)
-        except FileTooLarge:
-            pass  # larger than bob writes: a wide header, or refused by the schemas
-        else:
-            if not data:  # missing or empty: a fresh run (the contract's command convention)
-                buffer = bytearray(canonical.CHECKPOINT_BYTES)
-                core.initialize(_plane_views(buffer)[0])
-                return 0, buffer, None
-            step = canonical.recognize_checkpoint(data)
-            if step is not None:
-                if core.resume_problem(*_plane_views(data), step) is None:
-                    return step, data, None
-    from bob.formats.envelope import read_checkpoint_file
+        if not data:  # missing or empty: a fresh run (the contract's command convention)
+            buffer = bytearray(canonical.CHECKPOINT_BYTES)
+            core.initialize(_plane_views(buffer)[0])
+            return 0, buffer, None
+        step = canonical.recognize_checkpoint(data)
+        if step is not None:
+            if core.resume_problem(*_plane_views(data), step) is None:
+                return step, data, None
+    from bob.formats.envelope import load_checkpoint
 
-    try:
-        checkpoint = read_checkpoint_file(path)
-    except FileNotFoundError:  # pragma: no cover - a fresh run off the fast path (big-endian hosts)
-        from bob.formats.envelope import Checkpoint
-
-        checkpoint = Checkpoint.fresh()
+    # The schemas judge the bytes read above (zero bytes: the fresh state).
+    checkpoint = load_checkpoint(bytes(data or b""))
     buffer = bytearray(canonical.HEADER_BYTES)
     for plane in (checkpoint.p, checkpoint.m, checkpoint.v):
         buffer += plane.astype("<f4").tobytes()
@@ -171,7 +175,7 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
         same_file,
     )
     from bob.formats import canonical
-    from bob.formats.constants import EMPTY_PROMPT, UPDATES_PER_INVOCATION
+    from bob.formats.constants import EMPTY_PROMPT
     from bob.invocation import advance
     from bob.signals import Deferral
 
@@ -185,13 +189,13 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
         checkpoint_target = replace_target(checkpoint_path, check_replaceable=False)
     with about("--predictions", predictions_path):
         predictions_target = replace_target(predictions_path, check_replaceable=False)
-    for a, b, what in (
-        (checkpoint_path, predictions_path, "--checkpoint and --predictions"),
-        (input_path, checkpoint_path, "--input and --checkpoint"),
-        (input_path, predictions_path, "--input and --predictions"),
+    for a, b, shown, what in (  # the targets as resolved above: each path is resolved once
+        (checkpoint_target, predictions_target, checkpoint_path, "--checkpoint and --predictions"),
+        (input_path, checkpoint_target, input_path, "--input and --checkpoint"),
+        (input_path, predictions_target, input_path, "--input and --predictions"),
     ):
         if same_file(a, b):
-            raise Refused(f"{what} name the same file ({show_path(a)}); each needs its own")
+            raise Refused(f"{what} name the same file ({show_path(shown)}); each needs its own")
     refuse_if_lock_of(predictions_target, checkpoint_target, "--predictions")
     with about("--input", input_path, "input record"):
         contexts, targets, prompt_words = _read_record(input_path)
@@ -212,10 +216,9 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
         with about("--checkpoint", checkpoint_path, "checkpoint"):
             read_from = identity(checkpoint_target)
             step_before, buffer, header_bytes = _read_state(checkpoint_target)
-            losses, records = advance(*_plane_views(buffer), contexts, targets, prompt_words, step_before,
-                                      threads=threads)
+            step_after, losses, records = advance(*_plane_views(buffer), contexts, targets, prompt_words,
+                                                  step_before, threads=threads)
         deferral.check()  # a signal during the updates ends the run here, nothing written
-        step_after = step_before + UPDATES_PER_INVOCATION
         prediction_bytes = canonical.predictions_bytes(records)
         checkpoint_bytes = _checkpoint_bytes(step_after, buffer, header_bytes)
 

@@ -17,12 +17,10 @@ not 1, which ``diff`` gives to a difference); 130 interrupted. The runner is
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import re
 import sys
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from bob.formats import kinds
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, RECORD_BYTES
@@ -49,7 +47,9 @@ from bob.inspect.common import (
     plural,
     read,
 )
-from bob.inspect.schema import SCHEMA_ALIASES, SCHEMA_KINDS
+
+if TYPE_CHECKING:  # pragma: no cover - argparse is imported only to build the parser
+    import argparse
 
 COMMANDS = ("checkpoint", "input", "predictions", "diff", "schema")
 ALIASES = dict(kinds.ALIASES)  # the old names: ckpt, pred (and envelope) still work
@@ -151,7 +151,7 @@ def cmd_diff(args: argparse.Namespace) -> Result:
 def cmd_schema(args: argparse.Namespace) -> Result:
     """``bob-inspect schema [input|checkpoint|predictions]`` (all three without a kind)."""
     from bob.inspect.render import render_schema
-    from bob.inspect.schema import schema_report
+    from bob.inspect.schema import SCHEMA_KINDS, schema_report
 
     report = schema_report([args.kind] if args.kind else list(SCHEMA_KINDS))
     return report, render_schema(report), EXIT_OK
@@ -229,13 +229,21 @@ def build_parser() -> argparse.ArgumentParser:
                    help="plane values at most X apart are equal (with --ulp: either suffices)")
     _add_common(p)
     p = sub.add_parser("schema", help="layout tables from the construct schemas")
-    p.add_argument("kind", nargs="?", metavar="{input,checkpoint,predictions}", type=lambda s: SCHEMA_ALIASES.get(s, s))
+    p.add_argument("kind", nargs="?", metavar="{input,checkpoint,predictions}", type=_schema_kind)
     _add_common(p)
     p = sub.add_parser("auto")  # `bob-inspect FILE`: not listed in the help
     p.add_argument("file", metavar="FILE")
     _add_ckpt_options(p)
     _add_common(p)
     return parser
+
+
+def _schema_kind(text: str) -> str:
+    # The schema report's names, imported only for the schema command: they
+    # come with the layout tables, which no other report needs.
+    from bob.inspect.schema import SCHEMA_ALIASES
+
+    return SCHEMA_ALIASES.get(text, text)
 
 
 _VALUE_OPTIONS = {"--rows", "--rows-hex", "--heatmap", "--export"}
@@ -269,19 +277,46 @@ def route(argv: list[str]) -> list[str]:
 # --------------------------------------------------------------------------- #
 
 
+_ONE_FILE = ("checkpoint", "input", "predictions", "auto")  # the commands that take FILE and no option of their own
+_FLAGS = ("--json", "--debug")
+
+
+def quick_args(argv: list[str]) -> "Any | None":
+    """The common command lines (``COMMAND FILE [--json] [--debug]``, after
+    :func:`route`), read without building the argparse parser, which costs a
+    share of a report's whole process. Anything else (an option with a value,
+    help, a repeated flag, a FILE that starts with ``-``) returns None and goes
+    to argparse, which parses it and prints its usual messages."""
+    if len(argv) < 2 or SUBCOMMANDS.get(argv[0], argv[0]) not in _ONE_FILE:
+        return None
+    rest = argv[1:]
+    flags = [a for a in rest if a in _FLAGS]
+    files = [a for a in rest if a not in _FLAGS]
+    if len(files) != 1 or files[0].startswith("-") or len(set(flags)) != len(flags):
+        return None
+    from types import SimpleNamespace  # (already imported with typing: no start-up cost)
+
+    return SimpleNamespace(command=argv[0], file=files[0], json="--json" in flags, debug="--debug" in flags,
+                           rows=None, rows_hex=None, heatmap=None, export=None)
+
+
 def main(argv: list[str] | None = None) -> int:
     """The ``bob-inspect`` entry point; returns the exit code."""
     argv = route(list(sys.argv[1:] if argv is None else argv))
-    return run_command(PROG, build_parser, _work, argv, unexpected_code=EXIT_SOFTWARE, subcommands=SUBCOMMANDS)
+    return run_command(PROG, build_parser, _work, argv, unexpected_code=EXIT_SOFTWARE, subcommands=SUBCOMMANDS,
+                       quick=quick_args)
 
 
 def _work(args: argparse.Namespace) -> Outcome:
     if args.command is None:
         raise Refused("usage: give a command or a FILE (see bob-inspect --help)")
     command = SUBCOMMANDS.get(args.command, args.command)
-    if command == "schema" and args.kind is not None and args.kind not in SCHEMA_KINDS:
-        raise Refused(f"usage: schema: unknown kind {escape_bytes(os.fsencode(args.kind))}; "
-                      "one of input, checkpoint, predictions")
+    if command == "schema" and args.kind is not None:
+        from bob.inspect.schema import SCHEMA_KINDS  # (the layout tables: only this command needs them)
+
+        if args.kind not in SCHEMA_KINDS:
+            raise Refused(f"usage: schema: unknown kind {escape_bytes(os.fsencode(args.kind))}; "
+                          "one of input, checkpoint, predictions")
     report, lines, code = HANDLERS[command](args)
     if args.json:
         report.pop("rows_requested", None)
