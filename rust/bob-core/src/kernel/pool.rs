@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 /// How long a helper that ran a job stays awake for the next one. Longer
 /// than the gap between two calls a Python loop makes (tens of µs), short
 /// enough that an idle process spends a millisecond of CPU per helper once.
-pub(super) const SPIN: Duration = Duration::from_millis(1);
+const SPIN: Duration = Duration::from_millis(1);
 
 /// How long the calling thread spins for helpers still inside its job
 /// before it parks until the last one leaves (long shares at large
@@ -135,13 +135,15 @@ impl Drop for Retract<'_, '_> {
 
 fn helper(shared: &Shared, index: usize) {
     let mut seen = shared.epoch.load(SeqCst);
-    // Since the last job this helper ran (or its start, which a job follows).
-    let mut awake_since = Instant::now();
+    // When the last job this helper ran ended. A new helper parks at once:
+    // the call that starts the pool wakes the ones it uses, and a helper it
+    // does not use would only take CPU from those that work.
+    let mut ran_at: Option<Instant> = None;
     loop {
         let mut polls = 0u32;
         while shared.epoch.load(SeqCst) == seen {
             polls = polls.wrapping_add(1);
-            if polls % 64 != 0 || awake_since.elapsed() < SPIN {
+            if polls % 64 != 0 || ran_at.is_some_and(|at| at.elapsed() < SPIN) {
                 std::hint::spin_loop();
             } else {
                 // Returns at once if a call unparked this thread since its
@@ -164,7 +166,7 @@ fn helper(shared: &Shared, index: usize) {
                 if catch_unwind(AssertUnwindSafe(job.work)).is_err() {
                     job.panicked.store(true, SeqCst);
                 }
-                awake_since = Instant::now();
+                ran_at = Some(Instant::now());
             }
             caller = Some(job.caller.clone());
         }
