@@ -13,12 +13,13 @@ At vocabulary 256 with every row live, each round measures, interleaved:
 - a lone call (10 updates from the seeded start) after 20 ms asleep, at 1
   thread (bob-run's) and at 2 threads (a pool that has parked).
 
-Every measurement after the first of a kind starts 20 ms after the last
-call, so that it finds the pool as a caller that comes back later would.
-The tables give medians and minima over the rounds, and the ratios of the
-medians. `--before PATH` loads a second build of the extension (for example
+Each measurement starts after 20 ms asleep, when the pool has parked, as
+a caller that comes back later finds it (a sequence's first call wakes it).
+The tables give medians and minima over the rounds, and the ratios of
+both. `--before PATH` loads a second build of the extension (for example
 the previous commit's `python/bob/_core.abi3.so`, copied aside) as its own
-module and times its sequences and lone calls in the same rounds.
+module and times its sequences and lone calls in the same rounds, the two
+builds taking turns to go first.
 
 Last, the CPU time the process uses (all threads, from /proc/self/stat)
 over 1 s of sleep right after a 2-thread call: a pool that parks uses its
@@ -118,30 +119,33 @@ def main() -> None:
     def record(name: str, value: float) -> None:
         results.setdefault(name, []).append(value)
 
-    for _ in range(args.rounds):
+    for round_number in range(args.rounds):
+        # Every other round the builds take turns going first.
+        order = list(cores.items())[:: 1 if round_number % 2 == 0 else -1]
         for threads in (1, 2):
             time.sleep(PAUSE)
             record(f"floor: fused loop, {threads} thread(s)", _core._fused_loop_floor(threads) * 1e6)
-            for label, core in cores.items():
+            for label, core in order:
                 record(f"{label}: {CALLS}-call sequence, {threads} thread(s)", sequence_us(core, threads))
         for threads in (1, 2):
-            for label, core in cores.items():
+            for label, core in order:
                 record(f"{label}: lone call, {threads} thread(s)", lone_us(core, threads))
     width = max(map(len, results))
     print(f"{'µs per update':<{width}}  {'median':>8} {'min':>8}")
     for name, values in results.items():
         print(f"{name:<{width}}  {statistics.median(values):8.1f} {min(values):8.1f}")
-    median = {name: statistics.median(values) for name, values in results.items()}
-    print("ratios of the medians:")
-    for label in cores:
-        for threads in (1, 2):
-            floor = median[f"floor: fused loop, {threads} thread(s)"]
-            seq = median[f"{label}: {CALLS}-call sequence, {threads} thread(s)"]
-            print(f"  {label}: sequence / floor, {threads} thread(s): {seq / floor:5.2f}")
-    if "before" in cores:
-        for threads in (1, 2):
-            ratio = median[f"this: lone call, {threads} thread(s)"] / median[f"before: lone call, {threads} thread(s)"]
-            print(f"  lone call, this / before, {threads} thread(s): {ratio:5.2f}")
+    for stat_name, stat in (("medians", statistics.median), ("minima", min)):
+        value = {name: stat(values) for name, values in results.items()}
+        print(f"ratios of the {stat_name}:")
+        for label in cores:
+            for threads in (1, 2):
+                floor = value[f"floor: fused loop, {threads} thread(s)"]
+                seq = value[f"{label}: {CALLS}-call sequence, {threads} thread(s)"]
+                print(f"  {label}: sequence / floor, {threads} thread(s): {seq / floor:5.2f}")
+        if "before" in cores:
+            for threads in (1, 2):
+                this, before = (value[f"{label}: lone call, {threads} thread(s)"] for label in ("this", "before"))
+                print(f"  lone call, this / before, {threads} thread(s): {this / before:5.2f}")
     for label, core in cores.items():
         print(f"{label}: CPU over 1 s asleep right after a 2-thread call: {idle_cpu_ms(core):.0f} ms")
     print(f"load average after: {loadavg()}")

@@ -303,6 +303,9 @@ fn initial_planes<'py>(
 /// "scalar": the slow, plain transcription of §6, to qualify the others.
 #[pyfunction]
 #[pyo3(signature = (p, m, v, contexts, targets, step, updates, *, threads = 0, kernel = "auto"))]
+// The nine parameters are the Python signature (bob.core and the stub call
+// it so), and PyO3 binds each to one Rust parameter; inside, the planes
+// travel as `bob_core::Planes`.
 #[allow(clippy::too_many_arguments)]
 fn train<'py>(
     py: Python<'py>,
