@@ -1,6 +1,6 @@
 //! Times the core at vocabulary 256 with all rows live (no Python).
 //! cargo run --release -p bob-core --example bench_train -- [threads] [kernel] [vocabulary]
-use bob_core::{initialize, train, Kernel, Options, BOB_V1_ADAMW, SEED};
+use bob_core::{initialize, train, Kernel, Options, Planes, BOB_V1_ADAMW, SEED};
 use std::time::Instant;
 
 fn main() {
@@ -23,7 +23,8 @@ fn main() {
         let mut v = vec![0f32; n * n];
         let t0 = Instant::now();
         for call in 0..10u64 {
-            train(&mut p, &mut m, &mut v, &contexts, &targets, call * 10, 10, &BOB_V1_ADAMW, options).unwrap();
+            Planes::new(&mut p, &mut m, &mut v)
+                .and_then(|planes| train(planes, &contexts, &targets, call * 10, 10, &BOB_V1_ADAMW, options)).unwrap();
         }
         best = best.min(t0.elapsed().as_secs_f64() / 100.0);
     }

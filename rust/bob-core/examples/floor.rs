@@ -7,7 +7,7 @@
 //!
 //! cargo run --release -p bob-core --example floor -- [vocabulary] [threads] [rounds] [kernel]
 use bob_core::floor::{time, Floor, State, FLOOR_PASSES};
-use bob_core::{initialize, train, Kernel, Options, BOB_V1_ADAMW, SEED};
+use bob_core::{initialize, train, Kernel, Options, Planes, BOB_V1_ADAMW, SEED};
 use std::time::Instant;
 
 fn main() {
@@ -30,7 +30,8 @@ fn main() {
         m.fill(std::hint::black_box(0.0));
         v.fill(std::hint::black_box(0.0));
         let clock = Instant::now();
-        train(&mut p, &mut m, &mut v, &contexts, &targets, 0, 10, &BOB_V1_ADAMW, Options { kernel, threads }).unwrap();
+        Planes::new(&mut p, &mut m, &mut v)
+            .and_then(|planes| train(planes, &contexts, &targets, 0, 10, &BOB_V1_ADAMW, Options { kernel, threads })).unwrap();
         core.push(clock.elapsed().as_secs_f64() / 10.0);
         fused.push(time(kernel, Floor::FusedLoop, &state, threads).as_secs_f64() / FLOOR_PASSES as f64);
         fused_start.push(time(kernel, Floor::FusedLoop, &start, threads).as_secs_f64() / FLOOR_PASSES as f64);

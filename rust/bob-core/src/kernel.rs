@@ -6,12 +6,11 @@
 //! the operations an element sees, nor their order: the bits are those of the
 //! scalar contract.
 
-use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use crate::pinned::{exp_pinned, pinned_sum};
-use crate::{AdamW, Options, StepScalars};
+use crate::{AdamW, Options, Pairs, Planes, StepScalars};
 
 /// Which compiled copy of the row loop runs. They are the same source code,
 /// compiled for different instruction sets, and give the same bits: no
@@ -108,6 +107,8 @@ struct Plan {
     /// Row r's pairs are slots `row_offsets[r]..row_offsets[r + 1]`.
     row_offsets: Vec<usize>,
     slot_targets: Vec<u32>,
+    /// Pair k's slot: the losses are summed in pair order.
+    slot_of_pair: Vec<usize>,
     beta1: f32,
     beta2: f32,
     eps: f32,
@@ -120,6 +121,60 @@ struct Plan {
     pair_count_reciprocal: Option<f32>,
 }
 
+impl Plan {
+    /// The pairs sorted into slots by row (a counting sort, stable: a row's
+    /// slots keep pair order), and the hyperparameters' per-call constants.
+    fn new(vocabulary: usize, pairs: Pairs<'_>, hyper: &AdamW) -> Plan {
+        let mut row_offsets = vec![0usize; vocabulary + 1];
+        for (c, _) in pairs.iter() {
+            row_offsets[c as usize + 1] += 1;
+        }
+        for r in 0..vocabulary {
+            row_offsets[r + 1] += row_offsets[r];
+        }
+        let mut fill = row_offsets.clone();
+        let mut slot_of_pair = vec![0usize; pairs.len()];
+        let mut slot_targets = vec![0u32; pairs.len()];
+        for (i, (c, t)) in pairs.iter().enumerate() {
+            let slot = fill[c as usize];
+            fill[c as usize] += 1;
+            slot_of_pair[i] = slot;
+            slot_targets[slot] = t;
+        }
+        Plan { row_offsets, slot_targets, slot_of_pair, ..Plan::without_pairs(vocabulary, pairs.len(), hyper) }
+    }
+
+    /// The per-call constants alone (no slots), for `pair_count` pairs.
+    fn without_pairs(vocabulary: usize, pair_count: usize, hyper: &AdamW) -> Plan {
+        let kf = pair_count as f32;
+        Plan {
+            vocabulary,
+            row_offsets: Vec::new(),
+            slot_targets: Vec::new(),
+            slot_of_pair: Vec::new(),
+            beta1: hyper.beta1,
+            beta2: hyper.beta2,
+            eps: hyper.eps,
+            decay: hyper.decay(),
+            omb1: 1.0f32 - hyper.beta1,
+            omb2: 1.0f32 - hyper.beta2,
+            pair_count: kf,
+            pair_count_reciprocal: exact_reciprocal(kf),
+        }
+    }
+
+    /// The loss before each of a block's `updates` updates, from
+    /// `logp[slot * updates + t]`: summed in pair order, whatever order the
+    /// rows ran in.
+    fn losses<'a>(&'a self, logp: &'a [f64], updates: usize) -> impl Iterator<Item = f64> + 'a {
+        let pair_count = self.slot_of_pair.len() as f64;
+        (0..updates).map(move |t| {
+            let total: f64 = self.slot_of_pair.iter().map(|&slot| logp[slot * updates + t]).sum();
+            -total / pair_count
+        })
+    }
+}
+
 /// Below this much work (values x updates), threads cost more than they save.
 const MIN_PARALLEL_WORK: usize = 1 << 17;
 
@@ -128,52 +183,32 @@ const MIN_PARALLEL_WORK: usize = 1 << 17;
 /// bits.
 const UPDATE_BLOCK: u64 = 16;
 
-#[allow(clippy::too_many_arguments)]
+/// One block of updates to run over some rows: the kernel, the call's plan
+/// and the block's per-update scalars.
+struct Run<'a> {
+    kernel: Kernel,
+    plan: &'a Plan,
+    schedule: &'a [StepScalars],
+}
+
+/// A run of rows and the loss scratch of their slots, for one thread.
+struct Share<'a> {
+    first_row: usize,
+    planes: Planes<'a>,
+    logp: &'a mut [f64],
+}
+
 pub(crate) fn train_checked(
-    p: &mut [f32],
-    m: &mut [f32],
-    v: &mut [f32],
-    vocabulary: usize,
-    contexts: &[u32],
-    targets: &[u32],
+    mut planes: Planes<'_>,
+    pairs: Pairs<'_>,
     step: u64,
     updates: u64,
     hyper: &AdamW,
     options: Options,
 ) -> Vec<f64> {
-    let pair_count = contexts.len();
-    let mut row_offsets = vec![0usize; vocabulary + 1];
-    for &c in contexts {
-        row_offsets[c as usize + 1] += 1;
-    }
-    for r in 0..vocabulary {
-        row_offsets[r + 1] += row_offsets[r];
-    }
-    let mut fill = row_offsets.clone();
-    let mut slot_of_pair = vec![0usize; pair_count];
-    let mut slot_targets = vec![0u32; pair_count];
-    for (i, (&c, &t)) in contexts.iter().zip(targets).enumerate() {
-        let slot = fill[c as usize];
-        fill[c as usize] += 1;
-        slot_of_pair[i] = slot;
-        slot_targets[slot] = t;
-    }
-    let kf = pair_count as f32;
-    let plan = Plan {
-        vocabulary,
-        row_offsets,
-        slot_targets,
-        beta1: hyper.beta1,
-        beta2: hyper.beta2,
-        eps: hyper.eps,
-        decay: hyper.decay(),
-        omb1: 1.0f32 - hyper.beta1,
-        omb2: 1.0f32 - hyper.beta2,
-        pair_count: kf,
-        pair_count_reciprocal: exact_reciprocal(kf),
-    };
+    let vocabulary = planes.vocabulary();
+    let plan = Plan::new(vocabulary, pairs, hyper);
     let kernel = options.kernel.resolve();
-
     let mut losses = Vec::with_capacity(updates.min(1 << 20) as usize);
     let mut logp = Vec::new();
     let mut done = 0u64;
@@ -183,96 +218,69 @@ pub(crate) fn train_checked(
             (1..=block as u64).map(|i| hyper.step_scalars(step + done + i)).collect();
         // logp[slot * block + t]: log prob of that pair's target before update t.
         logp.clear();
-        logp.resize(pair_count * block, 0f64);
+        logp.resize(pairs.len() * block, 0f64);
+        let run = Run { kernel, plan: &plan, schedule: &schedule };
         let threads = thread_count(options.threads, vocabulary, block);
-        let pool = if threads > 1 { pool() } else { None };
-        if let Some(pool) = pool {
-            // The pool is started once per process: spawning threads for
-            // every call would cost more than a few updates. The rows are cut
-            // into shares of a few blocks, at least 16 per thread (the last
-            // share decides how long the other thread idles), which the calling
-            // thread and threads - 1 pool threads take from a counter until none
-            // is left: a pool thread that wakes late leaves its shares to the
-            // others. Each share runs all its updates; nothing synchronises in
-            // between, and which thread runs a share changes no bit.
-            let share_rows = (block_rows(vocabulary) * 2).max(vocabulary.div_ceil(threads * 16));
-            let mut shares = Vec::new();
-            {
-                let (mut p, mut m, mut v, mut logp) = (&mut *p, &mut *m, &mut *v, &mut logp[..]);
-                let mut start = 0usize;
-                while start < vocabulary {
-                    let end = (start + share_rows).min(vocabulary);
-                    let values = (end - start) * vocabulary;
-                    let slots = (plan.row_offsets[end] - plan.row_offsets[start]) * block;
-                    let (pp, rest_p) = std::mem::take(&mut p).split_at_mut(values);
-                    let (mp, rest_m) = std::mem::take(&mut m).split_at_mut(values);
-                    let (vp, rest_v) = std::mem::take(&mut v).split_at_mut(values);
-                    let (lp, rest_l) = std::mem::take(&mut logp).split_at_mut(slots);
-                    (p, m, v, logp) = (rest_p, rest_m, rest_v, rest_l);
-                    shares.push(Mutex::new(Some((start..end, pp, mp, vp, lp))));
-                    start = end;
-                }
+        // A 1-thread call starts no pool (bob-run makes one call a process).
+        match if threads > 1 { pool() } else { None } {
+            Some(pool) => {
+                let shares = cut_shares(&run, threads, planes.reborrow(), &mut logp);
+                run_shares(pool, threads, &run, shares);
             }
-            let next_share = AtomicUsize::new(0);
-            let helpers_working = AtomicUsize::new(0);
-            let work = || {
-                while let Some(share) = shares.get(next_share.fetch_add(1, Ordering::Relaxed)) {
-                    // Each share is taken exactly once (the counter hands out
-                    // each index once), so its lock is never contended.
-                    let taken = share.lock().unwrap_or_else(|e| e.into_inner()).take();
-                    if let Some((rows, pp, mp, vp, lp)) = taken {
-                        run_rows(kernel, &plan, &schedule, rows, pp, mp, vp, lp);
-                    }
-                }
-            };
-            pool.in_place_scope(|scope| {
-                for _ in 1..threads.min(shares.len()) {
-                    scope.spawn(|_| {
-                        helpers_working.fetch_add(1, Ordering::AcqRel);
-                        work();
-                        helpers_working.fetch_sub(1, Ordering::AcqRel);
-                    });
-                }
-                work();
-                wait_awake_for_helpers(&helpers_working);
-            });
-        } else {
-            run_rows(kernel, &plan, &schedule, 0..vocabulary, p, m, v, &mut logp);
+            None => run.rows(Share { first_row: 0, planes: planes.reborrow(), logp: &mut logp }),
         }
-        // Sum in pair order, whatever order the rows ran in.
-        losses.extend((0..block).map(|t| {
-            let total: f64 = slot_of_pair.iter().map(|&slot| logp[slot * block + t]).sum();
-            -total / pair_count as f64
-        }));
+        losses.extend(plan.losses(&logp, block));
         done += block as u64;
     }
     losses
 }
 
-/// How long the calling thread, out of shares, stays awake for pool threads
-/// still running theirs. It is not one of rayon's threads, so at the end of
-/// the scope it sleeps until they are done, and waking it again costs about
-/// 25 µs on a 2-vCPU VM: more than a tenth of a whole 2-thread call at
-/// vocabulary 256, whose shares take about 45 µs each. Longer shares (large
-/// vocabularies) outlast the spin and it sleeps as before.
-const AWAKE_FOR_HELPERS: std::time::Duration = std::time::Duration::from_micros(200);
-
-/// Spins while a pool thread is inside a share, for at most
-/// [`AWAKE_FOR_HELPERS`]. A pool thread that has not started yet (not
-/// counted) is not waited for awake: it may be queued behind this very
-/// thread on the same CPU.
-fn wait_awake_for_helpers(helpers_working: &AtomicUsize) {
-    let start = std::time::Instant::now();
-    while helpers_working.load(Ordering::Acquire) > 0 && start.elapsed() < AWAKE_FOR_HELPERS {
-        std::hint::spin_loop();
+/// The rows cut into shares of a few blocks, at least 16 per thread (the
+/// last share decides how long the other threads idle), each with the loss
+/// scratch of its slots.
+fn cut_shares<'a>(run: &Run<'_>, threads: usize, mut planes: Planes<'a>, mut logp: &'a mut [f64]) -> Vec<Share<'a>> {
+    let (vocabulary, updates) = (planes.vocabulary(), run.schedule.len());
+    let share_rows = (block_rows(vocabulary) * 2).max(vocabulary.div_ceil(threads * 16));
+    let mut shares = Vec::new();
+    let mut start = 0usize;
+    while start < vocabulary {
+        let end = (start + share_rows).min(vocabulary);
+        let slots = (run.plan.row_offsets[end] - run.plan.row_offsets[start]) * updates;
+        let (share, rest) = planes.split_rows(end - start);
+        let (share_logp, rest_logp) = std::mem::take(&mut logp).split_at_mut(slots);
+        shares.push(Share { first_row: start, planes: share, logp: share_logp });
+        (planes, logp) = (rest, rest_logp);
+        start = end;
     }
+    shares
 }
 
-/// The core's own thread pool, started on first use and kept for the
-/// process (`None` if not one thread could be started: calls then run on the
-/// caller's thread, with the same bits). Not rayon's global pool, which
-/// takes its size from `RAYON_NUM_THREADS` unchecked (100000 kept
-/// `bob.invoke` starting threads for minutes) and which other code in a
+/// The calling thread and up to `threads - 1` pool threads take the shares
+/// from a counter until none is left: a pool thread that comes late leaves
+/// its shares to the others. Each share runs all its updates; nothing
+/// synchronises in between, and which thread runs a share changes no bit.
+fn run_shares(pool: &pool::Pool, threads: usize, run: &Run<'_>, shares: Vec<Share<'_>>) {
+    let helpers = threads.min(shares.len()) - 1;
+    let shares: Vec<Mutex<Option<Share<'_>>>> = shares.into_iter().map(|share| Mutex::new(Some(share))).collect();
+    let next_share = AtomicUsize::new(0);
+    let work = || {
+        while let Some(share) = shares.get(next_share.fetch_add(1, Ordering::Relaxed)) {
+            // Each share is taken exactly once (the counter hands out each
+            // index once), so its lock is never contended.
+            let taken = share.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(share) = taken {
+                run.rows(share);
+            }
+        }
+    };
+    pool.run(helpers, &work);
+}
+
+/// The core's own thread pool (see `pool.rs`), started on first use and
+/// kept for the process (`None` if not one thread could be started: calls
+/// then run on the caller's thread, with the same bits). Not rayon's global
+/// pool, which takes its size from `RAYON_NUM_THREADS` unchecked (100000
+/// kept `bob.invoke` starting threads for minutes) and which other code in a
 /// Rust program shares. Its size is the number of CPUs this process may
 /// use, or `RAYON_NUM_THREADS` when that is a smaller positive number. It is
 /// first used inside `train`'s default floating-point environment, which its
@@ -282,15 +290,13 @@ fn wait_awake_for_helpers(helpers_working: &AtomicUsize) {
 /// memory but none of its threads (a `ProcessPoolExecutor` worker): work
 /// sent there would wait for ever, so in a process other than the one that
 /// started the pool there is none, and calls run on the caller's thread.
-fn pool() -> Option<&'static rayon::ThreadPool> {
-    static POOL: OnceLock<(u32, Option<rayon::ThreadPool>)> = OnceLock::new();
+fn pool() -> Option<&'static pool::Pool> {
+    static POOL: OnceLock<(u32, Option<pool::Pool>)> = OnceLock::new();
     let (started_in, pool) = POOL.get_or_init(|| {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let asked = std::env::var("RAYON_NUM_THREADS").ok().and_then(|s| s.trim().parse::<usize>().ok());
         let size = asked.filter(|&n| n > 0).map_or(cpus, |n| n.min(cpus));
-        let pool =
-            rayon::ThreadPoolBuilder::new().num_threads(size).thread_name(|i| format!("bob-core-{i}")).build().ok();
-        (std::process::id(), pool)
+        (std::process::id(), pool::Pool::start(size))
     });
     pool.as_ref().filter(|_| *started_in == std::process::id())
 }
@@ -302,13 +308,15 @@ fn exact_reciprocal(k: f32) -> Option<f32> {
     (is_power_of_two && r.is_normal() && r * k == 1.0).then_some(r)
 }
 
+/// Threads a call uses: the caller and pool threads (as many as asked, or
+/// with 0 one for small work, else the caller and all the pool's).
 fn thread_count(requested: usize, vocabulary: usize, updates: usize) -> usize {
     let wanted = if requested == 0 {
         let work = vocabulary.saturating_mul(vocabulary).saturating_mul(updates);
         if work < MIN_PARALLEL_WORK {
             1
         } else {
-            pool().map_or(1, rayon::ThreadPool::current_num_threads)
+            pool().map_or(1, pool::Pool::size)
         }
     } else {
         requested
@@ -316,30 +324,26 @@ fn thread_count(requested: usize, vocabulary: usize, updates: usize) -> usize {
     wanted.clamp(1, vocabulary)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run_rows(
-    kernel: Kernel,
-    plan: &Plan,
-    schedule: &[StepScalars],
-    rows: Range<usize>,
-    p: &mut [f32],
-    m: &mut [f32],
-    v: &mut [f32],
-    logp: &mut [f64],
-) {
-    // `kernel` comes from `Kernel::resolve` (see `train_checked`), which
-    // returns Avx512 or Avx2 only when the CPU reports those features.
-    match kernel {
-        // SAFETY: run_rows_avx512's only requirement is that the CPU has AVX2,
-        // AVX-512 F and AVX-512 VL; `resolve` returned Avx512, so it checked
-        // `cpu::avx512()`, which detects exactly those three at run time.
-        #[cfg(target_arch = "x86_64")]
-        Kernel::Avx512 => unsafe { run_rows_avx512(plan, schedule, rows, p, m, v, logp) },
-        // SAFETY: run_rows_avx2's only requirement is that the CPU has AVX2;
-        // `resolve` returned Avx2, so `cpu::avx2()` detected it at run time.
-        #[cfg(target_arch = "x86_64")]
-        Kernel::Avx2 => unsafe { run_rows_avx2(plan, schedule, rows, p, m, v, logp) },
-        _ => run_rows_generic(plan, schedule, rows, p, m, v, logp),
+impl Run<'_> {
+    /// The share's rows through every update of the schedule, in the
+    /// kernel's compiled copy of the row loop.
+    fn rows(&self, share: Share<'_>) {
+        let Share { first_row, planes, logp } = share;
+        let (plan, schedule) = (self.plan, self.schedule);
+        // `kernel` comes from `Kernel::resolve` (see `train_checked`), which
+        // returns Avx512 or Avx2 only when the CPU reports those features.
+        match self.kernel {
+            // SAFETY: run_rows_avx512's only requirement is that the CPU has AVX2,
+            // AVX-512 F and AVX-512 VL; `resolve` returned Avx512, so it checked
+            // `cpu::avx512()`, which detects exactly those three at run time.
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512 => unsafe { run_rows_avx512(plan, schedule, first_row, planes, logp) },
+            // SAFETY: run_rows_avx2's only requirement is that the CPU has AVX2;
+            // `resolve` returned Avx2, so `cpu::avx2()` detected it at run time.
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 => unsafe { run_rows_avx2(plan, schedule, first_row, planes, logp) },
+            _ => run_rows_generic(plan, schedule, first_row, planes, logp),
+        }
     }
 }
 
@@ -354,19 +358,11 @@ macro_rules! kernel_copy {
         /// one that does not is undefined behaviour (illegal instructions).
         /// The body itself is safe code.
         // SAFETY: `unsafe` only because of `target_feature`; callers check the
-        // features at run time first (see `run_rows`).
+        // features at run time first (see `Run::rows`).
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = $features)]
-        unsafe fn $name(
-            plan: &Plan,
-            schedule: &[StepScalars],
-            rows: Range<usize>,
-            p: &mut [f32],
-            m: &mut [f32],
-            v: &mut [f32],
-            logp: &mut [f64],
-        ) {
-            run_rows_generic(plan, schedule, rows, p, m, v, logp)
+        unsafe fn $name(plan: &Plan, schedule: &[StepScalars], first_row: usize, planes: Planes<'_>, logp: &mut [f64]) {
+            run_rows_generic(plan, schedule, first_row, planes, logp)
         }
     };
 }
@@ -399,18 +395,10 @@ const MIN_ROWS_IN_FLIGHT: usize = 4;
 /// independent within an update, and each value still sees exactly its own
 /// operations in the contract's order.
 #[inline(always)]
-fn run_rows_generic(
-    plan: &Plan,
-    schedule: &[StepScalars],
-    rows: Range<usize>,
-    p: &mut [f32],
-    m: &mut [f32],
-    v: &mut [f32],
-    logp: &mut [f64],
-) {
+fn run_rows_generic(plan: &Plan, schedule: &[StepScalars], first_row: usize, planes: Planes<'_>, logp: &mut [f64]) {
     let n = plan.vocabulary;
     let updates = schedule.len();
-    let first_slot = plan.row_offsets[rows.start];
+    let first_slot = plan.row_offsets[first_row];
     let zero_g = vec![0f32; n];
     let rows_in_flight = block_rows(n);
     let mut e = vec![0f32; n * rows_in_flight];
@@ -419,19 +407,17 @@ fn run_rows_generic(
     let mut live = Vec::with_capacity(rows_in_flight);
     let mut sums = [0f32; ROWS_IN_FLIGHT];
 
-    let block_values = n * rows_in_flight;
-    let blocks = p.chunks_mut(block_values).zip(m.chunks_mut(block_values)).zip(v.chunks_mut(block_values));
-    for (b, ((pb, mb), vb)) in blocks.enumerate() {
-        let first_row = rows.start + b * rows_in_flight;
+    for (b, mut block) in planes.chunks_of_rows(rows_in_flight).enumerate() {
+        let block_first_row = first_row + b * rows_in_flight;
         live.clear();
-        for i in 0..pb.len() / n {
-            let r = first_row + i;
+        for i in 0..block.rows() {
+            let r = block_first_row + i;
             let slots = plan.row_offsets[r]..plan.row_offsets[r + 1];
             if slots.is_empty() {
                 // c[r] = 0: g is +0.0, but AdamW still decays and moves the row.
-                let span = i * n..(i + 1) * n;
+                let (pr, mr, vr) = block.row(i);
                 for sched in schedule {
-                    adamw_row(plan, sched, &mut pb[span.clone()], &mut mb[span.clone()], &mut vb[span.clone()], &zero_g);
+                    adamw_row(plan, sched, pr, mr, vr, &zero_g);
                 }
                 continue;
             }
@@ -454,6 +440,7 @@ fn run_rows_generic(
         if live.is_empty() {
             continue;
         }
+        let (pb, mb, vb) = block.parts();
         let (first, _) = live[0];
         for (t, sched) in schedule.iter().enumerate() {
             // Phase 1 (exp and pinned sum) of the chain's first row, on its
@@ -482,11 +469,17 @@ fn run_rows_generic(
                     let (pi, pj) = pair_of_rows_mut(pb, n, i, j);
                     let (ei, ej) = pair_of_rows_mut(&mut e, n, i, j);
                     let mxj = row_max(pj);
-                    phase2_with_exp(plan, sched, &row, pi, &mut mb[span.clone()], &mut vb[span.clone()], ei, pj, mxj, ej);
+                    let planes = RowPlanes { p: pi, m: &mut mb[span.clone()], v: &mut vb[span.clone()], e: ei };
+                    phase2_with_exp(plan, sched, &row, planes, Some(NextExp { p: pj, mx: mxj, e: &mut *ej }));
                     sums[j] = pinned_sum(ej);
                 } else {
-                    phase2_with_exp(plan, sched, &row, &mut pb[span.clone()], &mut mb[span.clone()],
-                                    &mut vb[span.clone()], &mut e[span.clone()], &[], 0.0, &mut []);
+                    let planes = RowPlanes {
+                        p: &mut pb[span.clone()],
+                        m: &mut mb[span.clone()],
+                        v: &mut vb[span.clone()],
+                        e: &mut e[span.clone()],
+                    };
+                    phase2_with_exp(plan, sched, &row, planes, None);
                 }
                 // Row i's scratch now holds this update's prob row.
                 for s in slots.clone() {
@@ -517,65 +510,67 @@ struct LiveRow<'a> {
     s: f32,
 }
 
-/// Phase 2 of one row (prob, gradient, AdamW; its exp row in `e` becomes its
-/// prob row) and, in the same loop, phase 1's exp of another row
-/// (`next_e[j] = exp_pinned(next_p[j] - next_mx)`); `next_p` may be empty.
+/// One live row's P, M and V, and its exp row (which phase 2 turns into
+/// its prob row).
+struct RowPlanes<'r> {
+    p: &'r mut [f32],
+    m: &'r mut [f32],
+    v: &'r mut [f32],
+    e: &'r mut [f32],
+}
+
+/// Phase 1's exp of another row, run in phase 2's loop:
+/// `e[j] = exp_pinned(p[j] - mx)`.
+struct NextExp<'r> {
+    p: &'r [f32],
+    mx: f32,
+    e: &'r mut [f32],
+}
+
+/// Phase 2 of one row (prob, gradient, AdamW; its exp row becomes its prob
+/// row) and, in the same loop, phase 1's exp of the `next` row if any.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn phase2_with_exp(
-    plan: &Plan,
-    sched: &StepScalars,
-    row: &LiveRow<'_>,
-    p: &mut [f32],
-    m: &mut [f32],
-    v: &mut [f32],
-    e: &mut [f32],
-    next_p: &[f32],
-    next_mx: f32,
-    next_e: &mut [f32],
-) {
+fn phase2_with_exp(plan: &Plan, sched: &StepScalars, row: &LiveRow<'_>, planes: RowPlanes<'_>, next: Option<NextExp<'_>>) {
     match plan.pair_count_reciprocal {
-        Some(rk) => phase2_inner(plan, sched, row, p, m, v, e, next_p, next_mx, next_e, |x| x * rk),
+        Some(rk) => phase2_inner(plan, sched, row, planes, next, |x| x * rk),
         None => {
             let k = plan.pair_count;
-            phase2_inner(plan, sched, row, p, m, v, e, next_p, next_mx, next_e, |x| x / k)
+            phase2_inner(plan, sched, row, planes, next, |x| x / k)
         }
     }
 }
 
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 fn phase2_inner(
     plan: &Plan,
     sched: &StepScalars,
     row: &LiveRow<'_>,
-    p: &mut [f32],
-    m: &mut [f32],
-    v: &mut [f32],
-    e: &mut [f32],
-    next_p: &[f32],
-    next_mx: f32,
-    next_e: &mut [f32],
+    planes: RowPlanes<'_>,
+    next: Option<NextExp<'_>>,
     over_k: impl Fn(f32) -> f32,
 ) {
+    let RowPlanes { p, m, v, e } = planes;
     let n = p.len();
     let (c, s) = (row.c, row.s);
     let (h, m, v, e) = (&row.h[..n], &mut m[..n], &mut v[..n], &mut e[..n]);
-    if next_p.is_empty() {
-        for j in 0..n {
-            let prob = e[j] / s;
-            e[j] = prob;
-            let g = over_k((c * prob) - h[j]);
-            adamw_element(plan, sched, &mut p[j], &mut m[j], &mut v[j], g);
+    match next {
+        None => {
+            for j in 0..n {
+                let prob = e[j] / s;
+                e[j] = prob;
+                let g = over_k((c * prob) - h[j]);
+                adamw_element(plan, sched, &mut p[j], &mut m[j], &mut v[j], g);
+            }
         }
-    } else {
-        let (next_p, next_e) = (&next_p[..n], &mut next_e[..n]);
-        for j in 0..n {
-            let prob = e[j] / s;
-            e[j] = prob;
-            let g = over_k((c * prob) - h[j]);
-            adamw_element(plan, sched, &mut p[j], &mut m[j], &mut v[j], g);
-            next_e[j] = exp_pinned(next_p[j] - next_mx);
+        Some(NextExp { p: next_p, mx: next_mx, e: next_e }) => {
+            let (next_p, next_e) = (&next_p[..n], &mut next_e[..n]);
+            for j in 0..n {
+                let prob = e[j] / s;
+                e[j] = prob;
+                let g = over_k((c * prob) - h[j]);
+                adamw_element(plan, sched, &mut p[j], &mut m[j], &mut v[j], g);
+                next_e[j] = exp_pinned(next_p[j] - next_mx);
+            }
         }
     }
 }
@@ -644,3 +639,4 @@ fn adamw_element(plan: &Plan, sched: &StepScalars, p: &mut f32, m: &mut f32, v: 
 /// API: `#[doc(hidden)]`, and free to change with the kernel.
 #[doc(hidden)]
 pub mod floor;
+mod pool;

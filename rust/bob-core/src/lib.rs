@@ -16,6 +16,7 @@ mod environment;
 mod error;
 mod kernel;
 pub mod pinned;
+mod planes;
 pub mod scalar;
 
 pub use error::CoreError;
@@ -23,6 +24,7 @@ pub use kernel::Kernel;
 #[doc(hidden)]
 pub use kernel::floor;
 pub use pinned::{exp_pinned, fnv1a64, initialize, pinned_sum, powi};
+pub use planes::Planes;
 
 /// bob's vocabulary: one row and one column per byte value.
 pub const VOCABULARY: usize = 256;
@@ -125,14 +127,11 @@ pub fn vocabulary_of(len: usize) -> Result<usize, CoreError> {
     }
 }
 
-/// Make `updates` AdamW updates (§6.3) in place on P, M, V, where `step`
+/// Make `updates` AdamW updates (§6.3) in place on the planes, where `step`
 /// updates were completed before. The pairs are `(contexts[k], targets[k])`.
 /// Returns the loss before each update (§6.4), in f64.
-#[allow(clippy::too_many_arguments)]
 pub fn train(
-    p: &mut [f32],
-    m: &mut [f32],
-    v: &mut [f32],
+    mut planes: Planes<'_>,
     contexts: &[u32],
     targets: &[u32],
     step: u64,
@@ -140,12 +139,7 @@ pub fn train(
     hyper: &AdamW,
     options: Options,
 ) -> Result<Vec<f64>, CoreError> {
-    let vocabulary = vocabulary_of(p.len())?;
-    for (plane, len) in [("M", m.len()), ("V", v.len())] {
-        if len != p.len() {
-            return Err(CoreError::PlaneLengthMismatch { plane, expected: p.len(), actual: len });
-        }
-    }
+    let vocabulary = planes.vocabulary();
     if contexts.len() != targets.len() {
         return Err(CoreError::PairCountMismatch { contexts: contexts.len(), targets: targets.len() });
     }
@@ -163,13 +157,33 @@ pub fn train(
     if step.checked_add(updates).is_none() {
         return Err(CoreError::StepOverflow { step, updates });
     }
+    let pairs = Pairs { contexts, targets };
     Ok(environment::in_default_environment(|| {
         if options.kernel == Kernel::Scalar {
-            scalar::train_checked(p, m, v, contexts, targets, step, updates, hyper)
+            scalar::train_checked(planes.reborrow(), pairs, step, updates, hyper)
         } else {
-            kernel::train_checked(p, m, v, vocabulary, contexts, targets, step, updates, hyper, options)
+            kernel::train_checked(planes.reborrow(), pairs, step, updates, hyper, options)
         }
     }))
+}
+
+/// The pairs of a call, checked: as many contexts as targets, at least one,
+/// each inside the table.
+#[derive(Clone, Copy)]
+pub(crate) struct Pairs<'a> {
+    contexts: &'a [u32],
+    targets: &'a [u32],
+}
+
+impl Pairs<'_> {
+    pub(crate) fn len(&self) -> usize {
+        self.contexts.len()
+    }
+
+    /// `(context, target)` in pair order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.contexts.iter().copied().zip(self.targets.iter().copied())
+    }
 }
 
 /// The predictions of §4: per prompt word, `(token, validity)`.

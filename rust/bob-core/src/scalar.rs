@@ -13,7 +13,7 @@
 // The contract's decimals, verbatim.
 #![allow(clippy::approx_constant, clippy::excessive_precision)]
 
-use crate::AdamW;
+use crate::{AdamW, Pairs, Planes};
 
 /// exp of §6.2 for x <= 0, exactly as the contract writes it (early return
 /// below -86, round half to even, the pinned polynomial, exact scaling).
@@ -133,18 +133,9 @@ pub fn update(p: &mut [f32], m: &mut [f32], v: &mut [f32], pairs: &[(u32, u32)],
 
 /// `updates` calls of [`update`] in a row, on arguments [`crate::train`] has
 /// checked; the losses in update order.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn train_checked(
-    p: &mut [f32],
-    m: &mut [f32],
-    v: &mut [f32],
-    contexts: &[u32],
-    targets: &[u32],
-    step: u64,
-    updates: u64,
-    hyper: &AdamW,
-) -> Vec<f64> {
-    let pairs: Vec<(u32, u32)> = contexts.iter().copied().zip(targets.iter().copied()).collect();
+pub(crate) fn train_checked(mut planes: Planes<'_>, pairs: Pairs<'_>, step: u64, updates: u64, hyper: &AdamW) -> Vec<f64> {
+    let pairs: Vec<(u32, u32)> = pairs.iter().collect();
+    let (p, m, v) = planes.parts();
     let mut losses = Vec::with_capacity(updates.min(1 << 20) as usize);
     for i in 0..updates {
         losses.push(update(p, m, v, &pairs, step + i, hyper));

@@ -6,7 +6,7 @@
 //! to any step of the arithmetic, in any kernel at any thread count, fails
 //! here without Python.
 
-use bob_core::{initialize, predict, train, vocabulary_of, Kernel, Options, BOB_V1_ADAMW, EMPTY_PROMPT, SEED};
+use bob_core::{initialize, predict, train, vocabulary_of, Kernel, Options, Planes, BOB_V1_ADAMW, EMPTY_PROMPT, SEED};
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 
@@ -57,7 +57,8 @@ fn run(kernel: Kernel, threads: usize) {
     let options = Options { kernel, threads };
     for (invocation, expected_losses) in LOSSES.into_iter().enumerate() {
         let step = 10 * invocation as u64;
-        let losses = train(&mut p, &mut m, &mut v, &contexts, &targets, step, 10, &BOB_V1_ADAMW, options).unwrap();
+        let losses = Planes::new(&mut p, &mut m, &mut v)
+            .and_then(|planes| train(planes, &contexts, &targets, step, 10, &BOB_V1_ADAMW, options)).unwrap();
         assert_eq!(losses.len(), 10);
         assert_eq!((rounded(losses[0]), rounded(losses[9])), expected_losses, "{kernel:?} x{threads}");
         assert!(losses.windows(2).all(|w| w[1] < w[0]), "the loss falls at every update: {losses:?}");
@@ -71,7 +72,8 @@ fn run(kernel: Kernel, threads: usize) {
         assert_eq!(predict(&p, &prompts).unwrap(), vec![(u32::from(b'c'), 1), (u32::from(b'a'), 1), (0, 0)]);
     }
     // §8: the prediction for `abra` turns from `c` to `b` at invocation 3.
-    train(&mut p, &mut m, &mut v, &contexts, &targets, 20, 10, &BOB_V1_ADAMW, options).unwrap();
+    Planes::new(&mut p, &mut m, &mut v)
+        .and_then(|planes| train(planes, &contexts, &targets, 20, 10, &BOB_V1_ADAMW, options)).unwrap();
     assert_eq!(predict(&p, &[u32::from(b'a')]).unwrap(), vec![(u32::from(b'b'), 1)]);
 }
 

@@ -10,7 +10,7 @@
 #[path = "support/mxcsr.rs"]
 mod mxcsr;
 
-use bob_core::{initialize, predict, resume_state_problem, train, Kernel, Options, BOB_V1_ADAMW, SEED};
+use bob_core::{initialize, predict, resume_state_problem, train, Kernel, Options, Planes, BOB_V1_ADAMW, SEED};
 use mxcsr::{DEFAULT, DENORMALS_ARE_ZERO, FLAGS, FLUSH_TO_ZERO, ROUND_TOWARD_ZERO, ROUND_UP};
 
 /// The environments a library might leave behind.
@@ -52,7 +52,8 @@ fn train_gives_the_default_environments_bits_in_any_environment() {
     let run = |kernel: Kernel, threads: usize, environment: u32| {
         let (mut p, mut m, mut v) = (p0.clone(), m0.clone(), v0.clone());
         let losses = mxcsr::with(environment, || {
-            train(&mut p, &mut m, &mut v, &contexts, &targets, 3, 12, &BOB_V1_ADAMW, Options { kernel, threads })
+            Planes::new(&mut p, &mut m, &mut v)
+                .and_then(|planes| train(planes, &contexts, &targets, 3, 12, &BOB_V1_ADAMW, Options { kernel, threads }))
         })
         .expect("valid arguments");
         (bits(&p), bits(&m), bits(&v), losses.iter().map(|x| x.to_bits()).collect::<Vec<_>>())
@@ -78,7 +79,8 @@ fn train_gives_the_callers_environment_back() {
     let (mut p, mut m, mut v) = state_with_subnormals(n);
     for (name, environment) in HOSTILE {
         let after = mxcsr::with(environment, || {
-            train(&mut p, &mut m, &mut v, &[1, 2], &[3, 4], 3, 1, &BOB_V1_ADAMW, Options::default()).expect("valid");
+            Planes::new(&mut p, &mut m, &mut v)
+                .and_then(|planes| train(planes, &[1, 2], &[3, 4], 3, 1, &BOB_V1_ADAMW, Options::default())).expect("valid");
             mxcsr::read()
         });
         assert_eq!(after & !FLAGS, environment, "train left MXCSR changed under {name}");

@@ -9,7 +9,7 @@
 #[path = "support/mxcsr.rs"]
 mod mxcsr;
 
-use bob_core::{initialize, train, Kernel, Options, BOB_V1_ADAMW, SEED};
+use bob_core::{initialize, train, Kernel, Options, Planes, BOB_V1_ADAMW, SEED};
 use mxcsr::{DEFAULT, DENORMALS_ARE_ZERO, FLUSH_TO_ZERO, ROUND_TOWARD_ZERO};
 
 /// Flush-to-zero, denormals-are-zero and round toward zero, exceptions masked.
@@ -27,7 +27,8 @@ fn pools_started_from_a_hostile_thread_give_the_default_bits() {
     let targets: Vec<u32> = (0..n as u32).map(|k| (k * 7 + 3) % n as u32).collect();
     let run = |kernel: Kernel, threads: usize| {
         let (mut p, mut m, mut v) = (p0.clone(), m0.clone(), v0.clone());
-        train(&mut p, &mut m, &mut v, &contexts, &targets, 0, 10, &BOB_V1_ADAMW, Options { kernel, threads })
+        Planes::new(&mut p, &mut m, &mut v)
+            .and_then(|planes| train(planes, &contexts, &targets, 0, 10, &BOB_V1_ADAMW, Options { kernel, threads }))
             .expect("valid arguments");
         [p, m, v].map(|plane| plane.iter().map(|x| x.to_bits()).collect::<Vec<_>>())
     };

@@ -4,7 +4,7 @@
 //! problem at a time, and the §4 prediction rules.
 
 use bob_core::{
-    predict, resume_state_problem, train, vocabulary_of, CoreError, Kernel, Options, StateProblem, BOB_V1_ADAMW,
+    predict, resume_state_problem, train, vocabulary_of, CoreError, Kernel, Options, Planes, StateProblem, BOB_V1_ADAMW,
     EMPTY_PROMPT,
 };
 
@@ -13,15 +13,16 @@ fn state() -> (Vec<f32>, Vec<f32>, Vec<f32>) {
     ((0..16).map(|i| i as f32 / 4.0).collect(), vec![0.0; 16], vec![0.0; 16])
 }
 
-#[allow(clippy::too_many_arguments)]
-/// `train` on a 4 x 4 state with these planes and pairs must refuse with
-/// `want`, leave the planes as they were, and say `message`.
-fn refused(p: Vec<f32>, m: Vec<f32>, v: Vec<f32>, contexts: &[u32], targets: &[u32], step: u64, want: CoreError,
+/// `train` on a 4 x 4 state with these planes (P, M, V) and pairs must
+/// refuse with `want`, leave the planes as they were, and say `message`.
+fn refused(planes: (Vec<f32>, Vec<f32>, Vec<f32>), contexts: &[u32], targets: &[u32], step: u64, want: CoreError,
            message: &str) {
+    let (p, m, v) = planes;
     for kernel in [Kernel::Auto, Kernel::Scalar] {
         let (mut p2, mut m2, mut v2) = (p.clone(), m.clone(), v.clone());
         let options = Options { kernel, threads: 1 };
-        let got = train(&mut p2, &mut m2, &mut v2, contexts, targets, step, 10, &BOB_V1_ADAMW, options);
+        let got = Planes::new(&mut p2, &mut m2, &mut v2)
+            .and_then(|planes| train(planes, contexts, targets, step, 10, &BOB_V1_ADAMW, options));
         assert_eq!(got, Err(want.clone()), "{kernel:?}");
         assert_eq!((p2, m2, v2), (p.clone(), m.clone(), v.clone()), "{kernel:?}: a refusal changed the planes");
     }
@@ -31,10 +32,10 @@ fn refused(p: Vec<f32>, m: Vec<f32>, v: Vec<f32>, contexts: &[u32], targets: &[u
 #[test]
 fn plane_length_mismatch_names_the_plane() {
     let (p, m, v) = state();
-    refused(p.clone(), vec![0.0; 15], v.clone(), &[0], &[1], 0,
+    refused((p.clone(), vec![0.0; 15], v.clone()), &[0], &[1], 0,
             CoreError::PlaneLengthMismatch { plane: "M", expected: 16, actual: 15 },
             "plane M holds 15 values, expected 16 (the length of P)");
-    refused(p, m, vec![0.0; 17], &[0], &[1], 0, CoreError::PlaneLengthMismatch { plane: "V", expected: 16, actual: 17 },
+    refused((p, m, vec![0.0; 17]), &[0], &[1], 0, CoreError::PlaneLengthMismatch { plane: "V", expected: 16, actual: 17 },
             "plane V holds 17 values, expected 16 (the length of P)");
 }
 
@@ -57,48 +58,49 @@ fn a_table_that_is_not_square_is_refused() {
     assert_eq!(vocabulary_of(k * k), Ok(k));
     assert_eq!(vocabulary_of(k * k + 1), Err(CoreError::NotSquare { len: k * k + 1 }));
     assert_eq!(vocabulary_of(usize::MAX), Err(CoreError::NotSquare { len: usize::MAX }));
-    refused(vec![0.0; 15], vec![0.0; 15], vec![0.0; 15], &[0], &[1], 0, CoreError::NotSquare { len: 15 },
+    refused((vec![0.0; 15], vec![0.0; 15], vec![0.0; 15]), &[0], &[1], 0, CoreError::NotSquare { len: 15 },
             "P holds 15 values, which is not rows x rows for a whole number of rows >= 1");
 }
 
 #[test]
 fn contexts_and_targets_of_different_lengths_are_refused() {
     let (p, m, v) = state();
-    refused(p, m, v, &[0, 1], &[1], 0, CoreError::PairCountMismatch { contexts: 2, targets: 1 },
+    refused((p, m, v), &[0, 1], &[1], 0, CoreError::PairCountMismatch { contexts: 2, targets: 1 },
             "contexts holds 2 pairs but targets holds 1");
 }
 
 #[test]
 fn no_pairs_is_refused() {
     let (p, m, v) = state();
-    refused(p, m, v, &[], &[], 0, CoreError::NoPairs, "there are no pairs to train on (pair count K = 0)");
+    refused((p, m, v), &[], &[], 0, CoreError::NoPairs, "there are no pairs to train on (pair count K = 0)");
 }
 
 #[test]
 fn a_context_outside_the_table_is_refused_by_index() {
     let (p, m, v) = state();
-    refused(p.clone(), m.clone(), v.clone(), &[0, 3, 4], &[1, 1, 1], 0,
+    refused((p.clone(), m.clone(), v.clone()), &[0, 3, 4], &[1, 1, 1], 0,
             CoreError::ContextOutOfRange { index: 2, value: 4, vocabulary: 4 },
             "contexts[2] = 4 is not below the vocabulary 4");
-    refused(p, m, v, &[u32::MAX], &[0], 0, CoreError::ContextOutOfRange { index: 0, value: u32::MAX, vocabulary: 4 },
+    refused((p, m, v), &[u32::MAX], &[0], 0, CoreError::ContextOutOfRange { index: 0, value: u32::MAX, vocabulary: 4 },
             "contexts[0] = 4294967295 is not below the vocabulary 4");
 }
 
 #[test]
 fn a_target_outside_the_table_is_refused_by_index() {
     let (p, m, v) = state();
-    refused(p, m, v, &[0, 1], &[3, 4], 0, CoreError::TargetOutOfRange { index: 1, value: 4, vocabulary: 4 },
+    refused((p, m, v), &[0, 1], &[3, 4], 0, CoreError::TargetOutOfRange { index: 1, value: 4, vocabulary: 4 },
             "targets[1] = 4 is not below the vocabulary 4");
 }
 
 #[test]
 fn a_step_with_no_room_for_the_updates_is_refused() {
     let (p, m, v) = state();
-    refused(p, m, v, &[0], &[1], u64::MAX - 9, CoreError::StepOverflow { step: u64::MAX - 9, updates: 10 },
+    refused((p, m, v), &[0], &[1], u64::MAX - 9, CoreError::StepOverflow { step: u64::MAX - 9, updates: 10 },
             "step 18446744073709551606 leaves no room for 10 more updates in a u64");
     // The last step that leaves room is accepted.
     let (mut p, mut m, mut v) = state();
-    let losses = train(&mut p, &mut m, &mut v, &[0], &[1], u64::MAX - 10, 10, &BOB_V1_ADAMW, Options::default());
+    let losses = Planes::new(&mut p, &mut m, &mut v)
+        .and_then(|planes| train(planes, &[0], &[1], u64::MAX - 10, 10, &BOB_V1_ADAMW, Options::default()));
     assert_eq!(losses.map(|l| l.len()), Ok(10));
 }
 

@@ -3,7 +3,7 @@
 //! contract §6 that the crate ships as `bob_core::scalar`, on random states.
 
 use bob_core::scalar::{exp as exp_scalar, pinned_sum as pinned_sum_scalar, update as update_scalar};
-use bob_core::{initialize, predict, train, Kernel, Options, BOB_V1_ADAMW, SEED};
+use bob_core::{initialize, predict, train, Kernel, Options, Planes, BOB_V1_ADAMW, SEED};
 use sha2::{Digest, Sha256};
 
 // ----------------------------------------------------------- test inputs ---
@@ -82,10 +82,10 @@ fn check_state_against_scalar(start: &State, pairs: &[(u32, u32)], step: u64, up
     for kernel in kernels() {
         for threads in [1, 2, 3] {
             let mut got = State { p: start.p.clone(), m: start.m.clone(), v: start.v.clone() };
-            let losses = train(
-                &mut got.p, &mut got.m, &mut got.v, &contexts, &targets, step, updates,
+            let losses = Planes::new(&mut got.p, &mut got.m, &mut got.v)
+                .and_then(|planes| train(planes, &contexts, &targets, step, updates,
                 &BOB_V1_ADAMW, Options { kernel, threads },
-            )
+            ))
             .unwrap();
             let what = format!("{label} step={step} {kernel:?} threads={threads}");
             assert_eq!(bits(&got.p), bits(&want.p), "P differs: {what}");
@@ -148,8 +148,9 @@ fn contract_size_all_rows_live_matches_scalar() {
     }
     for kernel in kernels() {
         let mut got = State { p: start.p.clone(), m: start.m.clone(), v: start.v.clone() };
-        train(&mut got.p, &mut got.m, &mut got.v, &contexts, &targets, 5, 20, &BOB_V1_ADAMW,
-              Options { kernel, threads: 2 }).unwrap();
+        Planes::new(&mut got.p, &mut got.m, &mut got.v)
+            .and_then(|planes| train(planes, &contexts, &targets, 5, 20, &BOB_V1_ADAMW,
+              Options { kernel, threads: 2 })).unwrap();
         assert_eq!(bits(&got.p), bits(&want.p), "{kernel:?}");
         assert_eq!(bits(&got.m), bits(&want.m), "{kernel:?}");
         assert_eq!(bits(&got.v), bits(&want.v), "{kernel:?}");
@@ -233,8 +234,9 @@ fn scalar_kernel_is_the_transcription_and_only_chosen_by_name() {
     let want_losses: Vec<f64> =
         (0..7).map(|i| update_scalar(&mut want.p, &mut want.m, &mut want.v, &pairs, 3 + i, &BOB_V1_ADAMW)).collect();
     let mut got = State { p: start.p.clone(), m: start.m.clone(), v: start.v.clone() };
-    let losses = train(&mut got.p, &mut got.m, &mut got.v, &contexts, &targets, 3, 7, &BOB_V1_ADAMW,
-                       Options { kernel: Kernel::Scalar, threads: 0 }).unwrap();
+    let losses = Planes::new(&mut got.p, &mut got.m, &mut got.v)
+        .and_then(|planes| train(planes, &contexts, &targets, 3, 7, &BOB_V1_ADAMW,
+                       Options { kernel: Kernel::Scalar, threads: 0 })).unwrap();
     assert_eq!(bits(&got.p), bits(&want.p));
     assert_eq!(bits(&got.m), bits(&want.m));
     assert_eq!(bits(&got.v), bits(&want.v));
@@ -250,7 +252,8 @@ fn scalar_kernel_is_the_transcription_and_only_chosen_by_name() {
     assert!(!Kernel::FAST.contains(&Kernel::Scalar));
     // Refusals are checked before the scalar path runs, as for the others.
     let o = Options { kernel: Kernel::Scalar, threads: 0 };
-    assert_eq!(train(&mut got.p, &mut got.m, &mut got.v, &[], &[], 0, 1, &BOB_V1_ADAMW, o),
+    assert_eq!(Planes::new(&mut got.p, &mut got.m, &mut got.v)
+        .and_then(|planes| train(planes, &[], &[], 0, 1, &BOB_V1_ADAMW, o)),
                Err(bob_core::CoreError::NoPairs));
 }
 
@@ -301,18 +304,24 @@ fn refusals_are_errors_not_panics() {
     let mut m = vec![0f32; 16];
     let mut v = vec![0f32; 16];
     let mut short = vec![0f32; 15];
-    assert_eq!(train(&mut short.clone(), &mut short.clone(), &mut short, &[0], &[0], 0, 1, &hp, o), Err(NotSquare { len: 15 }));
-    assert_eq!(train(&mut [], &mut [], &mut [], &[0], &[0], 0, 1, &hp, o), Err(NotSquare { len: 0 }));
-    assert_eq!(train(&mut p, &mut m, &mut [0f32; 9], &[0], &[0], 0, 1, &hp, o),
+    assert_eq!(Planes::new(&mut short.clone(), &mut short.clone(), &mut short)
+        .and_then(|planes| train(planes, &[0], &[0], 0, 1, &hp, o)), Err(NotSquare { len: 15 }));
+    assert_eq!(Planes::new(&mut [], &mut [], &mut [])
+        .and_then(|planes| train(planes, &[0], &[0], 0, 1, &hp, o)), Err(NotSquare { len: 0 }));
+    assert_eq!(Planes::new(&mut p, &mut m, &mut [0f32; 9]).and_then(|planes| train(planes, &[0], &[0], 0, 1, &hp, o)),
                Err(PlaneLengthMismatch { plane: "V", expected: 16, actual: 9 }));
-    assert_eq!(train(&mut p, &mut m, &mut v, &[0, 1], &[0], 0, 1, &hp, o), Err(PairCountMismatch { contexts: 2, targets: 1 }));
-    assert_eq!(train(&mut p, &mut m, &mut v, &[], &[], 0, 1, &hp, o), Err(NoPairs));
-    assert_eq!(train(&mut p, &mut m, &mut v, &[0, 4], &[0, 0], 0, 1, &hp, o),
+    assert_eq!(Planes::new(&mut p, &mut m, &mut v)
+        .and_then(|planes| train(planes, &[0, 1], &[0], 0, 1, &hp, o)), Err(PairCountMismatch { contexts: 2, targets: 1 }));
+    assert_eq!(Planes::new(&mut p, &mut m, &mut v)
+        .and_then(|planes| train(planes, &[], &[], 0, 1, &hp, o)), Err(NoPairs));
+    assert_eq!(Planes::new(&mut p, &mut m, &mut v).and_then(|planes| train(planes, &[0, 4], &[0, 0], 0, 1, &hp, o)),
                Err(ContextOutOfRange { index: 1, value: 4, vocabulary: 4 }));
-    assert_eq!(train(&mut p, &mut m, &mut v, &[0], &[9], 0, 1, &hp, o),
+    assert_eq!(Planes::new(&mut p, &mut m, &mut v).and_then(|planes| train(planes, &[0], &[9], 0, 1, &hp, o)),
                Err(TargetOutOfRange { index: 0, value: 9, vocabulary: 4 }));
-    assert_eq!(train(&mut p, &mut m, &mut v, &[0], &[0], u64::MAX - 3, 10, &hp, o),
+    assert_eq!(Planes::new(&mut p, &mut m, &mut v)
+        .and_then(|planes| train(planes, &[0], &[0], u64::MAX - 3, 10, &hp, o)),
                Err(StepOverflow { step: u64::MAX - 3, updates: 10 }));
-    assert_eq!(train(&mut p, &mut m, &mut v, &[0], &[0], 0, 0, &hp, o), Ok(vec![]));
+    assert_eq!(Planes::new(&mut p, &mut m, &mut v)
+        .and_then(|planes| train(planes, &[0], &[0], 0, 0, &hp, o)), Ok(vec![]));
     assert!(p.iter().all(|&x| x == 0.0), "a refusal or zero updates leaves P untouched");
 }

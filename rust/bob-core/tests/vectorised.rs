@@ -34,7 +34,7 @@
 
 use std::time::{Duration, Instant};
 
-use bob_core::{initialize, train, Kernel, Options, BOB_V1_ADAMW, SEED};
+use bob_core::{initialize, train, Kernel, Options, Planes, BOB_V1_ADAMW, SEED};
 
 const MIN_SPEEDUP: f64 = 3.5;
 const N: usize = 256;
@@ -51,7 +51,8 @@ fn time_once(kernel: Kernel, contexts: &[u32], targets: &[u32]) -> Duration {
     let start = Instant::now();
     for call in 0..CALLS {
         let options = Options { kernel, threads: 1 };
-        train(&mut p, &mut m, &mut v, contexts, targets, call * UPDATES, UPDATES, &BOB_V1_ADAMW, options).unwrap();
+        Planes::new(&mut p, &mut m, &mut v)
+            .and_then(|planes| train(planes, contexts, targets, call * UPDATES, UPDATES, &BOB_V1_ADAMW, options)).unwrap();
     }
     let elapsed = start.elapsed();
     std::hint::black_box(&p);

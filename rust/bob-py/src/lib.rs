@@ -303,6 +303,9 @@ fn initial_planes<'py>(
 /// "scalar": the slow, plain transcription of §6, to qualify the others.
 #[pyfunction]
 #[pyo3(signature = (p, m, v, contexts, targets, step, updates, *, threads = 0, kernel = "auto"))]
+// The nine parameters are the Python signature (bob.core and the stub call
+// it so), and PyO3 binds each to one Rust parameter; inside, the planes
+// travel as `bob_core::Planes`.
 #[allow(clippy::too_many_arguments)]
 fn train<'py>(
     py: Python<'py>,
@@ -355,7 +358,9 @@ fn train<'py>(
                 // after the loop, and were checked not to overlap, so the three
                 // `&mut` slices are disjoint and outlive none of their buffers.
                 let (p, m, v) = unsafe { (lp.slice(), lm.slice(), lv.slice()) };
-                bob_core::train(p, m, v, contexts, targets, step + done, count, &BOB_V1_ADAMW, options)
+                bob_core::Planes::new(p, m, v).and_then(|planes| {
+                    bob_core::train(planes, contexts, targets, step + done, count, &BOB_V1_ADAMW, options)
+                })
             })
             .map_err(core_error)?;
         losses.extend_from_slice(&part);
@@ -426,6 +431,23 @@ fn kernels() -> Vec<&'static str> {
     Kernel::ALL.into_iter().filter(|k| k.is_available()).map(Kernel::name).collect()
 }
 
+/// Seconds per update of the fused-loop floor (`bob_core::floor`) at
+/// vocabulary 256 on `threads` threads started before its clock, over the
+/// state `updates_in` updates from the seeded start (0: the steps of a
+/// first call). For benchmarks/bench_threads.py, which compares `train`
+/// against it in one process; not part of the API.
+#[pyfunction]
+#[pyo3(name = "_fused_loop_floor", signature = (threads, kernel = "auto", updates_in = 0))]
+fn fused_loop_floor(py: Python<'_>, threads: usize, kernel: &str, updates_in: u64) -> PyResult<f64> {
+    use bob_core::floor::{time, Floor, State, FLOOR_PASSES};
+    let kernel = kernel_named(kernel)?;
+    let seconds = py.detach(move || {
+        let state = State::new(bob_core::VOCABULARY, updates_in);
+        time(kernel, Floor::FusedLoop, &state, threads).as_secs_f64()
+    });
+    Ok(seconds / FLOOR_PASSES as f64)
+}
+
 /// bob's native core: the training math of contract §6 (bob-core) over
 /// caller-owned float32 buffers. Reached through `bob.core`.
 #[pymodule]
@@ -440,5 +462,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(predict, m)?)?;
     m.add_function(wrap_pyfunction!(resolved_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(kernels, m)?)?;
+    // Set, not added: `add_function` would list it in `__all__`, the API.
+    m.setattr("_fused_loop_floor", wrap_pyfunction!(fused_loop_floor, m)?)?;
     Ok(())
 }

@@ -47,8 +47,9 @@ impl State {
         let contexts: Vec<u32> = (0..n as u32).collect();
         let targets: Vec<u32> = (0..n as u32).map(|k| (k * 7 + 3) % n as u32).collect();
         if updates > 0 {
-            crate::train(&mut p, &mut m, &mut v, &contexts, &targets, 0, updates, &crate::BOB_V1_ADAMW,
-                         Options::default()).expect("a valid state");
+            let planes = Planes::new(&mut p, &mut m, &mut v).expect("a square table");
+            crate::train(planes, &contexts, &targets, 0, updates, &crate::BOB_V1_ADAMW, Options::default())
+                .expect("a valid state");
         }
         let mut e = vec![0f32; n * n];
         let (mut maxes, mut sums) = (vec![0f32; n], vec![0f32; n]);
@@ -71,22 +72,21 @@ pub fn time(kernel: Kernel, floor: Floor, state: &State, threads: usize) -> Dura
     let threads = threads.clamp(1, n);
     let barrier = std::sync::Barrier::new(threads);
     std::thread::scope(|scope| {
-        let (mut p, mut m, mut v, mut e) = (&mut p[..], &mut m[..], &mut v[..], &mut e[..]);
+        let mut planes = Planes::new(&mut p, &mut m, &mut v).expect("the state's planes are a square table");
+        let mut e = &mut e[..];
         let mut handles = Vec::new();
         let mut start = 0;
         for i in 0..threads {
             let end = n * (i + 1) / threads;
-            let values = (end - start) * n;
-            let (pp, rp) = std::mem::take(&mut p).split_at_mut(values);
-            let (mp, rm) = std::mem::take(&mut m).split_at_mut(values);
-            let (vp, rv) = std::mem::take(&mut v).split_at_mut(values);
-            let (ep, re) = std::mem::take(&mut e).split_at_mut(values);
-            (p, m, v, e) = (rp, rm, rv, re);
-            let (barrier, rows) = (&barrier, start..end);
+            let (share, rest) = planes.split_rows(end - start);
+            let (share_e, rest_e) = std::mem::take(&mut e).split_at_mut((end - start) * n);
+            (planes, e) = (rest, rest_e);
+            let (barrier, first_row) = (&barrier, start);
             handles.push(scope.spawn(move || {
                 barrier.wait();
                 let clock = Instant::now();
-                run(kernel.resolve(), floor, state, rows, pp, mp, vp, ep);
+                let rows = Rows { first_row, planes: share, e: share_e };
+                run(kernel.resolve(), floor, state, rows);
                 clock.elapsed()
             }));
             start = end;
@@ -95,18 +95,23 @@ pub fn time(kernel: Kernel, floor: Floor, state: &State, threads: usize) -> Dura
     })
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run(kernel: Kernel, floor: Floor, state: &State, rows: Range<usize>, p: &mut [f32], m: &mut [f32],
-       v: &mut [f32], e: &mut [f32]) {
+/// One thread's rows of the floor's state: P, M, V and the exp rows.
+struct Rows<'a> {
+    first_row: usize,
+    planes: Planes<'a>,
+    e: &'a mut [f32],
+}
+
+fn run(kernel: Kernel, floor: Floor, state: &State, rows: Rows<'_>) {
     match kernel {
-        // SAFETY: as in `run_rows`: `resolve` returned these kernels only
+        // SAFETY: as in `Run::rows`: `resolve` returned these kernels only
         // after detecting their features at run time.
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx512 => unsafe { run_avx512(floor, state, rows, p, m, v, e) },
+        Kernel::Avx512 => unsafe { run_avx512(floor, state, rows) },
         // SAFETY: as above, AVX2 was detected.
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx2 => unsafe { run_avx2(floor, state, rows, p, m, v, e) },
-        _ => run_generic(floor, state, rows, p, m, v, e),
+        Kernel::Avx2 => unsafe { run_avx2(floor, state, rows) },
+        _ => run_generic(floor, state, rows),
     }
 }
 
@@ -116,10 +121,8 @@ macro_rules! floor_copy {
         /// The CPU must support `$features`.
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = $features)]
-        #[allow(clippy::too_many_arguments)]
-        unsafe fn $name(floor: Floor, state: &State, rows: Range<usize>, p: &mut [f32], m: &mut [f32],
-                        v: &mut [f32], e: &mut [f32]) {
-            run_generic(floor, state, rows, p, m, v, e)
+        unsafe fn $name(floor: Floor, state: &State, rows: Rows<'_>) {
+            run_generic(floor, state, rows)
         }
     };
 }
@@ -127,24 +130,13 @@ floor_copy!(run_avx2, "avx2");
 floor_copy!(run_avx512, "avx2,avx512f,avx512vl");
 
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn run_generic(floor: Floor, state: &State, rows: Range<usize>, p: &mut [f32], m: &mut [f32], v: &mut [f32],
-               e: &mut [f32]) {
+fn run_generic(floor: Floor, state: &State, rows: Rows<'_>) {
     let n = state.n;
+    let Rows { first_row, mut planes, e } = rows;
+    let rows = first_row..first_row + planes.rows();
+    let (p, m, v) = planes.parts();
     let hyper = crate::BOB_V1_ADAMW;
-    let plan = Plan {
-        vocabulary: n,
-        row_offsets: Vec::new(),
-        slot_targets: Vec::new(),
-        beta1: hyper.beta1,
-        beta2: hyper.beta2,
-        eps: hyper.eps,
-        decay: hyper.decay(),
-        omb1: 1.0 - hyper.beta1,
-        omb2: 1.0 - hyper.beta2,
-        pair_count: n as f32,
-        pair_count_reciprocal: exact_reciprocal(n as f32),
-    };
+    let plan = Plan::without_pairs(n, n, &hyper);
     let schedule: Vec<_> = (1..=FLOOR_PASSES as u64).map(|i| hyper.step_scalars(state.step + i)).collect();
     let rk = plan.pair_count_reciprocal.unwrap_or(1.0 / n as f32);
     let mut h = vec![0f32; n];
@@ -169,12 +161,13 @@ fn run_generic(floor: Floor, state: &State, rows: Range<usize>, p: &mut [f32], m
                         // row's exp row, which its own pass divides next.
                         let (pi, next_p) = pair_of_rows_mut(p, n, local(r), local(next));
                         let (ei, next_e) = pair_of_rows_mut(e, n, local(r), local(next));
-                        phase2_inner(&plan, sched, &row, pi, mi, vi, ei, next_p, state.maxes[next], next_e,
-                                     |x| x * rk);
+                        let planes = RowPlanes { p: pi, m: mi, v: vi, e: ei };
+                        let next = NextExp { p: next_p, mx: state.maxes[next], e: next_e };
+                        phase2_inner(&plan, sched, &row, planes, Some(next), |x| x * rk);
                     }
                     Floor::FusedLoop => {
-                        let (pi, ei) = (&mut p[span.clone()], &mut e[span.clone()]);
-                        phase2_inner(&plan, sched, &row, pi, mi, vi, ei, &[], 0.0, &mut [], |x| x * rk);
+                        let planes = RowPlanes { p: &mut p[span.clone()], m: mi, v: vi, e: &mut e[span.clone()] };
+                        phase2_inner(&plan, sched, &row, planes, None, |x| x * rk);
                     }
                     Floor::Dividers => {
                         let (pi, mi, vi, ei) = (&mut p[span.clone()], &mi[..n], &vi[..n], &e[span.clone()]);

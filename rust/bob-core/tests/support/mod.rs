@@ -1,6 +1,6 @@
 //! What the pool-size tests share.
 
-use bob_core::{initialize, train, Kernel, Options, BOB_V1_ADAMW, SEED};
+use bob_core::{initialize, train, Kernel, Options, Planes, BOB_V1_ADAMW, SEED};
 
 fn thread_count() -> usize {
     std::fs::read_dir("/proc/self/task").expect("Linux's /proc").count()
@@ -17,7 +17,8 @@ pub fn threads_started_by_a_two_thread_call() -> usize {
     let targets: Vec<u32> = (0..n as u32).map(|k| (k * 7 + 3) % n as u32).collect();
     let run = |kernel: Kernel, threads: usize| {
         let (mut p, mut m, mut v) = (p0.clone(), vec![0f32; n * n], vec![0f32; n * n]);
-        train(&mut p, &mut m, &mut v, &contexts, &targets, 0, 10, &BOB_V1_ADAMW, Options { kernel, threads })
+        Planes::new(&mut p, &mut m, &mut v)
+            .and_then(|planes| train(planes, &contexts, &targets, 0, 10, &BOB_V1_ADAMW, Options { kernel, threads }))
             .expect("valid arguments");
         [p, m, v].map(|plane| plane.iter().map(|x| x.to_bits()).collect::<Vec<_>>())
     };

@@ -1,0 +1,59 @@
+//! An idle pool burns no CPU: once its spin window is over, every one of the
+//! core's pool threads is asleep, and the process uses next to no CPU time
+//! over a second of sleep. Alone in its own test binary, so that no other
+//! test's calls keep the pool awake.
+
+#![cfg(target_os = "linux")]
+
+use std::time::Duration;
+
+use bob_core::{initialize, train, Kernel, Options, Planes, BOB_V1_ADAMW, SEED};
+
+/// (name, state) of each thread of this process, from /proc/self/task.
+fn threads() -> Vec<(String, char)> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").expect("Linux's /proc") {
+        let path = task.expect("a task entry").path();
+        let Ok(stat) = std::fs::read_to_string(path.join("stat")) else { continue };
+        let name = std::fs::read_to_string(path.join("comm")).unwrap_or_default().trim().to_string();
+        // The state follows the parenthesised name, which may hold spaces.
+        let state = stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next()).unwrap_or('?');
+        out.push((name, state));
+    }
+    out
+}
+
+/// User + system CPU time of the whole process, in clock ticks.
+fn process_ticks() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("Linux's /proc");
+    let fields: Vec<&str> = stat.rsplit_once(") ").expect("a stat line").1.split_whitespace().collect();
+    // Fields 14 and 15 of stat(5) (utime, stime); the state is field 3.
+    fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime")
+}
+
+#[test]
+fn an_idle_pool_sleeps_and_uses_no_cpu() {
+    let n = 256;
+    let mut p = vec![0f32; n * n];
+    initialize(&mut p, SEED);
+    let (mut m, mut v) = (vec![0f32; n * n], vec![0f32; n * n]);
+    let contexts: Vec<u32> = (0..n as u32).collect();
+    let targets: Vec<u32> = (0..n as u32).map(|k| (k * 7 + 3) % n as u32).collect();
+    for call in 0..5 {
+        let planes = Planes::new(&mut p, &mut m, &mut v).expect("a square table");
+        train(planes, &contexts, &targets, 10 * call, 10, &BOB_V1_ADAMW, Options { kernel: Kernel::Auto, threads: 2 })
+            .expect("valid arguments");
+    }
+    let pool: Vec<_> = threads().into_iter().filter(|(name, _)| name.starts_with("bob-core-")).collect();
+    assert!(!pool.is_empty(), "the 2-thread calls started the core's pool");
+    // Far past the spin window (a millisecond), even on a loaded machine.
+    std::thread::sleep(Duration::from_millis(200));
+    let awake: Vec<_> =
+        threads().into_iter().filter(|(name, state)| name.starts_with("bob-core-") && *state != 'S').collect();
+    assert!(awake.is_empty(), "pool threads not asleep after the spin window: {awake:?}");
+    let before = process_ticks();
+    std::thread::sleep(Duration::from_secs(1));
+    let used = process_ticks() - before;
+    // A thread that kept spinning would use about 100 ticks (1 s) here.
+    assert!(used <= 5, "the idle process used {used} clock ticks of CPU in 1 s");
+}
