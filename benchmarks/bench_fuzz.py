@@ -71,7 +71,7 @@ print(json.dumps({"exec_per_s": len(inputs) / seconds, "exec_per_cpu_s": len(inp
 
 def draw_inputs(target: str, n: int, outdir: Path, seed: int = 20261201) -> None:
     sys.path.insert(0, str(ROOT / "python"))
-    from bob.fuzz.campaign import _accepts  # the seeded loop's own test of "accepted"
+    from bob.fuzz.loop import _accepts  # the seeded loop's own test of "accepted"
     from bob.fuzz.mutator import custom_mutator, mutate_canonical
     from bob.fuzz.targets import TARGETS, seed_files
 
