@@ -91,3 +91,28 @@ def test_instrumented_state_checks_keep_no_memory() -> None:
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     grew_mb = int(out.stdout.split()[-1])
     assert grew_mb < 8, f"the instrumented state checks grew {grew_mb} MB in 400 calls"
+
+
+def test_the_checkpoint_target_parses_the_header_once_and_both_readings_see_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bob.formats import checks
+
+    real, calls = checks.parse, []
+
+    def counting(schema, data):
+        calls.append(len(data))
+        return real(schema, data)
+
+    monkeypatch.setattr(checks, "parse", counting)
+    get("checkpoint").run(CKPT)
+    assert calls == [len(CKPT)]  # the findings for resuming and the loader for reading: one parse
+    bad = bytearray(CKPT)
+    bad[35] = 0xFF  # the state string's length prefix past the file: the parse itself refuses
+    calls.clear()
+    get("checkpoint").run(bytes(bad))  # both readings refuse with the parse's refusal, held to the oracle
+    assert calls == [len(bad)]
+    assert checks.parse is counting  # given back after the execution
+    from bob.errors import FormatError
+    from bob.formats.envelope_schema import ENVELOPE_HEADER
+
+    with pytest.raises(FormatError):
+        real(ENVELOPE_HEADER, bytes(bad))
