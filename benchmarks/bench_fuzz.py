@@ -14,13 +14,13 @@ and of the process's CPU time (steadier on a shared machine), and the
 process's peak resident memory. Findings are counted, not raised (a
 baseline may disagree with inputs the newer mutator draws).
 
-``--baseline CHECKOUT`` runs the same inputs through another checkout's
-targets too (its ``python/`` first on ``sys.path``; it needs a built
+``--baseline CHECKOUT`` (repeatable) runs the same inputs through another
+checkout's targets too (its ``python/`` first on ``sys.path``; it needs a built
 ``python/bob/_core*.so``, e.g. ``git archive OLD python | tar -x -C DIR`` and a
-copy of this checkout's), interleaved round by round, and prints NEW / OLD.
+copy of this checkout's), interleaved round by round, and prints NEW / each.
 No engine: plain Python, or with ``--instrumented`` bob imported under
-atheris's instrumentation as a campaign worker imports it (the coverage
-callbacks run; libFuzzer's own work is not counted).
+atheris's instrumentation exactly as a campaign worker imports it (the
+coverage callbacks run; libFuzzer's own work is not counted).
 """
 
 from __future__ import annotations
@@ -40,18 +40,13 @@ ROOT = Path(__file__).resolve().parents[1]
 RUNNER = r"""
 import json, resource, sys, time
 from pathlib import Path
-if sys.argv[3] == "instrumented":  # as a campaign worker imports bob: atheris's instrumentation on
+if sys.argv[3] == "instrumented":  # as a campaign worker imports bob (bob.fuzz.campaign's WORKER)
     import atheris
     harness = ["bob.fuzz." + m for m in ("mutator", "structural", "dictionary", "campaign", "cli", "replay",
-                                         "strategies")]
+                                         "strategies", "keys", "loop")]
     with atheris.instrument_imports(include=["bob"], exclude=harness):
-        from bob.fuzz import targets
+        from bob.fuzz import mutator, targets
         targets.preload()
-        for extra in ("oracle", "digests", "properties", "arithmetic"):
-            try:
-                __import__("bob.fuzz." + extra)
-            except ImportError:  # an older checkout
-                pass
 from bob.fuzz.targets import get
 target = get(sys.argv[1]).run
 inputs = [p.read_bytes() for p in sorted(Path(sys.argv[2]).iterdir())]
@@ -71,7 +66,7 @@ print(json.dumps({"exec_per_s": len(inputs) / seconds, "exec_per_cpu_s": len(inp
 
 def draw_inputs(target: str, n: int, outdir: Path, seed: int = 20261201) -> None:
     sys.path.insert(0, str(ROOT / "python"))
-    from bob.fuzz.campaign import _accepts  # the seeded loop's own test of "accepted"
+    from bob.fuzz.loop import _accepts  # the seeded loop's own test of "accepted"
     from bob.fuzz.mutator import custom_mutator, mutate_canonical
     from bob.fuzz.targets import TARGETS, seed_files
 
@@ -101,12 +96,13 @@ def main() -> None:
     ap.add_argument("--inputs", type=int, default=400)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--targets", default="input,checkpoint,predictions")
-    ap.add_argument("--baseline", type=Path)
+    ap.add_argument("--baseline", type=Path, action="append", default=[],
+                    help="another checkout to compare with (repeatable; named by its directory)")
     ap.add_argument("--instrumented", action="store_true",
                     help="import bob under atheris's instrumentation, as a campaign worker does (needs atheris)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    checkouts = {"new": ROOT} | ({"old": args.baseline.resolve()} if args.baseline else {})
+    checkouts = {"new": ROOT} | {b.resolve().name: b.resolve() for b in args.baseline}
     results: dict = {}
     with tempfile.TemporaryDirectory(prefix="bob-bench-fuzz-") as tmp:
         for target in args.targets.split(","):
@@ -126,15 +122,16 @@ def main() -> None:
     if args.json:
         print(json.dumps(results, indent=1))
         return
-    print(f"{'target':<12} {'checkout':<8} {'exec/s':>9} {'exec/CPU-s':>11} {'peak RSS MB':>12} {'findings':>9}")
+    print(f"{'target':<12} {'checkout':<16} {'exec/s':>9} {'exec/CPU-s':>11} {'peak RSS MB':>12} {'findings':>9}")
     for target, by in results.items():
         for name, r in by.items():
-            print(f"{target:<12} {name:<8} {r['exec_per_s']:>9.0f} {r['exec_per_cpu_s']:>11.0f} "
+            print(f"{target:<12} {name:<16} {r['exec_per_s']:>9.0f} {r['exec_per_cpu_s']:>11.0f} "
                   f"{r['peak_rss_mb']:>12.0f} {r['findings']:>9}")
-        if "old" in by:
-            new, old = by["new"], by["old"]
-            print(f"{target:<12} {'new/old':<8} {new['exec_per_s'] / old['exec_per_s']:>8.2f}x "
-                  f"{new['exec_per_cpu_s'] / old['exec_per_cpu_s']:>10.2f}x")
+        new = by["new"]
+        for name, old in by.items():
+            if name != "new":
+                print(f"{target:<12} {'new/' + name:<16} {new['exec_per_s'] / old['exec_per_s']:>8.2f}x "
+                      f"{new['exec_per_cpu_s'] / old['exec_per_cpu_s']:>10.2f}x")
 
 
 if __name__ == "__main__":

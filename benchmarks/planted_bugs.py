@@ -147,7 +147,24 @@ BUGS: tuple[Bug, ...] = (
     Bug("mode-not-kept", "files", "run", 300,
         "a replaced checkpoint or predictions file loses its permissions (0600 becomes 0644)",
         (("bob/fileio.py", "                os.fchmod(fd, mode)\n", "                pass\n"),),
-        property="(none: the run target does not look at modes)"),
+        property="the world: a replaced file keeps its mode"),
+    Bug("hard-link-split", "files", "run", 600,
+        "a checkpoint or predictions file with a second name (a hard link) is replaced: the other name "
+        "keeps the old bytes, split from this one",
+        (("bob/fileio.py", "    if st.st_nlink > 1:\n", "    if st.st_nlink > 2:\n"),),
+        property="the world: hard-linked paths refused"),
+    Bug("rollback-skipped", "files", "run", 1_500,
+        "when the checkpoint cannot be replaced (a full or failing disk), the new predictions stay "
+        "beside the old checkpoint, and bob-run says nothing was changed",
+        (("bob/commit.py", "                self.backup.restore()  # the very same file as before, whatever its size",
+          "                pass"),),
+        property="the world: a failing os call, files old exactly when bob-run refuses"),
+    Bug("checkpoint-renamed-first", "files", "run", 600,
+        "the checkpoint is renamed into place before the predictions: a crash between the two leaves a "
+        "new checkpoint beside the old predictions (and the run's own check refuses it, exit 75)",
+        (("bob/commit.py", "self.files = ((companion, companion_data, companion_about), (main, main_data, main_about))",
+          "self.files = ((main, main_data, main_about), (companion, companion_data, companion_about))"),),
+        property="bob-run exits 0 exactly when bob.invoke accepts"),
     Bug("room-checked-before", "core", "run", 1_500,
         "from a step between 2**64 - 20 and 2**64 - 11 bob-run writes a checkpoint with no room for the "
         "next 10 updates, which bob then refuses to resume (D14)",

@@ -43,9 +43,35 @@ def test_the_checkpoint_target_hashes_each_plane_once(monkeypatch: pytest.Monkey
             big.append(memoryview(data).nbytes)
         return real(data, **kw)
 
+    from bob.formats import canonical
+
+    real_fast, fast = canonical._sha256_digest, []
+
+    def counting_fast(data) -> bytes:
+        if memoryview(data).nbytes >= 4096:
+            fast.append(memoryview(data).nbytes)
+        return real_fast(data)
+
     monkeypatch.setattr(hashlib, "sha256", counting)
+    monkeypatch.setattr(canonical, "_sha256_digest", counting_fast)
+    assert canonical.recognize_checkpoint(CKPT) == 10 and fast == [262144] * 3  # the fast path hashes each plane
+    fast.clear()
     get("checkpoint").run(CKPT)
-    assert big == [262144] * 3  # P, M, V: once each, for bob's readers and the oracle together
+    # P, M, V: once each, for bob's readers, the fast path and the oracle together
+    assert big == [262144] * 3 and fast == []
+    assert canonical._sha256_digest is counting_fast  # given back after the execution
+
+
+def test_the_fast_path_still_sees_the_digest_of_what_it_hashes() -> None:
+    """A fast path hashing the wrong bytes gets their digest, not the plane's: a forged chunk digest
+    is still refused inside the memo's block."""
+    from bob.formats import canonical
+
+    forged = bytearray(CKPT)
+    forged[448] ^= 1  # P changed, its digest not: the fast path must not recognize it
+    with shared_digests():
+        assert canonical.recognize_checkpoint(CKPT) == 10
+        assert canonical.recognize_checkpoint(bytes(forged)) is None
 
 
 def test_instrumented_state_checks_keep_no_memory() -> None:
@@ -65,3 +91,28 @@ def test_instrumented_state_checks_keep_no_memory() -> None:
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     grew_mb = int(out.stdout.split()[-1])
     assert grew_mb < 8, f"the instrumented state checks grew {grew_mb} MB in 400 calls"
+
+
+def test_the_checkpoint_target_parses_the_header_once_and_both_readings_see_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bob.formats import checks
+
+    real, calls = checks.parse, []
+
+    def counting(schema, data):
+        calls.append(len(data))
+        return real(schema, data)
+
+    monkeypatch.setattr(checks, "parse", counting)
+    get("checkpoint").run(CKPT)
+    assert calls == [len(CKPT)]  # the findings for resuming and the loader for reading: one parse
+    bad = bytearray(CKPT)
+    bad[35] = 0xFF  # the state string's length prefix past the file: the parse itself refuses
+    calls.clear()
+    get("checkpoint").run(bytes(bad))  # both readings refuse with the parse's refusal, held to the oracle
+    assert calls == [len(bad)]
+    assert checks.parse is counting  # given back after the execution
+    from bob.errors import FormatError
+    from bob.formats.envelope_schema import ENVELOPE_HEADER
+
+    with pytest.raises(FormatError):
+        real(ENVELOPE_HEADER, bytes(bad))

@@ -1,6 +1,7 @@
 """SIGKILL at every point of a commit, deterministically (issue 13).
 
-A child process wraps the ``os`` calls a commit makes (open, write, fsync,
+A child process (:func:`bob.fuzz.faults.before_os_call`, the mechanism the
+``run`` fuzz target uses in process) wraps the ``os`` calls a commit makes (open, write, fsync,
 fchmod, replace, rename, link, unlink, close) and kills itself with SIGKILL
 just before the k-th one; the test runs k = 1, 2, … until a run completes.
 After every kill the files must be the old ones or the new ones, whole:
@@ -19,34 +20,8 @@ from pathlib import Path
 import pytest
 
 import bob
+from bob.fuzz.faults import COMMIT_CALLS, before_os_call  # noqa: F401 - test_signals.py imports them from here
 from conftest import CORPUS, PROMPTS
-
-COMMIT_CALLS = ("open", "write", "fsync", "fchmod", "replace", "rename", "link", "unlink", "close")
-
-
-def before_os_call(signum: str, names: "tuple[str, ...]" = COMMIT_CALLS) -> str:
-    """A child's prologue: send itself ``signum`` (an expression) just before
-    its k-th call of one of ``names`` in ``os``, k = ``sys.argv[1]``. The
-    signal tests (test_signals.py) use it with SIGINT, SIGTERM and SIGHUP."""
-    return f"""
-import os, signal, sys
-_limit = int(sys.argv[1])
-_calls = 0
-
-def _signal_before(name):
-    real = getattr(os, name)
-    def wrapper(*args, **kwargs):
-        global _calls
-        _calls += 1
-        if _calls == _limit:
-            os.kill(os.getpid(), {signum})
-        return real(*args, **kwargs)
-    setattr(os, name, wrapper)
-
-for _name in {names!r}:
-    _signal_before(_name)
-"""
-
 
 KILLER = before_os_call("signal.SIGKILL")
 

@@ -261,7 +261,7 @@ def _resume(step: int, planes: list) -> Verdict:
             if non_finite:
                 return (name, _first(non_finite))
     v = planes[2]
-    if not _bytes(v, 3).isascii():  # some sign bit is set: is that value below zero (not −0.0)?
+    if not top.isascii():  # (top is V's) some sign bit is set: is that value below zero (not −0.0)?
         negative = _lane(v, 3, _TOP_BIT) & _not_zero(v)
         if negative:
             return ("V", _first(negative))

@@ -1,0 +1,152 @@
+"""The crash-point mechanism: act just before the k-th ``os`` call a commit makes.
+
+bob-run's commit is a short sequence of ``os`` calls (:data:`COMMIT_CALLS`);
+what matters is what the files are if the k-th of them fails or never
+happens. Two forms of one mechanism — wrap each of those ``os`` functions,
+count the calls, act at the k-th:
+
+* :func:`before_os_call` — a child process's prologue (source text) that
+  sends the child a signal just before its k-th call (the SIGKILL and signal
+  tests in ``tests/hostile``);
+* :class:`OsFaults` — the same in this process, for the ``run`` fuzz target:
+  ``"fail"`` makes the k-th call raise the ``OSError`` a full or failing disk
+  gives (:data:`ERRNO_OF`) and lets every other call through; ``"crash"``
+  ends the world there, as a SIGKILL would: the k-th call and every later one
+  raise :class:`Crash` (not an ``OSError``, so no handler of bob's takes it
+  for a failure it can roll back) and change nothing on disk, and on leaving
+  the block every descriptor opened inside it is closed, as the kernel closes
+  a killed process's (its ``flock`` released).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from typing import Any, Callable
+
+__all__ = ["COMMIT_CALLS", "ERRNO_OF", "Crash", "OsFaults", "before_os_call"]
+
+COMMIT_CALLS = ("open", "write", "fsync", "fchmod", "replace", "rename", "link", "unlink", "close")
+
+ERRNO_OF = {
+    "open": errno.ENOSPC,  # no room for a new inode (O_CREAT), or the directory entry
+    "write": errno.ENOSPC,
+    "fsync": errno.EIO,  # a write-back that failed
+    "fchmod": errno.EPERM,
+    "replace": errno.EIO,
+    "rename": errno.EIO,
+    "link": errno.EMLINK,
+    "unlink": errno.EIO,
+    "close": errno.EIO,  # NFS reports a failed write-back at close
+}
+"""The error a failing disk or filesystem gives each call (none of them a resource of the process)."""
+
+
+def before_os_call(signum: str, names: "tuple[str, ...]" = COMMIT_CALLS) -> str:
+    """A child's prologue: send itself ``signum`` (an expression) just before
+    its k-th call of one of ``names`` in ``os``, k = ``sys.argv[1]``. The
+    signal tests (test_signals.py) use it with SIGINT, SIGTERM and SIGHUP."""
+    return f"""
+import os, signal, sys
+_limit = int(sys.argv[1])
+_calls = 0
+
+def _signal_before(name):
+    real = getattr(os, name)
+    def wrapper(*args, **kwargs):
+        global _calls
+        _calls += 1
+        if _calls == _limit:
+            os.kill(os.getpid(), {signum})
+        return real(*args, **kwargs)
+    setattr(os, name, wrapper)
+
+for _name in {names!r}:
+    _signal_before(_name)
+"""
+
+
+class Crash(BaseException):
+    """The process died at this ``os`` call (a SIGKILL, a power cut): nothing after it happens."""
+
+
+class OsFaults:
+    """``with OsFaults("fail" | "crash", k): …`` — the k-th call of :data:`COMMIT_CALLS`
+    inside the block fails, or the world ends there (see the module docstring).
+
+    ``spare(name, args)`` true: the k-th call is not failed after all (in ``"fail"`` mode).
+    ``calls`` counts the calls made, ``hit`` says whether the k-th one came (and
+    was failed, or ended the world: ``failed`` is its name and first argument),
+    ``left_open`` (after the block) lists the descriptors opened inside it and
+    not closed: after a crash the block closes them, as the kernel would;
+    otherwise they are the code's leak, and left as they are.
+    """
+
+    def __init__(self, mode: str, k: int, names: "tuple[str, ...]" = COMMIT_CALLS,
+                 spare: "Callable[[str, tuple], bool] | None" = None) -> None:
+        if mode not in ("fail", "crash"):
+            raise ValueError(f"mode is 'fail' or 'crash', not {mode!r}")
+        self.mode, self.k, self.names = mode, k, names
+        self.calls = 0
+        self.hit = False
+        self._real: dict[str, Callable[..., Any]] = {}
+        self._open_fds: set[int] = set()
+        self.left_open: list[int] = []
+        self.failed: "tuple[str, Any] | None" = None  # the call failed (or the one the world ended at)
+        self.spare = spare
+        self._written: set[int] = set()
+
+    def _wrap(self, name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            if self.calls == self.k and not (self.mode == "fail" and self._spared(name, args)):
+                self.hit = True
+                self.failed = (name, args[0] if args else None)
+                if self.mode == "fail":
+                    if name == "close":  # a failing close still releases the descriptor (Linux)
+                        self._open_fds.discard(args[0])
+                        self._written.discard(args[0])
+                        real(*args, **kwargs)
+                    raise OSError(ERRNO_OF[name], f"{os.strerror(ERRNO_OF[name])} (injected)", *args[:1])
+            if self.hit and self.mode == "crash":
+                if name == "close":  # the kernel closes a dead process's descriptors
+                    self._open_fds.discard(args[0])
+                    real(*args, **kwargs)
+                raise Crash(f"the process died at os.{name} (call {self.calls})")
+            result = real(*args, **kwargs)
+            if name == "write":
+                self._written.add(args[0])
+            elif name == "open":
+                self._open_fds.add(result)
+            elif name == "close":
+                self._open_fds.discard(args[0])
+                self._written.discard(args[0])
+            return result
+
+        return wrapper
+
+    def _spared(self, name: str, args: tuple) -> bool:
+        """A call that cannot fail so: ``close`` reports a write-back error only on a
+        descriptor written through (not a directory's, not a lock's); and the caller's ``spare``."""
+        if name == "close" and args[0] not in self._written:
+            return True
+        return self.spare is not None and self.spare(name, args)
+
+    def __enter__(self) -> "OsFaults":
+        for name in self.names:
+            self._real[name] = getattr(os, name)
+            setattr(os, name, self._wrap(name, self._real[name]))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for name, real in self._real.items():
+            setattr(os, name, real)
+        self._real.clear()
+        self.left_open = sorted(self._open_fds)
+        self._open_fds.clear()
+        if self.mode == "crash" and self.hit:
+            for fd in self.left_open:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
