@@ -38,6 +38,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
 
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, PREDICTION_BYTES
 from bob.fuzz.display import CampaignDisplay
@@ -97,7 +98,7 @@ atheris.Fuzz()
 """
 
 
-def load_target(spec: str, fmt: str | None = None):
+def load_target(spec: str, fmt: str | None = None) -> "tuple[Callable[[bytes], None], str | None]":
     """(function, format) for a registered target name or a ``package.module:function`` spec."""
     if spec in TARGETS:
         t = TARGETS[spec]
@@ -152,6 +153,8 @@ class Finding:
 
 @dataclass
 class CampaignResult:
+    """What a campaign found and how far it went (``bob-fuzz run``'s report)."""
+
     target: str
     executions: int = 0
     coverage: int = 0
@@ -166,7 +169,7 @@ class CampaignResult:
     fast_path_share: float | None = None
     notes: list[str] = field(default_factory=list)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:  # bob-fuzz run --json
         d = dict(self.__dict__)
         d["findings"] = [dict(f.__dict__, where=f.where) for f in self.findings]
         d["discarded"] = [dict(f.__dict__) for f in self.discarded]
@@ -490,7 +493,7 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
     return result
 
 
-def seeded_loop(target: str, runs: int, seed: int = 0, **options) -> CampaignResult:
+def seeded_loop(target: str, runs: int, seed: int = 0, **options: Any) -> CampaignResult:
     """:func:`bob.fuzz.loop.seeded_loop` (the engine-free loop, in its own module)."""
     from bob.fuzz.loop import seeded_loop as loop
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from bob.fuzz.campaign import CampaignResult
@@ -15,8 +15,9 @@ class CampaignDisplay:
     """Live progress: a rich panel on a terminal, one plain line every 10 s otherwise."""
 
     def __init__(self, target: str, live: bool | None) -> None:
-        self.target, self.last_plain = target, 0.0
-        self.live = None
+        self.target: str = target
+        self.last_plain: float = 0.0
+        self.live: Any = None  # a rich.live.Live on a terminal (rich is the optional fuzz extra)
         if live is None:
             live = sys.stderr.isatty()
         if live:
@@ -33,6 +34,7 @@ class CampaignDisplay:
                 f"corpus {r.corpus}, findings {len(r.findings)}, {r.seconds:.0f}s")
 
     def update(self, r: CampaignResult, rate: int) -> None:
+        """Show ``r`` (and the executions per second over all workers)."""
         if self.live is not None:
             from rich.table import Table
 
