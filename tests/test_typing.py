@@ -2,7 +2,9 @@
 (tests/typing/strict_user.py) checked by ``mypy --strict`` and by pyright in
 strict mode (basedpyright, from PyPI with its own node), each of which must
 report exactly the script's one deliberate error; ``bob``'s explicit
-exports; ``stubtest`` clean for ``bob._core`` and ``bob.core``.
+exports; ``stubtest`` clean for ``bob._core`` and ``bob.core``; ``pyright
+--verifytypes bob`` leaving only the symbols listed with their reasons in
+tests/typing/verifytypes_remaining.txt.
 
 The checkers run from an empty directory, as a user's would: no bob
 configuration applies, and ``bob`` is found where it is installed."""
@@ -99,6 +101,31 @@ def test_stubtest_is_clean_for_the_native_core_and_its_door(tmp_path) -> None:
                           cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.search(r"Success: no issues found in 2 modules", done.stdout)
+
+
+REMAINING = ROOT / "tests" / "typing" / "verifytypes_remaining.txt"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (BIN / "basedpyright").exists(), reason="basedpyright (the test group) is not installed")
+def test_verifytypes_leaves_only_the_listed_symbols(tmp_path) -> None:
+    """``pyright --verifytypes bob``: every public symbol typed, or listed in
+    tests/typing/verifytypes_remaining.txt with its reason (and only those)."""
+    (tmp_path / "pyrightconfig.json").write_text("{}")
+    done = subprocess.run([str(BIN / "basedpyright"), "--pythonpath", sys.executable, "--verifytypes", "bob",
+                           "--ignoreexternal", "--outputjson"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=600)
+    report = json.loads(done.stdout)["typeCompleteness"]
+    assert report["pyTypedPath"].endswith("py.typed")
+    untyped = {s["name"] for s in report["symbols"] if not s["isTypeKnown"] or s["isTypeAmbiguous"]}
+    listed = {}
+    for line in REMAINING.read_text(encoding="utf-8").splitlines():
+        if line and not line.startswith("#"):
+            name, _, reason = line.partition(" | ")
+            assert reason.strip(), f"{name}: listed without a reason"
+            listed[name] = reason
+    assert sorted(untyped - set(listed)) == [], "untyped and not listed (type them, or list them with a reason)"
+    assert sorted(set(listed) - untyped) == [], f"typed now: remove them from {REMAINING.name}"
 
 
 def test_the_checkers_are_in_the_test_group() -> None:

@@ -36,7 +36,10 @@ from bob.text import one_line, show_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - typing costs start-up time bob-run does not pay
-    from typing import Any, NoReturn
+    import argparse
+    from collections.abc import Callable
+    from types import TracebackType
+    from typing import Any, NoReturn, TextIO
 
 EXIT_OK = 0
 EXIT_UNEXPECTED = 1
@@ -67,13 +70,13 @@ class Refused(Exception):
     """
 
     def __init__(self, message: str, *, option: str | None = None, path: Any = None,
-                 field: str | None = None, code: int = EXIT_REFUSED, detail: dict | None = None) -> None:
-        self.message = one_line(message)
-        self.option = option
-        self.path = None if path is None else show_path(path)
-        self.field = field
-        self.code = code
-        self.detail = detail
+                 field: str | None = None, code: int = EXIT_REFUSED, detail: "dict[str, Any] | None" = None) -> None:
+        self.message: str = one_line(message)
+        self.option: str | None = option
+        self.path: str | None = None if path is None else show_path(path)
+        self.field: str | None = field
+        self.code: int = code
+        self.detail: dict[str, Any] | None = detail
         super().__init__(self.text)
 
     @property
@@ -111,12 +114,15 @@ class about:  # noqa: N801 - used as a `with` statement, like contextlib's helpe
     """
 
     def __init__(self, option: str, path: Any, what: str | None = None) -> None:
-        self.option, self.path, self.what = option, path, what
+        self.option: str = option
+        self.path: Any = path
+        self.what: str | None = what
 
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind, exc, tb) -> None:
+    def __exit__(self, kind: "type[BaseException] | None", exc: "BaseException | None",
+                 tb: "TracebackType | None") -> None:
         if exc is None or isinstance(exc, Refused):
             return
         from bob.errors import FormatError
@@ -157,7 +163,7 @@ def envelope(command: str, code: int, refusal: "Refused | None" = None) -> "dict
             "error": None if refusal is None else refusal.to_dict()}
 
 
-def write_whole(stream, text: str) -> bool:
+def write_whole(stream: "TextIO | None", text: str) -> bool:
     """Write ``text`` in one piece and flush; False if the stream cannot take it."""
     if stream is None:  # the process was started with this stream closed
         return False
@@ -173,7 +179,7 @@ def write_whole(stream, text: str) -> bool:
 
 _write = write_whole  # the short name the module uses
 
-def silence(stream) -> None:
+def silence(stream: "TextIO") -> None:
     """Point a broken standard stream at /dev/null so the interpreter's final
     flush cannot raise after we have decided the outcome."""
     try:
@@ -215,7 +221,7 @@ def exit_now(code: int) -> "NoReturn":
     os._exit(code)
 
 
-def argument_parser(**kwargs):
+def argument_parser(**kwargs: Any) -> "argparse.ArgumentParser":
     """An ``argparse.ArgumentParser`` whose usage errors raise :class:`Refused`
     (after printing the usage line on stderr) instead of exiting, so every
     command reports them the same way, ``--json`` included. Subparsers
@@ -223,7 +229,7 @@ def argument_parser(**kwargs):
     import argparse
 
     class CommandParser(argparse.ArgumentParser):
-        def error(self, message: str):
+        def error(self, message: str) -> NoReturn:
             # one line, naming the option argparse names ("argument --time: …")
             option = None
             if message.startswith("argument ") and ": " in message:
@@ -234,7 +240,7 @@ def argument_parser(**kwargs):
     return CommandParser(**kwargs)
 
 
-def parse_command_line(prog: str, parser, argv: list[str]):
+def parse_command_line(prog: str, parser: "argparse.ArgumentParser", argv: list[str]) -> "argparse.Namespace | int":
     """``parser.parse_args(argv)``, or the exit code: 0 after ``--help``, 2 after a
     usage error (reported by :func:`fail`, as JSON too when ``--json`` is on
     the command line)."""
@@ -257,6 +263,11 @@ class Outcome:
     ``text``; ``committed`` names what was written, for :func:`emit`."""
 
     __slots__ = ("code", "data", "text", "committed", "command")
+    code: int
+    data: "dict[str, Any]"
+    text: str
+    committed: str | None
+    command: str | None
 
     def __init__(self, code: int, data: "dict[str, Any] | None" = None, text: str = "", *,
                  committed: str | None = None, command: str | None = None) -> None:
@@ -290,7 +301,7 @@ def version() -> str:
         return "unknown (not installed)"
 
 
-def add_common_options(parser, *, json_help: str = "print one JSON object (the result, a refusal or a usage "
+def add_common_options(parser: "argparse.ArgumentParser", *, json_help: str = "print one JSON object (the result, a refusal or a usage "
                        "error) on stdout") -> None:
     """``--json``, ``--debug`` and ``--version``: every command and subcommand has them."""
     import argparse
@@ -320,7 +331,7 @@ def _number(text: str) -> float:
 
 
 def number_option(option: str, *, minimum: float = 0.0, positive: bool = False, maximum: float | None = None,
-                  what: str = "a finite number"):
+                  what: str = "a finite number") -> "Callable[[str], float]":
     """An argparse ``type``: a finite number, at least ``minimum`` (above it when
     ``positive``), at most ``maximum``; anything else (``nan``, ``inf``,
     ``1e309``, ``-1``, ``soon``) is a :class:`Refused` naming ``option``."""
@@ -340,13 +351,14 @@ def number_option(option: str, *, minimum: float = 0.0, positive: bool = False, 
     return convert
 
 
-def seconds_option(option: str, *, minimum: float = 0.0, positive: bool = False, maximum: float | None = None):
+def seconds_option(option: str, *, minimum: float = 0.0, positive: bool = False,
+                   maximum: float | None = None) -> "Callable[[str], float]":
     """:func:`number_option` for a number of seconds (``--wait``, ``--time``, ``--timeout``)."""
     return number_option(option, minimum=minimum, positive=positive, maximum=maximum,
                          what="a finite number of seconds")
 
 
-def integer_option(option: str, *, minimum: int, maximum: int, what: str = "an integer"):
+def integer_option(option: str, *, minimum: int, maximum: int, what: str = "an integer") -> "Callable[[str], int]":
     """An argparse ``type``: a whole number (decimal, or ``0x``…) in
     ``[minimum, maximum]``; ``1.5``, ``nan``, ``1e309`` or a value out of range
     is a :class:`Refused` naming ``option``."""
@@ -363,7 +375,7 @@ def integer_option(option: str, *, minimum: int, maximum: int, what: str = "an i
     return convert
 
 
-def count_option(option: str, *, minimum: int = 1, maximum: int = 10**12):
+def count_option(option: str, *, minimum: int = 1, maximum: int = 10**12) -> "Callable[[str], int]":
     """An argparse ``type``: a count (``--runs``, ``--jobs`` …) in ``[minimum, maximum]``."""
     return integer_option(option, minimum=minimum, maximum=maximum, what="a whole number")
 
@@ -409,9 +421,10 @@ def command_of(prog: str, argv: "list[str]", subcommands: "dict[str, str] | None
     return prog
 
 
-def run_command(prog: str, build_parser, work, argv: "list[str] | None" = None, *,
-                unexpected_code: int = EXIT_UNEXPECTED, interrupted: str = "interrupted",
-                subcommands: "dict[str, str] | None" = None, quick=None) -> int:
+def run_command(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]", work: "Callable[[Any], Outcome]",
+                argv: "list[str] | None" = None, *, unexpected_code: int = EXIT_UNEXPECTED,
+                interrupted: str = "interrupted", subcommands: "dict[str, str] | None" = None,
+                quick: "Callable[[list[str]], Any] | None" = None) -> int:
     """Run one command: parse ``argv`` with ``build_parser()`` (an
     :func:`argument_parser`), call ``work(args)`` for an :class:`Outcome` and
     print it (``--json``: ``data`` inside the shared envelope; else ``text``).

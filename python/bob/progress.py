@@ -6,6 +6,11 @@ import sys
 
 from bob.commands import write_whole as _write
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from collections.abc import Callable
+    from typing import TextIO
+
 __all__ = ["Progress"]
 
 
@@ -17,20 +22,25 @@ class Progress:
     … p.advance()``."""
 
     def __init__(self, prog: str, what: str, total: int | None = None, *, every: float = 10.0,
-                 after: float = 2.0, stream=None) -> None:
+                 after: float = 2.0, stream: "TextIO | None" = None) -> None:
         import time
 
-        self.prog, self.what, self.total, self.every, self.after = prog, what, total, every, after
-        self.stream = sys.stderr if stream is None else stream
+        self.prog: str = prog
+        self.what: str = what
+        self.total: int | None = total
+        self.every: float = every
+        self.after: float = after
+        self.stream: TextIO | None = sys.stderr if stream is None else stream
+        self.tty: bool
         try:
             self.tty = bool(self.stream is not None and self.stream.isatty())
         except (ValueError, OSError):
             self.tty = False
-        self.clock = time.monotonic
-        self.start = self.clock()
-        self.done = 0
+        self.clock: Callable[[], float] = time.monotonic
+        self.start: float = self.clock()
+        self.done: int = 0
         self.shown_at: float | None = None
-        self.extra = ""
+        self.extra: str = ""
 
     def __enter__(self) -> "Progress":
         return self

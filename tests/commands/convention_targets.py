@@ -22,3 +22,45 @@ def crashes(data: bytes) -> None:
         import signal
 
         os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def _f32_text_before_the_fix(value: float) -> str:
+    """bob.text.f32_text as it was when the inspect target found its 786,880-byte
+    regression: a short decimal of a value near FLT_MAX rounds past binary32's
+    range, and ``struct.pack`` raises OverflowError."""
+    import math
+    import struct
+
+    from bob.text import float_text
+
+    value = float(value)
+    if not math.isfinite(value):
+        return float_text(value)
+    bits = struct.pack("<f", value)
+    for digits in range(1, 10):
+        text = f"{value:.{digits}g}"
+        if struct.pack("<f", float(text)) == bits:
+            return text
+    return repr(value)
+
+
+def inspect_before_the_fix(data: bytes) -> None:
+    """The inspect target with bob's f32_text put back as it was before the fix
+    (fuzz/regressions/inspect holds the checkpoint that found it)."""
+    import sys
+
+    import bob.text
+    from bob.fuzz.targets import inspect_target
+
+    fixed = bob.text.f32_text
+    patched = [module for module in list(sys.modules.values())  # every bob module holding the name, bob.text too
+               if (getattr(module, "__name__", None) or "").startswith("bob")
+               and getattr(module, "f32_text", None) is fixed]
+    for module in patched:
+        module.f32_text = _f32_text_before_the_fix
+    try:
+        inspect_target(data)
+    finally:  # in a test's own process the fixed code is back for every other test (modules imported since too)
+        for module in list(sys.modules.values()):
+            if getattr(module, "f32_text", None) is _f32_text_before_the_fix:
+                module.f32_text = fixed

@@ -5,7 +5,7 @@ on the same corpus directory (libFuzzer reloads it every second, so what one
 finds the others use), with bob's dictionary and field-aware mutator. The
 parent reads libFuzzer's status lines (``#N NEW cov: … corp: … exec/s: …``)
 from each worker's stderr and shows the totals live with ``rich`` on a
-terminal (one plain line every ten seconds elsewhere). A finding is renamed
+terminal (one plain line every ten seconds elsewhere: :mod:`bob.fuzz.display`). A finding is renamed
 to ``<target>-<sha256 prefix>.bin`` in the artifacts directory with a
 one-line command that reproduces it, and the worker is restarted for the
 time that remains. Only the worker imports atheris. The seeded loop is
@@ -35,11 +35,15 @@ import sys
 import tempfile
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
 
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, PREDICTION_BYTES
+from bob.fuzz.display import CampaignDisplay
 from bob.fuzz.keys import exception_key, failure_key
+from bob.text import one_line
 from bob.fuzz.targets import TARGETS, seed_files
 
 __all__ = ["MAX_LEN", "DEFAULT_MAX_LEN", "Finding", "CampaignResult", "run_campaign", "seeded_loop", "load_target", "regression_dir",
@@ -53,6 +57,8 @@ DEFAULT_MAX_LEN = MAX_CHECKPOINT_BYTES + 64  # a little past the largest checkpo
 # executions and are restarted on the same corpus, to stay below -rss_limit_mb.
 GENERATION = {"checkpoint": 20_000, "inspect": 20_000, "run": 20_000}
 RSS_LIMIT_MB = 6144
+LOG_LINES = 20_000  # a worker's log keeps its last lines, over every generation of this campaign
+OVERTIME = 60  # seconds past --time (the engine's own -max_total_time, plus its start-up) before workers are ended
 MAX_CRASHES = 50  # workers are relaunched after a failing input until this many, then the campaign ends
 STATUS = re.compile(r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+) corp: (\d+)/\S+.*?exec/s: (\d+)")
 WRITTEN = re.compile(r"Test unit written to (\S+)")
@@ -78,8 +84,8 @@ def one(data):
         count["executions"] += 1
         count["recognized"] += mutator._recognized(bytes(data), fmt)
         if count["executions"] % 1000 == 0:
-            with open(stats_path, "w") as f:
-                json.dump(count, f)
+            from bob.fileio import write_atomic
+            write_atomic(stats_path, json.dumps(count).encode())
     try:
         run(bytes(data))
     except BaseException as exc:
@@ -92,7 +98,7 @@ atheris.Fuzz()
 """
 
 
-def load_target(spec: str, fmt: str | None = None):
+def load_target(spec: str, fmt: str | None = None) -> "tuple[Callable[[bytes], None], str | None]":
     """(function, format) for a registered target name or a ``package.module:function`` spec."""
     if spec in TARGETS:
         t = TARGETS[spec]
@@ -147,6 +153,8 @@ class Finding:
 
 @dataclass
 class CampaignResult:
+    """What a campaign found and how far it went (``bob-fuzz run``'s report)."""
+
     target: str
     executions: int = 0
     coverage: int = 0
@@ -161,7 +169,7 @@ class CampaignResult:
     fast_path_share: float | None = None
     notes: list[str] = field(default_factory=list)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:  # bob-fuzz run --json
         d = dict(self.__dict__)
         d["findings"] = [dict(f.__dict__, where=f.where) for f in self.findings]
         d["discarded"] = [dict(f.__dict__) for f in self.discarded]
@@ -196,6 +204,7 @@ class _Worker:
         self.found = False  # this generation wrote an artifact
         self.generation = 0
         self.stopped = False
+        self.log: deque[str] = deque(maxlen=LOG_LINES)
 
 
 def _passes_outside(target: str, path: str) -> bool:
@@ -234,9 +243,21 @@ def _seed_dir(target: str, fmt: str | None, extra: list[Path], where: Path) -> s
     reg = regression_dir(target)
     if reg is not None:
         files += sorted(p for p in reg.iterdir() if p.is_file())
+    from bob.fileio import write_atomic
+    from bob.fuzz.replay import read_input
+
     for i, f in enumerate(files):
-        shutil.copyfile(f, os.path.join(d, f"{i:03d}-{f.name}"))
+        write_atomic(os.path.join(d, f"{i:03d}-{f.name}"), read_input(f))
     return d
+
+
+def _start_failure(exc: BaseException) -> str:
+    """Why a worker or its reader thread did not start, in a few words."""
+    from bob.commands import os_reason
+
+    if isinstance(exc, OSError):
+        return os_reason(exc)
+    return f"{one_line(str(exc))} (the limit on processes and threads, ulimit -u, is reached)"
 
 
 class _Stopped(Exception):
@@ -272,17 +293,18 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
     import signal
 
     from bob.commands import Refused, os_reason
-    from bob.fileio import write_atomic
+    from bob.fileio import make_directory, write_atomic
+    from bob.fuzz.replay import read_input
     from bob.fuzz.dictionary import write_dict
 
     if seconds is None and runs is None:
         seconds = 60
     artifacts_dir = Path(artifacts).resolve()
     logs = artifacts_dir / ".logs"
-    logs.mkdir(parents=True, exist_ok=True)
+    make_directory(logs)
     _remove_stale_scratch(logs)
     corpus_dir = Path(corpus or f".bob-fuzz/{target.replace(':', '_')}/corpus").resolve()
-    corpus_dir.mkdir(parents=True, exist_ok=True)
+    make_directory(corpus_dir)
     dict_path = logs / "bob.dict"
     write_dict(dict_path)
     result = CampaignResult(target)
@@ -329,9 +351,9 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
 
     def follow(w: _Worker) -> None:
         assert w.proc is not None and w.proc.stdout is not None
-        with open(logs / f"{target.replace(':', '_')}-worker{w.index}.log", "a") as log:
+        try:
             for line in w.proc.stdout:
-                log.write(line)
+                w.log.append(line)
                 m = STATUS.match(line)
                 with lock:
                     if m:
@@ -347,11 +369,23 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
                         w.executions = max(w.executions, int(executed[1]))
                     elif written := WRITTEN.search(line):
                         _collect(written[1], w)
+        finally:
+            save_log(w)
         w.proc.wait()
+
+    def save_log(w: _Worker) -> None:
+        """The worker's log so far, replacing the last one whole (an old log survives a failed write)."""
+        with lock:
+            text = "".join(w.log)
+        try:
+            write_atomic(logs / f"{target.replace(':', '_')}-worker{w.index}.log",
+                         text.encode("utf-8", "backslashreplace"))
+        except OSError as exc:
+            result.notes.append(f"worker {w.index + 1}'s log not written: {os_reason(exc)}")
 
     def _collect(path: str, w: _Worker) -> None:
         try:
-            data = Path(path).read_bytes()
+            data = read_input(path)
         except OSError:
             return
         w.found = True
@@ -378,9 +412,10 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGTERM, signal.SIGHUP):
             handlers[signum] = signal.signal(signum, stop)
-    display = _Display(target, live)
+    display = CampaignDisplay(target, live)
     threads: list[threading.Thread] = []
     stopped: BaseException | None = None
+    overdue = False
     try:
         seeds = _seed_dir(target.replace(":", "_"), fmt, [], logs)
         scratch_dirs.append(seeds)
@@ -388,13 +423,12 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
         scratch_dirs.append(scratch)
         for w in workers:
             try:
-                started = launch(w)
-            except OSError as exc:  # a process limit, no memory: refused, with what was started ended
-                raise Refused(f"cannot start worker {w.index + 1} of {len(workers)}: {os_reason(exc)}; "
+                if launch(w):
+                    threads.append(threading.Thread(target=follow, args=(w,), daemon=True))
+                    threads[-1].start()
+            except (OSError, RuntimeError) as exc:  # a process limit, no memory: refused, the started ended
+                raise Refused(f"cannot start worker {w.index + 1} of {len(workers)}: {_start_failure(exc)}; "
                               "ask fewer", option="--jobs") from None
-            if started:
-                threads.append(threading.Thread(target=follow, args=(w,), daemon=True))
-                threads[-1].start()
         while True:
             time.sleep(0.5)
             with lock:
@@ -410,19 +444,27 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
                 w.executions_done += w.executions
                 w.executions = 0
                 crashed_unseen = w.proc.returncode != 0 and not w.found
+                if crashed_unseen and not overdue:
+                    result.notes.append(f"worker {w.index + 1} ended (exit {w.proc.returncode}) without a finding: "
+                                        f".logs/{target.replace(':', '_')}-worker{w.index}.log says why")
                 try:
                     relaunched = not (crashed_unseen or len(result.findings) >= max_findings
                                       or result.crashes >= MAX_CRASHES) and launch(w)
-                except OSError as exc:
-                    result.notes.append(f"worker {w.index + 1} could not be restarted: {os_reason(exc)}")
+                    if relaunched:
+                        threads[w.index] = threading.Thread(target=follow, args=(w,), daemon=True)
+                        threads[w.index].start()
+                except (OSError, RuntimeError) as exc:
+                    result.notes.append(f"worker {w.index + 1} could not be restarted: {_start_failure(exc)}")
                     relaunched = False
                 if not relaunched:
                     w.stopped = True  # (a crash without an artifact would only repeat itself)
-                    continue
-                threads[w.index] = threading.Thread(target=follow, args=(w,), daemon=True)
-                threads[w.index].start()
             if not any(t.is_alive() for t in threads) and all(w.stopped or w.proc is None for w in workers):
                 break
+            left = remaining_time()
+            if left is not None and left < -OVERTIME and not overdue:  # a worker that hangs (a thread it
+                overdue = True  # could not start, under a process limit) does not hold the campaign
+                result.notes.append(f"workers still running {OVERTIME} s past --time were ended")
+                _end_workers(workers)
     except (KeyboardInterrupt, _Stopped) as exc:
         stopped = exc
     finally:
@@ -451,47 +493,7 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
     return result
 
 
-class _Display:
-    """Live progress: a rich panel on a terminal, one plain line every 10 s otherwise."""
-
-    def __init__(self, target: str, live: bool | None) -> None:
-        self.target, self.last_plain = target, 0.0
-        self.live = None
-        if live is None:
-            live = sys.stderr.isatty()
-        if live:
-            try:
-                from rich.console import Console
-                from rich.live import Live
-            except ImportError:
-                return
-            self.live = Live(console=Console(stderr=True), refresh_per_second=2, transient=False)
-            self.live.start()
-
-    def _text(self, r: CampaignResult, rate: int) -> str:
-        return (f"bob-fuzz {self.target}: {r.executions} execs ({rate}/s), cov {r.coverage} ft {r.features}, "
-                f"corpus {r.corpus}, findings {len(r.findings)}, {r.seconds:.0f}s")
-
-    def update(self, r: CampaignResult, rate: int) -> None:
-        if self.live is not None:
-            from rich.table import Table
-
-            table = Table(title=f"bob-fuzz run {self.target}", show_header=False)
-            for k, v in (("executions", f"{r.executions} ({rate}/s)"), ("coverage", f"{r.coverage} edges, "
-                         f"{r.features} features"), ("corpus", r.corpus), ("findings", len(r.findings)),
-                         ("elapsed", f"{r.seconds:.0f} s")):
-                table.add_row(k, str(v))
-            self.live.update(table)
-        elif r.seconds - self.last_plain >= 10:
-            self.last_plain = r.seconds
-            print(self._text(r, rate), file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        if self.live is not None:
-            self.live.stop()
-
-
-def seeded_loop(target: str, runs: int, seed: int = 0, **options) -> CampaignResult:
+def seeded_loop(target: str, runs: int, seed: int = 0, **options: Any) -> CampaignResult:
     """:func:`bob.fuzz.loop.seeded_loop` (the engine-free loop, in its own module)."""
     from bob.fuzz.loop import seeded_loop as loop
 

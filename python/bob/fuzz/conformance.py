@@ -90,8 +90,10 @@ def _accepted(fmt: str) -> list[tuple[str, bytes]]:
     import bob
     from bob.fuzz.targets import golden_dir
 
+    from bob.fuzz.replay import read_input
+
     golden = golden_dir()
-    out = [(p.stem, p.read_bytes()) for p in sorted(golden.glob(f"{fmt}*.bin"))]
+    out = [(p.stem, read_input(p)) for p in sorted(golden.glob(f"{fmt}*.bin"))]
     if fmt == "input":
         out.append(("built-two-bytes", bob.build_input(b"ab", [b"", b"", b""]).to_bytes()))
         out.append(("built-all-bytes", bob.build_input(bytes(range(255, -1, -1)), [b"\xff", b"\0", b"x"]).to_bytes()))
@@ -108,7 +110,7 @@ def _accepted(fmt: str) -> list[tuple[str, bytes]]:
 
 def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130) -> list[dict[str, Any]]:
     """Write the labelled corpus and its manifest; the manifest's entries."""
-    from bob.fileio import write_atomic
+    from bob.fileio import make_directory, write_atomic
     from bob.fuzz.mutator import mutate, mutate_field, spots
 
     root = Path(outdir)
@@ -116,7 +118,7 @@ def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130) -> l
 
     def add(fmt: str, name: str, data: bytes, verdict: dict[str, Any]) -> None:
         sub = Path(fmt) / ("accepted" if verdict["verdict"] == "accept" else f"refused/{verdict['field']}")
-        (root / sub).mkdir(parents=True, exist_ok=True)
+        make_directory(root / sub)
         write_atomic(root / sub / f"{name}.bin", data)
         entries.append({"file": str(sub / f"{name}.bin"), "format": fmt, **verdict})
 

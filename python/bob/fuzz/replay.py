@@ -124,8 +124,14 @@ def replay(paths: "list[str | os.PathLike[str]]", target: str | None = None) -> 
 
 
 def shrink(data: bytes, same: Callable[[bytes], bool], max_tries: int) -> tuple[bytes, int]:
-    """The smallest input ``same`` keeps, by deleting ever smaller chunks, then
-    zeroing bytes; at most ``max_tries`` calls of ``same``."""
+    """The simplest input ``same`` keeps, in at most ``max_tries`` calls of ``same``.
+
+    First the bytes are zeroed in ever smaller aligned chunks (chunks already
+    zero cost no call): the length stays, so formats whose size is fixed (a
+    checkpoint is ``header_bytes`` + 786,432 bytes whatever it holds) are
+    reduced to the few bytes the failure needs. Then ever smaller chunks are
+    deleted, which shortens the formats whose length is free.
+    """
     tries = 0
 
     def keeps(candidate: bytes) -> bool:
@@ -134,6 +140,20 @@ def shrink(data: bytes, same: Callable[[bytes], bool], max_tries: int) -> tuple[
         return same(candidate)
 
     best = data
+    chunk = max(len(best) // 2, 1)
+    while tries < max_tries:
+        for at in range(0, len(best), chunk):
+            if tries >= max_tries:
+                break
+            piece = best[at:at + chunk]
+            if piece.count(0) == len(piece):
+                continue
+            candidate = best[:at] + bytes(len(piece)) + best[at + chunk:]
+            if keeps(candidate):
+                best = candidate
+        if chunk == 1:
+            break
+        chunk //= 2
     chunk = max(len(best) // 2, 1)
     while chunk >= 1 and tries < max_tries:
         at, shrunk = 0, False
@@ -145,13 +165,6 @@ def shrink(data: bytes, same: Callable[[bytes], bool], max_tries: int) -> tuple[
                 at += chunk
         if not shrunk:
             chunk //= 2
-    for at in range(len(best)):  # simpler bytes: zero what need not be anything else
-        if tries >= max_tries:
-            break
-        if best[at]:
-            candidate = best[:at] + b"\0" + best[at + 1:]
-            if keeps(candidate):
-                best = candidate
     return best, tries
 
 

@@ -1,0 +1,119 @@
+"""A campaign under the limits users run it with (issue 23 items 4 and 5).
+
+``--jobs`` beyond what the machine can start, met for real: the campaign
+runs under ``RLIMIT_NPROC`` (``prlimit --nproc``) and is refused by name
+(exit 2, one line, ``--jobs``), with every worker it started ended and no
+scratch directory left. The kernel does not apply ``RLIMIT_NPROC`` to root,
+so as root the campaign runs as an unprivileged uid of its own (``setpriv``),
+keeping only ``CAP_DAC_OVERRIDE`` to read the interpreter and the tree
+(that capability does not lift the process limit).
+
+Under ``PYTHONOPTIMIZE=1`` (``assert`` statements stripped) a campaign still
+finds a planted bug: the properties raise ``PropertyFailed``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+needs_atheris = pytest.mark.skipif(__import__("importlib.util").util.find_spec("atheris") is None,
+                                   reason="atheris is the optional fuzz extra (scripts/bootstrap.sh test,fuzz)")
+
+
+def _tasks_of(uid: int) -> list[int]:
+    """The live processes of ``uid`` (from /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                st = os.stat(f"/proc/{entry}")
+                with open(f"/proc/{entry}/stat") as f:
+                    state = f.read().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if st.st_uid == uid and state != "Z":
+                found.append(int(entry))
+    return found
+
+
+def _threads_of(uid: int) -> int:
+    """How many tasks (threads included: RLIMIT_NPROC counts them) ``uid`` has."""
+    return sum(len(os.listdir(f"/proc/{pid}/task")) for pid in _tasks_of(uid) if os.path.isdir(f"/proc/{pid}/task"))
+
+
+@needs_atheris
+@pytest.mark.skipif(sys.platform != "linux" or shutil.which("prlimit") is None, reason="prlimit (util-linux), Linux")
+def test_jobs_beyond_the_process_limit_are_refused_and_the_started_end() -> None:
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("as root RLIMIT_NPROC is not enforced, and setpriv is missing to run as another uid")
+        uid = 61000 + os.getpid() % 1000  # a uid of its own: no other process counts against its limit
+        become = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=+dac_override",
+                  "--ambient-caps=+dac_override"]
+    else:
+        uid, become = os.getuid(), []
+    limit = _threads_of(uid) + 4  # the campaign and its first worker start, not the fourth worker
+    work = Path(tempfile.mkdtemp(prefix="bob-nproc-"))
+    try:
+        os.chown(work, uid, uid)
+        env = dict(os.environ, TMPDIR=str(work / "tmp"), HOME=str(work))
+        (work / "tmp").mkdir()
+        os.chown(work / "tmp", uid, uid)
+        run = subprocess.run(["prlimit", f"--nproc={limit}", *become, sys.executable, "-m", "bob", "fuzz", "run",
+                              "predictions", "--jobs", "4", "--time", "60", "--corpus", str(work / "corpus"),
+                              "--artifacts", str(work / "artifacts"), "--json"],
+                             capture_output=True, text=True, env=env, timeout=180)
+        assert run.returncode == 2, run.stdout + run.stderr
+        assert "Traceback" not in run.stderr, run.stderr
+        document = json.loads(run.stdout)
+        assert document["ok"] is False and document["exit_code"] == 2
+        assert document["error"]["option"] == "--jobs" and "cannot start worker" in document["error"]["message"]
+        assert "ask fewer" in document["error"]["message"]
+        if become:  # every process of the campaign's own uid is gone within five seconds
+            deadline = time.monotonic() + 5
+            while _tasks_of(uid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert _tasks_of(uid) == [], "a worker outlived its refused campaign"
+        assert sorted((work / "tmp").iterdir()) == []
+        assert [p.name for p in (work / "artifacts" / ".logs").iterdir() if p.name.startswith("scratch-")] == []
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@needs_atheris
+def test_a_planted_bug_is_found_under_pythonoptimize(tmp_path: Path) -> None:
+    env = dict(os.environ, PYTHONOPTIMIZE="1", PYTHONPATH=f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    stripped = subprocess.run([sys.executable, "-c", "assert False"], env=env)
+    assert stripped.returncode == 0  # under this environment an assert would hold whatever it checks
+    artifacts = tmp_path / "artifacts"
+    run = subprocess.run(
+        [sys.executable, "-m", "bob", "fuzz", "run", "planted:target", "--format", "predictions", "--runs", "8000",
+         "--seed", "3", "--corpus", str(tmp_path / "corpus"), "--artifacts", str(artifacts), "--json"],
+        capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 1, run.stdout + run.stderr
+    document = json.loads(run.stdout)
+    (finding,) = document["findings"]
+    assert finding["key"].startswith("PropertyFailed at ") and "the copy accepts" in finding["message"]
+    data = Path(finding["path"]).read_bytes()
+    assert len(data) == 24 and 2 in [int.from_bytes(data[8 * i + 4:8 * i + 8], "little") for i in range(3)]
+
+
+def test_the_seeded_loop_finds_a_planted_bug_under_pythonoptimize(tmp_path: Path) -> None:
+    env = dict(os.environ, PYTHONOPTIMIZE="1", PYTHONPATH=f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    run = subprocess.run(
+        [sys.executable, "-m", "bob", "fuzz", "run", "planted:target", "--format", "predictions", "--engine", "loop",
+         "--runs", "3000", "--seed", "3", "--artifacts", str(tmp_path / "artifacts"), "--json"],
+        capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 1, run.stdout + run.stderr
+    (finding,) = json.loads(run.stdout)["findings"]
+    assert "the copy accepts" in finding["message"]
