@@ -52,7 +52,7 @@ from bob.formats.layout import (
     U32,
     U64,
 )
-from bob.formats.rules import PROMPT_WORD, TARGET_AGREES
+from bob.formats.rules import PROMPT_WORD, TARGET_AGREES, chunk_offset
 
 VERSION = 1
 HEADER_BYTES = CANONICAL_HEADER_BYTES  # 448
@@ -75,7 +75,7 @@ def envelope_header(step: int, chunk_digests: "list[bytes]", header_bytes: int =
         ENVELOPE_HEAD_STRUCT.pack(CHECKPOINT_MAGIC, VERSION, header_bytes, step),
         *(U32.pack(len(s)) + s for s in strings),
         ENVELOPE_TAIL.pack(payload_bytes, chunk_bytes, updates, len(CHUNK_TAGS)),
-        *(CHUNK_ENTRY.pack(tag, header_bytes + i * chunk_bytes, chunk_bytes, digest)
+        *(CHUNK_ENTRY.pack(tag, chunk_offset(header_bytes, i, chunk_bytes), chunk_bytes, digest)
           for i, (tag, digest) in enumerate(zip(CHUNK_TAGS, chunk_digests))),
     ))
     header = body + (digest or sha256)(body)

@@ -43,7 +43,6 @@ from bob.errors import (
     Truncated,
 )
 from bob.formats.contract import (
-    CHUNK_BYTES,
     CONTRACT_FIELDS,
     MAX_CHECKPOINT_BYTES,
     PARAMETER_COUNT,
@@ -55,6 +54,7 @@ from bob.formats.contract import (
     Contract,
 )
 from bob.formats.constants import CHUNK_TAGS, cell_name
+from bob.formats.rules import CHUNK_COUNT, CHUNK_LENGTH, CHUNK_OFFSET, CHUNK_TAG, PADDING, chunk_offset
 from bob.formats.envelope_schema import ENVELOPE_HEADER, ENVELOPE_MAGIC, HEADER_BODY
 from bob.formats.layout import DIGEST_BYTES, ENVELOPE_HEAD, PLANE_DTYPE, EnvelopeLayout, envelope_layout
 from bob.formats.schema import FieldRow, walk, as_bytes, magic_finding, parse
@@ -187,27 +187,24 @@ def examine(data: bytes, *, for_resume: bool = True) -> Examination:
         return ex
 
     # -- 5. chunk table ----------------------------------------------------------
-    if h.chunk_count != len(CHUNK_TAGS):
-        out.append(BadValue("chunk_count", "there is one chunk per plane", expected=len(CHUNK_TAGS),
-                            actual=h.chunk_count, offset=lay.fields["chunk_count"].offset))
-    for i, (entry, tag) in enumerate(zip(h.chunk_table, CHUNK_TAGS)):
-        if entry.tag != tag:
-            out.append(BadValue("chunk_table.tag", f"chunk {i} is plane {PLANE_NAMES[i]}", expected=tag,
-                                actual=entry.tag, offset=lay.chunk_field(i, "tag").offset, index=i))
-        if entry.offset != hb + i * CHUNK_BYTES:
-            out.append(BadValue("chunk_table.offset", "chunk i starts at header_bytes + i * chunk_bytes",
-                                expected=hb + i * CHUNK_BYTES, actual=entry.offset,
-                                offset=lay.chunk_field(i, "offset").offset, index=i))
-        if entry.length != CHUNK_BYTES:
-            out.append(BadValue("chunk_table.length", "each chunk is chunk_bytes long", expected=CHUNK_BYTES,
-                                actual=entry.length, offset=lay.chunk_field(i, "length").offset, index=i))
+    if not CHUNK_COUNT.ok(h.chunk_count):
+        out.append(CHUNK_COUNT.finding(h.chunk_count, offset=lay.fields["chunk_count"].offset))
+    for i, entry in enumerate(h.chunk_table[:len(CHUNK_TAGS)]):
+        if not CHUNK_TAG.ok(entry.tag, i):
+            out.append(CHUNK_TAG.finding(entry.tag, expected=CHUNK_TAGS[i], offset=lay.chunk_field(i, "tag").offset,
+                                         index=i, plane=PLANE_NAMES[i]))
+        want = chunk_offset(hb, i)
+        if not CHUNK_OFFSET.ok(entry.offset, want):
+            out.append(CHUNK_OFFSET.finding(entry.offset, expected=want, offset=lay.chunk_field(i, "offset").offset,
+                                            index=i))
+        if not CHUNK_LENGTH.ok(entry.length):
+            out.append(CHUNK_LENGTH.finding(entry.length, offset=lay.chunk_field(i, "length").offset, index=i))
 
     # -- 6. padding --------------------------------------------------------------
     pad = data[end:min(hb, n)]
-    if pad.count(0) != len(pad):
+    if not PADDING.ok(pad):
         k = len(pad) - len(pad.lstrip(b"\0"))
-        out.append(BadValue("padding", "padding bytes are zero", expected=0, actual=pad[k], offset=end + k,
-                            index=k))
+        out.append(PADDING.finding(pad[k], offset=end + k, index=k))
 
     # -- 7. exact size -----------------------------------------------------------
     want_size = hb + PAYLOAD_BYTES
@@ -220,7 +217,7 @@ def examine(data: bytes, *, for_resume: bool = True) -> Examination:
     # -- 8. chunk digests ----------------------------------------------------------
     view = memoryview(data)
     digests = tuple(
-        hashlib.sha256(view[hb + i * CHUNK_BYTES: hb + (i + 1) * CHUNK_BYTES]).digest()
+        hashlib.sha256(view[chunk_offset(hb, i):chunk_offset(hb, i + 1)]).digest()
         for i in range(len(CHUNK_TAGS))
     )
     ex.chunk_digests = digests
@@ -228,7 +225,7 @@ def examine(data: bytes, *, for_resume: bool = True) -> Examination:
         if entry.digest != digest:
             out.append(IntegrityError(
                 "chunk_table.digest",
-                f"plane {PLANE_NAMES[i]} (bytes {hb + i * CHUNK_BYTES}..{hb + (i + 1) * CHUNK_BYTES - 1}) "
+                f"plane {PLANE_NAMES[i]} (bytes {chunk_offset(hb, i)}..{chunk_offset(hb, i + 1) - 1}) "
                 "does not match the chunk table's SHA-256",
                 expected=digest, actual=entry.digest, offset=lay.chunk_field(i, "digest").offset, index=i))
     planes = np.frombuffer(data, dtype=PLANE_DTYPE, count=len(PLANE_NAMES) * PARAMETER_COUNT, offset=hb).reshape(
@@ -262,7 +259,7 @@ def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", heade
     out: list[FormatError] = []
 
     def offset(plane: int, k: int) -> int | None:
-        return None if header_bytes is None else header_bytes + plane * CHUNK_BYTES + 4 * k
+        return None if header_bytes is None else chunk_offset(header_bytes, plane) + 4 * k
 
     step_at = None if header_bytes is None else ENVELOPE_HEAD["step"].offset
     for i, name in enumerate(PLANE_NAMES):

@@ -16,7 +16,7 @@ the target agreement, takes both) and returns True when they are allowed.
 from __future__ import annotations
 
 from bob.errors import BadValue, FormatError
-from bob.formats.constants import EMPTY_PROMPT, MAX_HEADER_BYTES, VOCABULARY
+from bob.formats.constants import CHUNK_BYTES, CHUNK_TAGS, EMPTY_PROMPT, MAX_HEADER_BYTES, VOCABULARY
 from bob.formats.layout import HEADER_ALIGNMENT
 
 TYPE_CHECKING = False
@@ -30,6 +30,12 @@ __all__ = [
     "PROMPT_WORD",
     "ENVELOPE_VERSION",
     "HEADER_BYTES",
+    "CHUNK_COUNT",
+    "CHUNK_TAG",
+    "CHUNK_OFFSET",
+    "CHUNK_LENGTH",
+    "PADDING",
+    "chunk_offset",
     "VALIDITY",
     "TOKEN",
     "INVALID_TOKEN",
@@ -55,9 +61,11 @@ class ValueRule:
         self.given = given or message
 
     def finding(self, actual: "Any", *, offset: "int | None" = None, index: "int | None" = None,
-                expected: "Any" = None, given: bool = False) -> FormatError:
-        """The refusal of ``actual`` (``expected`` overrides the rule's own, for a value that depends on others)."""
-        return self.error(self.field, self.given if given else self.message,
+                expected: "Any" = None, given: bool = False, **words: "Any") -> FormatError:
+        """The refusal of ``actual`` (``expected`` overrides the rule's own, for a
+        value that depends on others; ``words`` fill the message's ``{names}``)."""
+        message = self.given if given else self.message
+        return self.error(self.field, message.format(index=index, **words) if words else message,
                           expected=self.expected if expected is None else expected, actual=actual,
                           offset=offset, index=index)
 
@@ -84,6 +92,23 @@ HEADER_BYTES = ValueRule("header_bytes", lambda v: v % HEADER_ALIGNMENT == 0 and
                          f"header_bytes must be a multiple of {HEADER_ALIGNMENT} and at most {MAX_HEADER_BYTES}",
                          f"a multiple of {HEADER_ALIGNMENT}, at most {MAX_HEADER_BYTES}")
 
+
+
+def chunk_offset(header_bytes: int, index: int, chunk_bytes: int = CHUNK_BYTES) -> int:
+    """Where chunk ``index`` starts: right after the header, the planes in order (§5)."""
+    return header_bytes + index * chunk_bytes
+
+
+CHUNK_COUNT = ValueRule("chunk_count", lambda n: n == len(CHUNK_TAGS), "there is one chunk per plane",
+                        len(CHUNK_TAGS))
+CHUNK_TAG = ValueRule("chunk_table.tag", lambda tag, index: tag == CHUNK_TAGS[index], "chunk {index} is plane {plane}",
+                      "P, M, V in order")
+CHUNK_OFFSET = ValueRule("chunk_table.offset", lambda offset, want: offset == want,
+                         "chunk i starts at header_bytes + i * chunk_bytes", "header_bytes + i × chunk_bytes")
+CHUNK_LENGTH = ValueRule("chunk_table.length", lambda length: length == CHUNK_BYTES, "each chunk is chunk_bytes long",
+                         CHUNK_BYTES)
+PADDING = ValueRule("padding", lambda pad: pad.count(0) == len(pad), "padding bytes are zero", 0)
+
 # ------------------------------------------------------------------ predictions (§4)
 VALIDITY = ValueRule("validity", lambda v: v in (0, 1), "validity is 0 or 1", "0 or 1")
 TOKEN = ValueRule("token", lambda t: t < VOCABULARY, "a token is a byte (< 256)", "< 256")
@@ -92,7 +117,7 @@ INVALID_TOKEN = ValueRule("token", lambda token, validity: validity != 0 or toke
 
 RULES = {
     "input": (INPUT_VERSION, TARGET_AGREES, PROMPT_WORD),
-    "envelope": (ENVELOPE_VERSION, HEADER_BYTES),
+    "envelope": (ENVELOPE_VERSION, HEADER_BYTES, CHUNK_COUNT, CHUNK_TAG, CHUNK_OFFSET, CHUNK_LENGTH, PADDING),
     "predictions": (VALIDITY, TOKEN, INVALID_TOKEN),
 }
 """Each format's value rules, in the order its ``examine`` checks them (the docs' rule tables)."""
