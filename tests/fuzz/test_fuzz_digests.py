@@ -45,7 +45,7 @@ def test_the_checkpoint_target_hashes_each_plane_once(monkeypatch: pytest.Monkey
 
     from bob.formats import canonical
 
-    real_fast, fast = canonical._sha256_digest, []
+    real_fast, fast = canonical._digest_function(), []
 
     def counting_fast(data) -> bytes:
         if memoryview(data).nbytes >= 4096:
@@ -53,13 +53,13 @@ def test_the_checkpoint_target_hashes_each_plane_once(monkeypatch: pytest.Monkey
         return real_fast(data)
 
     monkeypatch.setattr(hashlib, "sha256", counting)
-    monkeypatch.setattr(canonical, "_sha256_digest", counting_fast)
+    monkeypatch.setattr(canonical, "_digest", counting_fast)
     assert canonical.recognize_checkpoint(CKPT) == 10 and fast == [262144] * 3  # the fast path hashes each plane
     fast.clear()
     get("checkpoint").run(CKPT)
     # P, M, V: once each, for bob's readers, the fast path and the oracle together
     assert big == [262144] * 3 and fast == []
-    assert canonical._sha256_digest is counting_fast  # given back after the execution
+    assert canonical._digest is counting_fast  # given back after the execution
 
 
 def test_the_fast_path_still_sees_the_digest_of_what_it_hashes() -> None:

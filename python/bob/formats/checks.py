@@ -27,6 +27,7 @@ literals.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
@@ -82,7 +83,16 @@ class Examination:
     planes: np.ndarray | None = None
     chunk_digests: tuple[bytes, ...] | None = None
     magic: bytes = b""
-    partial_header: list[tuple[str, Any]] | None = None
+    # The bytes whose header did not parse (None otherwise): kept so that
+    # partial_header, which only bob-inspect shows, is computed when asked
+    # (it re-parses ever shorter prefixes) and not by every reader.
+    unparsed: bytes | None = field(default=None, repr=False, compare=False)
+
+    @functools.cached_property
+    def partial_header(self) -> list[tuple[str, Any]] | None:
+        """The longest prefix of the header's fields that parses, when the
+        whole header did not (None when it did, or not even the magic does)."""
+        return None if self.unparsed is None else _partial_header(self.unparsed)
 
     @property
     def fresh(self) -> bool:
@@ -143,7 +153,7 @@ def examine(data: bytes, *, for_resume: bool = True) -> Examination:
     if n > MAX_CHECKPOINT_BYTES:
         out.append(Truncated("file_size", "a checkpoint is never larger than 65536 + 786432 bytes",
                              expected=f"at most {MAX_CHECKPOINT_BYTES}", actual=n))
-        ex.partial_header = _partial_header(data)
+        ex.unparsed = data
         return ex
 
     # -- 2. the header, parsed in file order ---------------------------------
@@ -151,7 +161,7 @@ def examine(data: bytes, *, for_resume: bool = True) -> Examination:
         parsed = parse(ENVELOPE_HEADER, data)
     except FormatError as exc:
         out.append(exc)
-        ex.partial_header = _partial_header(data)
+        ex.unparsed = data
         return ex
     h = parsed.header.value
     ex.header = h

@@ -130,13 +130,13 @@ def shared_digests() -> Iterator[DigestMemo]:
     from bob.formats import canonical, checks
 
     memo = DigestMemo()
-    real, real_fast, real_parse = hashlib.sha256, canonical._sha256_digest, checks.parse
+    real, real_fast, real_parse = hashlib.sha256, canonical._digest, checks.parse
     hashlib.sha256 = memo.sha256  # type: ignore[assignment]
-    canonical._sha256_digest = memo.fast_path_digest
+    canonical._digest = memo.fast_path_digest  # what canonical.sha256 calls (bound on first use)
     checks.parse = _parsed_once(real_parse)
     try:
         yield memo
     finally:
         hashlib.sha256 = real
-        canonical._sha256_digest = real_fast
+        canonical._digest = real_fast
         checks.parse = real_parse
