@@ -48,6 +48,10 @@ from bob.text import show_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Callable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
     from bob.signals import Deferral
 
 __all__ = ["LOCK_TAG", "lock_path_for", "CheckpointLock", "Backup", "Commit", "refuse_if_lock_of"]
@@ -242,6 +246,12 @@ class Commit:
     them, calling ``before_commit`` between the two renames (anything it
     raises rolls the companion back); :meth:`close` removes whatever is
     left. ``committed`` is True from the moment the main rename returned.
+
+    After that moment the invocation has happened, whatever fails next: the
+    steps that follow it (syncing the checkpoint's directory, removing the
+    backup link and the lock) go through :meth:`after_commit`, which records
+    a failure in ``problems`` for the caller to tell, instead of raising it
+    as if nothing had been done.
     """
 
     def __init__(self, main: str, main_data: "bytes | bytearray", main_about: about,
@@ -250,6 +260,18 @@ class Commit:
         self.staged: list[str] = []
         self.backup: Backup | None = None
         self.committed = False
+        self.problems: list[str] = []
+
+    def after_commit(self, what: str, step: "Callable[[], object]") -> None:
+        """Run ``step``; once committed, a failure is recorded as ``what``
+        went wrong (with the reason) rather than raised."""
+        try:
+            step()
+        except Exception as exc:
+            if not self.committed:
+                raise
+            reason = os_reason(exc) if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
+            self.problems.append(f"{what} failed ({reason})")
 
     def stage(self) -> None:
         """Write both new files as fsynced temporaries; nothing visible changes."""
@@ -274,12 +296,14 @@ class Commit:
                 self.backup.restore()  # the very same file as before, whatever its size
             raise
         self.committed = True
-        fsync_directory(os.path.dirname(main))
+        self.after_commit(f"syncing the directory of {show_path(main)} (the new checkpoint may not survive a power loss)",
+                          lambda: fsync_directory(os.path.dirname(main)))
 
     def close(self) -> None:
         """Remove the backup and any temporary not renamed (idempotent)."""
         if self.backup is not None:
-            self.backup.discard()
+            backup = self.backup
+            self.after_commit(f"removing the backup link {show_path(backup.link or '')}", backup.discard)
         for tmp in self.staged:
             discard_temporary(tmp)  # one already renamed is no longer there: nothing happens
         self.staged = []

@@ -50,6 +50,12 @@ class ValueRule:
     ``message`` speaks of the file), when it differs."""
 
     __slots__ = ("field", "ok", "error", "message", "expected", "given")
+    field: str
+    ok: "Callable[..., bool]"
+    error: "type[FormatError]"
+    message: str
+    expected: "Any"
+    given: str
 
     def __init__(self, field: str, ok: "Callable[..., bool]", message: str, expected: "Any",
                  error: "type[FormatError]" = BadValue, given: "str | None" = None) -> None:
@@ -79,16 +85,16 @@ def prompt_word_ok(word: int) -> bool:
 
 
 # ------------------------------------------------------------------ bob-input v1 (§3)
-INPUT_VERSION = ValueRule("version", lambda v: v == 1, "unsupported input record version", 1)
-TARGET_AGREES = ValueRule("targets", lambda widened, target: widened == target,
+INPUT_VERSION: ValueRule = ValueRule("version", lambda v: v == 1, "unsupported input record version", 1)
+TARGET_AGREES: ValueRule = ValueRule("targets", lambda widened, target: widened == target,
                           "the widened target differs from the pair's target", "the pair's target")
-PROMPT_WORD = ValueRule("prompt_words", prompt_word_ok,
+PROMPT_WORD: ValueRule = ValueRule("prompt_words", prompt_word_ok,
                         "a prompt word is a byte (< 256) or 0xFFFFFFFF for an empty prompt", "< 256 or 0xffffffff",
                         given="a prompt word is a byte (< 256) or 0xFFFFFFFF")
 
 # ------------------------------------------------------------------ bob-envelope v1 (§5)
-ENVELOPE_VERSION = ValueRule("version", lambda v: v == 1, "unsupported envelope version", 1)
-HEADER_BYTES = ValueRule("header_bytes", lambda v: v % HEADER_ALIGNMENT == 0 and v <= MAX_HEADER_BYTES,
+ENVELOPE_VERSION: ValueRule = ValueRule("version", lambda v: v == 1, "unsupported envelope version", 1)
+HEADER_BYTES: ValueRule = ValueRule("header_bytes", lambda v: v % HEADER_ALIGNMENT == 0 and v <= MAX_HEADER_BYTES,
                          f"header_bytes must be a multiple of {HEADER_ALIGNMENT} and at most {MAX_HEADER_BYTES}",
                          f"a multiple of {HEADER_ALIGNMENT}, at most {MAX_HEADER_BYTES}")
 
@@ -99,23 +105,23 @@ def chunk_offset(header_bytes: int, index: int, chunk_bytes: int = CHUNK_BYTES) 
     return header_bytes + index * chunk_bytes
 
 
-CHUNK_COUNT = ValueRule("chunk_count", lambda n: n == len(CHUNK_TAGS), "there is one chunk per plane",
+CHUNK_COUNT: ValueRule = ValueRule("chunk_count", lambda n: n == len(CHUNK_TAGS), "there is one chunk per plane",
                         len(CHUNK_TAGS))
-CHUNK_TAG = ValueRule("chunk_table.tag", lambda tag, index: tag == CHUNK_TAGS[index], "chunk {index} is plane {plane}",
+CHUNK_TAG: ValueRule = ValueRule("chunk_table.tag", lambda tag, index: tag == CHUNK_TAGS[index], "chunk {index} is plane {plane}",
                       "P, M, V in order")
-CHUNK_OFFSET = ValueRule("chunk_table.offset", lambda offset, want: offset == want,
+CHUNK_OFFSET: ValueRule = ValueRule("chunk_table.offset", lambda offset, want: offset == want,
                          "chunk i starts at header_bytes + i * chunk_bytes", "header_bytes + i × chunk_bytes")
-CHUNK_LENGTH = ValueRule("chunk_table.length", lambda length: length == CHUNK_BYTES, "each chunk is chunk_bytes long",
+CHUNK_LENGTH: ValueRule = ValueRule("chunk_table.length", lambda length: length == CHUNK_BYTES, "each chunk is chunk_bytes long",
                          CHUNK_BYTES)
-PADDING = ValueRule("padding", lambda pad: pad.count(0) == len(pad), "padding bytes are zero", 0)
+PADDING: ValueRule = ValueRule("padding", lambda pad: pad.count(0) == len(pad), "padding bytes are zero", 0)
 
 # ------------------------------------------------------------------ predictions (§4)
-VALIDITY = ValueRule("validity", lambda v: v in (0, 1), "validity is 0 or 1", "0 or 1")
-TOKEN = ValueRule("token", lambda t: t < VOCABULARY, "a token is a byte (< 256)", "< 256")
-INVALID_TOKEN = ValueRule("token", lambda token, validity: validity != 0 or token == 0,
+VALIDITY: ValueRule = ValueRule("validity", lambda v: v in (0, 1), "validity is 0 or 1", "0 or 1")
+TOKEN: ValueRule = ValueRule("token", lambda t: t < VOCABULARY, "a token is a byte (< 256)", "< 256")
+INVALID_TOKEN: ValueRule = ValueRule("token", lambda token, validity: validity != 0 or token == 0,
                           "an invalid prediction (validity 0) has token 0", 0)
 
-RULES = {
+RULES: "dict[str, tuple[ValueRule, ...]]" = {
     "input": (INPUT_VERSION, TARGET_AGREES, PROMPT_WORD),
     "envelope": (ENVELOPE_VERSION, HEADER_BYTES, CHUNK_COUNT, CHUNK_TAG, CHUNK_OFFSET, CHUNK_LENGTH, PADDING),
     "predictions": (VALIDITY, TOKEN, INVALID_TOKEN),
