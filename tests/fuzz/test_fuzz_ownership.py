@@ -192,3 +192,25 @@ def test_workers_that_cannot_all_start_are_a_refusal_and_the_started_end(tmp_pat
     assert refused.value.option == "--jobs" and "cannot start worker 2 of 2" in refused.value.message
     assert started and started[0].poll() is not None  # the one started was ended
     assert [p.name for p in (artifacts / ".logs").iterdir() if p.name.startswith("scratch-")] == []
+
+
+def test_two_properties_of_one_target_are_two_findings() -> None:
+    """A finding's key is the property that failed (the frame calling ``require``), so two
+    properties of one target are two findings, whatever their messages."""
+    from bob.fuzz.keys import exception_key
+    from bob.fuzz.properties import PropertyFailed, require
+
+    def first_property() -> None:
+        require(False, "first")
+
+    def second_property() -> None:
+        require(False, "second")
+
+    keys = []
+    for prop in (first_property, second_property, first_property):
+        try:
+            prop()
+        except PropertyFailed as exc:
+            keys.append(exception_key(exc))
+    assert keys[0] == keys[2] != keys[1]
+    assert "require" not in keys[0] and "first_property" in keys[0]
