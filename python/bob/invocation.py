@@ -165,10 +165,14 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
 
 def _owned_copy(checkpoint: "Checkpoint") -> "Checkpoint":
     """A copy of ``checkpoint`` whose P, M and V are rows of one new array:
-    one allocation and one pass over the 786,432 bytes (three separate
-    256 KiB arrays cost several times as much here: each is a fresh mapping
-    whose pages fault in). Planes reassigned to anything but flat float32
-    arrays take :meth:`~bob.Checkpoint.copy`, which converts and checks them."""
+    one allocation and one pass over the 786,432 bytes. Three separate
+    256 KiB arrays (``Checkpoint.copy``) measured several times the cost in
+    a loop of invocations: glibc gives their pages back to the system when
+    they are freed (its trim threshold follows the largest block freed), so
+    each copy faulted them in again, 160 page faults a call; one block of
+    786,432 bytes is kept and reused. Planes reassigned to anything but flat
+    float32 arrays take :meth:`~bob.Checkpoint.copy`, which converts and
+    checks them."""
     import numpy as np
 
     planes = (checkpoint.p, checkpoint.m, checkpoint.v)
