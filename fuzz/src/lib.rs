@@ -107,9 +107,9 @@ pub fn kernels(data: &[u8]) {
     if step.checked_add(updates).is_none() {
         for kernel in kernels {
             let mut s = State { p: start.p.clone(), m: start.m.clone(), v: start.v.clone() };
+            let options = Options { kernel, threads: 1 };
             let got = Planes::new(&mut s.p, &mut s.m, &mut s.v)
-                .and_then(|planes| train(planes, &contexts, &targets, step, updates, &BOB_V1_ADAMW,
-                            Options { kernel, threads: 1 }));
+                .and_then(|planes| train(planes, &contexts, &targets, step, updates, &BOB_V1_ADAMW, options));
             assert!(got.is_err(), "{kernel:?} accepted step {step} + {updates} updates, which overflows a u64");
             assert_eq!(bits(&s.p), bits(&start.p), "{kernel:?} changed P while refusing");
         }
@@ -122,9 +122,9 @@ pub fn kernels(data: &[u8]) {
     for kernel in kernels {
         for threads in [1, 2] {
             let mut got = State { p: start.p.clone(), m: start.m.clone(), v: start.v.clone() };
+            let options = Options { kernel, threads };
             let losses = Planes::new(&mut got.p, &mut got.m, &mut got.v)
-                .and_then(|planes| train(planes, &contexts, &targets, step, updates, &BOB_V1_ADAMW,
-                               Options { kernel, threads }))
+                .and_then(|planes| train(planes, &contexts, &targets, step, updates, &BOB_V1_ADAMW, options))
                 .expect("valid arguments are accepted");
             let what = format!("n={n} k={k} step={step} updates={updates} {kernel:?} threads={threads}");
             assert_eq!(bits_nan_as_one(&got.p), bits_nan_as_one(&want.p), "P differs from the scalar transcription: {what}");

@@ -82,11 +82,10 @@ fn check_state_against_scalar(start: &State, pairs: &[(u32, u32)], step: u64, up
     for kernel in kernels() {
         for threads in [1, 2, 3] {
             let mut got = State { p: start.p.clone(), m: start.m.clone(), v: start.v.clone() };
+            let options = Options { kernel, threads };
             let losses = Planes::new(&mut got.p, &mut got.m, &mut got.v)
-                .and_then(|planes| train(planes, &contexts, &targets, step, updates,
-                &BOB_V1_ADAMW, Options { kernel, threads },
-            ))
-            .unwrap();
+                .and_then(|planes| train(planes, &contexts, &targets, step, updates, &BOB_V1_ADAMW, options))
+                .unwrap();
             let what = format!("{label} step={step} {kernel:?} threads={threads}");
             assert_eq!(bits(&got.p), bits(&want.p), "P differs: {what}");
             assert_eq!(bits(&got.m), bits(&want.m), "M differs: {what}");
@@ -148,9 +147,10 @@ fn contract_size_all_rows_live_matches_scalar() {
     }
     for kernel in kernels() {
         let mut got = State { p: start.p.clone(), m: start.m.clone(), v: start.v.clone() };
+        let options = Options { kernel, threads: 2 };
         Planes::new(&mut got.p, &mut got.m, &mut got.v)
-            .and_then(|planes| train(planes, &contexts, &targets, 5, 20, &BOB_V1_ADAMW,
-              Options { kernel, threads: 2 })).unwrap();
+            .and_then(|planes| train(planes, &contexts, &targets, 5, 20, &BOB_V1_ADAMW, options))
+            .unwrap();
         assert_eq!(bits(&got.p), bits(&want.p), "{kernel:?}");
         assert_eq!(bits(&got.m), bits(&want.m), "{kernel:?}");
         assert_eq!(bits(&got.v), bits(&want.v), "{kernel:?}");
@@ -234,9 +234,10 @@ fn scalar_kernel_is_the_transcription_and_only_chosen_by_name() {
     let want_losses: Vec<f64> =
         (0..7).map(|i| update_scalar(&mut want.p, &mut want.m, &mut want.v, &pairs, 3 + i, &BOB_V1_ADAMW)).collect();
     let mut got = State { p: start.p.clone(), m: start.m.clone(), v: start.v.clone() };
+    let options = Options { kernel: Kernel::Scalar, threads: 0 };
     let losses = Planes::new(&mut got.p, &mut got.m, &mut got.v)
-        .and_then(|planes| train(planes, &contexts, &targets, 3, 7, &BOB_V1_ADAMW,
-                       Options { kernel: Kernel::Scalar, threads: 0 })).unwrap();
+        .and_then(|planes| train(planes, &contexts, &targets, 3, 7, &BOB_V1_ADAMW, options))
+        .unwrap();
     assert_eq!(bits(&got.p), bits(&want.p));
     assert_eq!(bits(&got.m), bits(&want.m));
     assert_eq!(bits(&got.v), bits(&want.v));

@@ -89,8 +89,11 @@ impl Pool {
     /// helper's `work` is raised here again.
     pub(super) fn run(&self, helpers: usize, work: &(dyn Fn() + Sync)) {
         let helpers = helpers.min(self.threads.len());
+        if helpers == 0 {
+            return work();
+        }
         let job = Job { work, helpers, caller: std::thread::current(), panicked: AtomicBool::new(false) };
-        let retract = Retract { shared: &self.shared, job: &job };
+        let retract = Retract { shared: &self.shared };
         // SAFETY of the lifetime cast: `retract`'s drop (on return and on
         // unwinding) nulls the pointer and waits until no helper is inside,
         // so no helper reads `job` after this frame ends.
@@ -110,13 +113,14 @@ impl Pool {
 }
 
 /// Takes the job back and waits for the helpers inside it (also when the
-/// caller's own share panics, before its frame unwinds).
-struct Retract<'s, 'j> {
+/// caller's own share panics, before its frame unwinds). Two callers on two
+/// threads at once are safe: each runs all of its own shares that no helper
+/// took, and each waits until no helper is inside any job.
+struct Retract<'s> {
     shared: &'s Shared,
-    job: &'j Job<'j>,
 }
 
-impl Drop for Retract<'_, '_> {
+impl Drop for Retract<'_> {
     fn drop(&mut self) {
         self.shared.job.store(std::ptr::null_mut(), SeqCst);
         let start = Instant::now();
@@ -129,7 +133,6 @@ impl Drop for Retract<'_, '_> {
                 std::thread::park_timeout(Duration::from_millis(1));
             }
         }
-        let _ = self.job;
     }
 }
 
