@@ -116,3 +116,19 @@ def test_the_checkpoint_target_parses_the_header_once_and_both_readings_see_it(m
 
     with pytest.raises(FormatError):
         real(ENVELOPE_HEADER, bytes(bad))
+
+
+def test_the_checkpoint_target_lays_the_header_out_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bob.formats import checks, envelope_schema
+
+    real, calls = checks.envelope_layout, []
+
+    def counting(lengths):
+        calls.append(tuple(lengths))
+        return real(lengths)
+
+    monkeypatch.setattr(checks, "envelope_layout", counting)
+    monkeypatch.setattr(envelope_schema, "envelope_layout", counting)
+    get("checkpoint").run(CKPT)
+    assert len(calls) == 1  # the readings, the round trip's header_length: one layout
+    assert checks.envelope_layout is counting and envelope_schema.envelope_layout is counting

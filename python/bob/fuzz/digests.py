@@ -123,20 +123,38 @@ def _parsed_once(real: Any) -> Any:
     return parse
 
 
+def _layout_once(real: Any) -> Any:
+    """``envelope_layout(string_lengths)`` computed once per lengths within the block (a pure
+    function of four integers, read and never changed by its callers)."""
+    seen: dict[Any, Any] = {}
+
+    def envelope_layout(string_lengths: Any) -> Any:
+        key = tuple(string_lengths)
+        if key not in seen:
+            seen[key] = real(string_lengths)
+        return seen[key]
+
+    return envelope_layout
+
+
 @contextlib.contextmanager
 def shared_digests() -> Iterator[DigestMemo]:
     """Within the block, every ``hashlib.sha256`` call and the fast path's SHA-256 go through
-    one :class:`DigestMemo`, and the envelope header is parsed once per input."""
-    from bob.formats import canonical, checks
+    one :class:`DigestMemo`, the envelope header is parsed once per input, and its layout is
+    computed once per string lengths."""
+    from bob.formats import canonical, checks, envelope_schema
 
     memo = DigestMemo()
     real, real_fast, real_parse = hashlib.sha256, canonical._digest, checks.parse
+    real_layout = checks.envelope_layout
     hashlib.sha256 = memo.sha256  # type: ignore[assignment]
     canonical._digest = memo.fast_path_digest  # what canonical.sha256 calls (bound on first use)
     checks.parse = _parsed_once(real_parse)
+    checks.envelope_layout = envelope_schema.envelope_layout = _layout_once(real_layout)
     try:
         yield memo
     finally:
         hashlib.sha256 = real
         canonical._digest = real_fast
         checks.parse = real_parse
+        checks.envelope_layout = envelope_schema.envelope_layout = real_layout
