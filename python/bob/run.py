@@ -258,7 +258,7 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
         "predictions_file": show_path(predictions_path),
         "predictions_hex": prediction_bytes.hex(),
         "stale_temporaries_removed": [show_path(p) for p in cleaned],
-        "after_commit_problems": commit.problems,
+        "problems_after_commit": commit.problems,
     }
 
 
@@ -396,7 +396,7 @@ def _work(args: "QuickArgs | argparse.Namespace", deferral: "Deferral", committe
     result = run_files(args.input, args.checkpoint, args.predictions, wait_seconds=wait_seconds(args.wait), threads=1,
                        deferral=deferral)
     committed.append(f"the invocation committed step {result['step_after']} to {result['checkpoint']}")
-    for problem in result["after_commit_problems"]:  # the invocation happened: exit 0, and say what else is true
+    for problem in result["problems_after_commit"]:  # the invocation happened: exit 0, and say what else is true
         note(PROG, f"{committed[0]}, but {problem}")
     result["signals_after_commit"] = [signal_name(s) for s in deferral.pending]
     return Outcome(EXIT_OK, result, _human_summary(result), committed=committed[0])

@@ -90,6 +90,7 @@ def summary(step_before: int, sha: str, work: Path) -> dict:
         "predictions_hex": PRED_HEX,
         "stale_temporaries_removed": [],
         "signals_after_commit": [],
+        "problems_after_commit": [],
     }
 
 

@@ -221,7 +221,7 @@ def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: P
             # A lock file whose removal failed is left for the next run to lock and remove.
             lock_left = world == "locked" or (faults is not None and faults.failed == ("unlink", lock_path_for(str(f.ck))))
             # After the commit a failing clean-up is told (exit 0): what it left is named there.
-            told = " ".join(doc.get("after_commit_problems") or []) if rc == 0 else ""
+            told = " ".join(doc.get("problems_after_commit") or []) if rc == 0 else ""
             left = sorted(name for name in f.names() - f.expected(lock=lock_left) if name not in told)
             require(not left, f"{where}: bob-run left other files: {left}")
             require(faults is None or not faults.left_open,
