@@ -146,8 +146,12 @@ fn helper(shared: &Shared, index: usize) {
         let mut polls = 0u32;
         while shared.epoch.load(SeqCst) == seen {
             polls = polls.wrapping_add(1);
-            if polls % 64 != 0 || ran_at.is_some_and(|at| at.elapsed() < SPIN) {
+            if polls % 64 != 0 {
                 std::hint::spin_loop();
+            } else if ran_at.is_some_and(|at| at.elapsed() < SPIN) {
+                // On a busy machine, let a runnable thread (the caller's,
+                // perhaps) have the CPU; on an idle one this returns at once.
+                std::thread::yield_now();
             } else {
                 // Returns at once if a call unparked this thread since its
                 // last park; the loop checks the epoch again either way.
