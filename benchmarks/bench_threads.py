@@ -23,7 +23,7 @@ builds taking turns to go first.
 
 Last, the CPU time the process uses (all threads, from /proc/self/stat)
 over 1 s of sleep right after a 2-thread call: a pool that parks uses its
-spin window and nothing more. The load average is printed before and after:
+moment of yielding and nothing more. The load average is printed before and after:
 the machine may be shared, and the ratios move with the load.
 """
 

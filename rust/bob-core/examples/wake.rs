@@ -1,12 +1,10 @@
-//! What a 2-thread call would pay to the operating system, apart from its
-//! work, if its pool thread slept between calls, measured on a rayon pool:
-//! how long the calling thread spends waking a sleeping pool thread (the
-//! spawn), how late that thread starts, and how late a calling thread that
-//! went to sleep waiting for it is woken again (the join). The floor
-//! microbenchmarks start their threads before the clock and pay none of this.
-//! The core's own pool (`kernel/pool.rs`) pays the first two only when its
-//! threads have parked (a millisecond after their last call), and the third
-//! only when the caller waits longer than its own spin.
+//! What a 2-thread call pays to the operating system, apart from its work:
+//! how long the calling thread spends waking a sleeping rayon pool thread
+//! (the spawn), how late that thread starts, and how late a calling thread
+//! that went to sleep waiting for it is woken again (the join). The floor
+//! microbenchmarks start their threads before the clock and pay none of this;
+//! `train` pays the first two on every call, and the third when the calling
+//! thread sleeps (see `AWAKE_FOR_HELPERS` in kernel.rs).
 //!
 //! Each round: the calling thread runs for 2 ms, or sleeps for 2 ms with
 //! `idle` (the pool threads go to sleep either way, as between two calls),

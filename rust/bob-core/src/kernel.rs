@@ -259,10 +259,11 @@ fn cut_shares<'a>(run: &Run<'_>, threads: usize, mut planes: Planes<'a>, mut log
 /// from a counter until none is left: a pool thread that comes late leaves
 /// its shares to the others. Each share runs all its updates; nothing
 /// synchronises in between, and which thread runs a share changes no bit.
-fn run_shares(pool: &pool::Pool, threads: usize, run: &Run<'_>, shares: Vec<Share<'_>>) {
+fn run_shares(pool: &rayon::ThreadPool, threads: usize, run: &Run<'_>, shares: Vec<Share<'_>>) {
     let helpers = threads.min(shares.len()) - 1;
     let shares: Vec<Mutex<Option<Share<'_>>>> = shares.into_iter().map(|share| Mutex::new(Some(share))).collect();
     let next_share = AtomicUsize::new(0);
+    let helpers_working = AtomicUsize::new(0);
     let work = || {
         while let Some(share) = shares.get(next_share.fetch_add(1, Ordering::Relaxed)) {
             // Each share is taken exactly once (the counter hands out each
@@ -273,10 +274,40 @@ fn run_shares(pool: &pool::Pool, threads: usize, run: &Run<'_>, shares: Vec<Shar
             }
         }
     };
-    pool.run(helpers, &work);
+    pool.in_place_scope(|scope| {
+        for _ in 0..helpers {
+            scope.spawn(|_| {
+                helpers_working.fetch_add(1, Ordering::AcqRel);
+                work();
+                helpers_working.fetch_sub(1, Ordering::AcqRel);
+            });
+        }
+        work();
+        wait_awake_for_helpers(&helpers_working);
+    });
 }
 
-/// The core's own thread pool (see `pool.rs`), started on first use and
+/// How long the calling thread, out of shares, stays awake for pool threads
+/// still running theirs. It is not one of rayon's threads, so at the end of
+/// the scope it sleeps until they are done, and waking it again costs about
+/// 25 µs on a 2-vCPU VM: more than a tenth of a whole 2-thread call at
+/// vocabulary 256 on the AVX-512 host, whose shares take about 45 µs each.
+/// Longer shares (large vocabularies, slower hosts) outlast the spin and it
+/// sleeps as before.
+const AWAKE_FOR_HELPERS: std::time::Duration = std::time::Duration::from_micros(200);
+
+/// Spins while a pool thread is inside a share, for at most
+/// [`AWAKE_FOR_HELPERS`]. A pool thread that has not started yet (not
+/// counted) is not waited for awake: it may be queued behind this very
+/// thread on the same CPU.
+fn wait_awake_for_helpers(helpers_working: &AtomicUsize) {
+    let start = std::time::Instant::now();
+    while helpers_working.load(Ordering::Acquire) > 0 && start.elapsed() < AWAKE_FOR_HELPERS {
+        std::hint::spin_loop();
+    }
+}
+
+/// The core's own thread pool (a rayon pool of its own), started on first use and
 /// kept for the process (`None` if not one thread could be started: calls
 /// then run on the caller's thread, with the same bits). Not rayon's global
 /// pool, which takes its size from `RAYON_NUM_THREADS` unchecked (100000
@@ -290,13 +321,15 @@ fn run_shares(pool: &pool::Pool, threads: usize, run: &Run<'_>, shares: Vec<Shar
 /// memory but none of its threads (a `ProcessPoolExecutor` worker): work
 /// sent there would wait for ever, so in a process other than the one that
 /// started the pool there is none, and calls run on the caller's thread.
-fn pool() -> Option<&'static pool::Pool> {
-    static POOL: OnceLock<(u32, Option<pool::Pool>)> = OnceLock::new();
+fn pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: OnceLock<(u32, Option<rayon::ThreadPool>)> = OnceLock::new();
     let (started_in, pool) = POOL.get_or_init(|| {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let asked = std::env::var("RAYON_NUM_THREADS").ok().and_then(|s| s.trim().parse::<usize>().ok());
         let size = asked.filter(|&n| n > 0).map_or(cpus, |n| n.min(cpus));
-        (std::process::id(), pool::Pool::start(size))
+        let pool =
+            rayon::ThreadPoolBuilder::new().num_threads(size).thread_name(|i| format!("bob-core-{i}")).build().ok();
+        (std::process::id(), pool)
     });
     pool.as_ref().filter(|_| *started_in == std::process::id())
 }
@@ -316,7 +349,7 @@ fn thread_count(requested: usize, vocabulary: usize, updates: usize) -> usize {
         if work < MIN_PARALLEL_WORK {
             1
         } else {
-            pool().map_or(1, pool::Pool::size)
+            pool().map_or(1, rayon::ThreadPool::current_num_threads)
         }
     } else {
         requested
@@ -639,4 +672,3 @@ fn adamw_element(plan: &Plan, sched: &StepScalars, p: &mut f32, m: &mut f32, v: 
 /// API: `#[doc(hidden)]`, and free to change with the kernel.
 #[doc(hidden)]
 pub mod floor;
-mod pool;

@@ -16,7 +16,7 @@ fn trained(threads: usize, calls: u64) -> Vec<u32> {
         train(planes, &contexts, &targets, 10 * call, 10, &BOB_V1_ADAMW, Options { kernel: Kernel::Auto, threads })
             .expect("valid arguments");
         if call % 4 == 3 {
-            // Past the pool's spin window: the next call wakes parked threads.
+            // Long enough for the pool's threads to sleep: the next call wakes them.
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
     }

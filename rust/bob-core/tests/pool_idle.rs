@@ -1,7 +1,8 @@
-//! An idle pool burns no CPU: once its spin window is over, every one of the
-//! core's pool threads is asleep, and the process uses next to no CPU time
-//! over a second of sleep. Alone in its own test binary, so that no other
-//! test's calls keep the pool awake.
+//! An idle pool burns no CPU: shortly after its last call (rayon's threads
+//! yield a few rounds, then sleep), every one of the core's pool threads is
+//! asleep, and the process uses next to no CPU time over a second of sleep.
+//! Alone in its own test binary, so that no other test's calls keep the pool
+//! awake.
 
 #![cfg(target_os = "linux")]
 
@@ -46,11 +47,11 @@ fn an_idle_pool_sleeps_and_uses_no_cpu() {
     }
     let pool: Vec<_> = threads().into_iter().filter(|(name, _)| name.starts_with("bob-core-")).collect();
     assert!(!pool.is_empty(), "the 2-thread calls started the core's pool");
-    // Far past the spin window (a millisecond), even on a loaded machine.
+    // Far past rayon's few rounds of yielding, even on a loaded machine.
     std::thread::sleep(Duration::from_millis(200));
     let awake: Vec<_> =
         threads().into_iter().filter(|(name, state)| name.starts_with("bob-core-") && *state != 'S').collect();
-    assert!(awake.is_empty(), "pool threads not asleep after the spin window: {awake:?}");
+    assert!(awake.is_empty(), "pool threads not asleep a while after the last call: {awake:?}");
     let before = process_ticks();
     std::thread::sleep(Duration::from_secs(1));
     let used = process_ticks() - before;
