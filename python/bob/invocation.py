@@ -15,7 +15,7 @@ on its own plane buffers) both call it, so they cannot drift apart.
 from __future__ import annotations
 
 from bob.errors import StateRefused
-from bob.formats.constants import PARAMETER_COUNT, PLANE_NAMES, UPDATES_PER_INVOCATION, VOCABULARY
+from bob.formats.constants import PARAMETER_COUNT, PLANE_NAMES, UPDATES_PER_INVOCATION, cell_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - typing costs start-up time bob-run does not pay
@@ -56,7 +56,7 @@ def advance(p, m, v, contexts, targets, prompt_words: Sequence[int], step: int, 
     problem = core.resume_problem(p, m, v, step_after)
     if problem is not None:
         check, plane, index = problem
-        where = f"context {index // VOCABULARY}, next {index % VOCABULARY}"
+        where = cell_name(index)
         field = plane or "step"
         message = f"the 10 updates from step {step} {_CHECKS[check].format(plane=plane)}"
         if plane:

@@ -27,6 +27,7 @@ import struct
 from typing import Callable, NamedTuple, Sequence
 
 from bob.formats.constants import LEARNER_NAMES, LEARNER_PREFIX
+from bob.formats.rules import HEADER_BYTES
 from bob.formats.constants import (
     CHECKPOINT_MAGIC,
     CHUNK_BYTES,
@@ -34,7 +35,6 @@ from bob.formats.constants import (
     EMPTY_PROMPT,
     INPUT_MAGIC,
     LEARNER,
-    MAX_HEADER_BYTES,
     PREDICTION_BYTES,
     PROMPTS,
     STRING_LIMIT,
@@ -44,7 +44,6 @@ from bob.formats.layout import (
     CANONICAL,
     CONTRACT_STRINGS,
     ENVELOPE_HEAD,
-    HEADER_ALIGNMENT,
     INPUT,
     PREDICTION_FIELDS,
     PREDICTION_RECORD,
@@ -120,8 +119,9 @@ def _checkpoint_spots(data: bytes) -> list[Spot]:
     if learner.size == len(LEARNER):
         base = learner.offset + len(LEARNER_PREFIX)
         out += [Spot(f"learner.{n}", base + 4 * k, 4, "f32") for k, n in enumerate(LEARNER_NAMES)]
-    hb = struct.unpack_from("<Q", data, 16)[0] if len(data) >= 24 else 0
-    if hb % HEADER_ALIGNMENT or hb < lay.header_length or hb > MAX_HEADER_BYTES:
+    field = ENVELOPE_HEAD["header_bytes"]
+    hb = struct.unpack_from(field.format, data, field.offset)[0] if len(data) >= field.end else 0
+    if not HEADER_BYTES.ok(hb) or hb < lay.header_length:  # the file's own, where the reader would take it
         hb = aligned_header_bytes(lay.header_length)
     out.append(Spot("padding", lay.header_length, max(hb - lay.header_length, 1), "padding"))
     out += [Spot(name, hb + i * CHUNK_BYTES, CHUNK_BYTES, "plane") for i, name in enumerate(PLANES)]

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from bob.formats.constants import PLANE_NAMES, VOCABULARY
+from bob.formats.constants import PLANE_NAMES, cell_name
 
 PERTURB_ENV = "BOB_QUALIFY_PERTURB"
 """Test hook: ``kernel:threads`` makes the kernels check flip one bit of that
@@ -48,7 +48,7 @@ class Verdict:
         if self.plane is not None:
             parts.append(f"plane {self.plane}")
         if self.index is not None:
-            cell = f" (context {self.index // VOCABULARY}, next {self.index % VOCABULARY})" if self.plane else ""
+            cell = f" ({cell_name(self.index)})" if self.plane else ""
             parts.append(f"index {self.index}{cell}")
         return ", ".join(parts)
 
