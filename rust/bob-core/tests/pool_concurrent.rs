@@ -2,15 +2,12 @@
 //! bits of a 1-thread call, back to back and at the same time, while the
 //! pool's threads are awake between calls and after they have parked.
 
-use bob_core::{initialize, train, Kernel, Options, Planes, BOB_V1_ADAMW, SEED};
+mod support;
+
+use bob_core::{train, Kernel, Options, Planes, BOB_V1_ADAMW};
 
 fn trained(threads: usize, calls: u64) -> Vec<u32> {
-    let n = 256;
-    let mut p = vec![0f32; n * n];
-    initialize(&mut p, SEED);
-    let (mut m, mut v) = (vec![0f32; n * n], vec![0f32; n * n]);
-    let contexts: Vec<u32> = (0..n as u32).collect();
-    let targets: Vec<u32> = (0..n as u32).map(|k| (k * 7 + 3) % n as u32).collect();
+    let ([mut p, mut m, mut v], [contexts, targets]) = support::all_rows_live();
     for call in 0..calls {
         let planes = Planes::new(&mut p, &mut m, &mut v).expect("a square table");
         train(planes, &contexts, &targets, 10 * call, 10, &BOB_V1_ADAMW, Options { kernel: Kernel::Auto, threads })

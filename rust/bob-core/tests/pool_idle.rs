@@ -8,7 +8,9 @@
 
 use std::time::Duration;
 
-use bob_core::{initialize, train, Kernel, Options, Planes, BOB_V1_ADAMW, SEED};
+mod support;
+
+use bob_core::{train, Kernel, Options, Planes, BOB_V1_ADAMW};
 
 /// (name, state) of each thread of this process, from /proc/self/task.
 fn threads() -> Vec<(String, char)> {
@@ -34,12 +36,7 @@ fn process_ticks() -> u64 {
 
 #[test]
 fn an_idle_pool_sleeps_and_uses_no_cpu() {
-    let n = 256;
-    let mut p = vec![0f32; n * n];
-    initialize(&mut p, SEED);
-    let (mut m, mut v) = (vec![0f32; n * n], vec![0f32; n * n]);
-    let contexts: Vec<u32> = (0..n as u32).collect();
-    let targets: Vec<u32> = (0..n as u32).map(|k| (k * 7 + 3) % n as u32).collect();
+    let ([mut p, mut m, mut v], [contexts, targets]) = support::all_rows_live();
     for call in 0..5 {
         let planes = Planes::new(&mut p, &mut m, &mut v).expect("a square table");
         train(planes, &contexts, &targets, 10 * call, 10, &BOB_V1_ADAMW, Options { kernel: Kernel::Auto, threads: 2 })
