@@ -66,13 +66,12 @@ def _read_once(path: str, limit: int, *, record: bool) -> "bytearray | None":
 
     try:
         return read_bounded_buffer(path, limit)
-    except FileTooLarge:
-        # Larger than any valid file: refused unread. The formats layer words
-        # the refusal; it names a foreign format by the first bytes, which it
-        # opens the file again to see (formats.files takes a path, not them).
+    except FileTooLarge as big:
+        # Larger than any valid file: refused unread, worded by the formats
+        # layer from the first bytes the reader saw (a foreign format by name).
         from bob.formats import files
 
-        return bytearray(files.read_format_file(path, limit, files.INPUT_FILE if record else files.CHECKPOINT_FILE))
+        raise files.too_large(big, limit, files.INPUT_FILE if record else files.CHECKPOINT_FILE) from None
 
 
 def _read_record(path: str) -> "tuple[bytes, bytes, tuple[int, ...]]":

@@ -7,6 +7,7 @@ in the schemas' refusals."""
 from __future__ import annotations
 
 import collections
+import json
 import os
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 
 import bob
 import bob.fileio
+from bob.formats.constants import CHECKPOINT_MAGIC, MAX_CHECKPOINT_BYTES
 from bob.run import main
 from conftest import CORPUS, PROMPTS
 
@@ -91,3 +93,16 @@ def test_refusals_by_the_schemas_read_each_file_once(work: Path, monkeypatch, ca
     assert code == 2 and '"field": "prompt_words"' in capsys.readouterr().out
     rec = os.path.realpath(work / "rec.bin")
     assert (opens[rec], reads[rec]) == (1, 1)
+
+
+@pytest.mark.parametrize("head, field", [(CHECKPOINT_MAGIC, "file_size"), (b"PK\x03\x04", "magic")],
+                         ids=["a checkpoint's magic", "another format"])
+def test_a_file_larger_than_any_checkpoint_is_opened_once_and_refused_unread(work: Path, monkeypatch, capsys,
+                                                                              head: bytes, field: str) -> None:
+    (work / "ck.bin").write_bytes(head + bytes(MAX_CHECKPOINT_BYTES))  # larger than any valid checkpoint
+    code, opens, reads = counted_run(work, monkeypatch)
+    assert code == 2
+    refusal = json.loads(capsys.readouterr().out)["error"]
+    assert refusal["field"] == field and refusal["option"] == "--checkpoint"
+    path = os.path.realpath(work / "ck.bin")
+    assert (opens[path], reads[path]) == (1, 1)

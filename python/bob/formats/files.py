@@ -16,12 +16,12 @@ from __future__ import annotations
 import errno
 import os
 
-from bob.errors import Truncated
+from bob.errors import FormatError, Truncated
 from bob.fileio import FileTooLarge, read_bounded
 from bob.formats.constants import CHECKPOINT_MAGIC, INPUT_MAGIC
 from bob.formats.schema import magic_finding
 
-__all__ = ["read_format_file", "INPUT_FILE", "CHECKPOINT_FILE"]
+__all__ = ["read_format_file", "too_large", "INPUT_FILE", "CHECKPOINT_FILE"]
 
 # A format's magic and its name in a refusal (the predictions have no magic).
 INPUT_FILE = (INPUT_MAGIC, "an input record (bob-input)")
@@ -38,13 +38,20 @@ def read_format_file(path: "str | os.PathLike[str]", limit: int, magic: "tuple[b
     try:
         data = read_bounded(path, limit)
     except FileTooLarge as big:
-        if magic is not None:
-            problem = magic_finding(big.head, *magic)
-            if problem is not None and not isinstance(problem, Truncated):
-                raise problem from None
-        raise Truncated("file_size", f"the file is larger than any valid one ({limit} bytes); it was not read",
-                        expected=f"at most {limit}", actual=big.size) from None
+        raise too_large(big, limit, magic) from None
     if data is None:
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), os.fspath(path))
     return data
 
+
+
+def too_large(big: FileTooLarge, limit: int, magic: "tuple[bytes, str] | None") -> FormatError:
+    """The refusal of a file larger than ``limit`` (``big``: what the bounded
+    reader saw, its first bytes and its size): another format named by its
+    first bytes, else ``file_size``."""
+    if magic is not None:
+        problem = magic_finding(big.head, *magic)
+        if problem is not None and not isinstance(problem, Truncated):
+            return problem
+    return Truncated("file_size", f"the file is larger than any valid one ({limit} bytes); it was not read",
+                     expected=f"at most {limit}", actual=big.size)
