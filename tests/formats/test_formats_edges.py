@@ -15,7 +15,7 @@ import bob
 from bob.formats.checks import examine
 from bob.formats.constants import CHECKPOINT_MAGIC, INPUT_MAGIC, PREDICTION_BYTES
 from bob.formats.kinds import CHECKPOINT, INPUT, PREDICTIONS, detect_kind
-from conftest import CORPUS, PROMPTS
+from conftest import CORPUS, GOLDEN, PROMPTS
 
 
 @pytest.mark.parametrize("head, size, kind", [
@@ -233,3 +233,19 @@ def test_an_invocation_cannot_be_changed_or_emptied() -> None:
         done.losses = ()  # type: ignore[misc]
     with pytest.raises(AttributeError, match="^Invocation is frozen; cannot delete 'losses'$"):
         del done.losses
+
+
+@pytest.mark.parametrize("past_header", [0, 63, 64, 200, 1024 - 448 - 1])
+def test_a_wide_headers_padding_is_zero_all_the_way(past_header: int) -> None:
+    """§5: every padding byte between the header and the first chunk is zero, not only the
+    first 64 of a wide header's (the padding-first-64 planted bug survived the suite)."""
+    from bob.formats.layout import CANONICAL
+
+    wide = bob.load_checkpoint((GOLDEN / "checkpoint-abracadabra-step10.bin").read_bytes())
+    wide.header_bytes = 1024
+    data = bytearray(wide.to_bytes())
+    assert bob.load_checkpoint(bytes(data)).step == 10  # zero padding: a valid checkpoint
+    data[CANONICAL.header_length + past_header] = 1
+    with pytest.raises(bob.FormatError) as refused:
+        bob.load_checkpoint(bytes(data))
+    assert (refused.value.field, refused.value.offset) == ("padding", CANONICAL.header_length + past_header)

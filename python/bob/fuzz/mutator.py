@@ -47,6 +47,7 @@ from bob.formats.layout import (
     INPUT,
     PREDICTION_FIELDS,
     PREDICTION_RECORD,
+    U64,
     aligned_header_bytes,
     envelope_layout,
 )
@@ -120,7 +121,7 @@ def _checkpoint_spots(data: bytes) -> list[Spot]:
         base = learner.offset + len(LEARNER_PREFIX)
         out += [Spot(f"learner.{n}", base + 4 * k, 4, "f32") for k, n in enumerate(LEARNER_NAMES)]
     field = ENVELOPE_HEAD["header_bytes"]
-    hb = struct.unpack_from(field.format, data, field.offset)[0] if len(data) >= field.end else 0
+    hb = U64.unpack_from(data, field.offset)[0] if len(data) >= field.end else 0
     if not HEADER_BYTES.ok(hb) or hb < lay.header_length:  # the file's own, where the reader would take it
         hb = aligned_header_bytes(lay.header_length)
     out.append(Spot("padding", lay.header_length, max(hb - lay.header_length, 1), "padding"))
