@@ -49,13 +49,23 @@ from bob.formats.contract import (
     PARAMETER_COUNT,
     PAYLOAD_BYTES,
     PLANE_NAMES,
-    U64_MAX,
-    UPDATES_PER_INVOCATION,
     V1,
     Contract,
 )
 from bob.formats.constants import CHUNK_TAGS, cell_name
-from bob.formats.rules import CHUNK_COUNT, CHUNK_LENGTH, CHUNK_OFFSET, CHUNK_TAG, PADDING, chunk_offset
+from bob.formats.rules import (
+    CHUNK_COUNT,
+    CHUNK_LENGTH,
+    CHUNK_OFFSET,
+    CHUNK_TAG,
+    FINITE,
+    MOMENTS_ZERO_AT_STEP_0,
+    PADDING,
+    ROOM_FOR_UPDATES,
+    V_NOT_NEGATIVE,
+    ValueRule,
+    chunk_offset,
+)
 from bob.formats.envelope_schema import ENVELOPE_HEADER, ENVELOPE_MAGIC, HEADER_BODY
 from bob.formats.layout import DIGEST_BYTES, ENVELOPE_HEAD, PLANE_DTYPE, EnvelopeLayout, envelope_layout
 from bob.formats.schema import FieldRow, walk, as_bytes, magic_finding, parse
@@ -272,40 +282,32 @@ def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", heade
         return None if header_bytes is None else chunk_offset(header_bytes, plane) + 4 * k
 
     step_at = None if header_bytes is None else ENVELOPE_HEAD["step"].offset
+
+    def first_bad(rule: ValueRule, plane: int) -> "tuple[int, int] | None":
+        """(how many values of the plane break ``rule``, the index of the first)."""
+        assert rule.bad is not None  # every plane rule has its array form
+        bad = np.flatnonzero(rule.bad(np, planes[plane]))
+        return (int(bad.size), int(bad[0])) if bad.size else None
+
     for i, name in enumerate(PLANE_NAMES):
-        finite = np.isfinite(planes[i])
-        if not finite.all():
-            bad = np.flatnonzero(~finite)
-            k = int(bad[0])
-            out.append(StateRefused(
-                name, f"{bad.size} non-finite value(s) in plane {name}; the first at {cell_name(k)}",
-                expected="finite", actual=float(planes[i][k]), offset=offset(i, k), index=k))
+        if (found := first_bad(FINITE, i)) is not None:
+            count, k = found
+            out.append(FINITE.finding(float(planes[i][k]), offset=offset(i, k), index=k, field=name,
+                                      count=count, plane=name, cell=cell_name(k)))
     v_plane = PLANE_NAMES.index("V")
-    v = planes[v_plane]
-    # NumPy's functions, not its comparison operators, on whole planes: under the fuzzer's
-    # instrumentation (atheris 3.0.0) every `array < 0` leaked its 64 KiB result (docs/fuzzing.md).
-    negative = np.less(v, 0)
-    if negative.any():
-        neg = np.flatnonzero(negative)
-        k = int(neg[0])
-        out.append(StateRefused(
-            "V", f"{neg.size} negative value(s) in plane V (a second moment is never negative); "
-            f"the first at {cell_name(k)}",
-            expected=">= 0", actual=float(v[k]), offset=offset(v_plane, k), index=k))
+    if (found := first_bad(V_NOT_NEGATIVE, v_plane)) is not None:
+        count, k = found
+        out.append(V_NOT_NEGATIVE.finding(float(planes[v_plane][k]), offset=offset(v_plane, k), index=k,
+                                          count=count, cell=cell_name(k)))
     if step == 0:
         for i in (1, 2):
-            nz = np.flatnonzero(np.not_equal(planes[i], 0))
-            if nz.size:
-                k = int(nz[0])
-                out.append(StateRefused(
-                    "step", f"step is 0 but plane {PLANE_NAMES[i]} is not all zero "
-                    f"({nz.size} non-zero value(s); the first at {cell_name(k)})",
-                    expected=f"{PLANE_NAMES[i]} all zero at step 0", actual=0, offset=step_at))
+            if (found := first_bad(MOMENTS_ZERO_AT_STEP_0, i)) is not None:
+                count, k = found
+                out.append(MOMENTS_ZERO_AT_STEP_0.finding(0, offset=step_at, expected=f"{PLANE_NAMES[i]} all zero at step 0",
+                                                          count=count, plane=PLANE_NAMES[i], cell=cell_name(k)))
                 break
-    if step > U64_MAX - UPDATES_PER_INVOCATION:
-        out.append(StateRefused("step", "no room for the next 10 updates in a u64",
-                                expected=f"at most {U64_MAX - UPDATES_PER_INVOCATION}", actual=step,
-                                offset=step_at))
+    if not ROOM_FOR_UPDATES.ok(step):
+        out.append(ROOM_FOR_UPDATES.finding(step, offset=step_at))
     return out
 
 

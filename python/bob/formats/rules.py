@@ -15,8 +15,18 @@ the target agreement, takes both) and returns True when they are allowed.
 
 from __future__ import annotations
 
-from bob.errors import BadValue, FormatError
-from bob.formats.constants import CHUNK_BYTES, CHUNK_TAGS, EMPTY_PROMPT, MAX_HEADER_BYTES, VOCABULARY
+import math
+
+from bob.errors import BadValue, FormatError, StateRefused
+from bob.formats.constants import (
+    CHUNK_BYTES,
+    CHUNK_TAGS,
+    EMPTY_PROMPT,
+    MAX_HEADER_BYTES,
+    U64_MAX,
+    UPDATES_PER_INVOCATION,
+    VOCABULARY,
+)
 from bob.formats.layout import HEADER_ALIGNMENT
 
 TYPE_CHECKING = False
@@ -35,6 +45,10 @@ __all__ = [
     "CHUNK_OFFSET",
     "CHUNK_LENGTH",
     "PADDING",
+    "FINITE",
+    "V_NOT_NEGATIVE",
+    "MOMENTS_ZERO_AT_STEP_0",
+    "ROOM_FOR_UPDATES",
     "chunk_offset",
     "VALIDITY",
     "TOKEN",
@@ -49,29 +63,37 @@ class ValueRule:
     wording for a value a caller passed to a typed constructor (the reader's
     ``message`` speaks of the file), when it differs."""
 
-    __slots__ = ("field", "ok", "error", "message", "expected", "given")
+    __slots__ = ("field", "ok", "error", "message", "expected", "given", "bad")
     field: str
     ok: "Callable[..., bool]"
     error: "type[FormatError]"
     message: str
     expected: "Any"
     given: str
+    bad: "Callable[[Any, Any], Any] | None"
 
     def __init__(self, field: str, ok: "Callable[..., bool]", message: str, expected: "Any",
-                 error: "type[FormatError]" = BadValue, given: "str | None" = None) -> None:
+                 error: "type[FormatError]" = BadValue, given: "str | None" = None,
+                 bad: "Callable[[Any, Any], Any] | None" = None) -> None:
         self.field = field
         self.ok = ok
         self.error = error
         self.message = message
         self.expected = expected
         self.given = given or message
+        # A rule over every value of a plane also comes as ``bad(np, plane)``:
+        # the mask of the values ``ok`` refuses, computed by NumPy for the
+        # whole plane (this module imports no NumPy; the caller passes it in).
+        # tests/formats/test_rules.py holds the two equal on every kind of float.
+        self.bad = bad
 
     def finding(self, actual: "Any", *, offset: "int | None" = None, index: "int | None" = None,
                 expected: "Any" = None, given: bool = False, **words: "Any") -> FormatError:
         """The refusal of ``actual`` (``expected`` overrides the rule's own, for a
         value that depends on others; ``words`` fill the message's ``{names}``)."""
         message = self.given if given else self.message
-        return self.error(self.field, message.format(index=index, **words) if words else message,
+        field = words.pop("field", self.field)
+        return self.error(field, message.format(index=index, **words) if words else message,
                           expected=self.expected if expected is None else expected, actual=actual,
                           offset=offset, index=index)
 
@@ -115,6 +137,25 @@ CHUNK_LENGTH: ValueRule = ValueRule("chunk_table.length", lambda length: length 
                          CHUNK_BYTES)
 PADDING: ValueRule = ValueRule("padding", lambda pad: pad.count(0) == len(pad), "padding bytes are zero", 0)
 
+# ------------------------------------------------------------------ the state, for resuming (§5)
+# NumPy's functions, not its comparison operators, on whole planes: under the
+# fuzzer's instrumentation (atheris 3.0.0) every `array < 0` leaked its 64 KiB
+# result (docs/fuzzing.md).
+FINITE: ValueRule = ValueRule("P, M, V", math.isfinite,
+                              "{count} non-finite value(s) in plane {plane}; the first at {cell}", "finite",
+                              error=StateRefused, bad=lambda np, plane: np.logical_not(np.isfinite(plane)))
+V_NOT_NEGATIVE: ValueRule = ValueRule("V", lambda x: not x < 0,
+                                      "{count} negative value(s) in plane V (a second moment is never negative); "
+                                      "the first at {cell}", ">= 0", error=StateRefused,
+                                      bad=lambda np, plane: np.less(plane, 0))
+MOMENTS_ZERO_AT_STEP_0: ValueRule = ValueRule(
+    "step", lambda step, moment: step != 0 or moment == 0,
+    "step is 0 but plane {plane} is not all zero ({count} non-zero value(s); the first at {cell})",
+    "M and V all zero at step 0", error=StateRefused, bad=lambda np, plane: np.not_equal(plane, 0))
+ROOM_FOR_UPDATES: ValueRule = ValueRule("step", lambda step: step <= U64_MAX - UPDATES_PER_INVOCATION,
+                                        f"no room for the next {UPDATES_PER_INVOCATION} updates in a u64",
+                                        f"at most {U64_MAX - UPDATES_PER_INVOCATION}", error=StateRefused)
+
 # ------------------------------------------------------------------ predictions (§4)
 VALIDITY: ValueRule = ValueRule("validity", lambda v: v in (0, 1), "validity is 0 or 1", "0 or 1")
 TOKEN: ValueRule = ValueRule("token", lambda t: t < VOCABULARY, "a token is a byte (< 256)", "< 256")
@@ -123,7 +164,8 @@ INVALID_TOKEN: ValueRule = ValueRule("token", lambda token, validity: validity !
 
 RULES: "dict[str, tuple[ValueRule, ...]]" = {
     "input": (INPUT_VERSION, TARGET_AGREES, PROMPT_WORD),
-    "envelope": (ENVELOPE_VERSION, HEADER_BYTES, CHUNK_COUNT, CHUNK_TAG, CHUNK_OFFSET, CHUNK_LENGTH, PADDING),
+    "envelope": (ENVELOPE_VERSION, HEADER_BYTES, CHUNK_COUNT, CHUNK_TAG, CHUNK_OFFSET, CHUNK_LENGTH, PADDING,
+                 FINITE, V_NOT_NEGATIVE, MOMENTS_ZERO_AT_STEP_0, ROOM_FOR_UPDATES),
     "predictions": (VALIDITY, TOKEN, INVALID_TOKEN),
 }
 """Each format's value rules, in the order its ``examine`` checks them (the docs' rule tables)."""

@@ -1,0 +1,34 @@
+"""The state rules of ``bob.formats.rules`` come in two forms, one entry each: ``ok`` on one
+value (what the rule says, and what the docs print) and ``bad(np, plane)`` on a whole plane
+(what the readers run). They must refuse exactly the same values, whatever the float."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+from bob.formats import rules
+
+# Every kind of float32: zeros of both signs, the smallest and largest subnormals and
+# normals, FLT_MAX, infinities, and NaNs with payloads and either sign.
+SPECIAL_BITS = [0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x00800000, 0x80800000, 0x3F800000,
+                0xBF800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00001,
+                0x7F800001, 0xFFBFFFFF]
+PLANE = np.array(SPECIAL_BITS, dtype=np.uint32).view(np.float32)
+PLANE_RULES = [rule for rules_of_kind in rules.RULES.values() for rule in rules_of_kind if rule.bad is not None]
+
+
+def test_the_plane_rules_are_the_ones_resuming_needs() -> None:
+    assert PLANE_RULES == [rules.FINITE, rules.V_NOT_NEGATIVE, rules.MOMENTS_ZERO_AT_STEP_0]
+
+
+@pytest.mark.parametrize("rule", PLANE_RULES, ids=lambda rule: rule.message[:30])
+def test_a_plane_rule_refuses_with_numpy_what_it_refuses_one_value_at_a_time(rule: rules.ValueRule) -> None:
+    assert rule.bad is not None
+    mask = rule.bad(np, PLANE)
+    for bits, refused in zip(SPECIAL_BITS, mask.tolist()):
+        one = struct.unpack("<f", struct.pack("<I", bits))[0]
+        said = rule.ok(0, one) if rule is rules.MOMENTS_ZERO_AT_STEP_0 else rule.ok(one)
+        assert refused == (not said), f"{bits:#010x}: numpy says refused={refused}, the rule says ok={said}"
