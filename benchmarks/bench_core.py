@@ -38,7 +38,7 @@ def core_us_per_update(threads: int, kernel: str) -> float:
         p, m, v = bob.core.initial_planes()
         start = timeit.default_timer()
         for call in range(10):
-            _core.train(p, m, v, contexts, targets, 10 * call, 10, threads=threads, kernel=kernel)
+            _core.train((p, m, v), (contexts, targets), 10 * call, 10, threads=threads, kernel=kernel)
         best = min(best, timeit.default_timer() - start)
     return best / 100 * 1e6
 

@@ -37,7 +37,7 @@ def one_call(n: int, threads: int) -> float:
     contexts = np.arange(n, dtype=np.uint32)
     targets = ((contexts * 7 + 3) % n).astype(np.uint32)
     start = time.perf_counter()
-    _core.train(p, m, v, contexts, targets, 0, UPDATES, threads=threads)
+    _core.train((p, m, v), (contexts, targets), 0, UPDATES, threads=threads)
     return (time.perf_counter() - start) / UPDATES
 
 

@@ -62,6 +62,15 @@ def pairs() -> tuple[np.ndarray, np.ndarray]:
     return contexts, ((contexts * 7 + 3) % 256).astype(np.uint32)
 
 
+def train(core: ModuleType, planes: tuple, pairs: tuple, step: int, threads: int) -> None:
+    """UPDATES updates through ``core``'s binding; a build older than the
+    binding's (planes, pairs) signature takes the five buffers one by one."""
+    if (core.train.__text_signature__ or "").startswith("(planes"):
+        core.train(planes, pairs, step, UPDATES, threads=threads)
+    else:
+        core.train(*planes, *pairs, step, UPDATES, threads=threads)
+
+
 def sequence_us(core: ModuleType, threads: int) -> float:
     """µs per update of CALLS back-to-back calls from a fresh state."""
     contexts, targets = pairs()
@@ -69,7 +78,7 @@ def sequence_us(core: ModuleType, threads: int) -> float:
     time.sleep(PAUSE)
     start = time.perf_counter()
     for call in range(CALLS):
-        core.train(p, m, v, contexts, targets, UPDATES * call, UPDATES, threads=threads)
+        train(core, (p, m, v), (contexts, targets), UPDATES * call, threads)
     return (time.perf_counter() - start) / (CALLS * UPDATES) * 1e6
 
 
@@ -79,7 +88,7 @@ def lone_us(core: ModuleType, threads: int) -> float:
     p, m, v = bob.core.initial_planes()
     time.sleep(PAUSE)
     start = time.perf_counter()
-    core.train(p, m, v, contexts, targets, 0, UPDATES, threads=threads)
+    train(core, (p, m, v), (contexts, targets), 0, threads)
     return (time.perf_counter() - start) / UPDATES * 1e6
 
 
@@ -93,7 +102,7 @@ def cpu_seconds() -> float:
 def idle_cpu_ms(core: ModuleType) -> float:
     contexts, targets = pairs()
     p, m, v = bob.core.initial_planes()
-    core.train(p, m, v, contexts, targets, 0, UPDATES, threads=2)
+    train(core, (p, m, v), (contexts, targets), 0, 2)
     before = cpu_seconds()
     time.sleep(1.0)
     return (cpu_seconds() - before) * 1e3

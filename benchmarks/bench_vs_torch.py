@@ -89,7 +89,7 @@ def bob_side(threads: int) -> float:
     contexts = np.arange(N, dtype=np.uint32)
     targets = ((contexts * 7 + 3) % N).astype(np.uint32)
     start = time.perf_counter()
-    _core.train(p, m, v, contexts, targets, 0, UPDATES, threads=threads)
+    _core.train((p, m, v), (contexts, targets), 0, UPDATES, threads=threads)
     return (time.perf_counter() - start) / UPDATES
 
 

@@ -56,8 +56,9 @@ _KERNEL_SHIM = '''
 import numpy as np
 from bob import _core
 _real = _core.train
-def train(p, m, v, contexts, targets, step, updates, *, threads=0, kernel="auto"):
-    losses = _real(p, m, v, contexts, targets, step, updates, threads=threads, kernel=kernel)
+def train(planes, pairs, step, updates, *, threads=0, kernel="auto"):
+    losses = _real(planes, pairs, step, updates, threads=threads, kernel=kernel)
+    p = planes[0]
     if kernel != "scalar" and isinstance(p, np.ndarray) and p.size and p.dtype == np.float32 \\
             and isinstance(step, int) and {lo} <= step < {hi} and np.isfinite(p[0]):
         p.view(np.uint32)[0] ^= 1

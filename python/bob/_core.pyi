@@ -39,11 +39,8 @@ def initial_planes(
     seed: bytes, vocabulary: int = 256
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32], npt.NDArray[np.float32]]: ...
 def train(
-    p: _Plane,
-    m: _Plane,
-    v: _Plane,
-    contexts: _Pairs,
-    targets: _Pairs,
+    planes: tuple[_Plane, _Plane, _Plane],
+    pairs: tuple[_Pairs, _Pairs],
     step: int,
     updates: int,
     *,

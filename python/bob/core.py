@@ -187,8 +187,8 @@ def train(p: "PlaneLike", m: "PlaneLike", v: "PlaneLike", contexts: "PairsLike |
     of :func:`kernels`; "scalar" is the slow reference transcription of §6,
     for qualifying the others, never chosen by "auto".
     """
-    return _core.train(_plane(p, "p"), _plane(m, "m"), _plane(v, "v"),
-                       _pair_buffer(contexts, "contexts"), _pair_buffer(targets, "targets"),
+    return _core.train((_plane(p, "p"), _plane(m, "m"), _plane(v, "v")),
+                       (_pair_buffer(contexts, "contexts"), _pair_buffer(targets, "targets")),
                        _whole(step, "step"), _whole(updates, "updates"), threads=_whole(threads, "threads"),
                        kernel=str(kernel))
 

@@ -25,7 +25,7 @@ def pairs():
 
 def train(p, m, v):
     ctx, tgt = pairs()
-    return _core.train(p, m, v, ctx, tgt.astype(np.uint32), 0, 10)
+    return _core.train((p, m, v), (ctx, tgt.astype(np.uint32)), 0, 10)
 
 
 def test_wrong_dtype_is_named():
@@ -103,11 +103,11 @@ def test_pair_errors_name_the_index():
     ctx = ctx.copy()
     ctx[5] = 256
     with pytest.raises(_core.CoreError, match=r"contexts\[5\] = 256 is not below the vocabulary 256"):
-        _core.train(p, m, v, ctx, tgt.astype(np.uint32), 0, 10)
+        _core.train((p, m, v), (ctx, tgt.astype(np.uint32)), 0, 10)
     with pytest.raises(_core.CoreError, match=r"no pairs"):
-        _core.train(p, m, v, np.zeros(0, np.uint32), np.zeros(0, np.uint32), 0, 10)
+        _core.train((p, m, v), (np.zeros(0, np.uint32), np.zeros(0, np.uint32)), 0, 10)
     with pytest.raises(_core.CoreError, match=r"leaves no room"):
-        _core.train(p, m, v, ctx % 256, tgt.astype(np.uint32), 2**64 - 5, 10)
+        _core.train((p, m, v), (ctx % 256, tgt.astype(np.uint32)), 2**64 - 5, 10)
 
 
 def test_prompt_word_out_of_range_is_named():
@@ -120,7 +120,7 @@ def test_unknown_kernel_is_refused():
     p, m, v = planes()
     ctx, tgt = pairs()
     with pytest.raises(ValueError, match="kernel must be"):
-        _core.train(p, m, v, ctx, tgt.astype(np.uint32), 0, 1, kernel="gpu")
+        _core.train((p, m, v), (ctx, tgt.astype(np.uint32)), 0, 1, kernel="gpu")
 
 
 def test_kernels_agree_bit_for_bit():
@@ -128,7 +128,7 @@ def test_kernels_agree_bit_for_bit():
     results = []
     for kernel in ("portable", "avx2", "avx512", "auto"):
         p, m, v = planes()
-        _core.train(p, m, v, ctx, tgt.astype(np.uint32), 0, 10, kernel=kernel)
+        _core.train((p, m, v), (ctx, tgt.astype(np.uint32)), 0, 10, kernel=kernel)
         results.append(p.tobytes() + m.tobytes() + v.tobytes())
     assert results[0] == results[1] == results[2] == results[3]
 
@@ -155,7 +155,7 @@ def test_gil_is_released_while_training():
     t.start()
     try:
         start = time.perf_counter()
-        _core.train(p, m, v, ctx, ctx, 0, 40, threads=1)
+        _core.train((p, m, v), (ctx, ctx), 0, 40, threads=1)
         end = time.perf_counter()
     finally:
         done.set()
@@ -191,7 +191,7 @@ def test_pairs_may_be_bytes_or_uint32_and_give_the_same_bits():
     for c, t in ((ctx, tgt), (ctx.astype(np.uint8).tobytes(), tgt.astype(np.uint8).tobytes()),
                  (bytearray(ctx.astype(np.uint8)), memoryview(tgt.astype(np.uint8)))):
         p, m, v = planes()
-        losses = _core.train(p, m, v, c, t, 0, 10)
+        losses = _core.train((p, m, v), (c, t), 0, 10)
         results.append((p.tobytes(), losses))
     assert results[0] == results[1] == results[2]
 
@@ -200,9 +200,9 @@ def test_pairs_of_another_dtype_are_refused_by_name():
     p, m, v = planes()
     ctx, tgt = pairs()
     with pytest.raises(TypeError, match=r"targets must hold uint8 or uint32 values in this machine.s byte order; got float64 with 8-byte items"):
-        _core.train(p, m, v, ctx, tgt.astype(np.float64), 0, 10)
+        _core.train((p, m, v), (ctx, tgt.astype(np.float64)), 0, 10)
     with pytest.raises(TypeError, match=r"contexts must be a buffer of uint8 or uint32"):
-        _core.train(p, m, v, list(ctx), tgt.astype(np.uint32), 0, 10)
+        _core.train((p, m, v), (list(ctx), tgt.astype(np.uint32)), 0, 10)
 
 
 # What each refusal calls the buffer it was given: numpy dtype -> the words.
@@ -226,7 +226,7 @@ def test_pairs_of_another_dtype_are_named_for_what_they_hold(dtype):
     p, m, v = planes()
     ctx, tgt = pairs()
     with pytest.raises(TypeError) as info:
-        _core.train(p, m, v, ctx.astype(dtype), tgt.astype(np.uint32), 0, 10)
+        _core.train((p, m, v), (ctx.astype(dtype), tgt.astype(np.uint32)), 0, 10)
     described = {"float32": "float32", "int16": "int16", "uint16": "uint16", "float64": "float64"}[dtype]
     assert str(info.value) == (f"contexts must hold uint8 or uint32 values in this machine's byte order; "
                                f"got {described} with {np.dtype(dtype).itemsize}-byte items")
@@ -283,7 +283,7 @@ def test_byte_swapped_pairs_are_refused_or_converted():
     foreign_word = ctypes.c_uint32.__ctype_be__ if sys.byteorder == "little" else ctypes.c_uint32.__ctype_le__
     swapped = (foreign_word * 256)(*ctx.tolist())
     with pytest.raises(TypeError) as info:
-        _core.train(p, m, v, memoryview(swapped), tgt.astype(np.uint32), 0, 10)
+        _core.train((p, m, v), (memoryview(swapped), tgt.astype(np.uint32)), 0, 10)
     assert str(info.value) == (f"contexts must hold uint8 or uint32 values in this machine's byte order; "
                                f"got {FOREIGN_NAME} uint32 with 4-byte items")
     assert bob.core.train(p, m, v, ctx.astype(FOREIGN + "u4"), tgt, 0, 10) == bob.core.train(
@@ -308,8 +308,8 @@ def test_a_misaligned_plane_is_refused_and_misaligned_pairs_are_read():
     unaligned.flags.writeable = True
     unaligned[:] = ctx
     p2, m2, v2 = planes()
-    assert _core.train(p, m, v, unaligned, tgt.astype(np.uint32), 0, 10) == _core.train(
-        p2, m2, v2, ctx, tgt.astype(np.uint32), 0, 10)
+    assert _core.train((p, m, v), (unaligned, tgt.astype(np.uint32)), 0, 10) == _core.train(
+        (p2, m2, v2), (ctx, tgt.astype(np.uint32)), 0, 10)
     assert p.tobytes() == p2.tobytes()
 
 

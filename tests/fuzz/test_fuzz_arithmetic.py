@@ -55,8 +55,9 @@ def _planted_train(window: range):
     """A fast kernel off by one ulp in P[0] for steps in ``window`` (a regime it gets wrong)."""
     real = _core.train
 
-    def train(p, m, v, contexts, targets, step, updates, *, threads=0, kernel="auto"):
-        losses = real(p, m, v, contexts, targets, step, updates, threads=threads, kernel=kernel)
+    def train(planes, pairs, step, updates, *, threads=0, kernel="auto"):
+        losses = real(planes, pairs, step, updates, threads=threads, kernel=kernel)
+        p = planes[0]
         if kernel != "scalar" and isinstance(p, np.ndarray) and p.size and p.dtype == np.float32 \
                 and isinstance(step, int) and step in window and np.isfinite(p[0]):
             p.view(np.uint32)[0] ^= 1
@@ -108,6 +109,6 @@ def test_a_long_run_gives_the_scalar_golden_vector(kernel: str) -> None:
     targets = np.array([corpus[(k + 1) % len(corpus)] % rows for k in range(256)], np.uint8)
     p, m, v = _core.initial_planes(b"bob-seed-v1", rows)
     for step, updates in ((0, 20_000), (708_040, 40), (744_760, 20)):
-        _core.train(p, m, v, contexts, targets, step, updates, threads=1, kernel=kernel)
+        _core.train((p, m, v), (contexts, targets), step, updates, threads=1, kernel=kernel)
     assert np.isfinite(p).all() and np.count_nonzero(v) == v.size
     assert hashlib.sha256(p.tobytes() + m.tobytes() + v.tobytes()).hexdigest() == LONG_RUN_SHA256

@@ -154,9 +154,9 @@ def core_target(data: bytes) -> None:
             # The scalar kernel's copies hold the same values as native float32s:
             # a plane the binding read in another byte order would not match.
             copies = [np.array(x, dtype=np.float32) if isinstance(x, np.ndarray) else x for x in (p, m, v)]
-            losses = _core.train(p, m, v, contexts, targets, step, updates, threads=threads, kernel=kernel)
+            losses = _core.train((p, m, v), (contexts, targets), step, updates, threads=threads, kernel=kernel)
             if kernel != "scalar" and all(isinstance(x, np.ndarray) for x in copies):
-                scalar_losses = _core.train(copies[0], copies[1], copies[2], contexts, targets, step, updates,
+                scalar_losses = _core.train((copies[0], copies[1], copies[2]), (contexts, targets), step, updates,
                                              threads=1, kernel="scalar")
                 # The loss is reported, not stored (contract §6.4): compared as bob-core's own tests do.
                 require(len(losses) == len(scalar_losses) and all(

@@ -295,30 +295,25 @@ fn initial_planes<'py>(
     Ok((p, PyArray1::<f32>::zeros(py, count, false), PyArray1::<f32>::zeros(py, count, false)))
 }
 
-/// Make `updates` AdamW updates in place on the float32 buffers P, M, V
-/// (contract §6.3), `step` updates having been made before. `contexts` and
-/// `targets` are uint8 or uint32 buffers of the pairs. Returns the loss
+/// Make `updates` AdamW updates in place on the float32 buffers
+/// `planes` = (P, M, V) (contract §6.3), `step` updates having been made
+/// before. `pairs` = (contexts, targets), uint8 or uint32 buffers. Returns the loss
 /// before each update, as a list of floats. The vocabulary is sqrt(len(P)).
 /// `kernel` is "auto" (the best fast kernel), one of `kernels()`, or
 /// "scalar": the slow, plain transcription of §6, to qualify the others.
 #[pyfunction]
-#[pyo3(signature = (p, m, v, contexts, targets, step, updates, *, threads = 0, kernel = "auto"))]
-// The nine parameters are the Python signature (bob.core and the stub call
-// it so), and PyO3 binds each to one Rust parameter; inside, the planes
-// travel as `bob_core::Planes`.
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (planes, pairs, step, updates, *, threads = 0, kernel = "auto"))]
 fn train<'py>(
     py: Python<'py>,
-    p: &Bound<'py, PyAny>,
-    m: &Bound<'py, PyAny>,
-    v: &Bound<'py, PyAny>,
-    contexts: &Bound<'py, PyAny>,
-    targets: &Bound<'py, PyAny>,
+    planes: (Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>),
+    pairs: (Bound<'py, PyAny>, Bound<'py, PyAny>),
     step: u64,
     updates: u64,
     threads: usize,
     kernel: &str,
 ) -> PyResult<Vec<f64>> {
+    let ((p, m, v), (contexts, targets)) = (planes, pairs);
+    let (p, m, v, contexts, targets) = (&p, &m, &v, &contexts, &targets);
     let kernel = kernel_named(kernel)?;
     let (pp, mp, vp) = (plane(p, "P")?, plane(m, "M")?, plane(v, "V")?);
     check_length(&mp, "M", pp.len)?;
