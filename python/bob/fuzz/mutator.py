@@ -27,7 +27,7 @@ import struct
 from typing import Callable, NamedTuple, Sequence
 
 from bob.formats.constants import LEARNER_NAMES, LEARNER_PREFIX
-from bob.formats.rules import HEADER_BYTES
+from bob.formats.rules import HEADER_BYTES, chunk_offset
 from bob.formats.constants import (
     CHECKPOINT_MAGIC,
     CHUNK_BYTES,
@@ -43,6 +43,7 @@ from bob.formats.constants import (
 from bob.formats.layout import (
     CANONICAL,
     CONTRACT_STRINGS,
+    DIGEST_BYTES,
     ENVELOPE_HEAD,
     INPUT,
     PREDICTION_FIELDS,
@@ -125,7 +126,7 @@ def _checkpoint_spots(data: bytes) -> list[Spot]:
     if not HEADER_BYTES.ok(hb) or hb < lay.header_length:  # the file's own, where the reader would take it
         hb = aligned_header_bytes(lay.header_length)
     out.append(Spot("padding", lay.header_length, max(hb - lay.header_length, 1), "padding"))
-    out += [Spot(name, hb + i * CHUNK_BYTES, CHUNK_BYTES, "plane") for i, name in enumerate(PLANES)]
+    out += [Spot(name, chunk_offset(hb, i), CHUNK_BYTES, "plane") for i, name in enumerate(PLANES)]
     return out
 
 
@@ -356,16 +357,16 @@ def refresh_digests(data: bytes) -> bytes:
     """A checkpoint with its chunk digests and header digest recomputed for its
     own header (chunks at ``header_bytes + i × 262,144``); ``data`` unchanged
     when the header's length prefixes or ``header_bytes`` cannot place them."""
-    if len(data) < CANONICAL.header_length or bytes(data[:8]) != CHECKPOINT_MAGIC:
+    if len(data) < CANONICAL.header_length or bytes(data[ENVELOPE_HEAD["magic"].slice]) != CHECKPOINT_MAGIC:
         return data
     lay = envelope_layout(string_lengths(data))
-    (hb,) = struct.unpack_from("<Q", data, 16)
-    if lay.header_length > len(data) or hb < lay.header_length or hb + 3 * CHUNK_BYTES > len(data):
+    (hb,) = U64.unpack_from(data, ENVELOPE_HEAD["header_bytes"].offset)
+    if lay.header_length > len(data) or hb < lay.header_length or chunk_offset(hb, len(CHUNK_TAGS)) > len(data):
         return data
     out = bytearray(data)
     for i in range(len(CHUNK_TAGS)):
         at = lay.chunk_field(i, "digest").offset
-        out[at:at + 32] = hashlib.sha256(out[hb + i * CHUNK_BYTES:hb + (i + 1) * CHUNK_BYTES]).digest()
+        out[at:at + DIGEST_BYTES] = hashlib.sha256(out[chunk_offset(hb, i):chunk_offset(hb, i + 1)]).digest()
     out[lay.header_digest:lay.header_length] = hashlib.sha256(out[:lay.header_digest]).digest()
     return bytes(out)
 

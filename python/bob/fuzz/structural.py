@@ -36,7 +36,6 @@ Standard library only, deterministic for a given ``random.Random``.
 from __future__ import annotations
 
 import random
-import struct
 
 from bob.formats.constants import (
     CHECKPOINT_MAGIC,
@@ -48,7 +47,17 @@ from bob.formats.constants import (
     UPDATES_PER_INVOCATION,
     VOCABULARY,
 )
-from bob.formats.layout import CANONICAL, ENVELOPE_HEAD, HEADER_ALIGNMENT, INPUT, aligned_header_bytes, envelope_layout
+from bob.formats.layout import (
+    CANONICAL,
+    ENVELOPE_HEAD,
+    HEADER_ALIGNMENT,
+    INPUT,
+    U32,
+    U64,
+    aligned_header_bytes,
+    envelope_layout,
+)
+from bob.formats.rules import chunk_offset
 
 __all__ = ["CHECKPOINT_OPS", "any_step", "structural_mutate", "set_step", "set_header_bytes", "move_chunks",
            "swap_planes", "zero_moments", "rewiden_targets"]
@@ -79,7 +88,7 @@ def _placed(data: bytes):
     lay = envelope_layout(string_lengths(data))
     if lay.header_length > len(data):
         return None
-    return lay, struct.unpack_from("<Q", data, _HEADER_BYTES)[0]
+    return lay, U64.unpack_from(data, _HEADER_BYTES)[0]
 
 
 def _sealed(out: bytearray) -> bytes:
@@ -93,7 +102,7 @@ def set_step(data: bytes, rnd: random.Random, step: int | None = None) -> bytes:
     if len(data) < ENVELOPE_HEAD["step"].end:
         return data
     out = bytearray(data)
-    struct.pack_into("<Q", out, _STEP, any_step(rnd) if step is None else step)
+    U64.pack_into(out, _STEP, any_step(rnd) if step is None else step)
     return _sealed(out)
 
 
@@ -113,9 +122,9 @@ def set_header_bytes(data: bytes, rnd: random.Random, header_bytes: int | None =
     header_bytes = max(header_bytes, 0)
     planes = bytes(data[old:old + PAYLOAD_BYTES]) if old <= len(data) else b""
     out = bytearray(data[:lay.header_length])
-    struct.pack_into("<Q", out, _HEADER_BYTES, header_bytes)
+    U64.pack_into(out, _HEADER_BYTES, header_bytes)
     for i in range(len(CHUNK_TAGS)):
-        struct.pack_into("<Q", out, lay.chunk_field(i, "offset").offset, header_bytes + i * CHUNK_BYTES)
+        U64.pack_into(out, lay.chunk_field(i, "offset").offset, chunk_offset(header_bytes, i))
     out += bytes(max(header_bytes - lay.header_length, 0)) + planes
     if header_bytes > lay.header_length + 1 and rnd.random() < 0.15:  # garbage in the padding, past byte 448
         out[rnd.randrange(lay.header_length, header_bytes)] = rnd.randrange(1, 1 << 8)  # a non-zero byte
@@ -136,11 +145,11 @@ def move_chunks(data: bytes, rnd: random.Random) -> bytes:
         size = rnd.choice((CHUNK_BYTES // 2, CHUNK_BYTES * 2, CHUNK_BYTES - 4, CHUNK_BYTES + 4, 4))
         start = hb
         if rnd.random() < 0.5:  # the contract's sizes follow the table
-            struct.pack_into("<Q", out, lay.fields["chunk_bytes"].offset, size)
-            struct.pack_into("<Q", out, lay.fields["payload_bytes"].offset, size * len(CHUNK_TAGS))
+            U64.pack_into(out, lay.fields["chunk_bytes"].offset, size)
+            U64.pack_into(out, lay.fields["payload_bytes"].offset, size * len(CHUNK_TAGS))
     for i in range(len(CHUNK_TAGS)):
-        struct.pack_into("<Q", out, lay.chunk_field(i, "offset").offset, max(start + i * size, 0) & U64_MAX)
-        struct.pack_into("<Q", out, lay.chunk_field(i, "length").offset, size)
+        U64.pack_into(out, lay.chunk_field(i, "offset").offset, max(chunk_offset(start, i, size), 0) & U64_MAX)
+        U64.pack_into(out, lay.chunk_field(i, "length").offset, size)
     return _sealed(out)
 
 
@@ -171,7 +180,7 @@ def zero_moments(data: bytes, rnd: random.Random) -> bytes:
     if hb + PAYLOAD_BYTES > len(data):
         return data
     out = bytearray(data)
-    struct.pack_into("<Q", out, _STEP, rnd.choice((0, 0, 0, 1, UPDATES_PER_INVOCATION)))
+    U64.pack_into(out, _STEP, rnd.choice((0, 0, 0, 1, UPDATES_PER_INVOCATION)))
     for plane in rnd.choice(((1,), (2,), (1, 2))):  # M, V, or both
         out[hb + plane * CHUNK_BYTES:hb + (plane + 1) * CHUNK_BYTES] = bytes(CHUNK_BYTES)
     return _sealed(out)
@@ -186,7 +195,7 @@ def rewiden_targets(data: bytes, rnd: random.Random) -> bytes:
     for _ in range(rnd.randrange(1, 9)):
         out[pairs + rnd.randrange(2 * VOCABULARY)] = rnd.getrandbits(8)
     for i in range(VOCABULARY):
-        struct.pack_into("<I", out, targets + 4 * i, out[pairs + 2 * i + 1])
+        U32.pack_into(out, targets + 4 * i, out[pairs + 2 * i + 1])
     return bytes(out)
 
 
