@@ -110,8 +110,9 @@ def _plane(value: "PlaneLike", name: str) -> "Any":
     """A plane for the binding: a buffer as it is (the binding checks it and
     names it), an array of another library through a NumPy view of it (or
     a ``TypeError`` naming the plane, as for any object that is no buffer)."""
-    if isinstance(value, (memoryview, bytearray, bytes)) or hasattr(value, "typecode"):
-        return value  # bob-run's planes (memoryviews), array.array: no need to look further
+    if type(value).__module__ == "numpy" or isinstance(value, (memoryview, bytearray, bytes)) \
+            or hasattr(value, "typecode"):
+        return value  # a NumPy array, bob-run's planes (memoryviews), array.array: the binding checks them
     from bob.arrays import foreign_array, is_foreign  # lazily: bob-run's start-up does without
 
     return foreign_array(value, name) if is_foreign(value) else value

@@ -32,3 +32,33 @@ def test_a_plane_rule_refuses_with_numpy_what_it_refuses_one_value_at_a_time(rul
         one = struct.unpack("<f", struct.pack("<I", bits))[0]
         said = rule.ok(0, one) if rule is rules.MOMENTS_ZERO_AT_STEP_0 else rule.ok(one)
         assert refused == (not said), f"{bits:#010x}: numpy says refused={refused}, the rule says ok={said}"
+
+
+# Where the core's vectorized screen changes block (64 values a block) and the plane's ends.
+BLOCK_EDGES = [0, 1, 63, 64, 65, 127, 128, 255, 256, 4095, 65471, 65472, 65535]
+
+
+@pytest.mark.parametrize("plane_index", [0, 1, 2], ids=["P", "M", "V"])
+@pytest.mark.parametrize("step", [0, 10])
+def test_the_cores_resume_check_refuses_exactly_what_the_numpy_findings_refuse(plane_index: int, step: int) -> None:
+    """``bob.core.resume_problem`` (which ``bob.invoke`` and ``bob-run`` run) and
+    ``checks.state_findings`` (which the readers run) agree on every kind of float
+    at every block edge, and both name the first bad index."""
+    import bob.core
+    from bob.formats.checks import state_findings
+
+    for bits in SPECIAL_BITS:
+        for index in BLOCK_EDGES:
+            planes = np.zeros((3, 65536), dtype=np.float32)
+            planes[plane_index].view(np.uint32)[index] = bits
+            if index + 7 < 65536:  # a later bad value must not be the one named
+                planes[plane_index].view(np.uint32)[index + 7] = 0x7FC00000
+            problem = bob.core.resume_problem(planes[0], planes[1], planes[2], step)
+            findings = state_findings(step, planes)
+            assert (problem is None) == (findings == []), (f"{bits:#010x} at {index} in plane {plane_index}, "
+                                                           f"step {step}: core {problem}, numpy {findings}")
+            if problem is not None:
+                first_numpy = findings[0]
+                assert problem[1] == "PMV"[plane_index]  # the step (10) has room: a plane is named
+                if first_numpy.index is not None:
+                    assert problem[2] == first_numpy.index

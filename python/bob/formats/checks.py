@@ -286,8 +286,11 @@ def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", heade
     def first_bad(rule: ValueRule, plane: int) -> "tuple[int, int] | None":
         """(how many values of the plane break ``rule``, the index of the first)."""
         assert rule.bad is not None  # every plane rule has its array form
-        bad = np.flatnonzero(rule.bad(np, planes[plane]))
-        return (int(bad.size), int(bad[0])) if bad.size else None
+        mask = rule.bad(np, planes[plane])
+        if not mask.any():  # a good plane (the common case) skips building the list of indices
+            return None
+        bad = np.flatnonzero(mask)
+        return int(bad.size), int(bad[0])
 
     for i, name in enumerate(PLANE_NAMES):
         if (found := first_bad(FINITE, i)) is not None:

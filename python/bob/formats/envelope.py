@@ -89,6 +89,9 @@ def _plane(value: Any, name: str) -> np.ndarray:
     P, M and V alike: the core trains it in place. Anything else is
     converted to a new array.
     """
+    if type(value) is np.ndarray and value.dtype == np.float32 and value.shape == (PARAMETER_COUNT,) \
+            and value.flags.c_contiguous and value.flags.writeable:
+        return value  # the planes bob itself makes (loaders, bob.invoke): nothing to convert
     from bob.arrays import NotAnArray, foreign_array, is_foreign
 
     try:

@@ -171,6 +171,25 @@ fn non_finite_values_are_found_first_by_plane_then_index() {
 }
 
 #[test]
+fn the_first_bad_index_is_found_across_screening_blocks() {
+    // The check screens 64 values at a time; the index must not depend on where a block ends.
+    let n = 65_536;
+    let good = vec![0.25_f32; n];
+    for index in [0, 1, 63, 64, 65, 127, 128, 4_095, 65_471, 65_472, n - 1] {
+        let mut p = good.clone();
+        p[index] = f32::NAN;
+        if index + 3 < n {
+            p[index + 3] = f32::INFINITY;
+        }
+        assert!(matches!(problem(&p, &good, &good, 10), Some(StateProblem::NonFinite { plane: "P", index: i, .. }) if i == index),
+                "{index}");
+        let mut v = good.clone();
+        v[index] = -f32::from_bits(1); // the smallest negative subnormal
+        assert_eq!(problem(&good, &good, &v, 10), Some(StateProblem::NegativeSecondMoment { index, value: v[index] }));
+    }
+}
+
+#[test]
 fn a_negative_second_moment_is_found_by_index() {
     let (p, m, mut v) = state();
     v[3] = 0.5;
