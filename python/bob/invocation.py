@@ -19,7 +19,7 @@ from bob.formats.constants import PARAMETER_COUNT, PLANE_NAMES, UPDATES_PER_INVO
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - typing costs start-up time bob-run does not pay
-    from typing import Sequence
+    from typing import Any, Sequence
 
     from bob.formats.contract import Contract
     from bob.formats.envelope import Checkpoint
@@ -164,7 +164,7 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
                       step_before, start.step)
 
 
-def _resumable_by_core(contract: "Contract", step: int, planes: "Sequence[object]") -> bool:
+def _resumable_by_core(contract: "Contract", step: int, planes: "Sequence[Any]") -> bool:
     """True when the state is bob v1's and the native core's resume check
     (``bob.core.resume_problem``: one vectorized pass, a fifth of the time
     of :func:`~bob.formats.checks.state_findings`' NumPy) finds nothing to
@@ -179,7 +179,7 @@ def _resumable_by_core(contract: "Contract", step: int, planes: "Sequence[object
     if not contract.is_v1:
         return False
     try:
-        return core.resume_problem(planes[0], planes[1], planes[2], step) is None  # type: ignore[arg-type]
+        return core.resume_problem(planes[0], planes[1], planes[2], step) is None
     except (TypeError, ValueError, core.CoreError):
         return False
 
