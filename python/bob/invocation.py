@@ -164,7 +164,7 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
                       step_before, start.step)
 
 
-def _resumable_by_core(contract: "Contract", step: int, planes: "Sequence[Any]") -> bool:
+def _resumable_by_core(contract: "Contract", step: int, planes: "Any") -> bool:
     """True when the state is bob v1's and the native core's resume check
     (``bob.core.resume_problem``: one vectorized pass, a fifth of the time
     of :func:`~bob.formats.checks.state_findings`' NumPy) finds nothing to
