@@ -120,7 +120,7 @@ def byte_buffer(data: Any, name: str, *, flat: bool = False, core: bool = False,
     bytes, so C-contiguous), or a TypeError that names ``name``.
 
     The one check of "must be bytes", at every door that takes bytes: the
-    formats' readers and builders (:func:`bob.formats.schema.as_bytes`),
+    formats' readers and builders (:func:`bob.formats.files.as_bytes`),
     the writer (:func:`bob.fileio.write_atomic`) and the native core's
     wrapper (:mod:`bob.core`, whose refusal shows the value: ``core``). A
     ``str`` is refused (bytes in which encoding?; named as such unless

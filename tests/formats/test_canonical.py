@@ -127,6 +127,93 @@ def test_larger_header_is_left_to_the_schemas(trained: bytes) -> None:
     assert canonical.recognize_checkpoint(wide) is None
 
 
+# ------------------------------------- examine: the canonical path = the schema path ---
+def _plain(value):
+    """A header as plain values (construct's Container keeps its stream under ``_io``)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if not k.startswith("_")}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _said(findings) -> list:
+    return [(type(f), f.field, f.message, repr(f.expected), repr(f.actual), f.offset, f.index) for f in findings]
+
+
+def assert_same_examination(data: bytes, for_resume: bool) -> None:
+    from bob.formats.checks import examine, examine_by_schema
+
+    fast, slow = examine(data, for_resume=for_resume), examine_by_schema(data, for_resume=for_resume)
+    assert _said(fast.findings) == _said(slow.findings)
+    assert _plain(fast.header) == _plain(slow.header)
+    for name in ("size", "magic", "header_raw", "header_digest", "computed_header_digest", "chunk_digests",
+                 "header_end", "contract", "partial_header", "fresh", "ok"):
+        assert getattr(fast, name) == getattr(slow, name), name
+    assert (fast.planes is None) == (slow.planes is None)
+    if fast.planes is not None:
+        assert fast.planes.tobytes() == slow.planes.tobytes()
+    assert fast.header_rows() == slow.header_rows()
+    if fast.layout is not None:
+        assert fast.layout.fields == slow.layout.fields
+        assert fast.offset_of("learner") == slow.offset_of("learner")
+    assert fast.header is None or (fast.header.step == slow.header.step
+                                   and fast.header.chunk_table[2].digest == slow.header.chunk_table[2].digest)
+
+
+def _unresumable(seed: int) -> list[bytes]:
+    """Canonical files bob must refuse to resume, one per state rule."""
+    out = []
+    for plane, index, value, step in (("p", 7, np.nan, 10), ("m", 65535, np.inf, 10), ("v", 64, -1.0, 10),
+                                      ("m", 3, 0.5, 0), ("p", 0, 0.0, 2**64 - 1)):
+        ckpt = random_checkpoint(seed, 10)
+        getattr(ckpt, plane)[index] = value
+        ckpt.step = step
+        out.append(ckpt.to_bytes(for_resume=False))
+    return out
+
+
+@pytest.mark.parametrize("for_resume", [True, False])
+def test_a_canonical_file_is_examined_as_the_schemas_examine_it(trained: bytes, for_resume: bool) -> None:
+    files = [trained, *(random_checkpoint(3, s).to_bytes(for_resume=False) for s in (0, 10, 2**64 - 11)),
+             *_unresumable(4)]
+    for data in files:
+        assert canonical.recognize_checkpoint(data) is not None  # every one takes the canonical path
+        assert_same_examination(data, for_resume)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), refresh=st.booleans())
+def test_any_file_is_examined_as_the_schemas_examine_it(trained: bytes, seed: int, refresh: bool) -> None:
+    # Mutants of a canonical file: most leave the canonical path after its digests are
+    # computed, and the schema path then reuses those digests.
+    rnd = random.Random(seed)
+    data = mutate_canonical(trained, rnd) if rnd.random() < 0.7 else mutate(trained, rnd)
+    if refresh:
+        data = refresh_digests(data)
+    assert_same_examination(data, for_resume=rnd.random() < 0.5)
+
+
+@pytest.mark.import_graph
+def test_inspecting_a_canonical_checkpoint_imports_no_construct(tmp_path: Path, trained: bytes) -> None:
+    (tmp_path / "ck.bin").write_bytes(trained)
+    script = (
+        "import sys\n"
+        "from bob.inspect.cli import main\n"
+        f"rc = main(['ckpt', {str(tmp_path / 'ck.bin')!r}])\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] == 'construct'\n"
+        "               or m in ('bob.formats.schema', 'bob.formats.envelope_schema'))\n"
+        "assert rc == 0 and not heavy, (rc, heavy)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    damaged = bytearray(trained)
+    damaged[500] ^= 1  # a plane's digest no longer holds: the schema path, construct and all
+    (tmp_path / "ck.bin").write_bytes(bytes(damaged))
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode != 0 and "construct" in out.stderr
+
+
 # ----------------------------------------------------------------- record ---
 @SETTINGS
 @given(corpus=st.binary(min_size=2, max_size=600), prompts=st.lists(st.binary(max_size=5), min_size=3, max_size=3))

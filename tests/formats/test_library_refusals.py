@@ -113,7 +113,7 @@ def test_planes_are_written_little_endian_whatever_the_array_s_byte_order() -> N
     (lambda: build_input(CORPUS, [b"a", 2, b""]), "prompt 1 must be bytes (or a bytes-like object), not int"),
 ])
 def test_a_door_given_no_bytes_names_what_it_wanted(call, message) -> None:
-    # One mechanism (bob.formats.schema.as_bytes) at every door that takes bytes.
+    # One mechanism (bob.formats.files.as_bytes) at every door that takes bytes.
     with pytest.raises(TypeError) as info:
         call()
     assert str(info.value) == message
@@ -181,7 +181,7 @@ def test_a_negative_validity_is_named_as_the_validity() -> None:
 
 def test_predictions_of_another_size_are_refused_whole() -> None:
     from bob.formats.constants import CHECKPOINT_MAGIC
-    from bob.formats.schema import KNOWN_MAGICS
+    from bob.formats.files import KNOWN_MAGICS
 
     truncated = {"error": "Truncated", "kind": "truncated", "field": "file_size", "index": None, "offset": None,
                  "expected": 24}

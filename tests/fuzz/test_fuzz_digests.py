@@ -94,23 +94,28 @@ def test_instrumented_state_checks_keep_no_memory() -> None:
 
 
 def test_the_checkpoint_target_parses_the_header_once_and_both_readings_see_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    from bob.formats import checks
+    import bob
+    from bob.formats import schema
 
-    real, calls = checks.parse, []
+    real, calls = schema.parse, []
 
-    def counting(schema, data):
+    def counting(parsed_by, data):
         calls.append(len(data))
-        return real(schema, data)
+        return real(parsed_by, data)
 
-    monkeypatch.setattr(checks, "parse", counting)
+    monkeypatch.setattr(schema, "parse", counting)
     get("checkpoint").run(CKPT)
-    assert calls == [len(CKPT)]  # the findings for resuming and the loader for reading: one parse
+    assert calls == [len(CKPT)]  # a canonical file: bob's readings recognize it; the schema judges that once
+    wide = bob.load_checkpoint(CKPT).to_bytes(header_bytes=512)
+    calls.clear()
+    get("checkpoint").run(wide)
+    assert calls == [len(wide)]  # the findings for resuming and the loader for reading: one parse
     bad = bytearray(CKPT)
     bad[35] = 0xFF  # the state string's length prefix past the file: the parse itself refuses
     calls.clear()
     get("checkpoint").run(bytes(bad))  # both readings refuse with the parse's refusal, held to the oracle
     assert calls == [len(bad)]
-    assert checks.parse is counting  # given back after the execution
+    assert schema.parse is counting  # given back after the execution
     from bob.errors import FormatError
     from bob.formats.envelope_schema import ENVELOPE_HEADER
 

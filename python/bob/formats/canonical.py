@@ -44,6 +44,7 @@ from bob.formats.layout import (
     CANONICAL_CHECKPOINT_BYTES,
     CANONICAL_HEADER_BYTES,
     CHUNK_ENTRY,
+    CONTRACT_STRINGS,
     ENVELOPE_HEAD,
     ENVELOPE_HEAD_STRUCT,
     ENVELOPE_TAIL,
@@ -151,17 +152,48 @@ def build_checkpoint(step: int, planes) -> bytearray:
     return seal_checkpoint(step, out)
 
 
+def has_canonical_prefix(data: "bytes | bytearray") -> bool:
+    """True when ``data`` is a canonical checkpoint's size and starts as one
+    does up to the step (magic, version, ``header_bytes`` = 448): the only
+    files :func:`recognize_checkpoint` hashes."""
+    return len(data) == CHECKPOINT_BYTES and data[:_STEP.offset] == _BEFORE_STEP
+
+
+def sealed_step(data: "bytes | bytearray", digests: "list[bytes]",
+                digest: "Callable[[Any], bytes] | None" = None) -> int | None:
+    """The step, if ``data`` (with :func:`has_canonical_prefix`) is exactly
+    the canonical checkpoint for its step and its planes' SHA-256s
+    ``digests``: its header, digest and padding rebuilt from them, byte for
+    byte. None otherwise."""
+    (step,) = _STEP.unpack(data)
+    if data[:HEADER_BYTES] != checkpoint_header(step, digests, digest):
+        return None
+    return step
+
+
 def recognize_checkpoint(data: "bytes | bytearray", digest: "Callable[[Any], bytes] | None" = None) -> int | None:
     """The step, if ``data`` is exactly a canonical checkpoint whose header
     digest and chunk digests all hold (each computed once, with ``digest``
     or :func:`sha256`); otherwise None (let the schemas judge)."""
-    if len(data) != CHECKPOINT_BYTES or data[:_STEP.offset] != _BEFORE_STEP:
+    if not has_canonical_prefix(data):
         return None
-    (step,) = _STEP.unpack(data)
-    planes = memoryview(data)[HEADER_BYTES:]
-    if data[:HEADER_BYTES] != checkpoint_header(step, chunk_digests(planes, digest), digest):
-        return None
-    return step
+    return sealed_step(data, chunk_digests(memoryview(data)[HEADER_BYTES:], digest), digest)
+
+
+def header_fields(step: int, digests: "list[bytes]") -> "dict[str, Any]":
+    """The canonical header's fields for ``step`` and the planes' SHA-256s,
+    by the envelope schema's names and as its parse gives them (the
+    contract strings without their length prefixes; the chunk table as a
+    list of ``tag``, ``offset``, ``length``, ``digest``).
+    ``tests/formats/test_canonical.py`` holds them equal to the schema's parse."""
+    return {
+        "magic": CHECKPOINT_MAGIC, "version": VERSION, "header_bytes": HEADER_BYTES, "step": step,
+        **dict(zip(CONTRACT_STRINGS, STRINGS)),
+        "payload_bytes": PAYLOAD_BYTES, "chunk_bytes": CHUNK_BYTES, "updates_per_invocation": UPDATES_PER_INVOCATION,
+        "chunk_count": len(CHUNK_TAGS),
+        "chunk_table": [{"tag": tag, "offset": chunk_offset(HEADER_BYTES, i), "length": CHUNK_BYTES, "digest": d}
+                        for i, (tag, d) in enumerate(zip(CHUNK_TAGS, digests))],
+    }
 
 
 def recognize_record(data: "bytes | bytearray") -> "tuple[bytes, bytes, tuple[int, ...]] | None":

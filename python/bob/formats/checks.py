@@ -17,6 +17,14 @@
 9. for resuming only (:func:`state_findings`): finite planes, no negative
    V, step 0 only with all-zero M and V, room for 10 more updates in a u64.
 
+A file that is exactly the canonical checkpoint (the 448-byte header bob
+writes, every digest holding: :func:`bob.formats.canonical.sealed_step`,
+held to the schemas by ``tests/formats/test_canonical.py``) has none of the
+findings 1–8, so it is examined without construct: its header's fields are
+those :func:`bob.formats.canonical.header_fields` builds, and only step 9
+is left. Anything else is parsed by the schema (construct is imported
+then); the planes' digests computed on the way are not computed again.
+
 Problems in steps 1–2 stop the examination (nothing after them can be
 located); a ``payload_bytes`` or ``chunk_bytes`` mismatch stops it after
 step 4; a file too short to hold the planes stops it after step 7. Anything
@@ -33,7 +41,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
 import numpy as np
-from construct import Container, Struct
 
 from bob.errors import (
     BadValue,
@@ -66,19 +73,38 @@ from bob.formats.rules import (
     ValueRule,
     chunk_offset,
 )
-from bob.formats.envelope_schema import ENVELOPE_HEADER, ENVELOPE_MAGIC, HEADER_BODY
-from bob.formats.layout import DIGEST_BYTES, ENVELOPE_HEAD, PLANE_DTYPE, EnvelopeLayout, envelope_layout
-from bob.formats.schema import FieldRow, walk, as_bytes, magic_finding, parse
+from bob.formats import canonical
+from bob.formats.files import CHECKPOINT_FILE, as_bytes, magic_finding
+from bob.formats.layout import CANONICAL, DIGEST_BYTES, ENVELOPE_HEAD, PLANE_DTYPE, EnvelopeLayout, envelope_layout
 
-__all__ = ["Examination", "examine", "state_findings", "resume_findings", "refuse_unresumable",
-           "checkpoint_findings"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - the schemas (construct) are imported only for a file that needs them
+    from bob.formats.schema import FieldRow
+
+__all__ = ["Examination", "HeaderFields", "examine", "examine_by_schema", "state_findings", "resume_findings",
+           "refuse_unresumable", "checkpoint_findings"]
+
+
+class HeaderFields(dict[str, Any]):
+    """A header's fields by the schema's names, as items and as attributes
+    (``h["step"]``, ``h.step``), as construct's parse offers them: what the
+    canonical path gives instead of a parse."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
 
 
 @dataclass
 class Examination:
     """What a reader found in a checkpoint's bytes.
 
-    ``header`` is construct's parse of the header body (``None`` if it could
+    ``header`` holds the header's fields (construct's parse of the header
+    body, or the canonical file's :class:`HeaderFields`; ``None`` if it could
     not be parsed); ``planes`` the read-only float32 views (3 × 65,536) when all
     the payload bytes are there; ``findings`` every problem, in the contract's
     order. ``fresh`` is True for zero bytes (a fresh run).
@@ -86,7 +112,7 @@ class Examination:
 
     size: int
     findings: list[FormatError] = field(default_factory=list)
-    header: Container | None = None
+    header: Any = None  # HeaderFields, or construct's Container (a dict with the same names)
     header_raw: bytes | None = None
     header_digest: bytes | None = None
     computed_header_digest: bytes | None = None
@@ -135,6 +161,9 @@ class Examination:
         """The layout of this file's header (offset, size, field, meaning), from the schema."""
         if self.header is None:
             return []
+        from bob.formats.envelope_schema import HEADER_BODY
+        from bob.formats.schema import walk
+
         rows: list[FieldRow] = []
         walk(HEADER_BODY, self.header, 0, "", "", rows)
         return rows
@@ -148,15 +177,54 @@ class Examination:
         return None if entry is None else entry.offset
 
 
+def _sha256(data: Any) -> bytes:
+    return hashlib.sha256(data).digest()  # looked up at each call: bob.fuzz.digests shares it
+
+
 def examine(data: bytes, *, for_resume: bool = True) -> Examination:
     """Check ``data`` as a bob-envelope v1 file and collect every finding."""
+    data = as_bytes(data, "the checkpoint")
+    digests = None
+    if canonical.has_canonical_prefix(data):
+        digests = canonical.chunk_digests(memoryview(data)[canonical.HEADER_BYTES:], _sha256)
+        step = canonical.sealed_step(data, digests, _sha256)
+        if step is not None:
+            return _canonical_examination(data, step, digests, for_resume)
+    return examine_by_schema(data, for_resume=for_resume, plane_digests=digests)
+
+
+def _canonical_examination(data: bytes, step: int, digests: list[bytes], for_resume: bool) -> Examination:
+    """The examination of a canonical checkpoint (:func:`canonical.sealed_step`
+    holds for it): what the schema path finds in such a file, without parsing."""
+    at = CANONICAL.header_digest
+    stored = data[at:at + DIGEST_BYTES]
+    planes = np.frombuffer(data, dtype=PLANE_DTYPE, count=len(PLANE_NAMES) * PARAMETER_COUNT,
+                           offset=canonical.HEADER_BYTES).reshape(len(PLANE_NAMES), PARAMETER_COUNT)
+    fields = canonical.header_fields(step, digests)
+    fields["chunk_table"] = [HeaderFields(entry) for entry in fields["chunk_table"]]
+    ex = Examination(size=len(data), header=HeaderFields(fields), header_raw=data[:at], header_digest=stored,
+                     computed_header_digest=stored, planes=planes, chunk_digests=tuple(digests),
+                     magic=data[ENVELOPE_HEAD["magic"].slice])
+    if for_resume:
+        ex.findings.extend(state_findings(step, planes, canonical.HEADER_BYTES))
+    return ex
+
+
+def examine_by_schema(data: bytes, *, for_resume: bool = True, plane_digests: "list[bytes] | None" = None) -> Examination:
+    """:func:`examine` by the envelope schema, whatever the file (the path
+    every file but a canonical one takes). ``plane_digests``: the SHA-256s of
+    the three 262,144-byte ranges after a 448-byte header, when the caller
+    has computed them (used only if the file's chunks lie there)."""
+    from bob.formats.envelope_schema import ENVELOPE_HEADER
+    from bob.formats.schema import parse
+
     data = as_bytes(data, "the checkpoint")
     n = len(data)
     ex = Examination(size=n, magic=data[ENVELOPE_HEAD["magic"].slice])
     out = ex.findings
     if n == 0:
         return ex  # a fresh run's checkpoint
-    problem = magic_finding(data, ENVELOPE_MAGIC, "a checkpoint (bob-envelope)")
+    problem = magic_finding(data, *CHECKPOINT_FILE)
     if problem is not None:
         out.append(problem)
         return ex
@@ -188,7 +256,7 @@ def examine(data: bytes, *, for_resume: bool = True) -> Examination:
         return ex
 
     # -- 3. header digest ------------------------------------------------------
-    ex.computed_header_digest = hashlib.sha256(parsed.header.data).digest()
+    ex.computed_header_digest = _sha256(parsed.header.data)
     if ex.computed_header_digest != parsed.header_digest:
         out.append(IntegrityError("header_digest", "the header's SHA-256 does not match its bytes",
                                   expected=ex.computed_header_digest, actual=parsed.header_digest,
@@ -236,10 +304,10 @@ def examine(data: bytes, *, for_resume: bool = True) -> Examination:
 
     # -- 8. chunk digests ----------------------------------------------------------
     view = memoryview(data)
-    digests = tuple(
-        hashlib.sha256(view[chunk_offset(hb, i):chunk_offset(hb, i + 1)]).digest()
-        for i in range(len(CHUNK_TAGS))
-    )
+    if plane_digests is not None and hb == canonical.HEADER_BYTES and n == canonical.CHECKPOINT_BYTES:
+        digests = tuple(plane_digests)  # the same three ranges, hashed once already
+    else:
+        digests = tuple(_sha256(view[chunk_offset(hb, i):chunk_offset(hb, i + 1)]) for i in range(len(CHUNK_TAGS)))
     ex.chunk_digests = digests
     for i, (entry, digest) in enumerate(zip(h.chunk_table, digests)):
         if entry.digest != digest:
@@ -261,6 +329,11 @@ def examine(data: bytes, *, for_resume: bool = True) -> Examination:
 def _partial_header(data: bytes) -> list[tuple[str, Any]] | None:
     """The longest prefix of :data:`~bob.formats.envelope_schema.HEADER_BODY`'s
     fields that parses, as ``[(field, value)]`` (None if not even the magic does)."""
+    from construct import Struct
+
+    from bob.formats.envelope_schema import HEADER_BODY
+    from bob.formats.schema import parse
+
     subcons = HEADER_BODY.subcons
     for k in range(len(subcons) - 1, 0, -1):
         try:

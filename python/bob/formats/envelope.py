@@ -19,8 +19,8 @@ import numpy as np
 import numpy.typing as npt
 
 from bob.errors import BadValue, integer_field, integer_value, shown_kind
-from bob.formats.canonical import envelope_header, recognize_checkpoint
-from bob.formats.checks import examine, state_findings
+from bob.formats.canonical import envelope_header
+from bob.formats.checks import examine
 from bob.formats.constants import CHUNK_TAGS, LEARNER_FLOATS, MAX_CHECKPOINT_BYTES
 from bob.formats.contract import (
     PARAMETER_COUNT,
@@ -41,10 +41,9 @@ from bob.formats.envelope_schema import (
     canonical_header_bytes,
     header_length,
 )
-from bob.formats.files import CHECKPOINT_FILE, read_format_file
+from bob.formats.files import CHECKPOINT_FILE, as_bytes, read_format_file
 from bob.formats.layout import PLANE_DTYPE, WORD_DTYPE
 from bob.formats.rules import HEADER_BYTES as HEADER_BYTES_RULE
-from bob.formats.schema import as_bytes
 from bob.text import f32_text
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -366,24 +365,11 @@ def load_checkpoint(data: bytes, *, for_resume: bool = True) -> Checkpoint:
     Zero bytes are a fresh run: the state at step 0, made by the native core.
     ``for_resume=False`` skips the state checks (an inspector loads such files).
 
-    Each digest is computed once. A canonical file (the 448-byte header bob
-    writes) is recognised by rebuilding its header from the planes'
-    digests (:func:`bob.formats.canonical.recognize_checkpoint`, held to the
-    schemas by ``tests/formats/test_canonical.py``); anything else goes
-    through :func:`bob.formats.checks.examine`. Either way the planes are
-    copied once, into writable arrays the checkpoint owns (the core trains
-    them in place), never views of ``data``.
+    The bytes are examined once (:func:`bob.formats.checks.examine`: each
+    digest computed once; a canonical file recognised without a parse), and
+    the planes copied once, into writable arrays the checkpoint owns (the
+    core trains them in place), never views of ``data`` (D20).
     """
-    data = as_bytes(data, "the checkpoint")
-    step = recognize_checkpoint(data, _hashlib_sha256)
-    if step is not None:
-        views = np.frombuffer(data, dtype=PLANE_DTYPE, offset=HEADER_BYTES).reshape(len(PLANE_NAMES), PARAMETER_COUNT)
-        if for_resume:
-            problems = state_findings(step, views, HEADER_BYTES)
-            if problems:
-                raise problems[0]
-        planes = views.copy()
-        return Checkpoint(step, planes[0], planes[1], planes[2], HEADER_BYTES, V1)
     ex = examine(data, for_resume=for_resume)
     if ex.findings:
         raise ex.findings[0]

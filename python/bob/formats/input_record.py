@@ -18,10 +18,10 @@ from construct import Const, Rebuild, Struct
 from bob.errors import BadValue, FormatError, Truncated, integer_field, shown_kind
 from bob.formats.contract import EMPTY_PROMPT, PROMPTS, RECORD_BYTES, VOCABULARY
 from bob.formats.constants import INPUT_MAGIC
-from bob.formats.files import INPUT_FILE, read_format_file
+from bob.formats.files import INPUT_FILE, as_bytes, magic_finding, read_format_file
 from bob.formats.layout import INPUT, WORD_DTYPE
 from bob.formats.rules import INPUT_VERSION, PROMPT_WORD, TARGET_AGREES
-from bob.formats.schema import END, as_bytes, magic_finding, parse, ruled, schema_fields
+from bob.formats.schema import END, parse, ruled, schema_fields
 
 __all__ = [
     "INPUT_RECORD",

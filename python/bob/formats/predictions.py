@@ -12,12 +12,12 @@ from construct import Struct
 
 from bob.errors import BadValue, FormatError, Truncated, integer_field, shown_kind
 from bob.formats.contract import PREDICTION_BYTES, PROMPTS
-from bob.formats.files import read_format_file
+from bob.formats.files import KNOWN_MAGICS, as_bytes, read_format_file
 from bob.formats.kinds import MAGIC_BYTES
 from bob.formats.layout import PREDICTION_FIELDS
 from bob.formats.layout import PREDICTION_RECORD as PREDICTION_LAYOUT
 from bob.formats.rules import INVALID_TOKEN, TOKEN, VALIDITY
-from bob.formats.schema import END, KNOWN_MAGICS, Table, as_bytes, parse, schema_fields
+from bob.formats.schema import END, Table, parse, schema_fields
 
 __all__ = ["PREDICTION_RECORD", "PREDICTIONS", "Predictions", "PredictionsExamination", "examine",
            "predictions_findings", "load_predictions", "read_predictions_file"]

@@ -55,8 +55,7 @@ from construct import (
     stream_write,
 )
 
-from bob.errors import BadValue, FormatError, NotABobFile, Truncated, byte_buffer
-from bob.formats.constants import CHECKPOINT_MAGIC, INPUT_MAGIC
+from bob.errors import BadValue, FormatError, NotABobFile, Truncated
 from bob.formats.layout import DIGEST_BYTES, U32, U64, Field
 from bob.formats.rules import ValueRule
 
@@ -76,9 +75,6 @@ __all__ = [
     "walk",
     "const_value",
     "field_from_path",
-    "KNOWN_MAGICS",
-    "magic_finding",
-    "as_bytes",
 ]
 
 
@@ -451,34 +447,3 @@ def const_value(schema: Struct, name: str) -> Any:
 # --------------------------------------------------------------------------- #
 # Magic
 # --------------------------------------------------------------------------- #
-
-KNOWN_MAGICS = {
-    INPUT_MAGIC: "a bob input record (bob-input)",
-    CHECKPOINT_MAGIC: "a bob checkpoint (bob-envelope)",
-}
-
-
-def magic_finding(data: bytes, magic: bytes, what: str) -> FormatError | None:
-    """The finding for ``data``'s first bytes against ``magic``, or None if they match.
-
-    A file that does not start with the magic is :class:`NotABobFile` (named as
-    such, never as a bad length); a file shorter than the magic that is a
-    prefix of it is :class:`Truncated`.
-    """
-    head = data[: len(magic)]
-    if head == magic:
-        return None
-    if len(head) < len(magic) and magic.startswith(head):
-        return Truncated("file_size", f"the file ends inside the magic of {what}",
-                         expected=f"at least {len(magic)} bytes", actual=f"{len(data)} bytes", offset=0)
-    other = KNOWN_MAGICS.get(head)
-    message = f"this is {other}, not {what}" if other else f"not {what}: wrong magic"
-    return NotABobFile("magic", message, expected=magic, actual=head, offset=0)
-
-
-def as_bytes(data: Any, name: str) -> bytes:
-    """``data`` as ``bytes``: a bytes-like object is copied once; anything else
-    is :func:`bob.errors.byte_buffer`'s TypeError naming ``name``."""
-    if type(data) is bytes:
-        return data
-    return byte_buffer(data, name).tobytes()

@@ -142,19 +142,19 @@ def shared_digests() -> Iterator[DigestMemo]:
     """Within the block, every ``hashlib.sha256`` call and the fast path's SHA-256 go through
     one :class:`DigestMemo`, the envelope header is parsed once per input, and its layout is
     computed once per string lengths."""
-    from bob.formats import canonical, checks, envelope_schema
+    from bob.formats import canonical, checks, envelope_schema, schema
 
     memo = DigestMemo()
-    real, real_fast, real_parse = hashlib.sha256, canonical._digest, checks.parse
+    real, real_fast, real_parse = hashlib.sha256, canonical._digest, schema.parse
     real_layout = checks.envelope_layout
     hashlib.sha256 = memo.sha256  # type: ignore[assignment]
     canonical._digest = memo.fast_path_digest  # what canonical.sha256 calls (bound on first use)
-    checks.parse = _parsed_once(real_parse)
+    schema.parse = _parsed_once(real_parse)  # what checks imports when it parses
     checks.envelope_layout = envelope_schema.envelope_layout = _layout_once(real_layout)
     try:
         yield memo
     finally:
         hashlib.sha256 = real
         canonical._digest = real_fast
-        checks.parse = real_parse
+        schema.parse = real_parse
         checks.envelope_layout = envelope_schema.envelope_layout = real_layout
