@@ -2,7 +2,8 @@
 
 * :mod:`bob.formats.input_record` — ``bob-input`` v1: schema, ``examine``, ``InputRecord``, loader, reader;
 * :mod:`bob.formats.envelope_schema` — ``bob-envelope`` v1's schema (``ENVELOPE``);
-* :mod:`bob.formats.checks` — a checkpoint's findings (``examine``), from that schema;
+* :mod:`bob.formats.checks` — a checkpoint's findings (``examine``), from that schema (a canonical
+  file, recognised by :mod:`~bob.formats.canonical`, without parsing it);
 * :mod:`bob.formats.envelope` — ``Checkpoint``, ``load_checkpoint``, ``read_checkpoint_file``, from those;
 * :mod:`bob.formats.predictions` — the 24-byte predictions: schema, ``examine``, ``Predictions``, loader, reader;
 * :mod:`bob.formats.contract` — bob v1's contract strings as a typed object (``V1``);
@@ -12,7 +13,8 @@
 * :mod:`bob.formats.rules` — the value rules as data: field, predicate, error class, message (standard library);
 * :mod:`bob.formats.canonical` — the one header builder; the layout bob writes, built and recognised
   without construct;
-* :mod:`bob.formats.files` — the one bounded read of a format's file (regular files only);
+* :mod:`bob.formats.files` — the one bounded read of a format's file (regular files only), and the
+  first checks of any bytes (``as_bytes``, ``magic_finding``);
 * :mod:`bob.formats.schema` — the custom constructs, ``parse`` and ``layout``;
 * :mod:`bob.formats.docs` — layout and rule tables printed from the schemas and the rules.
 
