@@ -205,10 +205,15 @@ def predict(p: "PlaneLike", prompt_words: "Iterable[int]") -> list[tuple[int, in
 
 
 def resume_problem(p: "PlaneLike", m: "PlaneLike", v: "PlaneLike", step: int,
-                   updates: int = UPDATES_PER_INVOCATION) -> "tuple[str, str, int] | None":
+                   updates: int = UPDATES_PER_INVOCATION, *, into: "PlaneLike | None" = None) -> "tuple[str, str, int] | None":
     """The first reason the state may not be resumed (§5) as (check, plane, index), or None.
 
-    ``check`` is "non_finite", "negative" or "no_room"; ``plane`` "P", "M",
-    "V" (or "" for the step); ``index`` the parameter index (0 for the step).
+    ``check`` is "non_finite", "negative", "moments_at_step_zero" or
+    "no_room"; ``plane`` "P", "M", "V" (or "" for the step); ``index`` the
+    parameter index (0 for the step). With ``into`` (a writable float32
+    buffer of 3 × len(P) values, sharing no memory with P, M, V), P, M and V
+    are copied into it first and the copy is checked: a checked copy in one
+    call (``bob.invoke`` makes its working copy so).
     """
-    return _core.resume_problem(_plane(p, "p"), _plane(m, "m"), _plane(v, "v"), _whole(step, "step"), _whole(updates, "updates"))
+    return _core.resume_problem(_plane(p, "p"), _plane(m, "m"), _plane(v, "v"), _whole(step, "step"),
+                                _whole(updates, "updates"), into=None if into is None else _plane(into, "into"))

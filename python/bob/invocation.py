@@ -150,11 +150,12 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
     if not isinstance(record, InputRecord):
         record = load_input(record)
     if isinstance(checkpoint, Checkpoint):
-        if not _resumable_by_core(checkpoint.contract, checkpoint.step, (checkpoint.p, checkpoint.m, checkpoint.v)):
+        start = _checked_copy(checkpoint)
+        if start is None:  # the core refused the state, or could not read it: the findings say why
             findings = resume_findings(checkpoint)
             if findings:
                 raise findings[0]
-        start = _owned_copy(checkpoint)
+            start = _owned_copy(checkpoint)
     else:
         start = _loaded(checkpoint)  # b"" -> the fresh state; a new object either way
     step_before = start.step
@@ -182,6 +183,30 @@ def _resumable_by_core(contract: "Contract", step: int, planes: "Any") -> bool:
         return core.resume_problem(planes[0], planes[1], planes[2], step) is None
     except (TypeError, ValueError, core.CoreError):
         return False
+
+
+def _checked_copy(checkpoint: "Checkpoint") -> "Checkpoint | None":
+    """A copy of ``checkpoint`` whose P, M and V are the rows of one new
+    array (see :func:`_owned_copy`), made and checked for resuming by the
+    core in one call (``bob.core.resume_problem(..., into=)``); None when
+    the state is not bob v1's, the core finds something to refuse, or it
+    cannot read the planes or the step: :func:`~bob.formats.checks.resume_findings`
+    then names what is wrong. The two checks refuse exactly the same states
+    (``tests/formats/test_rules.py`` holds them equal)."""
+    import numpy as np
+
+    from bob import core
+
+    if not checkpoint.contract.is_v1:
+        return None
+    owned = np.empty((len(PLANE_NAMES), PARAMETER_COUNT), dtype=np.float32)
+    try:
+        problem = core.resume_problem(checkpoint.p, checkpoint.m, checkpoint.v, checkpoint.step, into=owned)
+    except (TypeError, ValueError, core.CoreError):
+        return None
+    if problem is not None:
+        return None
+    return _with_planes(checkpoint.step, owned, checkpoint.header_bytes, checkpoint.contract)
 
 
 def _owned_copy(checkpoint: "Checkpoint") -> "Checkpoint":

@@ -68,6 +68,37 @@ def test_resume_problem_counts_are_refused_by_name():
         bob.core.resume_problem(p, m, v, 0, 10.0)
 
 
+def test_a_checked_copy_is_the_planes_and_the_same_answer():
+    import numpy as np
+
+    p, m, v = planes()
+    into = np.full((3, p.size), np.float32(7.0))
+    assert bob.core.resume_problem(p, m, v, 10, into=into) is None
+    assert into.tobytes() == p.tobytes() + m.tobytes() + v.tobytes()
+    v[5] = np.float32(-2.0)
+    assert bob.core.resume_problem(p, m, v, 10, into=into) == bob.core.resume_problem(p, m, v, 10) == ("negative", "V", 5)
+
+
+def test_a_checked_copy_refuses_a_destination_it_cannot_fill_by_name():
+    import numpy as np
+
+    p, m, v = planes()
+    with pytest.raises(ValueError, match=r"^into holds 3 float32 values, expected 196608$"):
+        bob.core.resume_problem(p, m, v, 10, into=np.zeros(3, np.float32))
+    read_only = np.zeros(3 * p.size, np.float32)
+    read_only.flags.writeable = False
+    with pytest.raises(ValueError, match=r"^into is read-only"):
+        bob.core.resume_problem(p, m, v, 10, into=read_only)
+    with pytest.raises(TypeError, match=r"^into must hold float32 values"):
+        bob.core.resume_problem(p, m, v, 10, into=np.zeros(3 * p.size, np.float64))
+    block = np.zeros((3, p.size), np.float32)
+    for k, name in enumerate("PMV"):  # a destination over one of the planes it copies
+        sources = [p, m, v]
+        sources[k] = block[0]
+        with pytest.raises(ValueError, match=rf"^into shares memory with {name}; it must be a buffer of its own$"):
+            bob.core.resume_problem(*sources, 10, into=block)
+
+
 @pytest.mark.parametrize("call", [
     lambda: bob.core.initial_planes(5),
     lambda: bob.core.initial_planes("bob"),

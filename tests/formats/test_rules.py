@@ -54,6 +54,8 @@ def test_the_cores_resume_check_refuses_exactly_what_the_numpy_findings_refuse(p
             if index + 7 < 65536:  # a later bad value must not be the one named
                 planes[plane_index].view(np.uint32)[index + 7] = 0x7FC00000
             problem = bob.core.resume_problem(planes[0], planes[1], planes[2], step)
+            into = np.empty_like(planes)
+            assert bob.core.resume_problem(planes[0], planes[1], planes[2], step, into=into) == problem
             findings = state_findings(step, planes)
             assert (problem is None) == (findings == []), (f"{bits:#010x} at {index} in plane {plane_index}, "
                                                            f"step {step}: core {problem}, numpy {findings}")

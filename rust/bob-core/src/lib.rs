@@ -263,6 +263,36 @@ pub fn resume_state_problem(p: &[f32], m: &[f32], v: &[f32], step: u64, updates:
     environment::in_default_environment(|| state_problem(p, m, v, step, updates))
 }
 
+/// [`resume_state_problem`] of P, M, V, made on a copy of them written into
+/// `into` (P, then M, then V): what a caller needs that must neither train
+/// its own state nor train a state it would refuse. The copy is bit for bit
+/// the planes, so the problem (plane, index) is theirs. Refuses planes of
+/// unequal lengths, and an `into` of another length than the three.
+pub fn copy_resumable_state(
+    p: &[f32],
+    m: &[f32],
+    v: &[f32],
+    into: &mut [f32],
+    step: u64,
+    updates: u64,
+) -> Result<Option<StateProblem>, CoreError> {
+    let n = p.len();
+    for (plane, values) in [("M", m), ("V", v)] {
+        if values.len() != n {
+            return Err(CoreError::PlaneLengthMismatch { plane, expected: n, actual: values.len() });
+        }
+    }
+    if into.len() != 3 * n {
+        return Err(CoreError::PlaneLengthMismatch { plane: "into", expected: 3 * n, actual: into.len() });
+    }
+    let (to_p, rest) = into.split_at_mut(n);
+    let (to_m, to_v) = rest.split_at_mut(n);
+    to_p.copy_from_slice(p);
+    to_m.copy_from_slice(m);
+    to_v.copy_from_slice(v);
+    Ok(resume_state_problem(to_p, to_m, to_v, step, updates))
+}
+
 fn state_problem(p: &[f32], m: &[f32], v: &[f32], step: u64, updates: u64) -> Option<StateProblem> {
     for (plane, values) in [("P", p), ("M", m), ("V", v)] {
         if let Some(index) = first_where(values, |x| !x.is_finite()) {

@@ -4,7 +4,7 @@
 //! problem at a time, and the §4 prediction rules.
 
 use bob_core::{
-    predict, resume_state_problem, train, vocabulary_of, CoreError, Kernel, Options, Planes, StateProblem, BOB_V1_ADAMW,
+    copy_resumable_state, predict, resume_state_problem, train, vocabulary_of, CoreError, Kernel, Options, Planes, StateProblem, BOB_V1_ADAMW,
     EMPTY_PROMPT,
 };
 
@@ -187,6 +187,21 @@ fn the_first_bad_index_is_found_across_screening_blocks() {
         v[index] = -f32::from_bits(1); // the smallest negative subnormal
         assert_eq!(problem(&good, &good, &v, 10), Some(StateProblem::NegativeSecondMoment { index, value: v[index] }));
     }
+}
+
+#[test]
+fn a_checked_copy_is_the_planes_with_the_checks_answer() {
+    let (p, m, mut v) = state();
+    let mut into = vec![7.0_f32; 3 * p.len()];
+    assert_eq!(copy_resumable_state(&p, &m, &v, &mut into, 10, 10), Ok(None));
+    assert_eq!(into, [p.clone(), m.clone(), v.clone()].concat());
+    v[3] = -1.0;
+    assert_eq!(copy_resumable_state(&p, &m, &v, &mut into, 10, 10), Ok(problem(&p, &m, &v, 10)));
+    let mut short = vec![0.0_f32; 3 * p.len() - 1];
+    assert_eq!(copy_resumable_state(&p, &m, &v, &mut short, 10, 10),
+               Err(CoreError::PlaneLengthMismatch { plane: "into", expected: 3 * p.len(), actual: 3 * p.len() - 1 }));
+    assert_eq!(copy_resumable_state(&p, &m[1..], &v, &mut into, 10, 10),
+               Err(CoreError::PlaneLengthMismatch { plane: "M", expected: p.len(), actual: p.len() - 1 }));
 }
 
 #[test]

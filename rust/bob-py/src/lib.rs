@@ -387,13 +387,18 @@ fn predict(p: &Bound<'_, PyAny>, prompt_words: Vec<u32>) -> PyResult<Vec<(u32, u
 /// The first reason the state P, M, V at `step` may not be resumed for
 /// `updates` more updates (§5), as (check, plane, index), or None.
 /// check is "non_finite", "negative", "moments_at_step_zero" or "no_room".
+/// With `into` (a writable float32 buffer of 3 × len(P) values sharing no
+/// memory with P, M, V), P, M and V are first copied into it and the copy
+/// is checked: one call for a checked copy.
 #[pyfunction]
+#[pyo3(signature = (p, m, v, step, updates, *, into = None))]
 fn resume_problem(
     p: &Bound<'_, PyAny>,
     m: &Bound<'_, PyAny>,
     v: &Bound<'_, PyAny>,
     step: u64,
     updates: u64,
+    into: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Option<(&'static str, &'static str, usize)>> {
     let (pp, mp, vp) = (plane_readable(p, "P")?, plane_readable(m, "M")?, plane_readable(v, "V")?);
     check_length(&mp, "M", pp.len)?;
@@ -403,7 +408,25 @@ fn resume_problem(
     let (p, m, v) = unsafe {
         (Lent(pp.ptr, pp.len).slice_ref(), Lent(mp.ptr, mp.len).slice_ref(), Lent(vp.ptr, vp.len).slice_ref())
     };
-    Ok(bob_core::resume_state_problem(p, m, v, step, updates).map(|problem| match problem {
+    let problem = match into {
+        None => bob_core::resume_state_problem(p, m, v, step, updates),
+        Some(into) => {
+            let ip = plane(into, "into")?;
+            check_length(&ip, "into", 3 * pp.len)?;
+            for (source, name) in [(&pp, "P"), (&mp, "M"), (&vp, "V")] {
+                if overlaps(&ip, source) {
+                    return Err(PyValueError::new_err(format!(
+                        "into shares memory with {name}; it must be a buffer of its own"
+                    )));
+                }
+            }
+            // SAFETY: `into` is held by `ip` for this call, is writable, and
+            // overlaps none of the three planes read through shared slices.
+            let out = unsafe { Lent(ip.ptr, ip.len).slice() };
+            bob_core::copy_resumable_state(p, m, v, out, step, updates).map_err(core_error)?
+        }
+    };
+    Ok(problem.map(|problem| match problem {
         StateProblem::NonFinite { plane, index, .. } => ("non_finite", plane, index),
         StateProblem::NegativeSecondMoment { index, .. } => ("negative", "V", index),
         StateProblem::MomentsAtStepZero { plane, index, .. } => ("moments_at_step_zero", plane, index),
