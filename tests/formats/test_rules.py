@@ -51,8 +51,8 @@ def test_the_cores_resume_check_refuses_exactly_what_the_numpy_findings_refuse(p
         for index in BLOCK_EDGES:
             planes = np.zeros((3, 65536), dtype=np.float32)
             planes[plane_index].view(np.uint32)[index] = bits
-            if index + 7 < 65536:  # a later bad value must not be the one named
-                planes[plane_index].view(np.uint32)[index + 7] = 0x7FC00000
+            if index + 7 < 65536:  # a later value of the same kind must not be the one named
+                planes[plane_index].view(np.uint32)[index + 7] = bits
             problem = bob.core.resume_problem(planes[0], planes[1], planes[2], step)
             into = np.empty_like(planes)
             assert bob.core.resume_problem(planes[0], planes[1], planes[2], step, into=into) == problem

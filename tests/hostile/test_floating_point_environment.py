@@ -107,3 +107,41 @@ def test_the_environment_is_really_hostile(name: str) -> None:
     with hostile(name):
         changed = arithmetic()
     assert changed != plain
+
+
+def _subnormal_states() -> "list[tuple[str, bob.Checkpoint]]":
+    """States bob must refuse to resume for a subnormal alone, which a float
+    comparison under denormals-are-zero takes for zero."""
+    import numpy as np
+
+    fresh = bob.Checkpoint.fresh()
+    zeros = np.zeros_like(fresh.p)
+    moment = zeros.copy()
+    moment.view(np.uint32)[5] = 0x00000001  # the smallest positive subnormal, at step 0
+    negative = zeros.copy()
+    negative.view(np.uint32)[5] = 0x80000001  # the smallest negative subnormal, in V
+    return [("step 0, a subnormal M", bob.Checkpoint(0, fresh.p.copy(), moment, zeros.copy())),
+            ("step 10, a negative subnormal V", bob.Checkpoint(10, fresh.p.copy(), zeros.copy(), negative))]
+
+
+def test_a_subnormal_state_is_refused_by_every_door_in_a_hostile_environment(tmp_path) -> None:
+    from bob.commands import Refused
+    from bob.errors import StateRefused
+    from bob.formats.checks import state_findings
+    from bob.run import run_files
+
+    record = bob.build_input(CORPUS, PROMPTS)
+    (tmp_path / "rec.bin").write_bytes(record.to_bytes())
+    cases = [(name, state, state.to_bytes(for_resume=False)) for name, state in _subnormal_states()]
+    with hostile("flush-to-zero and denormals-are-zero"):
+        for name, state, data in cases:
+            assert bob.core.resume_problem(state.p, state.m, state.v, state.step) is not None, name
+            assert [type(f) for f in state_findings(state.step, (state.p, state.m, state.v))] == [StateRefused], name
+            for door in (lambda: bob.load_checkpoint(data), lambda: bob.invoke(record, state),
+                         lambda: bob.invoke(record, data), lambda: state.to_bytes()):
+                with pytest.raises(StateRefused):
+                    door()
+            (tmp_path / "ck.bin").write_bytes(data)
+            with pytest.raises(Refused, match=r"^--checkpoint .*(plane M is not all zero|negative value\(s\) in plane V)"):
+                run_files(str(tmp_path / "rec.bin"), str(tmp_path / "ck.bin"), str(tmp_path / "pred.bin"))
+            assert (tmp_path / "ck.bin").read_bytes() == data and not (tmp_path / "pred.bin").exists(), name

@@ -87,8 +87,9 @@ __all__ = ["Examination", "HeaderFields", "examine", "examine_by_schema", "state
 
 class HeaderFields(dict[str, Any]):
     """A header's fields by the schema's names, as items and as attributes
-    (``h["step"]``, ``h.step``), as construct's parse offers them: what the
-    canonical path gives instead of a parse."""
+    (``h["step"]``, ``h.step``; the chunk table a list of them), whichever
+    path read it: the canonical path builds them, the schema path copies
+    construct's parse into them (without its stream, ``_io``)."""
 
     __slots__ = ()
 
@@ -98,21 +99,29 @@ class HeaderFields(dict[str, Any]):
         except KeyError:
             raise AttributeError(name) from None
 
+    @classmethod
+    def of(cls, parsed: Any) -> Any:
+        """construct's parse (Containers, lists, values) as HeaderFields, lists and values."""
+        if isinstance(parsed, dict):
+            return cls({k: cls.of(v) for k, v in parsed.items() if not k.startswith("_")})
+        if isinstance(parsed, list):
+            return [cls.of(v) for v in parsed]
+        return parsed
+
 
 @dataclass
 class Examination:
     """What a reader found in a checkpoint's bytes.
 
-    ``header`` holds the header's fields (construct's parse of the header
-    body, or the canonical file's :class:`HeaderFields`; ``None`` if it could
-    not be parsed); ``planes`` the read-only float32 views (3 × 65,536) when all
+    ``header`` holds the header's fields (:class:`HeaderFields`; ``None``
+    if they could not be parsed); ``planes`` the read-only float32 views (3 × 65,536) when all
     the payload bytes are there; ``findings`` every problem, in the contract's
     order. ``fresh`` is True for zero bytes (a fresh run).
     """
 
     size: int
     findings: list[FormatError] = field(default_factory=list)
-    header: Any = None  # HeaderFields, or construct's Container (a dict with the same names)
+    header: HeaderFields | None = None
     header_raw: bytes | None = None
     header_digest: bytes | None = None
     computed_header_digest: bytes | None = None
@@ -241,8 +250,7 @@ def examine_by_schema(data: bytes, *, for_resume: bool = True, plane_digests: "l
         out.append(exc)
         ex.unparsed = data
         return ex
-    h = parsed.header.value
-    ex.header = h
+    h = ex.header = HeaderFields.of(parsed.header.value)
     ex.header_raw = parsed.header.data
     ex.header_digest = parsed.header_digest
     lay = ex.layout

@@ -138,20 +138,46 @@ CHUNK_LENGTH: ValueRule = ValueRule("chunk_table.length", lambda length: length 
 PADDING: ValueRule = ValueRule("padding", lambda pad: pad.count(0) == len(pad), "padding bytes are zero", 0)
 
 # ------------------------------------------------------------------ the state, for resuming (§5)
-# NumPy's functions, not its comparison operators, on whole planes: under the
-# fuzzer's instrumentation (atheris 3.0.0) every `array < 0` leaked its 64 KiB
-# result (docs/fuzzing.md).
+# The NumPy forms hold in any floating-point environment. A float comparison
+# obeys the calling thread's: under denormals-are-zero (which an extension
+# built with -ffast-math sets when it is imported) a subnormal compares as
+# zero, so `plane < 0` would pass a negative subnormal V and `plane != 0` a
+# subnormal moment at step 0. So those two judge the values' bit patterns
+# (binary32 as int32: the sign bit makes it negative); whether a value is
+# finite does not depend on subnormals, and `isfinite` is kept. The core
+# checks in the default environment (D17); these agree with it whatever the
+# environment (tests/hostile/test_floating_point_environment.py). NumPy's
+# functions, not its operators: under the fuzzer's instrumentation (atheris
+# 3.0.0) every `array < 0` leaked its 64 KiB result (docs/fuzzing.md).
+F32_NEGATIVE_ZERO = -0x8000_0000  # -0.0's bits as an int32; every other value with the sign bit is above it
+F32_NEGATIVE_INFINITY = -0x0080_0000  # -inf's; from -inf down to -0.0 exclusive, the negative numbers
+F32_MAGNITUDE = 0x7FFF_FFFF  # the bits below the sign: zero only for +0.0 and -0.0
+
+
+def _int_bits(np: "Any", plane: "Any") -> "Any":
+    """The plane's float32 values' bit patterns, as int32."""
+    return np.asarray(plane, dtype=np.float32).view(np.int32)
+
+
 FINITE: ValueRule = ValueRule("P, M, V", math.isfinite,
                               "{count} non-finite value(s) in plane {plane}; the first at {cell}", "finite",
                               error=StateRefused, bad=lambda np, plane: np.logical_not(np.isfinite(plane)))
 V_NOT_NEGATIVE: ValueRule = ValueRule("V", lambda x: not x < 0,
                                       "{count} negative value(s) in plane V (a second moment is never negative); "
                                       "the first at {cell}", ">= 0", error=StateRefused,
-                                      bad=lambda np, plane: np.less(plane, 0))
+                                      bad=lambda np, plane: _negative(np, _int_bits(np, plane)))
 MOMENTS_ZERO_AT_STEP_0: ValueRule = ValueRule(
     "step", lambda step, moment: step != 0 or moment == 0,
     "step is 0 but plane {plane} is not all zero ({count} non-zero value(s); the first at {cell})",
-    "M and V all zero at step 0", error=StateRefused, bad=lambda np, plane: np.not_equal(plane, 0))
+    "M and V all zero at step 0", error=StateRefused,
+    bad=lambda np, plane: np.not_equal(np.bitwise_and(_int_bits(np, plane), F32_MAGNITUDE), 0))
+
+
+def _negative(np: "Any", bits: "Any") -> "Any":
+    """Below zero: from -inf to the smallest negative subnormal (not -0.0, not a NaN)."""
+    return np.logical_and(np.less_equal(bits, F32_NEGATIVE_INFINITY), np.greater(bits, F32_NEGATIVE_ZERO))
+
+
 ROOM_FOR_UPDATES: ValueRule = ValueRule("step", lambda step: step <= U64_MAX - UPDATES_PER_INVOCATION,
                                         f"no room for the next {UPDATES_PER_INVOCATION} updates in a u64",
                                         f"at most {U64_MAX - UPDATES_PER_INVOCATION}", error=StateRefused)

@@ -195,7 +195,8 @@ def _checkpoint_properties(data: bytes) -> None:
         # The readers take the canonical path for such a file too: judge it by the schema itself.
         by_schema = examine_by_schema(data, for_resume=False)
         require(by_schema.ok, "the fast path recognizes a checkpoint the schemas refuse")
-        require(by_schema.header.step == step, f"fast path step {step} != schema step {by_schema.header.step}")
+        schema_step = by_schema.header.step if by_schema.header is not None else None
+        require(schema_step == step, f"fast path step {step} != schema step {schema_step}")
         require(loose is not None and loose.step == step, "the loader does not load what the fast path recognizes")
         stored = np.frombuffer(data, dtype="<u4", offset=canonical.HEADER_BYTES).reshape(3, -1)
         require(all(np.array_equal(a.view(np.uint32), b) for a, b in zip((loose.p, loose.m, loose.v), stored)),
