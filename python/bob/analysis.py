@@ -20,7 +20,6 @@ import re
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import numpy.typing as npt
 
 from bob.errors import BadValue, FormatError, StateRefused, integer_value, show_value, shown_kind
 from bob.formats.checks import examine
@@ -29,7 +28,9 @@ from bob.formats.layout import CONTRACT_STRINGS
 from bob.inspect.common import f32_json, file_size, plural, problem
 from bob.text import json_number, show_byte, show_path
 
-if TYPE_CHECKING:  # pragma: no cover
+if TYPE_CHECKING:  # pragma: no cover - numpy.typing costs bob-inspect a millisecond
+    import numpy.typing as npt
+
     from bob.formats.envelope import Checkpoint
 
 __all__ = ["probabilities", "softmax_rows", "fresh_planes", "diff", "compare", "Side",

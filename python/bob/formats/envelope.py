@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import numpy.typing as npt
 
 from bob.errors import BadValue, integer_field, integer_value, shown_kind
 from bob.formats.canonical import envelope_header
@@ -47,6 +46,8 @@ from bob.formats.rules import HEADER_BYTES as HEADER_BYTES_RULE
 from bob.text import f32_text
 
 if TYPE_CHECKING:  # pragma: no cover
+    import numpy.typing as npt
+
     from bob.arrays import PlaneLike
 
 __all__ = [
