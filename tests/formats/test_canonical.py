@@ -188,20 +188,14 @@ def test_any_file_is_examined_as_the_schemas_examine_it(trained: bytes, seed: in
 @pytest.mark.import_graph
 def test_inspecting_a_canonical_checkpoint_imports_no_construct(tmp_path: Path, trained: bytes) -> None:
     (tmp_path / "ck.bin").write_bytes(trained)
-    script = (
-        "import sys\n"
-        "from bob.inspect.cli import main\n"
-        f"rc = main(['ckpt', {str(tmp_path / 'ck.bin')!r}])\n"
-        "heavy = sorted(m for m in sys.modules if m.split('.')[0] == 'construct'\n"
-        "               or m in ('bob.formats.schema', 'bob.formats.envelope_schema'))\n"
-        "assert rc == 0 and not heavy, (rc, heavy)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    call = f"from bob.inspect.cli import main\nrc = main(['ckpt', {str(tmp_path / 'ck.bin')!r}])\n"
+    left_out = (("construct",), ("bob.formats.schema", "bob.formats.envelope_schema"))
+    out = run_importing_none_of(call, *left_out)
     assert out.returncode == 0, out.stderr
     damaged = bytearray(trained)
     damaged[500] ^= 1  # a plane's digest no longer holds: the schema path, construct and all
     (tmp_path / "ck.bin").write_bytes(bytes(damaged))
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    out = run_importing_none_of(call, *left_out)
     assert out.returncode != 0 and "construct" in out.stderr
 
 
@@ -255,20 +249,25 @@ def test_resume_problem_matches_the_schemas(trained: bytes) -> None:
     assert bob.core.resume_problem(ckpt.p, ckpt.m, ckpt.v, 2**64 - 5) == ("no_room", "", 0)
 
 
+def run_importing_none_of(call: str, packages: tuple[str, ...], modules: tuple[str, ...] = ()) -> "subprocess.CompletedProcess[str]":
+    """Runs ``call`` (statements that set ``rc``) in a fresh interpreter, which then fails
+    unless ``rc`` is 0 and no module of ``packages`` and none of ``modules`` was imported."""
+    script = (f"import sys\n{call}"
+              f"heavy = sorted(m for m in sys.modules if m.split('.')[0] in {packages!r} or m in {modules!r})\n"
+              "assert rc == 0 and not heavy, (rc, heavy)\n")
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+
+
 # ------------------------------------------------------------- bob-run ---
 @pytest.mark.import_graph
 def test_a_good_run_imports_neither_construct_nor_numpy_nor_hashlib(tmp_path: Path, trained: bytes) -> None:
     (tmp_path / "rec.bin").write_bytes(bob.build_input(b"abracadabra", [b"abra", b"cad", b""]).to_bytes())
     (tmp_path / "ck.bin").write_bytes(trained)
-    script = (
-        "import sys, bob.run\n"
-        f"rc = bob.run.main(['--input', {str(tmp_path / 'rec.bin')!r}, '--checkpoint', {str(tmp_path / 'ck.bin')!r},"
-        f" '--predictions', {str(tmp_path / 'pred.bin')!r}])\n"
-        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'construct', 'hashlib', '_hashlib')\n"
-        "               or m in ('bob.arrays', 'bob.interop', 'bob.analysis', 'bob.distribution'))\n"
-        "assert rc == 0 and not heavy, (rc, heavy)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    call = ("import bob.run\n"
+            f"rc = bob.run.main(['--input', {str(tmp_path / 'rec.bin')!r}, '--checkpoint', {str(tmp_path / 'ck.bin')!r},"
+            f" '--predictions', {str(tmp_path / 'pred.bin')!r}])\n")
+    out = run_importing_none_of(call, ("numpy", "construct", "hashlib", "_hashlib"),
+                                ("bob.arrays", "bob.interop", "bob.analysis", "bob.distribution"))
     assert out.returncode == 0, out.stderr
     import hashlib
 
