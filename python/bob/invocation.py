@@ -150,8 +150,10 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
     if not isinstance(record, InputRecord):
         record = load_input(record)
     if isinstance(checkpoint, Checkpoint):
-        start = _checked_copy(checkpoint)
-        if start is None:  # the core refused the state, or could not read it: the findings say why
+        owned = _checked_planes(checkpoint.contract, checkpoint.step, (checkpoint.p, checkpoint.m, checkpoint.v))
+        if owned is not None:
+            start = _with_planes(checkpoint.step, owned, checkpoint.header_bytes, checkpoint.contract)
+        else:  # the core refused the state, or could not read it: the findings say why
             findings = resume_findings(checkpoint)
             if findings:
                 raise findings[0]
@@ -165,48 +167,29 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
                       step_before, start.step)
 
 
-def _resumable_by_core(contract: "Contract", step: int, planes: "Any") -> bool:
-    """True when the state is bob v1's and the native core's resume check
-    (``bob.core.resume_problem``: one vectorized pass, a fifth of the time
-    of :func:`~bob.formats.checks.state_findings`' NumPy) finds nothing to
-    refuse. False when it finds something or cannot read the planes or the
-    step (values reassigned to a ``Checkpoint``): the readers' checks then
-    name what is wrong. The two refuse exactly the same states
-    (``tests/formats/test_rules.py`` holds them equal on every kind of
-    float32), so ``invoke`` asks the core, which it needs anyway, and NumPy
-    only to word a refusal. (The readers themselves never import the core.)"""
-    from bob import core
-
-    if not contract.is_v1:
-        return False
-    try:
-        return core.resume_problem(planes[0], planes[1], planes[2], step) is None
-    except (TypeError, ValueError, core.CoreError):
-        return False
-
-
-def _checked_copy(checkpoint: "Checkpoint") -> "Checkpoint | None":
-    """A copy of ``checkpoint`` whose P, M and V are the rows of one new
-    array (see :func:`_owned_copy`), made and checked for resuming by the
-    core in one call (``bob.core.resume_problem(..., into=)``); None when
-    the state is not bob v1's, the core finds something to refuse, or it
-    cannot read the planes or the step: :func:`~bob.formats.checks.resume_findings`
-    then names what is wrong. The two checks refuse exactly the same states
-    (``tests/formats/test_rules.py`` holds them equal)."""
+def _checked_planes(contract: "Contract", step: int, planes: "Any") -> "Any":
+    """P, M and V (``planes``, indexable) copied into the rows of one new
+    (3, 65,536) float32 array by the native core's resume check, in one call
+    (``bob.core.resume_problem(..., into=)``, a vectorized pass: a fifth of
+    the time of :func:`~bob.formats.checks.state_findings`' NumPy). None when
+    the contract is not bob v1's, the core finds something to refuse, or it
+    cannot read the planes or the step (values reassigned to a
+    ``Checkpoint``): the readers' checks then name what is wrong. The two
+    refuse exactly the same states (``tests/formats/test_rules.py`` holds
+    them equal on every kind of float32, ``tests/hostile/`` in a hostile
+    floating-point environment). The readers themselves never import the core."""
     import numpy as np
 
     from bob import core
 
-    if not checkpoint.contract.is_v1:
+    if not contract.is_v1:
         return None
     owned = np.empty((len(PLANE_NAMES), PARAMETER_COUNT), dtype=np.float32)
     try:
-        problem = core.resume_problem(checkpoint.p, checkpoint.m, checkpoint.v, checkpoint.step, into=owned)
+        problem = core.resume_problem(planes[0], planes[1], planes[2], step, into=owned)
     except (TypeError, ValueError, core.CoreError):
         return None
-    if problem is not None:
-        return None
-    return _with_planes(checkpoint.step, owned, checkpoint.header_bytes, checkpoint.contract)
+    return owned if problem is None else None
 
 
 def _owned_copy(checkpoint: "Checkpoint") -> "Checkpoint":
@@ -254,9 +237,10 @@ def _loaded(data: bytes) -> "Checkpoint":
         return load_checkpoint(data)
     planes = np.frombuffer(data, dtype=PLANE_DTYPE, count=len(PLANE_NAMES) * PARAMETER_COUNT,
                            offset=HEADER_BYTES).reshape(len(PLANE_NAMES), PARAMETER_COUNT)
-    if not _resumable_by_core(V1, step, planes):
+    owned = _checked_planes(V1, step, planes)
+    if owned is None:
         return load_checkpoint(data)  # raises the finding, placed in the file
-    return _with_planes(step, planes.astype(np.float32), HEADER_BYTES, V1)
+    return _with_planes(step, owned, HEADER_BYTES, V1)
 
 
 def _with_planes(step: int, planes, header_bytes: int, contract: "Contract") -> "Checkpoint":
