@@ -100,13 +100,15 @@ class HeaderFields(dict[str, Any]):
             raise AttributeError(name) from None
 
     @classmethod
-    def of(cls, parsed: Any) -> Any:
-        """construct's parse (Containers, lists, values) as HeaderFields, lists and values."""
-        if isinstance(parsed, dict):
-            return cls({k: cls.of(v) for k, v in parsed.items() if not k.startswith("_")})
-        if isinstance(parsed, list):
-            return [cls.of(v) for v in parsed]
-        return parsed
+    def of(cls, parsed: Any) -> "HeaderFields":
+        """construct's parse of the header body (a Container whose one nested
+        field is the chunk table, a list of Containers) as HeaderFields."""
+        fields = cls(parsed)
+        fields.pop("_io", None)  # construct's stream, not a field
+        fields["chunk_table"] = [cls(entry) for entry in fields["chunk_table"]]
+        for entry in fields["chunk_table"]:
+            entry.pop("_io", None)
+        return fields
 
 
 @dataclass

@@ -169,13 +169,23 @@ V_NOT_NEGATIVE: ValueRule = ValueRule("V", lambda x: not x < 0,
 MOMENTS_ZERO_AT_STEP_0: ValueRule = ValueRule(
     "step", lambda step, moment: step != 0 or moment == 0,
     "step is 0 but plane {plane} is not all zero ({count} non-zero value(s); the first at {cell})",
-    "M and V all zero at step 0", error=StateRefused,
-    bad=lambda np, plane: np.not_equal(np.bitwise_and(_int_bits(np, plane), F32_MAGNITUDE), 0))
+    "M and V all zero at step 0", error=StateRefused, bad=lambda np, plane: _not_zero(np, _int_bits(np, plane)))
 
 
 def _negative(np: "Any", bits: "Any") -> "Any":
     """Below zero: from -inf to the smallest negative subnormal (not -0.0, not a NaN)."""
+    signed = np.less(bits, 0)  # the sign bit: these, -0.0 and the NaNs with it; a V bob wrote has none
+    if not signed.any():
+        return signed
     return np.logical_and(np.less_equal(bits, F32_NEGATIVE_INFINITY), np.greater(bits, F32_NEGATIVE_ZERO))
+
+
+def _not_zero(np: "Any", bits: "Any") -> "Any":
+    """Neither +0.0 nor -0.0."""
+    any_bit = np.not_equal(bits, 0)  # all but +0.0; a fresh state's moments have none
+    if not any_bit.any():
+        return any_bit
+    return np.not_equal(np.bitwise_and(bits, F32_MAGNITUDE), 0)
 
 
 ROOM_FOR_UPDATES: ValueRule = ValueRule("step", lambda step: step <= U64_MAX - UPDATES_PER_INVOCATION,
