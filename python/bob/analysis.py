@@ -24,7 +24,7 @@ import numpy as np
 from bob.errors import BadValue, FormatError, StateRefused, integer_value, show_value, shown_kind
 from bob.formats.checks import examine
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, PLANE_NAMES, VOCABULARY
-from bob.formats.layout import CONTRACT_STRINGS
+from bob.formats.layout import CONTRACT_STRINGS, F32_MAGNITUDE, F32_SIGN
 from bob.inspect.common import f32_json, file_size, plural, problem
 from bob.text import json_number, show_byte, show_path
 
@@ -90,8 +90,6 @@ def fresh_planes() -> tuple[Any, str | None]:
 # Two checkpoints compared
 # --------------------------------------------------------------------------- #
 
-SIGN = 0x80000000  # an f32's sign bit
-MAGNITUDE = 0x7FFFFFFF  # its other bits
 _INDEXED = re.compile(r"(\w+)\[(\d+)\]")
 
 
@@ -103,7 +101,7 @@ def ordered_keys(values) -> Any:
     integers and ``-0.0`` and ``+0.0`` both map to 0.
     """
     bits = np.asarray(values, dtype=np.float32).view(np.uint32).astype(np.int64)
-    return np.where(bits & SIGN, -(bits & MAGNITUDE), bits)
+    return np.where(bits & F32_SIGN, -(bits & F32_MAGNITUDE), bits)
 
 
 def ulp_distance(a, b) -> Any:

@@ -42,6 +42,9 @@ from bob.formats.constants import (
 )
 
 __all__ = [
+    "F32_SIGN",
+    "F32_EXPONENT",
+    "F32_MAGNITUDE",
     "Field",
     "U32",
     "U64",
@@ -72,6 +75,10 @@ U32 = struct.Struct("<I")
 U64 = struct.Struct("<Q")
 F32 = struct.Struct("<f")
 PLANE_DTYPE = "<f4"  # a plane's values as NumPy reads them: little-endian float32
+# A float32's bits (IEEE 754 binary32): the sign, 8 exponent bits, 23 fraction bits.
+F32_SIGN = 0x8000_0000
+F32_EXPONENT = 0x7F80_0000  # all ones: an infinity or a NaN
+F32_MAGNITUDE = 0x7FFF_FFFF  # all but the sign: zero only for +0.0 and -0.0
 WORD_DTYPE = "<u4"  # a table of u32 words (targets, prompt words) as NumPy reads it
 DIGEST_BYTES = 32  # SHA-256 (the chunk entry's digest field and the header digest)
 HEADER_ALIGNMENT = 64  # header_bytes is a multiple of this

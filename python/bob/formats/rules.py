@@ -27,7 +27,7 @@ from bob.formats.constants import (
     UPDATES_PER_INVOCATION,
     VOCABULARY,
 )
-from bob.formats.layout import HEADER_ALIGNMENT
+from bob.formats.layout import F32_EXPONENT, F32_MAGNITUDE, F32_SIGN, HEADER_ALIGNMENT
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -149,9 +149,8 @@ PADDING: ValueRule = ValueRule("padding", lambda pad: pad.count(0) == len(pad), 
 # environment (tests/hostile/test_floating_point_environment.py). NumPy's
 # functions, not its operators: under the fuzzer's instrumentation (atheris
 # 3.0.0) every `array < 0` leaked its 64 KiB result (docs/fuzzing.md).
-F32_NEGATIVE_ZERO = -0x8000_0000  # -0.0's bits as an int32; every other value with the sign bit is above it
-F32_NEGATIVE_INFINITY = -0x0080_0000  # -inf's; from -inf down to -0.0 exclusive, the negative numbers
-F32_MAGNITUDE = 0x7FFF_FFFF  # the bits below the sign: zero only for +0.0 and -0.0
+NEGATIVE_ZERO_BITS = F32_SIGN - (1 << 32)  # -0.0 as an int32 (the least); every other signed value is above it
+NEGATIVE_INFINITY_BITS = (F32_SIGN | F32_EXPONENT) - (1 << 32)  # -inf; from it down to -0.0 (excluded), the negatives
 
 
 def _int_bits(np: "Any", plane: "Any") -> "Any":
@@ -177,7 +176,7 @@ def _negative(np: "Any", bits: "Any") -> "Any":
     signed = np.less(bits, 0)  # the sign bit: these, -0.0 and the NaNs with it; a V bob wrote has none
     if not signed.any():
         return signed
-    return np.logical_and(np.less_equal(bits, F32_NEGATIVE_INFINITY), np.greater(bits, F32_NEGATIVE_ZERO))
+    return np.logical_and(np.less_equal(bits, NEGATIVE_INFINITY_BITS), np.greater(bits, NEGATIVE_ZERO_BITS))
 
 
 def _not_zero(np: "Any", bits: "Any") -> "Any":
