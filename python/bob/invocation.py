@@ -69,7 +69,10 @@ def advance(p, m, v, contexts, targets, prompt_words: Sequence[int], step: int, 
 
 
 def _value_at(plane, index: int) -> float:
-    return float(memoryview(plane).cast("B").cast("f")[index])
+    """Value ``index`` of a float32 buffer, from its bits (right in any floating-point environment)."""
+    from bob.formats.layout import f32_from_bits
+
+    return f32_from_bits(memoryview(plane).cast("B").cast("I")[index])
 
 
 class Invocation:

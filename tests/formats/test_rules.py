@@ -64,3 +64,18 @@ def test_the_cores_resume_check_refuses_exactly_what_the_numpy_findings_refuse(p
                 assert problem[1] == "PMV"[plane_index]  # the step (10) has room: a plane is named
                 if first_numpy.index is not None:
                     assert problem[2] == first_numpy.index
+
+
+def test_a_float32_is_read_from_its_bits_exactly() -> None:
+    """``layout.f32_from_bits`` (what a state refusal names) is the float32 itself, sign and all."""
+    import math
+    import random
+
+    from bob.formats.layout import f32_from_bits
+
+    rnd = random.Random(7)
+    for bits in SPECIAL_BITS + [rnd.getrandbits(32) for _ in range(20_000)]:
+        want = struct.unpack("<f", struct.pack("<I", bits))[0]
+        got = f32_from_bits(bits)
+        assert math.copysign(1.0, got) == math.copysign(1.0, want), hex(bits)
+        assert (math.isnan(got) and math.isnan(want)) or got == want, (hex(bits), got, want)

@@ -75,7 +75,15 @@ from bob.formats.rules import (
 )
 from bob.formats import canonical
 from bob.formats.files import CHECKPOINT_FILE, as_bytes, magic_finding
-from bob.formats.layout import CANONICAL, DIGEST_BYTES, ENVELOPE_HEAD, PLANE_DTYPE, EnvelopeLayout, envelope_layout
+from bob.formats.layout import (
+    CANONICAL,
+    DIGEST_BYTES,
+    ENVELOPE_HEAD,
+    PLANE_DTYPE,
+    EnvelopeLayout,
+    envelope_layout,
+    f32_from_bits,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - the schemas (construct) are imported only for a file that needs them
@@ -378,12 +386,12 @@ def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", heade
     for i, name in enumerate(PLANE_NAMES):
         if (found := first_bad(FINITE, i)) is not None:
             count, k = found
-            out.append(FINITE.finding(float(planes[i][k]), offset=offset(i, k), index=k, field=name,
+            out.append(FINITE.finding(_value(planes[i], k), offset=offset(i, k), index=k, field=name,
                                       count=count, plane=name, cell=cell_name(k)))
     v_plane = PLANE_NAMES.index("V")
     if (found := first_bad(V_NOT_NEGATIVE, v_plane)) is not None:
         count, k = found
-        out.append(V_NOT_NEGATIVE.finding(float(planes[v_plane][k]), offset=offset(v_plane, k), index=k,
+        out.append(V_NOT_NEGATIVE.finding(_value(planes[v_plane], k), offset=offset(v_plane, k), index=k,
                                           count=count, cell=cell_name(k)))
     if step == 0:
         for i in (1, 2):
@@ -395,6 +403,12 @@ def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", heade
     if not ROOM_FOR_UPDATES.ok(step):
         out.append(ROOM_FOR_UPDATES.finding(step, offset=step_at))
     return out
+
+
+def _value(plane: Any, k: int) -> float:
+    """Value ``k`` of a plane, from its bits (:func:`~bob.formats.layout.f32_from_bits`:
+    right in any floating-point environment)."""
+    return f32_from_bits(int(np.asarray(plane, dtype=np.float32).reshape(-1).view(np.uint32)[k]))
 
 
 class ResumableState(Protocol):

@@ -24,6 +24,7 @@ every header bob writes (the bob v1 strings, ``header_bytes`` = 448).
 
 from __future__ import annotations
 
+import math
 import struct
 
 from bob.formats.constants import (
@@ -45,6 +46,7 @@ __all__ = [
     "F32_SIGN",
     "F32_EXPONENT",
     "F32_MAGNITUDE",
+    "f32_from_bits",
     "Field",
     "U32",
     "U64",
@@ -79,6 +81,27 @@ PLANE_DTYPE = "<f4"  # a plane's values as NumPy reads them: little-endian float
 F32_SIGN = 0x8000_0000
 F32_EXPONENT = 0x7F80_0000  # all ones: an infinity or a NaN
 F32_MAGNITUDE = 0x7FFF_FFFF  # all but the sign: zero only for +0.0 and -0.0
+F32_FRACTION_BITS = 23
+F32_EXPONENT_BIAS = 127
+
+
+def f32_from_bits(bits: int) -> float:
+    """The float32 whose bits are ``bits``, as a Python float, exactly.
+
+    Computed with integers and ``math.ldexp`` on doubles, never by converting
+    a float32: that conversion obeys the thread's floating-point environment,
+    and under denormals-are-zero it turns a subnormal into zero, so a refusal
+    would name the wrong value. (A NaN keeps its sign, not its payload.)
+    """
+    sign = -1.0 if bits & F32_SIGN else 1.0
+    exponent = (bits & F32_EXPONENT) >> F32_FRACTION_BITS
+    fraction = bits & ((1 << F32_FRACTION_BITS) - 1)
+    if bits & F32_EXPONENT == F32_EXPONENT:
+        return math.copysign(math.nan if fraction else math.inf, sign)
+    scale = F32_EXPONENT_BIAS + F32_FRACTION_BITS
+    if exponent == 0:  # zero or subnormal: fraction × 2**-149
+        return math.copysign(math.ldexp(fraction, 1 - scale), sign)
+    return math.copysign(math.ldexp(fraction | 1 << F32_FRACTION_BITS, exponent - scale), sign)
 WORD_DTYPE = "<u4"  # a table of u32 words (targets, prompt words) as NumPy reads it
 DIGEST_BYTES = 32  # SHA-256 (the chunk entry's digest field and the header digest)
 HEADER_ALIGNMENT = 64  # header_bytes is a multiple of this
