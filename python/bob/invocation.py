@@ -229,18 +229,14 @@ def _loaded(data: bytes) -> "Checkpoint":
 
     if type(data) not in (bytes, bytearray):
         return load_checkpoint(data)
-    import numpy as np
-
     from bob.formats.canonical import HEADER_BYTES, recognize_checkpoint
+    from bob.formats.checks import plane_views
     from bob.formats.contract import V1
-    from bob.formats.layout import PLANE_DTYPE
 
     step = recognize_checkpoint(data)
     if step is None:
         return load_checkpoint(data)
-    planes = np.frombuffer(data, dtype=PLANE_DTYPE, count=len(PLANE_NAMES) * PARAMETER_COUNT,
-                           offset=HEADER_BYTES).reshape(len(PLANE_NAMES), PARAMETER_COUNT)
-    owned = _checked_planes(V1, step, planes)
+    owned = _checked_planes(V1, step, plane_views(data, HEADER_BYTES))
     if owned is None:
         return load_checkpoint(data)  # raises the finding, placed in the file
     return _with_planes(step, owned, HEADER_BYTES, V1)

@@ -89,8 +89,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - the schemas (construct) are imported only for a file that needs them
     from bob.formats.schema import FieldRow
 
-__all__ = ["Examination", "HeaderFields", "examine", "examine_by_schema", "state_findings", "resume_findings",
-           "refuse_unresumable", "checkpoint_findings"]
+__all__ = ["Examination", "HeaderFields", "examine", "examine_by_schema", "plane_views", "state_findings",
+           "resume_findings", "refuse_unresumable", "checkpoint_findings"]
 
 
 class HeaderFields(dict[str, Any]):
@@ -109,8 +109,9 @@ class HeaderFields(dict[str, Any]):
 
     @classmethod
     def of(cls, parsed: Any) -> "HeaderFields":
-        """construct's parse of the header body (a Container whose one nested
-        field is the chunk table, a list of Containers) as HeaderFields."""
+        """A header body's fields (construct's parse: a Container whose one
+        nested field is the chunk table, a list of Containers; or the
+        canonical path's dicts) as HeaderFields."""
         fields = cls(parsed)
         fields.pop("_io", None)  # construct's stream, not a field
         fields["chunk_table"] = [cls(entry) for entry in fields["chunk_table"]]
@@ -196,6 +197,12 @@ class Examination:
         return None if entry is None else entry.offset
 
 
+def plane_views(data: bytes, header_bytes: int) -> np.ndarray:
+    """P, M and V of a checkpoint file's bytes: read-only float32 views, 3 × 65,536, from ``header_bytes`` on."""
+    return np.frombuffer(data, dtype=PLANE_DTYPE, count=len(PLANE_NAMES) * PARAMETER_COUNT,
+                         offset=header_bytes).reshape(len(PLANE_NAMES), PARAMETER_COUNT)
+
+
 def _sha256(data: Any) -> bytes:
     return hashlib.sha256(data).digest()  # looked up at each call: bob.fuzz.digests shares it
 
@@ -217,11 +224,9 @@ def _canonical_examination(data: bytes, step: int, digests: list[bytes], for_res
     holds for it): what the schema path finds in such a file, without parsing."""
     at = CANONICAL.header_digest
     stored = data[at:at + DIGEST_BYTES]
-    planes = np.frombuffer(data, dtype=PLANE_DTYPE, count=len(PLANE_NAMES) * PARAMETER_COUNT,
-                           offset=canonical.HEADER_BYTES).reshape(len(PLANE_NAMES), PARAMETER_COUNT)
-    fields = canonical.header_fields(step, digests)
-    fields["chunk_table"] = [HeaderFields(entry) for entry in fields["chunk_table"]]
-    ex = Examination(size=len(data), header=HeaderFields(fields), header_raw=data[:at], header_digest=stored,
+    planes = plane_views(data, canonical.HEADER_BYTES)
+    ex = Examination(size=len(data), header=HeaderFields.of(canonical.header_fields(step, digests)),
+                     header_raw=data[:at], header_digest=stored,
                      computed_header_digest=stored, planes=planes, chunk_digests=tuple(digests),
                      magic=data[ENVELOPE_HEAD["magic"].slice])
     if for_resume:
@@ -334,8 +339,7 @@ def examine_by_schema(data: bytes, *, for_resume: bool = True, plane_digests: "l
                 f"plane {PLANE_NAMES[i]} (bytes {chunk_offset(hb, i)}..{chunk_offset(hb, i + 1) - 1}) "
                 "does not match the chunk table's SHA-256",
                 expected=digest, actual=entry.digest, offset=lay.chunk_field(i, "digest").offset, index=i))
-    planes = np.frombuffer(data, dtype=PLANE_DTYPE, count=len(PLANE_NAMES) * PARAMETER_COUNT, offset=hb).reshape(
-        len(PLANE_NAMES), PARAMETER_COUNT)
+    planes = plane_views(data, hb)
     ex.planes = planes
 
     # -- 9. state, for resuming ------------------------------------------------------
