@@ -322,7 +322,8 @@ const SCREEN_BLOCK: usize = 64;
 /// [`SCREEN_BLOCK`] values is first screened with a branch-free OR of
 /// `bad` over the block, which the compiler vectorizes (a plain
 /// `position` stops at each value and does not): a good state costs one
-/// vector pass, about a tenth of the scalar search. Only the block that
+/// vector pass, a quarter of the scalar search's time (47 against 200 µs
+/// for 786 kB through the binding, host B). Only the block that
 /// holds a bad value is searched value by value, so the index is the
 /// first, exactly as `position` gives it.
 fn first_where(values: &[f32], bad: impl Fn(f32) -> bool + Copy) -> Option<usize> {
