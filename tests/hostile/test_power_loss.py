@@ -1,0 +1,115 @@
+"""Power loss: every state a POSIX file system may leave of a commit, judged
+(bob.fuzz.powerloss: recorded operations, unsynced writes and directory
+entries dropped in every combination). The whole state space of each
+scenario is small (a few dozen states), so the suite judges all of it."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+import bob
+import bob.commit
+import bob.fileio
+from bob.fuzz import powerloss
+from bob.fuzz.properties import PropertyFailed
+
+RECORD = bob.build_input(b"abracadabra", [b"abra", b"cad", b""]).to_bytes()
+FIRST = bob.invoke(RECORD, b"", threads=1)
+STATES = {"fresh": (b"", None), "resumed": (FIRST.checkpoint_bytes(), FIRST.predictions_bytes())}
+
+
+@pytest.mark.parametrize("links", [False, True], ids=["files", "symlinks"])
+@pytest.mark.parametrize("start", sorted(STATES))
+def test_every_crash_state_of_bob_run_resumes(tmp_path: Path, start: str, links: bool) -> None:
+    sc = powerloss.record_run(tmp_path / "run", RECORD, *STATES[start], links=links)
+    assert [op.kind for op in sc.ops].count("fsyncdir") >= 2  # the model saw bob's directory syncs
+    judged = powerloss.check_states(sc, tmp_path / "next")
+    assert judged >= len(sc.ops)
+
+
+def _library_writer(argv: list[str]) -> int:
+    """The library's way to the same pair: bob.invoke, then each file's atomic writer."""
+    path = dict(zip(argv[1::2], argv[2::2]))
+    ck = Path(path["--checkpoint"]).read_bytes()
+    result = bob.invoke(Path(path["--input"]).read_bytes(), ck, threads=1)
+    result.predictions.write(path["--predictions"])
+    result.checkpoint.write(path["--checkpoint"])
+    return 0
+
+
+def test_every_crash_state_of_the_library_writers_resumes(tmp_path: Path) -> None:
+    sc = powerloss.record_run(tmp_path / "run", RECORD, *STATES["resumed"], writer=_library_writer)
+    assert powerloss.check_states(sc, tmp_path / "next") > 0
+
+
+def test_the_recorder_sees_every_change(tmp_path: Path) -> None:
+    """The model rebuilds the tree the run left (record_run checks it); a call it does not
+    watch is noticed."""
+    directory = tmp_path / "d"
+    directory.mkdir()
+    recorder = powerloss.Recorder(directory)
+    with recorder:
+        fd = os.open(directory / "f", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        os.write(fd, b"hello")
+        os.pwrite(fd, b"J", 0)
+        os.fsync(fd)
+        os.close(fd)
+        os.link(directory / "f", directory / "g")
+        os.replace(directory / "g", directory / "h")
+        os.truncate(directory / "h", 2)  # not watched: bob never truncates by path
+    assert [op.kind for op in recorder.ops] == ["create", "write", "write", "fsync", "link", "rename"]
+    final = recorder.image.copy()
+    for op in recorder.ops:
+        final.apply(op)
+    assert final.read(str(directory.resolve()), "f") == b"Jello"
+    assert (directory / "h").read_bytes() == b"Je"  # the model says Jello: the missed call shows
+
+
+def test_durability_follows_posix() -> None:
+    root = "/r"
+    ops = [powerloss.Op("create", 1, (root, "t")), powerloss.Op("write", 1, data=b"x"),
+           powerloss.Op("fsync", 1), powerloss.Op("rename", 1, (root, "t"), (root, "f")),
+           powerloss.Op("fsyncdir", entry=(root, ""))]
+    assert powerloss.durable_before(ops, 4) == [False, True, True, False]  # entries wait for the directory
+    assert powerloss.durable_before(ops, 5) == [True, True, True, True, True]
+    trees = {(k, tuple(sorted(state.files(root).items())))
+             for k, _, state in powerloss.crash_states(powerloss.Image({}, {}), ops)}
+    # Nothing, the empty or the written temporary, or the file (a rename may reach the disk before
+    # its create; the inode's data, synced before it, is there): never an empty "f".
+    assert {t for _, t in trees} == {(), (("t", b""),), (("t", b"x"),), (("f", b"x"),)}
+    assert {t for k, t in trees if k == 5} == {(("f", b"x"),)}
+
+
+class _WithoutFileFsync:
+    """``os`` for bob.fileio, but an fsync of a regular file does nothing (a planted bug)."""
+
+    def __getattr__(self, name: str):
+        if name == "fsync":
+            real = os.fsync
+            return lambda fd: None if stat.S_ISREG(os.fstat(fd).st_mode) else real(fd)
+        return getattr(os, name)
+
+
+def test_the_checker_finds_a_missing_directory_fsync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real, calls = bob.commit.fsync_directory, []
+
+    def skip_after_commit(directory: str) -> None:  # the planted bug: no sync after the commit's rename
+        calls.append(directory)
+        if len(calls) != 2:
+            real(directory)
+
+    monkeypatch.setattr(bob.commit, "fsync_directory", skip_after_commit)
+    sc = powerloss.record_run(tmp_path / "run", RECORD, *STATES["resumed"])
+    with pytest.raises(PropertyFailed, match="said it committed, but after a power loss the old checkpoint"):
+        powerloss.check_states(sc, tmp_path / "next")
+
+
+def test_the_checker_finds_a_missing_temporary_fsync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bob.fileio, "os", _WithoutFileFsync())
+    sc = powerloss.record_run(tmp_path / "run", RECORD, *STATES["resumed"])
+    with pytest.raises(PropertyFailed, match="neither the old nor the new"):
+        powerloss.check_states(sc, tmp_path / "next")
