@@ -51,7 +51,7 @@ from bob.inspect.common import (
 if TYPE_CHECKING:  # pragma: no cover - argparse is imported only to build the parser
     import argparse
 
-COMMANDS = ("checkpoint", "input", "predictions", "diff", "schema")
+COMMANDS = ("checkpoint", "input", "predictions", "diff", "verify", "schema")
 ALIASES = dict(kinds.ALIASES)  # the old names: ckpt, pred (and envelope) still work
 SUBCOMMANDS = {**{c: c for c in COMMANDS}, **{a: n for a, n in ALIASES.items() if a != "envelope"}}
 Result = tuple[dict[str, Any], list[str], int]
@@ -148,6 +148,15 @@ def cmd_diff(args: argparse.Namespace) -> Result:
     return report, render_diff(report), code
 
 
+def cmd_verify(args: argparse.Namespace) -> Result:
+    """``bob-inspect verify FILE...``: 0 every checkpoint is good, 2 any is not."""
+    from bob.inspect.verify import render_verify, verify_file
+
+    checkpoints = [verify_file(path) for path in args.files]
+    good = all(r["ok"] for r in checkpoints)
+    return {"checkpoints": checkpoints}, render_verify(checkpoints), EXIT_OK if good else EXIT_PROBLEMS
+
+
 def cmd_schema(args: argparse.Namespace) -> Result:
     """``bob-inspect schema [input|checkpoint|predictions]`` (all three without a kind)."""
     from bob.inspect.render import render_schema
@@ -175,7 +184,7 @@ def cmd_auto(args: argparse.Namespace) -> Result:
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], Result]] = {
     "checkpoint": cmd_checkpoint, "input": cmd_input, "predictions": cmd_predictions, "diff": cmd_diff,
-    "schema": cmd_schema, "auto": cmd_auto,
+    "verify": cmd_verify, "schema": cmd_schema, "auto": cmd_auto,
 }
 
 
@@ -208,7 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
         "cannot be read (or a usage error), 70 unexpected, 130 interrupted. See docs/bob-inspect.md.",
     )
     add_common_options(parser)
-    sub = parser.add_subparsers(dest="command", metavar="{checkpoint,input,predictions,diff,schema} | FILE")
+    sub = parser.add_subparsers(dest="command", metavar="{checkpoint,input,predictions,diff,verify,schema} | FILE")
     p = sub.add_parser("checkpoint", aliases=["ckpt"],
                        help="a checkpoint: header, contract, chunk table, plane statistics, problems")
     p.add_argument("file", metavar="FILE")
@@ -227,6 +236,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="plane values at most N units in the last place apart are equal")
     p.add_argument("--atol", type=number_option("--atol", maximum=3.5e38), metavar="X",
                    help="plane values at most X apart are equal (with --ulp: either suffices)")
+    _add_common(p)
+    p = sub.add_parser("verify", help="checkpoints checked whole, each on its own: every problem with its chunk "
+                       "or field (exit 2 when any file has one)")
+    p.add_argument("files", nargs="+", metavar="FILE")
     _add_common(p)
     p = sub.add_parser("schema", help="layout tables from the construct schemas")
     p.add_argument("kind", nargs="?", metavar="{input,checkpoint,predictions}", type=_schema_kind)

@@ -1,0 +1,105 @@
+"""``bob-inspect verify FILE...``: a checkpoint fsck.
+
+Each file is examined whole (:func:`bob.formats.checks.examine`, every
+finding in the contract's order) and reported on its own, so one bad file
+never hides the next: every problem with its field, offset and, for a plane,
+its chunk (``P``, ``M``, ``V``). Beyond the findings, the diagnosis says
+what happened in the words a user looks for: chunks that hold each other's
+bytes (swapped or rotated; formats/envelope.md, "Integrity", says why a
+swap is always found), a file that ends inside a named chunk, and a chunk
+table that no longer matches its header's digest.
+
+A path that cannot be read (missing, a directory, a FIFO) is that file's
+problem (field ``path``), not a refusal of the whole command.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bob.formats.checks import Examination, examine
+from bob.formats.constants import MAX_CHECKPOINT_BYTES, PLANE_NAMES
+from bob.formats.files import CHECKPOINT_FILE
+from bob.formats.rules import chunk_offset
+from bob.inspect.common import Refused, base, problem, read
+
+__all__ = ["verify_file", "diagnosis", "render_verify"]
+
+_DIGEST_FIELD = "chunk_table.digest"
+
+
+def _with_chunk(found: dict[str, Any]) -> dict[str, Any]:
+    index = found.get("index")
+    plane = found.get("field") if found.get("field") in PLANE_NAMES else None  # a state rule names its plane
+    if found.get("field", "").startswith("chunk_table") and isinstance(index, int) and 0 <= index < len(PLANE_NAMES):
+        plane = PLANE_NAMES[index]
+    return {**found, "chunk": plane}
+
+
+def diagnosis(ex: Examination, problems: list[dict[str, Any]]) -> list[str]:
+    """What the findings mean together: swapped chunks, a file cut inside a chunk, a stale table."""
+    said: list[str] = []
+    # A digest finding is the table's field: ``actual`` what the table holds, ``expected`` the chunk's SHA-256.
+    stored = {p["index"]: p["actual"] for p in problems if p.get("field") == _DIGEST_FIELD}
+    held = {p["index"]: p["expected"] for p in problems if p.get("field") == _DIGEST_FIELD}
+    for i, actual in sorted(held.items()):
+        for j, expected in sorted(stored.items()):
+            if i == j or actual != expected:
+                continue
+            if held.get(j) == stored[i]:  # each holds the other's bytes: said once, for the pair
+                if i < j:
+                    said.append(f"chunks {PLANE_NAMES[i]} and {PLANE_NAMES[j]} are swapped "
+                                "(each holds the bytes the chunk table gives the other)")
+            else:
+                said.append(f"chunk {PLANE_NAMES[i]} holds the bytes of chunk {PLANE_NAMES[j]} (the chunks were moved)")
+    header = ex.header
+    short = next((p for p in problems if p.get("field") == "file_size" and isinstance(p.get("actual"), int)
+                  and isinstance(p.get("expected"), int) and p["actual"] < p["expected"]), None)
+    if short is not None and header is not None:
+        hb = header.header_bytes
+        for i, name in enumerate(PLANE_NAMES):
+            if chunk_offset(hb, i) <= short["actual"] < chunk_offset(hb, i + 1):
+                said.append(f"the file ends inside chunk {name}, {chunk_offset(hb, i + 1) - short['actual']} "
+                            f"bytes before that chunk's end (bytes {chunk_offset(hb, i)}.."
+                            f"{chunk_offset(hb, i + 1) - 1})")
+        if short["actual"] < hb:
+            said.append(f"the file ends inside its header ({hb} bytes)")
+    if any(p.get("field") == "header_digest" for p in problems):
+        said.append("the header (its contract fields or its chunk table) does not match the header's digest")
+    return said
+
+
+def verify_file(path: str) -> dict[str, Any]:
+    """One file's verdict: ``file``, ``size``, ``sha256``, ``ok``, ``problems`` (each with ``chunk``),
+    ``diagnosis``."""
+    try:
+        data, findings = read(path, MAX_CHECKPOINT_BYTES, CHECKPOINT_FILE)
+    except Refused as refused:
+        report = base("verify", path, None, False)
+        problems = [{"field": "path", "chunk": None, "offset": None, "index": None, "kind": "unreadable",
+                     "message": refused.message, "text": f"path: {refused.message}"}]
+        return _finish(report, problems, [])
+    report = base("verify", path, data, False)
+    ex = examine(data) if data is not None else None
+    problems = [_with_chunk(problem(f)) for f in findings + (ex.findings if ex is not None else [])]
+    return _finish(report, problems, diagnosis(ex, problems) if ex is not None else [])
+
+
+def _finish(report: dict[str, Any], problems: list[dict[str, Any]], said: list[str]) -> dict[str, Any]:
+    for key in ("command", "auto", "kind"):
+        report.pop(key, None)
+    report.update(ok=not problems, fresh=report["size"] == 0 and not problems, problems=problems,
+                  problem_count=len(problems), diagnosis=said)
+    return report
+
+
+def render_verify(files: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    for r in files:
+        n = r["problem_count"]
+        lines.append(f"{r['file']}: " + ("OK" if r["ok"] else f"{n} problem{'s' if n != 1 else ''}"))
+        lines.extend(f"  - {p['text']}" for p in r["problems"])
+        lines.extend(f"  = {d}" for d in r["diagnosis"])
+    bad = sum(not r["ok"] for r in files)
+    lines.append(f"verify: {len(files) - bad} of {len(files)} checkpoint{'s' if len(files) != 1 else ''} good")
+    return lines
