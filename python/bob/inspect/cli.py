@@ -141,11 +141,11 @@ def cmd_predictions(args: argparse.Namespace, *, auto: bool = False) -> Result:
 def cmd_diff(args: argparse.Namespace) -> Result:
     """``bob-inspect diff A B [--ulp N] [--atol X]``: 0 equal, 1 different, 2 a file has problems."""
     from bob.inspect.diff import diff_report
-    from bob.inspect.render import render_diff
+    from bob.inspect.render import render_diff, render_diffable
 
     report = diff_report(args.a, args.b, ulp=args.ulp, atol=args.atol)
     code = EXIT_PROBLEMS if report["problems_found"] else EXIT_OK if report["equal"] else EXIT_FOUND
-    return report, render_diff(report), code
+    return report, (render_diffable if args.diffable else render_diff)(report), code
 
 
 def cmd_verify(args: argparse.Namespace) -> Result:
@@ -236,6 +236,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="plane values at most N units in the last place apart are equal")
     p.add_argument("--atol", type=number_option("--atol", maximum=3.5e38), metavar="X",
                    help="plane values at most X apart are equal (with --ulp: either suffices)")
+    p.add_argument("--diffable", action="store_true",
+                   help="stable text for review: no paths, offsets, sizes or layout digests, so that diff -u of "
+                        "two such outputs shows only what changed (--json is unchanged)")
     _add_common(p)
     p = sub.add_parser("verify", help="checkpoints checked whole, each on its own: every problem with its chunk "
                        "or field (exit 2 when any file has one)")

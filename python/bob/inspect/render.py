@@ -292,6 +292,42 @@ def render_diff(r: dict[str, Any]) -> list[str]:
     return L
 
 
+_LAYOUT_FIELDS = ("header_bytes", "header_digest", ".digest", ".offset", ".length", "chunk_count")  # the layout's
+
+
+def render_diffable(r: dict[str, Any]) -> list[str]:
+    """``diff --diffable``: one fact a line, keyed by field, plane and cell, never by a path, an
+    offset, a size or a digest that moves with the layout, so that ``diff -u`` of two such
+    outputs shows only what changed in meaning."""
+    L = []
+    for key in ("a", "b"):
+        s = r[key]
+        L.append(f"{key}: " + ("fresh" if s["fresh"] else f"step {s['step']}" if s["step"] is not None
+                               else "unreadable header"))
+    h = r["header"]
+    if h["compared"]:
+        L += [f"header {d['field']}: A {d['a']} | B {d['b']}" for d in h["differences"]
+              if not any(d["field"].endswith(t) or d["field"] == t.strip(".") for t in _LAYOUT_FIELDS)]
+    for name, d in (r["planes"] or {}).items():
+        if not d["differing"]:
+            L.append(f"plane {name}: same")
+            continue
+        L.append(f"plane {name}: {plural(d['differing'], 'value')} differ{'s' if d['differing'] == 1 else ''}")
+        for what, m in (("first", d["first"]), ("largest |A-B|", d["max_abs_diff"]),
+                        ("largest ULP distance", d["max_ulp"])):
+            if m is not None:
+                value = "" if what == "first" else f" {g(m['value'], 9)}"
+                L.append(f"plane {name} {what}{value}: context {m['context_text']}, next {m['next_text']}: "
+                         f"A {g(m['a'], 9)} | B {g(m['b'], 9)}")
+    for key in ("a", "b"):  # by field and kind: a message may give byte offsets
+        L += [f"problem in {key}: {p['field']}" + (f"[{p['index']}]" if p.get("index") is not None else "")
+              + f": {p['kind']}" for p in r[key]["problems"]]
+    meaningful = len(L) > 2 + sum(line.endswith(": same") for line in L)
+    L.append("verdict: " + ("equal" if r["equal"] else "different" if meaningful
+                            else "the same step, contract and planes in another layout"))
+    return L
+
+
 # ------------------------------------------------------------------- schema
 
 

@@ -1,0 +1,51 @@
+"""``bob-inspect diff --diffable``: text for review whose ``diff -u`` shows only what changed
+in meaning: no path, offset, size or layout digest in it (gguf-tools #15 asked for this)."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+import numpy as np
+
+import bob
+
+RECORD = bob.build_input(b"abracadabra", [b"abra", b"cad", b""])
+STEP10 = bob.invoke(RECORD).checkpoint
+STEP20 = bob.invoke(RECORD, STEP10).checkpoint
+
+
+def write(tmp_path: Path, name: str, ck: bob.Checkpoint, header_bytes: int | None = None) -> str:
+    path = tmp_path / name
+    path.write_bytes(ck.to_bytes(header_bytes=header_bytes) if header_bytes else ck.to_bytes())
+    return str(path)
+
+
+def test_the_same_meaning_in_another_layout_reads_the_same(cli, tmp_path: Path) -> None:
+    canonical = [write(tmp_path, "a.bob", STEP10), write(tmp_path, "b.bob", STEP20)]
+    wide = [write(tmp_path, "wide-a.bob", STEP10, 512), write(tmp_path, "wide-b.bob", STEP20, 576)]
+    text = cli.text("diff", "--diffable", *canonical, code=1)
+    assert text == cli.text("diff", "--diffable", *wide, code=1)
+    assert cli.text("diff", *canonical, code=1) != cli.text("diff", *wide, code=1)  # the plain text has offsets
+    for moving in ("a.bob", "bytes", "offset", "sha256", "digest", "786880"):
+        assert moving not in text
+    assert "header step: A 10 | B 20" in text.splitlines()
+    layout_only = cli.text("diff", "--diffable", canonical[0], wide[0], code=1)
+    assert layout_only.splitlines()[-1] == "verdict: the same step, contract and planes in another layout"
+
+
+def test_diff_u_of_two_outputs_shows_only_what_changed(cli, tmp_path: Path) -> None:
+    touched = STEP20.copy()
+    touched.v[0] = np.float32(0.5)  # one more V value differs; P and M as before
+    before = cli.text("diff", "--diffable", write(tmp_path, "a.bob", STEP10), write(tmp_path, "b.bob", STEP20), code=1)
+    after = cli.text("diff", "--diffable", str(tmp_path / "a.bob"), write(tmp_path, "c.bob", touched), code=1)
+    changed = [line for line in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
+               if line[:1] in "+-" and not line.startswith(("---", "+++"))]
+    assert changed and all(line[1:].startswith("plane V") for line in changed), changed
+    assert "+plane V: 1281 values differ" in changed
+
+
+def test_diffable_leaves_json_and_exit_codes_as_they_are(cli, tmp_path: Path) -> None:
+    a = write(tmp_path, "a.bob", STEP10)
+    assert cli.json("diff", "--diffable", a, a) == cli.json("diff", a, a)
+    assert cli.text("diff", "--diffable", a, a).splitlines()[-1] == "verdict: equal"
