@@ -201,7 +201,8 @@ SCENES = [
     Scene("bob-run", "interrupted", RUN, _run("run_files", KeyboardInterrupt())),
     Scene("bob-run", "SIGTERM", RUN, _run("run_files", _interrupted(signal.SIGTERM))),
     Scene("bob-run", "SIGHUP", RUN, _run("run_files", _interrupted(signal.SIGHUP))),
-    Scene("bob-fixture", "written", ["--text", "abc", "--prompt", "a", "--prompt", "b", "--prompt", "", "--output", "r.bin"]),
+    Scene("bob-fixture", "written", ["--text", "abc", "--prompt", "a", "--prompt", "b", "--prompt", "", "--output",
+                                     "r.bin"]),
     Scene("bob-fixture", "a path", ["--corpus", "nope.txt", "--prompt", "a", "--prompt", "b", "--prompt", "c",
                                     "--output", "r.bin"]),
     Scene("bob-fixture", "command line", ["--text", "abc"]),
@@ -580,3 +581,27 @@ def test_the_docs_key_check_can_fail() -> None:
     planted = INSPECT_DOC.replace("| `identical` |", "| `same` |", 1)
     assert planted != INSPECT_DOC
     assert "same" in doc_keys(planted, "diff") and "identical" not in doc_keys(planted, "diff")
+
+
+# --------------------------------------------------------------------------- #
+# One spelling of each format
+# --------------------------------------------------------------------------- #
+
+ALIAS = re.compile(r"(?<![\w.-])(ckpt|pred|envelope)(?![\w.-])")
+# Where an alias may be named: the one sentence that says they are aliases, and
+# README's Layout rows of the modules being moved (rewritten with them).
+ALIAS_ALLOWED = ("| formats | ", "| `python/bob/formats/` | ", "| `python/bob/fuzz/`", "`ckpt` and `pred` are accepted",
+                 "`schema`, `envelope` of `checkpoint`")
+
+
+def alias_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if ALIAS.search(line) and not any(a in line for a in ALIAS_ALLOWED)]
+
+
+def test_readme_and_docs_spell_each_format_one_way() -> None:
+    assert alias_lines(README) == [] and alias_lines(INSPECT_DOC) == []
+
+
+def test_the_spelling_check_can_fail() -> None:
+    assert alias_lines(README + "\nRun `bob-inspect ckpt FILE`.\n") == ["Run `bob-inspect ckpt FILE`."]
+    assert alias_lines("the `bob-envelope` format, `bob.formats.envelope`, `envelope_schema.py`") == []
