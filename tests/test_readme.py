@@ -401,6 +401,7 @@ RESULTS = {  # a success of each command the key table names (and a report of a 
     "bob-inspect diff": [("bob-inspect", ["diff", "model.bob", "step20.bob"]),
                          ("bob-inspect", ["diff", "model.bob", "model.bob", "--ulp", "1"]),
                          ("bob-inspect", ["diff", "model.bob", "record.bin"])],
+    "bob-inspect verify": [("bob-inspect", ["verify", "model.bob", "record.bin", "nope.bin"])],
     "bob-inspect schema": [("bob-inspect", ["schema"]), ("bob-inspect", ["schema", "predictions"])],
 }
 
