@@ -15,7 +15,8 @@ runs. What this module adds is what a command on shared files needs:
   exactly if the checkpoint cannot be replaced; a state that would not be
   resumable is refused, not written;
 * each file is read once: a fast path for the files bob itself writes
-  needs neither construct nor NumPy (:mod:`bob.formats.canonical`); anything
+  needs neither construct nor NumPy (:mod:`bob.formats.canonical`,
+  :mod:`bob.formats.checkpoint`'s header); anything
   else goes to the schemas, which judge the same bytes and accept them or
   say what is wrong.
 
@@ -98,24 +99,24 @@ def _read_state(path: str) -> "tuple[int, bytearray, int | None]":
     back sealed with the new header. header_bytes is None for the canonical
     layout. A missing or empty file is the fresh state."""
     from bob import core
-    from bob.formats import canonical
+    from bob.formats.checkpoint import CHECKPOINT_BYTES, HEADER_BYTES, recognize_checkpoint
     from bob.formats.constants import MAX_CHECKPOINT_BYTES
 
     data = _read_once(path, MAX_CHECKPOINT_BYTES, record=False)
     if _FAST:
         if not data:  # missing or empty: a fresh run (the contract's command convention)
-            buffer = bytearray(canonical.CHECKPOINT_BYTES)
+            buffer = bytearray(CHECKPOINT_BYTES)
             core.initialize(_plane_views(buffer)[0])
             return 0, buffer, None
-        step = canonical.recognize_checkpoint(data)
+        step = recognize_checkpoint(data)
         if step is not None:
             if core.resume_problem(*_plane_views(data), step) is None:
                 return step, data, None
-    from bob.formats.envelope import load_checkpoint
+    from bob.formats.checkpoint import load_checkpoint
 
     # The schemas judge the bytes read above (zero bytes: the fresh state).
     checkpoint = load_checkpoint(bytes(data or b""))
-    buffer = bytearray(canonical.HEADER_BYTES)
+    buffer = bytearray(HEADER_BYTES)
     for plane in (checkpoint.p, checkpoint.m, checkpoint.v):
         buffer += plane.astype("<f4").tobytes()
     return checkpoint.step, buffer, checkpoint.header_bytes
@@ -123,7 +124,7 @@ def _read_state(path: str) -> "tuple[int, bytearray, int | None]":
 
 def _plane_views(buffer: bytearray) -> "tuple[memoryview, memoryview, memoryview]":
     """P, M and V as float32 views into a checkpoint buffer from :func:`_read_state`."""
-    from bob.formats.canonical import HEADER_BYTES
+    from bob.formats.checkpoint import HEADER_BYTES
     from bob.formats.constants import CHUNK_BYTES
 
     view = memoryview(buffer)
@@ -133,14 +134,14 @@ def _plane_views(buffer: bytearray) -> "tuple[memoryview, memoryview, memoryview
 
 
 def _checkpoint_bytes(step: int, buffer: bytearray, header_bytes: "int | None") -> "bytes | bytearray":
-    from bob.formats import canonical
+    from bob.formats.checkpoint import HEADER_BYTES, seal_checkpoint
 
-    if header_bytes in (None, canonical.HEADER_BYTES):
-        return canonical.seal_checkpoint(step, buffer)
+    if header_bytes in (None, HEADER_BYTES):
+        return seal_checkpoint(step, buffer)
     # A valid checkpoint with a larger header keeps it (formats/DECISIONS.md D9).
     import numpy as np
 
-    from bob.formats.envelope import Checkpoint
+    from bob.formats.checkpoint import Checkpoint
 
     p, m, v = (np.frombuffer(view, dtype="<f4").copy() for view in _plane_views(buffer))
     return Checkpoint(step, p, m, v, header_bytes=header_bytes).to_bytes()
@@ -174,6 +175,7 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
         same_file,
     )
     from bob.formats import canonical
+    from bob.formats.checkpoint import sha256
     from bob.formats.constants import EMPTY_PROMPT
     from bob.invocation import advance
     from bob.signals import Deferral
@@ -253,7 +255,7 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
             for i, (word, (token, validity)) in enumerate(zip(prompt_words, records))
         ],
         "checkpoint": show_path(checkpoint_path),
-        "checkpoint_sha256": canonical.sha256(checkpoint_bytes).hex(),
+        "checkpoint_sha256": sha256(checkpoint_bytes).hex(),
         "predictions_file": show_path(predictions_path),
         "predictions_hex": prediction_bytes.hex(),
         "stale_temporaries_removed": [show_path(p) for p in cleaned],

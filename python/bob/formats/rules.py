@@ -4,10 +4,16 @@ Standard library only, so every user takes the same entry: the construct
 schemas (:class:`bob.formats.schema.Rule` wraps a field with its entry), each
 format's ``examine`` (one finding per broken entry), the typed constructors
 (``InputRecord``, ``Predictions``), ``bob-run``'s fast path
-(:mod:`bob.formats.canonical`, plain function calls), the inspect reports
+(:mod:`bob.formats.canonical`, :mod:`bob.formats.checkpoint.header`:
+plain function calls), the inspect reports
 (``ok`` flags) and the generated rule tables in ``formats/*.md``
-(:func:`bob.formats.docs.rules_table`). A rule is stated here and nowhere
-else (``tests/house/test_one_home.py`` holds that).
+(:func:`bob.formats.docs.rules_table`). In Python a rule is stated here
+and nowhere else (``tests/house/test_one_home.py`` holds that, naming the
+contract oracle of ``bob.fuzz`` that transcribes some again on purpose). The
+native core states the state rules (finite planes, no negative V, zero
+moments at step 0, room for more updates) independently, for
+``bob.core.resume_problem``; ``tests/formats/test_rules.py`` holds the two
+equal.
 
 Each predicate takes the values it judges (a rule over two fields, such as
 the target agreement, takes both) and returns True when they are allowed.

@@ -1,65 +1,41 @@
-"""Checking a checkpoint's bytes (contract §5): every finding, in the contract's order.
+"""A checkpoint's findings: :func:`examine`, in the order the door's specification gives.
 
-:func:`examine` parses the header with the envelope schema
-(:data:`~bob.formats.envelope.ENVELOPE_HEADER`) and collects one named
-:class:`~bob.errors.FormatError` per problem:
-
-1. magic (a non-bob file is named as such), the size bound (65,536 + 786,432);
-2. while parsing the header, in file order: version, ``header_bytes``, each
-   length prefix, any field the file ends inside; then ``header_bytes``
-   against the header's own length;
-3. the header digest;
-4. each contract field (§2);
-5. the chunk table (count, tags, offsets, lengths);
-6. the padding (all zero);
-7. the exact file size (``header_bytes + payload_bytes``);
-8. each chunk's SHA-256;
-9. for resuming only (:func:`state_findings`): finite planes, no negative
-   V, step 0 only with all-zero M and V, room for 10 more updates in a u64.
-
-A file that is exactly the canonical checkpoint (the 448-byte header bob
-writes, every digest holding: :func:`bob.formats.canonical.sealed_step`,
-held to the schemas by ``tests/formats/test_canonical.py``) has none of the
-findings 1–8, so it is examined without construct: its header's fields are
-those :func:`bob.formats.canonical.header_fields` builds, and only step 9
-is left. Anything else is parsed by the schema (construct is imported
-then); the planes' digests computed on the way are not computed again.
-
-Problems in steps 1–2 stop the examination (nothing after them can be
-located); a ``payload_bytes`` or ``chunk_bytes`` mismatch stops it after
-step 4; a file too short to hold the planes stops it after step 7. Anything
-else is one finding among others. The loaders (:mod:`bob.formats.envelope`)
-raise the first. Offsets come from :mod:`bob.formats.layout`, never from
+Its first branch is bob's own file (:mod:`.header` recognises it without
+construct); every other file is parsed by the schema (:mod:`.schema`,
+imported then). Offsets come from :mod:`bob.formats.layout`, never from
 literals.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
 import numpy as np
 
-from bob.errors import (
-    BadValue,
-    ContractMismatch,
-    FormatError,
-    IntegrityError,
-    StateRefused,
-    Truncated,
+from bob.errors import BadValue, ContractMismatch, FormatError, IntegrityError, Truncated
+from bob.formats.checkpoint.header import (
+    HEADER_BYTES,
+    CHECKPOINT_BYTES,
+    chunk_digests,
+    has_canonical_prefix,
+    hashlib_sha256,
+    header_fields,
+    sealed_step,
 )
-from bob.formats.contract import (
-    CONTRACT_FIELDS,
+from bob.formats.constants import (
+    CHUNK_TAGS,
     MAX_CHECKPOINT_BYTES,
+    MAX_HEADER_BYTES,
     PARAMETER_COUNT,
     PAYLOAD_BYTES,
     PLANE_NAMES,
-    V1,
-    Contract,
+    cell_name,
 )
-from bob.formats.constants import CHUNK_TAGS, cell_name
+from bob.formats.contract import CONTRACT_FIELDS, V1, Contract
+from bob.formats.files import CHECKPOINT_FILE, as_bytes, magic_finding
+from bob.formats.layout import CANONICAL, DIGEST_BYTES, ENVELOPE_HEAD, PLANE_DTYPE, EnvelopeLayout, envelope_layout, f32_from_bits
 from bob.formats.rules import (
     CHUNK_COUNT,
     CHUNK_LENGTH,
@@ -73,24 +49,12 @@ from bob.formats.rules import (
     ValueRule,
     chunk_offset,
 )
-from bob.formats import canonical
-from bob.formats.files import CHECKPOINT_FILE, as_bytes, magic_finding
-from bob.formats.layout import (
-    CANONICAL,
-    DIGEST_BYTES,
-    ENVELOPE_HEAD,
-    PLANE_DTYPE,
-    EnvelopeLayout,
-    envelope_layout,
-    f32_from_bits,
-)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - the schemas (construct) are imported only for a file that needs them
     from bob.formats.schema import FieldRow
 
-__all__ = ["Examination", "HeaderFields", "examine", "examine_by_schema", "plane_views", "state_findings",
-           "resume_findings", "refuse_unresumable", "checkpoint_findings"]
+_MAGIC = ENVELOPE_HEAD["magic"].slice
 
 
 class HeaderFields(dict[str, Any]):
@@ -109,9 +73,7 @@ class HeaderFields(dict[str, Any]):
 
     @classmethod
     def of(cls, parsed: Any) -> "HeaderFields":
-        """A header body's fields (construct's parse: a Container whose one
-        nested field is the chunk table, a list of Containers; or the
-        canonical path's dicts) as HeaderFields."""
+        """A header body's fields (construct's Container, or the canonical path's dicts) as HeaderFields."""
         fields = cls(parsed)
         fields.pop("_io", None)  # construct's stream, not a field
         fields["chunk_table"] = [cls(entry) for entry in fields["chunk_table"]]
@@ -125,9 +87,10 @@ class Examination:
     """What a reader found in a checkpoint's bytes.
 
     ``header`` holds the header's fields (:class:`HeaderFields`; ``None``
-    if they could not be parsed); ``planes`` the read-only float32 views (3 × 65,536) when all
-    the payload bytes are there; ``findings`` every problem, in the contract's
-    order. ``fresh`` is True for zero bytes (a fresh run).
+    if they could not be parsed); ``planes`` the read-only float32 views
+    (one row per plane) when all the payload bytes are there; ``findings``
+    every problem, in the contract's order. ``fresh`` is True for zero bytes
+    (a fresh run).
     """
 
     size: int
@@ -181,7 +144,7 @@ class Examination:
         """The layout of this file's header (offset, size, field, meaning), from the schema."""
         if self.header is None:
             return []
-        from bob.formats.envelope_schema import HEADER_BODY
+        from bob.formats.checkpoint.schema import HEADER_BODY
         from bob.formats.schema import walk
 
         rows: list[FieldRow] = []
@@ -198,94 +161,96 @@ class Examination:
 
 
 def plane_views(data: bytes, header_bytes: int) -> np.ndarray:
-    """P, M and V of a checkpoint file's bytes: read-only float32 views, 3 × 65,536, from ``header_bytes`` on."""
+    """P, M and V of a checkpoint file's bytes: read-only float32 views, one row per plane, from ``header_bytes`` on."""
     return np.frombuffer(data, dtype=PLANE_DTYPE, count=len(PLANE_NAMES) * PARAMETER_COUNT,
                          offset=header_bytes).reshape(len(PLANE_NAMES), PARAMETER_COUNT)
-
-
-def _sha256(data: Any) -> bytes:
-    return hashlib.sha256(data).digest()  # looked up at each call: bob.fuzz.digests shares it
 
 
 def examine(data: bytes, *, for_resume: bool = True) -> Examination:
     """Check ``data`` as a bob-envelope v1 file and collect every finding."""
     data = as_bytes(data, "the checkpoint")
     digests = None
-    if canonical.has_canonical_prefix(data):
-        digests = canonical.chunk_digests(memoryview(data)[canonical.HEADER_BYTES:], _sha256)
-        step = canonical.sealed_step(data, digests, _sha256)
+    if has_canonical_prefix(data):  # bob's own file: findings 1-8 cannot occur once its bytes are rebuilt
+        digests = chunk_digests(memoryview(data)[HEADER_BYTES:], hashlib_sha256)
+        step = sealed_step(data, digests, hashlib_sha256)
         if step is not None:
-            return _canonical_examination(data, step, digests, for_resume)
+            at = CANONICAL.header_digest
+            stored = data[at:at + DIGEST_BYTES]
+            ex = Examination(size=len(data), header=HeaderFields.of(header_fields(step, digests)),
+                             header_raw=data[:at], header_digest=stored, computed_header_digest=stored,
+                             planes=plane_views(data, HEADER_BYTES), chunk_digests=tuple(digests),
+                             magic=data[_MAGIC])
+            if for_resume:
+                ex.findings.extend(state_findings(step, ex.planes, HEADER_BYTES))
+            return ex
     return examine_by_schema(data, for_resume=for_resume, plane_digests=digests)
 
 
-def _canonical_examination(data: bytes, step: int, digests: list[bytes], for_resume: bool) -> Examination:
-    """The examination of a canonical checkpoint (:func:`canonical.sealed_step`
-    holds for it): what the schema path finds in such a file, without parsing."""
-    at = CANONICAL.header_digest
-    stored = data[at:at + DIGEST_BYTES]
-    planes = plane_views(data, canonical.HEADER_BYTES)
-    ex = Examination(size=len(data), header=HeaderFields.of(canonical.header_fields(step, digests)),
-                     header_raw=data[:at], header_digest=stored,
-                     computed_header_digest=stored, planes=planes, chunk_digests=tuple(digests),
-                     magic=data[ENVELOPE_HEAD["magic"].slice])
-    if for_resume:
-        ex.findings.extend(state_findings(step, planes, canonical.HEADER_BYTES))
+def examine_by_schema(data: bytes, *, for_resume: bool = True, plane_digests: "list[bytes] | None" = None) -> Examination:
+    """:func:`examine` by the schema, whatever the file (the path every file
+    but a canonical one takes). ``plane_digests``: the SHA-256s of the three
+    chunks that follow a canonical header, when the caller has computed them
+    (used only if the file's chunks lie there)."""
+    data = as_bytes(data, "the checkpoint")
+    ex = Examination(size=len(data), magic=data[_MAGIC])
+    if _header_parsed(data, ex) and _header_findings(ex) and _payload_findings(data, ex, plane_digests):
+        h = ex.header
+        assert h is not None
+        ex.planes = plane_views(data, h.header_bytes)
+        if for_resume:  # -- 9. state, for resuming
+            ex.findings.extend(state_findings(h.step, ex.planes, h.header_bytes))
     return ex
 
 
-def examine_by_schema(data: bytes, *, for_resume: bool = True, plane_digests: "list[bytes] | None" = None) -> Examination:
-    """:func:`examine` by the envelope schema, whatever the file (the path
-    every file but a canonical one takes). ``plane_digests``: the SHA-256s of
-    the three 262,144-byte ranges after a 448-byte header, when the caller
-    has computed them (used only if the file's chunks lie there)."""
-    from bob.formats.envelope_schema import ENVELOPE_HEADER
+def _header_parsed(data: bytes, ex: Examination) -> bool:
+    """Steps 1-2 (magic, size bound, the header in file order, ``header_bytes``
+    against the header's length); False when nothing after them can be located."""
+    from bob.formats.checkpoint.schema import ENVELOPE_HEADER
     from bob.formats.schema import parse
 
-    data = as_bytes(data, "the checkpoint")
-    n = len(data)
-    ex = Examination(size=n, magic=data[ENVELOPE_HEAD["magic"].slice])
-    out = ex.findings
+    n, out = len(data), ex.findings
     if n == 0:
-        return ex  # a fresh run's checkpoint
+        return False  # a fresh run's checkpoint
     problem = magic_finding(data, *CHECKPOINT_FILE)
     if problem is not None:
         out.append(problem)
-        return ex
+        return False
     if n > MAX_CHECKPOINT_BYTES:
-        out.append(Truncated("file_size", "a checkpoint is never larger than 65536 + 786432 bytes",
+        out.append(Truncated("file_size", f"a checkpoint is never larger than {MAX_HEADER_BYTES} + {PAYLOAD_BYTES} bytes",
                              expected=f"at most {MAX_CHECKPOINT_BYTES}", actual=n))
         ex.unparsed = data
-        return ex
-
-    # -- 2. the header, parsed in file order ---------------------------------
+        return False
     try:
         parsed = parse(ENVELOPE_HEADER, data)
     except FormatError as exc:
         out.append(exc)
         ex.unparsed = data
-        return ex
+        return False
     h = ex.header = HeaderFields.of(parsed.header.value)
     ex.header_raw = parsed.header.data
     ex.header_digest = parsed.header_digest
-    lay = ex.layout
-    assert lay is not None
-    end = lay.header_length
-    hb = h.header_bytes
-    if hb < end:
+    end = ex.header_end
+    assert end is not None
+    if h.header_bytes < end:
         out.append(BadValue("header_bytes", "header_bytes is smaller than the header itself",
-                            expected=f"at least {end} (a multiple of 64)", actual=hb,
+                            expected=f"at least {end} (a multiple of 64)", actual=h.header_bytes,
                             offset=ENVELOPE_HEAD["header_bytes"].offset))
-        return ex
+        return False
+    return True
 
-    # -- 3. header digest ------------------------------------------------------
-    ex.computed_header_digest = _sha256(parsed.header.data)
-    if ex.computed_header_digest != parsed.header_digest:
+
+def _header_findings(ex: Examination) -> bool:
+    """Steps 3-5 (header digest, contract fields, chunk table); False after
+    step 4 when ``payload_bytes`` or ``chunk_bytes`` leave the planes unplaced."""
+    h, lay, out = ex.header, ex.layout, ex.findings
+    assert h is not None and lay is not None and ex.header_raw is not None
+    # -- 3. header digest
+    ex.computed_header_digest = hashlib_sha256(ex.header_raw)
+    if ex.computed_header_digest != ex.header_digest:
         out.append(IntegrityError("header_digest", "the header's SHA-256 does not match its bytes",
-                                  expected=ex.computed_header_digest, actual=parsed.header_digest,
+                                  expected=ex.computed_header_digest, actual=ex.header_digest,
                                   offset=lay.header_digest))
-
-    # -- 4. contract fields ------------------------------------------------------
+    # -- 4. contract fields
     layout_ok = True
     for name in CONTRACT_FIELDS:
         want = getattr(V1, name)
@@ -295,9 +260,9 @@ def examine_by_schema(data: bytes, *, for_resume: bool = True, plane_digests: "l
             if name in ("payload_bytes", "chunk_bytes"):
                 layout_ok = False
     if not layout_ok:
-        return ex
-
-    # -- 5. chunk table ----------------------------------------------------------
+        return False
+    # -- 5. chunk table
+    hb = h.header_bytes
     if not CHUNK_COUNT.ok(h.chunk_count):
         out.append(CHUNK_COUNT.finding(h.chunk_count, offset=lay.fields["chunk_count"].offset))
     for i, entry in enumerate(h.chunk_table[:len(CHUNK_TAGS)]):
@@ -310,27 +275,34 @@ def examine_by_schema(data: bytes, *, for_resume: bool = True, plane_digests: "l
                                             index=i))
         if not CHUNK_LENGTH.ok(entry.length):
             out.append(CHUNK_LENGTH.finding(entry.length, offset=lay.chunk_field(i, "length").offset, index=i))
+    return True
 
-    # -- 6. padding --------------------------------------------------------------
+
+def _payload_findings(data: bytes, ex: Examination, plane_digests: "list[bytes] | None") -> bool:
+    """Steps 6-8 (padding, exact size, each chunk's SHA-256); False when the
+    file is too short to hold the planes."""
+    h, lay, out, n = ex.header, ex.layout, ex.findings, len(data)
+    assert h is not None and lay is not None
+    end, hb = lay.header_length, h.header_bytes
+    # -- 6. padding
     pad = data[end:min(hb, n)]
     if not PADDING.ok(pad):
         k = len(pad) - len(pad.lstrip(b"\0"))
         out.append(PADDING.finding(pad[k], offset=end + k, index=k))
-
-    # -- 7. exact size -----------------------------------------------------------
+    # -- 7. exact size
     want_size = hb + PAYLOAD_BYTES
     if n != want_size:
         out.append(Truncated("file_size", "the file is header_bytes + payload_bytes long",
                              expected=want_size, actual=n))
         if n < want_size:
-            return ex
-
-    # -- 8. chunk digests ----------------------------------------------------------
+            return False
+    # -- 8. chunk digests
     view = memoryview(data)
-    if plane_digests is not None and hb == canonical.HEADER_BYTES and n == canonical.CHECKPOINT_BYTES:
+    if plane_digests is not None and hb == HEADER_BYTES and n == CHECKPOINT_BYTES:
         digests = tuple(plane_digests)  # the same three ranges, hashed once already
     else:
-        digests = tuple(_sha256(view[chunk_offset(hb, i):chunk_offset(hb, i + 1)]) for i in range(len(CHUNK_TAGS)))
+        digests = tuple(hashlib_sha256(view[chunk_offset(hb, i):chunk_offset(hb, i + 1)])
+                        for i in range(len(CHUNK_TAGS)))
     ex.chunk_digests = digests
     for i, (entry, digest) in enumerate(zip(h.chunk_table, digests)):
         if entry.digest != digest:
@@ -339,21 +311,15 @@ def examine_by_schema(data: bytes, *, for_resume: bool = True, plane_digests: "l
                 f"plane {PLANE_NAMES[i]} (bytes {chunk_offset(hb, i)}..{chunk_offset(hb, i + 1) - 1}) "
                 "does not match the chunk table's SHA-256",
                 expected=digest, actual=entry.digest, offset=lay.chunk_field(i, "digest").offset, index=i))
-    planes = plane_views(data, hb)
-    ex.planes = planes
-
-    # -- 9. state, for resuming ------------------------------------------------------
-    if for_resume:
-        out.extend(state_findings(h.step, planes, hb))
-    return ex
+    return True
 
 
 def _partial_header(data: bytes) -> list[tuple[str, Any]] | None:
-    """The longest prefix of :data:`~bob.formats.envelope_schema.HEADER_BODY`'s
-    fields that parses, as ``[(field, value)]`` (None if not even the magic does)."""
+    """The longest prefix of the header body's fields that parses, as
+    ``[(field, value)]`` (None if not even the magic does)."""
     from construct import Struct
 
-    from bob.formats.envelope_schema import HEADER_BODY
+    from bob.formats.checkpoint.schema import HEADER_BODY
     from bob.formats.schema import parse
 
     subcons = HEADER_BODY.subcons
@@ -456,4 +422,3 @@ def checkpoint_findings(data: bytes, *, for_resume: bool = True) -> list[FormatE
     """Every problem with ``data`` as a checkpoint, in the contract's order
     (empty for a valid file and for zero bytes, the fresh run)."""
     return examine(data, for_resume=for_resume).findings
-
