@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sources import PACKAGE, imported_names, module_name, modules, tree
+from sources import PACKAGE, imported_names, module_name, modules, rel, tree
 
 # Each module of bob.formats and its layer: a module imports only modules of
 # lower layers. A new module must be given its place here.
@@ -21,6 +21,7 @@ LAYERS = {
     "bob.formats.checkpoint.header": 3,  # checkpoint: the one header builder, the canonical file (standard library)
     "bob.formats.files": 4,  # the one bounded reader of a format's file
     "bob.formats.checkpoint.schema": 5,  # checkpoint: schema
+    "bob.formats.checkpoint.state": 5,  # checkpoint: the state checks (resuming, writing)
     "bob.formats.checkpoint.examination": 6,  # checkpoint: examine (the canonical file first)
     "bob.formats.checkpoint.typed": 7,  # checkpoint: Checkpoint, load_checkpoint, read_checkpoint_file
     "bob.formats.checkpoint": 8,  # checkpoint: the one door (lazy names from the modules above)
@@ -107,6 +108,35 @@ def test_the_formats_import_only_downwards() -> None:
 def test_no_import_cycle_touches_the_formats() -> None:
     graph = import_graph(modules())
     assert [c for c in cycles(graph) if any(m.startswith("bob.formats.") for m in c)] == []
+
+
+# The checkpoint is a package with one door: outside it, its rooms are imported
+# only by the fuzzer's instruments, which replace names inside them.
+ROOMS_REACHED_PAST_THE_DOOR = {"fuzz/digests.py": "memoizes the digests and the layout inside the rooms",
+                               "fuzz/targets.py": "preloads every module the targets reach, to instrument it"}
+
+
+def past_the_door(paths: list[Path], door: str = "bob.formats.checkpoint") -> dict[str, list[str]]:
+    """The modules outside ``door``'s package that import one of its rooms, and the rooms."""
+    out = {}
+    for p in paths:
+        if module_name(p).startswith(door + ".") or module_name(p) == door:
+            continue
+        rooms = sorted(n for n in imported_names(tree(p)) if n.startswith(door + ".")
+                       and (PACKAGE.parent / n.replace(".", "/")).with_suffix(".py").exists())
+        if rooms:
+            out[rel(p)] = rooms
+    return out
+
+
+def test_the_checkpoint_is_entered_by_its_door_only() -> None:
+    import bob.formats.checkpoint as door
+
+    for room, names in door._ROOMS.items():
+        module = __import__(f"bob.formats.checkpoint.{room}", fromlist=["__all__"])
+        assert list(names) == module.__all__, f"the door's list of {room} differs from its __all__"
+    found = past_the_door(modules())
+    assert set(found) == set(ROOMS_REACHED_PAST_THE_DOOR), found
 
 
 def test_the_graph_checks_can_fail(tmp_path: Path) -> None:

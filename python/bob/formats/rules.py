@@ -117,8 +117,8 @@ INPUT_VERSION: ValueRule = ValueRule("version", lambda v: v == 1, "unsupported i
 TARGET_AGREES: ValueRule = ValueRule("targets", lambda widened, target: widened == target,
                           "the widened target differs from the pair's target", "the pair's target")
 PROMPT_WORD: ValueRule = ValueRule("prompt_words", prompt_word_ok,
-                        "a prompt word is a byte (< 256) or 0xFFFFFFFF for an empty prompt", "< 256 or 0xffffffff",
-                        given="a prompt word is a byte (< 256) or 0xFFFFFFFF")
+                        f"a prompt word is a byte (< {VOCABULARY}) or 0xFFFFFFFF for an empty prompt",
+                        f"< {VOCABULARY} or 0xffffffff", given=f"a prompt word is a byte (< {VOCABULARY}) or 0xFFFFFFFF")
 
 # ------------------------------------------------------------------ bob-envelope v1 (§5)
 ENVELOPE_VERSION: ValueRule = ValueRule("version", lambda v: v == 1, "unsupported envelope version", 1)
@@ -199,7 +199,7 @@ ROOM_FOR_UPDATES: ValueRule = ValueRule("step", lambda step: step <= U64_MAX - U
 
 # ------------------------------------------------------------------ predictions (§4)
 VALIDITY: ValueRule = ValueRule("validity", lambda v: v in (0, 1), "validity is 0 or 1", "0 or 1")
-TOKEN: ValueRule = ValueRule("token", lambda t: t < VOCABULARY, "a token is a byte (< 256)", "< 256")
+TOKEN: ValueRule = ValueRule("token", lambda t: t < VOCABULARY, f"a token is a byte (< {VOCABULARY})", f"< {VOCABULARY}")
 INVALID_TOKEN: ValueRule = ValueRule("token", lambda token, validity: validity != 0 or token == 0,
                           "an invalid prediction (validity 0) has token 0", 0)
 

@@ -60,13 +60,16 @@ The rooms behind this door, each importing only those below it:
   fast path);
 * :mod:`.schema` — the construct schema: :data:`HEADER_BODY`,
   :data:`ENVELOPE_HEADER`, :data:`ENVELOPE`, :data:`CHUNK_ENTRY`;
-* :mod:`.examination` — :func:`examine` and :class:`Examination`, the state
-  and resume checks (:func:`state_findings`, :func:`refuse_unresumable`);
+* :mod:`.state` — the state checks: step 9 (:func:`state_findings`) and the
+  writers' refusal of a state bob would not resume (:func:`refuse_unresumable`);
+* :mod:`.examination` — :func:`examine` and :class:`Examination`;
 * :mod:`.typed` — :class:`Checkpoint`, :func:`load_checkpoint`,
   :func:`read_checkpoint_file`, :func:`describe_envelope`.
 
-A read of a file goes down them once: the reader, the examination, the
-header's recognition (or the schema), back up with the typed checkpoint.
+A read of a file goes down them once, each call to a room below: the
+reader (:mod:`.typed`), the examination, the header's recognition (or the
+schema), the state checks; the typed checkpoint is built from what they
+return. No room calls one above it, nor is handed a function of one.
 Names are imported lazily: ``from bob.formats.checkpoint import
 recognize_checkpoint`` imports neither NumPy nor construct.
 """
@@ -77,50 +80,22 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
 
-    from bob.formats.checkpoint.examination import Examination as Examination
-    from bob.formats.checkpoint.examination import HeaderFields as HeaderFields
-    from bob.formats.checkpoint.examination import ResumableState as ResumableState
-    from bob.formats.checkpoint.examination import checkpoint_findings as checkpoint_findings
-    from bob.formats.checkpoint.examination import examine as examine
-    from bob.formats.checkpoint.examination import examine_by_schema as examine_by_schema
-    from bob.formats.checkpoint.examination import plane_views as plane_views
-    from bob.formats.checkpoint.examination import refuse_unresumable as refuse_unresumable
-    from bob.formats.checkpoint.examination import resume_findings as resume_findings
-    from bob.formats.checkpoint.examination import state_findings as state_findings
-    from bob.formats.checkpoint.header import CHECKPOINT_BYTES as CHECKPOINT_BYTES
-    from bob.formats.checkpoint.header import HEADER_BYTES as HEADER_BYTES
-    from bob.formats.checkpoint.header import build_checkpoint as build_checkpoint
-    from bob.formats.checkpoint.header import canonical_header_bytes as canonical_header_bytes
-    from bob.formats.checkpoint.header import checkpoint_header as checkpoint_header
-    from bob.formats.checkpoint.header import chunk_digests as chunk_digests
-    from bob.formats.checkpoint.header import envelope_header as envelope_header
-    from bob.formats.checkpoint.header import has_canonical_prefix as has_canonical_prefix
-    from bob.formats.checkpoint.header import hashlib_sha256 as hashlib_sha256
-    from bob.formats.checkpoint.header import header_fields as header_fields
-    from bob.formats.checkpoint.header import header_length as header_length
-    from bob.formats.checkpoint.header import recognize_checkpoint as recognize_checkpoint
-    from bob.formats.checkpoint.header import seal_checkpoint as seal_checkpoint
-    from bob.formats.checkpoint.header import sealed_step as sealed_step
-    from bob.formats.checkpoint.header import sha256 as sha256
-    from bob.formats.checkpoint.schema import CHUNK_ENTRY as CHUNK_ENTRY
-    from bob.formats.checkpoint.schema import ENVELOPE as ENVELOPE
-    from bob.formats.checkpoint.schema import ENVELOPE_HEADER as ENVELOPE_HEADER
-    from bob.formats.checkpoint.schema import ENVELOPE_MAGIC as ENVELOPE_MAGIC
-    from bob.formats.checkpoint.schema import HEADER_BODY as HEADER_BODY
-    from bob.formats.checkpoint.schema import ContractString as ContractString
-    from bob.formats.checkpoint.typed import TABLE_SHAPE as TABLE_SHAPE
-    from bob.formats.checkpoint.typed import Checkpoint as Checkpoint
-    from bob.formats.checkpoint.typed import describe_envelope as describe_envelope
-    from bob.formats.checkpoint.typed import load_checkpoint as load_checkpoint
-    from bob.formats.checkpoint.typed import read_checkpoint_file as read_checkpoint_file
+    from bob.formats.checkpoint.header import *
+    from bob.formats.checkpoint.schema import *
+    from bob.formats.checkpoint.state import *
+    from bob.formats.checkpoint.examination import *
+    from bob.formats.checkpoint.typed import *
 
+# The names each room offers (its __all__), read here without importing it.
 _ROOMS = {
     "header": ("HEADER_BYTES", "CHECKPOINT_BYTES", "envelope_header", "checkpoint_header", "chunk_digests",
-               "seal_checkpoint", "build_checkpoint", "has_canonical_prefix", "sealed_step", "recognize_checkpoint",
-               "header_fields", "header_length", "canonical_header_bytes", "sha256", "hashlib_sha256"),
+               "seal_checkpoint", "build_checkpoint", "has_canonical_prefix", "sealed_step",
+               "recognize_checkpoint", "header_fields", "header_length", "canonical_header_bytes", "sha256",
+               "hashlib_sha256"),
     "schema": ("ENVELOPE", "ENVELOPE_HEADER", "HEADER_BODY", "CHUNK_ENTRY", "ENVELOPE_MAGIC", "ContractString"),
-    "examination": ("Examination", "HeaderFields", "ResumableState", "examine", "examine_by_schema", "plane_views",
-                    "state_findings", "resume_findings", "refuse_unresumable", "checkpoint_findings"),
+    "state": ("ResumableState", "state_findings", "resume_findings", "refuse_unresumable"),
+    "examination": ("Examination", "HeaderFields", "examine", "examine_by_schema", "plane_views",
+                    "checkpoint_findings"),
     "typed": ("Checkpoint", "TABLE_SHAPE", "load_checkpoint", "read_checkpoint_file", "describe_envelope"),
 }
 _LAZY = {name: f"{__name__}.{room}" for room, names in _ROOMS.items() for name in names}

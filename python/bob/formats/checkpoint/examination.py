@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Any
 
 import numpy as np
 
 from bob.errors import BadValue, ContractMismatch, FormatError, IntegrityError, Truncated
+from bob.formats.checkpoint.state import state_findings
 from bob.formats.checkpoint.header import (
     HEADER_BYTES,
     CHECKPOINT_BYTES,
@@ -24,35 +25,18 @@ from bob.formats.checkpoint.header import (
     header_fields,
     sealed_step,
 )
-from bob.formats.constants import (
-    CHUNK_TAGS,
-    MAX_CHECKPOINT_BYTES,
-    MAX_HEADER_BYTES,
-    PARAMETER_COUNT,
-    PAYLOAD_BYTES,
-    PLANE_NAMES,
-    cell_name,
-)
+from bob.formats.constants import CHUNK_TAGS, MAX_CHECKPOINT_BYTES, MAX_HEADER_BYTES, PARAMETER_COUNT, PAYLOAD_BYTES, PLANE_NAMES
 from bob.formats.contract import CONTRACT_FIELDS, V1, Contract
 from bob.formats.files import CHECKPOINT_FILE, as_bytes, magic_finding
-from bob.formats.layout import CANONICAL, DIGEST_BYTES, ENVELOPE_HEAD, PLANE_DTYPE, EnvelopeLayout, envelope_layout, f32_from_bits
-from bob.formats.rules import (
-    CHUNK_COUNT,
-    CHUNK_LENGTH,
-    CHUNK_OFFSET,
-    CHUNK_TAG,
-    FINITE,
-    MOMENTS_ZERO_AT_STEP_0,
-    PADDING,
-    ROOM_FOR_UPDATES,
-    V_NOT_NEGATIVE,
-    ValueRule,
-    chunk_offset,
-)
+from bob.formats.layout import CANONICAL, DIGEST_BYTES, ENVELOPE_HEAD, PLANE_DTYPE, EnvelopeLayout, envelope_layout
+from bob.formats.rules import CHUNK_COUNT, CHUNK_LENGTH, CHUNK_OFFSET, CHUNK_TAG, PADDING, chunk_offset
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - the schemas (construct) are imported only for a file that needs them
     from bob.formats.schema import FieldRow
+
+__all__ = ["Examination", "HeaderFields", "examine", "examine_by_schema", "plane_views",
+           "checkpoint_findings"]
 
 _MAGIC = ENVELOPE_HEAD["magic"].slice
 
@@ -174,14 +158,14 @@ def examine(data: bytes, *, for_resume: bool = True) -> Examination:
         digests = chunk_digests(memoryview(data)[HEADER_BYTES:], hashlib_sha256)
         step = sealed_step(data, digests, hashlib_sha256)
         if step is not None:
-            at = CANONICAL.header_digest
+            fields = header_fields(step, digests)
+            at, planes = CANONICAL.header_digest, plane_views(data, HEADER_BYTES)
             stored = data[at:at + DIGEST_BYTES]
-            ex = Examination(size=len(data), header=HeaderFields.of(header_fields(step, digests)),
+            ex = Examination(size=len(data), header=HeaderFields.of(fields),
                              header_raw=data[:at], header_digest=stored, computed_header_digest=stored,
-                             planes=plane_views(data, HEADER_BYTES), chunk_digests=tuple(digests),
-                             magic=data[_MAGIC])
+                             planes=planes, chunk_digests=tuple(digests), magic=data[_MAGIC])
             if for_resume:
-                ex.findings.extend(state_findings(step, ex.planes, HEADER_BYTES))
+                ex.findings.extend(state_findings(step, planes, HEADER_BYTES))
             return ex
     return examine_by_schema(data, for_resume=for_resume, plane_digests=digests)
 
@@ -193,12 +177,13 @@ def examine_by_schema(data: bytes, *, for_resume: bool = True, plane_digests: "l
     (used only if the file's chunks lie there)."""
     data = as_bytes(data, "the checkpoint")
     ex = Examination(size=len(data), magic=data[_MAGIC])
-    if _header_parsed(data, ex) and _header_findings(ex) and _payload_findings(data, ex, plane_digests):
+    if _header_parsed(data, ex) and _header_findings(ex) and _table_findings(data, ex) \
+            and _payload_findings(data, ex, plane_digests):
         h = ex.header
         assert h is not None
-        ex.planes = plane_views(data, h.header_bytes)
+        ex.planes = planes = plane_views(data, h.header_bytes)
         if for_resume:  # -- 9. state, for resuming
-            ex.findings.extend(state_findings(h.step, ex.planes, h.header_bytes))
+            ex.findings.extend(state_findings(h.step, planes, h.header_bytes))
     return ex
 
 
@@ -240,8 +225,8 @@ def _header_parsed(data: bytes, ex: Examination) -> bool:
 
 
 def _header_findings(ex: Examination) -> bool:
-    """Steps 3-5 (header digest, contract fields, chunk table); False after
-    step 4 when ``payload_bytes`` or ``chunk_bytes`` leave the planes unplaced."""
+    """Steps 3-4 (header digest, contract fields); False when ``payload_bytes``
+    or ``chunk_bytes`` leave the planes unplaced."""
     h, lay, out = ex.header, ex.layout, ex.findings
     assert h is not None and lay is not None and ex.header_raw is not None
     # -- 3. header digest
@@ -259,10 +244,15 @@ def _header_findings(ex: Examination) -> bool:
                                         actual=h[name], offset=ex.offset_of(name)))
             if name in ("payload_bytes", "chunk_bytes"):
                 layout_ok = False
-    if not layout_ok:
-        return False
+    return layout_ok
+
+
+def _table_findings(data: bytes, ex: Examination) -> bool:
+    """Steps 5-6 (the chunk table, the padding); they never stop the examination."""
+    h, lay, out = ex.header, ex.layout, ex.findings
+    assert h is not None and lay is not None
+    end, hb, n = lay.header_length, h.header_bytes, len(data)
     # -- 5. chunk table
-    hb = h.header_bytes
     if not CHUNK_COUNT.ok(h.chunk_count):
         out.append(CHUNK_COUNT.finding(h.chunk_count, offset=lay.fields["chunk_count"].offset))
     for i, entry in enumerate(h.chunk_table[:len(CHUNK_TAGS)]):
@@ -275,20 +265,20 @@ def _header_findings(ex: Examination) -> bool:
                                             index=i))
         if not CHUNK_LENGTH.ok(entry.length):
             out.append(CHUNK_LENGTH.finding(entry.length, offset=lay.chunk_field(i, "length").offset, index=i))
-    return True
-
-
-def _payload_findings(data: bytes, ex: Examination, plane_digests: "list[bytes] | None") -> bool:
-    """Steps 6-8 (padding, exact size, each chunk's SHA-256); False when the
-    file is too short to hold the planes."""
-    h, lay, out, n = ex.header, ex.layout, ex.findings, len(data)
-    assert h is not None and lay is not None
-    end, hb = lay.header_length, h.header_bytes
     # -- 6. padding
     pad = data[end:min(hb, n)]
     if not PADDING.ok(pad):
         k = len(pad) - len(pad.lstrip(b"\0"))
         out.append(PADDING.finding(pad[k], offset=end + k, index=k))
+    return True
+
+
+def _payload_findings(data: bytes, ex: Examination, plane_digests: "list[bytes] | None") -> bool:
+    """Steps 7-8 (exact size, each chunk's SHA-256); False when the file is
+    too short to hold the planes."""
+    h, lay, out, n = ex.header, ex.layout, ex.findings, len(data)
+    assert h is not None and lay is not None
+    hb = h.header_bytes
     # -- 7. exact size
     want_size = hb + PAYLOAD_BYTES
     if n != want_size:
@@ -330,92 +320,6 @@ def _partial_header(data: bytes) -> list[tuple[str, Any]] | None:
             continue
         return [(sc.name, parsed[sc.name]) for sc in subcons[:k]]
     return None
-
-
-def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", header_bytes: int | None = None) -> list[FormatError]:
-    """Why the state (``step``; P, M, V) may not be resumed (§5), as findings.
-
-    ``header_bytes`` places the offsets in a file; without it they are None.
-    """
-    out: list[FormatError] = []
-
-    def offset(plane: int, k: int) -> int | None:
-        return None if header_bytes is None else chunk_offset(header_bytes, plane) + 4 * k
-
-    step_at = None if header_bytes is None else ENVELOPE_HEAD["step"].offset
-
-    def first_bad(rule: ValueRule, plane: int) -> "tuple[int, int] | None":
-        """(how many values of the plane break ``rule``, the index of the first)."""
-        assert rule.bad is not None  # every plane rule has its array form
-        mask = rule.bad(np, planes[plane])
-        if not mask.any():  # a good plane (the common case) skips building the list of indices
-            return None
-        bad = np.flatnonzero(mask)
-        return int(bad.size), int(bad[0])
-
-    for i, name in enumerate(PLANE_NAMES):
-        if (found := first_bad(FINITE, i)) is not None:
-            count, k = found
-            out.append(FINITE.finding(_value(planes[i], k), offset=offset(i, k), index=k, field=name,
-                                      count=count, plane=name, cell=cell_name(k)))
-    v_plane = PLANE_NAMES.index("V")
-    if (found := first_bad(V_NOT_NEGATIVE, v_plane)) is not None:
-        count, k = found
-        out.append(V_NOT_NEGATIVE.finding(_value(planes[v_plane], k), offset=offset(v_plane, k), index=k,
-                                          count=count, cell=cell_name(k)))
-    if step == 0:
-        for i in (1, 2):
-            if (found := first_bad(MOMENTS_ZERO_AT_STEP_0, i)) is not None:
-                count, k = found
-                out.append(MOMENTS_ZERO_AT_STEP_0.finding(0, offset=step_at, expected=f"{PLANE_NAMES[i]} all zero at step 0",
-                                                          count=count, plane=PLANE_NAMES[i], cell=cell_name(k)))
-                break
-    if not ROOM_FOR_UPDATES.ok(step):
-        out.append(ROOM_FOR_UPDATES.finding(step, offset=step_at))
-    return out
-
-
-def _value(plane: Any, k: int) -> float:
-    """Value ``k`` of a plane, from its bits (:func:`~bob.formats.layout.f32_from_bits`:
-    right in any floating-point environment)."""
-    return f32_from_bits(int(np.asarray(plane, dtype=np.float32).reshape(-1).view(np.uint32)[k]))
-
-
-class ResumableState(Protocol):
-    """What the resume check reads of a :class:`~bob.Checkpoint` (a protocol:
-    this module sits below the one that defines the class)."""
-
-    contract: Contract
-    step: int
-    p: Any
-    m: Any
-    v: Any
-
-
-def resume_findings(checkpoint: "ResumableState") -> list[FormatError]:
-    """Why ``bob-run`` (and :func:`bob.invoke`) would refuse to resume
-    ``checkpoint``: a contract field other than bob v1's (§2), then the
-    state (:func:`state_findings`, §5). Empty for a state bob resumes."""
-    out: list[FormatError] = [
-        ContractMismatch(name, "differs from the bob v1 contract", expected=expected, actual=actual)
-        for name, expected, actual in checkpoint.contract.mismatches()
-    ]
-    out.extend(state_findings(checkpoint.step, (checkpoint.p, checkpoint.m, checkpoint.v)))
-    return out
-
-
-def refuse_unresumable(checkpoint: "ResumableState", what: str) -> None:
-    """Raise the first of :func:`resume_findings` for a writer (``what``:
-    "Checkpoint.write" …): bob writes no checkpoint that it would refuse to
-    resume unless asked, with ``for_resume=False``, for a test file."""
-    findings = resume_findings(checkpoint)
-    if findings:
-        first = findings[0]
-        raise type(first)(
-            first.field,
-            f"{first.message}; bob would refuse to resume it, so {what} does not write it "
-            "(for_resume=False writes it anyway, for a test file)",
-            expected=first.expected, actual=first.actual, offset=first.offset, index=first.index)
 
 
 def checkpoint_findings(data: bytes, *, for_resume: bool = True) -> list[FormatError]:

@@ -40,6 +40,11 @@ from bob.formats.layout import (
 )
 from bob.formats.rules import chunk_offset
 
+__all__ = ["HEADER_BYTES", "CHECKPOINT_BYTES", "envelope_header", "checkpoint_header", "chunk_digests",
+           "seal_checkpoint", "build_checkpoint", "has_canonical_prefix", "sealed_step",
+           "recognize_checkpoint", "header_fields", "header_length", "canonical_header_bytes", "sha256",
+           "hashlib_sha256"]
+
 VERSION = 1
 HEADER_BYTES = CANONICAL_HEADER_BYTES
 CHECKPOINT_BYTES = CANONICAL_CHECKPOINT_BYTES

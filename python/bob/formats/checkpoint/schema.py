@@ -27,6 +27,8 @@ from bob.formats.rules import ENVELOPE_VERSION
 from bob.formats.rules import HEADER_BYTES as HEADER_BYTES_RULE
 from bob.formats.schema import LengthPrefixed, Sha256Of, Table, ZeroPadding, const_value, ruled, schema_fields
 
+__all__ = ["ENVELOPE", "ENVELOPE_HEADER", "HEADER_BODY", "CHUNK_ENTRY", "ENVELOPE_MAGIC", "ContractString"]
+
 ContractString = LengthPrefixed(STRING_LIMIT)
 """A contract string: u32 length (at most :data:`~bob.formats.constants.STRING_LIMIT`) + raw bytes."""
 

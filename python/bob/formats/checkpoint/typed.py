@@ -1,7 +1,8 @@
 """The typed checkpoint (:class:`Checkpoint`), its loader, its reader and its description.
 
 Above the examination (:mod:`.examination`), which it reads a file with,
-and the header builder (:mod:`.header`), which writes one; nothing of the
+the header builder (:mod:`.header`), which writes one, and the state checks
+(:mod:`.state`), which refuse what bob would not resume; nothing of the
 checkpoint imports this module back.
 """
 
@@ -15,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bob.errors import BadValue, integer_field, integer_value, shown_kind
-from bob.formats.checkpoint.examination import Examination, examine, refuse_unresumable
+from bob.formats.checkpoint.examination import Examination, examine
 from bob.formats.checkpoint.header import HEADER_BYTES, envelope_header, hashlib_sha256, header_length
+from bob.formats.checkpoint.state import refuse_unresumable
 from bob.formats.constants import (
     LEARNER_FLOATS,
     MAX_CHECKPOINT_BYTES,
@@ -37,6 +39,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy.typing as npt
 
     from bob.arrays import PlaneLike
+
+__all__ = ["Checkpoint", "TABLE_SHAPE", "load_checkpoint", "read_checkpoint_file", "describe_envelope"]
 
 TABLE_SHAPE = (VOCABULARY, VOCABULARY)
 """A plane as a table: row = context byte, column = next byte (index ``context * VOCABULARY + next``)."""
