@@ -34,27 +34,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from bob.signals import Deferral
 
-from bob.commands import (
-    EXIT_BUSY,
-    EXIT_OK,
-    Outcome,
-    Refused,
-    about,
-    add_common_options,
-    argument_parser,
-    note,
-    run_command,
-    seconds_option,
-)
+from bob.commands import (EXIT_BUSY, EXIT_OK, Outcome, Refused, about, add_common_options, argument_parser, note,
+                          run_command, seconds_option)
 from bob.commit import lock_path_for  # noqa: F401 - where tests and tools have always found it
 from bob.text import show_byte, show_path
 
 PROG = "bob-run"
 
 
-# --------------------------------------------------------------------------- #
-# Reading (fast path for bob's own files, the schemas for everything else)
-# --------------------------------------------------------------------------- #
+# -- Reading (fast path for bob's own files, the schemas for everything else)
 
 _FAST = sys.byteorder == "little"  # the planes are little-endian float32 in memory too
 
@@ -147,9 +135,7 @@ def _checkpoint_bytes(step: int, buffer: bytearray, header_bytes: "int | None") 
     return Checkpoint(step, p, m, v, header_bytes=header_bytes).to_bytes()
 
 
-# --------------------------------------------------------------------------- #
-# One invocation on files
-# --------------------------------------------------------------------------- #
+# -- One invocation on files
 
 
 def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
@@ -165,39 +151,15 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     (the lock's wait, after the updates, just before the commit), with
     everything rolled back.
     """
-    from bob.commit import CheckpointLock, Commit, refuse_if_lock_of
-    from bob.fileio import (
-        check_directory,
-        clean_stale_temporaries,
-        identity,
-        refuse_unreplaceable,
-        replace_target,
-        same_file,
-    )
+    from bob.commit import CheckpointLock, Commit
+    from bob.fileio import clean_stale_temporaries, identity, refuse_unreplaceable
     from bob.formats import canonical
-    from bob.formats.checkpoint import sha256
-    from bob.formats.constants import EMPTY_PROMPT
     from bob.invocation import advance
     from bob.signals import Deferral
 
     deferral = Deferral() if deferral is None else deferral
     deferral.check()  # a signal since bob-run began: nothing has been touched
-    # Decide what will be replaced before anything is read or created; the
-    # kernel resolves every path (a deleted working directory is named here).
-    with about("--input", input_path):
-        check_directory(input_path)
-    with about("--checkpoint", checkpoint_path):
-        checkpoint_target = replace_target(checkpoint_path, check_replaceable=False)
-    with about("--predictions", predictions_path):
-        predictions_target = replace_target(predictions_path, check_replaceable=False)
-    for a, b, shown, what in (  # the targets as resolved above: each path is resolved once
-        (checkpoint_target, predictions_target, checkpoint_path, "--checkpoint and --predictions"),
-        (input_path, checkpoint_target, input_path, "--input and --checkpoint"),
-        (input_path, predictions_target, input_path, "--input and --predictions"),
-    ):
-        if same_file(a, b):
-            raise Refused(f"{what} name the same file ({show_path(shown)}); each needs its own")
-    refuse_if_lock_of(predictions_target, checkpoint_target, "--predictions")
+    checkpoint_target, predictions_target = _targets(input_path, checkpoint_path, predictions_path)
     with about("--input", input_path, "input record"):
         contexts, targets, prompt_words = _read_record(input_path)
 
@@ -239,6 +201,39 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
             commit.close()
     finally:
         lock.__exit__()
+    return _summary(step_before, step_after, losses, prompt_words, records, checkpoint_path, checkpoint_bytes,
+                    predictions_path, prediction_bytes, cleaned, commit.problems)
+
+
+def _targets(input_path: str, checkpoint_path: str, predictions_path: str) -> "tuple[str, str]":
+    """The checkpoint's and the predictions' targets, decided before anything
+    is read or created; the kernel resolves every path (a deleted working
+    directory is named here), each once. Refuses two options naming one file."""
+    from bob.commit import refuse_if_lock_of
+    from bob.fileio import check_directory, replace_target, same_file
+
+    with about("--input", input_path):
+        check_directory(input_path)
+    with about("--checkpoint", checkpoint_path):
+        checkpoint_target = replace_target(checkpoint_path, check_replaceable=False)
+    with about("--predictions", predictions_path):
+        predictions_target = replace_target(predictions_path, check_replaceable=False)
+    for a, b, shown, what in (  # the targets as resolved above: each path is resolved once
+        (checkpoint_target, predictions_target, checkpoint_path, "--checkpoint and --predictions"),
+        (input_path, checkpoint_target, input_path, "--input and --checkpoint"),
+        (input_path, predictions_target, input_path, "--input and --predictions"),
+    ):
+        if same_file(a, b):
+            raise Refused(f"{what} name the same file ({show_path(shown)}); each needs its own")
+    refuse_if_lock_of(predictions_target, checkpoint_target, "--predictions")
+    return checkpoint_target, predictions_target
+
+
+def _summary(step_before: int, step_after: int, losses, prompt_words, records, checkpoint_path: str,
+             checkpoint_bytes, predictions_path: str, prediction_bytes: bytes, cleaned, problems) -> dict:
+    """The invocation's summary, JSON-ready (``--json`` prints it)."""
+    from bob.formats.checkpoint import sha256
+    from bob.formats.constants import EMPTY_PROMPT
 
     return {
         "step_before": step_before,
@@ -259,13 +254,11 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
         "predictions_file": show_path(predictions_path),
         "predictions_hex": prediction_bytes.hex(),
         "stale_temporaries_removed": [show_path(p) for p in cleaned],
-        "problems_after_commit": commit.problems,
+        "problems_after_commit": problems,
     }
 
 
-# --------------------------------------------------------------------------- #
-# The command line
-# --------------------------------------------------------------------------- #
+# -- The command line
 
 
 def _human_summary(result: dict) -> str:
