@@ -118,7 +118,7 @@ BUGS: tuple[Bug, ...] = (
         property="contract oracle + header_bytes grown with the padding"),
     Bug("step0-only-m", "formats", "checkpoint", 3_000,
         "a step-0 checkpoint whose V is not zero (but M is) is accepted for resuming",
-        (("bob/formats/checkpoint/examination.py", "for i in (1, 2):", "for i in (1,):"),),
+        (("bob/formats/checkpoint/state.py", "for i in (1, 2):", "for i in (1,):"),),
         property="contract oracle + step 0 with the moments zeroed one at a time"),
     Bug("targets-low-byte", "formats", "input", 20_000,
         "a record whose widened target has garbage in its high bytes is accepted (and re-serializes "
