@@ -66,10 +66,11 @@ The rooms behind this door, each importing only those below it:
 * :mod:`.typed` — :class:`Checkpoint`, :func:`load_checkpoint`,
   :func:`read_checkpoint_file`, :func:`describe_envelope`.
 
-A read of a file goes down them once, each call to a room below: the
-reader (:mod:`.typed`), the examination, the header's recognition (or the
-schema), the state checks; the typed checkpoint is built from what they
-return. No room calls one above it, nor is handed a function of one.
+A read of a file runs one way, each call to a room below the caller: the
+reader (:mod:`.typed`) calls the examination, which calls the header's
+recognition (or the schema) and the state checks; the typed checkpoint is
+built from what it returns. No room calls one above it, nor is handed a
+function of one to call back.
 Names are imported lazily: ``from bob.formats.checkpoint import
 recognize_checkpoint`` imports neither NumPy nor construct.
 """

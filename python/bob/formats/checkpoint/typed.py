@@ -49,11 +49,8 @@ _A_PLANE = f"a plane is {PARAMETER_COUNT} float32 values"
 
 
 def _plane(value: Any, name: str) -> np.ndarray:
-    """A plane as a writable, C-contiguous float32 array of PARAMETER_COUNT
-    values, from what :class:`Checkpoint` takes: one that already is such an
-    array (or tensor) is used as it is, shared with the caller (a table
-    through a flat view of its memory); anything else is converted to a new
-    array."""
+    """A plane as :class:`Checkpoint` holds it, from what it takes (which it
+    shares, which it converts: its docstring)."""
     if type(value) is np.ndarray and value.dtype == np.float32 and value.shape == (PARAMETER_COUNT,) \
             and value.flags.c_contiguous and value.flags.writeable:
         return value  # the planes bob itself makes (loaders, bob.invoke): nothing to convert
@@ -218,9 +215,8 @@ class Checkpoint:
     def to_bytes(self, header_bytes: int | None = None, *, for_resume: bool = True) -> bytes:
         """The envelope file. ``header_bytes`` defaults to the checkpoint's own.
 
-        A state ``bob-run`` would refuse to resume (a non-finite value, a
-        negative V, step 0 with a non-zero M or V, no room for 10 more
-        updates, a contract other than bob v1's) is refused with the
+        A state ``bob-run`` would refuse to resume (the door's step 9, or a
+        contract other than bob v1's) is refused with the
         :class:`~bob.FormatError` a reader gives, naming the plane and index
         (or the field), unless ``for_resume=False``: the one way to build a
         test file bob must refuse, and the same keyword a reader takes to
