@@ -109,16 +109,16 @@ BUGS: tuple[Bug, ...] = (
         property="contract oracle + any step with digests re-sealed"),
     Bug("padding-first-64", "formats", "checkpoint", 3_000,
         "non-zero bytes in a wide header's padding past its first 64 bytes are accepted",
-        (("bob/formats/checks.py", "pad = data[end:min(hb, n)]", "pad = data[end:min(hb, n)][:64]"),),
+        (("bob/formats/checkpoint/examination.py", "pad = data[end:min(hb, n)]", "pad = data[end:min(hb, n)][:64]"),),
         property="contract oracle + header_bytes grown with the padding"),
     Bug("offsets-at-aligned-header", "formats", "checkpoint", 3_000,
         "every valid checkpoint whose header_bytes is larger than its header's aligned length is refused "
         "(chunk offsets expected where a 448-byte header would put them)",
-        (("bob/formats/checks.py", "want = chunk_offset(hb, i)", "want = chunk_offset((end + 63) // 64 * 64, i)"),),
+        (("bob/formats/checkpoint/examination.py", "want = chunk_offset(hb, i)", "want = chunk_offset((end + 63) // 64 * 64, i)"),),
         property="contract oracle + header_bytes grown with the padding"),
     Bug("step0-only-m", "formats", "checkpoint", 3_000,
         "a step-0 checkpoint whose V is not zero (but M is) is accepted for resuming",
-        (("bob/formats/checks.py", "for i in (1, 2):", "for i in (1,):"),),
+        (("bob/formats/checkpoint/state.py", "for i in (1, 2):", "for i in (1,):"),),
         property="contract oracle + step 0 with the moments zeroed one at a time"),
     Bug("targets-low-byte", "formats", "input", 20_000,
         "a record whose widened target has garbage in its high bytes is accepted (and re-serializes "
@@ -134,7 +134,7 @@ BUGS: tuple[Bug, ...] = (
     Bug("fast-ckpt-skips-table", "fast path", "checkpoint", 3_000,
         "the canonical path (bob-run's and the readers') does not compare the chunk table: it accepts a checkpoint whose "
         "planes no longer match their digests",
-        (("bob/formats/canonical.py",
+        (("bob/formats/checkpoint/header.py",
           "if data[:HEADER_BYTES] != checkpoint_header(step, digests, digest):",
           "from bob.formats.layout import CANONICAL\n"
           "    if data[:CANONICAL.chunk_table] != checkpoint_header(step, digests, digest)[:CANONICAL.chunk_table]:"),),

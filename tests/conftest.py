@@ -24,7 +24,7 @@ import pytest
 import bob
 from bob.formats.constants import CHUNK_BYTES
 from bob.formats.contract import LEARNER_PREFIX, Contract
-from bob.formats.envelope import Checkpoint, canonical_header_bytes
+from bob.formats.checkpoint import Checkpoint, canonical_header_bytes
 from bob.formats.layout import CANONICAL_HEADER_BYTES
 
 # The checkout (README, formats/, docs/): a mutation run (scripts/mutants.sh)

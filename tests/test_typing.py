@@ -88,7 +88,7 @@ def test_bob_exports_explicitly_what_it_serves_lazily() -> None:
 def test_import_bob_stays_lazy() -> None:
     # bob.errors takes the learner contract's shape from bob.formats.constants (standard library only);
     # nothing that parses, builds or computes is imported until it is used
-    code = ("import sys, bob; print(sorted(m for m in ('numpy', 'construct', 'bob.formats.envelope', 'bob.formats.schema', "
+    code = ("import sys, bob; print(sorted(m for m in ('numpy', 'construct', 'bob.formats.checkpoint', 'bob.formats.schema', "
             "'bob.core') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

@@ -57,19 +57,19 @@ _LAZY = {
     "Invocation": "bob.invocation",
     # typed objects
     "InputRecord": "bob.formats.input_record",
-    "Checkpoint": "bob.formats.envelope",
+    "Checkpoint": "bob.formats.checkpoint",
     "Predictions": "bob.formats.predictions",
     "Contract": "bob.formats.contract",
     "contract_document": "bob.formats.contract",
-    "Examination": "bob.formats.checks",
+    "Examination": "bob.formats.checkpoint",
     # loaders and builders
     "load_input": "bob.formats.input_record",
     "build_input": "bob.formats.input_record",
     "input_findings": "bob.formats.input_record",
-    "load_checkpoint": "bob.formats.envelope",
-    "checkpoint_findings": "bob.formats.checks",
-    "examine_checkpoint": "bob.formats.checks",
-    "read_checkpoint_file": "bob.formats.envelope",
+    "load_checkpoint": "bob.formats.checkpoint",
+    "checkpoint_findings": "bob.formats.checkpoint",
+    "examine_checkpoint": "bob.formats.checkpoint",
+    "read_checkpoint_file": "bob.formats.checkpoint",
     "load_predictions": "bob.formats.predictions",
     "predictions_findings": "bob.formats.predictions",
     "read_input_file": "bob.formats.input_record",
@@ -146,14 +146,14 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only; `X as X
     from bob.analysis import probabilities as probabilities
     from bob.fileio import clean_stale_temporaries as clean_stale_temporaries
     from bob.fileio import write_atomic as write_atomic
-    from bob.formats.checks import Examination as Examination
-    from bob.formats.checks import checkpoint_findings as checkpoint_findings
-    from bob.formats.checks import examine as examine_checkpoint
+    from bob.formats.checkpoint import Examination as Examination
+    from bob.formats.checkpoint import checkpoint_findings as checkpoint_findings
+    from bob.formats.checkpoint import examine as examine_checkpoint
     from bob.formats.contract import Contract as Contract
     from bob.formats.contract import contract_document as contract_document
-    from bob.formats.envelope import Checkpoint as Checkpoint
-    from bob.formats.envelope import load_checkpoint as load_checkpoint
-    from bob.formats.envelope import read_checkpoint_file as read_checkpoint_file
+    from bob.formats.checkpoint import Checkpoint as Checkpoint
+    from bob.formats.checkpoint import load_checkpoint as load_checkpoint
+    from bob.formats.checkpoint import read_checkpoint_file as read_checkpoint_file
     from bob.formats.input_record import read_input_file as read_input_file
     from bob.formats.predictions import read_predictions_file as read_predictions_file
     from bob.formats.input_record import InputRecord as InputRecord

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bob.errors import BadValue, FormatError, StateRefused, integer_value, show_value, shown_kind
-from bob.formats.checks import examine
+from bob.formats.checkpoint import examine
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, PLANE_NAMES, VOCABULARY
 from bob.formats.layout import CONTRACT_STRINGS, F32_MAGNITUDE, F32_SIGN
 from bob.inspect.common import f32_json, file_size, plural, problem
@@ -31,7 +31,7 @@ from bob.text import json_number, show_byte, show_path
 if TYPE_CHECKING:  # pragma: no cover - numpy.typing costs bob-inspect a millisecond
     import numpy.typing as npt
 
-    from bob.formats.envelope import Checkpoint
+    from bob.formats.checkpoint import Checkpoint
 
 __all__ = ["probabilities", "softmax_rows", "fresh_planes", "diff", "compare", "Side",
            "plane_diff", "beyond", "ordered_keys", "ulp_distance", "header_values"]
@@ -78,7 +78,7 @@ def fresh_planes() -> tuple[Any, str | None]:
     """The fresh state's planes, which only the native core makes
     (``Checkpoint.fresh``), or ``(None, note)`` when it cannot be loaded."""
     try:
-        from bob.formats.envelope import Checkpoint
+        from bob.formats.checkpoint import Checkpoint
 
         c = Checkpoint.fresh()
     except ImportError as exc:
@@ -256,7 +256,7 @@ class Side:
         ``for_resume=False``: a diff shows what a reader would refuse), a
         checkpoint file's bytes, or a path (read through bob's bounded reader;
         a missing one is ``FileNotFoundError``)."""
-        from bob.formats.envelope import Checkpoint
+        from bob.formats.checkpoint import Checkpoint
         from bob.formats.files import CHECKPOINT_FILE, read_format_file
 
         if isinstance(value, Checkpoint):

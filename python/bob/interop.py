@@ -2,8 +2,8 @@
 
 One call each way (``Checkpoint.to_safetensors(path)`` /
 ``Checkpoint.from_safetensors(path)``, ``to_npz`` / ``from_npz``). The file
-holds the three planes as (256, 256) float32 arrays named ``P``, ``M`` and
-``V`` (row = context byte, column = next byte) and, as metadata, the step,
+holds the three planes as their tables (``Checkpoint.tables``: float32, row =
+context byte, column = next byte) named ``P``, ``M`` and ``V`` and, as metadata, the step,
 ``header_bytes`` and the contract's identity (each §2 field, exactly) —
 everything the envelope holds, so a checkpoint exported and imported again
 gives the very same envelope bytes.
@@ -16,7 +16,8 @@ out of range, a contract other than bob v1's, and (unless
 ``for_resume=False``) a state ``bob-run`` would not resume — each a
 :class:`~bob.FormatError` naming the array or the metadata key. Files are
 written through :func:`bob.fileio.write_atomic` and read through bob's
-bounded reader.
+bounded reader. The dependency runs one way: the checkpoint's methods call
+this module, which reads nothing of the checkpoint but the object it is given.
 
 The metadata (safetensors' ``__metadata__``; in ``.npz`` the JSON text of
 the array ``bob``) is string to string::
@@ -44,9 +45,10 @@ import numpy as np
 from bob.errors import BadValue, ContractMismatch, NotABobFile, Truncated
 from bob.formats.constants import PLANE_NAMES, U64_MAX, VOCABULARY
 from bob.formats.contract import CONTRACT_FIELDS, V1, Contract
+from bob.formats.files import read_format_file
 
 if TYPE_CHECKING:  # pragma: no cover
-    from bob.formats.envelope import Checkpoint
+    from bob.formats.checkpoint import Checkpoint
 
 __all__ = [
     "FORMAT",
@@ -132,9 +134,7 @@ def _checkpoint(meta: Any, arrays: dict[str, Any], what: str, for_resume: bool,
                 make: "type[Checkpoint]") -> "Checkpoint":
     """The checkpoint an export's metadata and arrays describe, checked as an
     envelope would be. ``make`` is :class:`~bob.Checkpoint`, given by its own
-    methods: this module is above bob.formats and never imports back into it."""
-    from bob.formats.checks import refuse_unresumable
-
+    methods: this module never imports the checkpoint."""
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         got = meta.get("format") if isinstance(meta, dict) else None
         raise NotABobFile("metadata.format", f"this {what} is not a bob checkpoint export", expected=FORMAT,
@@ -155,8 +155,8 @@ def _checkpoint(meta: Any, arrays: dict[str, Any], what: str, for_resume: bool,
         if a.dtype != np.dtype("<f4"):
             raise BadValue(name, "a plane is float32 (little-endian)", expected="float32", actual=f"dtype {a.dtype}")
         if a.shape != (VOCABULARY, VOCABULARY):
-            raise BadValue(name, "a plane is exported as its 256 x 256 table", expected=f"shape {(VOCABULARY,) * 2}",
-                           actual=f"shape {a.shape}")
+            raise BadValue(name, f"a plane is exported as its {VOCABULARY} x {VOCABULARY} table",
+                           expected=f"shape {(VOCABULARY,) * 2}", actual=f"shape {a.shape}")
         planes.append(np.array(a, dtype=np.float32, order="C"))  # our own writable copy
     fields: dict[str, Any] = {}
     for name in CONTRACT_FIELDS:
@@ -183,16 +183,14 @@ def _checkpoint(meta: Any, arrays: dict[str, Any], what: str, for_resume: bool,
     header_bytes = _decimal(meta, "header_bytes", U64_MAX)
     checkpoint = make(step, planes[0], planes[1], planes[2], header_bytes, contract)
     if for_resume:
-        refuse_unresumable(checkpoint, f"importing a {what}")
+        checkpoint._refuse_unresumable(f"importing a {what}")
     return checkpoint
 
 
 def _refuse_unwritable(checkpoint: "Checkpoint", what: str, for_resume: bool) -> None:
-    from bob.formats.checks import refuse_unresumable
-
     checkpoint._check()
     if for_resume:
-        refuse_unresumable(checkpoint, what)
+        checkpoint._refuse_unresumable(what)
 
 
 # --------------------------------------------------------------------------- #
@@ -282,8 +280,6 @@ def read_npz(path: "str | os.PathLike[str]", make: "type[Checkpoint]", *, for_re
 
 
 def _read(path: "str | os.PathLike[str]") -> bytes:
-    from bob.formats.files import read_format_file
-
     try:
         return read_format_file(path, MAX_EXPORT_BYTES, None)
     except Truncated as big:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing costs start-up time bob-run does 
     from typing import Any, Sequence
 
     from bob.formats.contract import Contract
-    from bob.formats.envelope import Checkpoint
+    from bob.formats.checkpoint import Checkpoint
     from bob.formats.input_record import InputRecord
     from bob.formats.predictions import Predictions
 
@@ -145,8 +145,7 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
     ``Checkpoint`` object is checked for resuming the same way. ``threads``
     (0: what the machine offers) changes no bit of the result.
     """
-    from bob.formats.checks import resume_findings
-    from bob.formats.envelope import Checkpoint
+    from bob.formats.checkpoint import Checkpoint, resume_findings
     from bob.formats.input_record import InputRecord, load_input
     from bob.formats.predictions import Predictions
 
@@ -174,7 +173,7 @@ def _checked_planes(contract: "Contract", step: int, planes: "Any") -> "Any":
     """P, M and V (``planes``, indexable) copied into the rows of one new
     (3, 65,536) float32 array by the native core's resume check, in one call
     (``bob.core.resume_problem(..., into=)``, a vectorized pass: a fifth of
-    the time of :func:`~bob.formats.checks.state_findings`' NumPy). None when
+    the time of :func:`~bob.formats.checkpoint.state_findings`' NumPy). None when
     the contract is not bob v1's, the core finds something to refuse, or it
     cannot read the planes or the step (values reassigned to a
     ``Checkpoint``): the readers' checks then name what is wrong. The two
@@ -221,16 +220,15 @@ def _loaded(data: bytes) -> "Checkpoint":
     """The checkpoint in ``data``, checked for resuming as
     :func:`~bob.load_checkpoint` checks it. The file bob writes (canonical,
     every digest holding) is recognized with one SHA-256 pass
-    (:func:`bob.formats.canonical.recognize_checkpoint`, which
+    (:func:`bob.formats.checkpoint.recognize_checkpoint`, which
     ``tests/formats/test_canonical.py`` holds to the schemas) and its planes
     copied once; anything else, and any state that may not be resumed, is
     judged by the schemas, which name what is wrong."""
-    from bob.formats.envelope import load_checkpoint
+    from bob.formats.checkpoint import load_checkpoint
 
     if type(data) not in (bytes, bytearray):
         return load_checkpoint(data)
-    from bob.formats.canonical import HEADER_BYTES, recognize_checkpoint
-    from bob.formats.checks import plane_views
+    from bob.formats.checkpoint import HEADER_BYTES, plane_views, recognize_checkpoint
     from bob.formats.contract import V1
 
     step = recognize_checkpoint(data)
@@ -244,6 +242,6 @@ def _loaded(data: bytes) -> "Checkpoint":
 
 def _with_planes(step: int, planes, header_bytes: int, contract: "Contract") -> "Checkpoint":
     """A Checkpoint over the rows of ``planes`` (3 x 65,536 float32, owned by the new checkpoint)."""
-    from bob.formats.envelope import Checkpoint
+    from bob.formats.checkpoint import Checkpoint
 
     return Checkpoint(step, planes[0], planes[1], planes[2], header_bytes, contract)

@@ -15,7 +15,8 @@ runs. What this module adds is what a command on shared files needs:
   exactly if the checkpoint cannot be replaced; a state that would not be
   resumable is refused, not written;
 * each file is read once: a fast path for the files bob itself writes
-  needs neither construct nor NumPy (:mod:`bob.formats.canonical`); anything
+  needs neither construct nor NumPy (:mod:`bob.formats.canonical`,
+  :mod:`bob.formats.checkpoint`'s header); anything
   else goes to the schemas, which judge the same bytes and accept them or
   say what is wrong.
 
@@ -33,27 +34,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from bob.signals import Deferral
 
-from bob.commands import (
-    EXIT_BUSY,
-    EXIT_OK,
-    Outcome,
-    Refused,
-    about,
-    add_common_options,
-    argument_parser,
-    note,
-    run_command,
-    seconds_option,
-)
+from bob.commands import (EXIT_BUSY, EXIT_OK, Outcome, Refused, about, add_common_options, argument_parser, note,
+                          run_command, seconds_option)
 from bob.commit import lock_path_for  # noqa: F401 - where tests and tools have always found it
 from bob.text import show_byte, show_path
 
 PROG = "bob-run"
 
 
-# --------------------------------------------------------------------------- #
-# Reading (fast path for bob's own files, the schemas for everything else)
-# --------------------------------------------------------------------------- #
+# -- Reading (fast path for bob's own files, the schemas for everything else)
 
 _FAST = sys.byteorder == "little"  # the planes are little-endian float32 in memory too
 
@@ -98,24 +87,24 @@ def _read_state(path: str) -> "tuple[int, bytearray, int | None]":
     back sealed with the new header. header_bytes is None for the canonical
     layout. A missing or empty file is the fresh state."""
     from bob import core
-    from bob.formats import canonical
+    from bob.formats.checkpoint import CHECKPOINT_BYTES, HEADER_BYTES, recognize_checkpoint
     from bob.formats.constants import MAX_CHECKPOINT_BYTES
 
     data = _read_once(path, MAX_CHECKPOINT_BYTES, record=False)
     if _FAST:
         if not data:  # missing or empty: a fresh run (the contract's command convention)
-            buffer = bytearray(canonical.CHECKPOINT_BYTES)
+            buffer = bytearray(CHECKPOINT_BYTES)
             core.initialize(_plane_views(buffer)[0])
             return 0, buffer, None
-        step = canonical.recognize_checkpoint(data)
+        step = recognize_checkpoint(data)
         if step is not None:
             if core.resume_problem(*_plane_views(data), step) is None:
                 return step, data, None
-    from bob.formats.envelope import load_checkpoint
+    from bob.formats.checkpoint import load_checkpoint
 
     # The schemas judge the bytes read above (zero bytes: the fresh state).
     checkpoint = load_checkpoint(bytes(data or b""))
-    buffer = bytearray(canonical.HEADER_BYTES)
+    buffer = bytearray(HEADER_BYTES)
     for plane in (checkpoint.p, checkpoint.m, checkpoint.v):
         buffer += plane.astype("<f4").tobytes()
     return checkpoint.step, buffer, checkpoint.header_bytes
@@ -123,7 +112,7 @@ def _read_state(path: str) -> "tuple[int, bytearray, int | None]":
 
 def _plane_views(buffer: bytearray) -> "tuple[memoryview, memoryview, memoryview]":
     """P, M and V as float32 views into a checkpoint buffer from :func:`_read_state`."""
-    from bob.formats.canonical import HEADER_BYTES
+    from bob.formats.checkpoint import HEADER_BYTES
     from bob.formats.constants import CHUNK_BYTES
 
     view = memoryview(buffer)
@@ -133,22 +122,20 @@ def _plane_views(buffer: bytearray) -> "tuple[memoryview, memoryview, memoryview
 
 
 def _checkpoint_bytes(step: int, buffer: bytearray, header_bytes: "int | None") -> "bytes | bytearray":
-    from bob.formats import canonical
+    from bob.formats.checkpoint import HEADER_BYTES, seal_checkpoint
 
-    if header_bytes in (None, canonical.HEADER_BYTES):
-        return canonical.seal_checkpoint(step, buffer)
+    if header_bytes in (None, HEADER_BYTES):
+        return seal_checkpoint(step, buffer)
     # A valid checkpoint with a larger header keeps it (formats/DECISIONS.md D9).
     import numpy as np
 
-    from bob.formats.envelope import Checkpoint
+    from bob.formats.checkpoint import Checkpoint
 
     p, m, v = (np.frombuffer(view, dtype="<f4").copy() for view in _plane_views(buffer))
     return Checkpoint(step, p, m, v, header_bytes=header_bytes).to_bytes()
 
 
-# --------------------------------------------------------------------------- #
-# One invocation on files
-# --------------------------------------------------------------------------- #
+# -- One invocation on files
 
 
 def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
@@ -164,38 +151,15 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     (the lock's wait, after the updates, just before the commit), with
     everything rolled back.
     """
-    from bob.commit import CheckpointLock, Commit, refuse_if_lock_of
-    from bob.fileio import (
-        check_directory,
-        clean_stale_temporaries,
-        identity,
-        refuse_unreplaceable,
-        replace_target,
-        same_file,
-    )
+    from bob.commit import CheckpointLock, Commit
+    from bob.fileio import clean_stale_temporaries, identity, refuse_unreplaceable
     from bob.formats import canonical
-    from bob.formats.constants import EMPTY_PROMPT
     from bob.invocation import advance
     from bob.signals import Deferral
 
     deferral = Deferral() if deferral is None else deferral
     deferral.check()  # a signal since bob-run began: nothing has been touched
-    # Decide what will be replaced before anything is read or created; the
-    # kernel resolves every path (a deleted working directory is named here).
-    with about("--input", input_path):
-        check_directory(input_path)
-    with about("--checkpoint", checkpoint_path):
-        checkpoint_target = replace_target(checkpoint_path, check_replaceable=False)
-    with about("--predictions", predictions_path):
-        predictions_target = replace_target(predictions_path, check_replaceable=False)
-    for a, b, shown, what in (  # the targets as resolved above: each path is resolved once
-        (checkpoint_target, predictions_target, checkpoint_path, "--checkpoint and --predictions"),
-        (input_path, checkpoint_target, input_path, "--input and --checkpoint"),
-        (input_path, predictions_target, input_path, "--input and --predictions"),
-    ):
-        if same_file(a, b):
-            raise Refused(f"{what} name the same file ({show_path(shown)}); each needs its own")
-    refuse_if_lock_of(predictions_target, checkpoint_target, "--predictions")
+    checkpoint_target, predictions_target = _targets(input_path, checkpoint_path, predictions_path)
     with about("--input", input_path, "input record"):
         contexts, targets, prompt_words = _read_record(input_path)
 
@@ -237,6 +201,39 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
             commit.close()
     finally:
         lock.__exit__()
+    return _summary(step_before, step_after, losses, prompt_words, records, checkpoint_path, checkpoint_bytes,
+                    predictions_path, prediction_bytes, cleaned, commit.problems)
+
+
+def _targets(input_path: str, checkpoint_path: str, predictions_path: str) -> "tuple[str, str]":
+    """The checkpoint's and the predictions' targets, decided before anything
+    is read or created; the kernel resolves every path (a deleted working
+    directory is named here), each once. Refuses two options naming one file."""
+    from bob.commit import refuse_if_lock_of
+    from bob.fileio import check_directory, replace_target, same_file
+
+    with about("--input", input_path):
+        check_directory(input_path)
+    with about("--checkpoint", checkpoint_path):
+        checkpoint_target = replace_target(checkpoint_path, check_replaceable=False)
+    with about("--predictions", predictions_path):
+        predictions_target = replace_target(predictions_path, check_replaceable=False)
+    for a, b, shown, what in (  # the targets as resolved above: each path is resolved once
+        (checkpoint_target, predictions_target, checkpoint_path, "--checkpoint and --predictions"),
+        (input_path, checkpoint_target, input_path, "--input and --checkpoint"),
+        (input_path, predictions_target, input_path, "--input and --predictions"),
+    ):
+        if same_file(a, b):
+            raise Refused(f"{what} name the same file ({show_path(shown)}); each needs its own")
+    refuse_if_lock_of(predictions_target, checkpoint_target, "--predictions")
+    return checkpoint_target, predictions_target
+
+
+def _summary(step_before: int, step_after: int, losses, prompt_words, records, checkpoint_path: str,
+             checkpoint_bytes, predictions_path: str, prediction_bytes: bytes, cleaned, problems) -> dict:
+    """The invocation's summary, JSON-ready (``--json`` prints it)."""
+    from bob.formats.checkpoint import sha256
+    from bob.formats.constants import EMPTY_PROMPT
 
     return {
         "step_before": step_before,
@@ -253,17 +250,15 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
             for i, (word, (token, validity)) in enumerate(zip(prompt_words, records))
         ],
         "checkpoint": show_path(checkpoint_path),
-        "checkpoint_sha256": canonical.sha256(checkpoint_bytes).hex(),
+        "checkpoint_sha256": sha256(checkpoint_bytes).hex(),
         "predictions_file": show_path(predictions_path),
         "predictions_hex": prediction_bytes.hex(),
         "stale_temporaries_removed": [show_path(p) for p in cleaned],
-        "problems_after_commit": commit.problems,
+        "problems_after_commit": problems,
     }
 
 
-# --------------------------------------------------------------------------- #
-# The command line
-# --------------------------------------------------------------------------- #
+# -- The command line
 
 
 def _human_summary(result: dict) -> str:

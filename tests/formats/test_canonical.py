@@ -1,5 +1,5 @@
-"""bob-run's standard-library fast path (bob.formats.canonical) held to the
-construct schemas: what it builds is what the schemas build; what it
+"""bob-run's standard-library fast paths (bob.formats.canonical, and the
+checkpoint's in bob.formats.checkpoint) held to the construct schemas: what it builds is what the schemas build; what it
 recognizes the schemas accept, with the same content; it never recognizes a
 file the schemas refuse. And a run on good files imports neither construct
 nor NumPy."""
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import bob
 from conftest import CKPT_10_SHA256, CKPT_20_SHA256, CORPUS, PROMPTS
 import bob.core
-from bob.formats import canonical
+from bob.formats import canonical, checkpoint
 from bob.fuzz import mutate, mutate_canonical, refresh_digests
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -50,9 +50,9 @@ def trained() -> bytes:
 @given(seed=st.integers(0, 2**32 - 1), step=st.sampled_from([0, 1, 10, 12345, 2**64 - 11, 2**64 - 1]))
 def test_built_checkpoint_is_what_the_schemas_build(seed: int, step: int) -> None:
     ckpt = random_checkpoint(seed, step)
-    built = canonical.build_checkpoint(step, planes_of(ckpt))
+    built = checkpoint.build_checkpoint(step, planes_of(ckpt))
     assert built == ckpt.to_bytes(for_resume=False)  # a random state bob may refuse to resume
-    assert canonical.recognize_checkpoint(built) == step
+    assert checkpoint.recognize_checkpoint(built) == step
     assert bob.load_checkpoint(built, for_resume=False) == ckpt
 
 
@@ -60,39 +60,39 @@ def test_sealing_writes_only_the_header_in_place(trained: bytes) -> None:
     # bob-run trains in the buffer it read and seals it for the new step:
     # the planes are not touched, the old header is overwritten whole.
     buffer = bytearray(trained)
-    buffer[:canonical.HEADER_BYTES] = b"\xff" * canonical.HEADER_BYTES
-    sealed = canonical.seal_checkpoint(20, buffer)
+    buffer[:checkpoint.HEADER_BYTES] = b"\xff" * checkpoint.HEADER_BYTES
+    sealed = checkpoint.seal_checkpoint(20, buffer)
     assert sealed is buffer
-    assert sealed[canonical.HEADER_BYTES:] == trained[canonical.HEADER_BYTES:]
-    assert sealed == canonical.build_checkpoint(20, memoryview(trained)[canonical.HEADER_BYTES:])
-    assert canonical.recognize_checkpoint(sealed) == 20
+    assert sealed[checkpoint.HEADER_BYTES:] == trained[checkpoint.HEADER_BYTES:]
+    assert sealed == checkpoint.build_checkpoint(20, memoryview(trained)[checkpoint.HEADER_BYTES:])
+    assert checkpoint.recognize_checkpoint(sealed) == 20
 
 
 def test_building_refuses_planes_of_another_size() -> None:
     with pytest.raises(ValueError) as info:
-        canonical.build_checkpoint(10, bytes(5))
+        checkpoint.build_checkpoint(10, bytes(5))
     assert str(info.value) == "planes are 786432 bytes, got 5"
 
 
-@pytest.mark.parametrize("buffer", [bytearray(canonical.CHECKPOINT_BYTES - 1), bytes(canonical.CHECKPOINT_BYTES)],
+@pytest.mark.parametrize("buffer", [bytearray(checkpoint.CHECKPOINT_BYTES - 1), bytes(checkpoint.CHECKPOINT_BYTES)],
                          ids=["short", "read-only"])
 def test_sealing_refuses_a_buffer_it_cannot_make_a_checkpoint(buffer: "bytes | bytearray") -> None:
     with pytest.raises(ValueError, match="a checkpoint buffer is 786880 writable bytes"):
-        canonical.seal_checkpoint(10, buffer)  # type: ignore[arg-type]
+        checkpoint.seal_checkpoint(10, buffer)  # type: ignore[arg-type]
 
 
 def test_header_constants_agree_with_the_schema() -> None:
-    from bob.formats.envelope import HEADER_BYTES
+    from bob.formats.checkpoint import canonical_header_bytes
 
-    assert canonical.HEADER_BYTES == HEADER_BYTES
-    assert canonical.CHECKPOINT_BYTES == 786_880
+    assert checkpoint.HEADER_BYTES == canonical_header_bytes() == 448
+    assert checkpoint.CHECKPOINT_BYTES == 786_880
 
 
 def test_contract_vector_is_recognized(trained: bytes) -> None:
     import hashlib
 
     assert hashlib.sha256(trained).hexdigest() == CKPT_10_SHA256
-    assert canonical.recognize_checkpoint(trained) == 10
+    assert checkpoint.recognize_checkpoint(trained) == 10
 
 
 def test_any_changed_byte_is_not_recognized(trained: bytes) -> None:
@@ -101,7 +101,7 @@ def test_any_changed_byte_is_not_recognized(trained: bytes) -> None:
     for at in offsets:
         bad = bytearray(trained)
         bad[at] ^= 1 << rnd.randrange(8)
-        assert canonical.recognize_checkpoint(bytes(bad)) is None, at
+        assert checkpoint.recognize_checkpoint(bytes(bad)) is None, at
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -111,7 +111,7 @@ def test_recognized_checkpoints_are_accepted_by_the_schemas(trained: bytes, seed
     data = mutate_canonical(trained, rnd) if rnd.random() < 0.7 else mutate(trained, rnd)
     if refresh:  # make the digests agree again, so only the fields are wrong
         data = refresh_digests(data)
-    step = canonical.recognize_checkpoint(data)
+    step = checkpoint.recognize_checkpoint(data)
     if step is None:
         return
     loaded = bob.load_checkpoint(data, for_resume=False)  # must not raise
@@ -124,7 +124,7 @@ def test_larger_header_is_left_to_the_schemas(trained: bytes) -> None:
     wide = ckpt.to_bytes(header_bytes=512)
     loaded = bob.load_checkpoint(wide)
     assert loaded.step == ckpt.step and planes_of(loaded) == planes_of(ckpt)
-    assert canonical.recognize_checkpoint(wide) is None
+    assert checkpoint.recognize_checkpoint(wide) is None
 
 
 # ------------------------------------- examine: the canonical path = the schema path ---
@@ -133,7 +133,7 @@ def _said(findings) -> list:
 
 
 def assert_same_examination(data: bytes, for_resume: bool) -> None:
-    from bob.formats.checks import examine, examine_by_schema
+    from bob.formats.checkpoint import examine, examine_by_schema
 
     fast, slow = examine(data, for_resume=for_resume), examine_by_schema(data, for_resume=for_resume)
     assert _said(fast.findings) == _said(slow.findings)
@@ -169,7 +169,7 @@ def test_a_canonical_file_is_examined_as_the_schemas_examine_it(trained: bytes, 
     files = [trained, *(random_checkpoint(3, s).to_bytes(for_resume=False) for s in (0, 10, 2**64 - 11)),
              *_unresumable(4)]
     for data in files:
-        assert canonical.recognize_checkpoint(data) is not None  # every one takes the canonical path
+        assert checkpoint.recognize_checkpoint(data) is not None  # every one takes the canonical path
         assert_same_examination(data, for_resume)
 
 
@@ -189,7 +189,7 @@ def test_any_file_is_examined_as_the_schemas_examine_it(trained: bytes, seed: in
 def test_inspecting_a_canonical_checkpoint_imports_no_construct(tmp_path: Path, trained: bytes) -> None:
     (tmp_path / "ck.bin").write_bytes(trained)
     call = f"from bob.inspect.cli import main\nrc = main(['ckpt', {str(tmp_path / 'ck.bin')!r}])\n"
-    left_out = (("construct",), ("bob.formats.schema", "bob.formats.envelope_schema"))
+    left_out = (("construct",), ("bob.formats.schema", "bob.formats.checkpoint.schema"))
     out = run_importing_none_of(call, *left_out)
     assert out.returncode == 0, out.stderr
     damaged = bytearray(trained)

@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT
 
 from bob.formats.docs import KINDS, layout_rows, markdown_table, rules_table
-from bob.formats.envelope import CHUNK_ENTRY, ENVELOPE, HEADER_BODY, HEADER_BYTES, header_length
+from bob.formats.checkpoint import CHUNK_ENTRY, ENVELOPE, HEADER_BODY, HEADER_BYTES, header_length
 from bob.formats.input_record import INPUT_RECORD
 from bob.formats.predictions import PREDICTIONS
 

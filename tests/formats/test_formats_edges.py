@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import bob
-from bob.formats.checks import examine
+from bob.formats.checkpoint import examine
 from bob.formats.constants import CHECKPOINT_MAGIC, INPUT_MAGIC, PREDICTION_BYTES
 from bob.formats.kinds import CHECKPOINT, INPUT, PREDICTIONS, detect_kind
 from conftest import CORPUS, GOLDEN, PROMPTS
@@ -86,7 +86,7 @@ def test_the_header_layout_starts_at_offset_0(unresumable: bytes) -> None:
 def test_describing_an_unresumable_envelope_still_works(unresumable: bytes) -> None:
     """Inspection describes a well-formed file bob would not resume (the
     state checks are for resuming, not for reading)."""
-    from bob.formats.envelope import describe_envelope
+    from bob.formats.checkpoint import describe_envelope
 
     described = describe_envelope(unresumable)
     assert described["step"] == 10 and described["contract"]["seed"] == "bob-seed-v1"
@@ -96,7 +96,7 @@ def test_describing_an_unresumable_envelope_still_works(unresumable: bytes) -> N
 def test_schemas_without_a_fixed_size_say_so() -> None:
     from construct import SizeofError
 
-    from bob.formats.envelope_schema import ContractString, ENVELOPE
+    from bob.formats.checkpoint import ContractString, ENVELOPE
 
     with pytest.raises(SizeofError) as no_size:
         ContractString.sizeof()
@@ -173,7 +173,7 @@ def test_contract_mismatches_against_v1_or_another_contract() -> None:
 
 
 def test_describing_a_refused_envelope_raises_its_first_finding(unresumable: bytes) -> None:
-    from bob.formats.envelope import describe_envelope
+    from bob.formats.checkpoint import describe_envelope
 
     bad = bytearray(unresumable)
     bad[446] ^= 1  # the last byte of the header digest (bytes 415..446)
@@ -218,7 +218,7 @@ def test_layout_fields_compare_and_hash_by_value() -> None:
 
 def test_lazy_names_of_the_packages() -> None:
     import bob.formats
-    from bob.formats.envelope import ENVELOPE
+    from bob.formats.checkpoint import ENVELOPE
 
     assert bob.formats.ENVELOPE is ENVELOPE
     with pytest.raises(AttributeError, match="module 'bob.formats' has no attribute 'NOTHING'"):

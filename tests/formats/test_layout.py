@@ -6,8 +6,14 @@ import struct
 
 import bob
 from bob.formats import layout
-from bob.formats.canonical import CHECKPOINT_BYTES, HEADER_BYTES
-from bob.formats.envelope import ENVELOPE, HEADER_BODY, canonical_header_bytes, header_length
+from bob.formats.checkpoint import (
+    CHECKPOINT_BYTES,
+    ENVELOPE,
+    HEADER_BODY,
+    HEADER_BYTES,
+    canonical_header_bytes,
+    header_length,
+)
 from bob.formats.input_record import INPUT_RECORD
 from bob.formats.predictions import PREDICTIONS
 from bob.formats.schema import layout as schema_layout

@@ -92,7 +92,7 @@ def test_plane_refusals_and_conversions() -> None:
 def test_planes_are_written_little_endian_whatever_the_array_s_byte_order() -> None:
     import struct
 
-    from bob.formats.envelope import _le_bytes
+    from bob.formats.checkpoint.typed import _le_bytes
 
     for dtype in (">f4", "<f4", "=f4"):
         assert _le_bytes(np.array([1.0, -2.5], dtype=dtype)) == struct.pack("<2f", 1.0, -2.5)

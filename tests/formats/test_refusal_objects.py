@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import bob
-from bob.formats import canonical
+from bob.formats import checkpoint
 from conftest import CORPUS, PROMPTS
 
 
@@ -26,7 +26,7 @@ def trained() -> bob.Checkpoint:
 
 def raw(step: int, ck: bob.Checkpoint) -> bytes:
     """A well-sealed canonical file, whatever its state (the library would refuse to build it)."""
-    return bytes(canonical.build_checkpoint(step, b"".join(a.astype("<f4").tobytes() for a in (ck.p, ck.m, ck.v))))
+    return bytes(checkpoint.build_checkpoint(step, b"".join(a.astype("<f4").tobytes() for a in (ck.p, ck.m, ck.v))))
 
 
 def test_predictions_refusals() -> None:
@@ -131,7 +131,7 @@ def resealed(data: bytearray) -> bytes:
 def test_chunk_table_refusals() -> None:
     import struct
 
-    from bob.formats.checks import examine
+    from bob.formats.checkpoint import examine
     from bob.formats.layout import CANONICAL
 
     fresh = bob.Checkpoint.fresh().to_bytes()
@@ -219,7 +219,7 @@ def test_digest_refusals(trained: bob.Checkpoint) -> None:
 
 def test_a_checkpoint_larger_than_any_valid_one() -> None:
     from bob.formats.constants import MAX_CHECKPOINT_BYTES
-    from bob.formats.envelope import ENVELOPE_MAGIC
+    from bob.formats.checkpoint import ENVELOPE_MAGIC
 
     big = ENVELOPE_MAGIC + bytes(MAX_CHECKPOINT_BYTES + 1 - len(ENVELOPE_MAGIC))
     assert refusal(lambda: bob.load_checkpoint(big)) == {

@@ -42,10 +42,10 @@ BLOCK_EDGES = [0, 1, 63, 64, 65, 127, 128, 255, 256, 4095, 65471, 65472, 65535]
 @pytest.mark.parametrize("step", [0, 10])
 def test_the_cores_resume_check_refuses_exactly_what_the_numpy_findings_refuse(plane_index: int, step: int) -> None:
     """``bob.core.resume_problem`` (which ``bob.invoke`` and ``bob-run`` run) and
-    ``checks.state_findings`` (which the readers run) agree on every kind of float
+    ``bob.formats.checkpoint.state_findings`` (which the readers run) agree on every kind of float
     at every block edge, and both name the first bad index."""
     import bob.core
-    from bob.formats.checks import state_findings
+    from bob.formats.checkpoint import state_findings
 
     for bits in SPECIAL_BITS:
         for index in BLOCK_EDGES:

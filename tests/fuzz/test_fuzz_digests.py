@@ -43,7 +43,7 @@ def test_the_checkpoint_target_hashes_each_plane_once(monkeypatch: pytest.Monkey
             big.append(memoryview(data).nbytes)
         return real(data, **kw)
 
-    from bob.formats import canonical
+    from bob.formats.checkpoint import header as canonical
 
     real_fast, fast = canonical._digest_function(), []
 
@@ -65,7 +65,7 @@ def test_the_checkpoint_target_hashes_each_plane_once(monkeypatch: pytest.Monkey
 def test_the_fast_path_still_sees_the_digest_of_what_it_hashes() -> None:
     """A fast path hashing the wrong bytes gets their digest, not the plane's: a forged chunk digest
     is still refused inside the memo's block."""
-    from bob.formats import canonical
+    from bob.formats import checkpoint as canonical
 
     forged = bytearray(CKPT)
     forged[448] ^= 1  # P changed, its digest not: the fast path must not recognize it
@@ -81,7 +81,7 @@ def test_instrumented_state_checks_keep_no_memory() -> None:
     script = (
         "import resource, atheris, numpy as np\n"
         "with atheris.instrument_imports(include=['bob']):\n"
-        "    from bob.formats.checks import state_findings\n"
+        "    from bob.formats.checkpoint import state_findings\n"
         "planes = np.full((3, 65536), 0.5, np.float32)\n"
         "for _ in range(20): state_findings(0, planes)\n"
         "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
@@ -117,23 +117,23 @@ def test_the_checkpoint_target_parses_the_header_once_and_both_readings_see_it(m
     assert calls == [len(bad)]
     assert schema.parse is counting  # given back after the execution
     from bob.errors import FormatError
-    from bob.formats.envelope_schema import ENVELOPE_HEADER
+    from bob.formats.checkpoint import ENVELOPE_HEADER
 
     with pytest.raises(FormatError):
         real(ENVELOPE_HEADER, bytes(bad))
 
 
 def test_the_checkpoint_target_lays_the_header_out_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    from bob.formats import checks, envelope_schema
+    from bob.formats.checkpoint import examination, header
 
-    real, calls = checks.envelope_layout, []
+    real, calls = examination.envelope_layout, []
 
     def counting(lengths):
         calls.append(tuple(lengths))
         return real(lengths)
 
-    monkeypatch.setattr(checks, "envelope_layout", counting)
-    monkeypatch.setattr(envelope_schema, "envelope_layout", counting)
+    monkeypatch.setattr(examination, "envelope_layout", counting)
+    monkeypatch.setattr(header, "envelope_layout", counting)
     get("checkpoint").run(CKPT)
     assert len(calls) == 1  # the readings, the round trip's header_length: one layout
-    assert checks.envelope_layout is counting and envelope_schema.envelope_layout is counting
+    assert examination.envelope_layout is counting and header.envelope_layout is counting

@@ -128,7 +128,7 @@ def _subnormal_states() -> "list[tuple[str, bob.Checkpoint]]":
 def test_a_subnormal_state_is_refused_by_every_door_in_a_hostile_environment(tmp_path) -> None:
     from bob.commands import Refused
     from bob.errors import StateRefused
-    from bob.formats.checks import state_findings
+    from bob.formats.checkpoint import state_findings
     from bob.run import run_files
 
     record = bob.build_input(CORPUS, PROMPTS)

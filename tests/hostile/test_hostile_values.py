@@ -235,12 +235,12 @@ def test_step_zero_with_one_non_zero_moment_is_refused_by_every_path(tmp_path, c
     """A step-0 file must hold all-zero M and V. Each plane alone, the other
     all zero, through the library, bob-run (whose fast path trusts the core's
     check when the file is canonical) and bob-inspect."""
-    from bob.formats import canonical
+    from bob.formats import checkpoint
 
     planes = [trained.p.copy(), np.zeros_like(trained.m), np.zeros_like(trained.v)]
     k = ord("c") * 256 + ord("a")
     planes["PMV".index(plane)][k] = np.float32(1e-30)
-    data = bytes(canonical.build_checkpoint(0, b"".join(a.astype("<f4").tobytes() for a in planes)))
+    data = bytes(checkpoint.build_checkpoint(0, b"".join(a.astype("<f4").tobytes() for a in planes)))
     assert bob.core.resume_problem(*planes, 0) == ("moments_at_step_zero", plane, k)
     code, outcome = check_everywhere(tmp_path, capsys, record, data)
     assert code == 2 and isinstance(outcome, bob.StateRefused) and outcome.field == "step"

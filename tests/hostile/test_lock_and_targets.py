@@ -176,7 +176,7 @@ def test_out_of_memory_is_unexpected_not_refused(work: Path) -> None:
 
 OUT_OF_MEMORY = """
 import fcntl, resource, sys
-import bob.commit, bob.core, bob.formats.canonical, bob.invocation, bob.run, bob.signals
+import bob.commit, bob.core, bob.formats.canonical, bob.formats.checkpoint.header, bob.invocation, bob.run, bob.signals
 def address_space():
     for line in open("/proc/self/status"):
         if line.startswith("VmSize:"):
@@ -224,7 +224,7 @@ def test_a_stale_lock_of_another_user_in_a_sticky_directory_does_not_lock_the_ow
     owner = 4242
     args = ["--input", str(shared / "rec.bin"), "--checkpoint", str(shared / "ck.bin"),
             "--predictions", str(shared / "pred.bin")]
-    for module in ("bob.formats.canonical", "bob.invocation", "bob.formats.constants"):
+    for module in ("bob.formats.canonical", "bob.formats.checkpoint.header", "bob.invocation", "bob.formats.constants"):
         importlib.import_module(module)  # what the run imports lazily, loaded before the fork
 
     child = os.fork()  # a second user in a forked child: root's interpreter is not theirs to execute

@@ -69,6 +69,6 @@ def importers(module: str, paths: list[Path]) -> set[str]:
 
 
 def module_name(path: Path, package: Path = PACKAGE) -> str:
-    """``bob.formats.envelope`` for ``python/bob/formats/envelope.py``."""
+    """``bob.formats.checkpoint.typed`` for ``python/bob/formats/checkpoint/typed.py``."""
     parts = list(path.relative_to(package.parent).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)

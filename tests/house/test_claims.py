@@ -314,8 +314,8 @@ def unlisted_imports(paths: list[Path], package: Path = PACKAGE) -> list[str]:
     for name, path in sorted(by_name.items()):
         for node in ast.walk(tree(path)):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in exported:
-                out += [f"{name}: {node.module}.{a.name}" for a in node.names
-                        if a.name not in exported[node.module] and f"{node.module}.{a.name}" not in by_name
+                out += [f"{name}: {node.module}.{a.name}" for a in node.names  # `*` imports __all__ itself
+                        if a.name not in exported[node.module] | {"*"} and f"{node.module}.{a.name}" not in by_name
                         and not _extension_module(package, node.module, a.name)]
     return out
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sources import PACKAGE, imported_names, module_name, modules, tree
+from sources import PACKAGE, imported_names, module_name, modules, rel, tree
 
 # Each module of bob.formats and its layer: a module imports only modules of
 # lower layers. A new module must be given its place here.
@@ -17,20 +17,23 @@ LAYERS = {
     "bob.formats.contract": 1,
     "bob.formats.rules": 2,  # the value rules as data (standard library)
     "bob.formats.schema": 3,  # construct building blocks, parse, layout tables
-    "bob.formats.canonical": 3,  # the one header builder, the fast path's files (standard library)
+    "bob.formats.canonical": 3,  # the input record's and the predictions' fast path (standard library)
+    "bob.formats.checkpoint.header": 3,  # checkpoint: the one header builder, the canonical file (standard library)
     "bob.formats.files": 4,  # the one bounded reader of a format's file
-    "bob.formats.envelope_schema": 5,  # checkpoint: schema
-    "bob.formats.checks": 6,  # checkpoint: examine
-    "bob.formats.envelope": 7,  # checkpoint: Checkpoint, load_checkpoint, read_checkpoint_file
+    "bob.formats.checkpoint.schema": 5,  # checkpoint: schema
+    "bob.formats.checkpoint.state": 5,  # checkpoint: the state checks (resuming, writing)
+    "bob.formats.checkpoint.examination": 6,  # checkpoint: examine (the canonical file first)
+    "bob.formats.checkpoint.typed": 7,  # checkpoint: Checkpoint, load_checkpoint, read_checkpoint_file
+    "bob.formats.checkpoint": 8,  # checkpoint: the one door (lazy names from the modules above)
     "bob.formats.input_record": 5,  # input: schema, examine, InputRecord, load_input, read_input_file
     "bob.formats.predictions": 5,  # predictions: the same
-    "bob.formats.docs": 8,  # layout and rule tables over sample files of every format
+    "bob.formats.docs": 9,  # layout and rule tables over sample files of every format
 }
 
 
 def _resolve(name: str, known: set[str]) -> str | None:
-    """The package module an imported name lives in (``bob.formats.envelope.Checkpoint``
-    → ``bob.formats.envelope``), or None for anything outside the package."""
+    """The package module an imported name lives in (``bob.formats.checkpoint.typed.Checkpoint``
+    → ``bob.formats.checkpoint.typed``), or None for anything outside the package."""
     while name:
         if name in known:
             return name
@@ -93,7 +96,7 @@ def downward_violations(graph: dict[str, set[str]]) -> list[str]:
 
 
 def test_every_module_of_the_formats_has_its_layer() -> None:
-    names = {module_name(p) for p in modules("formats/*.py")} - {"bob.formats"}
+    names = {module_name(p) for p in modules("formats/*.py", "formats/*/*.py")} - {"bob.formats"}
     assert names == set(LAYERS)
 
 
@@ -107,16 +110,45 @@ def test_no_import_cycle_touches_the_formats() -> None:
     assert [c for c in cycles(graph) if any(m.startswith("bob.formats.") for m in c)] == []
 
 
+# The checkpoint is a package with one door: outside it, its rooms are imported
+# only by the fuzzer's instruments, which replace names inside them.
+ROOMS_REACHED_PAST_THE_DOOR = {"fuzz/digests.py": "memoizes the digests and the layout inside the rooms",
+                               "fuzz/targets.py": "preloads every module the targets reach, to instrument it"}
+
+
+def past_the_door(paths: list[Path], door: str = "bob.formats.checkpoint") -> dict[str, list[str]]:
+    """The modules outside ``door``'s package that import one of its rooms, and the rooms."""
+    out = {}
+    for p in paths:
+        if module_name(p).startswith(door + ".") or module_name(p) == door:
+            continue
+        rooms = sorted(n for n in imported_names(tree(p)) if n.startswith(door + ".")
+                       and (PACKAGE.parent / n.replace(".", "/")).with_suffix(".py").exists())
+        if rooms:
+            out[rel(p)] = rooms
+    return out
+
+
+def test_the_checkpoint_is_entered_by_its_door_only() -> None:
+    import bob.formats.checkpoint as door
+
+    for room, names in door._ROOMS.items():
+        module = __import__(f"bob.formats.checkpoint.{room}", fromlist=["__all__"])
+        assert list(names) == module.__all__, f"the door's list of {room} differs from its __all__"
+    found = past_the_door(modules())
+    assert set(found) == set(ROOMS_REACHED_PAST_THE_DOOR), found
+
+
 def test_the_graph_checks_can_fail(tmp_path: Path) -> None:
     package = tmp_path / "bob"
-    (package / "formats").mkdir(parents=True)
-    (package / "__init__.py").write_text("", encoding="utf-8")
-    (package / "formats" / "__init__.py").write_text("", encoding="utf-8")
-    (package / "formats" / "checks.py").write_text("from bob.formats.envelope_schema import HEADER_BODY\n",
-                                                   encoding="utf-8")
-    (package / "formats" / "envelope_schema.py").write_text(
-        "def f():\n    from bob.formats.checks import examine\n", encoding="utf-8")
+    room = package / "formats" / "checkpoint"
+    room.mkdir(parents=True)
+    for init in (package, package / "formats", room):
+        (init / "__init__.py").write_text("", encoding="utf-8")
+    (room / "examination.py").write_text("from bob.formats.checkpoint.schema import HEADER_BODY\n", encoding="utf-8")
+    (room / "schema.py").write_text("def f():\n    from bob.formats.checkpoint import examination\n", encoding="utf-8")
     graph = import_graph(sorted(package.rglob("*.py")), package)
-    assert graph["bob.formats.envelope_schema"] == {"bob.formats.checks"}
-    assert cycles(graph) == [["bob.formats.checks", "bob.formats.envelope_schema"]]
-    assert downward_violations(graph) == ["bob.formats.envelope_schema (layer 5) imports bob.formats.checks (layer 6)"]
+    assert graph["bob.formats.checkpoint.schema"] == {"bob.formats.checkpoint.examination"}
+    assert cycles(graph) == [["bob.formats.checkpoint.examination", "bob.formats.checkpoint.schema"]]
+    assert downward_violations(graph) == ["bob.formats.checkpoint.schema (layer 5) imports "
+                                          "bob.formats.checkpoint.examination (layer 6)"]

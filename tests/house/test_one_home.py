@@ -18,8 +18,11 @@ from sources import PACKAGE, imported_names, modules, rel, tree
 # One examine per format, and no second parse in inspect/
 # --------------------------------------------------------------------------- #
 
-FORMATS = {"input": "formats/input_record.py", "checkpoint": "formats/checks.py",
+FORMATS = {"input": "formats/input_record.py", "checkpoint": "formats/checkpoint/examination.py",
            "predictions": "formats/predictions.py"}
+# The module each format's users import it from: the checkpoint's is its package's one door.
+DOORS = {"input": "bob.formats.input_record", "checkpoint": "bob.formats.checkpoint",
+         "predictions": "bob.formats.predictions"}
 REPORTS = {"input": "inspect/record.py", "checkpoint": "inspect/checkpoint.py",
            "predictions": "inspect/predictions.py"}
 
@@ -31,15 +34,18 @@ def functions(path: Path) -> set[str]:
 def test_each_format_has_one_public_examine_and_no_private_one() -> None:
     for kind, module in FORMATS.items():
         assert "examine" in functions(PACKAGE / module), f"{module} has no examine() for {kind}"
-    defining = {rel(p) for p in modules("formats/*.py") if functions(p) & {"examine", "_examine"}}
+    defining = {rel(p) for p in modules("formats/*.py", "formats/*/*.py") if functions(p) & {"examine", "_examine"}}
     assert defining == set(FORMATS.values())
     assert not [rel(p) for p in modules() if "_examine" in functions(p)]
 
 
 def test_each_report_reads_its_formats_examination() -> None:
+    import importlib
+
     for kind, report in REPORTS.items():
-        module = FORMATS[kind][:-3].replace("/", ".")
-        assert f"bob.{module}.examine" in imported_names(tree(PACKAGE / report)), f"{report} does not use examine"
+        module = "bob." + FORMATS[kind][:-3].replace("/", ".")
+        assert importlib.import_module(DOORS[kind]).examine.__module__ == module, f"{DOORS[kind]} opens on another examine"
+        assert f"{DOORS[kind]}.examine" in imported_names(tree(PACKAGE / report)), f"{report} does not use examine"
 
 
 _PARSING_CALLS = {"parse", "parse_stream", "frombuffer", "unpack", "unpack_from", "iter_unpack", "_partial_header"}

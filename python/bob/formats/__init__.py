@@ -1,18 +1,17 @@
 """bob's binary formats: construct schemas, checkers and typed objects.
 
 * :mod:`bob.formats.input_record` — ``bob-input`` v1: schema, ``examine``, ``InputRecord``, loader, reader;
-* :mod:`bob.formats.envelope_schema` — ``bob-envelope`` v1's schema (``ENVELOPE``);
-* :mod:`bob.formats.checks` — a checkpoint's findings (``examine``), from that schema (a canonical
-  file, recognised by :mod:`~bob.formats.canonical`, without parsing it);
-* :mod:`bob.formats.envelope` — ``Checkpoint``, ``load_checkpoint``, ``read_checkpoint_file``, from those;
+* :mod:`bob.formats.checkpoint` — ``bob-envelope`` v1, the checkpoint, behind one door: its
+  specification, schema (``ENVELOPE``), ``examine`` (the canonical file first, without construct),
+  ``Checkpoint``, ``load_checkpoint``, ``read_checkpoint_file`` and the header builder;
 * :mod:`bob.formats.predictions` — the 24-byte predictions: schema, ``examine``, ``Predictions``, loader, reader;
 * :mod:`bob.formats.contract` — bob v1's contract strings as a typed object (``V1``);
 * :mod:`bob.formats.constants` — bob v1's constants, magics and strings (standard library);
 * :mod:`bob.formats.layout` — the one description of the layout: every field's offset, size and
   ``struct`` format, from which the schemas and packers are built (standard library);
 * :mod:`bob.formats.rules` — the value rules as data: field, predicate, error class, message (standard library);
-* :mod:`bob.formats.canonical` — the one header builder; the layout bob writes, built and recognised
-  without construct;
+* :mod:`bob.formats.canonical` — an input record recognised and the predictions built without
+  construct (bob-run's fast path);
 * :mod:`bob.formats.files` — the one bounded read of a format's file (regular files only), and the
   first checks of any bytes (``as_bytes``, ``magic_finding``);
 * :mod:`bob.formats.schema` — the custom constructs, ``parse`` and ``layout``;
@@ -31,10 +30,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 _LAZY = {
     "INPUT_RECORD": "bob.formats.input_record",
-    "ENVELOPE": "bob.formats.envelope_schema",
-    "ENVELOPE_HEADER": "bob.formats.envelope_schema",
-    "HEADER_BODY": "bob.formats.envelope_schema",
-    "CHUNK_ENTRY": "bob.formats.envelope_schema",
+    "ENVELOPE": "bob.formats.checkpoint",
+    "ENVELOPE_HEADER": "bob.formats.checkpoint",
+    "HEADER_BODY": "bob.formats.checkpoint",
+    "CHUNK_ENTRY": "bob.formats.checkpoint",
     "PREDICTIONS": "bob.formats.predictions",
     "V1": "bob.formats.contract",
     "Contract": "bob.formats.contract",

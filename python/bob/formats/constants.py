@@ -1,7 +1,8 @@
 """bob v1's constants and contract strings (contract §1, §2), standard library only.
 
 Imported by :mod:`bob.formats.contract` (the readable view of them), by
-:mod:`bob.formats.canonical` (bob-run's fast path) and by :mod:`bob.errors`
+bob-run's fast paths (:mod:`bob.formats.canonical`,
+:mod:`bob.formats.checkpoint.header`) and by :mod:`bob.errors`
 (which shows a learner contract's floats), so all of them use one copy.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 import struct
 
 # The magics and chunk tags the schemas match, kept here (standard library
-# only) so bob-run's fast path (canonical.py) uses the very same bytes.
+# only) so bob-run's fast paths use the very same bytes.
 INPUT_MAGIC = b"BOB-INPT"
 CHECKPOINT_MAGIC = b"BOB-CKPT"
 CHUNK_TAGS = (b"P\0\0\0", b"M\0\0\0", b"V\0\0\0")

@@ -25,15 +25,15 @@ KINDS = ("input", "envelope", "predictions")
 def sample(kind: str) -> bytes:
     """A valid file of ``kind`` (no native core needed): the layout is read over it.
 
-    The envelope sample has the canonical 448-byte header (bob v1's contract
-    strings), so its table shows the offsets every canonical file has.
+    The envelope sample has the canonical header (bob v1's contract strings),
+    so its table shows the offsets every canonical file has.
     """
     if kind == "input":
         from bob.formats.input_record import build_input
 
         return build_input(b"abracadabra", [b"abra", b"cad", b""]).to_bytes()
     if kind == "envelope":
-        from bob.formats.envelope import Checkpoint
+        from bob.formats.checkpoint import Checkpoint
 
         zeros = np.zeros(PARAMETER_COUNT, dtype=np.float32)
         return Checkpoint(0, zeros, zeros, zeros).to_bytes()
@@ -49,7 +49,7 @@ def schema(kind: str):
 
         return INPUT_RECORD
     if kind == "envelope":
-        from bob.formats.envelope import ENVELOPE
+        from bob.formats.checkpoint import ENVELOPE
 
         return ENVELOPE
     if kind == "predictions":

@@ -1,7 +1,7 @@
-"""``bob-input`` v1: the 1,564-byte input record (contract §3).
+"""``bob-input`` v1: the input record (contract §3), ``RECORD_BYTES`` long.
 
-The schema reads like the contract's table; the 256-entry tables are ``Bytes``
-fields with NumPy views on them.
+The schema reads like the contract's table; the tables of one entry per
+byte value are ``Bytes`` fields with NumPy views on them.
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ INPUT_RECORD = Struct(
     *schema_fields(INPUT, {
         "magic": "ASCII `BOB-INPT`",
         "version": "format version, u64 = 1",
-        "pairs": "256 pairs `(byte u8, target u8)`, in corpus order",
-        "targets": "256 × u32: pair i's target, widened",
+        "pairs": f"{VOCABULARY} pairs `(byte u8, target u8)`, in corpus order",
+        "targets": f"{VOCABULARY} × u32: pair i's target, widened",
         "prompt_words": "3 × u32: each prompt's last byte, or `0xFFFFFFFF` for an empty prompt",
     }, {
         "magic": lambda sc: Const(INPUT_MAGIC, sc),
@@ -58,7 +58,7 @@ INPUT_RECORD = Struct(
     }),
     END,
 )
-"""The bob-input v1 schema (1,564 bytes), built from :data:`bob.formats.layout.INPUT`."""
+"""The bob-input v1 schema (``RECORD_BYTES``), built from :data:`bob.formats.layout.INPUT`."""
 
 assert INPUT_RECORD.sizeof() == RECORD_BYTES
 
@@ -72,7 +72,7 @@ def prompt_word(prompt: bytes) -> int:
 def _byte_table(value: Any, name: str) -> np.ndarray:
     arr = np.asarray(value)
     if arr.shape != (PAIRS,):
-        raise BadValue(name, "must hold 256 bytes", expected=(PAIRS,), actual=str(arr.shape))
+        raise BadValue(name, f"must hold {PAIRS} bytes", expected=(PAIRS,), actual=str(arr.shape))
     if arr.dtype != np.uint8:
         if arr.dtype.kind not in "iu" or (arr.size and (arr.min() < 0 or arr.max() > 255)):
             raise BadValue(name, "values must be bytes (integers 0 to 255)")
@@ -99,9 +99,9 @@ def _words(value: Iterable[int]) -> tuple[int, int, int]:
 
 @dataclass(frozen=True, eq=False)
 class InputRecord:
-    """A bob-input v1 record: 256 (context, target) pairs and 3 prompt words.
+    """A bob-input v1 record: one (context, target) pair per byte value, and 3 prompt words.
 
-    ``contexts`` and ``targets`` are read-only ``uint8`` arrays of 256;
+    ``contexts`` and ``targets`` are read-only ``uint8`` arrays, one entry per pair;
     ``prompt_words`` holds each prompt's last byte or ``0xFFFFFFFF``.
     """
 
@@ -125,7 +125,7 @@ class InputRecord:
     # -- views --------------------------------------------------------------
     @property
     def pairs(self) -> tuple[tuple[int, int], ...]:
-        """The 256 ``(context, target)`` pairs, in corpus order."""
+        """The ``(context, target)`` pairs, in corpus order."""
         return tuple(zip(self.contexts.tolist(), self.targets.tolist()))
 
     @property
@@ -134,17 +134,17 @@ class InputRecord:
         return tuple(None if w == EMPTY_PROMPT else w for w in self.prompt_words)  # type: ignore[return-value]
 
     def context_counts(self) -> np.ndarray:
-        """``c[r]``: how many pairs have context byte r (int64, 256)."""
+        """``c[r]``: how many pairs have context byte r (int64, one count per byte value)."""
         return np.bincount(self.contexts, minlength=VOCABULARY).astype(np.int64)
 
     def pair_counts(self) -> np.ndarray:
-        """``h[r][j]``: how many pairs are ``(r, j)`` (int64, 256 × 256)."""
+        """``h[r][j]``: how many pairs are ``(r, j)`` (int64, a count per pair of byte values)."""
         flat = self.contexts.astype(np.int64) * VOCABULARY + self.targets
         return np.bincount(flat, minlength=VOCABULARY * VOCABULARY).reshape(VOCABULARY, VOCABULARY)
 
     # -- bytes --------------------------------------------------------------
     def to_bytes(self) -> bytes:
-        """The canonical 1,564-byte record."""
+        """The canonical record's bytes."""
         pairs = np.empty(2 * PAIRS, dtype=np.uint8)
         pairs[0::2] = self.contexts
         pairs[1::2] = self.targets
@@ -158,7 +158,7 @@ class InputRecord:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "InputRecord":
-        """Parse and check a record's 1,564 bytes (:func:`bob.load_input`)."""
+        """Parse and check a record's bytes (:func:`bob.load_input`)."""
         return load_input(data)
 
     @classmethod
@@ -244,7 +244,7 @@ def examine(data: bytes) -> InputExamination:
     ex = InputExamination(size=len(data), magic=data[INPUT["magic"].slice])
     problem = magic_finding(data, INPUT_MAGIC, "an input record (bob-input)")
     if problem is None and len(data) != RECORD_BYTES:
-        problem = Truncated("file_size", "an input record is exactly 1564 bytes", expected=RECORD_BYTES,
+        problem = Truncated("file_size", f"an input record is exactly {RECORD_BYTES} bytes", expected=RECORD_BYTES,
                             actual=len(data))
     if problem is None:
         try:
@@ -288,7 +288,7 @@ def load_input(data: bytes) -> InputRecord:
 
 
 def read_input_file(path: "str | os.PathLike[str]") -> InputRecord:
-    """Read and check an input record; a file larger than 1,564 bytes is refused unread."""
+    """Read and check an input record; a file larger than ``RECORD_BYTES`` is refused unread."""
     return load_input(read_format_file(path, RECORD_BYTES, INPUT_FILE))
 
 

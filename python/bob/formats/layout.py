@@ -3,13 +3,13 @@
 Each format's fields are stated here once, in file order, as (name, size,
 ``struct`` format), with the standard library only. Everything else is
 derived from these tables: the construct schemas
-(:mod:`~bob.formats.input_record`, :mod:`~bob.formats.envelope_schema`,
+(:mod:`~bob.formats.input_record`, :mod:`~bob.formats.checkpoint.schema`,
 :mod:`~bob.formats.predictions`) build each field's construct from its
 entry (:func:`bob.formats.schema.construct_of`); the ``struct`` packers here
 (:data:`ENVELOPE_HEAD_STRUCT`, :data:`ENVELOPE_TAIL`, :data:`CHUNK_ENTRY`,
 :data:`PREDICTION_RECORD`) are made from the same entries; and the header
 every checkpoint is written with comes from one builder
-(:func:`bob.formats.canonical.envelope_header`) that packs with them.
+(:func:`bob.formats.checkpoint.envelope_header`) that packs with them.
 Nothing else in the formats layer or the inspect reports writes an offset,
 a size or a ``struct`` format of these files as a literal
 (``tests/house/test_claims.py`` holds that), and

@@ -4,10 +4,16 @@ Standard library only, so every user takes the same entry: the construct
 schemas (:class:`bob.formats.schema.Rule` wraps a field with its entry), each
 format's ``examine`` (one finding per broken entry), the typed constructors
 (``InputRecord``, ``Predictions``), ``bob-run``'s fast path
-(:mod:`bob.formats.canonical`, plain function calls), the inspect reports
+(:mod:`bob.formats.canonical`, :mod:`bob.formats.checkpoint.header`:
+plain function calls), the inspect reports
 (``ok`` flags) and the generated rule tables in ``formats/*.md``
-(:func:`bob.formats.docs.rules_table`). A rule is stated here and nowhere
-else (``tests/house/test_one_home.py`` holds that).
+(:func:`bob.formats.docs.rules_table`). In Python a rule is stated here
+and nowhere else (``tests/house/test_one_home.py`` holds that, naming the
+contract oracle of ``bob.fuzz`` that transcribes some again on purpose). The
+native core states the state rules (finite planes, no negative V, zero
+moments at step 0, room for more updates) independently, for
+``bob.core.resume_problem``; ``tests/formats/test_rules.py`` holds the two
+equal.
 
 Each predicate takes the values it judges (a rule over two fields, such as
 the target agreement, takes both) and returns True when they are allowed.
@@ -111,8 +117,8 @@ INPUT_VERSION: ValueRule = ValueRule("version", lambda v: v == 1, "unsupported i
 TARGET_AGREES: ValueRule = ValueRule("targets", lambda widened, target: widened == target,
                           "the widened target differs from the pair's target", "the pair's target")
 PROMPT_WORD: ValueRule = ValueRule("prompt_words", prompt_word_ok,
-                        "a prompt word is a byte (< 256) or 0xFFFFFFFF for an empty prompt", "< 256 or 0xffffffff",
-                        given="a prompt word is a byte (< 256) or 0xFFFFFFFF")
+                        f"a prompt word is a byte (< {VOCABULARY}) or 0xFFFFFFFF for an empty prompt",
+                        f"< {VOCABULARY} or 0xffffffff", given=f"a prompt word is a byte (< {VOCABULARY}) or 0xFFFFFFFF")
 
 # ------------------------------------------------------------------ bob-envelope v1 (§5)
 ENVELOPE_VERSION: ValueRule = ValueRule("version", lambda v: v == 1, "unsupported envelope version", 1)
@@ -193,7 +199,7 @@ ROOM_FOR_UPDATES: ValueRule = ValueRule("step", lambda step: step <= U64_MAX - U
 
 # ------------------------------------------------------------------ predictions (§4)
 VALIDITY: ValueRule = ValueRule("validity", lambda v: v in (0, 1), "validity is 0 or 1", "0 or 1")
-TOKEN: ValueRule = ValueRule("token", lambda t: t < VOCABULARY, "a token is a byte (< 256)", "< 256")
+TOKEN: ValueRule = ValueRule("token", lambda t: t < VOCABULARY, f"a token is a byte (< {VOCABULARY})", f"< {VOCABULARY}")
 INVALID_TOKEN: ValueRule = ValueRule("token", lambda token, validity: validity != 0 or token == 0,
                           "an invalid prediction (validity 0) has token 0", 0)
 

@@ -1,27 +1,12 @@
 """The construct building blocks bob's schemas are written with, and the
-helpers that run them.
-
-* :class:`LengthPrefixed` — a ``u32`` length followed by that many raw bytes
-  (contract strings hold raw float bytes, so they are ``bytes``, not text);
-  when parsing, the length is checked against the bytes that remain and
-  against a limit *before* anything is read.
-* :class:`Rule` — a field with a reader rule from :mod:`bob.formats.rules`
-  (``version == 1``, ``header_bytes`` a multiple of 64 …) that refuses the
-  file, in parse order, with a :class:`~bob.errors.FormatError` naming the
-  field and its offset.
-* :class:`Table` — a fixed-count ``Array`` whose elements carry their index in
-  the error path (``chunk_table[2].digest``).
-* :class:`Sha256Of` — a 32-byte digest field: building computes the SHA-256
-  of the bytes a function picks from the context (the ``RawCopy`` of the
-  header); parsing returns the stored digest for the checker to compare.
-* :class:`ZeroPadding` — padding bytes: built as zeros, parsed as the raw bytes
-  so the checker can test them (construct's ``Padding`` does not).
-
-:func:`parse` runs a schema interpreted (never ``.compile()``, which skips
-length checks) and turns every construct failure into a
-:class:`~bob.errors.FormatError` naming the field. :func:`layout` walks a
-schema over a sample file and returns its layout table (offset, size, field,
-meaning): ``formats/*.md`` and ``bob-inspect schema`` are written from it.
+helpers that run them: :func:`schema_fields` builds a ``Struct``'s fields
+from :mod:`bob.formats.layout`'s tables; :class:`LengthPrefixed`,
+:class:`Rule`, :class:`Table`, :class:`Sha256Of` and :class:`ZeroPadding`
+are the custom constructs (each says what it checks); :func:`parse` runs a
+schema interpreted (never ``.compile()``, which skips length checks) and
+turns every construct failure into a :class:`~bob.errors.FormatError`
+naming the field; :func:`layout` walks a schema over a sample file into the
+layout tables ``formats/*.md`` and ``bob-inspect schema`` print.
 """
 
 from __future__ import annotations
@@ -33,27 +18,9 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from construct import (
-    Array,
-    Bytes,
-    Const,
-    Construct,
-    ConstructError,
-    Container,
-    Int32ul,
-    Int64ul,
-    RawCopy,
-    Renamed,
-    SizeofError,
-    StreamError,
-    Struct,
-    Subconstruct,
-    Terminated,
-    evaluate,
-    stream_read,
-    stream_tell,
-    stream_write,
-)
+from construct import (Array, Bytes, Const, Construct, ConstructError, Container, Int32ul, Int64ul, RawCopy, Renamed,
+                       SizeofError, StreamError, Struct, Subconstruct, Terminated, evaluate, stream_read, stream_tell,
+                       stream_write)
 
 from bob.errors import BadValue, FormatError, NotABobFile, Truncated
 from bob.formats.layout import DIGEST_BYTES, U32, U64, Field
@@ -78,9 +45,7 @@ __all__ = [
 ]
 
 
-# --------------------------------------------------------------------------- #
-# Streams and paths
-# --------------------------------------------------------------------------- #
+# -- Streams and paths
 
 
 class _TrackingStream(io.BytesIO):
@@ -133,9 +98,7 @@ def _remaining(stream) -> int:
     return size - pos
 
 
-# --------------------------------------------------------------------------- #
-# Schemas from the layout's field tables
-# --------------------------------------------------------------------------- #
+# -- Schemas from the layout's field tables
 
 _INTEGERS = {U64.format: Int64ul, U32.format: Int32ul}
 
@@ -165,9 +128,7 @@ def schema_fields(fields: "dict[str, Field]", docs: "dict[str, str]",
     return out
 
 
-# --------------------------------------------------------------------------- #
-# Custom constructs
-# --------------------------------------------------------------------------- #
+# -- Custom constructs
 
 
 class LengthPrefixed(Construct):
@@ -188,25 +149,12 @@ class LengthPrefixed(Construct):
         offset = stream_tell(stream, path)
         length = self.prefix._parsereport(stream, context, path)
         remaining = _remaining(stream)
-        field, index = field_from_path(path)
-        if length > remaining:
-            raise Truncated(
-                field,
-                f"length prefix runs past the end of the file ({remaining} bytes remain after it)",
-                expected=f"at most {remaining}",
-                actual=length,
-                offset=offset,
-                index=index,
-            )
-        if length > self.limit:
-            raise Truncated(
-                field,
-                f"length prefix exceeds the limit of {self.limit} bytes",
-                expected=f"at most {self.limit}",
-                actual=length,
-                offset=offset,
-                index=index,
-            )
+        for bound, why in ((remaining, f"runs past the end of the file ({remaining} bytes remain after it)"),
+                           (self.limit, f"exceeds the limit of {self.limit} bytes")):
+            if length > bound:
+                field, index = field_from_path(path)
+                raise Truncated(field, f"length prefix {why}", expected=f"at most {bound}", actual=length,
+                                offset=offset, index=index)
         return stream_read(stream, length, path)
 
     def _build(self, obj, stream, context, path):
@@ -320,9 +268,7 @@ END = _End()
 prefix of a longer file (construct's ``Terminated``)."""
 
 
-# --------------------------------------------------------------------------- #
-# Running a schema
-# --------------------------------------------------------------------------- #
+# -- Running a schema
 
 
 def parse(schema: Construct, data: bytes) -> Container:
@@ -341,14 +287,9 @@ def parse(schema: Construct, data: bytes) -> Container:
         field, index = field_from_path(exc.path or "")
         need = stream.last_request
         have = max(0, stream.size - stream.last_offset)
-        raise Truncated(
-            field,
-            f"the file ends inside this field ({have} bytes remain)",
-            expected=(f"{need} bytes" if need >= 0 else None),
-            actual=f"{have} bytes",
-            offset=stream.last_offset,
-            index=index,
-        ) from None
+        raise Truncated(field, f"the file ends inside this field ({have} bytes remain)",
+                        expected=(f"{need} bytes" if need >= 0 else None), actual=f"{have} bytes",
+                        offset=stream.last_offset, index=index) from None
     except ConstructError as exc:
         field, index = field_from_path(exc.path or "")
         name = type(exc).__name__
@@ -365,9 +306,7 @@ def parse(schema: Construct, data: bytes) -> Container:
                        offset=stream.tell()) from None
 
 
-# --------------------------------------------------------------------------- #
-# Layout tables
-# --------------------------------------------------------------------------- #
+# -- Layout tables
 
 
 @dataclass(frozen=True)
@@ -443,7 +382,3 @@ def const_value(schema: Struct, name: str) -> Any:
             return inner.value
     raise KeyError(name)
 
-
-# --------------------------------------------------------------------------- #
-# Magic
-# --------------------------------------------------------------------------- #

@@ -10,7 +10,7 @@ copy and a ``memcmp``, about a tenth of a hash), and hashed only if new. Each
 digest is therefore computed once per input, and every reader still gets the
 digest of exactly the bytes it asked about (a reader hashing the wrong range
 gets the digest of that range). The fast path's SHA-256 (``bob._core.sha256``
-through ``bob.formats.canonical``, once per plane) goes through the same memo:
+through ``bob.formats.checkpoint``'s header, once per plane) goes through the same memo:
 it is hashlib's function (``tests/formats/test_canonical.py`` holds the two
 equal on every size class), so each plane is hashed once per input whichever
 reader asks. The memo lives for one ``with`` block: memory stays bounded.
@@ -142,7 +142,8 @@ def shared_digests() -> Iterator[DigestMemo]:
     """Within the block, every ``hashlib.sha256`` call and the fast path's SHA-256 go through
     one :class:`DigestMemo`, the envelope header is parsed once per input, and its layout is
     computed once per string lengths."""
-    from bob.formats import canonical, checks, envelope_schema, schema
+    from bob.formats import schema
+    from bob.formats.checkpoint import examination as checks, header as canonical, header as envelope_schema
 
     memo = DigestMemo()
     real, real_fast, real_parse = hashlib.sha256, canonical._digest, schema.parse

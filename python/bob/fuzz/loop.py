@@ -41,7 +41,7 @@ def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None
     ``fast_path_share`` (input, checkpoint) is the share of executions whose
     bytes the fast path recognized, i.e. that reached the differential assertion.
     """
-    from bob.formats import canonical
+    from bob.formats import canonical, checkpoint
     from bob.fuzz.mutator import custom_mutator, mutate_canonical
 
     run, fmt = load_target(target, fmt)
@@ -74,7 +74,7 @@ def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None
         else:
             data = mutator(base, limit, rnd.getrandbits(32))
         if name == "checkpoint":
-            recognized += canonical.recognize_checkpoint(data) is not None
+            recognized += checkpoint.recognize_checkpoint(data) is not None
         elif name == "input":
             recognized += canonical.recognize_record(data) is not None
         result.executions = i + 1

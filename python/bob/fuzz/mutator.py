@@ -146,7 +146,7 @@ def spots(data: bytes, fmt: str) -> list[Spot]:
 def field_names(fmt: str) -> set[str]:
     """The names of every spot of a canonical file of ``fmt``: what a complete mutator must reach."""
     if fmt == "checkpoint":
-        from bob.formats.canonical import checkpoint_header
+        from bob.formats.checkpoint import checkpoint_header
 
         return {s.name for s in _checkpoint_spots(checkpoint_header(0, [bytes(32)] * len(CHUNK_TAGS)))}
     return {s.name for s in spots(b"", fmt)}
@@ -372,10 +372,10 @@ def refresh_digests(data: bytes) -> bytes:
 
 
 def _recognized(data: bytes, kind: str) -> bool:
-    from bob.formats import canonical
+    from bob.formats import canonical, checkpoint
 
     if kind == "checkpoint":
-        return canonical.recognize_checkpoint(data) is not None
+        return checkpoint.recognize_checkpoint(data) is not None
     return canonical.recognize_record(data) is not None
 
 

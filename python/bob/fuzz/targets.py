@@ -8,7 +8,7 @@ and the ClusterFuzzLite harnesses all run exactly the same code:
     the loader raises only the ``FormatError`` family (each refusal one
     printable line naming a field, JSON-ready); the findings list agrees with
     the loader; an accepted file round-trips byte for byte; the fast path
-    (``bob.formats.canonical``) agrees with the schemas whenever it
+    (``bob.formats.canonical``, ``.checkpoint``) agrees with the schemas whenever it
     recognizes the bytes, and recognizes every canonical file they accept.
 ``inspect``
     ``bob-inspect FILE`` and ``bob-inspect --json FILE`` exit 0 or 2, never 1,
@@ -164,8 +164,8 @@ def _checkpoint_properties(data: bytes) -> None:
 
     import bob
     from bob.errors import StateRefused
-    from bob.formats import canonical
-    from bob.formats.checks import examine_by_schema
+    from bob.formats import checkpoint as canonical
+    from bob.formats.checkpoint import examine_by_schema
     from bob.fuzz import oracle
 
     # Two readings of bob, one of the oracle. bob: every finding for resuming (what
@@ -320,8 +320,8 @@ def preload() -> None:
     import bob.commit  # noqa: F401
     import bob.fileio  # noqa: F401
     import bob.formats.canonical  # noqa: F401
-    import bob.formats.checks  # noqa: F401
-    import bob.formats.envelope  # noqa: F401
+    import bob.formats.checkpoint.schema  # noqa: F401
+    import bob.formats.checkpoint.typed  # noqa: F401
     import bob.formats.files  # noqa: F401
     import bob.formats.input_record  # noqa: F401
     import bob.formats.predictions  # noqa: F401

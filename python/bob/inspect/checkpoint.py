@@ -1,6 +1,6 @@
 """The ``checkpoint`` report: a checkpoint as the formats layer examines it.
 
-Every field comes from :func:`bob.formats.checks.examine` (the envelope
+Every field comes from :func:`bob.formats.checkpoint.examine` (the envelope
 schema's parse of the header, its findings, the float32 views of the
 planes); nothing here parses bytes by hand. The probabilities shown next
 to a row of logits are :func:`bob.probabilities`' (:mod:`bob.analysis`).
@@ -14,7 +14,7 @@ import numpy as np
 
 from bob.analysis import fresh_planes, softmax_rows
 from bob.errors import FormatError, show_value
-from bob.formats.checks import examine
+from bob.formats.checkpoint import examine
 from bob.formats.constants import CHECKPOINT_MAGIC, LEARNER_NAMES, UPDATES_PER_INVOCATION, VOCABULARY, learner_floats
 from bob.formats.contract import CONTRACT_FIELDS, PLANE_NAMES, V1
 from bob.formats.layout import F32

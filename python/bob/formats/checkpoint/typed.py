@@ -1,11 +1,9 @@
-"""``bob-envelope`` v1: the typed checkpoint (contract §5), its loader and its reader.
+"""The typed checkpoint (:class:`Checkpoint`), its loader, its reader and its description.
 
-Above the schema (:mod:`bob.formats.envelope_schema`) and the examination
-(:mod:`bob.formats.checks`, every finding in the contract's order): the
-typed :class:`Checkpoint` builds the file (``to_bytes``, ``write``);
-:func:`load_checkpoint` and :func:`read_checkpoint_file` make one from
-bytes and from a path; :func:`describe_envelope` describes a valid file.
-The schema's names are offered here too.
+Above the examination (:mod:`.examination`), which it reads a file with,
+the header builder (:mod:`.header`), which writes one, and the state checks
+(:mod:`.state`), which refuse what bob would not resume; nothing of the
+checkpoint imports this module back.
 """
 
 from __future__ import annotations
@@ -18,28 +16,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bob.errors import BadValue, integer_field, integer_value, shown_kind
-from bob.formats.canonical import envelope_header
-from bob.formats.checks import examine
-from bob.formats.constants import CHUNK_TAGS, LEARNER_FLOATS, MAX_CHECKPOINT_BYTES
-from bob.formats.contract import (
+from bob.formats.checkpoint.examination import Examination, examine
+from bob.formats.checkpoint.header import HEADER_BYTES, envelope_header, hashlib_sha256, header_length
+from bob.formats.checkpoint.state import refuse_unresumable
+from bob.formats.constants import (
+    LEARNER_FLOATS,
+    MAX_CHECKPOINT_BYTES,
+    MAX_HEADER_BYTES,
     PARAMETER_COUNT,
     PLANE_NAMES,
     U64_MAX,
     UPDATES_PER_INVOCATION,
-    V1,
     VOCABULARY,
-    Contract,
 )
-from bob.formats.envelope_schema import (
-    CHUNK_ENTRY,
-    ENVELOPE,
-    ENVELOPE_HEADER,
-    ENVELOPE_MAGIC,
-    HEADER_BODY,
-    HEADER_BYTES,
-    canonical_header_bytes,
-    header_length,
-)
+from bob.formats.contract import V1, Contract
 from bob.formats.files import CHECKPOINT_FILE, as_bytes, read_format_file
 from bob.formats.layout import PLANE_DTYPE, WORD_DTYPE
 from bob.formats.rules import HEADER_BYTES as HEADER_BYTES_RULE
@@ -50,45 +40,17 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from bob.arrays import PlaneLike
 
-__all__ = [
-    "ENVELOPE",
-    "ENVELOPE_HEADER",
-    "HEADER_BODY",
-    "CHUNK_ENTRY",
-    "ENVELOPE_MAGIC",
-    "CHUNK_TAGS",
-    "HEADER_BYTES",
-    "Checkpoint",
-    "load_checkpoint",
-    "read_checkpoint_file",
-    "describe_envelope",
-    "canonical_header_bytes",
-    "header_length",
-]
-
-
-
-
-# --------------------------------------------------------------------------- #
-# The typed checkpoint
-# --------------------------------------------------------------------------- #
-
+__all__ = ["Checkpoint", "TABLE_SHAPE", "load_checkpoint", "read_checkpoint_file", "describe_envelope"]
 
 TABLE_SHAPE = (VOCABULARY, VOCABULARY)
-"""A plane as a table: row = context byte, column = next byte (index ``context * 256 + next``)."""
+"""A plane as a table: row = context byte, column = next byte (index ``context * VOCABULARY + next``)."""
+
+_A_PLANE = f"a plane is {PARAMETER_COUNT} float32 values"
 
 
 def _plane(value: Any, name: str) -> np.ndarray:
-    """A plane as a writable, C-contiguous float32 array of 65,536 values.
-
-    Taken flat (65,536,) or as its (256, 256) table, from a NumPy array,
-    anything with the buffer protocol, or an object with ``__dlpack__`` or
-    ``__array__`` (a torch tensor: :mod:`bob.arrays`). A writable
-    C-contiguous float32 array (or tensor) is used as it is, shared with
-    the caller (a (256, 256) one through a flat view of its memory), for
-    P, M and V alike: the core trains it in place. Anything else is
-    converted to a new array.
-    """
+    """A plane as :class:`Checkpoint` holds it, from what it takes (which it
+    shares, which it converts: its docstring)."""
     if type(value) is np.ndarray and value.dtype == np.float32 and value.shape == (PARAMETER_COUNT,) \
             and value.flags.c_contiguous and value.flags.writeable:
         return value  # the planes bob itself makes (loaders, bob.invoke): nothing to convert
@@ -102,11 +64,11 @@ def _plane(value: Any, name: str) -> np.ndarray:
         else:
             arr = np.asarray(value)
     except NotAnArray as exc:
-        raise BadValue(name, f"a plane is 65536 float32 values; {exc.reason}") from None
+        raise BadValue(name, f"{_A_PLANE}; {exc.reason}") from None
     except (TypeError, ValueError) as exc:
-        raise BadValue(name, f"a plane is 65536 float32 values ({type(exc).__name__})") from None
+        raise BadValue(name, f"{_A_PLANE} ({type(exc).__name__})") from None
     if arr.shape not in ((PARAMETER_COUNT,), TABLE_SHAPE):
-        raise BadValue(name, f"a plane holds {PARAMETER_COUNT} values (flat, or 256 x 256)",
+        raise BadValue(name, f"a plane holds {PARAMETER_COUNT} values (flat, or {VOCABULARY} x {VOCABULARY})",
                        expected=f"shape ({PARAMETER_COUNT},) or {TABLE_SHAPE}", actual=f"shape {arr.shape}")
     if arr.dtype != np.float32 or not arr.flags.c_contiguous or not arr.flags.writeable:
         if arr.dtype.kind not in "fiu":
@@ -123,29 +85,36 @@ def _le_bytes(plane: np.ndarray) -> memoryview:
     return memoryview(np.ascontiguousarray(plane, dtype=PLANE_DTYPE)).cast("B")  # type: ignore[arg-type]
 
 
+def _check_header_bytes(hb: int, contract: Contract) -> None:
+    need = header_length(contract)
+    if not HEADER_BYTES_RULE.ok(hb) or hb < need:  # the reader's rule, and room for this contract's header
+        raise BadValue("header_bytes", f"a multiple of 64, at least the header's {need} bytes, at most {MAX_HEADER_BYTES}",
+                       actual=hb)
 
 
 @dataclass(eq=False, init=False)
 class Checkpoint:
     """A bob checkpoint: the step, the planes P, M, V and the header's contract.
 
-    ``p``, ``m`` and ``v`` are writable float32 arrays of 65,536 (parameter
-    order ``context * 256 + next``); the native core trains them in place.
-    ``p_table``, ``m_table`` and ``v_table`` (and ``tables``) are the same
-    planes as (256, 256) arrays: row = context byte, column = next byte, C
-    order, float32 in this machine's byte order (little-endian on every
-    machine bob builds for). They are **views**, always writable: writing
-    one writes the plane, and so the checkpoint. ``header_bytes`` is where
-    plane P starts: 448 for every checkpoint the library makes; a loaded
-    file keeps its own (a larger valid value), so :meth:`to_bytes` gives
-    back exactly the bytes it was read from.
+    ``p``, ``m`` and ``v`` are writable float32 arrays of PARAMETER_COUNT
+    values (parameter order ``context * VOCABULARY + next``); the native
+    core trains them in place. ``p_table``, ``m_table`` and ``v_table``
+    (and ``tables``) are the same planes as :data:`TABLE_SHAPE` arrays:
+    row = context byte, column = next byte, C order, float32 in this
+    machine's byte order (little-endian on every machine bob builds for).
+    They are **views**, always writable: writing one writes the plane, and
+    so the checkpoint. ``header_bytes`` is where plane P starts: the
+    canonical :data:`~bob.formats.checkpoint.HEADER_BYTES` for every
+    checkpoint the library makes; a loaded file keeps its own (a larger
+    valid value), so :meth:`to_bytes` gives back exactly the bytes it was
+    read from.
 
-    Built from arrays, a checkpoint takes each plane flat (65,536,) or as its
-    (256, 256) table, from a NumPy array, anything with the buffer protocol,
-    or an object with ``__dlpack__`` or ``__array__`` (a torch tensor). It
+    Built from arrays, a checkpoint takes each plane flat or as its table,
+    from a NumPy array, anything with the buffer protocol, or an object with
+    ``__dlpack__`` or ``__array__`` (a torch tensor: :mod:`bob.arrays`). It
     **shares** each plane that already is a writable C-contiguous float32
-    array or tensor of 65,536 values (P, M and V alike: training it trains
-    the caller's array) and converts anything else into a new one;
+    array or tensor of the plane's size (P, M and V alike: training it
+    trains the caller's array) and converts anything else into a new one;
     :meth:`copy` gives independent planes. Wrong-sized planes, a step
     outside u64 or an impossible ``header_bytes`` are refused
     (``BadValue``) when the checkpoint is built and again when it is
@@ -195,6 +164,19 @@ class Checkpoint:
         p, m, v = core.initial_planes(V1.seed, VOCABULARY)
         return cls(0, p, m, v)
 
+    @classmethod
+    def _of(cls, ex: Examination) -> "Checkpoint":
+        """The checkpoint an examination read; raise its first finding. The
+        planes are copied once, into writable arrays the checkpoint owns (the
+        core trains them in place), never views of the bytes (D20)."""
+        if ex.findings:
+            raise ex.findings[0]
+        if ex.fresh:
+            return cls.fresh()
+        assert ex.header is not None and ex.planes is not None
+        planes = ex.planes.copy()
+        return cls(ex.header.step, planes[0], planes[1], planes[2], ex.header.header_bytes, V1)
+
     @property
     def invocations(self) -> int:
         """Invocations completed: ``step // 10``."""
@@ -212,31 +194,29 @@ class Checkpoint:
 
     @property
     def p_table(self) -> npt.NDArray[np.float32]:
-        """Plane P as a writable (256, 256) view: ``p_table[context, next]``."""
+        """Plane P as a writable table view: ``p_table[context, next]``."""
         return self._table("p")
 
     @property
     def m_table(self) -> npt.NDArray[np.float32]:
-        """Plane M as a writable (256, 256) view."""
+        """Plane M as a writable table view."""
         return self._table("m")
 
     @property
     def v_table(self) -> npt.NDArray[np.float32]:
-        """Plane V as a writable (256, 256) view."""
+        """Plane V as a writable table view."""
         return self._table("v")
 
     @property
     def tables(self) -> dict[str, npt.NDArray[np.float32]]:
-        """The (256, 256) views by name: ``{"P": p_table, "M": m_table, "V": v_table}``."""
+        """The table views by name: ``{"P": p_table, "M": m_table, "V": v_table}``."""
         return {"P": self.p_table, "M": self.m_table, "V": self.v_table}
 
     def to_bytes(self, header_bytes: int | None = None, *, for_resume: bool = True) -> bytes:
-        """The envelope file. ``header_bytes`` defaults to the checkpoint's own
-        (448 unless it was loaded from a file with a larger header).
+        """The envelope file. ``header_bytes`` defaults to the checkpoint's own.
 
-        A state ``bob-run`` would refuse to resume (a non-finite value, a
-        negative V, step 0 with a non-zero M or V, no room for 10 more
-        updates, a contract other than bob v1's) is refused with the
+        A state ``bob-run`` would refuse to resume (the door's step 9, or a
+        contract other than bob v1's) is refused with the
         :class:`~bob.FormatError` a reader gives, naming the plane and index
         (or the field), unless ``for_resume=False``: the one way to build a
         test file bob must refuse, and the same keyword a reader takes to
@@ -252,9 +232,9 @@ class Checkpoint:
         _check_header_bytes(hb, self.contract)
         planes = [_le_bytes(a) for a in (self.p, self.m, self.v)]
         c = self.contract
-        header = envelope_header(self.step, [_hashlib_sha256(a) for a in planes], hb,
+        header = envelope_header(self.step, [hashlib_sha256(a) for a in planes], hb,
                                  (c.state, c.learner, c.data, c.seed), c.payload_bytes, c.chunk_bytes,
-                                 c.updates_per_invocation, _hashlib_sha256)
+                                 c.updates_per_invocation, hashlib_sha256)
         return b"".join((header, *planes))  # the one copy of the planes
 
     @classmethod
@@ -280,12 +260,12 @@ class Checkpoint:
             self._refuse_unresumable("Checkpoint.write")
         write_atomic(path, self.to_bytes(for_resume=False))
 
-    # -- other tools' files (bob.interop): one call each way -----------------
+    # -- other tools' files (bob.interop, which never imports the checkpoint back)
 
     def to_safetensors(self, path: "str | os.PathLike[str]", *, for_resume: bool = True) -> None:
-        """Write the planes as (256, 256) float32 tensors ``P``, ``M``, ``V``
-        with the step and the contract as metadata, atomically; refuses what
-        :meth:`to_bytes` refuses. Needs the ``interop`` extra (safetensors)."""
+        """Write the planes as float32 tables ``P``, ``M``, ``V`` with the step
+        and the contract as metadata, atomically; refuses what :meth:`to_bytes`
+        refuses. Needs the ``interop`` extra (safetensors)."""
         from bob.interop import write_safetensors
 
         write_safetensors(self, path, for_resume=for_resume)
@@ -312,8 +292,8 @@ class Checkpoint:
         return read_npz(path, cls, for_resume=for_resume)
 
     def _refuse_unresumable(self, what: str) -> None:
-        from bob.formats.checks import refuse_unresumable  # lazily: checks imports this module
-
+        """Raise, for the writer ``what``, why bob would not resume this state
+        (:func:`~bob.formats.checkpoint.refuse_unresumable`; bob.interop's too)."""
         refuse_unresumable(self, what)
 
     def copy(self) -> "Checkpoint":
@@ -343,69 +323,33 @@ class Checkpoint:
                 f"header_bytes={self.header_bytes}, contract={'v1' if self.contract.is_v1 else 'non-v1'})")
 
 
-def _hashlib_sha256(data: Any) -> bytes:
-    # hashlib's, not the core's (canonical.sha256): loading never imports the core.
-    return hashlib.sha256(data).digest()
-
-
-def _check_header_bytes(hb: int, contract: Contract) -> None:
-    need = header_length(contract)
-    if not HEADER_BYTES_RULE.ok(hb) or hb < need:  # the reader's rule, and room for this contract's header
-        raise BadValue("header_bytes", f"a multiple of 64, at least the header's {need} bytes, at most 65536",
-                       actual=hb)
-
-
-# --------------------------------------------------------------------------- #
-# Loading and reading
-# --------------------------------------------------------------------------- #
-
-
 def load_checkpoint(data: bytes, *, for_resume: bool = True) -> Checkpoint:
     """Parse and fully check a checkpoint; raise the first finding.
 
     Zero bytes are a fresh run: the state at step 0, made by the native core.
     ``for_resume=False`` skips the state checks (an inspector loads such files).
-
-    The bytes are examined once (:func:`bob.formats.checks.examine`: each
-    digest computed once; a canonical file recognised without a parse), and
-    the planes copied once, into writable arrays the checkpoint owns (the
-    core trains them in place), never views of ``data`` (D20).
+    The bytes are examined once (:func:`~bob.formats.checkpoint.examine`:
+    each digest computed once; a canonical file recognised without a parse).
     """
-    ex = examine(data, for_resume=for_resume)
-    if ex.findings:
-        raise ex.findings[0]
-    if ex.fresh:
-        return Checkpoint.fresh()
-    assert ex.header is not None and ex.planes is not None
-    planes = ex.planes.copy()  # one copy: the checkpoint owns writable planes
-    return Checkpoint(ex.header.step, planes[0], planes[1], planes[2], ex.header.header_bytes, V1)
+    return Checkpoint._of(examine(data, for_resume=for_resume))
 
 
 def read_checkpoint_file(path: "str | os.PathLike[str]", *, for_resume: bool = True) -> Checkpoint:
     """Read and check a checkpoint file; an empty file is the fresh state.
 
-    No more than 65,536 + 786,432 bytes are ever read.
+    No more than :data:`~bob.formats.constants.MAX_CHECKPOINT_BYTES` are ever read.
     """
-    data = read_format_file(path, MAX_CHECKPOINT_BYTES, CHECKPOINT_FILE)
-    return load_checkpoint(data, for_resume=for_resume)
-
-
-# --------------------------------------------------------------------------- #
-# Description (golden JSON, inspectors)
-# --------------------------------------------------------------------------- #
+    return Checkpoint._of(examine(read_format_file(path, MAX_CHECKPOINT_BYTES, CHECKPOINT_FILE), for_resume=for_resume))
 
 
 def describe_envelope(data: bytes) -> dict[str, Any]:
-    """A JSON-ready description of a valid envelope file, from the schema's parse."""
+    """A JSON-ready description of a valid envelope file, from its examination."""
     ex = examine(data, for_resume=False)
     if ex.findings:
         raise ex.findings[0]
     # A valid file: every part was read, and its strings are the contract's (ASCII).
     h, contract, digest = ex.header, ex.contract, ex.header_digest
-    assert h is not None
-    assert contract is not None
-    assert digest is not None
-    assert ex.planes is not None
+    assert h is not None and contract is not None and digest is not None and ex.planes is not None
     return {
         "format": "bob-envelope",
         "version": h.version,

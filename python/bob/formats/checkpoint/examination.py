@@ -1,0 +1,328 @@
+"""A checkpoint's findings: :func:`examine`, in the order the door's specification gives.
+
+Its first branch is bob's own file (:mod:`.header` recognises it without
+construct); every other file is parsed by the schema (:mod:`.schema`,
+imported then). Offsets come from :mod:`bob.formats.layout`, never from
+literals.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from bob.errors import BadValue, ContractMismatch, FormatError, IntegrityError, Truncated
+from bob.formats.checkpoint.state import state_findings
+from bob.formats.checkpoint.header import (
+    HEADER_BYTES,
+    CHECKPOINT_BYTES,
+    chunk_digests,
+    has_canonical_prefix,
+    hashlib_sha256,
+    header_fields,
+    sealed_step,
+)
+from bob.formats.constants import CHUNK_TAGS, MAX_CHECKPOINT_BYTES, MAX_HEADER_BYTES, PARAMETER_COUNT, PAYLOAD_BYTES, PLANE_NAMES
+from bob.formats.contract import CONTRACT_FIELDS, V1, Contract
+from bob.formats.files import CHECKPOINT_FILE, as_bytes, magic_finding
+from bob.formats.layout import CANONICAL, DIGEST_BYTES, ENVELOPE_HEAD, PLANE_DTYPE, EnvelopeLayout, envelope_layout
+from bob.formats.rules import CHUNK_COUNT, CHUNK_LENGTH, CHUNK_OFFSET, CHUNK_TAG, PADDING, chunk_offset
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - the schemas (construct) are imported only for a file that needs them
+    from bob.formats.schema import FieldRow
+
+__all__ = ["Examination", "HeaderFields", "examine", "examine_by_schema", "plane_views",
+           "checkpoint_findings"]
+
+_MAGIC = ENVELOPE_HEAD["magic"].slice
+
+
+class HeaderFields(dict[str, Any]):
+    """A header's fields by the schema's names, as items and as attributes
+    (``h["step"]``, ``h.step``; the chunk table a list of them), whichever
+    path read it: the canonical path builds them, the schema path copies
+    construct's parse into them (without its stream, ``_io``)."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    @classmethod
+    def of(cls, parsed: Any) -> "HeaderFields":
+        """A header body's fields (construct's Container, or the canonical path's dicts) as HeaderFields."""
+        fields = cls(parsed)
+        fields.pop("_io", None)  # construct's stream, not a field
+        fields["chunk_table"] = [cls(entry) for entry in fields["chunk_table"]]
+        for entry in fields["chunk_table"]:
+            entry.pop("_io", None)
+        return fields
+
+
+@dataclass
+class Examination:
+    """What a reader found in a checkpoint's bytes.
+
+    ``header`` holds the header's fields (:class:`HeaderFields`; ``None``
+    if they could not be parsed); ``planes`` the read-only float32 views
+    (one row per plane) when all the payload bytes are there; ``findings``
+    every problem, in the contract's order. ``fresh`` is True for zero bytes
+    (a fresh run).
+    """
+
+    size: int
+    findings: list[FormatError] = field(default_factory=list)
+    header: HeaderFields | None = None
+    header_raw: bytes | None = None
+    header_digest: bytes | None = None
+    computed_header_digest: bytes | None = None
+    planes: np.ndarray | None = None
+    chunk_digests: tuple[bytes, ...] | None = None
+    magic: bytes = b""
+    # The bytes whose header did not parse (None otherwise): kept so that
+    # partial_header, which only bob-inspect shows, is computed when asked
+    # (it re-parses ever shorter prefixes) and not by every reader.
+    unparsed: bytes | None = field(default=None, repr=False, compare=False)
+
+    @functools.cached_property
+    def partial_header(self) -> list[tuple[str, Any]] | None:
+        """The longest prefix of the header's fields that parses, when the
+        whole header did not (None when it did, or not even the magic does)."""
+        return None if self.unparsed is None else _partial_header(self.unparsed)
+
+    @property
+    def fresh(self) -> bool:
+        return self.size == 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    @property
+    def header_end(self) -> int | None:
+        return None if self.header_raw is None else len(self.header_raw) + DIGEST_BYTES
+
+    @property
+    def layout(self) -> EnvelopeLayout | None:
+        """This header's offsets (its contract strings' lengths decide them)."""
+        h = self.header
+        if h is None:
+            return None
+        return envelope_layout((len(h.state), len(h.learner), len(h.data), len(h.seed)))
+
+    @property
+    def contract(self) -> Contract | None:
+        h = self.header
+        if h is None:
+            return None
+        return Contract(**{name: h[name] for name in CONTRACT_FIELDS})
+
+    def header_rows(self) -> list[FieldRow]:
+        """The layout of this file's header (offset, size, field, meaning), from the schema."""
+        if self.header is None:
+            return []
+        from bob.formats.checkpoint.schema import HEADER_BODY
+        from bob.formats.schema import walk
+
+        rows: list[FieldRow] = []
+        walk(HEADER_BODY, self.header, 0, "", "", rows)
+        return rows
+
+    def offset_of(self, name: str) -> int | None:
+        """Where field ``name`` starts (a contract string: its length prefix)."""
+        layout = self.layout
+        if layout is None:
+            return None
+        entry = layout.fields.get(f"{name}.length") or layout.fields.get(name)
+        return None if entry is None else entry.offset
+
+
+def plane_views(data: bytes, header_bytes: int) -> np.ndarray:
+    """P, M and V of a checkpoint file's bytes: read-only float32 views, one row per plane, from ``header_bytes`` on."""
+    return np.frombuffer(data, dtype=PLANE_DTYPE, count=len(PLANE_NAMES) * PARAMETER_COUNT,
+                         offset=header_bytes).reshape(len(PLANE_NAMES), PARAMETER_COUNT)
+
+
+def examine(data: bytes, *, for_resume: bool = True) -> Examination:
+    """Check ``data`` as a bob-envelope v1 file and collect every finding."""
+    data = as_bytes(data, "the checkpoint")
+    digests = None
+    if has_canonical_prefix(data):  # bob's own file: findings 1-8 cannot occur once its bytes are rebuilt
+        digests = chunk_digests(memoryview(data)[HEADER_BYTES:], hashlib_sha256)
+        step = sealed_step(data, digests, hashlib_sha256)
+        if step is not None:
+            fields = header_fields(step, digests)
+            at, planes = CANONICAL.header_digest, plane_views(data, HEADER_BYTES)
+            stored = data[at:at + DIGEST_BYTES]
+            ex = Examination(size=len(data), header=HeaderFields.of(fields),
+                             header_raw=data[:at], header_digest=stored, computed_header_digest=stored,
+                             planes=planes, chunk_digests=tuple(digests), magic=data[_MAGIC])
+            if for_resume:
+                ex.findings.extend(state_findings(step, planes, HEADER_BYTES))
+            return ex
+    return examine_by_schema(data, for_resume=for_resume, plane_digests=digests)
+
+
+def examine_by_schema(data: bytes, *, for_resume: bool = True, plane_digests: "list[bytes] | None" = None) -> Examination:
+    """:func:`examine` by the schema, whatever the file (the path every file
+    but a canonical one takes). ``plane_digests``: the SHA-256s of the three
+    chunks that follow a canonical header, when the caller has computed them
+    (used only if the file's chunks lie there)."""
+    data = as_bytes(data, "the checkpoint")
+    ex = Examination(size=len(data), magic=data[_MAGIC])
+    if _header_parsed(data, ex) and _header_findings(ex) and _table_findings(data, ex) \
+            and _payload_findings(data, ex, plane_digests):
+        h = ex.header
+        assert h is not None
+        ex.planes = planes = plane_views(data, h.header_bytes)
+        if for_resume:  # -- 9. state, for resuming
+            ex.findings.extend(state_findings(h.step, planes, h.header_bytes))
+    return ex
+
+
+def _header_parsed(data: bytes, ex: Examination) -> bool:
+    """Steps 1-2 (magic, size bound, the header in file order, ``header_bytes``
+    against the header's length); False when nothing after them can be located."""
+    from bob.formats.checkpoint.schema import ENVELOPE_HEADER
+    from bob.formats.schema import parse
+
+    n, out = len(data), ex.findings
+    if n == 0:
+        return False  # a fresh run's checkpoint
+    problem = magic_finding(data, *CHECKPOINT_FILE)
+    if problem is not None:
+        out.append(problem)
+        return False
+    if n > MAX_CHECKPOINT_BYTES:
+        out.append(Truncated("file_size", f"a checkpoint is never larger than {MAX_HEADER_BYTES} + {PAYLOAD_BYTES} bytes",
+                             expected=f"at most {MAX_CHECKPOINT_BYTES}", actual=n))
+        ex.unparsed = data
+        return False
+    try:
+        parsed = parse(ENVELOPE_HEADER, data)
+    except FormatError as exc:
+        out.append(exc)
+        ex.unparsed = data
+        return False
+    h = ex.header = HeaderFields.of(parsed.header.value)
+    ex.header_raw = parsed.header.data
+    ex.header_digest = parsed.header_digest
+    end = ex.header_end
+    assert end is not None
+    if h.header_bytes < end:
+        out.append(BadValue("header_bytes", "header_bytes is smaller than the header itself",
+                            expected=f"at least {end} (a multiple of 64)", actual=h.header_bytes,
+                            offset=ENVELOPE_HEAD["header_bytes"].offset))
+        return False
+    return True
+
+
+def _header_findings(ex: Examination) -> bool:
+    """Steps 3-4 (header digest, contract fields); False when ``payload_bytes``
+    or ``chunk_bytes`` leave the planes unplaced."""
+    h, lay, out = ex.header, ex.layout, ex.findings
+    assert h is not None and lay is not None and ex.header_raw is not None
+    # -- 3. header digest
+    ex.computed_header_digest = hashlib_sha256(ex.header_raw)
+    if ex.computed_header_digest != ex.header_digest:
+        out.append(IntegrityError("header_digest", "the header's SHA-256 does not match its bytes",
+                                  expected=ex.computed_header_digest, actual=ex.header_digest,
+                                  offset=lay.header_digest))
+    # -- 4. contract fields
+    layout_ok = True
+    for name in CONTRACT_FIELDS:
+        want = getattr(V1, name)
+        if h[name] != want:
+            out.append(ContractMismatch(name, "differs from the bob v1 contract", expected=want,
+                                        actual=h[name], offset=ex.offset_of(name)))
+            if name in ("payload_bytes", "chunk_bytes"):
+                layout_ok = False
+    return layout_ok
+
+
+def _table_findings(data: bytes, ex: Examination) -> bool:
+    """Steps 5-6 (the chunk table, the padding); they never stop the examination."""
+    h, lay, out = ex.header, ex.layout, ex.findings
+    assert h is not None and lay is not None
+    end, hb, n = lay.header_length, h.header_bytes, len(data)
+    # -- 5. chunk table
+    if not CHUNK_COUNT.ok(h.chunk_count):
+        out.append(CHUNK_COUNT.finding(h.chunk_count, offset=lay.fields["chunk_count"].offset))
+    for i, entry in enumerate(h.chunk_table[:len(CHUNK_TAGS)]):
+        if not CHUNK_TAG.ok(entry.tag, i):
+            out.append(CHUNK_TAG.finding(entry.tag, expected=CHUNK_TAGS[i], offset=lay.chunk_field(i, "tag").offset,
+                                         index=i, plane=PLANE_NAMES[i]))
+        want = chunk_offset(hb, i)
+        if not CHUNK_OFFSET.ok(entry.offset, want):
+            out.append(CHUNK_OFFSET.finding(entry.offset, expected=want, offset=lay.chunk_field(i, "offset").offset,
+                                            index=i))
+        if not CHUNK_LENGTH.ok(entry.length):
+            out.append(CHUNK_LENGTH.finding(entry.length, offset=lay.chunk_field(i, "length").offset, index=i))
+    # -- 6. padding
+    pad = data[end:min(hb, n)]
+    if not PADDING.ok(pad):
+        k = len(pad) - len(pad.lstrip(b"\0"))
+        out.append(PADDING.finding(pad[k], offset=end + k, index=k))
+    return True
+
+
+def _payload_findings(data: bytes, ex: Examination, plane_digests: "list[bytes] | None") -> bool:
+    """Steps 7-8 (exact size, each chunk's SHA-256); False when the file is
+    too short to hold the planes."""
+    h, lay, out, n = ex.header, ex.layout, ex.findings, len(data)
+    assert h is not None and lay is not None
+    hb = h.header_bytes
+    # -- 7. exact size
+    want_size = hb + PAYLOAD_BYTES
+    if n != want_size:
+        out.append(Truncated("file_size", "the file is header_bytes + payload_bytes long",
+                             expected=want_size, actual=n))
+        if n < want_size:
+            return False
+    # -- 8. chunk digests
+    view = memoryview(data)
+    if plane_digests is not None and hb == HEADER_BYTES and n == CHECKPOINT_BYTES:
+        digests = tuple(plane_digests)  # the same three ranges, hashed once already
+    else:
+        digests = tuple(hashlib_sha256(view[chunk_offset(hb, i):chunk_offset(hb, i + 1)])
+                        for i in range(len(CHUNK_TAGS)))
+    ex.chunk_digests = digests
+    for i, (entry, digest) in enumerate(zip(h.chunk_table, digests)):
+        if entry.digest != digest:
+            out.append(IntegrityError(
+                "chunk_table.digest",
+                f"plane {PLANE_NAMES[i]} (bytes {chunk_offset(hb, i)}..{chunk_offset(hb, i + 1) - 1}) "
+                "does not match the chunk table's SHA-256",
+                expected=digest, actual=entry.digest, offset=lay.chunk_field(i, "digest").offset, index=i))
+    return True
+
+
+def _partial_header(data: bytes) -> list[tuple[str, Any]] | None:
+    """The longest prefix of the header body's fields that parses, as
+    ``[(field, value)]`` (None if not even the magic does)."""
+    from construct import Struct
+
+    from bob.formats.checkpoint.schema import HEADER_BODY
+    from bob.formats.schema import parse
+
+    subcons = HEADER_BODY.subcons
+    for k in range(len(subcons) - 1, 0, -1):
+        try:
+            parsed = parse(Struct(*subcons[:k]), data)
+        except FormatError:
+            continue
+        return [(sc.name, parsed[sc.name]) for sc in subcons[:k]]
+    return None
+
+
+def checkpoint_findings(data: bytes, *, for_resume: bool = True) -> list[FormatError]:
+    """Every problem with ``data`` as a checkpoint, in the contract's order
+    (empty for a valid file and for zero bytes, the fresh run)."""
+    return examine(data, for_resume=for_resume).findings

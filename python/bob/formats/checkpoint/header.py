@@ -1,0 +1,195 @@
+"""The checkpoint's header, built and recognised with the standard library only.
+
+The one builder of an envelope header (:func:`envelope_header`: bob-run's
+and ``Checkpoint.to_bytes``'), and the canonical file bob writes
+(:data:`bob.formats.layout.CANONICAL`) built and recognised byte for byte,
+so that ``bob-run`` imports neither construct nor NumPy when nothing is
+wrong. The package's door (:mod:`bob.formats.checkpoint`) describes both.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, Callable
+
+    from bob.formats.contract import Contract
+
+from bob.formats.constants import (
+    CHECKPOINT_MAGIC,
+    CHUNK_BYTES,
+    CHUNK_TAGS,
+    DATA,
+    LEARNER,
+    PAYLOAD_BYTES,
+    SEED,
+    STATE,
+    UPDATES_PER_INVOCATION,
+)
+from bob.formats.layout import (
+    CANONICAL_CHECKPOINT_BYTES,
+    CANONICAL_HEADER_BYTES,
+    CHUNK_ENTRY,
+    CONTRACT_STRINGS,
+    ENVELOPE_HEAD,
+    ENVELOPE_HEAD_STRUCT,
+    ENVELOPE_TAIL,
+    U32,
+    aligned_header_bytes,
+    envelope_layout,
+)
+from bob.formats.rules import chunk_offset
+
+__all__ = ["HEADER_BYTES", "CHECKPOINT_BYTES", "envelope_header", "checkpoint_header", "chunk_digests",
+           "seal_checkpoint", "build_checkpoint", "has_canonical_prefix", "sealed_step",
+           "recognize_checkpoint", "header_fields", "header_length", "canonical_header_bytes", "sha256",
+           "hashlib_sha256"]
+
+VERSION = 1
+HEADER_BYTES = CANONICAL_HEADER_BYTES
+CHECKPOINT_BYTES = CANONICAL_CHECKPOINT_BYTES
+STRINGS = (STATE, LEARNER, DATA, SEED)  # in CONTRACT_STRINGS' order
+_STEP = ENVELOPE_HEAD["step"]
+_BEFORE_STEP = ENVELOPE_HEAD_STRUCT.pack(CHECKPOINT_MAGIC, VERSION, HEADER_BYTES, 0)[:_STEP.offset]
+
+
+def header_length(contract: "Contract | None" = None) -> int:
+    """Bytes from offset 0 to the end of the header digest for ``contract``
+    (bob v1's by default; this module leaves dataclasses, and so ``re``,
+    unimported for bob-run)."""
+    strings = STRINGS if contract is None else (contract.state, contract.learner, contract.data, contract.seed)
+    return envelope_layout(tuple(len(s) for s in strings)).header_length  # type: ignore[arg-type]
+
+
+def canonical_header_bytes(contract: "Contract | None" = None) -> int:
+    """The header length rounded up to a multiple of 64 (:data:`HEADER_BYTES` for v1)."""
+    return aligned_header_bytes(header_length(contract))
+
+
+def hashlib_sha256(data: Any) -> bytes:
+    """hashlib's SHA-256 (the readers' and ``Checkpoint.to_bytes``': they never
+    load the core), looked up at each call: ``bob.fuzz.digests`` shares it."""
+    import hashlib
+
+    return hashlib.sha256(data).digest()
+
+
+def _digest_function() -> "Callable[[Any], bytes]":
+    # The core's SHA-256 spares bob-run hashlib's import (bob.core.sha256);
+    # without the core, hashlib gives the same digests. Bound on first use,
+    # so importing this module (Checkpoint.to_bytes does) loads no core.
+    try:
+        from bob.core import sha256 as digest
+    except ImportError:  # pragma: no cover - the core is not built
+        return hashlib_sha256
+    return digest
+
+
+_digest = None
+
+
+def sha256(data: Any) -> bytes:
+    """SHA-256 of a bytes-like object (the core's when it is built, else hashlib's)."""
+    global _digest
+    if _digest is None:
+        _digest = _digest_function()
+    return _digest(data)
+
+
+def envelope_header(step: int, chunk_digests: "list[bytes]", header_bytes: int = HEADER_BYTES,
+                    strings: "tuple[bytes, ...]" = STRINGS, payload_bytes: int = PAYLOAD_BYTES,
+                    chunk_bytes: int = CHUNK_BYTES, updates: int = UPDATES_PER_INVOCATION,
+                    digest: "Callable[[Any], bytes] | None" = None) -> bytes:
+    """The ``header_bytes``-long envelope header (digest and zero padding
+    included) for ``step``, the planes' digests and the contract's fields,
+    packed field by field with :mod:`bob.formats.layout`'s packers. The
+    values are the caller's to check; ``digest`` is the SHA-256 function
+    (:func:`sha256` unless given)."""
+    body = b"".join((
+        ENVELOPE_HEAD_STRUCT.pack(CHECKPOINT_MAGIC, VERSION, header_bytes, step),
+        *(U32.pack(len(s)) + s for s in strings),
+        ENVELOPE_TAIL.pack(payload_bytes, chunk_bytes, updates, len(CHUNK_TAGS)),
+        *(CHUNK_ENTRY.pack(tag, chunk_offset(header_bytes, i, chunk_bytes), chunk_bytes, digest)
+          for i, (tag, digest) in enumerate(zip(CHUNK_TAGS, chunk_digests))),
+    ))
+    header = body + (digest or sha256)(body)
+    return header + bytes(header_bytes - len(header))
+
+
+def checkpoint_header(step: int, chunk_digests: "list[bytes]", digest: "Callable[[Any], bytes] | None" = None) -> bytes:
+    """The canonical header for ``step`` and the planes' digests."""
+    return envelope_header(step, chunk_digests, digest=digest)
+
+
+def chunk_digests(planes: memoryview, digest: "Callable[[Any], bytes] | None" = None) -> list[bytes]:
+    """The SHA-256 of each plane in ``planes`` (P, M, V as bytes, contiguous)."""
+    digest = digest or sha256
+    return [digest(planes[i * CHUNK_BYTES:(i + 1) * CHUNK_BYTES]) for i in range(len(CHUNK_TAGS))]
+
+
+def seal_checkpoint(step: int, checkpoint: bytearray) -> bytearray:
+    """Make ``checkpoint`` — a buffer of a canonical checkpoint's size whose
+    planes (P, M, V, little-endian float32) are in place after the header —
+    the canonical checkpoint file for ``step``, by writing the header in
+    place; returns it. bob-run reads, trains and writes one buffer this way:
+    no copy of the planes, no fresh pages to fault in."""
+    view = memoryview(checkpoint)
+    if len(view) != CHECKPOINT_BYTES or view.readonly:
+        raise ValueError(f"a checkpoint buffer is {CHECKPOINT_BYTES} writable bytes, got {len(view)}")
+    view[:HEADER_BYTES] = checkpoint_header(step, chunk_digests(view[HEADER_BYTES:]))
+    return checkpoint
+
+
+def build_checkpoint(step: int, planes: Any) -> bytearray:
+    """The canonical checkpoint file for ``step`` and ``planes`` (P, M, V as
+    :data:`~bob.formats.constants.PAYLOAD_BYTES` bytes of little-endian
+    float32, in parameter order)."""
+    view = memoryview(planes).cast("B")
+    if len(view) != PAYLOAD_BYTES:
+        raise ValueError(f"planes are {PAYLOAD_BYTES} bytes, got {len(view)}")
+    out = bytearray(CHECKPOINT_BYTES)
+    out[HEADER_BYTES:] = view
+    return seal_checkpoint(step, out)
+
+
+def has_canonical_prefix(data: "bytes | bytearray") -> bool:
+    """True when ``data`` is a canonical checkpoint's size and starts as one
+    does up to the step (magic, version, ``header_bytes`` = :data:`HEADER_BYTES`):
+    the only files :func:`recognize_checkpoint` hashes."""
+    return len(data) == CHECKPOINT_BYTES and data[:_STEP.offset] == _BEFORE_STEP
+
+
+def sealed_step(data: "bytes | bytearray", digests: "list[bytes]",
+                digest: "Callable[[Any], bytes] | None" = None) -> int | None:
+    """The step, if ``data`` (with :func:`has_canonical_prefix`) is exactly
+    the canonical checkpoint for its step and its planes' digests
+    ``digests``: its header, digest and padding rebuilt from them, byte for
+    byte. None otherwise."""
+    (step,) = _STEP.unpack(data)
+    if data[:HEADER_BYTES] != checkpoint_header(step, digests, digest):
+        return None
+    return step
+
+
+def recognize_checkpoint(data: "bytes | bytearray", digest: "Callable[[Any], bytes] | None" = None) -> int | None:
+    """The step, if ``data`` is exactly a canonical checkpoint whose header
+    digest and chunk digests all hold (each computed once, with ``digest``
+    or :func:`sha256`); otherwise None (let the schema judge)."""
+    if not has_canonical_prefix(data):
+        return None
+    return sealed_step(data, chunk_digests(memoryview(data)[HEADER_BYTES:], digest), digest)
+
+
+def header_fields(step: int, digests: "list[bytes]") -> "dict[str, Any]":
+    """The canonical header's fields for ``step`` and the planes' digests,
+    by the schema's names and as its parse gives them (the contract strings
+    without their length prefixes; the chunk table as a list of ``tag``,
+    ``offset``, ``length``, ``digest``)."""
+    return {
+        "magic": CHECKPOINT_MAGIC, "version": VERSION, "header_bytes": HEADER_BYTES, "step": step,
+        **dict(zip(CONTRACT_STRINGS, STRINGS)),
+        "payload_bytes": PAYLOAD_BYTES, "chunk_bytes": CHUNK_BYTES, "updates_per_invocation": UPDATES_PER_INVOCATION,
+        "chunk_count": len(CHUNK_TAGS),
+        "chunk_table": [{"tag": tag, "offset": chunk_offset(HEADER_BYTES, i), "length": CHUNK_BYTES, "digest": d}
+                        for i, (tag, d) in enumerate(zip(CHUNK_TAGS, digests))],
+    }

@@ -1,0 +1,107 @@
+"""The state rules applied to a state: why bob would not resume it (§5).
+
+The readers' step 9 (:func:`state_findings`, placed in a file when given
+``header_bytes``), and the writers' and importers' refusal of a
+``Checkpoint`` bob would not resume (:func:`refuse_unresumable`). The rules
+themselves are :mod:`bob.formats.rules`'.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, Sequence
+
+import numpy as np
+
+from bob.errors import ContractMismatch, FormatError
+from bob.formats.constants import PLANE_NAMES, cell_name
+from bob.formats.contract import Contract
+from bob.formats.layout import ENVELOPE_HEAD, f32_from_bits
+from bob.formats.rules import FINITE, MOMENTS_ZERO_AT_STEP_0, ROOM_FOR_UPDATES, V_NOT_NEGATIVE, ValueRule, chunk_offset
+
+__all__ = ["ResumableState", "state_findings", "resume_findings", "refuse_unresumable"]
+
+
+def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", header_bytes: int | None = None) -> list[FormatError]:
+    """Why the state (``step``; P, M, V) may not be resumed (§5), as findings.
+
+    ``header_bytes`` places the offsets in a file; without it they are None.
+    """
+    out: list[FormatError] = []
+
+    def offset(plane: int, k: int) -> int | None:
+        return None if header_bytes is None else chunk_offset(header_bytes, plane) + 4 * k
+
+    step_at = None if header_bytes is None else ENVELOPE_HEAD["step"].offset
+
+    def first_bad(rule: ValueRule, plane: int) -> "tuple[int, int] | None":
+        """(how many values of the plane break ``rule``, the index of the first)."""
+        assert rule.bad is not None  # every plane rule has its array form
+        mask = rule.bad(np, planes[plane])
+        if not mask.any():  # a good plane (the common case) skips building the list of indices
+            return None
+        bad = np.flatnonzero(mask)
+        return int(bad.size), int(bad[0])
+
+    for i, name in enumerate(PLANE_NAMES):
+        if (found := first_bad(FINITE, i)) is not None:
+            count, k = found
+            out.append(FINITE.finding(_value(planes[i], k), offset=offset(i, k), index=k, field=name,
+                                      count=count, plane=name, cell=cell_name(k)))
+    v_plane = PLANE_NAMES.index("V")
+    if (found := first_bad(V_NOT_NEGATIVE, v_plane)) is not None:
+        count, k = found
+        out.append(V_NOT_NEGATIVE.finding(_value(planes[v_plane], k), offset=offset(v_plane, k), index=k,
+                                          count=count, cell=cell_name(k)))
+    if step == 0:
+        for i in (1, 2):
+            if (found := first_bad(MOMENTS_ZERO_AT_STEP_0, i)) is not None:
+                count, k = found
+                out.append(MOMENTS_ZERO_AT_STEP_0.finding(0, offset=step_at, expected=f"{PLANE_NAMES[i]} all zero at step 0",
+                                                          count=count, plane=PLANE_NAMES[i], cell=cell_name(k)))
+                break
+    if not ROOM_FOR_UPDATES.ok(step):
+        out.append(ROOM_FOR_UPDATES.finding(step, offset=step_at))
+    return out
+
+
+def _value(plane: Any, k: int) -> float:
+    """Value ``k`` of a plane, from its bits (:func:`~bob.formats.layout.f32_from_bits`:
+    right in any floating-point environment)."""
+    return f32_from_bits(int(np.asarray(plane, dtype=np.float32).reshape(-1).view(np.uint32)[k]))
+
+
+class ResumableState(Protocol):
+    """What the resume check reads of a :class:`~bob.Checkpoint` (a protocol:
+    this module sits below the one that defines the class)."""
+
+    contract: Contract
+    step: int
+    p: Any
+    m: Any
+    v: Any
+
+
+def resume_findings(checkpoint: "ResumableState") -> list[FormatError]:
+    """Why ``bob-run`` (and :func:`bob.invoke`) would refuse to resume
+    ``checkpoint``: a contract field other than bob v1's (§2), then the
+    state (:func:`state_findings`, §5). Empty for a state bob resumes."""
+    out: list[FormatError] = [
+        ContractMismatch(name, "differs from the bob v1 contract", expected=expected, actual=actual)
+        for name, expected, actual in checkpoint.contract.mismatches()
+    ]
+    out.extend(state_findings(checkpoint.step, (checkpoint.p, checkpoint.m, checkpoint.v)))
+    return out
+
+
+def refuse_unresumable(checkpoint: "ResumableState", what: str) -> None:
+    """Raise the first of :func:`resume_findings` for a writer (``what``:
+    "Checkpoint.write" …): bob writes no checkpoint that it would refuse to
+    resume unless asked, with ``for_resume=False``, for a test file."""
+    findings = resume_findings(checkpoint)
+    if findings:
+        first = findings[0]
+        raise type(first)(
+            first.field,
+            f"{first.message}; bob would refuse to resume it, so {what} does not write it "
+            "(for_resume=False writes it anyway, for a test file)",
+            expected=first.expected, actual=first.actual, offset=first.offset, index=first.index)
