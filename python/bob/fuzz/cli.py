@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _known_target(name: str, fmt: str | None = None) -> None:
     """An unknown target is a usage error, before anything starts."""
-    from bob.fuzz.campaign import load_target
+    from bob.fuzz.common import load_target
 
     try:
         load_target(name, fmt)
@@ -143,7 +143,8 @@ def cmd_targets(args: argparse.Namespace) -> Outcome:
 
 
 def cmd_run(args: argparse.Namespace) -> Outcome:
-    from bob.fuzz.campaign import run_campaign, seeded_loop
+    from bob.fuzz.campaign import run_campaign
+    from bob.fuzz.loop import seeded_loop
 
     try:
         _known_target(args.target, args.format)

@@ -90,7 +90,7 @@ def _accepted(fmt: str) -> list[tuple[str, bytes]]:
     import bob
     from bob.fuzz.targets import golden_dir
 
-    from bob.fuzz.replay import read_input
+    from bob.fuzz.common import read_input
 
     golden = golden_dir()
     out = [(p.stem, read_input(p)) for p in sorted(golden.glob(f"{fmt}*.bin"))]
@@ -273,7 +273,7 @@ def render_table(report: dict[str, Any]) -> str:
 
 def reader_main(argv: list[str]) -> int:
     """bob's reader in the ``check`` convention: exit 0 accepts; else ``{"field": …}`` and exit 2."""
-    from bob.fuzz.replay import read_input
+    from bob.fuzz.common import read_input
 
     fmt, path = argv
     verdict = judge(fmt, read_input(path))
