@@ -1,11 +1,8 @@
-"""The ``bob-fuzz`` command line (also ``python -m bob fuzz``), on the runner
-every bob command shares (:func:`bob.commands.run_command`).
+"""The ``bob-fuzz`` command line (also ``python -m bob fuzz``), on bob's shared runner.
 
-Exit codes: 0 nothing found / everything passed / every reader agreed;
-1 found something (a finding, a failing replay, a disagreement); 2 refused
-(the command line, a path, a missing engine: atheris is the optional
-``fuzz`` extra, needed only by ``run`` without ``--engine loop``);
-70 anything unexpected (exit 1 is taken by findings); 130 interrupted.
+Exit codes: 0 nothing found / everything passed / every reader agreed; 1 found
+something (a finding, a failing replay, a disagreement); 2 refused (the command
+line, a path, a missing engine); 70 anything unexpected; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -31,10 +28,10 @@ from bob.commands import (
     run_command,
     seconds_option,
 )
+from bob.fuzz.mutator import FORMATS
 from bob.text import show_path
 
 PROG = "bob-fuzz"
-FORMATS = ("input", "checkpoint", "predictions")
 FORMAT_ALIASES = {"ckpt": "checkpoint", "envelope": "checkpoint", "pred": "predictions"}
 MAX_SECONDS = 30 * 24 * 3600.0  # a month: past that a number of seconds is a typo
 SEED_MAX = 2**32 - 1  # libFuzzer's -seed is an unsigned int

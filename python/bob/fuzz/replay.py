@@ -19,10 +19,10 @@ from typing import Callable, Iterator, NamedTuple
 
 from bob.fuzz.common import INPUT_LIMIT, load_target, read_input
 from bob.fuzz.properties import exception_key
-from bob.fuzz.targets import TARGETS, target_for_file
+from bob.fuzz.targets import TARGETS
 
 __all__ = ["Verdict", "files_under", "infer_target", "read_input", "replay_file", "replay", "failure_of",
-           "signature_of", "minimize", "minimize_out_of_process", "skipped", "INPUT_LIMIT"]
+           "signature_of", "minimize", "minimize_out_of_process", "skipped", "INPUT_LIMIT", "RUST_TARGETS"]
 
 RUST_TARGETS = ("kernels", "predict", "resume")  # fuzz/regressions/<these>: cargo test -p bob-core --test fuzz_replay
 
@@ -60,7 +60,8 @@ def infer_target(path: "str | os.PathLike[str]") -> str | None:
     for i in range(len(parts) - 2, -1, -1):
         if parts[i] in (".bob-fuzz", "regressions") and parts[i + 1] in TARGETS:
             return parts[i + 1]
-    return target_for_file(path)
+    p = Path(path)
+    return next((part for part in (p.parent.name, p.name.split("-")[0]) if part in TARGETS), None)
 
 
 def _failing(run: Callable[[bytes], None], data: bytes) -> BaseException | None:
