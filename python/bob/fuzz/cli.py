@@ -127,7 +127,7 @@ def _known_target(name: str, fmt: str | None = None) -> None:
     try:
         load_target(name, fmt)
     except (ValueError, ImportError, AttributeError) as exc:
-        raise Refused(f"usage: {exc}", option="--target" if name is None else None) from None
+        raise Refused(f"usage: {exc}") from None
 
 
 def cmd_targets(args: argparse.Namespace) -> Outcome:
@@ -143,11 +143,7 @@ def cmd_run(args: argparse.Namespace) -> Outcome:
     from bob.fuzz.campaign import run_campaign
     from bob.fuzz.loop import seeded_loop
 
-    try:
-        _known_target(args.target, args.format)
-    except Refused as exc:
-        exc.option = None
-        raise
+    _known_target(args.target, args.format)
     if args.engine == "loop":
         if args.runs is None:
             raise Refused("usage: --engine loop needs --runs N", option="--runs")

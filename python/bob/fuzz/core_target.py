@@ -1,22 +1,13 @@
 """The ``core`` target: bytes decoded into the native binding's arguments (docs/fuzzing.md).
 
-The binding refuses bad arguments with ``CoreError`` (a ``ValueError``),
-``TypeError``, ``ValueError`` or ``OverflowError``; a Rust panic (pyo3's
-``PanicException``, a ``BaseException``) or any other exception is a finding.
-Planes are small (rows 0–17, sometimes the full vocabulary) so an execution
-stays in the milliseconds; wrong lengths, dtypes, byte orders, alignments,
-read-only buffers, steps next to u64's maximum, unknown kernels and words
-beyond u32 are drawn (``updates`` in the billions and vocabularies in the tens
-of thousands are not: the binding accepts them and works for minutes). When
-``train`` succeeds with a fast kernel, ``kernel="scalar"`` on native float32
-copies of the same values must give the same bits.
-
-The steps are drawn log-uniformly over u64 and around every step where §6.3's
-bias corrections change regime (:data:`REGIME_STEPS`: ``f32(1 − β^t)`` reaches
-1.0, ``powi(β, t)`` becomes subnormal, then zero, in f64; ``t = step + 1``),
-computed from β1 and β2 with §6.3's own ``powi``. :func:`reference_predict` is
-§4 said plainly: an empty prompt or a row holding a non-finite value is
-``(0, 0)``, otherwise the lowest index among the row's equal maxima.
+Only ``CoreError``, ``TypeError``, ``ValueError`` and ``OverflowError`` may
+escape (a pyo3 ``PanicException`` is a finding); small planes of every
+vocabulary, wrong lengths, dtypes, byte orders, alignments and read-only
+buffers are drawn; a fast kernel's ``train`` must give the bits of
+``kernel="scalar"`` on native float32 copies of the same values. Steps are
+drawn log-uniformly over u64 and around :data:`REGIME_STEPS`, where §6.3's
+bias corrections change regime (computed with §6.3's own ``powi``);
+:func:`reference_predict` is §4 said plainly.
 """
 
 from __future__ import annotations

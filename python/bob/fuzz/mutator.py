@@ -1,16 +1,11 @@
 """bob's field-aware mutator: mutations that know where every field of the file is (docs/fuzzing.md).
 
-Random byte flips in a checkpoint land in the planes and never get past a
-digest, so this mutator reads the real layout (:mod:`bob.formats.layout`): it
-lists a file's *spots* (every header field, the learner's five floats, every
-chunk table entry, the padding, the planes; every field of a record and of
-predictions) and overwrites one with a value chosen for its kind (interesting
-integers, special binary32 values, other contract strings, magics and tags).
-:func:`mutate_canonical` keeps a file in the shape bob-run's fast path
-recognizes, so the fast-path differential reaches its assertion.
-:func:`custom_mutator` mixes these with the engine's own and the structural
-operations (:mod:`bob.fuzz.structural`); :func:`mutated_strategy` draws them
-through Hypothesis. Deterministic for a given ``random.Random``.
+A file's *spots* come from the real layout (:mod:`bob.formats.layout`); one is
+overwritten with a value chosen for its kind. :func:`mutate_canonical` keeps a
+file in the shape bob-run's fast path recognizes; :func:`custom_mutator` mixes
+these with the engine's own and the structural operations
+(:mod:`bob.fuzz.structural`); :func:`mutated_strategy` draws them through
+Hypothesis. Deterministic for a given ``random.Random``.
 """
 
 from __future__ import annotations
