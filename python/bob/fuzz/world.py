@@ -137,8 +137,8 @@ class _Run:
             f.pred.unlink()
             os.link(f.ck, f.pred)
             self.old_pred = checkpoint
-        self.new_ck, self.new_pred = (None, None) if want is None else (want.checkpoint_bytes(),
-                                                                        want.predictions_bytes())
+        self.new_ck: bytes | None = None if want is None else want.checkpoint_bytes()
+        self.new_pred: bytes | None = None if want is None else want.predictions_bytes()
         self.argv = ["--json", "--input", str(f.record), "--checkpoint", str(f.ck_arg), "--predictions",
                      str(f.pred_arg)]
         self.faults = OsFaults(self.world, self.k) if self.world in ("fail", "crash") else None
