@@ -42,8 +42,8 @@ import json, resource, sys, time
 from pathlib import Path
 if sys.argv[3] == "instrumented":  # as a campaign worker imports bob (bob.fuzz.campaign's WORKER)
     import atheris
-    harness = ["bob.fuzz." + m for m in ("mutator", "structural", "dictionary", "campaign", "cli", "replay",
-                                         "strategies", "keys", "loop")]
+    harness = ["bob.fuzz." + m for m in ("mutator", "structural", "dictionary", "campaign", "common", "cli",
+                                         "replay", "strategies", "keys", "loop")]  # (old modules: a baseline's)
     with atheris.instrument_imports(include=["bob"], exclude=harness):
         from bob.fuzz import mutator, targets
         targets.preload()

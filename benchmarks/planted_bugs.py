@@ -214,7 +214,7 @@ def planted_tree(bug: Bug, into: Path) -> Path:
 
 _LOOP = r"""
 import json, sys
-from bob.fuzz.campaign import seeded_loop
+from bob.fuzz.loop import seeded_loop
 r = seeded_loop(sys.argv[1], int(sys.argv[2]), seed=int(sys.argv[3]))
 print(json.dumps({"found": bool(r.findings), "executions": r.executions, "seconds": r.seconds,
                   "message": r.findings[0].message[:200] if r.findings else ""}))

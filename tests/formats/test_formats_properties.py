@@ -25,7 +25,7 @@ from conftest import golden
 from bob import FormatError
 from bob.fuzz import mutate, refresh_digests
 from bob.fuzz.mutator import field_names, interesting_values, spots
-from bob.fuzz.strategies import mutated_strategy, random_bytes_strategy
+from bob.fuzz.mutator import mutated_strategy, random_bytes_strategy
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reference as R  # noqa: E402  (independent builders)

@@ -1,5 +1,5 @@
-"""The arithmetic properties of the ``core`` target (python/bob/fuzz/arithmetic.py,
-core_target.py): steps over the whole u64 range and at the bias corrections'
+"""The arithmetic properties of the ``core`` target (python/bob/fuzz/core_target.py):
+steps over the whole u64 range and at the bias corrections'
 regime changes, every vocabulary and pair count, ``predict`` against §4 said
 plainly — each shown finding a planted bug of its kind — and a long run."""
 
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from bob import _core
-from bob.fuzz import arithmetic
-from bob.fuzz.arithmetic import REGIME_STEPS, bias_correction, powi, reference_predict
+from bob.fuzz import core_target as arithmetic
+from bob.fuzz.core_target import REGIME_STEPS, bias_correction, powi, reference_predict
 from bob.fuzz.loop import seeded_loop
 
 BETA1, BETA2 = float(np.float32(0.9)), float(np.float32(0.999))

@@ -197,7 +197,7 @@ def test_workers_that_cannot_all_start_are_a_refusal_and_the_started_end(tmp_pat
 def test_two_properties_of_one_target_are_two_findings() -> None:
     """A finding's key is the property that failed (the frame calling ``require``), so two
     properties of one target are two findings, whatever their messages."""
-    from bob.fuzz.keys import exception_key
+    from bob.fuzz.properties import exception_key
     from bob.fuzz.properties import PropertyFailed, require
 
     def first_property() -> None:

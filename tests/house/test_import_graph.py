@@ -1,6 +1,7 @@
 """``bob.formats``' imports run one way: schema ← examination ← typed object,
 per format, with each reader beside its loader; no cycle, even through an
-import inside a function, and none that leaves the package and comes back."""
+import inside a function, and none that leaves the package and comes back. And no
+import cycle among ``bob.fuzz``'s modules."""
 
 from __future__ import annotations
 
@@ -152,3 +153,23 @@ def test_the_graph_checks_can_fail(tmp_path: Path) -> None:
     assert cycles(graph) == [["bob.formats.checkpoint.examination", "bob.formats.checkpoint.schema"]]
     assert downward_violations(graph) == ["bob.formats.checkpoint.schema (layer 5) imports "
                                           "bob.formats.checkpoint.examination (layer 6)"]
+def fuzz_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import cycles among ``bob.fuzz``'s modules (an import inside a function counts)."""
+    return [c for c in cycles(graph) if any(m == "bob.fuzz" or m.startswith("bob.fuzz.") for m in c)]
+
+
+def test_no_import_cycle_touches_the_fuzz_package() -> None:
+    assert fuzz_cycles(import_graph(modules())) == []
+
+
+def test_the_fuzz_cycle_check_can_fail(tmp_path: Path) -> None:
+    package = tmp_path / "bob"
+    (package / "fuzz").mkdir(parents=True)
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "fuzz" / "__init__.py").write_text("", encoding="utf-8")
+    (package / "fuzz" / "campaign.py").write_text("from bob.fuzz.loop import seeded_loop\n", encoding="utf-8")
+    (package / "fuzz" / "loop.py").write_text("def f():\n    from bob.fuzz.campaign import MAX_LEN\n",
+                                               encoding="utf-8")
+    (package / "fuzz" / "common.py").write_text("import bob.fuzz.campaign\n", encoding="utf-8")
+    graph = import_graph(sorted(package.rglob("*.py")), package)
+    assert fuzz_cycles(graph) == [["bob.fuzz.campaign", "bob.fuzz.loop"]]

@@ -1,16 +1,13 @@
 """``bob-fuzz``: coverage-guided, field-aware fuzzing of bob's formats, commands and core,
 and a conformance corpus for other implementations (``docs/fuzzing.md``).
 
-* :mod:`bob.fuzz.targets` — the targets (bytes in, ``PropertyFailed`` — an ``AssertionError`` — on a broken property);
-* :mod:`bob.fuzz.mutator` — the field-aware mutator driven by :mod:`bob.formats.layout`;
-* :mod:`bob.fuzz.dictionary` — magics, contract strings, sizes, interesting values, ``.dict`` files;
-* :mod:`bob.fuzz.campaign` — the atheris/libFuzzer campaign and the seeded loop CI runs;
-* :mod:`bob.fuzz.replay` — replaying and minimizing findings;
-* :mod:`bob.fuzz.conformance` — the labelled corpus and ``bob-fuzz check``;
-* :mod:`bob.fuzz.strategies` — Hypothesis strategies for the property tests.
-
-``import bob`` never imports this package, and nothing here imports atheris
-except the campaign's worker processes.
+Its modules, each importing only those listed before it: ``properties`` (how a
+target fails), ``dictionary``, ``structural`` and ``mutator`` (the mutations),
+``oracle`` (the contract read independently), ``digests``, ``faults``, ``world``
+and ``core_target`` (parts of targets), ``targets``, ``common`` (a campaign's
+result and helpers), ``loop`` (the seeded loop), ``replay``, ``campaign``
+(atheris), ``conformance``, ``oss``, ``cli``. ``import bob`` never imports this
+package, and nothing here imports atheris except the campaign's workers.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
-"""The ``bob-fuzz`` command line (also ``python -m bob fuzz``), on the runner
-every bob command shares (:func:`bob.commands.run_command`).
+"""The ``bob-fuzz`` command line (also ``python -m bob fuzz``), on bob's shared runner.
 
-Exit codes: 0 nothing found / everything passed / every reader agreed;
-1 found something (a finding, a failing replay, a disagreement); 2 refused
-(the command line, a path, a missing engine: atheris is the optional
-``fuzz`` extra, needed only by ``run`` without ``--engine loop``);
-70 anything unexpected (exit 1 is taken by findings); 130 interrupted.
+Exit codes: 0 nothing found / everything passed / every reader agreed; 1 found
+something (a finding, a failing replay, a disagreement); 2 refused (the command
+line, a path, a missing engine); 70 anything unexpected; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -31,10 +28,10 @@ from bob.commands import (
     run_command,
     seconds_option,
 )
+from bob.fuzz.mutator import FORMATS
 from bob.text import show_path
 
 PROG = "bob-fuzz"
-FORMATS = ("input", "checkpoint", "predictions")
 FORMAT_ALIASES = {"ckpt": "checkpoint", "envelope": "checkpoint", "pred": "predictions"}
 MAX_SECONDS = 30 * 24 * 3600.0  # a month: past that a number of seconds is a typo
 SEED_MAX = 2**32 - 1  # libFuzzer's -seed is an unsigned int
@@ -125,12 +122,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _known_target(name: str, fmt: str | None = None) -> None:
     """An unknown target is a usage error, before anything starts."""
-    from bob.fuzz.campaign import load_target
+    from bob.fuzz.common import load_target
 
     try:
         load_target(name, fmt)
     except (ValueError, ImportError, AttributeError) as exc:
-        raise Refused(f"usage: {exc}", option="--target" if name is None else None) from None
+        raise Refused(f"usage: {exc}") from None
 
 
 def cmd_targets(args: argparse.Namespace) -> Outcome:
@@ -143,13 +140,10 @@ def cmd_targets(args: argparse.Namespace) -> Outcome:
 
 
 def cmd_run(args: argparse.Namespace) -> Outcome:
-    from bob.fuzz.campaign import run_campaign, seeded_loop
+    from bob.fuzz.campaign import run_campaign
+    from bob.fuzz.loop import seeded_loop
 
-    try:
-        _known_target(args.target, args.format)
-    except Refused as exc:
-        exc.option = None
-        raise
+    _known_target(args.target, args.format)
     if args.engine == "loop":
         if args.runs is None:
             raise Refused("usage: --engine loop needs --runs N", option="--runs")

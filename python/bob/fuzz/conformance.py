@@ -1,38 +1,17 @@
-"""A conformance corpus for other implementations of bob's formats, and ``bob-fuzz check``.
+"""A conformance corpus for other implementations of bob's formats, and ``bob-fuzz check`` (docs/fuzzing.md).
 
-``bob-fuzz conformance OUTDIR`` writes, per format, files bob accepts and
-files bob refuses, the refused ones grouped by the field its refusal names
-(in the spirit of JSONTestSuite)::
+``write_corpus`` writes ``OUTDIR/manifest.json``, ``OUTDIR/<format>/accepted/<name>.bin`` and
+``OUTDIR/<format>/refused/<field>/<name>.bin`` (in the spirit of JSONTestSuite), every file with
+:func:`bob.fileio.write_atomic`. Each manifest entry: ``file`` (relative), ``format``, ``verdict``
+(``accept`` | ``refuse``), ``field`` and ``offset`` (the loader's refusal; null when accepted),
+``error``, ``message``, and ``fields``: every field bob's findings name for the file, the loader's
+first. The refused files are the field-aware mutator's, from the golden files with a fixed seed
+(the same corpus on every run); a checkpoint is judged as a reader that resumes judges it.
 
-    OUTDIR/manifest.json
-    OUTDIR/<format>/accepted/<name>.bin
-    OUTDIR/<format>/refused/<field>/<name>.bin
-
-``manifest.json`` lists every file: ``{"file", "format", "verdict"
-("accept" | "refuse"), "field", "offset", "error", "message", "fields"}``
-(``file`` relative to OUTDIR; for accepted files ``field`` and ``offset``
-are null; ``fields`` is every field bob's findings name for the file, the
-loader's ``field`` first: a refused file may have more than one problem).
-Every file, the manifest included, is written with
-:func:`bob.fileio.write_atomic`.
-The refused files are made by bob's field-aware mutator from the golden
-files with a fixed seed, so the corpus is the same on every run; a
-checkpoint is judged as a reader that resumes from it judges it
-(``for_resume=True``: non-finite planes and the like are refused).
-
-``bob-fuzz check --format F -- COMMAND ... {}`` runs another reader once per
-file of that format (``{}`` is replaced by the file's path, or the path is
-appended). Its verdict is its exit status: 0 accepts, any other refuses; a
-reader killed by a signal or past ``--timeout`` is a disagreement of its own
-(``crash``, ``timeout``). A reader may say which field it refused: the first
-line of its standard output, if it is a JSON object with a string
-``"field"`` (bob's field names, e.g. ``{"field": "prompt_words"}``), is
-compared with bob's: any field of the manifest's ``fields`` agrees (another
-real problem of the same file); a reader that prints nothing is judged on
-its verdicts alone. The table counts agreements and disagreements by bob's field.
-
-``python -m bob.fuzz.conformance FORMAT PATH`` is bob's own reader in that
-convention (it prints ``{"field": ...}`` and exits 2 on a refusal).
+``check`` runs another reader once per file of a format: exit 0 accepts, any other refuses, killed
+by a signal or past the timeout is a disagreement of its own; a first output line that is a JSON
+object with a string ``"field"`` must name one of the manifest's ``fields``.
+``python -m bob.fuzz.conformance FORMAT PATH`` is bob's own reader in that convention.
 """
 
 from __future__ import annotations
@@ -45,31 +24,25 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+
+from bob.fuzz.mutator import FORMATS
 
 __all__ = ["FORMATS", "open_corpus", "judge", "write_corpus", "check", "render_table", "reader_main"]
 
-FORMATS = ("input", "checkpoint", "predictions")
 PER_FIELD = 3  # refused examples kept per (format, field)
 ATTEMPTS = {"input": 600, "predictions": 600, "checkpoint": 400}
 
 
-def _loader(fmt: str) -> Callable[[bytes], Any]:
-    import bob
-
-    loaders: dict[str, Callable[[bytes], Any]] = {
-        "input": bob.load_input, "checkpoint": bob.load_checkpoint, "predictions": bob.load_predictions}
-    return loaders[fmt]
-
-
-def _findings(fmt: str, data: bytes) -> list:
+def _read(fmt: str, data: bytes, findings: bool = False) -> Any:
+    """bob's loader of ``fmt`` on ``data`` (a checkpoint as for resuming), or its findings list."""
     import bob
 
     if fmt == "input":
-        return bob.input_findings(data)
+        return bob.input_findings(data) if findings else bob.load_input(data)
     if fmt == "predictions":
-        return bob.predictions_findings(data)
-    return bob.checkpoint_findings(data, for_resume=True)
+        return bob.predictions_findings(data) if findings else bob.load_predictions(data)
+    return bob.checkpoint_findings(data, for_resume=True) if findings else bob.load_checkpoint(data)
 
 
 def judge(fmt: str, data: bytes) -> dict[str, Any]:
@@ -78,9 +51,9 @@ def judge(fmt: str, data: bytes) -> dict[str, Any]:
     from bob.errors import FormatError
 
     try:
-        _loader(fmt)(data)
+        _read(fmt, data)
     except FormatError as err:
-        fields = [err.field] + [f.field for f in _findings(fmt, data)]
+        fields = [err.field] + [f.field for f in _read(fmt, data, findings=True)]
         return {"verdict": "refuse", "field": err.field, "offset": err.offset, "error": type(err).__name__,
                 "message": str(err), "fields": list(dict.fromkeys(f for f in fields if f is not None))}
     return {"verdict": "accept", "field": None, "offset": None, "error": None, "message": None, "fields": []}
@@ -88,9 +61,8 @@ def judge(fmt: str, data: bytes) -> dict[str, Any]:
 
 def _accepted(fmt: str) -> list[tuple[str, bytes]]:
     import bob
+    from bob.fuzz.common import read_input
     from bob.fuzz.targets import golden_dir
-
-    from bob.fuzz.replay import read_input
 
     golden = golden_dir()
     out = [(p.stem, read_input(p)) for p in sorted(golden.glob(f"{fmt}*.bin"))]
@@ -111,7 +83,8 @@ def _accepted(fmt: str) -> list[tuple[str, bytes]]:
 def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130) -> list[dict[str, Any]]:
     """Write the labelled corpus and its manifest; the manifest's entries."""
     from bob.fileio import make_directory, write_atomic
-    from bob.fuzz.mutator import mutate, mutate_field, spots
+    from bob.fuzz.mutator import mutate, mutate_field, refresh_digests, spots
+    from bob.progress import Progress
 
     root = Path(outdir)
     entries: list[dict[str, Any]] = []
@@ -121,8 +94,6 @@ def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130) -> l
         make_directory(root / sub)
         write_atomic(root / sub / f"{name}.bin", data)
         entries.append({"file": str(sub / f"{name}.bin"), "format": fmt, **verdict})
-
-    from bob.progress import Progress
 
     progress = Progress("bob-fuzz", "conformance", sum(ATTEMPTS.values()))
     for fmt in FORMATS:
@@ -143,8 +114,6 @@ def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130) -> l
             else:
                 data, spot = mutate(base, rnd, fmt, refresh=0.5), "mixed"
             if fmt == "checkpoint" and rnd.random() < 0.5:
-                from bob.fuzz.mutator import refresh_digests
-
                 data = refresh_digests(data)
             if data in seen:
                 continue
@@ -191,11 +160,6 @@ def open_corpus(corpus: "str | os.PathLike[str]") -> list[dict[str, Any]]:
     except (ValueError, KeyError, TypeError, AssertionError):
         raise Refused("manifest.json is not a bob-conformance-1 manifest", option="--corpus", path=manifest) from None
     return files
-
-
-# --------------------------------------------------------------------------- #
-# Checking another reader
-# --------------------------------------------------------------------------- #
 
 
 def _reader_verdict(command: list[str], path: Path, timeout: float) -> tuple[str, str | None]:
@@ -273,7 +237,7 @@ def render_table(report: dict[str, Any]) -> str:
 
 def reader_main(argv: list[str]) -> int:
     """bob's reader in the ``check`` convention: exit 0 accepts; else ``{"field": …}`` and exit 2."""
-    from bob.fuzz.replay import read_input
+    from bob.fuzz.common import read_input
 
     fmt, path = argv
     verdict = judge(fmt, read_input(path))

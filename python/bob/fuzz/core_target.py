@@ -1,32 +1,105 @@
-"""The ``core`` target: bytes decoded into the native binding's arguments.
+"""The ``core`` target: bytes decoded into the native binding's arguments (docs/fuzzing.md).
 
-The binding (``bob._core``) promises to refuse bad arguments with
-``CoreError`` (a ``ValueError``), ``TypeError``, ``ValueError`` or
-``OverflowError``; a Rust panic surfaces as pyo3's ``PanicException``, a
-``BaseException``, and is a finding, as is any other exception type. Plane
-sizes are kept small (rows 0–17, sometimes the full vocabulary) so one execution stays in
-the milliseconds; wrong lengths, dtypes, byte orders, alignments, read-only buffers, steps next to
-u64's maximum, ``updates`` and ``threads`` beyond their types, unknown kernels and prompt
-words beyond u32 are all drawn. Not drawn: ``updates`` in the billions and
-vocabularies in the tens of thousands, which the binding accepts and then
-spends minutes (or tens of GB) on — the caller's choice, not a defect. When ``train`` succeeds with a fast kernel,
-the same call with ``kernel="scalar"`` on native float32 copies of the same
-values must give the same bits (so a plane read in the wrong byte order is
-a finding).
+Only ``CoreError``, ``TypeError``, ``ValueError`` and ``OverflowError`` may
+escape (a pyo3 ``PanicException`` is a finding); small planes of every
+vocabulary, wrong lengths, dtypes, byte orders, alignments and read-only
+buffers are drawn; a fast kernel's ``train`` must give the bits of
+``kernel="scalar"`` on native float32 copies of the same values. Steps are
+drawn log-uniformly over u64 and around :data:`REGIME_STEPS`, where §6.3's
+bias corrections change regime (computed with §6.3's own ``powi``);
+:func:`reference_predict` is §4 said plainly.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Callable, Sequence
 
-from bob.formats.constants import VOCABULARY
-from bob.fuzz.arithmetic import draw_step, reference_predict
+from bob.formats.constants import EMPTY_PROMPT, LEARNER_HYPERPARAMETERS, U64_MAX, VOCABULARY
+from bob.formats.layout import F32
 from bob.fuzz.properties import PropertyFailed, require
 
-__all__ = ["core_target", "Reader"]
+__all__ = ["core_target", "Reader", "REGIME_STEPS", "draw_step", "powi", "bias_correction", "regime_steps",
+           "reference_predict"]
+
+_TINY = 2.2250738585072014e-308  # the smallest normal binary64
+
+
+def _f32(x: float) -> float:
+    return F32.unpack(F32.pack(x))[0]
+
+
+def powi(b: float, t: int) -> float:
+    """§6.3's ``powi`` (f64), exactly as written."""
+    result, base = 1.0, b
+    while t > 0:
+        if t & 1:
+            result *= base
+        base *= base
+        t >>= 1
+    return result
+
+
+def bias_correction(beta: float, t: int) -> float:
+    """``f32(1.0 − powi(f64(β), t))``."""
+    return _f32(1.0 - powi(beta, t))
+
+
+def _first(holds: Callable[[int], bool]) -> int:
+    """The least t ≥ 1 for which ``holds(t)`` (monotone in t), by doubling then bisection."""
+    hi = 1
+    while not holds(hi):
+        hi *= 2
+    lo = hi // 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if holds(mid) else (mid, hi)
+    return hi
+
+
+def regime_steps() -> tuple[int, ...]:
+    """The steps (``t − 1``) at which a bias correction changes regime, for bob's β1 and β2."""
+    out = set()
+    for beta in (_f32(LEARNER_HYPERPARAMETERS[1]), _f32(LEARNER_HYPERPARAMETERS[2])):
+        out.add(_first(lambda t: bias_correction(beta, t) == 1.0) - 1)  # 1 − β^t rounds to 1.0 in f32
+        out.add(_first(lambda t: powi(beta, t) < _TINY) - 1)  # β^t subnormal in f64
+        out.add(_first(lambda t: powi(beta, t) == 0.0) - 1)  # β^t zero in f64
+    return tuple(sorted(out))
+
+
+REGIME_STEPS = regime_steps()
+
+
+def reference_predict(p: Sequence[float], rows: int, words: Sequence[int]) -> list[tuple[int, int]]:
+    """§4 for a ``rows`` × ``rows`` table ``p`` (row-major); every word < rows or 0xFFFFFFFF."""
+    out = []
+    for w in words:
+        if w == EMPTY_PROMPT:
+            out.append((0, 0))
+            continue
+        row = [float(x) for x in p[w * rows:(w + 1) * rows]]
+        if not all(math.isfinite(x) for x in row):
+            out.append((0, 0))
+            continue
+        top = max(row)
+        out.append((min(j for j, x in enumerate(row) if x == top), 1))
+    return out
+
+
+def draw_step(byte: Callable[[], int], specials: Sequence[int]) -> int:
+    """A step from fuzz bytes: log-uniform over u64, next to a regime change, or one of ``specials``."""
+    kind = byte() % 8
+    if kind < 3:
+        bits = byte() % 65
+        low = sum(byte() << (8 * k) for k in range(8)) & ((1 << max(bits - 1, 0)) - 1)
+        return 0 if bits == 0 else (1 << (bits - 1)) | low
+    if kind < 6:
+        at = REGIME_STEPS[byte() % len(REGIME_STEPS)]
+        return min(max(at + byte() % 41 - 20, 0), U64_MAX)
+    return specials[byte() % len(specials)]
+
 
 DOCUMENTED = (TypeError, ValueError, OverflowError)  # CoreError is a ValueError
-U64_MAX = (1 << 64) - 1
 _STEPS = (0, 1, 9, 10, 11, U64_MAX - 10, U64_MAX - 9, U64_MAX - 1, U64_MAX, U64_MAX + 1, -1, 1 << 63)
 _WORDS = (0, 1, 255, VOCABULARY, 0xFFFFFFFF, 0xFFFFFFFE, 1 << 32, -1, 1 << 64)
 _THREADS = (0, 1, 2, 3, 64, -1, 1 << 31, 1 << 64)
@@ -128,6 +201,46 @@ def _bits(a, np) -> bytes:
     return a.view(np.uint32).tobytes()
 
 
+def _train(r: Reader, rows: int, kernels, np, core) -> None:
+    """``train`` on drawn arguments; a fast kernel's result held to the scalar kernel's."""
+    # The scalars first: a short input still decides the step, which the planes' bytes would use up.
+    step = draw_step(r.byte, _STEPS)  # log-uniform, at the bias corrections' regime changes, or special
+    updates = r.pick((1, 1, 1, 2, 2, 3, 0, 10, -1, 1 << 64))
+    threads = r.pick((0, 1, 2) * 4 + _THREADS)
+    kernel = r.pick(("auto",) * 3 + tuple(kernels) * 3 + ("", "AVX2", "scalar\0", "é"))
+    n = r.pick((VOCABULARY,) * 12 + (0, 1, VOCABULARY - 1, VOCABULARY + 1)) if r.byte() % 2 \
+        else 1 + (r.byte() | r.byte() << 8) % 1024  # any pair count
+    p, m, v = (_plane(r, rows, np) for _ in range(3))
+    contexts = _pairs(r, rows, n, np)
+    targets = _pairs(r, rows, n if r.byte() % 8 != 7 else r.pick((0, 1, n + 1)), np)
+    # The scalar kernel's copies hold the same values as native float32s:
+    # a plane the binding read in another byte order would not match.
+    copies = [np.array(x, dtype=np.float32) if isinstance(x, np.ndarray) else x for x in (p, m, v)]
+    losses = core.train((p, m, v), (contexts, targets), step, updates, threads=threads, kernel=kernel)
+    if kernel != "scalar" and all(isinstance(x, np.ndarray) for x in copies):
+        scalar_losses = core.train((copies[0], copies[1], copies[2]), (contexts, targets), step, updates,
+                                   threads=1, kernel="scalar")
+        # The loss is reported, not stored (contract §6.4): compared as bob-core's own tests do.
+        require(len(losses) == len(scalar_losses) and all(
+            a == b or abs(a - b) <= 1e-12 * max(abs(b), 1.0) or (math.isnan(a) and math.isnan(b))
+            for a, b in zip(losses, scalar_losses)), f"kernel {kernel} losses differ from scalar")
+        for name, a, b in zip("PMV", (p, m, v), copies):
+            require(_bits(a, np) == _bits(b, np), f"kernel {kernel} plane {name} differs from scalar")
+
+
+def _predict(r: Reader, rows: int, np, core) -> None:
+    """``predict`` on drawn words, held to §4 (:func:`reference_predict`) on float32 planes."""
+    # Mostly words of the table (so the §4 reference is compared), sometimes any.
+    words = [r.pick(_WORDS) if r.byte() % 4 == 0 else r.byte() % max(rows, 1) for _ in range(r.pick((3, 3, 0, 1, 4)))]
+    plane = _plane(r, rows, np)
+    out = core.predict(plane, words)
+    require(len(out) == len(words) and all(v in (0, 1) and (t < max(rows, 1) if v else t == 0)
+                                           for t, v in out), f"predict gave {out} for {words}")
+    if isinstance(plane, np.ndarray) and plane.dtype.kind == "f" and plane.dtype.itemsize == 4:
+        want = reference_predict(np.asarray(plane, dtype=np.float32).tolist(), rows, words)
+        require(list(out) == want, f"predict gave {out} for {words}; §4 says {want}")
+
+
 def core_target(data: bytes) -> None:
     import numpy as np
 
@@ -141,40 +254,9 @@ def core_target(data: bytes) -> None:
     kernels = _core.kernels()
     try:
         if call == "train":
-            # The scalars first: a short input still decides the step, which the planes' bytes would use up.
-            step = draw_step(r.byte, _STEPS)  # log-uniform, at the bias corrections' regime changes, or special
-            updates = r.pick((1, 1, 1, 2, 2, 3, 0, 10, -1, 1 << 64))
-            threads = r.pick((0, 1, 2) * 4 + _THREADS)
-            kernel = r.pick(("auto",) * 3 + tuple(kernels) * 3 + ("", "AVX2", "scalar\0", "é"))
-            n = r.pick((VOCABULARY,) * 12 + (0, 1, VOCABULARY - 1, VOCABULARY + 1)) if r.byte() % 2 \
-                else 1 + (r.byte() | r.byte() << 8) % 1024  # any pair count
-            p, m, v = (_plane(r, rows, np) for _ in range(3))
-            contexts = _pairs(r, rows, n, np)
-            targets = _pairs(r, rows, n if r.byte() % 8 != 7 else r.pick((0, 1, n + 1)), np)
-            # The scalar kernel's copies hold the same values as native float32s:
-            # a plane the binding read in another byte order would not match.
-            copies = [np.array(x, dtype=np.float32) if isinstance(x, np.ndarray) else x for x in (p, m, v)]
-            losses = _core.train((p, m, v), (contexts, targets), step, updates, threads=threads, kernel=kernel)
-            if kernel != "scalar" and all(isinstance(x, np.ndarray) for x in copies):
-                scalar_losses = _core.train((copies[0], copies[1], copies[2]), (contexts, targets), step, updates,
-                                             threads=1, kernel="scalar")
-                # The loss is reported, not stored (contract §6.4): compared as bob-core's own tests do.
-                require(len(losses) == len(scalar_losses) and all(
-                    a == b or abs(a - b) <= 1e-12 * max(abs(b), 1.0) or (math.isnan(a) and math.isnan(b))
-                    for a, b in zip(losses, scalar_losses)), f"kernel {kernel} losses differ from scalar")
-                for name, a, b in zip("PMV", (p, m, v), copies):
-                    require(_bits(a, np) == _bits(b, np), f"kernel {kernel} plane {name} differs from scalar")
+            _train(r, rows, kernels, np, _core)
         elif call == "predict":
-            # Mostly words of the table (so the §4 reference is compared), sometimes any.
-            words = [r.pick(_WORDS) if r.byte() % 4 == 0 else r.byte() % max(rows, 1)
-                     for _ in range(r.pick((3, 3, 0, 1, 4)))]
-            plane = _plane(r, rows, np)
-            out = _core.predict(plane, words)
-            require(len(out) == len(words) and all(v in (0, 1) and (t < max(rows, 1) if v else t == 0)
-                                                   for t, v in out), f"predict gave {out} for {words}")
-            if isinstance(plane, np.ndarray) and plane.dtype.kind == "f" and plane.dtype.itemsize == 4:
-                want = reference_predict(np.asarray(plane, dtype=np.float32).tolist(), rows, words)
-                require(list(out) == want, f"predict gave {out} for {words}; §4 says {want}")
+            _predict(r, rows, np, _core)
         elif call == "resume_problem":
             p, m, v = (_plane(r, rows, np) for _ in range(3))
             _core.resume_problem(p, m, v, r.pick(_STEPS), r.pick((10, 0, 1, U64_MAX, -1)))

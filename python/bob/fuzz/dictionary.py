@@ -1,44 +1,20 @@
-"""bob's fuzzing dictionary: the tokens a mutator should try in bob's files.
-
-Magics, chunk tags, the contract strings and their parts, the sizes the
-formats name, and interesting binary32 and u64 values — as Python values for
-the field-aware mutator, and as libFuzzer ``.dict`` files (one quoted token a
-line, bytes escaped as ``\\xNN``) for the engine's own dictionary mutations.
-"""
+"""bob's fuzzing dictionary: magics, chunk tags, the contract strings and their parts, the sizes the
+formats name, interesting binary32 and u64 values -- as Python values for the field-aware mutator,
+and as libFuzzer ``.dict`` files (one quoted token a line, bytes as ``\\xNN``)."""
 
 from __future__ import annotations
 
 import os
 import struct
 
-from bob.formats.constants import LEARNER_NAMES, LEARNER_PREFIX
-from bob.formats.constants import (
-    CHECKPOINT_MAGIC,
-    CHUNK_BYTES,
-    CHUNK_TAGS,
-    DATA,
-    EMPTY_PROMPT,
-    INPUT_MAGIC,
-    LEARNER,
-    LEARNER_HYPERPARAMETERS,
-    MAX_CHECKPOINT_BYTES,
-    MAX_HEADER_BYTES,
-    PAYLOAD_BYTES,
-    PREDICTION_BYTES,
-    PROMPTS,
-    RECORD_BYTES,
-    SEED,
-    STATE,
-    STRING_LIMIT,
-    U64_MAX,
-    UPDATES_PER_INVOCATION,
-    VOCABULARY,
-)
+from bob.formats.constants import CHECKPOINT_MAGIC, CHUNK_BYTES, CHUNK_TAGS, DATA, EMPTY_PROMPT, INPUT_MAGIC, \
+    LEARNER, LEARNER_HYPERPARAMETERS, LEARNER_NAMES, LEARNER_PREFIX, MAX_CHECKPOINT_BYTES, MAX_HEADER_BYTES, \
+    PAYLOAD_BYTES, PREDICTION_BYTES, PROMPTS, RECORD_BYTES, SEED, STATE, STRING_LIMIT, U64_MAX, \
+    UPDATES_PER_INVOCATION, VOCABULARY
 from bob.formats.layout import CANONICAL, CANONICAL_CHECKPOINT_BYTES, CANONICAL_HEADER_BYTES, HEADER_ALIGNMENT
 from bob.text import escape_bytes
 
-__all__ = ["INTERESTING_INTS", "FLOAT_BITS", "FLOAT_NAMES", "CONTRACT_STRINGS", "tokens", "write_dict",
-           "write_dicts"]
+__all__ = ["INTERESTING_INTS", "FLOAT_BITS", "CONTRACT_STRINGS", "tokens", "write_dict"]
 
 _SIZES = (RECORD_BYTES, PREDICTION_BYTES, CHUNK_BYTES, PAYLOAD_BYTES, MAX_HEADER_BYTES, MAX_CHECKPOINT_BYTES,
           CANONICAL_HEADER_BYTES, CANONICAL.header_length, CANONICAL_CHECKPOINT_BYTES, STRING_LIMIT,
@@ -65,7 +41,6 @@ FLOAT_BITS = {
 }
 """binary32 bit patterns: ±0, ±1, ±FLT_MAX, ±FLT_MIN, subnormals, ±inf, NaNs with payloads, bob's
 own hyper-parameters, a value near exp's cut-off."""
-FLOAT_NAMES = tuple(FLOAT_BITS)
 
 CONTRACT_STRINGS = (STATE, LEARNER, DATA, SEED)
 
@@ -86,26 +61,11 @@ def tokens() -> list[bytes]:
     return [t for t in out if not (t in seen or seen.add(t))]  # type: ignore[func-returns-value]
 
 
-def _quote(token: bytes) -> str:
-    """A libFuzzer dictionary token: quoted, every byte that is not plain printable ASCII as ``\\xNN``."""
-    return '"' + escape_bytes(token) + '"'
-
-
 def write_dict(path: "str | os.PathLike[str]") -> None:
-    """Write the dictionary in libFuzzer/AFL ``.dict`` format (``name="token"`` a line)."""
+    """Write the dictionary in libFuzzer/AFL ``.dict`` format: ``name="token"`` a line, every byte
+    that is not plain printable ASCII as ``\\xNN``."""
     from bob.fileio import write_atomic
 
-    lines = [f"bob_{i}={_quote(t)}" for i, t in enumerate(tokens())]
+    lines = [f'bob_{i}="{escape_bytes(t)}"' for i, t in enumerate(tokens())]
     write_atomic(path, ("# bob's fuzzing dictionary (bob.fuzz.dictionary): magics, contract strings, sizes, values\n"
                         + "\n".join(lines) + "\n").encode("ascii"))
-
-
-def write_dicts(directory: "str | os.PathLike[str]", targets: "list[str]") -> list[str]:
-    """``<target>.dict`` for each target in ``directory`` (the OSS-Fuzz convention); their paths."""
-    os.makedirs(directory, exist_ok=True)
-    paths = []
-    for name in targets:
-        path = os.path.join(directory, f"{name}.dict")
-        write_dict(path)
-        paths.append(path)
-    return paths

@@ -1,19 +1,11 @@
-"""One SHA-256 per distinct piece of an input, shared by a target's properties.
+"""One SHA-256 per distinct piece of an input, shared by a target's properties (docs/fuzzing.md).
 
-The checkpoint target reads one input about eight times (the loaders and the
-findings for reading and for resuming, the round trip, the fast path, the
-contract oracle), and each reading hashes the header and the three 262,144-byte
-planes: most of an execution was SHA-256 over the same bytes. Inside
-:func:`shared_digests` every ``hashlib.sha256`` of 4 KiB or more is looked up
-by content: the bytes are compared in full with what was hashed before (a
-copy and a ``memcmp``, about a tenth of a hash), and hashed only if new. Each
-digest is therefore computed once per input, and every reader still gets the
-digest of exactly the bytes it asked about (a reader hashing the wrong range
-gets the digest of that range). The fast path's SHA-256 (``bob._core.sha256``
-through ``bob.formats.checkpoint``'s header, once per plane) goes through the same memo:
-it is hashlib's function (``tests/formats/test_canonical.py`` holds the two
-equal on every size class), so each plane is hashed once per input whichever
-reader asks. The memo lives for one ``with`` block: memory stays bounded.
+Inside :func:`shared_digests` every ``hashlib.sha256`` of 4 KiB or more, and the
+fast path's SHA-256 (hashlib's function, ``tests/formats/test_canonical.py``), is
+looked up by place, then by content (compared in full), and hashed only if new:
+each plane is hashed once per input whichever reader asks, and a reader hashing
+the wrong range still gets that range's digest. The envelope header is parsed,
+and its layout computed, once per input. The memo lives for one ``with`` block.
 """
 
 from __future__ import annotations

@@ -1,21 +1,12 @@
-"""The crash-point mechanism: act just before the k-th ``os`` call a commit makes.
+"""The crash-point mechanism: act just before the k-th ``os`` call a commit makes (:data:`COMMIT_CALLS`).
 
-bob-run's commit is a short sequence of ``os`` calls (:data:`COMMIT_CALLS`);
-what matters is what the files are if the k-th of them fails or never
-happens. Two forms of one mechanism — wrap each of those ``os`` functions,
-count the calls, act at the k-th:
-
-* :func:`before_os_call` — a child process's prologue (source text) that
-  sends the child a signal just before its k-th call (the SIGKILL and signal
-  tests in ``tests/hostile``);
-* :class:`OsFaults` — the same in this process, for the ``run`` fuzz target:
-  ``"fail"`` makes the k-th call raise the ``OSError`` a full or failing disk
-  gives (:data:`ERRNO_OF`) and lets every other call through; ``"crash"``
-  ends the world there, as a SIGKILL would: the k-th call and every later one
-  raise :class:`Crash` (not an ``OSError``, so no handler of bob's takes it
-  for a failure it can roll back) and change nothing on disk, and on leaving
-  the block every descriptor opened inside it is closed, as the kernel closes
-  a killed process's (its ``flock`` released).
+:func:`before_os_call` is a child process's prologue that sends the child a
+signal before its k-th call (the SIGKILL and signal tests in ``tests/hostile``);
+:class:`OsFaults` does the same in this process for the ``run`` target: in
+``"fail"`` mode the k-th call raises the ``OSError`` a full or failing disk
+gives (:data:`ERRNO_OF`); in ``"crash"`` mode the k-th call and every later one
+raise :class:`Crash` and change nothing, and on leaving the block every
+descriptor opened inside it is closed, as the kernel closes a killed process's.
 """
 
 from __future__ import annotations

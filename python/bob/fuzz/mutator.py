@@ -1,22 +1,11 @@
-"""bob's field-aware mutator: mutations that know where every field of the file is.
+"""bob's field-aware mutator: mutations that know where every field of the file is (docs/fuzzing.md).
 
-Random byte flips in a checkpoint land in the 786,432 bytes of planes almost
-always and never get past a digest; so this mutator works on the layout of
-the real format (:mod:`bob.formats.layout`): it lists the *spots* of a file —
-every header field, each of the learner contract's five floats, every chunk
-table entry, the padding, the planes; for an input record and a predictions
-file every field — and overwrites one with a value chosen for its kind
-(interesting integers, special binary32 values, other contract strings,
-other magics and tags). For a checkpoint the digests can then be refreshed
-(:func:`refresh_digests`) so plane damage reaches the state checks instead
-of stopping at a SHA-256.
-
-:func:`mutate_canonical` keeps a file in the shape bob-run's fast path
-recognizes (only the step, the planes, consistent pairs or valid prompt
-words change; digests refreshed), so the differential check of the fast path
-against the schemas reaches its assertion on most cases.
-
-Standard library only, deterministic for a given ``random.Random``.
+A file's *spots* come from the real layout (:mod:`bob.formats.layout`); one is
+overwritten with a value chosen for its kind. :func:`mutate_canonical` keeps a
+file in the shape bob-run's fast path recognizes; :func:`custom_mutator` mixes
+these with the engine's own and the structural operations
+(:mod:`bob.fuzz.structural`); :func:`mutated_strategy` draws them through
+Hypothesis. Deterministic for a given ``random.Random``.
 """
 
 from __future__ import annotations
@@ -26,44 +15,26 @@ import random
 import struct
 from typing import Callable, NamedTuple, Sequence
 
-from bob.formats.constants import LEARNER_NAMES, LEARNER_PREFIX
+from bob.formats.constants import CHECKPOINT_MAGIC, CHUNK_BYTES, CHUNK_TAGS, EMPTY_PROMPT, INPUT_MAGIC, LEARNER, \
+    LEARNER_NAMES, LEARNER_PREFIX, PREDICTION_BYTES, PROMPTS, VOCABULARY
+from bob.formats.layout import CONTRACT_STRINGS, ENVELOPE_HEAD, INPUT, PREDICTION_FIELDS, PREDICTION_RECORD, U32, \
+    U64, aligned_header_bytes, envelope_layout
 from bob.formats.rules import HEADER_BYTES, chunk_offset
-from bob.formats.constants import (
-    CHECKPOINT_MAGIC,
-    CHUNK_BYTES,
-    CHUNK_TAGS,
-    EMPTY_PROMPT,
-    INPUT_MAGIC,
-    LEARNER,
-    PREDICTION_BYTES,
-    PROMPTS,
-    STRING_LIMIT,
-    VOCABULARY,
-)
-from bob.formats.layout import (
-    CANONICAL,
-    CONTRACT_STRINGS,
-    DIGEST_BYTES,
-    ENVELOPE_HEAD,
-    INPUT,
-    PREDICTION_FIELDS,
-    PREDICTION_RECORD,
-    U64,
-    aligned_header_bytes,
-    envelope_layout,
-)
 from bob.fuzz.dictionary import CONTRACT_STRINGS as CONTRACT_VALUES
 from bob.fuzz.dictionary import FLOAT_BITS, INTERESTING_INTS
-from bob.fuzz.structural import structural_mutate
+from bob.fuzz.structural import refresh_digests, string_lengths, structural_mutate
 
-__all__ = ["FORMATS", "string_lengths", "Spot", "spots", "field_names", "format_of", "mutate", "mutate_field", "mutate_canonical",
-           "refresh_digests", "byte_mutation", "interesting_values", "custom_mutator"]
+__all__ = ["FORMATS", "string_lengths", "Spot", "spots", "field_names", "format_of", "mutate", "mutate_field",
+           "mutate_canonical", "refresh_digests", "byte_mutation", "interesting_values", "custom_mutator",
+           "recognized", "random_bytes_strategy", "mutated_strategy"]
 
 FORMATS = ("input", "checkpoint", "predictions")
 FIXED_SIZES = {"input": INPUT["prompt_words"].end, "predictions": PREDICTION_BYTES}
 PLANES = ("P", "M", "V")
 _FLOATS = tuple(FLOAT_BITS.values())
 _MAGICS = (CHECKPOINT_MAGIC, INPUT_MAGIC, b"BOB-PRED", b"bob-ckpt", b"BOB-CKP\0", b"\0" * 8, b"\x7fELF\2\1\1\0")
+_TAGS = CHUNK_TAGS + (b"\0\0\0\0", b"p\0\0\0", b"PMV\0")
+_INPUT_KINDS = {"magic": "magic", "version": "u64", "pairs": "pairs", "targets": "u32s", "prompt_words": "u32s"}
 
 
 class Spot(NamedTuple):
@@ -82,9 +53,7 @@ def format_of(data: bytes) -> str | None:
         return "checkpoint"
     if head == INPUT_MAGIC:
         return "input"
-    if len(data) == PREDICTION_BYTES:
-        return "predictions"
-    return None
+    return "predictions" if len(data) == PREDICTION_BYTES else None
 
 
 def _kind(name: str, fmt: str | None) -> str:
@@ -97,21 +66,6 @@ def _kind(name: str, fmt: str | None) -> str:
     if name in CONTRACT_STRINGS:
         return "string"
     return "u64" if fmt == "<Q" else "u32"
-
-
-def string_lengths(data: bytes) -> tuple[int, int, int, int]:
-    """The contract strings' lengths as the file states them (v1's where a prefix is unusable)."""
-    out = []
-    at = ENVELOPE_HEAD["step"].end
-    for name, canonical in zip(CONTRACT_STRINGS, CONTRACT_VALUES):
-        length = len(canonical)
-        if at + 4 <= len(data):
-            (stated,) = struct.unpack_from("<I", data, at)
-            if stated <= STRING_LIMIT and at + 4 + stated <= len(data):
-                length = stated
-        out.append(length)
-        at += 4 + length
-    return tuple(out)  # type: ignore[return-value]
 
 
 def _checkpoint_spots(data: bytes) -> list[Spot]:
@@ -135,8 +89,7 @@ def spots(data: bytes, fmt: str) -> list[Spot]:
     if fmt == "checkpoint":
         return _checkpoint_spots(data)
     if fmt == "input":
-        kinds = {"magic": "magic", "version": "u64", "pairs": "pairs", "targets": "u32s", "prompt_words": "u32s"}
-        return [Spot(name, f.offset, f.size, kinds[name]) for name, f in INPUT.items()]
+        return [Spot(name, f.offset, f.size, _INPUT_KINDS[name]) for name, f in INPUT.items()]
     if fmt == "predictions":
         return [Spot(f"records[{i}].{name}", i * PREDICTION_RECORD.size + f.offset, f.size, "u32")
                 for i in range(PROMPTS) for name, f in PREDICTION_FIELDS.items()]
@@ -161,26 +114,15 @@ def interesting_values(size: int, current: int | None = None) -> list[int]:
     return out
 
 
-# --------------------------------------------------------------------------- #
-# Mutating one spot
-# --------------------------------------------------------------------------- #
-
-
-def _float_bits(rnd: random.Random, current: int | None = None) -> int:
+def _float_bits(rnd: random.Random, current: int) -> int:
     r = rnd.random()
-    if current is not None and r < 0.15:
+    if r < 0.15:
         return current ^ (1 << rnd.randrange(32))  # one bit away: an ulp, a sign, an exponent bit
-    if r < 0.25:
-        return rnd.getrandbits(32)
-    return _FLOATS[rnd.randrange(len(_FLOATS))]
+    return rnd.getrandbits(32) if r < 0.25 else rnd.choice(_FLOATS)
 
 
-def _set_u(out: bytearray, offset: int, size: int, rnd: random.Random) -> None:
-    fmt = "<I" if size == 4 else "<Q"
-    current = struct.unpack_from(fmt, out, offset)[0]
-    values = interesting_values(size, current)
-    value = values[rnd.randrange(len(values))] if rnd.random() < 0.9 else rnd.getrandbits(8 * size)
-    struct.pack_into(fmt, out, offset, value)
+def _set_float(out: bytearray, at: int, rnd: random.Random) -> None:
+    U32.pack_into(out, at, _float_bits(rnd, U32.unpack_from(out, at)[0]))
 
 
 def _replace_string(out: bytearray, spot: Spot, rnd: random.Random) -> None:
@@ -189,7 +131,7 @@ def _replace_string(out: bytearray, spot: Spot, rnd: random.Random) -> None:
     current = bytes(out[spot.offset:end])
     r = rnd.random()
     if r < 0.3:
-        new = CONTRACT_VALUES[rnd.randrange(len(CONTRACT_VALUES))]
+        new = rnd.choice(CONTRACT_VALUES)
     elif r < 0.5 and current:
         new = current[:rnd.randrange(len(current))]
     elif r < 0.65:
@@ -199,40 +141,48 @@ def _replace_string(out: bytearray, spot: Spot, rnd: random.Random) -> None:
         new = current[:k] + bytes([current[k] ^ (1 << rnd.randrange(8))]) + current[k + 1:]
     else:
         new = b"x"
-    out[start:end] = struct.pack("<I", len(new)) + new
+    out[start:end] = U32.pack(len(new)) + new
+
+
+def _mutate_digest(out: bytearray, at: int, rnd: random.Random) -> None:
+    r = rnd.random()
+    if r < 0.4:
+        out[at + rnd.randrange(32)] ^= 1 << rnd.randrange(8)
+    elif r < 0.7:
+        out[at:at + 32] = bytes(32)
+    else:
+        out[at:at + 32] = hashlib.sha256(bytes([rnd.getrandbits(8)])).digest()
 
 
 def _mutate_spot(out: bytearray, spot: Spot, rnd: random.Random) -> None:
     kind, at = spot.kind, spot.offset
     if kind == "string":
         _replace_string(out, spot, rnd)
-        return
-    if at + spot.size > len(out) and kind not in ("plane", "padding", "pairs", "u32s"):
+    elif at + spot.size > len(out) and kind not in ("plane", "padding", "pairs", "u32s"):
         return  # the field is not in this (short) file
-    if kind == "magic":
-        out[at:at + 8] = _MAGICS[rnd.randrange(len(_MAGICS))] if rnd.random() < 0.7 else bytes(
-            rnd.getrandbits(8) for _ in range(8))
+    elif kind == "magic":
+        out[at:at + 8] = rnd.choice(_MAGICS) if rnd.random() < 0.7 else bytes(rnd.getrandbits(8) for _ in range(8))
     elif kind in ("u32", "u64"):
-        _set_u(out, at, spot.size, rnd)
+        fmt = "<I" if spot.size == 4 else "<Q"
+        values = interesting_values(spot.size, struct.unpack_from(fmt, out, at)[0])
+        struct.pack_into(fmt, out, at, rnd.choice(values) if rnd.random() < 0.9 else rnd.getrandbits(8 * spot.size))
     elif kind == "f32":
-        struct.pack_into("<I", out, at, _float_bits(rnd, struct.unpack_from("<I", out, at)[0]))
+        _set_float(out, at, rnd)
     elif kind == "tag":
-        tags = CHUNK_TAGS + (b"\0\0\0\0", b"p\0\0\0", b"PMV\0")
-        out[at:at + 4] = tags[rnd.randrange(len(tags))]
+        out[at:at + 4] = rnd.choice(_TAGS)
     elif kind == "digest":
-        r = rnd.random()
-        if r < 0.4:
-            out[at + rnd.randrange(32)] ^= 1 << rnd.randrange(8)
-        elif r < 0.7:
-            out[at:at + 32] = bytes(32)
-        else:
-            out[at:at + 32] = hashlib.sha256(bytes([rnd.getrandbits(8)])).digest()
+        _mutate_digest(out, at, rnd)
     elif kind == "padding":
         k = at + rnd.randrange(spot.size)
         if k < len(out):
             out[k] = rnd.randrange(1, 1 << 8)
-    elif kind == "plane":
-        _mutate_plane(out, spot, rnd)
+    elif kind == "plane":  # special binary32 values at the plane's first, last or a random index
+        count = spot.size // 4
+        for _ in range(rnd.randrange(1, 5)):
+            r = rnd.random()
+            i = 0 if r < 0.15 else count - 1 if r < 0.3 else rnd.randrange(count)
+            if at + 4 * i + 4 <= len(out):
+                _set_float(out, at + 4 * i, rnd)
     elif kind == "pairs":
         i = rnd.randrange(VOCABULARY)
         if at + 2 * i + 2 <= len(out):
@@ -240,43 +190,24 @@ def _mutate_spot(out: bytearray, spot: Spot, rnd: random.Random) -> None:
     elif kind == "u32s":
         i = rnd.randrange(spot.size // 4)
         if at + 4 * i + 4 <= len(out):
-            values = interesting_values(4) + [rnd.getrandbits(8)] * 4
-            struct.pack_into("<I", out, at + 4 * i, values[rnd.randrange(len(values))])
-
-
-def _mutate_plane(out: bytearray, spot: Spot, rnd: random.Random) -> None:
-    """Write special binary32 values into a plane: at its first, last or a random index."""
-    count = spot.size // 4
-    for _ in range(rnd.randrange(1, 5)):
-        r = rnd.random()
-        i = 0 if r < 0.15 else count - 1 if r < 0.3 else rnd.randrange(count)
-        at = spot.offset + 4 * i
-        if at + 4 <= len(out):
-            struct.pack_into("<I", out, at, _float_bits(rnd, struct.unpack_from("<I", out, at)[0]))
+            U32.pack_into(out, at + 4 * i, rnd.choice(interesting_values(4) + [rnd.getrandbits(8)] * 4))
 
 
 def mutate_field(data: bytes, rnd: random.Random, fmt: str, name: str | None = None) -> tuple[bytes, str]:
     """``data`` with one spot (``name``, or one at random) overwritten; returns (bytes, the spot's name)."""
     table = spots(data, fmt)
-    if name is None:
-        spot = table[rnd.randrange(len(table))]
-    else:
-        spot = next(s for s in table if s.name == name)
+    spot = rnd.choice(table) if name is None else next(s for s in table if s.name == name)
     out = bytearray(data)
     _mutate_spot(out, spot, rnd)
     return bytes(out), spot.name
 
-
-# --------------------------------------------------------------------------- #
-# Byte-level mutations, and the mix
-# --------------------------------------------------------------------------- #
 
 BYTE_OPS = ("flip", "set", "insert", "delete", "truncate", "extend", "duplicate")
 
 
 def byte_mutation(data: bytearray, rnd: random.Random, op: str | None = None) -> None:
     """One blind byte-level edit of ``data`` in place."""
-    op = op or BYTE_OPS[rnd.randrange(len(BYTE_OPS))]
+    op = op or rnd.choice(BYTE_OPS)
     n = len(data)
     if op == "flip" and n:
         data[rnd.randrange(n)] ^= 1 << rnd.randrange(8)
@@ -301,19 +232,17 @@ def mutate(data: bytes, rnd: random.Random, fmt: str | None = None, *, count: in
            field_ratio: float = 0.7, only: Sequence[str] | None = None, refresh: float = 0.0) -> bytes:
     """``data`` with 1–3 (or ``count``) mutations; a ``field_ratio`` share of them field-aware.
 
-    ``fmt`` defaults to :func:`format_of`; with no format every edit is byte-level.
-    ``only`` restricts field edits to spots of those names (``"P"``, ``"step"`` …).
-    A checkpoint's digests are refreshed afterwards with probability ``refresh``.
+    ``fmt`` defaults to :func:`format_of` (with none, every edit is byte-level); ``only``
+    restricts field edits to spots of those names; a checkpoint's digests are refreshed
+    afterwards with probability ``refresh``.
     """
     fmt = fmt or format_of(data)
     out = bytearray(data)
     for _ in range(count if count is not None else rnd.randrange(1, 4)):
         if fmt is not None and rnd.random() < field_ratio:
-            table = spots(bytes(out), fmt)
-            if only is not None:
-                table = [s for s in table if s.name in only]
+            table = [s for s in spots(bytes(out), fmt) if only is None or s.name in only]
             if table:
-                _mutate_spot(out, table[rnd.randrange(len(table))], rnd)
+                _mutate_spot(out, rnd.choice(table), rnd)
                 continue
         byte_mutation(out, rnd)
     result = bytes(out)
@@ -323,13 +252,12 @@ def mutate(data: bytes, rnd: random.Random, fmt: str | None = None, *, count: in
 
 
 def mutate_canonical(data: bytes, rnd: random.Random, fmt: str | None = None) -> bytes:
-    """A mutation that keeps ``data`` a file the fast path can still recognize, most of the time.
+    """A mutation that keeps ``data`` a file the fast path still recognizes, most of the time.
 
-    Checkpoint: the step and plane values change, then the digests are refreshed
-    (a fifth of the time another header field changes too, which the fast path
-    must then refuse). Input record: a pair and its widened target change
-    together, or a prompt word takes a valid value (a fifth of the time an
-    inconsistent edit). Anything else: :func:`mutate`.
+    Checkpoint: the step and plane values change, digests refreshed. Input record: a
+    pair and its widened target change together, or a prompt word takes a valid value.
+    A fifth of the time one more field changes, which the fast path must then refuse.
+    Anything else: :func:`mutate`.
     """
     fmt = fmt or format_of(data)
     if fmt == "checkpoint":
@@ -337,41 +265,22 @@ def mutate_canonical(data: bytes, rnd: random.Random, fmt: str | None = None) ->
         if rnd.random() < 0.2:
             names.append(rnd.choice(sorted(field_names("checkpoint") - set(names))))
         return refresh_digests(mutate(data, rnd, fmt, field_ratio=1.0, only=names))
-    if fmt == "input" and len(data) >= INPUT["prompt_words"].end:
-        out = bytearray(data)
-        for _ in range(rnd.randrange(1, 4)):
-            if rnd.random() < 0.6:
-                i, byte, target = rnd.randrange(VOCABULARY), rnd.getrandbits(8), rnd.getrandbits(8)
-                out[INPUT["pairs"].offset + 2 * i:INPUT["pairs"].offset + 2 * i + 2] = bytes((byte, target))
-                struct.pack_into("<I", out, INPUT["targets"].offset + 4 * i, target)
-            else:
-                word = EMPTY_PROMPT if rnd.random() < 0.3 else rnd.getrandbits(8)
-                struct.pack_into("<I", out, INPUT["prompt_words"].offset + 4 * rnd.randrange(PROMPTS), word)
-        if rnd.random() < 0.2:
-            return mutate(bytes(out), rnd, fmt, count=1)
-        return bytes(out)
-    return mutate(data, rnd, fmt)
-
-
-def refresh_digests(data: bytes) -> bytes:
-    """A checkpoint with its chunk digests and header digest recomputed for its
-    own header (chunks at ``header_bytes + i × 262,144``); ``data`` unchanged
-    when the header's length prefixes or ``header_bytes`` cannot place them."""
-    if len(data) < CANONICAL.header_length or bytes(data[ENVELOPE_HEAD["magic"].slice]) != CHECKPOINT_MAGIC:
-        return data
-    lay = envelope_layout(string_lengths(data))
-    (hb,) = U64.unpack_from(data, ENVELOPE_HEAD["header_bytes"].offset)
-    if lay.header_length > len(data) or hb < lay.header_length or chunk_offset(hb, len(CHUNK_TAGS)) > len(data):
-        return data
+    if fmt != "input" or len(data) < INPUT["prompt_words"].end:
+        return mutate(data, rnd, fmt)
     out = bytearray(data)
-    for i in range(len(CHUNK_TAGS)):
-        at = lay.chunk_field(i, "digest").offset
-        out[at:at + DIGEST_BYTES] = hashlib.sha256(out[chunk_offset(hb, i):chunk_offset(hb, i + 1)]).digest()
-    out[lay.header_digest:lay.header_length] = hashlib.sha256(out[:lay.header_digest]).digest()
-    return bytes(out)
+    for _ in range(rnd.randrange(1, 4)):
+        if rnd.random() < 0.6:
+            i, byte, target = rnd.randrange(VOCABULARY), rnd.getrandbits(8), rnd.getrandbits(8)
+            out[INPUT["pairs"].offset + 2 * i:INPUT["pairs"].offset + 2 * i + 2] = bytes((byte, target))
+            U32.pack_into(out, INPUT["targets"].item(i), target)
+        else:
+            word = EMPTY_PROMPT if rnd.random() < 0.3 else rnd.getrandbits(8)
+            U32.pack_into(out, INPUT["prompt_words"].item(rnd.randrange(PROMPTS)), word)
+    return mutate(bytes(out), rnd, fmt, count=1) if rnd.random() < 0.2 else bytes(out)
 
 
-def _recognized(data: bytes, kind: str) -> bool:
+def recognized(data: bytes, kind: str) -> bool:
+    """Whether the fast path recognizes ``data`` (a checkpoint or an input record)."""
     from bob.formats import canonical, checkpoint
 
     if kind == "checkpoint":
@@ -381,45 +290,62 @@ def _recognized(data: bytes, kind: str) -> bool:
 
 def custom_mutator(fmt: str | None, engine_mutate: Callable[[bytes, int], bytes] | None = None,
                    canonical_bases: Sequence[bytes] = ()):
-    """A libFuzzer custom mutator ``(data, max_size, seed) -> bytes`` mixing the
-    engine's own mutations (``engine_mutate``, e.g. ``atheris.Mutate``) with
-    field-aware and fast-path-keeping ones.
-
-    A fifth of the time the change is a consistent one (:mod:`bob.fuzz.structural`).
-    A coverage-guided corpus keeps few files the fast path recognizes (they all
-    cover the same lines), so the fast-path-keeping share starts from one of
-    ``canonical_bases`` (accepted files of the format) whenever the input is not
-    itself recognized: that keeps the fast-path differential busy in a campaign too.
+    """A libFuzzer custom mutator ``(data, max_size, seed) -> bytes`` mixing the engine's own
+    mutations (``engine_mutate``, e.g. ``atheris.Mutate``), the fast-path-keeping ones, the
+    structural ones and the field-aware ones. A coverage-guided corpus keeps few files the
+    fast path recognizes, so the fast-path-keeping share starts from one of
+    ``canonical_bases`` (accepted files) whenever the input is not itself recognized.
     """
 
     def mutator(data: bytes, max_size: int, seed: int) -> bytes:
         rnd = random.Random(seed)
         kind = format_of(data) or fmt
+        bases = [b for b in canonical_bases if format_of(b) == kind]
         r = rnd.random()
         if engine_mutate is not None and (r < 0.15 or kind is None):
             out = engine_mutate(data, max_size)
         elif r < 0.5 and kind in ("checkpoint", "input"):
-            bases = [b for b in canonical_bases if format_of(b) == kind]
-            if bases and not _recognized(data, kind):
-                data = bases[rnd.randrange(len(bases))]
+            if bases and not recognized(data, kind):
+                data = rnd.choice(bases)
             out = mutate_canonical(data, rnd, kind)
         elif r < 0.7 and kind in ("checkpoint", "input"):
-            # A consistent change (structural.py), from the input or, half the time, an accepted file;
+            # A consistent change, from the input or, half the time, an accepted file;
             # now and then one field more, so a deep rule's neighbours are reached too.
-            bases = [b for b in canonical_bases if format_of(b) == kind]
             if bases and rnd.random() < 0.5:
-                data = bases[rnd.randrange(len(bases))]
+                data = rnd.choice(bases)
             out = structural_mutate(data, rnd, kind)
             if rnd.random() < 0.25:
                 out = mutate(out, rnd, kind, count=1, refresh=1.0)
         else:
             size = FIXED_SIZES.get(kind or "")
             if size is not None and len(data) != size and rnd.random() < 0.5:
-                # The corpus drifts to short inputs (they cover the size check), where no field
-                # lies; give the field-aware edits a file of the format's size again.
-                bases = [b for b in canonical_bases if len(b) == size] or [bytes(size)]
-                data = data[:size] + bases[rnd.randrange(len(bases))][len(data):]
+                # The corpus drifts to short inputs, where no field lies: give the field-aware
+                # edits a file of the format's size again.
+                sized = [b for b in canonical_bases if len(b) == size] or [bytes(size)]
+                data = data[:size] + rnd.choice(sized)[len(data):]
             out = mutate(data, rnd, kind, refresh=0.5)
         return out[:max_size]
 
     return mutator
+
+
+def random_bytes_strategy(prefixes: tuple[bytes, ...] = (b"", INPUT_MAGIC, CHECKPOINT_MAGIC), max_size: int = 2048):
+    """Hypothesis: random bytes, sometimes starting with a bob magic (so they get past it)."""
+    from hypothesis import strategies as st
+
+    return st.builds(lambda p, tail: p + tail, st.sampled_from(prefixes), st.binary(max_size=max_size))
+
+
+def mutated_strategy(seeds: list[bytes], *, field_aware: bool = True, max_ops: int = 3):
+    """Hypothesis: mutations of the given valid files (field-aware in each one's format)."""
+    from hypothesis import strategies as st
+
+    prepared = [(seed, format_of(seed) if field_aware else None) for seed in seeds]
+
+    @st.composite
+    def strategy(draw):
+        seed, fmt = draw(st.sampled_from(prepared))
+        rnd = random.Random(draw(st.integers(0, 2**32 - 1)))
+        return mutate(seed, rnd, fmt, count=draw(st.integers(1, max_ops)))
+
+    return strategy()

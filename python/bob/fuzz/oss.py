@@ -1,15 +1,9 @@
-"""What OSS-Fuzz / ClusterFuzzLite needs beside the binaries (``.clusterfuzzlite/build.sh``):
+"""What OSS-Fuzz / ClusterFuzzLite needs beside the binaries (``.clusterfuzzlite/build.sh``).
 
-``python -m bob.fuzz.oss HARNESS_DIR OUT`` (run from the checkout) writes, per Python target,
-
-* ``HARNESS_DIR/fuzz_<target>.py`` — an atheris harness (OSS-Fuzz's
-  ``compile_python_fuzzer`` packages it): bob instrumented, the target from
-  :mod:`bob.fuzz.targets`, bob's custom mutator;
-* ``OUT/fuzz_<target>.dict`` — bob's dictionary (libFuzzer format);
-* ``OUT/fuzz_<target>_seed_corpus.zip`` — its seeds (golden, refused, regressions);
-
-and for the cargo-fuzz targets (``fuzz/``) the ``.dict`` and seed zips of
-their committed corpora and regressions.
+``python -m bob.fuzz.oss HARNESS_DIR OUT`` (from the checkout) writes per Python target an atheris
+harness ``HARNESS_DIR/fuzz_<target>.py`` (bob instrumented, bob's custom mutator),
+``OUT/fuzz_<target>.dict`` and ``OUT/fuzz_<target>_seed_corpus.zip``; and the seed zips of the
+cargo-fuzz targets' committed corpora and regressions.
 """
 
 from __future__ import annotations
@@ -19,6 +13,7 @@ import zipfile
 from pathlib import Path
 
 from bob.fuzz.dictionary import write_dict
+from bob.fuzz.replay import RUST_TARGETS
 from bob.fuzz.targets import TARGETS, seed_files
 
 HARNESS = '''"""OSS-Fuzz harness for bob's {name!r} target (written by bob.fuzz.oss; see docs/fuzzing.md)."""
@@ -48,7 +43,6 @@ def main() -> None:
 if __name__ == "__main__":
     main()
 '''
-RUST_TARGETS = ("kernels", "predict", "resume")
 
 
 def _zip(path: Path, files: "list[Path]") -> None:

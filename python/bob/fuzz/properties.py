@@ -1,14 +1,21 @@
-"""How a fuzz target says a property failed: :class:`PropertyFailed`, raised by :func:`require`.
+"""How a target says a property failed (:func:`require`), and a failure's identity (:func:`exception_key`).
 
-Not ``assert``: ``python -O`` (or ``PYTHONOPTIMIZE=1``, which some harnesses
-set) strips assert statements, and every property would then hold. A
-``PropertyFailed`` is an ``AssertionError``, so whatever reports a failing
-assertion (the engine, ``bob-fuzz replay``, pytest) reports it the same way.
+Not ``assert``: ``python -O`` strips assert statements. A ``PropertyFailed``
+is an ``AssertionError``, so the engine, ``bob-fuzz replay`` and pytest report
+it as a failing assertion. A failure's identity is its exception type and the
+innermost frame of bob's code, never the message (which may hold a value that
+varies from input to input): the campaign, the seeded loop and ``minimize``
+all count failures by it.
 """
 
 from __future__ import annotations
 
-__all__ = ["PropertyFailed", "require"]
+import os
+
+__all__ = ["PropertyFailed", "require", "HARNESS", "failure_key", "exception_key"]
+
+HARNESS = ("fuzz/campaign.py", "fuzz/loop.py", "fuzz/replay.py", "fuzz/cli.py")
+"""The modules that call a target: their frames are never a failure's place."""
 
 
 class PropertyFailed(AssertionError):
@@ -17,6 +24,36 @@ class PropertyFailed(AssertionError):
 
 def require(condition: object, message: str) -> None:
     """Raise :class:`PropertyFailed` with ``message`` unless ``condition`` holds."""
-    __tracebackhide__ = True  # a finding's key is the property that called this (bob.fuzz.keys), not this line
+    __tracebackhide__ = True  # a finding's key is the property that called this, not this line
     if not condition:
         raise PropertyFailed(message)
+
+
+def failure_key(kind: str, frames: "list[tuple[str, int, str]]") -> str:
+    """``Type at bob/fuzz/targets.py:123 in check_error``: the innermost frame of bob's
+    code outside the harness, or the innermost frame when none is bob's."""
+    import bob
+
+    root = os.path.dirname(os.path.abspath(bob.__file__)) + os.sep
+    harness = tuple(root + name for name in HARNESS)
+    frames = [f for f in frames if not os.path.abspath(f[0]).startswith(harness)]
+    ours = [f for f in frames if os.path.abspath(f[0]).startswith(root)]
+    if not (ours or frames):
+        return kind
+    name, line, function = (ours or frames)[-1]
+    name = os.path.abspath(name)
+    shown = "bob/" + name[len(root):] if name.startswith(root) else os.path.basename(name)
+    return f"{kind} at {shown}:{line} in {function}"
+
+
+def exception_key(exc: BaseException) -> str:
+    """:func:`failure_key` of a live exception; a frame setting ``__tracebackhide__``
+    (pytest's convention, as :func:`require` does) is skipped."""
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        if not tb.tb_frame.f_locals.get("__tracebackhide__", False):
+            code = tb.tb_frame.f_code
+            frames.append((code.co_filename, tb.tb_lineno, code.co_name))
+        tb = tb.tb_next
+    return failure_key(type(exc).__name__, frames)

@@ -1,10 +1,9 @@
 """Re-running findings through their targets, and shrinking them out of process. No engine needed.
 
-A file's target comes from where bob itself puts files (:func:`infer_target`):
-a campaign's corpus ``.bob-fuzz/TARGET/corpus/…``, the regressions
-``fuzz/regressions/TARGET/…``, a conformance corpus's
-``FORMAT/accepted/…`` or ``FORMAT/refused/FIELD/…``, or an artifact's name
-prefix ``TARGET-<sha>.bin``.
+A file's target comes from where bob puts files (:func:`infer_target`): a
+campaign's corpus ``.bob-fuzz/TARGET/corpus/…``, ``fuzz/regressions/TARGET/…``,
+a conformance corpus's ``FORMAT/accepted/…`` or ``FORMAT/refused/FIELD/…``,
+or an artifact's name prefix ``TARGET-<sha>.bin``.
 """
 
 from __future__ import annotations
@@ -14,18 +13,18 @@ import os
 import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Callable, Iterator, NamedTuple
 
-from bob.fuzz.campaign import load_target
-from bob.fuzz.targets import TARGETS, target_for_file
+from bob.fuzz.common import INPUT_LIMIT, load_target, read_input
+from bob.fuzz.properties import exception_key
+from bob.fuzz.targets import TARGETS
 
 __all__ = ["Verdict", "files_under", "infer_target", "read_input", "replay_file", "replay", "failure_of",
-           "minimize", "minimize_out_of_process", "skipped", "INPUT_LIMIT"]
+           "signature_of", "minimize", "minimize_out_of_process", "skipped", "INPUT_LIMIT", "RUST_TARGETS"]
 
-INPUT_LIMIT = 64 << 20  # the largest file replayed: far past any target's -max_len
 RUST_TARGETS = ("kernels", "predict", "resume")  # fuzz/regressions/<these>: cargo test -p bob-core --test fuzz_replay
-CONFORMANCE_VERDICTS = ("accepted", "refused")
 
 
 class Verdict(NamedTuple):
@@ -56,52 +55,35 @@ def infer_target(path: "str | os.PathLike[str]") -> str | None:
     """The target of a file from the layouts bob writes (see the module's doc), or None."""
     parts = Path(os.path.abspath(path)).parts
     for i in range(len(parts) - 2, 0, -1):  # the innermost layout wins
-        if parts[i] in CONFORMANCE_VERDICTS and parts[i - 1] in TARGETS:
+        if parts[i] in ("accepted", "refused") and parts[i - 1] in TARGETS:
             return parts[i - 1]
     for i in range(len(parts) - 2, -1, -1):
         if parts[i] in (".bob-fuzz", "regressions") and parts[i + 1] in TARGETS:
             return parts[i + 1]
-    return target_for_file(path)
+    p = Path(path)
+    return next((part for part in (p.parent.name, p.name.split("-")[0]) if part in TARGETS), None)
 
 
-def read_input(path: "str | os.PathLike[str]") -> bytes:
-    """A regular file's bytes (at most :data:`INPUT_LIMIT`), through bob's bounded reader."""
-    from bob.fileio import FileTooLarge, read_bounded
-
+def _failing(run: Callable[[bytes], None], data: bytes) -> BaseException | None:
     try:
-        data = read_bounded(path, INPUT_LIMIT)
-    except FileTooLarge:
-        raise OSError(27, f"larger than {INPUT_LIMIT} bytes, more than any target reads", os.fspath(path)) from None
-    if data is None:
-        raise FileNotFoundError(2, "no such file", os.fspath(path))
-    return data
+        run(data)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - any escape is the verdict (a pyo3 panic is a BaseException)
+        return exc
+    return None
 
 
 def failure_of(run: Callable[[bytes], None], data: bytes) -> str | None:
     """None when ``run(data)`` passes, else the failure as ``Type: message`` (first line)."""
-    try:
-        run(data)
-    except Exception as exc:  # noqa: BLE001 - any escape from a target is its verdict
-        return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-    except BaseException as exc:  # a pyo3 PanicException is a BaseException
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-    return None
+    exc = _failing(run, data)
+    return None if exc is None else f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
 
 
 def signature_of(run: Callable[[bytes], None], data: bytes) -> str | None:
-    """None when ``run(data)`` passes, else the failure's identity: its type and the
-    innermost frame of bob's code (:func:`bob.fuzz.keys.exception_key`), not its message."""
-    from bob.fuzz.keys import exception_key
-
-    try:
-        run(data)
-    except BaseException as exc:  # noqa: BLE001 - a pyo3 PanicException is a BaseException
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        return exception_key(exc)
-    return None
+    """None when ``run(data)`` passes, else the failure's identity (:func:`bob.fuzz.properties.exception_key`)."""
+    exc = _failing(run, data)
+    return None if exc is None else exception_key(exc)
 
 
 def replay_file(path: Path, target: str | None = None) -> Verdict:
@@ -127,9 +109,8 @@ def shrink(data: bytes, same: Callable[[bytes], bool], max_tries: int) -> tuple[
     """The simplest input ``same`` keeps, in at most ``max_tries`` calls of ``same``.
 
     First the bytes are zeroed in ever smaller aligned chunks (chunks already
-    zero cost no call): the length stays, so formats whose size is fixed (a
-    checkpoint is ``header_bytes`` + 786,432 bytes whatever it holds) are
-    reduced to the few bytes the failure needs. Then ever smaller chunks are
+    zero cost no call): the length stays, so a fixed-size format (a checkpoint)
+    is reduced to the few bytes the failure needs. Then ever smaller chunks are
     deleted, which shortens the formats whose length is free.
     """
     tries = 0
@@ -176,15 +157,14 @@ def minimize(run: Callable[[bytes], None], data: bytes, *, max_tries: int = 2000
     return shrink(data, lambda candidate: signature_of(run, candidate) == want, max_tries)[0]
 
 
-# The worker of minimize_out_of_process: candidates in (8-byte length, bytes) on
-# stdin, one JSON line per candidate out (its signature, or null), on a private
-# copy of stdout; the target's own output goes nowhere.
+# The worker of minimize_out_of_process: candidates in (8-byte length, bytes) on stdin, one JSON
+# line per candidate out (its signature, or null) on a private copy of stdout; the target's output goes nowhere.
 WORKER = r"""
 import json, os, sys
 results = os.fdopen(os.dup(1), "w")
 null = os.open(os.devnull, os.O_WRONLY)
 os.dup2(null, 1)
-from bob.fuzz.campaign import die_with_parent, load_target
+from bob.fuzz.common import die_with_parent, load_target
 from bob.fuzz.replay import signature_of
 die_with_parent()
 run, _ = load_target(sys.argv[1])
@@ -208,32 +188,26 @@ class _Runner:
         self.proc: subprocess.Popen | None = None
         self.buffer = b""
 
-    def _start(self) -> subprocess.Popen:
-        self.proc = subprocess.Popen([sys.executable, "-c", WORKER, self.target], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        self.buffer = b""
-        return self.proc
-
     def signature(self, data: bytes) -> str | None:
-        proc = self.proc if self.proc is not None and self.proc.poll() is None else self._start()
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = subprocess.Popen([sys.executable, "-c", WORKER, self.target], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            self.buffer = b""
+        proc = self.proc
         assert proc.stdin is not None and proc.stdout is not None
         try:
             proc.stdin.write(len(data).to_bytes(8, "little") + data)
             proc.stdin.flush()
         except BrokenPipeError:
             return self._ended()
-        fd = proc.stdout.fileno()
-        import time
-
         deadline = time.monotonic() + self.timeout
         while b"\n" not in self.buffer:
             left = deadline - time.monotonic()
             if left <= 0:
                 self.close()
                 return "timeout"
-            ready, _, _ = select.select([fd], [], [], left)
-            if ready:
-                chunk = os.read(fd, 1 << 20)
+            if select.select([proc.stdout], [], [], left)[0]:
+                chunk = os.read(proc.stdout.fileno(), 1 << 20)
                 if not chunk:
                     return self._ended()
                 self.buffer += chunk
@@ -262,10 +236,9 @@ class _Runner:
 
 def minimize_out_of_process(target: str, data: bytes, *, max_tries: int = 2000,
                             timeout: float = 60.0) -> tuple[bytes, str | None, int]:
-    """``(smaller, failure, tries)``: the input shrunk while it fails the same way
-    (:func:`signature_of`, or the same crash or hang), each candidate run in a
-    worker process, so a native crash or a hang ends the candidate, not
-    the minimizer. ``failure`` is None (and nothing shrunk) when ``data`` passes."""
+    """``(smaller, failure, tries)``: ``data`` shrunk while it fails the same way (:func:`signature_of`,
+    or the same crash or hang), each candidate in a worker process, so a native crash or a hang
+    ends the candidate, not the minimizer. ``failure`` is None (nothing shrunk) when ``data`` passes."""
     from bob.progress import Progress
 
     runner = _Runner(target, timeout)

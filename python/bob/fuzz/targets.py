@@ -1,30 +1,8 @@
 """The fuzz targets: each takes bytes and raises ``PropertyFailed`` when a property fails.
 
-Thin targets over shared checks (as Pillow's ``Tests/oss-fuzz`` does it), so
-the coverage-guided engine, the deterministic CI loop, ``bob-fuzz replay``
-and the ClusterFuzzLite harnesses all run exactly the same code:
-
-``input`` / ``checkpoint`` / ``predictions``
-    the loader raises only the ``FormatError`` family (each refusal one
-    printable line naming a field, JSON-ready); the findings list agrees with
-    the loader; an accepted file round-trips byte for byte; the fast path
-    (``bob.formats.canonical``, ``.checkpoint``) agrees with the schemas whenever it
-    recognizes the bytes, and recognizes every canonical file they accept.
-``inspect``
-    ``bob-inspect FILE`` and ``bob-inspect --json FILE`` exit 0 or 2, never 1,
-    print no traceback and no raw control character; ``--json`` prints JSON.
-``run``
-    ``bob-run --json`` in process on temporary files, in a world of links,
-    failing writes, crashes and a second process holding the lock
-    (:mod:`bob.fuzz.world`): it refuses exactly when ``bob.invoke`` refuses
-    or the world requires it, otherwise writes exactly what ``bob.invoke``
-    computes; the files are always old or new, whole and consistent, what it
-    says is what happened, and nothing is left behind.
-``core``
-    the bytes decoded into the native binding's arguments: only documented
-    exceptions (``CoreError``, ``TypeError``, ``ValueError``,
-    ``OverflowError``), never a panic; a fast kernel's result equals the
-    scalar transcription's, bit for bit.
+Thin targets over shared checks (as Pillow's ``Tests/oss-fuzz`` does it), so the
+engine, the seeded loop, ``bob-fuzz replay`` and the OSS-Fuzz harnesses run the
+same code; what each property compares with what is tabled in docs/fuzzing.md.
 """
 
 from __future__ import annotations
@@ -39,7 +17,7 @@ from typing import Callable, NamedTuple
 
 from bob.fuzz.properties import PropertyFailed, require
 
-__all__ = ["Target", "TARGETS", "get", "preload", "accepted_seeds", "check_error", "golden_dir", "seed_files", "target_for_file"]
+__all__ = ["Target", "TARGETS", "get", "preload", "accepted_seeds", "check_error", "golden_dir", "seed_files"]
 
 
 class Target(NamedTuple):
@@ -55,11 +33,6 @@ def golden_dir() -> Path:
 
 def _golden(name: str) -> bytes:
     return (golden_dir() / name).read_bytes()
-
-
-# --------------------------------------------------------------------------- #
-# Shared checks
-# --------------------------------------------------------------------------- #
 
 
 def check_error(err: BaseException, data: bytes | None = None) -> None:
@@ -117,11 +90,6 @@ def _agree(obj, findings: list, data: bytes) -> None:
         check_error(err, data)
     require((obj is None) == bool(findings), f"loader {'refused' if obj is None else 'accepted'} "
             f"but findings are {[f.field for f in findings]}")
-
-
-# --------------------------------------------------------------------------- #
-# Format targets
-# --------------------------------------------------------------------------- #
 
 
 def input_target(data: bytes) -> None:
@@ -219,10 +187,7 @@ def predictions_target(data: bytes) -> None:
         require(canonical.predictions_bytes(list(pred.records)) == data, "the fast path builds other bytes")
 
 
-# --------------------------------------------------------------------------- #
-# Command targets (files in one private temporary directory per process)
-# --------------------------------------------------------------------------- #
-
+# The command targets' files: one private temporary directory per process.
 _SCRATCH: list[str] = []
 
 
@@ -290,10 +255,6 @@ def core_target(data: bytes) -> None:
     run(data)
 
 
-# --------------------------------------------------------------------------- #
-# The registry
-# --------------------------------------------------------------------------- #
-
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
@@ -353,12 +314,3 @@ def accepted_seeds(fmt: str | None) -> list[bytes]:
     if fmt not in ("input", "checkpoint", "predictions"):
         return []
     return [p.read_bytes() for p in sorted(golden_dir().glob(f"{fmt}-*.bin"))]
-
-
-def target_for_file(path: "str | os.PathLike[str]") -> str | None:
-    """The target a regression or artifact file belongs to, from its directory or its name."""
-    p = Path(path)
-    for part in (p.parent.name, p.name.split("-")[0]):
-        if part in TARGETS:
-            return part
-    return None

@@ -1,33 +1,12 @@
 """The ``run`` target's world: links, failing writes, crashes and a second process around ``bob-run``.
 
-Each execution runs ``bob-run --json`` in process in one *world*, chosen from
-the input's CRC-32 (so every mutation may move it to another one):
-
-``plain``, ``symlinks``
-    regular files (mode 0640), or ``--checkpoint`` and ``--predictions``
-    symbolic links into a subdirectory: bob-run refuses exactly when
-    ``bob.invoke`` does, otherwise writes exactly what it computes, keeps the
-    files' mode, and replaces the files the links name (the links stay links);
-``hardlink-checkpoint``, ``hardlink-predictions``, ``same-file``
-    the checkpoint or the predictions has a second name (a hard link), or
-    ``--predictions`` is a hard link of the checkpoint: refused (exit 2);
-``locked``
-    a second process (forked) holds the checkpoint's lock: exit 75 (or 2 for
-    a record refused before the lock is taken);
-``fail``
-    the k-th ``os`` call of the run fails (:class:`bob.fuzz.faults.OsFaults`);
-``crash``
-    the world ends at the k-th ``os`` call, as under a SIGKILL; then a second
-    ``bob-run`` runs on what was left.
-
-After each execution the file-level invariants hold: the checkpoint is the
-old one or the new one, whole; so are the predictions, and a new checkpoint
-never sits beside the old predictions; what bob-run said is what happened
-(exit 0 and its JSON's SHA-256 and predictions exactly when the files are the
-new ones; any other exit, nothing changed); nothing is left in the directory
-but the run's own files (after a crash, the next run removes what the dead
-one left, and completes the invocation it did not commit); no descriptor
-is left open.
+Each execution runs ``bob-run --json`` in process in one world (the table:
+docs/fuzzing.md), chosen from the input's CRC-32 so every mutation may move it
+to another one; then the file-level invariants are held: each file is the old
+one or the new one, whole, a new checkpoint never beside the old predictions;
+what bob-run said is what happened; a replaced file keeps its mode, links stay
+links; nothing is left but the run's own files and no descriptor is left
+open; after a crash the next ``bob-run`` cleans up and completes the invocation.
 """
 
 from __future__ import annotations
@@ -133,6 +112,105 @@ def _said(out: str, where: str) -> dict:
     return doc
 
 
+class _Run:
+    """One execution of ``bob-run`` in one world, and what it left."""
+
+    def __init__(self, data: bytes, record: bytes, checkpoint: bytes, want, scratch: Path) -> None:
+        self.world, self.k = world_of(data)
+        self.record, self.checkpoint, self.want = record, checkpoint, want
+        f = self.files = _Files(scratch / "world", self.world)
+        self.old_pred = b"previous predictions, must survive a refusal"
+        f.record.write_bytes(record)
+        f.ck.write_bytes(checkpoint)
+        f.pred.write_bytes(self.old_pred)
+        os.chmod(f.ck, MODE)
+        os.chmod(f.pred, MODE)
+        self.refusal_expected = want is None or self.world in ("hardlink-checkpoint", "hardlink-predictions",
+                                                               "same-file")
+        if self.world == "hardlink-checkpoint":
+            f.second = f.dir / "model.bob.second"
+            os.link(f.ck, f.second)
+        elif self.world == "hardlink-predictions":
+            f.second = f.dir / "predictions.bin.second"
+            os.link(f.pred, f.second)
+        elif self.world == "same-file":
+            f.pred.unlink()
+            os.link(f.ck, f.pred)
+            self.old_pred = checkpoint
+        self.new_ck: bytes | None = None if want is None else want.checkpoint_bytes()
+        self.new_pred: bytes | None = None if want is None else want.predictions_bytes()
+        self.argv = ["--json", "--input", str(f.record), "--checkpoint", str(f.ck_arg), "--predictions",
+                     str(f.pred_arg)]
+        self.faults = OsFaults(self.world, self.k) if self.world in ("fail", "crash") else None
+        self.where = f"world {self.world}" + (f", os call {self.k}" if self.faults is not None else "")
+
+    def files_now(self) -> tuple[bool, bool]:
+        """Each file old or new, whole, the pair consistent: (checkpoint new, predictions new)."""
+        f, where = self.files, self.where
+        ck_now, pred_now = f.ck.read_bytes(), f.pred.read_bytes()
+        require(ck_now in (self.checkpoint, self.new_ck), f"{where}: the checkpoint is neither the old nor the new one")
+        require(pred_now in (self.old_pred, self.new_pred),
+                f"{where}: the predictions are neither the old nor the new ones")
+        ck_new, pred_new = ck_now != self.checkpoint, pred_now != self.old_pred
+        require(pred_new or not ck_new, f"{where}: a new checkpoint beside the old predictions")
+        return ck_new, pred_new
+
+    def said(self, rc: int, out: str, err: str, ck_new: bool, pred_new: bool) -> dict:
+        """What bob-run said is what happened; its exit is what the world requires."""
+        f, where, world = self.files, self.where, self.world
+        said = f"{where}: bob-run exited {rc}: {err.strip()[-200:]}"
+        require("Traceback" not in out + err, f"{where}: bob-run printed a traceback")
+        doc = _said(out, where)
+        require(doc.get("exit_code") == rc and doc.get("ok") == (rc == 0),
+                f"{where}: bob-run's JSON does not say exit {rc}: {out.strip()[-200:]}")
+        if rc == 0:
+            require(ck_new and pred_new, f"{where}: bob-run exited 0 but did not replace both files")
+            require(doc.get("checkpoint_sha256") == hashlib.sha256(f.ck.read_bytes()).hexdigest()
+                    and doc.get("predictions_hex") == f.pred.read_bytes().hex(), f"{where}: the JSON names other files")
+            for path in (f.ck, f.pred):
+                require(path.stat().st_mode & 0o7777 == MODE, f"{where}: {path.name} lost its mode "
+                        f"({path.stat().st_mode & 0o7777:04o})")
+            _resumable(f.ck.read_bytes(), f.pred.read_bytes())
+        else:
+            require(not ck_new and not pred_new, f"{said}, but the files changed")
+        if self.refusal_expected:
+            require(rc != 0, f"{where}: bob-run accepted what it must refuse")
+        if world in ("plain", "symlinks", "hardlink-checkpoint", "hardlink-predictions", "same-file"):
+            require(rc == (REFUSED if self.refusal_expected else 0), said)
+        elif world == "locked":
+            require(rc == BUSY or (self.want is None and rc == REFUSED), said)
+        if f.second is not None:
+            require(f.second.read_bytes() == (self.checkpoint if "checkpoint" in world else self.old_pred),
+                    f"{where}: the second name changed")
+        if world == "symlinks":
+            require(f.ck_arg.is_symlink() and f.pred_arg.is_symlink(), f"{where}: a link was replaced")
+        return doc
+
+    def nothing_left(self, rc: int, doc: dict) -> None:
+        """No file left but the run's own (a lock file whose removal failed, and what a failing
+        clean-up after the commit named, excepted), no descriptor left open."""
+        from bob.commit import lock_path_for
+
+        f, faults = self.files, self.faults
+        lock_left = self.world == "locked" or (faults is not None and faults.failed == ("unlink",
+                                                                                         lock_path_for(str(f.ck))))
+        told = " ".join(doc.get("problems_after_commit") or []) if rc == 0 else ""
+        left = sorted(name for name in f.names() - f.expected(lock=lock_left) if name not in told)
+        require(not left, f"{self.where}: bob-run left other files: {left}")
+        require(faults is None or not faults.left_open,
+                f"{self.where}: bob-run left descriptors open ({faults.left_open if faults else ''})")
+
+
+def _resumable(checkpoint: bytes, predictions: bytes) -> None:
+    """D14: what bob writes, bob resumes from -- held to the contract oracle, not to bob's reader."""
+    from bob.fuzz import oracle
+
+    verdict = oracle.check_checkpoint(checkpoint)
+    require(verdict is None, f"bob-run wrote a checkpoint the contract refuses to resume from: {verdict}")
+    verdict = oracle.check_predictions(predictions)
+    require(verdict is None, f"bob-run wrote predictions the contract refuses: {verdict}")
+
+
 def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: Path,
                  quietly: Callable[[Callable[[list[str]], int], list[str]], tuple[int, str, str]]) -> None:
     """One execution of ``bob-run`` in the world of ``data`` (``want``: what ``bob.invoke``
@@ -140,97 +218,26 @@ def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: P
     from bob.commit import lock_path_for
     from bob.run import main as run_main
 
-    world, k = world_of(data)
-    f = _Files(scratch / "world", world)
-    old_pred = b"previous predictions, must survive a refusal"
-    f.record.write_bytes(record)
-    f.ck.write_bytes(checkpoint)
-    f.pred.write_bytes(old_pred)
-    os.chmod(f.ck, MODE)
-    os.chmod(f.pred, MODE)
-    refusal_expected = want is None
-    if world == "hardlink-checkpoint":
-        f.second = f.dir / "model.bob.second"
-        os.link(f.ck, f.second)
-        refusal_expected = True
-    elif world == "hardlink-predictions":
-        f.second = f.dir / "predictions.bin.second"
-        os.link(f.pred, f.second)
-        refusal_expected = True
-    elif world == "same-file":
-        f.pred.unlink()
-        os.link(f.ck, f.pred)
-        old_pred = checkpoint
-        refusal_expected = True
-    new_ck, new_pred = (None, None) if want is None else (want.checkpoint_bytes(), want.predictions_bytes())
-    argv = ["--json", "--input", str(f.record), "--checkpoint", str(f.ck_arg), "--predictions", str(f.pred_arg)]
-    release = _hold_lock(lock_path_for(str(f.ck))) if world == "locked" else None
-    faults = OsFaults(world, k) if world in ("fail", "crash") else None
+    run = _Run(data, record, checkpoint, want, scratch)
+    release = _hold_lock(lock_path_for(str(run.files.ck))) if run.world == "locked" else None
     crashed = False
     try:
-        if faults is None:
-            rc, out, err = quietly(run_main, argv)
+        if run.faults is None:
+            rc, out, err = quietly(run_main, run.argv)
         else:
-            with faults:
+            with run.faults:
                 try:
-                    rc, out, err = quietly(run_main, argv)
+                    rc, out, err = quietly(run_main, run.argv)
                 except Crash:
                     crashed, rc, out, err = True, -9, "", ""
-        ck_now, pred_now = f.ck.read_bytes(), f.pred.read_bytes()
-        where = f"world {world}" + (f", os call {k}" if faults is not None else "")
-        said = f"{where}: bob-run exited {rc}: {err.strip()[-200:]}"
-
-        # Old or new, whole; the pair consistent.
-        require(ck_now in (checkpoint, new_ck), f"{where}: the checkpoint is neither the old nor the new one")
-        require(pred_now in (old_pred, new_pred), f"{where}: the predictions are neither the old nor the new ones")
-        ck_new, pred_new = ck_now != checkpoint, pred_now != old_pred
-        require(pred_new or not ck_new, f"{where}: a new checkpoint beside the old predictions")
+        ck_new, pred_new = run.files_now()
         if not crashed:
-            require("Traceback" not in out + err, f"{where}: bob-run printed a traceback")
-            # What bob said is what happened.
-            doc = _said(out, where)
-            require(doc.get("exit_code") == rc and doc.get("ok") == (rc == 0),
-                    f"{where}: bob-run's JSON does not say exit {rc}: {out.strip()[-200:]}")
-            if rc == 0:
-                require(ck_new and pred_new, f"{where}: bob-run exited 0 but did not replace both files")
-                require(doc.get("checkpoint_sha256") == hashlib.sha256(ck_now).hexdigest()
-                        and doc.get("predictions_hex") == pred_now.hex(), f"{where}: the JSON names other files")
-                for path in (f.ck, f.pred):
-                    require(path.stat().st_mode & 0o7777 == MODE, f"{where}: {path.name} lost its mode "
-                            f"({path.stat().st_mode & 0o7777:04o})")
-                # D14: what bob writes, bob resumes from -- held to the contract oracle, not to bob's reader.
-                from bob.fuzz import oracle
-
-                verdict = oracle.check_checkpoint(ck_now)
-                require(verdict is None, f"bob-run wrote a checkpoint the contract refuses to resume from: {verdict}")
-                verdict = oracle.check_predictions(pred_now)
-                require(verdict is None, f"bob-run wrote predictions the contract refuses: {verdict}")
-            else:
-                require(not ck_new and not pred_new, f"{said}, but the files changed")
-            if refusal_expected:
-                require(rc != 0, f"{where}: bob-run accepted what it must refuse")
-            if world in ("plain", "symlinks", "hardlink-checkpoint", "hardlink-predictions", "same-file"):
-                require(rc == (REFUSED if refusal_expected else 0), said)
-            elif world == "locked":
-                require(rc == BUSY or (want is None and rc == REFUSED), said)
-            if f.second is not None:
-                require(f.second.read_bytes() == (checkpoint if "checkpoint" in world else old_pred),
-                        f"{where}: the second name changed")
-            if world == "symlinks":
-                require(f.ck_arg.is_symlink() and f.pred_arg.is_symlink(), f"{where}: a link was replaced")
-            # A lock file whose removal failed is left for the next run to lock and remove.
-            lock_left = world == "locked" or (faults is not None and faults.failed == ("unlink", lock_path_for(str(f.ck))))
-            # After the commit a failing clean-up is told (exit 0): what it left is named there.
-            told = " ".join(doc.get("problems_after_commit") or []) if rc == 0 else ""
-            left = sorted(name for name in f.names() - f.expected(lock=lock_left) if name not in told)
-            require(not left, f"{where}: bob-run left other files: {left}")
-            require(faults is None or not faults.left_open,
-                    f"{where}: bob-run left descriptors open ({faults.left_open if faults else ''})")
+            run.nothing_left(rc, run.said(rc, out, err, ck_new, pred_new))
     finally:
         if release is not None:
             release()
     if crashed:
-        _after_crash(f, argv, quietly, run_main, record, new_ck, new_pred, ck_new, where)
+        _after_crash(run.files, run.argv, quietly, run_main, record, run.new_ck, run.new_pred, ck_new, run.where)
 
 
 def _after_crash(f: _Files, argv: list[str], quietly, run_main, record: bytes, new_ck, new_pred, committed: bool,

@@ -1,6 +1,6 @@
 """``bob-inspect verify FILE...``: a checkpoint fsck.
 
-Each file is examined whole (:func:`bob.formats.checks.examine`, every
+Each file is examined whole (:func:`bob.formats.checkpoint.examine`, every
 finding in the contract's order) and reported on its own, so one bad file
 never hides the next: every problem with its field, offset and, for a plane,
 its chunk (``P``, ``M``, ``V``). Beyond the findings, the diagnosis says
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bob.formats.checks import Examination, examine
+from bob.formats.checkpoint import Examination, examine
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, PLANE_NAMES
 from bob.formats.files import CHECKPOINT_FILE
 from bob.formats.rules import chunk_offset
