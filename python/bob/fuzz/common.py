@@ -125,7 +125,7 @@ class CampaignDisplay:
 
     def __init__(self, target: str, live: bool | None) -> None:
         self.target = target
-        self.last_plain = 0.0
+        self.last_plain: float = 0.0
         self.live: Any = None  # a rich.live.Live on a terminal
         if live is None:
             live = sys.stderr.isatty()

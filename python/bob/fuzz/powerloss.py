@@ -148,7 +148,8 @@ class Recorder:
     """``with Recorder(root) as r: …`` logs in ``r.ops`` every change bob makes under ``root``."""
 
     def __init__(self, root: Path) -> None:
-        self.root = os.path.realpath(root)
+        self.root: str = os.path.realpath(root)
+        self.image: Image
         self.image, self._inodes = snapshot(Path(self.root))
         self.ops: list[Op] = []
         self._fds: dict[int, tuple[int, str]] = {}  # descriptor → (model inode, or -1 for a directory; its path)
