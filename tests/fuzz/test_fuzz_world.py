@@ -27,7 +27,7 @@ def in_world(monkeypatch: pytest.MonkeyPatch, name: str, k: int, checkpoint: byt
         want = bob.invoke(RECORD, checkpoint, threads=1)
     except bob.FormatError:
         want = None
-    world.run_in_world(checkpoint, RECORD, checkpoint, want, targets._scratch(), targets._quietly)
+    world.run_in_world(checkpoint, RECORD, checkpoint, want, targets._scratch(), targets.quietly)
 
 
 @pytest.mark.parametrize("name", sorted(set(world.WORLDS) - {"fail", "crash"}))

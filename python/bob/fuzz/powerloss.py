@@ -5,14 +5,12 @@ file-system operations of a real ``bob-run`` (or a library writer), then build
 every state a crash may leave on disk, and judge each.
 
 **Recording.** :class:`Recorder` wraps the ``os`` functions that change files
-(every write bob makes goes through them: :mod:`bob.fileio`, :mod:`bob.commit`)
-and logs each call under the directory it watches as an operation on
-*inodes* (a new file gets a fresh number, so a reused inode number is not
-mistaken for the old file). Chosen over ``strace``: it needs no tool the CI
-machine may lack, sees exactly bob's calls in order, and runs in process, so
-the suite can afford a few hundred states; over an LD_PRELOAD shim: bob's
-writes are Python's ``os`` calls, one layer up from libc, with the same
-arguments.
+(every write bob makes goes through them) and logs each call under the
+directory it watches as an operation on *inodes* (a new file gets a fresh
+number, so a reused inode number is not mistaken for the old file). Chosen
+over ``strace`` and an LD_PRELOAD shim: it needs no tool the CI machine may
+lack, sees exactly bob's calls in order, and runs in process, so the suite
+can judge every state.
 
 **Crash states.** For a crash after the first ``k`` operations, an operation
 is *durable* when POSIX makes it so before the crash: a write or truncation
@@ -29,9 +27,8 @@ new one, whole; a new checkpoint never sits beside the old predictions; once
 the run said it committed, every crash state has the new pair; and the next
 ``bob-run`` on the state exits 0, resumes from what it finds, writes what
 ``bob.invoke`` computes from it, and leaves nothing of the dead run behind.
-The suite runs a bounded number of states (``tests/hostile/test_power_loss.py``);
-``bob-fuzz run run`` has a ``power-loss`` world that checks one state per
-execution; the whole space is :func:`main`'s (``python -m bob.fuzz.powerloss``).
+A run's whole space is a few dozen states, so ``tests/hostile/test_power_loss.py``
+judges all of it (``limit`` samples each prefix, for longer recordings).
 """
 
 from __future__ import annotations
@@ -47,6 +44,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from bob.fuzz.properties import require
+from bob.fuzz.targets import quietly
 
 __all__ = ["Op", "Recorder", "crash_states", "check_states", "record_run", "Scenario"]
 
@@ -324,19 +322,6 @@ class Scenario:
     predictions: str = "predictions.bin"
 
 
-def _quietly(fn: Callable[[list[str]], int], argv: list[str]) -> tuple[int, str, str]:
-    import contextlib
-    import io
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = fn(argv)
-        except SystemExit as exc:
-            rc = exc.code if isinstance(exc.code, int) else 2
-    return rc, out.getvalue(), err.getvalue()
-
-
 def _argv(directory: Path, sc: "Scenario") -> list[str]:
     return ["--json", "--input", str(directory / "input.bin"), "--checkpoint", str(directory / sc.checkpoint),
             "--predictions", str(directory / sc.predictions)]
@@ -369,7 +354,7 @@ def record_run(directory: Path, record: bytes, checkpoint: bytes, predictions: b
     want = bob.invoke(record, checkpoint, threads=1)
     recorder = Recorder(directory)
     with recorder:
-        rc, _out, err = _quietly(writer or run_main, _argv(directory, sc))
+        rc, _out, err = quietly(writer or run_main, _argv(directory, sc))
     require(rc == 0, f"the recorded run exited {rc}: {err.strip()[-300:]}")
     sc.root, sc.image, sc.ops, sc.exit_code = recorder.root, recorder.image, recorder.ops, rc
     sc.new_checkpoint, sc.new_predictions = want.checkpoint_bytes(), want.predictions_bytes()
@@ -406,7 +391,7 @@ def check_state(sc: Scenario, k: int, kept: tuple[int, ...], state: Image, scrat
     state.materialize(scratch, sc.root)
     (scratch / "input.bin").write_bytes(sc.record)
     want = bob.invoke(sc.record, ck or b"", threads=1)
-    rc, out, err = _quietly(run_main, _argv(scratch, sc))
+    rc, out, err = quietly(run_main, _argv(scratch, sc))
     require(rc == 0, f"{where}: the next bob-run exited {rc}: {err.strip()[-300:]}")
     require((scratch / sc.checkpoint).read_bytes() == want.checkpoint_bytes()
             and (scratch / sc.predictions).read_bytes() == want.predictions_bytes(),

@@ -17,7 +17,7 @@ from typing import Callable, NamedTuple
 
 from bob.fuzz.properties import PropertyFailed, require
 
-__all__ = ["Target", "TARGETS", "get", "preload", "accepted_seeds", "check_error", "golden_dir", "seed_files"]
+__all__ = ["Target", "TARGETS", "get", "preload", "accepted_seeds", "check_error", "golden_dir", "seed_files", "quietly"]
 
 
 class Target(NamedTuple):
@@ -197,7 +197,7 @@ def _scratch() -> Path:
     return Path(_SCRATCH[0])
 
 
-def _quietly(fn: Callable[[list[str]], int], argv: list[str]) -> tuple[int, str, str]:
+def quietly(fn: Callable[[list[str]], int], argv: list[str]) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
@@ -218,7 +218,7 @@ def inspect_target(data: bytes) -> None:
     path = _scratch() / "inspected.bin"
     path.write_bytes(data)
     for argv in ([str(path)], ["--json", str(path)]):
-        rc, out, err = _quietly(inspect_main, argv)
+        rc, out, err = quietly(inspect_main, argv)
         require(rc in (0, 2), f"bob-inspect {' '.join(argv[:-1])} exited {rc}: {err.strip()[-300:]}")
         require("Traceback" not in out + err, "bob-inspect printed a traceback")
         _no_raw_controls(out + err, "bob-inspect")
@@ -246,7 +246,7 @@ def run_target(data: bytes) -> None:
     except FormatError as refusal:
         check_error(refusal)
         want = None
-    run_in_world(data, record, checkpoint, want, _scratch(), _quietly)
+    run_in_world(data, record, checkpoint, want, _scratch(), quietly)
 
 
 def core_target(data: bytes) -> None:
