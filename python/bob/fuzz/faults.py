@@ -15,7 +15,7 @@ import errno
 import os
 from typing import Any, Callable
 
-__all__ = ["COMMIT_CALLS", "ERRNO_OF", "Crash", "OsFaults", "before_os_call"]
+__all__ = ["COMMIT_CALLS", "ERRNO_OF", "Crash", "OsFaults", "before_os_call", "patch_os", "restore_os"]
 
 COMMIT_CALLS = ("open", "write", "fsync", "fchmod", "replace", "rename", "link", "unlink", "close")
 
@@ -31,6 +31,22 @@ ERRNO_OF = {
     "close": errno.EIO,  # NFS reports a failed write-back at close
 }
 """The error a failing disk or filesystem gives each call (none of them a resource of the process)."""
+
+
+def patch_os(names: "tuple[str, ...]", wrap: "Callable[[str, Callable[..., Any]], Callable[..., Any]]"
+             ) -> "dict[str, Callable[..., Any]]":
+    """Replace each of ``os``'s functions ``names`` with ``wrap(name, real)``; return the real ones."""
+    real = {name: getattr(os, name) for name in names}
+    for name, function in real.items():
+        setattr(os, name, wrap(name, function))
+    return real
+
+
+def restore_os(real: "dict[str, Callable[..., Any]]") -> None:
+    """Put back the functions :func:`patch_os` replaced."""
+    for name, function in real.items():
+        setattr(os, name, function)
+    real.clear()
 
 
 def before_os_call(signum: str, names: "tuple[str, ...]" = COMMIT_CALLS) -> str:
@@ -124,15 +140,11 @@ class OsFaults:
         return self.spare is not None and self.spare(name, args)
 
     def __enter__(self) -> "OsFaults":
-        for name in self.names:
-            self._real[name] = getattr(os, name)
-            setattr(os, name, self._wrap(name, self._real[name]))
+        self._real = patch_os(self.names, self._wrap)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for name, real in self._real.items():
-            setattr(os, name, real)
-        self._real.clear()
+        restore_os(self._real)
         self.left_open = sorted(self._open_fds)
         self._open_fds.clear()
         if self.mode == "crash" and self.hit:

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from bob.fuzz.faults import patch_os, restore_os
 from bob.fuzz.properties import require
 from bob.fuzz.targets import quietly
 
@@ -168,9 +169,6 @@ class Recorder:
             self._inodes[key] = max(self._inodes.values(), default=-1) + 1
         return self._inodes[key]
 
-    def _log(self, op: Op) -> None:
-        self.ops.append(op)
-
     def _wrap(self, name: str, real: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             return getattr(self, "_" + name)(real, *args, **kwargs)
@@ -189,9 +187,9 @@ class Recorder:
                 node = self._node(st, new=created)
                 self._fds[fd] = (node, entry[0])
                 if created:
-                    self._log(Op("create", node, entry))
+                    self.ops.append(Op("create", node, entry))
                 elif flags & os.O_TRUNC:
-                    self._log(Op("truncate", node, offset=0))
+                    self.ops.append(Op("truncate", node, offset=0))
         elif os.path.realpath(os.fsdecode(path)) == self.root:
             self._fds[fd] = (-1, self.root)
         return fd
@@ -200,7 +198,7 @@ class Recorder:
         at = offset[0] if offset else os.lseek(fd, 0, os.SEEK_CUR) if fd in self._fds else 0
         n = real(fd, data, *offset)
         if fd in self._fds:
-            self._log(Op("write", self._fds[fd][0], offset=at, data=bytes(memoryview(data).cast("B")[:n])))
+            self.ops.append(Op("write", self._fds[fd][0], offset=at, data=bytes(memoryview(data).cast("B")[:n])))
         return n
 
     _pwrite = _write
@@ -208,20 +206,20 @@ class Recorder:
     def _ftruncate(self, real, fd, length):
         real(fd, length)
         if fd in self._fds:
-            self._log(Op("truncate", self._fds[fd][0], offset=length))
+            self.ops.append(Op("truncate", self._fds[fd][0], offset=length))
 
     def _fsync(self, real, fd):
         real(fd)
         if fd in self._fds:
             node, where = self._fds[fd]
-            self._log(Op("fsync", node) if node >= 0 else Op("fsyncdir", entry=(where, "")))
+            self.ops.append(Op("fsync", node) if node >= 0 else Op("fsyncdir", entry=(where, "")))
 
     def _moved(self, real, kind, src, dst, **kwargs):
         source, target = self._entry(src), self._entry(dst)
         st = os.lstat(src) if source[0] and os.path.lexists(src) else None
         result = real(src, dst, **kwargs)
         if st is not None and stat.S_ISREG(st.st_mode) and target[0]:
-            self._log(Op(kind, self._node(st), source, target))
+            self.ops.append(Op(kind, self._node(st), source, target))
         return result
 
     def _replace(self, real, src, dst, **kwargs):
@@ -237,22 +235,18 @@ class Recorder:
         st = os.lstat(path) if entry[0] and os.path.lexists(path) else None
         real(path, **kwargs)
         if st is not None and stat.S_ISREG(st.st_mode):
-            self._log(Op("unlink", self._node(st), entry))
+            self.ops.append(Op("unlink", self._node(st), entry))
 
     def _close(self, real, fd):
         self._fds.pop(fd, None)
         return real(fd)
 
     def __enter__(self) -> "Recorder":
-        for name in _WRAPPED:
-            self._real[name] = getattr(os, name)
-            setattr(os, name, self._wrap(name, self._real[name]))
+        self._real = patch_os(_WRAPPED, self._wrap)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for name, real in self._real.items():
-            setattr(os, name, real)
-        self._real.clear()
+        restore_os(self._real)
 
 
 def durable_before(ops: list[Op], k: int) -> list[bool]:
@@ -312,7 +306,6 @@ class Scenario:
     root: str
     image: Image
     ops: list[Op]
-    exit_code: int
     record: bytes
     old_checkpoint: bytes
     old_predictions: bytes | None
@@ -340,7 +333,7 @@ def record_run(directory: Path, record: bytes, checkpoint: bytes, predictions: b
     import bob
     from bob.run import main as run_main
 
-    sc = Scenario("", Image({}, {}), [], 0, record, checkpoint, predictions, b"", b"")
+    sc = Scenario("", Image({}, {}), [], record, checkpoint, predictions, b"", b"")
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "input.bin").write_bytes(record)
     home = directory / "targets" if links else directory
@@ -356,7 +349,7 @@ def record_run(directory: Path, record: bytes, checkpoint: bytes, predictions: b
     with recorder:
         rc, _out, err = quietly(writer or run_main, _argv(directory, sc))
     require(rc == 0, f"the recorded run exited {rc}: {err.strip()[-300:]}")
-    sc.root, sc.image, sc.ops, sc.exit_code = recorder.root, recorder.image, recorder.ops, rc
+    sc.root, sc.image, sc.ops = recorder.root, recorder.image, recorder.ops
     sc.new_checkpoint, sc.new_predictions = want.checkpoint_bytes(), want.predictions_bytes()
     # The model is faithful: every operation applied gives the tree the run left.
     final = recorder.image.copy()
