@@ -13,7 +13,7 @@ One invocation (contract §7), in memory::
 
 Formats (contract ``bob-v1`` §3–§5; the document itself: ``bob.contract_document()``)::
 
-    bob.load_input(data) -> InputRecord             # bob-input v1, 1,564 bytes
+    bob.load_input(data) -> InputRecord             # bob-input v1, RECORD_BYTES bytes
     bob.load_checkpoint(data, *, for_resume=True)   # bob-envelope v1; b"" -> fresh state
     bob.load_predictions(data) -> Predictions       # 24 bytes
     bob.build_input(corpus, prompts) -> InputRecord # the fixture builder

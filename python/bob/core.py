@@ -8,7 +8,7 @@ missing, importing this module raises :class:`NativeCoreUnavailable` saying
 how to build it.
 
 It imports nothing heavy: the core works on any float32 buffer in this
-machine's byte order (NumPy arrays, flat or (256, 256), ``array.array('f')``,
+machine's byte order (NumPy arrays, flat or as tables, ``array.array('f')``,
 a ``bytearray`` cast to ``'f'``), so ``bob-run`` can train without importing
 NumPy. An array of another library with ``__dlpack__`` or ``__array__`` (a
 torch tensor) is taken through a NumPy view of its memory
@@ -180,7 +180,7 @@ def train(p: "PlaneLike", m: "PlaneLike", v: "PlaneLike", contexts: "PairsLike |
     """Make ``updates`` AdamW updates in place on P, M, V (contract §6.3).
 
     P, M, V are writable float32 buffers of rows x rows values (flat or
-    (256, 256); a NumPy array, an ``array.array``, a torch tensor …);
+    as the table; a NumPy array, an ``array.array``, a torch tensor …);
     ``contexts`` and ``targets`` are the pairs' bytes (bytes, integer arrays
     or tensors, or a sequence of ints). ``step``
     is the number of updates completed before. Returns the loss before each

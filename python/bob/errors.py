@@ -30,7 +30,7 @@ The subclasses say what kind of refusal it is:
   size, chunk table, padding, target, prompt word, token, validity …);
 * :class:`StateRefused` — the file is well formed but its state cannot be
   resumed (non-finite values, negative V, step 0 with non-zero moments, no
-  room for 10 more updates). An inspector reports these instead.
+  room for the updates of one more invocation). An inspector reports these instead.
 
 Values are shown through :mod:`bob.text`, bob's one escaping helper. This
 module imports nothing outside the standard library, so ``import bob`` stays

@@ -2,7 +2,7 @@
 
 One call each way (``Checkpoint.to_safetensors(path)`` /
 ``Checkpoint.from_safetensors(path)``, ``to_npz`` / ``from_npz``). The file
-holds the three planes as (256, 256) float32 arrays named ``P``, ``M`` and
+holds the three planes as their (vocabulary, vocabulary) float32 tables named ``P``, ``M`` and
 ``V`` (row = context byte, column = next byte) and, as metadata, the step,
 ``header_bytes`` and the contract's identity (each §2 field, exactly) —
 everything the envelope holds, so a checkpoint exported and imported again
@@ -155,8 +155,8 @@ def _checkpoint(meta: Any, arrays: dict[str, Any], what: str, for_resume: bool,
         if a.dtype != np.dtype("<f4"):
             raise BadValue(name, "a plane is float32 (little-endian)", expected="float32", actual=f"dtype {a.dtype}")
         if a.shape != (VOCABULARY, VOCABULARY):
-            raise BadValue(name, "a plane is exported as its 256 x 256 table", expected=f"shape {(VOCABULARY,) * 2}",
-                           actual=f"shape {a.shape}")
+            raise BadValue(name, f"a plane is exported as its {VOCABULARY} x {VOCABULARY} table",
+                           expected=f"shape {(VOCABULARY,) * 2}", actual=f"shape {a.shape}")
         planes.append(np.array(a, dtype=np.float32, order="C"))  # our own writable copy
     fields: dict[str, Any] = {}
     for name in CONTRACT_FIELDS:

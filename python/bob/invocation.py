@@ -1,7 +1,7 @@
 """One invocation of contract §7, in memory: ``bob.invoke``.
 
 :func:`advance` is the one place in bob that sequences an invocation's math
-(10 updates in the native core, the check that the new state can be resumed,
+(the updates in the native core, the check that the new state can be resumed,
 the predictions); :func:`invoke` (the library) and ``bob-run`` (the command,
 on its own plane buffers) both call it, so they cannot drift apart.
 
@@ -31,17 +31,17 @@ __all__ = ["Invocation", "invoke", "advance"]
 _CHECKS = {
     "non_finite": "would make plane {plane} non-finite",
     "negative": "would make plane V negative",
-    "no_room": "would leave no room for the next 10 updates in a u64 step",
+    "no_room": f"would leave no room for the next {UPDATES_PER_INVOCATION} updates in a u64 step",
 }
 
 
 def advance(p, m, v, contexts, targets, prompt_words: Sequence[int], step: int, *,
             threads: int = 0) -> "tuple[int, list[float], list[tuple[int, int]]]":
-    """Make one invocation's 10 updates in place on the float32 buffers P, M, V
+    """Make one invocation's updates in place on the float32 buffers P, M, V
     (``step`` updates made before) and predict for ``prompt_words``.
 
     Returns ``(step_after, losses, records)``: the new step (the one place
-    that counts the 10 updates on), the loss before each update, and the
+    that counts the invocation's updates on), the loss before each update, and the
     (token, validity) per prompt. Raises :class:`~bob.errors.StateRefused`
     (naming the plane and index) when the new state could not be resumed —
     a value became non-finite, or the step has no room left — so nothing that
@@ -58,7 +58,7 @@ def advance(p, m, v, contexts, targets, prompt_words: Sequence[int], step: int, 
         check, plane, index = problem
         where = cell_name(index)
         field = plane or "step"
-        message = f"the 10 updates from step {step} {_CHECKS[check].format(plane=plane)}"
+        message = f"the {UPDATES_PER_INVOCATION} updates from step {step} {_CHECKS[check].format(plane=plane)}"
         if plane:
             message += f" (first at {where}); nothing was written"
             offset_in_plane = PLANE_NAMES.index(plane)
@@ -80,9 +80,9 @@ class Invocation:
     predictions, and how it went. Nothing here shares memory with what
     :func:`invoke` was given.
 
-    ``checkpoint``: the state after the 10 updates (step ``step_after``);
+    ``checkpoint``: the state after the invocation's updates (step ``step_after``);
     ``predictions``: one per prompt of the record, from the new P;
-    ``losses``: the loss before each of the 10 updates (contract §6.4).
+    ``losses``: the loss before each of the invocation's updates (contract §6.4).
 
     (A plain class, not a dataclass: ``bob-run`` imports this module and does
     not pay for importing ``dataclasses``.)
@@ -138,7 +138,7 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
            threads: int = 0) -> Invocation:
     """One invocation of contract §7 in memory; never mutates its arguments.
 
-    ``record`` is an :class:`~bob.InputRecord` or its 1,564 bytes;
+    ``record`` is an :class:`~bob.InputRecord` or its bytes;
     ``checkpoint`` a :class:`~bob.Checkpoint`, a checkpoint file's bytes, or
     ``b""`` for the fresh state (§6.1). Bytes are checked fully (§3, §5) and
     refused with a :class:`~bob.FormatError` naming the field; a
@@ -172,7 +172,7 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
 
 def _checked_planes(contract: "Contract", step: int, planes: "Any") -> "Any":
     """P, M and V (``planes``, indexable) copied into the rows of one new
-    (3, 65,536) float32 array by the native core's resume check, in one call
+    (3, PARAMETER_COUNT) float32 array by the native core's resume check, in one call
     (``bob.core.resume_problem(..., into=)``, a vectorized pass: a fifth of
     the time of :func:`~bob.formats.checks.state_findings`' NumPy). None when
     the contract is not bob v1's, the core finds something to refuse, or it
@@ -197,12 +197,12 @@ def _checked_planes(contract: "Contract", step: int, planes: "Any") -> "Any":
 
 def _owned_copy(checkpoint: "Checkpoint") -> "Checkpoint":
     """A copy of ``checkpoint`` whose P, M and V are rows of one new array:
-    one allocation and one pass over the 786,432 bytes. Three separate
-    256 KiB arrays (``Checkpoint.copy``) measured several times the cost in
+    one allocation and one pass over the planes' bytes. Three separate
+    plane-sized arrays (``Checkpoint.copy``) measured several times the cost in
     a loop of invocations: glibc gives their pages back to the system when
     they are freed (its trim threshold follows the largest block freed), so
     each copy faulted them in again, 160 page faults a call; one block of
-    786,432 bytes is kept and reused. Planes reassigned to anything but flat
+    all three planes is kept and reused. Planes reassigned to anything but flat
     float32 arrays take :meth:`~bob.Checkpoint.copy`, which converts and
     checks them."""
     import numpy as np
@@ -243,7 +243,7 @@ def _loaded(data: bytes) -> "Checkpoint":
 
 
 def _with_planes(step: int, planes, header_bytes: int, contract: "Contract") -> "Checkpoint":
-    """A Checkpoint over the rows of ``planes`` (3 x 65,536 float32, owned by the new checkpoint)."""
+    """A Checkpoint over the rows of ``planes`` (3 x PARAMETER_COUNT float32, owned by the new checkpoint)."""
     from bob.formats.envelope import Checkpoint
 
     return Checkpoint(step, planes[0], planes[1], planes[2], header_bytes, contract)

@@ -10,7 +10,7 @@ runs. What this module adds is what a command on shared files needs:
   1 anything unexpected (a traceback only under ``--debug``);
 * only regular files are read or replaced; links are followed, and the lock
   belongs to the resolved checkpoint (:mod:`bob.fileio`);
-* nothing is lost: every check, and the 10 updates, happen before the first
+* nothing is lost: every check, and the invocation's updates, happen before the first
   write; the predictions are replaced before the checkpoint, and put back
   exactly if the checkpoint cannot be replaced; a state that would not be
   resumable is refused, not written;
@@ -286,9 +286,11 @@ def _human_summary(result: dict) -> str:
 
 
 def run_parser() -> "argparse.ArgumentParser":
+    from bob.formats.constants import UPDATES_PER_INVOCATION
+
     parser = argument_parser(
         prog=PROG,
-        description="One bob invocation: 10 AdamW updates from CKPT (missing or empty: fresh), "
+        description=f"One bob invocation: {UPDATES_PER_INVOCATION} AdamW updates from CKPT (missing or empty: fresh), "
         "then CKPT and PRED replaced atomically.",
         epilog="exit codes: 0 done, 2 refused, 75 checkpoint in use, 130 interrupted, 1 unexpected",
     )
