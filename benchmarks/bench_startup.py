@@ -123,7 +123,7 @@ def main() -> None:
             "bob-run (resuming)": run,
             "python -m bob run (resuming)": [sys.executable, "-m", "bob", "run", *files],
             # bob-run's script as it was before it skipped the interpreter's
-            # teardown (bob.commands.exit_now).
+            # teardown (bob.text.exit_now).
             "bob-run, with the teardown": [sys.executable, "-c", WITH_TEARDOWN, *files],
             # What this change removed, put back: the imports the installer's
             # wrapper (re), hashlib, bob.invocation (dataclasses) and typing

@@ -41,12 +41,11 @@ from bob.commands import (
     about,
     add_common_options,
     argument_parser,
-    note,
     run_command,
     seconds_option,
 )
 from bob.commit import lock_path_for  # noqa: F401 - where tests and tools have always found it
-from bob.text import show_byte, show_path
+from bob.text import note, show_byte, show_path
 
 PROG = "bob-run"
 

@@ -393,7 +393,7 @@ def test_a_committed_run_whose_summary_cannot_be_printed_says_so_once(work: Path
 
 
 def test_emit_without_a_commit_says_only_that_the_summary_was_lost(capsys, monkeypatch) -> None:
-    from bob.commands import emit
+    from bob.text import emit
 
     with monkeypatch.context() as patch:
         patch.setattr("sys.stdout", BrokenStdout())

@@ -86,7 +86,7 @@ def test_json_summary_is_one_line_in_one_piece(work: Path) -> None:
     assert json.loads(out.stdout)["step_after"] == 10
 
 
-EXIT_NOW = ("import sys; from bob.commands import exit_now; sys.stdout.write('x' * 200_000); "
+EXIT_NOW = ("import sys; from bob.text import exit_now; sys.stdout.write('x' * 200_000); "
             "sys.stderr.write('last words'); exit_now(3)")
 
 
