@@ -163,10 +163,9 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     (the lock's wait, after the updates, just before the commit), with
     everything rolled back.
     """
-    from bob.commit import CheckpointLock, Commit, refuse_if_lock_of
+    from bob.commit import CheckpointLock, Commit, clean_stale_temporaries, refuse_if_lock_of
     from bob.fileio import (
         check_directory,
-        clean_stale_temporaries,
         identity,
         refuse_unreplaceable,
         replace_target,

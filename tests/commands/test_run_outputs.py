@@ -294,7 +294,7 @@ def test_a_lock_file_holding_other_bytes_is_not_a_pid(work: Path, capsys) -> Non
 
 def test_a_temporary_of_someone_elses_live_process_is_left_alone(work: Path, monkeypatch) -> None:
     """os.kill(pid, 0) answers EPERM for a live process of another user: alive."""
-    import bob.fileio
+    import bob.commit
 
     def not_yours(pid: int, sig: int) -> None:
         raise PermissionError(1, "Operation not permitted")
@@ -303,8 +303,8 @@ def test_a_temporary_of_someone_elses_live_process_is_left_alone(work: Path, mon
     target.write_bytes(b"x")
     theirs = work / ".ck.bin.bob-tmp-999999-0123456789ab"
     theirs.write_bytes(b"someone else's")
-    monkeypatch.setattr(bob.fileio.os, "kill", not_yours)
-    assert bob.fileio.clean_stale_temporaries(target) == [] and theirs.exists()
+    monkeypatch.setattr(bob.commit.os, "kill", not_yours)
+    assert bob.commit.clean_stale_temporaries(target) == [] and theirs.exists()
 
 
 def test_refusals_of_a_file_name_the_option_path_and_what_it_should_be(work: Path, capsys) -> None:
@@ -324,7 +324,7 @@ def test_refusals_of_a_file_name_the_option_path_and_what_it_should_be(work: Pat
 def test_only_well_formed_temporary_names_are_cleaned(work: Path) -> None:
     """A name that merely starts like bob's temporaries (no random part, or no
     pid) is someone else's file: never removed."""
-    from bob.fileio import clean_stale_temporaries
+    from bob.commit import clean_stale_temporaries
 
     target = work / "ck.bin"
     target.write_bytes(b"x")
