@@ -5,6 +5,11 @@
 the predictions); :func:`invoke` (the library) and ``bob-run`` (the command,
 on its own plane buffers) both call it, so they cannot drift apart.
 
+``bob-run`` trains in one buffer of a checkpoint's size: :func:`state_buffer`
+makes it from the bytes of its checkpoint file (a fast path for the files bob
+writes, the schemas for the rest), :func:`plane_views` are its planes, and
+:func:`checkpoint_bytes` seals it with the new step.
+
 ::
 
     result = bob.invoke(record, checkpoint)      # checkpoint: b"" for a fresh run
@@ -13,6 +18,8 @@ on its own plane buffers) both call it, so they cannot drift apart.
 """
 
 from __future__ import annotations
+
+import sys
 
 from bob.errors import StateRefused
 from bob.formats.constants import PARAMETER_COUNT, PLANE_NAMES, UPDATES_PER_INVOCATION, cell_name
@@ -26,7 +33,9 @@ if TYPE_CHECKING:  # pragma: no cover - typing costs start-up time bob-run does 
     from bob.formats.input_record import InputRecord
     from bob.formats.predictions import Predictions
 
-__all__ = ["Invocation", "invoke", "advance"]
+__all__ = ["Invocation", "invoke", "advance", "state_buffer", "plane_views", "checkpoint_bytes"]
+
+_FAST = sys.byteorder == "little"  # the planes are little-endian float32 in memory too
 
 _CHECKS = {
     "non_finite": "would make plane {plane} non-finite",
@@ -73,6 +82,62 @@ def _value_at(plane, index: int) -> float:
     from bob.formats.layout import f32_from_bits
 
     return f32_from_bits(memoryview(plane).cast("B").cast("I")[index])
+
+
+def state_buffer(data: "bytearray | None") -> "tuple[int, bytearray, int | None]":
+    """(step, buffer, header_bytes) of a checkpoint file's bytes (None or empty:
+    the fresh state, the contract's command convention). ``buffer`` has a
+    canonical checkpoint's size, with the planes (P, M, V, little-endian
+    float32) in place after the header: bob-run trains in it and writes it
+    back sealed with the new header (:func:`checkpoint_bytes`). header_bytes
+    is None for the canonical layout. ``data`` itself becomes the buffer when
+    it is a canonical checkpoint that may be resumed."""
+    from bob import core
+    from bob.formats import canonical
+
+    if _FAST:
+        if not data:
+            buffer = bytearray(canonical.CHECKPOINT_BYTES)
+            core.initialize(plane_views(buffer)[0])
+            return 0, buffer, None
+        step = canonical.recognize_checkpoint(data)
+        if step is not None:
+            if core.resume_problem(*plane_views(data), step) is None:
+                return step, data, None
+    from bob.formats.envelope import load_checkpoint
+
+    # The schemas judge the same bytes (zero bytes: the fresh state).
+    checkpoint = load_checkpoint(bytes(data or b""))
+    buffer = bytearray(canonical.HEADER_BYTES)
+    for plane in (checkpoint.p, checkpoint.m, checkpoint.v):
+        buffer += plane.astype("<f4").tobytes()
+    return checkpoint.step, buffer, checkpoint.header_bytes
+
+
+def plane_views(buffer: bytearray) -> "tuple[memoryview, memoryview, memoryview]":
+    """P, M and V as float32 views into a checkpoint buffer from :func:`state_buffer`."""
+    from bob.formats.canonical import HEADER_BYTES
+    from bob.formats.constants import CHUNK_BYTES
+
+    view = memoryview(buffer)
+    return tuple(  # type: ignore[return-value]
+        view[HEADER_BYTES + i * CHUNK_BYTES:HEADER_BYTES + (i + 1) * CHUNK_BYTES].cast("f") for i in range(3)
+    )
+
+
+def checkpoint_bytes(step: int, buffer: bytearray, header_bytes: "int | None") -> "bytes | bytearray":
+    """The checkpoint file of a buffer from :func:`state_buffer` at ``step``."""
+    from bob.formats import canonical
+
+    if header_bytes in (None, canonical.HEADER_BYTES):
+        return canonical.seal_checkpoint(step, buffer)
+    # A valid checkpoint with a larger header keeps it (formats/DECISIONS.md D9).
+    import numpy as np
+
+    from bob.formats.envelope import Checkpoint
+
+    p, m, v = (np.frombuffer(view, dtype="<f4").copy() for view in plane_views(buffer))
+    return Checkpoint(step, p, m, v, header_bytes=header_bytes).to_bytes()
 
 
 class Invocation:

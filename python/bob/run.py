@@ -54,9 +54,6 @@ PROG = "bob-run"
 # Reading (fast path for bob's own files, the schemas for everything else)
 # --------------------------------------------------------------------------- #
 
-_FAST = sys.byteorder == "little"  # the planes are little-endian float32 in memory too
-
-
 def _read_once(path: str, limit: int, *, record: bool) -> "bytearray | None":
     """The bytes of the regular file at ``path`` (None when it is missing),
     read once: the fast path and the schemas both judge these bytes.
@@ -91,58 +88,12 @@ def _read_record(path: str) -> "tuple[bytes, bytes, tuple[int, ...]]":
 
 
 def _read_state(path: str) -> "tuple[int, bytearray, int | None]":
-    """(step, buffer, header_bytes) of the checkpoint at ``path``. ``buffer``
-    has a canonical checkpoint's size, with the planes (P, M, V, little-endian
-    float32) in place after the header: bob-run trains in it and writes it
-    back sealed with the new header. header_bytes is None for the canonical
-    layout. A missing or empty file is the fresh state."""
-    from bob import core
-    from bob.formats import canonical
+    """(step, buffer, header_bytes) of the checkpoint at ``path``, read once
+    (:func:`bob.invocation.state_buffer`); a missing or empty file is the fresh state."""
     from bob.formats.constants import MAX_CHECKPOINT_BYTES
+    from bob.invocation import state_buffer
 
-    data = _read_once(path, MAX_CHECKPOINT_BYTES, record=False)
-    if _FAST:
-        if not data:  # missing or empty: a fresh run (the contract's command convention)
-            buffer = bytearray(canonical.CHECKPOINT_BYTES)
-            core.initialize(_plane_views(buffer)[0])
-            return 0, buffer, None
-        step = canonical.recognize_checkpoint(data)
-        if step is not None:
-            if core.resume_problem(*_plane_views(data), step) is None:
-                return step, data, None
-    from bob.formats.envelope import load_checkpoint
-
-    # The schemas judge the bytes read above (zero bytes: the fresh state).
-    checkpoint = load_checkpoint(bytes(data or b""))
-    buffer = bytearray(canonical.HEADER_BYTES)
-    for plane in (checkpoint.p, checkpoint.m, checkpoint.v):
-        buffer += plane.astype("<f4").tobytes()
-    return checkpoint.step, buffer, checkpoint.header_bytes
-
-
-def _plane_views(buffer: bytearray) -> "tuple[memoryview, memoryview, memoryview]":
-    """P, M and V as float32 views into a checkpoint buffer from :func:`_read_state`."""
-    from bob.formats.canonical import HEADER_BYTES
-    from bob.formats.constants import CHUNK_BYTES
-
-    view = memoryview(buffer)
-    return tuple(  # type: ignore[return-value]
-        view[HEADER_BYTES + i * CHUNK_BYTES:HEADER_BYTES + (i + 1) * CHUNK_BYTES].cast("f") for i in range(3)
-    )
-
-
-def _checkpoint_bytes(step: int, buffer: bytearray, header_bytes: "int | None") -> "bytes | bytearray":
-    from bob.formats import canonical
-
-    if header_bytes in (None, canonical.HEADER_BYTES):
-        return canonical.seal_checkpoint(step, buffer)
-    # A valid checkpoint with a larger header keeps it (formats/DECISIONS.md D9).
-    import numpy as np
-
-    from bob.formats.envelope import Checkpoint
-
-    p, m, v = (np.frombuffer(view, dtype="<f4").copy() for view in _plane_views(buffer))
-    return Checkpoint(step, p, m, v, header_bytes=header_bytes).to_bytes()
+    return state_buffer(_read_once(path, MAX_CHECKPOINT_BYTES, record=False))
 
 
 # --------------------------------------------------------------------------- #
@@ -163,37 +114,15 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     (the lock's wait, after the updates, just before the commit), with
     everything rolled back.
     """
-    from bob.commit import CheckpointLock, Commit, clean_stale_temporaries, refuse_if_lock_of
-    from bob.fileio import (
-        check_directory,
-        identity,
-        refuse_unreplaceable,
-        replace_target,
-        same_file,
-    )
+    from bob.commit import CheckpointLock, Commit, clean_stale_temporaries
+    from bob.fileio import identity, refuse_unreplaceable
     from bob.formats import canonical
-    from bob.formats.constants import EMPTY_PROMPT
-    from bob.invocation import advance
+    from bob.invocation import advance, checkpoint_bytes, plane_views
     from bob.signals import Deferral
 
     deferral = Deferral() if deferral is None else deferral
     deferral.check()  # a signal since bob-run began: nothing has been touched
-    # Decide what will be replaced before anything is read or created; the
-    # kernel resolves every path (a deleted working directory is named here).
-    with about("--input", input_path):
-        check_directory(input_path)
-    with about("--checkpoint", checkpoint_path):
-        checkpoint_target = replace_target(checkpoint_path, check_replaceable=False)
-    with about("--predictions", predictions_path):
-        predictions_target = replace_target(predictions_path, check_replaceable=False)
-    for a, b, shown, what in (  # the targets as resolved above: each path is resolved once
-        (checkpoint_target, predictions_target, checkpoint_path, "--checkpoint and --predictions"),
-        (input_path, checkpoint_target, input_path, "--input and --checkpoint"),
-        (input_path, predictions_target, input_path, "--input and --predictions"),
-    ):
-        if same_file(a, b):
-            raise Refused(f"{what} name the same file ({show_path(shown)}); each needs its own")
-    refuse_if_lock_of(predictions_target, checkpoint_target, "--predictions")
+    checkpoint_target, predictions_target = _targets(input_path, checkpoint_path, predictions_path)
     with about("--input", input_path, "input record"):
         contexts, targets, prompt_words = _read_record(input_path)
 
@@ -213,11 +142,11 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
         with about("--checkpoint", checkpoint_path, "checkpoint"):
             read_from = identity(checkpoint_target)
             step_before, buffer, header_bytes = _read_state(checkpoint_target)
-            step_after, losses, records = advance(*_plane_views(buffer), contexts, targets, prompt_words,
+            step_after, losses, records = advance(*plane_views(buffer), contexts, targets, prompt_words,
                                                   step_before, threads=threads)
         deferral.check()  # a signal during the updates ends the run here, nothing written
         prediction_bytes = canonical.predictions_bytes(records)
-        checkpoint_bytes = _checkpoint_bytes(step_after, buffer, header_bytes)
+        checkpoint_data = checkpoint_bytes(step_after, buffer, header_bytes)
 
         def before_commit() -> None:
             deferral.check()
@@ -226,7 +155,7 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
                 raise Refused("was replaced by another process while this run trained; nothing was changed",
                               option="--checkpoint", path=checkpoint_path, code=EXIT_BUSY)
 
-        commit = Commit(checkpoint_target, checkpoint_bytes, about("--checkpoint", checkpoint_path),
+        commit = Commit(checkpoint_target, checkpoint_data, about("--checkpoint", checkpoint_path),
                         predictions_target, prediction_bytes, about("--predictions", predictions_path))
         try:
             commit.stage()
@@ -235,6 +164,41 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
             commit.close()
     finally:
         lock.__exit__()
+
+    return _summary(step_before, step_after, losses, prompt_words, records, checkpoint_path,
+                    canonical.sha256(checkpoint_data), predictions_path, prediction_bytes, cleaned, commit.problems)
+
+
+def _targets(input_path: str, checkpoint_path: str, predictions_path: str) -> "tuple[str, str]":
+    """The files the run will replace (checkpoint, predictions), links resolved,
+    decided before anything is read or created: the kernel resolves every path
+    (a deleted working directory is named here), and no two options may name
+    one file, nor the predictions the checkpoint's lock."""
+    from bob.commit import refuse_if_lock_of
+    from bob.fileio import check_directory, replace_target, same_file
+
+    with about("--input", input_path):
+        check_directory(input_path)
+    with about("--checkpoint", checkpoint_path):
+        checkpoint_target = replace_target(checkpoint_path, check_replaceable=False)
+    with about("--predictions", predictions_path):
+        predictions_target = replace_target(predictions_path, check_replaceable=False)
+    for a, b, shown, what in (  # the targets as resolved above: each path is resolved once
+        (checkpoint_target, predictions_target, checkpoint_path, "--checkpoint and --predictions"),
+        (input_path, checkpoint_target, input_path, "--input and --checkpoint"),
+        (input_path, predictions_target, input_path, "--input and --predictions"),
+    ):
+        if same_file(a, b):
+            raise Refused(f"{what} name the same file ({show_path(shown)}); each needs its own")
+    refuse_if_lock_of(predictions_target, checkpoint_target, "--predictions")
+    return checkpoint_target, predictions_target
+
+
+def _summary(step_before: int, step_after: int, losses: "list[float]", prompt_words: "tuple[int, ...]",
+             records: "list[tuple[int, int]]", checkpoint_path: str, checkpoint_sha256: bytes, predictions_path: str,
+             prediction_bytes: bytes, cleaned: "list[str]", problems: "list[str]") -> dict:
+    """The JSON-ready summary of a committed invocation (:func:`run_files`)."""
+    from bob.formats.constants import EMPTY_PROMPT
 
     return {
         "step_before": step_before,
@@ -251,11 +215,11 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
             for i, (word, (token, validity)) in enumerate(zip(prompt_words, records))
         ],
         "checkpoint": show_path(checkpoint_path),
-        "checkpoint_sha256": canonical.sha256(checkpoint_bytes).hex(),
+        "checkpoint_sha256": checkpoint_sha256.hex(),
         "predictions_file": show_path(predictions_path),
         "predictions_hex": prediction_bytes.hex(),
         "stale_temporaries_removed": [show_path(p) for p in cleaned],
-        "problems_after_commit": commit.problems,
+        "problems_after_commit": problems,
     }
 
 
