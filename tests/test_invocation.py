@@ -15,6 +15,7 @@ import pytest
 import bob
 from bob.errors import ERROR_CLASSES, FormatError
 from bob.run import main as run_main
+from bob.formats.constants import UPDATES_PER_INVOCATION as U
 from conftest import CKPT_10_SHA256, CKPT_20_SHA256, CORPUS, PRED_HEX, PROMPTS, ROOT, sha
 
 
@@ -142,17 +143,17 @@ def test_a_state_that_would_become_non_finite_is_refused_not_returned(tmp_path: 
 
 
 def test_a_state_left_with_no_room_for_another_invocation_is_refused() -> None:
-    """Step 2^64 - 20 can make its 10 updates, but the state after them could
+    """Step 2^64 - 2U can make its U updates, but the state after them could
     never be resumed: refused, naming the step."""
     record = bob.build_input(CORPUS, PROMPTS)
     state = bob.invoke(record).checkpoint
-    last = 2**64 - 20
+    last = 2**64 - 2 * U
     state.step = last
     with pytest.raises(bob.StateRefused) as info:
         bob.invoke(record, state)
     refused = info.value
-    assert (refused.field, refused.actual, refused.index) == ("step", last + 10, None)
-    assert refused.message == (f"the 10 updates from step {last} would leave no room for the next 10 updates "
+    assert (refused.field, refused.actual, refused.index) == ("step", last + U, None)
+    assert refused.message == (f"the {U} updates from step {last} would leave no room for the next {U} updates "
                                "in a u64 step; nothing was written")
 
 

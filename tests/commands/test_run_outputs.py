@@ -15,13 +15,14 @@ import pytest
 
 import bob
 from bob.run import lock_path_for, main
+from bob.formats.constants import UPDATES_PER_INVOCATION as U
 from conftest import CKPT_10_SHA256, CKPT_20_SHA256, CORPUS, PRED_HEX, PROMPTS
 
 HELP = """\
 usage: bob-run [-h] --input RECORD --checkpoint CKPT --predictions PRED
                [--wait SECONDS] [--json] [--debug] [--version]
 
-One bob invocation: 10 AdamW updates from CKPT (missing or empty: fresh), then
+One bob invocation: {U} AdamW updates from CKPT (missing or empty: fresh), then
 CKPT and PRED replaced atomically.
 
 options:
@@ -37,7 +38,7 @@ options:
 
 exit codes: 0 done, 2 refused, 75 checkpoint in use, 130 interrupted, 1
 unexpected
-"""
+""".replace("{U}", str(U))
 
 
 @pytest.fixture
@@ -77,7 +78,7 @@ def test_a_missing_option_is_a_usage_error_naming_it(work: Path, capsys, monkeyp
 def summary(step_before: int, sha: str, work: Path) -> dict:
     return {
         "step_before": step_before,
-        "step_after": step_before + 10,
+        "step_after": step_before + U,
         "fresh": step_before == 0,
         "predictions": [
             {"prompt": 0, "last_byte": ord("a"), "token": ord("c"), "valid": True},
