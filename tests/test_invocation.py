@@ -133,7 +133,7 @@ def test_a_state_that_would_become_non_finite_is_refused_not_returned(tmp_path: 
         bob.invoke(record, state)
     refused = info.value
     assert (refused.field, refused.index, refused.expected, refused.actual) == ("P", k, "finite", float("-inf"))
-    assert refused.message == ("the 10 updates from step 10 would make plane P non-finite "
+    assert refused.message == (f"the {U} updates from step {U} would make plane P non-finite "
                                "(first at context 97, next 98); nothing was written")
     data = state.to_bytes()
     rc, after, _ = run_files(tmp_path, record.to_bytes(), data)
@@ -224,7 +224,7 @@ def test_invoke_from_bytes_owns_writable_planes_and_keeps_a_wide_header() -> Non
     first = bob.invoke(record).checkpoint
     for data, header_bytes in ((first.to_bytes(), 448), (first.to_bytes(header_bytes=1024), 1024)):
         result = bob.invoke(record, data).checkpoint
-        assert result.header_bytes == header_bytes and result.step == 20
+        assert result.header_bytes == header_bytes and result.step == 2 * U
         view = np.frombuffer(data, dtype=np.uint8)
         for plane in (result.p, result.m, result.v):
             assert plane.flags.writeable and plane.dtype == np.float32 and not np.shares_memory(plane, view)

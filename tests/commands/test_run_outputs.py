@@ -388,9 +388,9 @@ def test_a_committed_run_whose_summary_cannot_be_printed_says_so_once(work: Path
     with monkeypatch.context() as patch:
         patch.setattr("sys.stdout", BrokenStdout())
         assert main(argv(work, *json_flag)) == 0
-    assert capsys.readouterr().err == (f"bob-run: the invocation committed step 10 to {work / 'ck.bin'}, but its "
+    assert capsys.readouterr().err == (f"bob-run: the invocation committed step {U} to {work / 'ck.bin'}, but its "
                                        "summary could not be printed (stdout is closed or full)\n")
-    assert bob.read_checkpoint_file(work / "ck.bin").step == 10
+    assert bob.read_checkpoint_file(work / "ck.bin").step == U
 
 
 def test_emit_without_a_commit_says_only_that_the_summary_was_lost(capsys, monkeypatch) -> None:
