@@ -4,8 +4,8 @@ next to the plain-NumPy reference (tests/reference.py).
     .venv/bin/python benchmarks/bench_core.py
 
 Each core measurement is the best of 15 runs, each training a fresh state
-through 10 invocations of 10 updates (steps 0..100) through the binding
-bob-run uses, divided by 100.
+through 10 invocations (steps 0 to 10 x UPDATES_PER_INVOCATION) through the
+binding bob-run uses, divided by the number of updates.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import reference  # noqa: E402
 
 import bob.core  # noqa: E402
 from bob import _core  # noqa: E402
+from bob.formats.constants import UPDATES_PER_INVOCATION as U  # noqa: E402
 
 
 def all_rows_live():
@@ -31,16 +32,16 @@ def all_rows_live():
 
 
 def core_us_per_update(threads: int, kernel: str) -> float:
-    """Best of 15 runs of 10 invocations (steps 0..100) from a fresh state."""
+    """Best of 15 runs of 10 invocations from a fresh state."""
     contexts, targets = all_rows_live()
     best = float("inf")
     for _ in range(15):
         p, m, v = bob.core.initial_planes()
         start = timeit.default_timer()
         for call in range(10):
-            _core.train((p, m, v), (contexts, targets), 10 * call, 10, threads=threads, kernel=kernel)
+            _core.train((p, m, v), (contexts, targets), U * call, U, threads=threads, kernel=kernel)
         best = min(best, timeit.default_timer() - start)
-    return best / 100 * 1e6
+    return best / (10 * U) * 1e6
 
 
 def reference_us_per_update() -> float:
@@ -49,11 +50,11 @@ def reference_us_per_update() -> float:
     state = {"step": 0}
 
     def invocation():
-        reference.train(p, m, v, contexts, targets, state["step"], 10)
-        state["step"] += 10
+        reference.train(p, m, v, contexts, targets, state["step"], U)
+        state["step"] += U
 
     best = min(timeit.repeat(invocation, number=1, repeat=3))
-    return best / 10 * 1e6
+    return best / U * 1e6
 
 
 def main() -> None:

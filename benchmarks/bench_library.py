@@ -11,7 +11,7 @@ ratio to the row's floor:
   SHA-256 pass over the 786,432 bytes of planes (hashlib), and that pass
   plus one copy of them;
 * ``bob.invoke(record, checkpoint, threads=1)`` from a ``Checkpoint`` against
-  the core's own work: ``core.train`` (10 updates) + ``core.resume_problem``
+  the core's own work: ``core.train`` (one invocation's updates) + ``core.resume_problem``
   (the resume check of the new state) + ``core.predict``, on planes trained
   in place; from the checkpoint's bytes against that plus the SHA-256 pass
   (reading bytes is verifying them).

@@ -4,7 +4,7 @@ for V = 64 … 4096 at 1 and 2 threads, through the binding bob-run uses.
     .venv/bin/python benchmarks/bench_scaling.py [--rounds N] [--out docs/scaling]
 
 Every row live (pair k = (k, 7k + 3 mod V)); each measurement is one call of
-10 updates (one invocation) from the seeded start, with every plane page
+the updates of one invocation from the seeded start, with every plane page
 touched before the clock. Rounds interleave every (V, threads) cell, so load
 elsewhere on the machine spreads over all of them; the table gives the
 median and the minimum. Writes OUT.md (the table) and OUT.png (the plot;
@@ -21,16 +21,17 @@ from pathlib import Path
 import numpy as np
 
 from bob import _core
+from bob.formats.constants import UPDATES_PER_INVOCATION
 
 from _table import load_line
 
 VOCABULARIES = (64, 128, 256, 512, 1024, 2048, 4096)
 THREADS = (1, 2)
-UPDATES = 10
+UPDATES = UPDATES_PER_INVOCATION
 
 
 def one_call(n: int, threads: int) -> float:
-    """Seconds per update of one 10-update call at vocabulary n."""
+    """Seconds per update of one call of UPDATES updates at vocabulary n."""
     p, _, _ = _core.initial_planes(b"bob-seed-v1", n)
     m = np.full(n * n, 0.0, dtype=np.float32)  # written, so no page faults inside the clock
     v = np.full(n * n, 0.0, dtype=np.float32)
@@ -104,7 +105,7 @@ def main() -> None:
         ax.legend()
     left.set_yscale("log")
     right.set_ylim(bottom=0)
-    fig.suptitle("bob core: one 10-update call, every row live")
+    fig.suptitle(f"bob core: one {UPDATES}-update call, every row live")
     fig.tight_layout()
     fig.savefig(out.with_suffix(".png"), dpi=100)
     print(f"wrote {out.with_suffix('.md')} and {out.with_suffix('.png')}")

@@ -5,7 +5,7 @@
 Each round runs every command once, in turn, so load elsewhere on the
 machine slows all of them alike; the table gives median and minimum wall
 time and the median's ratio to `python -c pass` (the venv's interpreter).
-bob-run resumes a checkpoint each time (read, verify, 10 updates, write both
+bob-run resumes a checkpoint each time (read, verify, one invocation's updates, write both
 files atomically with their fsyncs). A second table sets `bob-inspect ckpt
 FILE` (the whole report of that checkpoint) against `python -c "import
 numpy"`. --importtime adds `-X importtime`'s breakdown of one bob-run and of
@@ -123,7 +123,7 @@ def main() -> None:
             "bob-run (resuming)": run,
             "python -m bob run (resuming)": [sys.executable, "-m", "bob", "run", *files],
             # bob-run's script as it was before it skipped the interpreter's
-            # teardown (bob.commands.exit_now).
+            # teardown (bob.text.exit_now).
             "bob-run, with the teardown": [sys.executable, "-c", WITH_TEARDOWN, *files],
             # What this change removed, put back: the imports the installer's
             # wrapper (re), hashlib, bob.invocation (dataclasses) and typing

@@ -5,12 +5,12 @@
 
 At vocabulary 256 with every row live, each round measures, interleaved:
 
-- a sequence of 40 back-to-back `_core.train` calls of 10 updates each
-  (steps 0 to 400, a fresh state per round), at 1 and at 2 threads, the way
+- a sequence of 40 back-to-back `_core.train` calls of one invocation's
+  updates each (a fresh state per round), at 1 and at 2 threads, the way
   qualification, fuzzing and library loops call the core: µs per update;
 - the fused-loop floor (`bob_core::floor`, through `_core._fused_loop_floor`)
-  at 1 and 2 threads, on the steps of a first call (1 to 10): µs per update;
-- a lone call (10 updates from the seeded start) after 20 ms asleep, at 1
+  at 1 and 2 threads, on the steps of a first call: µs per update;
+- a lone call (one invocation's updates from the seeded start) after 20 ms asleep, at 1
   thread (bob-run's) and at 2 threads (a pool that has parked).
 
 Each measurement starts after 20 ms asleep, when the pool has parked, as
@@ -41,9 +41,10 @@ import numpy as np
 
 import bob.core
 from bob import _core
+from bob.formats.constants import UPDATES_PER_INVOCATION
 
 CALLS = 40
-UPDATES = 10
+UPDATES = UPDATES_PER_INVOCATION
 PAUSE = 0.020
 
 

@@ -10,7 +10,7 @@ creates its own environment under work/bench-torch-venv (ignored by git),
 pip-installs torch and NumPy there on first use, and runs the PyTorch side
 in that interpreter. Nothing here runs in CI or in the test suite.
 
-Every round times each contender once (one call of 10 updates from the
+Every round times each contender once (one call of one invocation's updates from the
 same start, µs per update), so machine load spreads over all of them; the
 table gives medians and minima and each median's ratio to bob's. The NumPy
 and PyTorch versions compute the same update (softmax rows, the gradient,
@@ -33,19 +33,20 @@ from _table import load_line, ratio_table
 import numpy as np
 
 from bob import _core
+from bob.formats.constants import UPDATES_PER_INVOCATION
 
 ROOT = Path(__file__).resolve().parent.parent
 TORCH_VENV = ROOT / "work" / "bench-torch-venv"
 FLOOR = ROOT / "target" / "release" / "examples" / "floor"
-N, UPDATES = 256, 10
+N, UPDATES = 256, UPDATES_PER_INVOCATION
 LR, BETA1, BETA2, EPS, WD = 0.05, 0.9, 0.999, 1e-8, 0.01
 
 # The contenders other than bob, as one self-contained script each: run in
 # this interpreter (NumPy) or in the torch environment (PyTorch). Each prints
-# the seconds per update of one call of 10 updates.
+# the seconds per update of one call of UPDATES updates (written into it below).
 NUMPY_SIDE = r"""
 import sys, time, numpy as np
-N, U, LR, B1, B2, EPS, WD = 256, 10, 0.05, 0.9, 0.999, 1e-8, 0.01
+N, U, LR, B1, B2, EPS, WD = 256, UPDATES_PER_INVOCATION, 0.05, 0.9, 0.999, 1e-8, 0.01
 ctx = np.arange(N); tgt = (ctx * 7 + 3) % N
 rng = np.random.default_rng(0)
 p = ((rng.random((N, N), dtype=np.float32) - 0.5) * 0.02).astype(np.float32)
@@ -62,12 +63,12 @@ for t in range(1, U + 1):
     mhat = m / np.float32(1 - B1 ** t); vhat = v / np.float32(1 - B2 ** t)
     p = p * np.float32(1 - LR * WD) - LR * mhat / (np.sqrt(vhat) + EPS)
 print((time.perf_counter() - start) / U)
-"""
+""".replace("UPDATES_PER_INVOCATION", str(UPDATES))
 
 TORCH_SIDE = r"""
 import sys, time, torch
 torch.set_num_threads(int(sys.argv[1]))
-N, U = 256, 10
+N, U = 256, UPDATES_PER_INVOCATION
 ctx = torch.arange(N); tgt = (ctx * 7 + 3) % N
 g = torch.Generator().manual_seed(0)
 p = ((torch.rand((N, N), generator=g) - 0.5) * 0.02).requires_grad_()
@@ -79,7 +80,7 @@ for _ in range(U):
     loss.backward()
     opt.step()
 print((time.perf_counter() - start) / U)
-"""
+""".replace("UPDATES_PER_INVOCATION", str(UPDATES))
 
 
 def bob_side(threads: int) -> float:

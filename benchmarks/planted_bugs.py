@@ -35,6 +35,8 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+
+from bob.formats.constants import UPDATES_PER_INVOCATION as U
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,7 +105,7 @@ BUGS: tuple[Bug, ...] = (
           "lambda v: v % HEADER_ALIGNMENT == 0 and v < MAX_HEADER_BYTES,"),),
         property="contract oracle + header_bytes grown with the padding"),
     Bug("step-limit-off-by-one", "formats", "checkpoint", 3_000,
-        "a checkpoint at step 2**64 - 11, which still has room for 10 updates, is refused for resuming",
+        f"a checkpoint at step 2**64 - {U + 1}, which still has room for {U} updates, is refused for resuming",
         (("bob/formats/rules.py", "lambda step: step <= U64_MAX - UPDATES_PER_INVOCATION",
           "lambda step: step < U64_MAX - UPDATES_PER_INVOCATION"),),
         property="contract oracle + any step with digests re-sealed"),
@@ -165,8 +167,8 @@ BUGS: tuple[Bug, ...] = (
           "self.files = ((main, main_data, main_about), (companion, companion_data, companion_about))"),),
         property="bob-run exits 0 exactly when bob.invoke accepts"),
     Bug("room-checked-before", "core", "run", 1_500,
-        "from a step between 2**64 - 20 and 2**64 - 11 bob-run writes a checkpoint with no room for the "
-        "next 10 updates, which bob then refuses to resume (D14)",
+        f"from a step between 2**64 - {2 * U} and 2**64 - {U + 1} bob-run writes a checkpoint with no room for the "
+        f"next {U} updates, which bob then refuses to resume (D14)",
         (("bob/invocation.py", "problem = core.resume_problem(p, m, v, step_after)",
           "problem = core.resume_problem(p, m, v, step)"),),
         property="bob-run's output held to the contract oracle"),

@@ -19,6 +19,7 @@ for i in $(seq 1 "$invocations"); do
     "$bin/bob-run" --input "$dir/record.bin" --checkpoint "$dir/checkpoint.bob" --predictions "$dir/predictions.bin"
 done
 echo
-echo "what the model has learned after $((invocations * 10)) updates (bob-inspect checkpoint --rows):"
+updates="$("$bin/python" -c 'from bob.formats.constants import UPDATES_PER_INVOCATION as u; print(u)')"
+echo "what the model has learned after $((invocations * updates)) updates (bob-inspect checkpoint --rows):"
 "$bin/bob-inspect" checkpoint "$dir/checkpoint.bob" --rows "tco " | sed -n '/^rows:/,/^verdict/p'
 echo "files in $dir: record.bin, checkpoint.bob, predictions.bin"

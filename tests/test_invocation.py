@@ -15,6 +15,7 @@ import pytest
 import bob
 from bob.errors import ERROR_CLASSES, FormatError
 from bob.run import main as run_main
+from bob.formats.constants import UPDATES_PER_INVOCATION as U
 from conftest import CKPT_10_SHA256, CKPT_20_SHA256, CORPUS, PRED_HEX, PROMPTS, ROOT, sha
 
 
@@ -132,7 +133,7 @@ def test_a_state_that_would_become_non_finite_is_refused_not_returned(tmp_path: 
         bob.invoke(record, state)
     refused = info.value
     assert (refused.field, refused.index, refused.expected, refused.actual) == ("P", k, "finite", float("-inf"))
-    assert refused.message == ("the 10 updates from step 10 would make plane P non-finite "
+    assert refused.message == (f"the {U} updates from step {U} would make plane P non-finite "
                                "(first at context 97, next 98); nothing was written")
     data = state.to_bytes()
     rc, after, _ = run_files(tmp_path, record.to_bytes(), data)
@@ -142,17 +143,17 @@ def test_a_state_that_would_become_non_finite_is_refused_not_returned(tmp_path: 
 
 
 def test_a_state_left_with_no_room_for_another_invocation_is_refused() -> None:
-    """Step 2^64 - 20 can make its 10 updates, but the state after them could
+    """Step 2^64 - 2U can make its U updates, but the state after them could
     never be resumed: refused, naming the step."""
     record = bob.build_input(CORPUS, PROMPTS)
     state = bob.invoke(record).checkpoint
-    last = 2**64 - 20
+    last = 2**64 - 2 * U
     state.step = last
     with pytest.raises(bob.StateRefused) as info:
         bob.invoke(record, state)
     refused = info.value
-    assert (refused.field, refused.actual, refused.index) == ("step", last + 10, None)
-    assert refused.message == (f"the 10 updates from step {last} would leave no room for the next 10 updates "
+    assert (refused.field, refused.actual, refused.index) == ("step", last + U, None)
+    assert refused.message == (f"the {U} updates from step {last} would leave no room for the next {U} updates "
                                "in a u64 step; nothing was written")
 
 
@@ -223,7 +224,7 @@ def test_invoke_from_bytes_owns_writable_planes_and_keeps_a_wide_header() -> Non
     first = bob.invoke(record).checkpoint
     for data, header_bytes in ((first.to_bytes(), 448), (first.to_bytes(header_bytes=1024), 1024)):
         result = bob.invoke(record, data).checkpoint
-        assert result.header_bytes == header_bytes and result.step == 20
+        assert result.header_bytes == header_bytes and result.step == 2 * U
         view = np.frombuffer(data, dtype=np.uint8)
         for plane in (result.p, result.m, result.v):
             assert plane.flags.writeable and plane.dtype == np.float32 and not np.shares_memory(plane, view)

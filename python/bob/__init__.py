@@ -13,7 +13,7 @@ One invocation (contract §7), in memory::
 
 Formats (contract ``bob-v1`` §3–§5; the document itself: ``bob.contract_document()``)::
 
-    bob.load_input(data) -> InputRecord             # bob-input v1, 1,564 bytes
+    bob.load_input(data) -> InputRecord             # bob-input v1, RECORD_BYTES bytes
     bob.load_checkpoint(data, *, for_resume=True)   # bob-envelope v1; b"" -> fresh state
     bob.load_predictions(data) -> Predictions       # 24 bytes
     bob.build_input(corpus, prompts) -> InputRecord # the fixture builder
@@ -79,7 +79,7 @@ _LAZY = {
     "diff": "bob.analysis",
     # files
     "write_atomic": "bob.fileio",
-    "clean_stale_temporaries": "bob.fileio",
+    "clean_stale_temporaries": "bob.commit",
 }
 _RENAMED = {"examine_checkpoint": "examine"}
 
@@ -144,7 +144,7 @@ if not TYPE_CHECKING:
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only; `X as X` marks a re-export
     from bob.analysis import diff as diff
     from bob.analysis import probabilities as probabilities
-    from bob.fileio import clean_stale_temporaries as clean_stale_temporaries
+    from bob.commit import clean_stale_temporaries as clean_stale_temporaries
     from bob.fileio import write_atomic as write_atomic
     from bob.formats.checkpoint import Examination as Examination
     from bob.formats.checkpoint import checkpoint_findings as checkpoint_findings

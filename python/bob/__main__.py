@@ -11,7 +11,7 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE)
         return 0 if argv else 2
     if argv[0] == "--version":
-        from bob.commands import version
+        from bob.distribution import version
 
         print(f"bob {version()}")
         return 0

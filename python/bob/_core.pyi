@@ -18,6 +18,7 @@ _Pairs: TypeAlias = Buffer | npt.NDArray[np.uint8] | npt.NDArray[np.uint32]
 
 __all__ = [
     "CoreError",
+    "UPDATES_PER_INVOCATION",
     "fnv1a64",
     "initial_planes",
     "initialize",
@@ -28,6 +29,10 @@ __all__ = [
     "sha256",
     "train",
 ]
+
+# Updates one invocation makes: the core's own count (bob-core's UPDATES_PER_INVOCATION),
+# held equal to bob.formats.constants.UPDATES_PER_INVOCATION by tests/core/test_core_stub.py.
+UPDATES_PER_INVOCATION: int
 
 class CoreError(ValueError):
     """The native core refused its arguments (the message names which and why)."""

@@ -5,7 +5,7 @@ commands only formatting them (``bob-inspect ckpt --rows`` shows
 
 ::
 
-    bob.probabilities(checkpoint, context) -> float64 array of 256  # softmax of P's row
+    bob.probabilities(checkpoint, context) -> float64 array of VOCABULARY  # softmax of P's row
     bob.diff(a, b) -> dict   # a, b: Checkpoint, a checkpoint file's bytes, or a path
 
 The softmax here is presentation (float64, NumPy), never the training math:

@@ -2,7 +2,7 @@
 
 A plane (``Checkpoint(step, p, m, v)``, ``bob.core.train(p, m, v, …)``) or
 the pairs' bytes may be anything a user holds: a NumPy array, flat or
-(256, 256); anything with the buffer protocol (``array.array``, a
+as its table (a row per context byte); anything with the buffer protocol (``array.array``, a
 ``memoryview``); or an object that offers ``__dlpack__`` or ``__array__``
 — torch tensors, JAX and CuPy arrays. :func:`foreign_array` turns the last
 kind into a NumPy array, zero-copy where the owner allows (a CPU torch

@@ -10,11 +10,11 @@ One mechanism each:
   temporary file's name.
 * :func:`fail` prints a refusal as one line on stderr and, under ``--json``,
   as one JSON object (``{"error": {...}}``) on stdout.
-* :func:`emit` prints a command's result in one write; if stdout is closed,
-  full or a broken pipe, it says so in one line on stderr and the command's
-  exit status stands (the files are the record).
+* :func:`bob.text.emit` prints a command's result in one write; if stdout is
+  closed, full or a broken pipe, it says so in one line on stderr and the
+  command's exit status stands (the files are the record).
 * :func:`run_command` is every command's runner: the parser (with
-  ``--version``, ``--json`` and ``--debug``), the typed option converters
+  ``--version``, :func:`bob.distribution.version`, ``--json`` and ``--debug``), the typed option converters
   (:func:`seconds_option`, :func:`count_option`, :func:`integer_option`:
   every number finite and in range, the option named in the refusal),
   refusals and usage errors as one line (exit 2), KeyboardInterrupt (130),
@@ -22,7 +22,7 @@ One mechanism each:
   only under ``--debug``), and one ``--json`` envelope (``command``, ``ok``,
   ``exit_code``, ``error``) for success, refusal and usage error alike.
   Text that the stream's encoding cannot hold is written escaped
-  (``\\u2026``), never a ``UnicodeEncodeError``.
+  (``\\u2026``, :func:`bob.text.tolerant_streams`), never a ``UnicodeEncodeError``.
 
 Standard library only (``bob-run`` imports it on its fast path).
 """
@@ -32,14 +32,18 @@ from __future__ import annotations
 import os
 import sys
 
-from bob.text import one_line, show_path
+from bob.text import emit, note, one_line, show_path, tolerant_streams
+from bob.text import write_whole as _write
+# The installed launchers of earlier checkouts end with ``from bob.commands import
+# exit_now`` (an editable install keeps its scripts): it stays importable here.
+from bob.text import exit_now
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - typing costs start-up time bob-run does not pay
     import argparse
     from collections.abc import Callable
     from types import TracebackType
-    from typing import Any, NoReturn, TextIO
+    from typing import Any, NoReturn
 
 EXIT_OK = 0
 EXIT_UNEXPECTED = 1
@@ -56,9 +60,9 @@ RESOURCE_ERRNOS = frozenset({12, 23, 24, 105})  # ENOMEM, ENFILE, EMFILE, ENOBUF
 
 __all__ = [
     "EXIT_OK", "EXIT_UNEXPECTED", "EXIT_FOUND", "EXIT_REFUSED", "EXIT_SOFTWARE", "EXIT_BUSY", "EXIT_INTERRUPTED",
-    "Refused", "about", "fail", "note", "emit", "silence", "os_reason", "argument_parser", "parse_command_line",
+    "Refused", "about", "fail", "os_reason", "argument_parser", "parse_command_line",
     "Outcome", "run_command", "number_option", "seconds_option", "count_option", "integer_option", "output_directory",
-    "unexpected", "version", "tolerant_streams", "add_common_options", "write_whole",
+    "unexpected", "add_common_options", "exit_now",
 ]
 
 
@@ -163,64 +167,6 @@ def envelope(command: str, code: int, refusal: "Refused | None" = None) -> "dict
             "error": None if refusal is None else refusal.to_dict()}
 
 
-def write_whole(stream: "TextIO | None", text: str) -> bool:
-    """Write ``text`` in one piece and flush; False if the stream cannot take it."""
-    if stream is None:  # the process was started with this stream closed
-        return False
-    try:
-        stream.write(text)
-        stream.flush()
-        return True
-    except (OSError, ValueError):  # closed, full, broken pipe
-        silence(stream)
-        return False
-
-
-
-_write = write_whole  # the short name the module uses
-
-def silence(stream: "TextIO") -> None:
-    """Point a broken standard stream at /dev/null so the interpreter's final
-    flush cannot raise after we have decided the outcome."""
-    try:
-        fd = stream.fileno()
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, fd)
-        os.close(null)
-    except (OSError, ValueError, AttributeError):  # AttributeError: the stream was never open (None)
-        pass
-
-
-def note(prog: str, text: str) -> None:
-    """One line on stderr (``prog: text``), whatever state stderr is in."""
-    _write(sys.stderr, f"{prog}: {one_line(text)}\n")
-
-
-def emit(prog: str, text: str, *, committed: str | None = None) -> None:
-    """Print a result in one write. If stdout cannot take it, one line on
-    stderr says so (naming what was ``committed``, if anything); the
-    caller's exit status is unchanged."""
-    if not _write(sys.stdout, text if text.endswith("\n") else text + "\n"):
-        note = f"{committed}, but its summary could not be printed" if committed else \
-            "the summary could not be printed"
-        _write(sys.stderr, f"{prog}: {note} (stdout is closed or full)\n")
-
-
-def exit_now(code: int) -> "NoReturn":
-    """End an installed command's process with ``code``, once stdout and stderr
-    are flushed, without the interpreter's teardown (freeing every module and
-    object, about a tenth of a whole bob-run: BENCHMARKS.md). Only for the
-    scripts' last line: by then every file the command wrote is fsynced and
-    closed, and nothing of bob's runs at exit."""
-    for stream in (sys.stdout, sys.stderr):
-        if stream is not None:
-            try:
-                stream.flush()
-            except (OSError, ValueError):  # closed or full: emit() has said so already
-                pass
-    os._exit(code)
-
-
 def argument_parser(**kwargs: Any) -> "argparse.ArgumentParser":
     """An ``argparse.ArgumentParser`` whose usage errors raise :class:`Refused`
     (after printing the usage line on stderr) instead of exiting, so every
@@ -274,33 +220,6 @@ class Outcome:
         self.code, self.data, self.text, self.committed, self.command = code, data or {}, text, committed, command
 
 
-def tolerant_streams() -> None:
-    """stdout and stderr write what their encoding cannot hold as escapes
-    (``\\u2026``, ``\\xb5``) instead of raising ``UnicodeEncodeError``
-    (``PYTHONIOENCODING=ascii``, a C locale): degraded, never lost."""
-    for stream in (sys.stdout, sys.stderr):
-        reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None and getattr(stream, "errors", None) not in ("backslashreplace", "surrogateescape"):
-            try:
-                reconfigure(errors="backslashreplace")
-            except (ValueError, OSError):  # closed, or a replaced stream
-                pass
-
-
-def version() -> str:
-    """bob's distribution version (looked up only for ``--version``: start-up)."""
-    try:
-        from importlib.metadata import PackageNotFoundError, version as distribution_version
-    except ImportError:  # pragma: no cover
-        return "unknown"
-    from bob.distribution import DISTRIBUTION
-
-    try:
-        return distribution_version(DISTRIBUTION)
-    except PackageNotFoundError:
-        return "unknown (not installed)"
-
-
 def add_common_options(parser: "argparse.ArgumentParser", *, json_help: str = "print one JSON object (the result, a refusal or a usage "
                        "error) on stdout") -> None:
     """``--json``, ``--debug`` and ``--version``: every command and subcommand has them."""
@@ -313,6 +232,8 @@ def add_common_options(parser: "argparse.ArgumentParser", *, json_help: str = "p
             super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
 
         def __call__(self, parser, namespace, values, option_string=None):
+            from bob.distribution import version
+
             _write(sys.stdout, f"{prog} {version()}\n")
             raise SystemExit(EXIT_OK)
 

@@ -33,17 +33,29 @@ resolved checkpoint (:class:`CheckpointLock`). It is what it claims:
   nothing changed, so two runs can never both commit from one state.
 
 The lock file is removed when its holder is done (a SIGKILLed holder leaves
-it; the next run locks and removes it). Standard library only.
+it; the next run locks and removes it). So are the temporaries a killed
+writer left: :func:`clean_stale_temporaries` (also the library's
+``bob.clean_stale_temporaries``) removes those whose writer is dead, and
+under the lock all of the target's. Standard library only.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import time
 
 from bob.commands import EXIT_BUSY, Refused, about, os_reason
 from bob import fileio
-from bob.fileio import discard_temporary, fsync_directory, identity, open_regular, sidecar_name, temporary_name
+from bob.fileio import (
+    TEMP_MARK,
+    discard_temporary,
+    fsync_directory,
+    identity,
+    open_regular,
+    sidecar_name,
+    temporary_name,
+)
 from bob.text import show_path
 
 TYPE_CHECKING = False
@@ -54,7 +66,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from bob.signals import Deferral
 
-__all__ = ["LOCK_TAG", "lock_path_for", "CheckpointLock", "Backup", "Commit", "refuse_if_lock_of"]
+__all__ = ["LOCK_TAG", "lock_path_for", "CheckpointLock", "Backup", "Commit", "refuse_if_lock_of",
+           "clean_stale_temporaries"]
 
 LOCK_TAG = ".bob-lock"
 _RETRIES = 1000  # lock paths replaced under us before bob gives up (each one is another process's doing)
@@ -314,3 +327,53 @@ def refuse_if_lock_of(target: str, checkpoint_target: str, option: str) -> None:
     if os.path.abspath(target) == os.path.abspath(lock_path_for(checkpoint_target)):
         raise Refused("names the checkpoint's lock file; choose another path", option=option, path=target)
 
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: someone else's live process
+        return True
+    return True
+
+
+def clean_stale_temporaries(path: "str | os.PathLike[str]", *, holding_lock: bool = False) -> list[str]:
+    """Remove the temporary files :func:`bob.fileio.write_atomic` (and this commit) left beside ``path``'s
+    target whose writing process is dead; return the paths removed.
+
+    Temporaries of live processes (this one included) are left alone: a pid
+    is all a writer without a lock can judge by. ``holding_lock``: the caller
+    holds the target's lock (``bob-run``), so every temporary of the target
+    is stale, whoever left it (a pid says nothing across PID namespaces).
+    """
+    try:
+        target = os.path.realpath(os.fspath(path))
+    except (OSError, ValueError):  # pragma: no cover
+        return []
+    directory, name = os.path.split(target)
+    prefix = sidecar_name(name, TEMP_MARK)
+    removed: list[str] = []
+    try:
+        entries = os.listdir(directory or ".")
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.startswith(prefix):
+            continue
+        pid_text, sep, token = entry[len(prefix):].partition("-")
+        if not sep or not pid_text.isdigit() or not token:
+            continue
+        pid = int(pid_text)
+        if not holding_lock and (pid == os.getpid() or _pid_alive(pid)):
+            continue
+        full = os.path.join(directory, entry)
+        try:
+            if stat.S_ISREG(os.lstat(full).st_mode):
+                os.unlink(full)
+                removed.append(full)
+        except OSError:
+            continue
+    return removed

@@ -8,7 +8,7 @@ missing, importing this module raises :class:`NativeCoreUnavailable` saying
 how to build it.
 
 It imports nothing heavy: the core works on any float32 buffer in this
-machine's byte order (NumPy arrays, flat or (256, 256), ``array.array('f')``,
+machine's byte order (NumPy arrays, flat or as tables, ``array.array('f')``,
 a ``bytearray`` cast to ``'f'``), so ``bob-run`` can train without importing
 NumPy. An array of another library with ``__dlpack__`` or ``__array__`` (a
 torch tensor) is taken through a NumPy view of its memory
@@ -157,7 +157,7 @@ def _pair_buffer(pairs: "PairsLike | Iterable[int]", name: str) -> "Any":
         if dtype in (np.uint8, np.uint32) and values.flags.c_contiguous:
             return values
         flat = np.asarray(values).reshape(-1)
-        bad = np.flatnonzero(np.less(flat, 0) | np.greater(flat, 0xFFFFFFFF))  # not `<`: see formats/checks.py
+        bad = np.flatnonzero(np.less(flat, 0) | np.greater(flat, 0xFFFFFFFF))  # not `<`: see bob.formats.rules
         if bad.size:
             k = int(bad[0])
             raise CoreError(f"{name}[{k}] = {int(flat[k])} is not a byte value (not even a u32)")
@@ -180,7 +180,7 @@ def train(p: "PlaneLike", m: "PlaneLike", v: "PlaneLike", contexts: "PairsLike |
     """Make ``updates`` AdamW updates in place on P, M, V (contract §6.3).
 
     P, M, V are writable float32 buffers of rows x rows values (flat or
-    (256, 256); a NumPy array, an ``array.array``, a torch tensor …);
+    as the table; a NumPy array, an ``array.array``, a torch tensor …);
     ``contexts`` and ``targets`` are the pairs' bytes (bytes, integer arrays
     or tensors, or a sequence of ints). ``step``
     is the number of updates completed before. Returns the loss before each

@@ -8,14 +8,15 @@ them to it): in a source checkout it names the checkout's bootstrap command,
 which builds the native core and installs the extra into its ``.venv``;
 anywhere else, ``pip install 'bob-fp32[EXTRA]'``.
 
-Standard library only, and imported only when a hint is shown.
+Also the distribution's version (``--version``). Standard library only, and
+imported only when a hint or the version is shown.
 """
 
 from __future__ import annotations
 
 import os
 
-__all__ = ["DISTRIBUTION", "EXTRAS", "checkout", "install_hint"]
+__all__ = ["DISTRIBUTION", "EXTRAS", "checkout", "install_hint", "version"]
 
 DISTRIBUTION = "bob-fp32"
 EXTRAS = ("plot", "fuzz", "interop")  # pyproject.toml's [project.optional-dependencies]
@@ -42,3 +43,15 @@ def install_hint(extra: str) -> str:
 
         return f"{shlex.quote(os.path.join(root, 'scripts', 'bootstrap.sh'))} {extra}"
     return f"pip install '{DISTRIBUTION}[{extra}]'"
+
+
+def version() -> str:
+    """bob's distribution version (looked up only for ``--version``: start-up)."""
+    try:
+        from importlib.metadata import PackageNotFoundError, version as distribution_version
+    except ImportError:  # pragma: no cover
+        return "unknown"
+    try:
+        return distribution_version(DISTRIBUTION)
+    except PackageNotFoundError:
+        return "unknown (not installed)"

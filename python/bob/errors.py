@@ -30,7 +30,12 @@ The subclasses say what kind of refusal it is:
   size, chunk table, padding, target, prompt word, token, validity …);
 * :class:`StateRefused` — the file is well formed but its state cannot be
   resumed (non-finite values, negative V, step 0 with non-zero moments, no
-  room for 10 more updates). An inspector reports these instead.
+  room for the updates of one more invocation). An inspector reports these instead.
+
+Beside the family, the three errors of a path bob was given (raised by
+:mod:`bob.fileio`, and importable from it): :class:`NotARegularFile` (a
+directory, FIFO, socket or device), :class:`NotReplaceable` (other hard links,
+or read-only) and :class:`FileTooLarge` (larger than any valid file; not read).
 
 Values are shown through :mod:`bob.text`, bob's one escaping helper. This
 module imports nothing outside the standard library, so ``import bob`` stays
@@ -38,6 +43,10 @@ cheap.
 """
 
 from __future__ import annotations
+
+import errno
+import os
+import stat
 
 from bob.formats.constants import LEARNER_NAMES, LEARNER_PREFIX, learner_floats
 from bob.text import f32_text, float_text, json_number, one_line, show_bytes
@@ -63,6 +72,9 @@ __all__ = [
     "shown_kind",
     "byte_buffer",
     "f32_text",
+    "NotARegularFile",
+    "NotReplaceable",
+    "FileTooLarge",
 ]
 
 
@@ -280,3 +292,57 @@ def integer_field(value: Any, field: str, message: str, index: int | None = None
     if number is None:
         raise BadValue(field, message, actual=shown_kind(value), index=index)
     return number
+
+
+# --------------------------------------------------------------------------- #
+# A path bob was given that it will not read or replace (bob.fileio raises these)
+# --------------------------------------------------------------------------- #
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    return "not a regular file"
+
+
+class NotARegularFile(OSError):
+    """The path names a directory, FIFO, socket or device: bob reads and replaces regular files only."""
+
+    def __init__(self, path: "str | os.PathLike[str]", mode: int) -> None:
+        self.kind = _kind(mode)
+        self.mode = mode
+        code = errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL
+        super().__init__(code, f"{self.kind}, not a regular file", os.fspath(path))
+
+    def __reduce__(self):  # the constructor's arguments, so it pickles and copies (OSError's would not fit)
+        return type(self), (self.filename, self.mode)
+
+
+class NotReplaceable(OSError):
+    """A regular file bob will not replace: it has other hard links, or its owner cannot write it."""
+
+    def __init__(self, path: "str | os.PathLike[str]", reason: str) -> None:
+        super().__init__(errno.EPERM, reason, os.fspath(path))
+
+    def __reduce__(self):
+        return type(self), (self.filename, self.strerror)
+
+
+class FileTooLarge(Exception):
+    """A regular file larger than any valid one; it was not read."""
+
+    def __init__(self, size: int, head: bytes) -> None:
+        super().__init__(f"{size} bytes")
+        self.size = size
+        self.head = head
+
+    def __reduce__(self):
+        return type(self), (self.size, self.head)

@@ -10,7 +10,8 @@ so every path they are given gets the same treatment:
   ``fstat`` of that descriptor; :func:`replace_target` refuses to replace
   anything but a regular file (or a missing one). A directory, a FIFO, a
   socket or a device raises :class:`NotARegularFile`, before anything is
-  read or created.
+  read or created. (The three exceptions live in :mod:`bob.errors`; they are
+  importable from here too.)
 * **Bounded.** A file larger than the caller's limit is never read:
   :class:`FileTooLarge` carries its size and first bytes so the formats
   layer can name it.
@@ -31,7 +32,7 @@ so every path they are given gets the same treatment:
   target, fsyncs it, renames it over the target and fsyncs the directory; on
   any failure the target is byte-identical and the temporary file is gone.
   A SIGKILL leaves at worst a temporary file named
-  ``.{name}.bob-tmp-{pid}-{random}``: :func:`clean_stale_temporaries`
+  ``.{name}.bob-tmp-{pid}-{random}``: :func:`bob.commit.clean_stale_temporaries`
   removes it once its writer is dead, and a ``bob-run`` holding the
   checkpoint's lock removes its targets' temporaries whoever left them
   (``holding_lock=True``: pids say nothing across PID namespaces).
@@ -50,7 +51,7 @@ import errno
 import os
 import stat
 
-from bob.errors import byte_buffer
+from bob.errors import FileTooLarge, NotARegularFile, NotReplaceable, byte_buffer
 
 __all__ = [
     "NotARegularFile",
@@ -69,7 +70,6 @@ __all__ = [
     "discard_temporary",
     "fsync_directory",
     "write_atomic",
-    "clean_stale_temporaries",
     "temporary_name",
     "sidecar_name",
     "TEMP_MARK",
@@ -80,55 +80,6 @@ NAME_MAX = 255  # bytes in one file name on every filesystem bob is used on (Lin
 _TAG_ROOM = 40  # bytes kept for what follows the target's name: ".bob-tmp-{pid}-{12 hex}" and ".bob-lock"
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _HEAD = 16  # bytes of a too-large file kept to name its format
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    return "not a regular file"
-
-
-class NotARegularFile(OSError):
-    """The path names a directory, FIFO, socket or device: bob reads and replaces regular files only."""
-
-    def __init__(self, path: "str | os.PathLike[str]", mode: int) -> None:
-        self.kind = _kind(mode)
-        self.mode = mode
-        code = errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL
-        super().__init__(code, f"{self.kind}, not a regular file", os.fspath(path))
-
-    def __reduce__(self):  # the constructor's arguments, so it pickles and copies (OSError's would not fit)
-        return type(self), (self.filename, self.mode)
-
-
-class NotReplaceable(OSError):
-    """A regular file bob will not replace: it has other hard links, or its owner cannot write it."""
-
-    def __init__(self, path: "str | os.PathLike[str]", reason: str) -> None:
-        super().__init__(errno.EPERM, reason, os.fspath(path))
-
-    def __reduce__(self):
-        return type(self), (self.filename, self.strerror)
-
-
-class FileTooLarge(Exception):
-    """A regular file larger than any valid one; it was not read."""
-
-    def __init__(self, size: int, head: bytes) -> None:
-        super().__init__(f"{size} bytes")
-        self.size = size
-        self.head = head
-
-    def __reduce__(self):
-        return type(self), (self.size, self.head)
 
 
 def read_bounded(path: "str | os.PathLike[str]", limit: int) -> bytes | None:
@@ -426,54 +377,3 @@ def discard_temporary(tmp: str) -> None:
         os.unlink(tmp)
     except OSError:
         pass
-
-
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # PermissionError: someone else's live process
-        return True
-    return True
-
-
-def clean_stale_temporaries(path: "str | os.PathLike[str]", *, holding_lock: bool = False) -> list[str]:
-    """Remove the temporary files :func:`write_atomic` left beside ``path``'s
-    target whose writing process is dead; return the paths removed.
-
-    Temporaries of live processes (this one included) are left alone: a pid
-    is all a writer without a lock can judge by. ``holding_lock``: the caller
-    holds the target's lock (``bob-run``), so every temporary of the target
-    is stale, whoever left it (a pid says nothing across PID namespaces).
-    """
-    try:
-        target = os.path.realpath(os.fspath(path))
-    except (OSError, ValueError):  # pragma: no cover
-        return []
-    directory, name = os.path.split(target)
-    prefix = _prefix(name)
-    removed: list[str] = []
-    try:
-        entries = os.listdir(directory or ".")
-    except OSError:
-        return removed
-    for entry in entries:
-        if not entry.startswith(prefix):
-            continue
-        pid_text, sep, token = entry[len(prefix):].partition("-")
-        if not sep or not pid_text.isdigit() or not token:
-            continue
-        pid = int(pid_text)
-        if not holding_lock and (pid == os.getpid() or _pid_alive(pid)):
-            continue
-        full = os.path.join(directory, entry)
-        try:
-            if stat.S_ISREG(os.lstat(full).st_mode):
-                os.unlink(full)
-                removed.append(full)
-        except OSError:
-            continue
-    return removed

@@ -1,7 +1,8 @@
 """``bob-fixture``: write a bob input record from a corpus and three prompts (contract §3).
 
-The fixture builder uses at most the corpus's first 257 bytes (pair k is
-``(corpus[k mod n], corpus[(k+1) mod n])`` for k < 256), so only those are
+The fixture builder uses at most the corpus's first VOCABULARY + 1 bytes (pair k is
+``(corpus[k mod n], corpus[(k+1) mod n])`` for k < VOCABULARY, one pair per
+vocabulary entry), so only those are
 read: a multi-gigabyte file or an endless stream costs nothing more.
 """
 

@@ -1,9 +1,14 @@
 """One invocation of contract §7, in memory: ``bob.invoke``.
 
 :func:`advance` is the one place in bob that sequences an invocation's math
-(10 updates in the native core, the check that the new state can be resumed,
+(the updates in the native core, the check that the new state can be resumed,
 the predictions); :func:`invoke` (the library) and ``bob-run`` (the command,
 on its own plane buffers) both call it, so they cannot drift apart.
+
+``bob-run`` trains in one buffer of a checkpoint's size: :func:`state_buffer`
+makes it from the bytes of its checkpoint file (a fast path for the files bob
+writes, the schemas for the rest), :func:`buffer_planes` are its planes, and
+:func:`sealed_buffer` seals it with the new step.
 
 ::
 
@@ -13,6 +18,8 @@ on its own plane buffers) both call it, so they cannot drift apart.
 """
 
 from __future__ import annotations
+
+import sys
 
 from bob.errors import StateRefused
 from bob.formats.constants import PARAMETER_COUNT, PLANE_NAMES, UPDATES_PER_INVOCATION, cell_name
@@ -26,22 +33,24 @@ if TYPE_CHECKING:  # pragma: no cover - typing costs start-up time bob-run does 
     from bob.formats.input_record import InputRecord
     from bob.formats.predictions import Predictions
 
-__all__ = ["Invocation", "invoke", "advance"]
+__all__ = ["Invocation", "invoke", "advance", "state_buffer", "buffer_planes", "sealed_buffer"]
+
+_FAST = sys.byteorder == "little"  # the planes are little-endian float32 in memory too
 
 _CHECKS = {
     "non_finite": "would make plane {plane} non-finite",
     "negative": "would make plane V negative",
-    "no_room": "would leave no room for the next 10 updates in a u64 step",
+    "no_room": f"would leave no room for the next {UPDATES_PER_INVOCATION} updates in a u64 step",
 }
 
 
 def advance(p, m, v, contexts, targets, prompt_words: Sequence[int], step: int, *,
             threads: int = 0) -> "tuple[int, list[float], list[tuple[int, int]]]":
-    """Make one invocation's 10 updates in place on the float32 buffers P, M, V
+    """Make one invocation's updates in place on the float32 buffers P, M, V
     (``step`` updates made before) and predict for ``prompt_words``.
 
     Returns ``(step_after, losses, records)``: the new step (the one place
-    that counts the 10 updates on), the loss before each update, and the
+    that counts the invocation's updates on), the loss before each update, and the
     (token, validity) per prompt. Raises :class:`~bob.errors.StateRefused`
     (naming the plane and index) when the new state could not be resumed —
     a value became non-finite, or the step has no room left — so nothing that
@@ -58,7 +67,7 @@ def advance(p, m, v, contexts, targets, prompt_words: Sequence[int], step: int, 
         check, plane, index = problem
         where = cell_name(index)
         field = plane or "step"
-        message = f"the 10 updates from step {step} {_CHECKS[check].format(plane=plane)}"
+        message = f"the {UPDATES_PER_INVOCATION} updates from step {step} {_CHECKS[check].format(plane=plane)}"
         if plane:
             message += f" (first at {where}); nothing was written"
             offset_in_plane = PLANE_NAMES.index(plane)
@@ -75,14 +84,70 @@ def _value_at(plane, index: int) -> float:
     return f32_from_bits(memoryview(plane).cast("B").cast("I")[index])
 
 
+def state_buffer(data: "bytearray | None") -> "tuple[int, bytearray, int | None]":
+    """(step, buffer, header_bytes) of a checkpoint file's bytes (None or empty:
+    the fresh state, the contract's command convention). ``buffer`` has a
+    canonical checkpoint's size, with the planes (P, M, V, little-endian
+    float32) in place after the header: bob-run trains in it and writes it
+    back sealed with the new header (:func:`sealed_buffer`). header_bytes
+    is None for the canonical layout. ``data`` itself becomes the buffer when
+    it is a canonical checkpoint that may be resumed."""
+    from bob import core
+    from bob.formats.checkpoint import CHECKPOINT_BYTES, HEADER_BYTES, recognize_checkpoint
+
+    if _FAST:
+        if not data:
+            buffer = bytearray(CHECKPOINT_BYTES)
+            core.initialize(buffer_planes(buffer)[0])
+            return 0, buffer, None
+        step = recognize_checkpoint(data)
+        if step is not None:
+            if core.resume_problem(*buffer_planes(data), step) is None:
+                return step, data, None
+    from bob.formats.checkpoint import load_checkpoint
+
+    # The schemas judge the same bytes (zero bytes: the fresh state).
+    checkpoint = load_checkpoint(bytes(data or b""))
+    buffer = bytearray(HEADER_BYTES)
+    for plane in (checkpoint.p, checkpoint.m, checkpoint.v):
+        buffer += plane.astype("<f4").tobytes()
+    return checkpoint.step, buffer, checkpoint.header_bytes
+
+
+def buffer_planes(buffer: bytearray) -> "tuple[memoryview, memoryview, memoryview]":
+    """P, M and V as writable float32 memoryviews into a checkpoint buffer from :func:`state_buffer`."""
+    from bob.formats.checkpoint import HEADER_BYTES
+    from bob.formats.constants import CHUNK_BYTES
+
+    view = memoryview(buffer)
+    return tuple(  # type: ignore[return-value]
+        view[HEADER_BYTES + i * CHUNK_BYTES:HEADER_BYTES + (i + 1) * CHUNK_BYTES].cast("f") for i in range(3)
+    )
+
+
+def sealed_buffer(step: int, buffer: bytearray, header_bytes: "int | None") -> "bytes | bytearray":
+    """The checkpoint file of a buffer from :func:`state_buffer` at ``step``."""
+    from bob.formats.checkpoint import HEADER_BYTES, seal_checkpoint
+
+    if header_bytes in (None, HEADER_BYTES):
+        return seal_checkpoint(step, buffer)
+    # A valid checkpoint with a larger header keeps it (formats/DECISIONS.md D9).
+    import numpy as np
+
+    from bob.formats.checkpoint import Checkpoint
+
+    p, m, v = (np.frombuffer(view, dtype="<f4").copy() for view in buffer_planes(buffer))
+    return Checkpoint(step, p, m, v, header_bytes=header_bytes).to_bytes()
+
+
 class Invocation:
     """The result of one invocation (frozen): the new checkpoint and
     predictions, and how it went. Nothing here shares memory with what
     :func:`invoke` was given.
 
-    ``checkpoint``: the state after the 10 updates (step ``step_after``);
+    ``checkpoint``: the state after the invocation's updates (step ``step_after``);
     ``predictions``: one per prompt of the record, from the new P;
-    ``losses``: the loss before each of the 10 updates (contract §6.4).
+    ``losses``: the loss before each of the invocation's updates (contract §6.4).
 
     (A plain class, not a dataclass: ``bob-run`` imports this module and does
     not pay for importing ``dataclasses``.)
@@ -138,7 +203,7 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
            threads: int = 0) -> Invocation:
     """One invocation of contract §7 in memory; never mutates its arguments.
 
-    ``record`` is an :class:`~bob.InputRecord` or its 1,564 bytes;
+    ``record`` is an :class:`~bob.InputRecord` or its bytes;
     ``checkpoint`` a :class:`~bob.Checkpoint`, a checkpoint file's bytes, or
     ``b""`` for the fresh state (§6.1). Bytes are checked fully (§3, §5) and
     refused with a :class:`~bob.FormatError` naming the field; a
@@ -171,7 +236,7 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
 
 def _checked_planes(contract: "Contract", step: int, planes: "Any") -> "Any":
     """P, M and V (``planes``, indexable) copied into the rows of one new
-    (3, 65,536) float32 array by the native core's resume check, in one call
+    (3, PARAMETER_COUNT) float32 array by the native core's resume check, in one call
     (``bob.core.resume_problem(..., into=)``, a vectorized pass: a fifth of
     the time of :func:`~bob.formats.checkpoint.state_findings`' NumPy). None when
     the contract is not bob v1's, the core finds something to refuse, or it
@@ -196,12 +261,12 @@ def _checked_planes(contract: "Contract", step: int, planes: "Any") -> "Any":
 
 def _owned_copy(checkpoint: "Checkpoint") -> "Checkpoint":
     """A copy of ``checkpoint`` whose P, M and V are rows of one new array:
-    one allocation and one pass over the 786,432 bytes. Three separate
-    256 KiB arrays (``Checkpoint.copy``) measured several times the cost in
+    one allocation and one pass over the planes' bytes. Three separate
+    plane-sized arrays (``Checkpoint.copy``) measured several times the cost in
     a loop of invocations: glibc gives their pages back to the system when
     they are freed (its trim threshold follows the largest block freed), so
     each copy faulted them in again, 160 page faults a call; one block of
-    786,432 bytes is kept and reused. Planes reassigned to anything but flat
+    all three planes is kept and reused. Planes reassigned to anything but flat
     float32 arrays take :meth:`~bob.Checkpoint.copy`, which converts and
     checks them."""
     import numpy as np
@@ -241,7 +306,7 @@ def _loaded(data: bytes) -> "Checkpoint":
 
 
 def _with_planes(step: int, planes, header_bytes: int, contract: "Contract") -> "Checkpoint":
-    """A Checkpoint over the rows of ``planes`` (3 x 65,536 float32, owned by the new checkpoint)."""
+    """A Checkpoint over the rows of ``planes`` (3 x PARAMETER_COUNT float32, owned by the new checkpoint)."""
     from bob.formats.checkpoint import Checkpoint
 
     return Checkpoint(step, planes[0], planes[1], planes[2], header_bytes, contract)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from bob.commands import write_whole as _write
+from bob.text import write_whole as _write
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - typing only

@@ -10,7 +10,7 @@ runs. What this module adds is what a command on shared files needs:
   1 anything unexpected (a traceback only under ``--debug``);
 * only regular files are read or replaced; links are followed, and the lock
   belongs to the resolved checkpoint (:mod:`bob.fileio`);
-* nothing is lost: every check, and the 10 updates, happen before the first
+* nothing is lost: every check, and the invocation's updates, happen before the first
   write; the predictions are replaced before the checkpoint, and put back
   exactly if the checkpoint cannot be replaced; a state that would not be
   resumable is refused, not written;
@@ -34,18 +34,26 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from bob.signals import Deferral
 
-from bob.commands import (EXIT_BUSY, EXIT_OK, Outcome, Refused, about, add_common_options, argument_parser, note,
-                          run_command, seconds_option)
+from bob.commands import (
+    EXIT_BUSY,
+    EXIT_OK,
+    Outcome,
+    Refused,
+    about,
+    add_common_options,
+    argument_parser,
+    run_command,
+    seconds_option,
+)
 from bob.commit import lock_path_for  # noqa: F401 - where tests and tools have always found it
-from bob.text import show_byte, show_path
+from bob.text import note, show_byte, show_path
 
 PROG = "bob-run"
 
 
-# -- Reading (fast path for bob's own files, the schemas for everything else)
-
-_FAST = sys.byteorder == "little"  # the planes are little-endian float32 in memory too
-
+# --------------------------------------------------------------------------- #
+# Reading (fast path for bob's own files, the schemas for everything else)
+# --------------------------------------------------------------------------- #
 
 def _read_once(path: str, limit: int, *, record: bool) -> "bytearray | None":
     """The bytes of the regular file at ``path`` (None when it is missing),
@@ -81,61 +89,17 @@ def _read_record(path: str) -> "tuple[bytes, bytes, tuple[int, ...]]":
 
 
 def _read_state(path: str) -> "tuple[int, bytearray, int | None]":
-    """(step, buffer, header_bytes) of the checkpoint at ``path``. ``buffer``
-    has a canonical checkpoint's size, with the planes (P, M, V, little-endian
-    float32) in place after the header: bob-run trains in it and writes it
-    back sealed with the new header. header_bytes is None for the canonical
-    layout. A missing or empty file is the fresh state."""
-    from bob import core
-    from bob.formats.checkpoint import CHECKPOINT_BYTES, HEADER_BYTES, recognize_checkpoint
+    """(step, buffer, header_bytes) of the checkpoint at ``path``, read once
+    (:func:`bob.invocation.state_buffer`); a missing or empty file is the fresh state."""
     from bob.formats.constants import MAX_CHECKPOINT_BYTES
+    from bob.invocation import state_buffer
 
-    data = _read_once(path, MAX_CHECKPOINT_BYTES, record=False)
-    if _FAST:
-        if not data:  # missing or empty: a fresh run (the contract's command convention)
-            buffer = bytearray(CHECKPOINT_BYTES)
-            core.initialize(_plane_views(buffer)[0])
-            return 0, buffer, None
-        step = recognize_checkpoint(data)
-        if step is not None:
-            if core.resume_problem(*_plane_views(data), step) is None:
-                return step, data, None
-    from bob.formats.checkpoint import load_checkpoint
-
-    # The schemas judge the bytes read above (zero bytes: the fresh state).
-    checkpoint = load_checkpoint(bytes(data or b""))
-    buffer = bytearray(HEADER_BYTES)
-    for plane in (checkpoint.p, checkpoint.m, checkpoint.v):
-        buffer += plane.astype("<f4").tobytes()
-    return checkpoint.step, buffer, checkpoint.header_bytes
+    return state_buffer(_read_once(path, MAX_CHECKPOINT_BYTES, record=False))
 
 
-def _plane_views(buffer: bytearray) -> "tuple[memoryview, memoryview, memoryview]":
-    """P, M and V as float32 views into a checkpoint buffer from :func:`_read_state`."""
-    from bob.formats.checkpoint import HEADER_BYTES
-    from bob.formats.constants import CHUNK_BYTES
-
-    view = memoryview(buffer)
-    return tuple(  # type: ignore[return-value]
-        view[HEADER_BYTES + i * CHUNK_BYTES:HEADER_BYTES + (i + 1) * CHUNK_BYTES].cast("f") for i in range(3)
-    )
-
-
-def _checkpoint_bytes(step: int, buffer: bytearray, header_bytes: "int | None") -> "bytes | bytearray":
-    from bob.formats.checkpoint import HEADER_BYTES, seal_checkpoint
-
-    if header_bytes in (None, HEADER_BYTES):
-        return seal_checkpoint(step, buffer)
-    # A valid checkpoint with a larger header keeps it (formats/DECISIONS.md D9).
-    import numpy as np
-
-    from bob.formats.checkpoint import Checkpoint
-
-    p, m, v = (np.frombuffer(view, dtype="<f4").copy() for view in _plane_views(buffer))
-    return Checkpoint(step, p, m, v, header_bytes=header_bytes).to_bytes()
-
-
-# -- One invocation on files
+# --------------------------------------------------------------------------- #
+# One invocation on files
+# --------------------------------------------------------------------------- #
 
 
 def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
@@ -151,10 +115,11 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     (the lock's wait, after the updates, just before the commit), with
     everything rolled back.
     """
-    from bob.commit import CheckpointLock, Commit
-    from bob.fileio import clean_stale_temporaries, identity, refuse_unreplaceable
+    from bob.commit import CheckpointLock, Commit, clean_stale_temporaries
+    from bob.fileio import identity, refuse_unreplaceable
     from bob.formats import canonical
-    from bob.invocation import advance
+    from bob.formats.checkpoint import sha256
+    from bob.invocation import advance, buffer_planes, sealed_buffer
     from bob.signals import Deferral
 
     deferral = Deferral() if deferral is None else deferral
@@ -179,11 +144,11 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
         with about("--checkpoint", checkpoint_path, "checkpoint"):
             read_from = identity(checkpoint_target)
             step_before, buffer, header_bytes = _read_state(checkpoint_target)
-            step_after, losses, records = advance(*_plane_views(buffer), contexts, targets, prompt_words,
+            step_after, losses, records = advance(*buffer_planes(buffer), contexts, targets, prompt_words,
                                                   step_before, threads=threads)
         deferral.check()  # a signal during the updates ends the run here, nothing written
         prediction_bytes = canonical.predictions_bytes(records)
-        checkpoint_bytes = _checkpoint_bytes(step_after, buffer, header_bytes)
+        checkpoint_data = sealed_buffer(step_after, buffer, header_bytes)
 
         def before_commit() -> None:
             deferral.check()
@@ -192,7 +157,7 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
                 raise Refused("was replaced by another process while this run trained; nothing was changed",
                               option="--checkpoint", path=checkpoint_path, code=EXIT_BUSY)
 
-        commit = Commit(checkpoint_target, checkpoint_bytes, about("--checkpoint", checkpoint_path),
+        commit = Commit(checkpoint_target, checkpoint_data, about("--checkpoint", checkpoint_path),
                         predictions_target, prediction_bytes, about("--predictions", predictions_path))
         try:
             commit.stage()
@@ -201,14 +166,16 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
             commit.close()
     finally:
         lock.__exit__()
-    return _summary(step_before, step_after, losses, prompt_words, records, checkpoint_path, checkpoint_bytes,
-                    predictions_path, prediction_bytes, cleaned, commit.problems)
+
+    return _summary(step_before, step_after, losses, prompt_words, records, checkpoint_path,
+                    sha256(checkpoint_data), predictions_path, prediction_bytes, cleaned, commit.problems)
 
 
 def _targets(input_path: str, checkpoint_path: str, predictions_path: str) -> "tuple[str, str]":
-    """The checkpoint's and the predictions' targets, decided before anything
-    is read or created; the kernel resolves every path (a deleted working
-    directory is named here), each once. Refuses two options naming one file."""
+    """The files the run will replace (checkpoint, predictions), links resolved,
+    decided before anything is read or created: the kernel resolves every path
+    (a deleted working directory is named here), and no two options may name
+    one file, nor the predictions the checkpoint's lock."""
     from bob.commit import refuse_if_lock_of
     from bob.fileio import check_directory, replace_target, same_file
 
@@ -229,10 +196,10 @@ def _targets(input_path: str, checkpoint_path: str, predictions_path: str) -> "t
     return checkpoint_target, predictions_target
 
 
-def _summary(step_before: int, step_after: int, losses, prompt_words, records, checkpoint_path: str,
-             checkpoint_bytes, predictions_path: str, prediction_bytes: bytes, cleaned, problems) -> dict:
-    """The invocation's summary, JSON-ready (``--json`` prints it)."""
-    from bob.formats.checkpoint import sha256
+def _summary(step_before: int, step_after: int, losses: "list[float]", prompt_words: "tuple[int, ...]",
+             records: "list[tuple[int, int]]", checkpoint_path: str, checkpoint_sha256: bytes, predictions_path: str,
+             prediction_bytes: bytes, cleaned: "list[str]", problems: "list[str]") -> dict:
+    """The JSON-ready summary of a committed invocation (:func:`run_files`)."""
     from bob.formats.constants import EMPTY_PROMPT
 
     return {
@@ -250,7 +217,7 @@ def _summary(step_before: int, step_after: int, losses, prompt_words, records, c
             for i, (word, (token, validity)) in enumerate(zip(prompt_words, records))
         ],
         "checkpoint": show_path(checkpoint_path),
-        "checkpoint_sha256": sha256(checkpoint_bytes).hex(),
+        "checkpoint_sha256": checkpoint_sha256.hex(),
         "predictions_file": show_path(predictions_path),
         "predictions_hex": prediction_bytes.hex(),
         "stale_temporaries_removed": [show_path(p) for p in cleaned],
@@ -258,7 +225,9 @@ def _summary(step_before: int, step_after: int, losses, prompt_words, records, c
     }
 
 
-# -- The command line
+# --------------------------------------------------------------------------- #
+# The command line
+# --------------------------------------------------------------------------- #
 
 
 def _human_summary(result: dict) -> str:
@@ -281,9 +250,11 @@ def _human_summary(result: dict) -> str:
 
 
 def run_parser() -> "argparse.ArgumentParser":
+    from bob.formats.constants import UPDATES_PER_INVOCATION
+
     parser = argument_parser(
         prog=PROG,
-        description="One bob invocation: 10 AdamW updates from CKPT (missing or empty: fresh), "
+        description=f"One bob invocation: {UPDATES_PER_INVOCATION} AdamW updates from CKPT (missing or empty: fresh), "
         "then CKPT and PRED replaced atomically.",
         epilog="exit codes: 0 done, 2 refused, 75 checkpoint in use, 130 interrupted, 1 unexpected",
     )

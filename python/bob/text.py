@@ -16,6 +16,13 @@ Numbers: :func:`f32_text` and :func:`float_text` never raise, whatever the
 value (NaN with any payload, ±inf, subnormals, values that overflow a
 Python-float-to-f32 conversion).
 
+Writing it: every command prints through :func:`write_whole`, :func:`note`
+and :func:`emit`, which survive a closed or full stdout (one line on stderr
+says so; the exit status stands), after :func:`tolerant_streams` (text the
+stream's encoding cannot hold is written escaped, never a
+``UnicodeEncodeError``); :func:`exit_now` ends an installed command's
+process once both streams are flushed.
+
 Standard library only: ``bob-run`` imports it on its fast path.
 """
 
@@ -24,6 +31,11 @@ from __future__ import annotations
 import math
 import os
 import struct
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - typing costs start-up time bob-run does not pay
+    from typing import NoReturn, TextIO
 
 __all__ = [
     "escape_bytes",
@@ -34,6 +46,12 @@ __all__ = [
     "f32_text",
     "float_text",
     "json_number",
+    "tolerant_streams",
+    "write_whole",
+    "silence",
+    "note",
+    "emit",
+    "exit_now",
 ]
 
 # One table for the 256 byte values: printable ASCII as itself, the rest \xNN.
@@ -133,3 +151,76 @@ def json_number(value: float | None) -> float | str | None:
         return None
     value = float(value)
     return value if math.isfinite(value) else float_text(value)
+
+
+# --------------------------------------------------------------------------- #
+# Writing to the standard streams
+# --------------------------------------------------------------------------- #
+
+
+def tolerant_streams() -> None:
+    """stdout and stderr write what their encoding cannot hold as escapes
+    (``\\u2026``, ``\\xb5``) instead of raising ``UnicodeEncodeError``
+    (``PYTHONIOENCODING=ascii``, a C locale): degraded, never lost."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", None) not in ("backslashreplace", "surrogateescape"):
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # closed, or a replaced stream
+                pass
+
+
+def write_whole(stream: "TextIO | None", text: str) -> bool:
+    """Write ``text`` in one piece and flush; False if the stream cannot take it."""
+    if stream is None:  # the process was started with this stream closed
+        return False
+    try:
+        stream.write(text)
+        stream.flush()
+        return True
+    except (OSError, ValueError):  # closed, full, broken pipe
+        silence(stream)
+        return False
+
+
+def silence(stream: "TextIO") -> None:
+    """Point a broken standard stream at /dev/null so the interpreter's final
+    flush cannot raise after we have decided the outcome."""
+    try:
+        fd = stream.fileno()
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, fd)
+        os.close(null)
+    except (OSError, ValueError, AttributeError):  # AttributeError: the stream was never open (None)
+        pass
+
+
+def note(prog: str, text: str) -> None:
+    """One line on stderr (``prog: text``), whatever state stderr is in."""
+    write_whole(sys.stderr, f"{prog}: {one_line(text)}\n")
+
+
+def emit(prog: str, text: str, *, committed: str | None = None) -> None:
+    """Print a result in one write. If stdout cannot take it, one line on
+    stderr says so (naming what was ``committed``, if anything); the
+    caller's exit status is unchanged."""
+    if not write_whole(sys.stdout, text if text.endswith("\n") else text + "\n"):
+        note = f"{committed}, but its summary could not be printed" if committed else \
+            "the summary could not be printed"
+        write_whole(sys.stderr, f"{prog}: {note} (stdout is closed or full)\n")
+
+
+def exit_now(code: int) -> "NoReturn":
+    """End an installed command's process with ``code``, once stdout and stderr
+    are flushed, without the interpreter's teardown (freeing every module and
+    object, about a tenth of a whole bob-run: BENCHMARKS.md). Only for the
+    scripts' last line: by then every file the command wrote is fsynced and
+    closed, and nothing of bob's runs at exit."""
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # closed or full: emit() has said so already
+                pass
+    os._exit(code)

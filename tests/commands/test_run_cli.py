@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import bob
+from bob.formats.constants import UPDATES_PER_INVOCATION as U
 from conftest import CKPT_10_SHA256 as CKPT_SHA_10
 from conftest import CKPT_20_SHA256 as CKPT_SHA_20
 from conftest import PRED_HEX
@@ -110,13 +111,13 @@ def test_empty_checkpoint_file_is_a_fresh_run(work: Path) -> None:
 
 
 # ------------------------------------------------------- fresh-process resume ---
-def test_five_processes_equal_one_process_of_fifty_updates(work: Path) -> None:
+def test_five_processes_equal_one_process_of_all_their_updates(work: Path) -> None:
     for _ in range(5):
         run(work)
     record = bob.load_input((work / "rec.bin").read_bytes())
     ckpt = bob.load_checkpoint(b"")
-    bob.core.train(ckpt.p, ckpt.m, ckpt.v, record.contexts, record.targets, 0, 50)
-    ckpt.step = 50
+    bob.core.train(ckpt.p, ckpt.m, ckpt.v, record.contexts, record.targets, 0, 5 * U)
+    ckpt.step = 5 * U
     preds = bob.Predictions.from_core(bob.core.predict(ckpt.p, record.prompt_words))
     assert (work / "ck.bin").read_bytes() == ckpt.to_bytes()
     assert (work / "pred.bin").read_bytes() == preds.to_bytes()
@@ -325,7 +326,7 @@ def test_sigkill_at_random_moments_leaves_a_whole_checkpoint(work: Path) -> None
     t0 = time.perf_counter()
     subprocess.run(argv, check=True, capture_output=True)
     duration = time.perf_counter() - t0
-    step = 10
+    step = U
     kills = 0
     for _ in range(40):
         before = ck.read_bytes() if ck.exists() else None
@@ -340,13 +341,13 @@ def test_sigkill_at_random_moments_leaves_a_whole_checkpoint(work: Path) -> None
             assert before is None
             continue
         loaded = bob.load_checkpoint(after)  # whole and valid, or this raises
-        assert loaded.step in (step, step + 10)
-        assert after == before or loaded.step == step + 10
+        assert loaded.step in (step, step + U)
+        assert after == before or loaded.step == step + U
         step = loaded.step
     assert kills >= 5, "the schedule never caught a run in flight"
     # A later run cleans what killed runs left and goes on from the last whole file.
     run(work)
-    assert bob.load_checkpoint(ck.read_bytes()).step == step + 10
+    assert bob.load_checkpoint(ck.read_bytes()).step == step + U
     assert not [p for p in work.iterdir() if ".bob-tmp-" in p.name]
 
 
@@ -386,7 +387,7 @@ def test_two_concurrent_runs_lose_no_update(work: Path) -> None:
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
         codes = [p.wait(timeout=120) for p in procs]
         assert codes == [0, 0]
-        assert bob.load_checkpoint((work / "ck.bin").read_bytes()).step == 20 * (rounds + 1)
+        assert bob.load_checkpoint((work / "ck.bin").read_bytes()).step == 2 * U * (rounds + 1)
 
 
 def test_concurrent_runs_without_wait_either_run_or_say_75(work: Path) -> None:
@@ -395,4 +396,4 @@ def test_concurrent_runs_without_wait_either_run_or_say_75(work: Path) -> None:
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(3)]
     codes = [p.wait(timeout=120) for p in procs]
     assert set(codes) <= {0, 75} and 0 in codes
-    assert bob.load_checkpoint((work / "ck.bin").read_bytes()).step == 10 * codes.count(0)
+    assert bob.load_checkpoint((work / "ck.bin").read_bytes()).step == U * codes.count(0)

@@ -15,13 +15,14 @@ import pytest
 
 import bob
 from bob.run import lock_path_for, main
+from bob.formats.constants import UPDATES_PER_INVOCATION as U
 from conftest import CKPT_10_SHA256, CKPT_20_SHA256, CORPUS, PRED_HEX, PROMPTS
 
 HELP = """\
 usage: bob-run [-h] --input RECORD --checkpoint CKPT --predictions PRED
                [--wait SECONDS] [--json] [--debug] [--version]
 
-One bob invocation: 10 AdamW updates from CKPT (missing or empty: fresh), then
+One bob invocation: {U} AdamW updates from CKPT (missing or empty: fresh), then
 CKPT and PRED replaced atomically.
 
 options:
@@ -37,7 +38,7 @@ options:
 
 exit codes: 0 done, 2 refused, 75 checkpoint in use, 130 interrupted, 1
 unexpected
-"""
+""".replace("{U}", str(U))
 
 
 @pytest.fixture
@@ -77,7 +78,7 @@ def test_a_missing_option_is_a_usage_error_naming_it(work: Path, capsys, monkeyp
 def summary(step_before: int, sha: str, work: Path) -> dict:
     return {
         "step_before": step_before,
-        "step_after": step_before + 10,
+        "step_after": step_before + U,
         "fresh": step_before == 0,
         "predictions": [
             {"prompt": 0, "last_byte": ord("a"), "token": ord("c"), "valid": True},
@@ -294,7 +295,7 @@ def test_a_lock_file_holding_other_bytes_is_not_a_pid(work: Path, capsys) -> Non
 
 def test_a_temporary_of_someone_elses_live_process_is_left_alone(work: Path, monkeypatch) -> None:
     """os.kill(pid, 0) answers EPERM for a live process of another user: alive."""
-    import bob.fileio
+    import bob.commit
 
     def not_yours(pid: int, sig: int) -> None:
         raise PermissionError(1, "Operation not permitted")
@@ -303,8 +304,8 @@ def test_a_temporary_of_someone_elses_live_process_is_left_alone(work: Path, mon
     target.write_bytes(b"x")
     theirs = work / ".ck.bin.bob-tmp-999999-0123456789ab"
     theirs.write_bytes(b"someone else's")
-    monkeypatch.setattr(bob.fileio.os, "kill", not_yours)
-    assert bob.fileio.clean_stale_temporaries(target) == [] and theirs.exists()
+    monkeypatch.setattr(bob.commit.os, "kill", not_yours)
+    assert bob.commit.clean_stale_temporaries(target) == [] and theirs.exists()
 
 
 def test_refusals_of_a_file_name_the_option_path_and_what_it_should_be(work: Path, capsys) -> None:
@@ -324,7 +325,7 @@ def test_refusals_of_a_file_name_the_option_path_and_what_it_should_be(work: Pat
 def test_only_well_formed_temporary_names_are_cleaned(work: Path) -> None:
     """A name that merely starts like bob's temporaries (no random part, or no
     pid) is someone else's file: never removed."""
-    from bob.fileio import clean_stale_temporaries
+    from bob.commit import clean_stale_temporaries
 
     target = work / "ck.bin"
     target.write_bytes(b"x")
@@ -387,13 +388,13 @@ def test_a_committed_run_whose_summary_cannot_be_printed_says_so_once(work: Path
     with monkeypatch.context() as patch:
         patch.setattr("sys.stdout", BrokenStdout())
         assert main(argv(work, *json_flag)) == 0
-    assert capsys.readouterr().err == (f"bob-run: the invocation committed step 10 to {work / 'ck.bin'}, but its "
+    assert capsys.readouterr().err == (f"bob-run: the invocation committed step {U} to {work / 'ck.bin'}, but its "
                                        "summary could not be printed (stdout is closed or full)\n")
-    assert bob.read_checkpoint_file(work / "ck.bin").step == 10
+    assert bob.read_checkpoint_file(work / "ck.bin").step == U
 
 
 def test_emit_without_a_commit_says_only_that_the_summary_was_lost(capsys, monkeypatch) -> None:
-    from bob.commands import emit
+    from bob.text import emit
 
     with monkeypatch.context() as patch:
         patch.setattr("sys.stdout", BrokenStdout())

@@ -17,6 +17,7 @@ import bob
 import bob.fileio
 from bob.formats.constants import CHECKPOINT_MAGIC, MAX_CHECKPOINT_BYTES
 from bob.run import main
+from bob.formats.constants import UPDATES_PER_INVOCATION as U
 from conftest import CORPUS, PROMPTS
 
 
@@ -59,7 +60,7 @@ def assert_read_once(work: Path, opens: collections.Counter, reads: collections.
 
 
 def test_the_fast_path_reads_each_file_once(work: Path, monkeypatch, capsys) -> None:
-    for step in (10, 20):  # fresh (the missing checkpoint's one open fails), then resumed
+    for step in (U, 2 * U):  # fresh (the missing checkpoint's one open fails), then resumed
         code, opens, reads = counted_run(work, monkeypatch)
         assert code == 0 and bob.read_checkpoint_file(work / "ck.bin").step == step
         assert_read_once(work, opens, reads)
@@ -72,7 +73,7 @@ def test_the_schemas_path_parses_the_bytes_already_read(work: Path, monkeypatch,
     state = bob.invoke(bob.build_input(CORPUS, PROMPTS)).checkpoint
     (work / "ck.bin").write_bytes(state.to_bytes(header_bytes=1024))
     code, opens, reads = counted_run(work, monkeypatch)
-    assert code == 0 and bob.read_checkpoint_file(work / "ck.bin").step == 20
+    assert code == 0 and bob.read_checkpoint_file(work / "ck.bin").step == 2 * U
     assert_read_once(work, opens, reads)
     capsys.readouterr()
 

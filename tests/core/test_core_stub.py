@@ -2,7 +2,8 @@
 built module exports: the same public names, and for every function the
 same parameters (names, kinds, defaults) as the real signature. Also the
 module's exported behaviour the stub promises: CoreError's full name and
-pickling, the kernel names, and the scalar reference kernel."""
+pickling, the kernel names, the scalar reference kernel, and the core's
+updates per invocation (bob.formats.constants')."""
 
 import ast
 import inspect
@@ -82,6 +83,16 @@ def test_stub_signature_matches_the_real_function(name):
     assert stub_parameters(stub_definitions()[name]) == real_parameters(real)
     # No default is an opaque "...": the stub's default is the real one.
     assert all(d is not Ellipsis for _, _, d in real_parameters(real))
+
+
+def test_the_cores_updates_per_invocation_is_the_formats():
+    """One number in two languages: bob-core's UPDATES_PER_INVOCATION (what the
+    Rust floors and examples count in) is bob.formats.constants' (what bob-run
+    asks the core for), so changing one without the other fails here."""
+    from bob.formats.constants import UPDATES_PER_INVOCATION
+
+    assert type(_core.UPDATES_PER_INVOCATION) is int
+    assert _core.UPDATES_PER_INVOCATION == UPDATES_PER_INVOCATION == bob.core.UPDATES_PER_INVOCATION
 
 
 def test_stub_core_error_is_a_value_error_class():

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import bob
+from bob.formats.constants import UPDATES_PER_INVOCATION as U
 from conftest import CORPUS, PROMPTS
 
 BIN = Path(sys.executable).parent
@@ -58,7 +59,7 @@ def test_closed_stdout_after_the_commit(work: Path, json_flag: list[str]) -> Non
     out = subprocess.run(run_args(work, *json_flag), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          preexec_fn=lambda: os.close(1), timeout=30)
     assert out.returncode == 0
-    assert_committed_quietly(out.stderr, work, 10)
+    assert_committed_quietly(out.stderr, work, U)
 
 
 @pytest.mark.parametrize("json_flag", [[], ["--json"]])
@@ -66,7 +67,7 @@ def test_full_stdout_after_the_commit(work: Path, json_flag: list[str]) -> None:
     with open("/dev/full", "wb") as full:
         out = subprocess.run(run_args(work, *json_flag), stdout=full, stderr=subprocess.PIPE, timeout=30)
     assert out.returncode == 0
-    assert_committed_quietly(out.stderr, work, 10)
+    assert_committed_quietly(out.stderr, work, U)
 
 
 def test_broken_pipe_after_the_commit(work: Path) -> None:
@@ -74,19 +75,19 @@ def test_broken_pipe_after_the_commit(work: Path) -> None:
     proc.stdout.close()  # the reader is gone before bob-run prints (like `| head -0`)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0
-    assert_committed_quietly(err, work, 10)
+    assert_committed_quietly(err, work, U)
     # a supervisor that retries on a non-zero exit would have trained twice; it does not retry
     again = subprocess.run(run_args(work), capture_output=True, timeout=30)
-    assert again.returncode == 0 and bob.read_checkpoint_file(work / "ck.bin").step == 20
+    assert again.returncode == 0 and bob.read_checkpoint_file(work / "ck.bin").step == 2 * U
 
 
 def test_json_summary_is_one_line_in_one_piece(work: Path) -> None:
     out = subprocess.run(run_args(work, "--json"), capture_output=True, timeout=30)
     assert out.returncode == 0 and out.stdout.count(b"\n") == 1 and out.stdout.endswith(b"\n")
-    assert json.loads(out.stdout)["step_after"] == 10
+    assert json.loads(out.stdout)["step_after"] == U
 
 
-EXIT_NOW = ("import sys; from bob.commands import exit_now; sys.stdout.write('x' * 200_000); "
+EXIT_NOW = ("import sys; from bob.text import exit_now; sys.stdout.write('x' * 200_000); "
             "sys.stderr.write('last words'); exit_now(3)")
 
 

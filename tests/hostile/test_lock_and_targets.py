@@ -21,6 +21,7 @@ import pytest
 import bob
 import bob.commit
 import bob.run
+from bob.formats.constants import UPDATES_PER_INVOCATION as U
 from conftest import CORPUS, PROMPTS
 
 BIN = Path(sys.executable).parent
@@ -59,7 +60,7 @@ def test_a_lock_file_deleted_while_held_stops_the_holder_from_committing(work: P
     before = (work / "pred.bin").read_bytes()
     assert bob.run.main(argv(work)) == 75
     assert "was deleted or replaced while this run held it" in capsys.readouterr().err
-    assert second["rc"] == 0 and step_of(work / "ck.bin") == 20  # the second run's update stands alone
+    assert second["rc"] == 0 and step_of(work / "ck.bin") == 2 * U  # the second run's update stands alone
     assert (work / "pred.bin").read_bytes() == before
 
 
@@ -102,12 +103,12 @@ def test_predictions_may_not_name_the_checkpoints_lock_file(work: Path, capsys) 
 def test_a_checkpoint_name_of_250_bytes_has_a_lock_within_name_max(work: Path) -> None:
     name = "c" * 250
     assert bob.run.main(argv(work, ck=name)) == 0
-    assert step_of(work / name) == 10
+    assert step_of(work / name) == U
     lock = bob.commit.lock_path_for(str(work / name))
     assert len(os.path.basename(lock).encode()) <= 255
     other = bob.commit.lock_path_for(str(work / ("c" * 249 + "d")))
     assert other != lock  # a long name is hashed whole, not cut to a shared prefix
-    assert bob.run.main(argv(work, ck=name)) == 0 and step_of(work / name) == 20
+    assert bob.run.main(argv(work, ck=name)) == 0 and step_of(work / name) == 2 * U
 
 
 @pytest.mark.parametrize("which", ["ck.bin", "pred.bin"])
@@ -238,7 +239,7 @@ def test_a_stale_lock_of_another_user_in_a_sticky_directory_does_not_lock_the_ow
             os._exit(code)
     _, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    assert os.stat(shared / "ck.bin").st_uid == owner and step_of(shared / "ck.bin") == 10
+    assert os.stat(shared / "ck.bin").st_uid == owner and step_of(shared / "ck.bin") == U
     assert lock.read_bytes() == b"12345\n"  # theirs, opened read-only: flock needs no write access
 
 

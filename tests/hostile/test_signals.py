@@ -28,6 +28,7 @@ import pytest
 
 import bob
 import bob.run
+from bob.formats.constants import UPDATES_PER_INVOCATION as U
 from conftest import CORPUS, PROMPTS
 from test_crash_points import COMMIT_CALLS, before_os_call
 
@@ -90,7 +91,7 @@ class Files:
         if returncode == 0:
             assert state == self.new, f"{where}: exit 0, but the files are the old ones"
             if "bob-run:" in stderr:  # the signal came during the commit: said, and the run counts as done
-                assert f"{name} arrived during the commit; the invocation committed step 20" in stderr, stderr
+                assert f"{name} arrived during the commit; the invocation committed step {2 * U}" in stderr, stderr
             # (anything else is CPython's own start-up, which reports a Ctrl-C it survived in its words)
             return True
         assert state == self.old, f"{where}: exit {returncode}, but the files are the new ones"

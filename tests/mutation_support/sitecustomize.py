@@ -6,7 +6,7 @@ own process; a test that runs the real ``bob-run`` reaches bob's functions in
 a child process, where those records would be lost. In mutmut's stats phase
 this child writes the names it recorded to ``$BOB_MUTMUT_HITS/<pid>``, and
 conftest.py hands them to mutmut as reached by the test that started it.
-bob-run and bob-fixture end with ``os._exit`` (bob.commands.exit_now), which
+bob-run and bob-fixture end with ``os._exit`` (bob.text.exit_now), which
 runs no atexit handler, so the report is also made just before that.
 Outside a mutation run it does nothing.
 """

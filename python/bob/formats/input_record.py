@@ -199,7 +199,7 @@ class InputRecord:
         return hash((self.contexts.tobytes(), self.targets.tobytes(), self.prompt_words))
 
     def __repr__(self) -> str:
-        return f"InputRecord(pairs=256, prompt_words={self.prompt_words!r})"
+        return f"InputRecord(pairs={len(self.contexts)}, prompt_words={self.prompt_words!r})"
 
 
 # --------------------------------------------------------------------------- #

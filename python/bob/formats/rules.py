@@ -177,6 +177,9 @@ MOMENTS_ZERO_AT_STEP_0: ValueRule = ValueRule(
     "M and V all zero at step 0", error=StateRefused, bad=lambda np, plane: _not_zero(np, _int_bits(np, plane)))
 
 
+# NumPy's functions, not its comparison operators, on whole planes: under the
+# fuzzer, atheris 3.0.0's comparison instrumentation leaks 64 KiB a call on
+# ``<`` between arrays (benchmarks/bench_fuzz.py).
 def _negative(np: "Any", bits: "Any") -> "Any":
     """Below zero: from -inf to the smallest negative subnormal (not -0.0, not a NaN)."""
     signed = np.less(bits, 0)  # the sign bit: these, -0.0 and the NaNs with it; a V bob wrote has none

@@ -1,8 +1,7 @@
 """The power-loss checker: what a POSIX file system may leave of a run that lost power.
 
-In the spirit of ALICE (Pillai et al., OSDI 2014) and CrashMonkey: record the
-file-system operations of a real ``bob-run`` (or a library writer), then build
-every state a crash may leave on disk, and judge each.
+After ALICE (Pillai et al., OSDI 2014) and CrashMonkey: record a real ``bob-run``'s
+(or a library writer's) file-system operations, build every state a crash may leave.
 
 **Recording.** :class:`Recorder` wraps the ``os`` functions that change files
 (every write bob makes goes through them) and logs each call under the
@@ -21,14 +20,12 @@ any combination (POSIX orders none of them): each subset of them, applied in
 program order, with the durable ones, is one crash state. A write is kept or
 dropped whole. :func:`crash_states` yields them all, or a bounded sample.
 
-**Judging.** :func:`check_states` materializes each state in a fresh
-directory and holds it to bob's promise: the checkpoint is the old one or the
-new one, whole; a new checkpoint never sits beside the old predictions; once
-the run said it committed, every crash state has the new pair; and the next
-``bob-run`` on the state exits 0, resumes from what it finds, writes what
-``bob.invoke`` computes from it, and leaves nothing of the dead run behind.
-A run's whole space is a few dozen states, so ``tests/hostile/test_power_loss.py``
-judges all of it (``limit`` samples each prefix, for longer recordings).
+**Judging.** :func:`check_states` materializes each state in a fresh directory
+and holds it to bob's promise: the old checkpoint or the new one, whole; never
+a new checkpoint beside the old predictions; only the new pair once the run said
+it committed; and the next ``bob-run`` exits 0, writes what ``bob.invoke``
+computes from what it found, and leaves nothing of the dead run behind. A run's
+whole space is a few dozen states (``tests/hostile/test_power_loss.py`` judges all).
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ def _placed(data: bytes) -> "tuple[EnvelopeLayout, int] | None":
 
 def refresh_digests(data: bytes) -> bytes:
     """A checkpoint with its chunk digests and header digest recomputed for its own header
-    (chunks at ``header_bytes + i × 262,144``); unchanged when its header cannot place them."""
+    (chunk ``i`` at ``header_bytes + i × CHUNK_BYTES``); unchanged when its header cannot place them."""
     placed = _placed(data)
     if placed is None:
         return data

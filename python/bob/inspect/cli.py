@@ -23,7 +23,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Callable
 
 from bob.formats import kinds
-from bob.formats.constants import MAX_CHECKPOINT_BYTES, RECORD_BYTES
+from bob.formats.constants import MAX_CHECKPOINT_BYTES, RECORD_BYTES, VOCABULARY
 from bob.formats.files import CHECKPOINT_FILE, INPUT_FILE
 from bob.commands import (
     EXIT_FOUND,
@@ -202,9 +202,9 @@ def _add_ckpt_options(p: argparse.ArgumentParser) -> None:
                    help="context bytes given as text (e.g. abc): show each row's top-5 next bytes")
     p.add_argument("--rows-hex", metavar="HEX", help="context bytes as hex (e.g. 61,62 or 6162)")
     p.add_argument("--heatmap", metavar="OUT.png",
-                   help=f"draw the 256 x 256 P table (needs matplotlib: {install_hint('plot')})")
+                   help=f"draw the {VOCABULARY} x {VOCABULARY} P table (needs matplotlib: {install_hint('plot')})")
     p.add_argument("--export", metavar="OUT.safetensors|OUT.npz",
-                   help="write the planes as (256, 256) float32 arrays P, M, V with the step and contract as "
+                   help=f"write the planes as {(VOCABULARY,) * 2} float32 arrays P, M, V with the step and contract as "
                         f"metadata, for other tools (.safetensors needs the interop extra: {install_hint('interop')})")
 
 
@@ -343,5 +343,5 @@ def _work(args: argparse.Namespace) -> Outcome:
 def _guard(line: str) -> str:
     """The last guard on a human line: a line with any character a terminal would
     not print (a control character, a bidirectional override …) goes through
-    :func:`bob.text.one_line`; bob's own printable text (``256 × u32``) stays."""
+    :func:`bob.text.one_line`; bob's own printable text (``VOCABULARY × u32``) stays."""
     return line if line.isprintable() else one_line(line)

@@ -19,12 +19,12 @@ from bob.commands import (
     about,
     add_common_options,
     argument_parser,
-    emit,
     integer_option,
     output_directory,
     run_command,
 )
 from bob.distribution import install_hint
+from bob.text import emit
 from bob.qualify.verdict import PERTURB_ENV, perturbation
 
 PROG = "bob-qualify"

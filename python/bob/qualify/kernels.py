@@ -6,7 +6,7 @@ The states are drawn from a seeded NumPy generator, so a failure is reproduced
 by ``bob-qualify --seed N``. They stress what a vectorised or threaded kernel
 could get wrong: logits of ±80 and ±1e30, subnormals, signed zeros, tied
 maxima and whole tied rows, rows no pair uses (count 0), non-zero moments,
-steps from 0 up to the last one with room for 10 updates.
+steps from 0 up to the last one with room for one invocation's updates.
 """
 
 from __future__ import annotations

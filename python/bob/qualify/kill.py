@@ -61,7 +61,7 @@ POINTS = {"mid-write": "old", "before-rename": "old", "after-rename": "new"}
 
 
 def _series(record: bytes, invocations: int) -> list[bytes]:
-    """Checkpoint files at steps 0 (none), 10, 20, … through bob.invoke."""
+    """Checkpoint files after 0 (none), 1, 2, … invocations, through bob.invoke."""
     files, checkpoint = [b""], b""
     for _ in range(invocations):
         checkpoint = bob.invoke(record, checkpoint).checkpoint_bytes()
@@ -75,7 +75,7 @@ def _leftovers(directory: Path) -> list[str]:
 
 def _after_kill(label: str, files: RunFiles, series: list[bytes], command: list[str],
                 must_be: str | None) -> tuple[Verdict | None, str]:
-    """The checkpoint is step 10's or step 20's, whole; a rerun continues the series.
+    """The checkpoint is the first invocation's or the second's, whole; a rerun continues the series.
     Returns the problem (or None) and which file the kill left ("old", "new")."""
     found = files.checkpoint.read_bytes()
     if found == series[1]:

@@ -1,5 +1,5 @@
 """Performance snapshot: µs per update for each kernel × thread count at
-vocabulary 256, and a whole ``bob-run`` process against the interpreter's own
+bob's vocabulary, and a whole ``bob-run`` process against the interpreter's own
 start. Measured interleaved (one sample of each configuration per round, the
 order rotating each round) so a noisy machine slows all of them alike; medians
 and minima are reported. A snapshot, not a benchmark: nothing here passes or fails.

@@ -18,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from bob.formats.constants import UPDATES_PER_INVOCATION, VOCABULARY
 from bob.qualify.runner import Progress as ProgressSink
 from bob.qualify.verdict import Verdict
 
@@ -87,7 +88,7 @@ def summary_table(result: dict[str, Any]) -> Table:
 
 def performance_table(result: dict[str, Any]) -> Table:
     perf = result["performance"]
-    table = Table(title=f"µs per update at vocabulary 256 (median / min of {result['plan']['speed_rounds']}, "
+    table = Table(title=f"µs per update at vocabulary {VOCABULARY} (median / min of {result['plan']['speed_rounds']}, "
                         "interleaved)")
     table.add_column("kernel")
     for threads in sorted({row["threads"] for row in perf.get("kernels", [])}):
@@ -203,13 +204,13 @@ def write_plots(directory: Path, result: dict[str, Any]) -> list[Path]:
     if curves:
         fig, ax = plt.subplots(figsize=(8, 4.5), dpi=110)
         updates = max(len(losses) for losses in curves.values())
-        for boundary in range(10, updates, 10):
+        for boundary in range(UPDATES_PER_INVOCATION, updates, UPDATES_PER_INVOCATION):
             ax.axvline(boundary + 0.5, color="0.85", linewidth=0.8, zorder=0)
         for name, losses in curves.items():
             ax.plot(range(1, len(losses) + 1), losses, marker=".", markersize=3, linewidth=1.2, label=name)
-        ax.set_xlabel("update (grey lines: one bob-run invocation = 10 updates)")
+        ax.set_xlabel(f"update (grey lines: one bob-run invocation = {UPDATES_PER_INVOCATION} updates)")
         ax.set_ylabel("mean cross-entropy before the update (nats)")
-        ax.set_title(f"Loss over {updates // 10} invocations of the qualification records")
+        ax.set_title(f"Loss over {updates // UPDATES_PER_INVOCATION} invocations of the qualification records")
         ax.legend(fontsize=8)
         ax.grid(axis="y", alpha=0.3)
         fig.tight_layout()
@@ -240,7 +241,7 @@ def write_plots(directory: Path, result: dict[str, Any]) -> list[Path]:
         ax.yaxis.set_minor_formatter(plain)
         ax.tick_params(axis="y", which="minor", labelsize=7)
         ax.set_ylabel("µs per update (log; bar: median, dot: minimum)")
-        ax.set_title(f"µs per update at vocabulary 256 — {fp['cpu_model']}, {fp['cpu_count']} CPUs")
+        ax.set_title(f"µs per update at vocabulary {VOCABULARY} — {fp['cpu_model']}, {fp['cpu_count']} CPUs")
         ax.legend(fontsize=8)
         ax.grid(axis="y", alpha=0.3, which="both")
         fig.tight_layout()

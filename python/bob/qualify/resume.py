@@ -1,5 +1,5 @@
 """Fresh-process resume (§7): k ``bob-run`` processes ≡ k calls of ``bob.invoke``
-≡ one call of 10·k updates, byte for byte, on the §8 record and seeded random ones."""
+≡ one call of k invocations' updates, byte for byte, on the §8 record and seeded random ones."""
 
 from __future__ import annotations
 
@@ -114,11 +114,12 @@ def check_resume(seed: int, invocations: int, random_records: int,
         every = [(i, i) for i in range(invocations)]
         found = (_compare(name, f"{invocations} bob-run processes and {invocations} calls of bob.invoke",
                           invoked, processes, every)
-                 or _compare(name, f"{invocations} calls of bob.invoke and one call of {10 * invocations} updates",
+                 or _compare(name, f"{invocations} calls of bob.invoke and one call of "
+                                   f"{UPDATES_PER_INVOCATION * invocations} updates",
                              in_one_call(record, invocations), invoked, [(0, invocations - 1)]))
         verdict = found or Verdict(
             CHECK, True, f"{name}: {invocations} bob-run processes ≡ {invocations} bob.invoke calls ≡ "
-                         f"one call of {10 * invocations} updates", kernel="auto", threads=0,
+                         f"one call of {UPDATES_PER_INVOCATION * invocations} updates", kernel="auto", threads=0,
             details={"record": name})
         verdict.details.update(invocations=invocations, command=command)
         verdict.seconds = time.perf_counter() - started

@@ -1,13 +1,14 @@
 //! The core against its floor microbenchmarks, interleaved in one run:
 //! µs per update (65,536 values at vocabulary 256) of the whole core
-//! (`train`, 10 updates per call from the seeded start: steps 1 to 10) and
-//! of one update's fused loops alone, on a state 5 updates in (steps 6 to 15)
-//! and on the core's own start (steps 1 to 10 from zero moments: the same
+//! (`train`, one invocation's updates per call from the seeded start) and
+//! of one update's fused loops alone, on a state 5 updates in (the next
+//! invocation's steps from there) and on the core's own start (the first
+//! invocation's steps from zero moments: the same
 //! operands for the dividers as the core's call), and of the dividers alone.
 //!
 //! cargo run --release -p bob-core --example floor -- [vocabulary] [threads] [rounds] [kernel]
 use bob_core::floor::{time, Floor, State, FLOOR_PASSES};
-use bob_core::{initialize, train, Kernel, Options, Planes, BOB_V1_ADAMW, SEED};
+use bob_core::{initialize, train, Kernel, Options, Planes, BOB_V1_ADAMW, SEED, UPDATES_PER_INVOCATION};
 use std::time::Instant;
 
 fn main() {
@@ -31,8 +32,9 @@ fn main() {
         v.fill(std::hint::black_box(0.0));
         let clock = Instant::now();
         Planes::new(&mut p, &mut m, &mut v)
-            .and_then(|planes| train(planes, &contexts, &targets, 0, 10, &BOB_V1_ADAMW, Options { kernel, threads })).unwrap();
-        core.push(clock.elapsed().as_secs_f64() / 10.0);
+            .and_then(|planes| train(planes, &contexts, &targets, 0, UPDATES_PER_INVOCATION, &BOB_V1_ADAMW, Options { kernel, threads }))
+            .unwrap();
+        core.push(clock.elapsed().as_secs_f64() / UPDATES_PER_INVOCATION as f64);
         fused.push(time(kernel, Floor::FusedLoop, &state, threads).as_secs_f64() / FLOOR_PASSES as f64);
         fused_start.push(time(kernel, Floor::FusedLoop, &start, threads).as_secs_f64() / FLOOR_PASSES as f64);
         dividers.push(time(kernel, Floor::Dividers, &state, threads).as_secs_f64() / FLOOR_PASSES as f64);
@@ -47,10 +49,12 @@ fn main() {
     let (div_med, div_min) = stats(&mut dividers);
     println!("vocabulary {n}, kernel {}, threads {threads}, {rounds} interleaved rounds (median / min, us per update)",
              kernel.resolve().name());
-    println!("  core (train, 10 updates per call)  {core_med:9.1} / {core_min:9.1}");
-    println!("  floor: fused loop, steps 6-15      {fused_med:9.1} / {fused_min:9.1}");
-    println!("  floor: fused loop, steps 1-10      {start_med:9.1} / {start_min:9.1}");
-    println!("  floor: dividers only, steps 6-15   {div_med:9.1} / {div_min:9.1}");
-    println!("  core / fused-loop floor, 6-15      {:9.2} / {:9.2}", core_med / fused_med, core_min / fused_min);
-    println!("  core / fused-loop floor, 1-10      {:9.2} / {:9.2}", core_med / start_med, core_min / start_min);
+    let u = UPDATES_PER_INVOCATION;
+    let (later, first) = (format!("6-{}", 5 + u), format!("1-{u}"));
+    println!("  {:<35}{core_med:9.1} / {core_min:9.1}", format!("core (train, {u} updates per call)"));
+    println!("  {:<35}{fused_med:9.1} / {fused_min:9.1}", format!("floor: fused loop, steps {later}"));
+    println!("  {:<35}{start_med:9.1} / {start_min:9.1}", format!("floor: fused loop, steps {first}"));
+    println!("  {:<35}{div_med:9.1} / {div_min:9.1}", format!("floor: dividers only, steps {later}"));
+    println!("  {:<35}{:9.2} / {:9.2}", format!("core / fused-loop floor, {later}"), core_med / fused_med, core_min / fused_min);
+    println!("  {:<35}{:9.2} / {:9.2}", format!("core / fused-loop floor, {first}"), core_med / start_med, core_min / start_min);
 }

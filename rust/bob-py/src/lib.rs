@@ -4,11 +4,13 @@
 
 #![deny(missing_docs)]
 
-use std::ffi::CStr;
+mod buffers;
+
+use buffers::{check_length, contiguous_bytes, overlaps, pair_words, plane, plane_readable, Lent};
 
 use bob_core::{Kernel, Options, StateProblem, BOB_V1_ADAMW};
 use numpy::{PyArray1, PyArrayMethods};
-use pyo3::buffer::{ElementType, PyUntypedBuffer};
+use pyo3::buffer::PyUntypedBuffer;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -28,200 +30,6 @@ fn core_error(err: bob_core::CoreError) -> PyErr {
     CoreError::new_err(err.to_string())
 }
 
-/// A plane the caller lent us: a writable, C-contiguous float32 buffer in
-/// this machine's byte order.
-/// Holding the `PyUntypedBuffer` keeps the export (and so the memory) alive.
-struct Plane {
-    _buffer: PyUntypedBuffer,
-    ptr: *mut f32,
-    len: usize,
-}
-
-/// Raw parts of the planes, moved into the GIL-free closure. Sound because the
-/// buffers are held for the closure's whole run and checked not to overlap.
-struct Lent(*mut f32, usize);
-
-// SAFETY: `Lent` is only a pointer and a length; the memory it points to is a
-// plain float32 buffer with no thread affinity. It is sent to the closure run
-// by `py.detach` while the owning `Plane` (and so the buffer export) stays
-// alive on the calling thread, and that thread waits for the closure.
-unsafe impl Send for Lent {}
-
-impl Lent {
-    /// The lent buffer as a mutable slice.
-    ///
-    /// # Safety
-    /// The `Plane` it came from must stay alive (the buffer exported) for
-    /// `'a`, and no other reference to that memory may be used meanwhile.
-    unsafe fn slice<'a>(&self) -> &'a mut [f32] {
-        if self.1 == 0 {
-            return &mut [];
-        }
-        // SAFETY: `self.0` is the non-null start of a C-contiguous buffer of
-        // `self.1` f32 values, checked aligned in `plane_readable`; the
-        // caller keeps it exported and unaliased for 'a (see `# Safety`).
-        unsafe { std::slice::from_raw_parts_mut(self.0, self.1) }
-    }
-
-    /// The lent buffer as a shared slice.
-    ///
-    /// # Safety
-    /// The `Plane` it came from must stay alive for `'a`, and no mutable
-    /// reference to that memory may be used meanwhile.
-    unsafe fn slice_ref<'a>(&self) -> &'a [f32] {
-        if self.1 == 0 {
-            return &[];
-        }
-        // SAFETY: as in `slice`: an exported, aligned buffer of `self.1` f32
-        // values, only read while the caller's `# Safety` terms hold.
-        unsafe { std::slice::from_raw_parts(self.0, self.1) }
-    }
-}
-
-/// Whether a buffer's struct format puts its items in this machine's byte
-/// order: no prefix, '@' or '=' (native), or the explicit '<' or '>' that
-/// is this machine's.
-fn native_byte_order(format: &CStr) -> bool {
-    match format.to_bytes().first() {
-        Some(b'<') => cfg!(target_endian = "little"),
-        Some(b'>' | b'!') => cfg!(target_endian = "big"),
-        _ => true,
-    }
-}
-
-/// Whether `buffer` holds items of `kind` as this machine reads them: the
-/// kind and size its format names, its stated item size, and (for items of
-/// more than one byte) the byte order. The one check of every buffer's
-/// items here: pyo3's `as_typed` (0.30) takes the byte order backwards on a
-/// little-endian machine (a big-endian `>f` passes for f32 and would be read
-/// byte-swapped; this machine's own `<f`, as ctypes exports it, fails).
-fn holds(buffer: &PyUntypedBuffer, kind: ElementType) -> bool {
-    let size = match kind {
-        ElementType::Float { bytes } | ElementType::UnsignedInteger { bytes } => bytes,
-        _ => return false,
-    };
-    ElementType::from_format(buffer.format()) == kind
-        && buffer.item_size() == size
-        && (size == 1 || native_byte_order(buffer.format()))
-}
-
-/// A buffer's items for a refusal: "float64 with 8-byte items",
-/// "big-endian float32 with 4-byte items", or the raw format.
-fn describe_format(format: &CStr, item_size: usize) -> String {
-    let f = format.to_string_lossy();
-    let order = match (native_byte_order(format), cfg!(target_endian = "little")) {
-        (true, _) => "",
-        (false, true) => "big-endian ",
-        (false, false) => "little-endian ",
-    };
-    let dtype = match (f.trim_start_matches(['@', '=', '<', '>', '!']), item_size) {
-        ("d", 8) => "float64".to_string(),
-        ("e", 2) => "float16".to_string(),
-        ("f", 4) => "float32".to_string(),
-        ("B", 1) => "uint8 (bytes)".to_string(),
-        ("b", 1) => "int8".to_string(),
-        ("h" | "i" | "l" | "q", n) => format!("int{}", n * 8),
-        ("H" | "I" | "L" | "Q", n) => format!("uint{}", n * 8),
-        _ => format!("format {f:?}"),
-    };
-    format!("{order}{dtype} with {item_size}-byte items")
-}
-
-fn plane(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Plane> {
-    let plane = plane_readable(obj, name)?;
-    if plane._buffer.readonly() {
-        return Err(PyValueError::new_err(format!(
-            "{name} is read-only; the core trains in place and needs a writable float32 buffer"
-        )));
-    }
-    Ok(plane)
-}
-
-/// A float32, C-contiguous buffer, read-only allowed.
-fn plane_readable(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Plane> {
-    let buffer = PyUntypedBuffer::get(obj).map_err(|_| {
-        PyTypeError::new_err(format!(
-            "{name} must be a writable float32 buffer (a numpy.float32 array); got {}",
-            obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "an object".into())
-        ))
-    })?;
-    if !holds(&buffer, ElementType::Float { bytes: 4 }) {
-        return Err(PyTypeError::new_err(format!(
-            "{name} must hold float32 values in this machine's byte order; got {}",
-            describe_format(buffer.format(), buffer.item_size())
-        )));
-    }
-    if !buffer.is_c_contiguous() {
-        return Err(PyValueError::new_err(format!(
-            "{name} is not C-contiguous; pass numpy.ascontiguousarray({name}) or the plane itself, not a strided view"
-        )));
-    }
-    let misalignment = buffer.buf_ptr() as usize % std::mem::align_of::<f32>();
-    if misalignment != 0 {
-        return Err(PyValueError::new_err(format!(
-            "{name} starts {misalignment} byte(s) past a float32 boundary; the core reads it in place, \
-             so pass an aligned copy (numpy.array({name}))"
-        )));
-    }
-    let ptr = buffer.buf_ptr().cast::<f32>();
-    let len = buffer.item_count();
-    Ok(Plane { _buffer: buffer, ptr, len })
-}
-
-/// The bytes of a C-contiguous buffer, or None if it is not C-contiguous.
-fn contiguous_bytes(buffer: &PyUntypedBuffer) -> Option<&[u8]> {
-    if !buffer.is_c_contiguous() {
-        return None;
-    }
-    let len = buffer.len_bytes();
-    if len == 0 {
-        return Some(&[]);
-    }
-    // SAFETY: the export `buffer` (borrowed for the slice's lifetime) holds
-    // the memory: `len` bytes from `buf_ptr`, C-contiguous, which the
-    // exporter may not free or resize while it is exported.
-    Some(unsafe { std::slice::from_raw_parts(buffer.buf_ptr().cast::<u8>(), len) })
-}
-
-/// The pairs' contexts or targets: a C-contiguous buffer of uint8 (bytes,
-/// bytearray, a uint8 array) or uint32 values, copied out (they are small).
-fn pair_words(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<u32>> {
-    let buffer = PyUntypedBuffer::get(obj).map_err(|_| {
-        PyTypeError::new_err(format!("{name} must be a buffer of uint8 or uint32 values (bytes or a numpy array)"))
-    })?;
-    let bytes =
-        contiguous_bytes(&buffer).ok_or_else(|| PyValueError::new_err(format!("{name} is not C-contiguous")))?;
-    if holds(&buffer, ElementType::UnsignedInteger { bytes: 1 }) {
-        return Ok(bytes.iter().map(|&b| u32::from(b)).collect());
-    }
-    if holds(&buffer, ElementType::UnsignedInteger { bytes: 4 }) {
-        // Read whole words from bytes: no alignment needed, as they are copied.
-        return Ok(bytes.chunks_exact(4).map(|w| u32::from_ne_bytes([w[0], w[1], w[2], w[3]])).collect());
-    }
-    Err(PyTypeError::new_err(format!(
-        "{name} must hold uint8 or uint32 values in this machine's byte order; got {}",
-        describe_format(buffer.format(), buffer.item_size())
-    )))
-}
-
-fn check_length(plane: &Plane, name: &str, expected: usize) -> PyResult<()> {
-    if plane.len != expected {
-        return Err(PyValueError::new_err(format!(
-            "{name} holds {} float32 values, expected {expected}",
-            plane.len
-        )));
-    }
-    Ok(())
-}
-
-/// Whether two planes share a byte. (An empty plane shares none: its range
-/// [a0, a0) satisfies neither strict inequality with a range of its own
-/// length, which every pair here has, checked first.)
-fn overlaps(a: &Plane, b: &Plane) -> bool {
-    let (a0, b0) = (a.ptr as usize, b.ptr as usize);
-    let (a1, b1) = (a0 + a.len * 4, b0 + b.len * 4);
-    a0 < b1 && b0 < a1
-}
 
 fn kernel_named(name: &str) -> PyResult<Kernel> {
     Kernel::from_name(name).ok_or_else(|| {
@@ -471,6 +279,8 @@ fn fused_loop_floor(py: Python<'_>, threads: usize, kernel: &str, updates_in: u6
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CoreError", m.py().get_type::<CoreError>())?;
+    // The core's count, for the test that holds bob.formats.constants' equal to it.
+    m.add("UPDATES_PER_INVOCATION", bob_core::UPDATES_PER_INVOCATION)?;
     m.add_function(wrap_pyfunction!(fnv1a64, m)?)?;
     m.add_function(wrap_pyfunction!(sha256, m)?)?;
     m.add_function(wrap_pyfunction!(initialize, m)?)?;

@@ -2,7 +2,10 @@
 //! fused loop of one update and its dividers alone, timed the way the kernel
 //! runs. Not API (`#[doc(hidden)]` in lib.rs), free to change with the kernel.
 
-use super::*;
+use super::plan::Plan;
+use super::rows::{exp_row_and_sum, pair_of_rows_mut, phase2_inner, row_max, LiveRow, NextExp, RowPlanes, ROWS_IN_FLIGHT};
+use super::Kernel;
+use crate::{Options, Planes};
 use std::time::{Duration, Instant};
 
 /// What to time. Both run over a real training state (vocabulary `n`,
@@ -39,7 +42,7 @@ pub struct State {
 impl State {
     /// Vocabulary `n`, every row live (pair k = (k, 7k + 3 mod n)), after
     /// `updates` updates from the seeded start. With 0, the floor's passes
-    /// are the core's own first call: steps 1 to 10 from zero moments.
+    /// are the core's own first call: the steps of one invocation from zero moments.
     pub fn new(n: usize, updates: u64) -> State {
         let mut p = vec![0f32; n * n];
         crate::initialize(&mut p, crate::SEED);
@@ -141,7 +144,7 @@ fn run_generic(floor: Floor, state: &State, rows: Rows<'_>) {
     let rk = plan.pair_count_reciprocal.unwrap_or(1.0 / n as f32);
     let mut h = vec![0f32; n];
     // The kernel's blocking: a block of rows makes all its updates while
-    // it sits in cache, so the floor does too (10 passes per block),
+    // it sits in cache, so the floor does too (FLOOR_PASSES per block),
     // and reports one pass over every row.
     let local = |r: usize| r - rows.start;
     for block in rows.clone().step_by(ROWS_IN_FLIGHT) {
@@ -183,5 +186,5 @@ fn run_generic(floor: Floor, state: &State, rows: Rows<'_>) {
     }
 }
 
-/// Passes each block of rows makes (the core's updates per call).
-pub const FLOOR_PASSES: usize = 10;
+/// Passes each block of rows makes (the updates of one invocation).
+pub const FLOOR_PASSES: usize = crate::UPDATES_PER_INVOCATION as usize;
