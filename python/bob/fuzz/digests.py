@@ -91,7 +91,7 @@ class DigestMemo:
 
 
 def _parsed_once(real: Any) -> Any:
-    """The envelope checks' ``parse(schema, data)``, computed once per (schema, bytes object):
+    """The checkpoint examination's ``parse(schema, data)``, computed once per (schema, bytes object):
     a pure function of immutable bytes, so the second reading of one input gets the very result
     (or refusal) the first got, and still runs every check after it."""
     seen: dict[tuple[int, int], tuple[Any, bytes, Any, BaseException | None]] = {}
@@ -135,19 +135,19 @@ def shared_digests() -> Iterator[DigestMemo]:
     one :class:`DigestMemo`, the envelope header is parsed once per input, and its layout is
     computed once per string lengths."""
     from bob.formats import schema
-    from bob.formats.checkpoint import examination as checks, header as canonical, header as envelope_schema
+    from bob.formats.checkpoint import examination, header
 
     memo = DigestMemo()
-    real, real_fast, real_parse = hashlib.sha256, canonical._digest, schema.parse
-    real_layout = checks.envelope_layout
+    real, real_fast, real_parse = hashlib.sha256, header._digest, schema.parse
+    real_layout = examination.envelope_layout
     hashlib.sha256 = memo.sha256  # type: ignore[assignment]
-    canonical._digest = memo.fast_path_digest  # what canonical.sha256 calls (bound on first use)
-    schema.parse = _parsed_once(real_parse)  # what checks imports when it parses
-    checks.envelope_layout = envelope_schema.envelope_layout = _layout_once(real_layout)
+    header._digest = memo.fast_path_digest  # what header.sha256 calls (bound on first use)
+    schema.parse = _parsed_once(real_parse)  # what the examination imports when it parses
+    examination.envelope_layout = header.envelope_layout = _layout_once(real_layout)
     try:
         yield memo
     finally:
         hashlib.sha256 = real
-        canonical._digest = real_fast
+        header._digest = real_fast
         schema.parse = real_parse
-        checks.envelope_layout = envelope_schema.envelope_layout = real_layout
+        examination.envelope_layout = header.envelope_layout = real_layout
