@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -56,7 +57,8 @@ def _plane(value: Any, name: str) -> np.ndarray:
         return value  # the planes bob itself makes (loaders, bob.invoke): nothing to convert
     from bob.arrays import NotAnArray, foreign_array, is_foreign
 
-    if isinstance(value, np.ma.MaskedArray):  # D22: a plane has no mask
+    masked = sys.modules.get("numpy.ma")  # (none exists unless numpy.ma was imported: not imported here)
+    if masked is not None and isinstance(value, masked.MaskedArray):  # D22: a plane has no mask
         raise BadValue(name, f"{_A_PLANE}, without a mask; a masked array is refused (pass np.ma.getdata "
                        "or .filled() of it)", actual=f"type {type(value).__name__}")
     try:
