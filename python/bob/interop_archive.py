@@ -42,7 +42,7 @@ import zipfile
 import zlib
 from typing import Any
 
-from bob.errors import BadValue, NotABobFile, Truncated
+from bob.errors import BadValue, FormatError, NotABobFile, Truncated
 from bob.formats.constants import CHUNK_BYTES, PLANE_NAMES, VOCABULARY
 
 __all__ = ["METADATA_MEMBER", "MAX_METADATA_CHARS", "MAX_NPY_HEADER", "MAX_ZIP_ENTRIES", "MAX_ZIP_DIRECTORY",
@@ -129,7 +129,7 @@ def _zip_directory(data: bytes) -> None:
     """The end record, found as :mod:`zipfile` finds it; its entries and directory size bounded."""
     at = len(data) - _END_RECORD.size
     if at < 0 or data[at:at + 4] != b"PK\x05\x06" or data[-2:] != b"\0\0":  # not an end record without a comment
-        at = data.rfind(b"PK\x05\x06", max(0, len(data) - _END_RECORD.size - 0xFFFF))
+        at = data.rfind(b"PK\x05\x06", max(0, len(data) - _END_RECORD.size - (1 << 16)))
     if at < 0 or len(data) - at < _END_RECORD.size:
         raise NotABobFile("npz", "not a zip archive (no end of central directory)")
     entries, size = _END_RECORD.unpack_from(data, at)[4:6]
@@ -217,8 +217,10 @@ def npz_parts(data: bytes) -> tuple[dict[str, str], dict[str, bytes]]:
             for name, info in members.items():
                 with z.open(info) as f:
                     raw[name] = _npy(f, name)
+    except FormatError:
+        raise
     except (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError, NotImplementedError, struct.error,
-            OverflowError) as exc:
+            OverflowError, ValueError, OSError) as exc:  # zipfile's refusals (a negative seek: ValueError)
         raise NotABobFile("npz", f"not an .npz archive bob reads ({type(exc).__name__}: {exc})"[:200]) from None
     try:
         text = raw.pop(METADATA_MEMBER).decode("utf-32-le").rstrip("\0")
