@@ -147,7 +147,7 @@ def _members(z: zipfile.ZipFile) -> dict[str, zipfile.ZipInfo]:
         name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
         name = name[:80]
         if name not in _MEMBER_LIMIT or info.filename != f"{name}.npy":
-            raise BadValue(name, "a bob export holds the members P.npy, M.npy, V.npy and bob.npy only",
+            raise BadValue(name or "npz.members", "a bob export holds the members P.npy, M.npy, V.npy and bob.npy only",
                            actual=info.filename[:80])
         if name in found:
             raise BadValue(name, f"the member {name}.npy appears twice")
@@ -270,7 +270,8 @@ def safetensors_parts(data: bytes) -> tuple[dict[str, str], dict[str, memoryview
     meta = _metadata(header.pop("__metadata__"))
     for name in header:
         if name not in PLANE_NAMES:
-            raise BadValue(name[:80], "a bob export holds only the arrays P, M and V", expected="P, M, V")
+            raise BadValue(name[:80] or "safetensors.header", "a bob export holds only the arrays P, M and V",
+                           expected="P, M, V")
     for name in PLANE_NAMES:
         if name not in header:
             raise BadValue(name, f"a bob export holds the arrays P, M and V; {name} is missing")

@@ -325,3 +325,12 @@ def test_every_refusal_reads_in_bounded_memory_and_the_limits_allow_a_valid_expo
     with zipfile.ZipFile(io.BytesIO(data)) as z:
         assert len(z.infolist()) * 4 <= interop_archive.MAX_ZIP_ENTRIES
     assert np.array_equal(interop.from_npz_bytes(data, bob.Checkpoint).p, trained.p)
+
+
+def test_a_member_without_a_name_is_refused_naming_the_members(trained) -> None:
+    npz_refused(archive({**members(trained), "": b"x"}), bob.BadValue, "npz.members")
+
+
+def test_a_tensor_without_a_name_is_refused_naming_the_header(trained) -> None:
+    header = json.dumps({"": {}, "__metadata__": interop.metadata(trained)}).encode()
+    st_refused(safetensors({}, None, header=header), bob.BadValue, "safetensors.header")
