@@ -60,7 +60,7 @@ _NPY_PREAMBLE = len(_NPY_MAGIC) + 2 + 4  # magic, version, the header's length (
 _MEMBER_LIMIT = {**{name: _NPY_PREAMBLE + MAX_NPY_HEADER + CHUNK_BYTES for name in PLANE_NAMES},
                  METADATA_MEMBER: _NPY_PREAMBLE + MAX_NPY_HEADER + 4 * MAX_METADATA_CHARS}
 _END_RECORD = struct.Struct("<4s4H2LH")  # the zip's end of central directory
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)  # (unrolled: no backtracking state per character)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _UNICODE_DESCR = re.compile(r"<U([1-9][0-9]{0,5})")
 
