@@ -135,7 +135,7 @@ class about:  # noqa: N801 - used as a `with` statement, like contextlib's helpe
         if isinstance(exc, OSError) and exc.errno not in RESOURCE_ERRNOS:
             raise Refused(os_reason(exc), option=self.option, path=self.path) from None
         # A resource the process ran out of (memory, descriptors) says nothing
-        # about the user's file: it stays an unexpected error (exit 1).
+        # about the user's file: it stays an unexpected error (the command's own code).
 
 
 def fail(prog: str, refusal: Refused, *, as_json: bool, command: str | None = None,

@@ -47,10 +47,10 @@ class LastWords:
     running: "list[LastWords]" = []  # the commands running in this process, outermost first
 
     def __init__(self, prog: str, command: str, code: int, as_json: bool) -> None:
-        self.code = code
-        self.message = f"{OUT_OF_MEMORY}: the machine could not give bob the memory it needed"
-        self.line = f"{prog}: {self.message}\n".encode()
-        self.document = b""
+        self.code: int = code
+        self.message: str = f"{OUT_OF_MEMORY}: the machine could not give bob the memory it needed"
+        self.line: bytes = f"{prog}: {self.message}\n".encode()
+        self.document: bytes = b""
         if as_json:
             import json
 

@@ -16,7 +16,10 @@ out of range, a contract other than bob v1's, and (unless
 ``for_resume=False``) a state ``bob-run`` would not resume — each a
 :class:`~bob.FormatError` naming the array or the metadata key. Files are
 written through :func:`bob.fileio.write_atomic` and read through bob's
-bounded reader. The dependency runs one way: the checkpoint's methods call
+bounded reader (at most :data:`MAX_EXPORT_BYTES`); their bytes are taken
+apart by :mod:`bob.interop_archive`, which checks every member's, tensor's
+and metadata key's size, name and kind before anything is unpacked, so an
+import takes memory and time bounded by a valid export's. The dependency runs one way: the checkpoint's methods call
 this module, which reads nothing of the checkpoint but the object it is given.
 
 The metadata (safetensors' ``__metadata__``; in ``.npz`` the JSON text of
@@ -24,8 +27,11 @@ the array ``bob``) is string to string::
 
     format          "bob-checkpoint"      version   "1"
     step            decimal u64           header_bytes  decimal
-    contract.NAME   each §2 field: a string field as hex, a number as decimal
+    contract.NAME   each §2 field: a string field as lowercase hex, a number as decimal
     contract.identity_sha256   SHA-256 of the fields, to compare at a glance
+
+exactly these keys, each once, every decimal as bob writes it (no sign, no
+leading zero).
 
 safetensors is the optional extra ``interop``; without it the safetensors
 calls raise :class:`MissingExtra` naming it. ``.npz`` needs only NumPy.

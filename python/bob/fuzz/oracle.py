@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 __all__ = ["Verdict", "FIELD_NAMES", "check_input", "check_predictions", "check_checkpoint", "checkpoint_verdicts",
            "check", "state_verdict", "header_bytes_ok", "VOCABULARY", "CHUNK", "PLANES", "SIZES", "STRINGS", "U64_MAX"]
@@ -256,7 +256,7 @@ def _not_zero(plane: tuple) -> int:
     return _lane(plane, 3, _LOW7) | _lane(plane, 2, _NONZERO) | _lane(plane, 1, _NONZERO) | _lane(plane, 0, _NONZERO)
 
 
-def state_verdict(step: int, planes: list) -> Verdict:
+def state_verdict(step: int, planes: List[Tuple[bytes, int]]) -> Verdict:
     """§5 for resuming: every value finite (P, M, V), no negative V, step 0 only with zero M and V,
     room for 10 more updates."""
     for name, plane in zip(PLANES, planes):
