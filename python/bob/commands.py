@@ -3,11 +3,9 @@ path, and printing that survives a closed or full stdout.
 
 One mechanism each:
 
-* :func:`about` wraps the work on one command-line path: any ``OSError`` or
-  :class:`~bob.errors.FormatError` raised inside becomes a :class:`Refused`
-  naming the option (``--checkpoint``) and the path, escaped by
-  :mod:`bob.text` — never ``None: None``, a descriptor number or a
-  temporary file's name.
+* :func:`about` wraps the work on one command-line path: any ``OSError`` or :class:`~bob.errors.FormatError`
+  raised inside becomes a :class:`Refused` naming the option (``--checkpoint``) and the path, escaped by
+  :mod:`bob.text` — never ``None: None``, a descriptor number or a temporary file's name.
 * :func:`fail` prints a refusal as one line on stderr and, under ``--json``,
   as one JSON object (``{"error": {...}}``) on stdout.
 * :func:`bob.text.emit` prints a command's result in one write; if stdout is
@@ -17,10 +15,9 @@ One mechanism each:
   ``--version``, :func:`bob.distribution.version`, ``--json`` and ``--debug``), the typed option converters
   (:func:`seconds_option`, :func:`count_option`, :func:`integer_option`:
   every number finite and in range, the option named in the refusal),
-  refusals and usage errors as one line (exit 2), KeyboardInterrupt (130),
-  one handler for anything unexpected (the command's own code; a traceback
-  only under ``--debug``), and one ``--json`` envelope (``command``, ``ok``,
-  ``exit_code``, ``error``) for success, refusal and usage error alike.
+  refusals and usage errors as one line (exit 2), KeyboardInterrupt (130), one handler for anything
+  unexpected, out of memory included (the command's own code; a traceback only under ``--debug``), and
+  one ``--json`` envelope (``command``, ``ok``, ``exit_code``, ``error``) for every outcome.
   Text that the stream's encoding cannot hold is written escaped
   (``\\u2026``, :func:`bob.text.tolerant_streams`), never a ``UnicodeEncodeError``.
 
@@ -138,7 +135,7 @@ class about:  # noqa: N801 - used as a `with` statement, like contextlib's helpe
         if isinstance(exc, OSError) and exc.errno not in RESOURCE_ERRNOS:
             raise Refused(os_reason(exc), option=self.option, path=self.path) from None
         # A resource the process ran out of (memory, descriptors) says nothing
-        # about the user's file: it stays an unexpected error (exit 1).
+        # about the user's file: it stays an unexpected error (the command's own code).
 
 
 def fail(prog: str, refusal: Refused, *, as_json: bool, command: str | None = None,
@@ -322,7 +319,8 @@ def unexpected(prog: str, exc: BaseException, *, debug: bool, as_json: bool, cod
         import traceback
 
         traceback.print_exception(exc)
-    message = str(exc) if isinstance(exc, ImportError) else f"unexpected error: {type(exc).__name__}: {exc}"
+    message = (str(exc).strip().splitlines() or [""])[-1] if isinstance(exc, ImportError) \
+        else f"unexpected error: {type(exc).__name__}: {exc}"  # (NumPy's ImportError: its last line says why)
     return fail(prog, Refused(message, code=code), as_json=as_json, command=command)
 
 
@@ -346,22 +344,23 @@ def run_command(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]"
                 argv: "list[str] | None" = None, *, unexpected_code: int = EXIT_UNEXPECTED,
                 interrupted: str = "interrupted", subcommands: "dict[str, str] | None" = None,
                 quick: "Callable[[list[str]], Any] | None" = None) -> int:
-    """Run one command: parse ``argv`` with ``build_parser()`` (an
-    :func:`argument_parser`), call ``work(args)`` for an :class:`Outcome` and
-    print it (``--json``: ``data`` inside the shared envelope; else ``text``).
+    """Run one command: parse ``argv`` with ``build_parser()`` (an :func:`argument_parser`), call
+    ``work(args)`` for an :class:`Outcome` and print it (``--json``: ``data`` inside the shared envelope).
 
-    A :class:`Refused` (a refusal, or a usage error) is one line on stderr and,
-    under ``--json``, the envelope on stdout; KeyboardInterrupt is exit 130;
-    anything else is :func:`unexpected` with ``unexpected_code`` (a refusal
-    whose code is :data:`EXIT_UNEXPECTED` takes it too: where exit 1 means
-    "found something", unexpected has a code of its own). ``subcommands``
-    (name or alias -> name) names the ``command`` key (:func:`command_of`).
-    ``quick(argv)``, if given, reads the common command lines without building
-    the parser (bob-run's start-up); it returns None for anything else."""
+    A :class:`Refused` (a refusal, or a usage error) is one line on stderr and, under ``--json``,
+    the envelope on stdout; KeyboardInterrupt is exit 130; anything else, running out of memory
+    (:mod:`bob.failures`) included, is :func:`unexpected` with ``unexpected_code``, and so is a refusal
+    whose code is :data:`EXIT_UNEXPECTED` (where exit 1 means "found something", unexpected has a code of
+    its own, and NumPy is loaded first: :func:`bob.failures.load_numpy`). ``subcommands`` (name or alias
+    -> name) names the ``command`` key. ``quick(argv)`` reads the common command lines without the parser
+    (bob-run's start-up); it returns None for anything else."""
+    from bob.failures import LastWords, load_numpy
+
     tolerant_streams()
     argv = sys.argv[1:] if argv is None else list(argv)
     as_json, debug = _flag(argv, "--json"), _flag(argv, "--debug")
     name = command_of(prog, argv, subcommands)
+    last_words = LastWords(prog, name, unexpected_code, as_json)  # out of memory: reported without allocating
 
     def refuse(exc: Refused) -> int:
         if exc.code == EXIT_UNEXPECTED:
@@ -376,14 +375,21 @@ def run_command(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]"
             except SystemExit as exc:  # --help or --version: printed already
                 return exc.code if isinstance(exc.code, int) else EXIT_OK
         as_json, debug = bool(getattr(args, "json", as_json)), bool(getattr(args, "debug", debug))
+        if unexpected_code != EXIT_UNEXPECTED:  # where exit 1 is a finding, NumPy's BLAS must not exit 1 itself
+            load_numpy()
         outcome = work(args)
     except Refused as exc:
         return refuse(exc)
     except KeyboardInterrupt as exc:  # SIGTERM and SIGHUP too, where bob.signals is installed (128 + the signal)
         said = interrupted.replace("interrupted", str(exc), 1) if hasattr(exc, "signum") else interrupted
         return refuse(Refused(said, code=getattr(exc, "exit_code", EXIT_INTERRUPTED)))
+    except MemoryError:  # (inside another command, a fuzz target's, it is the outer one's to report)
+        return last_words.report(lambda: fail(prog, Refused(last_words.message, code=unexpected_code),
+                                              as_json=as_json, command=name))
     except Exception as exc:  # noqa: BLE001 - the promise: one line, a traceback only under --debug
         return unexpected(prog, exc, debug=debug, as_json=as_json, code=unexpected_code, command=name)
+    finally:
+        last_words.done()
     if as_json:
         import json
 

@@ -16,7 +16,10 @@ out of range, a contract other than bob v1's, and (unless
 ``for_resume=False``) a state ``bob-run`` would not resume — each a
 :class:`~bob.FormatError` naming the array or the metadata key. Files are
 written through :func:`bob.fileio.write_atomic` and read through bob's
-bounded reader. The dependency runs one way: the checkpoint's methods call
+bounded reader (at most :data:`MAX_EXPORT_BYTES`); their bytes are taken
+apart by :mod:`bob.interop_archive`, which checks every member's, tensor's
+and metadata key's size, name and kind before anything is unpacked, so an
+import takes memory and time bounded by a valid export's. The dependency runs one way: the checkpoint's methods call
 this module, which reads nothing of the checkpoint but the object it is given.
 
 The metadata (safetensors' ``__metadata__``; in ``.npz`` the JSON text of
@@ -24,8 +27,11 @@ the array ``bob``) is string to string::
 
     format          "bob-checkpoint"      version   "1"
     step            decimal u64           header_bytes  decimal
-    contract.NAME   each §2 field: a string field as hex, a number as decimal
+    contract.NAME   each §2 field: a string field as lowercase hex, a number as decimal
     contract.identity_sha256   SHA-256 of the fields, to compare at a glance
+
+exactly these keys, each once, every decimal as bob writes it (no sign, no
+leading zero).
 
 safetensors is the optional extra ``interop``; without it the safetensors
 calls raise :class:`MissingExtra` naming it. ``.npz`` needs only NumPy.
@@ -43,9 +49,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bob.errors import BadValue, ContractMismatch, NotABobFile, Truncated
-from bob.formats.constants import PLANE_NAMES, U64_MAX, VOCABULARY
+from bob.formats.constants import U64_MAX, VOCABULARY
 from bob.formats.contract import CONTRACT_FIELDS, V1, Contract
 from bob.formats.files import read_format_file
+from bob.interop_archive import METADATA_MEMBER, npz_parts, safetensors_parts
 
 if TYPE_CHECKING:  # pragma: no cover
     from bob.formats.checkpoint import Checkpoint
@@ -68,7 +75,7 @@ __all__ = [
 
 FORMAT = "bob-checkpoint"
 VERSION = "1"
-NPZ_METADATA = "bob"  # the .npz array holding the metadata's JSON text
+NPZ_METADATA = METADATA_MEMBER  # the .npz array holding the metadata's JSON text
 # The largest file an import reads. A bob export is under 800 KB (three planes
 # and their metadata); room for four times that lets a file with an extra or a
 # wider array be refused naming the array rather than as too large.
@@ -109,6 +116,10 @@ def _contract_fields(contract: Contract) -> dict[str, str]:
     return out
 
 
+METADATA_KEYS = ("format", "version", "step", "header_bytes", *(f"contract.{name}" for name in CONTRACT_FIELDS),
+                 "contract.identity_sha256")
+
+
 def metadata(checkpoint: "Checkpoint") -> dict[str, str]:
     """The metadata an export carries (see the module's documentation)."""
     return {
@@ -122,54 +133,29 @@ def metadata(checkpoint: "Checkpoint") -> dict[str, str]:
 
 
 def _decimal(meta: dict[str, str], key: str, top: int) -> int:
+    """A decimal as bob writes it (no sign, no leading zero), its length checked before it is converted."""
     text = meta.get(key)
     if text is None:
         raise BadValue(f"metadata.{key}", "a bob export names it", expected="a decimal integer")
-    if not (isinstance(text, str) and text.isascii() and text.isdigit()) or int(text) > top:
-        raise BadValue(f"metadata.{key}", f"a decimal integer from 0 to {top}", actual=repr(text)[:80])
+    if not (text.isascii() and text.isdigit() and len(text) <= len(str(top)) and (text == "0" or text[0] != "0")
+            and int(text) <= top):
+        raise BadValue(f"metadata.{key}", f"a decimal integer from 0 to {top}, as bob writes it",
+                       actual=repr(text)[:80])
     return int(text)
 
 
-def _checkpoint(meta: Any, arrays: dict[str, Any], what: str, for_resume: bool,
-                make: "type[Checkpoint]") -> "Checkpoint":
-    """The checkpoint an export's metadata and arrays describe, checked as an
-    envelope would be. ``make`` is :class:`~bob.Checkpoint`, given by its own
-    methods: this module never imports the checkpoint."""
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        got = meta.get("format") if isinstance(meta, dict) else None
-        raise NotABobFile("metadata.format", f"this {what} is not a bob checkpoint export", expected=FORMAT,
-                          actual=repr(got)[:80] if got is not None else "no bob metadata")
-    if meta.get("version") != VERSION:
-        raise BadValue("metadata.version", "unsupported export version", expected=VERSION,
-                       actual=repr(meta.get("version"))[:80])
-    names = set(arrays)
-    for name in PLANE_NAMES:
-        if name not in arrays:
-            raise BadValue(name, f"a bob export holds the arrays P, M and V; {name} is missing")
-    if names - set(PLANE_NAMES):
-        extra = sorted(names - set(PLANE_NAMES))[0]
-        raise BadValue(extra, "a bob export holds only the arrays P, M and V", expected="P, M, V")
-    planes = []
-    for name in PLANE_NAMES:
-        a = arrays[name]
-        if a.dtype != np.dtype("<f4"):
-            raise BadValue(name, "a plane is float32 (little-endian)", expected="float32", actual=f"dtype {a.dtype}")
-        if a.shape != (VOCABULARY, VOCABULARY):
-            raise BadValue(name, f"a plane is exported as its {VOCABULARY} x {VOCABULARY} table",
-                           expected=f"shape {(VOCABULARY,) * 2}", actual=f"shape {a.shape}")
-        planes.append(np.array(a, dtype=np.float32, order="C"))  # our own writable copy
+def _contract(meta: dict[str, str]) -> Contract:
     fields: dict[str, Any] = {}
     for name in CONTRACT_FIELDS:
         key = f"contract.{name}"
-        reference = getattr(V1, name)
-        text = meta.get(key)
-        if isinstance(reference, bytes):
+        if isinstance(getattr(V1, name), bytes):
+            text = meta.get(key, "")
             try:
-                value: Any = bytes.fromhex(text) if isinstance(text, str) else None
+                value: Any = bytes.fromhex(text)
             except ValueError:
                 value = None
-            if value is None:
-                raise BadValue(f"metadata.{key}", "a contract string, as hex", actual=repr(text)[:80])
+            if value is None or value.hex() != text:
+                raise BadValue(f"metadata.{key}", "a contract string, as lowercase hex", actual=repr(text)[:80])
         else:
             value = _decimal(meta, key, U64_MAX)
         fields[name] = value
@@ -179,9 +165,32 @@ def _checkpoint(meta: Any, arrays: dict[str, Any], what: str, for_resume: bool,
     if meta.get("contract.identity_sha256") != _identity(contract):
         raise BadValue("metadata.contract.identity_sha256", "the SHA-256 of the contract fields",
                        expected=_identity(contract), actual=repr(meta.get("contract.identity_sha256"))[:80])
+    return contract
+
+
+def _checkpoint(meta: dict[str, str], planes: "dict[str, Any]", what: str, for_resume: bool,
+                make: "type[Checkpoint]") -> "Checkpoint":
+    """The checkpoint an export's metadata (string to string) and planes (each
+    its little-endian float32 bytes, checked by :mod:`bob.interop_archive`)
+    describe, checked as an envelope would be. ``make`` is
+    :class:`~bob.Checkpoint`, given by its own methods: this module never
+    imports the checkpoint."""
+    if meta.get("format") != FORMAT:
+        raise NotABobFile("metadata.format", f"this {what} is not a bob checkpoint export", expected=FORMAT,
+                          actual=repr(meta.get("format"))[:80])
+    if meta.get("version") != VERSION:
+        raise BadValue("metadata.version", "unsupported export version", expected=VERSION,
+                       actual=repr(meta.get("version"))[:80])
+    known = set(METADATA_KEYS)
+    for key in meta:
+        if key not in known:
+            raise BadValue(f"metadata.{key}"[:120], "not a key of a bob export")
+    contract = _contract(meta)
     step = _decimal(meta, "step", U64_MAX)
     header_bytes = _decimal(meta, "header_bytes", U64_MAX)
-    checkpoint = make(step, planes[0], planes[1], planes[2], header_bytes, contract)
+    # each plane copied into its own array, and its bytes let go at once (the peak: one plane's bytes more)
+    tables = [np.frombuffer(planes.pop(name), dtype="<f4").astype(np.float32) for name in ("P", "M", "V")]
+    checkpoint = make(step, tables[0], tables[1], tables[2], header_bytes, contract)
     if for_resume:
         checkpoint._refuse_unresumable(f"importing a {what}")
     return checkpoint
@@ -208,15 +217,9 @@ def safetensors_bytes(checkpoint: "Checkpoint", *, for_resume: bool = True) -> b
 
 def from_safetensors_bytes(data: bytes, make: "type[Checkpoint]", *, for_resume: bool = True) -> "Checkpoint":
     """The checkpoint a safetensors file's bytes hold, checked (see the module)."""
-    st = safetensors_library()
-    try:
-        header_len = int.from_bytes(data[:8], "little")
-        header = json.loads(bytes(data[8:8 + header_len]))
-        arrays = st.load(bytes(data))
-    except Exception as exc:  # noqa: BLE001 - safetensors' own error types differ between versions
-        raise NotABobFile("safetensors", f"not a safetensors file ({type(exc).__name__})") from None
-    meta = header.get("__metadata__") if isinstance(header, dict) else None
-    return _checkpoint(meta, arrays, "safetensors file", for_resume, make)
+    safetensors_library()
+    meta, planes = safetensors_parts(bytes(data))
+    return _checkpoint(meta, planes, "safetensors file", for_resume, make)
 
 
 def write_safetensors(checkpoint: "Checkpoint", path: "str | os.PathLike[str]", *, for_resume: bool = True) -> None:
@@ -254,19 +257,8 @@ def npz_bytes(checkpoint: "Checkpoint", *, for_resume: bool = True) -> bytes:
 
 def from_npz_bytes(data: bytes, make: "type[Checkpoint]", *, for_resume: bool = True) -> "Checkpoint":
     """The checkpoint an ``.npz`` file's bytes hold, checked (see the module)."""
-    try:
-        with np.load(io.BytesIO(bytes(data)), allow_pickle=False) as z:
-            arrays = {name: z[name] for name in z.files}
-    except Exception as exc:  # noqa: BLE001 - a zip, a pickle or an .npy refusal alike
-        raise NotABobFile("npz", f"not an .npz file NumPy reads without pickle ({type(exc).__name__})") from None
-    text = arrays.pop(NPZ_METADATA, None)
-    meta: Any = None
-    if text is not None and text.shape == () and text.dtype.kind == "U":
-        try:
-            meta = json.loads(str(text))
-        except ValueError:
-            meta = None
-    return _checkpoint(meta, arrays, ".npz file", for_resume, make)
+    meta, planes = npz_parts(bytes(data))
+    return _checkpoint(meta, planes, ".npz file", for_resume, make)
 
 
 def write_npz(checkpoint: "Checkpoint", path: "str | os.PathLike[str]", *, for_resume: bool = True) -> None:

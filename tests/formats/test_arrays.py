@@ -115,6 +115,28 @@ def test_buffers_and_foreign_arrays_are_taken(trained) -> None:
     assert bob.Checkpoint(trained.step, memoryview(p), trained.m, trained.v) == trained
 
 
+def test_ndarray_subclasses_become_base_class_arrays_and_masks_are_refused(trained, tmp_path) -> None:
+    """D22: np.matrix and np.memmap planes are converted into new base-class arrays (never shared);
+    a masked array is refused naming the plane."""
+    matrix = np.asmatrix(trained.p_table.copy())
+    mapped = np.memmap(tmp_path / "m.f32", dtype=np.float32, mode="w+", shape=(65536,))
+    mapped[:] = trained.m
+    ck = bob.Checkpoint(trained.step, matrix, mapped, trained.v.copy())
+    assert ck == trained and ck.to_bytes() == trained.to_bytes()
+    for plane, given in ((ck.p, matrix), (ck.m, mapped)):
+        assert type(plane) is np.ndarray and plane.shape == (65536,) and not np.shares_memory(plane, given)
+    assert ck.p_table.shape == (256, 256) and ck.tables["M"].shape == (256, 256)  # the table views work
+    ck.p = np.asmatrix(trained.p_table.copy())  # reassigned: converted when next seen
+    assert type(ck.p_table) is np.ndarray and type(ck.p) is np.ndarray
+    with pytest.raises(bob.BadValue) as flat:
+        bob.Checkpoint(trained.step, np.asmatrix(trained.p.copy()), trained.m, trained.v)  # a (1, 65536) matrix
+    assert flat.value.field == "P" and flat.value.actual == "shape (1, 65536)"
+    for mask in (False, np.zeros(65536, bool)):
+        with pytest.raises(bob.BadValue) as masked:
+            bob.Checkpoint(trained.step, trained.p, trained.m, np.ma.array(trained.v.copy(), mask=mask))
+        assert masked.value.field == "V" and "masked array" in str(masked.value)
+
+
 @pytest.mark.parametrize("shape", [(256, 255), (1, 65536), (65536, 1), (128, 512), (256, 256, 1)])
 def test_other_shapes_are_refused_naming_the_plane(trained, shape) -> None:
     for i, name in enumerate("PMV"):

@@ -155,7 +155,8 @@ SPOILS = [
     # (what is changed, the error, its field)
     (lambda t, m: t.pop("V"), bob.BadValue, "V"),
     (lambda t, m: t.update(W=t["P"]), bob.BadValue, "W"),
-    (lambda t, m: t.update(M=t["M"].astype(np.float64)), bob.BadValue, "M"),
+    # (an .npz member twice a plane's size is refused by its declared size, before it is unpacked)
+    (lambda t, m: t.update(M=t["M"].astype(np.float64)), {"safetensors": bob.BadValue, "npz": bob.Truncated}, "M"),
     (lambda t, m: t.update(P=t["P"].reshape(-1)), bob.BadValue, "P"),
     (lambda t, m: t.update(P=t["P"].reshape(128, 512)), bob.BadValue, "P"),
     (lambda t, m: m.update(format="gguf"), bob.NotABobFile, "metadata.format"),
@@ -185,7 +186,7 @@ def test_an_import_that_is_no_valid_bob_state_is_refused_by_name(trained, tmp_pa
         path.write_bytes(_safetensors_file(tensors, meta))
     else:
         path.write_bytes(_npz_file({**tensors, "bob": np.array(json.dumps(meta))}))
-    with pytest.raises(error) as info:
+    with pytest.raises(error[fmt] if isinstance(error, dict) else error) as info:
         load(fmt, path)
     assert info.value.field == field
 

@@ -10,7 +10,7 @@ from bob.fuzz.replay import replay
 from bob.fuzz.targets import TARGETS, get, seed_files
 from conftest import GOLDEN, ROOT
 
-RUNS = {"input": 400, "checkpoint": 150, "predictions": 400, "inspect": 60, "run": 60, "core": 400}
+RUNS = {"input": 400, "checkpoint": 150, "predictions": 400, "inspect": 60, "run": 60, "core": 400, "interop": 150}
 REGRESSIONS = ROOT / "fuzz" / "regressions"
 
 

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 __all__ = ["Verdict", "FIELD_NAMES", "check_input", "check_predictions", "check_checkpoint", "checkpoint_verdicts",
-           "check"]
+           "check", "state_verdict", "header_bytes_ok", "VOCABULARY", "CHUNK", "PLANES", "SIZES", "STRINGS", "U64_MAX"]
 
 Verdict = Optional[Tuple[str, Optional[int]]]
 
@@ -71,6 +71,11 @@ FIELD_NAMES = {
     "padding": "padding",
     "planes P, M, V (non-finite; negative V)": "P, M, V",
 }
+
+
+def header_bytes_ok(hb: int) -> bool:
+    """D4, as soon as it is read: a multiple of 64, at most 65,536 (then, not below the header's own length)."""
+    return hb % 64 == 0 and hb <= HEADER_MAX
 
 
 def _magic(data: bytes, magic: bytes) -> Verdict:
@@ -153,7 +158,7 @@ def checkpoint_verdicts(data: bytes) -> Tuple[Verdict, Verdict]:
         step, planes = _envelope(data)
     except Refused as refusal:
         return refusal.verdict, refusal.verdict
-    return None, (None if planes is None else _resume(step, planes))
+    return None, (None if planes is None else state_verdict(step, planes))
 
 
 def _envelope(data: bytes) -> Tuple[int, Optional[list]]:
@@ -172,7 +177,7 @@ def _envelope(data: bytes) -> Tuple[int, Optional[list]]:
     if r.u64("version") != 1:
         raise Refused("version")
     hb = r.u64("header_bytes")
-    if hb % 64 or hb > HEADER_MAX:
+    if not header_bytes_ok(hb):
         raise Refused("header_bytes")
     step = r.u64("step")
     strings: dict = {}
@@ -251,7 +256,7 @@ def _not_zero(plane: tuple) -> int:
     return _lane(plane, 3, _LOW7) | _lane(plane, 2, _NONZERO) | _lane(plane, 1, _NONZERO) | _lane(plane, 0, _NONZERO)
 
 
-def _resume(step: int, planes: list) -> Verdict:
+def state_verdict(step: int, planes: List[Tuple[bytes, int]]) -> Verdict:
     """§5 for resuming: every value finite (P, M, V), no negative V, step 0 only with zero M and V,
     room for 10 more updates."""
     for name, plane in zip(PLANES, planes):

@@ -67,7 +67,7 @@ def infer_target(path: "str | os.PathLike[str]") -> str | None:
 def _failing(run: Callable[[bytes], None], data: bytes) -> BaseException | None:
     try:
         run(data)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, MemoryError):  # out of memory is the machine's (bob-fuzz exits 70), not a verdict
         raise
     except BaseException as exc:  # noqa: BLE001 - any escape is the verdict (a pyo3 panic is a BaseException)
         return exc

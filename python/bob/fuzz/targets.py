@@ -249,6 +249,12 @@ def run_target(data: bytes) -> None:
     run_in_world(data, record, checkpoint, want, _scratch(), quietly)
 
 
+def interop_target(data: bytes) -> None:
+    from bob.fuzz.interop_target import interop_target as run
+
+    run(data, check_error)
+
+
 def core_target(data: bytes) -> None:
     from bob.fuzz.core_target import core_target as run
 
@@ -269,6 +275,8 @@ TARGETS: dict[str, Target] = {
         Target("run", run_target, "bob-run, among links, failing writes, crashes and a held lock, refuses exactly "
                "when bob.invoke or the world says so and otherwise writes what bob.invoke computes; the files "
                "old or new and consistent, its exit code true, nothing left behind", None),
+        Target("interop", interop_target, "the .npz and safetensors imports raise only FormatError, accept "
+               "exactly what the oracle does, and accepted exports round-trip", None),
         Target("core", core_target, "the binding raises only CoreError/TypeError/ValueError/OverflowError, "
                "never panics; fast kernels equal the scalar transcription", None),
     )
@@ -287,6 +295,8 @@ def preload() -> None:
     import bob.formats.input_record  # noqa: F401
     import bob.formats.predictions  # noqa: F401
     import bob.fuzz.core_target  # noqa: F401
+    import bob.fuzz.interop_target  # noqa: F401
+    import bob.interop  # noqa: F401
     import bob.fuzz.world  # noqa: F401
     import bob.inspect  # noqa: F401
     import bob.invocation  # noqa: F401
@@ -303,6 +313,8 @@ def get(name: str) -> Target:
 def seed_files(name: str) -> list[Path]:
     """The seed corpus of a target: bob's golden and refused files it can read, plus its regressions."""
     golden = golden_dir()
+    if name == "interop":
+        return sorted((golden / "interop").glob("*"))
     files = sorted(golden.glob("*.bin")) + sorted((golden / "refused").glob("*.bin"))
     wanted = {"input": ("input",), "checkpoint": ("checkpoint",), "predictions": ("predictions",),
               "run": ("input", "checkpoint"), "inspect": ("input", "checkpoint", "predictions"), "core": ()}[name]

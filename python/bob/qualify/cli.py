@@ -25,7 +25,6 @@ from bob.commands import (
 )
 from bob.distribution import install_hint
 from bob.text import emit
-from bob.qualify.verdict import PERTURB_ENV, perturbation
 
 PROG = "bob-qualify"
 
@@ -64,6 +63,7 @@ def _work(args: argparse.Namespace) -> Outcome:
     from rich.console import Console
 
     from bob.qualify import report, runner
+    from bob.qualify.verdict import PERTURB_ENV, perturbation  # (NumPy: imported by the runner first)
 
     if args.report is not None:
         if not report.plotting_available():

@@ -57,6 +57,10 @@ def run_once(files: RunFiles, command: list[str] | None = None, timeout: float =
     argv = (command or bob_run_command()) + files.arguments()
     done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=child_environment())
     if done.returncode != 0:
+        from bob.failures import OUT_OF_MEMORY
+
+        if f'"message": "{OUT_OF_MEMORY}' in done.stdout:  # the child ran out of memory: no failed check
+            raise MemoryError(f"bob-run ran out of memory: {done.stderr.strip()[-200:]}")
         raise ProcessFailed(f"{' '.join(argv[:3])} … exited {done.returncode}: {done.stderr.strip()[-400:]}")
     try:
         return json.loads(done.stdout)

@@ -61,6 +61,8 @@ def qualify(plan: Plan, seed: int, *, perturb: tuple[str, int] | None = None,
         started = time.perf_counter()
         try:
             found = work(tick)
+        except MemoryError:  # the machine's, not a failed check: bob-qualify's unexpected exit
+            raise
         except Exception as exc:  # noqa: BLE001 - a check that cannot run is a failed check, named
             found = [Verdict(name, False, f"the check could not run: {type(exc).__name__}: {exc}")]
         verdicts.extend(found or [])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -56,9 +57,13 @@ def _plane(value: Any, name: str) -> np.ndarray:
         return value  # the planes bob itself makes (loaders, bob.invoke): nothing to convert
     from bob.arrays import NotAnArray, foreign_array, is_foreign
 
+    masked = sys.modules.get("numpy.ma")  # (none exists unless numpy.ma was imported: not imported here)
+    if masked is not None and isinstance(value, masked.MaskedArray):  # D22: a plane has no mask
+        raise BadValue(name, f"{_A_PLANE}, without a mask; a masked array is refused (pass np.ma.getdata "
+                       "or .filled() of it)", actual=f"type {type(value).__name__}")
     try:
-        if isinstance(value, np.ndarray):
-            arr = value
+        if isinstance(value, np.ndarray):  # D22: a subclass (np.matrix, np.memmap) becomes a new base-class array
+            arr = value if type(value) is np.ndarray else np.array(value, subok=False)
         elif is_foreign(value):
             arr = foreign_array(value, name)
         else:
@@ -115,7 +120,9 @@ class Checkpoint:
     **shares** each plane that already is a writable C-contiguous float32
     array or tensor of the plane's size (P, M and V alike: training it
     trains the caller's array) and converts anything else into a new one;
-    :meth:`copy` gives independent planes. Wrong-sized planes, a step
+    a subclass of ``ndarray`` (``np.matrix``, ``np.memmap``) is converted
+    into a new base-class array, never shared, and a masked array is
+    refused naming the plane (D22). :meth:`copy` gives independent planes. Wrong-sized planes, a step
     outside u64 or an impossible ``header_bytes`` are refused
     (``BadValue``) when the checkpoint is built and again when it is
     serialised.

@@ -1,0 +1,116 @@
+"""When the machine fails, not the input: out of memory, NumPy (or its BLAS) unable to load.
+
+Such a failure is a command's unexpected exit (70 where 1 means "found
+something", 1 for ``bob-run`` and ``bob-fixture``), never a finding, a
+difference or a failed check; :func:`bob.commands.run_command` is the one
+place that says so, with what this module gives it:
+
+* :class:`LastWords`: the one line (and, under ``--json``, the envelope)
+  that reports running out of memory, built before the work starts, so
+  that reporting it allocates nothing of note (:meth:`LastWords.say`
+  writes the prepared bytes when even the ordinary report fails);
+* :func:`load_numpy`: NumPy imported before the work, where address space
+  is limited (``ulimit -v``) only after :data:`NUMPY_HEADROOM` bytes were
+  found free, and with one BLAS thread unless the environment names
+  another count. NumPy's OpenBLAS reserves a buffer for each of its
+  threads as it loads and, when that fails, ends the process with exit 1
+  ("OpenBLAS error: Memory allocation still failed"), which no handler
+  sees: the headroom is checked first, so the command exits 70 instead.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Callable
+
+__all__ = ["OUT_OF_MEMORY", "NUMPY_HEADROOM", "LastWords", "load_numpy"]
+
+OUT_OF_MEMORY = "out of memory"  # the message's start: a parent reading a child's --json tells it by this
+# NumPy and one OpenBLAS thread's buffers take about 80 MiB of address space as they load (one more
+# buffer, about 32 MiB, for each further thread): found free before NumPy is imported.
+NUMPY_HEADROOM = 160 << 20
+_BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+class LastWords:
+    """The out-of-memory report of one command, prepared: stderr's line and
+    (``as_json``) stdout's envelope, as bytes. Made as the command starts
+    and :meth:`done` as it ends; a command run inside another (a fuzz
+    target runs ``bob-inspect`` in process) leaves the report to the outer one."""
+
+    running: "list[LastWords]" = []  # the commands running in this process, outermost first
+
+    def __init__(self, prog: str, command: str, code: int, as_json: bool) -> None:
+        self.code: int = code
+        self.message: str = f"{OUT_OF_MEMORY}: the machine could not give bob the memory it needed"
+        self.line: bytes = f"{prog}: {self.message}\n".encode()
+        self.document: bytes = b""
+        if as_json:
+            import json
+
+            error = {"option": None, "path": None, "field": None, "message": self.message, "exit_code": code,
+                     "text": self.message}
+            self.document = (json.dumps({"command": command, "ok": False, "exit_code": code, "error": error},
+                                        sort_keys=True) + "\n").encode()
+        LastWords.running.append(self)
+
+    def done(self) -> None:
+        LastWords.running.remove(self)
+
+    def report(self, ordinary: "Callable[[], int]") -> int:
+        """Inside a MemoryError's handler: re-raise it inside another command; else the
+        ``ordinary`` report's exit code, or, if that too runs out, :meth:`say`'s."""
+        if LastWords.running[0] is not self:
+            raise  # noqa: PLE0704 - the MemoryError being handled
+        try:
+            return ordinary()
+        except MemoryError:
+            return self.say()
+
+    def say(self) -> int:
+        """Write the prepared report (nothing is allocated but the calls); the exit code."""
+        for fd, data in ((2, self.line), (1, self.document)):
+            try:
+                for stream in (sys.stderr, sys.stdout):
+                    stream.flush()
+                if data:
+                    os.write(fd, data)
+            except (OSError, ValueError, MemoryError):
+                pass
+        return self.code
+
+
+def _free(size: int) -> bool:
+    """Whether ``size`` more bytes of address space can be mapped (only asked under a finite ``ulimit -v``)."""
+    import mmap
+    import resource
+
+    if resource.getrlimit(resource.RLIMIT_AS)[0] == resource.RLIM_INFINITY:
+        return True
+    try:
+        mmap.mmap(-1, size).close()  # reserved, never touched: no memory is used
+    except (OSError, MemoryError, ValueError):
+        return False
+    return True
+
+
+def load_numpy() -> None:
+    """Import NumPy (see the module); MemoryError when the address space left cannot hold it."""
+    if "numpy" in sys.modules:
+        return
+    if not _free(NUMPY_HEADROOM):
+        raise MemoryError(f"less than {NUMPY_HEADROOM >> 20} MiB of address space left for NumPy")
+    unset = not any(os.environ.get(name) for name in _BLAS_THREADS)
+    if unset:
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"  # read once, as OpenBLAS loads; children keep their own
+    try:
+        import numpy  # noqa: F401
+    finally:
+        if unset:
+            del os.environ["OPENBLAS_NUM_THREADS"]

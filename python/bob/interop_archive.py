@@ -1,0 +1,288 @@
+"""The bounded reader of other tools' files: an ``.npz`` export's members and a
+safetensors export's header, checked against what a bob export can be
+before anything is decompressed, allocated or converted (:mod:`bob.interop`
+checks what they say).
+
+What is refused, each a :class:`~bob.FormatError` naming the member, the
+tensor or the metadata key:
+
+* ``.npz`` (a zip of ``.npy`` members): the zip's end record (no zip64, at
+  most :data:`MAX_ZIP_ENTRIES` entries in a central directory of at most
+  :data:`MAX_ZIP_DIRECTORY` bytes) before the directory is parsed; then,
+  from the directory alone, each member's name (``P.npy``, ``M.npy``,
+  ``V.npy`` and ``bob.npy``, each once), its compression (stored or
+  deflated) and its declared size (a plane's, or the metadata's bound);
+  then each member's ``.npy`` header (version 1.0 or 2.0, at most
+  :data:`MAX_NPY_HEADER` bytes, a literal dict of exactly ``descr``,
+  ``fortran_order`` and ``shape``: ``'<f4'``, ``False``, the table's shape
+  for a plane; ``'<UN'`` and ``()`` for the metadata) before its data,
+  which must be exactly what the header says;
+* safetensors: the header's length (at most :data:`MAX_METADATA_CHARS`
+  bytes, inside the file), its UTF-8 JSON, then each tensor (``F32``, the
+  table's shape, offsets that tile the data from its start to its end);
+* the metadata (the JSON text of ``bob.npy``; safetensors'
+  ``__metadata__``): at most :data:`MAX_METADATA_CHARS` characters,
+  nesting checked before it is parsed, every key once, every value a
+  string; a number in a safetensors header has at most
+  :data:`MAX_DIGITS` digits before it is converted.
+
+No limit is near what a bob export needs (its metadata is about 1,400
+characters): each is there so that any file, whatever it declares, is read
+in memory and time proportional to a valid export.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import re
+import struct
+import zipfile
+import zlib
+from typing import Any
+
+from bob.errors import BadValue, FormatError, NotABobFile, Truncated
+from bob.formats.constants import CHUNK_BYTES, PLANE_NAMES, VOCABULARY
+
+__all__ = ["METADATA_MEMBER", "MAX_METADATA_CHARS", "MAX_NPY_HEADER", "MAX_ZIP_ENTRIES", "MAX_ZIP_DIRECTORY",
+           "MAX_DIGITS", "npz_parts", "safetensors_parts", "parse_json"]
+
+METADATA_MEMBER = "bob"  # the .npz member holding the metadata's JSON text
+MAX_METADATA_CHARS = 16_384  # the metadata's JSON text; a safetensors header's bytes
+MAX_NPY_HEADER = 1_024  # an .npy member's header dict (numpy writes 118 bytes for a plane)
+MAX_ZIP_ENTRIES = 16
+MAX_ZIP_DIRECTORY = 4_096  # the central directory's bytes (a bob export's: about 300)
+MAX_DIGITS = 20  # U64_MAX has 20
+_TABLE = (VOCABULARY, VOCABULARY)
+_NPY_MAGIC = b"\x93NUMPY"
+_NPY_PREAMBLE = len(_NPY_MAGIC) + 2 + 4  # magic, version, the header's length (at most four bytes)
+_MEMBER_LIMIT = {**{name: _NPY_PREAMBLE + MAX_NPY_HEADER + CHUNK_BYTES for name in PLANE_NAMES},
+                 METADATA_MEMBER: _NPY_PREAMBLE + MAX_NPY_HEADER + 4 * MAX_METADATA_CHARS}
+_END_RECORD = struct.Struct("<4s4H2LH")  # the zip's end of central directory
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)  # (unrolled: no backtracking state per character)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_UNICODE_DESCR = re.compile(r"<U([1-9][0-9]{0,5})")
+
+
+# --------------------------------------------------------------------------- #
+# JSON, bounded
+# --------------------------------------------------------------------------- #
+
+
+def _depth(text: str) -> int:
+    """How deep ``text``'s arrays and objects nest (strings left out), without parsing it."""
+    depth = deepest = 0
+    for bracket in _NOT_BRACKET.sub("", _STRING.sub("", text)):
+        depth += 1 if bracket in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def parse_json(text: str, field: str, depth: int) -> Any:
+    """``text`` as JSON nested at most ``depth`` deep, every object's keys once,
+    integers of at most :data:`MAX_DIGITS` digits and no other number; else a
+    :class:`~bob.BadValue` naming ``field`` (and the key)."""
+    if _depth(text) > depth:
+        raise BadValue(field, f"nested deeper than a bob export's {depth} level(s)")
+
+    def pairs(items: list) -> dict:
+        out: dict = {}
+        for key, value in items:
+            if key in out:
+                raise BadValue(f"{field}.{key}"[:120], "a key appears twice")
+            out[key] = value
+        return out
+
+    def integer(digits: str) -> int:
+        if len(digits.lstrip("-")) > MAX_DIGITS:
+            raise BadValue(field, f"an integer of at most {MAX_DIGITS} digits", actual=f"{len(digits)} characters")
+        return int(digits)
+
+    def other_number(number: str) -> None:
+        raise BadValue(field, "integers and strings only", actual=number[:40])
+
+    try:
+        return json.loads(text, object_pairs_hook=pairs, parse_int=integer, parse_float=other_number,
+                          parse_constant=other_number)
+    except ValueError as exc:
+        if isinstance(exc, BadValue):
+            raise
+        raise BadValue(field, f"not JSON ({exc})"[:200]) from None
+
+
+def _metadata(value: Any) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise BadValue("metadata", "a JSON object of strings", actual=type(value).__name__)
+    for key, text in value.items():
+        if not isinstance(text, str):
+            raise BadValue(f"metadata.{key}"[:120], "a string", actual=type(text).__name__)
+    return value
+
+
+# --------------------------------------------------------------------------- #
+# .npz
+# --------------------------------------------------------------------------- #
+
+
+def _zip_directory(data: bytes) -> None:
+    """The end record, found as :mod:`zipfile` finds it; its entries and directory size bounded."""
+    at = len(data) - _END_RECORD.size
+    if at < 0 or data[at:at + 4] != b"PK\x05\x06" or data[-2:] != b"\0\0":  # not an end record without a comment
+        at = data.rfind(b"PK\x05\x06", max(0, len(data) - _END_RECORD.size - (1 << 16)))
+    if at < 0 or len(data) - at < _END_RECORD.size:
+        raise NotABobFile("npz", "not a zip archive (no end of central directory)")
+    entries, size = _END_RECORD.unpack_from(data, at)[4:6]
+    if at >= 20 and data[at - 20:at - 16] == b"PK\x06\x07":
+        raise BadValue("npz", "a bob export is no zip64 archive")
+    if entries > MAX_ZIP_ENTRIES or size > MAX_ZIP_DIRECTORY:
+        raise Truncated("npz.central_directory", f"a bob export has 4 members in at most {MAX_ZIP_DIRECTORY} bytes",
+                        actual=f"{entries} entries, {size} bytes")
+
+
+def _members(z: zipfile.ZipFile) -> dict[str, zipfile.ZipInfo]:
+    """Every member by name, from the central directory alone."""
+    found: dict[str, zipfile.ZipInfo] = {}
+    for info in z.infolist():
+        name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+        name = name[:80]
+        if name not in _MEMBER_LIMIT or info.filename != f"{name}.npy":
+            raise BadValue(name or "npz.members", "a bob export holds the members P.npy, M.npy, V.npy and bob.npy only",
+                           actual=info.filename[:80])
+        if name in found:
+            raise BadValue(name, f"the member {name}.npy appears twice")
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED) or info.flag_bits & 1:
+            raise BadValue(name, "a member is stored or deflated, not encrypted",
+                           actual=f"compression {info.compress_type}, flags {info.flag_bits}")
+        if info.file_size > _MEMBER_LIMIT[name]:
+            raise Truncated(name, "larger than a bob export's member can be", expected=_MEMBER_LIMIT[name],
+                            actual=info.file_size)
+        found[name] = info
+    for name in (METADATA_MEMBER, *PLANE_NAMES):
+        if name not in found:
+            if name == METADATA_MEMBER:
+                raise NotABobFile("metadata.format", "this .npz file is not a bob checkpoint export",
+                                  expected="the member bob.npy", actual="no bob metadata")
+            raise BadValue(name, f"a bob export holds the arrays P, M and V; {name} is missing")
+    return found
+
+
+def _read(f: Any, n: int, name: str) -> bytes:
+    got = f.read(n)
+    if len(got) != n:
+        raise Truncated(name, "the member ends before its .npy header says", expected=n, actual=len(got))
+    return got
+
+
+def _npy(f: Any, name: str) -> bytes:
+    """A member's data, after its header is checked (a plane: float32 in the table's shape; the metadata: one
+    unicode string)."""
+    magic = _read(f, len(_NPY_MAGIC) + 2, name)
+    if magic[:len(_NPY_MAGIC)] != _NPY_MAGIC or magic[len(_NPY_MAGIC):] not in (b"\1\0", b"\2\0"):
+        raise BadValue(name, "an .npy array of version 1.0 or 2.0", actual=magic)
+    length = int.from_bytes(_read(f, 2 if magic[-2] == 1 else 4, name), "little")
+    if length > MAX_NPY_HEADER:
+        raise Truncated(name, "the .npy header is longer than a bob export's", expected=MAX_NPY_HEADER, actual=length)
+    try:
+        header = ast.literal_eval(_read(f, length, name).decode("latin-1"))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        header = None
+    if not (isinstance(header, dict) and set(header) == {"descr", "fortran_order", "shape"}):
+        raise BadValue(name, "an .npy header is a dict of descr, fortran_order and shape")
+    descr, shape = header["descr"], header["shape"]
+    if name == METADATA_MEMBER:
+        chars = _UNICODE_DESCR.fullmatch(descr) if isinstance(descr, str) else None
+        want, size = "one unicode string ('<UN', shape ())", 4 * int(chars.group(1)) if chars else 0
+        ok = chars is not None and size <= 4 * MAX_METADATA_CHARS and type(shape) is tuple and shape == ()
+    else:
+        want, size = f"float32 ('<f4'), shape {_TABLE}", CHUNK_BYTES
+        ok = descr == "<f4" and type(shape) is tuple and all(type(n) is int for n in shape) and shape == _TABLE
+    if not ok or header["fortran_order"] is not False:
+        raise BadValue(name, "the array bob exports", expected=want,
+                       actual=f"descr {descr!r}, shape {shape!r}, fortran_order {header['fortran_order']!r}"[:120])
+    data = _read(f, size, name)
+    if f.read(1):
+        raise Truncated(name, "the member holds more than its .npy header says")
+    return data
+
+
+def npz_parts(data: bytes) -> tuple[dict[str, str], dict[str, bytes]]:
+    """(the metadata, each plane's little-endian float32 bytes) of an ``.npz`` bob export, bounded (see the
+    module)."""
+    _zip_directory(data)
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            members = _members(z)
+            raw = {}
+            for name, info in members.items():
+                with z.open(info) as f:
+                    raw[name] = _npy(f, name)
+    except FormatError:
+        raise
+    except (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError, NotImplementedError, struct.error,
+            OverflowError, ValueError, OSError) as exc:  # zipfile's refusals (a negative seek: ValueError)
+        raise NotABobFile("npz", f"not an .npz archive bob reads ({type(exc).__name__}: {exc})"[:200]) from None
+    try:
+        text = raw.pop(METADATA_MEMBER).decode("utf-32-le").rstrip("\0")
+    except UnicodeDecodeError:
+        raise BadValue(METADATA_MEMBER, "the metadata is a unicode string (UTF-32)") from None
+    return _metadata(parse_json(text, "metadata", 1)), raw
+
+
+# --------------------------------------------------------------------------- #
+# safetensors
+# --------------------------------------------------------------------------- #
+
+
+def _tensor(name: str, entry: Any, room: int) -> tuple[int, int]:
+    if not (isinstance(entry, dict) and set(entry) == {"dtype", "shape", "data_offsets"}):
+        raise BadValue(name, "a tensor is a dict of dtype, shape and data_offsets")
+    if entry["dtype"] != "F32":
+        raise BadValue(name, "a plane is float32", expected="F32", actual=f"dtype {entry['dtype']!r}"[:80])
+    shape = entry["shape"]
+    if not (isinstance(shape, list) and all(type(n) is int for n in shape) and tuple(shape) == _TABLE):
+        raise BadValue(name, f"a plane is exported as its {VOCABULARY} x {VOCABULARY} table",
+                       expected=f"shape {list(_TABLE)}", actual=f"shape {shape!r}"[:80])
+    offsets = entry["data_offsets"]
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(n) is int for n in offsets)
+            and 0 <= offsets[0] and offsets[1] - offsets[0] == CHUNK_BYTES and offsets[1] <= room):
+        raise BadValue(name, "data_offsets are [begin, end] of the plane's bytes, inside the data",
+                       actual=repr(offsets)[:80])
+    return offsets[0], offsets[1]
+
+
+def safetensors_parts(data: bytes) -> tuple[dict[str, str], dict[str, memoryview]]:
+    """(the metadata, each plane's little-endian float32 bytes) of a safetensors bob export, bounded."""
+    length = int.from_bytes(data[:8], "little")
+    if len(data) < 8 or length > min(MAX_METADATA_CHARS, len(data) - 8):
+        raise NotABobFile("safetensors", "not a safetensors file bob reads (its header length: "
+                          f"at most {MAX_METADATA_CHARS} bytes, inside the file)", actual=length)
+    try:
+        text = data[8:8 + length].decode("utf-8")
+    except UnicodeDecodeError:
+        raise NotABobFile("safetensors", "not a safetensors file (its header is not UTF-8)") from None
+    header = parse_json(text, "safetensors.header", 3)
+    if not isinstance(header, dict):
+        raise NotABobFile("safetensors", "not a safetensors file (its header is not a JSON object)")
+    if "__metadata__" not in header:
+        raise NotABobFile("metadata.format", "this safetensors file is not a bob checkpoint export",
+                          expected="bob-checkpoint", actual="no bob metadata")
+    meta = _metadata(header.pop("__metadata__"))
+    for name in header:
+        if name not in PLANE_NAMES:
+            raise BadValue(name[:80] or "safetensors.header", "a bob export holds only the arrays P, M and V",
+                           expected="P, M, V")
+    for name in PLANE_NAMES:
+        if name not in header:
+            raise BadValue(name, f"a bob export holds the arrays P, M and V; {name} is missing")
+    body = memoryview(data)[8 + length:]
+    spans = {name: _tensor(name, header[name], len(body)) for name in PLANE_NAMES}
+    end = 0
+    for name, (begin, stop) in sorted(spans.items(), key=lambda item: item[1]):
+        if begin != end:
+            raise BadValue(name, "the tensors' bytes follow one another, from the data's start", expected=end,
+                           actual=begin)
+        end = stop
+    if end != len(body):
+        raise Truncated("safetensors", "the file holds bytes past its tensors'", expected=end, actual=len(body))
+    return meta, {name: body[begin:stop] for name, (begin, stop) in spans.items()}

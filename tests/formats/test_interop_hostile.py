@@ -1,0 +1,336 @@
+"""Other tools' files as hostile input: every refusal of the bounded reader
+(``bob.interop_archive``), one test each, from bytes made by hand — the
+``.npy`` members written byte by byte, the zip around them by ``zipfile``
+(edited where a zip tool would not write it), safetensors written as its
+8-byte length and JSON."""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+import zipfile
+
+import numpy as np
+import pytest
+
+import bob
+from bob import interop, interop_archive
+
+CORPUS = b"abracadabra"
+U64_MAX = (1 << 64) - 1
+TABLE = (256, 256)
+
+
+@pytest.fixture(scope="module")
+def trained() -> bob.Checkpoint:
+    return bob.invoke(bob.build_input(CORPUS, [b"abra", b"cad", b""])).checkpoint
+
+
+def npy(descr: object, shape: object, data: bytes, *, fortran: object = False, header: str | None = None,
+        version: int = 1) -> bytes:
+    """An .npy file by hand: magic, version, header length, the header dict padded with spaces, the data."""
+    text = header if header is not None else f"{{'descr': {descr!r}, 'fortran_order': {fortran!r}, 'shape': {shape!r}, }}"
+    text += " " * (-(12 + len(text) + 1) % 64) + "\n"
+    size = struct.pack("<H" if version == 1 else "<I", len(text))
+    return b"\x93NUMPY" + bytes([version, 0]) + size + text.encode("latin-1") + data
+
+
+def meta_npy(meta: object) -> bytes:
+    text = json.dumps(meta) if not isinstance(meta, str) else meta
+    return npy(f"<U{len(text)}", (), text.encode("utf-32-le"))
+
+
+def members(ck: bob.Checkpoint, meta: object = None) -> dict[str, bytes]:
+    out = {"bob.npy": meta_npy(interop.metadata(ck) if meta is None else meta)}
+    for name, plane in ck.planes.items():
+        out[f"{name}.npy"] = npy("<f4", TABLE, plane.astype("<f4").tobytes())
+    return out
+
+
+def archive(entries, compression=zipfile.ZIP_STORED) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=compression) as z:
+        for name, data in (entries.items() if isinstance(entries, dict) else entries):
+            z.writestr(name, data)
+    return out.getvalue()
+
+
+def with_meta(ck: bob.Checkpoint, **changes) -> dict:
+    meta = interop.metadata(ck)
+    meta.update(changes)
+    return meta
+
+
+def safetensors(tensors: dict, meta: object, *, header: bytes | None = None, tail: bytes = b"") -> bytes:
+    """A safetensors file by hand: each tensor's entry and bytes in order, then the metadata."""
+    entries: dict = {}
+    body = b""
+    for name, data in tensors.items():
+        entries[name] = {"dtype": "F32", "shape": list(TABLE), "data_offsets": [len(body), len(body) + len(data)]}
+        body += data
+    if meta is not None:
+        entries["__metadata__"] = meta
+    text = header if header is not None else json.dumps(entries).encode()
+    return struct.pack("<Q", len(text)) + text + body + tail
+
+
+def planes(ck: bob.Checkpoint) -> dict[str, bytes]:
+    return {name: p.astype("<f4").tobytes() for name, p in ck.planes.items()}
+
+
+def refused(load, data: bytes, error: type, field: str) -> bob.FormatError:
+    with pytest.raises(error) as info:
+        load(data, bob.Checkpoint)
+    assert info.value.field == field, info.value
+    assert type(info.value) is error, info.value
+    return info.value
+
+
+def npz_refused(data: bytes, error: type, field: str) -> bob.FormatError:
+    return refused(interop.from_npz_bytes, data, error, field)
+
+
+def st_refused(data: bytes, error: type, field: str) -> bob.FormatError:
+    return refused(interop.from_safetensors_bytes, data, error, field)
+
+
+def test_the_hand_made_files_are_valid(trained) -> None:
+    assert interop.from_npz_bytes(archive(members(trained)), bob.Checkpoint) == trained
+    assert interop.from_npz_bytes(archive(members(trained), zipfile.ZIP_DEFLATED), bob.Checkpoint) == trained
+    assert interop.from_safetensors_bytes(safetensors(planes(trained), interop.metadata(trained)),
+                                          bob.Checkpoint) == trained
+
+
+# --------------------------------------------------------------------------- #
+# .npz: the zip, from its end record and its central directory
+# --------------------------------------------------------------------------- #
+
+
+def test_no_zip_is_not_an_npz() -> None:
+    npz_refused(b"PK\x03\x04" + bytes(100), bob.NotABobFile, "npz")
+
+
+def test_a_zip64_end_record_is_refused(trained) -> None:
+    data = archive(members(trained))
+    end = data.rindex(b"PK\x05\x06")
+    locator = b"PK\x06\x07" + bytes(16)
+    npz_refused(data[:end] + locator + data[end:], bob.BadValue, "npz")
+
+
+def test_too_many_entries_are_refused_from_the_end_record(trained) -> None:
+    many = [(f"x{i}.npy", b"") for i in range(interop_archive.MAX_ZIP_ENTRIES + 1)]
+    npz_refused(archive(many), bob.Truncated, "npz.central_directory")
+
+
+def test_a_central_directory_too_large_is_refused_before_it_is_parsed(trained, monkeypatch) -> None:
+    data = archive([("bob.npy" + "x" * interop_archive.MAX_ZIP_DIRECTORY, b"")])
+    monkeypatch.setattr(zipfile, "ZipFile", None)  # never reached
+    npz_refused(data, bob.Truncated, "npz.central_directory")
+
+
+def test_an_unknown_member_is_refused_by_name(trained) -> None:
+    npz_refused(archive({**members(trained), "README.txt": b"hi"}), bob.BadValue, "README.txt")
+
+
+def test_a_duplicate_member_is_refused_by_name(trained) -> None:
+    entries = list(members(trained).items())
+    with pytest.warns(UserWarning, match="Duplicate name"):
+        data = archive(entries + [("P.npy", npy("<f4", TABLE, bytes(256 * 256 * 4)))])
+    npz_refused(data, bob.BadValue, "P")
+
+
+def test_another_compression_is_refused_by_name(trained) -> None:
+    npz_refused(archive(members(trained), zipfile.ZIP_BZIP2), bob.BadValue, "bob")
+
+
+def test_a_member_declaring_more_than_a_plane_is_refused_before_it_is_unpacked(trained, monkeypatch) -> None:
+    bomb = npy("<f4", TABLE, bytes(64 << 20))  # 64 MiB of zeros: about 64 KiB deflated
+    data = archive({**members(trained), "V.npy": bomb}, zipfile.ZIP_DEFLATED)
+    assert len(data) < 1 << 20
+    monkeypatch.setattr(zipfile.ZipFile, "open", None)  # nothing is unpacked
+    err = npz_refused(data, bob.Truncated, "V")
+    assert err.actual == len(bomb)
+
+
+def test_a_missing_metadata_member_is_not_a_bob_export(trained) -> None:
+    entries = members(trained)
+    del entries["bob.npy"]
+    npz_refused(archive(entries), bob.NotABobFile, "metadata.format")
+
+
+def test_a_corrupt_member_is_refused(trained) -> None:
+    data = bytearray(archive(members(trained)))
+    data[data.index(b"\x93NUMPY", 100) + 200] ^= 1  # a byte of a plane: the CRC no longer holds
+    npz_refused(bytes(data), bob.NotABobFile, "npz")
+
+
+# --------------------------------------------------------------------------- #
+# .npz: each member's .npy header, before its data
+# --------------------------------------------------------------------------- #
+
+
+def _member(trained, name: str, data: bytes) -> bytes:
+    return archive({**members(trained), name: data})
+
+
+def test_raw_bytes_where_an_array_is_expected(trained) -> None:
+    npz_refused(_member(trained, "P.npy", b"raw bytes, no .npy"), bob.BadValue, "P")
+
+
+def test_an_npy_of_version_3_is_refused(trained) -> None:
+    npz_refused(_member(trained, "M.npy", npy("<f4", TABLE, bytes(4), version=3)), bob.BadValue, "M")
+
+
+def test_an_npy_header_longer_than_the_bound(trained) -> None:
+    long = "{'descr': '<f4', 'fortran_order': False, 'shape': (256, 256)}" + " " * interop_archive.MAX_NPY_HEADER
+    npz_refused(_member(trained, "P.npy", npy(None, None, b"", header=long)), bob.Truncated, "P")
+
+
+@pytest.mark.parametrize("header", ["not a literal (", "[1, 2]", "{'descr': '<f4', 'shape': (256, 256)}",
+                                    "{'descr': '<f4', 'fortran_order': False, 'shape': (256, 256), 'x': 1}",
+                                    "{'descr': '<f4', 'fortran_order': False, 'shape': (" + "9" * 900 + ",)}"])
+def test_an_npy_header_that_is_no_header_dict(trained, header) -> None:
+    npz_refused(_member(trained, "P.npy", npy(None, None, b"", header=header)), bob.BadValue, "P")
+
+
+@pytest.mark.parametrize(("descr", "shape", "fortran"), [(">f4", TABLE, False), ("f4", TABLE, False),
+                                                        ("<f4", TABLE, True), ("<f4", TABLE, 0),
+                                                        ("<f4", (256.0, 256), False), ("<f4", [256, 256], False)])
+def test_an_npy_array_that_is_no_plane(trained, descr, shape, fortran) -> None:
+    data = npy(descr, shape, bytes(256 * 256 * 4), fortran=fortran)
+    npz_refused(_member(trained, "V.npy", data), bob.BadValue, "V")
+
+
+def test_a_member_shorter_than_its_header_says(trained) -> None:
+    npz_refused(_member(trained, "P.npy", npy("<f4", TABLE, bytes(100))), bob.Truncated, "P")
+
+
+def test_a_member_longer_than_its_header_says(trained) -> None:
+    npz_refused(_member(trained, "P.npy", npy("<f4", TABLE, bytes(256 * 256 * 4 + 4))), bob.Truncated, "P")
+
+
+@pytest.mark.parametrize("member", [npy("<f4", (), bytes(4)), npy("<U99999", (), b""), npy("<U2", (1,), bytes(8)),
+                                    npy("<U1", (), b"\xff\xff\xff\xff")])
+def test_a_metadata_member_that_is_no_string(trained, member) -> None:
+    npz_refused(_member(trained, "bob.npy", member), bob.BadValue, "bob")
+
+
+# --------------------------------------------------------------------------- #
+# The metadata: bounded depth and size, strings only, each key once, numbers in range
+# --------------------------------------------------------------------------- #
+
+
+@pytest.mark.parametrize(("text", "field"), [
+    ("[" * 4000 + "]" * 4000, "metadata"),  # nested deep: no RecursionError
+    ('{"format": {"a": "b"}}', "metadata"),
+    ('["bob-checkpoint"]', "metadata"),
+    ('{"format": "bob-checkpoint", "step": 20}', "metadata.step"),
+    ('{"format": "bob-checkpoint", "step": 2e1}', "metadata"),
+    ('{"format": "bob-checkpoint", "step": NaN}', "metadata"),
+    ('{"format": "bob-checkpoint", "step": ' + "9" * 5000 + "}", "metadata"),  # no int() of 5,000 digits
+    ('{"format": "bob-checkpoint", "format": "bob-checkpoint"}', "metadata.format"),
+    ('{"format": "bob-checkpoint"', "metadata"),
+])
+def test_metadata_that_is_no_flat_object_of_strings(trained, text, field) -> None:
+    npz_refused(archive(members(trained, meta=text)), bob.BadValue, field)
+
+
+@pytest.mark.parametrize(("key", "value"), [("step", "9" * 5000), ("step", "020"), ("step", "+20"),
+                                            ("header_bytes", "9" * 5000), ("header_bytes", str(U64_MAX + 1))])
+def test_a_number_out_of_range_is_refused_before_it_is_converted(trained, key, value) -> None:
+    npz_refused(archive(members(trained, meta=with_meta(trained, **{key: value}))), bob.BadValue, f"metadata.{key}")
+
+
+def test_an_unknown_metadata_key_is_refused_by_name(trained) -> None:
+    npz_refused(archive(members(trained, meta=with_meta(trained, comment="hi"))), bob.BadValue, "metadata.comment")
+
+
+def test_a_contract_string_in_another_spelling_is_refused(trained) -> None:
+    meta = with_meta(trained, **{"contract.seed": bob.Contract().seed.hex().upper()})
+    npz_refused(archive(members(trained, meta=meta)), bob.BadValue, "metadata.contract.seed")
+
+
+# --------------------------------------------------------------------------- #
+# safetensors: the header's length and JSON, each tensor, the data
+# --------------------------------------------------------------------------- #
+
+
+@pytest.mark.parametrize("head", [b"", b"\x05\0\0", struct.pack("<Q", 1 << 40) + b"{}",
+                                  struct.pack("<Q", interop_archive.MAX_METADATA_CHARS + 1)
+                                  + b" " * (interop_archive.MAX_METADATA_CHARS + 1)])
+def test_a_header_length_out_of_bounds(head) -> None:
+    st_refused(head, bob.NotABobFile, "safetensors")
+
+
+@pytest.mark.parametrize("header", [b"\xff{}", b"[]", b'"P"'])
+def test_a_header_that_is_no_utf8_json_object(trained, header) -> None:
+    st_refused(safetensors(planes(trained), None, header=header), bob.NotABobFile, "safetensors")
+
+
+@pytest.mark.parametrize(("header", "field"), [
+    (b"{" + b'"a": [' * 2000 + b"]" * 2000 + b"}", "safetensors.header"),
+    (b'{"P": 1, "P": 2}', "safetensors.header.P"),
+    (b'{"P": {"data_offsets": [0, ' + b"9" * 5000 + b"]}}", "safetensors.header"),
+    (b'{"P": {"shape": [256.0, 256]}}', "safetensors.header"),
+])
+def test_a_header_too_deep_with_a_key_twice_or_a_number_too_long(trained, header, field) -> None:
+    st_refused(safetensors({}, None, header=header), bob.BadValue, field)
+
+
+@pytest.mark.parametrize(("meta", "field"), [("bob", "metadata"), ({"step": 20}, "metadata.step")])
+def test_metadata_that_is_no_object_of_strings(trained, meta, field) -> None:
+    st_refused(safetensors(planes(trained), meta), bob.BadValue, field)
+
+
+def test_a_metadata_number_out_of_range(trained) -> None:
+    st_refused(safetensors(planes(trained), with_meta(trained, step="9" * 5000)), bob.BadValue, "metadata.step")
+
+
+def _entries(trained, change) -> bytes:
+    header = json.loads(safetensors(planes(trained), interop.metadata(trained))[8:].split(b"}}", 1)[0] + b"}}")
+    change(header)
+    text = json.dumps(header).encode()
+    return struct.pack("<Q", len(text)) + text + b"".join(planes(trained).values())
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    (lambda h: h.update(P=[1]), "P"),
+    (lambda h: h["M"].update(extra=1), "M"),
+    (lambda h: h["V"].update(data_offsets=[0]), "V"),
+    (lambda h: h["V"].update(data_offsets=[-4, 262140]), "V"),
+    (lambda h: h["V"].update(data_offsets=[786432, 786432 + 262144]), "V"),  # past the data
+    (lambda h: h["V"].update(data_offsets=[0, True]), "V"),
+])
+def test_a_tensor_entry_that_is_no_plane(trained, change, field) -> None:
+    st_refused(_entries(trained, change), bob.BadValue, field)
+
+
+def test_tensors_that_overlap_or_leave_a_gap(trained) -> None:
+    def overlap(h):
+        h["M"]["data_offsets"] = h["P"]["data_offsets"]
+    err = st_refused(_entries(trained, overlap), bob.BadValue, "M")
+    assert "follow one another" in err.message
+
+
+def test_bytes_past_the_tensors(trained) -> None:
+    st_refused(safetensors(planes(trained), interop.metadata(trained), tail=b"\0"), bob.Truncated, "safetensors")
+
+
+def test_every_refusal_reads_in_bounded_memory_and_the_limits_allow_a_valid_export(trained) -> None:
+    """The limits are far from what a bob export needs."""
+    text = json.dumps(interop.metadata(trained))
+    assert len(text) * 8 < interop_archive.MAX_METADATA_CHARS
+    data = interop.npz_bytes(trained)
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        assert len(z.infolist()) * 4 <= interop_archive.MAX_ZIP_ENTRIES
+    assert np.array_equal(interop.from_npz_bytes(data, bob.Checkpoint).p, trained.p)
+
+
+def test_a_member_without_a_name_is_refused_naming_the_members(trained) -> None:
+    npz_refused(archive([*members(trained).items(), (zipfile.ZipInfo(""), b"x")]), bob.BadValue, "npz.members")
+
+
+def test_a_tensor_without_a_name_is_refused_naming_the_header(trained) -> None:
+    header = json.dumps({"": {}, "__metadata__": interop.metadata(trained)}).encode()
+    st_refused(safetensors({}, None, header=header), bob.BadValue, "safetensors.header")

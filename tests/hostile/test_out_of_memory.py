@@ -1,0 +1,174 @@
+"""Out of memory is never mistaken for a finding: under a tight address-space
+limit (RLIMIT_AS, ``ulimit -v``) each command exits with its unexpected code
+(70 where 1 means "found something"; 1 for bob-run) and keeps its ``--json``
+envelope; the runner re-raises a MemoryError of a command run inside another.
+
+The limits are set from what this machine's interpreter takes once started
+(its peak address space after importing ``bob.failures``), so they let the
+interpreter start and not the work, whatever the machine's memory and cores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import bob
+from bob import commands, failures
+from conftest import GOLDEN, ROOT
+
+MiB = 1 << 20
+BOB_RUN = ROOT / "python" / "bob.data" / "scripts" / "bob-run"  # the checkout's script, as installed
+ENV = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+
+
+def _peak(code: str) -> int:
+    """The peak address space (bytes) of an interpreter that ran ``code``."""
+    probe = code + "\nprint([l for l in open('/proc/self/status') if l.startswith('VmPeak')][0].split()[1])"
+    return int(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                              env=ENV).stdout) * 1024
+
+
+@pytest.fixture(scope="module")
+def started() -> int:
+    """What a started interpreter that can report running out takes."""
+    if not os.path.exists("/proc/self/status"):
+        pytest.skip("reads /proc/self/status (Linux)")
+    return _peak("import sys\nfrom bob.failures import LastWords\nLastWords('p', 'p', 1, True)")
+
+
+def limited(argv: list[str], limit: int, cwd: Path) -> subprocess.CompletedProcess:
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return subprocess.run(argv, capture_output=True, text=True, preexec_fn=cap, cwd=cwd, env=ENV, timeout=300)
+
+
+def envelope(done: subprocess.CompletedProcess, command: str, code: int) -> dict:
+    assert done.returncode == code, (done.returncode, done.stdout[-300:], done.stderr[-600:])
+    assert "Traceback" not in done.stderr, done.stderr[-600:]
+    document = json.loads(done.stdout)
+    assert document["command"] == command and document["exit_code"] == code and document["ok"] is False
+    assert document["error"]["exit_code"] == code and document["error"]["message"]
+    return document
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory) -> Path:
+    where = tmp_path_factory.mktemp("oom")
+    data = (GOLDEN / "checkpoint-abracadabra-step10.bin").read_bytes()
+    (where / "a.bob").write_bytes(data)
+    (where / "b.bob").write_bytes(data)  # equal: a diff that exits 1 would be a false finding
+    return where
+
+
+COMMANDS = {
+    "bob-inspect diff": ["-m", "bob", "inspect", "diff", "--json", "a.bob", "b.bob"],
+    "bob-qualify": ["-m", "bob", "qualify", "--quick", "--json"],
+    "bob-fuzz replay": ["-m", "bob", "fuzz", "replay", "--json",
+                        str(ROOT / "fuzz" / "regressions" / "inspect")],
+}
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_without_the_memory_numpy_needs_the_command_exits_70_with_its_envelope(command, started, pair) -> None:
+    for room in (8 * MiB, failures.NUMPY_HEADROOM // 2):
+        done = limited([sys.executable, *COMMANDS[command]], started + room, pair)
+        document = envelope(done, command, commands.EXIT_SOFTWARE)
+        assert document["error"]["message"].startswith(failures.OUT_OF_MEMORY), document
+
+
+def test_the_work_out_of_memory_is_70_at_every_limit_never_a_difference(started, pair) -> None:
+    """Above NumPy's headroom the work itself runs out (or not): 70 or 0, never 1."""
+    codes = set()
+    for extra in range(0, 120 * MiB, 20 * MiB):
+        done = limited([sys.executable, *COMMANDS["bob-inspect diff"]], started + failures.NUMPY_HEADROOM + extra,
+                       pair)
+        codes.add(done.returncode)
+        if done.returncode:
+            envelope(done, "bob-inspect diff", commands.EXIT_SOFTWARE)
+    assert codes <= {0, commands.EXIT_SOFTWARE}, codes
+
+
+def test_bob_run_json_keeps_its_envelope_out_of_memory(started, tmp_path) -> None:
+    record = bob.build_input(b"abracadabra", [b"abra", b"cad", b""]).to_bytes()
+    (tmp_path / "record.bin").write_bytes(record)
+    argv = [sys.executable, str(BOB_RUN), "--json", "--input", "record.bin", "--checkpoint", "model.bob",
+            "--predictions", "pred.bin"]
+    out_of_memory = 0
+    for room in range(MiB // 4, 12 * MiB, MiB // 2):  # from bob's first import to a finished run
+        done = limited(argv, started + room, tmp_path)
+        if done.returncode == 0:
+            break
+        document = envelope(done, "bob-run", commands.EXIT_UNEXPECTED)
+        out_of_memory += document["error"]["message"].startswith(failures.OUT_OF_MEMORY)
+    assert out_of_memory, "no limit ran bob-run out of memory"
+
+
+# --------------------------------------------------------------------------- #
+# In process: the handlers
+# --------------------------------------------------------------------------- #
+
+
+def _exhausted(*args, **kwargs):
+    raise MemoryError
+
+
+def test_a_replay_that_runs_out_is_70_not_a_failing_replay(monkeypatch, capsys) -> None:
+    from bob.fuzz import replay
+    from bob.fuzz.cli import main
+
+    monkeypatch.setattr(replay, "failure_of", _exhausted)
+    path = ROOT / "fuzz" / "regressions" / "inspect"
+    assert main(["replay", "--json", str(path)]) == commands.EXIT_SOFTWARE
+    assert json.loads(capsys.readouterr().out)["error"]["message"].startswith(failures.OUT_OF_MEMORY)
+
+
+def test_a_command_run_inside_another_leaves_out_of_memory_to_the_outer_one(monkeypatch) -> None:
+    from bob.fuzz.targets import get
+    from bob.inspect import cli
+
+    monkeypatch.setattr(cli, "_work", _exhausted)
+    with pytest.raises(MemoryError):  # the outer command (bob-fuzz replay) reports it: exit 70
+        failures.LastWords("bob-fuzz", "bob-fuzz replay", commands.EXIT_SOFTWARE, False)
+        try:
+            get("inspect").run((GOLDEN / "checkpoint-abracadabra-step10.bin").read_bytes())
+        finally:
+            failures.LastWords.running.clear()
+
+
+def test_a_qualification_check_that_runs_out_is_70_not_a_failed_check(monkeypatch, capsys) -> None:
+    from bob.qualify import checks
+    from bob.qualify.cli import main
+
+    monkeypatch.setattr(checks, "check_public_vector", _exhausted)
+    assert main(["--quick", "--json"]) == commands.EXIT_SOFTWARE
+
+
+def test_a_child_bob_run_out_of_memory_is_no_failed_check(monkeypatch, tmp_path) -> None:
+    from bob.qualify import processes
+
+    said = '{"command": "bob-run", "error": {"message": "out of memory: ..."}, "exit_code": 1, "ok": false}'
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 1, said, "bob-run: oom"))
+    with pytest.raises(MemoryError):
+        processes.run_once(processes.RunFiles(tmp_path))
+
+
+def test_when_even_the_report_runs_out_the_prepared_bytes_are_written(monkeypatch, capfd) -> None:
+    monkeypatch.setattr(commands, "fail", _exhausted)
+    def parser():
+        p = commands.argument_parser(prog="bob-inspect")
+        commands.add_common_options(p)
+        return p
+
+    code = commands.run_command("bob-inspect", parser, _exhausted, ["--json"], unexpected_code=commands.EXIT_SOFTWARE)
+    out, err = capfd.readouterr()
+    assert code == commands.EXIT_SOFTWARE
+    assert json.loads(out)["error"]["message"].startswith(failures.OUT_OF_MEMORY)
+    assert err.startswith("bob-inspect: out of memory")
