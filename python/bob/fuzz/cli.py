@@ -148,8 +148,14 @@ def cmd_run(args: argparse.Namespace) -> Outcome:
         if args.runs is None:
             raise Refused("usage: --engine loop needs --runs N", option="--runs")
         artifacts = output_directory("--artifacts", args.artifacts)
-        result = seeded_loop(args.target, args.runs, args.seed or 0, fmt=args.format, stop_on_finding=False,
-                             artifacts=artifacts, progress=True)
+        from bob import signals
+
+        replaced = signals.install()  # SIGTERM and SIGHUP end the loop as Ctrl-C does (its files removed)
+        try:
+            result = seeded_loop(args.target, args.runs, args.seed or 0, fmt=args.format, stop_on_finding=False,
+                                 artifacts=artifacts, progress=True)
+        finally:
+            signals.restore(replaced)
     else:
         import importlib.util
 

@@ -7,10 +7,12 @@ same code; what each property compares with what is tabled in docs/fuzzing.md.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Callable, NamedTuple
@@ -187,23 +189,33 @@ def predictions_target(data: bytes) -> None:
         require(canonical.predictions_bytes(list(pred.records)) == data, "the fast path builds other bytes")
 
 
-# The command targets' files: one private temporary directory per process.
+# The command targets' files: one private temporary directory per process, removed when the process
+# exits (a worker ended from outside cannot: its campaign makes its TMPDIR and removes that).
 _SCRATCH: list[str] = []
 
 
 def _scratch() -> Path:
     if not _SCRATCH:
         _SCRATCH.append(tempfile.mkdtemp(prefix="bob-fuzz-"))
+        atexit.register(shutil.rmtree, _SCRATCH[0], True)
     return Path(_SCRATCH[0])
 
 
 def quietly(fn: Callable[[list[str]], int], argv: list[str]) -> tuple[int, str, str]:
+    """``fn(argv)``'s exit code, stdout and stderr. A signal the command took while it ran was meant
+    for this process (the command caught it, and said so in its exit code): it is raised again here."""
+    from bob.signals import Interrupted, taken
+
     out, err = io.StringIO(), io.StringIO()
+    before = len(taken())
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             rc = fn(argv)
         except SystemExit as exc:
             rc = exc.code if isinstance(exc.code, int) else 2
+    arrived = taken()[before:]
+    if arrived:
+        raise Interrupted(arrived[0])
     return rc, out.getvalue(), err.getvalue()
 
 
