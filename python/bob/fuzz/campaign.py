@@ -26,8 +26,8 @@ import time
 from collections import deque
 from pathlib import Path
 
-from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignDisplay, CampaignResult, Finding, read_input, \
-    regression_dir
+from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignDisplay, CampaignResult, Finding, fast_path_stats, \
+    read_input, regression_dir
 from bob.fuzz.targets import TARGETS, seed_files
 from bob.text import one_line
 
@@ -158,6 +158,7 @@ class _Campaign:
         from bob.fileio import make_directory
         from bob.fuzz.dictionary import write_dict
 
+        self.stats = fast_path_stats(target, fmt)  # refused before anything is made
         self.target, self.name, self.seconds, self.runs = target, target.replace(":", "_"), seconds, runs
         self.seed, self.fmt, self.max_findings = seed, fmt, max_findings
         self.max_len = max_len or MAX_LEN.get(target, DEFAULT_MAX_LEN)
@@ -221,9 +222,8 @@ class _Campaign:
         w.generation += 1
         seed = self.seed
         argv.append(f"-seed={(seed * 1000 + 100 * w.generation + w.index + 1) % 2**32 if seed is not None else 0}")
-        stats = os.environ.get("BOB_FUZZ_FAST_PATH_STATS")  # a file: see docs/fuzzing.md
         spec = json.dumps({"target": self.target, "format": self.fmt, "argv": argv, "parent": os.getpid(),
-                           "fast_path_stats": f"{stats}.{w.index}.{w.generation}" if stats else None})
+                           "fast_path_stats": f"{self.stats}.{w.index}.{w.generation}" if self.stats else None})
         # atheris prints an uncaught exception on stdout, libFuzzer its status on stderr: read both
         w.proc = subprocess.Popen([sys.executable, "-c", WORKER, spec], stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True, errors="backslashreplace",
