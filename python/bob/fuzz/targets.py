@@ -224,6 +224,26 @@ def _no_raw_controls(text: str, what: str) -> None:
     require(not bad, f"{what} prints raw control characters {bad[:4]!r}")
 
 
+def _the_envelope(text: str, rc: int) -> None:
+    """``text`` is the one object every command's ``--json`` prints, with the keys of
+    ``bob.commands.envelope`` and ``Refused.to_dict`` (taken from there, not restated): ``ok`` and
+    ``exit_code`` true to the exit code, ``error`` null or, for a refusal, its whole object and
+    nothing beside the shared keys."""
+    from bob.commands import Refused, envelope
+
+    document = json.loads(text)
+    said = f"bob-inspect --json is not the shared envelope (exit {rc}): {text.strip()[:300]}"
+    shared = set(envelope("bob-inspect", rc))
+    require(isinstance(document, dict) and shared <= set(document), said)
+    require(document["ok"] is (rc == 0) and type(document["exit_code"]) is int and document["exit_code"] == rc
+            and str(document["command"]).startswith("bob-inspect"), said)
+    error = document["error"]
+    if error is not None:
+        keys = [set(Refused("").to_dict()), set(Refused("", detail={"": ""}).to_dict())]
+        require(rc != 0 and set(document) == shared and isinstance(error, dict) and set(error) in keys
+                and error["exit_code"] == rc, said)
+
+
 def inspect_target(data: bytes) -> None:
     from bob.inspect import main as inspect_main
 
@@ -235,7 +255,7 @@ def inspect_target(data: bytes) -> None:
         require("Traceback" not in out + err, "bob-inspect printed a traceback")
         _no_raw_controls(out + err, "bob-inspect")
         if "--json" in argv:
-            json.loads(out)
+            _the_envelope(out, rc)
 
 
 def _run_inputs(data: bytes) -> tuple[bytes, bytes]:
@@ -277,7 +297,7 @@ TARGETS: dict[str, Target] = {
         Target("predictions", predictions_target, "load_predictions raises only FormatError, accepted files "
                "round-trip", "predictions"),
         Target("inspect", inspect_target, "bob-inspect [--json] exits 0 or 2, no traceback, no raw control "
-               "character, --json is valid JSON", None),
+               "character, --json is the shared envelope", None),
         Target("run", run_target, "bob-run, among links, failing writes, crashes and a held lock, refuses exactly "
                "when bob.invoke or the world says so and otherwise writes what bob.invoke computes; the files "
                "old or new and consistent, its exit code true, nothing left behind", None),
