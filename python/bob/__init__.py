@@ -7,14 +7,14 @@ schemas — is imported the first time it is used. The native core
 
 One invocation (contract §7), in memory::
 
-    bob.invoke(record, checkpoint=b"", *, threads=0) -> Invocation
+    bob.invoke(record, checkpoint=b"", *, threads=0, expect=None) -> Invocation  # expect: a pinned SHA-256
         # .checkpoint, .predictions, .losses, .step_before, .step_after,
         # .checkpoint_bytes(), .predictions_bytes(); Checkpoint.write(path) …
 
 Formats (contract ``bob-v1`` §3–§5; the document itself: ``bob.contract_document()``)::
 
     bob.load_input(data) -> InputRecord             # bob-input v1, RECORD_BYTES bytes
-    bob.load_checkpoint(data, *, for_resume=True)   # bob-envelope v1; b"" -> fresh state
+    bob.load_checkpoint(data, *, for_resume=True, expected_sha256=None)   # bob-envelope v1; b"" -> fresh state
     bob.load_predictions(data) -> Predictions       # 24 bytes
     bob.build_input(corpus, prompts) -> InputRecord # the fixture builder
     bob.read_checkpoint_file(path, *, for_resume=True) -> Checkpoint  # missing: FileNotFoundError

@@ -59,7 +59,7 @@ __all__ = [
     "EXIT_OK", "EXIT_UNEXPECTED", "EXIT_FOUND", "EXIT_REFUSED", "EXIT_SOFTWARE", "EXIT_BUSY", "EXIT_INTERRUPTED",
     "Refused", "about", "fail", "os_reason", "argument_parser", "parse_command_line",
     "Outcome", "run_command", "number_option", "seconds_option", "count_option", "integer_option", "output_directory",
-    "unexpected", "add_common_options", "exit_now",
+    "unexpected", "add_common_options", "exit_now", "envelope",
 ]
 
 

@@ -14,6 +14,11 @@ NumPy. An array of another library with ``__dlpack__`` or ``__array__`` (a
 torch tensor) is taken through a NumPy view of its memory
 (:mod:`bob.arrays`): training a CPU float32 tensor trains it in place.
 NumPy comes in only for the functions that make or convert arrays.
+
+Memory the binding allocates for its caller (the planes of
+:func:`initial_planes`, the pairs of :func:`train`, the words and the
+predictions of :func:`predict`) is reserved before use: when there is none,
+the call raises ``MemoryError`` with nothing changed, never a panic.
 """
 
 from __future__ import annotations

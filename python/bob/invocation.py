@@ -200,7 +200,7 @@ class Invocation:
 
 
 def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b"", *,
-           threads: int = 0) -> Invocation:
+           threads: int = 0, expect: "str | None" = None) -> Invocation:
     """One invocation of contract §7 in memory; never mutates its arguments.
 
     ``record`` is an :class:`~bob.InputRecord` or its bytes;
@@ -208,12 +208,20 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
     ``b""`` for the fresh state (§6.1). Bytes are checked fully (§3, §5) and
     refused with a :class:`~bob.FormatError` naming the field; a
     ``Checkpoint`` object is checked for resuming the same way. ``threads``
-    (0: what the machine offers) changes no bit of the result.
+    (0: what the machine offers) changes no bit of the result. ``expect``
+    pins the checkpoint's bytes (64 hexadecimal digits, either case): bytes
+    whose SHA-256 is another, or zero bytes, are refused before anything else
+    with an ``IntegrityError`` naming ``expect`` (:func:`~bob.formats.checkpoint.check_pin`).
     """
-    from bob.formats.checkpoint import Checkpoint, resume_findings
+    from bob.formats.checkpoint import Checkpoint, check_pin, resume_findings
     from bob.formats.input_record import InputRecord, load_input
     from bob.formats.predictions import Predictions
 
+    if expect is not None:
+        if isinstance(checkpoint, Checkpoint):
+            raise TypeError("expect pins a checkpoint file's bytes, not a Checkpoint; pin them where they are "
+                            "loaded: bob.load_checkpoint(data, expected_sha256=...)")
+        check_pin(checkpoint, expect, "expect")
     if not isinstance(record, InputRecord):
         record = load_input(record)
     if isinstance(checkpoint, Checkpoint):

@@ -88,13 +88,26 @@ def _read_record(path: str) -> "tuple[bytes, bytes, tuple[int, ...]]":
     return record.contexts.tobytes(), record.targets.tobytes(), record.prompt_words
 
 
-def _read_state(path: str) -> "tuple[int, bytearray, int | None]":
+def _read_state(path: str, pin: "str | None" = None, shown: str = "") -> "tuple[int, bytearray, int | None]":
     """(step, buffer, header_bytes) of the checkpoint at ``path``, read once
-    (:func:`bob.invocation.state_buffer`); a missing or empty file is the fresh state."""
+    (:func:`bob.invocation.state_buffer`); a missing or empty file is the fresh state.
+    ``pin`` (``--expect-checkpoint``): the bytes read are refused, before anything
+    else, unless their SHA-256 is that one (a missing or empty file never is)."""
     from bob.formats.constants import MAX_CHECKPOINT_BYTES
     from bob.invocation import state_buffer
 
-    return state_buffer(_read_once(path, MAX_CHECKPOINT_BYTES, record=False))
+    data = _read_once(path, MAX_CHECKPOINT_BYTES, record=False)
+    if pin is not None:
+        from bob.errors import IntegrityError
+        from bob.formats.checkpoint import check_pin
+
+        try:
+            check_pin(data or b"", pin, "--expect-checkpoint")
+        except IntegrityError as err:
+            got = "" if err.actual is None else f", got {err.actual}"
+            raise Refused(f"{err.message} (expected {err.expected}{got}); nothing was trained or written",
+                          option="--expect-checkpoint", path=shown) from None
+    return state_buffer(data)
 
 
 # --------------------------------------------------------------------------- #
@@ -103,7 +116,8 @@ def _read_state(path: str) -> "tuple[int, bytearray, int | None]":
 
 
 def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
-              wait_seconds: float = 0.0, threads: int = 0, deferral: "Deferral | None" = None) -> dict:
+              wait_seconds: float = 0.0, threads: int = 0, deferral: "Deferral | None" = None,
+              expect_checkpoint: "str | None" = None) -> dict:
     """One invocation (§7) on files; returns its summary as a JSON-ready dict.
 
     Every refusal is a :class:`bob.commands.Refused` naming the option and path.
@@ -113,17 +127,19 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     caller decides when signals act again; a signal that arrives before the commit
     is raised as :class:`bob.signals.Interrupted` at the next safe point
     (the lock's wait, after the updates, just before the commit), with
-    everything rolled back.
+    everything rolled back. ``expect_checkpoint`` pins the checkpoint (:func:`_read_state`).
     """
     from bob.commit import CheckpointLock, Commit, clean_stale_temporaries
     from bob.fileio import identity, refuse_unreplaceable
     from bob.formats import canonical
-    from bob.formats.checkpoint import sha256
+    from bob.formats.checkpoint import pin_problem, sha256
     from bob.invocation import advance, buffer_planes, sealed_buffer
     from bob.signals import Deferral
 
     deferral = Deferral() if deferral is None else deferral
     deferral.check()  # a signal since bob-run began: nothing has been touched
+    if expect_checkpoint is not None and (problem := pin_problem(expect_checkpoint)) is not None:
+        raise Refused(problem, option="--expect-checkpoint")
     checkpoint_target, predictions_target = _targets(input_path, checkpoint_path, predictions_path)
     with about("--input", input_path, "input record"):
         contexts, targets, prompt_words = _read_record(input_path)
@@ -143,7 +159,7 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
                 refuse_unreplaceable(target)
         with about("--checkpoint", checkpoint_path, "checkpoint"):
             read_from = identity(checkpoint_target)
-            step_before, buffer, header_bytes = _read_state(checkpoint_target)
+            step_before, buffer, header_bytes = _read_state(checkpoint_target, expect_checkpoint, checkpoint_path)
             step_after, losses, records = advance(*buffer_planes(buffer), contexts, targets, prompt_words,
                                                   step_before, threads=threads)
         deferral.check()  # a signal during the updates ends the run here, nothing written
@@ -263,6 +279,9 @@ def run_parser() -> "argparse.ArgumentParser":
     parser.add_argument("--predictions", required=True, metavar="PRED", help="written atomically (24 bytes)")
     parser.add_argument("--wait", default="0", metavar="SECONDS",
                         help="wait this long for a checkpoint another bob-run holds (default: refuse at once, exit 75)")
+    parser.add_argument("--expect-checkpoint", metavar="SHA256",
+                        help="refuse (exit 2), training nothing, unless CKPT's SHA-256 is this one (64 hex digits, "
+                        "either case: the checkpoint_sha256 of the last run's --json); a missing or empty CKPT never is")
     add_common_options(parser, json_help="print the summary (or the refusal) as one JSON object")
     return parser
 
@@ -275,6 +294,7 @@ class QuickArgs:
     checkpoint: str
     predictions: str
     wait: str
+    expect_checkpoint: "str | None"
     json: bool
     debug: bool
 
@@ -290,14 +310,14 @@ def _quick_args(argv: list[str]) -> "QuickArgs | None":
     (which costs more than a whole invocation's work). Anything else — help,
     an unknown or repeated option, a missing value — returns None and goes to
     argparse, which prints its usual messages."""
-    values: dict = {"input": None, "checkpoint": None, "predictions": None, "wait": "0", "json": False,
-                    "debug": False}
+    values: dict = {"input": None, "checkpoint": None, "predictions": None, "wait": "0", "expect_checkpoint": None,
+                    "json": False, "debug": False}
     seen = set()
     items = list(argv)
     while items:
         item = items.pop(0)
         name, eq, value = item.partition("=")
-        key = name[2:] if name.startswith("--") else None
+        key = name[2:].replace("-", "_") if name.startswith("--") and "_" not in name else None
         if key not in values or key in seen:
             return None
         seen.add(key)
@@ -359,7 +379,7 @@ def _work(args: "QuickArgs | argparse.Namespace", deferral: "Deferral", committe
     # starting the core's thread pool, which costs more than the call's
     # work saves (BENCHMARKS.md). Threads never change a bit.
     result = run_files(args.input, args.checkpoint, args.predictions, wait_seconds=wait_seconds(args.wait), threads=1,
-                       deferral=deferral)
+                       deferral=deferral, expect_checkpoint=args.expect_checkpoint)
     committed.append(f"the invocation committed step {result['step_after']} to {result['checkpoint']}")
     for problem in result["problems_after_commit"]:  # the invocation happened: exit 0, and say what else is true
         note(PROG, f"{committed[0]}, but {problem}")

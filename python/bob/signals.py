@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import _signal  # type: ignore[import-not-found]  # the C module under signal; it has no stub
 
-__all__ = ["ENDING", "Interrupted", "install", "restore", "Deferral", "signal_name"]
+__all__ = ["ENDING", "Interrupted", "install", "restore", "Deferral", "signal_name", "taken"]
 
 ENDING = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
 _NAMES = {_signal.SIGINT: "SIGINT", _signal.SIGTERM: "SIGTERM", _signal.SIGHUP: "SIGHUP"}
@@ -52,9 +52,18 @@ class Interrupted(KeyboardInterrupt):
 
 
 _deferral: "Deferral | None" = None
+_taken: list[int] = []
+
+
+def taken() -> "tuple[int, ...]":
+    """Every signal the handler has taken in this process, in order of arrival, deferred or raised:
+    a harness that runs a command inside its own process (bob-fuzz's ``run`` target) asks it
+    whether a signal meant for the harness arrived while the command ran."""
+    return tuple(_taken)
 
 
 def _handler(signum: int, frame: object) -> None:
+    _taken.append(signum)
     if _deferral is not None:
         _deferral._arrived.append(signum)
         return

@@ -64,3 +64,11 @@ def inspect_before_the_fix(data: bytes) -> None:
         for module in list(sys.modules.values()):
             if getattr(module, "f32_text", None) is _f32_text_before_the_fix:
                 module.f32_text = fixed
+
+
+def inspects_then_crashes(data: bytes) -> None:
+    """The inspect target (its scratch directory made), then :func:`crashes`."""
+    from bob.fuzz.targets import inspect_target
+
+    inspect_target(data)
+    crashes(data)

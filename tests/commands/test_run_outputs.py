@@ -20,21 +20,27 @@ from conftest import CKPT_10_SHA256, CKPT_20_SHA256, CORPUS, PRED_HEX, PROMPTS
 
 HELP = """\
 usage: bob-run [-h] --input RECORD --checkpoint CKPT --predictions PRED
-               [--wait SECONDS] [--json] [--debug] [--version]
+               [--wait SECONDS] [--expect-checkpoint SHA256] [--json]
+               [--debug] [--version]
 
 One bob invocation: {U} AdamW updates from CKPT (missing or empty: fresh), then
 CKPT and PRED replaced atomically.
 
 options:
-  -h, --help          show this help message and exit
-  --input RECORD      the input record (bob-input v1)
-  --checkpoint CKPT   read, then replaced atomically
-  --predictions PRED  written atomically (24 bytes)
-  --wait SECONDS      wait this long for a checkpoint another bob-run holds
-                      (default: refuse at once, exit 75)
-  --json              print the summary (or the refusal) as one JSON object
-  --debug             show a traceback for unexpected errors
-  --version           print bob's version and exit
+  -h, --help            show this help message and exit
+  --input RECORD        the input record (bob-input v1)
+  --checkpoint CKPT     read, then replaced atomically
+  --predictions PRED    written atomically (24 bytes)
+  --wait SECONDS        wait this long for a checkpoint another bob-run holds
+                        (default: refuse at once, exit 75)
+  --expect-checkpoint SHA256
+                        refuse (exit 2), training nothing, unless CKPT's
+                        SHA-256 is this one (64 hex digits, either case: the
+                        checkpoint_sha256 of the last run's --json); a missing
+                        or empty CKPT never is
+  --json                print the summary (or the refusal) as one JSON object
+  --debug               show a traceback for unexpected errors
+  --version             print bob's version and exit
 
 exit codes: 0 done, 2 refused, 75 checkpoint in use, 130 interrupted, 1
 unexpected

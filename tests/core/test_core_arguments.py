@@ -127,3 +127,33 @@ def test_invoke_threads_are_refused_by_name(threads, error, message):
     with pytest.raises(error) as info:
         bob.invoke(record, threads=threads)
     assert str(info.value) == message
+
+
+OUT_OF_MEMORY = r"""
+import resource, sys
+import numpy as np
+import bob.core
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+call = {
+    "initial_planes": lambda: bob.core.initial_planes(vocabulary=20_000),  # 3 planes of 1.6 GB
+    "pairs": lambda: bob.core.train(*bob.core.initial_planes(), big, big, 0, 1),  # 4 bytes a pair, copied out
+    "prompt words": lambda: bob.core.predict(bob.core.initial_planes()[0], [0] * 40_000_000),
+}[sys.argv[1]]
+big = np.zeros(200_000_000, np.uint8) if sys.argv[1] == "pairs" else None
+try:
+    call()
+except Exception as exc:  # a MemoryError is an Exception: not pyo3's PanicException (a BaseException)
+    print(type(exc).__name__, exc)
+"""
+
+
+@pytest.mark.parametrize("what", ["initial_planes", "pairs", "prompt words"])
+def test_out_of_memory_in_the_binding_is_a_memory_error(what: str) -> None:
+    """An allocation the binding makes for its caller fails as MemoryError (an Exception),
+    never as a panic ("panicked at", a BaseException) or the process aborted."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", OUT_OF_MEMORY, what], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "panicked at" not in done.stderr, done.stderr[-2000:]
+    assert done.stdout.startswith("MemoryError "), done.stdout + done.stderr[-2000:]

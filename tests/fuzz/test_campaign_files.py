@@ -20,8 +20,10 @@ import bob.fileio
 HERE = Path(__file__).resolve().parent
 FUZZ = HERE.parents[1] / "python" / "bob" / "fuzz"
 CAMPAIGN_MODULES = ("campaign.py", "replay.py", "cli.py", "conformance.py", "common.py", "loop.py")
-# (module, call): the campaign's own scratch directories (ARTIFACTS/.logs/scratch-<pid>-…), removed whole.
-ALLOWED = {("campaign.py", "shutil.rmtree(d, ignore_errors=True)")}
+# (module, call): the campaign's own scratch directories (ARTIFACTS/.logs/scratch-<pid>-…) and the
+# minimizer's workers' TMPDIR, removed whole.
+ALLOWED = {("campaign.py", "shutil.rmtree(d, ignore_errors=True)"),
+           ("replay.py", "shutil.rmtree(runner.tmp, ignore_errors=True)")}
 
 
 def _file_access(monkeypatch: pytest.MonkeyPatch):

@@ -117,3 +117,22 @@ def test_the_seeded_loop_finds_a_planted_bug_under_pythonoptimize(tmp_path: Path
     assert run.returncode == 1, run.stdout + run.stderr
     (finding,) = json.loads(run.stdout)["findings"]
     assert "the copy accepts" in finding["message"]
+
+
+@needs_atheris
+@pytest.mark.parametrize("where", ["no such directory", "a file for a directory"])
+def test_an_unwritable_fast_path_stats_file_is_refused_before_the_campaign(where: str, tmp_path: Path) -> None:
+    """``BOB_FUZZ_FAST_PATH_STATS`` naming a file bob cannot write is the environment's
+    fault: a refusal naming the variable before any worker starts, not a finding against bob."""
+    (tmp_path / "file").write_bytes(b"")
+    stats = tmp_path / ("missing" if where == "no such directory" else "file") / "stats"
+    artifacts = tmp_path / "artifacts"
+    env = dict(os.environ, BOB_FUZZ_FAST_PATH_STATS=str(stats))
+    done = subprocess.run([sys.executable, "-m", "bob", "fuzz", "run", "input", "--runs", "2000", "--corpus",
+                           str(tmp_path / "corpus"), "--artifacts", str(artifacts), "--json"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    document = json.loads(done.stdout)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert document["error"]["option"] == "BOB_FUZZ_FAST_PATH_STATS", document
+    assert done.stderr.startswith("bob-fuzz: refused: BOB_FUZZ_FAST_PATH_STATS "), done.stderr
+    assert not list(artifacts.glob("*.bin")) and not (tmp_path / "corpus").exists()

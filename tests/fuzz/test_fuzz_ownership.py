@@ -151,6 +151,18 @@ def test_minimize_runs_candidates_out_of_process(tmp_path: Path, targets_on_path
     assert out.read_bytes() == b"X"
 
 
+def test_minimize_leaves_nothing_in_tmpdir(tmp_path: Path, targets_on_path, monkeypatch, capsys) -> None:
+    """Each candidate's worker makes the inspect target's scratch directory, then dies by SIGSEGV."""
+    scratch = tmp_path / "TMPDIR"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    crashing = tmp_path / "crash.bin"
+    crashing.write_bytes(b"X" + bytes(range(20)))
+    assert main(["minimize", str(crashing), "--target", "convention_targets:inspects_then_crashes", "--output",
+                 str(tmp_path / "small.bin"), "--max-tries", "5"]) == 0, capsys.readouterr().err
+    assert sorted(scratch.iterdir()) == []
+
+
 def test_check_accepts_another_real_problem_of_the_same_file(tmp_path: Path, capsys) -> None:
     from bob.fuzz.conformance import judge
 
@@ -214,3 +226,41 @@ def test_two_properties_of_one_target_are_two_findings() -> None:
             keys.append(exception_key(exc))
     assert keys[0] == keys[2] != keys[1]
     assert "require" not in keys[0] and "first_property" in keys[0]
+
+
+def _scratch_made(*roots: Path) -> bool:
+    """A target has made its ``bob-fuzz-*`` scratch directory somewhere under ``roots``."""
+    return any(next(root.rglob("bob-fuzz-*"), None) is not None for root in roots if root.exists())
+
+
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("engine", ["atheris", "loop"])
+@pytest.mark.parametrize("target", ["inspect", "run"])
+def test_an_interrupted_campaign_leaves_nothing_in_tmpdir(target: str, engine: str, how: str, tmp_path: Path) -> None:
+    """The command targets write their files in a scratch directory: an interrupted
+    ``bob-fuzz run`` (its workers ended by the campaign) leaves none of them in TMPDIR."""
+    if engine == "atheris":
+        pytest.importorskip("atheris", reason="atheris is the optional fuzz extra (scripts/bootstrap.sh test,fuzz)")
+    scratch = tmp_path / "TMPDIR"
+    scratch.mkdir()
+    artifacts = tmp_path / "artifacts"
+    when = ["--time", "120"] if engine == "atheris" else ["--runs", "100000"]
+    proc = subprocess.Popen([sys.executable, "-m", "bob", "fuzz", "run", target, "--engine", engine, *when,
+                             "--corpus", str(tmp_path / "corpus"), "--artifacts", str(artifacts)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, TMPDIR=str(scratch)))
+    try:
+        deadline = time.monotonic() + 120
+        while not _scratch_made(scratch, artifacts):  # the target has run at least once
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.1)
+        time.sleep(0.5)
+        proc.send_signal(getattr(signal, how))
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+    out, err = proc.communicate()
+    assert proc.returncode == 128 + getattr(signal, how), err
+    assert sorted(scratch.iterdir()) == []
+    assert not _scratch_made(artifacts)

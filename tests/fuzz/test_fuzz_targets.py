@@ -99,3 +99,50 @@ def test_finding_f1_f32_text_shows_flt_max() -> None:
     for bits in (0x7F7FFFFF, 0xFF7FFFFF, 0x7F7FFFFE):
         (x,) = struct.unpack("<f", struct.pack("<I", bits))
         assert struct.pack("<f", float(f32_text(x))) == struct.pack("<I", bits)
+
+
+@pytest.mark.parametrize("refused,plant", [
+    (False, "no ok"),  # an accepted checkpoint: a result
+    (False, "an error on success"),
+    (False, "not an object"),
+    (True, "ok on a refusal"),  # not a bob file: refused, exit 2
+    (True, "a wrong exit code"),
+    (True, "a key beside a refusal's error"),
+    (True, "an error object without its text"),
+])
+def test_the_inspect_target_holds_json_to_the_shared_envelope(refused: bool, plant: str,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """``bob-inspect --json`` printing valid JSON that is not the envelope every command
+    shares (bob.commands.envelope) fails the inspect target."""
+    import json
+
+    from bob.fuzz import targets
+
+    data = b"not a bob file" if refused else (GOLDEN / "checkpoint-abracadabra-step10.bin").read_bytes()
+    get("inspect").run(data)  # passes as bob-inspect is
+    real = targets.quietly
+
+    def planted(fn, argv):
+        rc, out, err = real(fn, argv)
+        if "--json" not in argv:
+            return rc, out, err
+        document = json.loads(out)
+        if plant == "no ok":
+            del document["ok"]
+        elif plant == "an error on success":
+            document["error"] = {"message": "planted"}
+        elif plant == "ok on a refusal":
+            document["ok"] = True
+        elif plant == "a wrong exit code":
+            document["exit_code"] = 0
+        elif plant == "a key beside a refusal's error":
+            document["file"] = "x"
+        elif plant == "an error object without its text":
+            del document["error"]["text"]
+        else:
+            document = [document]
+        return rc, json.dumps(document), err
+
+    monkeypatch.setattr(targets, "quietly", planted)
+    with pytest.raises(AssertionError, match="envelope"):
+        get("inspect").run(data)

@@ -7,6 +7,7 @@ Run as ``python strict_user.py DIR``: it writes its files in DIR.
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from pathlib import Path
 
@@ -39,6 +40,9 @@ def train_and_save(work: Path) -> bob.Checkpoint:
     ck.write(work / "model.bob")
     assert bob.read_checkpoint_file(work / "model.bob") == ck == bob.Checkpoint.read(work / "model.bob")
     assert bob.load_checkpoint(result.checkpoint_bytes()) == bob.Checkpoint.from_bytes(ck.to_bytes())
+    pin: str = hashlib.sha256(ck.to_bytes()).hexdigest()  # the pinned resume
+    assert bob.load_checkpoint(ck.to_bytes(), expected_sha256=pin) == ck
+    assert bob.invoke(record, ck.to_bytes(), expect=pin).step_after == 30
     assert not bob.checkpoint_findings(ck.to_bytes())
     examined: bob.Examination = bob.examine_checkpoint(ck.to_bytes())
     assert examined.ok and examined.contract == bob.Contract()

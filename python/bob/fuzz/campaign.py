@@ -12,6 +12,7 @@ imports atheris.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -25,8 +26,8 @@ import time
 from collections import deque
 from pathlib import Path
 
-from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignDisplay, CampaignResult, Finding, read_input, \
-    regression_dir
+from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignDisplay, CampaignResult, Finding, fast_path_stats, \
+    read_input, regression_dir
 from bob.fuzz.targets import TARGETS, seed_files
 from bob.text import one_line
 
@@ -45,11 +46,12 @@ WRITTEN = re.compile(r"Test unit written to (\S+)")
 EXECUTED = re.compile(r"stat::number_of_executed_units:\s*(\d+)")
 KEY_LINE = "bob-fuzz failure key: "  # a worker's line naming the failure it is about to raise
 WORKER = r"""
-import json, sys
+import json, os, sys
 spec = json.loads(sys.argv[1])
 from bob.fuzz.campaign import KEY_LINE
 from bob.fuzz.common import die_with_parent, load_target
 from bob.fuzz.properties import exception_key
+from bob.signals import Interrupted
 die_with_parent(spec["parent"])
 import atheris
 harness = ["bob.fuzz." + m for m in ("mutator", "structural", "dictionary", "campaign", "common", "cli", "replay",
@@ -69,6 +71,8 @@ def one(data):
             write_atomic(stats_path, json.dumps(count).encode())
     try:
         run(bytes(data))
+    except Interrupted as exc:  # a signal the target's command took: the campaign ends this worker
+        os._exit(exc.exit_code)
     except BaseException as exc:
         print(KEY_LINE + exception_key(exc), flush=True)
         raise
@@ -103,11 +107,11 @@ class _Stopped(Exception):
         self.signum = signum
 
 
-def _passes_outside(target: str, path: str) -> bool:
+def _passes_outside(target: str, path: str, env: "dict[str, str]") -> bool:
     """Whether ``path`` passes its target when replayed in a fresh process (within 120 s)."""
     try:
         done = subprocess.run([sys.executable, "-m", "bob.fuzz.cli", "replay", path, "--target", target],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120, env=env)
     except subprocess.TimeoutExpired:
         return False
     return done.returncode == 0
@@ -118,11 +122,9 @@ def _remove_stale_scratch(logs: Path) -> None:
     for d in logs.glob(f"{SCRATCH}*"):
         try:
             os.kill(int(d.name[len(SCRATCH):].split("-")[0]), 0)
-        except ValueError:
-            continue
         except ProcessLookupError:
             shutil.rmtree(d, ignore_errors=True)
-        except PermissionError:
+        except (ValueError, PermissionError):
             continue
 
 
@@ -139,10 +141,8 @@ def _end_workers(workers: "list[_Worker]", grace: float = 3.0) -> None:
     """SIGTERM to every running worker, SIGKILL to any still there after ``grace`` seconds."""
     running = [w.proc for w in workers if w.proc is not None and w.proc.poll() is None]
     for proc in running:
-        try:
+        with contextlib.suppress(OSError):
             proc.terminate()
-        except OSError:
-            pass
     deadline = time.monotonic() + grace
     for proc in running:
         try:
@@ -158,6 +158,7 @@ class _Campaign:
         from bob.fileio import make_directory
         from bob.fuzz.dictionary import write_dict
 
+        self.stats = fast_path_stats(target, fmt)  # refused before anything is made
         self.target, self.name, self.seconds, self.runs = target, target.replace(":", "_"), seconds, runs
         self.seed, self.fmt, self.max_findings = seed, fmt, max_findings
         self.max_len = max_len or MAX_LEN.get(target, DEFAULT_MAX_LEN)
@@ -176,6 +177,7 @@ class _Campaign:
         self.scratch_dirs: list[str] = []
         self.overdue = False
         self.seeds = self.crash_dir = ""  # scratch directories, made when the workers start
+        self.env = dict(os.environ)  # the workers': their TMPDIR in scratch, for what they leave when ended
 
     def remaining_time(self) -> float | None:
         return None if self.seconds is None else self.seconds - (time.monotonic() - self.start)
@@ -220,13 +222,12 @@ class _Campaign:
         w.generation += 1
         seed = self.seed
         argv.append(f"-seed={(seed * 1000 + 100 * w.generation + w.index + 1) % 2**32 if seed is not None else 0}")
-        stats = os.environ.get("BOB_FUZZ_FAST_PATH_STATS")  # a file: see docs/fuzzing.md
         spec = json.dumps({"target": self.target, "format": self.fmt, "argv": argv, "parent": os.getpid(),
-                           "fast_path_stats": f"{stats}.{w.index}.{w.generation}" if stats else None})
+                           "fast_path_stats": f"{self.stats}.{w.index}.{w.generation}" if self.stats else None})
         # atheris prints an uncaught exception on stdout, libFuzzer its status on stderr: read both
         w.proc = subprocess.Popen([sys.executable, "-c", WORKER, spec], stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True, errors="backslashreplace",
-                                  env=dict(os.environ, PYTHONUNBUFFERED="1"))
+                                  env=dict(self.env, PYTHONUNBUFFERED="1"))
         w.thread = threading.Thread(target=self.follow, args=(w,), daemon=True)
         w.thread.start()
         return True
@@ -278,7 +279,7 @@ class _Campaign:
             return
         w.found = True
         kind = Path(path).name.split("-")[0]
-        if Path(path).name.startswith(("oom-", "timeout-", "slow-unit-")) and _passes_outside(self.target, path):
+        if Path(path).name.startswith(("oom-", "timeout-", "slow-unit-")) and _passes_outside(self.target, path, self.env):
             self.result.discarded.append(Finding(path, f"{kind} in the engine only: the input passes when "
                                                  "replayed in a fresh process"))
             return
@@ -294,8 +295,7 @@ class _Campaign:
     def relaunch(self, w: _Worker) -> None:
         """A worker that ended: a finding, or the end of a generation; start its next one if it may."""
         assert w.proc is not None
-        w.executions_done += w.executions
-        w.executions = 0
+        w.executions_done, w.executions = w.executions_done + w.executions, 0
         result = self.result
         crashed_unseen = w.proc.returncode != 0 and not w.found
         if crashed_unseen and not self.overdue:
@@ -314,7 +314,8 @@ class _Campaign:
 
         self.seeds = self.seed_dir()
         self.crash_dir = tempfile.mkdtemp(prefix=f"{SCRATCH}{os.getpid()}-crash-", dir=self.logs)
-        self.scratch_dirs.append(self.crash_dir)
+        self.env["TMPDIR"] = tempfile.mkdtemp(prefix=f"{SCRATCH}{os.getpid()}-tmp-", dir=self.logs)
+        self.scratch_dirs += [self.crash_dir, self.env["TMPDIR"]]
         for w in self.workers:
             try:
                 self.launch(w)
@@ -386,8 +387,7 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
     with c.lock:
         for w in c.workers:  # a generation still running when the campaign ended
             if w.proc is not None and not w.stopped:
-                w.executions_done += w.executions
-                w.executions = 0
+                w.executions_done, w.executions = w.executions_done + w.executions, 0
     result = c.result
     result.executions = c.total_runs()
     result.corpus = sum(1 for _ in c.corpus.iterdir())

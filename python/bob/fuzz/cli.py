@@ -141,6 +141,7 @@ def cmd_targets(args: argparse.Namespace) -> Outcome:
 
 def cmd_run(args: argparse.Namespace) -> Outcome:
     from bob.fuzz.campaign import run_campaign
+    from bob.fuzz.common import fast_path_stats
     from bob.fuzz.loop import seeded_loop
 
     _known_target(args.target, args.format)
@@ -148,8 +149,14 @@ def cmd_run(args: argparse.Namespace) -> Outcome:
         if args.runs is None:
             raise Refused("usage: --engine loop needs --runs N", option="--runs")
         artifacts = output_directory("--artifacts", args.artifacts)
-        result = seeded_loop(args.target, args.runs, args.seed or 0, fmt=args.format, stop_on_finding=False,
-                             artifacts=artifacts, progress=True)
+        from bob import signals
+
+        replaced = signals.install()  # SIGTERM and SIGHUP end the loop as Ctrl-C does (its files removed)
+        try:
+            result = seeded_loop(args.target, args.runs, args.seed or 0, fmt=args.format, stop_on_finding=False,
+                                 artifacts=artifacts, progress=True)
+        finally:
+            signals.restore(replaced)
     else:
         import importlib.util
 
@@ -158,6 +165,7 @@ def cmd_run(args: argparse.Namespace) -> Outcome:
 
             raise Refused(f"atheris is not installed: `{install_hint('fuzz')}`, or use --engine loop --runs N",
                           option="--engine")
+        fast_path_stats(args.target, args.format)  # the environment refused before anything is made
         corpus = output_directory("--corpus", args.corpus or f".bob-fuzz/{args.target.replace(':', '_')}/corpus")
         artifacts = output_directory("--artifacts", args.artifacts)
         result = run_campaign(args.target, seconds=args.time, runs=args.runs, jobs=args.jobs, corpus=corpus,

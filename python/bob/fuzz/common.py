@@ -13,7 +13,7 @@ from bob.formats.constants import MAX_CHECKPOINT_BYTES, PREDICTION_BYTES
 from bob.fuzz.targets import TARGETS
 
 __all__ = ["MAX_LEN", "DEFAULT_MAX_LEN", "INPUT_LIMIT", "Finding", "CampaignResult", "CampaignDisplay",
-           "load_target", "regression_dir", "die_with_parent", "read_input"]
+           "load_target", "regression_dir", "die_with_parent", "read_input", "fast_path_stats"]
 
 MAX_LEN = {"input": 4096, "predictions": 4 * PREDICTION_BYTES, "core": 4096}
 DEFAULT_MAX_LEN = MAX_CHECKPOINT_BYTES + 64  # a little past the largest checkpoint a reader accepts
@@ -31,6 +31,21 @@ def load_target(spec: str, fmt: str | None = None) -> "tuple[Callable[[bytes], N
 
     module, _, name = spec.partition(":")
     return getattr(importlib.import_module(module), name), fmt
+
+
+def fast_path_stats(target: str, fmt: str | None) -> str | None:
+    """``BOB_FUZZ_FAST_PATH_STATS`` (docs/fuzzing.md) when ``target``'s workers will write it: each
+    worker's first file is written here, before anything starts, so a file bob cannot write is
+    a refusal naming the variable, not a finding against bob."""
+    from bob.commands import about
+    from bob.fileio import write_atomic
+
+    stats = os.environ.get("BOB_FUZZ_FAST_PATH_STATS")
+    if not stats or load_target(target, fmt)[1] not in ("input", "checkpoint"):
+        return None
+    with about("BOB_FUZZ_FAST_PATH_STATS", stats):
+        write_atomic(f"{stats}.0.0", b'{"executions": 0, "recognized": 0}')
+    return stats
 
 
 def regression_dir(name: str) -> Path | None:

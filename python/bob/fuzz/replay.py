@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import subprocess
 import sys
 import time
@@ -181,17 +182,22 @@ while True:
 
 class _Runner:
     """One worker process running candidates; a crash or a hang is a failure
-    of its own (``crash: signal N``, ``timeout``), and the worker is restarted."""
+    of its own (``crash: signal N``, ``timeout``), and the worker is restarted.
+    The workers' TMPDIR is the runner's, removed by :meth:`close` (a worker that dies cannot)."""
 
     def __init__(self, target: str, timeout: float) -> None:
+        import tempfile
+
         self.target, self.timeout = target, timeout
         self.proc: subprocess.Popen | None = None
         self.buffer = b""
+        self.tmp = tempfile.mkdtemp(prefix="bob-fuzz-minimize-")
 
     def signature(self, data: bytes) -> str | None:
         if self.proc is None or self.proc.poll() is not None:
             self.proc = subprocess.Popen([sys.executable, "-c", WORKER, self.target], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                         env=dict(os.environ, TMPDIR=self.tmp))
             self.buffer = b""
         proc = self.proc
         assert proc.stdin is not None and proc.stdout is not None
@@ -255,3 +261,4 @@ def minimize_out_of_process(target: str, data: bytes, *, max_tries: int = 2000,
         return small, want, tries + 1
     finally:
         runner.close()
+        shutil.rmtree(runner.tmp, ignore_errors=True)

@@ -7,10 +7,12 @@ same code; what each property compares with what is tabled in docs/fuzzing.md.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Callable, NamedTuple
@@ -187,29 +189,59 @@ def predictions_target(data: bytes) -> None:
         require(canonical.predictions_bytes(list(pred.records)) == data, "the fast path builds other bytes")
 
 
-# The command targets' files: one private temporary directory per process.
+# The command targets' files: one private temporary directory per process, removed when the process
+# exits (a worker ended from outside cannot: its campaign makes its TMPDIR and removes that).
 _SCRATCH: list[str] = []
 
 
 def _scratch() -> Path:
     if not _SCRATCH:
         _SCRATCH.append(tempfile.mkdtemp(prefix="bob-fuzz-"))
+        atexit.register(shutil.rmtree, _SCRATCH[0], True)
     return Path(_SCRATCH[0])
 
 
 def quietly(fn: Callable[[list[str]], int], argv: list[str]) -> tuple[int, str, str]:
+    """``fn(argv)``'s exit code, stdout and stderr. A signal the command took while it ran was meant
+    for this process (the command caught it, and said so in its exit code): it is raised again here."""
+    from bob.signals import Interrupted, taken
+
     out, err = io.StringIO(), io.StringIO()
+    before = len(taken())
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             rc = fn(argv)
         except SystemExit as exc:
             rc = exc.code if isinstance(exc.code, int) else 2
+    arrived = taken()[before:]
+    if arrived:
+        raise Interrupted(arrived[0])
     return rc, out.getvalue(), err.getvalue()
 
 
 def _no_raw_controls(text: str, what: str) -> None:
     bad = [c for c in text if (ord(c) < 0x20 and c not in "\n\t") or 0x7F <= ord(c) < 0xA0]
     require(not bad, f"{what} prints raw control characters {bad[:4]!r}")
+
+
+def _the_envelope(text: str, rc: int) -> None:
+    """``text`` is the one object every command's ``--json`` prints, with the keys of
+    ``bob.commands.envelope`` and ``Refused.to_dict`` (taken from there, not restated): ``ok`` and
+    ``exit_code`` true to the exit code, ``error`` null or, for a refusal, its whole object and
+    nothing beside the shared keys."""
+    from bob.commands import Refused, envelope
+
+    document = json.loads(text)
+    said = f"bob-inspect --json is not the shared envelope (exit {rc}): {text.strip()[:300]}"
+    shared = set(envelope("bob-inspect", rc))
+    require(isinstance(document, dict) and shared <= set(document), said)
+    require(document["ok"] is (rc == 0) and type(document["exit_code"]) is int and document["exit_code"] == rc
+            and str(document["command"]).startswith("bob-inspect"), said)
+    error = document["error"]
+    if error is not None:
+        keys = [set(Refused("").to_dict()), set(Refused("", detail={"": ""}).to_dict())]
+        require(rc != 0 and set(document) == shared and isinstance(error, dict) and set(error) in keys
+                and error["exit_code"] == rc, said)
 
 
 def inspect_target(data: bytes) -> None:
@@ -223,7 +255,7 @@ def inspect_target(data: bytes) -> None:
         require("Traceback" not in out + err, "bob-inspect printed a traceback")
         _no_raw_controls(out + err, "bob-inspect")
         if "--json" in argv:
-            json.loads(out)
+            _the_envelope(out, rc)
 
 
 def _run_inputs(data: bytes) -> tuple[bytes, bytes]:
@@ -271,7 +303,7 @@ TARGETS: dict[str, Target] = {
         Target("predictions", predictions_target, "load_predictions raises only FormatError, accepted files "
                "round-trip", "predictions"),
         Target("inspect", inspect_target, "bob-inspect [--json] exits 0 or 2, no traceback, no raw control "
-               "character, --json is valid JSON", None),
+               "character, --json is the shared envelope", None),
         Target("run", run_target, "bob-run, among links, failing writes, crashes and a held lock, refuses exactly "
                "when bob.invoke or the world says so and otherwise writes what bob.invoke computes; the files "
                "old or new and consistent, its exit code true, nothing left behind", None),

@@ -63,6 +63,21 @@ pub enum CoreError {
         /// Updates asked for.
         updates: u64,
     },
+    /// The memory for `what`, `count` values, could not be allocated (nothing was changed).
+    OutOfMemory {
+        /// What the memory was for ("P", "the predictions" ...).
+        what: &'static str,
+        /// How many values.
+        count: usize,
+    },
+}
+
+/// An empty `Vec` with room for exactly `count` values, or [`CoreError::OutOfMemory`]
+/// naming `what`: Rust's own allocation failure would abort the caller's process.
+pub fn try_vec<T>(count: usize, what: &'static str) -> Result<Vec<T>, CoreError> {
+    let mut values = Vec::new();
+    values.try_reserve_exact(count).map_err(|_| CoreError::OutOfMemory { what, count })?;
+    Ok(values)
 }
 
 impl fmt::Display for CoreError {
@@ -96,6 +111,10 @@ impl fmt::Display for CoreError {
             CoreError::StepOverflow { step, updates } => write!(
                 f,
                 "step {step} leaves no room for {updates} more updates in a u64"
+            ),
+            CoreError::OutOfMemory { what, count } => write!(
+                f,
+                "no memory for {what} ({count} values); nothing was changed"
             ),
         }
     }

@@ -19,7 +19,7 @@ pub mod pinned;
 mod planes;
 pub mod scalar;
 
-pub use error::CoreError;
+pub use error::{try_vec, CoreError};
 pub use kernel::Kernel;
 #[doc(hidden)]
 pub use kernel::floor;
@@ -193,7 +193,7 @@ pub fn predict(p: &[f32], prompt_words: &[u32]) -> Result<Vec<(u32, u32)>, CoreE
 }
 
 fn predict_checked(p: &[f32], vocabulary: usize, prompt_words: &[u32]) -> Result<Vec<(u32, u32)>, CoreError> {
-    let mut out = Vec::with_capacity(prompt_words.len());
+    let mut out = try_vec(prompt_words.len(), "the predictions")?;
     for (index, &word) in prompt_words.iter().enumerate() {
         if word == EMPTY_PROMPT {
             out.push((0, 0));

@@ -273,3 +273,13 @@ fn kernel_availability_is_what_the_cpu_reports() {
     assert_eq!(Kernel::Avx2.is_available(), avx2);
     assert_eq!(Kernel::Avx512.is_available(), avx512);
 }
+
+#[test]
+fn memory_that_cannot_be_had_is_a_refusal_not_an_abort() {
+    use bob_core::try_vec;
+    assert_eq!(try_vec::<u64>(usize::MAX / 4, "the predictions").err(),
+               Some(CoreError::OutOfMemory { what: "the predictions", count: usize::MAX / 4 }));
+    assert_eq!(try_vec::<u32>(3, "the pairs").map(|v| v.capacity()), Ok(3));
+    let refusal = CoreError::OutOfMemory { what: "P", count: 5 };
+    assert_eq!(refusal.to_string(), "no memory for P (5 values); nothing was changed");
+}

@@ -9,6 +9,8 @@ use pyo3::buffer::{ElementType, PyUntypedBuffer};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
+use crate::core_error;
+
 /// A plane the caller lent us: a writable, C-contiguous float32 buffer in
 /// this machine's byte order.
 /// Holding the `PyUntypedBuffer` keeps the export (and so the memory) alive.
@@ -173,16 +175,37 @@ pub(crate) fn pair_words(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<u32
     let bytes =
         contiguous_bytes(&buffer).ok_or_else(|| PyValueError::new_err(format!("{name} is not C-contiguous")))?;
     if holds(&buffer, ElementType::UnsignedInteger { bytes: 1 }) {
-        return Ok(bytes.iter().map(|&b| u32::from(b)).collect());
+        let mut out = bob_core::try_vec(bytes.len(), "the pairs").map_err(core_error)?;
+        out.extend(bytes.iter().map(|&b| u32::from(b)));
+        return Ok(out);
     }
     if holds(&buffer, ElementType::UnsignedInteger { bytes: 4 }) {
         // Read whole words from bytes: no alignment needed, as they are copied.
-        return Ok(bytes.chunks_exact(4).map(|w| u32::from_ne_bytes([w[0], w[1], w[2], w[3]])).collect());
+        let mut out = bob_core::try_vec(bytes.len() / 4, "the pairs").map_err(core_error)?;
+        out.extend(bytes.chunks_exact(4).map(|w| u32::from_ne_bytes([w[0], w[1], w[2], w[3]])));
+        return Ok(out);
     }
     Err(PyTypeError::new_err(format!(
         "{name} must hold uint8 or uint32 values in this machine's byte order; got {}",
         describe_format(buffer.format(), buffer.item_size())
     )))
+}
+
+/// `count` float32 zeros, or MemoryError naming the plane.
+pub(crate) fn zeros(count: usize, name: &'static str) -> PyResult<Vec<f32>> {
+    let mut values = bob_core::try_vec(count, name).map_err(core_error)?;
+    values.resize(count, 0.0);
+    Ok(values)
+}
+
+/// A sequence of u32 words copied out into memory reserved first (MemoryError
+/// when there is none; an allocation of Rust's own would abort the process).
+pub(crate) fn words(obj: &Bound<'_, PyAny>, name: &'static str) -> PyResult<Vec<u32>> {
+    let mut out = bob_core::try_vec(obj.len()?, name).map_err(core_error)?;
+    for item in obj.try_iter()? {
+        out.push(item?.extract()?);
+    }
+    Ok(out)
 }
 
 pub(crate) fn check_length(plane: &Plane, name: &str, expected: usize) -> PyResult<()> {

@@ -6,10 +6,10 @@
 
 mod buffers;
 
-use buffers::{check_length, contiguous_bytes, overlaps, pair_words, plane, plane_readable, Lent};
+use buffers::{check_length, contiguous_bytes, overlaps, pair_words, plane, plane_readable, words, zeros, Lent};
 
 use bob_core::{Kernel, Options, StateProblem, BOB_V1_ADAMW};
-use numpy::{PyArray1, PyArrayMethods};
+use numpy::PyArray1;
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
@@ -25,9 +25,13 @@ create_exception!(
     "The native core refused its arguments (the message names which and why)."
 );
 
-/// The Python exception for a refusal of the core, with the core's message.
-fn core_error(err: bob_core::CoreError) -> PyErr {
-    CoreError::new_err(err.to_string())
+/// The Python exception for a refusal of the core, with the core's message
+/// (MemoryError for memory the core or the binding could not allocate).
+pub(crate) fn core_error(err: bob_core::CoreError) -> PyErr {
+    match err {
+        bob_core::CoreError::OutOfMemory { .. } => PyMemoryError::new_err(err.to_string()),
+        _ => CoreError::new_err(err.to_string()),
+    }
 }
 
 
@@ -94,13 +98,10 @@ fn initial_planes<'py>(
         .checked_mul(vocabulary)
         .filter(|&c| c > 0)
         .ok_or_else(|| PyValueError::new_err(format!("vocabulary {vocabulary} gives no table")))?;
-    let p = PyArray1::<f32>::zeros(py, count, false);
-    {
-        let mut view = p.readwrite();
-        let values = view.as_slice_mut().map_err(|e| PyValueError::new_err(e.to_string()))?;
-        bob_core::initialize(values, seed.as_bytes());
-    }
-    Ok((p, PyArray1::<f32>::zeros(py, count, false), PyArray1::<f32>::zeros(py, count, false)))
+    // Allocated here, fallibly: numpy's own constructors panic when it has no memory.
+    let (mut p, m, v) = (zeros(count, "P")?, zeros(count, "M")?, zeros(count, "V")?);
+    bob_core::initialize(&mut p, seed.as_bytes());
+    Ok((PyArray1::from_vec(py, p), PyArray1::from_vec(py, m), PyArray1::from_vec(py, v)))
 }
 
 /// Make `updates` AdamW updates in place on the float32 buffers
@@ -184,7 +185,8 @@ fn train<'py>(
 /// (token, validity) for each prompt word (contract §4); 0xFFFFFFFF is the
 /// empty prompt. P is any float32 buffer; read-only is fine.
 #[pyfunction]
-fn predict(p: &Bound<'_, PyAny>, prompt_words: Vec<u32>) -> PyResult<Vec<(u32, u32)>> {
+fn predict(p: &Bound<'_, PyAny>, prompt_words: &Bound<'_, PyAny>) -> PyResult<Vec<(u32, u32)>> {
+    let prompt_words = words(prompt_words, "the prompt words")?;
     let p = plane_readable(p, "P")?;
     // SAFETY: the buffer is held by `p` for this call, and no mutable
     // reference to it exists while the slice is read.

@@ -92,7 +92,7 @@ _ROOMS = {
     "header": ("HEADER_BYTES", "CHECKPOINT_BYTES", "envelope_header", "checkpoint_header", "chunk_digests",
                "seal_checkpoint", "build_checkpoint", "has_canonical_prefix", "sealed_step",
                "recognize_checkpoint", "header_fields", "header_length", "canonical_header_bytes", "sha256",
-               "hashlib_sha256"),
+               "hashlib_sha256", "pin_problem", "check_pin"),
     "schema": ("ENVELOPE", "ENVELOPE_HEADER", "HEADER_BODY", "CHUNK_ENTRY", "ENVELOPE_MAGIC", "ContractString"),
     "state": ("ResumableState", "state_findings", "resume_findings", "refuse_unresumable"),
     "examination": ("Examination", "HeaderFields", "examine", "examine_by_schema", "plane_views",

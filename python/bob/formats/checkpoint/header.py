@@ -43,7 +43,7 @@ from bob.formats.rules import chunk_offset
 __all__ = ["HEADER_BYTES", "CHECKPOINT_BYTES", "envelope_header", "checkpoint_header", "chunk_digests",
            "seal_checkpoint", "build_checkpoint", "has_canonical_prefix", "sealed_step",
            "recognize_checkpoint", "header_fields", "header_length", "canonical_header_bytes", "sha256",
-           "hashlib_sha256"]
+           "hashlib_sha256", "pin_problem", "check_pin"]
 
 VERSION = 1
 HEADER_BYTES = CANONICAL_HEADER_BYTES
@@ -94,6 +94,41 @@ def sha256(data: Any) -> bytes:
     if _digest is None:
         _digest = _digest_function()
     return _digest(data)
+
+
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+
+
+def pin_problem(pin: Any) -> str | None:
+    """Why ``pin`` is not a pinned checkpoint's SHA-256, or None: a pin is a str of exactly 64
+    hexadecimal digits, upper or lower case (as ``sha256sum`` and ``bob-run --json`` print it),
+    nothing else (no prefix, no spaces)."""
+    from bob.errors import shown_kind
+
+    if not isinstance(pin, str):
+        return f"must be a str of 64 hexadecimal digits (a SHA-256); got {shown_kind(pin)}"
+    if len(pin) != 64 or not _HEX_DIGITS.issuperset(pin):
+        return f"must be 64 hexadecimal digits (a SHA-256, either case); got {shown_kind(pin)}"
+    return None
+
+
+def check_pin(data: Any, pin: Any, name: str) -> None:
+    """The pinned resume: ``data`` (a checkpoint file's bytes, the ones to be resumed from) is
+    refused unless its whole-file SHA-256 is ``pin`` (:func:`pin_problem`; TypeError or ValueError
+    naming ``name`` when malformed). Zero bytes are a fresh start, never the pinned checkpoint.
+    A refusal is an :class:`~bob.errors.IntegrityError` whose field is ``name``."""
+    from bob.errors import IntegrityError
+
+    problem = pin_problem(pin)
+    if problem is not None:
+        raise (TypeError if not isinstance(pin, str) else ValueError)(f"{name} {problem}")
+    if not len(data):
+        raise IntegrityError(name, "no checkpoint (zero bytes: a fresh start) is not the pinned one",
+                             expected=pin.lower())
+    digest = sha256(data).hex()
+    if digest != pin.lower():
+        raise IntegrityError(name, "the checkpoint's SHA-256 is not the pinned one", expected=pin.lower(),
+                             actual=digest)
 
 
 def envelope_header(step: int, chunk_digests: "list[bytes]", header_bytes: int = HEADER_BYTES,

@@ -18,7 +18,7 @@ import numpy as np
 
 from bob.errors import BadValue, integer_field, integer_value, shown_kind
 from bob.formats.checkpoint.examination import Examination, examine
-from bob.formats.checkpoint.header import HEADER_BYTES, envelope_header, hashlib_sha256, header_length
+from bob.formats.checkpoint.header import HEADER_BYTES, check_pin, envelope_header, hashlib_sha256, header_length
 from bob.formats.checkpoint.state import refuse_unresumable
 from bob.formats.constants import (
     LEARNER_FLOATS,
@@ -330,14 +330,19 @@ class Checkpoint:
                 f"header_bytes={self.header_bytes}, contract={'v1' if self.contract.is_v1 else 'non-v1'})")
 
 
-def load_checkpoint(data: bytes, *, for_resume: bool = True) -> Checkpoint:
+def load_checkpoint(data: bytes, *, for_resume: bool = True, expected_sha256: str | None = None) -> Checkpoint:
     """Parse and fully check a checkpoint; raise the first finding.
 
     Zero bytes are a fresh run: the state at step 0, made by the native core.
     ``for_resume=False`` skips the state checks (an inspector loads such files).
     The bytes are examined once (:func:`~bob.formats.checkpoint.examine`:
     each digest computed once; a canonical file recognised without a parse).
+    ``expected_sha256`` pins them (64 hexadecimal digits, either case): bytes
+    whose SHA-256 is another, or zero bytes, are refused first, with an
+    ``IntegrityError`` naming ``expected_sha256`` (:func:`~bob.formats.checkpoint.check_pin`).
     """
+    if expected_sha256 is not None:
+        check_pin(data, expected_sha256, "expected_sha256")
     return Checkpoint._of(examine(data, for_resume=for_resume))
 
 
