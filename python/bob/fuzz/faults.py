@@ -99,7 +99,8 @@ class OsFaults:
                  spare: "Callable[[str, tuple], bool] | None" = None, only: "tuple[str, ...] | None" = None) -> None:
         if mode not in ("fail", "crash"):
             raise ValueError(f"mode is 'fail' or 'crash', not {mode!r}")
-        self.mode, self.k, self.names, self.only = mode, k, names, only
+        self.mode, self.k, self.names = mode, k, names
+        self.only: "tuple[str, ...] | None" = only
         self.calls = 0
         self.hit = False
         self._real: dict[str, Callable[..., Any]] = {}

@@ -39,8 +39,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from bob.fuzz.faults import patch_os, restore_os
-from bob.fuzz.properties import require
-from bob.fuzz.targets import quietly
+from bob.fuzz.properties import quietly, require
 
 __all__ = ["Op", "Recorder", "crash_states", "check_states", "record_run", "Scenario"]
 

@@ -60,15 +60,16 @@ class Meeting:
     def __init__(self, point: str, meet: Callable[[], object]) -> None:
         from bob.commit import PAUSE_ENV
 
-        self.point, self.meet = point, meet
+        self.point: str = point
+        self.meet: Callable[[], object] = meet
         self._dir = tempfile.mkdtemp(prefix="bob-race-")
-        self.fifo = os.path.join(self._dir, "pause")
+        self.fifo: str = os.path.join(self._dir, "pause")
         os.mkfifo(self.fifo)
-        self.spec = f"{point}:{self.fifo}"
-        self.env = child_env(self.spec)
+        self.spec: str = f"{point}:{self.fifo}"
+        self.env: dict[str, str] = child_env(self.spec)
         self._key = PAUSE_ENV
         self._done = threading.Event()
-        self.met = False
+        self.met: bool = False
         self.result: object = None
         self.error: BaseException | None = None
         self._thread = threading.Thread(target=self._writer, daemon=True)

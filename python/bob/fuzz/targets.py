@@ -7,15 +7,13 @@ same code; what each property compares with what is tabled in docs/fuzzing.md.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import tempfile
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from bob.fuzz.properties import PropertyFailed, require
+from bob.fuzz.properties import PropertyFailed, quietly, require
 
 __all__ = ["Target", "TARGETS", "get", "preload", "accepted_seeds", "check_error", "golden_dir", "seed_files", "quietly"]
 
@@ -195,16 +193,6 @@ def _scratch() -> Path:
     if not _SCRATCH:
         _SCRATCH.append(tempfile.mkdtemp(prefix="bob-fuzz-"))
     return Path(_SCRATCH[0])
-
-
-def quietly(fn: Callable[[list[str]], int], argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = fn(argv)
-        except SystemExit as exc:
-            rc = exc.code if isinstance(exc.code, int) else 2
-    return rc, out.getvalue(), err.getvalue()
 
 
 def _no_raw_controls(text: str, what: str) -> None:

@@ -36,7 +36,7 @@ __all__ = ["LAYOUTS", "FAULTS", "OTHERS", "MAX_CALL", "World", "world_of", "run_
 LAYOUTS = ("plain", "plain", "symlinks", "symlinks", "symlinks", "hardlink-checkpoint", "hardlink-predictions",
            "same-file")
 FAULTS = ("none", "fail", "fail", "crash")
-OTHERS = ("none", "none", "none", "locked", "racer", "racer", "cleaner", "powerloss")
+OTHERS = ("none", "none", "none", "none", "locked", "racer", "cleaner", "powerloss")
 MAX_CALL = 32
 """k is drawn from 1..MAX_CALL; a completed bob-run on a checkpoint makes about 30 of the calls."""
 ENTRY_CALLS_DRAWN = 8
@@ -221,13 +221,13 @@ class _Run:
                 f"{where}: bob-run's JSON does not say exit {rc}: {out.strip()[-200:]}")
         if rc == 0:
             require(ck_new and pred_new, f"{where}: bob-run exited 0 but did not replace both files")
-            require(self.new_ck is not None and self.new_pred is not None
-                    and doc.get("checkpoint_sha256") == hashlib.sha256(self.new_ck).hexdigest()
-                    and doc.get("predictions_hex") == self.new_pred.hex(), f"{where}: the JSON names other files")
+            new_ck, new_pred = self.new_ck or b"", self.new_pred or b""  # (not None: both files are new)
+            require(doc.get("checkpoint_sha256") == hashlib.sha256(new_ck).hexdigest()
+                    and doc.get("predictions_hex") == new_pred.hex(), f"{where}: the JSON names other files")
             for path in (f.ck, f.pred):
                 require(path.stat().st_mode & 0o7777 == MODE, f"{where}: {path.name} lost its mode "
                         f"({path.stat().st_mode & 0o7777:04o})")
-            _resumable(self.new_ck, self.new_pred)
+            _resumable(new_ck, new_pred)
         else:
             require(not ck_new and not pred_new, f"{said}, but the files changed")
         if self.refusal_expected:
@@ -265,7 +265,8 @@ class _Run:
 
         out, err = racer.communicate(timeout=120)
         where = f"{self.where}: the second bob-run exited {racer.returncode}: {err.strip()[-200:]}"
-        start = (self.new_ck, self.new_pred) if rc == 0 else (self.checkpoint, self.old_pred)
+        require(rc != 0 or self.new_ck is not None, f"{self.where}: bob-run exited 0 on an input bob.invoke refuses")
+        start = (self.new_ck or b"", self.new_pred) if rc == 0 else (self.checkpoint, self.old_pred)
         try:
             want = None if self.refusal_expected and rc != 0 else bob.invoke(self.record, start[0], threads=1)
         except FormatError:
@@ -351,7 +352,7 @@ def _after_crash(run: _Run, quietly, run_main, committed: bool) -> None:
 
     f, argv, record, new_ck, new_pred, where = run.files, run.argv, run.record, run.new_ck, run.new_pred, run.where
     refused = run.refusal_expected  # a refused input or layout is refused again
-    if committed:  # the dead run committed: the next one goes on from its checkpoint
+    if committed and new_ck is not None:  # the dead run committed: the next one goes on from its checkpoint
         try:
             bob.invoke(record, new_ck, threads=1)
         except FormatError:
