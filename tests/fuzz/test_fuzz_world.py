@@ -59,6 +59,19 @@ def test_worlds_combine_at_every_os_call(monkeypatch: pytest.MonkeyPatch, layout
         in_world(monkeypatch, world.World(layout, mode, k, True, other, COMMIT_WINDOW[k % len(COMMIT_WINDOW)]))
 
 
+@pytest.mark.parametrize("layout", sorted(set(world.LAYOUTS)))
+def test_the_library_writers_fail_or_die_at_every_call_in_every_layout(monkeypatch: pytest.MonkeyPatch,
+                                                                       layout: str) -> None:
+    """Predictions.write then Checkpoint.write (no lock, no pair promise but the order) under each
+    layout, a failure or a crash at each call; after a crash the next bob-run completes."""
+    for mode in ("none", "fail", "crash"):
+        for k in range(1, world.MAX_CALL + 1, 1 if layout in ("plain", "symlinks") else 5):
+            in_world(monkeypatch, world.World(layout, mode, k, writer="library"))
+            if mode == "none":
+                break
+    in_world(monkeypatch, world.World(layout, writer="library"), checkpoint=CHECKPOINT[:-1])
+
+
 def test_the_worlds_drawn_cover_every_combination() -> None:
     drawn = {world.world_of(i.to_bytes(4, "little")) for i in range(20_000)}
     axes = {(w.layout, w.fault, w.other) for w in drawn}
@@ -69,6 +82,8 @@ def test_the_worlds_drawn_cover_every_combination() -> None:
     assert {(w.layout, w.writer) for w in drawn if w.other == "powerloss"} == {
         (layout, writer) for layout in ("plain", "symlinks") for writer in ("bob-run", "library")}
     assert {w.point for w in drawn if w.other == "racer"} == set(COMMIT_WINDOW)
+    assert {(w.layout, w.fault) for w in drawn if w.writer == "library" and w.other == "none"} == {
+        (layout, fault) for layout in world.LAYOUTS for fault in world.FAULTS}
 
 
 def test_a_completed_run_makes_fewer_calls_than_the_worlds_draw(tmp_path: Path) -> None:
@@ -110,6 +125,14 @@ def test_faults_fail_once_or_end_the_world(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         os.fstat(fd)  # closed, as the kernel closes a dead process's descriptors
     assert {name: getattr(os, name) for name in COMMIT_CALLS} == originals  # the real functions again
+
+    import threading
+
+    with OsFaults("fail", 1) as faults:  # another thread stands for another process: never counted
+        other = threading.Thread(target=lambda: os.close(os.open(target, os.O_RDONLY)))
+        other.start()
+        other.join()
+    assert faults.calls == 0 and not faults.hit
 
 
 # --------------------------------------------------------------------------- #

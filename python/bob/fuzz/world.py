@@ -57,14 +57,13 @@ class World(NamedTuple):
     entries: bool = False  # k counts only the calls that change a directory entry (ENTRY_CALLS)
     other: str = "none"  # OTHERS
     point: str = COMMIT_WINDOW[0]  # where the racer or the cleaner meets bob-run
-    writer: str = "bob-run"  # or "library": the writer a power loss cuts
+    writer: str = "bob-run"  # or "library" (library_writer): the writer a fault or a power loss cuts
 
     def __str__(self) -> str:
-        calls = "entry call" if self.entries else "os call"
-        return ", ".join([f"world {self.layout}"] + ([f"{self.fault} at {calls} {self.k}"] if self.fault != "none"
-                                                      else []) + ([f"{self.other} at {self.point}"] if self.other
-                                                                  in ("racer", "cleaner") else [self.other]
-                                                                  if self.other != "none" else []))
+        fault = f"{self.fault} at {'entry' if self.entries else 'os'} call {self.k}" if self.fault != "none" else ""
+        other = {"none": "", "racer": f"racer at {self.point}", "cleaner": f"cleaner at {self.point}"}
+        return ", ".join(filter(None, [f"world {self.layout}", fault, other.get(self.other, self.other),
+                                       "library writers" if self.writer == "library" else ""]))
 
 
 def world_of(data: bytes) -> World:
@@ -79,12 +78,13 @@ def world_of(data: bytes) -> World:
               ("bob-run", "library")[(crc >> 16) & 1])
     if w.other == "powerloss":
         return w._replace(fault="none", layout=("plain", "symlinks")[(crc >> 17) & 1])
-    return w._replace(fault="fail") if w.other == "racer" and w.fault == "crash" else w._replace(writer="bob-run")
+    if w.other != "none":  # the lock holder, the racer and the cleaner meet bob-run's lock and commit
+        w = w._replace(writer="bob-run")
+    return w._replace(fault="fail") if w.other == "racer" and w.fault == "crash" else w
 
 
 def library_writer(argv: list[str]) -> int:
-    """The library's way to bob-run's pair (``bob-run``'s arguments): ``bob.invoke``, then each file's
-    atomic writer (``Predictions.write``, then ``Checkpoint.write``)."""
+    """The library's way to bob-run's pair (given its arguments): invoke, write each file atomically."""
     import bob
 
     path = dict(zip(argv[1::2], argv[2::2]))
@@ -298,6 +298,33 @@ def _meeting(run: _Run) -> "race.Meeting | None":
     return None
 
 
+def _library_run(run: _Run, quietly, run_main) -> None:
+    """The library writers in the world: each file old or new (never a new checkpoint beside the old
+    predictions), new when they returned, refusing what bob-run refuses; nothing left but by a crash."""
+    from bob.errors import FormatError
+
+    done, crashed = False, False
+    try:
+        with run.faults or contextlib.nullcontext():
+            done = library_writer(run.argv) == 0
+    except Crash:
+        crashed = True
+    except (OSError, FormatError):  # a refusal, or the injected failure
+        pass
+    (ck_new, pred_new), f = run.files_now(), run.files
+    require(not done or (ck_new and pred_new), f"{run.where}: the writers returned, but the files are not new")
+    require(done or crashed or not ck_new, f"{run.where}: the writers failed, but the checkpoint is new")
+    require(run.faults is not None or done != run.refusal_expected, f"{run.where}: {'wrote' if done else 'refused'}")
+    require(not done or all(p.stat().st_mode & 0o7777 == MODE for p in (f.ck, f.pred)),
+            f"{run.where}: a file lost its mode")
+    require(run.w.layout != "symlinks" or (f.ck_arg.is_symlink() and f.pred_arg.is_symlink()),
+            f"{run.where}: a link was replaced")
+    if crashed:
+        return _after_crash(run, quietly, run_main, ck_new)
+    left = sorted(f.names() - f.expected(lock=False))
+    require(not left, f"{run.where}: the library writers left other files: {left}")
+
+
 def _power_loss(run: _Run, scratch: Path, seed: int) -> None:
     """Record one whole run (of bob-run or the library writers) and judge a sample of its crash states."""
     import shutil
@@ -321,6 +348,8 @@ def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: P
     run = _Run(world_of(data), record, checkpoint, want, scratch)
     if run.w.other == "powerloss" and want is not None:
         return _power_loss(run, scratch, zlib.crc32(data))
+    if run.w.writer == "library" and run.w.other == "none":
+        return _library_run(run, quietly, run_main)
     release = _hold_lock(lock_path_for(str(run.files.ck))) if run.w.other == "locked" else None
     meeting, crashed = _meeting(run), False
     try:
