@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -79,6 +80,8 @@ def test_the_hook_is_inert_unless_set_and_pauses_once(tmp_path: Path, monkeypatc
     pause_at("staged")  # nothing set: returns at once
     monkeypatch.setenv("BOB_COMMIT_PAUSE", f"checked:{tmp_path / 'no-such-pipe'}")
     pause_at("staged")  # another point: returns at once, the hook still set
+    pause_at("checked")  # no such pipe: the run goes on (a wrong hook never fails a commit)
+    assert "BOB_COMMIT_PAUSE" not in os.environ
     seen: list[str] = []
     with race.Meeting("staged", lambda: seen.append("met")) as meeting:
         pause_at("locked")
