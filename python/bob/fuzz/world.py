@@ -1,18 +1,14 @@
 """The ``run`` target's world: links, failing writes, crashes, a second process and power loss around ``bob-run``.
 
-Each execution runs ``bob-run --json`` in process in one world (the tables:
-docs/fuzzing.md), a combination of a layout (links, hard links) × an injected
-failure or crash at the k-th ``os`` call × another party (a process holding
-the lock, a second ``bob-run --wait`` or the library's lock-free clean-up met
-at a chosen point of the commit, or a power loss judged by
-:mod:`bob.fuzz.powerloss`, of ``bob-run`` or of the library writers), all
-drawn from the input's CRC-32 so every mutation may move it to another one.
-Then the file-level invariants are held in every combination: each file is
-the old one or the new one, whole, a new checkpoint never beside the old
-predictions; what bob-run said is what happened; a replaced file keeps its
-mode, links stay links; nothing is left but the run's own files and no
-descriptor is left open; a second run trains from what the first committed;
-after a crash the next ``bob-run`` cleans up and completes the invocation.
+Each execution runs ``bob-run --json`` (or the library writers) in process in one
+world (docs/fuzzing.md): a layout (links, hard links) × a failure or a crash at the
+k-th ``os`` call × another party (a lock holder; a second ``bob-run --wait`` or the
+lock-free clean-up met at a point of the commit; a power loss, :mod:`bob.fuzz.powerloss`),
+drawn from the input's CRC-32. The invariants hold in every combination: each file
+old or new, whole, never a new checkpoint beside the old predictions; what bob-run
+said is what happened; modes kept, links stay links; nothing left, no descriptor
+open; a second run trains from what the first committed; after a crash the next
+``bob-run`` cleans up and completes the invocation.
 """
 
 from __future__ import annotations
@@ -68,8 +64,7 @@ class World(NamedTuple):
 
 def world_of(data: bytes) -> World:
     """The world of an input: from its CRC-32. A power loss is judged of a whole run (no fault, a
-    layout bob-run accepts); a racer meets a run that fails, not one that dies (the next run after a
-    crash is the crash world's own check)."""
+    layout bob-run accepts); a lock holder, a racer or a cleaner meets bob-run, not the library."""
     crc = zlib.crc32(data)
     entries = bool((crc >> 18) & 1)
     w = World(LAYOUTS[crc % len(LAYOUTS)], FAULTS[(crc >> 3) % len(FAULTS)],
@@ -80,7 +75,7 @@ def world_of(data: bytes) -> World:
         return w._replace(fault="none", layout=("plain", "symlinks")[(crc >> 17) & 1])
     if w.other != "none":  # the lock holder, the racer and the cleaner meet bob-run's lock and commit
         w = w._replace(writer="bob-run")
-    return w._replace(fault="fail") if w.other == "racer" and w.fault == "crash" else w
+    return w
 
 
 def library_writer(argv: list[str]) -> int:
@@ -257,25 +252,29 @@ class _Run:
         require(faults is None or not faults.left_open,
                 f"{self.where}: bob-run left descriptors open ({faults.left_open if faults else ''})")
 
-    def after_racer(self, rc: int, racer: "subprocess.Popen[str]") -> None:
+    def after_racer(self, rc: int, racer: "subprocess.Popen[str]", crashed: bool) -> None:
         """The second bob-run waited for the first one's lock, then trained from what the first one
-        left: its new pair if the first said it committed, else the old pair (a lost update shows)."""
+        left: its new pair if the first said it committed, else the old pair (a lost update shows);
+        after a crash of the first it is the next run, from whichever pair the dead one left."""
         import bob
         from bob.errors import FormatError
 
-        out, err = racer.communicate(timeout=120)
-        where = f"{self.where}: the second bob-run exited {racer.returncode}: {err.strip()[-200:]}"
+        _, err = racer.communicate(timeout=120)
         require(rc != 0 or self.new_ck is not None, f"{self.where}: bob-run exited 0 on an input bob.invoke refuses")
-        start = (self.new_ck or b"", self.new_pred) if rc == 0 else (self.checkpoint, self.old_pred)
-        try:
-            want = None if self.refusal_expected and rc != 0 else bob.invoke(self.record, start[0], threads=1)
-        except FormatError:
-            want = None
-        end = start if want is None else (want.checkpoint_bytes(), want.predictions_bytes())
-        require(racer.returncode == (REFUSED if want is None else 0) and "Traceback" not in err, where)
-        require((self.files.ck.read_bytes(), self.files.pred.read_bytes()) == end,
-                f"{self.where}: after the second bob-run the files are not what it computes from the pair the "
-                f"first one {'committed' if rc == 0 else 'left'}")
+        new, old = (self.new_ck or b"", self.new_pred), (self.checkpoint, self.old_pred)
+        ends = []
+        for start in [new, old, (self.checkpoint, self.new_pred)] if crashed else [new if rc == 0 else old]:
+            try:
+                want = None if self.refusal_expected and rc != 0 else bob.invoke(self.record, start[0], threads=1)
+            except FormatError:
+                want = None
+            ends.append((REFUSED, start) if want is None else (0, (want.checkpoint_bytes(), want.predictions_bytes())))
+        now = (racer.returncode, (self.files.ck.read_bytes(), self.files.pred.read_bytes()))
+        require("Traceback" not in err and now in ends, f"{self.where}: the second bob-run exited {now[0]} "
+                f"({err.strip()[-200:]}); the files are not what it computes from the pair the first one "
+                f"{'committed' if rc == 0 else 'left'}")
+        left = sorted(self.files.names() - self.files.expected(lock=False)) if crashed else []
+        require(not left, f"{self.where}: after the crash the second bob-run left {left}")
 
 
 def _resumable(checkpoint: bytes, predictions: bytes) -> None:
@@ -351,7 +350,7 @@ def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: P
     if run.w.writer == "library" and run.w.other == "none":
         return _library_run(run, quietly, run_main)
     release = _hold_lock(lock_path_for(str(run.files.ck))) if run.w.other == "locked" else None
-    meeting, crashed = _meeting(run), False
+    meeting, crashed, raced = _meeting(run), False, False
     try:
         with meeting or contextlib.nullcontext(), run.faults or contextlib.nullcontext():
             try:
@@ -359,8 +358,8 @@ def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: P
             except Crash:
                 crashed, rc, out, err = True, -9, "", ""
         if meeting is not None and meeting.met and run.w.other == "racer":
-            run.after_racer(rc, meeting.result)  # type: ignore[arg-type]
-            ck_new = pred_new = rc == 0
+            run.after_racer(rc, meeting.result, crashed)  # type: ignore[arg-type]
+            ck_new, pred_new, raced = rc == 0, rc == 0, True
         else:
             ck_new, pred_new = run.files_now()
         require(meeting is None or not meeting.met or run.w.other != "cleaner" or meeting.result == [],
@@ -370,7 +369,7 @@ def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: P
     finally:
         if release is not None:
             release()
-    if crashed:
+    if crashed and not raced:  # (after a crash a racer was the next run)
         _after_crash(run, quietly, run_main, ck_new)
 
 
