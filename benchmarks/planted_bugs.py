@@ -52,6 +52,7 @@ class Bug:
     patches: tuple[tuple[str, str, str], ...] = ()  # (file under python/, old text, new text)
     shim: str = ""  # sitecustomize source wrapping bob._core (a simulated core bug)
     property: str = ""  # which property is expected to see it
+    test: str = ""  # a test of the suite that kills it (--suite-named runs only these)
 
 
 _KERNEL_SHIM = '''
@@ -172,6 +173,29 @@ BUGS: tuple[Bug, ...] = (
         (("bob/invocation.py", "problem = core.resume_problem(p, m, v, step_after)",
           "problem = core.resume_problem(p, m, v, step)"),),
         property="bob-run's output held to the contract oracle"),
+    Bug("dirsync-after-commit-missing", "files", "run", 1_500,
+        "the checkpoint's directory is not fsynced after the commit rename: bob-run says it committed, and "
+        "after a power loss the old checkpoint is back",
+        (("bob/commit.py", "lambda: fsync_directory(os.path.dirname(main)))", "lambda: None)"),),
+        property="the powerloss world: only the new pair once bob-run said it committed",
+        test="tests/hostile/test_power_loss.py::test_every_crash_state_of_bob_run_resumes"),
+    Bug("rollback-through-link", "files", "run", 1_500,
+        "the old predictions are kept by the path as given: when the checkpoint cannot be replaced, the "
+        "rollback renames them over a symlinked --predictions, which becomes a regular file, while the file "
+        "it named keeps the new predictions beside the old checkpoint",
+        (("bob/commit.py", "            self.backup = Backup(companion)\n",
+          "            self.backup = Backup(companion_about.path)\n"),),
+        property="links x a failing directory-entry call: files old exactly when bob-run refuses, links stay links",
+        test="tests/fuzz/test_fuzz_world.py::test_worlds_combine_at_every_os_call"),
+    Bug("lock-released-before-commit", "files", "run", 1_500,
+        "bob-run gives up the checkpoint's flock once it has trained (the lock file stays, so its own check "
+        "that the lock path is still its file passes): a second bob-run --wait trains from the same "
+        "checkpoint, and one of the two updates is lost or refused",
+        (("bob/run.py", "        deferral.check()  # a signal during the updates ends the run here, nothing written\n",
+          "        deferral.check()  # a signal during the updates ends the run here, nothing written\n"
+          "        __import__('fcntl').flock(lock.fd, __import__('fcntl').LOCK_UN)\n"),),
+        property="the racer world: a second bob-run --wait met at a drawn point of the commit",
+        test="tests/hostile/test_races.py::test_two_concurrent_runs_lose_no_update"),
     Bug("kernel-bc2-early", "core", "core", 6_000,
         "the fast kernels take bc2 as 1.0 from t > 2**14 instead of t = 17,321: P differs from the scalar "
         "transcription by an ulp for steps 16,384-17,319 (simulated at the binding)",
@@ -254,11 +278,11 @@ def fuzz(bug: Bug, tree: Path, args: argparse.Namespace) -> dict:
     return result
 
 
-def suite(tree: Path, timeout: float) -> tuple[bool | None, float]:
-    """Does ``pytest -x`` over the test suite fail against ``tree``? (None: it ran out of time.)"""
+def suite(tree: Path, timeout: float, tests: str = "tests") -> tuple[bool | None, float]:
+    """Does ``pytest -x`` over the test suite (or ``tests``) fail against ``tree``? (None: it ran out of time.)"""
     t0 = time.monotonic()
     try:
-        out = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "tests"],
+        out = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", tests],
                              cwd=ROOT, env=_env(tree), capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return None, time.monotonic() - t0
@@ -273,6 +297,8 @@ def main() -> None:
     ap.add_argument("--time", type=int, default=120, help="seconds per campaign (--engine atheris)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--suite", action="store_true", help="also run the test suite against each bug")
+    ap.add_argument("--suite-named", action="store_true",
+                    help="run only the test each bug names as its killer (bugs naming none: the whole suite)")
     ap.add_argument("--suite-timeout", type=float, default=1800)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
@@ -289,26 +315,27 @@ def main() -> None:
                 continue
             r = fuzz(bug, tree, args)
             o.found, o.executions, o.seconds, o.message = r["found"], r["executions"], r["seconds"], r["message"]
-            if args.suite:
-                o.killed, o.suite_seconds = suite(tree, args.suite_timeout)
+            if args.suite or args.suite_named:
+                o.killed, o.suite_seconds = suite(tree, args.suite_timeout,
+                                                  bug.test if args.suite_named and bug.test else "tests")
         outcomes.append(o)
         print(f"{bug.id:<28} {bug.target:<12} {'FOUND' if o.found else 'missed' if o.applied else 'not applied':<12}"
               f" {o.executions:>7} execs {o.seconds:7.1f} s"
-              + ("" if o.killed is None and not args.suite else
+              + ("" if o.killed is None and not (args.suite or args.suite_named) else
                  f"  suite: {'killed' if o.killed else 'survived' if o.killed is False else 'timeout'}"),
               flush=True)
     applied = [o for o in outcomes if o.applied]
     found = sum(o.found for o in applied)
     print(f"detection: {found} of {len(applied)} bugs ({args.engine}"
           + (f", {args.time} s each" if args.engine == "atheris" else f", seeded loop x{args.runs_scale}") + ")")
-    if args.suite:
+    if args.suite or args.suite_named:
         killed = sum(bool(o.killed) for o in applied)
         print(f"test suite: killed {killed} of {len(applied)}")
     if args.json:
         print(json.dumps([{"id": o.bug.id, "area": o.bug.area, "target": o.bug.target, "applied": o.applied,
                            "found": o.found, "executions": o.executions, "seconds": o.seconds,
                            "message": o.message, "killed": o.killed, "effect": o.bug.effect,
-                           "property": o.bug.property} for o in outcomes], indent=1))
+                           "property": o.bug.property, "test": o.bug.test} for o in outcomes], indent=1))
 
 
 if __name__ == "__main__":

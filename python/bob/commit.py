@@ -37,6 +37,12 @@ it; the next run locks and removes it). So are the temporaries a killed
 writer left: :func:`clean_stale_temporaries` (also the library's
 ``bob.clean_stale_temporaries``) removes those whose writer is dead, and
 under the lock all of the target's. Standard library only.
+
+**The race hook** :func:`pause_at`, inert unless ``BOB_COMMIT_PAUSE=POINT:FIFO``
+is set: at POINT (:data:`COMMIT_WINDOW`, or ``waiting``: the lock first found
+taken) the run opens the named pipe FIFO for reading, once, and goes on when
+its writer closes it. So a second process meets every point of the commit
+window by construction, not by chance (``bob.fuzz.race``, tests/hostile/test_races.py).
 """
 
 from __future__ import annotations
@@ -47,30 +53,37 @@ import time
 
 from bob.commands import EXIT_BUSY, Refused, about, os_reason
 from bob import fileio
-from bob.fileio import (
-    TEMP_MARK,
-    discard_temporary,
-    fsync_directory,
-    identity,
-    open_regular,
-    sidecar_name,
-    temporary_name,
-)
+from bob.fileio import (TEMP_MARK, discard_temporary, fsync_directory, identity, open_regular, sidecar_name,
+                        temporary_name)
 from bob.text import show_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Callable
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # pragma: no cover
     from bob.signals import Deferral
 
 __all__ = ["LOCK_TAG", "lock_path_for", "CheckpointLock", "Backup", "Commit", "refuse_if_lock_of",
-           "clean_stale_temporaries"]
+           "clean_stale_temporaries", "COMMIT_WINDOW", "PAUSE_ENV", "pause_at"]
 
 LOCK_TAG = ".bob-lock"
 _RETRIES = 1000  # lock paths replaced under us before bob gives up (each one is another process's doing)
+PAUSE_ENV = "BOB_COMMIT_PAUSE"
+COMMIT_WINDOW = ("locked", "staged", "predictions-renamed", "checked", "committed", "unlocking")
+"""The race hook's points, in order: the lock taken; both temporaries written; the predictions in
+place; the last checks passed; the checkpoint renamed (the commit); the lock about to be removed."""
+
+
+def pause_at(point: str) -> None:
+    """The race hook (module docstring): wait on ``BOB_COMMIT_PAUSE``'s pipe at its point, once."""
+    where, _, fifo = os.environ.get(PAUSE_ENV, "").partition(":")
+    if where == point and fifo:
+        del os.environ[PAUSE_ENV]
+        try:
+            with open(fifo, "rb") as pipe:  # the builtin open: not one of the os calls a fault or a recorder counts
+                pipe.read()  # until the writer closes it
+        except OSError:  # no such pipe: the run goes on as if the hook were unset
+            pass
 
 
 def lock_path_for(target: str) -> str:
@@ -127,6 +140,7 @@ class CheckpointLock:
                     raise self._unusable(os_reason(exc)) from None
                 raise
             self.fd, self.identity = fd, held
+            pause_at("locked")
             return self
         raise self._unusable("it was replaced more than 1000 times while bob-run tried to lock it")
 
@@ -169,6 +183,7 @@ class CheckpointLock:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 return
             except BlockingIOError:
+                pause_at("waiting")
                 if self.deferral is not None:
                     self.deferral.check()
                 if time.monotonic() >= deadline:
@@ -190,6 +205,7 @@ class CheckpointLock:
     def __exit__(self, *exc: object) -> None:
         if self.fd is None:
             return
+        pause_at("unlocking")
         try:
             if identity(self.path, follow_symlinks=False) == self.identity:
                 os.unlink(self.path)  # while still locked: a waiter on this inode sees it gone and retries
@@ -291,6 +307,7 @@ class Commit:
         for target, data, naming in self.files:
             with naming:
                 self.staged.append(fileio.stage(target, data))
+        pause_at("staged")
 
     def apply(self, before_commit) -> None:
         (companion, _, companion_about), (main, _, main_about) = self.files
@@ -301,7 +318,9 @@ class Commit:
         try:
             with companion_about:
                 fsync_directory(os.path.dirname(companion))
+            pause_at("predictions-renamed")
             before_commit()
+            pause_at("checked")
             with main_about:
                 os.replace(main_tmp, main)  # the commit point
         except BaseException:
@@ -309,6 +328,7 @@ class Commit:
                 self.backup.restore()  # the very same file as before, whatever its size
             raise
         self.committed = True
+        pause_at("committed")
         self.after_commit(f"syncing the directory of {show_path(main)} (the new checkpoint may not survive a power loss)",
                           lambda: fsync_directory(os.path.dirname(main)))
 

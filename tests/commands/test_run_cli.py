@@ -1,6 +1,6 @@
 """bob-run and bob-fixture through the real commands (subprocesses): the §8
 vector, fresh-process resume, every exit code and refusal path, SIGKILL at
-random moments, and concurrent runs on one checkpoint."""
+random moments (concurrent runs on one checkpoint: tests/hostile/test_races.py)."""
 
 from __future__ import annotations
 
@@ -378,22 +378,3 @@ def test_a_run_holding_the_lock_removes_its_targets_temporaries_whoever_left_the
     finally:
         writer.kill()
         writer.wait()
-
-
-def test_two_concurrent_runs_lose_no_update(work: Path) -> None:
-    for rounds in range(3):
-        procs = [subprocess.Popen([str(BIN / "bob-run"), "--input", str(work / "rec.bin"), "--checkpoint",
-                                   str(work / "ck.bin"), "--predictions", str(work / "pred.bin"), "--wait", "60"],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
-        codes = [p.wait(timeout=120) for p in procs]
-        assert codes == [0, 0]
-        assert bob.load_checkpoint((work / "ck.bin").read_bytes()).step == 2 * U * (rounds + 1)
-
-
-def test_concurrent_runs_without_wait_either_run_or_say_75(work: Path) -> None:
-    procs = [subprocess.Popen([str(BIN / "bob-run"), "--input", str(work / "rec.bin"), "--checkpoint",
-                               str(work / "ck.bin"), "--predictions", str(work / "pred.bin")],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(3)]
-    codes = [p.wait(timeout=120) for p in procs]
-    assert set(codes) <= {0, 75} and 0 in codes
-    assert bob.load_checkpoint((work / "ck.bin").read_bytes()).step == U * codes.count(0)

@@ -264,3 +264,30 @@ def test_an_interrupted_campaign_leaves_nothing_in_tmpdir(target: str, engine: s
     assert proc.returncode == 128 + getattr(signal, how), err
     assert sorted(scratch.iterdir()) == []
     assert not _scratch_made(artifacts)
+
+
+def test_a_signal_a_command_deferred_ends_the_harness_even_when_the_world_crashes_it() -> None:
+    """A SIGTERM that bob-run deferred, then a crash the world injected: ``quietly`` raises the
+    signal, not the crash, so the harness ends (a loop once carried on after such a SIGTERM)."""
+    from bob import signals
+    from bob.fuzz.faults import Crash
+    from bob.fuzz.properties import quietly
+
+    def deferred_then_crashed(argv: list[str]) -> int:
+        deferral = signals.Deferral()
+        deferral.begin()
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            raise Crash("a crash at an os call")
+        finally:
+            deferral.end()
+
+    replaced = signals.install()
+    try:
+        with pytest.raises(signals.Interrupted) as info:
+            quietly(deferred_then_crashed, [])
+        assert info.value.signum == signal.SIGTERM
+        with pytest.raises(Crash):  # no signal: the crash is the world's to handle
+            quietly(lambda argv: (_ for _ in ()).throw(Crash("x")), [])
+    finally:
+        signals.restore(replaced)

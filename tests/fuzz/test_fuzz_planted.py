@@ -1,6 +1,7 @@
 """Planted bugs (benchmarks/planted_bugs.py) the seeded loop must find, one per kind of
-property: the contract oracle on a rule every reader shares, and the structure-aware
-mutations on a rule behind the digests. Each runs on a patched copy of python/ in a fresh
+property: the contract oracle on a rule every reader shares, the structure-aware
+mutations on a rule behind the digests, and the run target's combined worlds (a racer, links
+with a failing call). Each runs on a patched copy of python/ in a fresh
 process (a few seconds); the full benchmark is not run here."""
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ BUGS = {b.id: b for b in planted.BUGS}
 CASES = [
     ("token-256", 2000, "contract oracle would refuse naming 'token'"),
     ("padding-first-64", 1200, "contract oracle would refuse naming 'padding'"),
+    ("lock-released-before-commit", 100, "racer at"),  # a second bob-run --wait met in the commit window
+    ("rollback-through-link", 150, "world symlinks, fail at entry call"),
 ]
 
 

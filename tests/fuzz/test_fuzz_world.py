@@ -12,8 +12,9 @@ import pytest
 import bob
 import bob.commit
 import bob.fileio
+from bob.commit import COMMIT_WINDOW
 from bob.fuzz import targets, world
-from bob.fuzz.faults import COMMIT_CALLS, Crash, OsFaults
+from bob.fuzz.faults import COMMIT_CALLS, ENTRY_CALLS, Crash, OsFaults
 from bob.fuzz.loop import seeded_loop
 from conftest import GOLDEN
 
@@ -21,8 +22,8 @@ CHECKPOINT = (GOLDEN / "checkpoint-abracadabra-step10.bin").read_bytes()
 RECORD = (GOLDEN / "input-abracadabra.bin").read_bytes()
 
 
-def in_world(monkeypatch: pytest.MonkeyPatch, name: str, k: int, checkpoint: bytes = CHECKPOINT) -> None:
-    monkeypatch.setattr(world, "world_of", lambda data: (name, k))
+def in_world(monkeypatch: pytest.MonkeyPatch, w: world.World, checkpoint: bytes = CHECKPOINT) -> None:
+    monkeypatch.setattr(world, "world_of", lambda data: w)
     try:
         want = bob.invoke(RECORD, checkpoint, threads=1)
     except bob.FormatError:
@@ -30,16 +31,60 @@ def in_world(monkeypatch: pytest.MonkeyPatch, name: str, k: int, checkpoint: byt
     world.run_in_world(checkpoint, RECORD, checkpoint, want, targets._scratch(), targets.quietly)
 
 
-@pytest.mark.parametrize("name", sorted(set(world.WORLDS) - {"fail", "crash"}))
-def test_each_world_holds(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
-    in_world(monkeypatch, name, 1)
-    in_world(monkeypatch, name, 1, checkpoint=CHECKPOINT[:-1])  # refused by every reader
+@pytest.mark.parametrize("other", sorted(set(world.OTHERS)))
+@pytest.mark.parametrize("layout", sorted(set(world.LAYOUTS)))
+def test_each_layout_meets_each_other_party(monkeypatch: pytest.MonkeyPatch, layout: str, other: str) -> None:
+    """Every combination of a layout and another party (the racer and the cleaner at the commit's
+    point drawn for it, the power loss of bob-run and of the library writers) holds."""
+    point = COMMIT_WINDOW[len(layout + other) % len(COMMIT_WINDOW)]
+    for writer in (("bob-run", "library") if other == "powerloss" else ("bob-run",)):
+        in_world(monkeypatch, world.World(layout, other=other, point=point, writer=writer))
+    in_world(monkeypatch, world.World(layout, other=other, point=point), checkpoint=CHECKPOINT[:-1])  # refused
 
 
 @pytest.mark.parametrize("mode", ["fail", "crash"])
 def test_a_failure_or_a_crash_at_every_os_call_of_a_commit_holds(monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
     for k in range(1, world.MAX_CALL + 1):
-        in_world(monkeypatch, mode, k)
+        in_world(monkeypatch, world.World("plain", mode, k))
+
+
+@pytest.mark.parametrize("layout,mode,other", [("symlinks", "fail", "racer"), ("symlinks", "crash", "racer"),
+                                               ("symlinks", "crash", "cleaner"), ("plain", "fail", "locked"),
+                                               ("symlinks", "crash", "none")])
+def test_worlds_combine_at_every_os_call(monkeypatch: pytest.MonkeyPatch, layout: str, mode: str, other: str) -> None:
+    """Links x a failure or a crash at each call x another party, met at each point in turn (a
+    symlinked --predictions whose checkpoint rename then fails, with a second run waiting; a run
+    that dies while a second one waits, which is then its next run)."""
+    for k in range(1, world.MAX_CALL + 1, 1 if other in ("none", "locked") else 4):
+        in_world(monkeypatch, world.World(layout, mode, k, other=other, point=COMMIT_WINDOW[k % len(COMMIT_WINDOW)]))
+    for k in range(1, world.ENTRY_CALLS_DRAWN + 1):  # each call that changes a directory entry
+        in_world(monkeypatch, world.World(layout, mode, k, True, other, COMMIT_WINDOW[k % len(COMMIT_WINDOW)]))
+
+
+@pytest.mark.parametrize("layout", sorted(set(world.LAYOUTS)))
+def test_the_library_writers_fail_or_die_at_every_call_in_every_layout(monkeypatch: pytest.MonkeyPatch,
+                                                                       layout: str) -> None:
+    """Predictions.write then Checkpoint.write (no lock, no pair promise but the order) under each
+    layout, a failure or a crash at each call; after a crash the next bob-run completes."""
+    for mode in ("none", "fail", "crash"):
+        for k in range(1, world.MAX_CALL + 1, 1 if layout in ("plain", "symlinks") else 5):
+            in_world(monkeypatch, world.World(layout, mode, k, writer="library"))
+            if mode == "none":
+                break
+    in_world(monkeypatch, world.World(layout, writer="library"), checkpoint=CHECKPOINT[:-1])
+
+
+def test_the_worlds_drawn_cover_every_combination() -> None:
+    drawn = {world.world_of(i.to_bytes(4, "little")) for i in range(20_000)}
+    axes = {(w.layout, w.fault, w.other) for w in drawn}
+    for layout in world.LAYOUTS:
+        for other in set(world.OTHERS) - {"powerloss"}:
+            assert {(layout, f, other) for f in world.FAULTS} <= axes, (layout, other)
+    assert {(w.layout, w.writer) for w in drawn if w.other == "powerloss"} == {
+        (layout, writer) for layout in ("plain", "symlinks") for writer in ("bob-run", "library")}
+    assert {w.point for w in drawn if w.other == "racer"} == set(COMMIT_WINDOW)
+    assert {(w.layout, w.fault) for w in drawn if w.writer == "library" and w.other == "none"} == {
+        (layout, fault) for layout in world.LAYOUTS for fault in world.FAULTS}
 
 
 def test_a_completed_run_makes_fewer_calls_than_the_worlds_draw(tmp_path: Path) -> None:
@@ -52,6 +97,11 @@ def test_a_completed_run_makes_fewer_calls_than_the_worlds_draw(tmp_path: Path) 
                    "--predictions", str(tmp_path / "p")])
     assert rc == 0 and not faults.hit and not faults.left_open
     assert 20 <= faults.calls <= world.MAX_CALL  # every call of the commit can be drawn
+    (tmp_path / "c").write_bytes(CHECKPOINT)
+    with OsFaults("fail", 10 ** 9, only=ENTRY_CALLS) as faults:
+        rc = main(["--input", str(tmp_path / "r"), "--checkpoint", str(tmp_path / "c"),
+                   "--predictions", str(tmp_path / "p")])
+    assert rc == 0 and faults.calls == world.ENTRY_CALLS_DRAWN - 1  # each entry call, and once none
 
 
 def test_faults_fail_once_or_end_the_world(tmp_path: Path) -> None:
@@ -77,6 +127,14 @@ def test_faults_fail_once_or_end_the_world(tmp_path: Path) -> None:
         os.fstat(fd)  # closed, as the kernel closes a dead process's descriptors
     assert {name: getattr(os, name) for name in COMMIT_CALLS} == originals  # the real functions again
 
+    import threading
+
+    with OsFaults("fail", 1) as faults:  # another thread stands for another process: never counted
+        other = threading.Thread(target=lambda: os.close(os.open(target, os.O_RDONLY)))
+        other.start()
+        other.join()
+    assert faults.calls == 0 and not faults.hit
+
 
 # --------------------------------------------------------------------------- #
 # Planted bugs the world finds (benchmarks/planted_bugs.py has them as patches too)
@@ -95,7 +153,8 @@ def test_the_seeded_loop_finds_a_skipped_hard_link_refusal(monkeypatch: pytest.M
     monkeypatch.setattr(bob.fileio, "refuse_unreplaceable", allows_two_links)
     result = seeded_loop("run", 300, seed=1)
     assert result.findings, "the world's hard links did not find a hard-link refusal that is skipped"
-    assert "accepted what it must refuse" in result.findings[0].message
+    said = result.findings[0].message  # by the run itself, or by the next one after a crash
+    assert "accepted what it must refuse" in said or ("hardlink" in said and "the next bob-run exited 0" in said)
 
 
 def test_the_seeded_loop_finds_a_skipped_rollback(monkeypatch: pytest.MonkeyPatch) -> None:

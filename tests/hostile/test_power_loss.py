@@ -16,6 +16,7 @@ import bob.commit
 import bob.fileio
 from bob.fuzz import powerloss
 from bob.fuzz.properties import PropertyFailed
+from bob.fuzz.world import library_writer
 
 RECORD = bob.build_input(b"abracadabra", [b"abra", b"cad", b""]).to_bytes()
 FIRST = bob.invoke(RECORD, b"", threads=1)
@@ -31,18 +32,8 @@ def test_every_crash_state_of_bob_run_resumes(tmp_path: Path, start: str, links:
     assert judged >= len(sc.ops)
 
 
-def _library_writer(argv: list[str]) -> int:
-    """The library's way to the same pair: bob.invoke, then each file's atomic writer."""
-    path = dict(zip(argv[1::2], argv[2::2]))
-    ck = Path(path["--checkpoint"]).read_bytes()
-    result = bob.invoke(Path(path["--input"]).read_bytes(), ck, threads=1)
-    result.predictions.write(path["--predictions"])
-    result.checkpoint.write(path["--checkpoint"])
-    return 0
-
-
 def test_every_crash_state_of_the_library_writers_resumes(tmp_path: Path) -> None:
-    sc = powerloss.record_run(tmp_path / "run", RECORD, *STATES["resumed"], writer=_library_writer)
+    sc = powerloss.record_run(tmp_path / "run", RECORD, *STATES["resumed"], writer=library_writer)
     assert powerloss.check_states(sc, tmp_path / "next") > 0
 
 

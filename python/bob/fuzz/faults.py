@@ -7,17 +7,22 @@ signal before its k-th call (the SIGKILL and signal tests in ``tests/hostile``);
 gives (:data:`ERRNO_OF`); in ``"crash"`` mode the k-th call and every later one
 raise :class:`Crash` and change nothing, and on leaving the block every
 descriptor opened inside it is closed, as the kernel closes a killed process's.
+Only the thread that entered the block is counted and faulted: another thread
+stands for another process (:mod:`bob.fuzz.race`'s pipe writer, which starts one).
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import threading
 from typing import Any, Callable
 
-__all__ = ["COMMIT_CALLS", "ERRNO_OF", "Crash", "OsFaults", "before_os_call", "patch_os", "restore_os"]
+__all__ = ["COMMIT_CALLS", "ENTRY_CALLS", "ERRNO_OF", "Crash", "OsFaults", "before_os_call", "patch_os", "restore_os"]
 
 COMMIT_CALLS = ("open", "write", "fsync", "fchmod", "replace", "rename", "link", "unlink", "close")
+ENTRY_CALLS = ("replace", "rename", "link", "unlink")
+"""The calls that change a directory entry (a commit makes seven: the fuzzer's narrow draw)."""
 
 ERRNO_OF = {
     "open": errno.ENOSPC,  # no room for a new inode (O_CREAT), or the directory entry
@@ -81,7 +86,8 @@ class OsFaults:
     """``with OsFaults("fail" | "crash", k): …`` — the k-th call of :data:`COMMIT_CALLS`
     inside the block fails, or the world ends there (see the module docstring).
 
-    ``spare(name, args)`` true: the k-th call is not failed after all (in ``"fail"`` mode).
+    ``spare(name, args)`` true: the k-th call is not failed after all (in ``"fail"`` mode);
+    ``only``: the calls counted (the k-th of these; all are still watched).
     ``calls`` counts the calls made, ``hit`` says whether the k-th one came (and
     was failed, or ended the world: ``failed`` is its name and first argument),
     ``left_open`` (after the block) lists the descriptors opened inside it and
@@ -90,10 +96,11 @@ class OsFaults:
     """
 
     def __init__(self, mode: str, k: int, names: "tuple[str, ...]" = COMMIT_CALLS,
-                 spare: "Callable[[str, tuple], bool] | None" = None) -> None:
+                 spare: "Callable[[str, tuple], bool] | None" = None, only: "tuple[str, ...] | None" = None) -> None:
         if mode not in ("fail", "crash"):
             raise ValueError(f"mode is 'fail' or 'crash', not {mode!r}")
         self.mode, self.k, self.names = mode, k, names
+        self.only: "tuple[str, ...] | None" = only
         self.calls = 0
         self.hit = False
         self._real: dict[str, Callable[..., Any]] = {}
@@ -102,11 +109,15 @@ class OsFaults:
         self.failed: "tuple[str, Any] | None" = None  # the call failed (or the one the world ended at)
         self.spare = spare
         self._written: set[int] = set()
+        self._thread = threading.get_ident()
 
     def _wrap(self, name: str, real: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            self.calls += 1
-            if self.calls == self.k and not (self.mode == "fail" and self._spared(name, args)):
+            if threading.get_ident() != self._thread:
+                return real(*args, **kwargs)
+            counted = self.only is None or name in self.only
+            self.calls += counted
+            if counted and self.calls == self.k and not (self.mode == "fail" and self._spared(name, args)):
                 self.hit = True
                 self.failed = (name, args[0] if args else None)
                 if self.mode == "fail":
@@ -140,6 +151,7 @@ class OsFaults:
         return self.spare is not None and self.spare(name, args)
 
     def __enter__(self) -> "OsFaults":
+        self._thread = threading.get_ident()
         self._real = patch_os(self.names, self._wrap)
         return self
 

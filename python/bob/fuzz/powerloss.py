@@ -3,13 +3,11 @@
 After ALICE (Pillai et al., OSDI 2014) and CrashMonkey: record a real ``bob-run``'s
 (or a library writer's) file-system operations, build every state a crash may leave.
 
-**Recording.** :class:`Recorder` wraps the ``os`` functions that change files
-(every write bob makes goes through them) and logs each call under the
-directory it watches as an operation on *inodes* (a new file gets a fresh
-number, so a reused inode number is not mistaken for the old file). Chosen
-over ``strace`` and an LD_PRELOAD shim: it needs no tool the CI machine may
-lack, sees exactly bob's calls in order, and runs in process, so the suite
-can judge every state.
+**Recording.** :class:`Recorder` wraps the ``os`` functions that change files (all
+bob's writes use them) and logs each call under its directory as an operation on
+*inodes* (a new file gets a fresh number: a reused inode number is not the old
+file). Chosen over ``strace`` and an LD_PRELOAD shim: no tool the CI machine may
+lack, exactly bob's calls in order, and in process, so the suite judges every state.
 
 **Crash states.** For a crash after the first ``k`` operations, an operation
 is *durable* when POSIX makes it so before the crash: a write or truncation
@@ -20,12 +18,12 @@ any combination (POSIX orders none of them): each subset of them, applied in
 program order, with the durable ones, is one crash state. A write is kept or
 dropped whole. :func:`crash_states` yields them all, or a bounded sample.
 
-**Judging.** :func:`check_states` materializes each state in a fresh directory
-and holds it to bob's promise: the old checkpoint or the new one, whole; never
-a new checkpoint beside the old predictions; only the new pair once the run said
-it committed; and the next ``bob-run`` exits 0, writes what ``bob.invoke``
-computes from what it found, and leaves nothing of the dead run behind. A run's
-whole space is a few dozen states (``tests/hostile/test_power_loss.py`` judges all).
+**Judging.** :func:`check_states` materializes each state in a fresh directory and
+holds it to bob's promise: the old checkpoint or the new one, whole; never a new
+checkpoint beside the old predictions; only the new pair once the run said it
+committed; the next ``bob-run`` exits 0, writes what ``bob.invoke`` computes from
+what it found, and leaves nothing of the dead run. A run's whole space is a few dozen
+states (tests/hostile/test_power_loss.py judges all; the ``run`` target's ``powerloss`` world a sample).
 """
 
 from __future__ import annotations
@@ -41,8 +39,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from bob.fuzz.faults import patch_os, restore_os
-from bob.fuzz.properties import require
-from bob.fuzz.targets import quietly
+from bob.fuzz.properties import quietly, require
 
 __all__ = ["Op", "Recorder", "crash_states", "check_states", "record_run", "Scenario"]
 
@@ -268,9 +265,8 @@ def durable_before(ops: list[Op], k: int) -> list[bool]:
 
 def crash_states(image: Image, ops: list[Op], limit: int | None = None,
                  rng: random.Random | None = None) -> Iterator[tuple[int, tuple[int, ...], Image]]:
-    """Every crash state ``(k, kept, image)``: a crash after ``k`` operations that keeps the
-    volatile operations ``kept`` (indices) and drops the rest. With ``limit``, each prefix
-    still gets its two extremes (all volatile kept, none kept) and the rest is sampled by ``rng``."""
+    """Every crash state ``(k, kept, image)``: a crash after ``k`` operations keeping the volatile ones
+    ``kept`` (indices). With ``limit``, each prefix's two extremes (all kept, none) and ``rng``'s sample."""
     seen: set[bytes] = set()
     for k in range(len(ops) + 1):
         durable = durable_before(ops, k)
@@ -324,9 +320,8 @@ def _listing(image: Image) -> dict[tuple[str, str], Any]:
 
 def record_run(directory: Path, record: bytes, checkpoint: bytes, predictions: bytes | None, *,
                links: bool = False, writer: Callable[[list[str]], int] | None = None) -> Scenario:
-    """Run ``bob-run`` (or ``writer``, called with bob-run's arguments) once in ``directory``
-    with these files (``links``: CKPT and PRED are symbolic links into ``targets/``),
-    recording what it does; the run must succeed."""
+    """Run ``bob-run`` (or ``writer``, given bob-run's arguments) once in ``directory`` with these files
+    (``links``: symbolic links into ``targets/``), recording what it does; the run must succeed."""
     import bob
     from bob.run import main as run_main
 
@@ -391,10 +386,14 @@ def check_state(sc: Scenario, k: int, kept: tuple[int, ...], state: Image, scrat
     require(not left, f"{where}: after the next bob-run these are left: {left}")
 
 
-def check_states(sc: Scenario, scratch: Path, limit: int | None = None, seed: int = 0) -> int:
-    """Judge every crash state of ``sc`` (or ``limit`` per prefix); return how many were judged."""
-    judged = 0
-    for k, kept, state in crash_states(sc.image, sc.ops, limit, random.Random(seed)):
+def check_states(sc: Scenario, scratch: Path, limit: int | None = None, seed: int = 0,
+                 sample: int | None = None) -> int:
+    """Judge every crash state of ``sc`` (or ``limit`` per prefix; or, with ``sample``, the states
+    after the whole run and ``sample`` others drawn by ``seed``: the fuzzer's); return how many."""
+    states = list(crash_states(sc.image, sc.ops, limit, random.Random(seed)))
+    if sample is not None:
+        rest = [s for s in states if s[0] < len(sc.ops)]
+        states = [s for s in states if s[0] == len(sc.ops)] + random.Random(seed).sample(rest, min(sample, len(rest)))
+    for k, kept, state in states:
         check_state(sc, k, kept, state, scratch)
-        judged += 1
-    return judged
+    return len(states)

@@ -1,4 +1,5 @@
-"""How a target says a property failed (:func:`require`), and a failure's identity (:func:`exception_key`).
+"""How a target says a property failed (:func:`require`), and a failure's identity (:func:`exception_key`);
+:func:`quietly`, how a target runs a command in process.
 
 Not ``assert``: ``python -O`` strips assert statements. A ``PropertyFailed``
 is an ``AssertionError``, so the engine, ``bob-fuzz replay`` and pytest report
@@ -11,8 +12,9 @@ all count failures by it.
 from __future__ import annotations
 
 import os
+from typing import Callable
 
-__all__ = ["PropertyFailed", "require", "HARNESS", "failure_key", "exception_key"]
+__all__ = ["PropertyFailed", "require", "HARNESS", "failure_key", "exception_key", "quietly"]
 
 HARNESS = ("fuzz/campaign.py", "fuzz/loop.py", "fuzz/replay.py", "fuzz/cli.py")
 """The modules that call a target: their frames are never a failure's place."""
@@ -57,3 +59,29 @@ def exception_key(exc: BaseException) -> str:
             frames.append((code.co_filename, tb.tb_lineno, code.co_name))
         tb = tb.tb_next
     return failure_key(type(exc).__name__, frames)
+
+
+def quietly(fn: "Callable[[list[str]], int]", argv: "list[str]") -> "tuple[int, str, str]":
+    """``fn(argv)`` (a command's ``main``) with its output captured: (exit code, stdout, stderr).
+
+    A signal the command took while it ran was meant for this process (the command caught it,
+    or deferred it): it is raised again here however ``fn`` ended, a world's injected crash
+    included, so the harness ends as it was asked to."""
+    import contextlib
+    import io
+
+    from bob.signals import Interrupted, taken
+
+    out, err = io.StringIO(), io.StringIO()
+    before = len(taken())
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                rc = fn(argv)
+            except SystemExit as exc:
+                rc = exc.code if isinstance(exc.code, int) else 2
+    finally:
+        arrived = taken()[before:]
+        if arrived:
+            raise Interrupted(arrived[0])  # noqa: B012 - replaces a crash the world injected: the signal wins
+    return rc, out.getvalue(), err.getvalue()

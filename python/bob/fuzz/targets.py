@@ -8,8 +8,6 @@ same code; what each property compares with what is tabled in docs/fuzzing.md.
 from __future__ import annotations
 
 import atexit
-import contextlib
-import io
 import json
 import os
 import shutil
@@ -17,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from bob.fuzz.properties import PropertyFailed, require
+from bob.fuzz.properties import PropertyFailed, quietly, require
 
 __all__ = ["Target", "TARGETS", "get", "preload", "accepted_seeds", "check_error", "golden_dir", "seed_files", "quietly"]
 
@@ -199,24 +197,6 @@ def _scratch() -> Path:
         _SCRATCH.append(tempfile.mkdtemp(prefix="bob-fuzz-"))
         atexit.register(shutil.rmtree, _SCRATCH[0], True)
     return Path(_SCRATCH[0])
-
-
-def quietly(fn: Callable[[list[str]], int], argv: list[str]) -> tuple[int, str, str]:
-    """``fn(argv)``'s exit code, stdout and stderr. A signal the command took while it ran was meant
-    for this process (the command caught it, and said so in its exit code): it is raised again here."""
-    from bob.signals import Interrupted, taken
-
-    out, err = io.StringIO(), io.StringIO()
-    before = len(taken())
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = fn(argv)
-        except SystemExit as exc:
-            rc = exc.code if isinstance(exc.code, int) else 2
-    arrived = taken()[before:]
-    if arrived:
-        raise Interrupted(arrived[0])
-    return rc, out.getvalue(), err.getvalue()
 
 
 def _no_raw_controls(text: str, what: str) -> None:

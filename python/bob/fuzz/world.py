@@ -1,41 +1,92 @@
-"""The ``run`` target's world: links, failing writes, crashes and a second process around ``bob-run``.
+"""The ``run`` target's world: links, failing writes, crashes, a second process and power loss around ``bob-run``.
 
-Each execution runs ``bob-run --json`` in process in one world (the table:
-docs/fuzzing.md), chosen from the input's CRC-32 so every mutation may move it
-to another one; then the file-level invariants are held: each file is the old
-one or the new one, whole, a new checkpoint never beside the old predictions;
-what bob-run said is what happened; a replaced file keeps its mode, links stay
-links; nothing is left but the run's own files and no descriptor is left
-open; after a crash the next ``bob-run`` cleans up and completes the invocation.
+Each execution runs ``bob-run --json`` (or the library writers) in process in one
+world (docs/fuzzing.md): a layout (links, hard links) × a failure or a crash at the
+k-th ``os`` call × another party (a lock holder; a second ``bob-run --wait`` or the
+lock-free clean-up met at a point of the commit; a power loss, :mod:`bob.fuzz.powerloss`),
+drawn from the input's CRC-32. The invariants hold in every combination: each file
+old or new, whole, never a new checkpoint beside the old predictions; what bob-run
+said is what happened; modes kept, links stay links; nothing left, no descriptor
+open; a second run trains from what the first committed; after a crash the next
+``bob-run`` cleans up and completes the invocation.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import subprocess
 import zlib
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
-from bob.fuzz.faults import Crash, OsFaults
+from bob.commit import COMMIT_WINDOW
+from bob.fuzz import race
+from bob.fuzz.faults import ENTRY_CALLS, Crash, OsFaults
 from bob.fuzz.properties import require
 
-__all__ = ["WORLDS", "MAX_CALL", "world_of", "run_in_world"]
+__all__ = ["LAYOUTS", "FAULTS", "OTHERS", "MAX_CALL", "World", "world_of", "run_in_world", "library_writer"]
 
-WORLDS = ("plain", "plain", "symlinks", "symlinks", "hardlink-checkpoint", "hardlink-predictions", "same-file",
-          "locked", "fail", "fail", "fail", "fail", "crash", "crash", "crash", "crash")
+LAYOUTS = ("plain", "plain", "symlinks", "symlinks", "symlinks", "hardlink-checkpoint", "hardlink-predictions",
+           "same-file")
+FAULTS = ("none", "fail", "fail", "crash")
+OTHERS = ("none", "none", "none", "none", "locked", "racer", "cleaner", "powerloss")
 MAX_CALL = 32
 """k is drawn from 1..MAX_CALL; a completed bob-run on a checkpoint makes about 30 of the calls."""
+ENTRY_CALLS_DRAWN = 8
+"""or, counting only the calls that change a directory entry, from 1..ENTRY_CALLS_DRAWN (a run makes 7)."""
 
 MODE = 0o640  # not the umask's default: a replaced file must keep its mode
 REFUSED, BUSY = 2, 75
+POWER_LOSS_STATES = 6
+"""Crash states judged per power-loss execution (drawn from the input; and every state after the whole run)."""
 
 
-def world_of(data: bytes) -> tuple[str, int]:
-    """(the world, k) of an input: from its CRC-32."""
+class World(NamedTuple):
+    """One execution's world: each axis drawn from the input (docs/fuzzing.md)."""
+
+    layout: str  # LAYOUTS
+    fault: str = "none"  # FAULTS: the k-th os call fails, or the world ends there
+    k: int = 1
+    entries: bool = False  # k counts only the calls that change a directory entry (ENTRY_CALLS)
+    other: str = "none"  # OTHERS
+    point: str = COMMIT_WINDOW[0]  # where the racer or the cleaner meets bob-run
+    writer: str = "bob-run"  # or "library" (library_writer): the writer a fault or a power loss cuts
+
+    def __str__(self) -> str:
+        fault = f"{self.fault} at {'entry' if self.entries else 'os'} call {self.k}" if self.fault != "none" else ""
+        other = {"none": "", "racer": f"racer at {self.point}", "cleaner": f"cleaner at {self.point}"}
+        return ", ".join(filter(None, [f"world {self.layout}", fault, other.get(self.other, self.other),
+                                       "library writers" if self.writer == "library" else ""]))
+
+
+def world_of(data: bytes) -> World:
+    """The world of an input: from its CRC-32. A power loss is judged of a whole run (no fault, a
+    layout bob-run accepts); a lock holder, a racer or a cleaner meets bob-run, not the library."""
     crc = zlib.crc32(data)
-    return WORLDS[crc % len(WORLDS)], (crc >> 4) % MAX_CALL + 1
+    entries = bool((crc >> 18) & 1)
+    w = World(LAYOUTS[crc % len(LAYOUTS)], FAULTS[(crc >> 3) % len(FAULTS)],
+              (crc >> 5) % (ENTRY_CALLS_DRAWN if entries else MAX_CALL) + 1, entries,
+              OTHERS[(crc >> 10) % len(OTHERS)], COMMIT_WINDOW[(crc >> 13) % len(COMMIT_WINDOW)],
+              ("bob-run", "library")[(crc >> 16) & 1])
+    if w.other == "powerloss":
+        return w._replace(fault="none", layout=("plain", "symlinks")[(crc >> 17) & 1])
+    if w.other != "none":  # the lock holder, the racer and the cleaner meet bob-run's lock and commit
+        w = w._replace(writer="bob-run")
+    return w
+
+
+def library_writer(argv: list[str]) -> int:
+    """The library's way to bob-run's pair (given its arguments): invoke, write each file atomically."""
+    import bob
+
+    path = dict(zip(argv[1::2], argv[2::2]))
+    result = bob.invoke(Path(path["--input"]).read_bytes(), Path(path["--checkpoint"]).read_bytes(), threads=1)
+    result.predictions.write(path["--predictions"])
+    result.checkpoint.write(path["--checkpoint"])
+    return 0
 
 
 class _Files:
@@ -46,7 +97,7 @@ class _Files:
             p.rmdir() if p.is_dir() and not p.is_symlink() else p.unlink()
         self.dir = d
         self.home = d / "real" if world == "symlinks" else d
-        self.home.mkdir(exist_ok=True)
+        self.home.mkdir(parents=True, exist_ok=True)
         self.record = d / "record.bin"
         self.ck, self.pred = self.home / "model.bob", self.home / "predictions.bin"
         self.ck_arg, self.pred_arg = self.ck, self.pred
@@ -115,25 +166,25 @@ def _said(out: str, where: str) -> dict:
 class _Run:
     """One execution of ``bob-run`` in one world, and what it left."""
 
-    def __init__(self, data: bytes, record: bytes, checkpoint: bytes, want, scratch: Path) -> None:
-        self.world, self.k = world_of(data)
+    def __init__(self, w: World, record: bytes, checkpoint: bytes, want, scratch: Path) -> None:
+        self.w = w
         self.record, self.checkpoint, self.want = record, checkpoint, want
-        f = self.files = _Files(scratch / "world", self.world)
+        f = self.files = _Files(scratch / "world", w.layout)
         self.old_pred = b"previous predictions, must survive a refusal"
         f.record.write_bytes(record)
         f.ck.write_bytes(checkpoint)
         f.pred.write_bytes(self.old_pred)
         os.chmod(f.ck, MODE)
         os.chmod(f.pred, MODE)
-        self.refusal_expected = want is None or self.world in ("hardlink-checkpoint", "hardlink-predictions",
-                                                               "same-file")
-        if self.world == "hardlink-checkpoint":
+        self.refusal_expected = want is None or w.layout in ("hardlink-checkpoint", "hardlink-predictions",
+                                                             "same-file")
+        if w.layout == "hardlink-checkpoint":
             f.second = f.dir / "model.bob.second"
             os.link(f.ck, f.second)
-        elif self.world == "hardlink-predictions":
+        elif w.layout == "hardlink-predictions":
             f.second = f.dir / "predictions.bin.second"
             os.link(f.pred, f.second)
-        elif self.world == "same-file":
+        elif w.layout == "same-file":
             f.pred.unlink()
             os.link(f.ck, f.pred)
             self.old_pred = checkpoint
@@ -141,8 +192,8 @@ class _Run:
         self.new_pred: bytes | None = None if want is None else want.predictions_bytes()
         self.argv = ["--json", "--input", str(f.record), "--checkpoint", str(f.ck_arg), "--predictions",
                      str(f.pred_arg)]
-        self.faults = OsFaults(self.world, self.k) if self.world in ("fail", "crash") else None
-        self.where = f"world {self.world}" + (f", os call {self.k}" if self.faults is not None else "")
+        self.faults = OsFaults(w.fault, w.k, only=ENTRY_CALLS if w.entries else None) if w.fault != "none" else None
+        self.where = str(w)
 
     def files_now(self) -> tuple[bool, bool]:
         """Each file old or new, whole, the pair consistent: (checkpoint new, predictions new)."""
@@ -157,7 +208,7 @@ class _Run:
 
     def said(self, rc: int, out: str, err: str, ck_new: bool, pred_new: bool) -> dict:
         """What bob-run said is what happened; its exit is what the world requires."""
-        f, where, world = self.files, self.where, self.world
+        f, where, w = self.files, self.where, self.w
         said = f"{where}: bob-run exited {rc}: {err.strip()[-200:]}"
         require("Traceback" not in out + err, f"{where}: bob-run printed a traceback")
         doc = _said(out, where)
@@ -165,24 +216,25 @@ class _Run:
                 f"{where}: bob-run's JSON does not say exit {rc}: {out.strip()[-200:]}")
         if rc == 0:
             require(ck_new and pred_new, f"{where}: bob-run exited 0 but did not replace both files")
-            require(doc.get("checkpoint_sha256") == hashlib.sha256(f.ck.read_bytes()).hexdigest()
-                    and doc.get("predictions_hex") == f.pred.read_bytes().hex(), f"{where}: the JSON names other files")
+            new_ck, new_pred = self.new_ck or b"", self.new_pred or b""  # (not None: both files are new)
+            require(doc.get("checkpoint_sha256") == hashlib.sha256(new_ck).hexdigest()
+                    and doc.get("predictions_hex") == new_pred.hex(), f"{where}: the JSON names other files")
             for path in (f.ck, f.pred):
                 require(path.stat().st_mode & 0o7777 == MODE, f"{where}: {path.name} lost its mode "
                         f"({path.stat().st_mode & 0o7777:04o})")
-            _resumable(f.ck.read_bytes(), f.pred.read_bytes())
+            _resumable(new_ck, new_pred)
         else:
             require(not ck_new and not pred_new, f"{said}, but the files changed")
         if self.refusal_expected:
             require(rc != 0, f"{where}: bob-run accepted what it must refuse")
-        if world in ("plain", "symlinks", "hardlink-checkpoint", "hardlink-predictions", "same-file"):
+        if w.fault == "none" and w.other == "locked":
+            require(rc == BUSY or (self.refusal_expected and rc == REFUSED), said)
+        elif w.fault == "none":
             require(rc == (REFUSED if self.refusal_expected else 0), said)
-        elif world == "locked":
-            require(rc == BUSY or (self.want is None and rc == REFUSED), said)
         if f.second is not None:
-            require(f.second.read_bytes() == (self.checkpoint if "checkpoint" in world else self.old_pred),
+            require(f.second.read_bytes() == (self.checkpoint if "checkpoint" in w.layout else self.old_pred),
                     f"{where}: the second name changed")
-        if world == "symlinks":
+        if w.layout == "symlinks":
             require(f.ck_arg.is_symlink() and f.pred_arg.is_symlink(), f"{where}: a link was replaced")
         return doc
 
@@ -192,13 +244,37 @@ class _Run:
         from bob.commit import lock_path_for
 
         f, faults = self.files, self.faults
-        lock_left = self.world == "locked" or (faults is not None and faults.failed == ("unlink",
-                                                                                         lock_path_for(str(f.ck))))
+        lock_left = self.w.other == "locked" or (faults is not None and faults.failed == ("unlink",
+                                                                                          lock_path_for(str(f.ck))))
         told = " ".join(doc.get("problems_after_commit") or []) if rc == 0 else ""
         left = sorted(name for name in f.names() - f.expected(lock=lock_left) if name not in told)
         require(not left, f"{self.where}: bob-run left other files: {left}")
         require(faults is None or not faults.left_open,
                 f"{self.where}: bob-run left descriptors open ({faults.left_open if faults else ''})")
+
+    def after_racer(self, rc: int, racer: "subprocess.Popen[str]", crashed: bool) -> None:
+        """The second bob-run waited for the first one's lock, then trained from what the first one
+        left: its new pair if the first said it committed, else the old pair (a lost update shows);
+        after a crash of the first it is the next run, from whichever pair the dead one left."""
+        import bob
+        from bob.errors import FormatError
+
+        _, err = racer.communicate(timeout=120)
+        require(rc != 0 or self.new_ck is not None, f"{self.where}: bob-run exited 0 on an input bob.invoke refuses")
+        new, old = (self.new_ck or b"", self.new_pred), (self.checkpoint, self.old_pred)
+        ends = []
+        for start in [new, old, (self.checkpoint, self.new_pred)] if crashed else [new if rc == 0 else old]:
+            try:
+                want = None if self.refusal_expected and rc != 0 else bob.invoke(self.record, start[0], threads=1)
+            except FormatError:
+                want = None
+            ends.append((REFUSED, start) if want is None else (0, (want.checkpoint_bytes(), want.predictions_bytes())))
+        now = (racer.returncode, (self.files.ck.read_bytes(), self.files.pred.read_bytes()))
+        require("Traceback" not in err and now in ends, f"{self.where}: the second bob-run exited {now[0]} "
+                f"({err.strip()[-200:]}); the files are not what it computes from the pair the first one "
+                f"{'committed' if rc == 0 else 'left'}")
+        left = sorted(self.files.names() - self.files.expected(lock=False)) if crashed else []
+        require(not left, f"{self.where}: after the crash the second bob-run left {left}")
 
 
 def _resumable(checkpoint: bytes, predictions: bytes) -> None:
@@ -211,6 +287,56 @@ def _resumable(checkpoint: bytes, predictions: bytes) -> None:
     require(verdict is None, f"bob-run wrote predictions the contract refuses: {verdict}")
 
 
+def _meeting(run: _Run) -> "race.Meeting | None":
+    """The racer or the cleaner, to meet bob-run at the world's point of its commit."""
+    f = run.files
+    if run.w.other == "racer":
+        return race.Meeting(run.w.point, lambda: race.second_run(run.argv))
+    if run.w.other == "cleaner":
+        return race.Meeting(run.w.point, lambda: race.lock_free_clean_up(str(f.ck_arg), str(f.pred_arg)))
+    return None
+
+
+def _library_run(run: _Run, quietly, run_main) -> None:
+    """The library writers in the world: each file old or new (never a new checkpoint beside the old
+    predictions), new when they returned, refusing what bob-run refuses; nothing left but by a crash."""
+    from bob.errors import FormatError
+
+    done, crashed = False, False
+    try:
+        with run.faults or contextlib.nullcontext():
+            done = library_writer(run.argv) == 0
+    except Crash:
+        crashed = True
+    except (OSError, FormatError):  # a refusal, or the injected failure
+        pass
+    (ck_new, pred_new), f = run.files_now(), run.files
+    require(not done or (ck_new and pred_new), f"{run.where}: the writers returned, but the files are not new")
+    require(done or crashed or not ck_new, f"{run.where}: the writers failed, but the checkpoint is new")
+    require(run.faults is not None or done != run.refusal_expected, f"{run.where}: {'wrote' if done else 'refused'}")
+    require(not done or all(p.stat().st_mode & 0o7777 == MODE for p in (f.ck, f.pred)),
+            f"{run.where}: a file lost its mode")
+    require(run.w.layout != "symlinks" or (f.ck_arg.is_symlink() and f.pred_arg.is_symlink()),
+            f"{run.where}: a link was replaced")
+    if crashed:
+        return _after_crash(run, quietly, run_main, ck_new)
+    left = sorted(f.names() - f.expected(lock=False))
+    require(not left, f"{run.where}: the library writers left other files: {left}")
+
+
+def _power_loss(run: _Run, scratch: Path, seed: int) -> None:
+    """Record one whole run (of bob-run or the library writers) and judge a sample of its crash states."""
+    import shutil
+
+    from bob.fuzz import powerloss
+
+    d = scratch / "powerloss"
+    shutil.rmtree(d, ignore_errors=True)
+    sc = powerloss.record_run(d / "run", run.record, run.checkpoint, run.old_pred, links=run.w.layout == "symlinks",
+                              writer=library_writer if run.w.writer == "library" else None)
+    powerloss.check_states(sc, d / "next", sample=POWER_LOSS_STATES, seed=seed)
+
+
 def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: Path,
                  quietly: Callable[[Callable[[list[str]], int], list[str]], tuple[int, str, str]]) -> None:
     """One execution of ``bob-run`` in the world of ``data`` (``want``: what ``bob.invoke``
@@ -218,36 +344,43 @@ def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: P
     from bob.commit import lock_path_for
     from bob.run import main as run_main
 
-    run = _Run(data, record, checkpoint, want, scratch)
-    release = _hold_lock(lock_path_for(str(run.files.ck))) if run.world == "locked" else None
-    crashed = False
+    run = _Run(world_of(data), record, checkpoint, want, scratch)
+    if run.w.other == "powerloss" and want is not None:
+        return _power_loss(run, scratch, zlib.crc32(data))
+    if run.w.writer == "library" and run.w.other == "none":
+        return _library_run(run, quietly, run_main)
+    release = _hold_lock(lock_path_for(str(run.files.ck))) if run.w.other == "locked" else None
+    meeting, crashed, raced = _meeting(run), False, False
     try:
-        if run.faults is None:
-            rc, out, err = quietly(run_main, run.argv)
+        with meeting or contextlib.nullcontext(), run.faults or contextlib.nullcontext():
+            try:
+                rc, out, err = quietly(run_main, run.argv)
+            except Crash:
+                crashed, rc, out, err = True, -9, "", ""
+        if meeting is not None and meeting.met and run.w.other == "racer":
+            run.after_racer(rc, meeting.result, crashed)  # type: ignore[arg-type]
+            ck_new, pred_new, raced = rc == 0, rc == 0, True
         else:
-            with run.faults:
-                try:
-                    rc, out, err = quietly(run_main, run.argv)
-                except Crash:
-                    crashed, rc, out, err = True, -9, "", ""
-        ck_new, pred_new = run.files_now()
+            ck_new, pred_new = run.files_now()
+        require(meeting is None or not meeting.met or run.w.other != "cleaner" or meeting.result == [],
+                f"{run.where}: the lock-free clean-up removed a live run's files: {meeting and meeting.result}")
         if not crashed:
             run.nothing_left(rc, run.said(rc, out, err, ck_new, pred_new))
     finally:
         if release is not None:
             release()
-    if crashed:
-        _after_crash(run.files, run.argv, quietly, run_main, record, run.new_ck, run.new_pred, ck_new, run.where)
+    if crashed and not raced:  # (after a crash a racer was the next run)
+        _after_crash(run, quietly, run_main, ck_new)
 
 
-def _after_crash(f: _Files, argv: list[str], quietly, run_main, record: bytes, new_ck, new_pred, committed: bool,
-                 where: str) -> None:
+def _after_crash(run: _Run, quietly, run_main, committed: bool) -> None:
     """The next bob-run cleans up after the dead one and completes the invocation it had not committed."""
     import bob
     from bob.errors import FormatError
 
-    refused = new_ck is None  # a refused input is refused again
-    if committed:  # the dead run committed: the next one goes on from its checkpoint
+    f, argv, record, new_ck, new_pred, where = run.files, run.argv, run.record, run.new_ck, run.new_pred, run.where
+    refused = run.refusal_expected  # a refused input or layout is refused again
+    if committed and new_ck is not None:  # the dead run committed: the next one goes on from its checkpoint
         try:
             bob.invoke(record, new_ck, threads=1)
         except FormatError:

@@ -20,16 +20,8 @@ from bob.errors import BadValue, integer_field, integer_value, shown_kind
 from bob.formats.checkpoint.examination import Examination, examine
 from bob.formats.checkpoint.header import HEADER_BYTES, check_pin, envelope_header, hashlib_sha256, header_length
 from bob.formats.checkpoint.state import refuse_unresumable
-from bob.formats.constants import (
-    LEARNER_FLOATS,
-    MAX_CHECKPOINT_BYTES,
-    MAX_HEADER_BYTES,
-    PARAMETER_COUNT,
-    PLANE_NAMES,
-    U64_MAX,
-    UPDATES_PER_INVOCATION,
-    VOCABULARY,
-)
+from bob.formats.constants import (LEARNER_FLOATS, MAX_CHECKPOINT_BYTES, MAX_HEADER_BYTES, PARAMETER_COUNT,
+                                   PLANE_NAMES, U64_MAX, UPDATES_PER_INVOCATION, VOCABULARY)
 from bob.formats.contract import V1, Contract
 from bob.formats.files import CHECKPOINT_FILE, as_bytes, read_format_file
 from bob.formats.layout import PLANE_DTYPE, WORD_DTYPE

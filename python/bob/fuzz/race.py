@@ -1,0 +1,130 @@
+"""Deterministic races: a second process meets a ``bob-run`` at a chosen point of its commit.
+
+The first run waits at a point of :data:`bob.commit.COMMIT_WINDOW` through the
+race hook (:func:`bob.commit.pause_at`: ``BOB_COMMIT_PAUSE=POINT:FIFO``).
+:class:`Meeting` is the pipe's writer: a thread that opens it as soon as the
+first run reads it (that is the run arriving at the point), calls ``meet()``
+(start a second ``bob-run --wait``, and see it wait for the lock or end; or run
+the library's lock-free clean-up) and closes the pipe, which lets the first run
+go on. What the second process meets is so decided by the point, never by
+the scheduler: ``tests/hostile/test_races.py`` tries every point, the ``run``
+target's ``racer`` and ``cleaner`` worlds one drawn from the input.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+__all__ = ["Meeting", "second_run", "lock_free_clean_up", "child_env"]
+
+_PATIENCE = 60.0  # seconds a second process may take to reach the lock (a loaded machine's)
+
+
+def child_env(pause: str | None = None) -> dict[str, str]:
+    """The environment of a child ``bob-run``: this process's bob first on its path, the hook as given."""
+    import bob
+    from bob.commit import PAUSE_ENV
+
+    source = str(Path(bob.__file__).resolve().parent.parent)
+    env = {k: v for k, v in os.environ.items() if k != PAUSE_ENV}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [source, env.get("PYTHONPATH")]))
+    if pause is not None:
+        env[PAUSE_ENV] = pause
+    return env
+
+
+def _opened(fifo: str, alive: Callable[[], bool]) -> int | None:
+    """The pipe's write end once its reader has it open (the run is at the point); None once ``alive()`` is false."""
+    deadline = time.monotonic() + _PATIENCE
+    while alive() and time.monotonic() < deadline:
+        try:
+            return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:  # ENXIO: nobody reads it yet
+            time.sleep(0.002)
+    return None
+
+
+class Meeting:
+    """``with Meeting(point, meet) as m:`` run the first ``bob-run`` in this process (the hook is set
+    in ``os.environ``) or as a child with ``m.env``; ``meet()`` runs when it reaches ``point``, and the
+    run goes on after it. ``met`` says whether it came there; ``result`` is what ``meet`` returned."""
+
+    def __init__(self, point: str, meet: Callable[[], object]) -> None:
+        from bob.commit import PAUSE_ENV
+
+        self.point: str = point
+        self.meet: Callable[[], object] = meet
+        self._dir = tempfile.mkdtemp(prefix="bob-race-")
+        self.fifo: str = os.path.join(self._dir, "pause")
+        os.mkfifo(self.fifo)
+        self.spec: str = f"{point}:{self.fifo}"
+        self.env: dict[str, str] = child_env(self.spec)
+        self._key = PAUSE_ENV
+        self._done = threading.Event()
+        self.met: bool = False
+        self.result: object = None
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._writer, daemon=True)
+
+    def _writer(self) -> None:
+        fd = _opened(self.fifo, lambda: not self._done.is_set())
+        if fd is None:
+            return
+        try:
+            self.met = True
+            self.result = self.meet()
+        except BaseException as exc:  # told by the caller, after the run
+            self.error = exc
+        finally:
+            os.close(fd)  # the run goes on
+
+    def __enter__(self) -> "Meeting":
+        os.environ[self._key] = self.spec
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+        if os.environ.get(self._key) == self.spec:  # the run never came to the point
+            del os.environ[self._key]
+        os.unlink(self.fifo)
+        os.rmdir(self._dir)
+        if self.error is not None and exc[0] is None:
+            raise self.error
+
+
+def second_run(argv: list[str]) -> "subprocess.Popen[str]":
+    """Start ``bob-run --json --wait … argv`` as another process and return once it waits for the lock
+    (the hook's ``waiting`` point) or has ended (a lock that was not held)."""
+    with tempfile.TemporaryDirectory(prefix="bob-race-") as d:
+        fifo = os.path.join(d, "waiting")
+        os.mkfifo(fifo)
+        proc = subprocess.Popen([sys.executable, "-m", "bob", "run", *argv, "--wait", str(_PATIENCE)],
+                                env=child_env(f"waiting:{fifo}"), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        fd = _opened(fifo, lambda: proc.poll() is None)
+        if fd is not None:
+            os.close(fd)  # it goes on waiting for the lock
+    return proc
+
+
+_CLEAN = "import bob, json, sys; print(json.dumps([bob.clean_stale_temporaries(p) for p in sys.argv[1:]]))"
+
+
+def lock_free_clean_up(*paths: str) -> list[str]:
+    """What the library's lock-free ``bob.clean_stale_temporaries`` removes beside ``paths``, run by
+    another process (to it this one is alive)."""
+    out = subprocess.run([sys.executable, "-c", _CLEAN, *paths], env=child_env(), capture_output=True,
+                         text=True, timeout=_PATIENCE)
+    if out.returncode:
+        raise RuntimeError(f"the clean-up process failed: {out.stderr.strip()[-300:]}")
+    return [p for removed in json.loads(out.stdout) for p in removed]

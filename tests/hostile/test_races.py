@@ -1,0 +1,90 @@
+"""Races made deterministic: a second process meets a bob-run at every point of its commit window
+(the race hook, bob.commit.pause_at; bob.fuzz.race). No round relies on the scheduler's luck."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import bob
+from bob.commit import COMMIT_WINDOW, pause_at
+from bob.formats.constants import UPDATES_PER_INVOCATION as U
+from bob.fuzz import race
+
+RECORD = bob.build_input(b"abracadabra", [b"abra", b"cad", b""]).to_bytes()
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    (tmp_path / "rec.bin").write_bytes(RECORD)
+    return tmp_path
+
+
+def argv(work: Path) -> list[str]:
+    return ["--json", "--input", str(work / "rec.bin"), "--checkpoint", str(work / "ck.bin"),
+            "--predictions", str(work / "pred.bin")]
+
+
+def first_run_meets(work: Path, point: str, meet) -> tuple[int, object]:
+    """The first bob-run (a child) waits at ``point`` while ``meet()`` runs; its exit and what meet gave."""
+    with race.Meeting(point, meet) as meeting:
+        first = subprocess.run([sys.executable, "-m", "bob", "run", *argv(work)], env=meeting.env,
+                               capture_output=True, text=True, timeout=120)
+    assert meeting.met, f"the first run never came to {point}: {first.stderr[-300:]}"
+    return first.returncode, meeting.result
+
+
+@pytest.mark.parametrize("point", COMMIT_WINDOW)
+def test_two_concurrent_runs_lose_no_update(work: Path, point: str) -> None:
+    """A second bob-run --wait started at each point of the first one's commit waits for the lock,
+    then trains from the first one's checkpoint: both updates are kept."""
+    first, second = first_run_meets(work, point, lambda: race.second_run(argv(work)))
+    out, err = second.communicate(timeout=120)
+    assert (first, second.returncode) == (0, 0), err
+    want = bob.invoke(RECORD, bob.invoke(RECORD, b"", threads=1).checkpoint_bytes(), threads=1)
+    assert (work / "ck.bin").read_bytes() == want.checkpoint_bytes()
+    assert (work / "pred.bin").read_bytes() == want.predictions_bytes()
+    assert json.loads(out)["step_after"] == 2 * U
+    assert sorted(p.name for p in work.iterdir()) == ["ck.bin", "pred.bin", "rec.bin"]
+
+
+@pytest.mark.parametrize("point", COMMIT_WINDOW)
+def test_concurrent_runs_without_wait_either_run_or_say_75(work: Path, point: str) -> None:
+    def without_wait() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "bob", "run", *argv(work)], env=race.child_env(),
+                              capture_output=True, text=True, timeout=120)
+
+    first, second = first_run_meets(work, point, without_wait)
+    assert first == 0 and second.returncode == 75, second.stderr
+    assert "in use by another bob-run" in json.loads(second.stdout)["error"]["message"]
+    assert bob.load_checkpoint((work / "ck.bin").read_bytes()).step == U
+
+
+@pytest.mark.parametrize("point", COMMIT_WINDOW)
+def test_the_lock_free_clean_up_spares_a_live_run_at_every_point(work: Path, point: str) -> None:
+    """The library's clean-up, which holds no lock, removes no file of a run that is alive."""
+    (work / "ck.bin").write_bytes(b"")
+    first, removed = first_run_meets(work, point, lambda: race.lock_free_clean_up(str(work / "ck.bin"),
+                                                                                   str(work / "pred.bin")))
+    assert first == 0 and removed == []
+    assert bob.load_checkpoint((work / "ck.bin").read_bytes()).step == U
+
+
+def test_the_hook_is_inert_unless_set_and_pauses_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("BOB_COMMIT_PAUSE", raising=False)
+    pause_at("staged")  # nothing set: returns at once
+    monkeypatch.setenv("BOB_COMMIT_PAUSE", f"checked:{tmp_path / 'no-such-pipe'}")
+    pause_at("staged")  # another point: returns at once, the hook still set
+    pause_at("checked")  # no such pipe: the run goes on (a wrong hook never fails a commit)
+    assert "BOB_COMMIT_PAUSE" not in os.environ
+    seen: list[str] = []
+    with race.Meeting("staged", lambda: seen.append("met")) as meeting:
+        pause_at("locked")
+        pause_at("staged")
+        pause_at("staged")  # once: the hook is gone
+    assert meeting.met and seen == ["met"]
