@@ -1,15 +1,16 @@
 """``bob-run``'s one commit point, and the lock that guards it.
 
-An invocation writes two files, the predictions and the checkpoint. It is
-committed exactly when the checkpoint's rename succeeds:
+An invocation writes two files, the predictions and the checkpoint (three
+with ``--trace``: the trace is committed with the pair). It is committed
+exactly when the checkpoint's rename succeeds:
 
-1. **stage** — both new files are written as temporaries beside their
-   targets and fsynced (:func:`bob.fileio.stage`); nothing visible changed;
-2. the predictions are renamed into place, a hard link keeping the old ones
-   (:class:`Backup`);
+1. **stage** — every new file is written as a temporary beside its
+   target and fsynced (:func:`bob.fileio.stage`); nothing visible changed;
+2. the trace, then the predictions are renamed into place, a hard link
+   keeping each old file (:class:`Backup`);
 3. ``before_commit()`` — the last word: a deferred signal, a lock that is no
    longer the lock path's, a checkpoint another process replaced — raises,
-   and the old predictions are put back, the very same file;
+   and the old files are put back, the very same files;
 4. **the commit**: the checkpoint's rename. After it, nothing is rolled back.
 
 The caller runs all of it inside a :class:`bob.signals.Deferral`, so SIGINT,
@@ -251,27 +252,32 @@ class Backup:
 
 
 class Commit:
-    """Replace ``companion`` (the predictions) and then ``main`` (the
-    checkpoint), both resolved targets; the main file's rename is the commit.
+    """Replace the ``companions`` (the predictions, and the trace of
+    ``bob-run --trace``) and then ``main`` (the checkpoint), all resolved
+    targets; the main file's rename is the commit.
 
     Each file comes with the :class:`bob.commands.about` that names it in a
-    refusal. :meth:`stage` writes both temporaries; :meth:`apply` renames
-    them, calling ``before_commit`` between the two renames (anything it
-    raises rolls the companion back); :meth:`close` removes whatever is
-    left. ``committed`` is True from the moment the main rename returned.
+    refusal; ``companion``, ``companion_data``, ``companion_about`` is the
+    first companion, ``more`` any others as (target, data, about). :meth:`stage`
+    writes every temporary; :meth:`apply` renames the companions, last given
+    first, then calls ``before_commit`` and renames the main file (anything
+    raised before that rename rolls every companion back, the very same
+    files); :meth:`close` removes whatever is left. ``committed`` is True
+    from the moment the main rename returned.
 
     After that moment the invocation has happened, whatever fails next: the
     steps that follow it (syncing the checkpoint's directory, removing the
-    backup link and the lock) go through :meth:`after_commit`, which records
+    backup links and the lock) go through :meth:`after_commit`, which records
     a failure in ``problems`` for the caller to tell, instead of raising it
     as if nothing had been done.
     """
 
     def __init__(self, main: str, main_data: "bytes | bytearray", main_about: about,
-                 companion: str, companion_data: "bytes | bytearray", companion_about: about) -> None:
-        self.files = ((companion, companion_data, companion_about), (main, main_data, main_about))
+                 companion: str, companion_data: "bytes | bytearray", companion_about: about,
+                 more: "tuple[tuple[str, bytes | bytearray, about], ...]" = ()) -> None:
+        self.files = (*more[::-1], (companion, companion_data, companion_about), (main, main_data, main_about))
         self.staged: list[str] = []
-        self.backup: Backup | None = None
+        self.backups: list[Backup] = []
         self.committed = False
         self.problems: list[str] = []
 
@@ -287,36 +293,41 @@ class Commit:
             self.problems.append(f"{what} failed ({reason})")
 
     def stage(self) -> None:
-        """Write both new files as fsynced temporaries; nothing visible changes."""
+        """Write every new file as an fsynced temporary; nothing visible changes."""
         for target, data, naming in self.files:
             with naming:
                 self.staged.append(fileio.stage(target, data))
 
     def apply(self, before_commit) -> None:
-        (companion, _, companion_about), (main, _, main_about) = self.files
-        companion_tmp, main_tmp = self.staged
-        with companion_about:
-            self.backup = Backup(companion)
-            os.replace(companion_tmp, companion)
+        *companions, (main, _, main_about) = self.files
+        *companion_tmps, main_tmp = self.staged
+        renamed: list[tuple[Backup, about]] = []  # what a failure from here on puts back, last renamed first
         try:
-            with companion_about:
-                fsync_directory(os.path.dirname(companion))
+            for (companion, _, companion_about), tmp in zip(companions, companion_tmps):
+                with companion_about:
+                    backup = Backup(companion)
+                    self.backups.append(backup)
+                    os.replace(tmp, companion)
+                renamed.append((backup, companion_about))
+                with companion_about:
+                    fsync_directory(os.path.dirname(companion))
             before_commit()
             with main_about:
                 os.replace(main_tmp, main)  # the commit point
         except BaseException:
-            with companion_about:
-                self.backup.restore()  # the very same file as before, whatever its size
+            for backup, companion_about in reversed(renamed):
+                with companion_about:
+                    backup.restore()  # the very same file as before, whatever its size
             raise
         self.committed = True
         self.after_commit(f"syncing the directory of {show_path(main)} (the new checkpoint may not survive a power loss)",
                           lambda: fsync_directory(os.path.dirname(main)))
 
     def close(self) -> None:
-        """Remove the backup and any temporary not renamed (idempotent)."""
-        if self.backup is not None:
-            backup = self.backup
+        """Remove the backups and any temporary not renamed (idempotent)."""
+        for backup in self.backups:
             self.after_commit(f"removing the backup link {show_path(backup.link or '')}", backup.discard)
+        self.backups = []
         for tmp in self.staged:
             discard_temporary(tmp)  # one already renamed is no longer there: nothing happens
         self.staged = []

@@ -103,7 +103,8 @@ def _read_state(path: str) -> "tuple[int, bytearray, int | None]":
 
 
 def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
-              wait_seconds: float = 0.0, threads: int = 0, deferral: "Deferral | None" = None) -> dict:
+              wait_seconds: float = 0.0, threads: int = 0, deferral: "Deferral | None" = None,
+              trace_path: "str | None" = None) -> dict:
     """One invocation (§7) on files; returns its summary as a JSON-ready dict.
 
     Every refusal is a :class:`bob.commands.Refused` naming the option and path.
@@ -113,7 +114,8 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     caller decides when signals act again; a signal that arrives before the commit
     is raised as :class:`bob.signals.Interrupted` at the next safe point
     (the lock's wait, after the updates, just before the commit), with
-    everything rolled back.
+    everything rolled back. ``trace_path`` (``--trace``): the trace of the
+    updates (formats/trace.md), committed with the pair (:class:`bob.commit.Commit`).
     """
     from bob.commit import CheckpointLock, Commit, clean_stale_temporaries
     from bob.fileio import identity, refuse_unreplaceable
@@ -125,6 +127,8 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     deferral = Deferral() if deferral is None else deferral
     deferral.check()  # a signal since bob-run began: nothing has been touched
     checkpoint_target, predictions_target = _targets(input_path, checkpoint_path, predictions_path)
+    trace_target = None if trace_path is None else _trace_target(trace_path, input_path, checkpoint_target,
+                                                                  predictions_target)
     with about("--input", input_path, "input record"):
         contexts, targets, prompt_words = _read_record(input_path)
 
@@ -137,15 +141,18 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
         deferral.check()
         cleaned = (clean_stale_temporaries(checkpoint_target, holding_lock=True)
                    + clean_stale_temporaries(predictions_target, holding_lock=True))
+        traced = () if trace_target is None else (("--trace", trace_path, trace_target),)
+        cleaned += [p for _, _, target in traced for p in clean_stale_temporaries(target, holding_lock=True)]
         for option, path, target in (("--checkpoint", checkpoint_path, checkpoint_target),
-                                     ("--predictions", predictions_path, predictions_target)):
+                                     ("--predictions", predictions_path, predictions_target), *traced):
             with about(option, path):  # now that no backup link of a killed run is a second name
                 refuse_unreplaceable(target)
         with about("--checkpoint", checkpoint_path, "checkpoint"):
             read_from = identity(checkpoint_target)
             step_before, buffer, header_bytes = _read_state(checkpoint_target)
+            digests: "list[tuple[bytes, bytes, bytes]] | None" = [] if traced else None
             step_after, losses, records = advance(*buffer_planes(buffer), contexts, targets, prompt_words,
-                                                  step_before, threads=threads)
+                                                  step_before, threads=threads, digests=digests)
         deferral.check()  # a signal during the updates ends the run here, nothing written
         prediction_bytes = canonical.predictions_bytes(records)
         checkpoint_data = sealed_buffer(step_after, buffer, header_bytes)
@@ -157,8 +164,10 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
                 raise Refused("was replaced by another process while this run trained; nothing was changed",
                               option="--checkpoint", path=checkpoint_path, code=EXIT_BUSY)
 
+        more = tuple((target, canonical.run_trace(contexts, targets, prompt_words, step_before, losses, digests or [],
+                                                  sha256), about(option, path)) for option, path, target in traced)
         commit = Commit(checkpoint_target, checkpoint_data, about("--checkpoint", checkpoint_path),
-                        predictions_target, prediction_bytes, about("--predictions", predictions_path))
+                        predictions_target, prediction_bytes, about("--predictions", predictions_path), more)
         try:
             commit.stage()
             commit.apply(before_commit)
@@ -167,8 +176,25 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     finally:
         lock.__exit__()
 
-    return _summary(step_before, step_after, losses, prompt_words, records, checkpoint_path,
-                    sha256(checkpoint_data), predictions_path, prediction_bytes, cleaned, commit.problems)
+    summary = _summary(step_before, step_after, losses, prompt_words, records, checkpoint_path,
+                       sha256(checkpoint_data), predictions_path, prediction_bytes, cleaned, commit.problems)
+    return summary if trace_path is None else {**summary, "trace_file": show_path(trace_path)}
+
+
+def _trace_target(trace_path: str, input_path: str, checkpoint_target: str, predictions_target: str) -> str:
+    """``--trace``'s target, decided as :func:`_targets` decides the others':
+    links resolved, and none of the run's other files nor the checkpoint's lock."""
+    from bob.commit import refuse_if_lock_of
+    from bob.fileio import replace_target, same_file
+
+    with about("--trace", trace_path):
+        target = replace_target(trace_path, check_replaceable=False)
+    for other, what in ((input_path, "--input"), (checkpoint_target, "--checkpoint"),
+                        (predictions_target, "--predictions")):
+        if same_file(target, other):
+            raise Refused(f"names the same file as {what}; each needs its own", option="--trace", path=trace_path)
+    refuse_if_lock_of(target, checkpoint_target, "--trace")
+    return target
 
 
 def _targets(input_path: str, checkpoint_path: str, predictions_path: str) -> "tuple[str, str]":
@@ -261,6 +287,8 @@ def run_parser() -> "argparse.ArgumentParser":
     parser.add_argument("--input", required=True, metavar="RECORD", help="the input record (bob-input v1)")
     parser.add_argument("--checkpoint", required=True, metavar="CKPT", help="read, then replaced atomically")
     parser.add_argument("--predictions", required=True, metavar="PRED", help="written atomically (24 bytes)")
+    parser.add_argument("--trace", metavar="TRACE",
+                        help="also write the trace of the updates (formats/trace.md), committed with the pair")
     parser.add_argument("--wait", default="0", metavar="SECONDS",
                         help="wait this long for a checkpoint another bob-run holds (default: refuse at once, exit 75)")
     add_common_options(parser, json_help="print the summary (or the refusal) as one JSON object")
@@ -274,6 +302,7 @@ class QuickArgs:
     input: str
     checkpoint: str
     predictions: str
+    trace: "str | None"
     wait: str
     json: bool
     debug: bool
@@ -290,8 +319,8 @@ def _quick_args(argv: list[str]) -> "QuickArgs | None":
     (which costs more than a whole invocation's work). Anything else — help,
     an unknown or repeated option, a missing value — returns None and goes to
     argparse, which prints its usual messages."""
-    values: dict = {"input": None, "checkpoint": None, "predictions": None, "wait": "0", "json": False,
-                    "debug": False}
+    values: dict = {"input": None, "checkpoint": None, "predictions": None, "trace": None, "wait": "0",
+                    "json": False, "debug": False}
     seen = set()
     items = list(argv)
     while items:
@@ -359,7 +388,7 @@ def _work(args: "QuickArgs | argparse.Namespace", deferral: "Deferral", committe
     # starting the core's thread pool, which costs more than the call's
     # work saves (BENCHMARKS.md). Threads never change a bit.
     result = run_files(args.input, args.checkpoint, args.predictions, wait_seconds=wait_seconds(args.wait), threads=1,
-                       deferral=deferral)
+                       deferral=deferral, trace_path=args.trace)
     committed.append(f"the invocation committed step {result['step_after']} to {result['checkpoint']}")
     for problem in result["problems_after_commit"]:  # the invocation happened: exit 0, and say what else is true
         note(PROG, f"{committed[0]}, but {problem}")

@@ -20,7 +20,7 @@ from conftest import CKPT_10_SHA256, CKPT_20_SHA256, CORPUS, PRED_HEX, PROMPTS
 
 HELP = """\
 usage: bob-run [-h] --input RECORD --checkpoint CKPT --predictions PRED
-               [--wait SECONDS] [--json] [--debug] [--version]
+               [--trace TRACE] [--wait SECONDS] [--json] [--debug] [--version]
 
 One bob invocation: {U} AdamW updates from CKPT (missing or empty: fresh), then
 CKPT and PRED replaced atomically.
@@ -30,6 +30,8 @@ options:
   --input RECORD      the input record (bob-input v1)
   --checkpoint CKPT   read, then replaced atomically
   --predictions PRED  written atomically (24 bytes)
+  --trace TRACE       also write the trace of the updates (formats/trace.md),
+                      committed with the pair
   --wait SECONDS      wait this long for a checkpoint another bob-run holds
                       (default: refuse at once, exit 75)
   --json              print the summary (or the refusal) as one JSON object
