@@ -225,3 +225,27 @@ def test_inspect_trace_refuses_with_exit_2_naming_the_path_and_field(tmp_path: P
                      code=2)["error"]
     assert (error["option"], error["field"]) == ("--checkpoints", "P")  # b.ck is no state of trace A
     assert PLANE_NAMES[0] in error["message"]
+
+
+def test_a_state_damaged_after_one_update_is_named_at_that_update(core) -> None:
+    # bob-qualify traces both kernels' runs this way (bob.qualify.kernels.first_diverging_update)
+    from bob.invocation import traced_train
+    from bob.qualify import kernels
+
+    state = kernels.draw_state(3, 0)
+    reference = kernels.kernel_trace(state, "scalar", 1, False)
+    for damaged in (0, 4, UPDATES_PER_INVOCATION - 1):
+        planes = (state.p.copy(), state.m.copy(), state.v.copy())
+        digests: list = []
+
+        def damage(i: int) -> None:
+            if i == damaged:
+                planes[2].view(np.uint32)[77] ^= 1  # V
+
+        losses = traced_train(*planes, state.contexts, state.targets, state.step, UPDATES_PER_INVOCATION, digests,
+                              kernel="scalar", after=damage)
+        entries = tuple(TraceEntry(state.step + i + 1, x, d) for i, (x, d) in enumerate(zip(losses, digests)))
+        traced = Trace(reference.contract_sha256, reference.input_sha256, state.step, entries)
+        assert reference.first_divergence(traced) == damaged
+        assert traced.entries[damaged].digests[:2] == reference.entries[damaged].digests[:2]  # only V differs there
+    assert kernels.first_diverging_update(state, core.kernels()[-1], 2) == {"first_diverging_update": None}

@@ -309,8 +309,12 @@ class Commit:
                     self.backups.append(backup)
                     os.replace(tmp, companion)
                 renamed.append((backup, companion_about))
-                with companion_about:
-                    fsync_directory(os.path.dirname(companion))
+            synced = set()
+            for (companion, _, companion_about) in companions:  # each directory once, after its renames
+                if os.path.dirname(companion) not in synced:
+                    with companion_about:
+                        fsync_directory(os.path.dirname(companion))
+                    synced.add(os.path.dirname(companion))
             before_commit()
             with main_about:
                 os.replace(main_tmp, main)  # the commit point

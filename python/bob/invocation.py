@@ -26,7 +26,7 @@ from bob.formats.constants import PARAMETER_COUNT, PLANE_NAMES, UPDATES_PER_INVO
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - typing costs start-up time bob-run does not pay
-    from typing import Any, Sequence
+    from typing import Any, Callable, Sequence
 
     from bob.formats.contract import Contract
     from bob.formats.checkpoint import Checkpoint
@@ -84,16 +84,20 @@ def advance(p, m, v, contexts, targets, prompt_words: Sequence[int], step: int, 
 
 
 def traced_train(p, m, v, contexts, targets, step: int, updates: int, digests: "list[tuple[bytes, bytes, bytes]]",
-                 *, threads: int = 0, kernel: str = "auto") -> "list[float]":
+                 *, threads: int = 0, kernel: str = "auto", after: "Callable[[int], None] | None" = None,
+                 ) -> "list[float]":
     """``bob.core.train`` one update per call, appending to ``digests`` the
     SHA-256 of P, M and V (the core's) after each; returns the losses. The
     same bits as one call of ``updates`` updates: each update depends only
-    on the state and its own step."""
+    on the state and its own step. ``after(i)`` (bob-qualify's test hook)
+    runs after update ``i`` (0-based), before its digests."""
     from bob import core
 
     losses: list[float] = []
     for done in range(updates):
         losses += core.train(p, m, v, contexts, targets, step + done, 1, threads=threads, kernel=kernel)
+        if after is not None:
+            after(done)
         digests.append((core.sha256(p), core.sha256(m), core.sha256(v)))
     return losses
 
@@ -146,12 +150,14 @@ def buffer_planes(buffer: bytearray) -> "tuple[memoryview, memoryview, memoryvie
     )
 
 
-def sealed_buffer(step: int, buffer: bytearray, header_bytes: "int | None") -> "bytes | bytearray":
-    """The checkpoint file of a buffer from :func:`state_buffer` at ``step``."""
+def sealed_buffer(step: int, buffer: bytearray, header_bytes: "int | None",
+                  digests: "tuple[bytes, bytes, bytes] | None" = None) -> "bytes | bytearray":
+    """The checkpoint file of a buffer from :func:`state_buffer` at ``step``
+    (``digests``: its planes' SHA-256 if known, a traced run's last entry)."""
     from bob.formats.checkpoint import HEADER_BYTES, seal_checkpoint
 
     if header_bytes in (None, HEADER_BYTES):
-        return seal_checkpoint(step, buffer)
+        return seal_checkpoint(step, buffer, None if digests is None else list(digests))
     # A valid checkpoint with a larger header keeps it (formats/DECISIONS.md D9).
     import numpy as np
 
