@@ -17,7 +17,7 @@ import os
 from typing import Any
 
 from bob.errors import BadValue
-from bob.formats.constants import PLANE_NAMES, TRACE_MAGIC
+from bob.formats.constants import PLANE_NAMES, TRACE_MAGIC, cell_name
 from bob.formats.layout import TRACE_BYTES
 from bob.formats.trace import TRACE_FILE, Trace, load_trace
 
@@ -139,7 +139,7 @@ def _verdict(report: dict[str, Any]) -> str:
     if states is not None and states["first"] is not None:
         f = states["first"]
         verdict += (f"; at step {states['step']} plane {f['plane']} first differs at index {f['index']} "
-                    f"(context {f['context_text']}, next {f['next_text']}): {f['a_hex']} against {f['b_hex']}")
+                    f"({cell_name(f['index'])}): {f['a_hex']} against {f['b_hex']}")
     elif states is not None:
         verdict += f"; the checkpoints at step {states['step']} are the same state"
     return verdict

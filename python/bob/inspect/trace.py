@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from bob.commands import about
-from bob.formats.constants import MAX_CHECKPOINT_BYTES
+from bob.formats.constants import MAX_CHECKPOINT_BYTES, cell_name
 from bob.formats.files import CHECKPOINT_FILE
 from bob.formats.layout import TRACE_BYTES
 from bob.formats.trace import TRACE_FILE, Trace, examine
@@ -72,7 +72,6 @@ def render_trace(report: dict[str, Any]) -> list[str]:
     if states is not None and states["first"] is not None:
         f = states["first"]
         lines.append(f"checkpoints at step {states['step']}: plane {f['plane']} index {f['index']} "
-                     f"(context {f['context_text']}, next {f['next_text']}): A {f['a']} ({f['a_hex']}), "
-                     f"B {f['b']} ({f['b_hex']})")
+                     f"({cell_name(f['index'])}): A {f['a']} ({f['a_hex']}), B {f['b']} ({f['b_hex']})")
     lines.append(report["verdict"])
     return lines
