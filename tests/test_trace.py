@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import bob
+import bob.core
 from bob.errors import BadValue, IntegrityError, NotABobFile, Truncated
 from bob.formats.canonical import contract_identity
 from bob.formats.constants import PLANE_NAMES, UPDATES_PER_INVOCATION
@@ -22,18 +23,23 @@ from conftest import CORPUS, PROMPTS
 
 # The layout written out by hand (formats/trace.md), independent of bob.formats.layout.
 HEAD = struct.Struct("<8sQ32s32sQQ")
-ENTRY = struct.Struct("<Qd32s32s32s")
+ENTRY = struct.Struct("<Qd16s16s16s")
 
 
 def sha(data: bytes) -> bytes:
     return hashlib.sha256(data).digest()
 
 
+def d16(data: bytes) -> bytes:
+    """Some 16-byte digest (the hand-made traces' planes)."""
+    return sha(data)[:16]
+
+
 def hand_made(step_before: int = 0, *, magic: bytes = b"BOB-TRCE", version: int = 1, count: int = 10,
               steps: "list[int] | None" = None, contract: bytes = b"", record: bytes = b"rec") -> bytes:
     steps = steps or [step_before + i + 1 for i in range(count)]
     body = HEAD.pack(magic, version, contract or sha(contract_identity()), sha(record), step_before, count)
-    body += b"".join(ENTRY.pack(s, 5.0 - i / 8, sha(b"P%d" % s), sha(b"M%d" % s), sha(b"V%d" % s))
+    body += b"".join(ENTRY.pack(s, 5.0 - i / 8, d16(b"P%d" % s), d16(b"M%d" % s), d16(b"V%d" % s))
                      for i, s in enumerate(steps))
     return body + sha(body)
 
@@ -44,10 +50,10 @@ def resealed(data: bytes) -> bytes:
 
 def test_a_hand_made_trace_reads_back_field_by_field() -> None:
     data = hand_made(7)
-    assert len(data) == HEAD.size + UPDATES_PER_INVOCATION * ENTRY.size + 32 == 1248
+    assert len(data) == HEAD.size + UPDATES_PER_INVOCATION * ENTRY.size + 32 == 768
     trace = load_trace(data)
     assert trace.step_before == 7 and trace.step_after == 7 + UPDATES_PER_INVOCATION
-    assert trace.entries[0] == TraceEntry(8, 5.0, (sha(b"P8"), sha(b"M8"), sha(b"V8")))
+    assert trace.entries[0] == TraceEntry(8, 5.0, (d16(b"P8"), d16(b"M8"), d16(b"V8")))
     assert trace.contract_sha256 == contract_sha256() == sha(contract_identity())
     assert trace.input_sha256 == sha(b"rec")
     assert trace.to_bytes() == data and Trace.from_bytes(data) == trace
@@ -58,14 +64,14 @@ def test_a_hand_made_trace_reads_back_field_by_field() -> None:
     (b"NOTATRCE" + hand_made()[8:], NotABobFile, "magic", 0),
     (b"BOB-T", Truncated, "file_size", 0),
     (hand_made()[:60], Truncated, "input_sha256", 48),  # cut short inside the identity
-    (hand_made()[:96 + 3 * 112 + 30], Truncated, "entries.P", 96 + 3 * 112 + 16),  # inside entry 3
-    (hand_made()[:-1], Truncated, "digest", 1216),
-    (hand_made() + b"\0", Truncated, "file_size", 1248),
+    (hand_made()[:96 + 3 * 64 + 20], Truncated, "entries.P", 96 + 3 * 64 + 16),  # inside entry 3
+    (hand_made()[:-1], Truncated, "digest", 736),
+    (hand_made() + b"\0", Truncated, "file_size", 768),
     (hand_made(version=2), BadValue, "version", 8),
     (hand_made(count=9, steps=list(range(1, 10))), BadValue, "update_count", 88),
     (resealed(hand_made()[:96] + struct.pack("<Q", 99) + hand_made()[104:]), BadValue, "entries.step", 96),
-    (hand_made()[:-1] + bytes([hand_made()[-1] ^ 1]), IntegrityError, "digest", 1216),
-    (hand_made()[:200] + bytes([hand_made()[200] ^ 1]) + hand_made()[201:], IntegrityError, "digest", 1216),
+    (hand_made()[:-1] + bytes([hand_made()[-1] ^ 1]), IntegrityError, "digest", 736),
+    (hand_made()[:200] + bytes([hand_made()[200] ^ 1]) + hand_made()[201:], IntegrityError, "digest", 736),
 ])
 def test_a_reader_refuses_naming_the_field_and_offset(data, error, field, offset) -> None:
     findings = trace_findings(data)
@@ -90,8 +96,8 @@ def test_a_trace_of_another_run_is_refused_by_its_identity_field(other, field, o
 
 def test_the_first_diverging_update_is_named() -> None:
     a = hand_made()
-    at = 96 + 4 * 112 + 16 + 32  # entry 4's M digest
-    b = resealed(a[:at] + sha(b"other") + a[at + 32:])
+    at = 96 + 4 * 64 + 16 + 16  # entry 4's M digest
+    b = resealed(a[:at] + d16(b"other") + a[at + 16:])
     assert load_trace(a).first_divergence(load_trace(b)) == 4
     report = bob.diff(a, b)
     assert report["first_divergence"] == {"update": 5, "step": 5, "loss_a": 4.5, "loss_b": 4.5, "planes": ["M"]}
@@ -119,8 +125,19 @@ def test_a_traced_invoke_is_byte_identical_to_an_untraced_one(invocations: int) 
     trace = load_trace(b.trace_bytes())
     assert trace == b.trace and trace.step_before == b.step_before and trace.losses == b.losses
     assert trace.input_sha256 == sha(RECORD.to_bytes())
-    c = b.checkpoint  # the last entry is the state written: its digests are the chunk digests
-    assert trace.entries[-1].digests == tuple(sha(x.tobytes()) for x in (c.p, c.m, c.v))
+    c = b.checkpoint  # the last entry is the state written
+    assert trace.entries[-1].digests == tuple(bob.core.xxh3_128_each([c.p, c.m, c.v]))
+
+
+def test_the_planes_digest_is_xxh3_128_by_xxhash_s_vectors(core) -> None:
+    # XXH3_128bits of "" and of "abc" (xxHash's canonical form), and of the fresh
+    # planes (§6.1), as the xxhash package (python-xxhash 3.x, libxxhash 0.8) gives them
+    p, m, _ = core.initial_planes()
+    assert [d.hex() for d in core.xxh3_128_each([b"", b"abc", p, m])] == [
+        "99aa06d3014798d86001c324468d497f", "06b05ab6733a618578af5f94892f3950",
+        "6cd251dfbe13753f50fd5f460bd5b603", "9aa295aead2a46612d64c035e85fb928"]
+    with pytest.raises(TypeError):
+        core.xxh3_128_each([3])
 
 
 def test_each_entry_is_the_state_after_its_update(core) -> None:
@@ -128,7 +145,7 @@ def test_each_entry_is_the_state_after_its_update(core) -> None:
     p, m, v = core.initial_planes()
     for entry in trace.entries:
         core.train(p, m, v, RECORD.contexts, RECORD.targets, entry.step - 1, 1)
-        assert entry.digests == tuple(sha(x.tobytes()) for x in (p, m, v))
+        assert entry.digests == tuple(core.xxh3_128_each([p, m, v]))
 
 
 @pytest.fixture
@@ -187,7 +204,7 @@ def diverged() -> "tuple[bob.Invocation, bob.Checkpoint, Trace]":
     other = a.checkpoint.copy()
     other.p[1234] = np.nextafter(other.p[1234], np.float32(1))
     entries = list(a.trace.entries)
-    entries[-1] = entries[-1]._replace(digests=(sha(other.p.tobytes()),) + entries[-1].digests[1:])
+    entries[-1] = entries[-1]._replace(digests=(bob.core.xxh3_128_each([other.p])[0],) + entries[-1].digests[1:])
     return a, other, Trace(a.trace.contract_sha256, a.trace.input_sha256, 0, tuple(entries))
 
 

@@ -67,13 +67,14 @@ def state_of(checkpoint: Any) -> "tuple[int, tuple[Any, Any, Any]]":
 
 def entry_of(trace: Trace, step: int, planes: "tuple[Any, Any, Any]") -> int:
     """The index of the entry of ``trace`` whose state these are (the step after
-    it and the SHA-256 of each plane), or a refusal naming what does not match."""
+    it and each plane's digest), or a refusal naming what does not match."""
+    from bob import core
+
     index = step - trace.step_before - 1
     if not 0 <= index < len(trace.entries):
         raise BadValue("step", "this checkpoint is no state of its trace: no update of the trace makes its step",
                        expected=f"{trace.step_before + 1} to {trace.step_after}", actual=step)
-    for name, plane, want in zip(PLANE_NAMES, planes, trace.entries[index].digests):
-        got = hashlib.sha256(memoryview(plane).cast("B")).digest()
+    for name, got, want in zip(PLANE_NAMES, core.xxh3_128_each(list(planes)), trace.entries[index].digests):
         if got != want:
             raise BadValue(name, f"this checkpoint is no state of its trace: plane {name} is not the one the trace "
                            f"records after the update to step {step}", expected=want.hex(), actual=got.hex())

@@ -87,7 +87,7 @@ def traced_train(p, m, v, contexts, targets, step: int, updates: int, digests: "
                  *, threads: int = 0, kernel: str = "auto", after: "Callable[[int], None] | None" = None,
                  ) -> "list[float]":
     """``bob.core.train`` one update per call, appending to ``digests`` the
-    SHA-256 of P, M and V (the core's) after each; returns the losses. The
+    XXH3-128 of P, M and V after each (the core's; formats/trace.md); returns the losses. The
     same bits as one call of ``updates`` updates: each update depends only
     on the state and its own step. ``after(i)`` (bob-qualify's test hook)
     runs after update ``i`` (0-based), before its digests."""
@@ -98,7 +98,8 @@ def traced_train(p, m, v, contexts, targets, step: int, updates: int, digests: "
         losses += core.train(p, m, v, contexts, targets, step + done, 1, threads=threads, kernel=kernel)
         if after is not None:
             after(done)
-        digests.append((core.sha256(p), core.sha256(m), core.sha256(v)))
+        p_digest, m_digest, v_digest = core.xxh3_128_each([p, m, v])
+        digests.append((p_digest, m_digest, v_digest))
     return losses
 
 
@@ -150,14 +151,12 @@ def buffer_planes(buffer: bytearray) -> "tuple[memoryview, memoryview, memoryvie
     )
 
 
-def sealed_buffer(step: int, buffer: bytearray, header_bytes: "int | None",
-                  digests: "tuple[bytes, bytes, bytes] | None" = None) -> "bytes | bytearray":
-    """The checkpoint file of a buffer from :func:`state_buffer` at ``step``
-    (``digests``: its planes' SHA-256 if known, a traced run's last entry)."""
+def sealed_buffer(step: int, buffer: bytearray, header_bytes: "int | None") -> "bytes | bytearray":
+    """The checkpoint file of a buffer from :func:`state_buffer` at ``step``."""
     from bob.formats.checkpoint import HEADER_BYTES, seal_checkpoint
 
     if header_bytes in (None, HEADER_BYTES):
-        return seal_checkpoint(step, buffer, None if digests is None else list(digests))
+        return seal_checkpoint(step, buffer)
     # A valid checkpoint with a larger header keeps it (formats/DECISIONS.md D9).
     import numpy as np
 

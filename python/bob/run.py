@@ -155,7 +155,7 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
                                                   step_before, threads=threads, digests=digests)
         deferral.check()  # a signal during the updates ends the run here, nothing written
         prediction_bytes = canonical.predictions_bytes(records)
-        checkpoint_data = sealed_buffer(step_after, buffer, header_bytes, digests[-1] if digests else None)
+        checkpoint_data = sealed_buffer(step_after, buffer, header_bytes)
 
         def before_commit() -> None:
             deferral.check()

@@ -95,7 +95,7 @@ def trace_bytes(contract_sha256: bytes, input_sha256: bytes, step_before: int, l
                 digests: "Sequence[tuple[bytes, bytes, bytes]]", digest: "Callable[[Any], bytes]") -> bytes:
     """The bob-trace v1 file (formats/trace.md) of one invocation: its
     identity, one entry per update (the step after it, its loss, the
-    SHA-256 of P, M and V after it) and the digest of all of it
+    XXH3-128 of P, M and V after it) and the SHA-256 of all of it
     (``digest``: the SHA-256 function)."""
     if len(losses) != TRACE_UPDATES or len(digests) != TRACE_UPDATES:
         raise ValueError(f"a trace has {TRACE_UPDATES} entries, got {len(losses)} losses and {len(digests)} digests")

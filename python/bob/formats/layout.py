@@ -80,6 +80,7 @@ __all__ = [
     "TRACE_ENTRY_FIELDS",
     "TRACE_ENTRY",
     "TRACE_BODY_BYTES",
+    "TRACE_DIGEST_BYTES",
     "TRACE_BYTES",
 ]
 
@@ -203,9 +204,10 @@ TRACE_HEAD = _fields(
 )
 """The trace's identity: whose run it is (contract, input record, first step) and how many entries follow."""
 TRACE_HEAD_STRUCT = packer(TRACE_HEAD)
+TRACE_DIGEST_BYTES = 16  # XXH3-128, a plane's digest in a trace (formats/trace.md says why not SHA-256)
 TRACE_ENTRY_FIELDS = _fields(("step", 8, "<Q"), ("loss", 8, F64.format),
-                             *((name, DIGEST_BYTES, None) for name in PLANE_NAMES))
-"""One update: the step after it, its loss (f64 bits) and the SHA-256 of P, M and V after it."""
+                             *((name, TRACE_DIGEST_BYTES, None) for name in PLANE_NAMES))
+"""One update: the step after it, its loss (f64 bits) and the XXH3-128 of P, M and V after it."""
 TRACE_ENTRY = packer(TRACE_ENTRY_FIELDS)
 TRACE_BODY_BYTES = TRACE_HEAD_STRUCT.size + TRACE_UPDATES * TRACE_ENTRY.size  # what the trace's digest covers
 TRACE_BYTES = TRACE_BODY_BYTES + DIGEST_BYTES

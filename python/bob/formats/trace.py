@@ -2,12 +2,12 @@
 
 A trace is one invocation's record: whose run it is (the contract's and the
 input record's SHA-256, the step it started from), then per update the step
-after it, its loss (§6.4, f64) and the SHA-256 of P, M and V after it, and
+after it, its loss (§6.4, f64) and the XXH3-128 of P, M and V after it, and
 last the SHA-256 of everything before. ``bob-run --trace`` and
 ``bob.invoke(..., trace=True)`` write it (built without construct by
 :func:`bob.formats.canonical.trace_bytes`); :meth:`Trace.first_divergence`
 names the first update at which two traces of the same run part. The last
-entry's digests are the chunk digests of the checkpoint the run wrote.
+entry is the state of the checkpoint the run wrote.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from construct import Const, RawCopy, Struct, this
 from bob.errors import BadValue, FormatError, IntegrityError
 from bob.formats.constants import PLANE_NAMES, TRACE_MAGIC, TRACE_UPDATES, TRACE_VERSION
 from bob.formats.files import as_bytes, magic_finding, read_format_file
-from bob.formats.layout import DIGEST_BYTES, TRACE_BODY_BYTES, TRACE_BYTES, TRACE_ENTRY, TRACE_ENTRY_FIELDS, TRACE_HEAD
+from bob.formats.layout import (DIGEST_BYTES, TRACE_BODY_BYTES, TRACE_BYTES, TRACE_DIGEST_BYTES, TRACE_ENTRY,
+                                TRACE_ENTRY_FIELDS, TRACE_HEAD)
 from bob.formats.rules import TRACE_STEP, TRACE_UPDATE_COUNT, TRACE_VERSION_RULE
 from bob.formats.schema import END, Sha256Of, Table, parse, ruled, schema_fields
 
@@ -36,7 +37,7 @@ IDENTITY = ("contract_sha256", "input_sha256", "step_before")
 TRACE_ENTRY_SCHEMA = Struct(*schema_fields(TRACE_ENTRY_FIELDS, {
     "step": "updates completed after this one: step_before + i + 1",
     "loss": "the loss before this update (§6.4), f64",
-    **{name: f"SHA-256 of plane {name} after this update" for name in PLANE_NAMES},
+    **{name: f"XXH3-128 of plane {name} after this update (big-endian)" for name in PLANE_NAMES},
 }))
 
 TRACE = Struct(
@@ -76,7 +77,7 @@ def contract_sha256(contract: Any = None) -> bytes:
 
 
 class TraceEntry(NamedTuple):
-    """One update: ``step`` after it, its ``loss`` and the SHA-256 ``digests`` of P, M, V after it."""
+    """One update: ``step`` after it, its ``loss`` and the XXH3-128 ``digests`` of P, M, V after it."""
 
     step: int
     loss: float
@@ -105,8 +106,8 @@ class Trace:
         for i, entry in enumerate(entries):
             if not TRACE_STEP.ok(entry.step, self.step_before + i + 1):
                 raise TRACE_STEP.finding(entry.step, expected=self.step_before + i + 1, index=i)
-            if len(entry.digests) != len(PLANE_NAMES) or any(len(d) != DIGEST_BYTES for d in entry.digests):
-                raise BadValue("entries.digests", "an entry holds the 32-byte SHA-256 of P, M and V", index=i)
+            if len(entry.digests) != len(PLANE_NAMES) or any(len(d) != TRACE_DIGEST_BYTES for d in entry.digests):
+                raise BadValue("entries.digests", "an entry holds the 16-byte XXH3-128 of P, M and V", index=i)
         object.__setattr__(self, "entries", entries)
 
     @property

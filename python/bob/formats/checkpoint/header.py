@@ -127,18 +127,16 @@ def chunk_digests(planes: memoryview, digest: "Callable[[Any], bytes] | None" = 
     return [digest(planes[i * CHUNK_BYTES:(i + 1) * CHUNK_BYTES]) for i in range(len(CHUNK_TAGS))]
 
 
-def seal_checkpoint(step: int, checkpoint: bytearray, digests: "list[bytes] | None" = None) -> bytearray:
+def seal_checkpoint(step: int, checkpoint: bytearray) -> bytearray:
     """Make ``checkpoint`` — a buffer of a canonical checkpoint's size whose
     planes (P, M, V, little-endian float32) are in place after the header —
     the canonical checkpoint file for ``step``, by writing the header in
     place; returns it. bob-run reads, trains and writes one buffer this way:
-    no copy of the planes, no fresh pages to fault in. ``digests``: the
-    planes' SHA-256, when the caller has just computed them (a traced run's
-    last entry), so that they are not computed twice."""
+    no copy of the planes, no fresh pages to fault in."""
     view = memoryview(checkpoint)
     if len(view) != CHECKPOINT_BYTES or view.readonly:
         raise ValueError(f"a checkpoint buffer is {CHECKPOINT_BYTES} writable bytes, got {len(view)}")
-    view[:HEADER_BYTES] = checkpoint_header(step, chunk_digests(view[HEADER_BYTES:]) if digests is None else digests)
+    view[:HEADER_BYTES] = checkpoint_header(step, chunk_digests(view[HEADER_BYTES:]))
     return checkpoint
 
 
