@@ -347,4 +347,4 @@ def diff(a: "Checkpoint | Trace | bytes | str | os.PathLike[str]",
         return compare_traces(trace_of(a), trace_of(b), checkpoints=checkpoints)
     if checkpoints is not None:
         raise TypeError("checkpoints= goes with two traces; a and b are checkpoints")
-    return compare(Side.of(a), Side.of(b), ulp=ulp, atol=atol)
+    return compare(Side.of(a), Side.of(b), ulp=ulp, atol=atol)  # type: ignore[arg-type]  # (no Trace: is_trace)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bob.formats.constants import PARAMETER_COUNT, PLANE_NAMES, PREDICTION_BYTES, TRACE_UPDATES
+from bob.formats.constants import PARAMETER_COUNT, PREDICTION_BYTES, TRACE_UPDATES
 from bob.formats.layout import TRACE_DIGEST_BYTES
 
 from bob.formats.rules import RULES
@@ -49,7 +49,8 @@ def sample(kind: str) -> bytes:
         def digest(data: bytes) -> bytes:
             return hashlib.sha256(data).digest()
 
-        planes = (bytes(TRACE_DIGEST_BYTES),) * len(PLANE_NAMES)  # (any digests: the sample is for its layout)
+        zero = bytes(TRACE_DIGEST_BYTES)  # (any digests: the sample is for its layout)
+        planes = (zero, zero, zero)
         return trace_bytes(contract_sha256(), digest(b""), 0, [0.0] * TRACE_UPDATES, [planes] * TRACE_UPDATES,
                            digest)
     raise ValueError(f"unknown format kind {kind!r}; one of {', '.join(KINDS)}")

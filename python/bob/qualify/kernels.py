@@ -19,7 +19,7 @@ import hashlib
 import os
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -165,7 +165,7 @@ def kernel_trace(state: State, kernel: str, threads: int, flip: bool) -> Trace:
     return Trace(contract_sha256(), hashlib.sha256(record).digest(), state.step, entries)
 
 
-def first_diverging_update(state: State, kernel: str, threads: int, *, flip: bool = False) -> dict:
+def first_diverging_update(state: State, kernel: str, threads: int, *, flip: bool = False) -> "dict[str, Any]":
     """Where ``kernel`` at ``threads`` parts from the scalar reference on ``state``, by the
     two runs' traces: ``first_diverging_update`` (1-based, None if the traces agree), its step and planes."""
     reference, traced = kernel_trace(state, "scalar", 1, False), kernel_trace(state, kernel, threads, flip)
@@ -177,7 +177,7 @@ def first_diverging_update(state: State, kernel: str, threads: int, *, flip: boo
             "diverging_planes": [n for n, a, b in zip(PLANE_NAMES, want.digests, got.digests) if a != b]}
 
 
-def _parted(parting: dict) -> str:
+def _parted(parting: "dict[str, Any]") -> str:
     update = parting["first_diverging_update"]
     if update is None:
         return "; traced update by update the two agree"
