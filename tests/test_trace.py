@@ -138,6 +138,8 @@ def test_the_planes_digest_is_xxh3_128_by_xxhash_s_vectors(core) -> None:
         "6cd251dfbe13753f50fd5f460bd5b603", "9aa295aead2a46612d64c035e85fb928"]
     with pytest.raises(TypeError):
         core.xxh3_128_each([3])
+    with pytest.raises(ValueError, match="C-contiguous"):
+        core.xxh3_128_each([memoryview(b"abcd")[::2]])
 
 
 def test_each_entry_is_the_state_after_its_update(core) -> None:
@@ -178,8 +180,9 @@ def test_bob_run_refuses_a_trace_target_that_is_another_file_of_the_run(work: Pa
     assert not (work / "traced.ck").exists()
 
 
-def test_the_trace_is_rolled_back_with_the_pair(work: Path, monkeypatch, capsys) -> None:
-    assert run(work, "traced", "--trace", str(work / "t.trace")) == 0
+@pytest.mark.parametrize("trace_before", [True, False], ids=["old-trace", "no-trace"])
+def test_the_trace_is_rolled_back_with_the_pair(work: Path, monkeypatch, capsys, trace_before: bool) -> None:
+    assert run(work, "traced", *(("--trace", str(work / "t.trace")) if trace_before else ())) == 0
     before = {p.name: p.read_bytes() for p in work.iterdir()}
     real = os.replace
 
