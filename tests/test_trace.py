@@ -269,3 +269,12 @@ def test_a_state_damaged_after_one_update_is_named_at_that_update(core) -> None:
         assert reference.first_divergence(traced) == damaged
         assert traced.entries[damaged].digests[:2] == reference.entries[damaged].digests[:2]  # only V differs there
     assert kernels.first_diverging_update(state, core.kernels()[-1], 2) == {"first_diverging_update": None}
+
+
+def test_telling_a_trace_by_its_path_never_blocks_on_a_fifo(tmp_path: Path) -> None:
+    from bob.divergence import is_trace
+
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "t.trace").write_bytes(hand_made())
+    assert not is_trace(tmp_path / "fifo") and not is_trace(tmp_path / "missing") and not is_trace(tmp_path)
+    assert is_trace(tmp_path / "t.trace") and is_trace(str(tmp_path / "t.trace"))

@@ -34,11 +34,15 @@ def is_trace(value: Any) -> bool:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value[:len(TRACE_MAGIC)]) == TRACE_MAGIC
     if isinstance(value, (str, os.PathLike)):
-        try:
-            with open(value, "rb") as f:
-                return f.read(len(TRACE_MAGIC)) == TRACE_MAGIC
+        from bob.fileio import FileTooLarge, read_bounded
+
+        try:  # the bounded reader's first bytes (regular files only: a FIFO never blocks here)
+            head = read_bounded(value, len(TRACE_MAGIC)) or b""
+        except FileTooLarge as big:
+            head = big.head
         except OSError:
-            return False
+            return False  # the checkpoint reader says what is wrong with the path
+        return bytes(head[:len(TRACE_MAGIC)]) == TRACE_MAGIC
     return False
 
 
