@@ -158,14 +158,15 @@ BUGS: tuple[Bug, ...] = (
     Bug("rollback-skipped", "files", "run", 1_500,
         "when the checkpoint cannot be replaced (a full or failing disk), the new predictions stay "
         "beside the old checkpoint, and bob-run says nothing was changed",
-        (("bob/commit.py", "                self.backup.restore()  # the very same file as before, whatever its size",
-          "                pass"),),
+        (("bob/commit.py", "                    backup.restore()  # the very same file as before, whatever its size",
+          "                    pass"),),
         property="the world: a failing os call, files old exactly when bob-run refuses"),
     Bug("checkpoint-renamed-first", "files", "run", 600,
         "the checkpoint is renamed into place before the predictions: a crash between the two leaves a "
         "new checkpoint beside the old predictions (and the run's own check refuses it, exit 75)",
-        (("bob/commit.py", "self.files = ((companion, companion_data, companion_about), (main, main_data, main_about))",
-          "self.files = ((main, main_data, main_about), (companion, companion_data, companion_about))"),),
+        (("bob/commit.py",
+          "self.files = (*more[::-1], (companion, companion_data, companion_about), (main, main_data, main_about))",
+          "self.files = (*more[::-1], (main, main_data, main_about), (companion, companion_data, companion_about))"),),
         property="bob-run exits 0 exactly when bob.invoke accepts"),
     Bug("room-checked-before", "core", "run", 1_500,
         f"from a step between 2**64 - {2 * U} and 2**64 - {U + 1} bob-run writes a checkpoint with no room for the "
@@ -183,8 +184,8 @@ BUGS: tuple[Bug, ...] = (
         "the old predictions are kept by the path as given: when the checkpoint cannot be replaced, the "
         "rollback renames them over a symlinked --predictions, which becomes a regular file, while the file "
         "it named keeps the new predictions beside the old checkpoint",
-        (("bob/commit.py", "            self.backup = Backup(companion)\n",
-          "            self.backup = Backup(companion_about.path)\n"),),
+        (("bob/commit.py", "                    backup = Backup(companion)\n",
+          "                    backup = Backup(companion_about.path)\n"),),
         property="links x a failing directory-entry call: files old exactly when bob-run refuses, links stay links",
         test="tests/fuzz/test_fuzz_world.py::test_worlds_combine_at_every_os_call"),
     Bug("lock-released-before-commit", "files", "run", 1_500,

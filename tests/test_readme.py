@@ -213,6 +213,8 @@ SCENES = [
     Scene("bob-inspect", "clean", ["checkpoint", "model.bob"], command="bob-inspect checkpoint"),
     Scene("bob-inspect", "equal", ["diff", "model.bob", "model.bob"], command="bob-inspect diff"),
     Scene("bob-inspect", "differ", ["diff", "model.bob", "step20.bob"], command="bob-inspect diff"),
+    Scene("bob-inspect", "the runs agree", ["trace", "run.trace", "run.trace"], command="bob-inspect trace"),
+    Scene("bob-inspect", "the runs part", ["trace", "run.trace", "other.trace"], command="bob-inspect trace"),
     Scene("bob-inspect", "problems", ["checkpoint", "record.bin"], command="bob-inspect checkpoint"),
     Scene("bob-inspect", "cannot be read", ["predictions", "nope.bin"], command="bob-inspect predictions"),
     Scene("bob-inspect", "command line", ["diff", "model.bob"], command="bob-inspect diff"),
@@ -247,8 +249,14 @@ def workdir(root: Path) -> Path:
     shutil.copyfile(CHECKPOINT, root / "model.bob")
     import bob
 
-    step20 = bob.invoke(INPUT.read_bytes(), CHECKPOINT.read_bytes())
+    step20 = bob.invoke(INPUT.read_bytes(), CHECKPOINT.read_bytes(), trace=True)
     (root / "step20.bob").write_bytes(step20.checkpoint_bytes())
+    (root / "run.trace").write_bytes(step20.trace_bytes())  # and a run that parts from it at its fifth update
+    entries = list(step20.trace.entries)
+    entries[4] = entries[4]._replace(digests=(bytes(16),) + entries[4].digests[1:])
+    trace = step20.trace
+    (root / "other.trace").write_bytes(bob.Trace(trace.contract_sha256, trace.input_sha256, trace.step_before,
+                                                 tuple(entries)).to_bytes())
     (root / "corpus" / "predictions" / "accepted").mkdir(parents=True, exist_ok=True)
     shutil.copyfile(PREDICTIONS, root / "corpus" / "predictions" / "accepted" / "golden.bin")
     (root / "corpus" / "manifest.json").write_text(json.dumps({"format": "bob-conformance-1", "files": [
@@ -263,7 +271,7 @@ def play(scene: Scene, root: Path, *, as_json: bool) -> tuple[int, dict[str, Any
     cwd = workdir(root)
     lock = None
     if scene.hold_lock:
-        from bob.commit import lock_path_for
+        from bob.lock import lock_path_for
 
         lock = os.open(lock_path_for(str(cwd / "model.bob")), os.O_RDWR | os.O_CREAT, 0o600)
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -401,6 +409,9 @@ RESULTS = {  # a success of each command the key table names (and a report of a 
     "bob-inspect diff": [("bob-inspect", ["diff", "model.bob", "step20.bob"]),
                          ("bob-inspect", ["diff", "model.bob", "model.bob", "--ulp", "1"]),
                          ("bob-inspect", ["diff", "model.bob", "record.bin"])],
+    "bob-inspect trace": [("bob-inspect", ["trace", "run.trace", "run.trace"]),
+                          ("bob-inspect", ["trace", "run.trace", "other.trace", "--checkpoints", "step20.bob",
+                                           "step20.bob"])],
     "bob-inspect verify": [("bob-inspect", ["verify", "model.bob", "record.bin", "nope.bin"])],
     "bob-inspect schema": [("bob-inspect", ["schema"]), ("bob-inspect", ["schema", "predictions"])],
 }
@@ -507,8 +518,10 @@ def walked(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
 def test_the_walkthrough_prints_what_readme_shows(walked) -> None:
     steps = walkthrough(README)
     programs = [c.split()[0] for c, _ in steps]
-    assert programs.count("bob-fixture") == 1 and programs.count("bob-run") == 3
-    assert {"bob-inspect checkpoint", "bob-inspect diff"} <= {" ".join(c.split()[:2]) for c, _ in steps}
+    # three runs, and the third run again (traced both times) to compare the traces
+    assert programs.count("bob-fixture") == 1 and programs.count("bob-run") == 4
+    assert {"bob-inspect checkpoint", "bob-inspect diff", "bob-inspect trace"} <= {" ".join(c.split()[:2])
+                                                                                   for c, _ in steps}
     assert walkthrough_mismatches(README, walked) == []
 
 
@@ -573,7 +586,7 @@ def doc_keys(text: str, command: str) -> set[str]:
 
 
 def test_docs_bob_inspect_keys_are_what_each_subcommand_prints(printed_keys) -> None:
-    for command in ("checkpoint", "input", "predictions", "diff", "schema"):
+    for command in ("checkpoint", "input", "predictions", "diff", "trace", "schema"):
         for keys in printed_keys[f"bob-inspect {command}"]:
             assert doc_keys(INSPECT_DOC, command) == keys, command
 

@@ -7,9 +7,9 @@ schemas — is imported the first time it is used. The native core
 
 One invocation (contract §7), in memory::
 
-    bob.invoke(record, checkpoint=b"", *, threads=0, expect=None) -> Invocation  # expect: a pinned SHA-256
-        # .checkpoint, .predictions, .losses, .step_before, .step_after,
-        # .checkpoint_bytes(), .predictions_bytes(); Checkpoint.write(path) …
+    bob.invoke(record, checkpoint=b"", *, threads=0, trace=False, expect=None) -> Invocation  # expect: a pinned SHA-256
+        # .checkpoint, .predictions, .losses, .step_before, .step_after, .trace,
+        # .checkpoint_bytes(), .predictions_bytes(), .trace_bytes(); Checkpoint.write(path) …
 
 Formats (contract ``bob-v1`` §3–§5; the document itself: ``bob.contract_document()``)::
 
@@ -22,12 +22,14 @@ Formats (contract ``bob-v1`` §3–§5; the document itself: ``bob.contract_docu
     Checkpoint.write(path) / InputRecord.write(path) / Predictions.write(path)  # atomic
     bob.input_findings(data) / bob.checkpoint_findings(data, *, for_resume=True)
     bob.predictions_findings(data) -> list[FormatError]
+    bob.load_trace(data) -> Trace / bob.read_trace_file(path) / bob.trace_findings(data)  # bob-trace v1
     bob.write_atomic(path, data) / bob.clean_stale_temporaries(path)
 
 For people and other tools::
 
     bob.probabilities(checkpoint, context)          # float64 softmax of P's row
     bob.diff(a, b)                                  # what `bob-inspect diff --json` prints
+    bob.diff(trace_a, trace_b, checkpoints=(ca, cb))  # where two runs part: `bob-inspect trace --json`
     Checkpoint.to_safetensors(path) / .from_safetensors(path) / .to_npz(path) / .from_npz(path)
 
 Every refusal is a :class:`FormatError` (a ``ValueError``) naming the field.
@@ -74,6 +76,10 @@ _LAZY = {
     "predictions_findings": "bob.formats.predictions",
     "read_input_file": "bob.formats.input_record",
     "read_predictions_file": "bob.formats.predictions",
+    "Trace": "bob.formats.trace",
+    "load_trace": "bob.formats.trace",
+    "trace_findings": "bob.formats.trace",
+    "read_trace_file": "bob.formats.trace",
     # for people and other tools
     "probabilities": "bob.analysis",
     "diff": "bob.analysis",
@@ -112,6 +118,10 @@ __all__ = [
     "predictions_findings",
     "read_input_file",
     "read_predictions_file",
+    "Trace",
+    "load_trace",
+    "trace_findings",
+    "read_trace_file",
     "probabilities",
     "diff",
     "write_atomic",
@@ -163,5 +173,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only; `X as X
     from bob.formats.predictions import Predictions as Predictions
     from bob.formats.predictions import load_predictions as load_predictions
     from bob.formats.predictions import predictions_findings as predictions_findings
+    from bob.formats.trace import Trace as Trace
+    from bob.formats.trace import load_trace as load_trace
+    from bob.formats.trace import read_trace_file as read_trace_file
+    from bob.formats.trace import trace_findings as trace_findings
     from bob.invocation import Invocation as Invocation
     from bob.invocation import invoke as invoke

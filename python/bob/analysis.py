@@ -7,6 +7,7 @@ commands only formatting them (``bob-inspect ckpt --rows`` shows
 
     bob.probabilities(checkpoint, context) -> float64 array of VOCABULARY  # softmax of P's row
     bob.diff(a, b) -> dict   # a, b: Checkpoint, a checkpoint file's bytes, or a path
+    bob.diff(trace_a, trace_b, checkpoints=(ca, cb)) -> dict   # where two runs part (bob.divergence)
 
 The softmax here is presentation (float64, NumPy), never the training math:
 §6.3's pinned f32 softmax lives in the native core.
@@ -32,6 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover - numpy.typing costs bob-inspect a millise
     import numpy.typing as npt
 
     from bob.formats.checkpoint import Checkpoint
+    from bob.formats.trace import Trace
 
 __all__ = ["probabilities", "softmax_rows", "fresh_planes", "diff", "compare", "Side",
            "plane_diff", "beyond", "ordered_keys", "ulp_distance", "header_values"]
@@ -323,9 +325,9 @@ def compare(a: Side, b: Side, *, ulp: int | None = None, atol: float | None = No
     return report
 
 
-def diff(a: "Checkpoint | bytes | str | os.PathLike[str]",
-         b: "Checkpoint | bytes | str | os.PathLike[str]", *, ulp: int | None = None,
-         atol: float | None = None) -> dict[str, Any]:
+def diff(a: "Checkpoint | Trace | bytes | str | os.PathLike[str]",
+         b: "Checkpoint | Trace | bytes | str | os.PathLike[str]", *, ulp: int | None = None,
+         atol: float | None = None, checkpoints: "tuple[Any, Any] | None" = None) -> dict[str, Any]:
     """Two checkpoints compared byte by byte, field by field (by the
     schema's names) and value by value (on the float32 bit patterns, with
     ULP distances): the JSON-ready structure ``bob-inspect diff --json``
@@ -333,5 +335,16 @@ def diff(a: "Checkpoint | bytes | str | os.PathLike[str]",
     :class:`~bob.Checkpoint`, a checkpoint file's bytes or a path (``file``
     is then the path, escaped; null for the others). Each side's problems
     (what a reader finds, for resuming) are listed, never raised. ``ulp`` /
-    ``atol``: plane values that close count as ``equal`` (as ``--ulp``/``--atol``)."""
-    return compare(Side.of(a), Side.of(b), ulp=ulp, atol=atol)
+    ``atol``: plane values that close count as ``equal`` (as ``--ulp``/``--atol``).
+
+    Two traces (:class:`~bob.Trace` objects, their bytes or paths) are compared
+    as ``bob-inspect trace --json`` compares them (:func:`bob.divergence.compare_traces`):
+    the first update whose digests differ and, with ``checkpoints`` (one
+    state of each run), the first plane and index that differ."""
+    from bob.divergence import compare_traces, is_trace, trace_of
+
+    if is_trace(a) or is_trace(b):
+        return compare_traces(trace_of(a), trace_of(b), checkpoints=checkpoints)
+    if checkpoints is not None:
+        raise TypeError("checkpoints= goes with two traces; a and b are checkpoints")
+    return compare(Side.of(a), Side.of(b), ulp=ulp, atol=atol)  # type: ignore[arg-type]  # (no Trace: is_trace)

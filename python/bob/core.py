@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing costs start-up time bob-run does 
 __all__ = [
     "CoreError",
     "sha256",
+    "xxh3_128_each",
     "EMPTY_PROMPT",
     "NativeCoreUnavailable",
     "PARAMETER_COUNT",
@@ -109,6 +110,12 @@ sha256 = _core.sha256
 """SHA-256 of a bytes-like object, by the core (the CPU's SHA extensions where
 it has them): as fast as hashlib here without importing OpenSSL, which is a
 tenth of a bob-run (BENCHMARKS.md)."""
+
+
+xxh3_128_each = _core.xxh3_128_each
+"""XXH3-128 of each of a list of bytes-like objects (16 bytes, big-endian), by
+the core with the GIL released: a traced run's P, M and V after each update
+(:func:`bob.invocation.traced_train`; formats/trace.md)."""
 
 
 def _plane(value: "PlaneLike", name: str) -> "Any":

@@ -26,14 +26,15 @@ from bob.formats.constants import PARAMETER_COUNT, PLANE_NAMES, UPDATES_PER_INVO
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - typing costs start-up time bob-run does not pay
-    from typing import Any, Sequence
+    from typing import Any, Callable, Sequence
 
     from bob.formats.contract import Contract
     from bob.formats.checkpoint import Checkpoint
     from bob.formats.input_record import InputRecord
     from bob.formats.predictions import Predictions
+    from bob.formats.trace import Trace
 
-__all__ = ["Invocation", "invoke", "advance", "state_buffer", "buffer_planes", "sealed_buffer"]
+__all__ = ["Invocation", "invoke", "advance", "traced_train", "state_buffer", "buffer_planes", "sealed_buffer"]
 
 _FAST = sys.byteorder == "little"  # the planes are little-endian float32 in memory too
 
@@ -45,7 +46,8 @@ _CHECKS = {
 
 
 def advance(p, m, v, contexts, targets, prompt_words: Sequence[int], step: int, *,
-            threads: int = 0) -> "tuple[int, list[float], list[tuple[int, int]]]":
+            threads: int = 0, digests: "list[tuple[bytes, bytes, bytes]] | None" = None,
+            ) -> "tuple[int, list[float], list[tuple[int, int]]]":
     """Make one invocation's updates in place on the float32 buffers P, M, V
     (``step`` updates made before) and predict for ``prompt_words``.
 
@@ -56,11 +58,15 @@ def advance(p, m, v, contexts, targets, prompt_words: Sequence[int], step: int, 
     a value became non-finite, or the step has no room left — so nothing that
     bob would refuse to read is ever written. The buffers then hold the
     refused state; callers train on copies (``invoke``) or discard them
-    (``bob-run``).
+    (``bob-run``). With ``digests`` (a list), the updates are traced:
+    :func:`traced_train` appends the digests (XXH3-128) of P, M and V after each.
     """
     from bob import core  # no fallback: NativeCoreUnavailable propagates
 
-    losses = core.train(p, m, v, contexts, targets, step, UPDATES_PER_INVOCATION, threads=threads)
+    if digests is None:
+        losses = core.train(p, m, v, contexts, targets, step, UPDATES_PER_INVOCATION, threads=threads)
+    else:
+        losses = traced_train(p, m, v, contexts, targets, step, UPDATES_PER_INVOCATION, digests, threads=threads)
     step_after = step + UPDATES_PER_INVOCATION
     problem = core.resume_problem(p, m, v, step_after)
     if problem is not None:
@@ -75,6 +81,26 @@ def advance(p, m, v, contexts, targets, prompt_words: Sequence[int], step: int, 
                                actual=_value_at((p, m, v)[offset_in_plane], index), index=index)
         raise StateRefused(field, message + "; nothing was written", actual=step_after)
     return step_after, losses, core.predict(p, prompt_words)
+
+
+def traced_train(p, m, v, contexts, targets, step: int, updates: int, digests: "list[tuple[bytes, bytes, bytes]]",
+                 *, threads: int = 0, kernel: str = "auto", after: "Callable[[int], None] | None" = None,
+                 ) -> "list[float]":
+    """``bob.core.train`` one update per call, appending to ``digests`` the
+    XXH3-128 of P, M and V after each (the core's; formats/trace.md); returns the losses. The
+    same bits as one call of ``updates`` updates: each update depends only
+    on the state and its own step. ``after(i)`` (bob-qualify's test hook)
+    runs after update ``i`` (0-based), before its digests."""
+    from bob import core
+
+    losses: list[float] = []
+    for done in range(updates):
+        losses += core.train(p, m, v, contexts, targets, step + done, 1, threads=threads, kernel=kernel)
+        if after is not None:
+            after(done)
+        p_digest, m_digest, v_digest = core.xxh3_128_each([p, m, v])
+        digests.append((p_digest, m_digest, v_digest))
+    return losses
 
 
 def _value_at(plane, index: int) -> float:
@@ -147,22 +173,24 @@ class Invocation:
 
     ``checkpoint``: the state after the invocation's updates (step ``step_after``);
     ``predictions``: one per prompt of the record, from the new P;
-    ``losses``: the loss before each of the invocation's updates (contract §6.4).
+    ``losses``: the loss before each of the invocation's updates (contract §6.4);
+    ``trace``: the :class:`~bob.Trace` of its updates with ``invoke(..., trace=True)``, else None.
 
     (A plain class, not a dataclass: ``bob-run`` imports this module and does
     not pay for importing ``dataclasses``.)
     """
 
-    __slots__ = ("checkpoint", "predictions", "losses", "step_before", "step_after")
+    __slots__ = ("checkpoint", "predictions", "losses", "step_before", "step_after", "trace")
     checkpoint: "Checkpoint"
     predictions: "Predictions"
     losses: tuple[float, ...]
     step_before: int
     step_after: int
+    trace: "Trace | None"
 
     def __init__(self, checkpoint: "Checkpoint", predictions: "Predictions", losses: tuple[float, ...],
-                 step_before: int, step_after: int) -> None:
-        for name, value in zip(self.__slots__, (checkpoint, predictions, losses, step_before, step_after)):
+                 step_before: int, step_after: int, trace: "Trace | None" = None) -> None:
+        for name, value in zip(self.__slots__, (checkpoint, predictions, losses, step_before, step_after, trace)):
             object.__setattr__(self, name, value)
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -198,9 +226,16 @@ class Invocation:
         """The 24-byte predictions file."""
         return self.predictions.to_bytes()
 
+    def trace_bytes(self) -> bytes:
+        """The trace file (bob-trace v1), byte for byte what ``bob-run --trace`` writes;
+        only for ``invoke(..., trace=True)``."""
+        if self.trace is None:
+            raise ValueError("this invocation was not traced; call bob.invoke(..., trace=True)")
+        return self.trace.to_bytes()
+
 
 def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b"", *,
-           threads: int = 0, expect: "str | None" = None) -> Invocation:
+           threads: int = 0, trace: bool = False, expect: "str | None" = None) -> Invocation:
     """One invocation of contract §7 in memory; never mutates its arguments.
 
     ``record`` is an :class:`~bob.InputRecord` or its bytes;
@@ -208,10 +243,13 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
     ``b""`` for the fresh state (§6.1). Bytes are checked fully (§3, §5) and
     refused with a :class:`~bob.FormatError` naming the field; a
     ``Checkpoint`` object is checked for resuming the same way. ``threads``
-    (0: what the machine offers) changes no bit of the result. ``expect``
-    pins the checkpoint's bytes (64 hexadecimal digits, either case): bytes
-    whose SHA-256 is another, or zero bytes, are refused before anything else
-    with an ``IntegrityError`` naming ``expect`` (:func:`~bob.formats.checkpoint.check_pin`).
+    (0: what the machine offers) changes no bit of the result. ``trace``:
+    also record each update's loss and a digest (XXH3-128) of P, M and V after
+    it (``Invocation.trace``, formats/trace.md); the result is the same bits.
+    ``expect`` pins the checkpoint's bytes (64 hexadecimal digits, either
+    case): bytes whose SHA-256 is another, or zero bytes, are refused before
+    anything else with an ``IntegrityError`` naming ``expect``
+    (:func:`~bob.formats.checkpoint.check_pin`).
     """
     from bob.formats.checkpoint import Checkpoint, check_pin, resume_findings
     from bob.formats.input_record import InputRecord, load_input
@@ -236,10 +274,23 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
     else:
         start = _loaded(checkpoint)  # b"" -> the fresh state; a new object either way
     step_before = start.step
+    digests: "list[tuple[bytes, bytes, bytes]] | None" = [] if trace else None
     start.step, losses, records = advance(start.p, start.m, start.v, record.contexts, record.targets,
-                                          record.prompt_words, step_before, threads=threads)
+                                          record.prompt_words, step_before, threads=threads, digests=digests)
     return Invocation(start, Predictions.from_core(records), tuple(float(x) for x in losses),
-                      step_before, start.step)
+                      step_before, start.step, None if digests is None else _trace_of(record, start, losses, digests))
+
+
+def _trace_of(record: "InputRecord", start: "Checkpoint", losses: "Sequence[float]",
+              digests: "list[tuple[bytes, bytes, bytes]]") -> "Trace":
+    """The :class:`~bob.Trace` of a traced :func:`invoke` (``start``: the checkpoint after it)."""
+    import hashlib
+
+    from bob.formats.trace import Trace, TraceEntry, contract_sha256
+
+    step_before = start.step - len(digests)
+    entries = tuple(TraceEntry(step_before + i + 1, float(loss), d) for i, (loss, d) in enumerate(zip(losses, digests)))
+    return Trace(contract_sha256(start.contract), hashlib.sha256(record.to_bytes()).digest(), step_before, entries)
 
 
 def _checked_planes(contract: "Contract", step: int, planes: "Any") -> "Any":

@@ -32,23 +32,13 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     import argparse
 
+    from bob.run_options import QuickArgs
     from bob.signals import Deferral
 
-from bob.commands import (
-    EXIT_BUSY,
-    EXIT_OK,
-    Outcome,
-    Refused,
-    about,
-    add_common_options,
-    argument_parser,
-    run_command,
-    seconds_option,
-)
-from bob.commit import lock_path_for  # noqa: F401 - where tests and tools have always found it
+from bob.commands import EXIT_BUSY, EXIT_OK, Outcome, Refused, about, run_command
+from bob.lock import lock_path_for  # noqa: F401 - where tests and tools have always found it
+from bob.run_options import PROG, quick_args, run_parser, wait_seconds
 from bob.text import note, show_byte, show_path
-
-PROG = "bob-run"
 
 
 # --------------------------------------------------------------------------- #
@@ -117,7 +107,7 @@ def _read_state(path: str, pin: "str | None" = None, shown: str = "") -> "tuple[
 
 def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
               wait_seconds: float = 0.0, threads: int = 0, deferral: "Deferral | None" = None,
-              expect_checkpoint: "str | None" = None) -> dict:
+              expect_checkpoint: "str | None" = None, trace_path: "str | None" = None) -> dict:
     """One invocation (§7) on files; returns its summary as a JSON-ready dict.
 
     Every refusal is a :class:`bob.commands.Refused` naming the option and path.
@@ -128,12 +118,15 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     is raised as :class:`bob.signals.Interrupted` at the next safe point
     (the lock's wait, after the updates, just before the commit), with
     everything rolled back. ``expect_checkpoint`` pins the checkpoint (:func:`_read_state`).
+    ``trace_path`` (``--trace``): the trace of the updates (formats/trace.md),
+    committed with the pair (:class:`bob.commit.Commit`).
     """
-    from bob.commit import CheckpointLock, Commit, clean_stale_temporaries
+    from bob.commit import Commit, clean_stale_temporaries
     from bob.fileio import identity, refuse_unreplaceable
     from bob.formats import canonical
     from bob.formats.checkpoint import pin_problem, sha256
     from bob.invocation import advance, buffer_planes, sealed_buffer
+    from bob.lock import CheckpointLock
     from bob.signals import Deferral
 
     deferral = Deferral() if deferral is None else deferral
@@ -141,6 +134,8 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     if expect_checkpoint is not None and (problem := pin_problem(expect_checkpoint)) is not None:
         raise Refused(problem, option="--expect-checkpoint")
     checkpoint_target, predictions_target = _targets(input_path, checkpoint_path, predictions_path)
+    trace_target = None if trace_path is None else _trace_target(trace_path, input_path, checkpoint_target,
+                                                                  predictions_target)
     with about("--input", input_path, "input record"):
         contexts, targets, prompt_words = _read_record(input_path)
 
@@ -151,17 +146,19 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     lock = CheckpointLock(checkpoint_target, wait_seconds, deferral).__enter__()
     try:
         deferral.check()
-        cleaned = (clean_stale_temporaries(checkpoint_target, holding_lock=True)
-                   + clean_stale_temporaries(predictions_target, holding_lock=True))
-        for option, path, target in (("--checkpoint", checkpoint_path, checkpoint_target),
-                                     ("--predictions", predictions_path, predictions_target)):
+        traced = () if trace_target is None else (("--trace", trace_path, trace_target),)
+        outputs = (("--checkpoint", checkpoint_path, checkpoint_target),
+                   ("--predictions", predictions_path, predictions_target), *traced)
+        cleaned = [p for _, _, target in outputs for p in clean_stale_temporaries(target, holding_lock=True)]
+        for option, path, target in outputs:
             with about(option, path):  # now that no backup link of a killed run is a second name
                 refuse_unreplaceable(target)
         with about("--checkpoint", checkpoint_path, "checkpoint"):
             read_from = identity(checkpoint_target)
             step_before, buffer, header_bytes = _read_state(checkpoint_target, expect_checkpoint, checkpoint_path)
+            digests: "list[tuple[bytes, bytes, bytes]] | None" = [] if traced else None
             step_after, losses, records = advance(*buffer_planes(buffer), contexts, targets, prompt_words,
-                                                  step_before, threads=threads)
+                                                  step_before, threads=threads, digests=digests)
         deferral.check()  # a signal during the updates ends the run here, nothing written
         prediction_bytes = canonical.predictions_bytes(records)
         checkpoint_data = sealed_buffer(step_after, buffer, header_bytes)
@@ -173,8 +170,10 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
                 raise Refused("was replaced by another process while this run trained; nothing was changed",
                               option="--checkpoint", path=checkpoint_path, code=EXIT_BUSY)
 
+        more = tuple((target, canonical.run_trace(contexts, targets, prompt_words, step_before, losses, digests or [],
+                                                  sha256), about(option, path)) for option, path, target in traced)
         commit = Commit(checkpoint_target, checkpoint_data, about("--checkpoint", checkpoint_path),
-                        predictions_target, prediction_bytes, about("--predictions", predictions_path))
+                        predictions_target, prediction_bytes, about("--predictions", predictions_path), more)
         try:
             commit.stage()
             commit.apply(before_commit)
@@ -183,8 +182,25 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     finally:
         lock.__exit__()
 
-    return _summary(step_before, step_after, losses, prompt_words, records, checkpoint_path,
-                    sha256(checkpoint_data), predictions_path, prediction_bytes, cleaned, commit.problems)
+    summary = _summary(step_before, step_after, losses, prompt_words, records, checkpoint_path,
+                       sha256(checkpoint_data), predictions_path, prediction_bytes, cleaned, commit.problems)
+    return summary if trace_path is None else {**summary, "trace_file": show_path(trace_path)}
+
+
+def _trace_target(trace_path: str, input_path: str, checkpoint_target: str, predictions_target: str) -> str:
+    """``--trace``'s target, decided as :func:`_targets` decides the others':
+    links resolved, and none of the run's other files nor the checkpoint's lock."""
+    from bob.fileio import replace_target, same_file
+    from bob.lock import refuse_if_lock_of
+
+    with about("--trace", trace_path):
+        target = replace_target(trace_path, check_replaceable=False)
+    for other, what in ((input_path, "--input"), (checkpoint_target, "--checkpoint"),
+                        (predictions_target, "--predictions")):
+        if same_file(target, other):
+            raise Refused(f"names the same file as {what}; each needs its own", option="--trace", path=trace_path)
+    refuse_if_lock_of(target, checkpoint_target, "--trace")
+    return target
 
 
 def _targets(input_path: str, checkpoint_path: str, predictions_path: str) -> "tuple[str, str]":
@@ -192,7 +208,7 @@ def _targets(input_path: str, checkpoint_path: str, predictions_path: str) -> "t
     decided before anything is read or created: the kernel resolves every path
     (a deleted working directory is named here), and no two options may name
     one file, nor the predictions the checkpoint's lock."""
-    from bob.commit import refuse_if_lock_of
+    from bob.lock import refuse_if_lock_of
     from bob.fileio import check_directory, replace_target, same_file
 
     with about("--input", input_path):
@@ -265,84 +281,6 @@ def _human_summary(result: dict) -> str:
     return "\n".join(lines)
 
 
-def run_parser() -> "argparse.ArgumentParser":
-    from bob.formats.constants import UPDATES_PER_INVOCATION
-
-    parser = argument_parser(
-        prog=PROG,
-        description=f"One bob invocation: {UPDATES_PER_INVOCATION} AdamW updates from CKPT (missing or empty: fresh), "
-        "then CKPT and PRED replaced atomically.",
-        epilog="exit codes: 0 done, 2 refused, 75 checkpoint in use, 130 interrupted, 1 unexpected",
-    )
-    parser.add_argument("--input", required=True, metavar="RECORD", help="the input record (bob-input v1)")
-    parser.add_argument("--checkpoint", required=True, metavar="CKPT", help="read, then replaced atomically")
-    parser.add_argument("--predictions", required=True, metavar="PRED", help="written atomically (24 bytes)")
-    parser.add_argument("--wait", default="0", metavar="SECONDS",
-                        help="wait this long for a checkpoint another bob-run holds (default: refuse at once, exit 75)")
-    parser.add_argument("--expect-checkpoint", metavar="SHA256",
-                        help="refuse (exit 2), training nothing, unless CKPT's SHA-256 is this one (64 hex digits, "
-                        "either case: the checkpoint_sha256 of the last run's --json); a missing or empty CKPT never is")
-    add_common_options(parser, json_help="print the summary (or the refusal) as one JSON object")
-    return parser
-
-
-class QuickArgs:
-    """The options of a common command line (see :func:`_quick_args`); a
-    plain class, as importing ``types`` for SimpleNamespace costs start-up."""
-
-    input: str
-    checkpoint: str
-    predictions: str
-    wait: str
-    expect_checkpoint: "str | None"
-    json: bool
-    debug: bool
-
-    def __init__(self, values: dict) -> None:
-        self.__dict__.update(values)
-
-
-_FLAGS = ("json", "debug")
-
-
-def _quick_args(argv: list[str]) -> "QuickArgs | None":
-    """The common command lines, read without building the argparse parser
-    (which costs more than a whole invocation's work). Anything else — help,
-    an unknown or repeated option, a missing value — returns None and goes to
-    argparse, which prints its usual messages."""
-    values: dict = {"input": None, "checkpoint": None, "predictions": None, "wait": "0", "expect_checkpoint": None,
-                    "json": False, "debug": False}
-    seen = set()
-    items = list(argv)
-    while items:
-        item = items.pop(0)
-        name, eq, value = item.partition("=")
-        key = name[2:].replace("-", "_") if name.startswith("--") and "_" not in name else None
-        if key not in values or key in seen:
-            return None
-        seen.add(key)
-        if key in _FLAGS:
-            if eq:
-                return None
-            values[key] = True
-            continue
-        if not eq:
-            if not items:
-                return None
-            value = items.pop(0)
-        if value.startswith("-") and key != "wait":
-            return None
-        values[key] = value
-    if None in (values["input"], values["checkpoint"], values["predictions"]):
-        return None
-    return QuickArgs(values)
-
-
-def wait_seconds(text: str) -> float:
-    """``--wait``: a finite number of seconds, at least 0."""
-    return seconds_option("--wait")(text)
-
-
 def main(argv: list[str] | None = None, *, until_exit: bool = False) -> int:
     """``bob-run``; returns the exit status. ``until_exit``: the caller ends
     the process with that status at once (the installed script, ``python -m
@@ -358,7 +296,7 @@ def main(argv: list[str] | None = None, *, until_exit: bool = False) -> int:
     deferral.begin()
     committed: list[str] = []
     try:
-        code = run_command(PROG, run_parser, lambda args: _work(args, deferral, committed), argv, quick=_quick_args,
+        code = run_command(PROG, run_parser, lambda args: _work(args, deferral, committed), argv, quick=quick_args,
                            interrupted="interrupted; nothing was changed")
         if committed and deferral.pending:  # too late to undo: say what is true, and end as a completed run
             names = " and ".join(dict.fromkeys(signals.signal_name(s) for s in deferral.pending))
@@ -379,7 +317,7 @@ def _work(args: "QuickArgs | argparse.Namespace", deferral: "Deferral", committe
     # starting the core's thread pool, which costs more than the call's
     # work saves (BENCHMARKS.md). Threads never change a bit.
     result = run_files(args.input, args.checkpoint, args.predictions, wait_seconds=wait_seconds(args.wait), threads=1,
-                       deferral=deferral, expect_checkpoint=args.expect_checkpoint)
+                       deferral=deferral, expect_checkpoint=args.expect_checkpoint, trace_path=args.trace)
     committed.append(f"the invocation committed step {result['step_after']} to {result['checkpoint']}")
     for problem in result["problems_after_commit"]:  # the invocation happened: exit 0, and say what else is true
         note(PROG, f"{committed[0]}, but {problem}")

@@ -20,8 +20,8 @@ from conftest import CKPT_10_SHA256, CKPT_20_SHA256, CORPUS, PRED_HEX, PROMPTS
 
 HELP = """\
 usage: bob-run [-h] --input RECORD --checkpoint CKPT --predictions PRED
-               [--wait SECONDS] [--expect-checkpoint SHA256] [--json]
-               [--debug] [--version]
+               [--trace TRACE] [--wait SECONDS] [--expect-checkpoint SHA256]
+               [--json] [--debug] [--version]
 
 One bob invocation: {U} AdamW updates from CKPT (missing or empty: fresh), then
 CKPT and PRED replaced atomically.
@@ -31,6 +31,8 @@ options:
   --input RECORD        the input record (bob-input v1)
   --checkpoint CKPT     read, then replaced atomically
   --predictions PRED    written atomically (24 bytes)
+  --trace TRACE         also write the trace of the updates
+                        (formats/trace.md), committed with the pair
   --wait SECONDS        wait this long for a checkpoint another bob-run holds
                         (default: refuse at once, exit 75)
   --expect-checkpoint SHA256
@@ -205,16 +207,16 @@ def test_a_lock_file_that_is_a_link_to_a_directory_is_refused_as_a_link(work: Pa
 
 
 def test_new_files_and_the_lock_file_get_0o666_minus_the_umask(work: Path, umask: int, monkeypatch) -> None:
-    import bob.commit
+    import bob.lock
 
     modes = []
-    real_exit = bob.commit.CheckpointLock.__exit__
+    real_exit = bob.lock.CheckpointLock.__exit__
 
     def look_then_release(self, *exc):  # the lock file exists while it is held, and is removed after
         modes.append(os.stat(self.path).st_mode & 0o7777)
         real_exit(self, *exc)
 
-    monkeypatch.setattr(bob.commit.CheckpointLock, "__exit__", look_then_release)
+    monkeypatch.setattr(bob.lock.CheckpointLock, "__exit__", look_then_release)
     assert main(argv(work)) == 0
     for name in ("ck.bin", "pred.bin"):
         assert os.stat(work / name).st_mode & 0o7777 == 0o666 & ~umask, name

@@ -14,7 +14,7 @@ from bob.formats.checkpoint import CHUNK_ENTRY, ENVELOPE, HEADER_BODY, HEADER_BY
 from bob.formats.input_record import INPUT_RECORD
 from bob.formats.predictions import PREDICTIONS
 
-DOCS = {"input": "input.md", "envelope": "envelope.md", "predictions": "predictions.md"}
+DOCS = {"input": "input.md", "envelope": "envelope.md", "predictions": "predictions.md", "trace": "trace.md"}
 
 
 def block(kind: str) -> str:
@@ -41,7 +41,7 @@ def test_rows_tile_the_file(kind):
         assert row.offset == pos, row
         assert row.meaning, f"{row.field} has no meaning in the schema"
         pos += row.size
-    assert pos == {"input": 1564, "envelope": 786_880, "predictions": 24}[kind]
+    assert pos == {"input": 1564, "envelope": 786_880, "predictions": 24, "trace": 768}[kind]
 
 
 def test_input_schema_is_the_contract_table():

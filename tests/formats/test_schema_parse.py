@@ -38,7 +38,7 @@ def test_each_construct_failure_is_named() -> None:
     assert refusal(Struct("a" / Int32ul), b"\x01\x02") == finding(
         "Truncated", "truncated", "a", "the file ends inside this field (2 bytes remain)", 0, "4 bytes", "2 bytes")
     assert refusal(Struct("a" / Int8ul, Terminated), b"\x01\x02") == finding(
-        "Truncated", "truncated", "file_size", "bytes follow the end of the format", 2, actual=2)
+        "Truncated", "truncated", "file_size", "bytes follow the end of the format", 1, actual=2)
     assert refusal(Struct("magic" / Const(b"AB")), b"XY") == finding(
         "NotABobFile", "not-a-bob-file", "magic", "this is not the expected bob format", 0)
     assert refusal(Struct("x" / Const(b"AB")), b"XY") == finding(

@@ -12,7 +12,7 @@ import pytest
 import bob
 import bob.commit
 import bob.fileio
-from bob.commit import COMMIT_WINDOW
+from bob.lock import COMMIT_WINDOW
 from bob.fuzz import targets, world
 from bob.fuzz.faults import COMMIT_CALLS, ENTRY_CALLS, Crash, OsFaults
 from bob.fuzz.loop import seeded_loop

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import bob
-import bob.commit
+import bob.lock
 import bob.run
 from bob.formats.constants import UPDATES_PER_INVOCATION as U
 from conftest import CORPUS, PROMPTS
@@ -67,7 +67,7 @@ def test_a_lock_file_deleted_while_held_stops_the_holder_from_committing(work: P
 def test_a_lock_file_replaced_after_flock_is_retried(work: Path, monkeypatch) -> None:
     """After flock, the descriptor must still be the lock path's file: a
     holder that removed it (as every holder does) makes the waiter lock anew."""
-    real = bob.commit.CheckpointLock._wait_for
+    real = bob.lock.CheckpointLock._wait_for
     calls = []
 
     def swap_then_wait(self, fd, deadline):
@@ -77,7 +77,7 @@ def test_a_lock_file_replaced_after_flock_is_retried(work: Path, monkeypatch) ->
             Path(self.path).write_bytes(b"")
         calls.append(fd)
 
-    monkeypatch.setattr(bob.commit.CheckpointLock, "_wait_for", swap_then_wait)
+    monkeypatch.setattr(bob.lock.CheckpointLock, "_wait_for", swap_then_wait)
     assert bob.run.main(argv(work)) == 0
     assert len(calls) == 2 and not (work / ".ck.bin.bob-lock").exists()
 
@@ -104,9 +104,9 @@ def test_a_checkpoint_name_of_250_bytes_has_a_lock_within_name_max(work: Path) -
     name = "c" * 250
     assert bob.run.main(argv(work, ck=name)) == 0
     assert step_of(work / name) == U
-    lock = bob.commit.lock_path_for(str(work / name))
+    lock = bob.lock.lock_path_for(str(work / name))
     assert len(os.path.basename(lock).encode()) <= 255
-    other = bob.commit.lock_path_for(str(work / ("c" * 249 + "d")))
+    other = bob.lock.lock_path_for(str(work / ("c" * 249 + "d")))
     assert other != lock  # a long name is hashed whole, not cut to a shared prefix
     assert bob.run.main(argv(work, ck=name)) == 0 and step_of(work / name) == 2 * U
 
@@ -177,7 +177,7 @@ def test_out_of_memory_is_unexpected_not_refused(work: Path) -> None:
 
 OUT_OF_MEMORY = """
 import fcntl, resource, sys
-import bob.commit, bob.core, bob.formats.canonical, bob.formats.checkpoint.header, bob.invocation, bob.run, bob.signals
+import bob.commit, bob.lock, bob.core, bob.formats.canonical, bob.formats.checkpoint.header, bob.invocation, bob.run, bob.signals
 def address_space():
     for line in open("/proc/self/status"):
         if line.startswith("VmSize:"):

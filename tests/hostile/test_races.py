@@ -1,5 +1,5 @@
 """Races made deterministic: a second process meets a bob-run at every point of its commit window
-(the race hook, bob.commit.pause_at; bob.fuzz.race). No round relies on the scheduler's luck."""
+(the race hook, bob.lock.pause_at; bob.fuzz.race). No round relies on the scheduler's luck."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import bob
-from bob.commit import COMMIT_WINDOW, pause_at
+from bob.lock import COMMIT_WINDOW, pause_at
 from bob.formats.constants import UPDATES_PER_INVOCATION as U
 from bob.fuzz import race
 

@@ -18,7 +18,7 @@ LAYERS = {
     "bob.formats.contract": 1,
     "bob.formats.rules": 2,  # the value rules as data (standard library)
     "bob.formats.schema": 3,  # construct building blocks, parse, layout tables
-    "bob.formats.canonical": 3,  # the input record's and the predictions' fast path (standard library)
+    "bob.formats.canonical": 3,  # the input record's, the predictions' and the trace's fast path (standard library)
     "bob.formats.checkpoint.header": 3,  # checkpoint: the one header builder, the canonical file (standard library)
     "bob.formats.files": 4,  # the one bounded reader of a format's file
     "bob.formats.checkpoint.schema": 5,  # checkpoint: schema
@@ -28,6 +28,7 @@ LAYERS = {
     "bob.formats.checkpoint": 8,  # checkpoint: the one door (lazy names from the modules above)
     "bob.formats.input_record": 5,  # input: schema, examine, InputRecord, load_input, read_input_file
     "bob.formats.predictions": 5,  # predictions: the same
+    "bob.formats.trace": 5,  # trace: the same
     "bob.formats.docs": 9,  # layout and rule tables over sample files of every format
 }
 

@@ -19,12 +19,12 @@ from sources import PACKAGE, imported_names, modules, rel, tree
 # --------------------------------------------------------------------------- #
 
 FORMATS = {"input": "formats/input_record.py", "checkpoint": "formats/checkpoint/examination.py",
-           "predictions": "formats/predictions.py"}
+           "predictions": "formats/predictions.py", "trace": "formats/trace.py"}
 # The module each format's users import it from: the checkpoint's is its package's one door.
 DOORS = {"input": "bob.formats.input_record", "checkpoint": "bob.formats.checkpoint",
-         "predictions": "bob.formats.predictions"}
+         "predictions": "bob.formats.predictions", "trace": "bob.formats.trace"}
 REPORTS = {"input": "inspect/record.py", "checkpoint": "inspect/checkpoint.py",
-           "predictions": "inspect/predictions.py"}
+           "predictions": "inspect/predictions.py", "trace": "inspect/trace.py"}
 
 
 def functions(path: Path) -> set[str]:

@@ -14,6 +14,7 @@ import pytest
 import bob.core
 from bob.qualify import cli, kernels
 from bob.qualify.verdict import PERTURB_ENV
+from bob.formats.constants import UPDATES_PER_INVOCATION as U
 
 
 def run_main(argv, capsys, monkeypatch, perturb=None):
@@ -74,6 +75,10 @@ def test_a_perturbed_kernel_result_fails_naming_check_kernel_threads_plane_and_i
     assert (failure["check"], failure["kernel"], failure["threads"], failure["plane"], failure["index"]) == \
         ("kernels", kernel, 3, "P", kernels.PERTURBED_INDEX)
     assert failure["expected"] != failure["actual"]
+    # traced update by update, the two runs part at the update the hook damages: the last
+    details = failure["details"]
+    assert (details["first_diverging_update"], details["diverging_planes"]) == (U, ["P"])
+    assert f"the runs part at update {U} of {U}" in failure["summary"]
 
 
 def test_report_writes_json_and_plots(tmp_path, capsys, monkeypatch):

@@ -1,4 +1,4 @@
-"""The input record and the predictions as bob-run meets them, with the standard library only.
+"""The input record, the predictions and the trace as bob-run meets them, with the standard library only.
 
 The construct schemas (:mod:`~bob.formats.input_record`,
 :mod:`~bob.formats.predictions`) and their ``examine`` functions are the
@@ -6,15 +6,39 @@ only source of refusals. This module recognises bytes as *exactly* a valid
 input record, and builds the predictions file, so that ``bob-run`` need not
 import construct and NumPy when nothing is wrong; a record it does not
 recognise goes to the schema, which accepts it or says precisely what is
-wrong. (The checkpoint's own fast path is :mod:`bob.formats.checkpoint`'s.)
+wrong; it builds the trace (:func:`trace_bytes`, the bytes
+:mod:`bob.formats.trace`'s schema reads). (The checkpoint's own fast path is
+:mod:`bob.formats.checkpoint`'s.)
 ``tests/formats/test_canonical.py`` holds this to the schemas.
 """
 
 from __future__ import annotations
 
-from bob.formats.constants import INPUT_MAGIC, PREDICTION_BYTES, RECORD_BYTES
-from bob.formats.layout import INPUT, PREDICTION_RECORD, U64
+import struct
+
+from bob.formats.constants import (
+    CHUNK_BYTES,
+    DATA,
+    INPUT_MAGIC,
+    LEARNER,
+    PAYLOAD_BYTES,
+    PREDICTION_BYTES,
+    RECORD_BYTES,
+    SEED,
+    STATE,
+    TRACE_MAGIC,
+    TRACE_UPDATES,
+    TRACE_VERSION,
+    UPDATES_PER_INVOCATION,
+)
+from bob.formats.layout import INPUT, PREDICTION_RECORD, TRACE_ENTRY, TRACE_HEAD_STRUCT, U32, U64
 from bob.formats.rules import PROMPT_WORD, TARGET_AGREES
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, Callable, Sequence
+
+__all__ = ["recognize_record", "predictions_bytes", "record_bytes", "contract_identity", "trace_bytes", "run_trace"]
 
 VERSION = 1
 _RECORD_HEAD = INPUT_MAGIC + U64.pack(VERSION)
@@ -44,3 +68,46 @@ def predictions_bytes(records: "list[tuple[int, int]]") -> bytes:
     if len(data) != PREDICTION_BYTES:
         raise ValueError(f"predictions are {PREDICTION_BYTES} bytes, got {len(data)}")
     return data
+
+
+def record_bytes(contexts: bytes, targets: bytes, prompt_words: "Sequence[int]") -> bytes:
+    """The input record of these pairs and prompt words, byte for byte (every
+    valid record is its own canonical form: its digest is the file's)."""
+    pairs = bytearray(2 * len(contexts))
+    pairs[0::2], pairs[1::2] = bytes(contexts), bytes(targets)
+    return _RECORD_HEAD + bytes(pairs) + _TARGETS_PACK(*targets) + _WORDS_PACK(*prompt_words)
+
+
+_TARGETS_PACK = struct.Struct(_TARGETS.format or "").pack
+_WORDS_PACK = struct.Struct(_WORDS.format or "").pack
+
+
+def contract_identity(strings: "tuple[bytes, ...]" = (STATE, LEARNER, DATA, SEED), payload_bytes: int = PAYLOAD_BYTES,
+                      chunk_bytes: int = CHUNK_BYTES, updates: int = UPDATES_PER_INVOCATION) -> bytes:
+    """The §2 contract as a checkpoint header stores it (each string as u32
+    length + bytes, then payload_bytes, chunk_bytes, updates_per_invocation
+    as u64): the bytes a trace's ``contract_sha256`` is the SHA-256 of."""
+    return b"".join(U32.pack(len(s)) + s for s in strings) + b"".join(U64.pack(n) for n in (payload_bytes, chunk_bytes,
+                                                                                           updates))
+
+
+def trace_bytes(contract_sha256: bytes, input_sha256: bytes, step_before: int, losses: "Sequence[float]",
+                digests: "Sequence[tuple[bytes, bytes, bytes]]", digest: "Callable[[Any], bytes]") -> bytes:
+    """The bob-trace v1 file (formats/trace.md) of one invocation: its
+    identity, one entry per update (the step after it, its loss, the
+    XXH3-128 of P, M and V after it) and the SHA-256 of all of it
+    (``digest``: the SHA-256 function)."""
+    if len(losses) != TRACE_UPDATES or len(digests) != TRACE_UPDATES:
+        raise ValueError(f"a trace has {TRACE_UPDATES} entries, got {len(losses)} losses and {len(digests)} digests")
+    body = TRACE_HEAD_STRUCT.pack(TRACE_MAGIC, TRACE_VERSION, contract_sha256, input_sha256, step_before,
+                                  TRACE_UPDATES) + b"".join(
+        TRACE_ENTRY.pack(step_before + i + 1, loss, *planes) for i, (loss, planes) in enumerate(zip(losses, digests)))
+    return body + digest(body)
+
+
+def run_trace(contexts: bytes, targets: bytes, prompt_words: "Sequence[int]", step_before: int,
+              losses: "Sequence[float]", digests: "Sequence[tuple[bytes, bytes, bytes]]",
+              digest: "Callable[[Any], bytes]") -> bytes:
+    """The trace of a bob v1 run on the record of these pairs and prompt words (``bob-run --trace``)."""
+    return trace_bytes(digest(contract_identity()), digest(record_bytes(contexts, targets, prompt_words)),
+                       step_before, losses, digests, digest)

@@ -14,6 +14,7 @@ import struct
 # only) so bob-run's fast paths use the very same bytes.
 INPUT_MAGIC = b"BOB-INPT"
 CHECKPOINT_MAGIC = b"BOB-CKPT"
+TRACE_MAGIC = b"BOB-TRCE"
 CHUNK_TAGS = (b"P\0\0\0", b"M\0\0\0", b"V\0\0\0")
 
 VOCABULARY = 256
@@ -38,6 +39,8 @@ MAX_HEADER_BYTES = 65_536
 MAX_CHECKPOINT_BYTES = MAX_HEADER_BYTES + PAYLOAD_BYTES  # never read more than this
 STRING_LIMIT = 4_096  # every contract string's length prefix is at most this
 U64_MAX = (1 << 64) - 1
+TRACE_VERSION = 1
+TRACE_UPDATES = UPDATES_PER_INVOCATION  # a trace holds one invocation: one entry per update
 
 # The learner contract's shape: its text, then five f32 hyper-parameters.
 LEARNER_PREFIX = b"softmax-cross-entropy-mean|adamw|"

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from bob.formats.constants import PARAMETER_COUNT, PREDICTION_BYTES
+from bob.formats.constants import PARAMETER_COUNT, PREDICTION_BYTES, TRACE_UPDATES
+from bob.formats.layout import TRACE_DIGEST_BYTES
 
 from bob.formats.rules import RULES
 from bob.formats.schema import FieldRow, layout
 
 __all__ = ["KINDS", "layout_rows", "markdown_table", "rules_table", "sample"]
 
-KINDS = ("input", "envelope", "predictions")
+KINDS = ("input", "envelope", "predictions", "trace")
 
 
 def sample(kind: str) -> bytes:
@@ -39,6 +40,19 @@ def sample(kind: str) -> bytes:
         return Checkpoint(0, zeros, zeros, zeros).to_bytes()
     if kind == "predictions":
         return bytes(PREDICTION_BYTES)
+    if kind == "trace":
+        import hashlib
+
+        from bob.formats.canonical import trace_bytes
+        from bob.formats.trace import contract_sha256
+
+        def digest(data: bytes) -> bytes:
+            return hashlib.sha256(data).digest()
+
+        zero = bytes(TRACE_DIGEST_BYTES)  # (any digests: the sample is for its layout)
+        planes = (zero, zero, zero)
+        return trace_bytes(contract_sha256(), digest(b""), 0, [0.0] * TRACE_UPDATES, [planes] * TRACE_UPDATES,
+                           digest)
     raise ValueError(f"unknown format kind {kind!r}; one of {', '.join(KINDS)}")
 
 
@@ -56,11 +70,15 @@ def schema(kind: str):
         from bob.formats.predictions import PREDICTIONS
 
         return PREDICTIONS
+    if kind == "trace":
+        from bob.formats.trace import TRACE
+
+        return TRACE
     raise ValueError(f"unknown format kind {kind!r}; one of {', '.join(KINDS)}")
 
 
 def layout_rows(kind: str) -> list[FieldRow]:
-    """The layout table of ``kind`` (``input``, ``envelope``, ``predictions``)."""
+    """The layout table of ``kind`` (``input``, ``envelope``, ``predictions``, ``trace``)."""
     return layout(schema(kind), sample(kind))
 
 

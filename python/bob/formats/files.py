@@ -20,7 +20,7 @@ from typing import Any
 
 from bob.errors import FormatError, NotABobFile, Truncated, byte_buffer
 from bob.fileio import FileTooLarge, read_bounded
-from bob.formats.constants import CHECKPOINT_MAGIC, INPUT_MAGIC
+from bob.formats.constants import CHECKPOINT_MAGIC, INPUT_MAGIC, TRACE_MAGIC
 
 __all__ = ["read_format_file", "too_large", "INPUT_FILE", "CHECKPOINT_FILE", "KNOWN_MAGICS", "magic_finding",
            "as_bytes"]
@@ -63,6 +63,7 @@ def too_large(big: FileTooLarge, limit: int, magic: "tuple[bytes, str] | None") 
 KNOWN_MAGICS = {
     INPUT_MAGIC: "a bob input record (bob-input)",
     CHECKPOINT_MAGIC: "a bob checkpoint (bob-envelope)",
+    TRACE_MAGIC: "a bob trace (bob-trace)",
 }
 
 

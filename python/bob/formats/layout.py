@@ -33,12 +33,15 @@ from bob.formats.constants import (
     DATA,
     INPUT_MAGIC,
     LEARNER,
+    PLANE_NAMES,
     PAYLOAD_BYTES,
     PREDICTION_BYTES,
     PROMPTS,
     RECORD_BYTES,
     SEED,
     STATE,
+    TRACE_MAGIC,
+    TRACE_UPDATES,
     VOCABULARY,
 )
 
@@ -51,6 +54,7 @@ __all__ = [
     "U32",
     "U64",
     "F32",
+    "F64",
     "PLANE_DTYPE",
     "WORD_DTYPE",
     "INPUT",
@@ -71,11 +75,19 @@ __all__ = [
     "CANONICAL_HEADER_BYTES",
     "CANONICAL_CHECKPOINT_BYTES",
     "aligned_header_bytes",
+    "TRACE_HEAD",
+    "TRACE_HEAD_STRUCT",
+    "TRACE_ENTRY_FIELDS",
+    "TRACE_ENTRY",
+    "TRACE_BODY_BYTES",
+    "TRACE_DIGEST_BYTES",
+    "TRACE_BYTES",
 ]
 
 U32 = struct.Struct("<I")
 U64 = struct.Struct("<Q")
 F32 = struct.Struct("<f")
+F64 = struct.Struct("<d")
 PLANE_DTYPE = "<f4"  # a plane's values as NumPy reads them: little-endian float32
 # A float32's bits (IEEE 754 binary32): the sign, 8 exponent bits, 23 fraction bits.
 F32_SIGN = 0x8000_0000
@@ -180,6 +192,25 @@ assert INPUT["prompt_words"].end == RECORD_BYTES
 PREDICTION_FIELDS = _fields(("token", 4, "<I"), ("validity", 4, "<I"))
 PREDICTION_RECORD = packer(PREDICTION_FIELDS)  # token u32, validity u32
 assert PREDICTION_RECORD.size * PROMPTS == PREDICTION_BYTES
+
+# ----------------------------------------------------------------- bob-trace v1 (formats/trace.md)
+TRACE_HEAD = _fields(
+    ("magic", len(TRACE_MAGIC), None),
+    ("version", 8, "<Q"),
+    ("contract_sha256", DIGEST_BYTES, None),
+    ("input_sha256", DIGEST_BYTES, None),
+    ("step_before", 8, "<Q"),
+    ("update_count", 8, "<Q"),
+)
+"""The trace's identity: whose run it is (contract, input record, first step) and how many entries follow."""
+TRACE_HEAD_STRUCT = packer(TRACE_HEAD)
+TRACE_DIGEST_BYTES = 16  # XXH3-128, a plane's digest in a trace (formats/trace.md says why not SHA-256)
+TRACE_ENTRY_FIELDS = _fields(("step", 8, "<Q"), ("loss", 8, F64.format),
+                             *((name, TRACE_DIGEST_BYTES, None) for name in PLANE_NAMES))
+"""One update: the step after it, its loss (f64 bits) and the XXH3-128 of P, M and V after it."""
+TRACE_ENTRY = packer(TRACE_ENTRY_FIELDS)
+TRACE_BODY_BYTES = TRACE_HEAD_STRUCT.size + TRACE_UPDATES * TRACE_ENTRY.size  # what the trace's digest covers
+TRACE_BYTES = TRACE_BODY_BYTES + DIGEST_BYTES
 
 # ----------------------------------------------------------------- bob-envelope v1 (§5)
 ENVELOPE_HEAD = _fields(

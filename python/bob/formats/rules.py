@@ -29,6 +29,8 @@ from bob.formats.constants import (
     CHUNK_TAGS,
     EMPTY_PROMPT,
     MAX_HEADER_BYTES,
+    TRACE_UPDATES,
+    TRACE_VERSION,
     U64_MAX,
     UPDATES_PER_INVOCATION,
     VOCABULARY,
@@ -59,6 +61,9 @@ __all__ = [
     "VALIDITY",
     "TOKEN",
     "INVALID_TOKEN",
+    "TRACE_VERSION_RULE",
+    "TRACE_UPDATE_COUNT",
+    "TRACE_STEP",
     "RULES",
     "prompt_word_ok",
 ]
@@ -206,10 +211,19 @@ TOKEN: ValueRule = ValueRule("token", lambda t: t < VOCABULARY, f"a token is a b
 INVALID_TOKEN: ValueRule = ValueRule("token", lambda token, validity: validity != 0 or token == 0,
                           "an invalid prediction (validity 0) has token 0", 0)
 
+# ------------------------------------------------------------------ bob-trace v1 (formats/trace.md)
+TRACE_VERSION_RULE: ValueRule = ValueRule("version", lambda v: v == TRACE_VERSION, "unsupported trace version",
+                                          TRACE_VERSION)
+TRACE_UPDATE_COUNT: ValueRule = ValueRule("update_count", lambda n: n == TRACE_UPDATES,
+                                          "a trace holds one invocation: one entry per update", TRACE_UPDATES)
+TRACE_STEP: ValueRule = ValueRule("entries.step", lambda step, want: step == want,
+                                  "entry i is the update that makes step step_before + i + 1", "step_before + i + 1")
+
 RULES: "dict[str, tuple[ValueRule, ...]]" = {
     "input": (INPUT_VERSION, TARGET_AGREES, PROMPT_WORD),
     "envelope": (ENVELOPE_VERSION, HEADER_BYTES, CHUNK_COUNT, CHUNK_TAG, CHUNK_OFFSET, CHUNK_LENGTH, PADDING,
                  FINITE, V_NOT_NEGATIVE, MOMENTS_ZERO_AT_STEP_0, ROOM_FOR_UPDATES),
     "predictions": (VALIDITY, TOKEN, INVALID_TOKEN),
+    "trace": (TRACE_VERSION_RULE, TRACE_UPDATE_COUNT, TRACE_STEP),
 }
 """Each format's value rules, in the order its ``examine`` checks them (the docs' rule tables)."""

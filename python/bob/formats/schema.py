@@ -18,12 +18,12 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from construct import (Array, Bytes, Const, Construct, ConstructError, Container, Int32ul, Int64ul, RawCopy, Renamed,
+from construct import (Array, Bytes, Const, Construct, ConstructError, Container, Float64l, Int32ul, Int64ul, RawCopy, Renamed,
                        SizeofError, StreamError, Struct, Subconstruct, Terminated, evaluate, stream_read, stream_tell,
                        stream_write)
 
 from bob.errors import BadValue, FormatError, NotABobFile, Truncated
-from bob.formats.layout import DIGEST_BYTES, U32, U64, Field
+from bob.formats.layout import DIGEST_BYTES, F64, U32, U64, Field
 from bob.formats.rules import ValueRule
 
 __all__ = [
@@ -100,12 +100,12 @@ def _remaining(stream) -> int:
 
 # -- Schemas from the layout's field tables
 
-_INTEGERS = {U64.format: Int64ul, U32.format: Int32ul}
+_INTEGERS = {U64.format: Int64ul, U32.format: Int32ul, F64.format: Float64l}
 
 
 def construct_of(field: Field) -> Construct:
     """The construct that reads a field of :mod:`bob.formats.layout`: a
-    little-endian integer for a one-number ``struct`` format, else raw bytes
+    little-endian number for a one-number ``struct`` format, else raw bytes
     of the field's size (an array of words is read whole, as bytes)."""
     return _INTEGERS.get(field.format or "") or Bytes(field.size)
 
@@ -294,8 +294,8 @@ def parse(schema: Construct, data: bytes) -> Container:
         field, index = field_from_path(exc.path or "")
         name = type(exc).__name__
         if name == "TerminatedError":
-            raise Truncated("file_size", "bytes follow the end of the format",
-                            actual=stream.size, offset=stream.tell()) from None
+            raise Truncated("file_size", "bytes follow the end of the format",  # where the first extra byte is
+                            actual=stream.size, offset=stream.last_offset) from None
         if name == "ConstError" and field == "magic":
             raise NotABobFile(field, "this is not the expected bob format", offset=0) from None
         message = str(exc).splitlines()[-1] if str(exc) else name

@@ -1,7 +1,7 @@
 """Deterministic races: a second process meets a ``bob-run`` at a chosen point of its commit.
 
-The first run waits at a point of :data:`bob.commit.COMMIT_WINDOW` through the
-race hook (:func:`bob.commit.pause_at`: ``BOB_COMMIT_PAUSE=POINT:FIFO``).
+The first run waits at a point of :data:`bob.lock.COMMIT_WINDOW` through the
+race hook (:func:`bob.lock.pause_at`: ``BOB_COMMIT_PAUSE=POINT:FIFO``).
 :class:`Meeting` is the pipe's writer: a thread that opens it as soon as the
 first run reads it (that is the run arriving at the point), calls ``meet()``
 (start a second ``bob-run --wait``, and see it wait for the lock or end; or run
@@ -31,7 +31,7 @@ _PATIENCE = 60.0  # seconds a second process may take to reach the lock (a loade
 def child_env(pause: str | None = None) -> dict[str, str]:
     """The environment of a child ``bob-run``: this process's bob first on its path, the hook as given."""
     import bob
-    from bob.commit import PAUSE_ENV
+    from bob.lock import PAUSE_ENV
 
     source = str(Path(bob.__file__).resolve().parent.parent)
     env = {k: v for k, v in os.environ.items() if k != PAUSE_ENV}
@@ -58,7 +58,7 @@ class Meeting:
     run goes on after it. ``met`` says whether it came there; ``result`` is what ``meet`` returned."""
 
     def __init__(self, point: str, meet: Callable[[], object]) -> None:
-        from bob.commit import PAUSE_ENV
+        from bob.lock import PAUSE_ENV
 
         self.point: str = point
         self.meet: Callable[[], object] = meet

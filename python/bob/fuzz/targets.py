@@ -299,6 +299,7 @@ def preload() -> None:
     """Import every module the targets reach, so an engine instrumenting imports sees them all
     (the targets import lazily, which would leave them uninstrumented)."""
     import bob.commit  # noqa: F401
+    import bob.lock  # noqa: F401
     import bob.fileio  # noqa: F401
     import bob.formats.canonical  # noqa: F401
     import bob.formats.checkpoint.schema  # noqa: F401

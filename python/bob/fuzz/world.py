@@ -22,7 +22,7 @@ import zlib
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from bob.commit import COMMIT_WINDOW
+from bob.lock import COMMIT_WINDOW
 from bob.fuzz import race
 from bob.fuzz.faults import ENTRY_CALLS, Crash, OsFaults
 from bob.fuzz.properties import require
@@ -112,7 +112,7 @@ class _Files:
         return {str(p.relative_to(self.dir)) for p in self.dir.rglob("*")}
 
     def expected(self, lock: bool) -> set[str]:
-        from bob.commit import lock_path_for
+        from bob.lock import lock_path_for
 
         names = {str(p.relative_to(self.dir)) for p in (self.record, self.ck, self.pred, self.ck_arg, self.pred_arg)}
         names |= {"real"} if self.home != self.dir else set()
@@ -241,7 +241,7 @@ class _Run:
     def nothing_left(self, rc: int, doc: dict) -> None:
         """No file left but the run's own (a lock file whose removal failed, and what a failing
         clean-up after the commit named, excepted), no descriptor left open."""
-        from bob.commit import lock_path_for
+        from bob.lock import lock_path_for
 
         f, faults = self.files, self.faults
         lock_left = self.w.other == "locked" or (faults is not None and faults.failed == ("unlink",
@@ -341,7 +341,7 @@ def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: P
                  quietly: Callable[[Callable[[list[str]], int], list[str]], tuple[int, str, str]]) -> None:
     """One execution of ``bob-run`` in the world of ``data`` (``want``: what ``bob.invoke``
     computes, or None when it refuses), and the invariants after it."""
-    from bob.commit import lock_path_for
+    from bob.lock import lock_path_for
     from bob.run import main as run_main
 
     run = _Run(world_of(data), record, checkpoint, want, scratch)

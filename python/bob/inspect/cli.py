@@ -3,12 +3,12 @@
 Each command reads its file(s) through the formats layer, asks a report
 module for a JSON-ready dict (:mod:`~bob.inspect.checkpoint`,
 :mod:`~bob.inspect.record`, :mod:`~bob.inspect.predictions`,
-:mod:`~bob.inspect.diff`, :mod:`~bob.inspect.schema`) and prints it: one
+:mod:`~bob.inspect.diff`, :mod:`~bob.inspect.trace`, :mod:`~bob.inspect.schema`) and prints it: one
 JSON object with ``--json``, else the lines of :mod:`~bob.inspect.render`,
 each guarded by :func:`bob.text.one_line` when it holds anything unprintable.
 
 Exit codes: 0 the file(s) are clean (``diff``: equal); 1 ``diff``: the
-files differ (as cmp, diff and h5diff); 2 a file has a problem, is refused or
+files differ (as cmp, diff and h5diff), ``trace``: the runs part; 2 a file has a problem, is refused or
 cannot be read (missing, a directory, a FIFO, a device), or the command
 line is wrong; 70 anything unexpected (a traceback only under ``--debug``;
 not 1, which ``diff`` gives to a difference); 130 interrupted. The runner is
@@ -51,7 +51,7 @@ from bob.inspect.common import (
 if TYPE_CHECKING:  # pragma: no cover - argparse is imported only to build the parser
     import argparse
 
-COMMANDS = ("checkpoint", "input", "predictions", "diff", "verify", "schema")
+COMMANDS = ("checkpoint", "input", "predictions", "diff", "trace", "verify", "schema")
 ALIASES = dict(kinds.ALIASES)  # the old names: ckpt, pred (and envelope) still work
 SUBCOMMANDS = {**{c: c for c in COMMANDS}, **{a: n for a, n in ALIASES.items() if a != "envelope"}}
 Result = tuple[dict[str, Any], list[str], int]
@@ -148,6 +148,14 @@ def cmd_diff(args: argparse.Namespace) -> Result:
     return report, (render_diffable if args.diffable else render_diff)(report), code
 
 
+def cmd_trace(args: argparse.Namespace) -> Result:
+    """``bob-inspect trace A B [--checkpoints CA CB]``: 0 the runs agree, 1 they part, 2 refused."""
+    from bob.inspect.trace import render_trace, trace_report
+
+    report = trace_report(args.a, args.b, args.checkpoints)
+    return report, render_trace(report), EXIT_OK if report["same"] else EXIT_FOUND
+
+
 def cmd_verify(args: argparse.Namespace) -> Result:
     """``bob-inspect verify FILE...``: 0 every checkpoint is good, 2 any is not."""
     from bob.inspect.verify import render_verify, verify_file
@@ -184,7 +192,7 @@ def cmd_auto(args: argparse.Namespace) -> Result:
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], Result]] = {
     "checkpoint": cmd_checkpoint, "input": cmd_input, "predictions": cmd_predictions, "diff": cmd_diff,
-    "verify": cmd_verify, "schema": cmd_schema, "auto": cmd_auto,
+    "trace": cmd_trace, "verify": cmd_verify, "schema": cmd_schema, "auto": cmd_auto,
 }
 
 
@@ -213,11 +221,12 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Show bob's files (checkpoints, input records, predictions) whole and readably, "
         "from the format schemas. `bob-inspect FILE` detects the kind from the magic.",
-        epilog="exit codes: 0 clean (diff: equal), 1 diff: the files differ, 2 a file has problems / is refused / "
-        "cannot be read (or a usage error), 70 unexpected, 130 interrupted. See docs/bob-inspect.md.",
+        epilog="exit codes: 0 clean (diff: equal), 1 diff: the files differ (trace: the runs part), 2 a file has "
+        "problems / is refused / cannot be read (or a usage error), 70 unexpected, 130 interrupted. "
+        "See docs/bob-inspect.md.",
     )
     add_common_options(parser)
-    sub = parser.add_subparsers(dest="command", metavar="{checkpoint,input,predictions,diff,verify,schema} | FILE")
+    sub = parser.add_subparsers(dest="command", metavar="{checkpoint,input,predictions,diff,trace,verify,schema} | FILE")
     p = sub.add_parser("checkpoint", aliases=["ckpt"],
                        help="a checkpoint: header, contract, chunk table, plane statistics, problems")
     p.add_argument("file", metavar="FILE")
@@ -239,6 +248,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--diffable", action="store_true",
                    help="stable text for review: no paths, offsets, sizes or layout digests, so that diff -u of "
                         "two such outputs shows only what changed (--json is unchanged)")
+    _add_common(p)
+    p = sub.add_parser("trace", help="two traces of one run (bob-run --trace): the first update at which they part "
+                       "(exit 1 when they do)")
+    p.add_argument("a", metavar="A")
+    p.add_argument("b", metavar="B")
+    p.add_argument("--checkpoints", nargs=2, metavar=("CA", "CB"),
+                   help="a checkpoint of each run after the same update: the first plane and index that differ")
     _add_common(p)
     p = sub.add_parser("verify", help="checkpoints checked whole, each on its own: every problem with its chunk "
                        "or field (exit 2 when any file has one)")

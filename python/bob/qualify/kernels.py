@@ -7,19 +7,28 @@ by ``bob-qualify --seed N``. They stress what a vectorised or threaded kernel
 could get wrong: logits of ±80 and ±1e30, subnormals, signed zeros, tied
 maxima and whole tied rows, rows no pair uses (count 0), non-zero moments,
 steps from 0 up to the last one with room for one invocation's updates.
+
+When a kernel's result differs, both runs are traced update by update
+(:func:`first_diverging_update`, formats/trace.md) and the verdict names the
+first update after which the two states differ, and in which planes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
 from bob import core
-from bob.formats.constants import PARAMETER_COUNT, UPDATES_PER_INVOCATION, U64_MAX, VOCABULARY
+from bob.formats.canonical import record_bytes
+from bob.formats.constants import (EMPTY_PROMPT, PARAMETER_COUNT, PLANE_NAMES, PROMPTS, U64_MAX,
+                                   UPDATES_PER_INVOCATION, VOCABULARY)
+from bob.formats.trace import Trace, TraceEntry, contract_sha256
+from bob.invocation import traced_train
 from bob.qualify.verdict import Verdict, first_plane_difference, losses_agree
 
 CHECK = "kernels"
@@ -138,6 +147,44 @@ def _train(state: State, kernel: str, threads: int) -> tuple[tuple[np.ndarray, .
     return (p, m, v), losses
 
 
+def _flip(planes: "tuple[np.ndarray, ...]") -> None:
+    """The test hook's damage: one bit of the perturbed plane (:data:`PERTURBED_PLANE`, :data:`PERTURBED_INDEX`)."""
+    bits = planes[PERTURBED_PLANE].view(np.uint32)
+    bits[PERTURBED_INDEX] ^= 1
+
+
+def kernel_trace(state: State, kernel: str, threads: int, flip: bool) -> Trace:
+    """The trace (formats/trace.md) of ``kernel``'s updates from ``state``, on copies of its planes."""
+    planes = (state.p.copy(), state.m.copy(), state.v.copy())
+    digests: list[tuple[bytes, bytes, bytes]] = []
+    last = UPDATES_PER_INVOCATION - 1
+    losses = traced_train(*planes, state.contexts, state.targets, state.step, UPDATES_PER_INVOCATION, digests,
+                          threads=threads, kernel=kernel, after=lambda i: _flip(planes) if flip and i == last else None)
+    record = record_bytes(state.contexts.tobytes(), state.targets.tobytes(), (EMPTY_PROMPT,) * PROMPTS)
+    entries = tuple(TraceEntry(state.step + i + 1, loss, d) for i, (loss, d) in enumerate(zip(losses, digests)))
+    return Trace(contract_sha256(), hashlib.sha256(record).digest(), state.step, entries)
+
+
+def first_diverging_update(state: State, kernel: str, threads: int, *, flip: bool = False) -> "dict[str, Any]":
+    """Where ``kernel`` at ``threads`` parts from the scalar reference on ``state``, by the
+    two runs' traces: ``first_diverging_update`` (1-based, None if the traces agree), its step and planes."""
+    reference, traced = kernel_trace(state, "scalar", 1, False), kernel_trace(state, kernel, threads, flip)
+    index = reference.first_divergence(traced)
+    if index is None:
+        return {"first_diverging_update": None}
+    want, got = reference.entries[index], traced.entries[index]
+    return {"first_diverging_update": index + 1, "diverging_step": want.step,
+            "diverging_planes": [n for n, a, b in zip(PLANE_NAMES, want.digests, got.digests) if a != b]}
+
+
+def _parted(parting: "dict[str, Any]") -> str:
+    update = parting["first_diverging_update"]
+    if update is None:
+        return "; traced update by update the two agree"
+    return (f"; the runs part at update {update} of {UPDATES_PER_INVOCATION} (to step {parting['diverging_step']}, "
+            f"{' and '.join(parting['diverging_planes'])})")
+
+
 def check_kernels(seed: int, cases: int, *, perturb: tuple[str, int] | None = None,
                   tick: Callable[[], None] = lambda: None) -> list[Verdict]:
     """One verdict per (kernel, threads): its first difference from the scalar
@@ -158,15 +205,15 @@ def check_kernels(seed: int, cases: int, *, perturb: tuple[str, int] | None = No
             got, losses = _train(state, kernel, threads)
             seconds[(kernel, threads)] += time.perf_counter() - started
             if perturb == (kernel, threads):
-                bits = got[PERTURBED_PLANE].view(np.uint32)
-                bits[PERTURBED_INDEX] ^= 1
+                _flip(got)
             diff = first_plane_difference(want, got)
             if diff is not None:
+                parting = first_diverging_update(state, kernel, threads, flip=perturb == (kernel, threads))
                 first_failure[(kernel, threads)] = Verdict(
-                    CHECK, False, f"differs from the scalar transcription on {state.label}",
+                    CHECK, False, f"differs from the scalar transcription on {state.label}{_parted(parting)}",
                     kernel=kernel, threads=threads, plane=diff.plane, index=diff.index,
                     expected=diff.expected, actual=diff.actual,
-                    details={"seed": seed, "case": case, "kind": state.kind, "step": state.step})
+                    details={"seed": seed, "case": case, "kind": state.kind, "step": state.step, **parting})
             elif not losses_agree(want_losses, losses):
                 first_failure[(kernel, threads)] = Verdict(
                     CHECK, False, f"losses differ from the scalar transcription's on {state.label}",

@@ -64,6 +64,29 @@ fn sha256<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py,
     Ok(PyBytes::new(py, &digest))
 }
 
+/// XXH3-128 of each C-contiguous buffer in `buffers`, as 16-byte strings in
+/// order (xxHash's canonical form: the 128-bit value big-endian): the planes
+/// after each update of a traced run (formats/trace.md says why this digest
+/// and not SHA-256). The GIL is released; the caller's buffers must not change
+/// meanwhile (bob's do not: the core trains them only between two calls).
+#[pyfunction]
+fn xxh3_128_each<'py>(py: Python<'py>, buffers: Vec<Bound<'py, PyAny>>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+    let held = buffers
+        .iter()
+        .map(|b| {
+            PyUntypedBuffer::get(b)
+                .map_err(|_| PyTypeError::new_err("xxh3_128_each needs bytes-like objects (bytes, bytearray, memoryview)"))
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let slices = held
+        .iter()
+        .map(|b| contiguous_bytes(b).ok_or_else(|| PyValueError::new_err("xxh3_128_each needs C-contiguous buffers")))
+        .collect::<PyResult<Vec<&[u8]>>>()?;
+    let digests: Vec<[u8; 16]> =
+        py.detach(|| slices.iter().map(|s| xxhash_rust::xxh3::xxh3_128(s).to_be_bytes()).collect());
+    Ok(digests.iter().map(|d| PyBytes::new(py, d)).collect())
+}
+
 /// Fill the float32 buffer `p` in place with the seeded initialization (§6.1).
 #[pyfunction]
 fn initialize(py: Python<'_>, p: &Bound<'_, PyAny>, seed: &Bound<'_, PyBytes>) -> PyResult<()> {
@@ -285,6 +308,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("UPDATES_PER_INVOCATION", bob_core::UPDATES_PER_INVOCATION)?;
     m.add_function(wrap_pyfunction!(fnv1a64, m)?)?;
     m.add_function(wrap_pyfunction!(sha256, m)?)?;
+    m.add_function(wrap_pyfunction!(xxh3_128_each, m)?)?;
     m.add_function(wrap_pyfunction!(initialize, m)?)?;
     m.add_function(wrap_pyfunction!(initial_planes, m)?)?;
     m.add_function(wrap_pyfunction!(resume_problem, m)?)?;

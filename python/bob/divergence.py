@@ -1,0 +1,150 @@
+"""Where two runs part: two traces of one run compared (``bob.diff`` on traces,
+``bob-inspect trace``), formats/trace.md.
+
+The first entry whose digests differ is the first update after which the two
+states are not the same bits; the planes whose digests differ there are
+named. Given a checkpoint of each run that is a state of its trace (its step
+and its chunk digests those of one entry), the two states are compared value
+by value (:func:`bob.analysis.plane_diff`) and the first plane and index
+that differ are named. A trace of another run, and a checkpoint that is no
+state of its trace, are refused (:class:`~bob.errors.BadValue`, naming the field).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Any
+
+from bob.errors import BadValue
+from bob.formats.constants import PLANE_NAMES, TRACE_MAGIC, cell_name
+from bob.formats.layout import TRACE_BYTES
+from bob.formats.trace import TRACE_FILE, Trace, load_trace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from bob.formats.checkpoint import Checkpoint
+
+__all__ = ["is_trace", "trace_of", "compare_traces", "entry_of", "state_of"]
+
+def is_trace(value: Any) -> bool:
+    """True for a :class:`~bob.Trace`, a trace file's bytes, or the path of a file that starts as a trace does."""
+    if isinstance(value, Trace):
+        return True
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value[:len(TRACE_MAGIC)]) == TRACE_MAGIC
+    if isinstance(value, (str, os.PathLike)):
+        from bob.fileio import FileTooLarge, read_bounded
+
+        try:  # the bounded reader's first bytes (regular files only: a FIFO never blocks here)
+            head = read_bounded(value, len(TRACE_MAGIC)) or b""
+        except FileTooLarge as big:
+            head = big.head
+        except OSError:
+            return False  # the checkpoint reader says what is wrong with the path
+        return bytes(head[:len(TRACE_MAGIC)]) == TRACE_MAGIC
+    return False
+
+
+def trace_of(value: Any) -> Trace:
+    """A :class:`~bob.Trace` from itself, a trace file's bytes or a path (read through the bounded reader)."""
+    if isinstance(value, Trace):
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return load_trace(bytes(value))
+    from bob.formats.files import read_format_file
+
+    return load_trace(read_format_file(value, TRACE_BYTES, TRACE_FILE))
+
+
+def state_of(checkpoint: Any) -> "tuple[int, tuple[Any, Any, Any]]":
+    """(step, (P, M, V)) of a :class:`~bob.Checkpoint`, its bytes or a path; read for
+    inspection (a diverged state may be one bob would not resume)."""
+    from bob.formats.checkpoint import Checkpoint, load_checkpoint, read_checkpoint_file
+
+    if not isinstance(checkpoint, Checkpoint):
+        checkpoint = (load_checkpoint(bytes(checkpoint), for_resume=False)
+                      if isinstance(checkpoint, (bytes, bytearray, memoryview))
+                      else read_checkpoint_file(checkpoint, for_resume=False))
+    return checkpoint.step, (checkpoint.p, checkpoint.m, checkpoint.v)
+
+
+def entry_of(trace: Trace, step: int, planes: "tuple[Any, Any, Any]") -> int:
+    """The index of the entry of ``trace`` whose state these are (the step after
+    it and each plane's digest), or a refusal naming what does not match."""
+    from bob import core
+
+    index = step - trace.step_before - 1
+    if not 0 <= index < len(trace.entries):
+        raise BadValue("step", "this checkpoint is no state of its trace: no update of the trace makes its step",
+                       expected=f"{trace.step_before + 1} to {trace.step_after}", actual=step)
+    for name, got, want in zip(PLANE_NAMES, core.xxh3_128_each(list(planes)), trace.entries[index].digests):
+        if got != want:
+            raise BadValue(name, f"this checkpoint is no state of its trace: plane {name} is not the one the trace "
+                           f"records after the update to step {step}", expected=want.hex(), actual=got.hex())
+    return index
+
+
+def _side(trace: Trace, file: "str | None") -> dict[str, Any]:
+    return {"file": file, "sha256": hashlib.sha256(trace.to_bytes()).hexdigest(), "step_before": trace.step_before,
+            "step_after": trace.step_after, "losses": list(trace.losses)}
+
+
+def _states(a: Trace, b: Trace, checkpoints: "tuple[Any, Any]", files: "tuple[Any, Any]") -> dict[str, Any]:
+    """The two checkpoints compared, each first held to its trace."""
+    from bob.analysis import plane_diff
+
+    (step_a, planes_a), (step_b, planes_b) = (state_of(c) for c in checkpoints)
+    entry_of(a, step_a, planes_a)
+    entry_of(b, step_b, planes_b)
+    if step_a != step_b:
+        raise BadValue("step", "the two checkpoints are states after different updates; give one of each run after "
+                       "the same update", expected=step_a, actual=step_b)
+    first = None
+    for name, pa, pb in zip(PLANE_NAMES, planes_a, planes_b):
+        found = plane_diff(pa, pb)["first"]
+        if found is not None:
+            first = {"plane": name, **found}
+            break
+    return {"a": files[0], "b": files[1], "step": step_a, "first": first}
+
+
+def compare_traces(a: Trace, b: Trace, *, checkpoints: "tuple[Any, Any] | None" = None,
+                   files: "tuple[str | None, str | None]" = (None, None),
+                   checkpoint_files: "tuple[str | None, str | None]" = (None, None)) -> dict[str, Any]:
+    """The comparison of two traces of one run (the report ``bob-inspect trace --json`` prints)."""
+    index = a.first_divergence(b)  # refuses a trace of another run
+    report: dict[str, Any] = {
+        "command": "trace", "a": _side(a, files[0]), "b": _side(b, files[1]),
+        "identity": {"contract_sha256": a.contract_sha256.hex(), "input_sha256": a.input_sha256.hex(),
+                     "step_before": a.step_before},
+        "same": index is None, "first_divergence": None, "checkpoints": None,
+    }
+    if index is not None:
+        ea, eb = a.entries[index], b.entries[index]
+        report["first_divergence"] = {
+            "update": index + 1, "step": ea.step, "loss_a": ea.loss, "loss_b": eb.loss,
+            "planes": [n for n, da, db in zip(PLANE_NAMES, ea.digests, eb.digests) if da != db]}
+    if checkpoints is not None:
+        report["checkpoints"] = _states(a, b, checkpoints, checkpoint_files)
+    report["ok"] = True
+    report["verdict"] = _verdict(report)
+    return report
+
+
+def _verdict(report: dict[str, Any]) -> str:
+    d = report["first_divergence"]
+    if d is None:
+        verdict = f"same: every update's digests agree (steps {report['a']['step_before']} to {report['a']['step_after']})"
+    else:
+        planes = " and ".join(d["planes"])
+        verdict = (f"the runs part at update {d['update']} (the update to step {d['step']}): "
+                   f"{planes} {'differs' if len(d['planes']) == 1 else 'differ'} after it")
+    states = report["checkpoints"]
+    if states is not None and states["first"] is not None:
+        f = states["first"]
+        verdict += (f"; at step {states['step']} plane {f['plane']} first differs at index {f['index']} "
+                    f"({cell_name(f['index'])}): {f['a_hex']} against {f['b_hex']}")
+    elif states is not None:
+        verdict += f"; the checkpoints at step {states['step']} are the same state"
+    return verdict

@@ -1,0 +1,243 @@
+"""``bob-trace`` v1: where a run went, update by update (formats/trace.md), ``TRACE_BYTES`` long.
+
+A trace is one invocation's record: whose run it is (the contract's and the
+input record's SHA-256, the step it started from), then per update the step
+after it, its loss (§6.4, f64) and the XXH3-128 of P, M and V after it, and
+last the SHA-256 of everything before. ``bob-run --trace`` and
+``bob.invoke(..., trace=True)`` write it (built without construct by
+:func:`bob.formats.canonical.trace_bytes`); :meth:`Trace.first_divergence`
+names the first update at which two traces of the same run part. The last
+entry is the state of the checkpoint the run wrote.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from construct import Const, RawCopy, Struct, this
+
+from bob.errors import BadValue, FormatError, IntegrityError
+from bob.formats.constants import PLANE_NAMES, TRACE_MAGIC, TRACE_UPDATES, TRACE_VERSION
+from bob.formats.files import as_bytes, magic_finding, read_format_file
+from bob.formats.layout import (DIGEST_BYTES, TRACE_BODY_BYTES, TRACE_BYTES, TRACE_DIGEST_BYTES, TRACE_ENTRY,
+                                TRACE_ENTRY_FIELDS, TRACE_HEAD)
+from bob.formats.rules import TRACE_STEP, TRACE_UPDATE_COUNT, TRACE_VERSION_RULE
+from bob.formats.schema import END, Sha256Of, Table, parse, ruled, schema_fields
+
+__all__ = ["TRACE", "TRACE_FILE", "TraceEntry", "Trace", "TraceExamination", "examine", "trace_findings",
+           "load_trace", "read_trace_file", "contract_sha256", "IDENTITY"]
+
+TRACE_FILE = (TRACE_MAGIC, "a trace (bob-trace)")
+IDENTITY = ("contract_sha256", "input_sha256", "step_before")
+"""The fields that say whose run a trace is: two traces are compared only when all three agree."""
+
+TRACE_ENTRY_SCHEMA = Struct(*schema_fields(TRACE_ENTRY_FIELDS, {
+    "step": "updates completed after this one: step_before + i + 1",
+    "loss": "the loss before this update (§6.4), f64",
+    **{name: f"XXH3-128 of plane {name} after this update (big-endian)" for name in PLANE_NAMES},
+}))
+
+TRACE = Struct(
+    # "header": construct's RawCopy, transparent in fields' names (bob.formats.schema.field_from_path)
+    "header" / RawCopy(Struct(
+        *schema_fields(TRACE_HEAD, {
+            "magic": "ASCII `BOB-TRCE`",
+            "version": f"format version, u64 = {TRACE_VERSION}",
+            "contract_sha256": "SHA-256 of the §2 contract as a checkpoint header stores it (formats/trace.md)",
+            "input_sha256": "SHA-256 of the input record the run learned from",
+            "step_before": "updates completed before the run's first update, u64",
+            "update_count": f"u64 = {TRACE_UPDATES}: one entry per update of the invocation",
+        }, {
+            "magic": lambda sc: Const(TRACE_MAGIC, sc),
+            "version": ruled(TRACE_VERSION_RULE),
+            "update_count": ruled(TRACE_UPDATE_COUNT),
+        }),
+        "entries" / Table(TRACE_UPDATES, TRACE_ENTRY_SCHEMA) * f"one {TRACE_ENTRY.size}-byte entry per update",
+    )),
+    "digest" / Sha256Of(this.header.data) * "SHA-256 of every byte before it",
+    END,
+)
+"""The bob-trace v1 schema (``TRACE_BYTES``), built from :mod:`bob.formats.layout`'s ``TRACE_*`` tables."""
+
+assert TRACE.sizeof() == TRACE_BYTES
+
+
+def contract_sha256(contract: Any = None) -> bytes:
+    """The SHA-256 of ``contract``'s identity (bob v1's by default), as a trace records it."""
+    from bob.formats.canonical import contract_identity
+
+    if contract is None:
+        return hashlib.sha256(contract_identity()).digest()
+    strings = (contract.state, contract.learner, contract.data, contract.seed)
+    return hashlib.sha256(contract_identity(strings, contract.payload_bytes, contract.chunk_bytes,
+                                            contract.updates_per_invocation)).digest()
+
+
+class TraceEntry(NamedTuple):
+    """One update: ``step`` after it, its ``loss`` and the XXH3-128 ``digests`` of P, M, V after it."""
+
+    step: int
+    loss: float
+    digests: tuple[bytes, bytes, bytes]
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A bob-trace v1 trace: the run's identity and one :class:`TraceEntry` per update."""
+
+    contract_sha256: bytes
+    input_sha256: bytes
+    step_before: int
+    entries: tuple[TraceEntry, ...]
+
+    def __post_init__(self) -> None:
+        for name in ("contract_sha256", "input_sha256"):
+            value = bytes(getattr(self, name))
+            if len(value) != DIGEST_BYTES:
+                raise BadValue(name, "a SHA-256 is 32 bytes", expected=DIGEST_BYTES, actual=len(value))
+            object.__setattr__(self, name, value)
+        entries = tuple(TraceEntry(int(e[0]), float(e[1]), tuple(bytes(d) for d in e[2]))  # type: ignore[arg-type]
+                        for e in self.entries)
+        if len(entries) != TRACE_UPDATES:
+            raise TRACE_UPDATE_COUNT.finding(len(entries), given=True)
+        for i, entry in enumerate(entries):
+            if not TRACE_STEP.ok(entry.step, self.step_before + i + 1):
+                raise TRACE_STEP.finding(entry.step, expected=self.step_before + i + 1, index=i)
+            if len(entry.digests) != len(PLANE_NAMES) or any(len(d) != TRACE_DIGEST_BYTES for d in entry.digests):
+                raise BadValue("entries.digests", "an entry holds the 16-byte XXH3-128 of P, M and V", index=i)
+        object.__setattr__(self, "entries", entries)
+
+    @property
+    def step_after(self) -> int:
+        return self.step_before + len(self.entries)
+
+    @property
+    def losses(self) -> tuple[float, ...]:
+        return tuple(e.loss for e in self.entries)
+
+    def identity(self) -> tuple[bytes, bytes, int]:
+        """(contract_sha256, input_sha256, step_before): whose run this is."""
+        return self.contract_sha256, self.input_sha256, self.step_before
+
+    def refuse_other_run(self, other: "Trace", offset_base: int = 0) -> None:
+        """Raise a :class:`~bob.errors.BadValue` naming the first identity field
+        in which ``other`` is the trace of another run than this one."""
+        for name in IDENTITY:
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if mine != theirs:
+                raise BadValue(name, "a trace of another run (its identity differs); only traces of one run "
+                               "are compared", expected=mine.hex() if isinstance(mine, bytes) else mine,
+                               actual=theirs.hex() if isinstance(theirs, bytes) else theirs,
+                               offset=offset_base + TRACE_HEAD[name].offset)
+
+    def first_divergence(self, other: "Trace") -> int | None:
+        """The index (0-based) of the first entry whose digests differ from
+        ``other``'s, or None when every digest agrees; ``other`` must be a trace
+        of the same run (else :meth:`refuse_other_run`'s refusal)."""
+        self.refuse_other_run(other)
+        for i, (mine, theirs) in enumerate(zip(self.entries, other.entries)):
+            if mine.digests != theirs.digests:
+                return i
+        return None
+
+    def to_bytes(self) -> bytes:
+        from bob.formats.canonical import trace_bytes
+
+        return trace_bytes(self.contract_sha256, self.input_sha256, self.step_before, self.losses,
+                           [e.digests for e in self.entries], lambda b: hashlib.sha256(b).digest())
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "Trace":
+        return load_trace(data)
+
+    @classmethod
+    def read(cls, path: "str | os.PathLike[str]") -> "Trace":
+        return read_trace_file(path)
+
+    def write(self, path: "str | os.PathLike[str]") -> None:
+        """Replace the file at ``path`` with this trace, atomically."""
+        from bob.fileio import write_atomic
+
+        write_atomic(path, self.to_bytes())
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready description."""
+        return {
+            "format": "bob-trace", "version": TRACE_VERSION,
+            "contract_sha256": self.contract_sha256.hex(), "input_sha256": self.input_sha256.hex(),
+            "step_before": self.step_before, "step_after": self.step_after,
+            "entries": [{"step": e.step, "loss": e.loss, **{n: d.hex() for n, d in zip(PLANE_NAMES, e.digests)}}
+                        for e in self.entries],
+        }
+
+
+@dataclass
+class TraceExamination:
+    """What a reader found in a trace's bytes: ``findings`` in file order, and the :class:`Trace` of a valid file."""
+
+    size: int
+    findings: list[FormatError] = field(default_factory=list)
+    trace: Trace | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+
+def examine(data: bytes) -> TraceExamination:
+    """Check ``data`` as a bob-trace v1 file: the magic, then the schema (the
+    version, the entry count, any field the file ends inside, bytes after the
+    end), the digest, each entry's step."""
+    data = as_bytes(data, "the trace")
+    ex = TraceExamination(size=len(data))
+    problem = magic_finding(data, TRACE_MAGIC, TRACE_FILE[1])
+    if problem is None:
+        try:
+            parsed = parse(TRACE, data)
+        except FormatError as exc:
+            problem = exc
+    if problem is not None:
+        ex.findings.append(problem)
+        return ex
+    head = parsed.header.value
+    if hashlib.sha256(parsed.header.data).digest() != parsed.digest:
+        ex.findings.append(IntegrityError("digest", "the trace's bytes do not match its digest (changed or damaged)",
+                                          expected=hashlib.sha256(parsed.header.data).hexdigest(),
+                                          actual=parsed.digest.hex(), offset=TRACE_BODY_BYTES))
+    for i, entry in enumerate(head.entries):
+        want = head.step_before + i + 1
+        if not TRACE_STEP.ok(entry.step, want):
+            offset = TRACE_HEAD_END + i * TRACE_ENTRY.size + TRACE_ENTRY_FIELDS["step"].offset
+            ex.findings.append(TRACE_STEP.finding(entry.step, expected=want, offset=offset, index=i))
+    if not ex.findings:
+        entries = tuple(TraceEntry(e.step, e.loss, tuple(e[n] for n in PLANE_NAMES)) for e in head.entries)
+        ex.trace = object.__new__(Trace)
+        for name, value in (("contract_sha256", head.contract_sha256), ("input_sha256", head.input_sha256),
+                            ("step_before", head.step_before), ("entries", entries)):
+            object.__setattr__(ex.trace, name, value)
+    return ex
+
+
+TRACE_HEAD_END = TRACE_HEAD["update_count"].end
+
+
+def trace_findings(data: bytes) -> list[FormatError]:
+    """Every problem with ``data`` as a bob-trace v1 file; empty if it is valid."""
+    return examine(data).findings
+
+
+def load_trace(data: bytes) -> Trace:
+    """Parse and check a bob-trace v1 file; raise the first finding."""
+    ex = examine(data)
+    if ex.findings:
+        raise ex.findings[0]
+    assert ex.trace is not None
+    return ex.trace
+
+
+def read_trace_file(path: "str | os.PathLike[str]") -> Trace:
+    """Read and check a trace; a file larger than ``TRACE_BYTES`` is refused unread."""
+    return load_trace(read_format_file(path, TRACE_BYTES, TRACE_FILE))

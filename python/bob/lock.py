@@ -1,0 +1,205 @@
+"""The lock that guards ``bob-run``'s commit (:mod:`bob.commit`), and the race hook.
+
+The lock is an exclusive ``flock`` on ``.{name}.bob-lock`` beside the
+resolved checkpoint (:class:`CheckpointLock`). It is what it claims:
+
+* opened without following links, without creating over anything, and it
+  must be a regular file with one link that is none of the run's own files
+  (a lock path hard-linked to the checkpoint is refused, never truncated);
+* after ``flock`` its descriptor must still be the lock path's inode, or the
+  run opens the path again (a holder removes the file when it is done; a
+  waiter may have locked the removed inode);
+* a lock file this user cannot open for writing (another user's, in a
+  sticky directory) is opened read-only: ``flock`` needs no write access, so
+  it never locks the checkpoint's owner out;
+* the holder checks before its commit that the lock path is still its
+  inode: a lock file deleted or replaced while held makes that run refuse,
+  nothing changed, so two runs can never both commit from one state.
+
+The lock file is removed when its holder is done (a SIGKILLed holder leaves
+it; the next run locks and removes it). Standard library only.
+
+**The race hook** :func:`pause_at`, inert unless ``BOB_COMMIT_PAUSE=POINT:FIFO``
+is set: at POINT (:data:`COMMIT_WINDOW`, or ``waiting``: the lock first found
+taken) the run opens the named pipe FIFO for reading, once, and goes on when
+its writer closes it. So a second process meets every point of the commit
+window by construction, not by chance (``bob.fuzz.race``, tests/hostile/test_races.py).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from bob.commands import EXIT_BUSY, Refused, os_reason
+from bob.fileio import identity, open_regular, sidecar_name
+from bob.text import show_path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from bob.signals import Deferral
+
+__all__ = ["LOCK_TAG", "lock_path_for", "CheckpointLock", "refuse_if_lock_of", "COMMIT_WINDOW", "PAUSE_ENV",
+           "pause_at"]
+
+LOCK_TAG = ".bob-lock"
+_RETRIES = 1000  # lock paths replaced under us before bob gives up (each one is another process's doing)
+PAUSE_ENV = "BOB_COMMIT_PAUSE"
+COMMIT_WINDOW = ("locked", "staged", "predictions-renamed", "checked", "committed", "unlocking")
+"""The race hook's points, in order: the lock taken; both temporaries written; the predictions in
+place; the last checks passed; the checkpoint renamed (the commit); the lock about to be removed."""
+
+
+def pause_at(point: str) -> None:
+    """The race hook (module docstring): wait on ``BOB_COMMIT_PAUSE``'s pipe at its point, once."""
+    where, _, fifo = os.environ.get(PAUSE_ENV, "").partition(":")
+    if where == point and fifo:
+        del os.environ[PAUSE_ENV]
+        try:
+            with open(fifo, "rb") as pipe:  # the builtin open: not one of the os calls a fault or a recorder counts
+                pipe.read()  # until the writer closes it
+        except OSError:  # no such pipe: the run goes on as if the hook were unset
+            pass
+
+
+def lock_path_for(target: str) -> str:
+    """The lock file of a (resolved) checkpoint path: ``.{name}.bob-lock`` beside it (within NAME_MAX)."""
+    directory = os.path.dirname(target)
+    return os.path.join(directory, sidecar_name(target, LOCK_TAG))
+
+
+def _identity(st: os.stat_result) -> tuple[int, int]:
+    return st.st_dev, st.st_ino
+
+
+class CheckpointLock:
+    """The exclusive lock of one resolved checkpoint path (see the module docstring).
+
+    One link and no symbolic link is what keeps it from being any of the
+    run's own files: a lock path that names the checkpoint, the input or the
+    predictions is a second name of that file. (Comparing inode numbers
+    would not do: a replaced checkpoint's number is free for the next new
+    file, the lock file among them.)
+    """
+
+    def __init__(self, target: str, wait_seconds: float, deferral: "Deferral | None" = None) -> None:
+        self.path: str = lock_path_for(target)
+        self.wait_seconds = wait_seconds
+        self.deferral = deferral  # open while bob-run waits: checked between two tries
+        self.fd: int | None = None
+        self.identity: tuple[int, int] | None = None
+
+    def __enter__(self) -> "CheckpointLock":
+        deadline = time.monotonic() + self.wait_seconds
+        for _attempt in range(_RETRIES):
+            fd, writable = self._open()
+            locked = False
+            try:
+                self._checked(fd)  # before waiting: a hard link to the checkpoint is refused at once
+                self._wait_for(fd, deadline)
+                locked = True
+                held = _identity(os.fstat(fd))
+                if identity(self.path, follow_symlinks=False) != held:  # its holder removed it: lock the path's file
+                    os.close(fd)
+                    continue
+                self._checked(fd)
+                if writable:
+                    os.ftruncate(fd, 0)
+                    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            except BaseException as exc:
+                if locked:  # ours to remove: nobody else holds it
+                    self.fd, self.identity = fd, _identity(os.fstat(fd))
+                    self.__exit__()
+                else:
+                    os.close(fd)
+                if isinstance(exc, OSError):
+                    raise self._unusable(os_reason(exc)) from None
+                raise
+            self.fd, self.identity = fd, held
+            pause_at("locked")
+            return self
+        raise self._unusable("it was replaced more than 1000 times while bob-run tried to lock it")
+
+    def _open(self) -> "tuple[int, bool]":
+        """A descriptor of the lock file, never through a link, and whether it is writable."""
+        nofollow = os.O_NOFOLLOW
+        while True:
+            for flags, writable in ((os.O_RDWR, True), (os.O_RDONLY, False)):
+                try:
+                    fd, _ = open_regular(self.path, flags | nofollow)
+                    return fd, writable
+                except FileNotFoundError:
+                    break
+                except PermissionError:  # someone else's lock file: flock needs no write access
+                    continue
+                except OSError as exc:
+                    raise self._unusable(os_reason(exc)) from None
+            else:
+                raise self._unusable("permission denied")
+            try:
+                fd, _ = open_regular(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | nofollow)
+                return fd, True
+            except FileExistsError:  # another run created it first: open theirs
+                continue
+            except OSError as exc:
+                raise self._unusable(os_reason(exc)) from None
+
+    def _checked(self, fd: int) -> os.stat_result:
+        st = os.fstat(fd)
+        if st.st_nlink != 1:
+            raise self._unusable(f"it has {st.st_nlink} hard links (a lock file has one; bob never truncates "
+                                 "another file's name)")
+        return st
+
+    def _wait_for(self, fd: int, deadline: float) -> None:
+        import fcntl
+
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                pause_at("waiting")
+                if self.deferral is not None:
+                    self.deferral.check()
+                if time.monotonic() >= deadline:
+                    raise Refused(f"the checkpoint is in use by another bob-run{_read_holder(fd)}; nothing was "
+                                  "changed (use --wait SECONDS to wait for it)", code=EXIT_BUSY) from None
+                time.sleep(0.02)
+
+    def _unusable(self, reason: str) -> Refused:
+        return Refused(f"its lock file {show_path(self.path)} cannot be used: {reason}; "
+                       "nothing was changed", option="--checkpoint")
+
+    def still_held(self) -> None:
+        """Refuse (exit 75) if the lock path is no longer the file this run locked."""
+        if identity(self.path, follow_symlinks=False) != self.identity:
+            raise Refused(f"its lock file {show_path(self.path)} was deleted or replaced while this run held it; "
+                          "another bob-run may be at work on this checkpoint, so nothing was changed",
+                          option="--checkpoint", code=EXIT_BUSY)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd is None:
+            return
+        pause_at("unlocking")
+        try:
+            if identity(self.path, follow_symlinks=False) == self.identity:
+                os.unlink(self.path)  # while still locked: a waiter on this inode sees it gone and retries
+        except OSError:  # gone already, or not ours to remove (another user's, in a sticky directory)
+            pass
+        os.close(self.fd)  # releases the flock
+        self.fd = None
+
+
+def _read_holder(fd: int) -> str:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        return ""
+    return f" (pid {text})" if text.isdigit() else ""
+
+
+def refuse_if_lock_of(target: str, checkpoint_target: str, option: str) -> None:
+    """``--predictions`` (or another output) may not be the checkpoint's own lock file."""
+    if os.path.abspath(target) == os.path.abspath(lock_path_for(checkpoint_target)):
+        raise Refused("names the checkpoint's lock file; choose another path", option=option, path=target)

@@ -1,0 +1,280 @@
+"""The trace (formats/trace.md): its bytes read and refused from hand-made files,
+traced runs byte-identical to untraced ones, ``bob-run --trace`` committed
+with the pair, and where two runs part (``bob.diff``, ``bob-inspect trace``)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bob
+import bob.core
+from bob.errors import BadValue, IntegrityError, NotABobFile, Truncated
+from bob.formats.canonical import contract_identity
+from bob.formats.constants import PLANE_NAMES, UPDATES_PER_INVOCATION
+from bob.formats.trace import Trace, TraceEntry, contract_sha256, load_trace, trace_findings
+from bob.run import main as run_main
+from conftest import CORPUS, PROMPTS
+
+# The layout written out by hand (formats/trace.md), independent of bob.formats.layout.
+HEAD = struct.Struct("<8sQ32s32sQQ")
+ENTRY = struct.Struct("<Qd16s16s16s")
+
+
+def sha(data: bytes) -> bytes:
+    return hashlib.sha256(data).digest()
+
+
+def d16(data: bytes) -> bytes:
+    """Some 16-byte digest (the hand-made traces' planes)."""
+    return sha(data)[:16]
+
+
+def hand_made(step_before: int = 0, *, magic: bytes = b"BOB-TRCE", version: int = 1, count: int = 10,
+              steps: "list[int] | None" = None, contract: bytes = b"", record: bytes = b"rec") -> bytes:
+    steps = steps or [step_before + i + 1 for i in range(count)]
+    body = HEAD.pack(magic, version, contract or sha(contract_identity()), sha(record), step_before, count)
+    body += b"".join(ENTRY.pack(s, 5.0 - i / 8, d16(b"P%d" % s), d16(b"M%d" % s), d16(b"V%d" % s))
+                     for i, s in enumerate(steps))
+    return body + sha(body)
+
+
+def resealed(data: bytes) -> bytes:
+    return data[:-32] + sha(data[:-32])
+
+
+def test_a_hand_made_trace_reads_back_field_by_field() -> None:
+    data = hand_made(7)
+    assert len(data) == HEAD.size + UPDATES_PER_INVOCATION * ENTRY.size + 32 == 768
+    trace = load_trace(data)
+    assert trace.step_before == 7 and trace.step_after == 7 + UPDATES_PER_INVOCATION
+    assert trace.entries[0] == TraceEntry(8, 5.0, (d16(b"P8"), d16(b"M8"), d16(b"V8")))
+    assert trace.contract_sha256 == contract_sha256() == sha(contract_identity())
+    assert trace.input_sha256 == sha(b"rec")
+    assert trace.to_bytes() == data and Trace.from_bytes(data) == trace
+
+
+@pytest.mark.parametrize("data, error, field, offset", [
+    (b"BOB-CKPT" + hand_made()[8:], NotABobFile, "magic", 0),
+    (b"NOTATRCE" + hand_made()[8:], NotABobFile, "magic", 0),
+    (b"BOB-T", Truncated, "file_size", 0),
+    (hand_made()[:60], Truncated, "input_sha256", 48),  # cut short inside the identity
+    (hand_made()[:96 + 3 * 64 + 20], Truncated, "entries.P", 96 + 3 * 64 + 16),  # inside entry 3
+    (hand_made()[:-1], Truncated, "digest", 736),
+    (hand_made() + b"\0", Truncated, "file_size", 768),
+    (hand_made(version=2), BadValue, "version", 8),
+    (hand_made(count=9, steps=list(range(1, 10))), BadValue, "update_count", 88),
+    (resealed(hand_made()[:96] + struct.pack("<Q", 99) + hand_made()[104:]), BadValue, "entries.step", 96),
+    (hand_made()[:-1] + bytes([hand_made()[-1] ^ 1]), IntegrityError, "digest", 736),
+    (hand_made()[:200] + bytes([hand_made()[200] ^ 1]) + hand_made()[201:], IntegrityError, "digest", 736),
+])
+def test_a_reader_refuses_naming_the_field_and_offset(data, error, field, offset) -> None:
+    findings = trace_findings(data)
+    assert findings and type(findings[0]) is error, findings
+    assert (findings[0].field, findings[0].offset) == (field, offset), findings[0]
+    with pytest.raises(error):
+        load_trace(data)
+
+
+@pytest.mark.parametrize("other, field, offset", [
+    (hand_made(contract=sha(b"another contract")), "contract_sha256", 16),
+    (hand_made(record=b"another record"), "input_sha256", 48),
+    (hand_made(10), "step_before", 80),
+])
+def test_a_trace_of_another_run_is_refused_by_its_identity_field(other, field, offset) -> None:
+    with pytest.raises(BadValue) as caught:
+        load_trace(hand_made()).first_divergence(load_trace(other))
+    assert (caught.value.field, caught.value.offset) == (field, offset)
+    with pytest.raises(BadValue):
+        bob.diff(hand_made(), other)
+
+
+def test_the_first_diverging_update_is_named() -> None:
+    a = hand_made()
+    at = 96 + 4 * 64 + 16 + 16  # entry 4's M digest
+    b = resealed(a[:at] + d16(b"other") + a[at + 16:])
+    assert load_trace(a).first_divergence(load_trace(b)) == 4
+    report = bob.diff(a, b)
+    assert report["first_divergence"] == {"update": 5, "step": 5, "loss_a": 4.5, "loss_b": 4.5, "planes": ["M"]}
+    assert not report["same"] and report["verdict"].startswith("the runs part at update 5")
+    assert bob.diff(a, a)["same"] and bob.diff(a, a)["first_divergence"] is None
+
+
+# --------------------------------------------------------------------------- #
+# Traced runs
+# --------------------------------------------------------------------------- #
+
+RECORD = bob.build_input(CORPUS, PROMPTS)
+
+
+@pytest.mark.parametrize("invocations", [1, 2])
+def test_a_traced_invoke_is_byte_identical_to_an_untraced_one(invocations: int) -> None:
+    plain, traced = b"", b""
+    for _ in range(invocations):
+        a, b = bob.invoke(RECORD, plain), bob.invoke(RECORD, traced, trace=True)
+        plain, traced = a.checkpoint_bytes(), b.checkpoint_bytes()
+        assert plain == traced and a.predictions_bytes() == b.predictions_bytes() and a.losses == b.losses
+    assert a.trace is None and b.trace is not None
+    with pytest.raises(ValueError):
+        a.trace_bytes()
+    trace = load_trace(b.trace_bytes())
+    assert trace == b.trace and trace.step_before == b.step_before and trace.losses == b.losses
+    assert trace.input_sha256 == sha(RECORD.to_bytes())
+    c = b.checkpoint  # the last entry is the state written
+    assert trace.entries[-1].digests == tuple(bob.core.xxh3_128_each([c.p, c.m, c.v]))
+
+
+def test_the_planes_digest_is_xxh3_128_by_xxhash_s_vectors(core) -> None:
+    # XXH3_128bits of "" and of "abc" (xxHash's canonical form), and of the fresh
+    # planes (§6.1), as the xxhash package (python-xxhash 3.x, libxxhash 0.8) gives them
+    p, m, _ = core.initial_planes()
+    assert [d.hex() for d in core.xxh3_128_each([b"", b"abc", p, m])] == [
+        "99aa06d3014798d86001c324468d497f", "06b05ab6733a618578af5f94892f3950",
+        "6cd251dfbe13753f50fd5f460bd5b603", "9aa295aead2a46612d64c035e85fb928"]
+    with pytest.raises(TypeError):
+        core.xxh3_128_each([3])
+    with pytest.raises(ValueError, match="C-contiguous"):
+        core.xxh3_128_each([memoryview(b"abcd")[::2]])
+
+
+def test_each_entry_is_the_state_after_its_update(core) -> None:
+    trace = bob.invoke(RECORD, trace=True).trace
+    p, m, v = core.initial_planes()
+    for entry in trace.entries:
+        core.train(p, m, v, RECORD.contexts, RECORD.targets, entry.step - 1, 1)
+        assert entry.digests == tuple(core.xxh3_128_each([p, m, v]))
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    RECORD.write(tmp_path / "rec.bin")
+    return tmp_path
+
+
+def run(work: Path, name: str, *extra: str) -> int:
+    return run_main(["--input", str(work / "rec.bin"), "--checkpoint", str(work / f"{name}.ck"),
+                     "--predictions", str(work / f"{name}.pred"), *extra])
+
+
+def test_bob_run_trace_writes_the_same_pair_and_the_library_s_trace(work: Path, capsys) -> None:
+    for _ in range(2):
+        assert run(work, "plain") == 0
+        assert run(work, "traced", "--trace", str(work / "t.trace"), "--json") == 0
+    assert '"trace_file": ' in capsys.readouterr().out
+    for suffix in ("ck", "pred"):
+        assert (work / f"plain.{suffix}").read_bytes() == (work / f"traced.{suffix}").read_bytes()
+    first = bob.invoke(RECORD)
+    assert (work / "t.trace").read_bytes() == bob.invoke(RECORD, first.checkpoint, trace=True).trace_bytes()
+
+
+@pytest.mark.parametrize("target", ["traced.ck", "traced.pred", "rec.bin", ".traced.ck.bob-lock", "sub"])
+def test_bob_run_refuses_a_trace_target_that_is_another_file_of_the_run(work: Path, target: str, capsys) -> None:
+    (work / "sub").mkdir()
+    assert run(work, "traced", "--trace", str(work / target)) == 2
+    assert "--trace" in capsys.readouterr().err
+    assert not (work / "traced.ck").exists()
+
+
+@pytest.mark.parametrize("trace_before", [True, False], ids=["old-trace", "no-trace"])
+def test_the_trace_is_rolled_back_with_the_pair(work: Path, monkeypatch, capsys, trace_before: bool) -> None:
+    assert run(work, "traced", *(("--trace", str(work / "t.trace")) if trace_before else ())) == 0
+    before = {p.name: p.read_bytes() for p in work.iterdir()}
+    real = os.replace
+
+    def replace(src, dst, *args, **kwargs):
+        if str(dst).endswith("traced.ck"):
+            raise OSError(5, "Input/output error")
+        return real(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", replace)
+    assert run(work, "traced", "--trace", str(work / "t.trace")) == 2
+    assert {p.name: p.read_bytes() for p in work.iterdir()} == before  # all three old, nothing left behind
+
+
+# --------------------------------------------------------------------------- #
+# bob-inspect trace
+# --------------------------------------------------------------------------- #
+
+
+def diverged() -> "tuple[bob.Invocation, bob.Checkpoint, Trace]":
+    """A run, and a second state of it whose P differs by one bit after the last update, with its trace."""
+    a = bob.invoke(RECORD, trace=True)
+    other = a.checkpoint.copy()
+    other.p[1234] = np.nextafter(other.p[1234], np.float32(1))
+    entries = list(a.trace.entries)
+    entries[-1] = entries[-1]._replace(digests=(bob.core.xxh3_128_each([other.p])[0],) + entries[-1].digests[1:])
+    return a, other, Trace(a.trace.contract_sha256, a.trace.input_sha256, 0, tuple(entries))
+
+
+def test_inspect_trace_names_the_update_then_the_plane_and_index(tmp_path: Path, cli) -> None:
+    a, other, trace_b = diverged()
+    (tmp_path / "a.trace").write_bytes(a.trace_bytes())
+    trace_b.write(tmp_path / "b.trace")
+    a.checkpoint.write(tmp_path / "a.ck")
+    other.write(tmp_path / "b.ck")
+    A, B = str(tmp_path / "a.trace"), str(tmp_path / "b.trace")
+    assert cli.json("trace", A, A)["same"] is True
+    report = cli.json("trace", A, B, "--checkpoints", str(tmp_path / "a.ck"), str(tmp_path / "b.ck"), code=1)
+    assert report["first_divergence"]["update"] == UPDATES_PER_INVOCATION
+    assert report["first_divergence"]["planes"] == ["P"]
+    first = report["checkpoints"]["first"]
+    assert (first["plane"], first["index"], report["checkpoints"]["step"]) == ("P", 1234, UPDATES_PER_INVOCATION)
+    text = cli.text("trace", A, B, code=1)
+    assert f"first diverging update: {UPDATES_PER_INVOCATION}" in text
+    library = bob.diff(a.trace, trace_b, checkpoints=(a.checkpoint, other))
+    assert library["checkpoints"]["first"]["index"] == 1234 and library["first_divergence"]["planes"] == ["P"]
+
+
+def test_inspect_trace_refuses_with_exit_2_naming_the_path_and_field(tmp_path: Path, cli) -> None:
+    a, other, _ = diverged()
+    good = tmp_path / "a.trace"
+    good.write_bytes(a.trace_bytes())
+    (tmp_path / "cut.trace").write_bytes(a.trace_bytes()[:700])
+    (tmp_path / "other.trace").write_bytes(bob.invoke(RECORD, a.checkpoint, trace=True).trace_bytes())
+    a.checkpoint.write(tmp_path / "a.ck")
+    other.write(tmp_path / "b.ck")
+    for name, field in (("cut.trace", "entries.P"), ("other.trace", "step_before"), ("a.ck", "magic")):
+        error = cli.json("trace", str(good), str(tmp_path / name), code=2)["error"]
+        assert error["field"] == field and error["path"] == str(tmp_path / name), error
+    error = cli.json("trace", str(good), str(good), "--checkpoints", str(tmp_path / "b.ck"), str(tmp_path / "a.ck"),
+                     code=2)["error"]
+    assert (error["option"], error["field"]) == ("--checkpoints", "P")  # b.ck is no state of trace A
+    assert PLANE_NAMES[0] in error["message"]
+
+
+def test_a_state_damaged_after_one_update_is_named_at_that_update(core) -> None:
+    # bob-qualify traces both kernels' runs this way (bob.qualify.kernels.first_diverging_update)
+    from bob.invocation import traced_train
+    from bob.qualify import kernels
+
+    state = kernels.draw_state(3, 0)
+    reference = kernels.kernel_trace(state, "scalar", 1, False)
+    for damaged in (0, 4, UPDATES_PER_INVOCATION - 1):
+        planes = (state.p.copy(), state.m.copy(), state.v.copy())
+        digests: list = []
+
+        def damage(i: int) -> None:
+            if i == damaged:
+                planes[2].view(np.uint32)[77] ^= 1  # V
+
+        losses = traced_train(*planes, state.contexts, state.targets, state.step, UPDATES_PER_INVOCATION, digests,
+                              kernel="scalar", after=damage)
+        entries = tuple(TraceEntry(state.step + i + 1, x, d) for i, (x, d) in enumerate(zip(losses, digests)))
+        traced = Trace(reference.contract_sha256, reference.input_sha256, state.step, entries)
+        assert reference.first_divergence(traced) == damaged
+        assert traced.entries[damaged].digests[:2] == reference.entries[damaged].digests[:2]  # only V differs there
+    assert kernels.first_diverging_update(state, core.kernels()[-1], 2) == {"first_diverging_update": None}
+
+
+def test_telling_a_trace_by_its_path_never_blocks_on_a_fifo(tmp_path: Path) -> None:
+    from bob.divergence import is_trace
+
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "t.trace").write_bytes(hand_made())
+    assert not is_trace(tmp_path / "fifo") and not is_trace(tmp_path / "missing") and not is_trace(tmp_path)
+    assert is_trace(tmp_path / "t.trace") and is_trace(str(tmp_path / "t.trace"))
