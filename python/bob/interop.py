@@ -34,7 +34,9 @@ exactly these keys, each once, every decimal as bob writes it (no sign, no
 leading zero).
 
 safetensors is the optional extra ``interop``; without it the safetensors
-calls raise :class:`MissingExtra` naming it. ``.npz`` needs only NumPy.
+calls raise :class:`MissingExtra` naming it. ``.npz`` needs only NumPy. Both
+writers give the same bytes in every process (safetensors' header is written
+here, not by the library).
 """
 
 from __future__ import annotations
@@ -208,11 +210,24 @@ def _refuse_unwritable(checkpoint: "Checkpoint", what: str, for_resume: bool) ->
 
 
 def safetensors_bytes(checkpoint: "Checkpoint", *, for_resume: bool = True) -> bytes:
-    """The checkpoint as a safetensors file's bytes."""
-    st = safetensors_library()
+    """The checkpoint as a safetensors file's bytes, the same bytes every time.
+
+    The header is written here: the library keeps metadata in a hash map
+    seeded per process, so its files differ run to run. Here the tensors
+    come in the planes' order (P, M, V), the metadata in :func:`metadata`'s,
+    and the header is padded with spaces to 8 bytes, as the format asks;
+    the library reads the file (``tests/formats/test_interop.py``)."""
+    safetensors_library()
     _refuse_unwritable(checkpoint, "Checkpoint.to_safetensors", for_resume)
     tables = {name: np.ascontiguousarray(t, dtype="<f4") for name, t in checkpoint.tables.items()}
-    return bytes(st.save(tables, metadata=metadata(checkpoint)))
+    header: dict[str, Any] = {"__metadata__": metadata(checkpoint)}
+    offset = 0
+    for name, table in tables.items():
+        header[name] = {"dtype": "F32", "shape": list(table.shape), "data_offsets": [offset, offset + table.nbytes]}
+        offset += table.nbytes
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    return b"".join([len(text).to_bytes(8, "little"), text, *(t.tobytes() for t in tables.values())])
 
 
 def from_safetensors_bytes(data: bytes, make: "type[Checkpoint]", *, for_resume: bool = True) -> "Checkpoint":

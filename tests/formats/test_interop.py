@@ -61,9 +61,22 @@ def test_bob_to_other_format_to_bob_is_byte_identical(trained, tmp_path, fmt) ->
         back = load(fmt, path)
         assert back.to_bytes() == ck.to_bytes() and back == ck
         export(back, fmt, path)
-        if fmt == "npz":  # the same bytes (safetensors orders its metadata as it likes)
-            assert path.read_bytes() == first
+        assert path.read_bytes() == first  # the same bytes
         assert load(fmt, path).to_bytes() == ck.to_bytes()
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_an_export_is_the_same_bytes_in_every_process(fmt, tmp_path) -> None:
+    """Users compare exports by their bytes: a hash map's order (the safetensors library keeps its
+    metadata in one, seeded per process) must not reach the file."""
+    import subprocess
+
+    script = ("import bob, sys; bob.Checkpoint.fresh().to_bytes(); "
+              f"getattr(bob.Checkpoint.fresh(), 'to_{fmt}')(sys.argv[1])")
+    files = [tmp_path / f"{i}.{fmt}" for i in range(4)]
+    for f in files:
+        subprocess.run([sys.executable, "-c", script, str(f)], check=True)
+    assert len({f.read_bytes() for f in files}) == 1
 
 
 def test_the_safetensors_library_reads_the_planes_and_the_metadata(trained, tmp_path) -> None:
