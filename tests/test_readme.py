@@ -580,7 +580,7 @@ def doc_keys(text: str, command: str) -> set[str]:
                 for n in names(row[0])}
 
     out = keys_of("### Every object")
-    if command in ("checkpoint", "input", "predictions"):
+    if command in ("checkpoint", "input", "predictions", "trace FILE"):
         out |= keys_of("### Every file report")
     return out | keys_of(f"### `{command}`")
 
@@ -589,6 +589,14 @@ def test_docs_bob_inspect_keys_are_what_each_subcommand_prints(printed_keys) -> 
     for command in ("checkpoint", "input", "predictions", "diff", "trace", "schema"):
         for keys in printed_keys[f"bob-inspect {command}"]:
             assert doc_keys(INSPECT_DOC, command) == keys, command
+
+
+def test_docs_bob_inspect_keys_are_what_one_trace_prints(tmp_path: Path) -> None:
+    cwd = workdir(tmp_path)
+    for argv, code in ((["run.trace"], 0), (["trace", "run.trace"], 0), (["trace", "model.bob"], 2)):
+        rc, document = json_call("bob-inspect", argv, cwd)
+        assert (rc, document["command"]) == (code, "bob-inspect trace")
+        assert doc_keys(INSPECT_DOC, "trace FILE") == set(document), argv
 
 
 def test_the_docs_key_check_can_fail() -> None:

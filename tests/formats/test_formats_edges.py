@@ -13,8 +13,9 @@ import pytest
 
 import bob
 from bob.formats.checkpoint import examine
-from bob.formats.constants import CHECKPOINT_MAGIC, INPUT_MAGIC, PREDICTION_BYTES
-from bob.formats.kinds import CHECKPOINT, INPUT, PREDICTIONS, detect_kind
+from bob.formats.constants import CHECKPOINT_MAGIC, INPUT_MAGIC, PREDICTION_BYTES, TRACE_MAGIC
+from bob.formats.kinds import CHECKPOINT, INPUT, PREDICTIONS, TRACE, detect_kind
+from bob.formats.layout import TRACE_BYTES
 from conftest import CORPUS, GOLDEN, PROMPTS
 
 
@@ -24,12 +25,25 @@ from conftest import CORPUS, GOLDEN, PROMPTS
     (CHECKPOINT_MAGIC + b"x" * 16, 1_000_000, CHECKPOINT),
     (INPUT_MAGIC, 1564, INPUT),
     (INPUT_MAGIC, PREDICTION_BYTES, INPUT),  # the magic wins over the size
+    (TRACE_MAGIC, TRACE_BYTES, TRACE),
+    (TRACE_MAGIC, 3, TRACE),  # a trace cut short is still a trace (its report names the cut)
+    (TRACE_MAGIC, PREDICTION_BYTES, TRACE),
+    (b"BOB-TRC", 7, None),
     (b"\0" * 8, PREDICTION_BYTES, PREDICTIONS),
     (b"\0" * 8, PREDICTION_BYTES + 1, None),
     (b"abc", 3, None),
 ])
 def test_detect_kind(head: bytes, size: int, kind: str | None) -> None:
     assert detect_kind(head, size) == kind
+
+
+@pytest.mark.parametrize("magic", [CHECKPOINT_MAGIC, INPUT_MAGIC, TRACE_MAGIC])
+def test_no_valid_predictions_file_starts_with_a_bob_magic(magic: bytes) -> None:
+    # why detect_kind may check the magics before the predictions' size
+    from bob.formats.predictions import predictions_findings
+
+    data = magic + bytes(PREDICTION_BYTES - len(magic))
+    assert [f.field for f in predictions_findings(data)][:1] == ["validity"]
 
 
 @pytest.fixture(scope="module")

@@ -149,11 +149,27 @@ def cmd_diff(args: argparse.Namespace) -> Result:
 
 
 def cmd_trace(args: argparse.Namespace) -> Result:
-    """``bob-inspect trace A B [--checkpoints CA CB]``: 0 the runs agree, 1 they part, 2 refused."""
+    """``bob-inspect trace A B [--checkpoints CA CB]``: 0 the runs agree, 1 they part, 2 refused;
+    ``bob-inspect trace FILE``: that trace's report, as ``bob-inspect FILE`` gives it."""
     from bob.inspect.trace import render_trace, trace_report
 
+    if args.b is None:
+        if args.checkpoints:
+            raise Refused("usage: trace: --checkpoints compares two traces; give A and B")
+        return cmd_trace_file(args.a)
     report = trace_report(args.a, args.b, args.checkpoints)
     return report, render_trace(report), EXIT_OK if report["same"] else EXIT_FOUND
+
+
+def cmd_trace_file(path: str, *, auto: bool = False) -> Result:
+    """``bob-inspect trace FILE``, ``bob-inspect FILE``: one trace, 0 valid, 2 it has problems."""
+    from bob.formats.layout import TRACE_BYTES
+    from bob.formats.trace import TRACE_FILE
+    from bob.inspect.trace import render_trace_file, trace_file_report
+
+    data, problems = read(path, TRACE_BYTES, TRACE_FILE)
+    report = trace_file_report(data, problems, path=path, auto=auto)
+    return report, render_trace_file(report), _code(report)
 
 
 def cmd_verify(args: argparse.Namespace) -> Result:
@@ -182,9 +198,11 @@ def cmd_auto(args: argparse.Namespace) -> Result:
         raise Refused(f"{show_path(args.file)}: not a bob file ({size} bytes starting "
                       f"\"{escape_bytes(head[:kinds.MAGIC_BYTES])}\"; {kinds.KIND_RULES})")
     if kind != kinds.CHECKPOINT and (args.rows or args.rows_hex or args.heatmap or args.export):
-        what = "an input record" if kind == kinds.INPUT else "predictions"
+        what = {kinds.INPUT: "an input record", kinds.TRACE: "a trace"}.get(kind, "predictions")
         raise Refused(f"{show_path(args.file)} is not a checkpoint (it is {what}); "
                       "--rows, --rows-hex, --heatmap and --export apply to checkpoints")
+    if kind == kinds.TRACE:
+        return cmd_trace_file(args.file, auto=True)
     handler: dict[str, Callable[..., Result]] = {
         kinds.CHECKPOINT: cmd_checkpoint, kinds.INPUT: cmd_input, kinds.PREDICTIONS: cmd_predictions}
     return handler[kind](args, auto=True)
@@ -219,7 +237,7 @@ def _add_ckpt_options(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argument_parser(
         prog=PROG,
-        description="Show bob's files (checkpoints, input records, predictions) whole and readably, "
+        description="Show bob's files (checkpoints, input records, predictions, traces) whole and readably, "
         "from the format schemas. `bob-inspect FILE` detects the kind from the magic.",
         epilog="exit codes: 0 clean (diff: equal), 1 diff: the files differ (trace: the runs part), 2 a file has "
         "problems / is refused / cannot be read (or a usage error), 70 unexpected, 130 interrupted. "
@@ -250,9 +268,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "two such outputs shows only what changed (--json is unchanged)")
     _add_common(p)
     p = sub.add_parser("trace", help="two traces of one run (bob-run --trace): the first update at which they part "
-                       "(exit 1 when they do)")
+                       "(exit 1 when they do); one trace: its updates and problems")
     p.add_argument("a", metavar="A")
-    p.add_argument("b", metavar="B")
+    p.add_argument("b", metavar="B", nargs="?", help="without B: the report of trace A alone")
     p.add_argument("--checkpoints", nargs=2, metavar=("CA", "CB"),
                    help="a checkpoint of each run after the same update: the first plane and index that differ")
     _add_common(p)

@@ -1,5 +1,7 @@
-"""The ``trace`` report: two traces of one run compared (``bob-inspect trace A B
-[--checkpoints CA CB]``; the comparison is :func:`bob.divergence.compare_traces`).
+"""The ``trace`` reports: two traces of one run compared (``bob-inspect trace A B
+[--checkpoints CA CB]``; the comparison is :func:`bob.divergence.compare_traces`),
+and one trace shown whole (``bob-inspect trace FILE``, ``bob-inspect FILE``:
+:func:`trace_file_report`, a file report like the other kinds').
 
 Here only the reading: each trace is examined whole
 (:func:`bob.formats.trace.examine`) and a trace with any finding — a wrong
@@ -13,14 +15,17 @@ from __future__ import annotations
 from typing import Any
 
 from bob.commands import about
-from bob.formats.constants import MAX_CHECKPOINT_BYTES, cell_name
+from bob.formats.constants import MAX_CHECKPOINT_BYTES, PLANE_NAMES, cell_name
+from bob.errors import FormatError
 from bob.formats.files import CHECKPOINT_FILE
 from bob.formats.layout import TRACE_BYTES
 from bob.formats.trace import TRACE_FILE, Trace, examine
-from bob.inspect.common import read
+from bob.inspect.common import PROG, base, finish, plural, read
 from bob.text import show_path
 
-__all__ = ["trace_report", "render_trace"]
+__all__ = ["trace_report", "render_trace", "trace_file_report", "render_trace_file"]
+
+DIGEST_SHOWN = 16  # hex digits of a plane digest in the text (as the checkpoint's chunk table shows its digests)
 
 
 def _trace(path: str, option: str) -> Trace:
@@ -75,3 +80,40 @@ def render_trace(report: dict[str, Any]) -> list[str]:
                      f"({cell_name(f['index'])}): A {f['a']} ({f['a_hex']}), B {f['b']} ({f['b_hex']})")
     lines.append(report["verdict"])
     return lines
+
+
+def trace_file_report(data: bytes | None, read_problems: "list[FormatError]", *, path: str, auto: bool = False) -> dict[str, Any]:
+    """One trace's report (a JSON-ready dict): its identity and one row per update, or its
+    problems (each naming its field and offset); ``data`` is None when the file was too large."""
+    report = base("trace", path, data, auto)
+    problems = list(read_problems)
+    trace = None
+    if data is not None:
+        ex = examine(data)
+        problems.extend(ex.findings)
+        trace = ex.trace
+    report.update({"contract_sha256": trace.contract_sha256.hex() if trace else None,
+                   "input_sha256": trace.input_sha256.hex() if trace else None,
+                   "step_before": trace.step_before if trace else None,
+                   "step_after": trace.step_after if trace else None,
+                   "entries": None if trace is None else [
+                       {"step": e.step, "loss": e.loss, **{n: d.hex() for n, d in zip(PLANE_NAMES, e.digests)}}
+                       for e in trace.entries]})
+    steps = f"steps {trace.step_before} to {trace.step_after}" if trace else ""
+    return finish(report, problems, f"OK: a valid bob-trace v1 trace ({steps}, "
+                  f"{plural(len(trace.entries) if trace else 0, 'update')})", "a reader refuses this trace")
+
+
+def render_trace_file(r: dict[str, Any]) -> list[str]:
+    from bob.inspect.render import render_problems
+
+    L = [f"{PROG} trace: {r['file']}"]
+    if r["size"] is not None:
+        L.append(f"  file             {r['size']} bytes" + (f", sha256 {r['sha256']}" if r["sha256"] else ""))
+    if r["entries"] is not None:
+        L += [f"  {name:<16} {r[name]}" for name in ("contract_sha256", "input_sha256", "step_before", "step_after")]
+        L.append("updates (step, loss before it, XXH3-128 of each plane after it)")
+        L.append(f"  {'step':>8}  {'loss':>12}  " + "  ".join(f"{n:<{DIGEST_SHOWN}}" for n in PLANE_NAMES))
+        L += [f"  {e['step']:>8}  {e['loss']:>12.6f}  " + "  ".join(e[n][:DIGEST_SHOWN] for n in PLANE_NAMES)
+              for e in r["entries"]]
+    return L + render_problems(r)
