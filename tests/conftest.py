@@ -16,7 +16,7 @@ import struct
 import sys
 from pathlib import Path
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 import pytest
@@ -73,6 +73,21 @@ LOSSES_20 = (4.566657, 3.710753)
 INITIAL_P_SHA256 = "abb32a4606ab19ddea632c8942100942f92eebedc5b336076c8b49b7756179a3"
 INITIAL_P_WORDS = (0xBBA84A70, 0x3C19EFF0, 0xBACA6D7B, 0x3B9B54D4)
 
+
+
+def main_of(prog: str) -> Callable[[list[str]], int]:
+    """The ``main`` of one of bob's commands, for running it in process."""
+    if prog == "bob-run":
+        from bob.run import main
+    elif prog == "bob-fixture":
+        from bob.fixture import fixture_main as main
+    elif prog == "bob-inspect":
+        from bob.inspect import main
+    elif prog == "bob-qualify":
+        from bob.qualify import main
+    else:
+        from bob.fuzz import main
+    return main
 
 
 @pytest.fixture(params=[0o022, 0o077], ids=["umask-022", "umask-077"])

@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import pytest
 
-from conftest import GOLDEN, ROOT
+from conftest import GOLDEN, ROOT, main_of
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 INSPECT_DOC = (ROOT / "docs" / "bob-inspect.md").read_text(encoding="utf-8")
@@ -91,20 +91,6 @@ def exit_table(text: str) -> dict[tuple[str, str], str]:
 # --------------------------------------------------------------------------- #
 # Running the commands in process
 # --------------------------------------------------------------------------- #
-
-
-def main_of(prog: str) -> Callable[[list[str]], int]:
-    if prog == "bob-run":
-        from bob.run import main
-    elif prog == "bob-fixture":
-        from bob.fixture import fixture_main as main
-    elif prog == "bob-inspect":
-        from bob.inspect import main
-    elif prog == "bob-qualify":
-        from bob.qualify import main
-    else:
-        from bob.fuzz import main
-    return main
 
 
 def call(prog: str, argv: list[str], cwd: Path) -> tuple[int, str, str]:

@@ -22,7 +22,7 @@ from typing import Callable
 
 import pytest
 
-from conftest import GOLDEN
+from conftest import GOLDEN, main_of
 
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
@@ -30,20 +30,6 @@ CHECKPOINT = GOLDEN / "checkpoint-abracadabra-step10.bin"
 INPUT = GOLDEN / "input-abracadabra.bin"
 PREDICTIONS = GOLDEN / "predictions-abracadabra.bin"
 VERSION_LINE = "{prog} 0.1.0\n"
-
-
-def main_of(prog: str) -> Callable[[list[str]], int]:
-    if prog == "bob-run":
-        from bob.run import main
-    elif prog == "bob-fixture":
-        from bob.fixture import fixture_main as main
-    elif prog == "bob-inspect":
-        from bob.inspect import main
-    elif prog == "bob-qualify":
-        from bob.qualify import main
-    else:
-        from bob.fuzz import main
-    return main
 
 
 @pytest.fixture
