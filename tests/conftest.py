@@ -74,7 +74,6 @@ INITIAL_P_SHA256 = "abb32a4606ab19ddea632c8942100942f92eebedc5b336076c8b49b77561
 INITIAL_P_WORDS = (0xBBA84A70, 0x3C19EFF0, 0xBACA6D7B, 0x3B9B54D4)
 
 
-
 def main_of(prog: str) -> Callable[[list[str]], int]:
     """The ``main`` of one of bob's commands, for running it in process."""
     if prog == "bob-run":
