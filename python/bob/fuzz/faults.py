@@ -106,8 +106,10 @@ class OsFaults(OsPatch):
         self.mode: str = mode
         self.k: int = k
         self.names: tuple[str, ...] = names
-        self.spare, self.only = spare, only
-        self.calls, self.hit = 0, False
+        self.spare: "Callable[[str, tuple], bool] | None" = spare
+        self.only: "tuple[str, ...] | None" = only
+        self.calls: int = 0
+        self.hit: bool = False
         self.failed: "tuple[str, Any] | None" = None  # the call failed (or the one the world ended at)
         self.left_open: list[int] = []
         self._open_fds: set[int] = set()

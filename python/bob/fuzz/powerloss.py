@@ -125,7 +125,8 @@ def snapshot(root: Path) -> tuple[Image, dict[tuple[int, int], int]]:
 class Recorder(OsPatch):
     """``with Recorder(root) as r: …`` logs in ``r.ops`` every change bob makes under ``root``."""
 
-    names = ("open", "write", "pwrite", "ftruncate", "fsync", "replace", "rename", "link", "unlink", "close")
+    names: tuple[str, ...] = ("open", "write", "pwrite", "ftruncate", "fsync", "replace", "rename", "link", "unlink",
+                              "close")
 
     def __init__(self, root: Path) -> None:
         self.root: str = os.path.realpath(root)
@@ -223,7 +224,8 @@ def crash_states(image: Image, ops: list[Op]) -> Iterator[tuple[int, tuple[int, 
     for k in range(len(ops) + 1):
         durable = durable_before(ops, k)
         volatile = [i for i in range(k) if not durable[i]]
-        for kept in itertools.chain.from_iterable(itertools.combinations(volatile, r) for r in range(len(volatile) + 1)):
+        subsets = (itertools.combinations(volatile, r) for r in range(len(volatile) + 1))
+        for kept in itertools.chain.from_iterable(subsets):
             state = image.copy()
             for i in range(k):
                 if durable[i] or i in kept:

@@ -1,14 +1,8 @@
 """The ``run`` target's world: links, failing writes, crashes, a second process and power loss around ``bob-run``.
 
-Each execution runs ``bob-run --json`` (or the library writers) in process in one
-world (docs/fuzzing.md): a layout (links, hard links) × a failure or a crash at the
-k-th ``os`` call × another party (a lock holder; a second ``bob-run --wait`` or the
-lock-free clean-up met at a point of the commit; a power loss, :mod:`bob.fuzz.powerloss`),
-drawn from the input's CRC-32. The invariants hold in every combination: each file
-old or new, whole, never a new checkpoint beside the old predictions; what bob-run
-said is what happened; modes kept, links stay links; nothing left, no descriptor
-open; a second run trains from what the first committed; after a crash the next
-``bob-run`` cleans up and completes the invocation.
+Each execution runs ``bob-run --json`` (or the library writers) in process in one world drawn
+from the input's CRC-32, a value on each axis of docs/fuzzing.md's table, and holds there the
+invariants that table gives (:mod:`bob.fuzz.powerloss` judges a power loss).
 """
 
 from __future__ import annotations
@@ -151,7 +145,7 @@ class _Run:
 
     def __init__(self, w: World, record: bytes, checkpoint: bytes, want, scratch: Path) -> None:
         self.w = w
-        self.record, self.checkpoint, self.want = record, checkpoint, want
+        self.record, self.checkpoint = record, checkpoint
         f = self.files = _Files(scratch / "world", w.layout)
         self.old_pred = b"previous predictions, must survive a refusal"
         f.record.write_bytes(record)
@@ -164,7 +158,7 @@ class _Run:
             f.pred.unlink()
             os.link(f.ck, f.pred)
             self.old_pred = checkpoint
-        elif w.layout != "plain" and w.layout != "symlinks":  # hardlink-checkpoint, hardlink-predictions
+        elif w.layout.startswith("hardlink-"):
             first = f.ck if w.layout == "hardlink-checkpoint" else f.pred
             f.second = f.dir / f"{first.name}.second"
             os.link(first, f.second)
