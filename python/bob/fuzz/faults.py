@@ -16,9 +16,9 @@ from __future__ import annotations
 import errno
 import os
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Self
 
-__all__ = ["COMMIT_CALLS", "ENTRY_CALLS", "ERRNO_OF", "Crash", "OsFaults", "before_os_call", "patch_os", "restore_os"]
+__all__ = ["COMMIT_CALLS", "ENTRY_CALLS", "ERRNO_OF", "Crash", "OsFaults", "OsPatch", "before_os_call"]
 
 COMMIT_CALLS = ("open", "write", "fsync", "fchmod", "replace", "rename", "link", "unlink", "close")
 ENTRY_CALLS = ("replace", "rename", "link", "unlink")
@@ -38,20 +38,24 @@ ERRNO_OF = {
 """The error a failing disk or filesystem gives each call (none of them a resource of the process)."""
 
 
-def patch_os(names: "tuple[str, ...]", wrap: "Callable[[str, Callable[..., Any]], Callable[..., Any]]"
-             ) -> "dict[str, Callable[..., Any]]":
-    """Replace each of ``os``'s functions ``names`` with ``wrap(name, real)``; return the real ones."""
-    real = {name: getattr(os, name) for name in names}
-    for name, function in real.items():
-        setattr(os, name, wrap(name, function))
-    return real
+class OsPatch:
+    """``with``: each of ``os``'s functions :attr:`names` is ``self.wrap(name, real)`` inside the block
+    (the one patching mechanism of :class:`OsFaults` and :class:`bob.fuzz.powerloss.Recorder`)."""
 
+    names: tuple[str, ...] = ()
 
-def restore_os(real: "dict[str, Callable[..., Any]]") -> None:
-    """Put back the functions :func:`patch_os` replaced."""
-    for name, function in real.items():
-        setattr(os, name, function)
-    real.clear()
+    def wrap(self, name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        self._real = {name: getattr(os, name) for name in self.names}
+        for name, real in self._real.items():
+            setattr(os, name, self.wrap(name, real))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for name, real in self._real.items():
+            setattr(os, name, real)
 
 
 def before_os_call(signum: str, names: "tuple[str, ...]" = COMMIT_CALLS) -> str:
@@ -82,7 +86,7 @@ class Crash(BaseException):
     """The process died at this ``os`` call (a SIGKILL, a power cut): nothing after it happens."""
 
 
-class OsFaults:
+class OsFaults(OsPatch):
     """``with OsFaults("fail" | "crash", k): …`` — the k-th call of :data:`COMMIT_CALLS`
     inside the block fails, or the world ends there (see the module docstring).
 
@@ -99,49 +103,48 @@ class OsFaults:
                  spare: "Callable[[str, tuple], bool] | None" = None, only: "tuple[str, ...] | None" = None) -> None:
         if mode not in ("fail", "crash"):
             raise ValueError(f"mode is 'fail' or 'crash', not {mode!r}")
-        self.mode, self.k, self.names = mode, k, names
+        self.mode: str = mode
+        self.k: int = k
+        self.names: tuple[str, ...] = names
+        self.spare: "Callable[[str, tuple], bool] | None" = spare
         self.only: "tuple[str, ...] | None" = only
-        self.calls = 0
-        self.hit = False
-        self._real: dict[str, Callable[..., Any]] = {}
-        self._open_fds: set[int] = set()
-        self.left_open: list[int] = []
+        self.calls: int = 0
+        self.hit: bool = False
         self.failed: "tuple[str, Any] | None" = None  # the call failed (or the one the world ended at)
-        self.spare = spare
+        self.left_open: list[int] = []
+        self._open_fds: set[int] = set()
         self._written: set[int] = set()
-        self._thread = threading.get_ident()
 
-    def _wrap(self, name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+    def wrap(self, name: str, real: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             if threading.get_ident() != self._thread:
                 return real(*args, **kwargs)
             counted = self.only is None or name in self.only
             self.calls += counted
-            if counted and self.calls == self.k and not (self.mode == "fail" and self._spared(name, args)):
-                self.hit = True
-                self.failed = (name, args[0] if args else None)
-                if self.mode == "fail":
-                    if name == "close":  # a failing close still releases the descriptor (Linux)
-                        self._open_fds.discard(args[0])
-                        self._written.discard(args[0])
-                        real(*args, **kwargs)
-                    raise OSError(ERRNO_OF[name], f"{os.strerror(ERRNO_OF[name])} (injected)", *args[:1])
-            if self.hit and self.mode == "crash":
-                if name == "close":  # the kernel closes a dead process's descriptors
-                    self._open_fds.discard(args[0])
+            failing = counted and self.calls == self.k and not (self.mode == "fail" and self._spared(name, args))
+            if failing:
+                self.hit, self.failed = True, (name, args[0] if args else None)
+            if failing and self.mode == "fail" or self.hit and self.mode == "crash":
+                if name == "close":  # a failing close still releases the descriptor (Linux), as a death does
+                    self._forget(args[0])
                     real(*args, **kwargs)
-                raise Crash(f"the process died at os.{name} (call {self.calls})")
+                if self.mode == "crash":
+                    raise Crash(f"the process died at os.{name} (call {self.calls})")
+                raise OSError(ERRNO_OF[name], f"{os.strerror(ERRNO_OF[name])} (injected)", *args[:1])
             result = real(*args, **kwargs)
             if name == "write":
                 self._written.add(args[0])
             elif name == "open":
                 self._open_fds.add(result)
             elif name == "close":
-                self._open_fds.discard(args[0])
-                self._written.discard(args[0])
+                self._forget(args[0])
             return result
 
         return wrapper
+
+    def _forget(self, fd: int) -> None:
+        self._open_fds.discard(fd)
+        self._written.discard(fd)
 
     def _spared(self, name: str, args: tuple) -> bool:
         """A call that cannot fail so: ``close`` reports a write-back error only on a
@@ -150,18 +153,16 @@ class OsFaults:
             return True
         return self.spare is not None and self.spare(name, args)
 
-    def __enter__(self) -> "OsFaults":
+    def __enter__(self) -> Self:
         self._thread = threading.get_ident()
-        self._real = patch_os(self.names, self._wrap)
-        return self
+        return super().__enter__()
 
     def __exit__(self, *exc: object) -> None:
-        restore_os(self._real)
+        super().__exit__()
         self.left_open = sorted(self._open_fds)
         self._open_fds.clear()
-        if self.mode == "crash" and self.hit:
-            for fd in self.left_open:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+        for fd in self.left_open if self.mode == "crash" and self.hit else ():
+            try:
+                os.close(fd)
+            except OSError:
+                pass

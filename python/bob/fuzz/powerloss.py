@@ -1,33 +1,29 @@
 """The power-loss checker: what a POSIX file system may leave of a run that lost power.
 
-After ALICE (Pillai et al., OSDI 2014) and CrashMonkey: record a real ``bob-run``'s
-(or a library writer's) file-system operations, build every state a crash may leave.
+After ALICE (Pillai et al., OSDI 2014) and CrashMonkey: :class:`Recorder` logs a real
+``bob-run``'s (or a library writer's) calls of the ``os`` functions that change files
+as operations on *inodes* (a new file gets a fresh number: a reused inode number is
+not the old file). Chosen over ``strace`` and an LD_PRELOAD shim: no tool the CI
+machine may lack, exactly bob's calls in order, and in process.
 
-**Recording.** :class:`Recorder` wraps the ``os`` functions that change files (all
-bob's writes use them) and logs each call under its directory as an operation on
-*inodes* (a new file gets a fresh number: a reused inode number is not the old
-file). Chosen over ``strace`` and an LD_PRELOAD shim: no tool the CI machine may
-lack, exactly bob's calls in order, and in process, so the suite judges every state.
+**Crash states.** For a crash after the first ``k`` operations, an operation is
+*durable* when POSIX makes it so before the crash: a write or truncation of a file
+once that file is fsynced; a directory entry (create, rename, link, unlink) once its
+directory is fsynced (for a rename, both). POSIX orders none of the others: each
+subset of them, applied in program order with the durable ones, is one crash state
+(:func:`crash_states`); a write is kept or dropped whole.
 
-**Crash states.** For a crash after the first ``k`` operations, an operation
-is *durable* when POSIX makes it so before the crash: a write or truncation
-of a file once that file is fsynced; a directory entry (create, rename, link,
-unlink) once its directory is fsynced (for a rename, both directories).
-Every other operation of the prefix may or may not have reached the disk, in
-any combination (POSIX orders none of them): each subset of them, applied in
-program order, with the durable ones, is one crash state. A write is kept or
-dropped whole. :func:`crash_states` yields them all, or a bounded sample.
-
-**Judging.** :func:`check_states` materializes each state in a fresh directory and
-holds it to bob's promise: the old checkpoint or the new one, whole; never a new
-checkpoint beside the old predictions; only the new pair once the run said it
-committed; the next ``bob-run`` exits 0, writes what ``bob.invoke`` computes from
-what it found, and leaves nothing of the dead run. A run's whole space is a few dozen
-states (tests/hostile/test_power_loss.py judges all; the ``run`` target's ``powerloss`` world a sample).
+**Judging.** :func:`check_states` holds each state to bob's promise: the old
+checkpoint or the new one, whole; never a new checkpoint beside the old predictions;
+only the new pair once the run said it committed; the next ``bob-run`` exits 0, writes
+what ``bob.invoke`` computes from what it found, and leaves nothing of the dead run.
+A run's whole space is a few dozen states (tests/hostile/test_power_loss.py judges
+all; the ``run`` target's ``powerloss`` world a sample).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import os
@@ -38,13 +34,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from bob.fuzz.faults import patch_os, restore_os
+from bob.fuzz.faults import OsPatch
 from bob.fuzz.properties import quietly, require
 
 __all__ = ["Op", "Recorder", "crash_states", "check_states", "record_run", "Scenario"]
 
-_WRAPPED = ("open", "write", "pwrite", "ftruncate", "fsync", "replace", "rename", "link", "unlink", "close")
 _ENTRY_OPS = ("create", "rename", "link", "unlink")
+_CHECKPOINT, _PREDICTIONS = "model.bob", "predictions.bin"
 
 
 @dataclass(frozen=True)
@@ -57,9 +53,6 @@ class Op:
     target: tuple[str, str] = ("", "")  # a rename's or link's destination
     offset: int = 0
     data: bytes = b""
-
-    def directories(self) -> set[str]:
-        return {d for d, _ in (self.entry, self.target) if d}
 
 
 @dataclass
@@ -74,28 +67,25 @@ class Image:
         return Image(dict(self.entries), {k: bytearray(v) for k, v in self.nodes.items()}, dict(self.links))
 
     def apply(self, op: Op) -> None:
-        if op.kind == "create":
-            self.entries[op.entry] = op.node
-            self.nodes.setdefault(op.node, bytearray())
-        elif op.kind == "write":
-            data = self.nodes.setdefault(op.node, bytearray())
-            if len(data) < op.offset:
-                data.extend(bytes(op.offset - len(data)))
-            data[op.offset:op.offset + len(op.data)] = op.data
-        elif op.kind == "truncate":
-            data = self.nodes.setdefault(op.node, bytearray())
-            del data[op.offset:]
-            data.extend(bytes(op.offset - len(data)))
-        elif op.kind in ("rename", "link"):
-            self.nodes.setdefault(op.node, bytearray())  # its data, if none of it reached the disk: empty
-            if op.kind == "rename" and self.entries.get(op.entry) == op.node:
-                del self.entries[op.entry]
-            self.entries[op.target] = op.node
-        elif op.kind == "unlink" and self.entries.get(op.entry) == op.node:
+        data = self.nodes.setdefault(op.node, bytearray())  # a renamed inode none of whose data reached the disk: empty
+        if op.kind in ("write", "truncate"):
+            data.extend(bytes(max(0, op.offset - len(data))))
+            if op.kind == "truncate":
+                del data[op.offset:]
+            else:
+                data[op.offset:op.offset + len(op.data)] = op.data
+        if op.kind in ("rename", "unlink") and self.entries.get(op.entry) == op.node:
             del self.entries[op.entry]
+        if op.kind in ("create", "rename", "link"):
+            self.entries[op.entry if op.kind == "create" else op.target] = op.node
 
     def files(self, directory: str) -> dict[str, bytes]:
         return {name: bytes(self.nodes.get(node, b"")) for (d, name), node in self.entries.items() if d == directory}
+
+    def listing(self) -> dict[tuple[str, str], Any]:
+        """Each entry's bytes, or ``("link", target)`` for a symbolic link."""
+        return {**{e: bytes(self.nodes.get(n, b"")) for e, n in self.entries.items()},
+                **{e: ("link", t) for e, t in self.links.items()}}
 
     def read(self, directory: str, name: str) -> bytes | None:
         """The bytes at ``directory/name``, through symbolic links; None if nothing is there."""
@@ -110,15 +100,10 @@ class Image:
 
     def materialize(self, root: Path, old_root: str) -> None:
         """Write this image's tree under ``root`` (the recorded root ``old_root`` becomes ``root``)."""
-        def where(directory: str) -> Path:
-            return root / os.path.relpath(directory, old_root)
-
-        for (directory, name), node in self.entries.items():
-            where(directory).mkdir(parents=True, exist_ok=True)
-            (where(directory) / name).write_bytes(bytes(self.nodes.get(node, b"")))
-        for (directory, name), target in self.links.items():
-            where(directory).mkdir(parents=True, exist_ok=True)
-            (where(directory) / name).symlink_to(target)
+        for (directory, name), content in self.listing().items():
+            path = root / os.path.relpath(directory, old_root) / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.symlink_to(content[1]) if isinstance(content, tuple) else path.write_bytes(content)
 
 
 def snapshot(root: Path) -> tuple[Image, dict[tuple[int, int], int]]:
@@ -137,8 +122,11 @@ def snapshot(root: Path) -> tuple[Image, dict[tuple[int, int], int]]:
     return image, inodes
 
 
-class Recorder:
+class Recorder(OsPatch):
     """``with Recorder(root) as r: …`` logs in ``r.ops`` every change bob makes under ``root``."""
+
+    names: tuple[str, ...] = ("open", "write", "pwrite", "ftruncate", "fsync", "replace", "rename", "link", "unlink",
+                              "close")
 
     def __init__(self, root: Path) -> None:
         self.root: str = os.path.realpath(root)
@@ -146,14 +134,18 @@ class Recorder:
         self.image, self._inodes = snapshot(Path(self.root))
         self.ops: list[Op] = []
         self._fds: dict[int, tuple[int, str]] = {}  # descriptor → (model inode, or -1 for a directory; its path)
-        self._real: dict[str, Callable[..., Any]] = {}
+
+    def wrap(self, name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        """Each call's record: by its path (open; a directory entry's) or by its descriptor (the others)."""
+        record = self._open if name == "open" else self._entry_call if name in ("replace", "rename", "link",
+                                                                                "unlink") else self._fd_call
+        return functools.partial(record, real, {"replace": "rename", "pwrite": "write"}.get(name, name))
 
     def _inside(self, path: str) -> bool:
         return path == self.root or path.startswith(self.root + os.sep)
 
     def _entry(self, path: Any) -> tuple[str, str]:
-        path = os.fsdecode(path)
-        directory, name = os.path.split(os.path.abspath(path))
+        directory, name = os.path.split(os.path.abspath(os.fsdecode(path)))
         directory = os.path.realpath(directory)
         return (directory, name) if self._inside(directory) else ("", "")
 
@@ -163,12 +155,7 @@ class Recorder:
             self._inodes[key] = max(self._inodes.values(), default=-1) + 1
         return self._inodes[key]
 
-    def _wrap(self, name: str, real: Callable[..., Any]) -> Callable[..., Any]:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            return getattr(self, "_" + name)(real, *args, **kwargs)
-        return wrapper
-
-    def _open(self, real, path, flags, mode=0o777, *, dir_fd=None):
+    def _open(self, real, _kind, path, flags, mode=0o777, *, dir_fd=None):
         entry = self._entry(path)
         existed = os.path.lexists(path) if entry[0] else True
         fd = real(path, flags, mode, dir_fd=dir_fd)
@@ -188,59 +175,26 @@ class Recorder:
             self._fds[fd] = (-1, self.root)
         return fd
 
-    def _write(self, real, fd, data, *offset):
-        at = offset[0] if offset else os.lseek(fd, 0, os.SEEK_CUR) if fd in self._fds else 0
-        n = real(fd, data, *offset)
-        if fd in self._fds:
-            self.ops.append(Op("write", self._fds[fd][0], offset=at, data=bytes(memoryview(data).cast("B")[:n])))
-        return n
-
-    _pwrite = _write
-
-    def _ftruncate(self, real, fd, length):
-        real(fd, length)
-        if fd in self._fds:
-            self.ops.append(Op("truncate", self._fds[fd][0], offset=length))
-
-    def _fsync(self, real, fd):
-        real(fd)
-        if fd in self._fds:
-            node, where = self._fds[fd]
-            self.ops.append(Op("fsync", node) if node >= 0 else Op("fsyncdir", entry=(where, "")))
-
-    def _moved(self, real, kind, src, dst, **kwargs):
-        source, target = self._entry(src), self._entry(dst)
-        st = os.lstat(src) if source[0] and os.path.lexists(src) else None
-        result = real(src, dst, **kwargs)
-        if st is not None and stat.S_ISREG(st.st_mode) and target[0]:
-            self.ops.append(Op(kind, self._node(st), source, target))
+    def _fd_call(self, real, kind, fd, *args):
+        """write (and pwrite), ftruncate, fsync of a watched descriptor: an operation on its inode; close."""
+        known = self._fds.pop(fd, None) if kind == "close" else self._fds.get(fd)
+        at = (args[1] if len(args) > 1 else os.lseek(fd, 0, os.SEEK_CUR)) if known and kind == "write" else 0
+        result = real(fd, *args)
+        if known is not None and kind != "close":
+            node, where = known
+            self.ops.append(Op("write", node, offset=at, data=bytes(memoryview(args[0]).cast("B")[:result]))
+                            if kind == "write" else Op("truncate", node, offset=args[0]) if kind == "ftruncate"
+                            else Op("fsync", node) if node >= 0 else Op("fsyncdir", entry=(where, "")))
         return result
 
-    def _replace(self, real, src, dst, **kwargs):
-        return self._moved(real, "rename", src, dst, **kwargs)
-
-    def _link(self, real, src, dst, **kwargs):
-        return self._moved(real, "link", src, dst, **kwargs)
-
-    _rename = _replace
-
-    def _unlink(self, real, path, **kwargs):
-        entry = self._entry(path)
-        st = os.lstat(path) if entry[0] and os.path.lexists(path) else None
-        real(path, **kwargs)
-        if st is not None and stat.S_ISREG(st.st_mode):
-            self.ops.append(Op("unlink", self._node(st), entry))
-
-    def _close(self, real, fd):
-        self._fds.pop(fd, None)
-        return real(fd)
-
-    def __enter__(self) -> "Recorder":
-        self._real = patch_os(_WRAPPED, self._wrap)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        restore_os(self._real)
+    def _entry_call(self, real, kind, src, *dst, **kwargs):
+        """rename (and replace), link, unlink of a regular file under the root."""
+        source, target = self._entry(src), self._entry(dst[0]) if dst else ("", "")
+        st = os.lstat(src) if source[0] and os.path.lexists(src) else None
+        result = real(src, *dst, **kwargs)
+        if st is not None and stat.S_ISREG(st.st_mode) and (target[0] or not dst):
+            self.ops.append(Op(kind, self._node(st), source, target))
+        return result
 
 
 def durable_before(ops: list[Op], k: int) -> list[bool]:
@@ -257,36 +211,28 @@ def durable_before(ops: list[Op], k: int) -> list[bool]:
             synced_dirs.add(op.entry[0])
             durable[i] = True
         elif op.kind in _ENTRY_OPS:
-            durable[i] = op.directories() <= synced_dirs
+            durable[i] = {d for d, _ in (op.entry, op.target) if d} <= synced_dirs
         else:
             durable[i] = op.node in synced_nodes
     return durable
 
 
-def crash_states(image: Image, ops: list[Op], limit: int | None = None,
-                 rng: random.Random | None = None) -> Iterator[tuple[int, tuple[int, ...], Image]]:
+def crash_states(image: Image, ops: list[Op]) -> Iterator[tuple[int, tuple[int, ...], Image]]:
     """Every crash state ``(k, kept, image)``: a crash after ``k`` operations keeping the volatile ones
-    ``kept`` (indices). With ``limit``, each prefix's two extremes (all kept, none) and ``rng``'s sample."""
-    seen: set[bytes] = set()
+    ``kept`` (indices), each tree yielded once per what the run had said by then."""
+    seen: set[tuple[bool, frozenset]] = set()
     for k in range(len(ops) + 1):
         durable = durable_before(ops, k)
-        volatile = [i for i in range(k) if not durable[i] and ops[i].kind not in ("fsync", "fsyncdir")]
-        subsets: list[tuple[int, ...]] = [tuple(c) for r in range(len(volatile) + 1)
-                                          for c in itertools.combinations(volatile, r)]
-        if limit is not None and len(subsets) > 2:
-            extremes = [tuple(volatile), ()]
-            rest = [s for s in subsets if s not in extremes]
-            (rng or random.Random(k)).shuffle(rest)
-            subsets = extremes + rest[:max(0, limit - 2)]
-        for kept in subsets:
+        volatile = [i for i in range(k) if not durable[i]]
+        subsets = (itertools.combinations(volatile, r) for r in range(len(volatile) + 1))
+        for kept in itertools.chain.from_iterable(subsets):
             state = image.copy()
-            keep = set(kept)
             for i in range(k):
-                if durable[i] or i in keep:
+                if durable[i] or i in kept:
                     state.apply(ops[i])
-            # One judgment per tree and per what the run had said by then (only the whole run said anything).
-            key = hashlib.sha256(repr((k == len(ops), sorted((e, hashlib.sha256(state.nodes.get(n, b"")).digest())
-                                                             for e, n in state.entries.items()))).encode()).digest()
+            # (only the whole run said anything: it committed)
+            key = (k == len(ops), frozenset((e, hashlib.sha256(state.nodes.get(n, b"")).digest())
+                                            for e, n in state.entries.items()))
             if key not in seen:
                 seen.add(key)
                 yield k, kept, state
@@ -304,18 +250,13 @@ class Scenario:
     old_predictions: bytes | None
     new_checkpoint: bytes
     new_predictions: bytes
-    checkpoint: str = "model.bob"
-    predictions: str = "predictions.bin"
+    checkpoint: str = _CHECKPOINT
+    predictions: str = _PREDICTIONS
 
 
-def _argv(directory: Path, sc: "Scenario") -> list[str]:
-    return ["--json", "--input", str(directory / "input.bin"), "--checkpoint", str(directory / sc.checkpoint),
-            "--predictions", str(directory / sc.predictions)]
-
-
-def _listing(image: Image) -> dict[tuple[str, str], Any]:
-    return {**{e: bytes(image.nodes.get(n, b"")) for e, n in image.entries.items()},
-            **{e: ("link", t) for e, t in image.links.items()}}
+def _argv(directory: Path) -> list[str]:
+    return ["--json", "--input", str(directory / "input.bin"), "--checkpoint", str(directory / _CHECKPOINT),
+            "--predictions", str(directory / _PREDICTIONS)]
 
 
 def record_run(directory: Path, record: bytes, checkpoint: bytes, predictions: bytes | None, *,
@@ -325,31 +266,27 @@ def record_run(directory: Path, record: bytes, checkpoint: bytes, predictions: b
     import bob
     from bob.run import main as run_main
 
-    sc = Scenario("", Image({}, {}), [], record, checkpoint, predictions, b"", b"")
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "input.bin").write_bytes(record)
     home = directory / "targets" if links else directory
     home.mkdir(exist_ok=True)
-    (home / sc.checkpoint).write_bytes(checkpoint)
-    if predictions is not None:
-        (home / sc.predictions).write_bytes(predictions)
-    if links:
-        for name in (sc.checkpoint, sc.predictions):
+    for name, data in ((_CHECKPOINT, checkpoint), (_PREDICTIONS, predictions)):
+        if data is not None:
+            (home / name).write_bytes(data)
+        if links:
             (directory / name).symlink_to(f"targets/{name}")
     want = bob.invoke(record, checkpoint, threads=1)
-    recorder = Recorder(directory)
-    with recorder:
-        rc, _out, err = quietly(writer or run_main, _argv(directory, sc))
+    with Recorder(directory) as recorder:
+        rc, _out, err = quietly(writer or run_main, _argv(directory))
     require(rc == 0, f"the recorded run exited {rc}: {err.strip()[-300:]}")
-    sc.root, sc.image, sc.ops = recorder.root, recorder.image, recorder.ops
-    sc.new_checkpoint, sc.new_predictions = want.checkpoint_bytes(), want.predictions_bytes()
     # The model is faithful: every operation applied gives the tree the run left.
     final = recorder.image.copy()
     for op in recorder.ops:
         final.apply(op)
-    require(_listing(final) == _listing(snapshot(Path(recorder.root))[0]),
+    require(final.listing() == snapshot(Path(recorder.root))[0].listing(),
             "the recorded operations do not rebuild the tree the run left (the recorder missed a call)")
-    return sc
+    return Scenario(recorder.root, recorder.image, recorder.ops, record, checkpoint, predictions,
+                    want.checkpoint_bytes(), want.predictions_bytes())
 
 
 def check_state(sc: Scenario, k: int, kept: tuple[int, ...], state: Image, scratch: Path) -> None:
@@ -376,7 +313,7 @@ def check_state(sc: Scenario, k: int, kept: tuple[int, ...], state: Image, scrat
     state.materialize(scratch, sc.root)
     (scratch / "input.bin").write_bytes(sc.record)
     want = bob.invoke(sc.record, ck or b"", threads=1)
-    rc, out, err = quietly(run_main, _argv(scratch, sc))
+    rc, out, err = quietly(run_main, _argv(scratch))
     require(rc == 0, f"{where}: the next bob-run exited {rc}: {err.strip()[-300:]}")
     require((scratch / sc.checkpoint).read_bytes() == want.checkpoint_bytes()
             and (scratch / sc.predictions).read_bytes() == want.predictions_bytes(),
@@ -386,11 +323,10 @@ def check_state(sc: Scenario, k: int, kept: tuple[int, ...], state: Image, scrat
     require(not left, f"{where}: after the next bob-run these are left: {left}")
 
 
-def check_states(sc: Scenario, scratch: Path, limit: int | None = None, seed: int = 0,
-                 sample: int | None = None) -> int:
-    """Judge every crash state of ``sc`` (or ``limit`` per prefix; or, with ``sample``, the states
-    after the whole run and ``sample`` others drawn by ``seed``: the fuzzer's); return how many."""
-    states = list(crash_states(sc.image, sc.ops, limit, random.Random(seed)))
+def check_states(sc: Scenario, scratch: Path, seed: int = 0, sample: int | None = None) -> int:
+    """Judge every crash state of ``sc`` (or, with ``sample``, the states after the whole run and
+    ``sample`` others drawn by ``seed``: the fuzzer's); return how many."""
+    states = list(crash_states(sc.image, sc.ops))
     if sample is not None:
         rest = [s for s in states if s[0] < len(sc.ops)]
         states = [s for s in states if s[0] == len(sc.ops)] + random.Random(seed).sample(rest, min(sample, len(rest)))

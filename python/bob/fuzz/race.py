@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from bob.lock import PAUSE_ENV
+
 __all__ = ["Meeting", "second_run", "lock_free_clean_up", "child_env"]
 
 _PATIENCE = 60.0  # seconds a second process may take to reach the lock (a loaded machine's)
@@ -30,10 +32,7 @@ _PATIENCE = 60.0  # seconds a second process may take to reach the lock (a loade
 
 def child_env(pause: str | None = None) -> dict[str, str]:
     """The environment of a child ``bob-run``: this process's bob first on its path, the hook as given."""
-    import bob
-    from bob.lock import PAUSE_ENV
-
-    source = str(Path(bob.__file__).resolve().parent.parent)
+    source = str(Path(__file__).resolve().parents[2])  # the directory this bob is imported from
     env = {k: v for k, v in os.environ.items() if k != PAUSE_ENV}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [source, env.get("PYTHONPATH")]))
     if pause is not None:
@@ -58,8 +57,6 @@ class Meeting:
     run goes on after it. ``met`` says whether it came there; ``result`` is what ``meet`` returned."""
 
     def __init__(self, point: str, meet: Callable[[], object]) -> None:
-        from bob.lock import PAUSE_ENV
-
         self.point: str = point
         self.meet: Callable[[], object] = meet
         self._dir = tempfile.mkdtemp(prefix="bob-race-")
@@ -67,7 +64,6 @@ class Meeting:
         os.mkfifo(self.fifo)
         self.spec: str = f"{point}:{self.fifo}"
         self.env: dict[str, str] = child_env(self.spec)
-        self._key = PAUSE_ENV
         self._done = threading.Event()
         self.met: bool = False
         self.result: object = None
@@ -87,15 +83,15 @@ class Meeting:
             os.close(fd)  # the run goes on
 
     def __enter__(self) -> "Meeting":
-        os.environ[self._key] = self.spec
+        os.environ[PAUSE_ENV] = self.spec
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._done.set()
         self._thread.join()
-        if os.environ.get(self._key) == self.spec:  # the run never came to the point
-            del os.environ[self._key]
+        if os.environ.get(PAUSE_ENV) == self.spec:  # the run never came to the point
+            del os.environ[PAUSE_ENV]
         os.unlink(self.fifo)
         os.rmdir(self._dir)
         if self.error is not None and exc[0] is None:

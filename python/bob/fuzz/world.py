@@ -1,14 +1,8 @@
 """The ``run`` target's world: links, failing writes, crashes, a second process and power loss around ``bob-run``.
 
-Each execution runs ``bob-run --json`` (or the library writers) in process in one
-world (docs/fuzzing.md): a layout (links, hard links) × a failure or a crash at the
-k-th ``os`` call × another party (a lock holder; a second ``bob-run --wait`` or the
-lock-free clean-up met at a point of the commit; a power loss, :mod:`bob.fuzz.powerloss`),
-drawn from the input's CRC-32. The invariants hold in every combination: each file
-old or new, whole, never a new checkpoint beside the old predictions; what bob-run
-said is what happened; modes kept, links stay links; nothing left, no descriptor
-open; a second run trains from what the first committed; after a crash the next
-``bob-run`` cleans up and completes the invocation.
+Each execution runs ``bob-run --json`` (or the library writers) in process in one world drawn
+from the input's CRC-32, a value on each axis of docs/fuzzing.md's table, and holds there the
+invariants that table gives (:mod:`bob.fuzz.powerloss` judges a power loss).
 """
 
 from __future__ import annotations
@@ -107,46 +101,38 @@ class _Files:
             self.pred_arg.symlink_to(Path("real") / "predictions.bin")
         self.second: Path | None = None  # a second name (hard link) of one of the files
 
-    def names(self) -> set[str]:
-        """Every name in the directory tree, relative to it."""
-        return {str(p.relative_to(self.dir)) for p in self.dir.rglob("*")}
-
-    def expected(self, lock: bool) -> set[str]:
+    def left(self, lock: bool = False) -> list[str]:
+        """The names in the tree, relative to it, that are not the run's own (``lock``: nor the lock file)."""
         from bob.lock import lock_path_for
 
-        names = {str(p.relative_to(self.dir)) for p in (self.record, self.ck, self.pred, self.ck_arg, self.pred_arg)}
-        names |= {"real"} if self.home != self.dir else set()
-        names |= {str(self.second.relative_to(self.dir))} if self.second is not None else set()
-        if lock:
-            names.add(str(Path(lock_path_for(str(self.ck))).relative_to(self.dir)))
-        return names
+        own = [self.record, self.ck, self.pred, self.ck_arg, self.pred_arg, self.home, self.second]
+        own += [Path(lock_path_for(str(self.ck)))] if lock else []
+        return sorted({str(p.relative_to(self.dir)) for p in self.dir.rglob("*")}
+                      - {str(p.relative_to(self.dir)) for p in own if p is not None})
 
 
 def _hold_lock(path: str) -> Callable[[], None]:
     """A second process holding the ``flock`` of ``path`` (as another bob-run would); returns its release."""
     import fcntl
+    import socket
 
-    ready_r, ready_w = os.pipe()
-    done_r, done_w = os.pipe()
+    here, there = socket.socketpair()
     pid = os.fork()
-    if pid == 0:  # the holder: lock, say so, wait for the word, exit without Python's teardown
+    if pid == 0:  # the holder: lock, say so, wait till the word (the socket closed), exit without Python's teardown
         try:
-            os.close(ready_r)
-            os.close(done_w)
+            here.close()
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
             fcntl.flock(fd, fcntl.LOCK_EX)
             os.write(fd, f"{os.getpid()}\n".encode())
-            os.write(ready_w, b"1")
-            os.read(done_r, 1)
+            there.send(b"1")
+            there.recv(1)
         finally:
             os._exit(0)
-    os.close(ready_w)
-    os.close(done_r)
-    got = os.read(ready_r, 1)
-    os.close(ready_r)
+    there.close()
+    got = here.recv(1)
 
     def release() -> None:
-        os.close(done_w)
+        here.close()
         os.waitpid(pid, 0)
         Path(path).unlink(missing_ok=True)  # the holder's file; a bob-run holder removes it when done
 
@@ -154,21 +140,12 @@ def _hold_lock(path: str) -> Callable[[], None]:
     return release
 
 
-def _said(out: str, where: str) -> dict:
-    """The object ``bob-run --json`` printed last."""
-    lines = out.strip().splitlines()
-    require(bool(lines), f"{where}: bob-run --json printed nothing")
-    doc = json.loads(lines[-1])
-    require(isinstance(doc, dict), f"{where}: bob-run --json printed no object")
-    return doc
-
-
 class _Run:
     """One execution of ``bob-run`` in one world, and what it left."""
 
     def __init__(self, w: World, record: bytes, checkpoint: bytes, want, scratch: Path) -> None:
         self.w = w
-        self.record, self.checkpoint, self.want = record, checkpoint, want
+        self.record, self.checkpoint = record, checkpoint
         f = self.files = _Files(scratch / "world", w.layout)
         self.old_pred = b"previous predictions, must survive a refusal"
         f.record.write_bytes(record)
@@ -176,18 +153,15 @@ class _Run:
         f.pred.write_bytes(self.old_pred)
         os.chmod(f.ck, MODE)
         os.chmod(f.pred, MODE)
-        self.refusal_expected = want is None or w.layout in ("hardlink-checkpoint", "hardlink-predictions",
-                                                             "same-file")
-        if w.layout == "hardlink-checkpoint":
-            f.second = f.dir / "model.bob.second"
-            os.link(f.ck, f.second)
-        elif w.layout == "hardlink-predictions":
-            f.second = f.dir / "predictions.bin.second"
-            os.link(f.pred, f.second)
-        elif w.layout == "same-file":
+        self.refusal_expected = want is None or w.layout not in ("plain", "symlinks")
+        if w.layout == "same-file":
             f.pred.unlink()
             os.link(f.ck, f.pred)
             self.old_pred = checkpoint
+        elif w.layout.startswith("hardlink-"):
+            first = f.ck if w.layout == "hardlink-checkpoint" else f.pred
+            f.second = f.dir / f"{first.name}.second"
+            os.link(first, f.second)
         self.new_ck: bytes | None = None if want is None else want.checkpoint_bytes()
         self.new_pred: bytes | None = None if want is None else want.predictions_bytes()
         self.argv = ["--json", "--input", str(f.record), "--checkpoint", str(f.ck_arg), "--predictions",
@@ -211,7 +185,10 @@ class _Run:
         f, where, w = self.files, self.where, self.w
         said = f"{where}: bob-run exited {rc}: {err.strip()[-200:]}"
         require("Traceback" not in out + err, f"{where}: bob-run printed a traceback")
-        doc = _said(out, where)
+        lines = out.strip().splitlines()
+        require(bool(lines), f"{where}: bob-run --json printed nothing")
+        doc = json.loads(lines[-1])
+        require(isinstance(doc, dict), f"{where}: bob-run --json printed no object")
         require(doc.get("exit_code") == rc and doc.get("ok") == (rc == 0),
                 f"{where}: bob-run's JSON does not say exit {rc}: {out.strip()[-200:]}")
         if rc == 0:
@@ -247,7 +224,7 @@ class _Run:
         lock_left = self.w.other == "locked" or (faults is not None and faults.failed == ("unlink",
                                                                                           lock_path_for(str(f.ck))))
         told = " ".join(doc.get("problems_after_commit") or []) if rc == 0 else ""
-        left = sorted(name for name in f.names() - f.expected(lock=lock_left) if name not in told)
+        left = [name for name in f.left(lock=lock_left) if name not in told]
         require(not left, f"{self.where}: bob-run left other files: {left}")
         require(faults is None or not faults.left_open,
                 f"{self.where}: bob-run left descriptors open ({faults.left_open if faults else ''})")
@@ -273,7 +250,7 @@ class _Run:
         require("Traceback" not in err and now in ends, f"{self.where}: the second bob-run exited {now[0]} "
                 f"({err.strip()[-200:]}); the files are not what it computes from the pair the first one "
                 f"{'committed' if rc == 0 else 'left'}")
-        left = sorted(self.files.names() - self.files.expected(lock=False)) if crashed else []
+        left = self.files.left() if crashed else []
         require(not left, f"{self.where}: after the crash the second bob-run left {left}")
 
 
@@ -285,16 +262,6 @@ def _resumable(checkpoint: bytes, predictions: bytes) -> None:
     require(verdict is None, f"bob-run wrote a checkpoint the contract refuses to resume from: {verdict}")
     verdict = oracle.check_predictions(predictions)
     require(verdict is None, f"bob-run wrote predictions the contract refuses: {verdict}")
-
-
-def _meeting(run: _Run) -> "race.Meeting | None":
-    """The racer or the cleaner, to meet bob-run at the world's point of its commit."""
-    f = run.files
-    if run.w.other == "racer":
-        return race.Meeting(run.w.point, lambda: race.second_run(run.argv))
-    if run.w.other == "cleaner":
-        return race.Meeting(run.w.point, lambda: race.lock_free_clean_up(str(f.ck_arg), str(f.pred_arg)))
-    return None
 
 
 def _library_run(run: _Run, quietly, run_main) -> None:
@@ -320,7 +287,7 @@ def _library_run(run: _Run, quietly, run_main) -> None:
             f"{run.where}: a link was replaced")
     if crashed:
         return _after_crash(run, quietly, run_main, ck_new)
-    left = sorted(f.names() - f.expected(lock=False))
+    left = f.left()
     require(not left, f"{run.where}: the library writers left other files: {left}")
 
 
@@ -350,7 +317,10 @@ def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: P
     if run.w.writer == "library" and run.w.other == "none":
         return _library_run(run, quietly, run_main)
     release = _hold_lock(lock_path_for(str(run.files.ck))) if run.w.other == "locked" else None
-    meeting, crashed, raced = _meeting(run), False, False
+    f, crashed, raced = run.files, False, False
+    meet = {"racer": lambda: race.second_run(run.argv),  # met at the world's point of bob-run's commit
+            "cleaner": lambda: race.lock_free_clean_up(str(f.ck_arg), str(f.pred_arg))}.get(run.w.other)
+    meeting = race.Meeting(run.w.point, meet) if meet is not None else None
     try:
         with meeting or contextlib.nullcontext(), run.faults or contextlib.nullcontext():
             try:
@@ -395,5 +365,5 @@ def _after_crash(run: _Run, quietly, run_main, committed: bool) -> None:
         if not committed:
             require(f.ck.read_bytes() == new_ck and f.pred.read_bytes() == new_pred,
                     f"{where}: after the crash the next bob-run did not write the new files")
-    left = sorted(f.names() - f.expected(lock=False))
+    left = f.left()
     require(not left, f"{where}: after the crash the next bob-run left {left}")
