@@ -175,7 +175,7 @@ def cmd_run(args: argparse.Namespace) -> Outcome:
              f"coverage {result.coverage}, corpus {result.corpus}{share}, {len(result.findings)} finding(s)"
              + (f" ({result.crashes} failing inputs)" if result.crashes > len(result.findings) else "")]
     for f in result.findings:
-        lines.append(f"  {f.message}\n    at {f.where}\n    reproduce: {f.repro(args.target)}")
+        lines.append(f"  {f.message}\n    at {f.where}\n    reproduce: bob-fuzz replay {f.path} --target {args.target}")
     for f in result.discarded:
         lines.append(f"  not counted: {f.path}: {f.message}")
     for note in result.notes:
