@@ -2,7 +2,7 @@
 
 One loop reads libFuzzer's status lines from every worker's pipe and shows the
 totals (:class:`bob.fuzz.common.CampaignDisplay`); a finding is written as
-``<target>-<sha256 prefix>.bin`` once per failure (:func:`bob.fuzz.properties.failure_key`)
+``<target>-<sha256 prefix>.bin`` once per failure (:func:`bob.fuzz.properties.exception_key`)
 and the worker is restarted for what remains. The campaign owns its
 processes and files: workers die with the parent and are ended on every exit
 path, ``--jobs`` workers that cannot all start are a refusal, and scratch

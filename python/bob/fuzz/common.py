@@ -97,7 +97,7 @@ class Finding:
     path: str
     message: str
     key: str = ""
-    """What makes two failures one: :func:`bob.fuzz.properties.failure_key`."""
+    """What makes two failures one: :func:`bob.fuzz.properties.exception_key`."""
     count: int = 1
     """How many failing inputs had this key."""
 
