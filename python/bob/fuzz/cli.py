@@ -174,12 +174,10 @@ def cmd_run(args: argparse.Namespace) -> Outcome:
     lines = [f"{PROG} run {args.target}: {result.executions} executions in {result.seconds:.0f} s, "
              f"coverage {result.coverage}, corpus {result.corpus}{share}, {len(result.findings)} finding(s)"
              + (f" ({result.crashes} failing inputs)" if result.crashes > len(result.findings) else "")]
-    for f in result.findings:
-        lines.append(f"  {f.message}\n    at {f.where}\n    reproduce: bob-fuzz replay {f.path} --target {args.target}")
-    for f in result.discarded:
-        lines.append(f"  not counted: {f.path}: {f.message}")
-    for note in result.notes:
-        lines.append(f"  note: {note}")
+    lines += [f"  {f.message}\n    at {f.where}\n    reproduce: {PROG} replay {f.path} --target {args.target}"
+              for f in result.findings]
+    lines += [f"  not counted: {f.path}: {f.message}" for f in result.discarded]
+    lines += [f"  note: {note}" for note in result.notes]
     return Outcome(EXIT_FOUND if result.findings else EXIT_OK, result.as_dict(), "\n".join(lines))
 
 
@@ -204,10 +202,7 @@ def cmd_replay(args: argparse.Namespace) -> Outcome:
         with about("PATH", path):
             if not os.path.isdir(path):
                 read_input(path)  # a regular file, or refused here (missing, a device, a FIFO ...)
-        for f in files_under([path]):
-            if args.target is None and skipped(f):
-                continue
-            files.append((f, _target_of(f, args.target)))
+        files += [(f, _target_of(f, args.target)) for f in files_under([path]) if args.target or not skipped(f)]
     if not files:
         raise Refused("no files to replay", option="PATH", path=args.paths[0])
     from bob.progress import Progress
@@ -258,19 +253,19 @@ def cmd_minimize(args: argparse.Namespace) -> Outcome:
 
 
 def cmd_conformance(args: argparse.Namespace) -> Outcome:
+    from collections import Counter
+
     from bob.fuzz.conformance import write_corpus
 
     outdir = output_directory("OUTDIR", args.outdir)
     with about("OUTDIR", outdir):
         entries = write_corpus(outdir)
-    counts: dict[tuple[str, str], int] = {}
-    for e in entries:
-        counts[e["format"], e["verdict"]] = counts.get((e["format"], e["verdict"]), 0) + 1
+    counts = {f"{fmt} {verdict}": n for (fmt, verdict), n in sorted(Counter((e["format"], e["verdict"])
+                                                                             for e in entries).items())}
     text = (f"{PROG} conformance: {len(entries)} files in {show_path(outdir)} (manifest.json): " +
-            ", ".join(f"{fmt} {verdict} {n}" for (fmt, verdict), n in sorted(counts.items())))
-    return Outcome(EXIT_OK, {"outdir": show_path(outdir), "files": len(entries),
-                             "counts": {f"{fmt} {verdict}": n for (fmt, verdict), n in sorted(counts.items())}},
-                   text, committed=f"wrote {show_path(outdir)}")
+            ", ".join(f"{k} {n}" for k, n in counts.items()))
+    return Outcome(EXIT_OK, {"outdir": show_path(outdir), "files": len(entries), "counts": counts}, text,
+                   committed=f"wrote {show_path(outdir)}")
 
 
 def cmd_check(args: argparse.Namespace) -> Outcome:
