@@ -1,17 +1,9 @@
-"""A conformance corpus for other implementations of bob's formats, and ``bob-fuzz check`` (docs/fuzzing.md).
+"""A conformance corpus for other implementations of bob's formats, and ``bob-fuzz check``.
 
-``write_corpus`` writes ``OUTDIR/manifest.json``, ``OUTDIR/<format>/accepted/<name>.bin`` and
-``OUTDIR/<format>/refused/<field>/<name>.bin`` (in the spirit of JSONTestSuite), every file with
-:func:`bob.fileio.write_atomic`. Each manifest entry: ``file`` (relative), ``format``, ``verdict``
-(``accept`` | ``refuse``), ``field`` and ``offset`` (the loader's refusal; null when accepted),
-``error``, ``message``, and ``fields``: every field bob's findings name for the file, the loader's
-first. The refused files are the field-aware mutator's, from the golden files with a fixed seed
-(the same corpus on every run); a checkpoint is judged as a reader that resumes judges it.
-
-``check`` runs another reader once per file of a format: exit 0 accepts, any other refuses, killed
-by a signal or past the timeout is a disagreement of its own; a first output line that is a JSON
-object with a string ``"field"`` must name one of the manifest's ``fields``.
-``python -m bob.fuzz.conformance FORMAT PATH`` is bob's own reader in that convention.
+The layout, the manifest's entries and the reader's convention are docs/fuzzing.md's "The
+conformance corpus". Every file is written with :func:`bob.fileio.write_atomic`; the refused
+files are the field-aware mutator's, from the golden files with a fixed seed (the same corpus on
+every run). ``python -m bob.fuzz.conformance FORMAT PATH`` is bob's own reader in that convention.
 """
 
 from __future__ import annotations
