@@ -88,9 +88,9 @@ def _once(real: Callable[..., Any], key: Callable[..., Any]) -> Callable[..., An
                 seen[k] = (real(*args), None, args)
             except Exception as exc:
                 seen[k] = (None, exc, args)
-        result, exc, _ = seen[k]
-        if exc is not None:
-            raise exc
+        result, refusal, _ = seen[k]
+        if refusal is not None:
+            raise refusal
         return result
 
     return call
