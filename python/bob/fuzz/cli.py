@@ -62,8 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     add_common_options(p)
     sub = p.add_subparsers(dest="command", required=True, metavar="{targets,run,replay,minimize,conformance,check}")
 
-    t = sub.add_parser("targets", help="list the targets and the property each checks")
-    add_common_options(t)
+    sub.add_parser("targets", help="list the targets and the property each checks")
 
     r = sub.add_parser("run", help="a coverage-guided campaign (atheris/libFuzzer)")
     r.add_argument("target", help="a target name, or package.module:function")
@@ -81,13 +80,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="the format of a package.module:function target, for the field-aware mutator")
     r.add_argument("--engine", choices=("atheris", "loop"), default="atheris",
                    help="atheris (coverage-guided) or loop (seeded mutations, no engine, needs --runs)")
-    add_common_options(r)
 
     rp = sub.add_parser("replay", help="re-run files or directories through their targets")
     rp.add_argument("paths", nargs="+", metavar="PATH")
     rp.add_argument("--target", help="the target (default: from the layout bob writes: .bob-fuzz/TARGET/..., "
                     "fuzz/regressions/TARGET/..., a conformance corpus's FORMAT/accepted|refused/..., or the name prefix)")
-    add_common_options(rp)
 
     mz = sub.add_parser("minimize", help="shrink a finding, keeping its failure (candidates run out of process)")
     mz.add_argument("path", metavar="PATH")
@@ -97,11 +94,9 @@ def _parser() -> argparse.ArgumentParser:
     mz.add_argument("--max-tries", type=count_option("--max-tries", maximum=10**7), default=2000, metavar="N")
     mz.add_argument("--timeout", type=seconds_option("--timeout", positive=True, maximum=MAX_SECONDS), default=60.0,
                     metavar="SECONDS", help="per candidate: longer is a hang (a failure of its own)")
-    add_common_options(mz)
 
     cf = sub.add_parser("conformance", help="write the labelled conformance corpus with manifest.json")
     cf.add_argument("outdir", metavar="OUTDIR")
-    add_common_options(cf)
 
     ck = sub.add_parser("check", help="run another reader over the conformance corpus: "
                         "bob-fuzz check --format F [--corpus DIR] -- COMMAND ... {}")
@@ -110,8 +105,9 @@ def _parser() -> argparse.ArgumentParser:
                     "(default: a fresh one in a temporary directory)")
     ck.add_argument("--timeout", type=seconds_option("--timeout", positive=True, maximum=MAX_SECONDS), default=30.0,
                     metavar="SECONDS", help="per file")
-    add_common_options(ck)
     ck.add_argument("reader", nargs=argparse.REMAINDER, metavar="-- COMMAND {}")
+    for command in sub.choices.values():
+        add_common_options(command)
     return p
 
 
