@@ -1,8 +1,8 @@
 """A coverage-guided campaign: ``jobs`` atheris workers on one corpus directory (docs/fuzzing.md).
 
-The parent reads libFuzzer's status lines from each worker and shows the
+One loop reads libFuzzer's status lines from every worker's pipe and shows the
 totals (:class:`bob.fuzz.common.CampaignDisplay`); a finding is written as
-``<target>-<sha256 prefix>.bin`` once per failure (:func:`bob.fuzz.properties.failure_key`)
+``<target>-<sha256 prefix>.bin`` once per failure (:func:`bob.fuzz.properties.exception_key`)
 and the worker is restarted for what remains. The campaign owns its
 processes and files: workers die with the parent and are ended on every exit
 path, ``--jobs`` workers that cannot all start are a refusal, and scratch
@@ -13,23 +13,22 @@ imports atheris.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
+import selectors
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import deque
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignDisplay, CampaignResult, Finding, fast_path_stats, \
-    read_input, regression_dir
-from bob.fuzz.targets import TARGETS, seed_files
-from bob.text import one_line
+    read_input, seed_paths
+from bob.fuzz.targets import TARGETS
 
 __all__ = ["run_campaign"]
 
@@ -83,28 +82,25 @@ atheris.Fuzz()
 """
 
 
+@dataclass
 class _Worker:
-    def __init__(self, index: int) -> None:
-        self.index = index
-        self.executions_done = 0  # by earlier (finished) runs of this worker
-        self.executions = 0
-        self.coverage = self.features = self.exec_per_s = 0
-        self.proc: subprocess.Popen | None = None
-        self.thread: threading.Thread | None = None
-        self.last_error: str | None = None
-        self.last_key: str | None = None
-        self.found = False  # this generation wrote an artifact
-        self.generation = 0
-        self.stopped = False
-        self.log: deque[str] = deque(maxlen=LOG_LINES)
+    index: int
+    executions_done: int = 0  # by earlier (finished) generations of this worker
+    executions: int = 0
+    coverage: int = 0
+    features: int = 0
+    exec_per_s: int = 0
+    proc: "subprocess.Popen[bytes] | None" = None
+    partial: bytes = b""  # the start of a line not yet ended
+    last_error: str | None = None
+    last_key: str | None = None
+    found: bool = False  # this generation wrote an artifact
+    generation: int = 0
+    stopped: bool = False
+    log: deque[str] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
 
-
-class _Stopped(Exception):
-    """SIGTERM or SIGHUP reached the campaign."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
+    def end_generation(self) -> None:
+        self.executions_done, self.executions = self.executions_done + self.executions, 0
 
 
 def _passes_outside(target: str, path: str, env: "dict[str, str]") -> bool:
@@ -115,26 +111,6 @@ def _passes_outside(target: str, path: str, env: "dict[str, str]") -> bool:
     except subprocess.TimeoutExpired:
         return False
     return done.returncode == 0
-
-
-def _remove_stale_scratch(logs: Path) -> None:
-    """Scratch directories a campaign killed by SIGKILL left (its pid is gone)."""
-    for d in logs.glob(f"{SCRATCH}*"):
-        try:
-            os.kill(int(d.name[len(SCRATCH):].split("-")[0]), 0)
-        except ProcessLookupError:
-            shutil.rmtree(d, ignore_errors=True)
-        except (ValueError, PermissionError):
-            continue
-
-
-def _start_failure(exc: BaseException) -> str:
-    """Why a worker or its reader thread did not start, in a few words."""
-    from bob.commands import os_reason
-
-    if isinstance(exc, OSError):
-        return os_reason(exc)
-    return f"{one_line(str(exc))} (the limit on processes and threads, ulimit -u, is reached)"
 
 
 def _end_workers(workers: "list[_Worker]", grace: float = 3.0) -> None:
@@ -165,7 +141,13 @@ class _Campaign:
         self.artifacts = Path(artifacts).resolve()
         self.logs = self.artifacts / ".logs"
         make_directory(self.logs)
-        _remove_stale_scratch(self.logs)
+        for d in self.logs.glob(f"{SCRATCH}*"):  # what a campaign killed by SIGKILL left (its pid is gone)
+            try:
+                os.kill(int(d.name[len(SCRATCH):].split("-")[0]), 0)
+            except ProcessLookupError:
+                shutil.rmtree(d, ignore_errors=True)
+            except (ValueError, PermissionError):
+                pass
         self.corpus = Path(corpus or f".bob-fuzz/{self.name}/corpus").resolve()
         make_directory(self.corpus)
         self.dict_path = self.logs / "bob.dict"
@@ -173,11 +155,11 @@ class _Campaign:
         self.result = CampaignResult(target)
         self.workers = [_Worker(i) for i in range(max(1, jobs))]
         self.start = time.monotonic()
-        self.lock = threading.Lock()
+        self.selector = selectors.DefaultSelector()
         self.scratch_dirs: list[str] = []
         self.overdue = False
-        self.seeds = self.crash_dir = ""  # scratch directories, made when the workers start
         self.env = dict(os.environ)  # the workers': their TMPDIR in scratch, for what they leave when ended
+        self.seeds = self.crash_dir = ""  # scratch directories, made when the workers start
 
     def remaining_time(self) -> float | None:
         return None if self.seconds is None else self.seconds - (time.monotonic() - self.start)
@@ -185,23 +167,13 @@ class _Campaign:
     def total_runs(self) -> int:
         return sum(w.executions_done + w.executions for w in self.workers)
 
-    def seed_dir(self) -> str:
-        """The seeds (bob's files for the target or its format, and its regressions), in scratch."""
-        from bob.fileio import write_atomic
-
-        d = tempfile.mkdtemp(prefix=f"{SCRATCH}{os.getpid()}-seeds-", dir=self.logs)
-        self.scratch_dirs.append(d)
-        kind = self.name if self.name in TARGETS else self.fmt  # a module:function target: its format's files
-        files = seed_files(kind) if kind in TARGETS else []
-        reg = regression_dir(self.name)
-        if reg is not None:
-            files += sorted(p for p in reg.iterdir() if p.is_file())
-        for i, f in enumerate(files):
-            write_atomic(os.path.join(d, f"{i:03d}-{f.name}"), read_input(f))
-        return d
+    def scratch(self, what: str) -> str:
+        """A new scratch directory, removed when the campaign ends."""
+        self.scratch_dirs.append(tempfile.mkdtemp(prefix=f"{SCRATCH}{os.getpid()}-{what}-", dir=self.logs))
+        return self.scratch_dirs[-1]
 
     def launch(self, w: _Worker) -> bool:
-        """Start worker ``w``'s next generation and its reader thread; False when nothing is left to run."""
+        """Start worker ``w``'s next generation; False when nothing is left to run."""
         left = self.remaining_time()
         if left is not None and left < 1:
             return False
@@ -226,53 +198,52 @@ class _Campaign:
                            "fast_path_stats": f"{self.stats}.{w.index}.{w.generation}" if self.stats else None})
         # atheris prints an uncaught exception on stdout, libFuzzer its status on stderr: read both
         w.proc = subprocess.Popen([sys.executable, "-c", WORKER, spec], stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True, errors="backslashreplace",
-                                  env=dict(self.env, PYTHONUNBUFFERED="1"))
-        w.thread = threading.Thread(target=self.follow, args=(w,), daemon=True)
-        w.thread.start()
+                                  stderr=subprocess.STDOUT, env=dict(self.env, PYTHONUNBUFFERED="1"))
+        assert w.proc.stdout is not None
+        self.selector.register(w.proc.stdout, selectors.EVENT_READ, w)
         return True
 
-    def follow(self, w: _Worker) -> None:
-        """Read a worker's output: its status lines, its failure's key and message, its artifacts."""
+    def read(self, w: _Worker) -> None:
+        """What worker ``w`` wrote since the last read: its status, its failure's key and message, its
+        artifacts; at the end of its output, its log saved and its next generation started."""
         assert w.proc is not None and w.proc.stdout is not None
-        try:
-            for line in w.proc.stdout:
-                w.log.append(line)
-                m = STATUS.match(line)
-                with self.lock:
-                    if m:
-                        w.executions, w.coverage, w.features = int(m[1]), int(m[3]), int(m[4])
-                        w.exec_per_s = int(m[6])
-                    elif line.startswith(KEY_LINE):
-                        w.last_key = line[len(KEY_LINE):].strip()
-                    elif "Uncaught Python exception" in line:
-                        w.last_error = ""  # the next line is the exception, then its traceback
-                    elif w.last_error == "" and line.strip():
-                        w.last_error = line.strip()
-                    elif executed := EXECUTED.search(line):
-                        w.executions = max(w.executions, int(executed[1]))
-                    elif written := WRITTEN.search(line):
-                        self.collect(written[1], w)
-        finally:
+        chunk = os.read(w.proc.stdout.fileno(), 1 << 16)
+        lines = (w.partial + chunk).splitlines(keepends=True)
+        w.partial = lines.pop() if chunk and lines and not lines[-1].endswith((b"\n", b"\r")) else b""
+        for line in (raw.decode("utf-8", "backslashreplace").rstrip("\r\n") + "\n" for raw in lines):
+            w.log.append(line)
+            if m := STATUS.match(line):
+                w.executions, w.coverage, w.features, w.exec_per_s = int(m[1]), int(m[3]), int(m[4]), int(m[6])
+            elif line.startswith(KEY_LINE):
+                w.last_key = line[len(KEY_LINE):].strip()
+            elif "Uncaught Python exception" in line:
+                w.last_error = ""  # the next line is the exception, then its traceback
+            elif w.last_error == "" and line.strip():
+                w.last_error = line.strip()
+            elif executed := EXECUTED.search(line):
+                w.executions = max(w.executions, int(executed[1]))
+            elif written := WRITTEN.search(line):
+                self.collect(written[1], w)
+        if not chunk:
+            self.selector.unregister(w.proc.stdout)
+            w.proc.stdout.close()
+            w.proc.wait()
             self.save_log(w)
-        w.proc.wait()
+            self.relaunch(w)
 
     def save_log(self, w: _Worker) -> None:
         """The worker's log so far, replacing the last one whole (an old log survives a failed write)."""
         from bob.commands import os_reason
         from bob.fileio import write_atomic
 
-        with self.lock:
-            text = "".join(w.log)
         try:
-            write_atomic(self.logs / f"{self.name}-worker{w.index}.log", text.encode("utf-8", "backslashreplace"))
+            write_atomic(self.logs / f"{self.name}-worker{w.index}.log",
+                         "".join(w.log).encode("utf-8", "backslashreplace"))
         except OSError as exc:
             self.result.notes.append(f"worker {w.index + 1}'s log not written: {os_reason(exc)}")
 
     def collect(self, path: str, w: _Worker) -> None:
         """An input the engine wrote: a finding (one artifact per failure), or a resource stop not counted."""
-        from bob.fileio import write_atomic
-
         try:
             data = read_input(path)
         except OSError:
@@ -286,16 +257,14 @@ class _Campaign:
         message = w.last_error or "the target crashed (see the worker log in .logs/)"
         key = w.last_key or ("crash: " + kind)
         w.last_error = w.last_key = None
-        name = f"{self.name.replace('.', '_')}-{hashlib.sha256(data).hexdigest()[:16]}.bin"
-        finding = Finding(str(self.artifacts / name), message, key)
-        if self.result.add(finding):  # the same failure again gets no second artifact
-            write_atomic(self.artifacts / name, data)
-            write_atomic(self.artifacts / (name + ".txt"), f"{message}\n{key}\n".encode("utf-8", "backslashreplace"))
+        self.result.add(data, message, key, self.artifacts)
 
     def relaunch(self, w: _Worker) -> None:
         """A worker that ended: a finding, or the end of a generation; start its next one if it may."""
+        from bob.commands import os_reason
+
         assert w.proc is not None
-        w.executions_done, w.executions = w.executions_done + w.executions, 0
+        w.end_generation()
         result = self.result
         crashed_unseen = w.proc.returncode != 0 and not w.found
         if crashed_unseen and not self.overdue:
@@ -304,49 +273,43 @@ class _Campaign:
         try:  # (a crash without an artifact would only repeat itself)
             w.stopped = crashed_unseen or len(result.findings) >= self.max_findings \
                 or result.crashes >= MAX_CRASHES or not self.launch(w)
-        except (OSError, RuntimeError) as exc:
-            result.notes.append(f"worker {w.index + 1} could not be restarted: {_start_failure(exc)}")
+        except OSError as exc:
+            result.notes.append(f"worker {w.index + 1} could not be restarted: {os_reason(exc)}")
             w.stopped = True
 
     def watch(self, display: CampaignDisplay) -> None:
-        """Start the workers, then follow them every half second until none is left."""
-        from bob.commands import Refused
+        """Start the workers, then read them, showing the totals every half second, until none is left."""
+        from bob.commands import Refused, os_reason
+        from bob.fileio import write_atomic
 
-        self.seeds = self.seed_dir()
-        self.crash_dir = tempfile.mkdtemp(prefix=f"{SCRATCH}{os.getpid()}-crash-", dir=self.logs)
-        self.env["TMPDIR"] = tempfile.mkdtemp(prefix=f"{SCRATCH}{os.getpid()}-tmp-", dir=self.logs)
-        self.scratch_dirs += [self.crash_dir, self.env["TMPDIR"]]
+        self.seeds, self.crash_dir, self.env["TMPDIR"] = self.scratch("seeds"), self.scratch("crash"), \
+            self.scratch("tmp")
+        kind = self.name if self.name in TARGETS else self.fmt  # a module:function target: its format's files
+        for i, f in enumerate(seed_paths(self.name, kind)):
+            write_atomic(os.path.join(self.seeds, f"{i:03d}-{f.name}"), read_input(f))
         for w in self.workers:
             try:
                 self.launch(w)
-            except (OSError, RuntimeError) as exc:  # a process limit, no memory: refused, the started ended
-                raise Refused(f"cannot start worker {w.index + 1} of {len(self.workers)}: {_start_failure(exc)}; "
+            except OSError as exc:  # a process limit, no memory: refused, the started ended
+                raise Refused(f"cannot start worker {w.index + 1} of {len(self.workers)}: {os_reason(exc)}; "
                               "ask fewer", option="--jobs") from None
-        result = self.result
-        while True:
-            time.sleep(0.5)
-            with self.lock:
+        result, shown = self.result, 0.0
+        while self.selector.get_map():
+            for key, _ in self.selector.select(0.5):
+                self.read(key.data)
+            if time.monotonic() - shown >= 0.5:
+                shown = time.monotonic()
                 result.executions = self.total_runs()
                 result.coverage = max(w.coverage for w in self.workers)
                 result.features = max(w.features for w in self.workers)
-            result.corpus = sum(1 for _ in self.corpus.iterdir())
-            result.seconds = time.monotonic() - self.start
-            display.update(result, sum(w.exec_per_s for w in self.workers))
-            for w in self.workers:
-                if not (w.stopped or w.proc is None or w.proc.poll() is None or self.alive(w)):
-                    self.relaunch(w)
-            if not any(self.alive(w) for w in self.workers) and all(w.stopped or w.proc is None
-                                                                    for w in self.workers):
-                break
+                result.corpus = sum(1 for _ in self.corpus.iterdir())
+                result.seconds = shown - self.start
+                display.update(result, sum(w.exec_per_s for w in self.workers))
             left = self.remaining_time()
-            if left is not None and left < -OVERTIME and not self.overdue:  # a worker that hangs (a thread it
-                self.overdue = True  # could not start, under a process limit) does not hold the campaign
+            if left is not None and left < -OVERTIME and not self.overdue:  # a worker that hangs does not
+                self.overdue = True  # hold the campaign
                 result.notes.append(f"workers still running {OVERTIME} s past --time were ended")
                 _end_workers(self.workers)
-
-    @staticmethod
-    def alive(w: _Worker) -> bool:
-        return w.thread is not None and w.thread.is_alive()
 
 
 def run_campaign(target: str, *, seconds: float | None = None, runs: int | None = None, jobs: int = 1,
@@ -354,47 +317,39 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
                  fmt: str | None = None, max_len: int | None = None, live: bool | None = None,
                  max_findings: int = 20) -> CampaignResult:
     """A coverage-guided campaign of ``target`` for ``seconds`` or ``runs`` executions (over all jobs)."""
-    import signal
-
+    from bob import signals
     from bob.commands import Refused
 
     if seconds is None and runs is None:
         seconds = 60
     c = _Campaign(target, seconds, runs, jobs, corpus, artifacts, seed, fmt, max_len, max_findings)
-
-    def stop(signum: int, frame: object) -> None:
-        raise _Stopped(signum)
-
-    handlers = {}
-    if threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGTERM, signal.SIGHUP):
-            handlers[signum] = signal.signal(signum, stop)
+    replaced = signals.install()  # SIGTERM and SIGHUP end the campaign as Ctrl-C does
     display = CampaignDisplay(target, live)
     stopped: BaseException | None = None
     try:
         c.watch(display)
-    except (KeyboardInterrupt, _Stopped) as exc:
+    except KeyboardInterrupt as exc:
         stopped = exc
     finally:
-        for signum, previous in handlers.items():
-            signal.signal(signum, previous)
+        signals.restore(replaced)
         try:
             _end_workers(c.workers)
             display.close()
         finally:
             for d in c.scratch_dirs:
                 shutil.rmtree(d, ignore_errors=True)
-    with c.lock:
-        for w in c.workers:  # a generation still running when the campaign ended
-            if w.proc is not None and not w.stopped:
-                w.executions_done, w.executions = w.executions_done + w.executions, 0
+            c.selector.close()
+    for w in c.workers:  # a generation still running when the campaign ended
+        if w.proc is not None and not w.stopped:
+            w.end_generation()
     result = c.result
     result.executions = c.total_runs()
     result.corpus = sum(1 for _ in c.corpus.iterdir())
     result.seconds = time.monotonic() - c.start
-    if isinstance(stopped, _Stopped):
-        raise Refused(f"stopped by {signal.Signals(stopped.signum).name} after {result.executions} executions; "
-                      "every worker ended", code=128 + stopped.signum)
+    signum = getattr(stopped, "signum", signals.ENDING[0])
+    if stopped is not None and signum != signals.ENDING[0]:
+        raise Refused(f"stopped by {signals.signal_name(signum)} after {result.executions} executions; "
+                      "every worker ended", code=128 + signum)
     if stopped is not None:
         raise KeyboardInterrupt
     return result

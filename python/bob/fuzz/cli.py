@@ -62,8 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     add_common_options(p)
     sub = p.add_subparsers(dest="command", required=True, metavar="{targets,run,replay,minimize,conformance,check}")
 
-    t = sub.add_parser("targets", help="list the targets and the property each checks")
-    add_common_options(t)
+    sub.add_parser("targets", help="list the targets and the property each checks")
 
     r = sub.add_parser("run", help="a coverage-guided campaign (atheris/libFuzzer)")
     r.add_argument("target", help="a target name, or package.module:function")
@@ -81,13 +80,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="the format of a package.module:function target, for the field-aware mutator")
     r.add_argument("--engine", choices=("atheris", "loop"), default="atheris",
                    help="atheris (coverage-guided) or loop (seeded mutations, no engine, needs --runs)")
-    add_common_options(r)
 
     rp = sub.add_parser("replay", help="re-run files or directories through their targets")
     rp.add_argument("paths", nargs="+", metavar="PATH")
     rp.add_argument("--target", help="the target (default: from the layout bob writes: .bob-fuzz/TARGET/..., "
                     "fuzz/regressions/TARGET/..., a conformance corpus's FORMAT/accepted|refused/..., or the name prefix)")
-    add_common_options(rp)
 
     mz = sub.add_parser("minimize", help="shrink a finding, keeping its failure (candidates run out of process)")
     mz.add_argument("path", metavar="PATH")
@@ -97,11 +94,9 @@ def _parser() -> argparse.ArgumentParser:
     mz.add_argument("--max-tries", type=count_option("--max-tries", maximum=10**7), default=2000, metavar="N")
     mz.add_argument("--timeout", type=seconds_option("--timeout", positive=True, maximum=MAX_SECONDS), default=60.0,
                     metavar="SECONDS", help="per candidate: longer is a hang (a failure of its own)")
-    add_common_options(mz)
 
     cf = sub.add_parser("conformance", help="write the labelled conformance corpus with manifest.json")
     cf.add_argument("outdir", metavar="OUTDIR")
-    add_common_options(cf)
 
     ck = sub.add_parser("check", help="run another reader over the conformance corpus: "
                         "bob-fuzz check --format F [--corpus DIR] -- COMMAND ... {}")
@@ -110,8 +105,9 @@ def _parser() -> argparse.ArgumentParser:
                     "(default: a fresh one in a temporary directory)")
     ck.add_argument("--timeout", type=seconds_option("--timeout", positive=True, maximum=MAX_SECONDS), default=30.0,
                     metavar="SECONDS", help="per file")
-    add_common_options(ck)
     ck.add_argument("reader", nargs=argparse.REMAINDER, metavar="-- COMMAND {}")
+    for command in sub.choices.values():
+        add_common_options(command)
     return p
 
 
@@ -174,12 +170,10 @@ def cmd_run(args: argparse.Namespace) -> Outcome:
     lines = [f"{PROG} run {args.target}: {result.executions} executions in {result.seconds:.0f} s, "
              f"coverage {result.coverage}, corpus {result.corpus}{share}, {len(result.findings)} finding(s)"
              + (f" ({result.crashes} failing inputs)" if result.crashes > len(result.findings) else "")]
-    for f in result.findings:
-        lines.append(f"  {f.message}\n    at {f.where}\n    reproduce: {f.repro(args.target)}")
-    for f in result.discarded:
-        lines.append(f"  not counted: {f.path}: {f.message}")
-    for note in result.notes:
-        lines.append(f"  note: {note}")
+    lines += [f"  {f.message}\n    at {f.where}\n    reproduce: {PROG} replay {f.path} --target {args.target}"
+              for f in result.findings]
+    lines += [f"  not counted: {f.path}: {f.message}" for f in result.discarded]
+    lines += [f"  note: {note}" for note in result.notes]
     return Outcome(EXIT_FOUND if result.findings else EXIT_OK, result.as_dict(), "\n".join(lines))
 
 
@@ -204,10 +198,7 @@ def cmd_replay(args: argparse.Namespace) -> Outcome:
         with about("PATH", path):
             if not os.path.isdir(path):
                 read_input(path)  # a regular file, or refused here (missing, a device, a FIFO ...)
-        for f in files_under([path]):
-            if args.target is None and skipped(f):
-                continue
-            files.append((f, _target_of(f, args.target)))
+        files += [(f, _target_of(f, args.target)) for f in files_under([path]) if args.target or not skipped(f)]
     if not files:
         raise Refused("no files to replay", option="PATH", path=args.paths[0])
     from bob.progress import Progress
@@ -258,19 +249,19 @@ def cmd_minimize(args: argparse.Namespace) -> Outcome:
 
 
 def cmd_conformance(args: argparse.Namespace) -> Outcome:
+    from collections import Counter
+
     from bob.fuzz.conformance import write_corpus
 
     outdir = output_directory("OUTDIR", args.outdir)
     with about("OUTDIR", outdir):
         entries = write_corpus(outdir)
-    counts: dict[tuple[str, str], int] = {}
-    for e in entries:
-        counts[e["format"], e["verdict"]] = counts.get((e["format"], e["verdict"]), 0) + 1
+    counts = {f"{fmt} {verdict}": n for (fmt, verdict), n in sorted(Counter((e["format"], e["verdict"])
+                                                                             for e in entries).items())}
     text = (f"{PROG} conformance: {len(entries)} files in {show_path(outdir)} (manifest.json): " +
-            ", ".join(f"{fmt} {verdict} {n}" for (fmt, verdict), n in sorted(counts.items())))
-    return Outcome(EXIT_OK, {"outdir": show_path(outdir), "files": len(entries),
-                             "counts": {f"{fmt} {verdict}": n for (fmt, verdict), n in sorted(counts.items())}},
-                   text, committed=f"wrote {show_path(outdir)}")
+            ", ".join(f"{k} {n}" for k, n in counts.items()))
+    return Outcome(EXIT_OK, {"outdir": show_path(outdir), "files": len(entries), "counts": counts}, text,
+                   committed=f"wrote {show_path(outdir)}")
 
 
 def cmd_check(args: argparse.Namespace) -> Outcome:

@@ -1,8 +1,9 @@
 """What a campaign and the seeded loop share: their result, its findings and live display,
-the input limits, the targets by name, and the worker's helpers."""
+the input limits, the targets and their seeds, and the worker's helpers."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from dataclasses import dataclass, field
@@ -10,10 +11,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, PREDICTION_BYTES
-from bob.fuzz.targets import TARGETS
+from bob.fuzz.targets import TARGETS, seed_files
 
 __all__ = ["MAX_LEN", "DEFAULT_MAX_LEN", "INPUT_LIMIT", "Finding", "CampaignResult", "CampaignDisplay",
-           "load_target", "regression_dir", "die_with_parent", "read_input", "fast_path_stats"]
+           "load_target", "seed_paths", "die_with_parent", "read_input", "fast_path_stats", "failure_message"]
 
 MAX_LEN = {"input": 4096, "predictions": 4 * PREDICTION_BYTES, "core": 4096}
 DEFAULT_MAX_LEN = MAX_CHECKPOINT_BYTES + 64  # a little past the largest checkpoint a reader accepts
@@ -33,6 +34,15 @@ def load_target(spec: str, fmt: str | None = None) -> "tuple[Callable[[bytes], N
     return getattr(importlib.import_module(module), name), fmt
 
 
+def seed_paths(name: str, kind: str | None = None) -> list[Path]:
+    """The seeds of target ``name``: bob's files for ``kind`` (default the target itself; none
+    for a ``module:function`` target), then ``fuzz/regressions/<name>`` of the source checkout."""
+    kind = name if kind is None else kind
+    files = seed_files(kind) if kind in TARGETS else []
+    regressions = Path(__file__).resolve().parents[3] / "fuzz" / "regressions" / name
+    return files + (sorted(p for p in regressions.iterdir() if p.is_file()) if regressions.is_dir() else [])
+
+
 def fast_path_stats(target: str, fmt: str | None) -> str | None:
     """``BOB_FUZZ_FAST_PATH_STATS`` (docs/fuzzing.md) when ``target``'s workers will write it: each
     worker's first file is written here, before anything starts, so a file bob cannot write is
@@ -46,12 +56,6 @@ def fast_path_stats(target: str, fmt: str | None) -> str | None:
     with about("BOB_FUZZ_FAST_PATH_STATS", stats):
         write_atomic(f"{stats}.0.0", b'{"executions": 0, "recognized": 0}')
     return stats
-
-
-def regression_dir(name: str) -> Path | None:
-    """``fuzz/regressions/<target>`` of the source checkout, when running from one."""
-    root = Path(__file__).resolve().parents[3] / "fuzz" / "regressions" / name
-    return root if root.is_dir() else None
 
 
 def die_with_parent(parent: int | None = None) -> None:
@@ -83,21 +87,23 @@ def read_input(path: "str | os.PathLike[str]") -> bytes:
     return data
 
 
+def failure_message(exc: BaseException) -> str:
+    """``Type: the message's first line``."""
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+
+
 @dataclass
 class Finding:
     path: str
     message: str
     key: str = ""
-    """What makes two failures one: :func:`bob.fuzz.properties.failure_key`."""
+    """What makes two failures one: :func:`bob.fuzz.properties.exception_key`."""
     count: int = 1
     """How many failing inputs had this key."""
 
     @property
     def where(self) -> str:
         return self.key.split(" at ", 1)[1] if " at " in self.key else "(no Python frame: a native crash?)"
-
-    def repro(self, target: str) -> str:
-        return f"bob-fuzz replay {self.path} --target {target}"
 
 
 @dataclass
@@ -124,15 +130,21 @@ class CampaignResult:
         d["discarded"] = [dict(f.__dict__) for f in self.discarded]
         return d
 
-    def add(self, finding: Finding) -> bool:
-        """Count a failing input; True when it is a new failure (one artifact each)."""
+    def add(self, data: bytes, message: str, key: str, artifacts: "str | os.PathLike[str] | None") -> None:
+        """Count a failing input; a new failure is a finding, its input written to ``artifacts``
+        (``<target>-<sha256 prefix>.bin`` and a ``.txt`` of its message and key) when that is given."""
+        from bob.fileio import write_atomic
+
         self.crashes += 1
         for f in self.findings:
-            if f.key == finding.key:
+            if f.key == key:  # the same failure again gets no second artifact
                 f.count += 1
-                return False
-        self.findings.append(finding)
-        return True
+                return
+        name = f"{self.target.replace(':', '_').replace('.', '_')}-{hashlib.sha256(data).hexdigest()[:16]}.bin"
+        self.findings.append(Finding("" if artifacts is None else str(Path(artifacts) / name), message, key))
+        if artifacts is not None:
+            write_atomic(self.findings[-1].path, data)
+            write_atomic(self.findings[-1].path + ".txt", f"{message}\n{key}\n".encode("utf-8", "backslashreplace"))
 
 
 class CampaignDisplay:
@@ -142,9 +154,7 @@ class CampaignDisplay:
         self.target = target
         self.last_plain: float = 0.0
         self.live: Any = None  # a rich.live.Live on a terminal
-        if live is None:
-            live = sys.stderr.isatty()
-        if live:
+        if live if live is not None else sys.stderr.isatty():
             try:
                 from rich.console import Console
                 from rich.live import Live

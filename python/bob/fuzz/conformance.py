@@ -1,21 +1,14 @@
-"""A conformance corpus for other implementations of bob's formats, and ``bob-fuzz check`` (docs/fuzzing.md).
+"""A conformance corpus for other implementations of bob's formats, and ``bob-fuzz check``.
 
-``write_corpus`` writes ``OUTDIR/manifest.json``, ``OUTDIR/<format>/accepted/<name>.bin`` and
-``OUTDIR/<format>/refused/<field>/<name>.bin`` (in the spirit of JSONTestSuite), every file with
-:func:`bob.fileio.write_atomic`. Each manifest entry: ``file`` (relative), ``format``, ``verdict``
-(``accept`` | ``refuse``), ``field`` and ``offset`` (the loader's refusal; null when accepted),
-``error``, ``message``, and ``fields``: every field bob's findings name for the file, the loader's
-first. The refused files are the field-aware mutator's, from the golden files with a fixed seed
-(the same corpus on every run); a checkpoint is judged as a reader that resumes judges it.
-
-``check`` runs another reader once per file of a format: exit 0 accepts, any other refuses, killed
-by a signal or past the timeout is a disagreement of its own; a first output line that is a JSON
-object with a string ``"field"`` must name one of the manifest's ``fields``.
-``python -m bob.fuzz.conformance FORMAT PATH`` is bob's own reader in that convention.
+The layout, the manifest's entries and the reader's convention are docs/fuzzing.md's "The
+conformance corpus". Every file is written with :func:`bob.fileio.write_atomic`; the refused
+files are the field-aware mutator's, from the golden files with a fixed seed (the same corpus on
+every run). ``python -m bob.fuzz.conformance FORMAT PATH`` is bob's own reader in that convention.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -38,11 +31,9 @@ def _read(fmt: str, data: bytes, findings: bool = False) -> Any:
     """bob's loader of ``fmt`` on ``data`` (a checkpoint as for resuming), or its findings list."""
     import bob
 
-    if fmt == "input":
-        return bob.input_findings(data) if findings else bob.load_input(data)
-    if fmt == "predictions":
-        return bob.predictions_findings(data) if findings else bob.load_predictions(data)
-    return bob.checkpoint_findings(data, for_resume=True) if findings else bob.load_checkpoint(data)
+    if fmt == "checkpoint":
+        return bob.checkpoint_findings(data, for_resume=True) if findings else bob.load_checkpoint(data)
+    return getattr(bob, f"{fmt}_findings" if findings else f"load_{fmt}")(data)
 
 
 def judge(fmt: str, data: bytes) -> dict[str, Any]:
@@ -176,15 +167,12 @@ def _reader_verdict(command: list[str], path: Path, timeout: float) -> tuple[str
         raise Refused(f"cannot run the reader: {os_reason(exc)}", option="COMMAND", path=argv[0]) from None
     if proc.returncode < 0:
         return "crash", None
-    field = None
+    said: Any = None
     first = proc.stdout.split(b"\n", 1)[0].strip()
     if first.startswith(b"{"):
-        try:
+        with contextlib.suppress(ValueError):
             said = json.loads(first)
-            if isinstance(said, dict) and isinstance(said.get("field"), str):
-                field = said["field"]
-        except ValueError:
-            pass
+    field = said.get("field") if isinstance(said, dict) and isinstance(said.get("field"), str) else None
     return ("accept" if proc.returncode == 0 else "refuse"), field
 
 
@@ -212,10 +200,8 @@ def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | Non
                 problem = verdict if verdict in ("crash", "timeout") else f"{verdict}s what bob {e['verdict']}s"
             elif verdict == "refuse" and field is not None and field not in (e.get("fields") or [e["field"]]):
                 problem = f"names field {field!r}"
-            if problem is None:
-                row["agree"] += 1
-            else:
-                row["disagree"] += 1
+            row["agree" if problem is None else "disagree"] += 1
+            if problem is not None:
                 disagreements.append({"file": e["file"], "field": e["field"], "bob": e["verdict"],
                                       "reader": verdict, "reader_field": field, "problem": problem})
         progress.__exit__(None, None, None)  # ends a progress line, if one was shown

@@ -12,26 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from typing import Any, Iterator
+from types import SimpleNamespace
+from typing import Any, Callable, Iterator
 
 __all__ = ["shared_digests", "DigestMemo"]
 
 _SMALL = 4096  # below this a hash costs less than the look-up
-
-
-class _Digest:
-    """What ``hashlib.sha256(data)`` gives, as far as bob's readers use it."""
-
-    __slots__ = ("_digest",)
-
-    def __init__(self, digest: bytes) -> None:
-        self._digest = digest
-
-    def digest(self) -> bytes:
-        return self._digest
-
-    def hexdigest(self) -> str:
-        return self._digest.hex()
 
 
 class DigestMemo:
@@ -65,10 +51,8 @@ class DigestMemo:
         raw = data if type(data) is bytes else memoryview(data).cast("B").tobytes()
         key = (len(raw), raw[:32], raw[-32:], raw[len(raw) // 2:len(raw) // 2 + 32])
         bucket = self._by_content.setdefault(key, [])
-        for seen, digest in bucket:
-            if seen == raw:
-                break
-        else:
+        digest = next((digest for seen, digest in bucket if seen == raw), None)
+        if digest is None:
             digest = self._sha256(raw).digest()
             self.hashes += 1
             bucket.append((raw, digest))
@@ -77,63 +61,46 @@ class DigestMemo:
         return digest
 
     def sha256(self, data: Any = b"", **kw: Any) -> Any:
-        """A stand-in for ``hashlib.sha256``: small inputs (and keyword uses) go to the real one."""
+        """A stand-in for ``hashlib.sha256`` (as far as bob's readers use it: ``digest``, ``hexdigest``);
+        small inputs and keyword uses go to the real one."""
         if kw or memoryview(data).nbytes < _SMALL:
             return self._sha256(data, **kw)
-        return _Digest(self.digest(data))
-
+        digest = self.digest(data)
+        return SimpleNamespace(digest=lambda: digest, hexdigest=digest.hex)
 
     def fast_path_digest(self, data: Any) -> bytes:
         """A stand-in for the fast path's ``bob._core.sha256`` (a digest as bytes)."""
-        if memoryview(data).nbytes < _SMALL:
-            return self._sha256(data).digest()
-        return self.digest(data)
+        return self._sha256(data).digest() if memoryview(data).nbytes < _SMALL else self.digest(data)
 
 
-def _parsed_once(real: Any) -> Any:
-    """The checkpoint examination's ``parse(schema, data)``, computed once per (schema, bytes object):
-    a pure function of immutable bytes, so the second reading of one input gets the very result
-    (or refusal) the first got, and still runs every check after it."""
-    seen: dict[tuple[int, int], tuple[Any, bytes, Any, BaseException | None]] = {}
+def _once(real: Callable[..., Any], key: Callable[..., Any]) -> Callable[..., Any]:
+    """``real`` computed once per ``key(*args)`` within the block, its result or its exception (a pure
+    function of what it is given: the second call gets the first's result or refusal and runs every
+    check after it). A key of None is not kept; the arguments are, so that an ``id`` in a key means them."""
+    seen: dict[Any, tuple[Any, BaseException | None, tuple]] = {}
 
-    def parse(schema: Any, data: Any) -> Any:
-        if type(data) is not bytes:
-            return real(schema, data)
-        known = seen.get((id(schema), id(data)))
-        if known is not None and known[0] is schema and known[1] is data:
-            if known[3] is not None:
-                raise known[3]
-            return known[2]
-        try:
-            result = real(schema, data)
-        except Exception as exc:
-            seen[(id(schema), id(data))] = (schema, data, None, exc)
-            raise
-        seen[(id(schema), id(data))] = (schema, data, result, None)
+    def call(*args: Any) -> Any:
+        k = key(*args)
+        if k is None:
+            return real(*args)
+        if k not in seen:
+            try:
+                seen[k] = (real(*args), None, args)
+            except Exception as exc:
+                seen[k] = (None, exc, args)
+        result, refusal, _ = seen[k]
+        if refusal is not None:
+            raise refusal
         return result
 
-    return parse
-
-
-def _layout_once(real: Any) -> Any:
-    """``envelope_layout(string_lengths)`` computed once per lengths within the block (a pure
-    function of four integers, read and never changed by its callers)."""
-    seen: dict[Any, Any] = {}
-
-    def envelope_layout(string_lengths: Any) -> Any:
-        key = tuple(string_lengths)
-        if key not in seen:
-            seen[key] = real(string_lengths)
-        return seen[key]
-
-    return envelope_layout
+    return call
 
 
 @contextlib.contextmanager
 def shared_digests() -> Iterator[DigestMemo]:
     """Within the block, every ``hashlib.sha256`` call and the fast path's SHA-256 go through
-    one :class:`DigestMemo`, the envelope header is parsed once per input, and its layout is
-    computed once per string lengths."""
+    one :class:`DigestMemo`, the checkpoint examination's ``parse(schema, data)`` is computed once
+    per (schema, bytes object), and ``envelope_layout`` once per string lengths."""
     from bob.formats import schema
     from bob.formats.checkpoint import examination, header
 
@@ -142,8 +109,9 @@ def shared_digests() -> Iterator[DigestMemo]:
     real_layout = examination.envelope_layout
     hashlib.sha256 = memo.sha256  # type: ignore[assignment]
     header._digest = memo.fast_path_digest  # what header.sha256 calls (bound on first use)
-    schema.parse = _parsed_once(real_parse)  # what the examination imports when it parses
-    examination.envelope_layout = header.envelope_layout = _layout_once(real_layout)
+    # what the examination imports when it parses
+    schema.parse = _once(real_parse, lambda s, data: (id(s), id(data)) if type(data) is bytes else None)
+    examination.envelope_layout = header.envelope_layout = _once(real_layout, lambda lengths: tuple(lengths))
     try:
         yield memo
     finally:

@@ -3,16 +3,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import random
 import time
-from pathlib import Path
 
-from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignResult, Finding, load_target, read_input, \
-    regression_dir
+from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignResult, failure_message, load_target, read_input, \
+    seed_paths
 from bob.fuzz.properties import exception_key
-from bob.fuzz.targets import TARGETS, seed_files
 
 __all__ = ["seeded_loop"]
 
@@ -26,19 +23,6 @@ def _accepts(fmt: str, data: bytes) -> bool:
     except FormatError:
         return False
     return True
-
-
-def _report(result: CampaignResult, exc: Exception, data: bytes, name: str, artifacts: "str | os.PathLike[str] | None"):
-    """Count a failure; write its first input to ``artifacts`` (atomically) when that is given."""
-    message = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-    finding = Finding("", message, exception_key(exc))
-    if result.add(finding) and artifacts is not None:
-        from bob.fileio import write_atomic
-
-        artifact = f"{name.replace('.', '_')}-{hashlib.sha256(data).hexdigest()[:16]}.bin"
-        finding.path = str(Path(artifacts) / artifact)
-        write_atomic(finding.path, data)
-        write_atomic(finding.path + ".txt", f"{message}\n{finding.key}\n".encode("utf-8", "backslashreplace"))
 
 
 def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None,
@@ -57,11 +41,7 @@ def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None
 
     run, fmt = load_target(target, fmt)
     name = target.replace(":", "_")
-    seeds = [read_input(p) for p in (seed_files(name) if name in TARGETS else [])]
-    reg = regression_dir(name)
-    if reg is not None:
-        seeds += [read_input(p) for p in sorted(reg.iterdir()) if p.is_file()]
-    seeds = seeds or [b""]
+    seeds = [read_input(p) for p in seed_paths(name)] or [b""]
     rnd = random.Random(seed)
     # The fast-path differential only asserts on bytes the fast path recognizes:
     # most mutations start from an accepted file and keep it canonical.
@@ -71,10 +51,9 @@ def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None
     result = CampaignResult(target)
     hits = 0
     start = time.monotonic()
-    shown = Progress("bob-fuzz", f"run {target}", runs) if progress else None
+    shown = Progress("bob-fuzz", f"run {target}", runs, after=2.0 if progress else float("inf"))
     for i in range(runs):
-        if shown is not None:
-            shown.advance(extra=f"{len(result.findings)} findings")
+        shown.advance(extra=f"{len(result.findings)} findings")
         base = seeds[rnd.randrange(len(seeds))]
         if name == "core":
             data = rnd.randbytes(rnd.randrange(64))
@@ -88,11 +67,10 @@ def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None
         try:
             run(data)
         except Exception as exc:  # noqa: BLE001 - a broken property, or any exception a target lets escape
-            _report(result, exc, data, name, artifacts)
+            result.add(data, failure_message(exc), exception_key(exc), artifacts)
             if stop_on_finding:
                 break
-    if shown is not None:
-        shown.__exit__(None, None, None)
+    shown.__exit__(None, None, None)
     result.seconds = time.monotonic() - start
     if name in ("input", "checkpoint") and result.executions:
         result.fast_path_share = hits / result.executions

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from typing import Callable
 
-__all__ = ["PropertyFailed", "require", "HARNESS", "failure_key", "exception_key", "quietly"]
+__all__ = ["PropertyFailed", "require", "HARNESS", "exception_key", "quietly"]
 
 HARNESS = ("fuzz/campaign.py", "fuzz/loop.py", "fuzz/replay.py", "fuzz/cli.py")
 """The modules that call a target: their frames are never a failure's place."""
@@ -31,34 +31,23 @@ def require(condition: object, message: str) -> None:
         raise PropertyFailed(message)
 
 
-def failure_key(kind: str, frames: "list[tuple[str, int, str]]") -> str:
-    """``Type at bob/fuzz/targets.py:123 in check_error``: the innermost frame of bob's
-    code outside the harness, or the innermost frame when none is bob's."""
+def exception_key(exc: BaseException) -> str:
+    """``Type at bob/fuzz/targets.py:123 in check_error``: the innermost frame of bob's code outside
+    the harness, or the innermost frame when none is bob's; a frame setting ``__tracebackhide__``
+    (pytest's convention, as :func:`require` does) is skipped."""
+    import traceback
+
     import bob
 
     root = os.path.dirname(os.path.abspath(bob.__file__)) + os.sep
-    harness = tuple(root + name for name in HARNESS)
-    frames = [f for f in frames if not os.path.abspath(f[0]).startswith(harness)]
-    ours = [f for f in frames if os.path.abspath(f[0]).startswith(root)]
+    frames = [os.path.abspath(f.f_code.co_filename) + f":{line} in {f.f_code.co_name}"
+              for f, line in traceback.walk_tb(exc.__traceback__) if not f.f_locals.get("__tracebackhide__", False)]
+    frames = [f for f in frames if not f.startswith(tuple(root + name for name in HARNESS))]
+    ours = [f for f in frames if f.startswith(root)]
     if not (ours or frames):
-        return kind
-    name, line, function = (ours or frames)[-1]
-    name = os.path.abspath(name)
-    shown = "bob/" + name[len(root):] if name.startswith(root) else os.path.basename(name)
-    return f"{kind} at {shown}:{line} in {function}"
-
-
-def exception_key(exc: BaseException) -> str:
-    """:func:`failure_key` of a live exception; a frame setting ``__tracebackhide__``
-    (pytest's convention, as :func:`require` does) is skipped."""
-    frames = []
-    tb = exc.__traceback__
-    while tb is not None:
-        if not tb.tb_frame.f_locals.get("__tracebackhide__", False):
-            code = tb.tb_frame.f_code
-            frames.append((code.co_filename, tb.tb_lineno, code.co_name))
-        tb = tb.tb_next
-    return failure_key(type(exc).__name__, frames)
+        return type(exc).__name__
+    where = (ours or frames)[-1]
+    return f"{type(exc).__name__} at {'bob/' + where[len(root):] if ours else os.path.basename(where)}"
 
 
 def quietly(fn: "Callable[[list[str]], int]", argv: "list[str]") -> "tuple[int, str, str]":

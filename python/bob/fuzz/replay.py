@@ -8,22 +8,23 @@ or an artifact's name prefix ``TARGET-<sha>.bin``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
 import shutil
 import subprocess
 import sys
-import time
+import tempfile
 from pathlib import Path
 from typing import Callable, Iterator, NamedTuple
 
-from bob.fuzz.common import INPUT_LIMIT, load_target, read_input
+from bob.fuzz.common import INPUT_LIMIT, failure_message, load_target, read_input
 from bob.fuzz.properties import exception_key
 from bob.fuzz.targets import TARGETS
 
 __all__ = ["Verdict", "files_under", "infer_target", "read_input", "replay_file", "replay", "failure_of",
-           "signature_of", "minimize", "minimize_out_of_process", "skipped", "INPUT_LIMIT", "RUST_TARGETS"]
+           "signature_of", "minimize_out_of_process", "skipped", "INPUT_LIMIT", "RUST_TARGETS"]
 
 RUST_TARGETS = ("kernels", "predict", "resume")  # fuzz/regressions/<these>: cargo test -p bob-core --test fuzz_replay
 
@@ -78,7 +79,7 @@ def _failing(run: Callable[[bytes], None], data: bytes) -> BaseException | None:
 def failure_of(run: Callable[[bytes], None], data: bytes) -> str | None:
     """None when ``run(data)`` passes, else the failure as ``Type: message`` (first line)."""
     exc = _failing(run, data)
-    return None if exc is None else f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    return None if exc is None else failure_message(exc)
 
 
 def signature_of(run: Callable[[bytes], None], data: bytes) -> str | None:
@@ -150,14 +151,6 @@ def shrink(data: bytes, same: Callable[[bytes], bool], max_tries: int) -> tuple[
     return best, tries
 
 
-def minimize(run: Callable[[bytes], None], data: bytes, *, max_tries: int = 2000) -> bytes:
-    """A smaller input failing the same way (same type and innermost frame of bob's code), in this process."""
-    want = signature_of(run, data)
-    if want is None:
-        raise ValueError("the input does not fail its target; nothing to minimize")
-    return shrink(data, lambda candidate: signature_of(run, candidate) == want, max_tries)[0]
-
-
 # The worker of minimize_out_of_process: candidates in (8-byte length, bytes) on stdin, one JSON
 # line per candidate out (its signature, or null) on a private copy of stdout; the target's output goes nowhere.
 WORKER = r"""
@@ -181,63 +174,46 @@ while True:
 
 
 class _Runner:
-    """One worker process running candidates; a crash or a hang is a failure
-    of its own (``crash: signal N``, ``timeout``), and the worker is restarted.
-    The workers' TMPDIR is the runner's, removed by :meth:`close` (a worker that dies cannot)."""
+    """Candidates run one at a time in a worker process; a crash or a hang is a failure of its
+    own (``crash: signal N``, ``timeout``), and the next candidate gets a new worker. The workers'
+    TMPDIR is the runner's (a worker that dies cannot remove what it made there)."""
 
     def __init__(self, target: str, timeout: float) -> None:
-        import tempfile
-
         self.target, self.timeout = target, timeout
-        self.proc: subprocess.Popen | None = None
-        self.buffer = b""
+        self.proc: subprocess.Popen[bytes] | None = None
         self.tmp = tempfile.mkdtemp(prefix="bob-fuzz-minimize-")
 
     def signature(self, data: bytes) -> str | None:
         if self.proc is None or self.proc.poll() is not None:
+            self.close(kill=False)
             self.proc = subprocess.Popen([sys.executable, "-c", WORKER, self.target], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                          env=dict(os.environ, TMPDIR=self.tmp))
-            self.buffer = b""
         proc = self.proc
         assert proc.stdin is not None and proc.stdout is not None
         try:
             proc.stdin.write(len(data).to_bytes(8, "little") + data)
             proc.stdin.flush()
         except BrokenPipeError:
-            return self._ended()
-        deadline = time.monotonic() + self.timeout
-        while b"\n" not in self.buffer:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                self.close()
-                return "timeout"
-            if select.select([proc.stdout], [], [], left)[0]:
-                chunk = os.read(proc.stdout.fileno(), 1 << 20)
-                if not chunk:
-                    return self._ended()
-                self.buffer += chunk
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        return json.loads(line)
+            return self.close(kill=False)
+        if not select.select([proc.stdout], [], [], self.timeout)[0]:  # the worker writes its line whole
+            self.close()
+            return "timeout"
+        line = proc.stdout.readline()
+        return json.loads(line) if line else self.close(kill=False)
 
-    def _ended(self) -> str:
-        assert self.proc is not None
-        code = self.proc.wait()
-        self.proc = None
+    def close(self, kill: bool = True) -> str:
+        """End the worker (if there is one; else wait for the one that is ending); how it ended."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return ""
+        if kill and proc.poll() is None:
+            proc.kill()
+        code = proc.wait()
+        for stream in filter(None, (proc.stdin, proc.stdout)):
+            with contextlib.suppress(OSError):
+                stream.close()
         return f"crash: signal {-code}" if code < 0 else f"crash: exit {code}"
-
-    def close(self) -> None:
-        if self.proc is not None:
-            if self.proc.poll() is None:
-                self.proc.kill()
-            self.proc.wait()
-            for stream in (self.proc.stdin, self.proc.stdout):
-                if stream is not None:
-                    try:
-                        stream.close()
-                    except OSError:
-                        pass
-            self.proc = None
 
 
 def minimize_out_of_process(target: str, data: bytes, *, max_tries: int = 2000,
