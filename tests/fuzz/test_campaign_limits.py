@@ -136,3 +136,27 @@ def test_an_unwritable_fast_path_stats_file_is_refused_before_the_campaign(where
     assert document["error"]["option"] == "BOB_FUZZ_FAST_PATH_STATS", document
     assert done.stderr.startswith("bob-fuzz: refused: BOB_FUZZ_FAST_PATH_STATS "), done.stderr
     assert not list(artifacts.glob("*.bin")) and not (tmp_path / "corpus").exists()
+
+
+@needs_atheris
+def test_a_worker_instruments_every_bob_module_its_target_runs() -> None:
+    """A module imported before ``atheris.instrument_imports`` runs without coverage: the worker's
+    prelude (up to the engine's set-up) must leave the targets, the rules and the readers
+    instrumented, and the harness (mutators, campaign) not."""
+    from bob.fuzz.campaign import WORKER
+
+    prelude = WORKER[:WORKER.index("count = ")]
+    probe = prelude + (
+        "import inspect\n"
+        "def traced(name):\n"
+        "    module = sys.modules[name]\n"
+        "    code = [v.__code__ for v in vars(module).values() if inspect.isfunction(v) and v.__module__ == name]\n"
+        "    return any('_trace_branch' in c.co_names for c in code)\n"
+        "names = ('bob.fuzz.targets', 'bob.formats.rules', 'bob.formats.layout', 'bob.fuzz.mutator', 'bob.fuzz.common')\n"
+        "print(json.dumps({n: traced(n) for n in names}))\n")
+    spec = json.dumps({"parent": os.getpid(), "target": "checkpoint"})
+    proc = subprocess.run([sys.executable, "-c", probe, spec], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[-1]) == {
+        "bob.fuzz.targets": True, "bob.formats.rules": True, "bob.formats.layout": True,
+        "bob.fuzz.mutator": False, "bob.fuzz.common": False}

@@ -47,16 +47,17 @@ KEY_LINE = "bob-fuzz failure key: "  # a worker's line naming the failure it is 
 WORKER = r"""
 import json, os, sys
 spec = json.loads(sys.argv[1])
-from bob.fuzz.campaign import KEY_LINE
-from bob.fuzz.common import die_with_parent, load_target
-from bob.fuzz.properties import exception_key
-from bob.signals import Interrupted
-die_with_parent(spec["parent"])
 import atheris
 harness = ["bob.fuzz." + m for m in ("mutator", "structural", "dictionary", "campaign", "common", "cli", "replay",
                                      "loop")]
-with atheris.instrument_imports(include=["bob"], exclude=harness):  # bob's code, the targets' own branches too
+# Every bob import inside: a module imported before it would run uninstrumented (the targets' own branches too)
+with atheris.instrument_imports(include=["bob"], exclude=harness):
+    from bob.fuzz.campaign import KEY_LINE
+    from bob.fuzz.common import die_with_parent, load_target
+    from bob.fuzz.properties import exception_key
+    from bob.signals import Interrupted
     from bob.fuzz import mutator, targets
+    die_with_parent(spec["parent"])
     targets.preload()
     run, fmt = load_target(spec["target"], spec.get("format"))
 count = {"executions": 0, "recognized": 0}
