@@ -1,12 +1,5 @@
-"""bob's field-aware mutator: mutations that know where every field of the file is (docs/fuzzing.md).
-
-A file's *spots* come from the real layout (:mod:`bob.formats.layout`); one is
-overwritten with a value chosen for its kind. :func:`mutate_canonical` keeps a
-file in the shape bob-run's fast path recognizes; :func:`custom_mutator` mixes
-these with the engine's own and the structural operations
-(:mod:`bob.fuzz.structural`); :func:`mutated_strategy` draws them through
-Hypothesis. Deterministic for a given ``random.Random``.
-"""
+"""bob's field-aware mutator: a file's *spots*, from the real layout (:mod:`bob.formats.layout`), each
+overwritten with a value chosen for its kind (docs/fuzzing.md); deterministic for a ``random.Random``."""
 
 from __future__ import annotations
 
@@ -230,12 +223,9 @@ def byte_mutation(data: bytearray, rnd: random.Random, op: str | None = None) ->
 
 def mutate(data: bytes, rnd: random.Random, fmt: str | None = None, *, count: int | None = None,
            field_ratio: float = 0.7, only: Sequence[str] | None = None, refresh: float = 0.0) -> bytes:
-    """``data`` with 1–3 (or ``count``) mutations; a ``field_ratio`` share of them field-aware.
-
-    ``fmt`` defaults to :func:`format_of` (with none, every edit is byte-level); ``only``
-    restricts field edits to spots of those names; a checkpoint's digests are refreshed
-    afterwards with probability ``refresh``.
-    """
+    """``data`` with 1–3 (or ``count``) mutations, a ``field_ratio`` share of them field-aware (in ``fmt``,
+    default :func:`format_of`; only on spots named in ``only``); a checkpoint's digests are then refreshed
+    with probability ``refresh``."""
     fmt = fmt or format_of(data)
     out = bytearray(data)
     for _ in range(count if count is not None else rnd.randrange(1, 4)):
@@ -252,13 +242,8 @@ def mutate(data: bytes, rnd: random.Random, fmt: str | None = None, *, count: in
 
 
 def mutate_canonical(data: bytes, rnd: random.Random, fmt: str | None = None) -> bytes:
-    """A mutation that keeps ``data`` a file the fast path still recognizes, most of the time.
-
-    Checkpoint: the step and plane values change, digests refreshed. Input record: a
-    pair and its widened target change together, or a prompt word takes a valid value.
-    A fifth of the time one more field changes, which the fast path must then refuse.
-    Anything else: :func:`mutate`.
-    """
+    """A mutation that keeps ``data`` a file the fast path recognizes, most of the time (a fifth of the
+    time one more field changes, which the fast path must then refuse); other formats: :func:`mutate`."""
     fmt = fmt or format_of(data)
     if fmt == "checkpoint":
         names = ["step", "P", "M", "V"]
@@ -290,12 +275,10 @@ def recognized(data: bytes, kind: str) -> bool:
 
 def custom_mutator(fmt: str | None, engine_mutate: Callable[[bytes, int], bytes] | None = None,
                    canonical_bases: Sequence[bytes] = ()):
-    """A libFuzzer custom mutator ``(data, max_size, seed) -> bytes`` mixing the engine's own
-    mutations (``engine_mutate``, e.g. ``atheris.Mutate``), the fast-path-keeping ones, the
-    structural ones and the field-aware ones. A coverage-guided corpus keeps few files the
-    fast path recognizes, so the fast-path-keeping share starts from one of
-    ``canonical_bases`` (accepted files) whenever the input is not itself recognized.
-    """
+    """A libFuzzer custom mutator ``(data, max_size, seed) -> bytes`` mixing the engine's own mutations
+    (``engine_mutate``, e.g. ``atheris.Mutate``), the fast-path-keeping, structural and field-aware ones.
+    A coverage-guided corpus keeps few files the fast path recognizes, so the fast-path-keeping share
+    starts from one of ``canonical_bases`` (accepted files) whenever the input is not recognized."""
 
     def mutator(data: bytes, max_size: int, seed: int) -> bytes:
         rnd = random.Random(seed)

@@ -1,10 +1,6 @@
 """Structure-aware mutations: one *consistent* change of a file, digests re-sealed, so the rules
-behind the digests and the chunk table are reached (the table of operations: docs/fuzzing.md).
-
-Also a checkpoint's layout as the file itself states it (:func:`string_lengths`)
-and :func:`refresh_digests`, which the field-aware mutator shares. Standard
-library only, deterministic for a given ``random.Random``.
-"""
+behind the digests and the chunk table are reached (the table of operations: docs/fuzzing.md);
+also :func:`string_lengths` and :func:`refresh_digests`, which the field-aware mutator shares."""
 
 from __future__ import annotations
 
@@ -21,7 +17,6 @@ from bob.fuzz.dictionary import CONTRACT_STRINGS as CONTRACT_VALUES
 __all__ = ["CHECKPOINT_OPS", "string_lengths", "refresh_digests", "any_step", "structural_mutate", "set_step",
            "set_header_bytes", "move_chunks", "swap_planes", "zero_moments", "rewiden_targets"]
 
-CHECKPOINT_OPS = ("step", "header_bytes", "chunks", "planes", "moments")
 _STEP = ENVELOPE_HEAD["step"].offset
 _HEADER_BYTES = ENVELOPE_HEAD["header_bytes"].offset
 
@@ -41,14 +36,14 @@ def string_lengths(data: bytes) -> tuple[int, int, int, int]:
     return tuple(out)  # type: ignore[return-value]
 
 
-def _placed(data: bytes) -> "tuple[EnvelopeLayout, int] | None":
-    """(layout, header_bytes) of a checkpoint whose header can be located, else None."""
+def _placed(data: bytes, planes: bool = False) -> "tuple[EnvelopeLayout, int] | None":
+    """(layout, header_bytes) of a checkpoint whose header (and, with ``planes``, planes) can be
+    located, else None."""
     if len(data) < CANONICAL.header_length or bytes(data[:8]) != CHECKPOINT_MAGIC:
         return None
     lay = envelope_layout(string_lengths(data))
-    if lay.header_length > len(data):
-        return None
-    return lay, U64.unpack_from(data, _HEADER_BYTES)[0]
+    hb = U64.unpack_from(data, _HEADER_BYTES)[0]
+    return None if lay.header_length > len(data) or (planes and hb + PAYLOAD_BYTES > len(data)) else (lay, hb)
 
 
 def refresh_digests(data: bytes) -> bytes:
@@ -138,14 +133,9 @@ def move_chunks(data: bytes, rnd: random.Random) -> bytes:
     return refresh_digests(bytes(out))
 
 
-def _planes_placed(data: bytes) -> "tuple[EnvelopeLayout, int] | None":
-    placed = _placed(data)
-    return placed if placed is not None and placed[1] + PAYLOAD_BYTES <= len(data) else None
-
-
 def swap_planes(data: bytes, rnd: random.Random) -> bytes:
     """Two planes swapped; with their table entries (tags out of order) or re-sealed in place."""
-    placed = _planes_placed(data)
+    placed = _placed(data, planes=True)
     if placed is None:
         return data
     lay, hb = placed
@@ -161,7 +151,7 @@ def swap_planes(data: bytes, rnd: random.Random) -> bytes:
 
 def zero_moments(data: bytes, rnd: random.Random) -> bytes:
     """``data`` at step 0, 1 or 10 with M, V or both set to +0.0, as a fresh run has them; re-sealed."""
-    placed = _planes_placed(data)
+    placed = _placed(data, planes=True)
     if placed is None:
         return data
     hb = placed[1]
@@ -187,6 +177,7 @@ def rewiden_targets(data: bytes, rnd: random.Random) -> bytes:
 
 OPERATIONS = {"step": set_step, "header_bytes": set_header_bytes, "chunks": move_chunks, "planes": swap_planes,
               "moments": zero_moments}
+CHECKPOINT_OPS = tuple(OPERATIONS)
 
 
 def structural_mutate(data: bytes, rnd: random.Random, fmt: str | None, op: str | None = None) -> bytes:
