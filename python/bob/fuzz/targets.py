@@ -65,9 +65,12 @@ def _load(load: Callable, data: bytes, checked: "Callable[[BaseException], bool]
         return None, err
 
 
-def _equal_refusals(a: BaseException, b: BaseException | None) -> bool:
-    """Everything a refusal's text and dict are made of is equal (so checking one checks both)."""
-    names = ("field", "message", "expected", "actual", "offset", "index")
+def _equal_refusals(a: BaseException | None, b: BaseException | None,
+                    names: tuple[str, ...] = ("field", "message", "expected", "actual", "offset", "index")) -> bool:
+    """Both None, or of one type with these attributes equal: by default everything a refusal's text
+    and dict are made of (so checking one checks both)."""
+    if a is None or b is None:
+        return a is b
     try:
         return type(a) is type(b) and all(getattr(a, n) == getattr(b, n) for n in names)
     except Exception:  # noqa: BLE001 - e.g. arrays compared: not equal for this purpose
@@ -121,14 +124,6 @@ def checkpoint_target(data: bytes) -> None:
         _checkpoint_properties(data)
 
 
-def _same_refusal(raised: BaseException | None, listed: BaseException | None) -> bool:
-    """The loader raised exactly the finding the findings list puts first (or both are None)."""
-    if raised is None or listed is None:
-        return raised is listed
-    return (type(raised), raised.field, raised.index, raised.offset) == (  # type: ignore[attr-defined]
-        type(listed), listed.field, listed.index, listed.offset)  # type: ignore[attr-defined]
-
-
 def _checkpoint_properties(data: bytes) -> None:
     import numpy as np
 
@@ -146,11 +141,11 @@ def _checkpoint_properties(data: bytes) -> None:
         check_error(err, data)
     strict_refusal = findings[0] if findings else None
     reading = [f for f in findings if not isinstance(f, StateRefused)]
+    first = reading[0] if reading else None
     # The loader's refusal is checked unless it equals the finding checked above in everything its
     # text is made of (it is that finding, raised by a second reading).
-    loose, loose_refusal = _load(bob.load_checkpoint, data, lambda err: _equal_refusals(err, reading[0] if reading
-                                                                                         else None), for_resume=False)
-    if not _same_refusal(loose_refusal, reading[0] if reading else None):
+    loose, loose_refusal = _load(bob.load_checkpoint, data, lambda err: _equal_refusals(err, first), for_resume=False)
+    if not _equal_refusals(loose_refusal, first, ("field", "index", "offset")):  # the finding put first, raised
         raise PropertyFailed(f"load_checkpoint(for_resume=False) raised {loose_refusal!r}, the findings for "
                              f"reading are {[f.field for f in reading]}")
     for_reading, for_resuming = oracle.checkpoint_verdicts(data)
