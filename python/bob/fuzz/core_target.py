@@ -103,9 +103,6 @@ class Reader:
     def pick(self, options):
         return options[self.byte() % len(options)]
 
-    def u32(self) -> int:
-        return sum(self.byte() << (8 * k) for k in range(4))
-
     def raw(self, n: int) -> bytes:
         out = self.data[self.at:self.at + n]
         self.at += n

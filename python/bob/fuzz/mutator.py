@@ -9,7 +9,7 @@ import struct
 from typing import Callable, NamedTuple, Sequence
 
 from bob.formats.constants import CHECKPOINT_MAGIC, CHUNK_BYTES, CHUNK_TAGS, EMPTY_PROMPT, INPUT_MAGIC, LEARNER, \
-    LEARNER_NAMES, LEARNER_PREFIX, PREDICTION_BYTES, PROMPTS, VOCABULARY
+    LEARNER_NAMES, LEARNER_PREFIX, PLANE_NAMES, PREDICTION_BYTES, PROMPTS, VOCABULARY
 from bob.formats.layout import CONTRACT_STRINGS, ENVELOPE_HEAD, INPUT, PREDICTION_FIELDS, PREDICTION_RECORD, U32, \
     U64, aligned_header_bytes, envelope_layout
 from bob.formats.rules import HEADER_BYTES, chunk_offset
@@ -23,7 +23,6 @@ __all__ = ["FORMATS", "string_lengths", "Spot", "spots", "field_names", "format_
 
 FORMATS = ("input", "checkpoint", "predictions")
 FIXED_SIZES = {"input": INPUT["prompt_words"].end, "predictions": PREDICTION_BYTES}
-PLANES = ("P", "M", "V")
 _FLOATS = tuple(FLOAT_BITS.values())
 _MAGICS = (CHECKPOINT_MAGIC, INPUT_MAGIC, b"BOB-PRED", b"bob-ckpt", b"BOB-CKP\0", b"\0" * 8, b"\x7fELF\2\1\1\0")
 _TAGS = CHUNK_TAGS + (b"\0\0\0\0", b"p\0\0\0", b"PMV\0")
@@ -73,7 +72,7 @@ def _checkpoint_spots(data: bytes) -> list[Spot]:
     if not HEADER_BYTES.ok(hb) or hb < lay.header_length:  # the file's own, where the reader would take it
         hb = aligned_header_bytes(lay.header_length)
     out.append(Spot("padding", lay.header_length, max(hb - lay.header_length, 1), "padding"))
-    out += [Spot(name, chunk_offset(hb, i), CHUNK_BYTES, "plane") for i, name in enumerate(PLANES)]
+    out += [Spot(name, chunk_offset(hb, i), CHUNK_BYTES, "plane") for i, name in enumerate(PLANE_NAMES)]
     return out
 
 
@@ -90,11 +89,8 @@ def spots(data: bytes, fmt: str) -> list[Spot]:
 
 
 def field_names(fmt: str) -> set[str]:
-    """The names of every spot of a canonical file of ``fmt``: what a complete mutator must reach."""
-    if fmt == "checkpoint":
-        from bob.formats.checkpoint import checkpoint_header
-
-        return {s.name for s in _checkpoint_spots(checkpoint_header(0, [bytes(32)] * len(CHUNK_TAGS)))}
+    """The names of every spot of a canonical file of ``fmt``: what a complete mutator must reach
+    (an empty file is laid out as a canonical one)."""
     return {s.name for s in spots(b"", fmt)}
 
 
