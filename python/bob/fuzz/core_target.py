@@ -1,19 +1,19 @@
 """The ``core`` target: bytes decoded into the native binding's arguments (docs/fuzzing.md).
 
-Only ``CoreError``, ``TypeError``, ``ValueError`` and ``OverflowError`` may
-escape (a pyo3 ``PanicException`` is a finding); small planes of every
-vocabulary, wrong lengths, dtypes, byte orders, alignments and read-only
-buffers are drawn; a fast kernel's ``train`` must give the bits of
-``kernel="scalar"`` on native float32 copies of the same values. Steps are
-drawn log-uniformly over u64 and around :data:`REGIME_STEPS`, where §6.3's
-bias corrections change regime (computed with §6.3's own ``powi``);
-:func:`reference_predict` is §4 said plainly.
+Only ``CoreError``, ``TypeError``, ``ValueError`` and ``OverflowError`` may escape (a pyo3
+``PanicException`` is a finding); a fast kernel's ``train`` must give the bits of
+``kernel="scalar"``, and ``predict`` those of :func:`reference_predict`, §4 said plainly. Steps
+are drawn log-uniformly over u64 and around :data:`REGIME_STEPS`, where §6.3's bias corrections
+change regime (computed with §6.3's own ``powi``).
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 from typing import Callable, Sequence
+
+import numpy as np
 
 from bob.formats.constants import EMPTY_PROMPT, LEARNER_HYPERPARAMETERS, U64_MAX, VOCABULARY
 from bob.formats.layout import F32
@@ -45,25 +45,14 @@ def bias_correction(beta: float, t: int) -> float:
     return _f32(1.0 - powi(beta, t))
 
 
-def _first(holds: Callable[[int], bool]) -> int:
-    """The least t ≥ 1 for which ``holds(t)`` (monotone in t), by doubling then bisection."""
-    hi = 1
-    while not holds(hi):
-        hi *= 2
-    lo = hi // 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if holds(mid) else (mid, hi)
-    return hi
-
-
 def regime_steps() -> tuple[int, ...]:
     """The steps (``t − 1``) at which a bias correction changes regime, for bob's β1 and β2."""
     out = set()
     for beta in (_f32(LEARNER_HYPERPARAMETERS[1]), _f32(LEARNER_HYPERPARAMETERS[2])):
-        out.add(_first(lambda t: bias_correction(beta, t) == 1.0) - 1)  # 1 − β^t rounds to 1.0 in f32
-        out.add(_first(lambda t: powi(beta, t) < _TINY) - 1)  # β^t subnormal in f64
-        out.add(_first(lambda t: powi(beta, t) == 0.0) - 1)  # β^t zero in f64
+        # 1 − β^t rounds to 1.0 in f32; β^t subnormal in f64; β^t zero in f64 (each monotone in t)
+        for holds in (lambda t: bias_correction(beta, t) == 1.0, lambda t: powi(beta, t) < _TINY,
+                      lambda t: powi(beta, t) == 0.0):
+            out.add(bisect.bisect_left(range(1 << 40), True, key=holds) - 1)  # the least t that holds, − 1
     return tuple(sorted(out))
 
 
@@ -74,15 +63,10 @@ def reference_predict(p: Sequence[float], rows: int, words: Sequence[int]) -> li
     """§4 for a ``rows`` × ``rows`` table ``p`` (row-major); every word < rows or 0xFFFFFFFF."""
     out = []
     for w in words:
-        if w == EMPTY_PROMPT:
-            out.append((0, 0))
-            continue
-        row = [float(x) for x in p[w * rows:(w + 1) * rows]]
-        if not all(math.isfinite(x) for x in row):
-            out.append((0, 0))
-            continue
-        top = max(row)
-        out.append((min(j for j, x in enumerate(row) if x == top), 1))
+        row = [] if w == EMPTY_PROMPT else [float(x) for x in p[w * rows:(w + 1) * rows]]
+        # list.index finds the first value equal to the maximum: the lowest index, −0.0 == 0.0
+        valid = bool(row) and all(math.isfinite(x) for x in row)
+        out.append((row.index(max(row)), 1) if valid else (0, 0))
     return out
 
 
@@ -119,89 +103,81 @@ class Reader:
     def pick(self, options):
         return options[self.byte() % len(options)]
 
-    def u32(self) -> int:
-        return sum(self.byte() << (8 * k) for k in range(4))
-
     def raw(self, n: int) -> bytes:
         out = self.data[self.at:self.at + n]
         self.at += n
         return out + bytes(n - len(out))
 
 
-def _plane(r: Reader, rows: int, np):
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+# Mostly right, so that valid calls (and the kernel-vs-scalar check) are common.
+_SHAPES = ("right",) * 24 + ("short", "long", "f64", "i32", "strided", "readonly", "bytes", "list", "swapped",
+                             "misaligned")
+_SHAPED: dict[str, Callable[[np.ndarray], object]] = {
+    "f64": lambda a: a.astype(np.float64),
+    "i32": lambda a: a.view(np.int32).copy(),
+    "strided": lambda a: np.repeat(a, 2)[::2],
+    "readonly": _readonly,
+    "swapped": lambda a: a.astype(a.dtype.newbyteorder()),  # the same values in the other byte order
+    "misaligned": lambda a: np.frombuffer(bytearray(b"\0" + a.tobytes()), np.float32, offset=1),
+    "bytes": lambda a: a.tobytes(),
+    "list": lambda a: a.tolist(),
+}
+_LEVELS = np.array([-0.0, 0.0, 1.0, -1.0, 0.5], dtype=np.float32)
+_SPECIALS = np.array([0.0, -0.0, 1e-45, 3.4028235e38, -3.4028235e38, np.inf, -np.inf, np.nan], dtype=np.float32)
+
+
+def _plane(r: Reader, rows: int):
     """A plane for ``rows``: usually right, sometimes of another length, dtype, layout or mutability."""
-    count = rows * rows
-    # Mostly right, so that valid calls (and the kernel-vs-scalar check) are common.
-    shape = r.pick(("right",) * 24 + ("short", "long", "f64", "i32", "strided", "readonly", "bytes", "list",
-                                      "swapped", "misaligned"))
-    if shape == "short":
-        count = max(count - 1, 0)
-    elif shape == "long":
-        count += 1
+    shape = r.pick(_SHAPES)
+    count = max(rows * rows + {"short": -1, "long": 1}.get(shape, 0), 0)
     fill = r.pick(("zero", "small", "special", "raw", "ties", "ties"))
     if fill == "ties":  # few distinct values (±0.0 among them): equal maxima at random places
-        levels = np.array([-0.0, 0.0, 1.0, -1.0, 0.5], dtype=np.float32)[:2 + r.byte() % 4]
+        levels = _LEVELS[:2 + r.byte() % 4]
         arr = levels[np.resize(np.frombuffer(r.raw(64), dtype=np.uint8), max(count, 1))[:count] % levels.size]
     elif fill == "raw":
         values = np.frombuffer(r.raw(4 * min(count, 64)), dtype="<f4")
         arr = np.resize(values, count).astype(np.float32) if values.size else np.zeros(count, np.float32)
     elif fill == "special":
-        specials = np.array([0.0, -0.0, 1e-45, 3.4028235e38, -3.4028235e38, np.inf, -np.inf, np.nan],
-                            dtype=np.float32)
-        arr = np.resize(specials[r.byte() % 8:], count).astype(np.float32)
+        arr = np.resize(_SPECIALS[r.byte() % 8:], count).astype(np.float32)
     elif fill == "small":
         arr = (np.arange(count, dtype=np.float32) % 7 - 3) * np.float32(0.01)
     else:
         arr = np.zeros(count, np.float32)
-    if shape == "f64":
-        return arr.astype(np.float64)
-    if shape == "i32":
-        return arr.view(np.int32).copy()
-    if shape == "strided":
-        return np.repeat(arr, 2)[::2]
-    if shape == "readonly":
-        arr.flags.writeable = False
-        return arr
-    if shape == "swapped":  # the same values in the other byte order
-        return arr.astype(arr.dtype.newbyteorder())
-    if shape == "misaligned":  # the same values one byte past a float32 boundary
-        shifted = np.frombuffer(bytearray(arr.nbytes + 1), np.float32, count=arr.size, offset=1)
-        shifted[:] = arr
-        return shifted
-    if shape == "bytes":
-        return arr.tobytes()
-    if shape == "list":
-        return arr.tolist()
-    return arr
+    return _SHAPED.get(shape, lambda a: a)(arr)
 
 
-def _pairs(r: Reader, rows: int, n: int, np):
+_PAIR_TYPES: dict[str, Callable[[np.ndarray], object]] = {
+    "u8": lambda v: v.astype(np.uint8),
+    "u32": lambda v: v.astype(np.uint32),
+    "u32-swapped": lambda v: v.astype(np.dtype(np.uint32).newbyteorder()),
+    "bytes": lambda v: v.astype(np.uint8).tobytes(),
+    "i64": lambda v: v.astype(np.int64),
+    "list": lambda v: v.tolist(),
+}
+
+
+def _pairs(r: Reader, rows: int, n: int):
     dtype = r.pick(("u8",) * 6 + ("u32", "u32", "bytes", "i64", "list", "u32-swapped"))
     raw = np.frombuffer(r.raw(min(n, 32)), dtype=np.uint8)
     values = np.resize(raw, n) if raw.size else np.zeros(n, np.uint8)
     if r.byte() % 8:
         values = values % max(rows, 1)  # inside the table most of the time
-    if dtype == "u32":
-        return values.astype(np.uint32)
-    if dtype == "u32-swapped":
-        return values.astype(np.dtype(np.uint32).newbyteorder())
-    if dtype == "bytes":
-        return values.astype(np.uint8).tobytes()
-    if dtype == "i64":
-        return values.astype(np.int64)
-    if dtype == "list":
-        return values.tolist()
-    return values.astype(np.uint8)
+    return _PAIR_TYPES[dtype](values)
 
 
-def _bits(a, np) -> bytes:
+def _bits(a) -> bytes:
     """The bits, every NaN as one: NaN payloads are not pinned (a NaN state is never written, §5)."""
     a = np.ascontiguousarray(a, dtype=np.float32).copy()
     a[np.isnan(a)] = np.nan
     return a.view(np.uint32).tobytes()
 
 
-def _train(r: Reader, rows: int, kernels, np, core) -> None:
+def _train(r: Reader, rows: int, kernels, core) -> None:
     """``train`` on drawn arguments; a fast kernel's result held to the scalar kernel's."""
     # The scalars first: a short input still decides the step, which the planes' bytes would use up.
     step = draw_step(r.byte, _STEPS)  # log-uniform, at the bias corrections' regime changes, or special
@@ -210,9 +186,9 @@ def _train(r: Reader, rows: int, kernels, np, core) -> None:
     kernel = r.pick(("auto",) * 3 + tuple(kernels) * 3 + ("", "AVX2", "scalar\0", "é"))
     n = r.pick((VOCABULARY,) * 12 + (0, 1, VOCABULARY - 1, VOCABULARY + 1)) if r.byte() % 2 \
         else 1 + (r.byte() | r.byte() << 8) % 1024  # any pair count
-    p, m, v = (_plane(r, rows, np) for _ in range(3))
-    contexts = _pairs(r, rows, n, np)
-    targets = _pairs(r, rows, n if r.byte() % 8 != 7 else r.pick((0, 1, n + 1)), np)
+    p, m, v = (_plane(r, rows) for _ in range(3))
+    contexts = _pairs(r, rows, n)
+    targets = _pairs(r, rows, n if r.byte() % 8 != 7 else r.pick((0, 1, n + 1)))
     # The scalar kernel's copies hold the same values as native float32s:
     # a plane the binding read in another byte order would not match.
     copies = [np.array(x, dtype=np.float32) if isinstance(x, np.ndarray) else x for x in (p, m, v)]
@@ -225,14 +201,14 @@ def _train(r: Reader, rows: int, kernels, np, core) -> None:
             a == b or abs(a - b) <= 1e-12 * max(abs(b), 1.0) or (math.isnan(a) and math.isnan(b))
             for a, b in zip(losses, scalar_losses)), f"kernel {kernel} losses differ from scalar")
         for name, a, b in zip("PMV", (p, m, v), copies):
-            require(_bits(a, np) == _bits(b, np), f"kernel {kernel} plane {name} differs from scalar")
+            require(_bits(a) == _bits(b), f"kernel {kernel} plane {name} differs from scalar")
 
 
-def _predict(r: Reader, rows: int, np, core) -> None:
+def _predict(r: Reader, rows: int, core) -> None:
     """``predict`` on drawn words, held to §4 (:func:`reference_predict`) on float32 planes."""
     # Mostly words of the table (so the §4 reference is compared), sometimes any.
     words = [r.pick(_WORDS) if r.byte() % 4 == 0 else r.byte() % max(rows, 1) for _ in range(r.pick((3, 3, 0, 1, 4)))]
-    plane = _plane(r, rows, np)
+    plane = _plane(r, rows)
     out = core.predict(plane, words)
     require(len(out) == len(words) and all(v in (0, 1) and (t < max(rows, 1) if v else t == 0)
                                            for t, v in out), f"predict gave {out} for {words}")
@@ -242,8 +218,6 @@ def _predict(r: Reader, rows: int, np, core) -> None:
 
 
 def core_target(data: bytes) -> None:
-    import numpy as np
-
     from bob import _core
 
     r = Reader(data)
@@ -254,14 +228,14 @@ def core_target(data: bytes) -> None:
     kernels = _core.kernels()
     try:
         if call == "train":
-            _train(r, rows, kernels, np, _core)
+            _train(r, rows, kernels, _core)
         elif call == "predict":
-            _predict(r, rows, np, _core)
+            _predict(r, rows, _core)
         elif call == "resume_problem":
-            p, m, v = (_plane(r, rows, np) for _ in range(3))
+            p, m, v = (_plane(r, rows) for _ in range(3))
             _core.resume_problem(p, m, v, r.pick(_STEPS), r.pick((10, 0, 1, U64_MAX, -1)))
         elif call == "initialize":
-            _core.initialize(_plane(r, rows, np), r.raw(r.byte() % 16))
+            _core.initialize(_plane(r, rows), r.raw(r.byte() % 16))
         elif call == "initial_planes":
             _core.initial_planes(r.raw(r.byte() % 16), r.pick((VOCABULARY, 1, 0, 2, 17, -1, 1 << 40, 1 << 64)))
         elif call == "fnv1a64":

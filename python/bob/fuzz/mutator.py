@@ -1,12 +1,5 @@
-"""bob's field-aware mutator: mutations that know where every field of the file is (docs/fuzzing.md).
-
-A file's *spots* come from the real layout (:mod:`bob.formats.layout`); one is
-overwritten with a value chosen for its kind. :func:`mutate_canonical` keeps a
-file in the shape bob-run's fast path recognizes; :func:`custom_mutator` mixes
-these with the engine's own and the structural operations
-(:mod:`bob.fuzz.structural`); :func:`mutated_strategy` draws them through
-Hypothesis. Deterministic for a given ``random.Random``.
-"""
+"""bob's field-aware mutator: a file's *spots*, from the real layout (:mod:`bob.formats.layout`), each
+overwritten with a value chosen for its kind (docs/fuzzing.md); deterministic for a ``random.Random``."""
 
 from __future__ import annotations
 
@@ -16,7 +9,7 @@ import struct
 from typing import Callable, NamedTuple, Sequence
 
 from bob.formats.constants import CHECKPOINT_MAGIC, CHUNK_BYTES, CHUNK_TAGS, EMPTY_PROMPT, INPUT_MAGIC, LEARNER, \
-    LEARNER_NAMES, LEARNER_PREFIX, PREDICTION_BYTES, PROMPTS, VOCABULARY
+    LEARNER_NAMES, LEARNER_PREFIX, PLANE_NAMES, PREDICTION_BYTES, PROMPTS, VOCABULARY
 from bob.formats.layout import CONTRACT_STRINGS, ENVELOPE_HEAD, INPUT, PREDICTION_FIELDS, PREDICTION_RECORD, U32, \
     U64, aligned_header_bytes, envelope_layout
 from bob.formats.rules import HEADER_BYTES, chunk_offset
@@ -30,7 +23,6 @@ __all__ = ["FORMATS", "string_lengths", "Spot", "spots", "field_names", "format_
 
 FORMATS = ("input", "checkpoint", "predictions")
 FIXED_SIZES = {"input": INPUT["prompt_words"].end, "predictions": PREDICTION_BYTES}
-PLANES = ("P", "M", "V")
 _FLOATS = tuple(FLOAT_BITS.values())
 _MAGICS = (CHECKPOINT_MAGIC, INPUT_MAGIC, b"BOB-PRED", b"bob-ckpt", b"BOB-CKP\0", b"\0" * 8, b"\x7fELF\2\1\1\0")
 _TAGS = CHUNK_TAGS + (b"\0\0\0\0", b"p\0\0\0", b"PMV\0")
@@ -80,7 +72,7 @@ def _checkpoint_spots(data: bytes) -> list[Spot]:
     if not HEADER_BYTES.ok(hb) or hb < lay.header_length:  # the file's own, where the reader would take it
         hb = aligned_header_bytes(lay.header_length)
     out.append(Spot("padding", lay.header_length, max(hb - lay.header_length, 1), "padding"))
-    out += [Spot(name, chunk_offset(hb, i), CHUNK_BYTES, "plane") for i, name in enumerate(PLANES)]
+    out += [Spot(name, chunk_offset(hb, i), CHUNK_BYTES, "plane") for i, name in enumerate(PLANE_NAMES)]
     return out
 
 
@@ -97,11 +89,8 @@ def spots(data: bytes, fmt: str) -> list[Spot]:
 
 
 def field_names(fmt: str) -> set[str]:
-    """The names of every spot of a canonical file of ``fmt``: what a complete mutator must reach."""
-    if fmt == "checkpoint":
-        from bob.formats.checkpoint import checkpoint_header
-
-        return {s.name for s in _checkpoint_spots(checkpoint_header(0, [bytes(32)] * len(CHUNK_TAGS)))}
+    """The names of every spot of a canonical file of ``fmt``: what a complete mutator must reach
+    (an empty file is laid out as a canonical one)."""
     return {s.name for s in spots(b"", fmt)}
 
 
@@ -230,12 +219,9 @@ def byte_mutation(data: bytearray, rnd: random.Random, op: str | None = None) ->
 
 def mutate(data: bytes, rnd: random.Random, fmt: str | None = None, *, count: int | None = None,
            field_ratio: float = 0.7, only: Sequence[str] | None = None, refresh: float = 0.0) -> bytes:
-    """``data`` with 1–3 (or ``count``) mutations; a ``field_ratio`` share of them field-aware.
-
-    ``fmt`` defaults to :func:`format_of` (with none, every edit is byte-level); ``only``
-    restricts field edits to spots of those names; a checkpoint's digests are refreshed
-    afterwards with probability ``refresh``.
-    """
+    """``data`` with 1–3 (or ``count``) mutations, a ``field_ratio`` share of them field-aware (in ``fmt``,
+    default :func:`format_of`; only on spots named in ``only``); a checkpoint's digests are then refreshed
+    with probability ``refresh``."""
     fmt = fmt or format_of(data)
     out = bytearray(data)
     for _ in range(count if count is not None else rnd.randrange(1, 4)):
@@ -252,13 +238,8 @@ def mutate(data: bytes, rnd: random.Random, fmt: str | None = None, *, count: in
 
 
 def mutate_canonical(data: bytes, rnd: random.Random, fmt: str | None = None) -> bytes:
-    """A mutation that keeps ``data`` a file the fast path still recognizes, most of the time.
-
-    Checkpoint: the step and plane values change, digests refreshed. Input record: a
-    pair and its widened target change together, or a prompt word takes a valid value.
-    A fifth of the time one more field changes, which the fast path must then refuse.
-    Anything else: :func:`mutate`.
-    """
+    """A mutation that keeps ``data`` a file the fast path recognizes, most of the time (a fifth of the
+    time one more field changes, which the fast path must then refuse); other formats: :func:`mutate`."""
     fmt = fmt or format_of(data)
     if fmt == "checkpoint":
         names = ["step", "P", "M", "V"]
@@ -290,12 +271,10 @@ def recognized(data: bytes, kind: str) -> bool:
 
 def custom_mutator(fmt: str | None, engine_mutate: Callable[[bytes, int], bytes] | None = None,
                    canonical_bases: Sequence[bytes] = ()):
-    """A libFuzzer custom mutator ``(data, max_size, seed) -> bytes`` mixing the engine's own
-    mutations (``engine_mutate``, e.g. ``atheris.Mutate``), the fast-path-keeping ones, the
-    structural ones and the field-aware ones. A coverage-guided corpus keeps few files the
-    fast path recognizes, so the fast-path-keeping share starts from one of
-    ``canonical_bases`` (accepted files) whenever the input is not itself recognized.
-    """
+    """A libFuzzer custom mutator ``(data, max_size, seed) -> bytes`` mixing the engine's own mutations
+    (``engine_mutate``, e.g. ``atheris.Mutate``), the fast-path-keeping, structural and field-aware ones.
+    A coverage-guided corpus keeps few files the fast path recognizes, so the fast-path-keeping share
+    starts from one of ``canonical_bases`` (accepted files) whenever the input is not recognized."""
 
     def mutator(data: bytes, max_size: int, seed: int) -> bytes:
         rnd = random.Random(seed)

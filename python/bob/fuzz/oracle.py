@@ -139,11 +139,9 @@ class _Reader:
         self.at += n
         return out
 
-    def u32(self, field: str, index: Optional[int] = None) -> int:
-        return struct.unpack("<I", self.take(4, field, index))[0]
-
-    def u64(self, field: str, index: Optional[int] = None) -> int:
-        return struct.unpack("<Q", self.take(8, field, index))[0]
+    def number(self, n: int, field: str, index: Optional[int] = None) -> int:
+        """An unsigned little-endian integer of ``n`` bytes."""
+        return int.from_bytes(self.take(n, field, index), "little")
 
 
 def check_checkpoint(data: bytes, for_resume: bool = True) -> Verdict:
@@ -174,24 +172,24 @@ def _envelope(data: bytes) -> Tuple[int, Optional[list]]:
         raise Refused("file_size")
     r = _Reader(data)
     r.at = 8
-    if r.u64("version") != 1:
+    if r.number(8, "version") != 1:
         raise Refused("version")
-    hb = r.u64("header_bytes")
+    hb = r.number(8, "header_bytes")
     if not header_bytes_ok(hb):
         raise Refused("header_bytes")
-    step = r.u64("step")
+    step = r.number(8, "step")
     strings: dict = {}
     for name, _ in STRINGS:
-        length = r.u32(name)
+        length = r.number(4, name)
         if length > n - r.at or length > STRING_MAX:  # D3: the remaining bytes, then 4,096
             raise Refused(name)
         strings[name] = r.take(length, name)
-    sizes = {name: r.u64(name) for name, _ in SIZES}
-    count = r.u32("chunk_count")
+    sizes = {name: r.number(8, name) for name, _ in SIZES}
+    count = r.number(4, "chunk_count")
     table: list = []
     for i in range(len(TAGS)):
-        table.append((r.take(4, "chunk_table.tag", i), r.u64("chunk_table.offset", i),
-                      r.u64("chunk_table.length", i), r.take(32, "chunk_table.digest", i)))
+        table.append((r.take(4, "chunk_table.tag", i), r.number(8, "chunk_table.offset", i),
+                      r.number(8, "chunk_table.length", i), r.take(32, "chunk_table.digest", i)))
     body_end = r.at
     stored_digest = r.take(32, "header_digest")
     header_end = r.at

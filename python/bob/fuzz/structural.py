@@ -1,27 +1,23 @@
 """Structure-aware mutations: one *consistent* change of a file, digests re-sealed, so the rules
-behind the digests and the chunk table are reached (the table of operations: docs/fuzzing.md).
-
-Also a checkpoint's layout as the file itself states it (:func:`string_lengths`)
-and :func:`refresh_digests`, which the field-aware mutator shares. Standard
-library only, deterministic for a given ``random.Random``.
-"""
+behind the digests and the chunk table are reached (the table of operations: docs/fuzzing.md);
+also :func:`string_lengths` and :func:`refresh_digests`, which the field-aware mutator shares."""
 
 from __future__ import annotations
 
 import hashlib
 import random
+import struct
 
 from bob.formats.constants import CHECKPOINT_MAGIC, CHUNK_BYTES, CHUNK_TAGS, MAX_HEADER_BYTES, PAYLOAD_BYTES, \
     STRING_LIMIT, U64_MAX, UPDATES_PER_INVOCATION, VOCABULARY
 from bob.formats.layout import CANONICAL, DIGEST_BYTES, ENVELOPE_HEAD, HEADER_ALIGNMENT, INPUT, \
-    U32, U64, EnvelopeLayout, aligned_header_bytes, envelope_layout
+    U32, U64, EnvelopeLayout, Field, aligned_header_bytes, envelope_layout
 from bob.formats.rules import chunk_offset
 from bob.fuzz.dictionary import CONTRACT_STRINGS as CONTRACT_VALUES
 
-__all__ = ["CHECKPOINT_OPS", "string_lengths", "refresh_digests", "any_step", "structural_mutate", "set_step",
-           "set_header_bytes", "move_chunks", "swap_planes", "zero_moments", "rewiden_targets"]
+__all__ = ["CHECKPOINT_OPS", "string_lengths", "refresh_digests", "any_step", "structural_mutate",
+           "rewiden_targets"]
 
-CHECKPOINT_OPS = ("step", "header_bytes", "chunks", "planes", "moments")
 _STEP = ENVELOPE_HEAD["step"].offset
 _HEADER_BYTES = ENVELOPE_HEAD["header_bytes"].offset
 
@@ -41,14 +37,14 @@ def string_lengths(data: bytes) -> tuple[int, int, int, int]:
     return tuple(out)  # type: ignore[return-value]
 
 
-def _placed(data: bytes) -> "tuple[EnvelopeLayout, int] | None":
-    """(layout, header_bytes) of a checkpoint whose header can be located, else None."""
+def _placed(data: bytes, planes: bool = False) -> "tuple[EnvelopeLayout, int] | None":
+    """(layout, header_bytes) of a checkpoint whose header (and, with ``planes``, planes) can be
+    located, else None."""
     if len(data) < CANONICAL.header_length or bytes(data[:8]) != CHECKPOINT_MAGIC:
         return None
     lay = envelope_layout(string_lengths(data))
-    if lay.header_length > len(data):
-        return None
-    return lay, U64.unpack_from(data, _HEADER_BYTES)[0]
+    hb = U64.unpack_from(data, _HEADER_BYTES)[0]
+    return None if lay.header_length > len(data) or (planes and hb + PAYLOAD_BYTES > len(data)) else (lay, hb)
 
 
 def refresh_digests(data: bytes) -> bytes:
@@ -80,113 +76,86 @@ def any_step(rnd: random.Random) -> int:
     return rnd.randrange(3 * UPDATES_PER_INVOCATION)
 
 
-def set_step(data: bytes, rnd: random.Random, step: int | None = None) -> bytes:
-    """``data`` at another step (any u64), digests re-sealed."""
-    if len(data) < ENVELOPE_HEAD["step"].end:
-        return data
-    out = bytearray(data)
-    U64.pack_into(out, _STEP, any_step(rnd) if step is None else step)
-    return refresh_digests(bytes(out))
+# The checkpoint operations: each edits a located file in place (its layout and header_bytes
+# given), and structural_mutate re-seals the digests after it.
+
+def _set_step(out: bytearray, lay: EnvelopeLayout, hb: int, rnd: random.Random) -> None:
+    """Another step (any u64)."""
+    U64.pack_into(out, _STEP, any_step(rnd))
 
 
-def set_header_bytes(data: bytes, rnd: random.Random, header_bytes: int | None = None) -> bytes:
-    """``data`` with its header grown or shrunk: padding, planes and chunk offsets moved, re-sealed;
-    now and then a non-zero byte in the grown padding."""
-    placed = _placed(data)
-    if placed is None:
-        return data
-    lay, old = placed
-    least = aligned_header_bytes(lay.header_length)
-    if header_bytes is None:
-        r = rnd.random()
-        header_bytes = (least if r < 0.2 else MAX_HEADER_BYTES if r < 0.35
-                        else MAX_HEADER_BYTES + HEADER_ALIGNMENT if r < 0.4
-                        else least - HEADER_ALIGNMENT if r < 0.45
-                        else rnd.randrange(least, MAX_HEADER_BYTES + 1, HEADER_ALIGNMENT))
-    header_bytes = max(header_bytes, 0)
-    planes = bytes(data[old:old + PAYLOAD_BYTES]) if old <= len(data) else b""
-    out = bytearray(data[:lay.header_length])
-    U64.pack_into(out, _HEADER_BYTES, header_bytes)
-    for i in range(len(CHUNK_TAGS)):
-        U64.pack_into(out, lay.chunk_field(i, "offset").offset, chunk_offset(header_bytes, i))
-    out += bytes(max(header_bytes - lay.header_length, 0)) + planes
-    if header_bytes > lay.header_length + 1 and rnd.random() < 0.15:  # garbage in the padding, past byte 448
-        out[rnd.randrange(lay.header_length, header_bytes)] = rnd.randrange(1, 1 << 8)
-    return refresh_digests(bytes(out))
-
-
-def move_chunks(data: bytes, rnd: random.Random) -> bytes:
-    """The three chunk table entries moved together (one delta, or another chunk size, with the
-    contract's sizes half the time), re-sealed."""
-    placed = _placed(data)
-    if placed is None:
-        return data
-    lay, hb = placed
-    out = bytearray(data)
-    if rnd.random() < 0.5:
-        delta = rnd.choice((HEADER_ALIGNMENT, -HEADER_ALIGNMENT, 1, -1, CHUNK_BYTES, -hb, rnd.getrandbits(16)))
-        size, start = CHUNK_BYTES, hb + delta
-    else:
-        size = rnd.choice((CHUNK_BYTES // 2, CHUNK_BYTES * 2, CHUNK_BYTES - 4, CHUNK_BYTES + 4, 4))
-        start = hb
-        if rnd.random() < 0.5:
-            U64.pack_into(out, lay.fields["chunk_bytes"].offset, size)
-            U64.pack_into(out, lay.fields["payload_bytes"].offset, size * len(CHUNK_TAGS))
+def _place_chunks(out: bytearray, lay: EnvelopeLayout, start: int, size: int) -> None:
+    """The chunk table's entries at ``start + i × size``, each ``size`` long."""
     for i in range(len(CHUNK_TAGS)):
         U64.pack_into(out, lay.chunk_field(i, "offset").offset, max(chunk_offset(start, i, size), 0) & U64_MAX)
         U64.pack_into(out, lay.chunk_field(i, "length").offset, size)
-    return refresh_digests(bytes(out))
 
 
-def _planes_placed(data: bytes) -> "tuple[EnvelopeLayout, int] | None":
-    placed = _placed(data)
-    return placed if placed is not None and placed[1] + PAYLOAD_BYTES <= len(data) else None
+def _set_header_bytes(out: bytearray, lay: EnvelopeLayout, old: int, rnd: random.Random) -> None:
+    """The header grown or shrunk: padding, planes and chunk offsets moved; now and then a non-zero
+    byte in the grown padding."""
+    least = aligned_header_bytes(lay.header_length)
+    r = rnd.random()
+    hb = (least if r < 0.2 else MAX_HEADER_BYTES if r < 0.35 else MAX_HEADER_BYTES + HEADER_ALIGNMENT if r < 0.4
+          else least - HEADER_ALIGNMENT if r < 0.45 else rnd.randrange(least, MAX_HEADER_BYTES + 1, HEADER_ALIGNMENT))
+    out[lay.header_length:] = bytes(max(hb - lay.header_length, 0)) + out[old:old + PAYLOAD_BYTES]
+    U64.pack_into(out, _HEADER_BYTES, hb)
+    _place_chunks(out, lay, hb, CHUNK_BYTES)
+    if hb > lay.header_length + 1 and rnd.random() < 0.15:  # garbage in the padding, past byte 448
+        out[rnd.randrange(lay.header_length, hb)] = rnd.randrange(1, 1 << 8)
 
 
-def swap_planes(data: bytes, rnd: random.Random) -> bytes:
-    """Two planes swapped; with their table entries (tags out of order) or re-sealed in place."""
-    placed = _planes_placed(data)
-    if placed is None:
-        return data
-    lay, hb = placed
+def _move_chunks(out: bytearray, lay: EnvelopeLayout, hb: int, rnd: random.Random) -> None:
+    """The three chunk table entries moved together (one delta, or another chunk size, with the
+    contract's sizes half the time)."""
+    if rnd.random() < 0.5:
+        delta = rnd.choice((HEADER_ALIGNMENT, -HEADER_ALIGNMENT, 1, -1, CHUNK_BYTES, -hb, rnd.getrandbits(16)))
+        _place_chunks(out, lay, hb + delta, CHUNK_BYTES)
+        return
+    size = rnd.choice((CHUNK_BYTES // 2, CHUNK_BYTES * 2, CHUNK_BYTES - 4, CHUNK_BYTES + 4, 4))
+    if rnd.random() < 0.5:
+        U64.pack_into(out, lay.fields["chunk_bytes"].offset, size)
+        U64.pack_into(out, lay.fields["payload_bytes"].offset, size * len(CHUNK_TAGS))
+    _place_chunks(out, lay, hb, size)
+
+
+def _plane(hb: int, i: int) -> Field:
+    return Field(chunk_offset(hb, i), CHUNK_BYTES)
+
+
+def _swap_planes(out: bytearray, lay: EnvelopeLayout, hb: int, rnd: random.Random) -> None:
+    """Two planes swapped; with their table entries (tags out of order) or in place."""
     i, j = sorted(rnd.sample(range(len(CHUNK_TAGS)), 2))
-    out = bytearray(data)
-    a, b = hb + i * CHUNK_BYTES, hb + j * CHUNK_BYTES
-    out[a:a + CHUNK_BYTES], out[b:b + CHUNK_BYTES] = data[b:b + CHUNK_BYTES], data[a:a + CHUNK_BYTES]
+    pairs = [(_plane(hb, i), _plane(hb, j))]
     if rnd.random() < 0.4:
-        ea, eb = lay.chunk_field(i, "tag").offset, lay.chunk_field(j, "tag").offset
-        out[ea:ea + 4], out[eb:eb + 4] = data[eb:eb + 4], data[ea:ea + 4]
-    return refresh_digests(bytes(out))
+        pairs.append((lay.chunk_field(i, "tag"), lay.chunk_field(j, "tag")))
+    for a, b in pairs:
+        out[a.slice], out[b.slice] = out[b.slice], out[a.slice]
 
 
-def zero_moments(data: bytes, rnd: random.Random) -> bytes:
-    """``data`` at step 0, 1 or 10 with M, V or both set to +0.0, as a fresh run has them; re-sealed."""
-    placed = _planes_placed(data)
-    if placed is None:
-        return data
-    hb = placed[1]
-    out = bytearray(data)
+def _zero_moments(out: bytearray, lay: EnvelopeLayout, hb: int, rnd: random.Random) -> None:
+    """Step 0, 1 or 10 with M, V or both set to +0.0, as a fresh run has them."""
     U64.pack_into(out, _STEP, rnd.choice((0, 0, 0, 1, UPDATES_PER_INVOCATION)))
     for plane in rnd.choice(((1,), (2,), (1, 2))):  # M, V, or both
-        out[hb + plane * CHUNK_BYTES:hb + (plane + 1) * CHUNK_BYTES] = bytes(CHUNK_BYTES)
-    return refresh_digests(bytes(out))
+        out[_plane(hb, plane).slice] = bytes(CHUNK_BYTES)
+
+
+# Each operation, and whether it needs the planes in the file.
+_OPERATIONS = {"step": (_set_step, False), "header_bytes": (_set_header_bytes, False),
+               "chunks": (_move_chunks, False), "planes": (_swap_planes, True), "moments": (_zero_moments, True)}
+CHECKPOINT_OPS = tuple(_OPERATIONS)
 
 
 def rewiden_targets(data: bytes, rnd: random.Random) -> bytes:
     """An input record with some pairs changed and every widened target rewritten from its pair."""
-    if len(data) < INPUT["prompt_words"].offset:
+    pairs, targets = INPUT["pairs"], INPUT["targets"]
+    if len(data) < targets.end:
         return data
     out = bytearray(data)
-    pairs, targets = INPUT["pairs"].offset, INPUT["targets"].offset
     for _ in range(rnd.randrange(1, 9)):
-        out[pairs + rnd.randrange(2 * VOCABULARY)] = rnd.getrandbits(8)
-    for i in range(VOCABULARY):
-        U32.pack_into(out, targets + 4 * i, out[pairs + 2 * i + 1])
+        out[pairs.offset + rnd.randrange(pairs.size)] = rnd.getrandbits(8)
+    struct.pack_into(targets.format or "", out, targets.offset, *out[pairs.offset + 1:pairs.end:2])
     return bytes(out)
-
-
-OPERATIONS = {"step": set_step, "header_bytes": set_header_bytes, "chunks": move_chunks, "planes": swap_planes,
-              "moments": zero_moments}
 
 
 def structural_mutate(data: bytes, rnd: random.Random, fmt: str | None, op: str | None = None) -> bytes:
@@ -196,6 +165,12 @@ def structural_mutate(data: bytes, rnd: random.Random, fmt: str | None, op: str 
     if fmt != "checkpoint":
         return data
     op = op or rnd.choice(CHECKPOINT_OPS)
-    if op not in OPERATIONS:
+    if op not in _OPERATIONS:
         raise ValueError(f"unknown structural operation {op!r}; one of {', '.join(CHECKPOINT_OPS)}")
-    return OPERATIONS[op](data, rnd)
+    edit, planes = _OPERATIONS[op]
+    placed = _placed(data, planes)
+    if placed is None:
+        return data
+    out = bytearray(data)
+    edit(out, *placed, rnd)
+    return refresh_digests(bytes(out))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import atexit
 import json
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -66,9 +65,12 @@ def _load(load: Callable, data: bytes, checked: "Callable[[BaseException], bool]
         return None, err
 
 
-def _equal_refusals(a: BaseException, b: BaseException | None) -> bool:
-    """Everything a refusal's text and dict are made of is equal (so checking one checks both)."""
-    names = ("field", "message", "expected", "actual", "offset", "index")
+def _equal_refusals(a: BaseException | None, b: BaseException | None,
+                    names: tuple[str, ...] = ("field", "message", "expected", "actual", "offset", "index")) -> bool:
+    """Both None, or of one type with these attributes equal: by default everything a refusal's text
+    and dict are made of (so checking one checks both)."""
+    if a is None or b is None:
+        return a is b
     try:
         return type(a) is type(b) and all(getattr(a, n) == getattr(b, n) for n in names)
     except Exception:  # noqa: BLE001 - e.g. arrays compared: not equal for this purpose
@@ -85,22 +87,25 @@ def _as_the_contract_says(fmt: str, err: BaseException | None, want) -> None:
         raise PropertyFailed(f"{fmt}: bob {said} where the contract oracle would {means}")
 
 
-def _agree(obj, findings: list, data: bytes) -> None:
-    for err in findings:
+def _judged(fmt: str, load: Callable, findings: Callable, data: bytes):
+    """``load(data)`` (the object, or None) held to the contract oracle and to bob's findings list."""
+    from bob.fuzz import oracle
+
+    obj, refusal = _load(load, data)
+    _as_the_contract_says(fmt, refusal, oracle.check(fmt, data))
+    listed = findings(data)
+    for err in listed:
         check_error(err, data)
-    require((obj is None) == bool(findings), f"loader {'refused' if obj is None else 'accepted'} "
-            f"but findings are {[f.field for f in findings]}")
+    require((obj is None) == bool(listed), f"loader {'refused' if obj is None else 'accepted'} "
+            f"but findings are {[f.field for f in listed]}")
+    return obj
 
 
 def input_target(data: bytes) -> None:
     import bob
     from bob.formats import canonical
 
-    from bob.fuzz import oracle
-
-    record, refusal = _load(bob.load_input, data)
-    _as_the_contract_says("input", refusal, oracle.check_input(data))
-    _agree(record, bob.input_findings(data), data)
+    record = _judged("input", bob.load_input, bob.input_findings, data)
     fast = canonical.recognize_record(data)
     if record is not None:
         require(record.to_bytes() == data, "an accepted record does not round-trip")
@@ -117,14 +122,6 @@ def checkpoint_target(data: bytes) -> None:
 
     with shared_digests():  # each plane's SHA-256 computed once, whichever property asks
         _checkpoint_properties(data)
-
-
-def _same_refusal(raised: BaseException | None, listed: BaseException | None) -> bool:
-    """The loader raised exactly the finding the findings list puts first (or both are None)."""
-    if raised is None or listed is None:
-        return raised is listed
-    return (type(raised), raised.field, raised.index, raised.offset) == (  # type: ignore[attr-defined]
-        type(listed), listed.field, listed.index, listed.offset)  # type: ignore[attr-defined]
 
 
 def _checkpoint_properties(data: bytes) -> None:
@@ -144,11 +141,11 @@ def _checkpoint_properties(data: bytes) -> None:
         check_error(err, data)
     strict_refusal = findings[0] if findings else None
     reading = [f for f in findings if not isinstance(f, StateRefused)]
+    first = reading[0] if reading else None
     # The loader's refusal is checked unless it equals the finding checked above in everything its
     # text is made of (it is that finding, raised by a second reading).
-    loose, loose_refusal = _load(bob.load_checkpoint, data, lambda err: _equal_refusals(err, reading[0] if reading
-                                                                                         else None), for_resume=False)
-    if not _same_refusal(loose_refusal, reading[0] if reading else None):
+    loose, loose_refusal = _load(bob.load_checkpoint, data, lambda err: _equal_refusals(err, first), for_resume=False)
+    if not _equal_refusals(loose_refusal, first, ("field", "index", "offset")):  # the finding put first, raised
         raise PropertyFailed(f"load_checkpoint(for_resume=False) raised {loose_refusal!r}, the findings for "
                              f"reading are {[f.field for f in reading]}")
     for_reading, for_resuming = oracle.checkpoint_verdicts(data)
@@ -177,11 +174,7 @@ def predictions_target(data: bytes) -> None:
     import bob
     from bob.formats import canonical
 
-    from bob.fuzz import oracle
-
-    pred, refusal = _load(bob.load_predictions, data)
-    _as_the_contract_says("predictions", refusal, oracle.check_predictions(data))
-    _agree(pred, bob.predictions_findings(data), data)
+    pred = _judged("predictions", bob.load_predictions, bob.predictions_findings, data)
     if pred is not None:
         require(pred.to_bytes() == data, "accepted predictions do not round-trip")
         require(canonical.predictions_bytes(list(pred.records)) == data, "the fast path builds other bytes")
@@ -262,9 +255,25 @@ def run_target(data: bytes) -> None:
 
 
 def interop_target(data: bytes) -> None:
-    from bob.fuzz.interop_target import interop_target as run
+    """Every input read as ``.npz`` and as safetensors, for resuming and for reading: bob accepts
+    exactly what :mod:`bob.fuzz.oracle_interop` says a bob export is, and an accepted file exported
+    and imported again is the same checkpoint."""
+    import bob
+    from bob import interop
+    from bob.fuzz.oracle_interop import check_export
 
-    run(data, check_error)
+    formats = (("npz", interop.from_npz_bytes, interop.npz_bytes),
+               ("safetensors", interop.from_safetensors_bytes, interop.safetensors_bytes))
+    for fmt, load, export in formats:
+        for for_resume in (True, False):
+            checkpoint, _ = _load(load, data, make=bob.Checkpoint, for_resume=for_resume)
+            why = check_export(fmt, data, for_resume)
+            require((checkpoint is None) == (why is not None),
+                    f"{fmt} (for_resume={for_resume}): bob {'refuses' if checkpoint is None else 'accepts'} where "
+                    f"the oracle {'accepts' if why is None else f'refuses ({why})'}")
+            if checkpoint is not None:
+                again = load(export(checkpoint, for_resume=for_resume), bob.Checkpoint, for_resume=for_resume)
+                require(again == checkpoint, f"{fmt}: an accepted export does not round-trip")
 
 
 def core_target(data: bytes) -> None:
@@ -308,7 +317,6 @@ def preload() -> None:
     import bob.formats.input_record  # noqa: F401
     import bob.formats.predictions  # noqa: F401
     import bob.fuzz.core_target  # noqa: F401
-    import bob.fuzz.interop_target  # noqa: F401
     import bob.interop  # noqa: F401
     import bob.fuzz.world  # noqa: F401
     import bob.inspect  # noqa: F401
