@@ -129,23 +129,13 @@ __all__ = [
 ]
 
 
-def _import(module: str) -> Any:
-    # __import__ rather than importlib.import_module: importing importlib
-    # (and the warnings module it pulls in) is a share of bob-run's start-up.
-    return __import__(module, fromlist=["__name__"])
-
-
 if not TYPE_CHECKING:
     # Hidden from type checkers, which see the imports below instead: with a
     # module __getattr__ in view they would take any misspelt name for Any.
+    from bob.formats import lazy_names
 
-    def __getattr__(name: str) -> Any:
-        module = _LAZY.get(name)
-        if module is None:
-            raise AttributeError(f"module 'bob' has no attribute {name!r}")
-        value = getattr(_import(module), _RENAMED.get(name, name))
-        globals()[name] = value
-        return value
+    __getattr__ = lazy_names(__name__, _LAZY, _RENAMED)
+    del lazy_names
 
     def __dir__() -> list[str]:
         return sorted(set(globals()) | set(_LAZY))

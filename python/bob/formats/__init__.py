@@ -1,32 +1,23 @@
 """bob's binary formats: construct schemas, checkers and typed objects.
 
-* :mod:`bob.formats.input_record` — ``bob-input`` v1: schema, ``examine``, ``InputRecord``, loader, reader;
-* :mod:`bob.formats.checkpoint` — ``bob-envelope`` v1, the checkpoint, behind one door: its
-  specification, schema (``ENVELOPE``), ``examine`` (the canonical file first, without construct),
-  ``Checkpoint``, ``load_checkpoint``, ``read_checkpoint_file`` and the header builder;
-* :mod:`bob.formats.predictions` — the 24-byte predictions: schema, ``examine``, ``Predictions``, loader, reader;
-* :mod:`bob.formats.contract` — bob v1's contract strings as a typed object (``V1``);
-* :mod:`bob.formats.constants` — bob v1's constants, magics and strings (standard library);
-* :mod:`bob.formats.layout` — the one description of the layout: every field's offset, size and
-  ``struct`` format, from which the schemas and packers are built (standard library);
-* :mod:`bob.formats.rules` — the value rules as data: field, predicate, error class, message (standard library);
-* :mod:`bob.formats.canonical` — an input record recognised and the predictions built without
-  construct (bob-run's fast path);
-* :mod:`bob.formats.files` — the one bounded read of a format's file (regular files only), and the
-  first checks of any bytes (``as_bytes``, ``magic_finding``);
-* :mod:`bob.formats.schema` — the custom constructs, ``parse`` and ``layout``;
-* :mod:`bob.formats.docs` — layout and rule tables printed from the schemas and the rules.
-
-Names are imported lazily (``from bob.formats import ENVELOPE`` imports only
-what it needs). Imports run one way, from the schema up to the typed object
-(``tests/house/test_import_graph.py``).
+Each format in one place: :mod:`~bob.formats.input_record`, :mod:`~bob.formats.predictions`,
+:mod:`~bob.formats.trace` (schema, ``examine``, typed object, loader, reader) and the checkpoint's
+package :mod:`~bob.formats.checkpoint`, behind one door. Below them: the constants
+(:mod:`~bob.formats.constants`), the one description of the layout (:mod:`~bob.formats.layout`),
+the value rules as data (:mod:`~bob.formats.rules`), the construct helpers
+(:mod:`~bob.formats.schema`), bob-run's fast path (:mod:`~bob.formats.canonical`), the bounded
+file reader (:mod:`~bob.formats.files`); above them, the generated tables (:mod:`~bob.formats.docs`).
+Imports run one way, from the schema up to the typed object (``tests/house/test_import_graph.py``);
+names here are imported lazily.
 """
 
 from __future__ import annotations
 
+import sys
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
-    from typing import Any
+    from typing import Any, Callable
 
 _LAZY = {
     "INPUT_RECORD": "bob.formats.input_record",
@@ -43,15 +34,26 @@ _LAZY = {
     "markdown_table": "bob.formats.docs",
 }
 
-__all__ = list(_LAZY)
+__all__ = [*_LAZY, "lazy_names"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'bob.formats' has no attribute {name!r}")
-    # __import__, not importlib (bob._import's reason); not bob._import itself,
-    # as bob.errors imports this package while bob is still being imported.
-    value = getattr(__import__(module, fromlist=["__name__"]), name)
-    globals()[name] = value
-    return value
+def lazy_names(module: str, names: "dict[str, str]", renamed: "dict[str, str] | None" = None) -> "Callable[[str], Any]":
+    """The ``__getattr__`` of a door (``bob``, ``bob.formats``, ``bob.formats.checkpoint``): name ``n``
+    is imported from module ``names[n]`` (as ``renamed[n]`` there, if given) when it is first asked
+    for, and kept in ``module``'s namespace."""
+    namespace = sys.modules[module].__dict__
+
+    def __getattr__(name: str) -> Any:
+        source = names.get(name)
+        if source is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        # __import__ rather than importlib.import_module: importing importlib
+        # (and the warnings module it pulls in) is a share of bob-run's start-up.
+        value = getattr(__import__(source, fromlist=["__name__"]), (renamed or {}).get(name, name))
+        namespace[name] = value
+        return value
+
+    return __getattr__
+
+
+__getattr__: "Callable[[str], Any]" = lazy_names(__name__, _LAZY)
