@@ -31,8 +31,8 @@ class DigestMemo:
     def __init__(self, sha256: Any = None) -> None:
         self._sha256 = sha256 or hashlib.sha256
         self._by_content: dict[tuple, list[tuple[bytes, bytes]]] = {}
-        self._by_place: dict[tuple[int, int, int], bytes] = {}
-        self._bases: dict[int, tuple[bytes, int]] = {}  # id -> (the object, kept so the id means it; its address)
+        # (id, offset, length) -> (the object, kept so that the id means it; the digest)
+        self._by_place: dict[tuple[int, int, int], tuple[bytes, bytes]] = {}
         self.hashes = 0
 
     def digest(self, data: Any) -> bytes:
@@ -40,14 +40,10 @@ class DigestMemo:
         if isinstance(data, memoryview) and type(data.obj) is bytes and data.contiguous:
             import numpy as np
 
-            base = data.obj
-            known_base = self._bases.get(id(base))
-            if known_base is None:
-                known_base = self._bases[id(base)] = (base, np.frombuffer(base, np.uint8).ctypes.data)
-            place = (id(base), np.frombuffer(data, np.uint8).ctypes.data - known_base[1], data.nbytes)
-            known = self._by_place.get(place)
-            if known is not None:
-                return known
+            start = np.frombuffer(data, np.uint8).ctypes.data - np.frombuffer(data.obj, np.uint8).ctypes.data
+            place = (id(data.obj), start, data.nbytes)
+            if place in self._by_place:
+                return self._by_place[place][1]
         raw = data if type(data) is bytes else memoryview(data).cast("B").tobytes()
         key = (len(raw), raw[:32], raw[-32:], raw[len(raw) // 2:len(raw) // 2 + 32])
         bucket = self._by_content.setdefault(key, [])
@@ -57,7 +53,7 @@ class DigestMemo:
             self.hashes += 1
             bucket.append((raw, digest))
         if place is not None:
-            self._by_place[place] = digest
+            self._by_place[place] = (data.obj, digest)
         return digest
 
     def sha256(self, data: Any = b"", **kw: Any) -> Any:
