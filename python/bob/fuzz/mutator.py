@@ -309,11 +309,5 @@ def mutated_strategy(seeds: list[bytes], *, field_aware: bool = True, max_ops: i
     from hypothesis import strategies as st
 
     prepared = [(seed, format_of(seed) if field_aware else None) for seed in seeds]
-
-    @st.composite
-    def strategy(draw):
-        seed, fmt = draw(st.sampled_from(prepared))
-        rnd = random.Random(draw(st.integers(0, 2**32 - 1)))
-        return mutate(seed, rnd, fmt, count=draw(st.integers(1, max_ops)))
-
-    return strategy()
+    return st.builds(lambda pair, seed, count: mutate(pair[0], random.Random(seed), pair[1], count=count),
+                     st.sampled_from(prepared), st.integers(0, 2**32 - 1), st.integers(1, max_ops))
