@@ -1,11 +1,7 @@
-"""One SHA-256 per distinct piece of an input, shared by a target's properties (docs/fuzzing.md).
-
-Inside :func:`shared_digests` every ``hashlib.sha256`` of 4 KiB or more, and the
-fast path's SHA-256 (hashlib's function, ``tests/formats/test_canonical.py``), is
-looked up by place, then by content (compared in full), and hashed only if new:
-each plane is hashed once per input whichever reader asks, and a reader hashing
-the wrong range still gets that range's digest. The envelope header is parsed,
-and its layout computed, once per input. The memo lives for one ``with`` block.
+"""One SHA-256 per distinct piece of an input, shared by a target's properties (docs/fuzzing.md):
+within :func:`shared_digests` each plane is hashed once per input whichever reader asks (a reader
+hashing the wrong range still gets that range's digest), and the envelope header is parsed, and its
+layout computed, once per input. The memo lives for one ``with`` block.
 """
 
 from __future__ import annotations
@@ -101,17 +97,16 @@ def shared_digests() -> Iterator[DigestMemo]:
     from bob.formats.checkpoint import examination, header
 
     memo = DigestMemo()
-    real, real_fast, real_parse = hashlib.sha256, header._digest, schema.parse
-    real_layout = examination.envelope_layout
-    hashlib.sha256 = memo.sha256  # type: ignore[assignment]
-    header._digest = memo.fast_path_digest  # what header.sha256 calls (bound on first use)
-    # what the examination imports when it parses
-    schema.parse = _once(real_parse, lambda s, data: (id(s), id(data)) if type(data) is bytes else None)
-    examination.envelope_layout = header.envelope_layout = _once(real_layout, lambda lengths: tuple(lengths))
+    parse = _once(schema.parse, lambda s, data: (id(s), id(data)) if type(data) is bytes else None)
+    layout = _once(examination.envelope_layout, lambda lengths: tuple(lengths))
+    # header.sha256 calls header._digest (bound on first use); the examination calls parse and the layout
+    stand_ins = {(hashlib, "sha256"): memo.sha256, (header, "_digest"): memo.fast_path_digest, (schema, "parse"): parse,
+                 (examination, "envelope_layout"): layout, (header, "envelope_layout"): layout}
+    real = {place: getattr(*place) for place in stand_ins}
+    for (owner, name), value in stand_ins.items():
+        setattr(owner, name, value)
     try:
         yield memo
     finally:
-        hashlib.sha256 = real
-        header._digest = real_fast
-        schema.parse = real_parse
-        examination.envelope_layout = header.envelope_layout = real_layout
+        for (owner, name), value in real.items():
+            setattr(owner, name, value)
