@@ -57,8 +57,7 @@ def tokens() -> list[bytes]:
         if v <= 0xFFFFFFFF:
             out.append(struct.pack("<I", v))
         out.append(struct.pack("<Q", v))
-    seen: set[bytes] = set()
-    return [t for t in out if not (t in seen or seen.add(t))]  # type: ignore[func-returns-value]
+    return list(dict.fromkeys(out))
 
 
 def write_dict(path: "str | os.PathLike[str]") -> None:

@@ -1,11 +1,7 @@
-"""One SHA-256 per distinct piece of an input, shared by a target's properties (docs/fuzzing.md).
-
-Inside :func:`shared_digests` every ``hashlib.sha256`` of 4 KiB or more, and the
-fast path's SHA-256 (hashlib's function, ``tests/formats/test_canonical.py``), is
-looked up by place, then by content (compared in full), and hashed only if new:
-each plane is hashed once per input whichever reader asks, and a reader hashing
-the wrong range still gets that range's digest. The envelope header is parsed,
-and its layout computed, once per input. The memo lives for one ``with`` block.
+"""One SHA-256 per distinct piece of an input, shared by a target's properties (docs/fuzzing.md):
+within :func:`shared_digests` each plane is hashed once per input whichever reader asks (a reader
+hashing the wrong range still gets that range's digest), and the envelope header is parsed, and its
+layout computed, once per input. The memo lives for one ``with`` block.
 """
 
 from __future__ import annotations
@@ -31,8 +27,8 @@ class DigestMemo:
     def __init__(self, sha256: Any = None) -> None:
         self._sha256 = sha256 or hashlib.sha256
         self._by_content: dict[tuple, list[tuple[bytes, bytes]]] = {}
-        self._by_place: dict[tuple[int, int, int], bytes] = {}
-        self._bases: dict[int, tuple[bytes, int]] = {}  # id -> (the object, kept so the id means it; its address)
+        # (id, offset, length) -> (the object, kept so that the id means it; the digest)
+        self._by_place: dict[tuple[int, int, int], tuple[bytes, bytes]] = {}
         self.hashes = 0
 
     def digest(self, data: Any) -> bytes:
@@ -40,14 +36,10 @@ class DigestMemo:
         if isinstance(data, memoryview) and type(data.obj) is bytes and data.contiguous:
             import numpy as np
 
-            base = data.obj
-            known_base = self._bases.get(id(base))
-            if known_base is None:
-                known_base = self._bases[id(base)] = (base, np.frombuffer(base, np.uint8).ctypes.data)
-            place = (id(base), np.frombuffer(data, np.uint8).ctypes.data - known_base[1], data.nbytes)
-            known = self._by_place.get(place)
-            if known is not None:
-                return known
+            start = np.frombuffer(data, np.uint8).ctypes.data - np.frombuffer(data.obj, np.uint8).ctypes.data
+            place = (id(data.obj), start, data.nbytes)
+            if place in self._by_place:
+                return self._by_place[place][1]
         raw = data if type(data) is bytes else memoryview(data).cast("B").tobytes()
         key = (len(raw), raw[:32], raw[-32:], raw[len(raw) // 2:len(raw) // 2 + 32])
         bucket = self._by_content.setdefault(key, [])
@@ -57,7 +49,7 @@ class DigestMemo:
             self.hashes += 1
             bucket.append((raw, digest))
         if place is not None:
-            self._by_place[place] = digest
+            self._by_place[place] = (data.obj, digest)
         return digest
 
     def sha256(self, data: Any = b"", **kw: Any) -> Any:
@@ -105,17 +97,16 @@ def shared_digests() -> Iterator[DigestMemo]:
     from bob.formats.checkpoint import examination, header
 
     memo = DigestMemo()
-    real, real_fast, real_parse = hashlib.sha256, header._digest, schema.parse
-    real_layout = examination.envelope_layout
-    hashlib.sha256 = memo.sha256  # type: ignore[assignment]
-    header._digest = memo.fast_path_digest  # what header.sha256 calls (bound on first use)
-    # what the examination imports when it parses
-    schema.parse = _once(real_parse, lambda s, data: (id(s), id(data)) if type(data) is bytes else None)
-    examination.envelope_layout = header.envelope_layout = _once(real_layout, lambda lengths: tuple(lengths))
+    parse = _once(schema.parse, lambda s, data: (id(s), id(data)) if type(data) is bytes else None)
+    layout = _once(examination.envelope_layout, lambda lengths: tuple(lengths))
+    # header.sha256 calls header._digest (bound on first use); the examination calls parse and the layout
+    stand_ins = {(hashlib, "sha256"): memo.sha256, (header, "_digest"): memo.fast_path_digest, (schema, "parse"): parse,
+                 (examination, "envelope_layout"): layout, (header, "envelope_layout"): layout}
+    real = {place: getattr(*place) for place in stand_ins}
+    for (owner, name), value in stand_ins.items():
+        setattr(owner, name, value)
     try:
         yield memo
     finally:
-        hashlib.sha256 = real
-        header._digest = real_fast
-        schema.parse = real_parse
-        examination.envelope_layout = header.envelope_layout = real_layout
+        for (owner, name), value in real.items():
+            setattr(owner, name, value)

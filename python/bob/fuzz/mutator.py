@@ -10,8 +10,8 @@ from typing import Callable, NamedTuple, Sequence
 
 from bob.formats.constants import CHECKPOINT_MAGIC, CHUNK_BYTES, CHUNK_TAGS, EMPTY_PROMPT, INPUT_MAGIC, LEARNER, \
     LEARNER_NAMES, LEARNER_PREFIX, PLANE_NAMES, PREDICTION_BYTES, PROMPTS, VOCABULARY
-from bob.formats.layout import CONTRACT_STRINGS, ENVELOPE_HEAD, INPUT, PREDICTION_FIELDS, PREDICTION_RECORD, U32, \
-    U64, aligned_header_bytes, envelope_layout
+from bob.formats.layout import CONTRACT_STRINGS, DIGEST_BYTES, ENVELOPE_HEAD, INPUT, PREDICTION_FIELDS, \
+    PREDICTION_RECORD, U32, U64, Field, aligned_header_bytes, envelope_layout
 from bob.formats.rules import HEADER_BYTES, chunk_offset
 from bob.fuzz.dictionary import CONTRACT_STRINGS as CONTRACT_VALUES
 from bob.fuzz.dictionary import FLOAT_BITS, INTERESTING_INTS
@@ -26,7 +26,7 @@ FIXED_SIZES = {"input": INPUT["prompt_words"].end, "predictions": PREDICTION_BYT
 _FLOATS = tuple(FLOAT_BITS.values())
 _MAGICS = (CHECKPOINT_MAGIC, INPUT_MAGIC, b"BOB-PRED", b"bob-ckpt", b"BOB-CKP\0", b"\0" * 8, b"\x7fELF\2\1\1\0")
 _TAGS = CHUNK_TAGS + (b"\0\0\0\0", b"p\0\0\0", b"PMV\0")
-_INPUT_KINDS = {"magic": "magic", "version": "u64", "pairs": "pairs", "targets": "u32s", "prompt_words": "u32s"}
+_KINDS = {None: "pairs", "<Q": "u64", "<I": "u32"}  # by struct format; any other: a table of u32
 
 
 class Spot(NamedTuple):
@@ -48,21 +48,30 @@ def format_of(data: bytes) -> str | None:
     return "predictions" if len(data) == PREDICTION_BYTES else None
 
 
-def _kind(name: str, fmt: str | None) -> str:
-    if name == "magic":
-        return "magic"
-    if name.endswith(".tag"):
-        return "tag"
-    if "digest" in name:
-        return "digest"
-    if name in CONTRACT_STRINGS:
-        return "string"
-    return "u64" if fmt == "<Q" else "u32"
+def _spots(fields: "dict[str, Field]", base: int = 0, prefix: str = "") -> list[Spot]:
+    """A spot for each field: a byte field's kind by its name (the input's pairs: "pairs"), a number's
+    by its ``struct`` format (a table of u32: "u32s")."""
+
+    def kind(name: str, field: Field) -> str:
+        if name in CONTRACT_STRINGS:
+            return "string"
+        return next((k for k in ("magic", "tag", "digest") if name.endswith(k)),
+                    _KINDS.get(field.format, "u32s"))
+
+    return [Spot(prefix + name, base + f.offset, f.size, kind(name, f)) for name, f in fields.items()]
 
 
-def _checkpoint_spots(data: bytes) -> list[Spot]:
+def spots(data: bytes, fmt: str) -> list[Spot]:
+    """Every mutable spot of ``data`` read as format ``fmt`` (offsets from the layout module)."""
+    if fmt == "input":
+        return _spots(INPUT)
+    if fmt == "predictions":
+        size = PREDICTION_RECORD.size
+        return [s for i in range(PROMPTS) for s in _spots(PREDICTION_FIELDS, i * size, f"records[{i}].")]
+    if fmt != "checkpoint":
+        raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
     lay = envelope_layout(string_lengths(data))
-    out = [Spot(name, f.offset, f.size, _kind(name, f.format)) for name, f in lay.fields.items()]
+    out = _spots(lay.fields)
     learner = lay.fields["learner"]
     if learner.size == len(LEARNER):
         base = learner.offset + len(LEARNER_PREFIX)
@@ -72,20 +81,7 @@ def _checkpoint_spots(data: bytes) -> list[Spot]:
     if not HEADER_BYTES.ok(hb) or hb < lay.header_length:  # the file's own, where the reader would take it
         hb = aligned_header_bytes(lay.header_length)
     out.append(Spot("padding", lay.header_length, max(hb - lay.header_length, 1), "padding"))
-    out += [Spot(name, chunk_offset(hb, i), CHUNK_BYTES, "plane") for i, name in enumerate(PLANE_NAMES)]
-    return out
-
-
-def spots(data: bytes, fmt: str) -> list[Spot]:
-    """Every mutable spot of ``data`` read as format ``fmt`` (offsets from the layout module)."""
-    if fmt == "checkpoint":
-        return _checkpoint_spots(data)
-    if fmt == "input":
-        return [Spot(name, f.offset, f.size, _INPUT_KINDS[name]) for name, f in INPUT.items()]
-    if fmt == "predictions":
-        return [Spot(f"records[{i}].{name}", i * PREDICTION_RECORD.size + f.offset, f.size, "u32")
-                for i in range(PROMPTS) for name, f in PREDICTION_FIELDS.items()]
-    raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
+    return out + [Spot(name, chunk_offset(hb, i), CHUNK_BYTES, "plane") for i, name in enumerate(PLANE_NAMES)]
 
 
 def field_names(fmt: str) -> set[str]:
@@ -103,15 +99,14 @@ def interesting_values(size: int, current: int | None = None) -> list[int]:
     return out
 
 
-def _float_bits(rnd: random.Random, current: int) -> int:
+def _set_float(out: bytearray, at: int, rnd: random.Random) -> None:
+    """A binary32 set one bit away (an ulp, a sign, an exponent bit), to random bits or a special value."""
     r = rnd.random()
     if r < 0.15:
-        return current ^ (1 << rnd.randrange(32))  # one bit away: an ulp, a sign, an exponent bit
-    return rnd.getrandbits(32) if r < 0.25 else rnd.choice(_FLOATS)
-
-
-def _set_float(out: bytearray, at: int, rnd: random.Random) -> None:
-    U32.pack_into(out, at, _float_bits(rnd, U32.unpack_from(out, at)[0]))
+        bits = U32.unpack_from(out, at)[0] ^ (1 << rnd.randrange(32))
+    else:
+        bits = rnd.getrandbits(32) if r < 0.25 else rnd.choice(_FLOATS)
+    U32.pack_into(out, at, bits)
 
 
 def _replace_string(out: bytearray, spot: Spot, rnd: random.Random) -> None:
@@ -133,16 +128,6 @@ def _replace_string(out: bytearray, spot: Spot, rnd: random.Random) -> None:
     out[start:end] = U32.pack(len(new)) + new
 
 
-def _mutate_digest(out: bytearray, at: int, rnd: random.Random) -> None:
-    r = rnd.random()
-    if r < 0.4:
-        out[at + rnd.randrange(32)] ^= 1 << rnd.randrange(8)
-    elif r < 0.7:
-        out[at:at + 32] = bytes(32)
-    else:
-        out[at:at + 32] = hashlib.sha256(bytes([rnd.getrandbits(8)])).digest()
-
-
 def _mutate_spot(out: bytearray, spot: Spot, rnd: random.Random) -> None:
     kind, at = spot.kind, spot.offset
     if kind == "string":
@@ -159,8 +144,12 @@ def _mutate_spot(out: bytearray, spot: Spot, rnd: random.Random) -> None:
         _set_float(out, at, rnd)
     elif kind == "tag":
         out[at:at + 4] = rnd.choice(_TAGS)
-    elif kind == "digest":
-        _mutate_digest(out, at, rnd)
+    elif kind == "digest":  # a bit flipped, zeros, or another SHA-256
+        r = rnd.random()
+        if r < 0.4:
+            out[at + rnd.randrange(DIGEST_BYTES)] ^= 1 << rnd.randrange(8)
+        else:
+            out[at:at + DIGEST_BYTES] = bytes(DIGEST_BYTES) if r < 0.7 else hashlib.sha256(rnd.randbytes(1)).digest()
     elif kind == "padding":
         k = at + rnd.randrange(spot.size)
         if k < len(out):
@@ -320,11 +309,5 @@ def mutated_strategy(seeds: list[bytes], *, field_aware: bool = True, max_ops: i
     from hypothesis import strategies as st
 
     prepared = [(seed, format_of(seed) if field_aware else None) for seed in seeds]
-
-    @st.composite
-    def strategy(draw):
-        seed, fmt = draw(st.sampled_from(prepared))
-        rnd = random.Random(draw(st.integers(0, 2**32 - 1)))
-        return mutate(seed, rnd, fmt, count=draw(st.integers(1, max_ops)))
-
-    return strategy()
+    return st.builds(lambda pair, seed, count: mutate(pair[0], random.Random(seed), pair[1], count=count),
+                     st.sampled_from(prepared), st.integers(0, 2**32 - 1), st.integers(1, max_ops))

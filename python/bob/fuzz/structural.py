@@ -50,12 +50,10 @@ def _placed(data: bytes, planes: bool = False) -> "tuple[EnvelopeLayout, int] | 
 def refresh_digests(data: bytes) -> bytes:
     """A checkpoint with its chunk digests and header digest recomputed for its own header
     (chunk ``i`` at ``header_bytes + i × CHUNK_BYTES``); unchanged when its header cannot place them."""
-    placed = _placed(data)
-    if placed is None:
+    placed = _placed(data, planes=True)
+    if placed is None or placed[1] < placed[0].header_length:
         return data
     lay, hb = placed
-    if hb < lay.header_length or chunk_offset(hb, len(CHUNK_TAGS)) > len(data):
-        return data
     out = bytearray(data)
     for i in range(len(CHUNK_TAGS)):
         at = lay.chunk_field(i, "digest").offset
