@@ -83,6 +83,16 @@ def library_writer(argv: list[str]) -> int:
     return 0
 
 
+def _library_main(argv: list[str]) -> int:
+    """:func:`library_writer` as a command: a refusal or the injected failure is exit 2."""
+    from bob.errors import FormatError
+
+    try:
+        return library_writer(argv)
+    except (OSError, FormatError):
+        return REFUSED
+
+
 class _Files:
     """The run's paths in a fresh directory, as the world lays them out."""
 
@@ -215,6 +225,20 @@ class _Run:
             require(f.ck_arg.is_symlink() and f.pred_arg.is_symlink(), f"{where}: a link was replaced")
         return doc
 
+    def library_said(self, rc: int, crashed: bool, ck_new: bool, pred_new: bool) -> None:
+        """The library writers: each file old or new (never a new checkpoint beside the old predictions),
+        new when they returned, refusing what bob-run refuses; nothing left but by a crash."""
+        f, where, done = self.files, self.where, rc == 0
+        require(not done or (ck_new and pred_new), f"{where}: the writers returned, but the files are not new")
+        require(done or crashed or not ck_new, f"{where}: the writers failed, but the checkpoint is new")
+        require(self.faults is not None or done != self.refusal_expected, f"{where}: {'wrote' if done else 'refused'}")
+        require(not done or all(p.stat().st_mode & 0o7777 == MODE for p in (f.ck, f.pred)),
+                f"{where}: a file lost its mode")
+        require(self.w.layout != "symlinks" or (f.ck_arg.is_symlink() and f.pred_arg.is_symlink()),
+                f"{where}: a link was replaced")
+        left = [] if crashed else f.left()
+        require(not left, f"{where}: the library writers left other files: {left}")
+
     def nothing_left(self, rc: int, doc: dict) -> None:
         """No file left but the run's own (a lock file whose removal failed, and what a failing
         clean-up after the commit named, excepted), no descriptor left open."""
@@ -264,33 +288,6 @@ def _resumable(checkpoint: bytes, predictions: bytes) -> None:
     require(verdict is None, f"bob-run wrote predictions the contract refuses: {verdict}")
 
 
-def _library_run(run: _Run, quietly, run_main) -> None:
-    """The library writers in the world: each file old or new (never a new checkpoint beside the old
-    predictions), new when they returned, refusing what bob-run refuses; nothing left but by a crash."""
-    from bob.errors import FormatError
-
-    done, crashed = False, False
-    try:
-        with run.faults or contextlib.nullcontext():
-            done = library_writer(run.argv) == 0
-    except Crash:
-        crashed = True
-    except (OSError, FormatError):  # a refusal, or the injected failure
-        pass
-    (ck_new, pred_new), f = run.files_now(), run.files
-    require(not done or (ck_new and pred_new), f"{run.where}: the writers returned, but the files are not new")
-    require(done or crashed or not ck_new, f"{run.where}: the writers failed, but the checkpoint is new")
-    require(run.faults is not None or done != run.refusal_expected, f"{run.where}: {'wrote' if done else 'refused'}")
-    require(not done or all(p.stat().st_mode & 0o7777 == MODE for p in (f.ck, f.pred)),
-            f"{run.where}: a file lost its mode")
-    require(run.w.layout != "symlinks" or (f.ck_arg.is_symlink() and f.pred_arg.is_symlink()),
-            f"{run.where}: a link was replaced")
-    if crashed:
-        return _after_crash(run, quietly, run_main, ck_new)
-    left = f.left()
-    require(not left, f"{run.where}: the library writers left other files: {left}")
-
-
 def _power_loss(run: _Run, scratch: Path, seed: int) -> None:
     """Record one whole run (of bob-run or the library writers) and judge a sample of its crash states."""
     import shutil
@@ -314,8 +311,7 @@ def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: P
     run = _Run(world_of(data), record, checkpoint, want, scratch)
     if run.w.other == "powerloss" and want is not None:
         return _power_loss(run, scratch, zlib.crc32(data))
-    if run.w.writer == "library" and run.w.other == "none":
-        return _library_run(run, quietly, run_main)
+    writer = _library_main if run.w.writer == "library" and run.w.other == "none" else run_main
     release = _hold_lock(lock_path_for(str(run.files.ck))) if run.w.other == "locked" else None
     f, crashed, raced = run.files, False, False
     meet = {"racer": lambda: race.second_run(run.argv),  # met at the world's point of bob-run's commit
@@ -324,7 +320,7 @@ def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: P
     try:
         with meeting or contextlib.nullcontext(), run.faults or contextlib.nullcontext():
             try:
-                rc, out, err = quietly(run_main, run.argv)
+                rc, out, err = quietly(writer, run.argv)
             except Crash:
                 crashed, rc, out, err = True, -9, "", ""
         if meeting is not None and meeting.met and run.w.other == "racer":
@@ -334,7 +330,9 @@ def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: P
             ck_new, pred_new = run.files_now()
         require(meeting is None or not meeting.met or run.w.other != "cleaner" or meeting.result == [],
                 f"{run.where}: the lock-free clean-up removed a live run's files: {meeting and meeting.result}")
-        if not crashed:
+        if writer is _library_main:
+            run.library_said(rc, crashed, ck_new, pred_new)
+        elif not crashed:
             run.nothing_left(rc, run.said(rc, out, err, ck_new, pred_new))
     finally:
         if release is not None:
