@@ -121,35 +121,6 @@ class _Files:
                       - {str(p.relative_to(self.dir)) for p in own if p is not None})
 
 
-def _hold_lock(path: str) -> Callable[[], None]:
-    """A second process holding the ``flock`` of ``path`` (as another bob-run would); returns its release."""
-    import fcntl
-    import socket
-
-    here, there = socket.socketpair()
-    pid = os.fork()
-    if pid == 0:  # the holder: lock, say so, wait till the word (the socket closed), exit without Python's teardown
-        try:
-            here.close()
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            os.write(fd, f"{os.getpid()}\n".encode())
-            there.send(b"1")
-            there.recv(1)
-        finally:
-            os._exit(0)
-    there.close()
-    got = here.recv(1)
-
-    def release() -> None:
-        here.close()
-        os.waitpid(pid, 0)
-        Path(path).unlink(missing_ok=True)  # the holder's file; a bob-run holder removes it when done
-
-    require(got == b"1", "the lock holder did not start")
-    return release
-
-
 class _Run:
     """One execution of ``bob-run`` in one world, and what it left."""
 
@@ -305,38 +276,35 @@ def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: P
                  quietly: Callable[[Callable[[list[str]], int], list[str]], tuple[int, str, str]]) -> None:
     """One execution of ``bob-run`` in the world of ``data`` (``want``: what ``bob.invoke``
     computes, or None when it refuses), and the invariants after it."""
-    from bob.lock import lock_path_for
+    from bob.lock import CheckpointLock
     from bob.run import main as run_main
 
     run = _Run(world_of(data), record, checkpoint, want, scratch)
     if run.w.other == "powerloss" and want is not None:
         return _power_loss(run, scratch, zlib.crc32(data))
     writer = _library_main if run.w.writer == "library" and run.w.other == "none" else run_main
-    release = _hold_lock(lock_path_for(str(run.files.ck))) if run.w.other == "locked" else None
+    # the other party holding the lock as another bob-run holds it (flock: another descriptor, another holder)
+    holder = CheckpointLock(str(run.files.ck), 0) if run.w.other == "locked" else contextlib.nullcontext()
     f, crashed, raced = run.files, False, False
     meet = {"racer": lambda: race.second_run(run.argv),  # met at the world's point of bob-run's commit
             "cleaner": lambda: race.lock_free_clean_up(str(f.ck_arg), str(f.pred_arg))}.get(run.w.other)
     meeting = race.Meeting(run.w.point, meet) if meet is not None else None
-    try:
-        with meeting or contextlib.nullcontext(), run.faults or contextlib.nullcontext():
-            try:
-                rc, out, err = quietly(writer, run.argv)
-            except Crash:
-                crashed, rc, out, err = True, -9, "", ""
-        if meeting is not None and meeting.met and run.w.other == "racer":
-            run.after_racer(rc, meeting.result, crashed)  # type: ignore[arg-type]
-            ck_new, pred_new, raced = rc == 0, rc == 0, True
-        else:
-            ck_new, pred_new = run.files_now()
-        require(meeting is None or not meeting.met or run.w.other != "cleaner" or meeting.result == [],
-                f"{run.where}: the lock-free clean-up removed a live run's files: {meeting and meeting.result}")
-        if writer is _library_main:
-            run.library_said(rc, crashed, ck_new, pred_new)
-        elif not crashed:
-            run.nothing_left(rc, run.said(rc, out, err, ck_new, pred_new))
-    finally:
-        if release is not None:
-            release()
+    with holder, meeting or contextlib.nullcontext(), run.faults or contextlib.nullcontext():
+        try:
+            rc, out, err = quietly(writer, run.argv)
+        except Crash:
+            crashed, rc, out, err = True, -9, "", ""
+    if meeting is not None and meeting.met and run.w.other == "racer":
+        run.after_racer(rc, meeting.result, crashed)  # type: ignore[arg-type]
+        ck_new, pred_new, raced = rc == 0, rc == 0, True
+    else:
+        ck_new, pred_new = run.files_now()
+    require(meeting is None or not meeting.met or run.w.other != "cleaner" or meeting.result == [],
+            f"{run.where}: the lock-free clean-up removed a live run's files: {meeting and meeting.result}")
+    if writer is _library_main:
+        run.library_said(rc, crashed, ck_new, pred_new)
+    elif not crashed:
+        run.nothing_left(rc, run.said(rc, out, err, ck_new, pred_new))
     if crashed and not raced:  # (after a crash a racer was the next run)
         _after_crash(run, quietly, run_main, ck_new)
 
