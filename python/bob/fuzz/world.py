@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import zlib
 from pathlib import Path
@@ -97,8 +98,7 @@ class _Files:
     """The run's paths in a fresh directory, as the world lays them out."""
 
     def __init__(self, d: Path, world: str) -> None:
-        for p in sorted(d.rglob("*"), reverse=True):  # the last execution's files
-            p.rmdir() if p.is_dir() and not p.is_symlink() else p.unlink()
+        shutil.rmtree(d, ignore_errors=True)  # the last execution's files
         self.dir = d
         self.home = d / "real" if world == "symlinks" else d
         self.home.mkdir(parents=True, exist_ok=True)
@@ -261,8 +261,6 @@ def _resumable(checkpoint: bytes, predictions: bytes) -> None:
 
 def _power_loss(run: _Run, scratch: Path, seed: int) -> None:
     """Record one whole run (of bob-run or the library writers) and judge a sample of its crash states."""
-    import shutil
-
     from bob.fuzz import powerloss
 
     d = scratch / "powerloss"
