@@ -5,8 +5,8 @@ Its modules, each importing only those listed before it: ``properties`` (how a
 target fails), ``dictionary``, ``structural`` and ``mutator`` (the mutations),
 ``oracle`` (the contract read independently), ``digests``, ``faults``, ``world``
 and ``core_target`` (parts of targets), ``targets``, ``common`` (a campaign's
-result and helpers), ``loop`` (the seeded loop), ``replay``, ``campaign``
-(atheris), ``conformance``, ``oss``, ``cli``. ``import bob`` never imports this
+result and helpers), ``conformance``, ``loop`` (the seeded loop), ``replay``,
+``campaign`` (atheris), ``oss``, ``cli``. ``import bob`` never imports this
 package, and nothing here imports atheris except the campaign's workers.
 """
 

@@ -30,7 +30,7 @@ from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignDisplay, CampaignR
     read_input, seed_paths
 from bob.fuzz.targets import TARGETS
 
-__all__ = ["run_campaign"]
+__all__ = ["run_campaign", "WORKER", "KEY_LINE"]
 
 # Under atheris a worker's memory grows with the 786,880-byte inputs: workers on the big-input targets
 # run in generations of this many executions, restarted on the same corpus, below -rss_limit_mb.
@@ -44,6 +44,8 @@ STATUS = re.compile(r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+) corp: (\d+)/\S+.*?e
 WRITTEN = re.compile(r"Test unit written to (\S+)")
 EXECUTED = re.compile(r"stat::number_of_executed_units:\s*(\d+)")
 KEY_LINE = "bob-fuzz failure key: "  # a worker's line naming the failure it is about to raise
+# The prelude a libFuzzer process runs around a target: a campaign's worker (its spec in argv[1]) and,
+# with the spec written in, an OSS-Fuzz harness (bob.fuzz.oss)
 WORKER = r"""
 import json, os, sys
 spec = json.loads(sys.argv[1])
@@ -57,7 +59,7 @@ with atheris.instrument_imports(include=["bob"], exclude=harness):
     from bob.fuzz.properties import exception_key
     from bob.signals import Interrupted
     from bob.fuzz import mutator, targets
-    die_with_parent(spec["parent"])
+    die_with_parent(spec.get("parent"))
     targets.preload()
     run, fmt = load_target(spec["target"], spec.get("format"))
 count = {"executions": 0, "recognized": 0}

@@ -60,25 +60,12 @@ class OsPatch:
 
 def before_os_call(signum: str, names: "tuple[str, ...]" = COMMIT_CALLS) -> str:
     """A child's prologue: send itself ``signum`` (an expression) just before
-    its k-th call of one of ``names`` in ``os``, k = ``sys.argv[1]``. The
-    signal tests (test_signals.py) use it with SIGINT, SIGTERM and SIGHUP."""
+    its k-th call of one of ``names`` in ``os``, k = ``sys.argv[1]`` (an :class:`OsFaults` in
+    ``"signal"`` mode). The signal tests (test_signals.py) use it with SIGINT, SIGTERM and SIGHUP."""
     return f"""
 import os, signal, sys
-_limit = int(sys.argv[1])
-_calls = 0
-
-def _signal_before(name):
-    real = getattr(os, name)
-    def wrapper(*args, **kwargs):
-        global _calls
-        _calls += 1
-        if _calls == _limit:
-            os.kill(os.getpid(), {signum})
-        return real(*args, **kwargs)
-    setattr(os, name, wrapper)
-
-for _name in {names!r}:
-    _signal_before(_name)
+from bob.fuzz.faults import OsFaults
+OsFaults("signal", int(sys.argv[1]), {names!r}, signum={signum}).__enter__()
 """
 
 
@@ -88,7 +75,8 @@ class Crash(BaseException):
 
 class OsFaults(OsPatch):
     """``with OsFaults("fail" | "crash", k): …`` — the k-th call of :data:`COMMIT_CALLS`
-    inside the block fails, or the world ends there (see the module docstring).
+    inside the block fails, or the world ends there (see the module docstring); in ``"signal"``
+    mode this process is sent ``signum`` just before it, and the call is made.
 
     ``spare(name, args)`` true: the k-th call is not failed after all (in ``"fail"`` mode);
     ``only``: the calls counted (the k-th of these; all are still watched).
@@ -100,10 +88,12 @@ class OsFaults(OsPatch):
     """
 
     def __init__(self, mode: str, k: int, names: "tuple[str, ...]" = COMMIT_CALLS,
-                 spare: "Callable[[str, tuple], bool] | None" = None, only: "tuple[str, ...] | None" = None) -> None:
-        if mode not in ("fail", "crash"):
-            raise ValueError(f"mode is 'fail' or 'crash', not {mode!r}")
+                 spare: "Callable[[str, tuple], bool] | None" = None, only: "tuple[str, ...] | None" = None,
+                 signum: int = 0) -> None:
+        if mode not in ("fail", "crash", "signal"):
+            raise ValueError(f"mode is 'fail', 'crash' or 'signal', not {mode!r}")
         self.mode: str = mode
+        self.signum: int = signum
         self.k: int = k
         self.names: tuple[str, ...] = names
         self.spare: "Callable[[str, tuple], bool] | None" = spare
@@ -124,6 +114,8 @@ class OsFaults(OsPatch):
             failing = counted and self.calls == self.k and not (self.mode == "fail" and self._spared(name, args))
             if failing:
                 self.hit, self.failed = True, (name, args[0] if args else None)
+            if failing and self.mode == "signal":
+                os.kill(os.getpid(), self.signum)
             if failing and self.mode == "fail" or self.hit and self.mode == "crash":
                 if name == "close":  # a failing close still releases the descriptor (Linux), as a death does
                     self._forget(args[0])

@@ -14,17 +14,6 @@ from bob.fuzz.properties import exception_key
 __all__ = ["seeded_loop"]
 
 
-def _accepts(fmt: str, data: bytes) -> bool:
-    import bob
-    from bob.errors import FormatError
-
-    try:
-        (bob.load_input if fmt == "input" else bob.load_checkpoint)(data)
-    except FormatError:
-        return False
-    return True
-
-
 def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None,
                 stop_on_finding: bool = True, artifacts: "str | os.PathLike[str] | None" = None,
                 progress: bool = False) -> CampaignResult:
@@ -36,6 +25,7 @@ def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None
     ``fast_path_share`` (input, checkpoint): the share of executions whose bytes
     the fast path recognized, i.e. that reached the differential assertion.
     """
+    from bob.fuzz.conformance import judge
     from bob.fuzz.mutator import custom_mutator, mutate_canonical, recognized
     from bob.progress import Progress
 
@@ -45,7 +35,7 @@ def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None
     rnd = random.Random(seed)
     # The fast-path differential only asserts on bytes the fast path recognizes:
     # most mutations start from an accepted file and keep it canonical.
-    accepted = [s for s in seeds if s and name in ("input", "checkpoint") and _accepts(name, s)]
+    accepted = [s for s in seeds if s and name in ("input", "checkpoint") and judge(name, s)["verdict"] == "accept"]
     mutator = custom_mutator(fmt, None)
     limit = MAX_LEN.get(name, DEFAULT_MAX_LEN)
     result = CampaignResult(target)

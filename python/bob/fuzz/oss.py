@@ -12,37 +12,17 @@ import sys
 import zipfile
 from pathlib import Path
 
+from bob.fuzz.campaign import WORKER
 from bob.fuzz.dictionary import write_dict
 from bob.fuzz.replay import RUST_TARGETS
 from bob.fuzz.targets import TARGETS, seed_files
 
-HARNESS = '''"""OSS-Fuzz harness for bob's {name!r} target (written by bob.fuzz.oss; see docs/fuzzing.md)."""
-import sys
 
-import atheris
-
-with atheris.instrument_imports(include=["bob"], exclude=["bob.fuzz.mutator", "bob.fuzz.dictionary"]):
-    from bob.fuzz import mutator
-    from bob.fuzz.targets import accepted_seeds, get, preload
-
-    preload()
-
-TARGET = get({name!r})
-
-
-def TestOneInput(data: bytes) -> None:
-    TARGET.run(bytes(data))
-
-
-def main() -> None:
-    mutate = mutator.custom_mutator(TARGET.format, lambda d, n: atheris.Mutate(d, n), accepted_seeds(TARGET.format))
-    atheris.Setup(sys.argv, TestOneInput, custom_mutator=mutate)
-    atheris.Fuzz()
-
-
-if __name__ == "__main__":
-    main()
-'''
+def harness(name: str) -> str:
+    """The OSS-Fuzz harness of target ``name``: the campaign's worker, its spec written in."""
+    spec = f"{{'target': {name!r}, 'argv': sys.argv}}"
+    return (f'"""OSS-Fuzz harness for bob\'s {name!r} target (written by bob.fuzz.oss; see docs/fuzzing.md)."""\n'
+            + WORKER.replace("json.loads(sys.argv[1])", spec, 1))
 
 
 def _zip(path: Path, files: "list[Path]") -> None:
@@ -58,7 +38,7 @@ def write(harness_dir: Path, out: Path, root: Path) -> list[str]:
     written = []
     for name in TARGETS:
         fuzzer = f"fuzz_{name}"
-        (harness_dir / f"{fuzzer}.py").write_text(HARNESS.format(name=name))
+        (harness_dir / f"{fuzzer}.py").write_text(harness(name))
         write_dict(out / f"{fuzzer}.dict")
         seeds = seed_files(name) + sorted(p for p in (root / "fuzz" / "regressions" / name).glob("*") if p.is_file())
         if seeds:

@@ -250,8 +250,6 @@ class Scenario:
     old_predictions: bytes | None
     new_checkpoint: bytes
     new_predictions: bytes
-    checkpoint: str = _CHECKPOINT
-    predictions: str = _PREDICTIONS
 
 
 def _argv(directory: Path) -> list[str]:
@@ -295,7 +293,7 @@ def check_state(sc: Scenario, k: int, kept: tuple[int, ...], state: Image, scrat
     from bob.run import main as run_main
 
     where = f"crash after {k} of {len(sc.ops)} operations, keeping {list(kept)} of the volatile ones"
-    ck, pred = state.read(sc.root, sc.checkpoint), state.read(sc.root, sc.predictions)
+    ck, pred = state.read(sc.root, _CHECKPOINT), state.read(sc.root, _PREDICTIONS)
     require(ck in (sc.old_checkpoint, sc.new_checkpoint),
             f"{where}: the checkpoint is neither the old nor the new one "
             f"({'missing' if ck is None else f'{len(ck)} bytes'})")
@@ -315,11 +313,11 @@ def check_state(sc: Scenario, k: int, kept: tuple[int, ...], state: Image, scrat
     want = bob.invoke(sc.record, ck or b"", threads=1)
     rc, out, err = quietly(run_main, _argv(scratch))
     require(rc == 0, f"{where}: the next bob-run exited {rc}: {err.strip()[-300:]}")
-    require((scratch / sc.checkpoint).read_bytes() == want.checkpoint_bytes()
-            and (scratch / sc.predictions).read_bytes() == want.predictions_bytes(),
+    require((scratch / _CHECKPOINT).read_bytes() == want.checkpoint_bytes()
+            and (scratch / _PREDICTIONS).read_bytes() == want.predictions_bytes(),
             f"{where}: the next bob-run did not write what bob.invoke computes from the checkpoint it found")
     left = sorted(str(p.relative_to(scratch)) for p in scratch.rglob("*") if not p.is_dir()
-                  and p.name not in ("input.bin", sc.checkpoint, sc.predictions))
+                  and p.name not in ("input.bin", _CHECKPOINT, _PREDICTIONS))
     require(not left, f"{where}: after the next bob-run these are left: {left}")
 
 

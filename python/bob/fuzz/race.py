@@ -59,8 +59,8 @@ class Meeting:
     def __init__(self, point: str, meet: Callable[[], object]) -> None:
         self.point: str = point
         self.meet: Callable[[], object] = meet
-        self._dir = tempfile.mkdtemp(prefix="bob-race-")
-        self.fifo: str = os.path.join(self._dir, "pause")
+        self._dir = tempfile.TemporaryDirectory(prefix="bob-race-")
+        self.fifo: str = os.path.join(self._dir.name, "pause")
         os.mkfifo(self.fifo)
         self.spec: str = f"{point}:{self.fifo}"
         self.env: dict[str, str] = child_env(self.spec)
@@ -92,8 +92,7 @@ class Meeting:
         self._thread.join()
         if os.environ.get(PAUSE_ENV) == self.spec:  # the run never came to the point
             del os.environ[PAUSE_ENV]
-        os.unlink(self.fifo)
-        os.rmdir(self._dir)
+        self._dir.cleanup()
         if self.error is not None and exc[0] is None:
             raise self.error
 

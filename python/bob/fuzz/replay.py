@@ -199,8 +199,8 @@ class _Runner:
         if not select.select([proc.stdout], [], [], self.timeout)[0]:  # the worker writes its line whole
             self.close()
             return "timeout"
-        line = proc.stdout.readline()
-        return json.loads(line) if line else self.close(kill=False)
+        line = proc.stdout.readline()  # no line, or part of one: the worker died
+        return json.loads(line) if line.endswith(b"\n") else self.close(kill=False)
 
     def close(self, kill: bool = True) -> str:
         """End the worker (if there is one; else wait for the one that is ending); how it ended."""

@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import zlib
 from pathlib import Path
@@ -83,12 +84,21 @@ def library_writer(argv: list[str]) -> int:
     return 0
 
 
+def _library_main(argv: list[str]) -> int:
+    """:func:`library_writer` as a command: a refusal or the injected failure is exit 2."""
+    from bob.errors import FormatError
+
+    try:
+        return library_writer(argv)
+    except (OSError, FormatError):
+        return REFUSED
+
+
 class _Files:
     """The run's paths in a fresh directory, as the world lays them out."""
 
     def __init__(self, d: Path, world: str) -> None:
-        for p in sorted(d.rglob("*"), reverse=True):  # the last execution's files
-            p.rmdir() if p.is_dir() and not p.is_symlink() else p.unlink()
+        shutil.rmtree(d, ignore_errors=True)  # the last execution's files
         self.dir = d
         self.home = d / "real" if world == "symlinks" else d
         self.home.mkdir(parents=True, exist_ok=True)
@@ -109,35 +119,6 @@ class _Files:
         own += [Path(lock_path_for(str(self.ck)))] if lock else []
         return sorted({str(p.relative_to(self.dir)) for p in self.dir.rglob("*")}
                       - {str(p.relative_to(self.dir)) for p in own if p is not None})
-
-
-def _hold_lock(path: str) -> Callable[[], None]:
-    """A second process holding the ``flock`` of ``path`` (as another bob-run would); returns its release."""
-    import fcntl
-    import socket
-
-    here, there = socket.socketpair()
-    pid = os.fork()
-    if pid == 0:  # the holder: lock, say so, wait till the word (the socket closed), exit without Python's teardown
-        try:
-            here.close()
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            os.write(fd, f"{os.getpid()}\n".encode())
-            there.send(b"1")
-            there.recv(1)
-        finally:
-            os._exit(0)
-    there.close()
-    got = here.recv(1)
-
-    def release() -> None:
-        here.close()
-        os.waitpid(pid, 0)
-        Path(path).unlink(missing_ok=True)  # the holder's file; a bob-run holder removes it when done
-
-    require(got == b"1", "the lock holder did not start")
-    return release
 
 
 class _Run:
@@ -215,6 +196,20 @@ class _Run:
             require(f.ck_arg.is_symlink() and f.pred_arg.is_symlink(), f"{where}: a link was replaced")
         return doc
 
+    def library_said(self, rc: int, crashed: bool, ck_new: bool, pred_new: bool) -> None:
+        """The library writers: each file old or new (never a new checkpoint beside the old predictions),
+        new when they returned, refusing what bob-run refuses; nothing left but by a crash."""
+        f, where, done = self.files, self.where, rc == 0
+        require(not done or (ck_new and pred_new), f"{where}: the writers returned, but the files are not new")
+        require(done or crashed or not ck_new, f"{where}: the writers failed, but the checkpoint is new")
+        require(self.faults is not None or done != self.refusal_expected, f"{where}: {'wrote' if done else 'refused'}")
+        require(not done or all(p.stat().st_mode & 0o7777 == MODE for p in (f.ck, f.pred)),
+                f"{where}: a file lost its mode")
+        require(self.w.layout != "symlinks" or (f.ck_arg.is_symlink() and f.pred_arg.is_symlink()),
+                f"{where}: a link was replaced")
+        left = [] if crashed else f.left()
+        require(not left, f"{where}: the library writers left other files: {left}")
+
     def nothing_left(self, rc: int, doc: dict) -> None:
         """No file left but the run's own (a lock file whose removal failed, and what a failing
         clean-up after the commit named, excepted), no descriptor left open."""
@@ -264,37 +259,8 @@ def _resumable(checkpoint: bytes, predictions: bytes) -> None:
     require(verdict is None, f"bob-run wrote predictions the contract refuses: {verdict}")
 
 
-def _library_run(run: _Run, quietly, run_main) -> None:
-    """The library writers in the world: each file old or new (never a new checkpoint beside the old
-    predictions), new when they returned, refusing what bob-run refuses; nothing left but by a crash."""
-    from bob.errors import FormatError
-
-    done, crashed = False, False
-    try:
-        with run.faults or contextlib.nullcontext():
-            done = library_writer(run.argv) == 0
-    except Crash:
-        crashed = True
-    except (OSError, FormatError):  # a refusal, or the injected failure
-        pass
-    (ck_new, pred_new), f = run.files_now(), run.files
-    require(not done or (ck_new and pred_new), f"{run.where}: the writers returned, but the files are not new")
-    require(done or crashed or not ck_new, f"{run.where}: the writers failed, but the checkpoint is new")
-    require(run.faults is not None or done != run.refusal_expected, f"{run.where}: {'wrote' if done else 'refused'}")
-    require(not done or all(p.stat().st_mode & 0o7777 == MODE for p in (f.ck, f.pred)),
-            f"{run.where}: a file lost its mode")
-    require(run.w.layout != "symlinks" or (f.ck_arg.is_symlink() and f.pred_arg.is_symlink()),
-            f"{run.where}: a link was replaced")
-    if crashed:
-        return _after_crash(run, quietly, run_main, ck_new)
-    left = f.left()
-    require(not left, f"{run.where}: the library writers left other files: {left}")
-
-
 def _power_loss(run: _Run, scratch: Path, seed: int) -> None:
     """Record one whole run (of bob-run or the library writers) and judge a sample of its crash states."""
-    import shutil
-
     from bob.fuzz import powerloss
 
     d = scratch / "powerloss"
@@ -308,37 +274,35 @@ def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: P
                  quietly: Callable[[Callable[[list[str]], int], list[str]], tuple[int, str, str]]) -> None:
     """One execution of ``bob-run`` in the world of ``data`` (``want``: what ``bob.invoke``
     computes, or None when it refuses), and the invariants after it."""
-    from bob.lock import lock_path_for
+    from bob.lock import CheckpointLock
     from bob.run import main as run_main
 
     run = _Run(world_of(data), record, checkpoint, want, scratch)
     if run.w.other == "powerloss" and want is not None:
         return _power_loss(run, scratch, zlib.crc32(data))
-    if run.w.writer == "library" and run.w.other == "none":
-        return _library_run(run, quietly, run_main)
-    release = _hold_lock(lock_path_for(str(run.files.ck))) if run.w.other == "locked" else None
+    writer = _library_main if run.w.writer == "library" and run.w.other == "none" else run_main
+    # the other party holding the lock as another bob-run holds it (flock: another descriptor, another holder)
+    holder = CheckpointLock(str(run.files.ck), 0) if run.w.other == "locked" else contextlib.nullcontext()
     f, crashed, raced = run.files, False, False
     meet = {"racer": lambda: race.second_run(run.argv),  # met at the world's point of bob-run's commit
             "cleaner": lambda: race.lock_free_clean_up(str(f.ck_arg), str(f.pred_arg))}.get(run.w.other)
     meeting = race.Meeting(run.w.point, meet) if meet is not None else None
-    try:
-        with meeting or contextlib.nullcontext(), run.faults or contextlib.nullcontext():
-            try:
-                rc, out, err = quietly(run_main, run.argv)
-            except Crash:
-                crashed, rc, out, err = True, -9, "", ""
-        if meeting is not None and meeting.met and run.w.other == "racer":
-            run.after_racer(rc, meeting.result, crashed)  # type: ignore[arg-type]
-            ck_new, pred_new, raced = rc == 0, rc == 0, True
-        else:
-            ck_new, pred_new = run.files_now()
-        require(meeting is None or not meeting.met or run.w.other != "cleaner" or meeting.result == [],
-                f"{run.where}: the lock-free clean-up removed a live run's files: {meeting and meeting.result}")
-        if not crashed:
-            run.nothing_left(rc, run.said(rc, out, err, ck_new, pred_new))
-    finally:
-        if release is not None:
-            release()
+    with holder, meeting or contextlib.nullcontext(), run.faults or contextlib.nullcontext():
+        try:
+            rc, out, err = quietly(writer, run.argv)
+        except Crash:
+            crashed, rc, out, err = True, -9, "", ""
+    if meeting is not None and meeting.met and run.w.other == "racer":
+        run.after_racer(rc, meeting.result, crashed)  # type: ignore[arg-type]
+        ck_new, pred_new, raced = rc == 0, rc == 0, True
+    else:
+        ck_new, pred_new = run.files_now()
+    require(meeting is None or not meeting.met or run.w.other != "cleaner" or meeting.result == [],
+            f"{run.where}: the lock-free clean-up removed a live run's files: {meeting and meeting.result}")
+    if writer is _library_main:
+        run.library_said(rc, crashed, ck_new, pred_new)
+    elif not crashed:
+        run.nothing_left(rc, run.said(rc, out, err, ck_new, pred_new))
     if crashed and not raced:  # (after a crash a racer was the next run)
         _after_crash(run, quietly, run_main, ck_new)
 
