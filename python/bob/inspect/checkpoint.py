@@ -120,7 +120,7 @@ def _chunks(ex, failed: set) -> list[dict[str, Any]]:
 
 def checkpoint_report(data: bytes | None, read_problems: list, *, path: str, auto: bool = False,
                       rows: bytes = b"") -> tuple[dict[str, Any], Any]:
-    """The ``ckpt`` report (a JSON-ready dict) and the P plane (or None).
+    """The ``checkpoint`` report (a JSON-ready dict) and the P plane (or None).
 
     ``data`` is the file's bytes (None when it was too large to read).
     """

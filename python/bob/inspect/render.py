@@ -56,7 +56,7 @@ def render_problems(r: dict[str, Any]) -> list[str]:
     return L
 
 
-# ------------------------------------------------------------------- ckpt
+# ------------------------------------------------------------- checkpoint
 
 
 def _header_lines(r: dict[str, Any]) -> list[str]:
