@@ -1,6 +1,6 @@
 """What bob computes about checkpoints for people: the probabilities of a
 row and the comparison of two checkpoints. Library functions, with the
-commands only formatting them (``bob-inspect ckpt --rows`` shows
+commands only formatting them (``bob-inspect checkpoint --rows`` shows
 :func:`probabilities`; ``bob-inspect diff --json`` prints :func:`diff`).
 
 ::
@@ -60,7 +60,7 @@ def softmax_rows(rows: Any) -> list[Any]:
 
 def probabilities(checkpoint: "Checkpoint", context: int) -> npt.NDArray[np.float64]:
     """The next-byte probabilities after ``context`` (a byte, 0 to 255): the
-    float64 softmax of P's row ``context``, the numbers ``bob-inspect ckpt
+    float64 softmax of P's row ``context``, the numbers ``bob-inspect checkpoint
     --rows`` shows. A row holding a non-finite value has none
     (:class:`~bob.StateRefused` naming P and the first such index)."""
     byte = integer_value(context)

@@ -13,14 +13,13 @@ from typing import Any
 import numpy as np
 
 from bob.analysis import fresh_planes, softmax_rows
-from bob.errors import FormatError, show_value
+from bob.errors import show_value
 from bob.formats.checkpoint import examine
 from bob.formats.constants import CHECKPOINT_MAGIC, LEARNER_NAMES, UPDATES_PER_INVOCATION, VOCABULARY, learner_floats
 from bob.formats.contract import CONTRACT_FIELDS, PLANE_NAMES, V1
 from bob.formats.layout import F32
 from bob.inspect.common import TOP_K, base, f32_json, finish, plural
 from bob.text import escape_bytes, show_byte
-
 
 
 def plane_stats(values) -> dict[str, Any]:
@@ -48,10 +47,6 @@ def plane_stats(values) -> dict[str, Any]:
     }
 
 
-def _f32_bits(x: float) -> bytes:
-    return F32.pack(x)
-
-
 def contract_field(name: str, value: Any, expected: Any, mismatch: bool) -> dict[str, Any]:
     """One §2 contract field: its value, bob v1's, both readably; the learner's floats decoded."""
     entry: dict[str, Any] = {"matches": not mismatch}
@@ -70,7 +65,7 @@ def contract_field(name: str, value: Any, expected: Any, mismatch: bool) -> dict
         entry["expected_hyperparameters"] = {k: f32_json(x) for k, x in zip(LEARNER_NAMES, want)}
         entry["hyperparameter_mismatches"] = (
             None if got is None
-            else [k for k, a, b in zip(LEARNER_NAMES, got, want) if _f32_bits(a) != _f32_bits(b)]
+            else [k for k, a, b in zip(LEARNER_NAMES, got, want) if F32.pack(a) != F32.pack(b)]
         )
     return entry
 
@@ -125,7 +120,7 @@ def _chunks(ex, failed: set) -> list[dict[str, Any]]:
 
 def checkpoint_report(data: bytes | None, read_problems: list, *, path: str, auto: bool = False,
                       rows: bytes = b"") -> tuple[dict[str, Any], Any]:
-    """The ``ckpt`` report (a JSON-ready dict) and the P plane (or None).
+    """The ``checkpoint`` report (a JSON-ready dict) and the P plane (or None).
 
     ``data`` is the file's bytes (None when it was too large to read).
     """

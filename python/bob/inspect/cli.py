@@ -1,18 +1,12 @@
 """The ``bob-inspect`` command line: parsing, routing, exit codes, JSON or text.
 
 Each command reads its file(s) through the formats layer, asks a report
-module for a JSON-ready dict (:mod:`~bob.inspect.checkpoint`,
-:mod:`~bob.inspect.record`, :mod:`~bob.inspect.predictions`,
-:mod:`~bob.inspect.diff`, :mod:`~bob.inspect.trace`, :mod:`~bob.inspect.schema`) and prints it: one
-JSON object with ``--json``, else the lines of :mod:`~bob.inspect.render`,
-each guarded by :func:`bob.text.one_line` when it holds anything unprintable.
-
-Exit codes: 0 the file(s) are clean (``diff``: equal); 1 ``diff``: the
-files differ (as cmp, diff and h5diff), ``trace``: the runs part; 2 a file has a problem, is refused or
-cannot be read (missing, a directory, a FIFO, a device), or the command
-line is wrong; 70 anything unexpected (a traceback only under ``--debug``;
-not 1, which ``diff`` gives to a difference); 130 interrupted. The runner is
-:func:`bob.commands.run_command`, as for every bob command.
+module for a JSON-ready dict and prints it: one JSON object with ``--json``,
+else the lines of :mod:`~bob.inspect.render`, each guarded by
+:func:`bob.text.one_line` when it holds anything unprintable. The runner is
+:func:`bob.commands.run_command`, as for every bob command; the exit codes
+are the parser's epilog's (and docs/bob-inspect.md's): 1 is ``diff``'s and
+``trace``'s "they differ", so anything unexpected is 70, not 1.
 """
 
 from __future__ import annotations
@@ -25,28 +19,12 @@ from typing import TYPE_CHECKING, Any, Callable
 from bob.formats import kinds
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, RECORD_BYTES, VOCABULARY
 from bob.formats.files import CHECKPOINT_FILE, INPUT_FILE
-from bob.commands import (
-    EXIT_FOUND,
-    EXIT_SOFTWARE,
-    Outcome,
-    add_common_options,
-    argument_parser,
-    count_option,
-    number_option,
-    run_command,
-)
+from bob.commands import (EXIT_FOUND, EXIT_SOFTWARE, Outcome, add_common_options, argument_parser, count_option,
+                          number_option, run_command)
 from bob.distribution import install_hint
 from bob.text import escape_bytes, one_line, show_path
 
-from bob.inspect.common import (
-    EXIT_OK,
-    EXIT_PROBLEMS,
-    PROG,
-    Refused,
-    peek,
-    plural,
-    read,
-)
+from bob.inspect.common import EXIT_OK, EXIT_PROBLEMS, PROG, Refused, peek, plural, read
 
 if TYPE_CHECKING:  # pragma: no cover - argparse is imported only to build the parser
     import argparse
@@ -245,17 +223,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_common_options(parser)
     sub = parser.add_subparsers(dest="command", metavar="{checkpoint,input,predictions,diff,trace,verify,schema} | FILE")
-    p = sub.add_parser("checkpoint", aliases=["ckpt"],
-                       help="a checkpoint: header, contract, chunk table, plane statistics, problems")
-    p.add_argument("file", metavar="FILE")
-    _add_ckpt_options(p)
-    _add_common(p)
-    p = sub.add_parser("input", help="an input record: pairs, context counts, targets table, prompts")
-    p.add_argument("file", metavar="FILE")
-    _add_common(p)
-    p = sub.add_parser("predictions", aliases=["pred"], help="a predictions file: the three records")
-    p.add_argument("file", metavar="FILE")
-    _add_common(p)
+    for name, kw in (("checkpoint", dict(aliases=["ckpt"], help="a checkpoint: header, contract, chunk table, "
+                                         "plane statistics, problems")),
+                     ("input", dict(help="an input record: pairs, context counts, targets table, prompts")),
+                     ("predictions", dict(aliases=["pred"], help="a predictions file: the three records"))):
+        p = sub.add_parser(name, **kw)
+        p.add_argument("file", metavar="FILE")
+        if name == "checkpoint":
+            _add_ckpt_options(p)
+        _add_common(p)
     p = sub.add_parser("diff", help="two checkpoints compared: header fields and planes (exit 1 when they differ)")
     p.add_argument("a", metavar="A")
     p.add_argument("b", metavar="B")
@@ -289,11 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _schema_kind(text: str) -> str:
-    # The schema report's names, imported only for the schema command: they
-    # come with the layout tables, which no other report needs.
-    from bob.inspect.schema import SCHEMA_ALIASES
-
-    return SCHEMA_ALIASES.get(text, text)
+    return ALIASES.get(text, text)
 
 
 _VALUE_OPTIONS = {"--rows", "--rows-hex", "--heatmap", "--export"}

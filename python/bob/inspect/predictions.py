@@ -1,4 +1,4 @@
-"""The ``pred`` report: a predictions file as
+"""The ``predictions`` report: a predictions file as
 :func:`bob.formats.predictions.examine` reads and judges it (this module
 parses nothing itself)."""
 
@@ -16,7 +16,7 @@ HEX_LIMIT = 64  # a file up to this many bytes is shown whole in hex
 
 
 def predictions_report(data: bytes | None, read_problems: list, *, path: str, auto: bool = False) -> dict[str, Any]:
-    """The ``pred`` report (a JSON-ready dict); ``data`` is None when the file was too large to read."""
+    """The ``predictions`` report (a JSON-ready dict); ``data`` is None when the file was too large to read."""
     report = base("predictions", path, data, auto)
     problems = list(read_problems)
     records = None

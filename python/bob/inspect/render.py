@@ -33,7 +33,7 @@ def g(x: float | str | None, digits: int = 7) -> str:
     return x if isinstance(x, str) else f"{x:.{digits}g}"
 
 
-def _file_line(r: dict[str, Any], width: int) -> list[str]:
+def file_line(r: dict[str, Any], width: int) -> list[str]:
     if r["size"] is None:
         return []
     return [f"  {'file':<{width}}{r['size']} bytes" + (f", sha256 {r['sha256']}" if r["sha256"] else "")]
@@ -56,7 +56,7 @@ def render_problems(r: dict[str, Any]) -> list[str]:
     return L
 
 
-# ------------------------------------------------------------------- ckpt
+# ------------------------------------------------------------- checkpoint
 
 
 def _header_lines(r: dict[str, Any]) -> list[str]:
@@ -130,7 +130,7 @@ def _row_lines(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def render_checkpoint(r: dict[str, Any]) -> list[str]:
-    L = [f"{PROG} checkpoint: {r['file']}"] + _file_line(r, 14)
+    L = [f"{PROG} checkpoint: {r['file']}"] + file_line(r, 14)
     if r["fresh"]:
         L.append("  zero bytes: a fresh run's checkpoint (bob-run starts from bob-seed-v1 at step 0)")
     L += _magic_line(r, CHECKPOINT_MAGIC, 14) + _header_lines(r)
@@ -190,7 +190,7 @@ def _target_lines(r: dict[str, Any]) -> list[str]:
 
 
 def render_input(r: dict[str, Any]) -> list[str]:
-    L = [f"{PROG} input: {r['file']}"] + _file_line(r, 9) + _magic_line(r, INPUT_MAGIC, 9)
+    L = [f"{PROG} input: {r['file']}"] + file_line(r, 9) + _magic_line(r, INPUT_MAGIC, 9)
     if r["version"] is not None:
         L.append(f"  version  {r['version']}  ok")
     if r["pairs"] is not None:
@@ -216,7 +216,7 @@ def render_input(r: dict[str, Any]) -> list[str]:
 
 
 def render_predictions(r: dict[str, Any]) -> list[str]:
-    L = [f"{PROG} predictions: {r['file']}"] + _file_line(r, 6)
+    L = [f"{PROG} predictions: {r['file']}"] + file_line(r, 6)
     if r["hex"] is not None:
         L.append(f"  hex   {r['hex']}")
     if r["records"] is not None:

@@ -105,11 +105,9 @@ def trace_file_report(data: bytes | None, read_problems: "list[FormatError]", *,
 
 
 def render_trace_file(r: dict[str, Any]) -> list[str]:
-    from bob.inspect.render import render_problems
+    from bob.inspect.render import file_line, render_problems
 
-    L = [f"{PROG} trace: {r['file']}"]
-    if r["size"] is not None:
-        L.append(f"  file             {r['size']} bytes" + (f", sha256 {r['sha256']}" if r["sha256"] else ""))
+    L = [f"{PROG} trace: {r['file']}"] + file_line(r, 17)
     if r["entries"] is not None:
         L += [f"  {name:<16} {r[name]}" for name in ("contract_sha256", "input_sha256", "step_before", "step_after")]
         L.append("updates (step, loss before it, XXH3-128 of each plane after it)")
