@@ -18,9 +18,9 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from construct import (Array, Bytes, Const, Construct, ConstructError, Container, Float64l, Int32ul, Int64ul, RawCopy, Renamed,
-                       SizeofError, StreamError, Struct, Subconstruct, Terminated, evaluate, stream_read, stream_tell,
-                       stream_write)
+from construct import (Array, Bytes, Const, Construct, ConstructError, Container, Float64l, Int32ul, Int64ul, RawCopy, Rebuild,
+                       Renamed, SizeofError, StreamError, Struct, Subconstruct, Terminated, evaluate, stream_read,
+                       stream_tell, stream_write)
 
 from bob.errors import BadValue, FormatError, NotABobFile, Truncated
 from bob.formats.layout import DIGEST_BYTES, F64, U32, U64, Field
@@ -206,54 +206,25 @@ class Table(Array):
         return items
 
 
-class Sha256Of(Construct):
-    """A 32-byte SHA-256 field over ``bytesfunc(context)``.
-
-    Building computes it (like construct's ``Checksum``); parsing returns the
-    stored 32 bytes without comparing, so the checker can report a mismatch as
-    one finding among others instead of stopping the parse.
-    """
-
-    def __init__(self, bytesfunc: Callable[[Any], bytes]) -> None:
-        super().__init__()
-        self.bytesfunc = bytesfunc
-        self.flagbuildnone = True
-
-    def _parse(self, stream, context, path):
-        return stream_read(stream, DIGEST_BYTES, path)
-
-    def _build(self, obj, stream, context, path):
-        digest = hashlib.sha256(self.bytesfunc(context)).digest()
-        stream_write(stream, digest, DIGEST_BYTES, path)
-        return digest
-
-    def _sizeof(self, context, path):
-        return DIGEST_BYTES
+def Sha256Of(bytesfunc: Callable[[Any], bytes]) -> Construct:
+    """A 32-byte SHA-256 field over ``bytesfunc(context)``: built as the digest, parsed
+    as the stored bytes without comparing, so that the checker reports a mismatch as one
+    finding among others instead of stopping the parse (construct's ``Checksum`` would stop)."""
+    return Rebuild(Bytes(DIGEST_BYTES), lambda this: hashlib.sha256(evaluate(bytesfunc, this)).digest())
 
 
-class ZeroPadding(Construct):
+class ZeroPadding(Rebuild):
     """Padding of ``length`` bytes (an int or a context function): built as zeros,
     parsed as the raw bytes (checked for zeros by the format's checker)."""
 
-    def __init__(self, length) -> None:
-        super().__init__()
-        self.length = length
-        self.flagbuildnone = True
-
-    def _parse(self, stream, context, path):
-        return stream_read(stream, evaluate(self.length, context), path)
-
-    def _build(self, obj, stream, context, path):
-        length = evaluate(self.length, context)
-        data = bytes(length)
-        stream_write(stream, data, length, path)
-        return data
+    def __init__(self, length: Any) -> None:
+        super().__init__(Bytes(length), lambda this: bytes(evaluate(length, this)))
 
     def _sizeof(self, context, path):
         try:
-            return evaluate(self.length, context)
-        except (KeyError, AttributeError) as exc:
-            raise SizeofError("padding size depends on the header", path=path) from exc
+            return self.subcon._sizeof(context, path)
+        except SizeofError:
+            raise SizeofError("padding size depends on the header", path=path) from None
 
 
 class _End(type(Terminated)):  # type: ignore[misc]
