@@ -1,11 +1,5 @@
-"""The checkpoint as construct reads it: the schema of the door's specification.
-
-The header is a ``Struct`` built from the layout's field tables
-(:mod:`bob.formats.layout`) with the rules of :mod:`bob.formats.rules`; its
-digest is computed over a ``RawCopy`` of the header body; the three planes
-are ``Bytes`` fields of ``chunk_bytes``. The field texts are the meanings
-of the layout tables in ``formats/envelope.md``.
-"""
+"""The checkpoint as construct reads it, built from the layout's field tables and the rules;
+the field texts are the meanings of the layout tables in ``formats/envelope.md``."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""The state rules applied to a state: why bob would not resume it (§5).
-
-The readers' step 9 (:func:`state_findings`, placed in a file when given
-``header_bytes``), and the writers' and importers' refusal of a
-``Checkpoint`` bob would not resume (:func:`refuse_unresumable`). The rules
-themselves are :mod:`bob.formats.rules`'.
-"""
+"""Why bob would not resume a state (§5): the readers' step 9 and the writers' and importers'
+refusal, by the rules of :mod:`bob.formats.rules`."""
 
 from __future__ import annotations
 
@@ -22,10 +17,8 @@ __all__ = ["ResumableState", "state_findings", "resume_findings", "refuse_unresu
 
 
 def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", header_bytes: int | None = None) -> list[FormatError]:
-    """Why the state (``step``; P, M, V) may not be resumed (§5), as findings.
-
-    ``header_bytes`` places the offsets in a file; without it they are None.
-    """
+    """Why the state (``step``; P, M, V) may not be resumed, as findings placed in a file
+    when ``header_bytes`` is given."""
     out: list[FormatError] = []
 
     def offset(plane: int, k: int) -> int | None:
@@ -65,14 +58,12 @@ def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", heade
 
 
 def _value(plane: Any, k: int) -> float:
-    """Value ``k`` of a plane, from its bits (:func:`~bob.formats.layout.f32_from_bits`:
-    right in any floating-point environment)."""
+    """Value ``k`` of a plane, from its bits (right in any floating-point environment)."""
     return f32_from_bits(int(np.asarray(plane, dtype=np.float32).reshape(-1).view(np.uint32)[k]))
 
 
 class ResumableState(Protocol):
-    """What the resume check reads of a :class:`~bob.Checkpoint` (a protocol:
-    this module sits below the one that defines the class)."""
+    """What the resume check reads of a :class:`~bob.Checkpoint` (defined in a room above this one)."""
 
     contract: Contract
     step: int
@@ -82,9 +73,8 @@ class ResumableState(Protocol):
 
 
 def resume_findings(checkpoint: "ResumableState") -> list[FormatError]:
-    """Why ``bob-run`` (and :func:`bob.invoke`) would refuse to resume
-    ``checkpoint``: a contract field other than bob v1's (§2), then the
-    state (:func:`state_findings`, §5). Empty for a state bob resumes."""
+    """Why ``bob-run`` would refuse to resume ``checkpoint``: a contract field other than bob
+    v1's, then :func:`state_findings`."""
     out: list[FormatError] = [
         ContractMismatch(name, "differs from the bob v1 contract", expected=expected, actual=actual)
         for name, expected, actual in checkpoint.contract.mismatches()
@@ -94,9 +84,8 @@ def resume_findings(checkpoint: "ResumableState") -> list[FormatError]:
 
 
 def refuse_unresumable(checkpoint: "ResumableState", what: str) -> None:
-    """Raise the first of :func:`resume_findings` for a writer (``what``:
-    "Checkpoint.write" …): bob writes no checkpoint that it would refuse to
-    resume unless asked, with ``for_resume=False``, for a test file."""
+    """Raise the first of :func:`resume_findings` for the writer ``what``: bob writes no
+    checkpoint it would refuse to resume unless asked (``for_resume=False``)."""
     findings = resume_findings(checkpoint)
     if findings:
         first = findings[0]
