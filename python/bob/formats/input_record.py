@@ -18,7 +18,7 @@ from construct import Const, Rebuild, Struct
 from bob.errors import BadValue, FormatError, Truncated, integer_field, shown_kind
 from bob.formats.contract import EMPTY_PROMPT, PROMPTS, RECORD_BYTES, VOCABULARY
 from bob.formats.constants import INPUT_MAGIC
-from bob.formats.files import INPUT_FILE, as_bytes, magic_finding, read_format_file
+from bob.formats.files import INPUT_FILE, BobFile, Examined, as_bytes, magic_finding, read_format_file
 from bob.formats.layout import INPUT, WORD_DTYPE
 from bob.formats.rules import INPUT_VERSION, PROMPT_WORD, TARGET_AGREES
 from bob.formats.schema import END, parse, ruled, schema_fields
@@ -98,7 +98,7 @@ def _words(value: Iterable[int]) -> tuple[int, int, int]:
 
 
 @dataclass(frozen=True, eq=False)
-class InputRecord:
+class InputRecord(BobFile):
     """A bob-input v1 record: one (context, target) pair per byte value, and 3 prompt words.
 
     ``contexts`` and ``targets`` are read-only ``uint8`` arrays, one entry per pair;
@@ -156,22 +156,6 @@ class InputRecord:
             )
         )
 
-    @classmethod
-    def from_bytes(cls, data: bytes) -> "InputRecord":
-        """Parse and check a record's bytes (:func:`bob.load_input`)."""
-        return load_input(data)
-
-    @classmethod
-    def read(cls, path: "str | os.PathLike[str]") -> "InputRecord":
-        """Read and check the record at ``path`` (:func:`bob.read_input_file`)."""
-        return read_input_file(path)
-
-    def write(self, path: "str | os.PathLike[str]") -> None:
-        """Replace the file at ``path`` with this record, atomically."""
-        from bob.fileio import write_atomic
-
-        write_atomic(path, self.to_bytes())
-
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready description (the golden vectors' ``.json``)."""
         raw = self.to_bytes()
@@ -208,7 +192,7 @@ class InputRecord:
 
 
 @dataclass
-class InputExamination:
+class InputExamination(Examined):
     """What a reader found in an input record's bytes.
 
     ``findings``: every problem, in the contract's order (magic, size,
@@ -227,10 +211,6 @@ class InputExamination:
     widened: list[int] | None = None
     prompt_words: list[int] | None = None
     record: InputRecord | None = None
-
-    @property
-    def ok(self) -> bool:
-        return not self.findings
 
     @property
     def target_mismatches(self) -> list[int]:
@@ -280,9 +260,7 @@ def input_findings(data: bytes) -> list[FormatError]:
 
 def load_input(data: bytes) -> InputRecord:
     """Parse and check a bob-input v1 record; raise the first finding."""
-    ex = examine(data)
-    if ex.findings:
-        raise ex.findings[0]
+    ex = examine(data).checked()
     assert ex.record is not None
     return ex.record
 
@@ -290,6 +268,9 @@ def load_input(data: bytes) -> InputRecord:
 def read_input_file(path: "str | os.PathLike[str]") -> InputRecord:
     """Read and check an input record; a file larger than ``RECORD_BYTES`` is refused unread."""
     return load_input(read_format_file(path, RECORD_BYTES, INPUT_FILE))
+
+
+InputRecord._loaders = (load_input, read_input_file)
 
 
 def build_input(corpus: bytes, prompts: Sequence[bytes]) -> InputRecord:

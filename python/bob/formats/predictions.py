@@ -12,7 +12,7 @@ from construct import Struct
 
 from bob.errors import BadValue, FormatError, Truncated, integer_field, shown_kind
 from bob.formats.contract import PREDICTION_BYTES, PROMPTS
-from bob.formats.files import KNOWN_MAGICS, as_bytes, read_format_file
+from bob.formats.files import KNOWN_MAGICS, BobFile, Examined, as_bytes, read_format_file
 from bob.formats.kinds import MAGIC_BYTES
 from bob.formats.layout import PREDICTION_FIELDS
 from bob.formats.layout import PREDICTION_RECORD as PREDICTION_LAYOUT
@@ -52,7 +52,7 @@ def _record_problems(i: int, token: int, validity: int) -> list[FormatError]:
 
 
 @dataclass(frozen=True)
-class Predictions:
+class Predictions(BobFile):
     """Three ``(token, validity)`` records, one per prompt."""
 
     records: tuple[tuple[int, int], tuple[int, int], tuple[int, int]]
@@ -101,22 +101,6 @@ class Predictions:
         """The 24-byte file."""
         return PREDICTIONS.build(dict(records=[dict(token=t, validity=v) for t, v in self.records]))
 
-    @classmethod
-    def from_bytes(cls, data: bytes) -> "Predictions":
-        """Parse and check a 24-byte predictions file's bytes."""
-        return load_predictions(data)
-
-    @classmethod
-    def read(cls, path: "str | os.PathLike[str]") -> "Predictions":
-        """Read and check the predictions file at ``path``."""
-        return read_predictions_file(path)
-
-    def write(self, path: "str | os.PathLike[str]") -> None:
-        """Replace the file at ``path`` with these predictions, atomically."""
-        from bob.fileio import write_atomic
-
-        write_atomic(path, self.to_bytes())
-
     def as_dict(self) -> dict[str, Any]:
         raw = self.to_bytes()
         return {
@@ -132,7 +116,7 @@ class Predictions:
 
 
 @dataclass
-class PredictionsExamination:
+class PredictionsExamination(Examined):
     """What a reader found in a predictions file's bytes: ``findings`` (size,
     then per record: validity, token), the ``(token, validity)`` ``records``
     as read when the file has the right size, and the :class:`Predictions`
@@ -142,10 +126,6 @@ class PredictionsExamination:
     findings: list[FormatError] = dataclass_field(default_factory=list)
     records: list[tuple[int, int]] | None = None
     predictions: Predictions | None = None
-
-    @property
-    def ok(self) -> bool:
-        return not self.findings
 
     def record_ok(self, index: int) -> bool:
         """Whether record ``index`` breaks no rule."""
@@ -186,9 +166,7 @@ def predictions_findings(data: bytes) -> list[FormatError]:
 
 def load_predictions(data: bytes) -> Predictions:
     """Parse and check a 24-byte predictions file; raise the first finding."""
-    ex = examine(data)
-    if ex.findings:
-        raise ex.findings[0]
+    ex = examine(data).checked()
     assert ex.predictions is not None
     return ex.predictions
 
@@ -196,3 +174,6 @@ def load_predictions(data: bytes) -> Predictions:
 def read_predictions_file(path: "str | os.PathLike[str]") -> Predictions:
     """Read and check a predictions file (24 bytes)."""
     return load_predictions(read_format_file(path, PREDICTION_BYTES, None))
+
+
+Predictions._loaders = (load_predictions, read_predictions_file)

@@ -21,7 +21,7 @@ from construct import Const, RawCopy, Struct, this
 
 from bob.errors import BadValue, FormatError, IntegrityError
 from bob.formats.constants import PLANE_NAMES, TRACE_MAGIC, TRACE_UPDATES, TRACE_VERSION
-from bob.formats.files import as_bytes, magic_finding, read_format_file
+from bob.formats.files import BobFile, Examined, as_bytes, magic_finding, read_format_file
 from bob.formats.layout import (DIGEST_BYTES, TRACE_BODY_BYTES, TRACE_BYTES, TRACE_DIGEST_BYTES, TRACE_ENTRY,
                                 TRACE_ENTRY_FIELDS, TRACE_HEAD)
 from bob.formats.rules import TRACE_STEP, TRACE_UPDATE_COUNT, TRACE_VERSION_RULE
@@ -85,7 +85,7 @@ class TraceEntry(NamedTuple):
 
 
 @dataclass(frozen=True)
-class Trace:
+class Trace(BobFile):
     """A bob-trace v1 trace: the run's identity and one :class:`TraceEntry` per update."""
 
     contract_sha256: bytes
@@ -149,20 +149,6 @@ class Trace:
         return trace_bytes(self.contract_sha256, self.input_sha256, self.step_before, self.losses,
                            [e.digests for e in self.entries], lambda b: hashlib.sha256(b).digest())
 
-    @classmethod
-    def from_bytes(cls, data: bytes) -> "Trace":
-        return load_trace(data)
-
-    @classmethod
-    def read(cls, path: "str | os.PathLike[str]") -> "Trace":
-        return read_trace_file(path)
-
-    def write(self, path: "str | os.PathLike[str]") -> None:
-        """Replace the file at ``path`` with this trace, atomically."""
-        from bob.fileio import write_atomic
-
-        write_atomic(path, self.to_bytes())
-
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready description."""
         return {
@@ -175,16 +161,12 @@ class Trace:
 
 
 @dataclass
-class TraceExamination:
+class TraceExamination(Examined):
     """What a reader found in a trace's bytes: ``findings`` in file order, and the :class:`Trace` of a valid file."""
 
     size: int
     findings: list[FormatError] = field(default_factory=list)
     trace: Trace | None = None
-
-    @property
-    def ok(self) -> bool:
-        return not self.findings
 
 
 def examine(data: bytes) -> TraceExamination:
@@ -231,9 +213,7 @@ def trace_findings(data: bytes) -> list[FormatError]:
 
 def load_trace(data: bytes) -> Trace:
     """Parse and check a bob-trace v1 file; raise the first finding."""
-    ex = examine(data)
-    if ex.findings:
-        raise ex.findings[0]
+    ex = examine(data).checked()
     assert ex.trace is not None
     return ex.trace
 
@@ -241,3 +221,6 @@ def load_trace(data: bytes) -> Trace:
 def read_trace_file(path: "str | os.PathLike[str]") -> Trace:
     """Read and check a trace; a file larger than ``TRACE_BYTES`` is refused unread."""
     return load_trace(read_format_file(path, TRACE_BYTES, TRACE_FILE))
+
+
+Trace._loaders = (load_trace, read_trace_file)

@@ -22,7 +22,7 @@ from bob.formats.checkpoint.header import (
 )
 from bob.formats.constants import CHUNK_TAGS, MAX_CHECKPOINT_BYTES, MAX_HEADER_BYTES, PARAMETER_COUNT, PAYLOAD_BYTES, PLANE_NAMES
 from bob.formats.contract import CONTRACT_FIELDS, V1, Contract
-from bob.formats.files import CHECKPOINT_FILE, as_bytes, magic_finding
+from bob.formats.files import CHECKPOINT_FILE, Examined, as_bytes, magic_finding
 from bob.formats.layout import CANONICAL, DIGEST_BYTES, ENVELOPE_HEAD, PLANE_DTYPE, EnvelopeLayout, envelope_layout
 from bob.formats.rules import CHUNK_COUNT, CHUNK_LENGTH, CHUNK_OFFSET, CHUNK_TAG, PADDING, chunk_offset
 
@@ -60,7 +60,7 @@ class HeaderFields(dict[str, Any]):
 
 
 @dataclass
-class Examination:
+class Examination(Examined):
     """What a reader found in a checkpoint's bytes: ``findings`` in the contract's order, and
     whatever could be read (``header`` None if it did not parse; ``planes``, read-only views,
     when all the payload is there)."""
@@ -87,10 +87,6 @@ class Examination:
     @property
     def fresh(self) -> bool:
         return self.size == 0
-
-    @property
-    def ok(self) -> bool:
-        return not self.findings
 
     @property
     def header_end(self) -> int | None:

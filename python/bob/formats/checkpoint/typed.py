@@ -140,9 +140,7 @@ class Checkpoint:
     def _of(cls, ex: Examination) -> "Checkpoint":
         """The checkpoint an examination read, or its first finding raised. The planes are
         copied once, into arrays the core can train in place, never views of the bytes (D20)."""
-        if ex.findings:
-            raise ex.findings[0]
-        if ex.fresh:
+        if ex.checked().fresh:
             return cls.fresh()
         assert ex.header is not None and ex.planes is not None
         planes = ex.planes.copy()
