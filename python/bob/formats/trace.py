@@ -1,13 +1,7 @@
-"""``bob-trace`` v1: where a run went, update by update (formats/trace.md), ``TRACE_BYTES`` long.
+"""``bob-trace`` v1: where a run went, update by update (specified in ``formats/trace.md``).
 
-A trace is one invocation's record: whose run it is (the contract's and the
-input record's SHA-256, the step it started from), then per update the step
-after it, its loss (§6.4, f64) and the XXH3-128 of P, M and V after it, and
-last the SHA-256 of everything before. ``bob-run --trace`` and
-``bob.invoke(..., trace=True)`` write it (built without construct by
-:func:`bob.formats.canonical.trace_bytes`); :meth:`Trace.first_divergence`
-names the first update at which two traces of the same run part. The last
-entry is the state of the checkpoint the run wrote.
+``bob-run --trace`` and ``bob.invoke(..., trace=True)`` write it, built without construct
+by :func:`bob.formats.canonical.trace_bytes`; this module reads it.
 """
 
 from __future__ import annotations
@@ -170,9 +164,7 @@ class TraceExamination(Examined):
 
 
 def examine(data: bytes) -> TraceExamination:
-    """Check ``data`` as a bob-trace v1 file: the magic, then the schema (the
-    version, the entry count, any field the file ends inside, bytes after the
-    end), the digest, each entry's step."""
+    """Check ``data`` as a bob-trace v1 file and collect every finding, in file order."""
     data = as_bytes(data, "the trace")
     ex = TraceExamination(size=len(data))
     problem = magic_finding(data, TRACE_MAGIC, TRACE_FILE[1])
