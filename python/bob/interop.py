@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bob.errors import BadValue, ContractMismatch, NotABobFile, Truncated
-from bob.formats.constants import U64_MAX, VOCABULARY
+from bob.formats.constants import U64_MAX
 from bob.formats.contract import CONTRACT_FIELDS, V1, Contract
 from bob.formats.files import read_format_file
 from bob.interop_archive import METADATA_MEMBER, npz_parts, safetensors_parts

@@ -1,12 +1,8 @@
-"""The construct building blocks bob's schemas are written with, and the
-helpers that run them: :func:`schema_fields` builds a ``Struct``'s fields
-from :mod:`bob.formats.layout`'s tables; :class:`LengthPrefixed`,
-:class:`Rule`, :class:`Table`, :class:`Sha256Of` and :class:`ZeroPadding`
-are the custom constructs (each says what it checks); :func:`parse` runs a
-schema interpreted (never ``.compile()``, which skips length checks) and
-turns every construct failure into a :class:`~bob.errors.FormatError`
-naming the field; :func:`layout` walks a schema over a sample file into the
-layout tables ``formats/*.md`` and ``bob-inspect schema`` print.
+"""The construct building blocks bob's schemas are written with, and the helpers that run
+them: :func:`parse` runs a schema interpreted (never ``.compile()``, which skips length
+checks) and turns every construct failure into a :class:`~bob.errors.FormatError` naming
+the field; :func:`layout` walks a schema over a sample file into the layout tables
+``formats/*.md`` and ``bob-inspect schema`` print.
 """
 
 from __future__ import annotations
@@ -18,7 +14,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from construct import (Array, Bytes, Const, Construct, ConstructError, Container, Float64l, Int32ul, Int64ul, RawCopy, Rebuild,
+from construct import (Array, Bytes, Construct, ConstructError, Container, Float64l, Int32ul, Int64ul, RawCopy, Rebuild,
                        Renamed, SizeofError, StreamError, Struct, Subconstruct, Terminated, evaluate, stream_read,
                        stream_tell, stream_write)
 
@@ -40,7 +36,6 @@ __all__ = [
     "parse",
     "layout",
     "walk",
-    "const_value",
     "field_from_path",
 ]
 
@@ -112,11 +107,10 @@ def construct_of(field: Field) -> Construct:
 
 def schema_fields(fields: "dict[str, Field]", docs: "dict[str, str]",
                   wrap: "dict[str, Callable[[Construct], Construct]] | None" = None) -> list[Construct]:
-    """A Struct's subconstructs for consecutive layout ``fields``, in order:
-    each field's :func:`construct_of`, passed through ``wrap[name]`` when
-    given (a rule, a ``Const``, a ``Rebuild``), named and documented by
-    ``docs[name]``. The layout says where and how big; the schema adds
-    what a value must be."""
+    """A Struct's subconstructs for consecutive layout ``fields``: each field's
+    :func:`construct_of`, passed through ``wrap[name]`` when given (a rule, a ``Const``, a
+    ``Rebuild``), named and documented by ``docs[name]``. The layout says where and how
+    big; the schema adds what a value must be."""
     wrap = wrap or {}
     assert set(docs) == set(fields) and set(wrap) <= set(fields), "every field documented, no stray rule"
     out = []
@@ -243,12 +237,8 @@ prefix of a longer file (construct's ``Terminated``)."""
 
 
 def parse(schema: Construct, data: bytes) -> Container:
-    """Parse ``data`` with ``schema`` (interpreted) or raise a FormatError.
-
-    Every construct failure (and any stray ``struct.error``, ``IndexError`` …)
-    becomes a :class:`~bob.errors.FormatError` naming the field from the
-    construct path, with the offset where the failing read started.
-    """
+    """Parse ``data`` with ``schema`` (interpreted), or raise a FormatError naming the field
+    from the construct path and the offset where the failing read started."""
     stream = _TrackingStream(data)
     try:
         return schema.parse_stream(stream)
@@ -342,14 +332,4 @@ def layout(schema: Construct, sample: bytes) -> list[FieldRow]:
     walk(schema, value, 0, "", "", rows)
     return rows
 
-
-def const_value(schema: Struct, name: str) -> Any:
-    """The value of the ``Const`` field ``name`` of ``schema`` (the magic)."""
-    for sub in schema.subcons:
-        inner, subname, _ = _unwrap(sub)
-        if subname == name:
-            while not isinstance(inner, Const):
-                inner = inner.subcon
-            return inner.value
-    raise KeyError(name)
 

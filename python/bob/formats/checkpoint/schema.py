@@ -19,7 +19,7 @@ from bob.formats.constants import (
 from bob.formats.layout import CHUNK_ENTRY_FIELDS, CONTRACT_STRINGS, DIGEST_BYTES, ENVELOPE_HEAD, ENVELOPE_TAIL_FIELDS
 from bob.formats.rules import ENVELOPE_VERSION
 from bob.formats.rules import HEADER_BYTES as HEADER_BYTES_RULE
-from bob.formats.schema import LengthPrefixed, Sha256Of, Table, ZeroPadding, const_value, ruled, schema_fields
+from bob.formats.schema import LengthPrefixed, Sha256Of, Table, ZeroPadding, ruled, schema_fields
 
 __all__ = ["ENVELOPE", "ENVELOPE_HEADER", "HEADER_BODY", "CHUNK_ENTRY", "ENVELOPE_MAGIC", "ContractString"]
 
@@ -80,5 +80,5 @@ ENVELOPE = Struct(
 )
 """The whole bob-envelope v1 file."""
 
-ENVELOPE_MAGIC: bytes = const_value(HEADER_BODY, "magic")
-assert ENVELOPE_MAGIC == CHECKPOINT_MAGIC
+ENVELOPE_MAGIC: bytes = CHECKPOINT_MAGIC
+"""The magic the schema matches."""
