@@ -106,6 +106,14 @@ class BobFile:
         raise NotImplementedError  # pragma: no cover - each format's own
 
     @classmethod
+    def _trusted(cls, **values: Any) -> Self:
+        """The (frozen) object of values a reader has already checked, without checking them again."""
+        made = object.__new__(cls)
+        for name, value in values.items():
+            object.__setattr__(made, name, value)
+        return made
+
+    @classmethod
     def from_bytes(cls, data: bytes) -> Self:
         """Parse and check a file's bytes (the format's ``load_*``)."""
         return cls._loaders[0](data)

@@ -114,14 +114,6 @@ class InputRecord(BobFile):
         object.__setattr__(self, "targets", _byte_table(self.targets, "targets"))
         object.__setattr__(self, "prompt_words", _words(self.prompt_words))
 
-    @classmethod
-    def _trusted(cls, contexts: np.ndarray, targets: np.ndarray, words: tuple[int, int, int]) -> "InputRecord":
-        self = object.__new__(cls)
-        object.__setattr__(self, "contexts", contexts)
-        object.__setattr__(self, "targets", targets)
-        object.__setattr__(self, "prompt_words", words)
-        return self
-
     # -- views --------------------------------------------------------------
     @property
     def pairs(self) -> tuple[tuple[int, int], ...]:
@@ -193,14 +185,9 @@ class InputRecord(BobFile):
 
 @dataclass
 class InputExamination(Examined):
-    """What a reader found in an input record's bytes.
-
-    ``findings``: every problem, in the contract's order (magic, size,
-    version, targets, prompt words). The fields are filled as far as the
-    bytes could be read: ``contexts`` and ``targets`` (the pairs' bytes, as
-    read-only uint8 arrays), ``widened`` (the u32 targets table),
-    ``prompt_words``; ``record`` is the :class:`InputRecord` of a valid file.
-    """
+    """What a reader found in an input record's bytes: every finding, in the contract's order,
+    the fields as far as they could be read (``widened``: the u32 targets table) and the
+    :class:`InputRecord` of a valid file."""
 
     size: int
     magic: bytes
@@ -248,13 +235,12 @@ def examine(data: bytes) -> InputExamination:
         if not PROMPT_WORD.ok(w):
             ex.findings.append(PROMPT_WORD.finding(w, offset=INPUT["prompt_words"].item(i), index=i))
     if not ex.findings:
-        ex.record = InputRecord._trusted(ex.contexts, ex.targets, (words[0], words[1], words[2]))
+        ex.record = InputRecord._trusted(contexts=ex.contexts, targets=ex.targets, prompt_words=tuple(words))
     return ex
 
 
 def input_findings(data: bytes) -> list[FormatError]:
-    """Every problem with ``data`` as a bob-input v1 record, in the contract's
-    order (magic, size, version, targets, prompt words); empty if it is valid."""
+    """Every problem with ``data`` as a bob-input v1 record, in the contract's order; empty if it is valid."""
     return examine(data).findings
 
 
@@ -274,12 +260,8 @@ InputRecord._loaders = (load_input, read_input_file)
 
 
 def build_input(corpus: bytes, prompts: Sequence[bytes]) -> InputRecord:
-    """The fixture builder (§3): pair k is ``(corpus[k mod n], corpus[(k+1) mod n])``.
-
-    Refuses (BadValue) a corpus of fewer than 2 bytes and a prompt count other
-    than 3. Prompts are bytes; a prompt's word is its last byte or
-    ``0xFFFFFFFF`` when empty.
-    """
+    """The fixture builder (§3): pair k is ``(corpus[k mod n], corpus[(k+1) mod n])``;
+    refuses (BadValue) a corpus of fewer than 2 bytes and a prompt count other than 3."""
     corpus = as_bytes(corpus, "the corpus")
     if isinstance(prompts, (bytes, bytearray, str)):
         raise TypeError("prompts is a list of 3 byte strings")

@@ -117,10 +117,8 @@ class Predictions(BobFile):
 
 @dataclass
 class PredictionsExamination(Examined):
-    """What a reader found in a predictions file's bytes: ``findings`` (size,
-    then per record: validity, token), the ``(token, validity)`` ``records``
-    as read when the file has the right size, and the :class:`Predictions`
-    of a valid file."""
+    """What a reader found in a predictions file's bytes: its findings, the ``records`` as read
+    when the file has the right size, and the :class:`Predictions` of a valid file."""
 
     size: int
     findings: list[FormatError] = dataclass_field(default_factory=list)
@@ -152,15 +150,12 @@ def examine(data: bytes) -> PredictionsExamination:
     for i, (token, validity) in enumerate(ex.records):
         ex.findings.extend(_record_problems(i, token, validity))
     if not ex.findings:
-        pred = object.__new__(Predictions)
-        object.__setattr__(pred, "records", tuple(ex.records))
-        ex.predictions = pred
+        ex.predictions = Predictions._trusted(records=tuple(ex.records))
     return ex
 
 
 def predictions_findings(data: bytes) -> list[FormatError]:
-    """Every problem with ``data`` as a predictions file (size, then per record:
-    validity, token); empty if it is valid."""
+    """Every problem with ``data`` as a predictions file (size, then per record: validity, token)."""
     return examine(data).findings
 
 

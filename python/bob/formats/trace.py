@@ -188,10 +188,8 @@ def examine(data: bytes) -> TraceExamination:
             ex.findings.append(TRACE_STEP.finding(entry.step, expected=want, offset=offset, index=i))
     if not ex.findings:
         entries = tuple(TraceEntry(e.step, e.loss, tuple(e[n] for n in PLANE_NAMES)) for e in head.entries)
-        ex.trace = object.__new__(Trace)
-        for name, value in (("contract_sha256", head.contract_sha256), ("input_sha256", head.input_sha256),
-                            ("step_before", head.step_before), ("entries", entries)):
-            object.__setattr__(ex.trace, name, value)
+        ex.trace = Trace._trusted(contract_sha256=head.contract_sha256, input_sha256=head.input_sha256,
+                                  step_before=head.step_before, entries=entries)
     return ex
 
 
