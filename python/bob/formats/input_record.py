@@ -178,9 +178,7 @@ class InputRecord(BobFile):
         return f"InputRecord(pairs={len(self.contexts)}, prompt_words={self.prompt_words!r})"
 
 
-# --------------------------------------------------------------------------- #
-# Reading
-# --------------------------------------------------------------------------- #
+# -- Reading
 
 
 @dataclass

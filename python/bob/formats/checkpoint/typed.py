@@ -148,7 +148,7 @@ class Checkpoint:
 
     @property
     def invocations(self) -> int:
-        """Invocations completed: ``step // 10``."""
+        """Invocations completed: ``step // UPDATES_PER_INVOCATION``."""
         return self.step // UPDATES_PER_INVOCATION
 
     @property
