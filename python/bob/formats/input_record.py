@@ -136,17 +136,10 @@ class InputRecord(BobFile):
 
     # -- bytes --------------------------------------------------------------
     def to_bytes(self) -> bytes:
-        """The canonical record's bytes."""
-        pairs = np.empty(2 * PAIRS, dtype=np.uint8)
-        pairs[0::2] = self.contexts
-        pairs[1::2] = self.targets
-        return INPUT_RECORD.build(
-            dict(
-                version=1,
-                pairs=pairs.tobytes(),  # the widened targets table is rebuilt from them
-                prompt_words=np.array(self.prompt_words, dtype=WORD_DTYPE).tobytes(),
-            )
-        )
+        """The canonical record's bytes, built as bob-run builds them (the schema reads them)."""
+        from bob.formats.canonical import record_bytes
+
+        return record_bytes(self.contexts.tobytes(), self.targets.tobytes(), self.prompt_words)
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready description (the golden vectors' ``.json``)."""
