@@ -8,7 +8,7 @@ from typing import Any, Protocol, Sequence
 import numpy as np
 
 from bob.errors import ContractMismatch, FormatError
-from bob.formats.constants import PLANE_NAMES, cell_name
+from bob.formats.constants import PLANE_NAMES, SCALAR_BYTES, cell_name
 from bob.formats.contract import Contract
 from bob.formats.layout import ENVELOPE_HEAD, f32_from_bits
 from bob.formats.rules import FINITE, MOMENTS_ZERO_AT_STEP_0, ROOM_FOR_UPDATES, V_NOT_NEGATIVE, ValueRule, chunk_offset
@@ -22,7 +22,7 @@ def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", heade
     out: list[FormatError] = []
 
     def offset(plane: int, k: int) -> int | None:
-        return None if header_bytes is None else chunk_offset(header_bytes, plane) + 4 * k
+        return None if header_bytes is None else chunk_offset(header_bytes, plane) + SCALAR_BYTES * k
 
     step_at = None if header_bytes is None else ENVELOPE_HEAD["step"].offset
 
