@@ -168,15 +168,8 @@ def _checkpoint(meta: dict[str, str], planes: "dict[str, Any]", what: str, for_r
     # each plane copied into its own array, and its bytes let go at once (the peak: one plane's bytes more)
     tables = [np.frombuffer(planes.pop(name), dtype="<f4").astype(np.float32) for name in ("P", "M", "V")]
     checkpoint = make(step, tables[0], tables[1], tables[2], header_bytes, contract)
-    if for_resume:
-        checkpoint._refuse_unresumable(f"importing a {what}")
+    checkpoint._refuse_unwritable(f"importing a {what}", for_resume)
     return checkpoint
-
-
-def _refuse_unwritable(checkpoint: "Checkpoint", what: str, for_resume: bool) -> None:
-    checkpoint._check()
-    if for_resume:
-        checkpoint._refuse_unresumable(what)
 
 
 def safetensors_bytes(checkpoint: "Checkpoint", *, for_resume: bool = True) -> bytes:
@@ -184,7 +177,7 @@ def safetensors_bytes(checkpoint: "Checkpoint", *, for_resume: bool = True) -> b
     written here, since the library keeps metadata in a hash map seeded per process (the
     library reads the file: ``tests/formats/test_interop.py``)."""
     safetensors_library()
-    _refuse_unwritable(checkpoint, "Checkpoint.to_safetensors", for_resume)
+    checkpoint._refuse_unwritable("Checkpoint.to_safetensors", for_resume)
     tables = {name: np.ascontiguousarray(t, dtype="<f4") for name, t in checkpoint.tables.items()}
     header: dict[str, Any] = {"__metadata__": metadata(checkpoint)}
     offset = 0
@@ -217,7 +210,7 @@ def read_safetensors(path: "str | os.PathLike[str]", make: "type[Checkpoint]", *
 def npz_bytes(checkpoint: "Checkpoint", *, for_resume: bool = True) -> bytes:
     """The checkpoint as an ``.npz`` file's bytes: what ``numpy.savez`` writes, with fixed
     member times, so that the same checkpoint always gives the same bytes."""
-    _refuse_unwritable(checkpoint, "Checkpoint.to_npz", for_resume)
+    checkpoint._refuse_unwritable("Checkpoint.to_npz", for_resume)
     members = {name: np.ascontiguousarray(t, dtype="<f4") for name, t in checkpoint.tables.items()}
     members[METADATA_MEMBER] = np.array(json.dumps(metadata(checkpoint), sort_keys=True))  # the JSON text
     out = io.BytesIO()

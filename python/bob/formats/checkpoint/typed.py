@@ -188,9 +188,7 @@ class Checkpoint:
         :class:`~bob.FormatError` unless ``for_resume=False`` (for test files).
         Each plane is hashed over its own memory and copied once, into the bytes returned.
         """
-        self._check()
-        if for_resume:
-            self._refuse_unresumable("Checkpoint.to_bytes")
+        self._refuse_unwritable("Checkpoint.to_bytes", for_resume)
         hb = self.header_bytes if header_bytes is None else integer_field(header_bytes, "header_bytes", "header_bytes is an integer")
         _check_header_bytes(hb, self.contract)
         planes = [_le_bytes(a) for a in (self.p, self.m, self.v)]
@@ -215,9 +213,7 @@ class Checkpoint:
         first what :meth:`to_bytes` refuses."""
         from bob.fileio import write_atomic
 
-        self._check()
-        if for_resume:
-            self._refuse_unresumable("Checkpoint.write")
+        self._refuse_unwritable("Checkpoint.write", for_resume)
         write_atomic(path, self.to_bytes(for_resume=False))
 
     # -- other tools' files (bob.interop, which never imports the checkpoint back)
@@ -248,9 +244,12 @@ class Checkpoint:
 
         return read_npz(path, cls, for_resume=for_resume)
 
-    def _refuse_unresumable(self, what: str) -> None:
-        """:func:`~bob.formats.checkpoint.refuse_unresumable` for the writer ``what`` (bob.interop's too)."""
-        refuse_unresumable(self, what)
+    def _refuse_unwritable(self, what: str, for_resume: bool) -> None:
+        """Refuse, for the writer ``what`` (bob.interop's too), what no envelope holds and, when
+        ``for_resume``, what bob would not resume (:func:`~bob.formats.checkpoint.refuse_unresumable`)."""
+        self._check()
+        if for_resume:
+            refuse_unresumable(self, what)
 
     def copy(self) -> "Checkpoint":
         return Checkpoint(self.step, self.p.copy(), self.m.copy(), self.v.copy(), self.header_bytes, self.contract)
