@@ -50,7 +50,7 @@ INPUT_RECORD = Struct(
         "version": "format version, u64 = 1",
         "pairs": f"{VOCABULARY} pairs `(byte u8, target u8)`, in corpus order",
         "targets": f"{VOCABULARY} × u32: pair i's target, widened",
-        "prompt_words": "3 × u32: each prompt's last byte, or `0xFFFFFFFF` for an empty prompt",
+        "prompt_words": f"{PROMPTS} × u32: each prompt's last byte, or `0xFFFFFFFF` for an empty prompt",
     }, {
         "magic": lambda sc: Const(INPUT_MAGIC, sc),
         "version": ruled(INPUT_VERSION),
@@ -87,9 +87,9 @@ def _words(value: Iterable[int]) -> tuple[int, int, int]:
     try:
         given = tuple(value)
     except TypeError:
-        raise BadValue("prompt_words", "the prompt words are 3 integers", actual=shown_kind(value)) from None
+        raise BadValue("prompt_words", f"the prompt words are {PROMPTS} integers", actual=shown_kind(value)) from None
     if len(given) != PROMPTS:
-        raise BadValue("prompt_words", "there are exactly 3 prompts", expected=PROMPTS, actual=len(given))
+        raise BadValue("prompt_words", f"there are exactly {PROMPTS} prompts", expected=PROMPTS, actual=len(given))
     words = tuple(integer_field(w, "prompt_words", "a prompt word is an integer", i) for i, w in enumerate(given))
     for i, w in enumerate(words):
         if not PROMPT_WORD.ok(w):
@@ -99,7 +99,7 @@ def _words(value: Iterable[int]) -> tuple[int, int, int]:
 
 @dataclass(frozen=True, eq=False)
 class InputRecord(BobFile):
-    """A bob-input v1 record: one (context, target) pair per byte value, and 3 prompt words.
+    """A bob-input v1 record: one (context, target) pair per byte value, and a word per prompt.
 
     ``contexts`` and ``targets`` are read-only ``uint8`` arrays, one entry per pair;
     ``prompt_words`` holds each prompt's last byte or ``0xFFFFFFFF``.
@@ -252,16 +252,16 @@ InputRecord._loaders = (load_input, read_input_file)
 
 def build_input(corpus: bytes, prompts: Sequence[bytes]) -> InputRecord:
     """The fixture builder (§3): pair k is ``(corpus[k mod n], corpus[(k+1) mod n])``;
-    refuses (BadValue) a corpus of fewer than 2 bytes and a prompt count other than 3."""
+    refuses (BadValue) a corpus of fewer than 2 bytes and a prompt count other than ``PROMPTS``."""
     corpus = as_bytes(corpus, "the corpus")
     if isinstance(prompts, (bytes, bytearray, str)):
-        raise TypeError("prompts is a list of 3 byte strings")
+        raise TypeError(f"prompts is a list of {PROMPTS} byte strings")
     prompts = list(prompts)
     if len(corpus) < 2:
         raise BadValue("corpus", "a corpus needs at least 2 bytes",
                        expected="at least 2 bytes", actual=f"{len(corpus)} bytes")
     if len(prompts) != PROMPTS:
-        raise BadValue("prompts", "there are exactly 3 prompts", expected=PROMPTS, actual=len(prompts))
+        raise BadValue("prompts", f"there are exactly {PROMPTS} prompts", expected=PROMPTS, actual=len(prompts))
     words = []
     for index, p in enumerate(prompts):
         if isinstance(p, str):

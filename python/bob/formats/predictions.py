@@ -1,4 +1,4 @@
-"""The 24-byte predictions file (contract §4): per prompt, ``token u32``, ``validity u32``."""
+"""The predictions file (contract §4): per prompt, ``token u32``, ``validity u32``."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ PREDICTIONS = Struct(
     "records" / Table(PROMPTS, PREDICTION_RECORD) * "one record per prompt, in prompt order",
     END,
 )
-"""The predictions schema (24 bytes, no magic), built from :data:`bob.formats.layout.PREDICTION_FIELDS`."""
+"""The predictions schema (``PREDICTION_BYTES``, no magic), built from :data:`bob.formats.layout.PREDICTION_FIELDS`."""
 
 RECORD_SIZE = PREDICTION_LAYOUT.size
 assert PREDICTIONS.sizeof() == PREDICTION_BYTES
@@ -61,7 +61,7 @@ class Predictions(BobFile):
         try:
             given = tuple(self.records)
         except TypeError:
-            raise BadValue("records", "the records are 3 (token, validity) pairs",
+            raise BadValue("records", f"the records are {PROMPTS} (token, validity) pairs",
                            actual=shown_kind(self.records)) from None
         if len(given) != PROMPTS:
             raise BadValue("records", "there is one record per prompt", expected=PROMPTS, actual=len(given))
@@ -98,7 +98,7 @@ class Predictions(BobFile):
         return tuple(v for _, v in self.records)
 
     def to_bytes(self) -> bytes:
-        """The 24-byte file."""
+        """The predictions file's bytes."""
         return PREDICTIONS.build(dict(records=[dict(token=t, validity=v) for t, v in self.records]))
 
     def as_dict(self) -> dict[str, Any]:
@@ -135,7 +135,7 @@ def examine(data: bytes) -> PredictionsExamination:
     data = as_bytes(data, "the predictions")
     ex = PredictionsExamination(size=len(data))
     if len(data) != PREDICTION_BYTES:
-        message = "predictions are exactly 24 bytes"
+        message = f"predictions are exactly {PREDICTION_BYTES} bytes"
         kind = KNOWN_MAGICS.get(data[:MAGIC_BYTES])
         if kind:
             message += f"; this file starts like {kind}"
@@ -160,14 +160,14 @@ def predictions_findings(data: bytes) -> list[FormatError]:
 
 
 def load_predictions(data: bytes) -> Predictions:
-    """Parse and check a 24-byte predictions file; raise the first finding."""
+    """Parse and check a predictions file; raise the first finding."""
     ex = examine(data).checked()
     assert ex.predictions is not None
     return ex.predictions
 
 
 def read_predictions_file(path: "str | os.PathLike[str]") -> Predictions:
-    """Read and check a predictions file (24 bytes)."""
+    """Read and check a predictions file (``PREDICTION_BYTES``)."""
     return load_predictions(read_format_file(path, PREDICTION_BYTES, None))
 
 

@@ -91,7 +91,7 @@ class Trace(BobFile):
         for name in ("contract_sha256", "input_sha256"):
             value = bytes(getattr(self, name))
             if len(value) != DIGEST_BYTES:
-                raise BadValue(name, "a SHA-256 is 32 bytes", expected=DIGEST_BYTES, actual=len(value))
+                raise BadValue(name, f"a SHA-256 is {DIGEST_BYTES} bytes", expected=DIGEST_BYTES, actual=len(value))
             object.__setattr__(self, name, value)
         entries = tuple(TraceEntry(int(e[0]), float(e[1]), tuple(bytes(d) for d in e[2]))  # type: ignore[arg-type]
                         for e in self.entries)
@@ -101,7 +101,7 @@ class Trace(BobFile):
             if not TRACE_STEP.ok(entry.step, self.step_before + i + 1):
                 raise TRACE_STEP.finding(entry.step, expected=self.step_before + i + 1, index=i)
             if len(entry.digests) != len(PLANE_NAMES) or any(len(d) != TRACE_DIGEST_BYTES for d in entry.digests):
-                raise BadValue("entries.digests", "an entry holds the 16-byte XXH3-128 of P, M and V", index=i)
+                raise BadValue("entries.digests", f"an entry holds the {TRACE_DIGEST_BYTES}-byte XXH3-128 of P, M and V", index=i)
         object.__setattr__(self, "entries", entries)
 
     @property

@@ -23,7 +23,8 @@ from bob.formats.checkpoint.header import (
 from bob.formats.constants import CHUNK_TAGS, MAX_CHECKPOINT_BYTES, MAX_HEADER_BYTES, PARAMETER_COUNT, PAYLOAD_BYTES, PLANE_NAMES
 from bob.formats.contract import CONTRACT_FIELDS, V1, Contract
 from bob.formats.files import CHECKPOINT_FILE, Examined, as_bytes, magic_finding
-from bob.formats.layout import CANONICAL, DIGEST_BYTES, ENVELOPE_HEAD, PLANE_DTYPE, EnvelopeLayout, envelope_layout
+from bob.formats.layout import (CANONICAL, DIGEST_BYTES, ENVELOPE_HEAD, HEADER_ALIGNMENT, PLANE_DTYPE, EnvelopeLayout,
+                                envelope_layout)
 from bob.formats.rules import CHUNK_COUNT, CHUNK_LENGTH, CHUNK_OFFSET, CHUNK_TAG, PADDING, chunk_offset
 
 TYPE_CHECKING = False
@@ -199,7 +200,7 @@ def _header_parsed(data: bytes, ex: Examination) -> bool:
     assert end is not None
     if h.header_bytes < end:
         out.append(BadValue("header_bytes", "header_bytes is smaller than the header itself",
-                            expected=f"at least {end} (a multiple of 64)", actual=h.header_bytes,
+                            expected=f"at least {end} (a multiple of {HEADER_ALIGNMENT})", actual=h.header_bytes,
                             offset=ENVELOPE_HEAD["header_bytes"].offset))
         return False
     return True

@@ -26,6 +26,7 @@ from bob.formats.layout import (
     CANONICAL_HEADER_BYTES,
     CHUNK_ENTRY,
     CONTRACT_STRINGS,
+    DIGEST_BYTES,
     ENVELOPE_HEAD,
     ENVELOPE_HEAD_STRUCT,
     ENVELOPE_TAIL,
@@ -56,7 +57,7 @@ def header_length(contract: "Contract | None" = None) -> int:
 
 
 def canonical_header_bytes(contract: "Contract | None" = None) -> int:
-    """The header length rounded up to a multiple of 64 (:data:`HEADER_BYTES` for v1)."""
+    """The header length rounded up to a multiple of ``HEADER_ALIGNMENT`` (:data:`HEADER_BYTES` for v1)."""
     return aligned_header_bytes(header_length(contract))
 
 
@@ -91,17 +92,18 @@ def sha256(data: Any) -> bytes:
 
 
 _HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+_PIN_DIGITS = 2 * DIGEST_BYTES  # a SHA-256 in hexadecimal
 
 
 def pin_problem(pin: Any) -> str | None:
-    """Why ``pin`` is not a pinned checkpoint's SHA-256 (a str of exactly 64 hexadecimal
+    """Why ``pin`` is not a pinned checkpoint's SHA-256 (a str of exactly its hexadecimal
     digits, either case, as ``sha256sum`` prints it), or None."""
     from bob.errors import shown_kind
 
     if not isinstance(pin, str):
-        return f"must be a str of 64 hexadecimal digits (a SHA-256); got {shown_kind(pin)}"
-    if len(pin) != 64 or not _HEX_DIGITS.issuperset(pin):
-        return f"must be 64 hexadecimal digits (a SHA-256, either case); got {shown_kind(pin)}"
+        return f"must be a str of {_PIN_DIGITS} hexadecimal digits (a SHA-256); got {shown_kind(pin)}"
+    if len(pin) != _PIN_DIGITS or not _HEX_DIGITS.issuperset(pin):
+        return f"must be {_PIN_DIGITS} hexadecimal digits (a SHA-256, either case); got {shown_kind(pin)}"
     return None
 
 

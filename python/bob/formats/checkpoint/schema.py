@@ -58,7 +58,7 @@ HEADER_BODY = Struct(
         "updates_per_invocation": f"u64 = {UPDATES_PER_INVOCATION}",
         "chunk_count": f"u32 = {len(CHUNK_TAGS)}",
     }, {"chunk_count": lambda sc: Rebuild(sc, len_(this.chunk_table))}),
-    "chunk_table" / Table(len(CHUNK_TAGS), CHUNK_ENTRY) * "one 52-byte entry per plane: P, M, V",
+    "chunk_table" / Table(len(CHUNK_TAGS), CHUNK_ENTRY) * f"one {CHUNK_ENTRY.sizeof()}-byte entry per plane: P, M, V",
 )
 """The envelope header from the magic to the end of the chunk table."""
 
