@@ -55,6 +55,7 @@ __all__ = [
     "TRACE_UPDATE_COUNT",
     "TRACE_STEP",
     "RULES",
+    "prompt_word_ok",
 ]
 
 class ValueRule:
@@ -101,11 +102,16 @@ class ValueRule:
         return f"ValueRule({self.field!r}, {self.message!r})"
 
 
+def prompt_word_ok(word: int) -> bool:
+    """A prompt word is a byte or the empty prompt's word (§3)."""
+    return 0 <= word < VOCABULARY or word == EMPTY_PROMPT
+
+
 # ------------------------------------------------------------------ bob-input v1 (§3)
 INPUT_VERSION: ValueRule = ValueRule("version", lambda v: v == 1, "unsupported input record version", 1)
 TARGET_AGREES: ValueRule = ValueRule("targets", lambda widened, target: widened == target,
                           "the widened target differs from the pair's target", "the pair's target")
-PROMPT_WORD: ValueRule = ValueRule("prompt_words", lambda word: 0 <= word < VOCABULARY or word == EMPTY_PROMPT,
+PROMPT_WORD: ValueRule = ValueRule("prompt_words", prompt_word_ok,
                         f"a prompt word is a byte (< {VOCABULARY}) or 0xFFFFFFFF for an empty prompt",
                         f"< {VOCABULARY} or 0xffffffff", given=f"a prompt word is a byte (< {VOCABULARY}) or 0xFFFFFFFF")
 
