@@ -1,26 +1,12 @@
-"""A checkpoint in the files other tools read: safetensors and ``.npz``.
+"""A checkpoint in the files other tools read: safetensors and ``.npz`` (README's "Other
+tools' files").
 
-One call each way (``Checkpoint.to_safetensors(path)`` /
-``Checkpoint.from_safetensors(path)``, ``to_npz`` / ``from_npz``). The file
-holds the three planes as their tables (``Checkpoint.tables``: float32, row =
-context byte, column = next byte) named ``P``, ``M`` and ``V`` and, as metadata, the step,
-``header_bytes`` and the contract's identity (each §2 field, exactly) —
-everything the envelope holds, so a checkpoint exported and imported again
-gives the very same envelope bytes.
-
-Exporting refuses what :meth:`Checkpoint.to_bytes` refuses (a state
-``bob-run`` would not resume, unless ``for_resume=False``); importing
-refuses anything that would not be a valid bob state: another format, a
-missing or extra array, another shape or dtype, a step or ``header_bytes``
-out of range, a contract other than bob v1's, and (unless
-``for_resume=False``) a state ``bob-run`` would not resume — each a
-:class:`~bob.FormatError` naming the array or the metadata key. Files are
-written through :func:`bob.fileio.write_atomic` and read through bob's
-bounded reader (at most :data:`MAX_EXPORT_BYTES`); their bytes are taken
-apart by :mod:`bob.interop_archive`, which checks every member's, tensor's
-and metadata key's size, name and kind before anything is unpacked, so an
-import takes memory and time bounded by a valid export's. The dependency runs one way: the checkpoint's methods call
-this module, which reads nothing of the checkpoint but the object it is given.
+The file holds the planes' tables ``P``, ``M``, ``V`` and, as metadata, everything else
+the envelope holds, so an exported checkpoint imported again gives the very same envelope
+bytes. Exporting refuses what :meth:`Checkpoint.to_bytes` refuses; importing refuses
+anything that is no valid bob state, each a :class:`~bob.FormatError` naming the array or
+the metadata key, after :mod:`bob.interop_archive` has bounded the file's parts. The
+checkpoint's methods call this module, which never imports the checkpoint back.
 
 The metadata (safetensors' ``__metadata__``; in ``.npz`` the JSON text of
 the array ``bob``) is string to string::
@@ -33,10 +19,8 @@ the array ``bob``) is string to string::
 exactly these keys, each once, every decimal as bob writes it (no sign, no
 leading zero).
 
-safetensors is the optional extra ``interop``; without it the safetensors
-calls raise :class:`MissingExtra` naming it. ``.npz`` needs only NumPy. Both
-writers give the same bytes in every process (safetensors' header is written
-here, not by the library).
+safetensors is the optional extra ``interop`` (:class:`MissingExtra` without it); ``.npz``
+needs only NumPy.
 """
 
 from __future__ import annotations
@@ -51,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bob.errors import BadValue, ContractMismatch, NotABobFile, Truncated
-from bob.formats.constants import U64_MAX, VOCABULARY
+from bob.formats.constants import U64_MAX
 from bob.formats.contract import CONTRACT_FIELDS, V1, Contract
 from bob.formats.files import read_format_file
 from bob.interop_archive import METADATA_MEMBER, npz_parts, safetensors_parts
@@ -77,7 +61,6 @@ __all__ = [
 
 FORMAT = "bob-checkpoint"
 VERSION = "1"
-NPZ_METADATA = METADATA_MEMBER  # the .npz array holding the metadata's JSON text
 # The largest file an import reads. A bob export is under 800 KB (three planes
 # and their metadata); room for four times that lets a file with an extra or a
 # wider array be refused naming the array rather than as too large.
@@ -99,11 +82,6 @@ def safetensors_library() -> Any:
         raise MissingExtra("safetensors files need the safetensors package, bob's optional extra interop: "
                            f"{install_hint('interop')}") from None
     return safetensors.numpy
-
-
-# --------------------------------------------------------------------------- #
-# The metadata
-# --------------------------------------------------------------------------- #
 
 
 def _identity(contract: Contract) -> str:
@@ -172,11 +150,8 @@ def _contract(meta: dict[str, str]) -> Contract:
 
 def _checkpoint(meta: dict[str, str], planes: "dict[str, Any]", what: str, for_resume: bool,
                 make: "type[Checkpoint]") -> "Checkpoint":
-    """The checkpoint an export's metadata (string to string) and planes (each
-    its little-endian float32 bytes, checked by :mod:`bob.interop_archive`)
-    describe, checked as an envelope would be. ``make`` is
-    :class:`~bob.Checkpoint`, given by its own methods: this module never
-    imports the checkpoint."""
+    """The checkpoint an export's metadata and planes (checked by :mod:`bob.interop_archive`)
+    describe, checked as an envelope would be; ``make`` is :class:`~bob.Checkpoint`."""
     if meta.get("format") != FORMAT:
         raise NotABobFile("metadata.format", f"this {what} is not a bob checkpoint export", expected=FORMAT,
                           actual=repr(meta.get("format"))[:80])
@@ -193,32 +168,16 @@ def _checkpoint(meta: dict[str, str], planes: "dict[str, Any]", what: str, for_r
     # each plane copied into its own array, and its bytes let go at once (the peak: one plane's bytes more)
     tables = [np.frombuffer(planes.pop(name), dtype="<f4").astype(np.float32) for name in ("P", "M", "V")]
     checkpoint = make(step, tables[0], tables[1], tables[2], header_bytes, contract)
-    if for_resume:
-        checkpoint._refuse_unresumable(f"importing a {what}")
+    checkpoint._refuse_unwritable(f"importing a {what}", for_resume)
     return checkpoint
 
 
-def _refuse_unwritable(checkpoint: "Checkpoint", what: str, for_resume: bool) -> None:
-    checkpoint._check()
-    if for_resume:
-        checkpoint._refuse_unresumable(what)
-
-
-# --------------------------------------------------------------------------- #
-# safetensors
-# --------------------------------------------------------------------------- #
-
-
 def safetensors_bytes(checkpoint: "Checkpoint", *, for_resume: bool = True) -> bytes:
-    """The checkpoint as a safetensors file's bytes, the same bytes every time.
-
-    The header is written here: the library keeps metadata in a hash map
-    seeded per process, so its files differ run to run. Here the tensors
-    come in the planes' order (P, M, V), the metadata in :func:`metadata`'s,
-    and the header is padded with spaces to 8 bytes, as the format asks;
-    the library reads the file (``tests/formats/test_interop.py``)."""
+    """The checkpoint as a safetensors file's bytes, the same bytes every time: the header is
+    written here, since the library keeps metadata in a hash map seeded per process (the
+    library reads the file: ``tests/formats/test_interop.py``)."""
     safetensors_library()
-    _refuse_unwritable(checkpoint, "Checkpoint.to_safetensors", for_resume)
+    checkpoint._refuse_unwritable("Checkpoint.to_safetensors", for_resume)
     tables = {name: np.ascontiguousarray(t, dtype="<f4") for name, t in checkpoint.tables.items()}
     header: dict[str, Any] = {"__metadata__": metadata(checkpoint)}
     offset = 0
@@ -248,19 +207,12 @@ def read_safetensors(path: "str | os.PathLike[str]", make: "type[Checkpoint]", *
     return from_safetensors_bytes(_read(path), make, for_resume=for_resume)
 
 
-# --------------------------------------------------------------------------- #
-# .npz
-# --------------------------------------------------------------------------- #
-
-
 def npz_bytes(checkpoint: "Checkpoint", *, for_resume: bool = True) -> bytes:
-    """The checkpoint as an ``.npz`` file's bytes (what ``numpy.savez`` writes,
-    with fixed member times, so the same checkpoint always gives the same
-    bytes; safetensors orders its metadata as it likes, so an export there
-    is the same checkpoint, not always the same bytes)."""
-    _refuse_unwritable(checkpoint, "Checkpoint.to_npz", for_resume)
+    """The checkpoint as an ``.npz`` file's bytes: what ``numpy.savez`` writes, with fixed
+    member times, so that the same checkpoint always gives the same bytes."""
+    checkpoint._refuse_unwritable("Checkpoint.to_npz", for_resume)
     members = {name: np.ascontiguousarray(t, dtype="<f4") for name, t in checkpoint.tables.items()}
-    members[NPZ_METADATA] = np.array(json.dumps(metadata(checkpoint), sort_keys=True))
+    members[METADATA_MEMBER] = np.array(json.dumps(metadata(checkpoint), sort_keys=True))  # the JSON text
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_STORED) as z:
         for name, array in members.items():

@@ -1,34 +1,21 @@
-"""The bounded reader of other tools' files: an ``.npz`` export's members and a
-safetensors export's header, checked against what a bob export can be
-before anything is decompressed, allocated or converted (:mod:`bob.interop`
-checks what they say).
+"""The bounded reader of other tools' files: an ``.npz`` export's members and a safetensors
+export's header, checked against what a bob export can be before anything is decompressed,
+allocated or converted (:mod:`bob.interop` checks what they say). Each refusal is a
+:class:`~bob.FormatError` naming the member, the tensor or the metadata key:
 
-What is refused, each a :class:`~bob.FormatError` naming the member, the
-tensor or the metadata key:
+* ``.npz``: the zip's end record (no zip64, bounded entries and directory) before the
+  directory is parsed; from the directory alone, each member's name (``P.npy``, ``M.npy``,
+  ``V.npy``, ``bob.npy``, each once), compression (stored or deflated) and declared size;
+  then each ``.npy`` header (version 1.0 or 2.0, bounded, a literal dict of exactly
+  ``descr``, ``fortran_order`` and ``shape``) before data that must be exactly what it says;
+* safetensors: the header's length (bounded, inside the file), its UTF-8 JSON, then each
+  tensor (``F32``, the table's shape, offsets that tile the data from its start to its end);
+* the metadata: bounded, nesting checked before it is parsed, every key once, every value a
+  string; a number in a safetensors header has at most :data:`MAX_DIGITS` digits.
 
-* ``.npz`` (a zip of ``.npy`` members): the zip's end record (no zip64, at
-  most :data:`MAX_ZIP_ENTRIES` entries in a central directory of at most
-  :data:`MAX_ZIP_DIRECTORY` bytes) before the directory is parsed; then,
-  from the directory alone, each member's name (``P.npy``, ``M.npy``,
-  ``V.npy`` and ``bob.npy``, each once), its compression (stored or
-  deflated) and its declared size (a plane's, or the metadata's bound);
-  then each member's ``.npy`` header (version 1.0 or 2.0, at most
-  :data:`MAX_NPY_HEADER` bytes, a literal dict of exactly ``descr``,
-  ``fortran_order`` and ``shape``: ``'<f4'``, ``False``, the table's shape
-  for a plane; ``'<UN'`` and ``()`` for the metadata) before its data,
-  which must be exactly what the header says;
-* safetensors: the header's length (at most :data:`MAX_METADATA_CHARS`
-  bytes, inside the file), its UTF-8 JSON, then each tensor (``F32``, the
-  table's shape, offsets that tile the data from its start to its end);
-* the metadata (the JSON text of ``bob.npy``; safetensors'
-  ``__metadata__``): at most :data:`MAX_METADATA_CHARS` characters,
-  nesting checked before it is parsed, every key once, every value a
-  string; a number in a safetensors header has at most
-  :data:`MAX_DIGITS` digits before it is converted.
-
-No limit is near what a bob export needs (its metadata is about 1,400
-characters): each is there so that any file, whatever it declares, is read
-in memory and time proportional to a valid export.
+No limit is near what a bob export needs (its metadata is about 1,400 characters): each is
+there so that any file, whatever it declares, is read in memory and time proportional to a
+valid export.
 """
 
 from __future__ import annotations
@@ -65,9 +52,7 @@ _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _UNICODE_DESCR = re.compile(r"<U([1-9][0-9]{0,5})")
 
 
-# --------------------------------------------------------------------------- #
-# JSON, bounded
-# --------------------------------------------------------------------------- #
+# -- JSON, bounded
 
 
 def _depth(text: str) -> int:
@@ -120,9 +105,7 @@ def _metadata(value: Any) -> dict[str, str]:
     return value
 
 
-# --------------------------------------------------------------------------- #
-# .npz
-# --------------------------------------------------------------------------- #
+# -- .npz
 
 
 def _zip_directory(data: bytes) -> None:
@@ -229,9 +212,7 @@ def npz_parts(data: bytes) -> tuple[dict[str, str], dict[str, bytes]]:
     return _metadata(parse_json(text, "metadata", 1)), raw
 
 
-# --------------------------------------------------------------------------- #
-# safetensors
-# --------------------------------------------------------------------------- #
+# -- safetensors
 
 
 def _tensor(name: str, entry: Any, room: int) -> tuple[int, int]:

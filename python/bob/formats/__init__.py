@@ -1,14 +1,10 @@
 """bob's binary formats: construct schemas, checkers and typed objects.
 
-Each format in one place: :mod:`~bob.formats.input_record`, :mod:`~bob.formats.predictions`,
-:mod:`~bob.formats.trace` (schema, ``examine``, typed object, loader, reader) and the checkpoint's
-package :mod:`~bob.formats.checkpoint`, behind one door. Below them: the constants
-(:mod:`~bob.formats.constants`), the one description of the layout (:mod:`~bob.formats.layout`),
-the value rules as data (:mod:`~bob.formats.rules`), the construct helpers
-(:mod:`~bob.formats.schema`), bob-run's fast path (:mod:`~bob.formats.canonical`), the bounded
-file reader (:mod:`~bob.formats.files`); above them, the generated tables (:mod:`~bob.formats.docs`).
-Imports run one way, from the schema up to the typed object (``tests/house/test_import_graph.py``);
-names here are imported lazily.
+Each format in one place (schema, ``examine``, typed object, loader, reader):
+:mod:`~bob.formats.input_record`, :mod:`~bob.formats.predictions`, :mod:`~bob.formats.trace`
+and the checkpoint's package :mod:`~bob.formats.checkpoint`, behind one door; below them
+the constants, the layout, the rules and the construct helpers. Imports run one way, from the
+schema up to the typed object (``tests/house/test_import_graph.py``); names here are imported lazily.
 """
 
 from __future__ import annotations
@@ -39,8 +35,7 @@ __all__ = [*_LAZY, "lazy_names"]
 
 def lazy_names(module: str, names: "dict[str, str]", renamed: "dict[str, str] | None" = None) -> "Callable[[str], Any]":
     """The ``__getattr__`` of a door (``bob``, ``bob.formats``, ``bob.formats.checkpoint``): name ``n``
-    is imported from module ``names[n]`` (as ``renamed[n]`` there, if given) when it is first asked
-    for, and kept in ``module``'s namespace."""
+    is imported from module ``names[n]`` (as ``renamed[n]`` there) when first asked for, and kept."""
     namespace = sys.modules[module].__dict__
 
     def __getattr__(name: str) -> Any:

@@ -1,15 +1,9 @@
 """The input record, the predictions and the trace as bob-run meets them, with the standard library only.
 
-The construct schemas (:mod:`~bob.formats.input_record`,
-:mod:`~bob.formats.predictions`) and their ``examine`` functions are the
-only source of refusals. This module recognises bytes as *exactly* a valid
-input record, and builds the predictions file, so that ``bob-run`` need not
-import construct and NumPy when nothing is wrong; a record it does not
-recognise goes to the schema, which accepts it or says precisely what is
-wrong; it builds the trace (:func:`trace_bytes`, the bytes
-:mod:`bob.formats.trace`'s schema reads). (The checkpoint's own fast path is
-:mod:`bob.formats.checkpoint`'s.)
-``tests/formats/test_canonical.py`` holds this to the schemas.
+This module recognises bytes as *exactly* a valid input record and builds the predictions
+and the trace, so that ``bob-run`` need not import construct and NumPy when nothing is
+wrong; the schemas' ``examine`` functions stay the only source of refusals (a record not
+recognised here goes to them). ``tests/formats/test_canonical.py`` holds this to the schemas.
 """
 
 from __future__ import annotations
@@ -84,19 +78,14 @@ _WORDS_PACK = struct.Struct(_WORDS.format or "").pack
 
 def contract_identity(strings: "tuple[bytes, ...]" = (STATE, LEARNER, DATA, SEED), payload_bytes: int = PAYLOAD_BYTES,
                       chunk_bytes: int = CHUNK_BYTES, updates: int = UPDATES_PER_INVOCATION) -> bytes:
-    """The §2 contract as a checkpoint header stores it (each string as u32
-    length + bytes, then payload_bytes, chunk_bytes, updates_per_invocation
-    as u64): the bytes a trace's ``contract_sha256`` is the SHA-256 of."""
+    """The §2 contract as a checkpoint header stores it: the bytes a trace's ``contract_sha256`` is the SHA-256 of."""
     return b"".join(U32.pack(len(s)) + s for s in strings) + b"".join(U64.pack(n) for n in (payload_bytes, chunk_bytes,
                                                                                            updates))
 
 
 def trace_bytes(contract_sha256: bytes, input_sha256: bytes, step_before: int, losses: "Sequence[float]",
                 digests: "Sequence[tuple[bytes, bytes, bytes]]", digest: "Callable[[Any], bytes]") -> bytes:
-    """The bob-trace v1 file (formats/trace.md) of one invocation: its
-    identity, one entry per update (the step after it, its loss, the
-    XXH3-128 of P, M and V after it) and the SHA-256 of all of it
-    (``digest``: the SHA-256 function)."""
+    """The bob-trace v1 file (formats/trace.md) of one invocation (``digest``: the SHA-256 function)."""
     if len(losses) != TRACE_UPDATES or len(digests) != TRACE_UPDATES:
         raise ValueError(f"a trace has {TRACE_UPDATES} entries, got {len(losses)} losses and {len(digests)} digests")
     body = TRACE_HEAD_STRUCT.pack(TRACE_MAGIC, TRACE_VERSION, contract_sha256, input_sha256, step_before,

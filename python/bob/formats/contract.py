@@ -6,7 +6,6 @@ use it to decode contract fields readably.
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, fields
 from typing import Any
 

@@ -14,7 +14,6 @@ import numpy as np
 
 from bob.formats.constants import PARAMETER_COUNT, PREDICTION_BYTES, TRACE_UPDATES
 from bob.formats.layout import TRACE_DIGEST_BYTES
-
 from bob.formats.rules import RULES
 from bob.formats.schema import FieldRow, layout
 
@@ -41,40 +40,26 @@ def sample(kind: str) -> bytes:
     if kind == "predictions":
         return bytes(PREDICTION_BYTES)
     if kind == "trace":
-        import hashlib
-
         from bob.formats.canonical import trace_bytes
+        from bob.formats.checkpoint import hashlib_sha256
         from bob.formats.trace import contract_sha256
 
-        def digest(data: bytes) -> bytes:
-            return hashlib.sha256(data).digest()
-
         zero = bytes(TRACE_DIGEST_BYTES)  # (any digests: the sample is for its layout)
-        planes = (zero, zero, zero)
-        return trace_bytes(contract_sha256(), digest(b""), 0, [0.0] * TRACE_UPDATES, [planes] * TRACE_UPDATES,
-                           digest)
+        return trace_bytes(contract_sha256(), hashlib_sha256(b""), 0, [0.0] * TRACE_UPDATES,
+                           [(zero, zero, zero)] * TRACE_UPDATES, hashlib_sha256)
     raise ValueError(f"unknown format kind {kind!r}; one of {', '.join(KINDS)}")
+
+
+_SCHEMAS = {"input": ("bob.formats.input_record", "INPUT_RECORD"), "envelope": ("bob.formats.checkpoint", "ENVELOPE"),
+            "predictions": ("bob.formats.predictions", "PREDICTIONS"), "trace": ("bob.formats.trace", "TRACE")}
 
 
 def schema(kind: str):
     """The construct schema of ``kind``."""
-    if kind == "input":
-        from bob.formats.input_record import INPUT_RECORD
-
-        return INPUT_RECORD
-    if kind == "envelope":
-        from bob.formats.checkpoint import ENVELOPE
-
-        return ENVELOPE
-    if kind == "predictions":
-        from bob.formats.predictions import PREDICTIONS
-
-        return PREDICTIONS
-    if kind == "trace":
-        from bob.formats.trace import TRACE
-
-        return TRACE
-    raise ValueError(f"unknown format kind {kind!r}; one of {', '.join(KINDS)}")
+    if kind not in _SCHEMAS:
+        raise ValueError(f"unknown format kind {kind!r}; one of {', '.join(KINDS)}")
+    module, name = _SCHEMAS[kind]
+    return getattr(__import__(module, fromlist=[name]), name)
 
 
 def layout_rows(kind: str) -> list[FieldRow]:

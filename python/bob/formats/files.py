@@ -1,29 +1,25 @@
-"""Reading bob files from paths: regular files only, size-checked before they are read;
-and the first checks every reader makes of any bytes (bytes-like, the magic).
+"""Reading bob files from paths, and what every format's reader shares: the first checks of
+any bytes (bytes-like, the magic), the examinations' base and the typed objects' file methods.
 
-Every reader (``read_input_file``, ``read_checkpoint_file`` and
-``read_predictions_file``, each beside its format's loader) goes through
-:func:`read_format_file`, which wraps the one
-bounded reader (:func:`bob.fileio.read_bounded`) and turns a file larger
-than any valid one into the format's own refusal (a foreign magic is named
-as such, anything else is ``file_size``). A missing path raises
-``FileNotFoundError`` — only ``bob-run`` treats a missing checkpoint as a
-fresh run (the contract's command convention) — and a directory, FIFO,
-socket or device raises :class:`bob.fileio.NotARegularFile`.
+Every ``read_*_file`` goes through :func:`read_format_file`, which wraps the one bounded
+reader (:func:`bob.fileio.read_bounded`) and turns a file larger than any valid one into the
+format's own refusal. A missing path raises ``FileNotFoundError`` (only ``bob-run`` treats a
+missing checkpoint as a fresh run) and a directory, FIFO, socket or device
+:class:`bob.fileio.NotARegularFile`.
 """
 
 from __future__ import annotations
 
 import errno
 import os
-from typing import Any
+from typing import Any, Callable, ClassVar, Self
 
 from bob.errors import FormatError, NotABobFile, Truncated, byte_buffer
 from bob.fileio import FileTooLarge, read_bounded
 from bob.formats.constants import CHECKPOINT_MAGIC, INPUT_MAGIC, TRACE_MAGIC
 
 __all__ = ["read_format_file", "too_large", "INPUT_FILE", "CHECKPOINT_FILE", "KNOWN_MAGICS", "magic_finding",
-           "as_bytes"]
+           "as_bytes", "Examined", "BobFile"]
 
 # A format's magic and its name in a refusal (the predictions have no magic).
 INPUT_FILE = (INPUT_MAGIC, "an input record (bob-input)")
@@ -31,12 +27,8 @@ CHECKPOINT_FILE = (CHECKPOINT_MAGIC, "a checkpoint (bob-envelope)")
 
 
 def read_format_file(path: "str | os.PathLike[str]", limit: int, magic: "tuple[bytes, str] | None") -> bytes:
-    """The bytes of the regular file ``path``, at most ``limit`` of them.
-
-    A larger file is refused unread: :class:`~bob.errors.NotABobFile`, named
-    by ``magic``'s second part, when its first bytes are not ``magic``'s
-    first part; else :class:`~bob.errors.Truncated` (``file_size``).
-    """
+    """The bytes of the regular file ``path``, at most ``limit`` of them; a larger file is
+    refused unread (:func:`too_large`)."""
     try:
         data = read_bounded(path, limit)
     except FileTooLarge as big:
@@ -44,7 +36,6 @@ def read_format_file(path: "str | os.PathLike[str]", limit: int, magic: "tuple[b
     if data is None:
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), os.fspath(path))
     return data
-
 
 
 def too_large(big: FileTooLarge, limit: int, magic: "tuple[bytes, str] | None") -> FormatError:
@@ -68,12 +59,8 @@ KNOWN_MAGICS = {
 
 
 def magic_finding(data: bytes, magic: bytes, what: str) -> FormatError | None:
-    """The finding for ``data``'s first bytes against ``magic``, or None if they match.
-
-    A file that does not start with the magic is :class:`NotABobFile` (named as
-    such, never as a bad length); a file shorter than the magic that is a
-    prefix of it is :class:`Truncated`.
-    """
+    """The finding for ``data``'s first bytes against ``magic``, or None if they match: a
+    file that does not start with it is :class:`NotABobFile`, never a bad length (D1)."""
     head = data[: len(magic)]
     if head == magic:
         return None
@@ -91,3 +78,53 @@ def as_bytes(data: Any, name: str) -> bytes:
     if type(data) is bytes:
         return data
     return byte_buffer(data, name).tobytes()
+
+
+class Examined:
+    """The base of each format's examination: its ``findings`` and whether there are none."""
+
+    findings: "list[FormatError]"
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    def checked(self) -> Self:
+        """This examination, if it found nothing; else its first finding is raised."""
+        if self.findings:
+            raise self.findings[0]
+        return self
+
+
+class BobFile:
+    """``from_bytes``, ``read`` and ``write`` of a format's typed object, by its format's
+    loader and reader (``_loaders``) and its own ``to_bytes``."""
+
+    _loaders: "ClassVar[tuple[Callable[[bytes], Any], Callable[[Any], Any]]]"
+
+    def to_bytes(self) -> bytes:
+        raise NotImplementedError  # pragma: no cover - each format's own
+
+    @classmethod
+    def _trusted(cls, **values: Any) -> Self:
+        """The (frozen) object of values a reader has already checked, without checking them again."""
+        made = object.__new__(cls)
+        for name, value in values.items():
+            object.__setattr__(made, name, value)
+        return made
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Self:
+        """Parse and check a file's bytes (the format's ``load_*``)."""
+        return cls._loaders[0](data)
+
+    @classmethod
+    def read(cls, path: "str | os.PathLike[str]") -> Self:
+        """Read and check the file at ``path`` (the format's ``read_*_file``)."""
+        return cls._loaders[1](path)
+
+    def write(self, path: "str | os.PathLike[str]") -> None:
+        """Replace the file at ``path`` with this object's bytes, atomically."""
+        from bob.fileio import write_atomic
+
+        write_atomic(path, self.to_bytes())

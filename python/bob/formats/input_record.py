@@ -18,7 +18,7 @@ from construct import Const, Rebuild, Struct
 from bob.errors import BadValue, FormatError, Truncated, integer_field, shown_kind
 from bob.formats.contract import EMPTY_PROMPT, PROMPTS, RECORD_BYTES, VOCABULARY
 from bob.formats.constants import INPUT_MAGIC
-from bob.formats.files import INPUT_FILE, as_bytes, magic_finding, read_format_file
+from bob.formats.files import INPUT_FILE, BobFile, Examined, as_bytes, magic_finding, read_format_file
 from bob.formats.layout import INPUT, WORD_DTYPE
 from bob.formats.rules import INPUT_VERSION, PROMPT_WORD, TARGET_AGREES
 from bob.formats.schema import END, parse, ruled, schema_fields
@@ -50,7 +50,7 @@ INPUT_RECORD = Struct(
         "version": "format version, u64 = 1",
         "pairs": f"{VOCABULARY} pairs `(byte u8, target u8)`, in corpus order",
         "targets": f"{VOCABULARY} × u32: pair i's target, widened",
-        "prompt_words": "3 × u32: each prompt's last byte, or `0xFFFFFFFF` for an empty prompt",
+        "prompt_words": f"{PROMPTS} × u32: each prompt's last byte, or `0xFFFFFFFF` for an empty prompt",
     }, {
         "magic": lambda sc: Const(INPUT_MAGIC, sc),
         "version": ruled(INPUT_VERSION),
@@ -87,9 +87,9 @@ def _words(value: Iterable[int]) -> tuple[int, int, int]:
     try:
         given = tuple(value)
     except TypeError:
-        raise BadValue("prompt_words", "the prompt words are 3 integers", actual=shown_kind(value)) from None
+        raise BadValue("prompt_words", f"the prompt words are {PROMPTS} integers", actual=shown_kind(value)) from None
     if len(given) != PROMPTS:
-        raise BadValue("prompt_words", "there are exactly 3 prompts", expected=PROMPTS, actual=len(given))
+        raise BadValue("prompt_words", f"there are exactly {PROMPTS} prompts", expected=PROMPTS, actual=len(given))
     words = tuple(integer_field(w, "prompt_words", "a prompt word is an integer", i) for i, w in enumerate(given))
     for i, w in enumerate(words):
         if not PROMPT_WORD.ok(w):
@@ -98,8 +98,8 @@ def _words(value: Iterable[int]) -> tuple[int, int, int]:
 
 
 @dataclass(frozen=True, eq=False)
-class InputRecord:
-    """A bob-input v1 record: one (context, target) pair per byte value, and 3 prompt words.
+class InputRecord(BobFile):
+    """A bob-input v1 record: one (context, target) pair per byte value, and a word per prompt.
 
     ``contexts`` and ``targets`` are read-only ``uint8`` arrays, one entry per pair;
     ``prompt_words`` holds each prompt's last byte or ``0xFFFFFFFF``.
@@ -113,14 +113,6 @@ class InputRecord:
         object.__setattr__(self, "contexts", _byte_table(self.contexts, "contexts"))
         object.__setattr__(self, "targets", _byte_table(self.targets, "targets"))
         object.__setattr__(self, "prompt_words", _words(self.prompt_words))
-
-    @classmethod
-    def _trusted(cls, contexts: np.ndarray, targets: np.ndarray, words: tuple[int, int, int]) -> "InputRecord":
-        self = object.__new__(cls)
-        object.__setattr__(self, "contexts", contexts)
-        object.__setattr__(self, "targets", targets)
-        object.__setattr__(self, "prompt_words", words)
-        return self
 
     # -- views --------------------------------------------------------------
     @property
@@ -144,33 +136,10 @@ class InputRecord:
 
     # -- bytes --------------------------------------------------------------
     def to_bytes(self) -> bytes:
-        """The canonical record's bytes."""
-        pairs = np.empty(2 * PAIRS, dtype=np.uint8)
-        pairs[0::2] = self.contexts
-        pairs[1::2] = self.targets
-        return INPUT_RECORD.build(
-            dict(
-                version=1,
-                pairs=pairs.tobytes(),  # the widened targets table is rebuilt from them
-                prompt_words=np.array(self.prompt_words, dtype=WORD_DTYPE).tobytes(),
-            )
-        )
+        """The canonical record's bytes, built as bob-run builds them (the schema reads them)."""
+        from bob.formats.canonical import record_bytes
 
-    @classmethod
-    def from_bytes(cls, data: bytes) -> "InputRecord":
-        """Parse and check a record's bytes (:func:`bob.load_input`)."""
-        return load_input(data)
-
-    @classmethod
-    def read(cls, path: "str | os.PathLike[str]") -> "InputRecord":
-        """Read and check the record at ``path`` (:func:`bob.read_input_file`)."""
-        return read_input_file(path)
-
-    def write(self, path: "str | os.PathLike[str]") -> None:
-        """Replace the file at ``path`` with this record, atomically."""
-        from bob.fileio import write_atomic
-
-        write_atomic(path, self.to_bytes())
+        return record_bytes(self.contexts.tobytes(), self.targets.tobytes(), self.prompt_words)
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready description (the golden vectors' ``.json``)."""
@@ -202,21 +171,14 @@ class InputRecord:
         return f"InputRecord(pairs={len(self.contexts)}, prompt_words={self.prompt_words!r})"
 
 
-# --------------------------------------------------------------------------- #
-# Reading
-# --------------------------------------------------------------------------- #
+# -- Reading
 
 
 @dataclass
-class InputExamination:
-    """What a reader found in an input record's bytes.
-
-    ``findings``: every problem, in the contract's order (magic, size,
-    version, targets, prompt words). The fields are filled as far as the
-    bytes could be read: ``contexts`` and ``targets`` (the pairs' bytes, as
-    read-only uint8 arrays), ``widened`` (the u32 targets table),
-    ``prompt_words``; ``record`` is the :class:`InputRecord` of a valid file.
-    """
+class InputExamination(Examined):
+    """What a reader found in an input record's bytes: every finding, in the contract's order,
+    the fields as far as they could be read (``widened``: the u32 targets table) and the
+    :class:`InputRecord` of a valid file."""
 
     size: int
     magic: bytes
@@ -227,10 +189,6 @@ class InputExamination:
     widened: list[int] | None = None
     prompt_words: list[int] | None = None
     record: InputRecord | None = None
-
-    @property
-    def ok(self) -> bool:
-        return not self.findings
 
     @property
     def target_mismatches(self) -> list[int]:
@@ -268,21 +226,18 @@ def examine(data: bytes) -> InputExamination:
         if not PROMPT_WORD.ok(w):
             ex.findings.append(PROMPT_WORD.finding(w, offset=INPUT["prompt_words"].item(i), index=i))
     if not ex.findings:
-        ex.record = InputRecord._trusted(ex.contexts, ex.targets, (words[0], words[1], words[2]))
+        ex.record = InputRecord._trusted(contexts=ex.contexts, targets=ex.targets, prompt_words=tuple(words))
     return ex
 
 
 def input_findings(data: bytes) -> list[FormatError]:
-    """Every problem with ``data`` as a bob-input v1 record, in the contract's
-    order (magic, size, version, targets, prompt words); empty if it is valid."""
+    """Every problem with ``data`` as a bob-input v1 record, in the contract's order; empty if it is valid."""
     return examine(data).findings
 
 
 def load_input(data: bytes) -> InputRecord:
     """Parse and check a bob-input v1 record; raise the first finding."""
-    ex = examine(data)
-    if ex.findings:
-        raise ex.findings[0]
+    ex = examine(data).checked()
     assert ex.record is not None
     return ex.record
 
@@ -292,22 +247,21 @@ def read_input_file(path: "str | os.PathLike[str]") -> InputRecord:
     return load_input(read_format_file(path, RECORD_BYTES, INPUT_FILE))
 
 
-def build_input(corpus: bytes, prompts: Sequence[bytes]) -> InputRecord:
-    """The fixture builder (§3): pair k is ``(corpus[k mod n], corpus[(k+1) mod n])``.
+InputRecord._loaders = (load_input, read_input_file)
 
-    Refuses (BadValue) a corpus of fewer than 2 bytes and a prompt count other
-    than 3. Prompts are bytes; a prompt's word is its last byte or
-    ``0xFFFFFFFF`` when empty.
-    """
+
+def build_input(corpus: bytes, prompts: Sequence[bytes]) -> InputRecord:
+    """The fixture builder (§3): pair k is ``(corpus[k mod n], corpus[(k+1) mod n])``;
+    refuses (BadValue) a corpus of fewer than 2 bytes and a prompt count other than ``PROMPTS``."""
     corpus = as_bytes(corpus, "the corpus")
     if isinstance(prompts, (bytes, bytearray, str)):
-        raise TypeError("prompts is a list of 3 byte strings")
+        raise TypeError(f"prompts is a list of {PROMPTS} byte strings")
     prompts = list(prompts)
     if len(corpus) < 2:
         raise BadValue("corpus", "a corpus needs at least 2 bytes",
                        expected="at least 2 bytes", actual=f"{len(corpus)} bytes")
     if len(prompts) != PROMPTS:
-        raise BadValue("prompts", "there are exactly 3 prompts", expected=PROMPTS, actual=len(prompts))
+        raise BadValue("prompts", f"there are exactly {PROMPTS} prompts", expected=PROMPTS, actual=len(prompts))
     words = []
     for index, p in enumerate(prompts):
         if isinstance(p, str):

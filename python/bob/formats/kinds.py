@@ -1,17 +1,6 @@
-"""Which of bob's formats a file holds, from its first bytes and its size.
-
-Standard library only. The rule (``docs/bob-inspect.md``, "Detecting the kind"):
-
-1. a file that starts with the checkpoint magic is a checkpoint, and so are
-   zero bytes (a fresh run's checkpoint, contract §5);
-2. a file that starts with the input magic is an input record;
-3. a file that starts with the trace magic is a trace (formats/trace.md);
-4. a file of exactly :data:`~bob.formats.constants.PREDICTION_BYTES` is
-   predictions. The magics are checked first: a valid predictions file can
-   never start with a bob magic, the trace's included (its first validity word,
-   bytes 4 to 8, would be ASCII letters, never 0 or 1);
-5. anything else is of no known kind (``None``).
-"""
+"""Which of bob's formats a file holds, from its first bytes and its size, with the standard
+library only: the rule of ``docs/bob-inspect.md``, "Detecting the kind" (the magics first,
+since a valid predictions file can never start with one)."""
 
 from __future__ import annotations
 

@@ -1,25 +1,13 @@
-"""Where every field of bob's three formats lies: the one description of their layout.
+"""Where every field of bob's formats lies: the one description of their layout.
 
-Each format's fields are stated here once, in file order, as (name, size,
-``struct`` format), with the standard library only. Everything else is
-derived from these tables: the construct schemas
-(:mod:`~bob.formats.input_record`, :mod:`~bob.formats.checkpoint.schema`,
-:mod:`~bob.formats.predictions`) build each field's construct from its
-entry (:func:`bob.formats.schema.construct_of`); the ``struct`` packers here
-(:data:`ENVELOPE_HEAD_STRUCT`, :data:`ENVELOPE_TAIL`, :data:`CHUNK_ENTRY`,
-:data:`PREDICTION_RECORD`) are made from the same entries; and the header
-every checkpoint is written with comes from one builder
-(:func:`bob.formats.checkpoint.envelope_header`) that packs with them.
-Nothing else in the formats layer or the inspect reports writes an offset,
-a size or a ``struct`` format of these files as a literal
-(``tests/house/test_claims.py`` holds that), and
-``tests/formats/test_layout.py`` holds the schemas' own layout tables to
-these entries.
-
-The envelope's header has four length-prefixed contract strings, so its
-offsets after ``step`` depend on the strings. :func:`envelope_layout` gives
-the offsets for any four string lengths; :data:`CANONICAL` is the layout of
-every header bob writes (the bob v1 strings, ``header_bytes`` = 448).
+Each format's fields are stated here once, in file order, as (name, size, ``struct``
+format), with the standard library only; the construct schemas
+(:func:`bob.formats.schema.construct_of`) and the ``struct`` packers are derived from
+these entries. Nothing else in the formats layer or the inspect reports writes an offset,
+a size or a ``struct`` format of these files as a literal (``tests/house/test_claims.py``),
+and ``tests/formats/test_layout.py`` holds the schemas' layout tables to these entries.
+The envelope's offsets after ``step`` depend on its four contract strings' lengths
+(:func:`envelope_layout`); :data:`CANONICAL` is the layout of every header bob writes.
 """
 
 from __future__ import annotations
@@ -100,10 +88,9 @@ F32_EXPONENT_BIAS = 127
 def f32_from_bits(bits: int) -> float:
     """The float32 whose bits are ``bits``, as a Python float, exactly.
 
-    Computed with integers and ``math.ldexp`` on doubles, never by converting
-    a float32: that conversion obeys the thread's floating-point environment,
-    and under denormals-are-zero it turns a subnormal into zero, so a refusal
-    would name the wrong value. (A NaN keeps its sign, not its payload.)
+    Computed with integers and ``math.ldexp``, never by converting a float32: that obeys
+    the thread's floating-point environment, and under denormals-are-zero a refusal would
+    name a subnormal as zero. (A NaN keeps its sign, not its payload.)
     """
     sign = -1.0 if bits & F32_SIGN else 1.0
     exponent = (bits & F32_EXPONENT) >> F32_FRACTION_BITS
@@ -241,14 +228,9 @@ CHUNK_ENTRY = packer(CHUNK_ENTRY_FIELDS)
 
 
 class EnvelopeLayout:
-    """Every offset of one envelope header, for given contract string lengths.
-
-    ``fields``: each header field by the schema's name (``state.length``,
-    ``chunk_table[1].digest`` …); ``chunk_table``: offset of the chunk
-    table's first entry; ``header_digest``: offset of the header digest (the
-    SHA-256 of every byte before it); ``header_length``: bytes from offset 0
-    to the end of the header digest.
-    """
+    """Every offset of one envelope header: each field by the schema's name (``state.length``,
+    ``chunk_table[1].digest`` …), the chunk table's and the header digest's offsets, and the
+    bytes from offset 0 to the end of the header digest."""
 
     __slots__ = ("fields", "chunk_table", "header_digest", "header_length")
 
@@ -268,10 +250,8 @@ _LAYOUTS_KEPT = 64
 
 
 def envelope_layout(string_lengths: tuple[int, int, int, int]) -> EnvelopeLayout:
-    """The header layout for contract strings of these lengths (state, learner, data, seed).
-
-    Computed once per set of lengths (a file's readers and writers ask for
-    it several times); the layout returned is shared, so it is not to be changed."""
+    """The header layout for contract strings of these lengths (state, learner, data, seed),
+    computed once per set of lengths and shared (not to be changed)."""
     key = tuple(string_lengths)
     known = _LAYOUTS.get(key)
     if known is None:

@@ -1,4 +1,4 @@
-"""The 24-byte predictions file (contract §4): per prompt, ``token u32``, ``validity u32``."""
+"""The predictions file (contract §4): per prompt, ``token u32``, ``validity u32``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from construct import Struct
 
 from bob.errors import BadValue, FormatError, Truncated, integer_field, shown_kind
 from bob.formats.contract import PREDICTION_BYTES, PROMPTS
-from bob.formats.files import KNOWN_MAGICS, as_bytes, read_format_file
+from bob.formats.files import KNOWN_MAGICS, BobFile, Examined, as_bytes, read_format_file
 from bob.formats.kinds import MAGIC_BYTES
 from bob.formats.layout import PREDICTION_FIELDS
 from bob.formats.layout import PREDICTION_RECORD as PREDICTION_LAYOUT
@@ -31,7 +31,7 @@ PREDICTIONS = Struct(
     "records" / Table(PROMPTS, PREDICTION_RECORD) * "one record per prompt, in prompt order",
     END,
 )
-"""The predictions schema (24 bytes, no magic), built from :data:`bob.formats.layout.PREDICTION_FIELDS`."""
+"""The predictions schema (``PREDICTION_BYTES``, no magic), built from :data:`bob.formats.layout.PREDICTION_FIELDS`."""
 
 RECORD_SIZE = PREDICTION_LAYOUT.size
 assert PREDICTIONS.sizeof() == PREDICTION_BYTES
@@ -52,7 +52,7 @@ def _record_problems(i: int, token: int, validity: int) -> list[FormatError]:
 
 
 @dataclass(frozen=True)
-class Predictions:
+class Predictions(BobFile):
     """Three ``(token, validity)`` records, one per prompt."""
 
     records: tuple[tuple[int, int], tuple[int, int], tuple[int, int]]
@@ -61,7 +61,7 @@ class Predictions:
         try:
             given = tuple(self.records)
         except TypeError:
-            raise BadValue("records", "the records are 3 (token, validity) pairs",
+            raise BadValue("records", f"the records are {PROMPTS} (token, validity) pairs",
                            actual=shown_kind(self.records)) from None
         if len(given) != PROMPTS:
             raise BadValue("records", "there is one record per prompt", expected=PROMPTS, actual=len(given))
@@ -98,24 +98,8 @@ class Predictions:
         return tuple(v for _, v in self.records)
 
     def to_bytes(self) -> bytes:
-        """The 24-byte file."""
+        """The predictions file's bytes."""
         return PREDICTIONS.build(dict(records=[dict(token=t, validity=v) for t, v in self.records]))
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> "Predictions":
-        """Parse and check a 24-byte predictions file's bytes."""
-        return load_predictions(data)
-
-    @classmethod
-    def read(cls, path: "str | os.PathLike[str]") -> "Predictions":
-        """Read and check the predictions file at ``path``."""
-        return read_predictions_file(path)
-
-    def write(self, path: "str | os.PathLike[str]") -> None:
-        """Replace the file at ``path`` with these predictions, atomically."""
-        from bob.fileio import write_atomic
-
-        write_atomic(path, self.to_bytes())
 
     def as_dict(self) -> dict[str, Any]:
         raw = self.to_bytes()
@@ -132,20 +116,14 @@ class Predictions:
 
 
 @dataclass
-class PredictionsExamination:
-    """What a reader found in a predictions file's bytes: ``findings`` (size,
-    then per record: validity, token), the ``(token, validity)`` ``records``
-    as read when the file has the right size, and the :class:`Predictions`
-    of a valid file."""
+class PredictionsExamination(Examined):
+    """What a reader found in a predictions file's bytes: its findings, the ``records`` as read
+    when the file has the right size, and the :class:`Predictions` of a valid file."""
 
     size: int
     findings: list[FormatError] = dataclass_field(default_factory=list)
     records: list[tuple[int, int]] | None = None
     predictions: Predictions | None = None
-
-    @property
-    def ok(self) -> bool:
-        return not self.findings
 
     def record_ok(self, index: int) -> bool:
         """Whether record ``index`` breaks no rule."""
@@ -157,7 +135,7 @@ def examine(data: bytes) -> PredictionsExamination:
     data = as_bytes(data, "the predictions")
     ex = PredictionsExamination(size=len(data))
     if len(data) != PREDICTION_BYTES:
-        message = "predictions are exactly 24 bytes"
+        message = f"predictions are exactly {PREDICTION_BYTES} bytes"
         kind = KNOWN_MAGICS.get(data[:MAGIC_BYTES])
         if kind:
             message += f"; this file starts like {kind}"
@@ -172,27 +150,25 @@ def examine(data: bytes) -> PredictionsExamination:
     for i, (token, validity) in enumerate(ex.records):
         ex.findings.extend(_record_problems(i, token, validity))
     if not ex.findings:
-        pred = object.__new__(Predictions)
-        object.__setattr__(pred, "records", tuple(ex.records))
-        ex.predictions = pred
+        ex.predictions = Predictions._trusted(records=tuple(ex.records))
     return ex
 
 
 def predictions_findings(data: bytes) -> list[FormatError]:
-    """Every problem with ``data`` as a predictions file (size, then per record:
-    validity, token); empty if it is valid."""
+    """Every problem with ``data`` as a predictions file (size, then per record: validity, token)."""
     return examine(data).findings
 
 
 def load_predictions(data: bytes) -> Predictions:
-    """Parse and check a 24-byte predictions file; raise the first finding."""
-    ex = examine(data)
-    if ex.findings:
-        raise ex.findings[0]
+    """Parse and check a predictions file; raise the first finding."""
+    ex = examine(data).checked()
     assert ex.predictions is not None
     return ex.predictions
 
 
 def read_predictions_file(path: "str | os.PathLike[str]") -> Predictions:
-    """Read and check a predictions file (24 bytes)."""
+    """Read and check a predictions file (``PREDICTION_BYTES``)."""
     return load_predictions(read_format_file(path, PREDICTION_BYTES, None))
+
+
+Predictions._loaders = (load_predictions, read_predictions_file)

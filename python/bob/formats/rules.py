@@ -1,22 +1,12 @@
-"""The value rules of bob's three formats, as data: field, predicate, error class, message.
+"""The value rules of bob's formats, as data: field, predicate, error class, message.
 
-Standard library only, so every user takes the same entry: the construct
-schemas (:class:`bob.formats.schema.Rule` wraps a field with its entry), each
-format's ``examine`` (one finding per broken entry), the typed constructors
-(``InputRecord``, ``Predictions``), ``bob-run``'s fast path
-(:mod:`bob.formats.canonical`, :mod:`bob.formats.checkpoint.header`:
-plain function calls), the inspect reports
-(``ok`` flags) and the generated rule tables in ``formats/*.md``
-(:func:`bob.formats.docs.rules_table`). In Python a rule is stated here
-and nowhere else (``tests/house/test_one_home.py`` holds that, naming the
-contract oracle of ``bob.fuzz`` that transcribes some again on purpose). The
-native core states the state rules (finite planes, no negative V, zero
-moments at step 0, room for more updates) independently, for
-``bob.core.resume_problem``; ``tests/formats/test_rules.py`` holds the two
-equal.
-
-Each predicate takes the values it judges (a rule over two fields, such as
-the target agreement, takes both) and returns True when they are allowed.
+Standard library only, so that every user takes the same entry: the schemas, each
+``examine``, the typed constructors, ``bob-run``'s fast path, the inspect reports and the
+rule tables in ``formats/*.md``. In Python a rule is stated here and nowhere else
+(``tests/house/test_one_home.py``, naming the fuzz oracle that transcribes some on purpose);
+the native core states the state rules again, for ``bob.core.resume_problem``, and
+``tests/formats/test_rules.py`` holds the two equal. Each predicate takes the values it
+judges (a rule over two fields takes both) and returns True when they are allowed.
 """
 
 from __future__ import annotations
@@ -159,7 +149,7 @@ PADDING: ValueRule = ValueRule("padding", lambda pad: pad.count(0) == len(pad), 
 # checks in the default environment (D17); these agree with it whatever the
 # environment (tests/hostile/test_floating_point_environment.py). NumPy's
 # functions, not its operators: under the fuzzer's instrumentation (atheris
-# 3.0.0) every `array < 0` leaked its 64 KiB result (docs/fuzzing.md).
+# 3.0.0) every `array < 0` leaked its 64 KiB result (docs/fuzzing.md, benchmarks/bench_fuzz.py).
 NEGATIVE_ZERO_BITS = F32_SIGN - (1 << 32)  # -0.0 as an int32 (the least); every other signed value is above it
 NEGATIVE_INFINITY_BITS = (F32_SIGN | F32_EXPONENT) - (1 << 32)  # -inf; from it down to -0.0 (excluded), the negatives
 
@@ -182,9 +172,6 @@ MOMENTS_ZERO_AT_STEP_0: ValueRule = ValueRule(
     "M and V all zero at step 0", error=StateRefused, bad=lambda np, plane: _not_zero(np, _int_bits(np, plane)))
 
 
-# NumPy's functions, not its comparison operators, on whole planes: under the
-# fuzzer, atheris 3.0.0's comparison instrumentation leaks 64 KiB a call on
-# ``<`` between arrays (benchmarks/bench_fuzz.py).
 def _negative(np: "Any", bits: "Any") -> "Any":
     """Below zero: from -inf to the smallest negative subnormal (not -0.0, not a NaN)."""
     signed = np.less(bits, 0)  # the sign bit: these, -0.0 and the NaNs with it; a V bob wrote has none

@@ -1,12 +1,8 @@
-"""The construct building blocks bob's schemas are written with, and the
-helpers that run them: :func:`schema_fields` builds a ``Struct``'s fields
-from :mod:`bob.formats.layout`'s tables; :class:`LengthPrefixed`,
-:class:`Rule`, :class:`Table`, :class:`Sha256Of` and :class:`ZeroPadding`
-are the custom constructs (each says what it checks); :func:`parse` runs a
-schema interpreted (never ``.compile()``, which skips length checks) and
-turns every construct failure into a :class:`~bob.errors.FormatError`
-naming the field; :func:`layout` walks a schema over a sample file into the
-layout tables ``formats/*.md`` and ``bob-inspect schema`` print.
+"""The construct building blocks bob's schemas are written with, and the helpers that run
+them: :func:`parse` runs a schema interpreted (never ``.compile()``, which skips length
+checks) and turns every construct failure into a :class:`~bob.errors.FormatError` naming
+the field; :func:`layout` walks a schema over a sample file into the layout tables
+``formats/*.md`` and ``bob-inspect schema`` print.
 """
 
 from __future__ import annotations
@@ -18,9 +14,9 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from construct import (Array, Bytes, Const, Construct, ConstructError, Container, Float64l, Int32ul, Int64ul, RawCopy, Renamed,
-                       SizeofError, StreamError, Struct, Subconstruct, Terminated, evaluate, stream_read, stream_tell,
-                       stream_write)
+from construct import (Array, Bytes, Construct, ConstructError, Container, Float64l, Int32ul, Int64ul, RawCopy, Rebuild,
+                       Renamed, SizeofError, StreamError, Struct, Subconstruct, Terminated, evaluate, stream_read,
+                       stream_tell, stream_write)
 
 from bob.errors import BadValue, FormatError, NotABobFile, Truncated
 from bob.formats.layout import DIGEST_BYTES, F64, U32, U64, Field
@@ -40,7 +36,6 @@ __all__ = [
     "parse",
     "layout",
     "walk",
-    "const_value",
     "field_from_path",
 ]
 
@@ -112,11 +107,10 @@ def construct_of(field: Field) -> Construct:
 
 def schema_fields(fields: "dict[str, Field]", docs: "dict[str, str]",
                   wrap: "dict[str, Callable[[Construct], Construct]] | None" = None) -> list[Construct]:
-    """A Struct's subconstructs for consecutive layout ``fields``, in order:
-    each field's :func:`construct_of`, passed through ``wrap[name]`` when
-    given (a rule, a ``Const``, a ``Rebuild``), named and documented by
-    ``docs[name]``. The layout says where and how big; the schema adds
-    what a value must be."""
+    """A Struct's subconstructs for consecutive layout ``fields``: each field's
+    :func:`construct_of`, passed through ``wrap[name]`` when given (a rule, a ``Const``, a
+    ``Rebuild``), named and documented by ``docs[name]``. The layout says where and how
+    big; the schema adds what a value must be."""
     wrap = wrap or {}
     assert set(docs) == set(fields) and set(wrap) <= set(fields), "every field documented, no stray rule"
     out = []
@@ -206,54 +200,25 @@ class Table(Array):
         return items
 
 
-class Sha256Of(Construct):
-    """A 32-byte SHA-256 field over ``bytesfunc(context)``.
-
-    Building computes it (like construct's ``Checksum``); parsing returns the
-    stored 32 bytes without comparing, so the checker can report a mismatch as
-    one finding among others instead of stopping the parse.
-    """
-
-    def __init__(self, bytesfunc: Callable[[Any], bytes]) -> None:
-        super().__init__()
-        self.bytesfunc = bytesfunc
-        self.flagbuildnone = True
-
-    def _parse(self, stream, context, path):
-        return stream_read(stream, DIGEST_BYTES, path)
-
-    def _build(self, obj, stream, context, path):
-        digest = hashlib.sha256(self.bytesfunc(context)).digest()
-        stream_write(stream, digest, DIGEST_BYTES, path)
-        return digest
-
-    def _sizeof(self, context, path):
-        return DIGEST_BYTES
+def Sha256Of(bytesfunc: Callable[[Any], bytes]) -> Construct:
+    """A 32-byte SHA-256 field over ``bytesfunc(context)``: built as the digest, parsed
+    as the stored bytes without comparing, so that the checker reports a mismatch as one
+    finding among others instead of stopping the parse (construct's ``Checksum`` would stop)."""
+    return Rebuild(Bytes(DIGEST_BYTES), lambda this: hashlib.sha256(evaluate(bytesfunc, this)).digest())
 
 
-class ZeroPadding(Construct):
+class ZeroPadding(Rebuild):
     """Padding of ``length`` bytes (an int or a context function): built as zeros,
     parsed as the raw bytes (checked for zeros by the format's checker)."""
 
-    def __init__(self, length) -> None:
-        super().__init__()
-        self.length = length
-        self.flagbuildnone = True
-
-    def _parse(self, stream, context, path):
-        return stream_read(stream, evaluate(self.length, context), path)
-
-    def _build(self, obj, stream, context, path):
-        length = evaluate(self.length, context)
-        data = bytes(length)
-        stream_write(stream, data, length, path)
-        return data
+    def __init__(self, length: Any) -> None:
+        super().__init__(Bytes(length), lambda this: bytes(evaluate(length, this)))
 
     def _sizeof(self, context, path):
         try:
-            return evaluate(self.length, context)
-        except (KeyError, AttributeError) as exc:
-            raise SizeofError("padding size depends on the header", path=path) from exc
+            return self.subcon._sizeof(context, path)
+        except SizeofError:
+            raise SizeofError("padding size depends on the header", path=path) from None
 
 
 class _End(type(Terminated)):  # type: ignore[misc]
@@ -272,12 +237,8 @@ prefix of a longer file (construct's ``Terminated``)."""
 
 
 def parse(schema: Construct, data: bytes) -> Container:
-    """Parse ``data`` with ``schema`` (interpreted) or raise a FormatError.
-
-    Every construct failure (and any stray ``struct.error``, ``IndexError`` …)
-    becomes a :class:`~bob.errors.FormatError` naming the field from the
-    construct path, with the offset where the failing read started.
-    """
+    """Parse ``data`` with ``schema`` (interpreted), or raise a FormatError naming the field
+    from the construct path and the offset where the failing read started."""
     stream = _TrackingStream(data)
     try:
         return schema.parse_stream(stream)
@@ -371,14 +332,4 @@ def layout(schema: Construct, sample: bytes) -> list[FieldRow]:
     walk(schema, value, 0, "", "", rows)
     return rows
 
-
-def const_value(schema: Struct, name: str) -> Any:
-    """The value of the ``Const`` field ``name`` of ``schema`` (the magic)."""
-    for sub in schema.subcons:
-        inner, subname, _ = _unwrap(sub)
-        if subname == name:
-            while not isinstance(inner, Const):
-                inner = inner.subcon
-            return inner.value
-    raise KeyError(name)
 

@@ -1,13 +1,7 @@
-"""``bob-trace`` v1: where a run went, update by update (formats/trace.md), ``TRACE_BYTES`` long.
+"""``bob-trace`` v1: where a run went, update by update (specified in ``formats/trace.md``).
 
-A trace is one invocation's record: whose run it is (the contract's and the
-input record's SHA-256, the step it started from), then per update the step
-after it, its loss (§6.4, f64) and the XXH3-128 of P, M and V after it, and
-last the SHA-256 of everything before. ``bob-run --trace`` and
-``bob.invoke(..., trace=True)`` write it (built without construct by
-:func:`bob.formats.canonical.trace_bytes`); :meth:`Trace.first_divergence`
-names the first update at which two traces of the same run part. The last
-entry is the state of the checkpoint the run wrote.
+``bob-run --trace`` and ``bob.invoke(..., trace=True)`` write it, built without construct
+by :func:`bob.formats.canonical.trace_bytes`; this module reads it.
 """
 
 from __future__ import annotations
@@ -21,7 +15,7 @@ from construct import Const, RawCopy, Struct, this
 
 from bob.errors import BadValue, FormatError, IntegrityError
 from bob.formats.constants import PLANE_NAMES, TRACE_MAGIC, TRACE_UPDATES, TRACE_VERSION
-from bob.formats.files import as_bytes, magic_finding, read_format_file
+from bob.formats.files import BobFile, Examined, as_bytes, magic_finding, read_format_file
 from bob.formats.layout import (DIGEST_BYTES, TRACE_BODY_BYTES, TRACE_BYTES, TRACE_DIGEST_BYTES, TRACE_ENTRY,
                                 TRACE_ENTRY_FIELDS, TRACE_HEAD)
 from bob.formats.rules import TRACE_STEP, TRACE_UPDATE_COUNT, TRACE_VERSION_RULE
@@ -85,7 +79,7 @@ class TraceEntry(NamedTuple):
 
 
 @dataclass(frozen=True)
-class Trace:
+class Trace(BobFile):
     """A bob-trace v1 trace: the run's identity and one :class:`TraceEntry` per update."""
 
     contract_sha256: bytes
@@ -97,7 +91,7 @@ class Trace:
         for name in ("contract_sha256", "input_sha256"):
             value = bytes(getattr(self, name))
             if len(value) != DIGEST_BYTES:
-                raise BadValue(name, "a SHA-256 is 32 bytes", expected=DIGEST_BYTES, actual=len(value))
+                raise BadValue(name, f"a SHA-256 is {DIGEST_BYTES} bytes", expected=DIGEST_BYTES, actual=len(value))
             object.__setattr__(self, name, value)
         entries = tuple(TraceEntry(int(e[0]), float(e[1]), tuple(bytes(d) for d in e[2]))  # type: ignore[arg-type]
                         for e in self.entries)
@@ -107,7 +101,7 @@ class Trace:
             if not TRACE_STEP.ok(entry.step, self.step_before + i + 1):
                 raise TRACE_STEP.finding(entry.step, expected=self.step_before + i + 1, index=i)
             if len(entry.digests) != len(PLANE_NAMES) or any(len(d) != TRACE_DIGEST_BYTES for d in entry.digests):
-                raise BadValue("entries.digests", "an entry holds the 16-byte XXH3-128 of P, M and V", index=i)
+                raise BadValue("entries.digests", f"an entry holds the {TRACE_DIGEST_BYTES}-byte XXH3-128 of P, M and V", index=i)
         object.__setattr__(self, "entries", entries)
 
     @property
@@ -149,20 +143,6 @@ class Trace:
         return trace_bytes(self.contract_sha256, self.input_sha256, self.step_before, self.losses,
                            [e.digests for e in self.entries], lambda b: hashlib.sha256(b).digest())
 
-    @classmethod
-    def from_bytes(cls, data: bytes) -> "Trace":
-        return load_trace(data)
-
-    @classmethod
-    def read(cls, path: "str | os.PathLike[str]") -> "Trace":
-        return read_trace_file(path)
-
-    def write(self, path: "str | os.PathLike[str]") -> None:
-        """Replace the file at ``path`` with this trace, atomically."""
-        from bob.fileio import write_atomic
-
-        write_atomic(path, self.to_bytes())
-
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready description."""
         return {
@@ -175,22 +155,16 @@ class Trace:
 
 
 @dataclass
-class TraceExamination:
+class TraceExamination(Examined):
     """What a reader found in a trace's bytes: ``findings`` in file order, and the :class:`Trace` of a valid file."""
 
     size: int
     findings: list[FormatError] = field(default_factory=list)
     trace: Trace | None = None
 
-    @property
-    def ok(self) -> bool:
-        return not self.findings
-
 
 def examine(data: bytes) -> TraceExamination:
-    """Check ``data`` as a bob-trace v1 file: the magic, then the schema (the
-    version, the entry count, any field the file ends inside, bytes after the
-    end), the digest, each entry's step."""
+    """Check ``data`` as a bob-trace v1 file and collect every finding, in file order."""
     data = as_bytes(data, "the trace")
     ex = TraceExamination(size=len(data))
     problem = magic_finding(data, TRACE_MAGIC, TRACE_FILE[1])
@@ -214,10 +188,8 @@ def examine(data: bytes) -> TraceExamination:
             ex.findings.append(TRACE_STEP.finding(entry.step, expected=want, offset=offset, index=i))
     if not ex.findings:
         entries = tuple(TraceEntry(e.step, e.loss, tuple(e[n] for n in PLANE_NAMES)) for e in head.entries)
-        ex.trace = object.__new__(Trace)
-        for name, value in (("contract_sha256", head.contract_sha256), ("input_sha256", head.input_sha256),
-                            ("step_before", head.step_before), ("entries", entries)):
-            object.__setattr__(ex.trace, name, value)
+        ex.trace = Trace._trusted(contract_sha256=head.contract_sha256, input_sha256=head.input_sha256,
+                                  step_before=head.step_before, entries=entries)
     return ex
 
 
@@ -231,9 +203,7 @@ def trace_findings(data: bytes) -> list[FormatError]:
 
 def load_trace(data: bytes) -> Trace:
     """Parse and check a bob-trace v1 file; raise the first finding."""
-    ex = examine(data)
-    if ex.findings:
-        raise ex.findings[0]
+    ex = examine(data).checked()
     assert ex.trace is not None
     return ex.trace
 
@@ -241,3 +211,6 @@ def load_trace(data: bytes) -> Trace:
 def read_trace_file(path: "str | os.PathLike[str]") -> Trace:
     """Read and check a trace; a file larger than ``TRACE_BYTES`` is refused unread."""
     return load_trace(read_format_file(path, TRACE_BYTES, TRACE_FILE))
+
+
+Trace._loaders = (load_trace, read_trace_file)

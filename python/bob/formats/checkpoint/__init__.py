@@ -1,18 +1,10 @@
 """``bob-envelope`` v1, the checkpoint (contract §5): its one door.
 
-The format, the order of :func:`examine`'s findings and where it stops are
-specified once, in ``formats/envelope.md``. :func:`examine`'s first branch is
-bob's own (canonical) file, rebuilt from its step and its planes' digests and
-compared byte for byte, without construct; any other file is parsed by the
-schema. ``tests/formats/test_canonical.py`` holds both paths to one examination.
-
-The rooms, each importing only those before it: :mod:`.header` (the one header
-builder and the canonical file, standard library: bob-run's fast path),
-:mod:`.schema` (construct), :mod:`.state` (the state checks, for resuming and
-for writers), :mod:`.examination` (:func:`examine`, :class:`Examination`) and
-:mod:`.typed` (:class:`Checkpoint`, the loader, the reader). No room calls one
-above it. Names are imported lazily: ``from bob.formats.checkpoint import
-recognize_checkpoint`` imports neither NumPy nor construct.
+The format, the order of :func:`examine`'s findings and where it stops are specified once,
+in ``formats/envelope.md``. The rooms, each importing only those before it: :mod:`.header`
+(standard library: bob-run's fast path), :mod:`.schema` (construct), :mod:`.state`,
+:mod:`.examination` and :mod:`.typed`. Names are imported lazily, so that
+``from bob.formats.checkpoint import recognize_checkpoint`` imports neither NumPy nor construct.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""A checkpoint's findings: :func:`examine`, in the order the door's specification gives.
-
-Its first branch is bob's own file (:mod:`.header` recognises it without
-construct); every other file is parsed by the schema (:mod:`.schema`,
-imported then). Offsets come from :mod:`bob.formats.layout`, never from
-literals.
-"""
+"""A checkpoint's findings: :func:`examine`, in the order ``formats/envelope.md`` gives;
+bob's own file is its first branch, any other is parsed by the schema (imported then)."""
 
 from __future__ import annotations
 
@@ -27,8 +22,9 @@ from bob.formats.checkpoint.header import (
 )
 from bob.formats.constants import CHUNK_TAGS, MAX_CHECKPOINT_BYTES, MAX_HEADER_BYTES, PARAMETER_COUNT, PAYLOAD_BYTES, PLANE_NAMES
 from bob.formats.contract import CONTRACT_FIELDS, V1, Contract
-from bob.formats.files import CHECKPOINT_FILE, as_bytes, magic_finding
-from bob.formats.layout import CANONICAL, DIGEST_BYTES, ENVELOPE_HEAD, PLANE_DTYPE, EnvelopeLayout, envelope_layout
+from bob.formats.files import CHECKPOINT_FILE, Examined, as_bytes, magic_finding
+from bob.formats.layout import (CANONICAL, DIGEST_BYTES, ENVELOPE_HEAD, HEADER_ALIGNMENT, PLANE_DTYPE, EnvelopeLayout,
+                                envelope_layout)
 from bob.formats.rules import CHUNK_COUNT, CHUNK_LENGTH, CHUNK_OFFSET, CHUNK_TAG, PADDING, chunk_offset
 
 TYPE_CHECKING = False
@@ -42,10 +38,8 @@ _MAGIC = ENVELOPE_HEAD["magic"].slice
 
 
 class HeaderFields(dict[str, Any]):
-    """A header's fields by the schema's names, as items and as attributes
-    (``h["step"]``, ``h.step``; the chunk table a list of them), whichever
-    path read it: the canonical path builds them, the schema path copies
-    construct's parse into them (without its stream, ``_io``)."""
+    """A header's fields by the schema's names, as items and as attributes (``h["step"]``,
+    ``h.step``), the same whichever path (canonical or schema) read them."""
 
     __slots__ = ()
 
@@ -67,15 +61,10 @@ class HeaderFields(dict[str, Any]):
 
 
 @dataclass
-class Examination:
-    """What a reader found in a checkpoint's bytes.
-
-    ``header`` holds the header's fields (:class:`HeaderFields`; ``None``
-    if they could not be parsed); ``planes`` the read-only float32 views
-    (one row per plane) when all the payload bytes are there; ``findings``
-    every problem, in the contract's order. ``fresh`` is True for zero bytes
-    (a fresh run).
-    """
+class Examination(Examined):
+    """What a reader found in a checkpoint's bytes: ``findings`` in the contract's order, and
+    whatever could be read (``header`` None if it did not parse; ``planes``, read-only views,
+    when all the payload is there)."""
 
     size: int
     findings: list[FormatError] = field(default_factory=list)
@@ -93,17 +82,12 @@ class Examination:
 
     @functools.cached_property
     def partial_header(self) -> list[tuple[str, Any]] | None:
-        """The longest prefix of the header's fields that parses, when the
-        whole header did not (None when it did, or not even the magic does)."""
+        """The longest prefix of the header's fields that parses, when the whole header did not."""
         return None if self.unparsed is None else _partial_header(self.unparsed)
 
     @property
     def fresh(self) -> bool:
         return self.size == 0
-
-    @property
-    def ok(self) -> bool:
-        return not self.findings
 
     @property
     def header_end(self) -> int | None:
@@ -171,10 +155,8 @@ def examine(data: bytes, *, for_resume: bool = True) -> Examination:
 
 
 def examine_by_schema(data: bytes, *, for_resume: bool = True, plane_digests: "list[bytes] | None" = None) -> Examination:
-    """:func:`examine` by the schema, whatever the file (the path every file
-    but a canonical one takes). ``plane_digests``: the SHA-256s of the three
-    chunks that follow a canonical header, when the caller has computed them
-    (used only if the file's chunks lie there)."""
+    """:func:`examine` by the schema, whatever the file. ``plane_digests``: the SHA-256s of the
+    chunks after a canonical header, if computed already (used only if the chunks lie there)."""
     data = as_bytes(data, "the checkpoint")
     ex = Examination(size=len(data), magic=data[_MAGIC])
     if _header_parsed(data, ex) and _header_findings(ex) and _table_findings(data, ex) \
@@ -218,7 +200,7 @@ def _header_parsed(data: bytes, ex: Examination) -> bool:
     assert end is not None
     if h.header_bytes < end:
         out.append(BadValue("header_bytes", "header_bytes is smaller than the header itself",
-                            expected=f"at least {end} (a multiple of 64)", actual=h.header_bytes,
+                            expected=f"at least {end} (a multiple of {HEADER_ALIGNMENT})", actual=h.header_bytes,
                             offset=ENVELOPE_HEAD["header_bytes"].offset))
         return False
     return True
@@ -305,8 +287,7 @@ def _payload_findings(data: bytes, ex: Examination, plane_digests: "list[bytes] 
 
 
 def _partial_header(data: bytes) -> list[tuple[str, Any]] | None:
-    """The longest prefix of the header body's fields that parses, as
-    ``[(field, value)]`` (None if not even the magic does)."""
+    """``[(field, value)]`` of the longest prefix of the header that parses (None: not even the magic)."""
     from construct import Struct
 
     from bob.formats.checkpoint.schema import HEADER_BODY
@@ -323,6 +304,5 @@ def _partial_header(data: bytes) -> list[tuple[str, Any]] | None:
 
 
 def checkpoint_findings(data: bytes, *, for_resume: bool = True) -> list[FormatError]:
-    """Every problem with ``data`` as a checkpoint, in the contract's order
-    (empty for a valid file and for zero bytes, the fresh run)."""
+    """Every problem with ``data`` as a checkpoint, in the contract's order (none for zero bytes)."""
     return examine(data, for_resume=for_resume).findings

@@ -1,11 +1,6 @@
-"""The checkpoint's header, built and recognised with the standard library only.
-
-The one builder of an envelope header (:func:`envelope_header`: bob-run's
-and ``Checkpoint.to_bytes``'), and the canonical file bob writes
-(:data:`bob.formats.layout.CANONICAL`) built and recognised byte for byte,
-so that ``bob-run`` imports neither construct nor NumPy when nothing is
-wrong. The package's door (:mod:`bob.formats.checkpoint`) describes both.
-"""
+"""The checkpoint's header, built and recognised with the standard library only: the one
+header builder (:func:`envelope_header`) and the canonical file, built and recognised byte
+for byte, so that ``bob-run`` imports neither construct nor NumPy when nothing is wrong."""
 
 from __future__ import annotations
 
@@ -31,6 +26,7 @@ from bob.formats.layout import (
     CANONICAL_HEADER_BYTES,
     CHUNK_ENTRY,
     CONTRACT_STRINGS,
+    DIGEST_BYTES,
     ENVELOPE_HEAD,
     ENVELOPE_HEAD_STRUCT,
     ENVELOPE_TAIL,
@@ -54,21 +50,20 @@ _BEFORE_STEP = ENVELOPE_HEAD_STRUCT.pack(CHECKPOINT_MAGIC, VERSION, HEADER_BYTES
 
 
 def header_length(contract: "Contract | None" = None) -> int:
-    """Bytes from offset 0 to the end of the header digest for ``contract``
-    (bob v1's by default; this module leaves dataclasses, and so ``re``,
-    unimported for bob-run)."""
+    """Bytes from offset 0 to the end of the header digest for ``contract`` (bob v1's by
+    default; the type is only annotated: bob-run leaves dataclasses, and so ``re``, unimported)."""
     strings = STRINGS if contract is None else (contract.state, contract.learner, contract.data, contract.seed)
     return envelope_layout(tuple(len(s) for s in strings)).header_length  # type: ignore[arg-type]
 
 
 def canonical_header_bytes(contract: "Contract | None" = None) -> int:
-    """The header length rounded up to a multiple of 64 (:data:`HEADER_BYTES` for v1)."""
+    """The header length rounded up to a multiple of ``HEADER_ALIGNMENT`` (:data:`HEADER_BYTES` for v1)."""
     return aligned_header_bytes(header_length(contract))
 
 
 def hashlib_sha256(data: Any) -> bytes:
-    """hashlib's SHA-256 (the readers' and ``Checkpoint.to_bytes``': they never
-    load the core), looked up at each call: ``bob.fuzz.digests`` shares it."""
+    """hashlib's SHA-256, for the readers and ``Checkpoint.to_bytes``, which never load the core
+    (looked up at each call: ``bob.fuzz.digests`` shares it)."""
     import hashlib
 
     return hashlib.sha256(data).digest()
@@ -97,26 +92,25 @@ def sha256(data: Any) -> bytes:
 
 
 _HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+_PIN_DIGITS = 2 * DIGEST_BYTES  # a SHA-256 in hexadecimal
 
 
 def pin_problem(pin: Any) -> str | None:
-    """Why ``pin`` is not a pinned checkpoint's SHA-256, or None: a pin is a str of exactly 64
-    hexadecimal digits, upper or lower case (as ``sha256sum`` and ``bob-run --json`` print it),
-    nothing else (no prefix, no spaces)."""
+    """Why ``pin`` is not a pinned checkpoint's SHA-256 (a str of exactly its hexadecimal
+    digits, either case, as ``sha256sum`` prints it), or None."""
     from bob.errors import shown_kind
 
     if not isinstance(pin, str):
-        return f"must be a str of 64 hexadecimal digits (a SHA-256); got {shown_kind(pin)}"
-    if len(pin) != 64 or not _HEX_DIGITS.issuperset(pin):
-        return f"must be 64 hexadecimal digits (a SHA-256, either case); got {shown_kind(pin)}"
+        return f"must be a str of {_PIN_DIGITS} hexadecimal digits (a SHA-256); got {shown_kind(pin)}"
+    if len(pin) != _PIN_DIGITS or not _HEX_DIGITS.issuperset(pin):
+        return f"must be {_PIN_DIGITS} hexadecimal digits (a SHA-256, either case); got {shown_kind(pin)}"
     return None
 
 
 def check_pin(data: Any, pin: Any, name: str) -> None:
-    """The pinned resume: ``data`` (a checkpoint file's bytes, the ones to be resumed from) is
-    refused unless its whole-file SHA-256 is ``pin`` (:func:`pin_problem`; TypeError or ValueError
-    naming ``name`` when malformed). Zero bytes are a fresh start, never the pinned checkpoint.
-    A refusal is an :class:`~bob.errors.IntegrityError` whose field is ``name``."""
+    """The pinned resume: an :class:`~bob.errors.IntegrityError` (field ``name``) unless ``data``'s
+    SHA-256 is ``pin``; zero bytes, a fresh start, are never the pinned checkpoint. A malformed
+    pin is a TypeError or ValueError (:func:`pin_problem`)."""
     from bob.errors import IntegrityError
 
     problem = pin_problem(pin)
@@ -135,11 +129,8 @@ def envelope_header(step: int, chunk_digests: "list[bytes]", header_bytes: int =
                     strings: "tuple[bytes, ...]" = STRINGS, payload_bytes: int = PAYLOAD_BYTES,
                     chunk_bytes: int = CHUNK_BYTES, updates: int = UPDATES_PER_INVOCATION,
                     digest: "Callable[[Any], bytes] | None" = None) -> bytes:
-    """The ``header_bytes``-long envelope header (digest and zero padding
-    included) for ``step``, the planes' digests and the contract's fields,
-    packed field by field with :mod:`bob.formats.layout`'s packers. The
-    values are the caller's to check; ``digest`` is the SHA-256 function
-    (:func:`sha256` unless given)."""
+    """The ``header_bytes``-long envelope header (digest and zero padding included), packed
+    with :mod:`bob.formats.layout`'s packers; the values are the caller's to check."""
     body = b"".join((
         ENVELOPE_HEAD_STRUCT.pack(CHECKPOINT_MAGIC, VERSION, header_bytes, step),
         *(U32.pack(len(s)) + s for s in strings),
@@ -163,10 +154,8 @@ def chunk_digests(planes: memoryview, digest: "Callable[[Any], bytes] | None" = 
 
 
 def seal_checkpoint(step: int, checkpoint: bytearray) -> bytearray:
-    """Make ``checkpoint`` — a buffer of a canonical checkpoint's size whose
-    planes (P, M, V, little-endian float32) are in place after the header —
-    the canonical checkpoint file for ``step``, by writing the header in
-    place; returns it. bob-run reads, trains and writes one buffer this way:
+    """Write, in place, the canonical header for ``step`` before the planes already in
+    ``checkpoint``; returns it. bob-run reads, trains and writes one buffer this way:
     no copy of the planes, no fresh pages to fault in."""
     view = memoryview(checkpoint)
     if len(view) != CHECKPOINT_BYTES or view.readonly:
@@ -176,9 +165,7 @@ def seal_checkpoint(step: int, checkpoint: bytearray) -> bytearray:
 
 
 def build_checkpoint(step: int, planes: Any) -> bytearray:
-    """The canonical checkpoint file for ``step`` and ``planes`` (P, M, V as
-    :data:`~bob.formats.constants.PAYLOAD_BYTES` bytes of little-endian
-    float32, in parameter order)."""
+    """The canonical checkpoint file for ``step`` and ``planes`` (P, M, V, little-endian float32)."""
     view = memoryview(planes).cast("B")
     if len(view) != PAYLOAD_BYTES:
         raise ValueError(f"planes are {PAYLOAD_BYTES} bytes, got {len(view)}")
@@ -188,18 +175,15 @@ def build_checkpoint(step: int, planes: Any) -> bytearray:
 
 
 def has_canonical_prefix(data: "bytes | bytearray") -> bool:
-    """True when ``data`` is a canonical checkpoint's size and starts as one
-    does up to the step (magic, version, ``header_bytes`` = :data:`HEADER_BYTES`):
-    the only files :func:`recognize_checkpoint` hashes."""
+    """Whether ``data`` has a canonical checkpoint's size and start up to the step: the
+    only files :func:`recognize_checkpoint` hashes."""
     return len(data) == CHECKPOINT_BYTES and data[:_STEP.offset] == _BEFORE_STEP
 
 
 def sealed_step(data: "bytes | bytearray", digests: "list[bytes]",
                 digest: "Callable[[Any], bytes] | None" = None) -> int | None:
-    """The step, if ``data`` (with :func:`has_canonical_prefix`) is exactly
-    the canonical checkpoint for its step and its planes' digests
-    ``digests``: its header, digest and padding rebuilt from them, byte for
-    byte. None otherwise."""
+    """The step, if ``data``'s header is, byte for byte, the canonical one rebuilt from its
+    step and the planes' ``digests``; else None."""
     (step,) = _STEP.unpack(data)
     if data[:HEADER_BYTES] != checkpoint_header(step, digests, digest):
         return None
@@ -207,19 +191,15 @@ def sealed_step(data: "bytes | bytearray", digests: "list[bytes]",
 
 
 def recognize_checkpoint(data: "bytes | bytearray", digest: "Callable[[Any], bytes] | None" = None) -> int | None:
-    """The step, if ``data`` is exactly a canonical checkpoint whose header
-    digest and chunk digests all hold (each computed once, with ``digest``
-    or :func:`sha256`); otherwise None (let the schema judge)."""
+    """The step, if ``data`` is exactly a canonical checkpoint with every digest holding;
+    else None (let the schema judge)."""
     if not has_canonical_prefix(data):
         return None
     return sealed_step(data, chunk_digests(memoryview(data)[HEADER_BYTES:], digest), digest)
 
 
 def header_fields(step: int, digests: "list[bytes]") -> "dict[str, Any]":
-    """The canonical header's fields for ``step`` and the planes' digests,
-    by the schema's names and as its parse gives them (the contract strings
-    without their length prefixes; the chunk table as a list of ``tag``,
-    ``offset``, ``length``, ``digest``)."""
+    """The canonical header's fields for ``step`` and the planes' digests, as the schema's parse gives them."""
     return {
         "magic": CHECKPOINT_MAGIC, "version": VERSION, "header_bytes": HEADER_BYTES, "step": step,
         **dict(zip(CONTRACT_STRINGS, STRINGS)),

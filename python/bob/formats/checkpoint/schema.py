@@ -1,11 +1,5 @@
-"""The checkpoint as construct reads it: the schema of the door's specification.
-
-The header is a ``Struct`` built from the layout's field tables
-(:mod:`bob.formats.layout`) with the rules of :mod:`bob.formats.rules`; its
-digest is computed over a ``RawCopy`` of the header body; the three planes
-are ``Bytes`` fields of ``chunk_bytes``. The field texts are the meanings
-of the layout tables in ``formats/envelope.md``.
-"""
+"""The checkpoint as construct reads it, built from the layout's field tables and the rules;
+the field texts are the meanings of the layout tables in ``formats/envelope.md``."""
 
 from __future__ import annotations
 
@@ -25,7 +19,7 @@ from bob.formats.constants import (
 from bob.formats.layout import CHUNK_ENTRY_FIELDS, CONTRACT_STRINGS, DIGEST_BYTES, ENVELOPE_HEAD, ENVELOPE_TAIL_FIELDS
 from bob.formats.rules import ENVELOPE_VERSION
 from bob.formats.rules import HEADER_BYTES as HEADER_BYTES_RULE
-from bob.formats.schema import LengthPrefixed, Sha256Of, Table, ZeroPadding, const_value, ruled, schema_fields
+from bob.formats.schema import LengthPrefixed, Sha256Of, Table, ZeroPadding, ruled, schema_fields
 
 __all__ = ["ENVELOPE", "ENVELOPE_HEADER", "HEADER_BODY", "CHUNK_ENTRY", "ENVELOPE_MAGIC", "ContractString"]
 
@@ -64,7 +58,7 @@ HEADER_BODY = Struct(
         "updates_per_invocation": f"u64 = {UPDATES_PER_INVOCATION}",
         "chunk_count": f"u32 = {len(CHUNK_TAGS)}",
     }, {"chunk_count": lambda sc: Rebuild(sc, len_(this.chunk_table))}),
-    "chunk_table" / Table(len(CHUNK_TAGS), CHUNK_ENTRY) * "one 52-byte entry per plane: P, M, V",
+    "chunk_table" / Table(len(CHUNK_TAGS), CHUNK_ENTRY) * f"one {CHUNK_ENTRY.sizeof()}-byte entry per plane: P, M, V",
 )
 """The envelope header from the magic to the end of the chunk table."""
 
@@ -86,5 +80,5 @@ ENVELOPE = Struct(
 )
 """The whole bob-envelope v1 file."""
 
-ENVELOPE_MAGIC: bytes = const_value(HEADER_BODY, "magic")
-assert ENVELOPE_MAGIC == CHECKPOINT_MAGIC
+ENVELOPE_MAGIC: bytes = CHECKPOINT_MAGIC
+"""The magic the schema matches."""

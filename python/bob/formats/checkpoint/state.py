@@ -1,10 +1,5 @@
-"""The state rules applied to a state: why bob would not resume it (§5).
-
-The readers' step 9 (:func:`state_findings`, placed in a file when given
-``header_bytes``), and the writers' and importers' refusal of a
-``Checkpoint`` bob would not resume (:func:`refuse_unresumable`). The rules
-themselves are :mod:`bob.formats.rules`'.
-"""
+"""Why bob would not resume a state (§5): the readers' step 9 and the writers' and importers'
+refusal, by the rules of :mod:`bob.formats.rules`."""
 
 from __future__ import annotations
 
@@ -13,7 +8,7 @@ from typing import Any, Protocol, Sequence
 import numpy as np
 
 from bob.errors import ContractMismatch, FormatError
-from bob.formats.constants import PLANE_NAMES, cell_name
+from bob.formats.constants import PLANE_NAMES, SCALAR_BYTES, cell_name
 from bob.formats.contract import Contract
 from bob.formats.layout import ENVELOPE_HEAD, f32_from_bits
 from bob.formats.rules import FINITE, MOMENTS_ZERO_AT_STEP_0, ROOM_FOR_UPDATES, V_NOT_NEGATIVE, ValueRule, chunk_offset
@@ -22,14 +17,12 @@ __all__ = ["ResumableState", "state_findings", "resume_findings", "refuse_unresu
 
 
 def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", header_bytes: int | None = None) -> list[FormatError]:
-    """Why the state (``step``; P, M, V) may not be resumed (§5), as findings.
-
-    ``header_bytes`` places the offsets in a file; without it they are None.
-    """
+    """Why the state (``step``; P, M, V) may not be resumed, as findings placed in a file
+    when ``header_bytes`` is given."""
     out: list[FormatError] = []
 
     def offset(plane: int, k: int) -> int | None:
-        return None if header_bytes is None else chunk_offset(header_bytes, plane) + 4 * k
+        return None if header_bytes is None else chunk_offset(header_bytes, plane) + SCALAR_BYTES * k
 
     step_at = None if header_bytes is None else ENVELOPE_HEAD["step"].offset
 
@@ -65,14 +58,12 @@ def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", heade
 
 
 def _value(plane: Any, k: int) -> float:
-    """Value ``k`` of a plane, from its bits (:func:`~bob.formats.layout.f32_from_bits`:
-    right in any floating-point environment)."""
+    """Value ``k`` of a plane, from its bits (right in any floating-point environment)."""
     return f32_from_bits(int(np.asarray(plane, dtype=np.float32).reshape(-1).view(np.uint32)[k]))
 
 
 class ResumableState(Protocol):
-    """What the resume check reads of a :class:`~bob.Checkpoint` (a protocol:
-    this module sits below the one that defines the class)."""
+    """What the resume check reads of a :class:`~bob.Checkpoint` (defined in a room above this one)."""
 
     contract: Contract
     step: int
@@ -82,9 +73,8 @@ class ResumableState(Protocol):
 
 
 def resume_findings(checkpoint: "ResumableState") -> list[FormatError]:
-    """Why ``bob-run`` (and :func:`bob.invoke`) would refuse to resume
-    ``checkpoint``: a contract field other than bob v1's (§2), then the
-    state (:func:`state_findings`, §5). Empty for a state bob resumes."""
+    """Why ``bob-run`` would refuse to resume ``checkpoint``: a contract field other than bob
+    v1's, then :func:`state_findings`."""
     out: list[FormatError] = [
         ContractMismatch(name, "differs from the bob v1 contract", expected=expected, actual=actual)
         for name, expected, actual in checkpoint.contract.mismatches()
@@ -94,9 +84,8 @@ def resume_findings(checkpoint: "ResumableState") -> list[FormatError]:
 
 
 def refuse_unresumable(checkpoint: "ResumableState", what: str) -> None:
-    """Raise the first of :func:`resume_findings` for a writer (``what``:
-    "Checkpoint.write" …): bob writes no checkpoint that it would refuse to
-    resume unless asked, with ``for_resume=False``, for a test file."""
+    """Raise the first of :func:`resume_findings` for the writer ``what``: bob writes no
+    checkpoint it would refuse to resume unless asked (``for_resume=False``)."""
     findings = resume_findings(checkpoint)
     if findings:
         first = findings[0]

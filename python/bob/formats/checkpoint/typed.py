@@ -1,10 +1,5 @@
-"""The typed checkpoint (:class:`Checkpoint`), its loader, its reader and its description.
-
-Above the examination (:mod:`.examination`), which it reads a file with,
-the header builder (:mod:`.header`), which writes one, and the state checks
-(:mod:`.state`), which refuse what bob would not resume; nothing of the
-checkpoint imports this module back.
-"""
+"""The typed checkpoint (:class:`Checkpoint`), its loader, its reader and its description:
+the checkpoint's top room (nothing of the checkpoint imports it back)."""
 
 from __future__ import annotations
 
@@ -93,31 +88,12 @@ def _check_header_bytes(hb: int, contract: Contract) -> None:
 class Checkpoint:
     """A bob checkpoint: the step, the planes P, M, V and the header's contract.
 
-    ``p``, ``m`` and ``v`` are writable float32 arrays of PARAMETER_COUNT
-    values (parameter order ``context * VOCABULARY + next``); the native
-    core trains them in place. ``p_table``, ``m_table`` and ``v_table``
-    (and ``tables``) are the same planes as :data:`TABLE_SHAPE` arrays:
-    row = context byte, column = next byte, C order, float32 in this
-    machine's byte order (little-endian on every machine bob builds for).
-    They are **views**, always writable: writing one writes the plane, and
-    so the checkpoint. ``header_bytes`` is where plane P starts: the
-    canonical :data:`~bob.formats.checkpoint.HEADER_BYTES` for every
-    checkpoint the library makes; a loaded file keeps its own (a larger
-    valid value), so :meth:`to_bytes` gives back exactly the bytes it was
-    read from.
-
-    Built from arrays, a checkpoint takes each plane flat or as its table,
-    from a NumPy array, anything with the buffer protocol, or an object with
-    ``__dlpack__`` or ``__array__`` (a torch tensor: :mod:`bob.arrays`). It
-    **shares** each plane that already is a writable C-contiguous float32
-    array or tensor of the plane's size (P, M and V alike: training it
-    trains the caller's array) and converts anything else into a new one;
-    a subclass of ``ndarray`` (``np.matrix``, ``np.memmap``) is converted
-    into a new base-class array, never shared, and a masked array is
-    refused naming the plane (D22). :meth:`copy` gives independent planes. Wrong-sized planes, a step
-    outside u64 or an impossible ``header_bytes`` are refused
-    (``BadValue``) when the checkpoint is built and again when it is
-    serialised.
+    The planes, their table views and what a plane may be built from (shared
+    or converted, D22) are README's "Planes in the shapes users hold".
+    ``header_bytes`` is where plane P starts; a loaded file keeps its own, so
+    :meth:`to_bytes` gives back exactly the bytes it was read from. What no
+    envelope can hold is refused (``BadValue``) when the checkpoint is built
+    and again when it is serialised.
     """
 
     step: int
@@ -138,11 +114,8 @@ class Checkpoint:
         self._check()
 
     def _check(self) -> None:
-        """Refuse (``BadValue``, naming the field) what no envelope can hold.
-
-        Run when the checkpoint is built and again before it is serialised,
-        since its fields can be reassigned in between.
-        """
+        """Refuse (``BadValue``) what no envelope can hold; run again before serialising,
+        since the fields can be reassigned in between."""
         self.p = _plane(self.p, "P")
         self.m = _plane(self.m, "M")
         self.v = _plane(self.v, "V")
@@ -165,12 +138,9 @@ class Checkpoint:
 
     @classmethod
     def _of(cls, ex: Examination) -> "Checkpoint":
-        """The checkpoint an examination read; raise its first finding. The
-        planes are copied once, into writable arrays the checkpoint owns (the
-        core trains them in place), never views of the bytes (D20)."""
-        if ex.findings:
-            raise ex.findings[0]
-        if ex.fresh:
+        """The checkpoint an examination read, or its first finding raised. The planes are
+        copied once, into arrays the core can train in place, never views of the bytes (D20)."""
+        if ex.checked().fresh:
             return cls.fresh()
         assert ex.header is not None and ex.planes is not None
         planes = ex.planes.copy()
@@ -178,7 +148,7 @@ class Checkpoint:
 
     @property
     def invocations(self) -> int:
-        """Invocations completed: ``step // 10``."""
+        """Invocations completed: ``step // UPDATES_PER_INVOCATION``."""
         return self.step // UPDATES_PER_INVOCATION
 
     @property
@@ -212,21 +182,13 @@ class Checkpoint:
         return {"P": self.p_table, "M": self.m_table, "V": self.v_table}
 
     def to_bytes(self, header_bytes: int | None = None, *, for_resume: bool = True) -> bytes:
-        """The envelope file. ``header_bytes`` defaults to the checkpoint's own.
+        """The envelope file (``header_bytes``: the checkpoint's own by default).
 
-        A state ``bob-run`` would refuse to resume (the door's step 9, or a
-        contract other than bob v1's) is refused with the
-        :class:`~bob.FormatError` a reader gives, naming the plane and index
-        (or the field), unless ``for_resume=False``: the one way to build a
-        test file bob must refuse, and the same keyword a reader takes to
-        read one (``Checkpoint.read(path, for_resume=False)``).
-
-        Each plane's SHA-256 is computed once, over the plane's own memory,
-        and the planes are copied once, into the bytes returned.
+        A state ``bob-run`` would refuse to resume is refused with a reader's
+        :class:`~bob.FormatError` unless ``for_resume=False`` (for test files).
+        Each plane is hashed over its own memory and copied once, into the bytes returned.
         """
-        self._check()
-        if for_resume:
-            self._refuse_unresumable("Checkpoint.to_bytes")
+        self._refuse_unwritable("Checkpoint.to_bytes", for_resume)
         hb = self.header_bytes if header_bytes is None else integer_field(header_bytes, "header_bytes", "header_bytes is an integer")
         _check_header_bytes(hb, self.contract)
         planes = [_le_bytes(a) for a in (self.p, self.m, self.v)]
@@ -247,32 +209,24 @@ class Checkpoint:
         return read_checkpoint_file(path, for_resume=for_resume)
 
     def write(self, path: "str | os.PathLike[str]", *, for_resume: bool = True) -> None:
-        """Replace the file at ``path`` with this checkpoint, atomically (as ``bob-run`` does).
-
-        Refuses, before the file is touched, a state bob would refuse to
-        resume, unless ``for_resume=False`` (see :meth:`to_bytes`).
-        """
+        """Replace the file at ``path`` with this checkpoint, atomically, refusing
+        first what :meth:`to_bytes` refuses."""
         from bob.fileio import write_atomic
 
-        self._check()
-        if for_resume:
-            self._refuse_unresumable("Checkpoint.write")
+        self._refuse_unwritable("Checkpoint.write", for_resume)
         write_atomic(path, self.to_bytes(for_resume=False))
 
     # -- other tools' files (bob.interop, which never imports the checkpoint back)
 
     def to_safetensors(self, path: "str | os.PathLike[str]", *, for_resume: bool = True) -> None:
-        """Write the planes as float32 tables ``P``, ``M``, ``V`` with the step
-        and the contract as metadata, atomically; refuses what :meth:`to_bytes`
-        refuses. Needs the ``interop`` extra (safetensors)."""
+        """Write the checkpoint as a safetensors file (:mod:`bob.interop`), atomically."""
         from bob.interop import write_safetensors
 
         write_safetensors(self, path, for_resume=for_resume)
 
     @classmethod
     def from_safetensors(cls, path: "str | os.PathLike[str]", *, for_resume: bool = True) -> "Checkpoint":
-        """Read a file :meth:`to_safetensors` wrote; refuses (a ``FormatError``
-        naming the tensor or metadata key) anything that is no valid bob state."""
+        """Read a file :meth:`to_safetensors` wrote, refusing anything that is no valid bob state."""
         from bob.interop import read_safetensors
 
         return read_safetensors(path, cls, for_resume=for_resume)
@@ -290,10 +244,12 @@ class Checkpoint:
 
         return read_npz(path, cls, for_resume=for_resume)
 
-    def _refuse_unresumable(self, what: str) -> None:
-        """Raise, for the writer ``what``, why bob would not resume this state
-        (:func:`~bob.formats.checkpoint.refuse_unresumable`; bob.interop's too)."""
-        refuse_unresumable(self, what)
+    def _refuse_unwritable(self, what: str, for_resume: bool) -> None:
+        """Refuse, for the writer ``what`` (bob.interop's too), what no envelope holds and, when
+        ``for_resume``, what bob would not resume (:func:`~bob.formats.checkpoint.refuse_unresumable`)."""
+        self._check()
+        if for_resume:
+            refuse_unresumable(self, what)
 
     def copy(self) -> "Checkpoint":
         return Checkpoint(self.step, self.p.copy(), self.m.copy(), self.v.copy(), self.header_bytes, self.contract)
@@ -325,13 +281,8 @@ class Checkpoint:
 def load_checkpoint(data: bytes, *, for_resume: bool = True, expected_sha256: str | None = None) -> Checkpoint:
     """Parse and fully check a checkpoint; raise the first finding.
 
-    Zero bytes are a fresh run: the state at step 0, made by the native core.
-    ``for_resume=False`` skips the state checks (an inspector loads such files).
-    The bytes are examined once (:func:`~bob.formats.checkpoint.examine`:
-    each digest computed once; a canonical file recognised without a parse).
-    ``expected_sha256`` pins them (64 hexadecimal digits, either case): bytes
-    whose SHA-256 is another, or zero bytes, are refused first, with an
-    ``IntegrityError`` naming ``expected_sha256`` (:func:`~bob.formats.checkpoint.check_pin`).
+    Zero bytes are the fresh state; ``for_resume=False`` skips the state checks;
+    ``expected_sha256`` pins the bytes first (:func:`~bob.formats.checkpoint.check_pin`).
     """
     if expected_sha256 is not None:
         check_pin(data, expected_sha256, "expected_sha256")
@@ -339,10 +290,7 @@ def load_checkpoint(data: bytes, *, for_resume: bool = True, expected_sha256: st
 
 
 def read_checkpoint_file(path: "str | os.PathLike[str]", *, for_resume: bool = True) -> Checkpoint:
-    """Read and check a checkpoint file; an empty file is the fresh state.
-
-    No more than :data:`~bob.formats.constants.MAX_CHECKPOINT_BYTES` are ever read.
-    """
+    """Read and check a checkpoint file (at most ``MAX_CHECKPOINT_BYTES``); an empty file is the fresh state."""
     return Checkpoint._of(examine(read_format_file(path, MAX_CHECKPOINT_BYTES, CHECKPOINT_FILE), for_resume=for_resume))
 
 
