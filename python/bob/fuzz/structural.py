@@ -9,7 +9,7 @@ import random
 import struct
 
 from bob.formats.constants import CHECKPOINT_MAGIC, CHUNK_BYTES, CHUNK_TAGS, MAX_HEADER_BYTES, PAYLOAD_BYTES, \
-    STRING_LIMIT, U64_MAX, UPDATES_PER_INVOCATION, VOCABULARY
+    STRING_LIMIT, U64_MAX, UPDATES_PER_INVOCATION
 from bob.formats.layout import CANONICAL, DIGEST_BYTES, ENVELOPE_HEAD, HEADER_ALIGNMENT, INPUT, \
     U32, U64, EnvelopeLayout, Field, aligned_header_bytes, envelope_layout
 from bob.formats.rules import chunk_offset
