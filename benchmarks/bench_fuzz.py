@@ -66,13 +66,13 @@ print(json.dumps({"exec_per_s": len(inputs) / seconds, "exec_per_cpu_s": len(inp
 
 def draw_inputs(target: str, n: int, outdir: Path, seed: int = 20261201) -> None:
     sys.path.insert(0, str(ROOT / "python"))
-    from bob.fuzz.loop import _accepts  # the seeded loop's own test of "accepted"
+    from bob.fuzz.conformance import judge  # the seeded loop's own test of "accepted"
     from bob.fuzz.mutator import custom_mutator, mutate_canonical
     from bob.fuzz.targets import TARGETS, seed_files
 
     fmt = TARGETS[target].format
     seeds = [p.read_bytes() for p in seed_files(target)]
-    accepted = [s for s in seeds if s and target in ("input", "checkpoint") and _accepts(target, s)]
+    accepted = [s for s in seeds if s and target in ("input", "checkpoint") and judge(target, s)["verdict"] == "accept"]
     mutator = custom_mutator(fmt, None)
     rnd = random.Random(seed)
     outdir.mkdir(parents=True)

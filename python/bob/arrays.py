@@ -40,7 +40,9 @@ if TYPE_CHECKING:  # pragma: no cover - typing costs start-up time bob-run does 
     #: The pairs' bytes: bytes, a uint8 / uint32 buffer, an integer array or tensor.
     PairsLike: TypeAlias = Buffer | npt.NDArray[Any] | SupportsDLPack | SupportsArray
 
-__all__ = ["NotAnArray", "PlaneLike", "PairsLike", "foreign_array", "is_foreign"]
+__all__ = ["NotAnArray", "foreign_array", "is_foreign"]
+if TYPE_CHECKING:  # pragma: no cover - the aliases exist for type checkers only (`import *` must not ask for them)
+    __all__ += ["PlaneLike", "PairsLike"]
 
 
 class NotAnArray(TypeError):

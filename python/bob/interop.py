@@ -60,6 +60,7 @@ __all__ = [
 ]
 
 FORMAT = "bob-checkpoint"
+NPZ_METADATA = METADATA_MEMBER  # the .npz array holding the metadata's JSON text
 VERSION = "1"
 # The largest file an import reads. A bob export is under 800 KB (three planes
 # and their metadata); room for four times that lets a file with an extra or a
@@ -212,7 +213,7 @@ def npz_bytes(checkpoint: "Checkpoint", *, for_resume: bool = True) -> bytes:
     member times, so that the same checkpoint always gives the same bytes."""
     checkpoint._refuse_unwritable("Checkpoint.to_npz", for_resume)
     members = {name: np.ascontiguousarray(t, dtype="<f4") for name, t in checkpoint.tables.items()}
-    members[METADATA_MEMBER] = np.array(json.dumps(metadata(checkpoint), sort_keys=True))  # the JSON text
+    members[NPZ_METADATA] = np.array(json.dumps(metadata(checkpoint), sort_keys=True))  # the JSON text
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_STORED) as z:
         for name, array in members.items():

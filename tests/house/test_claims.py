@@ -308,12 +308,14 @@ def unlisted_imports(paths: list[Path], package: Path = PACKAGE) -> list[str]:
     by_name = {module_name(p, package): p for p in paths}
     exported: dict[str, set[str]] = {}
     for name, path in by_name.items():
-        for node in tree(path).body:
+        for node in ast.walk(tree(path)):  # `__all__ = [...]`, and `__all__ += [...]` (for type checkers only)
             if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
                 try:
                     exported[name] = set(ast.literal_eval(node.value))
                 except ValueError:  # computed (bob's lazy names): every name it offers is listed
                     pass
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == "__all__":
+                exported.setdefault(name, set()).update(ast.literal_eval(node.value))
     out = []
     for name, path in sorted(by_name.items()):
         for node in ast.walk(tree(path)):

@@ -1,10 +1,13 @@
 """The documents name only what exists: every ``bob.…`` name and every
 project path written in backticks in README, BENCHMARKS, docs/ and formats/
 resolves (a module, an attribute of one, a file or a directory), so a module
-that moves cannot leave a document pointing at its old home."""
+that moves cannot leave a document pointing at its old home. The same holds
+for what the benchmarks and scripts import from ``bob``: they never run in
+CI, so a name removed under them would otherwise go unseen."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import re
 from pathlib import Path
@@ -68,3 +71,27 @@ def test_a_moved_module_is_caught() -> None:
     assert missing_names("`bob.formats.checkpoint.ENVELOPE`, `bob.invoke`") == []
     assert missing_paths("`rust/bob-core/src/kernel/{plan,rows}.rs`") == []
     assert missing_paths("`rust/bob-core/src/kernel/{plan,gone}.rs`") == ["rust/bob-core/src/kernel/gone.rs"]
+
+
+TOOLS = sorted([*(ROOT / "benchmarks").glob("*.py"), *(ROOT / "scripts").glob("*.py")])
+
+
+def missing_imports(source: str) -> list[str]:
+    """The ``bob`` names ``source`` imports (``import bob.x``, ``from bob.x import y``) that do not exist."""
+    names = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "bob":
+            names += [f"{node.module}.{a.name}" for a in node.names if a.name != "*"]
+        elif isinstance(node, ast.Import):
+            names += [a.name for a in node.names if a.name.split(".")[0] == "bob"]
+    return sorted({n for n in names if not _resolves(n)})
+
+
+@pytest.mark.parametrize("tool", TOOLS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_bob_name_a_benchmark_or_script_imports_exists(tool: Path) -> None:
+    assert missing_imports(tool.read_text(encoding="utf-8")) == []
+
+
+def test_a_removed_name_under_a_benchmark_is_caught() -> None:
+    planted = "from bob.fuzz.loop import _accepts, seeded_loop\nimport bob.fuzz.gone\n"
+    assert missing_imports(planted) == ["bob.fuzz.gone", "bob.fuzz.loop._accepts"]

@@ -60,7 +60,8 @@ KNOWN_MAGICS = {
 
 def magic_finding(data: bytes, magic: bytes, what: str) -> FormatError | None:
     """The finding for ``data``'s first bytes against ``magic``, or None if they match: a
-    file that does not start with it is :class:`NotABobFile`, never a bad length (D1)."""
+    file that ends inside the magic is ``Truncated``; any other that does not start with it
+    is :class:`NotABobFile`, never a bad length (D1)."""
     head = data[: len(magic)]
     if head == magic:
         return None

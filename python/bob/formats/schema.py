@@ -14,9 +14,9 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from construct import (Array, Bytes, Construct, ConstructError, Container, Float64l, Int32ul, Int64ul, RawCopy, Rebuild,
-                       Renamed, SizeofError, StreamError, Struct, Subconstruct, Terminated, evaluate, stream_read,
-                       stream_tell, stream_write)
+from construct import (Array, Bytes, Const, Construct, ConstructError, Container, Float64l, Int32ul, Int64ul, RawCopy,
+                       Rebuild, Renamed, SizeofError, StreamError, Struct, Subconstruct, Terminated, evaluate,
+                       stream_read, stream_tell, stream_write)
 
 from bob.errors import BadValue, FormatError, NotABobFile, Truncated
 from bob.formats.layout import DIGEST_BYTES, F64, U32, U64, Field
@@ -37,6 +37,7 @@ __all__ = [
     "layout",
     "walk",
     "field_from_path",
+    "const_value",
 ]
 
 
@@ -200,11 +201,14 @@ class Table(Array):
         return items
 
 
-def Sha256Of(bytesfunc: Callable[[Any], bytes]) -> Construct:
+class Sha256Of(Rebuild):
     """A 32-byte SHA-256 field over ``bytesfunc(context)``: built as the digest, parsed
     as the stored bytes without comparing, so that the checker reports a mismatch as one
     finding among others instead of stopping the parse (construct's ``Checksum`` would stop)."""
-    return Rebuild(Bytes(DIGEST_BYTES), lambda this: hashlib.sha256(evaluate(bytesfunc, this)).digest())
+
+    def __init__(self, bytesfunc: Callable[[Any], bytes]) -> None:
+        super().__init__(Bytes(DIGEST_BYTES), lambda this: hashlib.sha256(evaluate(bytesfunc, this)).digest())
+        self.bytesfunc = bytesfunc
 
 
 class ZeroPadding(Rebuild):
@@ -333,3 +337,12 @@ def layout(schema: Construct, sample: bytes) -> list[FieldRow]:
     return rows
 
 
+def const_value(schema: Struct, name: str) -> Any:
+    """The value of the ``Const`` field ``name`` of ``schema`` (the magic)."""
+    for sub in schema.subcons:
+        inner, subname, _ = _unwrap(sub)
+        if subname == name:
+            while not isinstance(inner, Const):
+                inner = inner.subcon
+            return inner.value
+    raise KeyError(name)

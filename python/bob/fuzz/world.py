@@ -98,7 +98,8 @@ class _Files:
     """The run's paths in a fresh directory, as the world lays them out."""
 
     def __init__(self, d: Path, world: str) -> None:
-        shutil.rmtree(d, ignore_errors=True)  # the last execution's files
+        if d.exists():
+            shutil.rmtree(d)  # the last execution's files: one that cannot be removed is this harness's failure
         self.dir = d
         self.home = d / "real" if world == "symlinks" else d
         self.home.mkdir(parents=True, exist_ok=True)

@@ -6,8 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from bob.formats.docs import layout_rows, sample
+from bob.formats.kinds import ALIASES
 
 SCHEMA_KINDS = {"input": "input", "checkpoint": "envelope", "predictions": "predictions"}  # -> bob.formats.docs' name
+SCHEMA_ALIASES = ALIASES
 FORMAT_NAMES = {"input": "bob-input", "checkpoint": "bob-envelope", "predictions": "bob-predictions"}
 FORMAT_VERSIONS = {"input": 1, "checkpoint": 1, "predictions": None}
 
