@@ -219,7 +219,7 @@ class Checkpoint:
     # -- other tools' files (bob.interop, which never imports the checkpoint back)
 
     def to_safetensors(self, path: "str | os.PathLike[str]", *, for_resume: bool = True) -> None:
-        """Write the checkpoint as a safetensors file (:mod:`bob.interop`), atomically."""
+        """Write the checkpoint as a safetensors file, atomically (:mod:`bob.interop`; needs the ``interop`` extra)."""
         from bob.interop import write_safetensors
 
         write_safetensors(self, path, for_resume=for_resume)
