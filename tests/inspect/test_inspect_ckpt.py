@@ -4,6 +4,7 @@ checkpoints, the fresh state, --heatmap."""
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import shutil
 import struct
@@ -18,6 +19,7 @@ import bob
 HB = 448
 CHUNK = 262_144
 from conftest import CKPT_10_SHA256 as CKPT_SHA_10  # noqa: E402
+from conftest import GOLDEN  # noqa: E402
 
 # The documented, stable --json keys (docs/bob-inspect.md).
 CKPT_KEYS = {
@@ -262,3 +264,25 @@ def test_heatmap_into_a_directory_is_refused(cli, files, tmp_path):
     err = out.stderr.decode()
     assert err.count("\n") == 1 and "--heatmap" in err and str(target) in err and out.stdout == b""
     assert target.is_dir() and not any(target.iterdir())
+
+
+def test_plane_means_and_norms_are_summed_exactly_so_every_machine_prints_the_same():
+    """The mean and L2 norm equal exact rational arithmetic rounded once (the sum) and once
+    more (the division, the square root): no summation order of NumPy's or the BLAS's shows."""
+    from fractions import Fraction
+
+    from bob.formats.constants import VOCABULARY
+    from bob.formats.layout import CANONICAL_HEADER_BYTES
+    from bob.inspect.checkpoint import plane_stats
+
+    big = np.float32(1e30)
+    planes = [np.array([big, 1.0, -big], dtype=np.float32),  # summed in order: 0, not 1/3
+              np.array([np.finfo(np.float32).max, np.float32(1e-45), np.nan, -np.inf, -0.0], dtype=np.float32),
+              np.frombuffer((GOLDEN / "checkpoint-abracadabra-step10.bin").read_bytes(), "<f4",
+                            count=VOCABULARY * VOCABULARY, offset=CANONICAL_HEADER_BYTES)]
+    for plane in planes:
+        finite = [Fraction(float(x)) for x in plane[np.isfinite(plane)]]
+        stats = plane_stats(plane)
+        assert stats["mean"] == float(sum(finite)) / len(finite)
+        assert stats["l2_norm"] == math.sqrt(float(sum(x * x for x in finite)))
+    assert plane_stats(planes[0])["mean"] == 1 / 3

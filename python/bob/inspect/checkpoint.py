@@ -8,6 +8,7 @@ to a row of logits are :func:`bob.probabilities`' (:mod:`bob.analysis`).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -23,10 +24,9 @@ from bob.text import escape_bytes, show_byte
 
 
 def plane_stats(values) -> dict[str, Any]:
-    """min, max, mean, L2 norm (over the finite values, in float64) and counts.
-
-    ``negative`` counts values < 0 (``-inf`` included, ``-0.0`` not).
-    """
+    """min, max, mean, L2 norm (over the finite values, in float64, summed exactly by
+    ``math.fsum``: the same on every machine, where NumPy's ``dot`` follows the BLAS) and
+    counts. ``negative`` counts values < 0 (``-inf`` included, ``-0.0`` not)."""
     a = np.asarray(values, dtype=np.float32)
     finite = np.isfinite(a)
     vals = a[finite].astype(np.float64)
@@ -37,8 +37,8 @@ def plane_stats(values) -> dict[str, Any]:
         "count": int(a.size),
         "min": f32_json(vals.min()) if has else None,
         "max": f32_json(vals.max()) if has else None,
-        "mean": float(vals.mean()) if has else None,
-        "l2_norm": float(np.sqrt(np.dot(vals, vals))) if has else None,
+        "mean": math.fsum(vals.tolist()) / vals.size if has else None,
+        "l2_norm": math.sqrt(math.fsum((vals * vals).tolist())) if has else None,
         "non_finite": non_finite,
         "nan": nan,
         "inf": non_finite - nan,
