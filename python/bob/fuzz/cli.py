@@ -1,9 +1,5 @@
-"""The ``bob-fuzz`` command line (also ``python -m bob fuzz``), on bob's shared runner.
-
-Exit codes: 0 nothing found / everything passed / every reader agreed; 1 found
-something (a finding, a failing replay, a disagreement); 2 refused (the command
-line, a path, a missing engine); 70 anything unexpected; 130 interrupted.
-"""
+"""The ``bob-fuzz`` command line (also ``python -m bob fuzz``) on bob's shared runner; its epilog lists the exit
+codes."""
 
 from __future__ import annotations
 
