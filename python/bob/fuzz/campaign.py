@@ -1,14 +1,5 @@
-"""A coverage-guided campaign: ``jobs`` atheris workers on one corpus directory (docs/fuzzing.md).
-
-One loop reads libFuzzer's status lines from every worker's pipe and shows the
-totals (:class:`bob.fuzz.common.CampaignDisplay`); a finding is written as
-``<target>-<sha256 prefix>.bin`` once per failure (:func:`bob.fuzz.properties.exception_key`)
-and the worker is restarted for what remains. The campaign owns its
-processes and files: workers die with the parent and are ended on every exit
-path, ``--jobs`` workers that cannot all start are a refusal, and scratch
-directories live under ``ARTIFACTS/.logs/`` and are removed. Only the worker
-imports atheris.
-"""
+"""A coverage-guided campaign: ``jobs`` atheris workers on one corpus directory. What it shows, writes,
+restarts, ends and removes: docs/fuzzing.md's "Commands". Only the worker imports atheris."""
 
 from __future__ import annotations
 
@@ -99,11 +90,7 @@ class _Worker:
     last_key: str | None = None
     found: bool = False  # this generation wrote an artifact
     generation: int = 0
-    stopped: bool = False
     log: deque[str] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
-
-    def end_generation(self) -> None:
-        self.executions_done, self.executions = self.executions_done + self.executions, 0
 
 
 def _passes_outside(target: str, path: str, env: "dict[str, str]") -> bool:
@@ -175,11 +162,11 @@ class _Campaign:
         self.scratch_dirs.append(tempfile.mkdtemp(prefix=f"{SCRATCH}{os.getpid()}-{what}-", dir=self.logs))
         return self.scratch_dirs[-1]
 
-    def launch(self, w: _Worker) -> bool:
-        """Start worker ``w``'s next generation; False when nothing is left to run."""
+    def launch(self, w: _Worker) -> None:
+        """Start worker ``w``'s next generation, if anything is left to run."""
         left = self.remaining_time()
         if left is not None and left < 1:
-            return False
+            return
         argv = ["bob-fuzz", str(self.corpus), self.seeds, f"-artifact_prefix={self.crash_dir}/",
                 f"-dict={self.dict_path}", f"-max_len={self.max_len}", "-timeout=60", f"-rss_limit_mb={RSS_LIMIT_MB}",
                 "-reload=1", "-print_final_stats=1", "-len_control=0"]
@@ -189,7 +176,7 @@ class _Campaign:
         if self.runs is not None:
             runs_left = (self.runs - self.total_runs()) // len(self.workers)
             if runs_left <= 0:
-                return False
+                return
             share = min(share, runs_left) if share else runs_left
         if share:
             argv.append(f"-runs={share}")
@@ -204,7 +191,6 @@ class _Campaign:
                                   stderr=subprocess.STDOUT, env=dict(self.env, PYTHONUNBUFFERED="1"))
         assert w.proc.stdout is not None
         self.selector.register(w.proc.stdout, selectors.EVENT_READ, w)
-        return True
 
     def read(self, w: _Worker) -> None:
         """What worker ``w`` wrote since the last read: its status, its failure's key and message, its
@@ -267,18 +253,17 @@ class _Campaign:
         from bob.commands import os_reason
 
         assert w.proc is not None
-        w.end_generation()
+        w.executions_done, w.executions = w.executions_done + w.executions, 0
         result = self.result
         crashed_unseen = w.proc.returncode != 0 and not w.found
         if crashed_unseen and not self.overdue:
             result.notes.append(f"worker {w.index + 1} ended (exit {w.proc.returncode}) without a finding: "
                                 f".logs/{self.name}-worker{w.index}.log says why")
         try:  # (a crash without an artifact would only repeat itself)
-            w.stopped = crashed_unseen or len(result.findings) >= self.max_findings \
-                or result.crashes >= MAX_CRASHES or not self.launch(w)
+            if not (crashed_unseen or len(result.findings) >= self.max_findings or result.crashes >= MAX_CRASHES):
+                self.launch(w)
         except OSError as exc:
             result.notes.append(f"worker {w.index + 1} could not be restarted: {os_reason(exc)}")
-            w.stopped = True
 
     def watch(self, display: CampaignDisplay) -> None:
         """Start the workers, then read them, showing the totals every half second, until none is left."""
@@ -342,9 +327,6 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
             for d in c.scratch_dirs:
                 shutil.rmtree(d, ignore_errors=True)
             c.selector.close()
-    for w in c.workers:  # a generation still running when the campaign ended
-        if w.proc is not None and not w.stopped:
-            w.end_generation()
     result = c.result
     result.executions = c.total_runs()
     result.corpus = sum(1 for _ in c.corpus.iterdir())

@@ -1,9 +1,5 @@
-"""The ``bob-fuzz`` command line (also ``python -m bob fuzz``), on bob's shared runner.
-
-Exit codes: 0 nothing found / everything passed / every reader agreed; 1 found
-something (a finding, a failing replay, a disagreement); 2 refused (the command
-line, a path, a missing engine); 70 anything unexpected; 130 interrupted.
-"""
+"""The ``bob-fuzz`` command line (also ``python -m bob fuzz``) on bob's shared runner; its epilog lists the exit
+codes."""
 
 from __future__ import annotations
 
@@ -135,6 +131,7 @@ def cmd_targets(args: argparse.Namespace) -> Outcome:
 
 
 def cmd_run(args: argparse.Namespace) -> Outcome:
+    from bob import signals
     from bob.fuzz.campaign import run_campaign
     from bob.fuzz.common import fast_path_stats
     from bob.fuzz.loop import seeded_loop
@@ -144,8 +141,6 @@ def cmd_run(args: argparse.Namespace) -> Outcome:
         if args.runs is None:
             raise Refused("usage: --engine loop needs --runs N", option="--runs")
         artifacts = output_directory("--artifacts", args.artifacts)
-        from bob import signals
-
         replaced = signals.install()  # SIGTERM and SIGHUP end the loop as Ctrl-C does (its files removed)
         try:
             result = seeded_loop(args.target, args.runs, args.seed or 0, fmt=args.format, stop_on_finding=False,
@@ -189,6 +184,7 @@ def _target_of(path: Any, given: str | None) -> str:
 
 def cmd_replay(args: argparse.Namespace) -> Outcome:
     from bob.fuzz.replay import files_under, read_input, replay_file, skipped
+    from bob.progress import Progress
 
     if args.target is not None:
         _known_target(args.target)
@@ -200,8 +196,6 @@ def cmd_replay(args: argparse.Namespace) -> Outcome:
         files += [(f, _target_of(f, args.target)) for f in files_under([path]) if args.target or not skipped(f)]
     if not files:
         raise Refused("no files to replay", option="PATH", path=args.paths[0])
-    from bob.progress import Progress
-
     verdicts = []
     with Progress(PROG, "replay", len(files)) as progress:
         for f, name in files:

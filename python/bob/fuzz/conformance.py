@@ -1,10 +1,5 @@
-"""A conformance corpus for other implementations of bob's formats, and ``bob-fuzz check``.
-
-The layout, the manifest's entries and the reader's convention are docs/fuzzing.md's "The
-conformance corpus". Every file is written with :func:`bob.fileio.write_atomic`; the refused
-files are the field-aware mutator's, from the golden files with a fixed seed (the same corpus on
-every run). ``python -m bob.fuzz.conformance FORMAT PATH`` is bob's own reader in that convention.
-"""
+"""A conformance corpus for other implementations of bob's formats, and ``bob-fuzz check``: docs/fuzzing.md's
+"The conformance corpus" (its layout, its manifest, the reader's convention, ``python -m bob.fuzz.conformance``)."""
 
 from __future__ import annotations
 

@@ -17,14 +17,10 @@ __all__ = ["seeded_loop"]
 def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None,
                 stop_on_finding: bool = True, artifacts: "str | os.PathLike[str] | None" = None,
                 progress: bool = False) -> CampaignResult:
-    """``runs`` executions of ``target`` over seeded mutations of its seeds; deterministic.
-
-    A failure is a finding once per :func:`~bob.fuzz.properties.exception_key`; its
-    first input is written to ``artifacts`` when given, else kept only in memory
-    (``path`` empty). ``progress``: say on stderr how far the loop is, past two seconds.
-    ``fast_path_share`` (input, checkpoint): the share of executions whose bytes
-    the fast path recognized, i.e. that reached the differential assertion.
-    """
+    """``runs`` executions of ``target`` over seeded mutations of its seeds; deterministic. A failure is a
+    finding once per key (:meth:`CampaignResult.add`: its first input written to ``artifacts`` when given).
+    ``progress``: say on stderr how far the loop is, past two seconds. ``fast_path_share`` (input, checkpoint):
+    the share of executions whose bytes the fast path recognized, i.e. that reached the differential assertion."""
     from bob.fuzz.conformance import judge
     from bob.fuzz.mutator import custom_mutator, mutate_canonical, recognized
     from bob.progress import Progress

@@ -1,10 +1,5 @@
-"""What OSS-Fuzz / ClusterFuzzLite needs beside the binaries (``.clusterfuzzlite/build.sh``).
-
-``python -m bob.fuzz.oss HARNESS_DIR OUT`` (from the checkout) writes per Python target an atheris
-harness ``HARNESS_DIR/fuzz_<target>.py`` (bob instrumented, bob's custom mutator),
-``OUT/fuzz_<target>.dict`` and ``OUT/fuzz_<target>_seed_corpus.zip``; and the seed zips of the
-cargo-fuzz targets' committed corpora and regressions.
-"""
+"""What OSS-Fuzz / ClusterFuzzLite needs beside the binaries: ``python -m bob.fuzz.oss HARNESS_DIR OUT``
+(from the checkout) in ``.clusterfuzzlite/build.sh``; what it writes: docs/fuzzing.md's "Scaling out"."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""Re-running findings through their targets, and shrinking them out of process. No engine needed.
-
-A file's target comes from where bob puts files (:func:`infer_target`): a
-campaign's corpus ``.bob-fuzz/TARGET/corpus/…``, ``fuzz/regressions/TARGET/…``,
-a conformance corpus's ``FORMAT/accepted/…`` or ``FORMAT/refused/FIELD/…``,
-or an artifact's name prefix ``TARGET-<sha>.bin``.
-"""
+"""Re-running findings through their targets, and shrinking them out of process. No engine needed."""
 
 from __future__ import annotations
 
@@ -54,7 +48,9 @@ def skipped(path: Path) -> bool:
 
 
 def infer_target(path: "str | os.PathLike[str]") -> str | None:
-    """The target of a file from the layouts bob writes (see the module's doc), or None."""
+    """The target of a file from where bob puts files, or None: a campaign's corpus ``.bob-fuzz/TARGET/corpus/…``,
+    ``fuzz/regressions/TARGET/…``, a conformance corpus's ``FORMAT/accepted/…`` or ``FORMAT/refused/FIELD/…``,
+    or an artifact's name prefix ``TARGET-<sha>.bin``."""
     parts = Path(os.path.abspath(path)).parts
     for i in range(len(parts) - 2, 0, -1):  # the innermost layout wins
         if parts[i] in ("accepted", "refused") and parts[i - 1] in TARGETS:
@@ -108,20 +104,9 @@ def replay(paths: "list[str | os.PathLike[str]]", target: str | None = None) -> 
 
 
 def shrink(data: bytes, same: Callable[[bytes], bool], max_tries: int) -> tuple[bytes, int]:
-    """The simplest input ``same`` keeps, in at most ``max_tries`` calls of ``same``.
-
-    First the bytes are zeroed in ever smaller aligned chunks (chunks already
-    zero cost no call): the length stays, so a fixed-size format (a checkpoint)
-    is reduced to the few bytes the failure needs. Then ever smaller chunks are
-    deleted, which shortens the formats whose length is free.
-    """
+    """The simplest input ``same`` keeps, in at most ``max_tries`` calls of ``same``: chunks zeroed, then
+    deleted (docs/fuzzing.md's ``minimize``); chunks already zero cost no call."""
     tries = 0
-
-    def keeps(candidate: bytes) -> bool:
-        nonlocal tries
-        tries += 1
-        return same(candidate)
-
     best = data
     chunk = max(len(best) // 2, 1)
     while tries < max_tries:
@@ -132,7 +117,8 @@ def shrink(data: bytes, same: Callable[[bytes], bool], max_tries: int) -> tuple[
             if piece.count(0) == len(piece):
                 continue
             candidate = best[:at] + bytes(len(piece)) + best[at + chunk:]
-            if keeps(candidate):
+            tries += 1
+            if same(candidate):
                 best = candidate
         if chunk == 1:
             break
@@ -142,7 +128,8 @@ def shrink(data: bytes, same: Callable[[bytes], bool], max_tries: int) -> tuple[
         at, shrunk = 0, False
         while at < len(best) and tries < max_tries:
             candidate = best[:at] + best[at + chunk:]
-            if keeps(candidate):
+            tries += 1
+            if same(candidate):
                 best, shrunk = candidate, True
             else:
                 at += chunk
