@@ -23,18 +23,8 @@ from bob.formats.layout import INPUT, WORD_DTYPE
 from bob.formats.rules import INPUT_VERSION, PROMPT_WORD, TARGET_AGREES
 from bob.formats.schema import END, parse, ruled, schema_fields
 
-__all__ = [
-    "INPUT_RECORD",
-    "INPUT_MAGIC",
-    "InputRecord",
-    "InputExamination",
-    "examine",
-    "input_findings",
-    "load_input",
-    "read_input_file",
-    "build_input",
-    "prompt_word",
-]
+__all__ = ["INPUT_RECORD", "INPUT_MAGIC", "InputRecord", "InputExamination", "examine", "input_findings", "load_input",
+           "read_input_file", "build_input", "prompt_word"]
 
 PAIRS = VOCABULARY  # 256 pairs, K in the contract
 

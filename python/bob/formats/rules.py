@@ -14,49 +14,18 @@ from __future__ import annotations
 import math
 
 from bob.errors import BadValue, FormatError, StateRefused
-from bob.formats.constants import (
-    CHUNK_BYTES,
-    CHUNK_TAGS,
-    EMPTY_PROMPT,
-    MAX_HEADER_BYTES,
-    TRACE_UPDATES,
-    TRACE_VERSION,
-    U64_MAX,
-    UPDATES_PER_INVOCATION,
-    VOCABULARY,
-)
+from bob.formats.constants import (CHUNK_BYTES, CHUNK_TAGS, EMPTY_PROMPT, MAX_HEADER_BYTES, TRACE_UPDATES,
+                                   TRACE_VERSION, U64_MAX, UPDATES_PER_INVOCATION, VOCABULARY)
 from bob.formats.layout import F32_EXPONENT, F32_MAGNITUDE, F32_SIGN, HEADER_ALIGNMENT
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any, Callable
 
-__all__ = [
-    "ValueRule",
-    "INPUT_VERSION",
-    "TARGET_AGREES",
-    "PROMPT_WORD",
-    "ENVELOPE_VERSION",
-    "HEADER_BYTES",
-    "CHUNK_COUNT",
-    "CHUNK_TAG",
-    "CHUNK_OFFSET",
-    "CHUNK_LENGTH",
-    "PADDING",
-    "FINITE",
-    "V_NOT_NEGATIVE",
-    "MOMENTS_ZERO_AT_STEP_0",
-    "ROOM_FOR_UPDATES",
-    "chunk_offset",
-    "VALIDITY",
-    "TOKEN",
-    "INVALID_TOKEN",
-    "TRACE_VERSION_RULE",
-    "TRACE_UPDATE_COUNT",
-    "TRACE_STEP",
-    "RULES",
-    "prompt_word_ok",
-]
+__all__ = ["ValueRule", "INPUT_VERSION", "TARGET_AGREES", "PROMPT_WORD", "ENVELOPE_VERSION", "HEADER_BYTES",
+           "CHUNK_COUNT", "CHUNK_TAG", "CHUNK_OFFSET", "CHUNK_LENGTH", "PADDING", "FINITE", "V_NOT_NEGATIVE",
+           "MOMENTS_ZERO_AT_STEP_0", "ROOM_FOR_UPDATES", "chunk_offset", "VALIDITY", "TOKEN", "INVALID_TOKEN",
+           "TRACE_VERSION_RULE", "TRACE_UPDATE_COUNT", "TRACE_STEP", "RULES", "prompt_word_ok"]
 
 class ValueRule:
     """One rule: ``field`` must satisfy ``ok``; a value that does not is refused

@@ -22,23 +22,8 @@ from bob.errors import BadValue, FormatError, NotABobFile, Truncated
 from bob.formats.layout import DIGEST_BYTES, F64, U32, U64, Field
 from bob.formats.rules import ValueRule
 
-__all__ = [
-    "construct_of",
-    "schema_fields",
-    "LengthPrefixed",
-    "END",
-    "Rule",
-    "ruled",
-    "Table",
-    "Sha256Of",
-    "ZeroPadding",
-    "FieldRow",
-    "parse",
-    "layout",
-    "walk",
-    "field_from_path",
-    "const_value",
-]
+__all__ = ["construct_of", "schema_fields", "LengthPrefixed", "END", "Rule", "ruled", "Table", "Sha256Of",
+           "ZeroPadding", "FieldRow", "parse", "layout", "walk", "field_from_path", "const_value"]
 
 
 # -- Streams and paths
