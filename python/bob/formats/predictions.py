@@ -14,8 +14,7 @@ from bob.errors import BadValue, FormatError, Truncated, integer_field, shown_ki
 from bob.formats.contract import PREDICTION_BYTES, PROMPTS
 from bob.formats.files import KNOWN_MAGICS, BobFile, Examined, as_bytes, read_format_file
 from bob.formats.kinds import MAGIC_BYTES
-from bob.formats.layout import PREDICTION_FIELDS
-from bob.formats.layout import PREDICTION_RECORD as PREDICTION_LAYOUT
+from bob.formats.layout import PREDICTION_FIELDS, PREDICTION_RECORD as PREDICTION_LAYOUT
 from bob.formats.rules import INVALID_TOKEN, TOKEN, VALIDITY
 from bob.formats.schema import END, Table, parse, schema_fields
 
@@ -33,13 +32,12 @@ PREDICTIONS = Struct(
 )
 """The predictions schema (``PREDICTION_BYTES``, no magic), built from :data:`bob.formats.layout.PREDICTION_FIELDS`."""
 
-RECORD_SIZE = PREDICTION_LAYOUT.size
 assert PREDICTIONS.sizeof() == PREDICTION_BYTES
 
 
 def _record_problems(i: int, token: int, validity: int) -> list[FormatError]:
     """Record ``i``'s findings, by the rules :data:`~bob.formats.rules.RULES` lists for predictions."""
-    base = i * RECORD_SIZE
+    base = i * PREDICTION_LAYOUT.size
     out: list[FormatError] = []
     if not VALIDITY.ok(validity):
         out.append(VALIDITY.finding(validity, offset=base + PREDICTION_FIELDS["validity"].offset, index=i))

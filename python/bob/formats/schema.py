@@ -70,13 +70,10 @@ def field_from_path(path: str) -> tuple[str, int | None]:
 
 
 def _remaining(stream) -> int:
-    size = getattr(stream, "size", None)
     pos = stream.tell()
-    if size is None:
-        end = stream.seek(0, io.SEEK_END)
-        stream.seek(pos)
-        return end - pos
-    return size - pos
+    end = stream.seek(0, io.SEEK_END)
+    stream.seek(pos)
+    return end - pos
 
 
 # -- Schemas from the layout's field tables
@@ -305,10 +302,7 @@ def walk(sc: Construct, value: Any, offset: int, name: str, docs: str, rows: lis
         rows.append(FieldRow(offset, prefix, f"{name}.length", f"u32 length of {name}"))
         rows.append(FieldRow(offset + prefix, len(value), name, docs))
         return prefix + len(value)
-    if isinstance(value, (bytes, bytearray)):
-        size = len(value)
-    else:
-        size = sc.sizeof()
+    size = len(value) if isinstance(value, (bytes, bytearray)) else sc.sizeof()
     rows.append(FieldRow(offset, size, name, docs))
     return size
 
