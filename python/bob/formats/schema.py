@@ -96,13 +96,8 @@ def schema_fields(fields: "dict[str, Field]", docs: "dict[str, str]",
     big; the schema adds what a value must be."""
     wrap = wrap or {}
     assert set(docs) == set(fields) and set(wrap) <= set(fields), "every field documented, no stray rule"
-    out = []
-    for name, field in fields.items():
-        sc = construct_of(field)
-        if name in wrap:
-            sc = wrap[name](sc)
-        out.append(name / sc * docs[name])
-    return out
+    plain = {name: construct_of(field) for name, field in fields.items()}
+    return [name / (wrap[name](sc) if name in wrap else sc) * docs[name] for name, sc in plain.items()]
 
 
 # -- Custom constructs

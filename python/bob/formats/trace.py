@@ -167,7 +167,7 @@ def examine(data: bytes) -> TraceExamination:
     """Check ``data`` as a bob-trace v1 file and collect every finding, in file order."""
     data = as_bytes(data, "the trace")
     ex = TraceExamination(size=len(data))
-    problem = magic_finding(data, TRACE_MAGIC, TRACE_FILE[1])
+    problem = magic_finding(data, *TRACE_FILE)
     if problem is None:
         try:
             parsed = parse(TRACE, data)
