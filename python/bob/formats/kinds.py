@@ -7,7 +7,8 @@ from __future__ import annotations
 from bob.formats.constants import CHECKPOINT_MAGIC, INPUT_MAGIC, PREDICTION_BYTES, TRACE_MAGIC
 from bob.text import show_bytes
 
-__all__ = ["CHECKPOINT", "INPUT", "PREDICTIONS", "TRACE", "KINDS", "ALIASES", "MAGIC_BYTES", "KIND_RULES", "detect_kind"]
+__all__ = ["CHECKPOINT", "INPUT", "PREDICTIONS", "TRACE", "KINDS", "ALIASES", "MAGIC_BYTES", "KIND_RULES",
+           "detect_kind"]
 
 CHECKPOINT = "checkpoint"
 INPUT = "input"

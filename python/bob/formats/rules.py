@@ -82,7 +82,8 @@ TARGET_AGREES: ValueRule = ValueRule("targets", lambda widened, target: widened 
                           "the widened target differs from the pair's target", "the pair's target")
 PROMPT_WORD: ValueRule = ValueRule("prompt_words", prompt_word_ok,
                         f"a prompt word is a byte (< {VOCABULARY}) or 0xFFFFFFFF for an empty prompt",
-                        f"< {VOCABULARY} or 0xffffffff", given=f"a prompt word is a byte (< {VOCABULARY}) or 0xFFFFFFFF")
+                        f"< {VOCABULARY} or 0xffffffff",
+                        given=f"a prompt word is a byte (< {VOCABULARY}) or 0xFFFFFFFF")
 
 # ------------------------------------------------------------------ bob-envelope v1 (§5)
 ENVELOPE_VERSION: ValueRule = ValueRule("version", lambda v: v == 1, "unsupported envelope version", 1)
@@ -99,12 +100,12 @@ def chunk_offset(header_bytes: int, index: int, chunk_bytes: int = CHUNK_BYTES) 
 
 CHUNK_COUNT: ValueRule = ValueRule("chunk_count", lambda n: n == len(CHUNK_TAGS), "there is one chunk per plane",
                         len(CHUNK_TAGS))
-CHUNK_TAG: ValueRule = ValueRule("chunk_table.tag", lambda tag, index: tag == CHUNK_TAGS[index], "chunk {index} is plane {plane}",
-                      "P, M, V in order")
+CHUNK_TAG: ValueRule = ValueRule("chunk_table.tag", lambda tag, index: tag == CHUNK_TAGS[index],
+                      "chunk {index} is plane {plane}", "P, M, V in order")
 CHUNK_OFFSET: ValueRule = ValueRule("chunk_table.offset", lambda offset, want: offset == want,
                          "chunk i starts at header_bytes + i * chunk_bytes", "header_bytes + i × chunk_bytes")
-CHUNK_LENGTH: ValueRule = ValueRule("chunk_table.length", lambda length: length == CHUNK_BYTES, "each chunk is chunk_bytes long",
-                         CHUNK_BYTES)
+CHUNK_LENGTH: ValueRule = ValueRule("chunk_table.length", lambda length: length == CHUNK_BYTES,
+                         "each chunk is chunk_bytes long", CHUNK_BYTES)
 PADDING: ValueRule = ValueRule("padding", lambda pad: pad.count(0) == len(pad), "padding bytes are zero", 0)
 
 # ------------------------------------------------------------------ the state, for resuming (§5)
@@ -163,7 +164,8 @@ ROOM_FOR_UPDATES: ValueRule = ValueRule("step", lambda step: step <= U64_MAX - U
 
 # ------------------------------------------------------------------ predictions (§4)
 VALIDITY: ValueRule = ValueRule("validity", lambda v: v in (0, 1), "validity is 0 or 1", "0 or 1")
-TOKEN: ValueRule = ValueRule("token", lambda t: t < VOCABULARY, f"a token is a byte (< {VOCABULARY})", f"< {VOCABULARY}")
+TOKEN: ValueRule = ValueRule("token", lambda t: t < VOCABULARY, f"a token is a byte (< {VOCABULARY})",
+                             f"< {VOCABULARY}")
 INVALID_TOKEN: ValueRule = ValueRule("token", lambda token, validity: validity != 0 or token == 0,
                           "an invalid prediction (validity 0) has token 0", 0)
 

@@ -100,8 +100,8 @@ class Trace(BobFile):
             if not TRACE_STEP.ok(entry.step, self.step_before + i + 1):
                 raise TRACE_STEP.finding(entry.step, expected=self.step_before + i + 1, index=i)
             if len(entry.digests) != len(PLANE_NAMES) or any(len(d) != TRACE_DIGEST_BYTES for d in entry.digests):
-                raise BadValue("entries.digests", f"an entry holds the {TRACE_DIGEST_BYTES}-byte XXH3-128 of P, M and V",
-                               index=i)
+                raise BadValue("entries.digests",
+                               f"an entry holds the {TRACE_DIGEST_BYTES}-byte XXH3-128 of P, M and V", index=i)
         object.__setattr__(self, "entries", entries)
 
     @property
