@@ -10,21 +10,9 @@ from __future__ import annotations
 
 import struct
 
-from bob.formats.constants import (
-    CHUNK_BYTES,
-    DATA,
-    INPUT_MAGIC,
-    LEARNER,
-    PAYLOAD_BYTES,
-    PREDICTION_BYTES,
-    RECORD_BYTES,
-    SEED,
-    STATE,
-    TRACE_MAGIC,
-    TRACE_UPDATES,
-    TRACE_VERSION,
-    UPDATES_PER_INVOCATION,
-)
+from bob.formats.constants import (CHUNK_BYTES, DATA, INPUT_MAGIC, LEARNER, PAYLOAD_BYTES, PREDICTION_BYTES,
+                                   RECORD_BYTES, SEED, STATE, TRACE_MAGIC, TRACE_UPDATES, TRACE_VERSION,
+                                   UPDATES_PER_INVOCATION)
 from bob.formats.layout import INPUT, PREDICTION_RECORD, TRACE_ENTRY, TRACE_HEAD_STRUCT, U32, U64
 from bob.formats.rules import PROMPT_WORD, TARGET_AGREES
 

@@ -10,59 +10,18 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from bob.errors import show_value
-from bob.formats.constants import LEARNER_NAMES, LEARNER_PREFIX, learner_floats
-
-__all__ = [
-    "VOCABULARY",
-    "PARAMETER_COUNT",
-    "PLANE_NAMES",
-    "SCALAR_BYTES",
-    "CHUNK_BYTES",
-    "PAYLOAD_BYTES",
-    "UPDATES_PER_INVOCATION",
-    "PROMPTS",
-    "RECORD_BYTES",
-    "PREDICTION_BYTES",
-    "EMPTY_PROMPT",
-    "MAX_HEADER_BYTES",
-    "MAX_CHECKPOINT_BYTES",
-    "STRING_LIMIT",
-    "U64_MAX",
-    "LEARNER_HYPERPARAMETERS",
-    "STATE",
-    "LEARNER",
-    "DATA",
-    "SEED",
-    "Contract",
-    "V1",
-    "CONTRACT_FIELDS",
-    "contract_document",
-]
-
 # The constants live in bob.formats.constants (standard library only, so
 # bob-run's fast path can use them without this module's dataclasses).
-from bob.formats.constants import (  # noqa: E402
-    CHUNK_BYTES,
-    DATA,
-    EMPTY_PROMPT,
-    LEARNER,
-    LEARNER_HYPERPARAMETERS,
-    MAX_CHECKPOINT_BYTES,
-    MAX_HEADER_BYTES,
-    PARAMETER_COUNT,
-    PAYLOAD_BYTES,
-    PLANE_NAMES,
-    PREDICTION_BYTES,
-    PROMPTS,
-    RECORD_BYTES,
-    SCALAR_BYTES,
-    SEED,
-    STATE,
-    STRING_LIMIT,
-    U64_MAX,
-    UPDATES_PER_INVOCATION,
-    VOCABULARY,
-)
+from bob.formats.constants import (CHUNK_BYTES, DATA, EMPTY_PROMPT, LEARNER, LEARNER_HYPERPARAMETERS, LEARNER_NAMES,
+                                   LEARNER_PREFIX, MAX_CHECKPOINT_BYTES, MAX_HEADER_BYTES, PARAMETER_COUNT,
+                                   PAYLOAD_BYTES, PLANE_NAMES, PREDICTION_BYTES, PROMPTS, RECORD_BYTES, SCALAR_BYTES,
+                                   SEED, STATE, STRING_LIMIT, U64_MAX, UPDATES_PER_INVOCATION, VOCABULARY,
+                                   learner_floats)
+
+__all__ = ["VOCABULARY", "PARAMETER_COUNT", "PLANE_NAMES", "SCALAR_BYTES", "CHUNK_BYTES", "PAYLOAD_BYTES",
+           "UPDATES_PER_INVOCATION", "PROMPTS", "RECORD_BYTES", "PREDICTION_BYTES", "EMPTY_PROMPT", "MAX_HEADER_BYTES",
+           "MAX_CHECKPOINT_BYTES", "STRING_LIMIT", "U64_MAX", "LEARNER_HYPERPARAMETERS", "STATE", "LEARNER", "DATA",
+           "SEED", "Contract", "V1", "CONTRACT_FIELDS", "contract_document"]
 
 
 @dataclass(frozen=True)

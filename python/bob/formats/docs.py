@@ -1,11 +1,6 @@
-"""Layout and rule tables printed from the schemas and the rules themselves.
-
-``formats/*.md`` embed the layout tables between ``<!-- layout: KIND -->``
-and ``<!-- /layout -->`` markers and the value rules
-(:data:`bob.formats.rules.RULES`) between ``<!-- rules: KIND -->`` and
-``<!-- /rules -->``; a test checks them against :func:`markdown_table` and
-:func:`rules_table` so the documents cannot drift from the code;
-``bob-inspect schema`` prints the same layout rows.
+"""The layout and rule tables of ``formats/*.md`` (between their ``<!-- layout: KIND -->`` and
+``<!-- rules: KIND -->`` markers; ``tests/formats/test_formats_docs.py`` holds them to these), printed
+from the schemas and the rules themselves; ``bob-inspect schema`` prints the same layout rows.
 """
 
 from __future__ import annotations

@@ -51,11 +51,8 @@ def too_large(big: FileTooLarge, limit: int, magic: "tuple[bytes, str] | None") 
 
 
 # A format's first bytes: the magic (the predictions have none).
-KNOWN_MAGICS = {
-    INPUT_MAGIC: "a bob input record (bob-input)",
-    CHECKPOINT_MAGIC: "a bob checkpoint (bob-envelope)",
-    TRACE_MAGIC: "a bob trace (bob-trace)",
-}
+KNOWN_MAGICS = {INPUT_MAGIC: "a bob input record (bob-input)", CHECKPOINT_MAGIC: "a bob checkpoint (bob-envelope)",
+                TRACE_MAGIC: "a bob trace (bob-trace)"}
 
 
 def magic_finding(data: bytes, magic: bytes, what: str) -> FormatError | None:

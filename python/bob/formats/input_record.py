@@ -23,25 +23,10 @@ from bob.formats.layout import INPUT, WORD_DTYPE
 from bob.formats.rules import INPUT_VERSION, PROMPT_WORD, TARGET_AGREES
 from bob.formats.schema import END, parse, ruled, schema_fields
 
-__all__ = [
-    "INPUT_RECORD",
-    "INPUT_MAGIC",
-    "InputRecord",
-    "InputExamination",
-    "examine",
-    "input_findings",
-    "load_input",
-    "read_input_file",
-    "build_input",
-    "prompt_word",
-]
+__all__ = ["INPUT_RECORD", "INPUT_MAGIC", "InputRecord", "InputExamination", "examine", "input_findings", "load_input",
+           "read_input_file", "build_input", "prompt_word"]
 
 PAIRS = VOCABULARY  # 256 pairs, K in the contract
-
-
-def _widened(pairs: bytes) -> bytes:
-    """The targets table a record's pairs imply: each pair's target as a u32."""
-    return struct.pack(INPUT["targets"].format or "", *pairs[1::2])
 
 
 INPUT_RECORD = Struct(
@@ -54,7 +39,7 @@ INPUT_RECORD = Struct(
     }, {
         "magic": lambda sc: Const(INPUT_MAGIC, sc),
         "version": ruled(INPUT_VERSION),
-        "targets": lambda sc: Rebuild(sc, lambda this: _widened(this.pairs)),
+        "targets": lambda sc: Rebuild(sc, lambda this: struct.pack(INPUT["targets"].format or "", *this.pairs[1::2])),
     }),
     END,
 )
@@ -73,12 +58,9 @@ def _byte_table(value: Any, name: str) -> np.ndarray:
     arr = np.asarray(value)
     if arr.shape != (PAIRS,):
         raise BadValue(name, f"must hold {PAIRS} bytes", expected=(PAIRS,), actual=str(arr.shape))
-    if arr.dtype != np.uint8:
-        if arr.dtype.kind not in "iu" or (arr.size and (arr.min() < 0 or arr.max() > 255)):
-            raise BadValue(name, "values must be bytes (integers 0 to 255)")
-        arr = arr.astype(np.uint8)
-    else:
-        arr = arr.copy()
+    if arr.dtype != np.uint8 and (arr.dtype.kind not in "iu" or (arr.size and (arr.min() < 0 or arr.max() > 255))):
+        raise BadValue(name, "values must be bytes (integers 0 to 255)")
+    arr = arr.astype(np.uint8)  # a copy, whatever the dtype
     arr.flags.writeable = False
     return arr
 
@@ -155,17 +137,11 @@ class InputRecord(BobFile):
             "context_counts": {str(r): int(counts[r]) for r in np.nonzero(counts)[0]},
         }
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, InputRecord):
-            return NotImplemented
-        return (
-            self.prompt_words == other.prompt_words
-            and np.array_equal(self.contexts, other.contexts)
-            and np.array_equal(self.targets, other.targets)
-        )
+    def __eq__(self, other: object) -> bool:  # equal records are one file: the bytes say it all
+        return self.to_bytes() == other.to_bytes() if isinstance(other, InputRecord) else NotImplemented
 
     def __hash__(self) -> int:
-        return hash((self.contexts.tobytes(), self.targets.tobytes(), self.prompt_words))
+        return hash(self.to_bytes())
 
     def __repr__(self) -> str:
         return f"InputRecord(pairs={len(self.contexts)}, prompt_words={self.prompt_words!r})"
@@ -200,7 +176,7 @@ def examine(data: bytes) -> InputExamination:
     """Check ``data`` as a bob-input v1 record and collect every finding."""
     data = as_bytes(data, "the input record")
     ex = InputExamination(size=len(data), magic=data[INPUT["magic"].slice])
-    problem = magic_finding(data, INPUT_MAGIC, "an input record (bob-input)")
+    problem = magic_finding(data, *INPUT_FILE)
     if problem is None and len(data) != RECORD_BYTES:
         problem = Truncated("file_size", f"an input record is exactly {RECORD_BYTES} bytes", expected=RECORD_BYTES,
                             actual=len(data))

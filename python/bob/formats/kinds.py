@@ -7,7 +7,8 @@ from __future__ import annotations
 from bob.formats.constants import CHECKPOINT_MAGIC, INPUT_MAGIC, PREDICTION_BYTES, TRACE_MAGIC
 from bob.text import show_bytes
 
-__all__ = ["CHECKPOINT", "INPUT", "PREDICTIONS", "TRACE", "KINDS", "ALIASES", "MAGIC_BYTES", "KIND_RULES", "detect_kind"]
+__all__ = ["CHECKPOINT", "INPUT", "PREDICTIONS", "TRACE", "KINDS", "ALIASES", "MAGIC_BYTES", "KIND_RULES",
+           "detect_kind"]
 
 CHECKPOINT = "checkpoint"
 INPUT = "input"
@@ -24,19 +25,13 @@ assert len(INPUT_MAGIC) == len(TRACE_MAGIC) == MAGIC_BYTES
 KIND_RULES = (f"a checkpoint starts {show_bytes(CHECKPOINT_MAGIC)}, an input record {show_bytes(INPUT_MAGIC)}, "
               f"a trace {show_bytes(TRACE_MAGIC)}, predictions are {PREDICTION_BYTES} bytes")
 """The rule in words, for a refusal of a file of no known kind."""
+_BY_MAGIC = {CHECKPOINT_MAGIC: CHECKPOINT, INPUT_MAGIC: INPUT, TRACE_MAGIC: TRACE}
 
 
 def detect_kind(head: bytes, size: int) -> str | None:
     """``"checkpoint"``, ``"input"``, ``"trace"`` or ``"predictions"`` for a file of ``size`` bytes starting
     with ``head`` (at least its first :data:`MAGIC_BYTES` bytes, when it has
     that many), or ``None`` when it is none of bob's formats."""
-    magic = bytes(head[:MAGIC_BYTES])
-    if magic == CHECKPOINT_MAGIC or size == 0:
+    if size == 0:
         return CHECKPOINT
-    if magic == INPUT_MAGIC:
-        return INPUT
-    if magic == TRACE_MAGIC:
-        return TRACE
-    if size == PREDICTION_BYTES:
-        return PREDICTIONS
-    return None
+    return _BY_MAGIC.get(bytes(head[:MAGIC_BYTES]), PREDICTIONS if size == PREDICTION_BYTES else None)

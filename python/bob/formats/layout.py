@@ -15,62 +15,17 @@ from __future__ import annotations
 import math
 import struct
 
-from bob.formats.constants import (
-    CHECKPOINT_MAGIC,
-    CHUNK_TAGS,
-    DATA,
-    INPUT_MAGIC,
-    LEARNER,
-    PLANE_NAMES,
-    PAYLOAD_BYTES,
-    PREDICTION_BYTES,
-    PROMPTS,
-    RECORD_BYTES,
-    SEED,
-    STATE,
-    TRACE_MAGIC,
-    TRACE_UPDATES,
-    VOCABULARY,
-)
+from bob.formats.constants import (CHECKPOINT_MAGIC, CHUNK_TAGS, DATA, INPUT_MAGIC, LEARNER, PLANE_NAMES, PAYLOAD_BYTES,
+                                   PREDICTION_BYTES, PROMPTS, RECORD_BYTES, SEED, STATE, TRACE_MAGIC, TRACE_UPDATES,
+                                   VOCABULARY)
 
-__all__ = [
-    "F32_SIGN",
-    "F32_EXPONENT",
-    "F32_MAGNITUDE",
-    "f32_from_bits",
-    "Field",
-    "U32",
-    "U64",
-    "F32",
-    "F64",
-    "PLANE_DTYPE",
-    "WORD_DTYPE",
-    "INPUT",
-    "PREDICTION_RECORD",
-    "PREDICTION_FIELDS",
-    "ENVELOPE_HEAD",
-    "ENVELOPE_HEAD_STRUCT",
-    "CONTRACT_STRINGS",
-    "ENVELOPE_TAIL_FIELDS",
-    "ENVELOPE_TAIL",
-    "CHUNK_ENTRY",
-    "CHUNK_ENTRY_FIELDS",
-    "DIGEST_BYTES",
-    "HEADER_ALIGNMENT",
-    "EnvelopeLayout",
-    "envelope_layout",
-    "CANONICAL",
-    "CANONICAL_HEADER_BYTES",
-    "CANONICAL_CHECKPOINT_BYTES",
-    "aligned_header_bytes",
-    "TRACE_HEAD",
-    "TRACE_HEAD_STRUCT",
-    "TRACE_ENTRY_FIELDS",
-    "TRACE_ENTRY",
-    "TRACE_BODY_BYTES",
-    "TRACE_DIGEST_BYTES",
-    "TRACE_BYTES",
-]
+__all__ = ["F32_SIGN", "F32_EXPONENT", "F32_MAGNITUDE", "f32_from_bits", "Field", "U32", "U64", "F32", "F64",
+           "PLANE_DTYPE", "WORD_DTYPE", "INPUT", "PREDICTION_RECORD", "PREDICTION_FIELDS", "ENVELOPE_HEAD",
+           "ENVELOPE_HEAD_STRUCT", "CONTRACT_STRINGS", "ENVELOPE_TAIL_FIELDS", "ENVELOPE_TAIL", "CHUNK_ENTRY",
+           "CHUNK_ENTRY_FIELDS", "DIGEST_BYTES", "HEADER_ALIGNMENT", "EnvelopeLayout", "envelope_layout", "CANONICAL",
+           "CANONICAL_HEADER_BYTES", "CANONICAL_CHECKPOINT_BYTES", "aligned_header_bytes", "TRACE_HEAD",
+           "TRACE_HEAD_STRUCT", "TRACE_ENTRY_FIELDS", "TRACE_ENTRY", "TRACE_BODY_BYTES", "TRACE_DIGEST_BYTES",
+           "TRACE_BYTES"]
 
 U32 = struct.Struct("<I")
 U64 = struct.Struct("<Q")
@@ -155,45 +110,51 @@ def packer(fields: "dict[str, Field]") -> struct.Struct:
     return struct.Struct("<" + "".join(f"{f.size}s" if f.format is None else f.format[1:] for f in fields.values()))
 
 
-def _fields(*spec: tuple[str, int, str | None]) -> dict[str, Field]:
-    """Consecutive fields from (name, size, format), offsets accumulated."""
+def _fields(*spec: "tuple[str, int | str]") -> dict[str, Field]:
+    """Consecutive fields from (name, ``struct`` format, or size of raw bytes), offsets accumulated."""
     out: dict[str, Field] = {}
     at = 0
-    for name, size, fmt in spec:
-        out[name] = Field(at, size, fmt)
+    for name, form in spec:
+        size = struct.calcsize(form) if isinstance(form, str) else form
+        out[name] = Field(at, size, form if isinstance(form, str) else None)
         at += size
     return out
 
 
+def _spec(fields: "dict[str, Field]", prefix: str = "") -> "list[tuple[str, int | str]]":
+    """``fields`` as a spec of :func:`_fields` again, each name behind ``prefix``."""
+    return [(prefix + name, f.format or f.size) for name, f in fields.items()]
+
+
 # ----------------------------------------------------------------- bob-input v1 (§3)
 INPUT = _fields(
-    ("magic", len(INPUT_MAGIC), None),
-    ("version", 8, "<Q"),
-    ("pairs", 2 * VOCABULARY, None),  # (byte u8, target u8) × 256
-    ("targets", 4 * VOCABULARY, f"<{VOCABULARY}I"),
-    ("prompt_words", 4 * PROMPTS, f"<{PROMPTS}I"),
+    ("magic", len(INPUT_MAGIC)),
+    ("version", "<Q"),
+    ("pairs", 2 * VOCABULARY),  # (byte u8, target u8) × 256
+    ("targets", f"<{VOCABULARY}I"),
+    ("prompt_words", f"<{PROMPTS}I"),
 )
 assert INPUT["prompt_words"].end == RECORD_BYTES
 
 # ----------------------------------------------------------------- predictions (§4)
-PREDICTION_FIELDS = _fields(("token", 4, "<I"), ("validity", 4, "<I"))
+PREDICTION_FIELDS = _fields(("token", "<I"), ("validity", "<I"))
 PREDICTION_RECORD = packer(PREDICTION_FIELDS)  # token u32, validity u32
 assert PREDICTION_RECORD.size * PROMPTS == PREDICTION_BYTES
 
 # ----------------------------------------------------------------- bob-trace v1 (formats/trace.md)
 TRACE_HEAD = _fields(
-    ("magic", len(TRACE_MAGIC), None),
-    ("version", 8, "<Q"),
-    ("contract_sha256", DIGEST_BYTES, None),
-    ("input_sha256", DIGEST_BYTES, None),
-    ("step_before", 8, "<Q"),
-    ("update_count", 8, "<Q"),
+    ("magic", len(TRACE_MAGIC)),
+    ("version", "<Q"),
+    ("contract_sha256", DIGEST_BYTES),
+    ("input_sha256", DIGEST_BYTES),
+    ("step_before", "<Q"),
+    ("update_count", "<Q"),
 )
 """The trace's identity: whose run it is (contract, input record, first step) and how many entries follow."""
 TRACE_HEAD_STRUCT = packer(TRACE_HEAD)
 TRACE_DIGEST_BYTES = 16  # XXH3-128, a plane's digest in a trace (formats/trace.md says why not SHA-256)
-TRACE_ENTRY_FIELDS = _fields(("step", 8, "<Q"), ("loss", 8, F64.format),
-                             *((name, TRACE_DIGEST_BYTES, None) for name in PLANE_NAMES))
+TRACE_ENTRY_FIELDS = _fields(("step", "<Q"), ("loss", F64.format),
+                             *((name, TRACE_DIGEST_BYTES) for name in PLANE_NAMES))
 """One update: the step after it, its loss (f64 bits) and the XXH3-128 of P, M and V after it."""
 TRACE_ENTRY = packer(TRACE_ENTRY_FIELDS)
 TRACE_BODY_BYTES = TRACE_HEAD_STRUCT.size + TRACE_UPDATES * TRACE_ENTRY.size  # what the trace's digest covers
@@ -201,10 +162,10 @@ TRACE_BYTES = TRACE_BODY_BYTES + DIGEST_BYTES
 
 # ----------------------------------------------------------------- bob-envelope v1 (§5)
 ENVELOPE_HEAD = _fields(
-    ("magic", len(CHECKPOINT_MAGIC), None),
-    ("version", 8, "<Q"),
-    ("header_bytes", 8, "<Q"),
-    ("step", 8, "<Q"),
+    ("magic", len(CHECKPOINT_MAGIC)),
+    ("version", "<Q"),
+    ("header_bytes", "<Q"),
+    ("step", "<Q"),
 )
 """The fixed fields before the contract strings."""
 ENVELOPE_HEAD_STRUCT = packer(ENVELOPE_HEAD)
@@ -213,16 +174,15 @@ CONTRACT_STRINGS = ("state", "learner", "data", "seed")
 """The length-prefixed strings (u32 length + bytes), in file order."""
 
 ENVELOPE_TAIL_FIELDS = _fields(
-    ("payload_bytes", 8, "<Q"),
-    ("chunk_bytes", 8, "<Q"),
-    ("updates_per_invocation", 8, "<Q"),
-    ("chunk_count", 4, "<I"),
+    ("payload_bytes", "<Q"),
+    ("chunk_bytes", "<Q"),
+    ("updates_per_invocation", "<Q"),
+    ("chunk_count", "<I"),
 )
 """After the strings (offsets from the end of the last string)."""
 ENVELOPE_TAIL = packer(ENVELOPE_TAIL_FIELDS)
 
-CHUNK_ENTRY_FIELDS = _fields(
-    ("tag", len(CHUNK_TAGS[0]), None), ("offset", 8, "<Q"), ("length", 8, "<Q"), ("digest", DIGEST_BYTES, None))
+CHUNK_ENTRY_FIELDS = _fields(("tag", len(CHUNK_TAGS[0])), ("offset", "<Q"), ("length", "<Q"), ("digest", DIGEST_BYTES))
 """One chunk table entry: tag, offset, length, SHA-256 (52 bytes; offsets within the entry)."""
 CHUNK_ENTRY = packer(CHUNK_ENTRY_FIELDS)
 
@@ -262,22 +222,13 @@ def envelope_layout(string_lengths: tuple[int, int, int, int]) -> EnvelopeLayout
 
 
 def _envelope_layout(string_lengths: tuple[int, int, int, int]) -> EnvelopeLayout:
-    fields = dict(ENVELOPE_HEAD)
-    at = ENVELOPE_HEAD["step"].end
-    for name, length in zip(CONTRACT_STRINGS, string_lengths):
-        fields[f"{name}.length"] = Field(at, U32.size, "<I")
-        fields[name] = Field(at + U32.size, length, None)
-        at += U32.size + length
-    for name, f in ENVELOPE_TAIL_FIELDS.items():
-        fields[name] = Field(at + f.offset, f.size, f.format)
-    at += ENVELOPE_TAIL.size
-    table = at
-    for i in range(len(CHUNK_TAGS)):
-        for name, f in CHUNK_ENTRY_FIELDS.items():
-            fields[f"chunk_table[{i}].{name}"] = Field(at + f.offset, f.size, f.format)
-        at += CHUNK_ENTRY.size
-    fields["header_digest"] = Field(at, DIGEST_BYTES, None)
-    return EnvelopeLayout(fields, table, at, at + DIGEST_BYTES)
+    strings = [part for name, length in zip(CONTRACT_STRINGS, string_lengths)
+               for part in ((f"{name}.length", U32.format), (name, length))]
+    table = [entry for i in range(len(CHUNK_TAGS)) for entry in _spec(CHUNK_ENTRY_FIELDS, f"chunk_table[{i}].")]
+    fields = _fields(*_spec(ENVELOPE_HEAD), *strings, *_spec(ENVELOPE_TAIL_FIELDS), *table,
+                     ("header_digest", DIGEST_BYTES))
+    digest = fields["header_digest"]
+    return EnvelopeLayout(fields, fields["chunk_table[0].tag"].offset, digest.offset, digest.end)
 
 
 def aligned_header_bytes(header_length: int) -> int:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
-from dataclasses import field as dataclass_field
+from dataclasses import dataclass, field as dataclass_field
 from typing import Any, Iterable
 
 from construct import Struct
@@ -14,8 +13,7 @@ from bob.errors import BadValue, FormatError, Truncated, integer_field, shown_ki
 from bob.formats.contract import PREDICTION_BYTES, PROMPTS
 from bob.formats.files import KNOWN_MAGICS, BobFile, Examined, as_bytes, read_format_file
 from bob.formats.kinds import MAGIC_BYTES
-from bob.formats.layout import PREDICTION_FIELDS
-from bob.formats.layout import PREDICTION_RECORD as PREDICTION_LAYOUT
+from bob.formats.layout import PREDICTION_FIELDS, PREDICTION_RECORD as PREDICTION_LAYOUT
 from bob.formats.rules import INVALID_TOKEN, TOKEN, VALIDITY
 from bob.formats.schema import END, Table, parse, schema_fields
 
@@ -33,13 +31,12 @@ PREDICTIONS = Struct(
 )
 """The predictions schema (``PREDICTION_BYTES``, no magic), built from :data:`bob.formats.layout.PREDICTION_FIELDS`."""
 
-RECORD_SIZE = PREDICTION_LAYOUT.size
 assert PREDICTIONS.sizeof() == PREDICTION_BYTES
 
 
 def _record_problems(i: int, token: int, validity: int) -> list[FormatError]:
     """Record ``i``'s findings, by the rules :data:`~bob.formats.rules.RULES` lists for predictions."""
-    base = i * RECORD_SIZE
+    base = i * PREDICTION_LAYOUT.size
     out: list[FormatError] = []
     if not VALIDITY.ok(validity):
         out.append(VALIDITY.finding(validity, offset=base + PREDICTION_FIELDS["validity"].offset, index=i))
@@ -141,11 +138,7 @@ def examine(data: bytes) -> PredictionsExamination:
             message += f"; this file starts like {kind}"
         ex.findings.append(Truncated("file_size", message, expected=PREDICTION_BYTES, actual=len(data)))
         return ex
-    try:
-        parsed = parse(PREDICTIONS, data)
-    except FormatError as exc:  # pragma: no cover - 24 bytes always parse
-        ex.findings.append(exc)
-        return ex
+    parsed = parse(PREDICTIONS, data)  # any 24 bytes parse: the rules below judge them
     ex.records = [(rec.token, rec.validity) for rec in parsed.records]
     for i, (token, validity) in enumerate(ex.records):
         ex.findings.extend(_record_problems(i, token, validity))

@@ -14,49 +14,18 @@ from __future__ import annotations
 import math
 
 from bob.errors import BadValue, FormatError, StateRefused
-from bob.formats.constants import (
-    CHUNK_BYTES,
-    CHUNK_TAGS,
-    EMPTY_PROMPT,
-    MAX_HEADER_BYTES,
-    TRACE_UPDATES,
-    TRACE_VERSION,
-    U64_MAX,
-    UPDATES_PER_INVOCATION,
-    VOCABULARY,
-)
+from bob.formats.constants import (CHUNK_BYTES, CHUNK_TAGS, EMPTY_PROMPT, MAX_HEADER_BYTES, TRACE_UPDATES,
+                                   TRACE_VERSION, U64_MAX, UPDATES_PER_INVOCATION, VOCABULARY)
 from bob.formats.layout import F32_EXPONENT, F32_MAGNITUDE, F32_SIGN, HEADER_ALIGNMENT
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any, Callable
 
-__all__ = [
-    "ValueRule",
-    "INPUT_VERSION",
-    "TARGET_AGREES",
-    "PROMPT_WORD",
-    "ENVELOPE_VERSION",
-    "HEADER_BYTES",
-    "CHUNK_COUNT",
-    "CHUNK_TAG",
-    "CHUNK_OFFSET",
-    "CHUNK_LENGTH",
-    "PADDING",
-    "FINITE",
-    "V_NOT_NEGATIVE",
-    "MOMENTS_ZERO_AT_STEP_0",
-    "ROOM_FOR_UPDATES",
-    "chunk_offset",
-    "VALIDITY",
-    "TOKEN",
-    "INVALID_TOKEN",
-    "TRACE_VERSION_RULE",
-    "TRACE_UPDATE_COUNT",
-    "TRACE_STEP",
-    "RULES",
-    "prompt_word_ok",
-]
+__all__ = ["ValueRule", "INPUT_VERSION", "TARGET_AGREES", "PROMPT_WORD", "ENVELOPE_VERSION", "HEADER_BYTES",
+           "CHUNK_COUNT", "CHUNK_TAG", "CHUNK_OFFSET", "CHUNK_LENGTH", "PADDING", "FINITE", "V_NOT_NEGATIVE",
+           "MOMENTS_ZERO_AT_STEP_0", "ROOM_FOR_UPDATES", "chunk_offset", "VALIDITY", "TOKEN", "INVALID_TOKEN",
+           "TRACE_VERSION_RULE", "TRACE_UPDATE_COUNT", "TRACE_STEP", "RULES", "prompt_word_ok"]
 
 class ValueRule:
     """One rule: ``field`` must satisfy ``ok``; a value that does not is refused
@@ -113,7 +82,8 @@ TARGET_AGREES: ValueRule = ValueRule("targets", lambda widened, target: widened 
                           "the widened target differs from the pair's target", "the pair's target")
 PROMPT_WORD: ValueRule = ValueRule("prompt_words", prompt_word_ok,
                         f"a prompt word is a byte (< {VOCABULARY}) or 0xFFFFFFFF for an empty prompt",
-                        f"< {VOCABULARY} or 0xffffffff", given=f"a prompt word is a byte (< {VOCABULARY}) or 0xFFFFFFFF")
+                        f"< {VOCABULARY} or 0xffffffff",
+                        given=f"a prompt word is a byte (< {VOCABULARY}) or 0xFFFFFFFF")
 
 # ------------------------------------------------------------------ bob-envelope v1 (§5)
 ENVELOPE_VERSION: ValueRule = ValueRule("version", lambda v: v == 1, "unsupported envelope version", 1)
@@ -130,12 +100,12 @@ def chunk_offset(header_bytes: int, index: int, chunk_bytes: int = CHUNK_BYTES) 
 
 CHUNK_COUNT: ValueRule = ValueRule("chunk_count", lambda n: n == len(CHUNK_TAGS), "there is one chunk per plane",
                         len(CHUNK_TAGS))
-CHUNK_TAG: ValueRule = ValueRule("chunk_table.tag", lambda tag, index: tag == CHUNK_TAGS[index], "chunk {index} is plane {plane}",
-                      "P, M, V in order")
+CHUNK_TAG: ValueRule = ValueRule("chunk_table.tag", lambda tag, index: tag == CHUNK_TAGS[index],
+                      "chunk {index} is plane {plane}", "P, M, V in order")
 CHUNK_OFFSET: ValueRule = ValueRule("chunk_table.offset", lambda offset, want: offset == want,
                          "chunk i starts at header_bytes + i * chunk_bytes", "header_bytes + i × chunk_bytes")
-CHUNK_LENGTH: ValueRule = ValueRule("chunk_table.length", lambda length: length == CHUNK_BYTES, "each chunk is chunk_bytes long",
-                         CHUNK_BYTES)
+CHUNK_LENGTH: ValueRule = ValueRule("chunk_table.length", lambda length: length == CHUNK_BYTES,
+                         "each chunk is chunk_bytes long", CHUNK_BYTES)
 PADDING: ValueRule = ValueRule("padding", lambda pad: pad.count(0) == len(pad), "padding bytes are zero", 0)
 
 # ------------------------------------------------------------------ the state, for resuming (§5)
@@ -194,7 +164,8 @@ ROOM_FOR_UPDATES: ValueRule = ValueRule("step", lambda step: step <= U64_MAX - U
 
 # ------------------------------------------------------------------ predictions (§4)
 VALIDITY: ValueRule = ValueRule("validity", lambda v: v in (0, 1), "validity is 0 or 1", "0 or 1")
-TOKEN: ValueRule = ValueRule("token", lambda t: t < VOCABULARY, f"a token is a byte (< {VOCABULARY})", f"< {VOCABULARY}")
+TOKEN: ValueRule = ValueRule("token", lambda t: t < VOCABULARY, f"a token is a byte (< {VOCABULARY})",
+                             f"< {VOCABULARY}")
 INVALID_TOKEN: ValueRule = ValueRule("token", lambda token, validity: validity != 0 or token == 0,
                           "an invalid prediction (validity 0) has token 0", 0)
 

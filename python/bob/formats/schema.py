@@ -22,23 +22,8 @@ from bob.errors import BadValue, FormatError, NotABobFile, Truncated
 from bob.formats.layout import DIGEST_BYTES, F64, U32, U64, Field
 from bob.formats.rules import ValueRule
 
-__all__ = [
-    "construct_of",
-    "schema_fields",
-    "LengthPrefixed",
-    "END",
-    "Rule",
-    "ruled",
-    "Table",
-    "Sha256Of",
-    "ZeroPadding",
-    "FieldRow",
-    "parse",
-    "layout",
-    "walk",
-    "field_from_path",
-    "const_value",
-]
+__all__ = ["construct_of", "schema_fields", "LengthPrefixed", "END", "Rule", "ruled", "Table", "Sha256Of",
+           "ZeroPadding", "FieldRow", "parse", "layout", "walk", "field_from_path", "const_value"]
 
 
 # -- Streams and paths
@@ -85,13 +70,10 @@ def field_from_path(path: str) -> tuple[str, int | None]:
 
 
 def _remaining(stream) -> int:
-    size = getattr(stream, "size", None)
     pos = stream.tell()
-    if size is None:
-        end = stream.seek(0, io.SEEK_END)
-        stream.seek(pos)
-        return end - pos
-    return size - pos
+    end = stream.seek(0, io.SEEK_END)
+    stream.seek(pos)
+    return end - pos
 
 
 # -- Schemas from the layout's field tables
@@ -114,13 +96,8 @@ def schema_fields(fields: "dict[str, Field]", docs: "dict[str, str]",
     big; the schema adds what a value must be."""
     wrap = wrap or {}
     assert set(docs) == set(fields) and set(wrap) <= set(fields), "every field documented, no stray rule"
-    out = []
-    for name, field in fields.items():
-        sc = construct_of(field)
-        if name in wrap:
-            sc = wrap[name](sc)
-        out.append(name / sc * docs[name])
-    return out
+    plain = {name: construct_of(field) for name, field in fields.items()}
+    return [name / (wrap[name](sc) if name in wrap else sc) * docs[name] for name, sc in plain.items()]
 
 
 # -- Custom constructs
@@ -320,10 +297,7 @@ def walk(sc: Construct, value: Any, offset: int, name: str, docs: str, rows: lis
         rows.append(FieldRow(offset, prefix, f"{name}.length", f"u32 length of {name}"))
         rows.append(FieldRow(offset + prefix, len(value), name, docs))
         return prefix + len(value)
-    if isinstance(value, (bytes, bytearray)):
-        size = len(value)
-    else:
-        size = sc.sizeof()
+    size = len(value) if isinstance(value, (bytes, bytearray)) else sc.sizeof()
     rows.append(FieldRow(offset, size, name, docs))
     return size
 

@@ -15,9 +15,10 @@ from construct import Const, RawCopy, Struct, this
 
 from bob.errors import BadValue, FormatError, IntegrityError
 from bob.formats.constants import PLANE_NAMES, TRACE_MAGIC, TRACE_UPDATES, TRACE_VERSION
+from bob.formats.contract import V1
 from bob.formats.files import BobFile, Examined, as_bytes, magic_finding, read_format_file
 from bob.formats.layout import (DIGEST_BYTES, TRACE_BODY_BYTES, TRACE_BYTES, TRACE_DIGEST_BYTES, TRACE_ENTRY,
-                                TRACE_ENTRY_FIELDS, TRACE_HEAD)
+                                TRACE_ENTRY_FIELDS, TRACE_HEAD, TRACE_HEAD_STRUCT)
 from bob.formats.rules import TRACE_STEP, TRACE_UPDATE_COUNT, TRACE_VERSION_RULE
 from bob.formats.schema import END, Sha256Of, Table, parse, ruled, schema_fields
 
@@ -63,11 +64,9 @@ def contract_sha256(contract: Any = None) -> bytes:
     """The SHA-256 of ``contract``'s identity (bob v1's by default), as a trace records it."""
     from bob.formats.canonical import contract_identity
 
-    if contract is None:
-        return hashlib.sha256(contract_identity()).digest()
-    strings = (contract.state, contract.learner, contract.data, contract.seed)
-    return hashlib.sha256(contract_identity(strings, contract.payload_bytes, contract.chunk_bytes,
-                                            contract.updates_per_invocation)).digest()
+    c = V1 if contract is None else contract
+    return hashlib.sha256(contract_identity((c.state, c.learner, c.data, c.seed), c.payload_bytes, c.chunk_bytes,
+                                            c.updates_per_invocation)).digest()
 
 
 class TraceEntry(NamedTuple):
@@ -101,7 +100,8 @@ class Trace(BobFile):
             if not TRACE_STEP.ok(entry.step, self.step_before + i + 1):
                 raise TRACE_STEP.finding(entry.step, expected=self.step_before + i + 1, index=i)
             if len(entry.digests) != len(PLANE_NAMES) or any(len(d) != TRACE_DIGEST_BYTES for d in entry.digests):
-                raise BadValue("entries.digests", f"an entry holds the {TRACE_DIGEST_BYTES}-byte XXH3-128 of P, M and V", index=i)
+                raise BadValue("entries.digests",
+                               f"an entry holds the {TRACE_DIGEST_BYTES}-byte XXH3-128 of P, M and V", index=i)
         object.__setattr__(self, "entries", entries)
 
     @property
@@ -167,7 +167,7 @@ def examine(data: bytes) -> TraceExamination:
     """Check ``data`` as a bob-trace v1 file and collect every finding, in file order."""
     data = as_bytes(data, "the trace")
     ex = TraceExamination(size=len(data))
-    problem = magic_finding(data, TRACE_MAGIC, TRACE_FILE[1])
+    problem = magic_finding(data, *TRACE_FILE)
     if problem is None:
         try:
             parsed = parse(TRACE, data)
@@ -184,16 +184,13 @@ def examine(data: bytes) -> TraceExamination:
     for i, entry in enumerate(head.entries):
         want = head.step_before + i + 1
         if not TRACE_STEP.ok(entry.step, want):
-            offset = TRACE_HEAD_END + i * TRACE_ENTRY.size + TRACE_ENTRY_FIELDS["step"].offset
+            offset = TRACE_HEAD_STRUCT.size + i * TRACE_ENTRY.size + TRACE_ENTRY_FIELDS["step"].offset
             ex.findings.append(TRACE_STEP.finding(entry.step, expected=want, offset=offset, index=i))
     if not ex.findings:
         entries = tuple(TraceEntry(e.step, e.loss, tuple(e[n] for n in PLANE_NAMES)) for e in head.entries)
         ex.trace = Trace._trusted(contract_sha256=head.contract_sha256, input_sha256=head.input_sha256,
                                   step_before=head.step_before, entries=entries)
     return ex
-
-
-TRACE_HEAD_END = TRACE_HEAD["update_count"].end
 
 
 def trace_findings(data: bytes) -> list[FormatError]:
