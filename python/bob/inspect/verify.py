@@ -18,10 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 from bob.formats.checkpoint import Examination, examine
-from bob.formats.constants import MAX_CHECKPOINT_BYTES, PLANE_NAMES
-from bob.formats.files import CHECKPOINT_FILE
+from bob.formats.constants import PLANE_NAMES
 from bob.formats.rules import chunk_offset
-from bob.inspect.common import Refused, base, problem, read
+from bob.inspect.common import Refused, base, begin, plural, problem, read_checkpoint
 
 __all__ = ["verify_file", "diagnosis", "render_verify"]
 
@@ -73,15 +72,14 @@ def verify_file(path: str) -> dict[str, Any]:
     """One file's verdict: ``file``, ``size``, ``sha256``, ``ok``, ``problems`` (each with ``chunk``),
     ``diagnosis``."""
     try:
-        data, findings = read(path, MAX_CHECKPOINT_BYTES, CHECKPOINT_FILE)
+        data, findings = read_checkpoint(path)
     except Refused as refused:
         report = base("verify", path, None, False)
         problems = [{"field": "path", "chunk": None, "offset": None, "index": None, "kind": "unreadable",
                      "message": refused.message, "text": f"path: {refused.message}"}]
         return _finish(report, problems, [])
-    report = base("verify", path, data, False)
-    ex = examine(data) if data is not None else None
-    problems = [_with_chunk(problem(f)) for f in findings + (ex.findings if ex is not None else [])]
+    report, found, ex = begin("verify", path, data, findings, False, examine)
+    problems = [_with_chunk(problem(f)) for f in found]
     return _finish(report, problems, diagnosis(ex, problems) if ex is not None else [])
 
 
@@ -96,10 +94,9 @@ def _finish(report: dict[str, Any], problems: list[dict[str, Any]], said: list[s
 def render_verify(files: list[dict[str, Any]]) -> list[str]:
     lines = []
     for r in files:
-        n = r["problem_count"]
-        lines.append(f"{r['file']}: " + ("OK" if r["ok"] else f"{n} problem{'s' if n != 1 else ''}"))
+        lines.append(f"{r['file']}: " + ("OK" if r["ok"] else plural(r["problem_count"], "problem")))
         lines.extend(f"  - {p['text']}" for p in r["problems"])
         lines.extend(f"  = {d}" for d in r["diagnosis"])
     bad = sum(not r["ok"] for r in files)
-    lines.append(f"verify: {len(files) - bad} of {len(files)} checkpoint{'s' if len(files) != 1 else ''} good")
+    lines.append(f"verify: {len(files) - bad} of {plural(len(files), 'checkpoint')} good")
     return lines
