@@ -46,9 +46,7 @@ def _byte_label(b: int) -> str:
 
 
 def favoured_columns(table, rows):
-    """The next bytes the given rows favour: in each row, the values above the
-    midpoint between the row's median and its maximum (at most 32 columns, the
-    largest values first; returned sorted by byte)."""
+    """The next bytes the given rows favour (docs/bob-inspect.md, "--heatmap"), sorted by byte."""
     score: dict[int, float] = {}
     for r in rows:
         row = table[r]
@@ -105,16 +103,9 @@ def draw_heatmap(p_plane, out: str, title: str) -> dict[str, Any]:
 
 
 def heatmap_figure(p_plane, title: str) -> "tuple[Any, dict[str, Any]]":
-    """The P table (rows: context byte, columns: next byte) as a matplotlib
-    figure, and what it shows (``rows_shown``, ``non_finite_rows``).
-
-    Left: the whole table. Right, a zoom: the rows that left the
-    initialization's range (|P| > 0.01 somewhere; at most 24, those that moved
-    most) against the next bytes they favour (:func:`favoured_columns`), each
-    cell labelled with its logit and softmax probability when the zoom is
-    small. One diverging colour scale centred on 0 for both; non-finite
-    values are drawn black. The whole table's axes is ``fig.axes[0]``.
-    """
+    """The P table as a matplotlib figure, and what it shows (``rows_shown``, ``non_finite_rows``):
+    the two panels and their colours of docs/bob-inspect.md, "--heatmap"; the whole table's axes is
+    ``fig.axes[0]``."""
     from matplotlib import colormaps
     from matplotlib.figure import Figure
 
