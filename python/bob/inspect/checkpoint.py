@@ -82,19 +82,12 @@ def rows_report(p_plane, contexts: bytes) -> list[dict[str, Any]]:
     out = []
     for c in contexts:
         row = table[c]
-        entry: dict[str, Any] = {"context": c, "text": show_byte(c), "finite": bool(np.isfinite(row).all())}
-        if not entry["finite"]:
-            entry["non_finite"] = int((~np.isfinite(row)).sum())
-            entry["top"] = None
-        else:
-            entry["non_finite"] = 0
-            prob = softmax_rows([row])[0]
-            order = np.argsort(-row.astype(np.float64), kind="stable")[:TOP_K]
-            entry["top"] = [
-                {"next": int(j), "text": show_byte(int(j)), "probability": float(prob[j]), "logit": f32_json(row[j])}
-                for j in order
-            ]
-        out.append(entry)
+        prob = softmax_rows([row])[0]  # None for a row with non-finite values
+        top = None if prob is None else [
+            {"next": int(j), "text": show_byte(int(j)), "probability": float(prob[j]), "logit": f32_json(row[j])}
+            for j in np.argsort(-row.astype(np.float64), kind="stable")[:TOP_K]]
+        out.append({"context": c, "text": show_byte(c), "finite": prob is not None,
+                    "non_finite": int((~np.isfinite(row)).sum()), "top": top})
     return out
 
 

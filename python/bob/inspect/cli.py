@@ -66,14 +66,9 @@ def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
         check_export(export, args.file)
     heatmap = getattr(args, "heatmap", None)
     if heatmap:
-        from bob.inspect.heatmap import require_matplotlib
+        from bob.inspect.heatmap import check_heatmap
 
-        require_matplotlib()
-        from bob.fileio import same_file
-
-        if same_file(heatmap, args.file):
-            raise Refused(f"--heatmap {show_path(heatmap)}: that is the checkpoint being inspected; "
-                          "bob-inspect never replaces what it reads")
+        check_heatmap(heatmap, args.file)
     rows = rows_bytes(args)
     data, problems = read_checkpoint(args.file)
     report, p_plane = checkpoint_report(data, problems, path=args.file, auto=auto, rows=rows)
@@ -226,7 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "or field (exit 2 when any file has one)")
     p.add_argument("files", nargs="+", metavar="FILE")
     p = sub.add_parser("schema", help="layout tables from the construct schemas")
-    p.add_argument("kind", nargs="?", metavar="{input,checkpoint,predictions}", type=lambda text: ALIASES.get(text, text))
+    p.add_argument("kind", nargs="?", metavar="{input,checkpoint,predictions}",
+                   type=lambda text: ALIASES.get(text, text))
     p = sub.add_parser("auto")  # `bob-inspect FILE`: not listed in the help
     p.add_argument("file", metavar="FILE")
     _checkpoint_options(p)
@@ -243,21 +239,14 @@ def route(argv: list[str]) -> list[str]:
     if not argv or argv[0] in ("-h", "--help", "--version") or argv[0] in SUBCOMMANDS:
         return argv
     i = 0
-    while i < len(argv):
-        tok = argv[i]
-        if tok == "--":
+    while i < len(argv) and argv[i] != "--":
+        if argv[i] in ("-h", "--help", "--version"):
+            return argv
+        if argv[i] in SUBCOMMANDS:
+            return [argv[i]] + argv[:i] + argv[i + 1:]
+        if not argv[i].startswith("-") or argv[i] == "-":  # FILE
             break
-        if tok in _VALUE_OPTIONS:
-            i += 2
-            continue
-        if tok.startswith("-") and tok != "-":
-            if tok in ("-h", "--help", "--version"):
-                return argv
-            i += 1
-            continue
-        if tok in SUBCOMMANDS:
-            return [tok] + argv[:i] + argv[i + 1:]
-        break
+        i += 2 if argv[i] in _VALUE_OPTIONS else 1
     return ["auto"] + argv
 
 

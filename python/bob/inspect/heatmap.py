@@ -26,14 +26,20 @@ LABELLED_CELLS = 400  # a zoom this small gets each cell labelled
 TICK_STEP = 32
 
 
-def require_matplotlib() -> None:
-    """Refuse (exit 2, with how to install it) when matplotlib cannot be imported."""
+def check_heatmap(out: str, inspected: str) -> None:
+    """Refuse (exit 2), before anything is read, a heatmap that cannot be drawn: without
+    matplotlib (saying how to install it), or onto the inspected file itself."""
+    from bob.fileio import same_file
+
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         from bob.distribution import install_hint
 
         raise Refused(f"--heatmap needs matplotlib (the optional extra plot): {install_hint('plot')}") from None
+    if same_file(out, inspected):
+        raise Refused(f"--heatmap {show_path(out)}: that is the checkpoint being inspected; "
+                      "bob-inspect never replaces what it reads")
 
 
 def _plain(text: str) -> str:

@@ -45,16 +45,6 @@ def _transitions(ctx: np.ndarray, tgt: np.ndarray, counts: np.ndarray) -> list[d
     return out
 
 
-def _prompts(words: list[int]) -> list[dict[str, Any]]:
-    out = []
-    for i, w in enumerate(words):
-        is_byte = w < VOCABULARY
-        out.append({"index": i, "word": w, "hex": f"0x{w:08x}", "empty": w == EMPTY_PROMPT,
-                    "byte": w if is_byte else None, "ok": PROMPT_WORD.ok(w),
-                    "text": show_byte(w) if is_byte else None})
-    return out
-
-
 def input_report(data: bytes | None, read_problems: list[FormatError], *, path: str,
                  auto: bool = False) -> dict[str, Any]:
     """The ``input`` report (a JSON-ready dict); ``data`` is None when the file was too large to read."""
@@ -77,7 +67,10 @@ def input_report(data: bytes | None, read_problems: list[FormatError], *, path: 
         report["target_mismatches"] = [
             {"index": i, "pair_target": int(tgt[i]), "table": ex.widened[i]} for i in bad
         ]
-        report["prompts"] = _prompts(ex.prompt_words)
+        report["prompts"] = [
+            {"index": i, "word": w, "hex": f"0x{w:08x}", "empty": w == EMPTY_PROMPT, "ok": PROMPT_WORD.ok(w),
+             "byte": w if w < VOCABULARY else None, "text": show_byte(w) if w < VOCABULARY else None}
+            for i, w in enumerate(ex.prompt_words)]
     return finish(report, problems, "OK: a valid bob-input v1 record", "bob-run refuses this input record")
 
 

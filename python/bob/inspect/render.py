@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from bob.formats.constants import CHECKPOINT_MAGIC, UPDATES_PER_INVOCATION, VOCABULARY
+from bob.formats.constants import CHECKPOINT_MAGIC, UPDATES_PER_INVOCATION
 from bob.formats.layout import CANONICAL_HEADER_BYTES
 from bob.inspect.common import PROG, TOP_K, plural
-from bob.text import f32_text, show_byte, show_bytes
+from bob.text import f32_text, show_bytes
 
 
 def g(x: float | str | None, digits: int | None = 7) -> str:

@@ -33,11 +33,9 @@ def _trace(path: str, option: str) -> Trace:
     with about(option, path, "trace"):
         if data is None:
             raise problems[0]
-        ex = examine(data)
-        if ex.findings:
-            raise ex.findings[0]
-    assert ex.trace is not None
-    return ex.trace
+        trace = examine(data).checked().trace
+    assert trace is not None
+    return trace
 
 
 def _state(path: str, trace: Trace) -> bytes:
