@@ -28,45 +28,35 @@ def plane_stats(values) -> dict[str, Any]:
     ``negative`` counts values < 0 (``-inf`` included, ``-0.0`` not).
     """
     a = np.asarray(values, dtype=np.float32)
-    finite = np.isfinite(a)
-    vals = a[finite].astype(np.float64)
-    nan = int(np.isnan(a).sum())
+    vals = a[np.isfinite(a)].astype(np.float64)
     has = vals.size > 0
-    non_finite = int(a.size - int(finite.sum()))
+    nan = int(np.isnan(a).sum())
+    non_finite = int(a.size - vals.size)
     return {
-        "count": int(a.size),
+        "count": int(a.size), "non_finite": non_finite, "nan": nan, "inf": non_finite - nan,
+        "negative": int((a < 0).sum()), "zeros": int((a == 0).sum()),
         "min": f32_json(vals.min()) if has else None,
         "max": f32_json(vals.max()) if has else None,
         "mean": float(vals.mean()) if has else None,
         "l2_norm": float(np.sqrt(np.dot(vals, vals))) if has else None,
-        "non_finite": non_finite,
-        "nan": nan,
-        "inf": non_finite - nan,
-        "negative": int((a < 0).sum()),
-        "zeros": int((a == 0).sum()),
     }
 
 
 def contract_field(name: str, value: Any, expected: Any, mismatch: bool) -> dict[str, Any]:
     """One §2 contract field: its value, bob v1's, both readably; the learner's floats decoded."""
-    entry: dict[str, Any] = {"matches": not mismatch}
+    entry: dict[str, Any] = {"matches": not mismatch, "value": value, "expected": expected,
+                             "text": show_value(value, name), "expected_text": show_value(expected, name)}
     if isinstance(value, (bytes, bytearray)):
         entry.update(value=escape_bytes(value), expected=escape_bytes(expected), hex=bytes(value).hex(),
                      length=len(value))
-    else:
-        entry.update(value=value, expected=expected)
-    entry["text"] = show_value(value, name)
-    entry["expected_text"] = show_value(expected, name)
     if name == "learner":
-        got = learner_floats(value)
-        want = learner_floats(expected)
-        entry["hyperparameters"] = None if got is None else {k: f32_json(x) for k, x in zip(LEARNER_NAMES, got)}
+        got, want = learner_floats(value), learner_floats(expected)
         assert want is not None  # the expected value is bob v1's learner
-        entry["expected_hyperparameters"] = {k: f32_json(x) for k, x in zip(LEARNER_NAMES, want)}
-        entry["hyperparameter_mismatches"] = (
-            None if got is None
-            else [k for k, a, b in zip(LEARNER_NAMES, got, want) if F32.pack(a) != F32.pack(b)]
-        )
+        entry.update(
+            hyperparameters=None if got is None else {k: f32_json(x) for k, x in zip(LEARNER_NAMES, got)},
+            expected_hyperparameters={k: f32_json(x) for k, x in zip(LEARNER_NAMES, want)},
+            hyperparameter_mismatches=None if got is None else [
+                k for k, a, b in zip(LEARNER_NAMES, got, want) if F32.pack(a) != F32.pack(b)])
     return entry
 
 

@@ -1,13 +1,9 @@
-"""The ``trace`` reports: two traces of one run compared (``bob-inspect trace A B
-[--checkpoints CA CB]``; the comparison is :func:`bob.divergence.compare_traces`),
-and one trace shown whole (``bob-inspect trace FILE``, ``bob-inspect FILE``:
-:func:`trace_file_report`, a file report like the other kinds').
+"""The ``trace`` reports (docs/bob-inspect.md, "trace A B"): two traces of one run compared
+(:func:`bob.divergence.compare_traces`), and one trace shown whole (:func:`trace_file_report`).
 
-Here only the reading: each trace is examined whole
-(:func:`bob.formats.trace.examine`) and a trace with any finding — a wrong
-magic, a file cut short, a damaged digest — is refused naming the path and
-the field, as is a trace of another run than A's and a checkpoint that is no
-state of its trace (exit 2: there is nothing to compare).
+Here only the reading: a trace with any finding, a trace of another run than A's and a
+checkpoint that is no state of its trace are refused naming the path and the field (exit 2:
+there is nothing to compare).
 """
 
 from __future__ import annotations
