@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from bob.fileio import write_atomic
+from bob.fileio import same_file, write_atomic
 from bob.formats.constants import VOCABULARY
 from bob.analysis import softmax_rows
 from bob.inspect.checkpoint import p_table
@@ -29,8 +29,6 @@ TICK_STEP = 32
 def check_heatmap(out: str, inspected: str) -> None:
     """Refuse (exit 2), before anything is read, a heatmap that cannot be drawn: without
     matplotlib (saying how to install it), or onto the inspected file itself."""
-    from bob.fileio import same_file
-
     try:
         import matplotlib  # noqa: F401
     except ImportError:
