@@ -157,14 +157,12 @@ def _plane_diff_lines(name: str, d: dict[str, Any]) -> list[str]:
          f"     first at index {f['index']} = (context {f['context_text']}, next {f['next_text']}): "
          f"A {g(f['a'], 9)} (0x{f['a_hex']}), B {g(f['b'], 9)} (0x{f['b_hex']})"
          + (f", {f['ulp']} ulp" if f["ulp"] is not None else "")]
-    if d["max_abs_diff"] is not None:
-        m = d["max_abs_diff"]
-        L.append(f"     largest |A-B| {g(m['value'], 9)} at index {m['index']} "
-                 f"= (context {m['context_text']}, next {m['next_text']})")
-    if d["max_ulp"] is not None:
-        m = d["max_ulp"]
-        L.append(f"     largest ULP distance {m['value']} at index {m['index']} "
-                 f"= (context {m['context_text']}, next {m['next_text']})")
+    for what, key in (("largest |A-B|", "max_abs_diff"), ("largest ULP distance", "max_ulp")):
+        m = d[key]
+        if m is not None:
+            value = m["value"] if key == "max_ulp" else g(m["value"], 9)  # a ULP distance is an integer
+            L.append(f"     {what} {value} at index {m['index']} "
+                     f"= (context {m['context_text']}, next {m['next_text']})")
     return L
 
 
