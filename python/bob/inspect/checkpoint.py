@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 
 from bob.analysis import fresh_planes, softmax_rows
-from bob.errors import show_value
-from bob.formats.checkpoint import examine
+from bob.errors import FormatError, show_value
+from bob.formats.checkpoint import Examination, examine
 from bob.formats.constants import CHECKPOINT_MAGIC, LEARNER_NAMES, UPDATES_PER_INVOCATION, VOCABULARY, learner_floats
 from bob.formats.contract import CONTRACT_FIELDS, PLANE_NAMES, V1
 from bob.formats.layout import F32
-from bob.inspect.common import TOP_K, base, f32_json, finish, plural
+from bob.inspect.common import TOP_K, begin, f32_json, finish, magic_report, plural
 from bob.text import escape_bytes, show_byte
 
 
@@ -28,45 +28,35 @@ def plane_stats(values) -> dict[str, Any]:
     ``math.fsum``: the same on every machine, where NumPy's ``dot`` follows the BLAS) and
     counts. ``negative`` counts values < 0 (``-inf`` included, ``-0.0`` not)."""
     a = np.asarray(values, dtype=np.float32)
-    finite = np.isfinite(a)
-    vals = a[finite].astype(np.float64)
-    nan = int(np.isnan(a).sum())
+    vals = a[np.isfinite(a)].astype(np.float64)
     has = vals.size > 0
-    non_finite = int(a.size - int(finite.sum()))
+    nan = int(np.isnan(a).sum())
+    non_finite = int(a.size - vals.size)
     return {
-        "count": int(a.size),
+        "count": int(a.size), "non_finite": non_finite, "nan": nan, "inf": non_finite - nan,
+        "negative": int((a < 0).sum()), "zeros": int((a == 0).sum()),
         "min": f32_json(vals.min()) if has else None,
         "max": f32_json(vals.max()) if has else None,
         "mean": math.fsum(vals.tolist()) / vals.size if has else None,
         "l2_norm": math.sqrt(math.fsum((vals * vals).tolist())) if has else None,
-        "non_finite": non_finite,
-        "nan": nan,
-        "inf": non_finite - nan,
-        "negative": int((a < 0).sum()),
-        "zeros": int((a == 0).sum()),
     }
 
 
 def contract_field(name: str, value: Any, expected: Any, mismatch: bool) -> dict[str, Any]:
     """One §2 contract field: its value, bob v1's, both readably; the learner's floats decoded."""
-    entry: dict[str, Any] = {"matches": not mismatch}
+    entry: dict[str, Any] = {"matches": not mismatch, "value": value, "expected": expected,
+                             "text": show_value(value, name), "expected_text": show_value(expected, name)}
     if isinstance(value, (bytes, bytearray)):
         entry.update(value=escape_bytes(value), expected=escape_bytes(expected), hex=bytes(value).hex(),
                      length=len(value))
-    else:
-        entry.update(value=value, expected=expected)
-    entry["text"] = show_value(value, name)
-    entry["expected_text"] = show_value(expected, name)
     if name == "learner":
-        got = learner_floats(value)
-        want = learner_floats(expected)
-        entry["hyperparameters"] = None if got is None else {k: f32_json(x) for k, x in zip(LEARNER_NAMES, got)}
+        got, want = learner_floats(value), learner_floats(expected)
         assert want is not None  # the expected value is bob v1's learner
-        entry["expected_hyperparameters"] = {k: f32_json(x) for k, x in zip(LEARNER_NAMES, want)}
-        entry["hyperparameter_mismatches"] = (
-            None if got is None
-            else [k for k, a, b in zip(LEARNER_NAMES, got, want) if F32.pack(a) != F32.pack(b)]
-        )
+        entry.update(
+            hyperparameters=None if got is None else {k: f32_json(x) for k, x in zip(LEARNER_NAMES, got)},
+            expected_hyperparameters={k: f32_json(x) for k, x in zip(LEARNER_NAMES, want)},
+            hyperparameter_mismatches=None if got is None else [
+                k for k, a, b in zip(LEARNER_NAMES, got, want) if F32.pack(a) != F32.pack(b)])
     return entry
 
 
@@ -82,105 +72,68 @@ def rows_report(p_plane, contexts: bytes) -> list[dict[str, Any]]:
     out = []
     for c in contexts:
         row = table[c]
-        entry: dict[str, Any] = {"context": c, "text": show_byte(c), "finite": bool(np.isfinite(row).all())}
-        if not entry["finite"]:
-            entry["non_finite"] = int((~np.isfinite(row)).sum())
-            entry["top"] = None
-        else:
-            entry["non_finite"] = 0
-            prob = softmax_rows([row])[0]
-            order = np.argsort(-row.astype(np.float64), kind="stable")[:TOP_K]
-            entry["top"] = [
-                {"next": int(j), "text": show_byte(int(j)), "probability": float(prob[j]), "logit": f32_json(row[j])}
-                for j in order
-            ]
-        out.append(entry)
+        prob = softmax_rows([row])[0]  # None for a row with non-finite values
+        top = None if prob is None else [
+            {"next": int(j), "text": show_byte(int(j)), "probability": float(prob[j]), "logit": f32_json(row[j])}
+            for j in np.argsort(-row.astype(np.float64), kind="stable")[:TOP_K]]
+        out.append({"context": c, "text": show_byte(c), "finite": prob is not None,
+                    "non_finite": int((~np.isfinite(row)).sum()), "top": top})
     return out
 
 
-def _chunks(ex, failed: set) -> list[dict[str, Any]]:
-    chunks = []
-    for i, entry in enumerate(ex.header.chunk_table):
-        computed = ex.chunk_digests[i] if ex.chunk_digests is not None else None
-        chunks.append({
-            "index": i,
-            "plane": PLANE_NAMES[i] if i < len(PLANE_NAMES) else None,
-            "tag": escape_bytes(entry.tag),
-            "offset": entry.offset,
-            "length": entry.length,
-            "sha256": entry.digest.hex(),
-            "computed_sha256": computed.hex() if computed is not None else None,
-            "tag_ok": ("chunk_table.tag", i) not in failed,
-            "offset_ok": ("chunk_table.offset", i) not in failed,
-            "length_ok": ("chunk_table.length", i) not in failed,
-            "digest_ok": None if computed is None else ("chunk_table.digest", i) not in failed,
-        })
-    return chunks
+def _header_report(ex: Examination, failed: set[tuple[str, int | None]]) -> dict[str, Any]:
+    """The contract, the header's digest and the chunk table of a header that parsed."""
+    h, computed, digests = ex.header, ex.computed_header_digest, ex.chunk_digests
+    assert h is not None and ex.contract is not None and ex.header_digest is not None
+    return {
+        "contract": {"matches_v1": ex.contract.is_v1,
+                     "fields": {name: contract_field(name, h[name], getattr(V1, name), (name, None) in failed)
+                                for name in CONTRACT_FIELDS}},
+        "header_digest": {"stored": ex.header_digest.hex(),
+                          "computed": computed.hex() if computed is not None else None,
+                          "ok": None if computed is None else ("header_digest", None) not in failed},
+        "chunk_count": h.chunk_count,
+        "chunks": [{
+            "index": i, "plane": PLANE_NAMES[i] if i < len(PLANE_NAMES) else None, "tag": escape_bytes(entry.tag),
+            "offset": entry.offset, "length": entry.length, "sha256": entry.digest.hex(),
+            "computed_sha256": digests[i].hex() if digests is not None else None,
+            **{f"{key}_ok": (f"chunk_table.{key}", i) not in failed for key in ("tag", "offset", "length")},
+            "digest_ok": None if digests is None else ("chunk_table.digest", i) not in failed,
+        } for i, entry in enumerate(h.chunk_table)],
+    }
 
 
-def checkpoint_report(data: bytes | None, read_problems: list, *, path: str, auto: bool = False,
+def checkpoint_report(data: bytes | None, read_problems: list[FormatError], *, path: str, auto: bool = False,
                       rows: bytes = b"") -> tuple[dict[str, Any], Any]:
     """The ``checkpoint`` report (a JSON-ready dict) and the P plane (or None).
 
     ``data`` is the file's bytes (None when it was too large to read).
     """
-    report = base("checkpoint", path, data, auto)
-    problems = list(read_problems)
-    ex = examine(data, for_resume=True) if data is not None else None
-    if ex is not None:
-        problems.extend(ex.findings)
+    report, problems, ex = begin("checkpoint", path, data, read_problems, auto, examine)
     fresh = bool(ex is not None and ex.fresh)
-    h = ex.header if ex is not None else None
-    failed = {(p.field, p.index) for p in problems}
-
-    head = ex.magic if ex is not None else b""
-    report["fresh"] = fresh
-    report["magic"] = (
-        None if fresh or ex is None
-        else {"text": escape_bytes(head), "hex": head.hex(), "ok": head == CHECKPOINT_MAGIC}
-    )
     partial = ex.partial_header if ex is not None else None
-    known = dict(partial or ())
-    report["partial_header"] = None if partial is None else [
-        {"field": name, "value": escape_bytes(v) if isinstance(v, bytes) else v, "text": show_value(v, name)}
-        for name, v in partial
-    ]
-    report["version"] = h.version if h is not None else known.get("version")
-    report["header_bytes"] = h.header_bytes if h is not None else known.get("header_bytes")
-    report["header_length"] = ex.header_end if ex is not None and h is not None else None
-    step = h.step if h is not None else (0 if fresh else known.get("step"))
-    report["step"] = step
-    report["invocations"] = None if step is None else step // UPDATES_PER_INVOCATION
-
-    if h is not None:
-        assert ex is not None and ex.contract is not None and ex.header_digest is not None
-        report["contract"] = {
-            "matches_v1": ex.contract.is_v1,
-            "fields": {name: contract_field(name, h[name], getattr(V1, name), (name, None) in failed)
-                       for name in CONTRACT_FIELDS},
-        }
-        computed = ex.computed_header_digest
-        report["header_digest"] = {
-            "stored": ex.header_digest.hex(),
-            "computed": computed.hex() if computed is not None else None,
-            "ok": None if computed is None else ("header_digest", None) not in failed,
-        }
-        report["chunk_count"] = h.chunk_count
-        report["chunks"] = _chunks(ex, failed)
-    else:
-        report["contract"] = report["header_digest"] = report["chunks"] = report["chunk_count"] = None
-
+    known = ex.header if ex is not None and ex.header is not None else dict(partial or ())
+    step = 0 if fresh else known.get("step")
     planes = note = None
     if ex is not None and ex.planes is not None:
         planes = ex.planes
     elif fresh:
         planes, note = fresh_planes()
-    report["planes"] = None if planes is None else {name: plane_stats(planes[i]) for i, name in enumerate(PLANE_NAMES)}
-    report["note"] = note
-    report["rows"] = (rows_report(planes[0], rows) if planes is not None else None) if rows else None
-    report["heatmap"] = None
-    report["export"] = None
-
+    report.update(
+        fresh=fresh, step=step, invocations=None if step is None else step // UPDATES_PER_INVOCATION,
+        magic=None if fresh or ex is None else magic_report(ex.magic, CHECKPOINT_MAGIC),
+        partial_header=None if partial is None else [
+            {"field": name, "value": escape_bytes(v) if isinstance(v, bytes) else v, "text": show_value(v, name)}
+            for name, v in partial],
+        version=known.get("version"), header_bytes=known.get("header_bytes"),
+        header_length=ex.header_end if ex is not None and ex.header is not None else None,
+        planes=None if planes is None else {name: plane_stats(planes[i]) for i, name in enumerate(PLANE_NAMES)},
+        note=note, rows=rows_report(planes[0], rows) if rows and planes is not None else None, heatmap=None,
+        export=None)
+    if ex is not None and ex.header is not None:
+        report.update(_header_report(ex, {(p.field, p.index) for p in problems}))
+    else:
+        report.update(dict.fromkeys(("contract", "header_digest", "chunk_count", "chunks")))
     if fresh:
         ok = "OK: zero bytes, a fresh run's checkpoint (step 0, the state bob-seed-v1 makes)"
     else:

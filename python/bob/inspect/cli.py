@@ -11,20 +11,20 @@ are the parser's epilog's (and docs/bob-inspect.md's): 1 is ``diff``'s and
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import sys
 from typing import TYPE_CHECKING, Any, Callable
 
 from bob.formats import kinds
-from bob.formats.constants import MAX_CHECKPOINT_BYTES, RECORD_BYTES, VOCABULARY
-from bob.formats.files import CHECKPOINT_FILE, INPUT_FILE
+from bob.formats.constants import VOCABULARY
 from bob.commands import (EXIT_FOUND, EXIT_SOFTWARE, Outcome, add_common_options, argument_parser, count_option,
                           number_option, run_command)
 from bob.distribution import install_hint
 from bob.text import escape_bytes, one_line, show_path
 
-from bob.inspect.common import EXIT_OK, EXIT_PROBLEMS, PROG, Refused, peek, plural, read
+from bob.inspect.common import EXIT_OK, EXIT_PROBLEMS, PROG, Refused, peek, plural, read, read_checkpoint
 
 if TYPE_CHECKING:  # pragma: no cover - argparse is imported only to build the parser
     import argparse
@@ -55,7 +55,7 @@ def rows_bytes(args: argparse.Namespace) -> bytes:
 
 
 def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
-    """``bob-inspect checkpoint FILE [--rows BYTES] [--rows-hex HEX] [--heatmap OUT]``."""
+    """``bob-inspect checkpoint FILE [--rows BYTES] [--rows-hex HEX] [--heatmap OUT] [--export OUT]``."""
     from bob.inspect.checkpoint import checkpoint_report
     from bob.inspect.render import render_checkpoint
 
@@ -66,16 +66,11 @@ def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
         check_export(export, args.file)
     heatmap = getattr(args, "heatmap", None)
     if heatmap:
-        from bob.inspect.heatmap import require_matplotlib
+        from bob.inspect.heatmap import check_heatmap
 
-        require_matplotlib()
-        from bob.fileio import same_file
-
-        if same_file(heatmap, args.file):
-            raise Refused(f"--heatmap {show_path(heatmap)}: that is the checkpoint being inspected; "
-                          "bob-inspect never replaces what it reads")
+        check_heatmap(heatmap, args.file)
     rows = rows_bytes(args)
-    data, problems = read(args.file, MAX_CHECKPOINT_BYTES, CHECKPOINT_FILE)
+    data, problems = read_checkpoint(args.file)
     report, p_plane = checkpoint_report(data, problems, path=args.file, auto=auto, rows=rows)
     report["rows_requested"] = list(rows) if rows else None
     if heatmap and p_plane is None:
@@ -94,26 +89,19 @@ def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
     return report, render_checkpoint(report), _code(report)
 
 
-def cmd_input(args: argparse.Namespace, *, auto: bool = False) -> Result:
-    """``bob-inspect input FILE``."""
-    from bob.inspect.record import input_report
-    from bob.inspect.render import render_input
-
-    data, problems = read(args.file, RECORD_BYTES, INPUT_FILE)
-    report = input_report(data, problems, path=args.file, auto=auto)
-    return report, render_input(report), _code(report)
+# kind: the module of its report, the report and its lines (the checkpoint's own command is above)
+ONE_FILE = {kinds.INPUT: ("record", "input_report", "render_input"),
+            kinds.PREDICTIONS: ("predictions", "predictions_report", "render_predictions"),
+            kinds.TRACE: ("trace", "trace_file_report", "render_trace_file")}
 
 
-def cmd_predictions(args: argparse.Namespace, *, auto: bool = False) -> Result:
-    """``bob-inspect predictions FILE``."""
-    from bob.inspect.predictions import predictions_report
-    from bob.inspect.render import render_predictions
-
-    # read up to the largest bob file so predictions_findings can say what a
-    # longer file is ("this file starts like a bob input record")
-    data, problems = read(args.file, MAX_CHECKPOINT_BYTES, None)
-    report = predictions_report(data, problems, path=args.file, auto=auto)
-    return report, render_predictions(report), _code(report)
+def cmd_file(kind: str, path: str, *, auto: bool = False) -> Result:
+    """``bob-inspect input|predictions|trace FILE`` and ``bob-inspect FILE``: one file, 0 valid, 2 it has problems."""
+    module = importlib.import_module(f"bob.inspect.{ONE_FILE[kind][0]}")
+    make, render = (getattr(module, name) for name in ONE_FILE[kind][1:])
+    data, problems = read(path, *module.READ)
+    report = make(data, problems, path=path, auto=auto)
+    return report, render(report), _code(report)
 
 
 def cmd_diff(args: argparse.Namespace) -> Result:
@@ -134,20 +122,9 @@ def cmd_trace(args: argparse.Namespace) -> Result:
     if args.b is None:
         if args.checkpoints:
             raise Refused("usage: trace: --checkpoints compares two traces; give A and B")
-        return cmd_trace_file(args.a)
+        return cmd_file(kinds.TRACE, args.a)
     report = trace_report(args.a, args.b, args.checkpoints)
     return report, render_trace(report), EXIT_OK if report["same"] else EXIT_FOUND
-
-
-def cmd_trace_file(path: str, *, auto: bool = False) -> Result:
-    """``bob-inspect trace FILE``, ``bob-inspect FILE``: one trace, 0 valid, 2 it has problems."""
-    from bob.formats.layout import TRACE_BYTES
-    from bob.formats.trace import TRACE_FILE
-    from bob.inspect.trace import render_trace_file, trace_file_report
-
-    data, problems = read(path, TRACE_BYTES, TRACE_FILE)
-    report = trace_file_report(data, problems, path=path, auto=auto)
-    return report, render_trace_file(report), _code(report)
 
 
 def cmd_verify(args: argparse.Namespace) -> Result:
@@ -164,6 +141,9 @@ def cmd_schema(args: argparse.Namespace) -> Result:
     from bob.inspect.render import render_schema
     from bob.inspect.schema import SCHEMA_KINDS, schema_report
 
+    if args.kind is not None and args.kind not in SCHEMA_KINDS:
+        raise Refused(f"usage: schema: unknown kind {escape_bytes(os.fsencode(args.kind))}; "
+                      "one of input, checkpoint, predictions")
     report = schema_report([args.kind] if args.kind else list(SCHEMA_KINDS))
     return report, render_schema(report), EXIT_OK
 
@@ -175,33 +155,23 @@ def cmd_auto(args: argparse.Namespace) -> Result:
     if kind is None:
         raise Refused(f"{show_path(args.file)}: not a bob file ({size} bytes starting "
                       f"\"{escape_bytes(head[:kinds.MAGIC_BYTES])}\"; {kinds.KIND_RULES})")
-    if kind != kinds.CHECKPOINT and (args.rows or args.rows_hex or args.heatmap or args.export):
+    if kind == kinds.CHECKPOINT:
+        return cmd_checkpoint(args, auto=True)
+    if args.rows or args.rows_hex or args.heatmap or args.export:
         what = {kinds.INPUT: "an input record", kinds.TRACE: "a trace"}.get(kind, "predictions")
         raise Refused(f"{show_path(args.file)} is not a checkpoint (it is {what}); "
                       "--rows, --rows-hex, --heatmap and --export apply to checkpoints")
-    if kind == kinds.TRACE:
-        return cmd_trace_file(args.file, auto=True)
-    handler: dict[str, Callable[..., Result]] = {
-        kinds.CHECKPOINT: cmd_checkpoint, kinds.INPUT: cmd_input, kinds.PREDICTIONS: cmd_predictions}
-    return handler[kind](args, auto=True)
+    return cmd_file(kind, args.file, auto=True)
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], Result]] = {
-    "checkpoint": cmd_checkpoint, "input": cmd_input, "predictions": cmd_predictions, "diff": cmd_diff,
-    "trace": cmd_trace, "verify": cmd_verify, "schema": cmd_schema, "auto": cmd_auto,
+    "checkpoint": cmd_checkpoint, "input": lambda args: cmd_file(kinds.INPUT, args.file),
+    "predictions": lambda args: cmd_file(kinds.PREDICTIONS, args.file), "diff": cmd_diff, "trace": cmd_trace,
+    "verify": cmd_verify, "schema": cmd_schema, "auto": cmd_auto,
 }
 
 
-# --------------------------------------------------------------------------- #
-# Parsing and routing
-# --------------------------------------------------------------------------- #
-
-
-def _add_common(p: argparse.ArgumentParser) -> None:
-    add_common_options(p, json_help="print one JSON object (stable keys) instead of text")
-
-
-def _add_ckpt_options(p: argparse.ArgumentParser) -> None:
+def _checkpoint_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rows", metavar="BYTES",
                    help="context bytes given as text (e.g. abc): show each row's top-5 next bytes")
     p.add_argument("--rows-hex", metavar="HEX", help="context bytes as hex (e.g. 61,62 or 6162)")
@@ -230,8 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, **kw)
         p.add_argument("file", metavar="FILE")
         if name == "checkpoint":
-            _add_ckpt_options(p)
-        _add_common(p)
+            _checkpoint_options(p)
     p = sub.add_parser("diff", help="two checkpoints compared: header fields and planes (exit 1 when they differ)")
     p.add_argument("a", metavar="A")
     p.add_argument("b", metavar="B")
@@ -242,30 +211,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--diffable", action="store_true",
                    help="stable text for review: no paths, offsets, sizes or layout digests, so that diff -u of "
                         "two such outputs shows only what changed (--json is unchanged)")
-    _add_common(p)
     p = sub.add_parser("trace", help="two traces of one run (bob-run --trace): the first update at which they part "
                        "(exit 1 when they do); one trace: its updates and problems")
     p.add_argument("a", metavar="A")
     p.add_argument("b", metavar="B", nargs="?", help="without B: the report of trace A alone")
     p.add_argument("--checkpoints", nargs=2, metavar=("CA", "CB"),
                    help="a checkpoint of each run after the same update: the first plane and index that differ")
-    _add_common(p)
     p = sub.add_parser("verify", help="checkpoints checked whole, each on its own: every problem with its chunk "
                        "or field (exit 2 when any file has one)")
     p.add_argument("files", nargs="+", metavar="FILE")
-    _add_common(p)
     p = sub.add_parser("schema", help="layout tables from the construct schemas")
-    p.add_argument("kind", nargs="?", metavar="{input,checkpoint,predictions}", type=_schema_kind)
-    _add_common(p)
+    p.add_argument("kind", nargs="?", metavar="{input,checkpoint,predictions}",
+                   type=lambda text: ALIASES.get(text, text))
     p = sub.add_parser("auto")  # `bob-inspect FILE`: not listed in the help
     p.add_argument("file", metavar="FILE")
-    _add_ckpt_options(p)
-    _add_common(p)
+    _checkpoint_options(p)
+    for p in dict.fromkeys(sub.choices.values()):  # each command once (an alias names the same parser)
+        add_common_options(p, json_help="print one JSON object (stable keys) instead of text")
     return parser
-
-
-def _schema_kind(text: str) -> str:
-    return ALIASES.get(text, text)
 
 
 _VALUE_OPTIONS = {"--rows", "--rows-hex", "--heatmap", "--export"}
@@ -276,27 +239,15 @@ def route(argv: list[str]) -> list[str]:
     if not argv or argv[0] in ("-h", "--help", "--version") or argv[0] in SUBCOMMANDS:
         return argv
     i = 0
-    while i < len(argv):
-        tok = argv[i]
-        if tok == "--":
+    while i < len(argv) and argv[i] != "--":
+        if argv[i] in ("-h", "--help", "--version"):
+            return argv
+        if argv[i] in SUBCOMMANDS:
+            return [argv[i]] + argv[:i] + argv[i + 1:]
+        if not argv[i].startswith("-") or argv[i] == "-":  # FILE
             break
-        if tok in _VALUE_OPTIONS:
-            i += 2
-            continue
-        if tok.startswith("-") and tok != "-":
-            if tok in ("-h", "--help", "--version"):
-                return argv
-            i += 1
-            continue
-        if tok in SUBCOMMANDS:
-            return [tok] + argv[:i] + argv[i + 1:]
-        break
+        i += 2 if argv[i] in _VALUE_OPTIONS else 1
     return ["auto"] + argv
-
-
-# --------------------------------------------------------------------------- #
-# The entry point
-# --------------------------------------------------------------------------- #
 
 
 _ONE_FILE = ("checkpoint", "input", "predictions", "auto")  # the commands that take FILE and no option of their own
@@ -333,12 +284,6 @@ def _work(args: argparse.Namespace) -> Outcome:
     if args.command is None:
         raise Refused("usage: give a command or a FILE (see bob-inspect --help)")
     command = SUBCOMMANDS.get(args.command, args.command)
-    if command == "schema" and args.kind is not None:
-        from bob.inspect.schema import SCHEMA_KINDS  # (the layout tables: only this command needs them)
-
-        if args.kind not in SCHEMA_KINDS:
-            raise Refused(f"usage: schema: unknown kind {escape_bytes(os.fsencode(args.kind))}; "
-                          "one of input, checkpoint, predictions")
     report, lines, code = HANDLERS[command](args)
     if args.json:
         report.pop("rows_requested", None)

@@ -14,18 +14,20 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-from typing import Any
+from typing import Any, Callable
 
 from bob.errors import FormatError
 from bob.fileio import FileTooLarge, read_bounded
-from bob.formats.files import read_format_file
-from bob.text import f32_text, json_number, show_path
+from bob.formats.constants import MAX_CHECKPOINT_BYTES
+from bob.formats.files import CHECKPOINT_FILE, read_format_file
+from bob.text import escape_bytes, f32_text, json_number, show_path
 
 from bob.commands import EXIT_INTERRUPTED, EXIT_OK, EXIT_UNEXPECTED, Refused, os_reason
 from bob.commands import EXIT_REFUSED as EXIT_PROBLEMS
 
 __all__ = ["EXIT_OK", "EXIT_UNEXPECTED", "EXIT_PROBLEMS", "EXIT_INTERRUPTED", "Refused", "os_reason", "read", "PROG",
-           "TOP_K", "base", "finish", "plural", "f32_json", "peek", "file_size", "problem"]
+           "TOP_K", "base", "finish", "plural", "f32_json", "peek", "file_size", "problem", "read_checkpoint", "begin",
+           "magic_report"]
 
 PROG = "bob-inspect"
 TOP_K = 5  # next bytes shown per row (--rows)
@@ -33,9 +35,7 @@ TOP_K = 5  # next bytes shown per row (--rows)
 
 def refusal(path: str, exc: OSError) -> Refused:
     """The one-line refusal of a path that cannot be read (it names the path)."""
-    if isinstance(exc, FileNotFoundError):
-        return Refused("no such file", path=path)
-    return Refused(os_reason(exc), path=path)
+    return Refused("no such file" if isinstance(exc, FileNotFoundError) else os_reason(exc), path=path)
 
 
 def read(path: str, limit: int, magic: "tuple[bytes, str] | None") -> tuple[bytes | None, list[FormatError]]:
@@ -47,6 +47,11 @@ def read(path: str, limit: int, magic: "tuple[bytes, str] | None") -> tuple[byte
         return None, [exc]
     except OSError as exc:  # missing, a directory, a FIFO, a device, no permission …
         raise refusal(path, exc) from None
+
+
+def read_checkpoint(path: str) -> tuple[bytes | None, list[FormatError]]:
+    """:func:`read` of a checkpoint (``checkpoint``, ``diff``, ``verify``, ``trace --checkpoints``)."""
+    return read(path, MAX_CHECKPOINT_BYTES, CHECKPOINT_FILE)
 
 
 def peek(path: str) -> tuple[bytes, int]:
@@ -100,13 +105,23 @@ def base(command: str, path: str, data: bytes | None, auto: bool) -> dict[str, A
     }
 
 
-def finish(report: dict[str, Any], problems: list, ok_verdict: str, bad_verdict: str) -> dict[str, Any]:
+def magic_report(found: bytes, magic: bytes) -> dict[str, Any]:
+    """A file's first bytes against its format's magic."""
+    return {"text": escape_bytes(found), "hex": found.hex(), "ok": found == magic}
+
+
+def begin(command: str, path: str, data: bytes | None, read_problems: list[FormatError], auto: bool,
+          examine: Callable[[bytes], Any]) -> tuple[dict[str, Any], list[FormatError], Any]:
+    """A file report's first keys (:func:`base`), its problems so far and the format's
+    examination of ``data`` (None for a file too large to read)."""
+    ex = examine(data) if data is not None else None
+    return base(command, path, data, auto), [*read_problems, *(ex.findings if ex is not None else ())], ex
+
+
+def finish(report: dict[str, Any], problems: list[FormatError], ok_verdict: str, bad_verdict: str) -> dict[str, Any]:
     """The keys every file report ends with: its problems, ``ok`` and the verdict."""
-    n = len(problems)
-    report["problems"] = [problem(p) for p in problems]
-    report["problem_count"] = n
-    report["ok"] = not problems
-    report["verdict"] = ok_verdict if not problems else f"{n} problem{'s' if n != 1 else ''}: {bad_verdict}"
+    report.update(problems=[problem(p) for p in problems], problem_count=len(problems), ok=not problems,
+                  verdict=ok_verdict if not problems else f"{plural(len(problems), 'problem')}: {bad_verdict}")
     return report
 
 

@@ -7,14 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from bob.analysis import Side, compare
-from bob.formats.constants import MAX_CHECKPOINT_BYTES
-from bob.formats.files import CHECKPOINT_FILE
-from bob.inspect.common import file_size, read
+from bob.inspect.common import file_size, read_checkpoint
 from bob.text import show_path
 
 
 def _side(path: str) -> Side:
-    data, problems = read(path, MAX_CHECKPOINT_BYTES, CHECKPOINT_FILE)  # a Refused for an unreadable path
+    data, problems = read_checkpoint(path)  # a Refused for an unreadable path
     return Side(show_path(path), data, problems, len(data) if data is not None else file_size(path))
 
 

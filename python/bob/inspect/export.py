@@ -1,8 +1,8 @@
 """``--export OUT.safetensors|OUT.npz``: the inspected checkpoint written for
-other tools, by :meth:`bob.Checkpoint.to_safetensors` / ``to_npz`` (the
-format from the suffix). Only a checkpoint without problems is exported: the
-export refuses what ``bob-run`` would refuse to resume, as every bob writer
-does."""
+other tools, in the bytes :meth:`bob.Checkpoint.to_safetensors` / ``to_npz``
+write (the format from the suffix). Only a checkpoint without problems is
+exported: the export refuses what ``bob-run`` would refuse to resume, as every
+bob writer does."""
 
 from __future__ import annotations
 
@@ -46,22 +46,17 @@ def export_checkpoint(report: dict[str, Any], data: bytes | None, out: str) -> d
     """Write the export; ``{path, format, size, sha256}``, or None (and a
     note) for a checkpoint with problems, which is not exported."""
     import bob
+    from bob import interop
+    from bob.fileio import write_atomic
 
     if not report["ok"] or data is None:
         report["note"] = "no export: bob-run refuses this checkpoint (the problems are listed); nothing was written"
         return None
-    from bob.fileio import read_bounded
-    from bob.interop import MAX_EXPORT_BYTES
-
     fmt = export_format(out)
     checkpoint = bob.load_checkpoint(data)  # zero bytes: the fresh state
+    written = (interop.safetensors_bytes if fmt == "safetensors" else interop.npz_bytes)(checkpoint)
     try:
-        if fmt == "safetensors":
-            checkpoint.to_safetensors(out)
-        else:
-            checkpoint.to_npz(out)
-        written = read_bounded(out, MAX_EXPORT_BYTES) or b""
+        write_atomic(out, written)
     except OSError as exc:
         raise Refused(os_reason(exc), option="--export", path=out) from None
-    return {"path": show_path(out), "format": fmt, "size": len(written),
-            "sha256": hashlib.sha256(written).hexdigest()}
+    return {"path": show_path(out), "format": fmt, "size": len(written), "sha256": hashlib.sha256(written).hexdigest()}

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from bob.fileio import write_atomic
+from bob.fileio import same_file, write_atomic
 from bob.formats.constants import VOCABULARY
 from bob.analysis import softmax_rows
 from bob.inspect.checkpoint import p_table
@@ -26,14 +26,18 @@ LABELLED_CELLS = 400  # a zoom this small gets each cell labelled
 TICK_STEP = 32
 
 
-def require_matplotlib() -> None:
-    """Refuse (exit 2, with how to install it) when matplotlib cannot be imported."""
+def check_heatmap(out: str, inspected: str) -> None:
+    """Refuse (exit 2), before anything is read, a heatmap that cannot be drawn: without
+    matplotlib (saying how to install it), or onto the inspected file itself."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         from bob.distribution import install_hint
 
         raise Refused(f"--heatmap needs matplotlib (the optional extra plot): {install_hint('plot')}") from None
+    if same_file(out, inspected):
+        raise Refused(f"--heatmap {show_path(out)}: that is the checkpoint being inspected; "
+                      "bob-inspect never replaces what it reads")
 
 
 def _plain(text: str) -> str:
@@ -46,9 +50,7 @@ def _byte_label(b: int) -> str:
 
 
 def favoured_columns(table, rows):
-    """The next bytes the given rows favour: in each row, the values above the
-    midpoint between the row's median and its maximum (at most 32 columns, the
-    largest values first; returned sorted by byte)."""
+    """The next bytes the given rows favour (docs/bob-inspect.md, "--heatmap"), sorted by byte."""
     score: dict[int, float] = {}
     for r in rows:
         row = table[r]
@@ -105,16 +107,9 @@ def draw_heatmap(p_plane, out: str, title: str) -> dict[str, Any]:
 
 
 def heatmap_figure(p_plane, title: str) -> "tuple[Any, dict[str, Any]]":
-    """The P table (rows: context byte, columns: next byte) as a matplotlib
-    figure, and what it shows (``rows_shown``, ``non_finite_rows``).
-
-    Left: the whole table. Right, a zoom: the rows that left the
-    initialization's range (|P| > 0.01 somewhere; at most 24, those that moved
-    most) against the next bytes they favour (:func:`favoured_columns`), each
-    cell labelled with its logit and softmax probability when the zoom is
-    small. One diverging colour scale centred on 0 for both; non-finite
-    values are drawn black. The whole table's axes is ``fig.axes[0]``.
-    """
+    """The P table as a matplotlib figure, and what it shows (``rows_shown``, ``non_finite_rows``):
+    the two panels and their colours of docs/bob-inspect.md, "--heatmap"; the whole table's axes is
+    ``fig.axes[0]``."""
     from matplotlib import colormaps
     from matplotlib.figure import Figure
 

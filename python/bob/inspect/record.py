@@ -1,4 +1,4 @@
-"""The ``input`` report: an input record as
+"""The ``input`` report and its lines: an input record as
 :func:`bob.formats.input_record.examine` reads and judges it (this module
 parses nothing itself).
 
@@ -8,18 +8,27 @@ damage can be seen in context.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
 
-from bob.formats.constants import EMPTY_PROMPT, INPUT_MAGIC, VOCABULARY
+from bob.errors import FormatError
+from bob.formats.constants import EMPTY_PROMPT, INPUT_MAGIC, RECORD_BYTES, VOCABULARY
+from bob.formats.files import INPUT_FILE
 from bob.formats.input_record import examine
 from bob.formats.rules import PROMPT_WORD
-from bob.inspect.common import base, finish
+from bob.inspect.common import PROG, begin, finish, magic_report
+from bob.inspect.render import file_lines, render_problems
 from bob.text import escape_bytes, show_byte
 
+READ = (RECORD_BYTES, INPUT_FILE)  # bob.inspect.common.read's limit and magic
 RECORD_KEYS = ("pairs", "chained", "sequence", "context_counts", "transitions", "targets_agree",
                "target_mismatches", "prompts")
+SEQUENCE_SHOWN = 64  # bytes of a chained input's sequence shown
+MISMATCHES_SHOWN = 16  # target mismatches listed
+PAIRS_PER_LINE = 8
+_ESCAPED_BYTE = re.compile(r"\\x[0-9a-f]{2}|.")  # one token per byte of escaped text
 
 
 def _transitions(ctx: np.ndarray, tgt: np.ndarray, counts: np.ndarray) -> list[dict[str, Any]]:
@@ -36,25 +45,11 @@ def _transitions(ctx: np.ndarray, tgt: np.ndarray, counts: np.ndarray) -> list[d
     return out
 
 
-def _prompts(words: list[int]) -> list[dict[str, Any]]:
-    out = []
-    for i, w in enumerate(words):
-        is_byte = w < VOCABULARY
-        out.append({"index": i, "word": w, "hex": f"0x{w:08x}", "empty": w == EMPTY_PROMPT,
-                    "byte": w if is_byte else None, "ok": PROMPT_WORD.ok(w),
-                    "text": show_byte(w) if is_byte else None})
-    return out
-
-
-def input_report(data: bytes | None, read_problems: list, *, path: str, auto: bool = False) -> dict[str, Any]:
+def input_report(data: bytes | None, read_problems: list[FormatError], *, path: str,
+                 auto: bool = False) -> dict[str, Any]:
     """The ``input`` report (a JSON-ready dict); ``data`` is None when the file was too large to read."""
-    report = base("input", path, data, auto)
-    problems = list(read_problems)
-    ex = examine(data) if data is not None else None
-    if ex is not None:
-        problems.extend(ex.findings)
-    report["magic"] = None if ex is None else {"text": escape_bytes(ex.magic), "hex": ex.magic.hex(),
-                                               "ok": ex.magic == INPUT_MAGIC}
+    report, problems, ex = begin("input", path, data, read_problems, auto, examine)
+    report["magic"] = None if ex is None else magic_report(ex.magic, INPUT_MAGIC)
     report["version"] = ex.version if ex is not None else None
     if ex is None or ex.contexts is None or ex.targets is None or ex.widened is None or ex.prompt_words is None:
         report.update(dict.fromkeys(RECORD_KEYS))
@@ -72,5 +67,58 @@ def input_report(data: bytes | None, read_problems: list, *, path: str, auto: bo
         report["target_mismatches"] = [
             {"index": i, "pair_target": int(tgt[i]), "table": ex.widened[i]} for i in bad
         ]
-        report["prompts"] = _prompts(ex.prompt_words)
+        report["prompts"] = [
+            {"index": i, "word": w, "hex": f"0x{w:08x}", "empty": w == EMPTY_PROMPT, "ok": PROMPT_WORD.ok(w),
+             "byte": w if w < VOCABULARY else None, "text": show_byte(w) if w < VOCABULARY else None}
+            for i, w in enumerate(ex.prompt_words)]
     return finish(report, problems, "OK: a valid bob-input v1 record", "bob-run refuses this input record")
+
+
+def _pair_lines(r: dict[str, Any]) -> list[str]:
+    cells = [f"{show_byte(a)}>{show_byte(b)}" for a, b in r["pairs"]]
+    width = max(len(c) for c in cells)
+    L = [f"pairs ({len(cells)}, in corpus order, context>next)"]
+    for start in range(0, len(cells), PAIRS_PER_LINE):
+        L.append(f"  {start:>3}  "
+                 + "  ".join(c.ljust(width) for c in cells[start:start + PAIRS_PER_LINE]).rstrip())
+    if r["chained"]:
+        tokens = _ESCAPED_BYTE.findall(r["sequence"])
+        shown = "".join(tokens[:SEQUENCE_SHOWN]) + ("..." if len(tokens) > SEQUENCE_SHOWN else "")
+        L.append(f"  the pairs chain into one byte sequence: \"{shown}\"")
+    return L
+
+
+def _target_lines(r: dict[str, Any]) -> list[str]:
+    table = f"targets table ({VOCABULARY} x u32)"
+    if r["targets_agree"]:
+        return [f"{table}: agrees with the pairs' targets"]
+    bad = r["target_mismatches"]
+    L = [f"{table}: DISAGREES with the pairs at {len(bad)} index(es)"]
+    for b in bad[:MISMATCHES_SHOWN]:
+        L.append(f"  pair {b['index']}: pair target {show_byte(b['pair_target'])}, table {b['table']}")
+    if len(bad) > MISMATCHES_SHOWN:
+        L.append(f"  ... and {len(bad) - MISMATCHES_SHOWN} more")
+    return L
+
+
+def render_input(r: dict[str, Any]) -> list[str]:
+    L = [f"{PROG} input: {r['file']}"] + file_lines(r, 9, INPUT_MAGIC)
+    if r["version"] is not None:
+        L.append(f"  version  {r['version']}  ok")
+    if r["pairs"] is not None:
+        L += _pair_lines(r)
+        L.append(f"context counts ({len(r['context_counts'])} distinct context bytes; next bytes by count)")
+        for t in r["transitions"]:
+            nxt = ", ".join(f"{n['text']} x{n['count']}" for n in t["next"])
+            L.append(f"  {t['text']:>6} x{t['count']:<4} -> {nxt}")
+        L += _target_lines(r)
+        L.append("prompts")
+        for p in r["prompts"]:
+            if p["empty"]:
+                what = "empty prompt"
+            elif p["ok"]:
+                what = f"last byte {p['text']}"
+            else:
+                what = f"INVALID (neither a byte nor 0x{EMPTY_PROMPT:08x})"
+            L.append(f"  {p['index']}  word {p['hex']}  {what}")
+    return L + render_problems(r)

@@ -7,44 +7,31 @@ Everything taken from a file or a path is already escaped in the report
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from bob.formats.constants import CHECKPOINT_MAGIC, EMPTY_PROMPT, INPUT_MAGIC, UPDATES_PER_INVOCATION, VOCABULARY
+from bob.formats.constants import CHECKPOINT_MAGIC, UPDATES_PER_INVOCATION
 from bob.formats.layout import CANONICAL_HEADER_BYTES
 from bob.inspect.common import PROG, TOP_K, plural
-from bob.text import f32_text, show_byte, show_bytes
-
-SEQUENCE_SHOWN = 64  # bytes of a chained input's sequence shown
-MISMATCHES_SHOWN = 16  # target mismatches listed
-PAIRS_PER_LINE = 8
-_ESCAPED_BYTE = re.compile(r"\\x[0-9a-f]{2}|.")  # one token per byte of escaped text
+from bob.text import f32_text, show_bytes
 
 
-def f32_show(x: float | str | None) -> str:
+def g(x: float | str | None, digits: int | None = 7) -> str:
+    """A number in a text table: ``-`` for None, a non-finite one's JSON text as it is, else
+    ``digits`` significant digits (None: the shortest decimal of its float32)."""
     if x is None:
         return "-"
-    return x if isinstance(x, str) else f32_text(x)
+    return x if isinstance(x, str) else f32_text(x) if digits is None else f"{x:.{digits}g}"
 
 
-def g(x: float | str | None, digits: int = 7) -> str:
-    if x is None:
-        return "-"
-    return x if isinstance(x, str) else f"{x:.{digits}g}"
-
-
-def file_line(r: dict[str, Any], width: int) -> list[str]:
-    if r["size"] is None:
-        return []
-    return [f"  {'file':<{width}}{r['size']} bytes" + (f", sha256 {r['sha256']}" if r["sha256"] else "")]
-
-
-def _magic_line(r: dict[str, Any], magic: bytes, width: int) -> list[str]:
-    m = r["magic"]
-    if m is None:
-        return []
-    state = "ok" if m["ok"] else f"WRONG (expected {show_bytes(magic)})"
-    return [f"  {'magic':<{width}}\"{m['text']}\"  {state}"]
+def file_lines(r: dict[str, Any], width: int, magic: bytes | None = None) -> list[str]:
+    """A file report's first lines: the file's size and SHA-256, its magic against ``magic``."""
+    L = [] if r["size"] is None else [f"  {'file':<{width}}{r['size']} bytes"
+                                      + (f", sha256 {r['sha256']}" if r["sha256"] else "")]
+    m = r.get("magic")
+    if magic is not None and m is not None:
+        state = "ok" if m["ok"] else f"WRONG (expected {show_bytes(magic)})"
+        L.append(f"  {'magic':<{width}}\"{m['text']}\"  {state}")
+    return L
 
 
 def render_problems(r: dict[str, Any]) -> list[str]:
@@ -88,7 +75,7 @@ def _contract_lines(c: dict[str, Any]) -> list[str]:
             L.append(f"  {'':<{width}}  expected  {f['expected_text']}")
             if f.get("hyperparameter_mismatches"):
                 got, want = f["hyperparameters"], f["expected_hyperparameters"]
-                diffs = ", ".join(f"{k} {f32_show(got[k])} (bob v1: {f32_show(want[k])})"
+                diffs = ", ".join(f"{k} {g(got[k], None)} (bob v1: {g(want[k], None)})"
                                   for k in f["hyperparameter_mismatches"])
                 L.append(f"  {'':<{width}}  differs in {diffs}")
     return L
@@ -113,7 +100,7 @@ def _plane_lines(planes: dict[str, Any]) -> list[str]:
     L = ["planes (min/max/mean/L2 over finite values)",
          f"  {'plane':<5} {'min':>14} {'max':>14} {'mean':>14} {'L2 norm':>14} {'non-finite':>10} {'negative':>9}"]
     for name, s in planes.items():
-        L.append(f"  {name:<5} {f32_show(s['min']):>14} {f32_show(s['max']):>14} {g(s['mean']):>14} "
+        L.append(f"  {name:<5} {g(s['min'], None):>14} {g(s['max'], None):>14} {g(s['mean']):>14} "
                  f"{g(s['l2_norm']):>14} {s['non_finite']:>10} {s['negative']:>9}")
     return L
 
@@ -130,10 +117,10 @@ def _row_lines(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def render_checkpoint(r: dict[str, Any]) -> list[str]:
-    L = [f"{PROG} checkpoint: {r['file']}"] + file_line(r, 14)
-    if r["fresh"]:
+    L = [f"{PROG} checkpoint: {r['file']}"] + file_lines(r, 14, CHECKPOINT_MAGIC)
+    if r["fresh"]:  # (a fresh checkpoint has no magic)
         L.append("  zero bytes: a fresh run's checkpoint (bob-run starts from bob-seed-v1 at step 0)")
-    L += _magic_line(r, CHECKPOINT_MAGIC, 14) + _header_lines(r)
+    L += _header_lines(r)
     if r["contract"] is not None:
         L += _contract_lines(r["contract"])
     if r["header_digest"] is not None:
@@ -159,79 +146,6 @@ def render_checkpoint(r: dict[str, Any]) -> list[str]:
     return L + render_problems(r)
 
 
-# ------------------------------------------------------------------- input
-
-
-def _pair_lines(r: dict[str, Any]) -> list[str]:
-    cells = [f"{show_byte(a)}>{show_byte(b)}" for a, b in r["pairs"]]
-    width = max(len(c) for c in cells)
-    L = [f"pairs ({len(cells)}, in corpus order, context>next)"]
-    for start in range(0, len(cells), PAIRS_PER_LINE):
-        L.append(f"  {start:>3}  "
-                 + "  ".join(c.ljust(width) for c in cells[start:start + PAIRS_PER_LINE]).rstrip())
-    if r["chained"]:
-        tokens = _ESCAPED_BYTE.findall(r["sequence"])
-        shown = "".join(tokens[:SEQUENCE_SHOWN]) + ("..." if len(tokens) > SEQUENCE_SHOWN else "")
-        L.append(f"  the pairs chain into one byte sequence: \"{shown}\"")
-    return L
-
-
-def _target_lines(r: dict[str, Any]) -> list[str]:
-    table = f"targets table ({VOCABULARY} x u32)"
-    if r["targets_agree"]:
-        return [f"{table}: agrees with the pairs' targets"]
-    bad = r["target_mismatches"]
-    L = [f"{table}: DISAGREES with the pairs at {len(bad)} index(es)"]
-    for b in bad[:MISMATCHES_SHOWN]:
-        L.append(f"  pair {b['index']}: pair target {show_byte(b['pair_target'])}, table {b['table']}")
-    if len(bad) > MISMATCHES_SHOWN:
-        L.append(f"  ... and {len(bad) - MISMATCHES_SHOWN} more")
-    return L
-
-
-def render_input(r: dict[str, Any]) -> list[str]:
-    L = [f"{PROG} input: {r['file']}"] + file_line(r, 9) + _magic_line(r, INPUT_MAGIC, 9)
-    if r["version"] is not None:
-        L.append(f"  version  {r['version']}  ok")
-    if r["pairs"] is not None:
-        L += _pair_lines(r)
-        L.append(f"context counts ({len(r['context_counts'])} distinct context bytes; next bytes by count)")
-        for t in r["transitions"]:
-            nxt = ", ".join(f"{n['text']} x{n['count']}" for n in t["next"])
-            L.append(f"  {t['text']:>6} x{t['count']:<4} -> {nxt}")
-        L += _target_lines(r)
-        L.append("prompts")
-        for p in r["prompts"]:
-            if p["empty"]:
-                what = "empty prompt"
-            elif p["ok"]:
-                what = f"last byte {p['text']}"
-            else:
-                what = f"INVALID (neither a byte nor 0x{EMPTY_PROMPT:08x})"
-            L.append(f"  {p['index']}  word {p['hex']}  {what}")
-    return L + render_problems(r)
-
-
-# ------------------------------------------------------------ predictions
-
-
-def render_predictions(r: dict[str, Any]) -> list[str]:
-    L = [f"{PROG} predictions: {r['file']}"] + file_line(r, 6)
-    if r["hex"] is not None:
-        L.append(f"  hex   {r['hex']}")
-    if r["records"] is not None:
-        L.append("predictions (one per prompt: token u32, validity u32)")
-        for rec in r["records"]:
-            if not rec["ok"]:
-                what = f"INVALID record (token {rec['token']}, validity {rec['validity']})"
-            elif rec["validity"] == 1:
-                what = f"next byte {rec['text']} (0x{rec['token']:02x}), valid"
-            else:
-                what = "no prediction (validity 0: empty prompt or a non-finite row)"
-            L.append(f"  prompt {rec['index']}: {what}")
-    return L + render_problems(r)
-
-
 # ------------------------------------------------------------------- diff
 
 
@@ -243,14 +157,12 @@ def _plane_diff_lines(name: str, d: dict[str, Any]) -> list[str]:
          f"     first at index {f['index']} = (context {f['context_text']}, next {f['next_text']}): "
          f"A {g(f['a'], 9)} (0x{f['a_hex']}), B {g(f['b'], 9)} (0x{f['b_hex']})"
          + (f", {f['ulp']} ulp" if f["ulp"] is not None else "")]
-    if d["max_abs_diff"] is not None:
-        m = d["max_abs_diff"]
-        L.append(f"     largest |A-B| {g(m['value'], 9)} at index {m['index']} "
-                 f"= (context {m['context_text']}, next {m['next_text']})")
-    if d["max_ulp"] is not None:
-        m = d["max_ulp"]
-        L.append(f"     largest ULP distance {m['value']} at index {m['index']} "
-                 f"= (context {m['context_text']}, next {m['next_text']})")
+    for what, key in (("largest |A-B|", "max_abs_diff"), ("largest ULP distance", "max_ulp")):
+        m = d[key]
+        if m is not None:
+            value = m["value"] if key == "max_ulp" else g(m["value"], 9)  # a ULP distance is an integer
+            L.append(f"     {what} {value} at index {m['index']} "
+                     f"= (context {m['context_text']}, next {m['next_text']})")
     return L
 
 

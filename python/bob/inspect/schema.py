@@ -6,24 +6,19 @@ from __future__ import annotations
 from typing import Any
 
 from bob.formats.docs import layout_rows, sample
-from bob.formats.kinds import ALIASES
 
-SCHEMA_KINDS = {"input": "input", "checkpoint": "envelope", "predictions": "predictions"}  # -> bob.formats.docs' name
-SCHEMA_ALIASES = ALIASES
-FORMAT_NAMES = {"input": "bob-input", "checkpoint": "bob-envelope", "predictions": "bob-predictions"}
-FORMAT_VERSIONS = {"input": 1, "checkpoint": 1, "predictions": None}
+# kind: bob.formats.docs' name of its schema, the format's name and its version (the predictions have none)
+SCHEMA_KINDS = {"input": ("input", "bob-input", 1), "checkpoint": ("envelope", "bob-envelope", 1),
+                "predictions": ("predictions", "bob-predictions", None)}
 
 
 def schema_report(kinds: list[str]) -> dict[str, Any]:
     """The layout tables of ``kinds`` (``input``, ``checkpoint``, ``predictions``)."""
     formats = []
     for kind in kinds:
-        name = SCHEMA_KINDS[kind]
+        name, format_name, version = SCHEMA_KINDS[kind]
         formats.append({
-            "kind": kind,
-            "format": FORMAT_NAMES[kind],
-            "version": FORMAT_VERSIONS[kind],
-            "size": len(sample(name)),
+            "kind": kind, "format": format_name, "version": version, "size": len(sample(name)),
             "fields": [{"offset": r.offset, "size": r.size, "field": r.field, "meaning": r.meaning}
                        for r in layout_rows(name)],
         })

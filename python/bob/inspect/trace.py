@@ -1,13 +1,9 @@
-"""The ``trace`` reports: two traces of one run compared (``bob-inspect trace A B
-[--checkpoints CA CB]``; the comparison is :func:`bob.divergence.compare_traces`),
-and one trace shown whole (``bob-inspect trace FILE``, ``bob-inspect FILE``:
-:func:`trace_file_report`, a file report like the other kinds').
+"""The ``trace`` reports (docs/bob-inspect.md, "trace A B"): two traces of one run compared
+(:func:`bob.divergence.compare_traces`), and one trace shown whole (:func:`trace_file_report`).
 
-Here only the reading: each trace is examined whole
-(:func:`bob.formats.trace.examine`) and a trace with any finding — a wrong
-magic, a file cut short, a damaged digest — is refused naming the path and
-the field, as is a trace of another run than A's and a checkpoint that is no
-state of its trace (exit 2: there is nothing to compare).
+Here only the reading: a trace with any finding, a trace of another run than A's and a
+checkpoint that is no state of its trace are refused naming the path and the field (exit 2:
+there is nothing to compare).
 """
 
 from __future__ import annotations
@@ -15,36 +11,34 @@ from __future__ import annotations
 from typing import Any
 
 from bob.commands import about
-from bob.formats.constants import MAX_CHECKPOINT_BYTES, PLANE_NAMES, cell_name
+from bob.formats.constants import PLANE_NAMES, cell_name
 from bob.errors import FormatError
-from bob.formats.files import CHECKPOINT_FILE
 from bob.formats.layout import TRACE_BYTES
 from bob.formats.trace import TRACE_FILE, Trace, examine
-from bob.inspect.common import PROG, base, finish, plural, read
+from bob.inspect.common import PROG, begin, finish, plural, read, read_checkpoint
 from bob.text import show_path
 
 __all__ = ["trace_report", "render_trace", "trace_file_report", "render_trace_file"]
 
+READ = (TRACE_BYTES, TRACE_FILE)  # bob.inspect.common.read's limit and magic
 DIGEST_SHOWN = 16  # hex digits of a plane digest in the text (as the checkpoint's chunk table shows its digests)
 
 
 def _trace(path: str, option: str) -> Trace:
-    data, problems = read(path, TRACE_BYTES, TRACE_FILE)  # a Refused for an unreadable path
+    data, problems = read(path, *READ)  # a Refused for an unreadable path
     with about(option, path, "trace"):
         if data is None:
             raise problems[0]
-        ex = examine(data)
-        if ex.findings:
-            raise ex.findings[0]
-    assert ex.trace is not None
-    return ex.trace
+        trace = examine(data).checked().trace
+    assert trace is not None
+    return trace
 
 
 def _state(path: str, trace: Trace) -> bytes:
     """The checkpoint at ``path``, held to be a state of ``trace``."""
     from bob.divergence import entry_of, state_of
 
-    data, problems = read(path, MAX_CHECKPOINT_BYTES, CHECKPOINT_FILE)
+    data, problems = read_checkpoint(path)
     with about("--checkpoints", path, "checkpoint"):
         if data is None:
             raise problems[0]
@@ -85,13 +79,8 @@ def render_trace(report: dict[str, Any]) -> list[str]:
 def trace_file_report(data: bytes | None, read_problems: "list[FormatError]", *, path: str, auto: bool = False) -> dict[str, Any]:
     """One trace's report (a JSON-ready dict): its identity and one row per update, or its
     problems (each naming its field and offset); ``data`` is None when the file was too large."""
-    report = base("trace", path, data, auto)
-    problems = list(read_problems)
-    trace = None
-    if data is not None:
-        ex = examine(data)
-        problems.extend(ex.findings)
-        trace = ex.trace
+    report, problems, ex = begin("trace", path, data, read_problems, auto, examine)
+    trace = ex.trace if ex is not None else None
     report.update({"contract_sha256": trace.contract_sha256.hex() if trace else None,
                    "input_sha256": trace.input_sha256.hex() if trace else None,
                    "step_before": trace.step_before if trace else None,
@@ -105,9 +94,9 @@ def trace_file_report(data: bytes | None, read_problems: "list[FormatError]", *,
 
 
 def render_trace_file(r: dict[str, Any]) -> list[str]:
-    from bob.inspect.render import file_line, render_problems
+    from bob.inspect.render import file_lines, render_problems
 
-    L = [f"{PROG} trace: {r['file']}"] + file_line(r, 17)
+    L = [f"{PROG} trace: {r['file']}"] + file_lines(r, 17)
     if r["entries"] is not None:
         L += [f"  {name:<16} {r[name]}" for name in ("contract_sha256", "input_sha256", "step_before", "step_after")]
         L.append("updates (step, loss before it, XXH3-128 of each plane after it)")

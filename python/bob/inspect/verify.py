@@ -1,27 +1,16 @@
-"""``bob-inspect verify FILE...``: a checkpoint fsck.
-
-Each file is examined whole (:func:`bob.formats.checkpoint.examine`, every
-finding in the contract's order) and reported on its own, so one bad file
-never hides the next: every problem with its field, offset and, for a plane,
-its chunk (``P``, ``M``, ``V``). Beyond the findings, the diagnosis says
-what happened in the words a user looks for: chunks that hold each other's
-bytes (swapped or rotated; formats/envelope.md, "Integrity", says why a
-swap is always found), a file that ends inside a named chunk, and a chunk
-table that no longer matches its header's digest.
-
-A path that cannot be read (missing, a directory, a FIFO) is that file's
-problem (field ``path``), not a refusal of the whole command.
-"""
+"""``bob-inspect verify FILE...``: a checkpoint fsck, each file examined whole and
+reported on its own, with a diagnosis of what its findings mean together
+(docs/bob-inspect.md, "verify FILE...")."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from bob.errors import FormatError
 from bob.formats.checkpoint import Examination, examine
-from bob.formats.constants import MAX_CHECKPOINT_BYTES, PLANE_NAMES
-from bob.formats.files import CHECKPOINT_FILE
+from bob.formats.constants import PLANE_NAMES
 from bob.formats.rules import chunk_offset
-from bob.inspect.common import Refused, base, problem, read
+from bob.inspect.common import Refused, begin, plural, problem, read_checkpoint
 
 __all__ = ["verify_file", "diagnosis", "render_verify"]
 
@@ -72,34 +61,29 @@ def diagnosis(ex: Examination, problems: list[dict[str, Any]]) -> list[str]:
 def verify_file(path: str) -> dict[str, Any]:
     """One file's verdict: ``file``, ``size``, ``sha256``, ``ok``, ``problems`` (each with ``chunk``),
     ``diagnosis``."""
+    data: bytes | None = None
+    findings: list[FormatError] = []
+    unreadable: list[dict[str, Any]] = []
     try:
-        data, findings = read(path, MAX_CHECKPOINT_BYTES, CHECKPOINT_FILE)
-    except Refused as refused:
-        report = base("verify", path, None, False)
-        problems = [{"field": "path", "chunk": None, "offset": None, "index": None, "kind": "unreadable",
-                     "message": refused.message, "text": f"path: {refused.message}"}]
-        return _finish(report, problems, [])
-    report = base("verify", path, data, False)
-    ex = examine(data) if data is not None else None
-    problems = [_with_chunk(problem(f)) for f in findings + (ex.findings if ex is not None else [])]
-    return _finish(report, problems, diagnosis(ex, problems) if ex is not None else [])
-
-
-def _finish(report: dict[str, Any], problems: list[dict[str, Any]], said: list[str]) -> dict[str, Any]:
+        data, findings = read_checkpoint(path)
+    except Refused as refused:  # that file's problem, not the command's refusal
+        unreadable = [{"field": "path", "chunk": None, "offset": None, "index": None, "kind": "unreadable",
+                       "message": refused.message, "text": f"path: {refused.message}"}]
+    report, found, ex = begin("verify", path, data, findings, False, examine)
+    problems = unreadable + [_with_chunk(problem(f)) for f in found]
     for key in ("command", "auto", "kind"):
-        report.pop(key, None)
+        report.pop(key)
     report.update(ok=not problems, fresh=report["size"] == 0 and not problems, problems=problems,
-                  problem_count=len(problems), diagnosis=said)
+                  problem_count=len(problems), diagnosis=diagnosis(ex, problems) if ex is not None else [])
     return report
 
 
 def render_verify(files: list[dict[str, Any]]) -> list[str]:
     lines = []
     for r in files:
-        n = r["problem_count"]
-        lines.append(f"{r['file']}: " + ("OK" if r["ok"] else f"{n} problem{'s' if n != 1 else ''}"))
+        lines.append(f"{r['file']}: " + ("OK" if r["ok"] else plural(r["problem_count"], "problem")))
         lines.extend(f"  - {p['text']}" for p in r["problems"])
         lines.extend(f"  = {d}" for d in r["diagnosis"])
     bad = sum(not r["ok"] for r in files)
-    lines.append(f"verify: {len(files) - bad} of {len(files)} checkpoint{'s' if len(files) != 1 else ''} good")
+    lines.append(f"verify: {len(files) - bad} of {plural(len(files), 'checkpoint')} good")
     return lines
