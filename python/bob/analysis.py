@@ -9,12 +9,13 @@ commands only formatting them (``bob-inspect checkpoint --rows`` shows
     bob.diff(a, b) -> dict   # a, b: Checkpoint, a checkpoint file's bytes, or a path
     bob.diff(trace_a, trace_b, checkpoints=(ca, cb)) -> dict   # where two runs part (bob.divergence)
 
-The softmax here is presentation (float64, NumPy), never the training math:
-§6.3's pinned f32 softmax lives in the native core.
+The softmax here is presentation (float64, rounded once from decimal arithmetic), never
+the training math: §6.3's pinned f32 softmax lives in the native core.
 """
 
 from __future__ import annotations
 
+import decimal
 import hashlib
 import os
 import re
@@ -35,6 +36,8 @@ if TYPE_CHECKING:  # pragma: no cover - numpy.typing costs bob-inspect a millise
     from bob.formats.checkpoint import Checkpoint
     from bob.formats.trace import Trace
 
+SOFTMAX_DIGITS = 25  # decimal digits, past float64's 17; decimal is software: the same everywhere
+
 __all__ = ["probabilities", "softmax_rows", "fresh_planes", "diff", "compare", "Side",
            "plane_diff", "beyond", "ordered_keys", "ulp_distance", "header_values"]
 
@@ -45,16 +48,21 @@ __all__ = ["probabilities", "softmax_rows", "fresh_planes", "diff", "compare", "
 
 
 def softmax_rows(rows: Any) -> list[Any]:
-    """Row-wise softmax in float64 for display: per row a float64 array, or
-    None for a row with non-finite values."""
+    """Row-wise softmax for display: per row a float64 array, or None for a row with
+    non-finite values. Computed in decimal (:data:`SOFTMAX_DIGITS` digits) and rounded to
+    float64 once, so every machine shows the same bytes: NumPy's ``exp`` and ``sum``
+    follow the CPU's vector instructions."""
     out: list[Any] = []
     for row in rows:
         if not np.isfinite(row).all():
             out.append(None)
             continue
-        x = np.asarray(row).astype(np.float64)
-        e = np.exp(x - x.max())
-        out.append(e / e.sum())
+        with decimal.localcontext(prec=SOFTMAX_DIGITS):
+            x = [decimal.Decimal(v) for v in np.asarray(row, dtype=np.float64).tolist()]
+            top = max(x)
+            e = [(v - top).exp() for v in x]
+            total = sum(e)
+            out.append(np.array([float(v / total) for v in e], dtype=np.float64))
     return out
 
 

@@ -294,6 +294,28 @@ def test_probabilities_are_what_inspect_rows_shows(cli, files) -> None:
         assert [t["next"] for t in row["top"]] == list(np.argsort(-prob, kind="stable")[:5])
 
 
+def test_probabilities_are_the_softmax_to_within_one_ulp_at_the_extremes(trained) -> None:
+    """Against a 60-digit decimal softmax: FLT_MAX beside -FLT_MAX (every other term
+    underflows to 0), subnormals, a uniform row (exactly 1/256 each)."""
+    from decimal import Decimal, localcontext
+
+    ck = trained.copy()
+    big, tiny = np.finfo(np.float32).max, np.float32(1e-45)
+    ck.p_table[1] = 0.0
+    ck.p_table[2, :2], ck.p_table[2, 2:] = (big, -big), tiny
+    ck.p_table[3] = np.linspace(-88, 88, 256, dtype=np.float32)
+    for context in (1, 2, 3, ord("a")):
+        prob = bob.probabilities(ck, context)
+        with localcontext(prec=60):
+            x = [Decimal(float(v)) for v in ck.p_table[context]]
+            e = [(v - max(x)).exp() for v in x]
+            exact = [v / sum(e) for v in e]
+        for got, want in zip(prob.tolist(), exact):
+            assert abs(Decimal(got) - want) <= Decimal(float(np.spacing(float(want)))), (context, got, want)
+    assert bob.probabilities(ck, 1).tolist() == [1 / 256] * 256
+    assert bob.probabilities(ck, 2)[0] == 1.0 and bob.probabilities(ck, 2)[1] == 0.0
+
+
 @pytest.mark.parametrize("context", [-1, 256, 1.0, True, "a", None])
 def test_probabilities_refuse_what_is_no_context_byte(trained, context) -> None:
     with pytest.raises(bob.BadValue) as info:
