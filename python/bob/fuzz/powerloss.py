@@ -126,13 +126,10 @@ class Recorder(OsPatch):
                                                                                 "unlink") else self._fd_call
         return functools.partial(record, real, {"replace": "rename", "pwrite": "write"}.get(name, name))
 
-    def _inside(self, path: str) -> bool:
-        return path == self.root or path.startswith(self.root + os.sep)
-
     def _entry(self, path: Any) -> tuple[str, str]:
         directory, name = os.path.split(os.path.abspath(os.fsdecode(path)))
         directory = os.path.realpath(directory)
-        return (directory, name) if self._inside(directory) else ("", "")
+        return (directory, name) if directory == self.root or directory.startswith(self.root + os.sep) else ("", "")
 
     def _node(self, st: os.stat_result, new: bool = False) -> int:
         key = (st.st_dev, st.st_ino)

@@ -58,15 +58,14 @@ class World(NamedTuple):
 
 
 def world_of(data: bytes) -> World:
-    """The world of an input: from its CRC-32. A power loss is judged of a whole run (no fault, a
-    layout bob-run accepts); a lock holder, a racer or a cleaner meets bob-run, not the library."""
+    """The world of an input, from its CRC-32 (docs/fuzzing.md: the axes and who meets which writer)."""
     crc = zlib.crc32(data)
     entries = bool((crc >> 18) & 1)
     w = World(LAYOUTS[crc % len(LAYOUTS)], FAULTS[(crc >> 3) % len(FAULTS)],
               (crc >> 5) % (ENTRY_CALLS_DRAWN if entries else MAX_CALL) + 1, entries,
               OTHERS[(crc >> 10) % len(OTHERS)], COMMIT_WINDOW[(crc >> 13) % len(COMMIT_WINDOW)],
               ("bob-run", "library")[(crc >> 16) & 1])
-    if w.other == "powerloss":
+    if w.other == "powerloss":  # judged of a whole run: no fault, a layout bob-run accepts
         return w._replace(fault="none", layout=("plain", "symlinks")[(crc >> 17) & 1])
     if w.other != "none":  # the lock holder, the racer and the cleaner meet bob-run's lock and commit
         w = w._replace(writer="bob-run")
@@ -169,6 +168,8 @@ class _Run:
 
     def said(self, rc: int, out: str, err: str, ck_new: bool, pred_new: bool) -> dict:
         """What bob-run said is what happened; its exit is what the world requires."""
+        from bob.fuzz import oracle
+
         where, w = self.where, self.w
         said = f"{where}: bob-run exited {rc}: {err.strip()[-200:]}"
         require("Traceback" not in out + err, f"{where}: bob-run printed a traceback")
@@ -186,7 +187,11 @@ class _Run:
             for path in (self.ck, self.pred):
                 require(path.stat().st_mode & 0o7777 == MODE, f"{where}: {path.name} lost its mode "
                         f"({path.stat().st_mode & 0o7777:04o})")
-            _resumable(new_ck, new_pred)
+            # D14: what bob writes, bob resumes from -- held to the contract oracle, not to bob's reader
+            verdict = oracle.check_checkpoint(new_ck)
+            require(verdict is None, f"bob-run wrote a checkpoint the contract refuses to resume from: {verdict}")
+            verdict = oracle.check_predictions(new_pred)
+            require(verdict is None, f"bob-run wrote predictions the contract refuses: {verdict}")
         else:
             require(not ck_new and not pred_new, f"{said}, but the files changed")
         if self.refusal_expected:
@@ -264,16 +269,6 @@ class _Run:
                         f"{where}: after the crash the next bob-run did not write the new files")
         left = self.left()
         require(not left, f"{where}: after the crash the next bob-run left {left}")
-
-
-def _resumable(checkpoint: bytes, predictions: bytes) -> None:
-    """D14: what bob writes, bob resumes from -- held to the contract oracle, not to bob's reader."""
-    from bob.fuzz import oracle
-
-    verdict = oracle.check_checkpoint(checkpoint)
-    require(verdict is None, f"bob-run wrote a checkpoint the contract refuses to resume from: {verdict}")
-    verdict = oracle.check_predictions(predictions)
-    require(verdict is None, f"bob-run wrote predictions the contract refuses: {verdict}")
 
 
 def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: Path,
