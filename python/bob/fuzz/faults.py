@@ -64,16 +64,7 @@ class Crash(BaseException):
 class OsFaults(OsPatch):
     """``with OsFaults("fail" | "crash", k): …`` — the k-th call of ``names`` inside the block fails
     (:data:`ERRNO_OF`), or it and every later one raise :class:`Crash` and change nothing; in
-    ``"signal"`` mode this process is sent ``signum`` just before it, and the call is made.
-
-    ``spare(name, args)`` true: the k-th call is not failed after all (in ``"fail"`` mode);
-    ``only``: the calls counted (the k-th of these; all are still watched).
-    ``calls`` counts the calls made, ``hit`` says whether the k-th one came (and
-    was failed, or ended the world: ``failed`` is its name and first argument),
-    ``left_open`` (after the block) lists the descriptors opened inside it and
-    not closed: after a crash the block closes them, as the kernel would;
-    otherwise they are the code's leak, and left as they are.
-    """
+    ``"signal"`` mode this process is sent ``signum`` just before it, and the call is made."""
 
     def __init__(self, mode: str, k: int, names: "tuple[str, ...]" = COMMIT_CALLS,
                  spare: "Callable[[str, tuple], bool] | None" = None, only: "tuple[str, ...] | None" = None,
@@ -84,14 +75,17 @@ class OsFaults(OsPatch):
         self.signum: int = signum
         self.k: int = k
         self.names: tuple[str, ...] = names
-        self.spare: "Callable[[str, tuple], bool] | None" = spare
-        self.only: "tuple[str, ...] | None" = only
-        self.calls: int = 0
-        self.hit: bool = False
-        self.failed: "tuple[str, Any] | None" = None  # the call failed (or the one the world ended at)
+        self.spare: "Callable[[str, tuple], bool] | None" = spare  # true of (name, args): the k-th call not failed
+        self.only: "tuple[str, ...] | None" = only  # the calls counted (the k-th of these); all are still watched
+        self.calls: int = 0  # the calls made
+        self.hit: bool = False  # the k-th one came
+        self.failed: "tuple[str, Any] | None" = None  # its name and first argument (failed, or the world ended there)
+        # after the block, the descriptors opened inside it and not closed: after a crash the block closes
+        # them, as the kernel would; otherwise they are the code's leak, and left as they are
         self.left_open: list[int] = []
         self._open_fds: set[int] = set()
         self._written: set[int] = set()
+
     def wrap(self, name: str, real: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             if threading.get_ident() != self._thread:

@@ -1,12 +1,7 @@
-"""How a target says a property failed (:func:`require`), and a failure's identity (:func:`exception_key`);
-:func:`quietly`, how a target runs a command in process.
-
-Not ``assert``: ``python -O`` strips assert statements. A ``PropertyFailed``
-is an ``AssertionError``, so the engine, ``bob-fuzz replay`` and pytest report
-it as a failing assertion. A failure's identity is its exception type and the
-innermost frame of bob's code, never the message (which may hold a value that
-varies from input to input): the campaign, the seeded loop and ``minimize``
-all count failures by it.
+"""How a target says a property failed (:func:`require`, never ``assert``: docs/fuzzing.md, "The targets and
+their properties"); a failure's identity (:func:`exception_key`: its type and innermost frame of bob's code, never
+the message, which may hold a value that varies from input to input; the campaign, the seeded loop and
+``minimize`` all count failures by it); :func:`quietly`, how a target runs a command in process.
 """
 
 from __future__ import annotations

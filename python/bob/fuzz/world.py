@@ -208,8 +208,7 @@ class _Run:
         return doc
 
     def library_said(self, rc: int, crashed: bool, ck_new: bool, pred_new: bool) -> None:
-        """The library writers (the table's writer row): the pair's promise but the lock's; nothing left but
-        by a crash."""
+        """The library writers: what docs/fuzzing.md's writer row requires of them; nothing left but by a crash."""
         where, done = self.where, rc == 0
         require(not done or (ck_new and pred_new), f"{where}: the writers returned, but the files are not new")
         require(done or crashed or not ck_new, f"{where}: the writers failed, but the checkpoint is new")
