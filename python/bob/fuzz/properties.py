@@ -1,7 +1,8 @@
-"""How a target says a property failed (:func:`require`, never ``assert``: docs/fuzzing.md, "The targets and
-their properties"); a failure's identity (:func:`exception_key`: its type and innermost frame of bob's code, never
-the message, which may hold a value that varies from input to input; the campaign, the seeded loop and
-``minimize`` all count failures by it); :func:`quietly`, how a target runs a command in process.
+"""How a target says a property failed (:func:`require`, never ``assert``, which ``python -O`` strips;
+docs/fuzzing.md, "The targets and their properties"); a failure's identity (:func:`exception_key`: its type and
+innermost frame of bob's code, never the message, which may hold a value that varies from input to input; the
+campaign, the seeded loop and ``minimize`` all count failures by it); :func:`quietly`, how a target runs a command
+in process.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ HARNESS = ("fuzz/campaign.py", "fuzz/loop.py", "fuzz/replay.py", "fuzz/cli.py")
 
 
 class PropertyFailed(AssertionError):
-    """A fuzz target's property does not hold for this input."""
+    """A fuzz target's property does not hold for this input (an assertion the engine, replay and pytest report)."""
 
 
 def require(condition: object, message: str) -> None:
