@@ -1,18 +1,11 @@
-"""The crash-point mechanism: act just before the k-th ``os`` call a commit makes (:data:`COMMIT_CALLS`).
-
-:func:`before_os_call` is a child process's prologue that sends the child a
-signal before its k-th call (the SIGKILL and signal tests in ``tests/hostile``);
-:class:`OsFaults` does the same in this process for the ``run`` target: in
-``"fail"`` mode the k-th call raises the ``OSError`` a full or failing disk
-gives (:data:`ERRNO_OF`); in ``"crash"`` mode the k-th call and every later one
-raise :class:`Crash` and change nothing, and on leaving the block every
-descriptor opened inside it is closed, as the kernel closes a killed process's.
-Only the thread that entered the block is counted and faulted: another thread
+"""The crash-point mechanism (docs/fuzzing.md, "The ``run`` target's world"): act just before the k-th ``os``
+call a commit makes. Only the thread that entered the block is counted and faulted: another thread
 stands for another process (:mod:`bob.fuzz.race`'s pipe writer, which starts one).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import threading
@@ -24,16 +17,11 @@ COMMIT_CALLS = ("open", "write", "fsync", "fchmod", "replace", "rename", "link",
 ENTRY_CALLS = ("replace", "rename", "link", "unlink")
 """The calls that change a directory entry (a commit makes seven: the fuzzer's narrow draw)."""
 
-ERRNO_OF = {
+ERRNO_OF = dict.fromkeys(COMMIT_CALLS, errno.EIO) | {  # fsync: a write-back that failed; close: NFS reports one
     "open": errno.ENOSPC,  # no room for a new inode (O_CREAT), or the directory entry
     "write": errno.ENOSPC,
-    "fsync": errno.EIO,  # a write-back that failed
     "fchmod": errno.EPERM,
-    "replace": errno.EIO,
-    "rename": errno.EIO,
     "link": errno.EMLINK,
-    "unlink": errno.EIO,
-    "close": errno.EIO,  # NFS reports a failed write-back at close
 }
 """The error a failing disk or filesystem gives each call (none of them a resource of the process)."""
 
@@ -74,18 +62,9 @@ class Crash(BaseException):
 
 
 class OsFaults(OsPatch):
-    """``with OsFaults("fail" | "crash", k): …`` — the k-th call of :data:`COMMIT_CALLS`
-    inside the block fails, or the world ends there (see the module docstring); in ``"signal"``
-    mode this process is sent ``signum`` just before it, and the call is made.
-
-    ``spare(name, args)`` true: the k-th call is not failed after all (in ``"fail"`` mode);
-    ``only``: the calls counted (the k-th of these; all are still watched).
-    ``calls`` counts the calls made, ``hit`` says whether the k-th one came (and
-    was failed, or ended the world: ``failed`` is its name and first argument),
-    ``left_open`` (after the block) lists the descriptors opened inside it and
-    not closed: after a crash the block closes them, as the kernel would;
-    otherwise they are the code's leak, and left as they are.
-    """
+    """``with OsFaults("fail" | "crash", k): …`` — the k-th call of ``names`` inside the block fails
+    (:data:`ERRNO_OF`), or it and every later one raise :class:`Crash` and change nothing; in
+    ``"signal"`` mode this process is sent ``signum`` just before it, and the call is made."""
 
     def __init__(self, mode: str, k: int, names: "tuple[str, ...]" = COMMIT_CALLS,
                  spare: "Callable[[str, tuple], bool] | None" = None, only: "tuple[str, ...] | None" = None,
@@ -96,11 +75,13 @@ class OsFaults(OsPatch):
         self.signum: int = signum
         self.k: int = k
         self.names: tuple[str, ...] = names
-        self.spare: "Callable[[str, tuple], bool] | None" = spare
-        self.only: "tuple[str, ...] | None" = only
-        self.calls: int = 0
-        self.hit: bool = False
-        self.failed: "tuple[str, Any] | None" = None  # the call failed (or the one the world ended at)
+        self.spare: "Callable[[str, tuple], bool] | None" = spare  # true of (name, args): the k-th call not failed
+        self.only: "tuple[str, ...] | None" = only  # the calls counted (the k-th of these); all are still watched
+        self.calls: int = 0  # the calls made
+        self.hit: bool = False  # the k-th one came
+        self.failed: "tuple[str, Any] | None" = None  # its name and first argument (failed, or the world ended there)
+        # after the block, the descriptors opened inside it and not closed: after a crash the block closes
+        # them, as the kernel would; otherwise they are the code's leak, and left as they are
         self.left_open: list[int] = []
         self._open_fds: set[int] = set()
         self._written: set[int] = set()
@@ -111,7 +92,10 @@ class OsFaults(OsPatch):
                 return real(*args, **kwargs)
             counted = self.only is None or name in self.only
             self.calls += counted
-            failing = counted and self.calls == self.k and not (self.mode == "fail" and self._spared(name, args))
+            # spared: a close reports a write-back error only on a descriptor written through (not a
+            # directory's, not a lock's); and what the caller's ``spare`` spares
+            failing = counted and self.calls == self.k and not (self.mode == "fail" and (
+                name == "close" and args[0] not in self._written or self.spare is not None and self.spare(name, args)))
             if failing:
                 self.hit, self.failed = True, (name, args[0] if args else None)
             if failing and self.mode == "signal":
@@ -138,13 +122,6 @@ class OsFaults(OsPatch):
         self._open_fds.discard(fd)
         self._written.discard(fd)
 
-    def _spared(self, name: str, args: tuple) -> bool:
-        """A call that cannot fail so: ``close`` reports a write-back error only on a
-        descriptor written through (not a directory's, not a lock's); and the caller's ``spare``."""
-        if name == "close" and args[0] not in self._written:
-            return True
-        return self.spare is not None and self.spare(name, args)
-
     def __enter__(self) -> Self:
         self._thread = threading.get_ident()
         return super().__enter__()
@@ -154,7 +131,5 @@ class OsFaults(OsPatch):
         self.left_open = sorted(self._open_fds)
         self._open_fds.clear()
         for fd in self.left_open if self.mode == "crash" and self.hit else ():
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass

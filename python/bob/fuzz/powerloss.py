@@ -1,24 +1,9 @@
-"""The power-loss checker: what a POSIX file system may leave of a run that lost power.
+"""The power-loss checker (docs/fuzzing.md, "Power loss"): what a POSIX file system may leave of a run that lost power.
 
-After ALICE (Pillai et al., OSDI 2014) and CrashMonkey: :class:`Recorder` logs a real
-``bob-run``'s (or a library writer's) calls of the ``os`` functions that change files
-as operations on *inodes* (a new file gets a fresh number: a reused inode number is
-not the old file). Chosen over ``strace`` and an LD_PRELOAD shim: no tool the CI
-machine may lack, exactly bob's calls in order, and in process.
-
-**Crash states.** For a crash after the first ``k`` operations, an operation is
-*durable* when POSIX makes it so before the crash: a write or truncation of a file
-once that file is fsynced; a directory entry (create, rename, link, unlink) once its
-directory is fsynced (for a rename, both). POSIX orders none of the others: each
-subset of them, applied in program order with the durable ones, is one crash state
-(:func:`crash_states`); a write is kept or dropped whole.
-
-**Judging.** :func:`check_states` holds each state to bob's promise: the old
-checkpoint or the new one, whole; never a new checkpoint beside the old predictions;
-only the new pair once the run said it committed; the next ``bob-run`` exits 0, writes
-what ``bob.invoke`` computes from what it found, and leaves nothing of the dead run.
-A run's whole space is a few dozen states (tests/hostile/test_power_loss.py judges
-all; the ``run`` target's ``powerloss`` world a sample).
+After ALICE (Pillai et al., OSDI 2014) and CrashMonkey: :class:`Recorder` logs the calls of the ``os`` functions
+that change files as operations on *inodes* (a new file gets a fresh number: a reused inode number is not the old
+file). Chosen over ``strace`` and an LD_PRELOAD shim: no tool the CI machine may lack, exactly bob's calls in
+order, and in process. :func:`crash_states` keeps or drops each write whole.
 """
 
 from __future__ import annotations
@@ -141,13 +126,10 @@ class Recorder(OsPatch):
                                                                                 "unlink") else self._fd_call
         return functools.partial(record, real, {"replace": "rename", "pwrite": "write"}.get(name, name))
 
-    def _inside(self, path: str) -> bool:
-        return path == self.root or path.startswith(self.root + os.sep)
-
     def _entry(self, path: Any) -> tuple[str, str]:
         directory, name = os.path.split(os.path.abspath(os.fsdecode(path)))
         directory = os.path.realpath(directory)
-        return (directory, name) if self._inside(directory) else ("", "")
+        return (directory, name) if directory == self.root or directory.startswith(self.root + os.sep) else ("", "")
 
     def _node(self, st: os.stat_result, new: bool = False) -> int:
         key = (st.st_dev, st.st_ino)
@@ -198,22 +180,19 @@ class Recorder(OsPatch):
 
 
 def durable_before(ops: list[Op], k: int) -> list[bool]:
-    """Which of the first ``k`` operations POSIX has made durable by the time of a crash after them."""
-    synced_nodes: set[int] = set()
-    synced_dirs: set[str] = set()
+    """Which of the first ``k`` operations POSIX has made durable by the time of a crash after them: a write or
+    truncation once its file is fsynced; a directory entry once its directory is (for a rename, both)."""
+    synced: set[int | str] = set()  # inodes and directories
     durable = [False] * k
     for i in range(k - 1, -1, -1):  # walk back: an fsync covers what came before it
         op = ops[i]
-        if op.kind == "fsync":
-            synced_nodes.add(op.node)
-            durable[i] = True
-        elif op.kind == "fsyncdir":
-            synced_dirs.add(op.entry[0])
+        if op.kind in ("fsync", "fsyncdir"):
+            synced.add(op.node if op.kind == "fsync" else op.entry[0])
             durable[i] = True
         elif op.kind in _ENTRY_OPS:
-            durable[i] = {d for d, _ in (op.entry, op.target) if d} <= synced_dirs
+            durable[i] = {d for d, _ in (op.entry, op.target) if d} <= synced
         else:
-            durable[i] = op.node in synced_nodes
+            durable[i] = op.node in synced
     return durable
 
 
@@ -288,7 +267,7 @@ def record_run(directory: Path, record: bytes, checkpoint: bytes, predictions: b
 
 
 def check_state(sc: Scenario, k: int, kept: tuple[int, ...], state: Image, scratch: Path) -> None:
-    """One crash state held to bob's promise (see the module docstring)."""
+    """One crash state held to bob's promise (docs/fuzzing.md, "Power loss")."""
     import bob
     from bob.run import main as run_main
 

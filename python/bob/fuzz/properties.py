@@ -1,12 +1,8 @@
-"""How a target says a property failed (:func:`require`), and a failure's identity (:func:`exception_key`);
-:func:`quietly`, how a target runs a command in process.
-
-Not ``assert``: ``python -O`` strips assert statements. A ``PropertyFailed``
-is an ``AssertionError``, so the engine, ``bob-fuzz replay`` and pytest report
-it as a failing assertion. A failure's identity is its exception type and the
-innermost frame of bob's code, never the message (which may hold a value that
-varies from input to input): the campaign, the seeded loop and ``minimize``
-all count failures by it.
+"""How a target says a property failed (:func:`require`, never ``assert``, which ``python -O`` strips;
+docs/fuzzing.md, "The targets and their properties"); a failure's identity (:func:`exception_key`: its type and
+innermost frame of bob's code, never the message, which may hold a value that varies from input to input; the
+campaign, the seeded loop and ``minimize`` all count failures by it); :func:`quietly`, how a target runs a command
+in process.
 """
 
 from __future__ import annotations
@@ -21,7 +17,7 @@ HARNESS = ("fuzz/campaign.py", "fuzz/loop.py", "fuzz/replay.py", "fuzz/cli.py")
 
 
 class PropertyFailed(AssertionError):
-    """A fuzz target's property does not hold for this input."""
+    """A fuzz target's property does not hold for this input (an assertion the engine, replay and pytest report)."""
 
 
 def require(condition: object, message: str) -> None:

@@ -1,14 +1,6 @@
-"""Deterministic races: a second process meets a ``bob-run`` at a chosen point of its commit.
-
-The first run waits at a point of :data:`bob.lock.COMMIT_WINDOW` through the
-race hook (:func:`bob.lock.pause_at`: ``BOB_COMMIT_PAUSE=POINT:FIFO``).
-:class:`Meeting` is the pipe's writer: a thread that opens it as soon as the
-first run reads it (that is the run arriving at the point), calls ``meet()``
-(start a second ``bob-run --wait``, and see it wait for the lock or end; or run
-the library's lock-free clean-up) and closes the pipe, which lets the first run
-go on. What the second process meets is so decided by the point, never by
-the scheduler: ``tests/hostile/test_races.py`` tries every point, the ``run``
-target's ``racer`` and ``cleaner`` worlds one drawn from the input.
+"""Deterministic races (docs/fuzzing.md, "Deterministic races"): a second process meets a ``bob-run`` at a
+chosen point of its commit (the race hook :func:`bob.lock.pause_at`), so what it meets is decided by the point,
+never by the scheduler.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The ``run`` target's world: links, failing writes, crashes, a second process and power loss around ``bob-run``.
 
-Each execution runs ``bob-run --json`` (or the library writers) in process in one world drawn
-from the input's CRC-32, a value on each axis of docs/fuzzing.md's table, and holds there the
-invariants that table gives (:mod:`bob.fuzz.powerloss` judges a power loss).
+Each execution runs ``bob-run --json`` (or the library writers) in process in one world drawn from the input's
+CRC-32 and holds there the invariants docs/fuzzing.md's table of the axes gives, each row cited by its cell
+below (:mod:`bob.fuzz.powerloss` judges a power loss).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import zlib
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from bob.lock import COMMIT_WINDOW
 from bob.fuzz import race
@@ -58,15 +58,14 @@ class World(NamedTuple):
 
 
 def world_of(data: bytes) -> World:
-    """The world of an input: from its CRC-32. A power loss is judged of a whole run (no fault, a
-    layout bob-run accepts); a lock holder, a racer or a cleaner meets bob-run, not the library."""
+    """The world of an input, from its CRC-32 (docs/fuzzing.md: the axes and who meets which writer)."""
     crc = zlib.crc32(data)
     entries = bool((crc >> 18) & 1)
     w = World(LAYOUTS[crc % len(LAYOUTS)], FAULTS[(crc >> 3) % len(FAULTS)],
               (crc >> 5) % (ENTRY_CALLS_DRAWN if entries else MAX_CALL) + 1, entries,
               OTHERS[(crc >> 10) % len(OTHERS)], COMMIT_WINDOW[(crc >> 13) % len(COMMIT_WINDOW)],
               ("bob-run", "library")[(crc >> 16) & 1])
-    if w.other == "powerloss":
+    if w.other == "powerloss":  # judged of a whole run: no fault, a layout bob-run accepts
         return w._replace(fault="none", layout=("plain", "symlinks")[(crc >> 17) & 1])
     if w.other != "none":  # the lock holder, the racer and the cleaner meet bob-run's lock and commit
         w = w._replace(writer="bob-run")
@@ -94,67 +93,72 @@ def _library_main(argv: list[str]) -> int:
         return REFUSED
 
 
-class _Files:
-    """The run's paths in a fresh directory, as the world lays them out."""
+def _invoked(record: bytes, checkpoint: bytes) -> Any:
+    """What ``bob.invoke`` computes from the pair, or None when it refuses."""
+    import bob
+    from bob.errors import FormatError
 
-    def __init__(self, d: Path, world: str) -> None:
+    try:
+        return bob.invoke(record, checkpoint, threads=1)
+    except FormatError:
+        return None
+
+
+class _Run:
+    """One execution of ``bob-run`` in one world: its files, laid out afresh as the world lays them out,
+    and what it left."""
+
+    def __init__(self, w: World, record: bytes, checkpoint: bytes, want: Any, scratch: Path) -> None:
+        self.w, self.where, self.record, self.checkpoint = w, str(w), record, checkpoint
+        d = self.dir = scratch / "world"
         if d.exists():
             shutil.rmtree(d)  # the last execution's files: one that cannot be removed is this harness's failure
-        self.dir = d
-        self.home = d / "real" if world == "symlinks" else d
+        self.home = d / "real" if w.layout == "symlinks" else d
         self.home.mkdir(parents=True, exist_ok=True)
-        self.record = d / "record.bin"
         self.ck, self.pred = self.home / "model.bob", self.home / "predictions.bin"
         self.ck_arg, self.pred_arg = self.ck, self.pred
-        if world == "symlinks":
+        if w.layout == "symlinks":
             self.ck_arg, self.pred_arg = d / "ck-link", d / "pred-link"
             self.ck_arg.symlink_to(Path("real") / "model.bob")
             self.pred_arg.symlink_to(Path("real") / "predictions.bin")
+        self.old_pred = b"previous predictions, must survive a refusal"
+        (d / "record.bin").write_bytes(record)
+        self.ck.write_bytes(checkpoint)
+        self.pred.write_bytes(self.old_pred)
+        os.chmod(self.ck, MODE)
+        os.chmod(self.pred, MODE)
+        self.refusal_expected = want is None or w.layout not in ("plain", "symlinks")
         self.second: Path | None = None  # a second name (hard link) of one of the files
+        if w.layout == "same-file":
+            self.pred.unlink()
+            os.link(self.ck, self.pred)
+            self.old_pred = checkpoint
+        elif w.layout.startswith("hardlink-"):
+            first = self.ck if w.layout == "hardlink-checkpoint" else self.pred
+            self.second = d / f"{first.name}.second"
+            os.link(first, self.second)
+        self.new_ck: bytes | None = None if want is None else want.checkpoint_bytes()
+        self.new_pred: bytes | None = None if want is None else want.predictions_bytes()
+        self.argv = ["--json", "--input", str(d / "record.bin"), "--checkpoint", str(self.ck_arg), "--predictions",
+                     str(self.pred_arg)]
+        self.faults = OsFaults(w.fault, w.k, only=ENTRY_CALLS if w.entries else None) if w.fault != "none" else None
+
+    def pair(self) -> tuple[bytes, bytes]:
+        return self.ck.read_bytes(), self.pred.read_bytes()
 
     def left(self, lock: bool = False) -> list[str]:
         """The names in the tree, relative to it, that are not the run's own (``lock``: nor the lock file)."""
         from bob.lock import lock_path_for
 
-        own = [self.record, self.ck, self.pred, self.ck_arg, self.pred_arg, self.home, self.second]
+        own = [self.dir / "record.bin", self.ck, self.pred, self.ck_arg, self.pred_arg, self.home, self.second]
         own += [Path(lock_path_for(str(self.ck)))] if lock else []
         return sorted({str(p.relative_to(self.dir)) for p in self.dir.rglob("*")}
                       - {str(p.relative_to(self.dir)) for p in own if p is not None})
 
-
-class _Run:
-    """One execution of ``bob-run`` in one world, and what it left."""
-
-    def __init__(self, w: World, record: bytes, checkpoint: bytes, want, scratch: Path) -> None:
-        self.w = w
-        self.record, self.checkpoint = record, checkpoint
-        f = self.files = _Files(scratch / "world", w.layout)
-        self.old_pred = b"previous predictions, must survive a refusal"
-        f.record.write_bytes(record)
-        f.ck.write_bytes(checkpoint)
-        f.pred.write_bytes(self.old_pred)
-        os.chmod(f.ck, MODE)
-        os.chmod(f.pred, MODE)
-        self.refusal_expected = want is None or w.layout not in ("plain", "symlinks")
-        if w.layout == "same-file":
-            f.pred.unlink()
-            os.link(f.ck, f.pred)
-            self.old_pred = checkpoint
-        elif w.layout.startswith("hardlink-"):
-            first = f.ck if w.layout == "hardlink-checkpoint" else f.pred
-            f.second = f.dir / f"{first.name}.second"
-            os.link(first, f.second)
-        self.new_ck: bytes | None = None if want is None else want.checkpoint_bytes()
-        self.new_pred: bytes | None = None if want is None else want.predictions_bytes()
-        self.argv = ["--json", "--input", str(f.record), "--checkpoint", str(f.ck_arg), "--predictions",
-                     str(f.pred_arg)]
-        self.faults = OsFaults(w.fault, w.k, only=ENTRY_CALLS if w.entries else None) if w.fault != "none" else None
-        self.where = str(w)
-
     def files_now(self) -> tuple[bool, bool]:
         """Each file old or new, whole, the pair consistent: (checkpoint new, predictions new)."""
-        f, where = self.files, self.where
-        ck_now, pred_now = f.ck.read_bytes(), f.pred.read_bytes()
+        where = self.where
+        ck_now, pred_now = self.pair()
         require(ck_now in (self.checkpoint, self.new_ck), f"{where}: the checkpoint is neither the old nor the new one")
         require(pred_now in (self.old_pred, self.new_pred),
                 f"{where}: the predictions are neither the old nor the new ones")
@@ -164,7 +168,9 @@ class _Run:
 
     def said(self, rc: int, out: str, err: str, ck_new: bool, pred_new: bool) -> dict:
         """What bob-run said is what happened; its exit is what the world requires."""
-        f, where, w = self.files, self.where, self.w
+        from bob.fuzz import oracle
+
+        where, w = self.where, self.w
         said = f"{where}: bob-run exited {rc}: {err.strip()[-200:]}"
         require("Traceback" not in out + err, f"{where}: bob-run printed a traceback")
         lines = out.strip().splitlines()
@@ -178,10 +184,14 @@ class _Run:
             new_ck, new_pred = self.new_ck or b"", self.new_pred or b""  # (not None: both files are new)
             require(doc.get("checkpoint_sha256") == hashlib.sha256(new_ck).hexdigest()
                     and doc.get("predictions_hex") == new_pred.hex(), f"{where}: the JSON names other files")
-            for path in (f.ck, f.pred):
+            for path in (self.ck, self.pred):
                 require(path.stat().st_mode & 0o7777 == MODE, f"{where}: {path.name} lost its mode "
                         f"({path.stat().st_mode & 0o7777:04o})")
-            _resumable(new_ck, new_pred)
+            # D14: what bob writes, bob resumes from -- held to the contract oracle, not to bob's reader
+            verdict = oracle.check_checkpoint(new_ck)
+            require(verdict is None, f"bob-run wrote a checkpoint the contract refuses to resume from: {verdict}")
+            verdict = oracle.check_predictions(new_pred)
+            require(verdict is None, f"bob-run wrote predictions the contract refuses: {verdict}")
         else:
             require(not ck_new and not pred_new, f"{said}, but the files changed")
         if self.refusal_expected:
@@ -190,25 +200,24 @@ class _Run:
             require(rc == BUSY or (self.refusal_expected and rc == REFUSED), said)
         elif w.fault == "none":
             require(rc == (REFUSED if self.refusal_expected else 0), said)
-        if f.second is not None:
-            require(f.second.read_bytes() == (self.checkpoint if "checkpoint" in w.layout else self.old_pred),
+        if self.second is not None:
+            require(self.second.read_bytes() == (self.checkpoint if "checkpoint" in w.layout else self.old_pred),
                     f"{where}: the second name changed")
         if w.layout == "symlinks":
-            require(f.ck_arg.is_symlink() and f.pred_arg.is_symlink(), f"{where}: a link was replaced")
+            require(self.ck_arg.is_symlink() and self.pred_arg.is_symlink(), f"{where}: a link was replaced")
         return doc
 
     def library_said(self, rc: int, crashed: bool, ck_new: bool, pred_new: bool) -> None:
-        """The library writers: each file old or new (never a new checkpoint beside the old predictions),
-        new when they returned, refusing what bob-run refuses; nothing left but by a crash."""
-        f, where, done = self.files, self.where, rc == 0
+        """The library writers: what docs/fuzzing.md's writer row requires of them; nothing left but by a crash."""
+        where, done = self.where, rc == 0
         require(not done or (ck_new and pred_new), f"{where}: the writers returned, but the files are not new")
         require(done or crashed or not ck_new, f"{where}: the writers failed, but the checkpoint is new")
         require(self.faults is not None or done != self.refusal_expected, f"{where}: {'wrote' if done else 'refused'}")
-        require(not done or all(p.stat().st_mode & 0o7777 == MODE for p in (f.ck, f.pred)),
+        require(not done or all(p.stat().st_mode & 0o7777 == MODE for p in (self.ck, self.pred)),
                 f"{where}: a file lost its mode")
-        require(self.w.layout != "symlinks" or (f.ck_arg.is_symlink() and f.pred_arg.is_symlink()),
+        require(self.w.layout != "symlinks" or (self.ck_arg.is_symlink() and self.pred_arg.is_symlink()),
                 f"{where}: a link was replaced")
-        left = [] if crashed else f.left()
+        left = [] if crashed else self.left()
         require(not left, f"{where}: the library writers left other files: {left}")
 
     def nothing_left(self, rc: int, doc: dict) -> None:
@@ -216,77 +225,73 @@ class _Run:
         clean-up after the commit named, excepted), no descriptor left open."""
         from bob.lock import lock_path_for
 
-        f, faults = self.files, self.faults
+        faults = self.faults
         lock_left = self.w.other == "locked" or (faults is not None and faults.failed == ("unlink",
-                                                                                          lock_path_for(str(f.ck))))
+                                                                                          lock_path_for(str(self.ck))))
         told = " ".join(doc.get("problems_after_commit") or []) if rc == 0 else ""
-        left = [name for name in f.left(lock=lock_left) if name not in told]
+        left = [name for name in self.left(lock=lock_left) if name not in told]
         require(not left, f"{self.where}: bob-run left other files: {left}")
         require(faults is None or not faults.left_open,
                 f"{self.where}: bob-run left descriptors open ({faults.left_open if faults else ''})")
 
     def after_racer(self, rc: int, racer: "subprocess.Popen[str]", crashed: bool) -> None:
-        """The second bob-run waited for the first one's lock, then trained from what the first one
-        left: its new pair if the first said it committed, else the old pair (a lost update shows);
-        after a crash of the first it is the next run, from whichever pair the dead one left."""
-        import bob
-        from bob.errors import FormatError
-
+        """The second bob-run (the table's racer cell) trained from the pair the first one left; after
+        a crash of the first it is the next run, from whichever pair the dead one left."""
         _, err = racer.communicate(timeout=120)
         require(rc != 0 or self.new_ck is not None, f"{self.where}: bob-run exited 0 on an input bob.invoke refuses")
         new, old = (self.new_ck or b"", self.new_pred), (self.checkpoint, self.old_pred)
         ends = []
         for start in [new, old, (self.checkpoint, self.new_pred)] if crashed else [new if rc == 0 else old]:
-            try:
-                want = None if self.refusal_expected and rc != 0 else bob.invoke(self.record, start[0], threads=1)
-            except FormatError:
-                want = None
+            want = None if self.refusal_expected and rc != 0 else _invoked(self.record, start[0])
             ends.append((REFUSED, start) if want is None else (0, (want.checkpoint_bytes(), want.predictions_bytes())))
-        now = (racer.returncode, (self.files.ck.read_bytes(), self.files.pred.read_bytes()))
+        now = (racer.returncode, self.pair())
         require("Traceback" not in err and now in ends, f"{self.where}: the second bob-run exited {now[0]} "
                 f"({err.strip()[-200:]}); the files are not what it computes from the pair the first one "
                 f"{'committed' if rc == 0 else 'left'}")
-        left = self.files.left() if crashed else []
+        left = self.left() if crashed else []
         require(not left, f"{self.where}: after the crash the second bob-run left {left}")
 
-
-def _resumable(checkpoint: bytes, predictions: bytes) -> None:
-    """D14: what bob writes, bob resumes from -- held to the contract oracle, not to bob's reader."""
-    from bob.fuzz import oracle
-
-    verdict = oracle.check_checkpoint(checkpoint)
-    require(verdict is None, f"bob-run wrote a checkpoint the contract refuses to resume from: {verdict}")
-    verdict = oracle.check_predictions(predictions)
-    require(verdict is None, f"bob-run wrote predictions the contract refuses: {verdict}")
-
-
-def _power_loss(run: _Run, scratch: Path, seed: int) -> None:
-    """Record one whole run (of bob-run or the library writers) and judge a sample of its crash states."""
-    from bob.fuzz import powerloss
-
-    d = scratch / "powerloss"
-    shutil.rmtree(d, ignore_errors=True)
-    sc = powerloss.record_run(d / "run", run.record, run.checkpoint, run.old_pred, links=run.w.layout == "symlinks",
-                              writer=library_writer if run.w.writer == "library" else None)
-    powerloss.check_states(sc, d / "next", sample=POWER_LOSS_STATES, seed=seed)
+    def after_crash(self, quietly: Callable, run_main: Callable, committed: bool) -> None:
+        """The next bob-run cleans up after the dead one and completes the invocation it had not committed."""
+        where, new_ck = self.where, self.new_ck
+        # a refused input or layout is refused again; the next one goes on from the checkpoint a dead run committed
+        refused = committed and new_ck is not None and _invoked(self.record, new_ck) is None or self.refusal_expected
+        before = self.pair()
+        rc, out, err = quietly(run_main, self.argv)
+        said = f"{where}: after the crash the next bob-run exited {rc}: {err.strip()[-200:]}"
+        if refused:
+            require(rc == REFUSED and self.pair() == before, said)
+        else:
+            require(rc == 0, said)
+            if not committed:
+                require(self.pair() == (new_ck, self.new_pred),
+                        f"{where}: after the crash the next bob-run did not write the new files")
+        left = self.left()
+        require(not left, f"{where}: after the crash the next bob-run left {left}")
 
 
 def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: Path,
                  quietly: Callable[[Callable[[list[str]], int], list[str]], tuple[int, str, str]]) -> None:
     """One execution of ``bob-run`` in the world of ``data`` (``want``: what ``bob.invoke``
     computes, or None when it refuses), and the invariants after it."""
+    from bob.fuzz import powerloss
     from bob.lock import CheckpointLock
     from bob.run import main as run_main
 
     run = _Run(world_of(data), record, checkpoint, want, scratch)
-    if run.w.other == "powerloss" and want is not None:
-        return _power_loss(run, scratch, zlib.crc32(data))
+    if run.w.other == "powerloss" and want is not None:  # one whole run recorded, a sample of its crash states
+        shutil.rmtree(scratch / "powerloss", ignore_errors=True)
+        sc = powerloss.record_run(scratch / "powerloss" / "run", record, checkpoint, run.old_pred,
+                                  links=run.w.layout == "symlinks",
+                                  writer=library_writer if run.w.writer == "library" else None)
+        powerloss.check_states(sc, scratch / "powerloss" / "next", sample=POWER_LOSS_STATES, seed=zlib.crc32(data))
+        return
     writer = _library_main if run.w.writer == "library" and run.w.other == "none" else run_main
     # the other party holding the lock as another bob-run holds it (flock: another descriptor, another holder)
-    holder = CheckpointLock(str(run.files.ck), 0) if run.w.other == "locked" else contextlib.nullcontext()
-    f, crashed, raced = run.files, False, False
+    holder = CheckpointLock(str(run.ck), 0) if run.w.other == "locked" else contextlib.nullcontext()
+    crashed, raced = False, False
     meet = {"racer": lambda: race.second_run(run.argv),  # met at the world's point of bob-run's commit
-            "cleaner": lambda: race.lock_free_clean_up(str(f.ck_arg), str(f.pred_arg))}.get(run.w.other)
+            "cleaner": lambda: race.lock_free_clean_up(str(run.ck_arg), str(run.pred_arg))}.get(run.w.other)
     meeting = race.Meeting(run.w.point, meet) if meet is not None else None
     with holder, meeting or contextlib.nullcontext(), run.faults or contextlib.nullcontext():
         try:
@@ -305,30 +310,4 @@ def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: P
     elif not crashed:
         run.nothing_left(rc, run.said(rc, out, err, ck_new, pred_new))
     if crashed and not raced:  # (after a crash a racer was the next run)
-        _after_crash(run, quietly, run_main, ck_new)
-
-
-def _after_crash(run: _Run, quietly, run_main, committed: bool) -> None:
-    """The next bob-run cleans up after the dead one and completes the invocation it had not committed."""
-    import bob
-    from bob.errors import FormatError
-
-    f, argv, record, new_ck, new_pred, where = run.files, run.argv, run.record, run.new_ck, run.new_pred, run.where
-    refused = run.refusal_expected  # a refused input or layout is refused again
-    if committed and new_ck is not None:  # the dead run committed: the next one goes on from its checkpoint
-        try:
-            bob.invoke(record, new_ck, threads=1)
-        except FormatError:
-            refused = True
-    before = f.ck.read_bytes(), f.pred.read_bytes()
-    rc, out, err = quietly(run_main, argv)
-    said = f"{where}: after the crash the next bob-run exited {rc}: {err.strip()[-200:]}"
-    if refused:
-        require(rc == REFUSED and (f.ck.read_bytes(), f.pred.read_bytes()) == before, said)
-    else:
-        require(rc == 0, said)
-        if not committed:
-            require(f.ck.read_bytes() == new_ck and f.pred.read_bytes() == new_pred,
-                    f"{where}: after the crash the next bob-run did not write the new files")
-    left = f.left()
-    require(not left, f"{where}: after the crash the next bob-run left {left}")
+        run.after_crash(quietly, run_main, ck_new)
