@@ -10,16 +10,9 @@ from typing import Any
 import numpy as np
 
 from bob.errors import BadValue, ContractMismatch, FormatError, IntegrityError, Truncated
+from bob.formats.checkpoint.header import (CHECKPOINT_BYTES, HEADER_BYTES, chunk_digests, has_canonical_prefix,
+                                           hashlib_sha256, header_fields, sealed_step)
 from bob.formats.checkpoint.state import state_findings
-from bob.formats.checkpoint.header import (
-    HEADER_BYTES,
-    CHECKPOINT_BYTES,
-    chunk_digests,
-    has_canonical_prefix,
-    hashlib_sha256,
-    header_fields,
-    sealed_step,
-)
 from bob.formats.constants import CHUNK_TAGS, MAX_CHECKPOINT_BYTES, MAX_HEADER_BYTES, PARAMETER_COUNT, PAYLOAD_BYTES, PLANE_NAMES
 from bob.formats.contract import CONTRACT_FIELDS, V1, Contract
 from bob.formats.files import CHECKPOINT_FILE, Examined, as_bytes, magic_finding
