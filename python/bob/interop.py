@@ -186,8 +186,7 @@ def safetensors_bytes(checkpoint: "Checkpoint", *, for_resume: bool = True) -> b
 def from_safetensors_bytes(data: bytes, make: "type[Checkpoint]", *, for_resume: bool = True) -> "Checkpoint":
     """The checkpoint a safetensors file's bytes hold, checked (see the module)."""
     safetensors_library()
-    meta, planes = safetensors_parts(bytes(data))
-    return _checkpoint(meta, planes, "safetensors file", for_resume, make)
+    return _checkpoint(*safetensors_parts(bytes(data)), "safetensors file", for_resume, make)
 
 
 def write_safetensors(checkpoint: "Checkpoint", path: "str | os.PathLike[str]", *, for_resume: bool = True) -> None:
@@ -218,8 +217,7 @@ def npz_bytes(checkpoint: "Checkpoint", *, for_resume: bool = True) -> bytes:
 
 def from_npz_bytes(data: bytes, make: "type[Checkpoint]", *, for_resume: bool = True) -> "Checkpoint":
     """The checkpoint an ``.npz`` file's bytes hold, checked (see the module)."""
-    meta, planes = npz_parts(bytes(data))
-    return _checkpoint(meta, planes, ".npz file", for_resume, make)
+    return _checkpoint(*npz_parts(bytes(data)), ".npz file", for_resume, make)
 
 
 def write_npz(checkpoint: "Checkpoint", path: "str | os.PathLike[str]", *, for_resume: bool = True) -> None:
