@@ -139,12 +139,15 @@ class Checkpoint:
     @classmethod
     def _of(cls, ex: Examination) -> "Checkpoint":
         """The checkpoint an examination read, or its first finding raised. The planes are
-        copied once, into arrays the core can train in place, never views of the bytes (D20)."""
+        copied once, into arrays the core can train in place, never views of the bytes (D20);
+        the values are not checked again (the examination did: a read passes each room once)."""
         if ex.checked().fresh:
             return cls.fresh()
         assert ex.header is not None and ex.planes is not None
-        planes = ex.planes.copy()
-        return cls(ex.header.step, planes[0], planes[1], planes[2], ex.header.header_bytes, V1)
+        made = object.__new__(cls)
+        made.p, made.m, made.v = ex.planes.copy()
+        made.step, made.header_bytes, made.contract = ex.header.step, ex.header.header_bytes, V1
+        return made
 
     @property
     def invocations(self) -> int:
