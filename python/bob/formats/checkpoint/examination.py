@@ -75,8 +75,23 @@ class Examination(Examined):
 
     @functools.cached_property
     def partial_header(self) -> list[tuple[str, Any]] | None:
-        """The longest prefix of the header's fields that parses, when the whole header did not."""
-        return None if self.unparsed is None else _partial_header(self.unparsed)
+        """``[(field, value)]`` of the longest prefix of the header's fields that parses, when the
+        whole header did not (None: not even the magic)."""
+        if self.unparsed is None:
+            return None
+        from construct import Struct
+
+        from bob.formats.checkpoint.schema import HEADER_BODY
+        from bob.formats.schema import parse
+
+        subcons = HEADER_BODY.subcons
+        for k in range(len(subcons) - 1, 0, -1):
+            try:
+                parsed = parse(Struct(*subcons[:k]), self.unparsed)
+            except FormatError:
+                continue
+            return [(sc.name, parsed[sc.name]) for sc in subcons[:k]]
+        return None
 
     @property
     def fresh(self) -> bool:
@@ -277,23 +292,6 @@ def _payload_findings(data: bytes, ex: Examination, plane_digests: "list[bytes] 
                 "does not match the chunk table's SHA-256",
                 expected=digest, actual=entry.digest, offset=lay.chunk_field(i, "digest").offset, index=i))
     return True
-
-
-def _partial_header(data: bytes) -> list[tuple[str, Any]] | None:
-    """``[(field, value)]`` of the longest prefix of the header that parses (None: not even the magic)."""
-    from construct import Struct
-
-    from bob.formats.checkpoint.schema import HEADER_BODY
-    from bob.formats.schema import parse
-
-    subcons = HEADER_BODY.subcons
-    for k in range(len(subcons) - 1, 0, -1):
-        try:
-            parsed = parse(Struct(*subcons[:k]), data)
-        except FormatError:
-            continue
-        return [(sc.name, parsed[sc.name]) for sc in subcons[:k]]
-    return None
 
 
 def checkpoint_findings(data: bytes, *, for_resume: bool = True) -> list[FormatError]:
