@@ -277,13 +277,9 @@ def _payload_findings(data: bytes, ex: Examination, plane_digests: "list[bytes] 
         if n < want_size:
             return False
     # -- 8. chunk digests
-    view = memoryview(data)
-    if plane_digests is not None and hb == HEADER_BYTES and n == CHECKPOINT_BYTES:
-        digests = tuple(plane_digests)  # the same three ranges, hashed once already
-    else:
-        digests = tuple(hashlib_sha256(view[chunk_offset(hb, i):chunk_offset(hb, i + 1)])
-                        for i in range(len(CHUNK_TAGS)))
-    ex.chunk_digests = digests
+    if plane_digests is None or hb != HEADER_BYTES or n != CHECKPOINT_BYTES:  # else: these ranges, hashed already
+        plane_digests = chunk_digests(memoryview(data)[hb:], hashlib_sha256)
+    ex.chunk_digests = digests = tuple(plane_digests)
     for i, (entry, digest) in enumerate(zip(h.chunk_table, digests)):
         if entry.digest != digest:
             out.append(IntegrityError(
