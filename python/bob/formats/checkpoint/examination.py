@@ -14,7 +14,7 @@ from bob.formats.checkpoint.header import (CHECKPOINT_BYTES, HEADER_BYTES, chunk
                                            hashlib_sha256, header_fields, sealed_step)
 from bob.formats.checkpoint.state import state_findings
 from bob.formats.constants import CHUNK_TAGS, MAX_CHECKPOINT_BYTES, MAX_HEADER_BYTES, PARAMETER_COUNT, PAYLOAD_BYTES, PLANE_NAMES
-from bob.formats.contract import CONTRACT_FIELDS, V1, Contract
+from bob.formats.contract import CONTRACT_FIELDS, Contract
 from bob.formats.files import CHECKPOINT_FILE, Examined, as_bytes, magic_finding
 from bob.formats.layout import (CANONICAL, DIGEST_BYTES, ENVELOPE_HEAD, HEADER_ALIGNMENT, PLANE_DTYPE, EnvelopeLayout,
                                 envelope_layout)
@@ -217,8 +217,8 @@ def _header_parsed(data: bytes, ex: Examination) -> bool:
 def _header_findings(ex: Examination) -> bool:
     """Steps 3-4 (header digest, contract fields); False when ``payload_bytes``
     or ``chunk_bytes`` leave the planes unplaced."""
-    h, lay, out = ex.header, ex.layout, ex.findings
-    assert h is not None and lay is not None and ex.header_raw is not None
+    lay, out, contract = ex.layout, ex.findings, ex.contract
+    assert lay is not None and contract is not None and ex.header_raw is not None
     # -- 3. header digest
     ex.computed_header_digest = hashlib_sha256(ex.header_raw)
     if ex.computed_header_digest != ex.header_digest:
@@ -226,15 +226,10 @@ def _header_findings(ex: Examination) -> bool:
                                   expected=ex.computed_header_digest, actual=ex.header_digest,
                                   offset=lay.header_digest))
     # -- 4. contract fields
-    layout_ok = True
-    for name in CONTRACT_FIELDS:
-        want = getattr(V1, name)
-        if h[name] != want:
-            out.append(ContractMismatch(name, "differs from the bob v1 contract", expected=want,
-                                        actual=h[name], offset=ex.offset_of(name)))
-            if name in ("payload_bytes", "chunk_bytes"):
-                layout_ok = False
-    return layout_ok
+    mismatches = contract.mismatches()
+    out.extend(ContractMismatch(name, "differs from the bob v1 contract", expected=want, actual=got,
+                                offset=ex.offset_of(name)) for name, want, got in mismatches)
+    return not any(name in ("payload_bytes", "chunk_bytes") for name, _, _ in mismatches)
 
 
 def _table_findings(data: bytes, ex: Examination) -> bool:
