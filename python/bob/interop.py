@@ -30,6 +30,7 @@ import io
 import json
 import os
 import zipfile
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -68,6 +69,7 @@ VERSION = "1"
 MAX_EXPORT_BYTES = 4 * 1024 * 1024
 # A fixed time for the .npz members, so that one checkpoint always gives the same bytes.
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+_LOWER_HEX = frozenset("0123456789abcdef")
 
 
 class MissingExtra(ImportError):
@@ -90,11 +92,7 @@ def _identity(contract: Contract) -> str:
 
 
 def _contract_fields(contract: Contract) -> dict[str, str]:
-    out = {}
-    for name in CONTRACT_FIELDS:
-        value = getattr(contract, name)
-        out[f"contract.{name}"] = value.hex() if isinstance(value, bytes) else str(value)
-    return out
+    return {f"contract.{name}": v.hex() if isinstance(v, bytes) else str(v) for name, v in asdict(contract).items()}
 
 
 METADATA_KEYS = ("format", "version", "step", "header_bytes", *(f"contract.{name}" for name in CONTRACT_FIELDS),
@@ -131,15 +129,11 @@ def _contract(meta: dict[str, str]) -> Contract:
         key = f"contract.{name}"
         if isinstance(getattr(V1, name), bytes):
             text = meta.get(key, "")
-            try:
-                value: Any = bytes.fromhex(text)
-            except ValueError:
-                value = None
-            if value is None or value.hex() != text:
+            if len(text) % 2 or not _LOWER_HEX.issuperset(text):
                 raise BadValue(f"metadata.{key}", "a contract string, as lowercase hex", actual=repr(text)[:80])
+            fields[name] = bytes.fromhex(text)
         else:
-            value = _decimal(meta, key, U64_MAX)
-        fields[name] = value
+            fields[name] = _decimal(meta, key, U64_MAX)
     contract = Contract(**fields)
     for name, expected, actual in contract.mismatches():
         raise ContractMismatch(name, "differs from the bob v1 contract", expected=expected, actual=actual)
@@ -159,9 +153,8 @@ def _checkpoint(meta: dict[str, str], planes: "dict[str, Any]", what: str, for_r
     if meta.get("version") != VERSION:
         raise BadValue("metadata.version", "unsupported export version", expected=VERSION,
                        actual=repr(meta.get("version"))[:80])
-    known = set(METADATA_KEYS)
     for key in meta:
-        if key not in known:
+        if key not in METADATA_KEYS:
             raise BadValue(f"metadata.{key}"[:120], "not a key of a bob export")
     contract = _contract(meta)
     step = _decimal(meta, "step", U64_MAX)
@@ -193,8 +186,7 @@ def safetensors_bytes(checkpoint: "Checkpoint", *, for_resume: bool = True) -> b
 def from_safetensors_bytes(data: bytes, make: "type[Checkpoint]", *, for_resume: bool = True) -> "Checkpoint":
     """The checkpoint a safetensors file's bytes hold, checked (see the module)."""
     safetensors_library()
-    meta, planes = safetensors_parts(bytes(data))
-    return _checkpoint(meta, planes, "safetensors file", for_resume, make)
+    return _checkpoint(*safetensors_parts(bytes(data)), "safetensors file", for_resume, make)
 
 
 def write_safetensors(checkpoint: "Checkpoint", path: "str | os.PathLike[str]", *, for_resume: bool = True) -> None:
@@ -225,8 +217,7 @@ def npz_bytes(checkpoint: "Checkpoint", *, for_resume: bool = True) -> bytes:
 
 def from_npz_bytes(data: bytes, make: "type[Checkpoint]", *, for_resume: bool = True) -> "Checkpoint":
     """The checkpoint an ``.npz`` file's bytes hold, checked (see the module)."""
-    meta, planes = npz_parts(bytes(data))
-    return _checkpoint(meta, planes, ".npz file", for_resume, make)
+    return _checkpoint(*npz_parts(bytes(data)), ".npz file", for_resume, make)
 
 
 def write_npz(checkpoint: "Checkpoint", path: "str | os.PathLike[str]", *, for_resume: bool = True) -> None:

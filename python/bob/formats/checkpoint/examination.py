@@ -10,18 +10,11 @@ from typing import Any
 import numpy as np
 
 from bob.errors import BadValue, ContractMismatch, FormatError, IntegrityError, Truncated
+from bob.formats.checkpoint.header import (CHECKPOINT_BYTES, HEADER_BYTES, chunk_digests, has_canonical_prefix,
+                                           hashlib_sha256, header_fields, sealed_step)
 from bob.formats.checkpoint.state import state_findings
-from bob.formats.checkpoint.header import (
-    HEADER_BYTES,
-    CHECKPOINT_BYTES,
-    chunk_digests,
-    has_canonical_prefix,
-    hashlib_sha256,
-    header_fields,
-    sealed_step,
-)
 from bob.formats.constants import CHUNK_TAGS, MAX_CHECKPOINT_BYTES, MAX_HEADER_BYTES, PARAMETER_COUNT, PAYLOAD_BYTES, PLANE_NAMES
-from bob.formats.contract import CONTRACT_FIELDS, V1, Contract
+from bob.formats.contract import CONTRACT_FIELDS, Contract
 from bob.formats.files import CHECKPOINT_FILE, Examined, as_bytes, magic_finding
 from bob.formats.layout import (CANONICAL, DIGEST_BYTES, ENVELOPE_HEAD, HEADER_ALIGNMENT, PLANE_DTYPE, EnvelopeLayout,
                                 envelope_layout)
@@ -82,8 +75,23 @@ class Examination(Examined):
 
     @functools.cached_property
     def partial_header(self) -> list[tuple[str, Any]] | None:
-        """The longest prefix of the header's fields that parses, when the whole header did not."""
-        return None if self.unparsed is None else _partial_header(self.unparsed)
+        """``[(field, value)]`` of the longest prefix of the header's fields that parses, when the
+        whole header did not (None: not even the magic)."""
+        if self.unparsed is None:
+            return None
+        from construct import Struct
+
+        from bob.formats.checkpoint.schema import HEADER_BODY
+        from bob.formats.schema import parse
+
+        subcons = HEADER_BODY.subcons
+        for k in range(len(subcons) - 1, 0, -1):
+            try:
+                parsed = parse(Struct(*subcons[:k]), self.unparsed)
+            except FormatError:
+                continue
+            return [(sc.name, parsed[sc.name]) for sc in subcons[:k]]
+        return None
 
     @property
     def fresh(self) -> bool:
@@ -209,8 +217,8 @@ def _header_parsed(data: bytes, ex: Examination) -> bool:
 def _header_findings(ex: Examination) -> bool:
     """Steps 3-4 (header digest, contract fields); False when ``payload_bytes``
     or ``chunk_bytes`` leave the planes unplaced."""
-    h, lay, out = ex.header, ex.layout, ex.findings
-    assert h is not None and lay is not None and ex.header_raw is not None
+    lay, out, contract = ex.layout, ex.findings, ex.contract
+    assert lay is not None and contract is not None and ex.header_raw is not None
     # -- 3. header digest
     ex.computed_header_digest = hashlib_sha256(ex.header_raw)
     if ex.computed_header_digest != ex.header_digest:
@@ -218,15 +226,10 @@ def _header_findings(ex: Examination) -> bool:
                                   expected=ex.computed_header_digest, actual=ex.header_digest,
                                   offset=lay.header_digest))
     # -- 4. contract fields
-    layout_ok = True
-    for name in CONTRACT_FIELDS:
-        want = getattr(V1, name)
-        if h[name] != want:
-            out.append(ContractMismatch(name, "differs from the bob v1 contract", expected=want,
-                                        actual=h[name], offset=ex.offset_of(name)))
-            if name in ("payload_bytes", "chunk_bytes"):
-                layout_ok = False
-    return layout_ok
+    mismatches = contract.mismatches()
+    out.extend(ContractMismatch(name, "differs from the bob v1 contract", expected=want, actual=got,
+                                offset=ex.offset_of(name)) for name, want, got in mismatches)
+    return not any(name in ("payload_bytes", "chunk_bytes") for name, _, _ in mismatches)
 
 
 def _table_findings(data: bytes, ex: Examination) -> bool:
@@ -269,13 +272,9 @@ def _payload_findings(data: bytes, ex: Examination, plane_digests: "list[bytes] 
         if n < want_size:
             return False
     # -- 8. chunk digests
-    view = memoryview(data)
-    if plane_digests is not None and hb == HEADER_BYTES and n == CHECKPOINT_BYTES:
-        digests = tuple(plane_digests)  # the same three ranges, hashed once already
-    else:
-        digests = tuple(hashlib_sha256(view[chunk_offset(hb, i):chunk_offset(hb, i + 1)])
-                        for i in range(len(CHUNK_TAGS)))
-    ex.chunk_digests = digests
+    if plane_digests is None or hb != HEADER_BYTES or n != CHECKPOINT_BYTES:  # else: these ranges, hashed already
+        plane_digests = chunk_digests(memoryview(data)[hb:], hashlib_sha256)
+    ex.chunk_digests = digests = tuple(plane_digests)
     for i, (entry, digest) in enumerate(zip(h.chunk_table, digests)):
         if entry.digest != digest:
             out.append(IntegrityError(
@@ -284,23 +283,6 @@ def _payload_findings(data: bytes, ex: Examination, plane_digests: "list[bytes] 
                 "does not match the chunk table's SHA-256",
                 expected=digest, actual=entry.digest, offset=lay.chunk_field(i, "digest").offset, index=i))
     return True
-
-
-def _partial_header(data: bytes) -> list[tuple[str, Any]] | None:
-    """``[(field, value)]`` of the longest prefix of the header that parses (None: not even the magic)."""
-    from construct import Struct
-
-    from bob.formats.checkpoint.schema import HEADER_BODY
-    from bob.formats.schema import parse
-
-    subcons = HEADER_BODY.subcons
-    for k in range(len(subcons) - 1, 0, -1):
-        try:
-            parsed = parse(Struct(*subcons[:k]), data)
-        except FormatError:
-            continue
-        return [(sc.name, parsed[sc.name]) for sc in subcons[:k]]
-    return None
 
 
 def checkpoint_findings(data: bytes, *, for_resume: bool = True) -> list[FormatError]:

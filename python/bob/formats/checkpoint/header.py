@@ -10,30 +10,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from bob.formats.contract import Contract
 
-from bob.formats.constants import (
-    CHECKPOINT_MAGIC,
-    CHUNK_BYTES,
-    CHUNK_TAGS,
-    DATA,
-    LEARNER,
-    PAYLOAD_BYTES,
-    SEED,
-    STATE,
-    UPDATES_PER_INVOCATION,
-)
-from bob.formats.layout import (
-    CANONICAL_CHECKPOINT_BYTES,
-    CANONICAL_HEADER_BYTES,
-    CHUNK_ENTRY,
-    CONTRACT_STRINGS,
-    DIGEST_BYTES,
-    ENVELOPE_HEAD,
-    ENVELOPE_HEAD_STRUCT,
-    ENVELOPE_TAIL,
-    U32,
-    aligned_header_bytes,
-    envelope_layout,
-)
+from bob.formats.constants import (CHECKPOINT_MAGIC, CHUNK_BYTES, CHUNK_TAGS, DATA, LEARNER, PAYLOAD_BYTES, SEED, STATE,
+                                   UPDATES_PER_INVOCATION)
+from bob.formats.layout import (CANONICAL_CHECKPOINT_BYTES, CANONICAL_HEADER_BYTES, CHUNK_ENTRY, CONTRACT_STRINGS,
+                                DIGEST_BYTES, ENVELOPE_HEAD, ENVELOPE_HEAD_STRUCT, ENVELOPE_TAIL, U32,
+                                aligned_header_bytes, envelope_layout)
 from bob.formats.rules import chunk_offset
 
 __all__ = ["HEADER_BYTES", "CHECKPOINT_BYTES", "envelope_header", "checkpoint_header", "chunk_digests",
@@ -116,13 +97,12 @@ def check_pin(data: Any, pin: Any, name: str) -> None:
     problem = pin_problem(pin)
     if problem is not None:
         raise (TypeError if not isinstance(pin, str) else ValueError)(f"{name} {problem}")
+    want = pin.lower()
     if not len(data):
-        raise IntegrityError(name, "no checkpoint (zero bytes: a fresh start) is not the pinned one",
-                             expected=pin.lower())
+        raise IntegrityError(name, "no checkpoint (zero bytes: a fresh start) is not the pinned one", expected=want)
     digest = sha256(data).hex()
-    if digest != pin.lower():
-        raise IntegrityError(name, "the checkpoint's SHA-256 is not the pinned one", expected=pin.lower(),
-                             actual=digest)
+    if digest != want:
+        raise IntegrityError(name, "the checkpoint's SHA-256 is not the pinned one", expected=want, actual=digest)
 
 
 def envelope_header(step: int, chunk_digests: "list[bytes]", header_bytes: int = HEADER_BYTES,

@@ -5,17 +5,8 @@ from __future__ import annotations
 
 from construct import Bytes, Const, RawCopy, Rebuild, Struct, Terminated, len_, this
 
-from bob.formats.constants import (
-    CHECKPOINT_MAGIC,
-    CHUNK_BYTES,
-    CHUNK_TAGS,
-    MAX_HEADER_BYTES,
-    PARAMETER_COUNT,
-    PAYLOAD_BYTES,
-    STRING_LIMIT,
-    UPDATES_PER_INVOCATION,
-    VOCABULARY,
-)
+from bob.formats.constants import (CHECKPOINT_MAGIC, CHUNK_BYTES, CHUNK_TAGS, MAX_HEADER_BYTES, PARAMETER_COUNT,
+                                   PAYLOAD_BYTES, STRING_LIMIT, UPDATES_PER_INVOCATION, VOCABULARY)
 from bob.formats.layout import CHUNK_ENTRY_FIELDS, CONTRACT_STRINGS, DIGEST_BYTES, ENVELOPE_HEAD, ENVELOPE_TAIL_FIELDS
 from bob.formats.rules import ENVELOPE_VERSION
 from bob.formats.rules import HEADER_BYTES as HEADER_BYTES_RULE

@@ -20,10 +20,6 @@ def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", heade
     """Why the state (``step``; P, M, V) may not be resumed, as findings placed in a file
     when ``header_bytes`` is given."""
     out: list[FormatError] = []
-
-    def offset(plane: int, k: int) -> int | None:
-        return None if header_bytes is None else chunk_offset(header_bytes, plane) + SCALAR_BYTES * k
-
     step_at = None if header_bytes is None else ENVELOPE_HEAD["step"].offset
 
     def first_bad(rule: ValueRule, plane: int) -> "tuple[int, int] | None":
@@ -35,16 +31,16 @@ def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", heade
         bad = np.flatnonzero(mask)
         return int(bad.size), int(bad[0])
 
-    for i, name in enumerate(PLANE_NAMES):
-        if (found := first_bad(FINITE, i)) is not None:
+    def value_finding(rule: ValueRule, i: int, **words: Any) -> None:
+        """The finding of plane ``i``'s first value that breaks ``rule``, placed at that value."""
+        if (found := first_bad(rule, i)) is not None:
             count, k = found
-            out.append(FINITE.finding(_value(planes[i], k), offset=offset(i, k), index=k, field=name,
-                                      count=count, plane=name, cell=cell_name(k)))
-    v_plane = PLANE_NAMES.index("V")
-    if (found := first_bad(V_NOT_NEGATIVE, v_plane)) is not None:
-        count, k = found
-        out.append(V_NOT_NEGATIVE.finding(_value(planes[v_plane], k), offset=offset(v_plane, k), index=k,
-                                          count=count, cell=cell_name(k)))
+            at = None if header_bytes is None else chunk_offset(header_bytes, i) + SCALAR_BYTES * k
+            out.append(rule.finding(_value(planes[i], k), offset=at, index=k, count=count, cell=cell_name(k), **words))
+
+    for i, name in enumerate(PLANE_NAMES):
+        value_finding(FINITE, i, field=name, plane=name)
+    value_finding(V_NOT_NEGATIVE, PLANE_NAMES.index("V"))
     if step == 0:
         for i in (1, 2):
             if (found := first_bad(MOMENTS_ZERO_AT_STEP_0, i)) is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -77,11 +77,13 @@ def _le_bytes(plane: np.ndarray) -> memoryview:
     return memoryview(np.ascontiguousarray(plane, dtype=PLANE_DTYPE)).cast("B")  # type: ignore[arg-type]
 
 
-def _check_header_bytes(hb: int, contract: Contract) -> None:
+def _header_bytes(value: Any, contract: Contract) -> int:
+    hb = integer_field(value, "header_bytes", "header_bytes is an integer")
     need = header_length(contract)
     if not HEADER_BYTES_RULE.ok(hb) or hb < need:  # the reader's rule, and room for this contract's header
         raise BadValue("header_bytes", f"a multiple of 64, at least the header's {need} bytes, at most {MAX_HEADER_BYTES}",
                        actual=hb)
+    return hb
 
 
 @dataclass(eq=False, init=False)
@@ -124,9 +126,7 @@ class Checkpoint:
             raise BadValue("step", "the step is an integer from 0 to 2**64 - 1",
                            actual=shown_kind(self.step) if step is None else step)
         self.step = step
-        hb = integer_field(self.header_bytes, "header_bytes", "header_bytes is an integer")
-        _check_header_bytes(hb, self.contract)
-        self.header_bytes = hb
+        self.header_bytes = _header_bytes(self.header_bytes, self.contract)
 
     @classmethod
     def fresh(cls) -> "Checkpoint":
@@ -139,12 +139,15 @@ class Checkpoint:
     @classmethod
     def _of(cls, ex: Examination) -> "Checkpoint":
         """The checkpoint an examination read, or its first finding raised. The planes are
-        copied once, into arrays the core can train in place, never views of the bytes (D20)."""
+        copied once, into arrays the core can train in place, never views of the bytes (D20);
+        the values are not checked again (the examination did: a read passes each room once)."""
         if ex.checked().fresh:
             return cls.fresh()
         assert ex.header is not None and ex.planes is not None
-        planes = ex.planes.copy()
-        return cls(ex.header.step, planes[0], planes[1], planes[2], ex.header.header_bytes, V1)
+        made = object.__new__(cls)
+        made.p, made.m, made.v = ex.planes.copy()
+        made.step, made.header_bytes, made.contract = ex.header.step, ex.header.header_bytes, V1
+        return made
 
     @property
     def invocations(self) -> int:
@@ -189,8 +192,7 @@ class Checkpoint:
         Each plane is hashed over its own memory and copied once, into the bytes returned.
         """
         self._refuse_unwritable("Checkpoint.to_bytes", for_resume)
-        hb = self.header_bytes if header_bytes is None else integer_field(header_bytes, "header_bytes", "header_bytes is an integer")
-        _check_header_bytes(hb, self.contract)
+        hb = _header_bytes(self.header_bytes if header_bytes is None else header_bytes, self.contract)
         planes = [_le_bytes(a) for a in (self.p, self.m, self.v)]
         c = self.contract
         header = envelope_header(self.step, [hashlib_sha256(a) for a in planes], hb,
@@ -296,12 +298,17 @@ def read_checkpoint_file(path: "str | os.PathLike[str]", *, for_resume: bool = T
 
 def describe_envelope(data: bytes) -> dict[str, Any]:
     """A JSON-ready description of a valid envelope file, from its examination."""
-    ex = examine(data, for_resume=False)
-    if ex.findings:
-        raise ex.findings[0]
+    ex = examine(data, for_resume=False).checked()
     # A valid file: every part was read, and its strings are the contract's (ASCII).
     h, contract, digest = ex.header, ex.contract, ex.header_digest
     assert h is not None and contract is not None and digest is not None and ex.planes is not None
+    learner = {
+        "text": h.learner[:-LEARNER_FLOATS.size].decode(),
+        **{k: float(f32_text(x)) for k, x in (contract.learner_hyperparameters or {}).items()},
+        "f32_hex": h.learner[-LEARNER_FLOATS.size:].hex(),
+    }
+    shown = {name: learner if name == "learner" else value.decode() if isinstance(value, bytes) else value
+             for name, value in asdict(contract).items()}
     return {
         "format": "bob-envelope",
         "version": h.version,
@@ -311,19 +318,7 @@ def describe_envelope(data: bytes) -> dict[str, Any]:
         "header_length": ex.header_end,
         "step": h.step,
         "invocations": h.step // UPDATES_PER_INVOCATION,
-        "contract": {
-            "state": h.state.decode(),
-            "learner": {
-                "text": h.learner[:-LEARNER_FLOATS.size].decode(),
-                **{k: float(f32_text(x)) for k, x in (contract.learner_hyperparameters or {}).items()},
-                "f32_hex": h.learner[-LEARNER_FLOATS.size:].hex(),
-            },
-            "data": h.data.decode(),
-            "seed": h.seed.decode(),
-            "payload_bytes": h.payload_bytes,
-            "chunk_bytes": h.chunk_bytes,
-            "updates_per_invocation": h.updates_per_invocation,
-        },
+        "contract": shown,
         "chunk_count": h.chunk_count,
         "chunk_table": [
             {"tag": e.tag.rstrip(b"\0").decode(), "offset": e.offset, "length": e.length, "sha256": e.digest.hex()}
