@@ -1,11 +1,5 @@
-"""The ``core`` target: bytes decoded into the native binding's arguments (docs/fuzzing.md).
-
-Only ``CoreError``, ``TypeError``, ``ValueError`` and ``OverflowError`` may escape (a pyo3
-``PanicException`` is a finding); a fast kernel's ``train`` must give the bits of
-``kernel="scalar"``, and ``predict`` those of :func:`reference_predict`, §4 said plainly. Steps
-are drawn log-uniformly over u64 and around :data:`REGIME_STEPS`, where §6.3's bias corrections
-change regime (computed with §6.3's own ``powi``).
-"""
+"""The ``core`` target: bytes decoded into the native binding's arguments, its properties and the
+arithmetic they use (docs/fuzzing.md, "The arithmetic")."""
 
 from __future__ import annotations
 
@@ -109,11 +103,6 @@ class Reader:
         return out + bytes(n - len(out))
 
 
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a.flags.writeable = False
-    return a
-
-
 # Mostly right, so that valid calls (and the kernel-vs-scalar check) are common.
 _SHAPES = ("right",) * 24 + ("short", "long", "f64", "i32", "strided", "readonly", "bytes", "list", "swapped",
                              "misaligned")
@@ -121,7 +110,7 @@ _SHAPED: dict[str, Callable[[np.ndarray], object]] = {
     "f64": lambda a: a.astype(np.float64),
     "i32": lambda a: a.view(np.int32).copy(),
     "strided": lambda a: np.repeat(a, 2)[::2],
-    "readonly": _readonly,
+    "readonly": lambda a: np.frombuffer(a.tobytes(), np.float32),  # over bytes: not writeable
     "swapped": lambda a: a.astype(a.dtype.newbyteorder()),  # the same values in the other byte order
     "misaligned": lambda a: np.frombuffer(bytearray(b"\0" + a.tobytes()), np.float32, offset=1),
     "bytes": lambda a: a.tobytes(),

@@ -51,14 +51,9 @@ def format_of(data: bytes) -> str | None:
 def _spots(fields: "dict[str, Field]", base: int = 0, prefix: str = "") -> list[Spot]:
     """A spot for each field: a byte field's kind by its name (the input's pairs: "pairs"), a number's
     by its ``struct`` format (a table of u32: "u32s")."""
-
-    def kind(name: str, field: Field) -> str:
-        if name in CONTRACT_STRINGS:
-            return "string"
-        return next((k for k in ("magic", "tag", "digest") if name.endswith(k)),
-                    _KINDS.get(field.format, "u32s"))
-
-    return [Spot(prefix + name, base + f.offset, f.size, kind(name, f)) for name, f in fields.items()]
+    return [Spot(prefix + name, base + f.offset, f.size, "string" if name in CONTRACT_STRINGS
+                 else next((k for k in ("magic", "tag", "digest") if name.endswith(k)), _KINDS.get(f.format, "u32s")))
+            for name, f in fields.items()]
 
 
 def spots(data: bytes, fmt: str) -> list[Spot]:

@@ -1,13 +1,7 @@
-"""The contract oracle's view of an interop export (``.npz``, safetensors): valid or not.
-
-Written from what ``bob.interop``'s documentation promises — the metadata
-keys and their spellings, the planes as float32 tables, bob's read limits —
-and from the contract's rules through :mod:`bob.fuzz.oracle` (its sizes, its
-strings, its state rules), with the standard library only and none of
-bob's readers: an ``.npz`` is read with ``zipfile`` and every ``.npy`` header
-with ``ast``, a safetensors header with ``json``. Each function returns None
-for a file bob must accept, else a few words saying why it must be refused.
-"""
+"""The contract oracle's view of an interop export (``.npz``, safetensors): None for a file bob must
+accept, else a few words saying why it must be refused. Written from ``bob.interop``'s documented keys,
+dtypes and read limits over :mod:`bob.fuzz.oracle`'s sizes, strings and state rules, with ``zipfile``,
+``ast`` and ``json`` only and none of bob's readers (docs/fuzzing.md)."""
 
 from __future__ import annotations
 

@@ -77,11 +77,6 @@ def any_step(rnd: random.Random) -> int:
 # The checkpoint operations: each edits a located file in place (its layout and header_bytes
 # given), and structural_mutate re-seals the digests after it.
 
-def _set_step(out: bytearray, lay: EnvelopeLayout, hb: int, rnd: random.Random) -> None:
-    """Another step (any u64)."""
-    U64.pack_into(out, _STEP, any_step(rnd))
-
-
 def _place_chunks(out: bytearray, lay: EnvelopeLayout, start: int, size: int) -> None:
     """The chunk table's entries at ``start + i × size``, each ``size`` long."""
     for i in range(len(CHUNK_TAGS)):
@@ -138,9 +133,10 @@ def _zero_moments(out: bytearray, lay: EnvelopeLayout, hb: int, rnd: random.Rand
         out[_plane(hb, plane).slice] = bytes(CHUNK_BYTES)
 
 
-# Each operation, and whether it needs the planes in the file.
-_OPERATIONS = {"step": (_set_step, False), "header_bytes": (_set_header_bytes, False),
-               "chunks": (_move_chunks, False), "planes": (_swap_planes, True), "moments": (_zero_moments, True)}
+# Each operation, and whether it needs the planes in the file ("step": another step, any u64).
+_OPERATIONS = {"step": (lambda out, lay, hb, rnd: U64.pack_into(out, _STEP, any_step(rnd)), False),
+               "header_bytes": (_set_header_bytes, False), "chunks": (_move_chunks, False),
+               "planes": (_swap_planes, True), "moments": (_zero_moments, True)}
 CHECKPOINT_OPS = tuple(_OPERATIONS)
 
 
