@@ -90,9 +90,7 @@ class Reader:
         self.data, self.at = data, 0
 
     def byte(self) -> int:
-        b = self.data[self.at] if self.at < len(self.data) else 0
-        self.at += 1
-        return b
+        return self.raw(1)[0]
 
     def pick(self, options):
         return options[self.byte() % len(options)]

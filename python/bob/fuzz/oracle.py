@@ -256,10 +256,8 @@ def state_verdict(step: int, planes: List[Tuple[bytes, int]]) -> Verdict:
 
 def check(fmt: str, data: bytes, for_resume: bool = True) -> Verdict:
     """The verdict on ``data`` as ``fmt`` (``input``, ``checkpoint``, ``predictions``)."""
-    if fmt == "input":
-        return check_input(data)
-    if fmt == "predictions":
-        return check_predictions(data)
-    if fmt == "checkpoint":
-        return check_checkpoint(data, for_resume)
-    raise ValueError(f"unknown format {fmt!r}")
+    checks = {"input": check_input, "predictions": check_predictions,
+              "checkpoint": lambda data: check_checkpoint(data, for_resume)}
+    if fmt not in checks:
+        raise ValueError(f"unknown format {fmt!r}")
+    return checks[fmt](data)

@@ -4,6 +4,7 @@ seeded loop, ``bob-fuzz replay`` and the OSS-Fuzz harnesses run them (what each 
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import shutil
 import tempfile
@@ -172,16 +173,13 @@ def predictions_target(data: bytes) -> None:
         require(canonical.predictions_bytes(list(pred.records)) == data, "the fast path builds other bytes")
 
 
-# The command targets' files: one private temporary directory per process, removed when the process
-# exits (a worker ended from outside cannot: its campaign makes its TMPDIR and removes that).
-_SCRATCH: list[str] = []
-
-
+@functools.cache
 def _scratch() -> Path:
-    if not _SCRATCH:
-        _SCRATCH.append(tempfile.mkdtemp(prefix="bob-fuzz-"))
-        atexit.register(shutil.rmtree, _SCRATCH[0], True)
-    return Path(_SCRATCH[0])
+    """The command targets' files: one private temporary directory per process, removed when the process
+    exits (a worker ended from outside cannot: its campaign makes its TMPDIR and removes that)."""
+    path = tempfile.mkdtemp(prefix="bob-fuzz-")
+    atexit.register(shutil.rmtree, path, True)
+    return Path(path)
 
 
 def _the_envelope(text: str, rc: int) -> None:
