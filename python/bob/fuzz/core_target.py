@@ -127,8 +127,7 @@ def _plane(r: Reader, rows: int):
         levels = _LEVELS[:2 + r.byte() % 4]
         arr = levels[np.resize(np.frombuffer(r.raw(64), dtype=np.uint8), max(count, 1))[:count] % levels.size]
     elif fill == "raw":
-        values = np.frombuffer(r.raw(4 * min(count, 64)), dtype="<f4")
-        arr = np.resize(values, count).astype(np.float32) if values.size else np.zeros(count, np.float32)
+        arr = np.resize(np.frombuffer(r.raw(4 * min(count, 64)), dtype="<f4"), count).astype(np.float32)
     elif fill == "special":
         arr = np.resize(_SPECIALS[r.byte() % 8:], count).astype(np.float32)
     elif fill == "small":
@@ -150,8 +149,7 @@ _PAIR_TYPES: dict[str, Callable[[np.ndarray], object]] = {
 
 def _pairs(r: Reader, rows: int, n: int):
     dtype = r.pick(("u8",) * 6 + ("u32", "u32", "bytes", "i64", "list", "u32-swapped"))
-    raw = np.frombuffer(r.raw(min(n, 32)), dtype=np.uint8)
-    values = np.resize(raw, n) if raw.size else np.zeros(n, np.uint8)
+    values = np.resize(np.frombuffer(r.raw(min(n, 32)), dtype=np.uint8), n)
     if r.byte() % 8:
         values = values % max(rows, 1)  # inside the table most of the time
     return _PAIR_TYPES[dtype](values)

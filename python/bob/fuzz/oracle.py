@@ -71,9 +71,7 @@ def _magic(data: bytes, magic: bytes) -> Verdict:
     """D1: a short file that is a prefix of the magic ends inside it; anything else is not this format."""
     if data[:8] == magic:
         return None
-    if len(data) < 8 and magic.startswith(data):
-        return ("file_size", None)
-    return ("magic", None)
+    return ("file_size" if len(data) < 8 and magic.startswith(data) else "magic", None)
 
 
 def check_input(data: bytes) -> Verdict:
@@ -247,9 +245,7 @@ def state_verdict(step: int, planes: List[Tuple[bytes, int]]) -> Verdict:
         negative = _lane(v, 3, _TOP_BIT) & _not_zero(v)
         if negative:
             return ("V", _first(negative))
-    if step == 0 and (_not_zero(planes[1]) or _not_zero(v)):  # −0.0 counts as zero
-        return ("step", None)
-    if step > U64_MAX - UPDATES:
+    if (step == 0 and (_not_zero(planes[1]) or _not_zero(v))) or step > U64_MAX - UPDATES:  # −0.0 counts as zero
         return ("step", None)
     return None
 

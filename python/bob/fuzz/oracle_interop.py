@@ -117,8 +117,7 @@ def check_npz(data: bytes, for_resume: bool = True) -> Optional[str]:
                 if i.compress_type not in (0, 8) or i.flag_bits & 1 or i.file_size > limits[i.filename[:-4]]:
                     raise Bad(f"member {i.filename}")
             members = {i.filename[:-4]: _npy(z.read(i), i.filename == "bob.npy") for i in infos}
-        text = members["bob"].decode("utf-32-le").rstrip("\0")
-        meta = json.loads(text, object_pairs_hook=_unique)
+        meta = json.loads(members["bob"].decode("utf-32-le").rstrip("\0"), object_pairs_hook=_unique)
         _state(meta, [members[name] for name in PLANES], for_resume)
     except Exception as exc:  # noqa: BLE001 - any refusal on the way: the file is invalid
         return f"{type(exc).__name__}: {str(exc)[:80]}"
