@@ -104,8 +104,7 @@ def _npy(member: bytes, metadata: bool) -> bytes:
 
 def check_npz(data: bytes, for_resume: bool = True) -> Optional[str]:
     """None when bob accepts ``data`` as an ``.npz`` export, else why not."""
-    limits = {name: 12 + NPY_HEADER + CHUNK for name in PLANES}
-    limits["bob"] = 12 + NPY_HEADER + 4 * METADATA_CHARS
+    limits = {**dict.fromkeys(PLANES, 12 + NPY_HEADER + CHUNK), "bob": 12 + NPY_HEADER + 4 * METADATA_CHARS}
     try:
         _end_record(data)
         with zipfile.ZipFile(io.BytesIO(data)) as z:
