@@ -1,11 +1,5 @@
-"""The ``core`` target: bytes decoded into the native binding's arguments (docs/fuzzing.md).
-
-Only ``CoreError``, ``TypeError``, ``ValueError`` and ``OverflowError`` may escape (a pyo3
-``PanicException`` is a finding); a fast kernel's ``train`` must give the bits of
-``kernel="scalar"``, and ``predict`` those of :func:`reference_predict`, §4 said plainly. Steps
-are drawn log-uniformly over u64 and around :data:`REGIME_STEPS`, where §6.3's bias corrections
-change regime (computed with §6.3's own ``powi``).
-"""
+"""The ``core`` target: bytes decoded into the native binding's arguments, its properties and the
+arithmetic they use (docs/fuzzing.md, "The arithmetic")."""
 
 from __future__ import annotations
 
@@ -96,9 +90,7 @@ class Reader:
         self.data, self.at = data, 0
 
     def byte(self) -> int:
-        b = self.data[self.at] if self.at < len(self.data) else 0
-        self.at += 1
-        return b
+        return self.raw(1)[0]
 
     def pick(self, options):
         return options[self.byte() % len(options)]
@@ -109,11 +101,6 @@ class Reader:
         return out + bytes(n - len(out))
 
 
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a.flags.writeable = False
-    return a
-
-
 # Mostly right, so that valid calls (and the kernel-vs-scalar check) are common.
 _SHAPES = ("right",) * 24 + ("short", "long", "f64", "i32", "strided", "readonly", "bytes", "list", "swapped",
                              "misaligned")
@@ -121,7 +108,7 @@ _SHAPED: dict[str, Callable[[np.ndarray], object]] = {
     "f64": lambda a: a.astype(np.float64),
     "i32": lambda a: a.view(np.int32).copy(),
     "strided": lambda a: np.repeat(a, 2)[::2],
-    "readonly": _readonly,
+    "readonly": lambda a: np.frombuffer(a.tobytes(), np.float32),  # over bytes: not writeable
     "swapped": lambda a: a.astype(a.dtype.newbyteorder()),  # the same values in the other byte order
     "misaligned": lambda a: np.frombuffer(bytearray(b"\0" + a.tobytes()), np.float32, offset=1),
     "bytes": lambda a: a.tobytes(),
@@ -140,8 +127,7 @@ def _plane(r: Reader, rows: int):
         levels = _LEVELS[:2 + r.byte() % 4]
         arr = levels[np.resize(np.frombuffer(r.raw(64), dtype=np.uint8), max(count, 1))[:count] % levels.size]
     elif fill == "raw":
-        values = np.frombuffer(r.raw(4 * min(count, 64)), dtype="<f4")
-        arr = np.resize(values, count).astype(np.float32) if values.size else np.zeros(count, np.float32)
+        arr = np.resize(np.frombuffer(r.raw(4 * min(count, 64)), dtype="<f4"), count).astype(np.float32)
     elif fill == "special":
         arr = np.resize(_SPECIALS[r.byte() % 8:], count).astype(np.float32)
     elif fill == "small":
@@ -163,8 +149,7 @@ _PAIR_TYPES: dict[str, Callable[[np.ndarray], object]] = {
 
 def _pairs(r: Reader, rows: int, n: int):
     dtype = r.pick(("u8",) * 6 + ("u32", "u32", "bytes", "i64", "list", "u32-swapped"))
-    raw = np.frombuffer(r.raw(min(n, 32)), dtype=np.uint8)
-    values = np.resize(raw, n) if raw.size else np.zeros(n, np.uint8)
+    values = np.resize(np.frombuffer(r.raw(min(n, 32)), dtype=np.uint8), n)
     if r.byte() % 8:
         values = values % max(rows, 1)  # inside the table most of the time
     return _PAIR_TYPES[dtype](values)

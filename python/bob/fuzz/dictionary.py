@@ -53,10 +53,7 @@ def tokens() -> list[bytes]:
         out.append(struct.pack("<I", len(s)) + s[:8])  # a length prefix followed by its string's start
         out.extend(part for part in s.split(b"|") if len(part) > 2)
     out += [struct.pack("<I", bits) for bits in FLOAT_BITS.values()]
-    for v in INTERESTING_INTS:
-        if v <= 0xFFFFFFFF:
-            out.append(struct.pack("<I", v))
-        out.append(struct.pack("<Q", v))
+    out += [struct.pack(size, v) for v in INTERESTING_INTS for size in ("<I", "<Q") if size == "<Q" or v <= 0xFFFFFFFF]
     return list(dict.fromkeys(out))
 
 

@@ -1,8 +1,5 @@
-"""One SHA-256 per distinct piece of an input, shared by a target's properties (docs/fuzzing.md):
-within :func:`shared_digests` each plane is hashed once per input whichever reader asks (a reader
-hashing the wrong range still gets that range's digest), and the envelope header is parsed, and its
-layout computed, once per input. The memo lives for one ``with`` block.
-"""
+"""One SHA-256 per distinct piece of an input, one header parse and one layout, shared by the checkpoint
+target's properties for one ``with`` block (docs/fuzzing.md, "Memory and speed of the checkpoint target")."""
 
 from __future__ import annotations
 
@@ -17,12 +14,9 @@ _SMALL = 4096  # below this a hash costs less than the look-up
 
 
 class DigestMemo:
-    """SHA-256 digests by content (``hashes`` counts the ones actually computed).
-
-    A slice of a ``bytes`` object (a ``memoryview``, as bob's checks and the oracle pass the
-    planes) is first looked up by where it lies — the same object, offset and length — which
-    costs nothing; anything else, by its bytes (compared in full).
-    """
+    """SHA-256 digests by content (``hashes`` counts the ones actually computed). A slice of a ``bytes``
+    object (a ``memoryview``, as the readers pass the planes) is first looked up by where it lies — the
+    same object, offset and length — which costs nothing; anything else, by its bytes (compared in full)."""
 
     def __init__(self, sha256: Any = None) -> None:
         self._sha256 = sha256 or hashlib.sha256

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import random
-import struct
 from typing import Callable, NamedTuple, Sequence
 
 from bob.formats.constants import CHECKPOINT_MAGIC, CHUNK_BYTES, CHUNK_TAGS, EMPTY_PROMPT, INPUT_MAGIC, LEARNER, \
@@ -27,6 +26,7 @@ _FLOATS = tuple(FLOAT_BITS.values())
 _MAGICS = (CHECKPOINT_MAGIC, INPUT_MAGIC, b"BOB-PRED", b"bob-ckpt", b"BOB-CKP\0", b"\0" * 8, b"\x7fELF\2\1\1\0")
 _TAGS = CHUNK_TAGS + (b"\0\0\0\0", b"p\0\0\0", b"PMV\0")
 _KINDS = {None: "pairs", "<Q": "u64", "<I": "u32"}  # by struct format; any other: a table of u32
+_BY_MAGIC = {CHECKPOINT_MAGIC: "checkpoint", INPUT_MAGIC: "input"}
 
 
 class Spot(NamedTuple):
@@ -40,25 +40,15 @@ class Spot(NamedTuple):
 
 def format_of(data: bytes) -> str | None:
     """Which of bob's formats ``data`` looks like (by magic, or 24 bytes: predictions)."""
-    head = bytes(data[:8])
-    if head == CHECKPOINT_MAGIC:
-        return "checkpoint"
-    if head == INPUT_MAGIC:
-        return "input"
-    return "predictions" if len(data) == PREDICTION_BYTES else None
+    return _BY_MAGIC.get(bytes(data[:8]), "predictions" if len(data) == PREDICTION_BYTES else None)
 
 
 def _spots(fields: "dict[str, Field]", base: int = 0, prefix: str = "") -> list[Spot]:
     """A spot for each field: a byte field's kind by its name (the input's pairs: "pairs"), a number's
     by its ``struct`` format (a table of u32: "u32s")."""
-
-    def kind(name: str, field: Field) -> str:
-        if name in CONTRACT_STRINGS:
-            return "string"
-        return next((k for k in ("magic", "tag", "digest") if name.endswith(k)),
-                    _KINDS.get(field.format, "u32s"))
-
-    return [Spot(prefix + name, base + f.offset, f.size, kind(name, f)) for name, f in fields.items()]
+    return [Spot(prefix + name, base + f.offset, f.size, "string" if name in CONTRACT_STRINGS
+                 else next((k for k in ("magic", "tag", "digest") if name.endswith(k)), _KINDS.get(f.format, "u32s")))
+            for name, f in fields.items()]
 
 
 def spots(data: bytes, fmt: str) -> list[Spot]:
@@ -137,9 +127,9 @@ def _mutate_spot(out: bytearray, spot: Spot, rnd: random.Random) -> None:
     elif kind == "magic":
         out[at:at + 8] = rnd.choice(_MAGICS) if rnd.random() < 0.7 else bytes(rnd.getrandbits(8) for _ in range(8))
     elif kind in ("u32", "u64"):
-        fmt = "<I" if spot.size == 4 else "<Q"
-        values = interesting_values(spot.size, struct.unpack_from(fmt, out, at)[0])
-        struct.pack_into(fmt, out, at, rnd.choice(values) if rnd.random() < 0.9 else rnd.getrandbits(8 * spot.size))
+        number = U32 if spot.size == 4 else U64
+        values = interesting_values(spot.size, number.unpack_from(out, at)[0])
+        number.pack_into(out, at, rnd.choice(values) if rnd.random() < 0.9 else rnd.getrandbits(8 * spot.size))
     elif kind == "f32":
         _set_float(out, at, rnd)
     elif kind == "tag":
@@ -253,9 +243,7 @@ def recognized(data: bytes, kind: str) -> bool:
     """Whether the fast path recognizes ``data`` (a checkpoint or an input record)."""
     from bob.formats import canonical, checkpoint
 
-    if kind == "checkpoint":
-        return checkpoint.recognize_checkpoint(data) is not None
-    return canonical.recognize_record(data) is not None
+    return (checkpoint.recognize_checkpoint if kind == "checkpoint" else canonical.recognize_record)(data) is not None
 
 
 def custom_mutator(fmt: str | None, engine_mutate: Callable[[bytes, int], bytes] | None = None,

@@ -1,22 +1,11 @@
 """The contract oracle: bob v1's three formats read again, straight from the contract.
 
-A second reader, written from the contract (``python/bob/data/contract/bob-v1.md``) §3–§5 (and, where
-the contract leaves room, ``formats/DECISIONS.md`` D1–D10) with the standard
-library only. It imports nothing from ``bob`` and restates every number it
-needs (a house test holds it to that): a rule that all of bob's readers get
-wrong in the same way disagrees with this one. Each function returns ``None``
-to accept, or the **first** refused field in the contract's order as
-``(field, index)`` — ``index`` is the table index the refusal names (a pair,
-a prompt, a record, a chunk, a plane value, a padding byte), else ``None``.
-
-The field names are bob's own (``FIELD_NAMES`` is the table of the contract's
-names against them); the order is the one the contract's sentences give, with
-the decisions: the magic before the size (D1), one ``file_size`` for whole-file
-sizes (D2), a length prefix against the remaining bytes, then 4,096 (D3),
-``header_bytes`` checked as soon as it is read, then against the header's own
-length (D4), exactly three chunk entries (D5), the state rules numerically
-(D7: NaN is non-finite, −0.0 is neither negative nor non-zero), predictions
-per record validity then token (D10).
+A second reader written from the contract (``python/bob/data/contract/bob-v1.md``) §3–§5 and, where it
+leaves room, ``formats/DECISIONS.md`` D1–D10, with the standard library only: it imports nothing from
+``bob`` and restates every number it needs (a house test holds it to that), so a rule all of bob's
+readers get wrong the same way disagrees with it. Each check returns ``None`` to accept, or the
+**first** refused field in the contract's order as ``(field, index)``, with bob's field names
+(``FIELD_NAMES``; docs/fuzzing.md, "The contract oracle").
 """
 
 from __future__ import annotations
@@ -82,9 +71,7 @@ def _magic(data: bytes, magic: bytes) -> Verdict:
     """D1: a short file that is a prefix of the magic ends inside it; anything else is not this format."""
     if data[:8] == magic:
         return None
-    if len(data) < 8 and magic.startswith(data):
-        return ("file_size", None)
-    return ("magic", None)
+    return ("file_size" if len(data) < 8 and magic.startswith(data) else "magic", None)
 
 
 def check_input(data: bytes) -> Verdict:
@@ -128,22 +115,6 @@ class Refused(Exception):
         self.verdict = (field, index)
 
 
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data, self.at = data, 0
-
-    def take(self, n: int, field: str, index: Optional[int] = None) -> bytes:
-        if self.at + n > len(self.data):
-            raise Refused(field, index)  # the file ends inside this field
-        out = self.data[self.at:self.at + n]
-        self.at += n
-        return out
-
-    def number(self, n: int, field: str, index: Optional[int] = None) -> int:
-        """An unsigned little-endian integer of ``n`` bytes."""
-        return int.from_bytes(self.take(n, field, index), "little")
-
-
 def check_checkpoint(data: bytes, for_resume: bool = True) -> Verdict:
     """§5: zero bytes are a fresh run; otherwise the envelope, checked in the contract's order;
     for resuming, then the state."""
@@ -170,38 +141,44 @@ def _envelope(data: bytes) -> Tuple[int, Optional[list]]:
         raise Refused(*bad)
     if n > HEADER_MAX + PAYLOAD:  # "file size before reading it whole"
         raise Refused("file_size")
-    r = _Reader(data)
-    r.at = 8
-    if r.number(8, "version") != 1:
+    at = 8
+
+    def take(size: int, field: str, index: Optional[int] = None) -> bytes:
+        nonlocal at
+        if at + size > n:
+            raise Refused(field, index)  # the file ends inside this field
+        at += size
+        return data[at - size:at]
+
+    def number(size: int, field: str, index: Optional[int] = None) -> int:
+        """An unsigned little-endian integer of ``size`` bytes."""
+        return int.from_bytes(take(size, field, index), "little")
+
+    if number(8, "version") != 1:
         raise Refused("version")
-    hb = r.number(8, "header_bytes")
+    hb = number(8, "header_bytes")
     if not header_bytes_ok(hb):
         raise Refused("header_bytes")
-    step = r.number(8, "step")
-    strings: dict = {}
+    step = number(8, "step")
+    stated: dict = {}
     for name, _ in STRINGS:
-        length = r.number(4, name)
-        if length > n - r.at or length > STRING_MAX:  # D3: the remaining bytes, then 4,096
+        length = number(4, name)
+        if length > n - at or length > STRING_MAX:  # D3: the remaining bytes, then 4,096
             raise Refused(name)
-        strings[name] = r.take(length, name)
-    sizes = {name: r.number(8, name) for name, _ in SIZES}
-    count = r.number(4, "chunk_count")
-    table: list = []
-    for i in range(len(TAGS)):
-        table.append((r.take(4, "chunk_table.tag", i), r.number(8, "chunk_table.offset", i),
-                      r.number(8, "chunk_table.length", i), r.take(32, "chunk_table.digest", i)))
-    body_end = r.at
-    stored_digest = r.take(32, "header_digest")
-    header_end = r.at
+        stated[name] = take(length, name)
+    stated.update((name, number(8, name)) for name, _ in SIZES)
+    count = number(4, "chunk_count")
+    table = [(take(4, "chunk_table.tag", i), number(8, "chunk_table.offset", i), number(8, "chunk_table.length", i),
+              take(32, "chunk_table.digest", i)) for i in range(len(TAGS))]
+    body_end = at
+    stored_digest = take(32, "header_digest")
+    header_end = at
     if hb < header_end:
         raise Refused("header_bytes")
     if hashlib.sha256(data[:body_end]).digest() != stored_digest:
         raise Refused("header_digest")
-    for name, text in STRINGS:
-        if strings[name] != text:
-            raise Refused(name)
-    for name, size in SIZES:
-        if sizes[name] != size:
+    for name, value in STRINGS + SIZES:
+        if stated[name] != value:
             raise Refused(name)
     if count != len(TAGS):
         raise Refused("chunk_count")
@@ -268,19 +245,15 @@ def state_verdict(step: int, planes: List[Tuple[bytes, int]]) -> Verdict:
         negative = _lane(v, 3, _TOP_BIT) & _not_zero(v)
         if negative:
             return ("V", _first(negative))
-    if step == 0 and (_not_zero(planes[1]) or _not_zero(v)):  # −0.0 counts as zero
-        return ("step", None)
-    if step > U64_MAX - UPDATES:
+    if (step == 0 and (_not_zero(planes[1]) or _not_zero(v))) or step > U64_MAX - UPDATES:  # −0.0 counts as zero
         return ("step", None)
     return None
 
 
 def check(fmt: str, data: bytes, for_resume: bool = True) -> Verdict:
     """The verdict on ``data`` as ``fmt`` (``input``, ``checkpoint``, ``predictions``)."""
-    if fmt == "input":
-        return check_input(data)
-    if fmt == "predictions":
-        return check_predictions(data)
-    if fmt == "checkpoint":
-        return check_checkpoint(data, for_resume)
-    raise ValueError(f"unknown format {fmt!r}")
+    checks = {"input": check_input, "predictions": check_predictions,
+              "checkpoint": lambda data: check_checkpoint(data, for_resume)}
+    if fmt not in checks:
+        raise ValueError(f"unknown format {fmt!r}")
+    return checks[fmt](data)

@@ -1,13 +1,7 @@
-"""The contract oracle's view of an interop export (``.npz``, safetensors): valid or not.
-
-Written from what ``bob.interop``'s documentation promises — the metadata
-keys and their spellings, the planes as float32 tables, bob's read limits —
-and from the contract's rules through :mod:`bob.fuzz.oracle` (its sizes, its
-strings, its state rules), with the standard library only and none of
-bob's readers: an ``.npz`` is read with ``zipfile`` and every ``.npy`` header
-with ``ast``, a safetensors header with ``json``. Each function returns None
-for a file bob must accept, else a few words saying why it must be refused.
-"""
+"""The contract oracle's view of an interop export (``.npz``, safetensors): None for a file bob must
+accept, else a few words saying why it must be refused. Written from ``bob.interop``'s documented keys,
+dtypes and read limits over :mod:`bob.fuzz.oracle`'s sizes, strings and state rules, with ``zipfile``,
+``ast`` and ``json`` only and none of bob's readers (docs/fuzzing.md)."""
 
 from __future__ import annotations
 
@@ -110,8 +104,7 @@ def _npy(member: bytes, metadata: bool) -> bytes:
 
 def check_npz(data: bytes, for_resume: bool = True) -> Optional[str]:
     """None when bob accepts ``data`` as an ``.npz`` export, else why not."""
-    limits = {name: 12 + NPY_HEADER + CHUNK for name in PLANES}
-    limits["bob"] = 12 + NPY_HEADER + 4 * METADATA_CHARS
+    limits = {**dict.fromkeys(PLANES, 12 + NPY_HEADER + CHUNK), "bob": 12 + NPY_HEADER + 4 * METADATA_CHARS}
     try:
         _end_record(data)
         with zipfile.ZipFile(io.BytesIO(data)) as z:
@@ -123,8 +116,7 @@ def check_npz(data: bytes, for_resume: bool = True) -> Optional[str]:
                 if i.compress_type not in (0, 8) or i.flag_bits & 1 or i.file_size > limits[i.filename[:-4]]:
                     raise Bad(f"member {i.filename}")
             members = {i.filename[:-4]: _npy(z.read(i), i.filename == "bob.npy") for i in infos}
-        text = members["bob"].decode("utf-32-le").rstrip("\0")
-        meta = json.loads(text, object_pairs_hook=_unique)
+        meta = json.loads(members["bob"].decode("utf-32-le").rstrip("\0"), object_pairs_hook=_unique)
         _state(meta, [members[name] for name in PLANES], for_resume)
     except Exception as exc:  # noqa: BLE001 - any refusal on the way: the file is invalid
         return f"{type(exc).__name__}: {str(exc)[:80]}"

@@ -10,8 +10,8 @@ import struct
 
 from bob.formats.constants import CHECKPOINT_MAGIC, CHUNK_BYTES, CHUNK_TAGS, MAX_HEADER_BYTES, PAYLOAD_BYTES, \
     STRING_LIMIT, U64_MAX, UPDATES_PER_INVOCATION
-from bob.formats.layout import CANONICAL, DIGEST_BYTES, ENVELOPE_HEAD, HEADER_ALIGNMENT, INPUT, \
-    U32, U64, EnvelopeLayout, Field, aligned_header_bytes, envelope_layout
+from bob.formats.layout import CANONICAL, ENVELOPE_HEAD, HEADER_ALIGNMENT, INPUT, U32, U64, EnvelopeLayout, Field, \
+    aligned_header_bytes, envelope_layout
 from bob.formats.rules import chunk_offset
 from bob.fuzz.dictionary import CONTRACT_STRINGS as CONTRACT_VALUES
 
@@ -27,11 +27,8 @@ def string_lengths(data: bytes) -> tuple[int, int, int, int]:
     out = []
     at = ENVELOPE_HEAD["step"].end
     for canonical in CONTRACT_VALUES:
-        length = len(canonical)
-        if at + 4 <= len(data):
-            (stated,) = U32.unpack_from(data, at)
-            if stated <= STRING_LIMIT and at + 4 + stated <= len(data):
-                length = stated
+        stated = U32.unpack_from(data, at)[0] if at + 4 <= len(data) else STRING_LIMIT + 1
+        length = stated if stated <= STRING_LIMIT and at + 4 + stated <= len(data) else len(canonical)
         out.append(length)
         at += 4 + length
     return tuple(out)  # type: ignore[return-value]
@@ -56,8 +53,7 @@ def refresh_digests(data: bytes) -> bytes:
     lay, hb = placed
     out = bytearray(data)
     for i in range(len(CHUNK_TAGS)):
-        at = lay.chunk_field(i, "digest").offset
-        out[at:at + DIGEST_BYTES] = hashlib.sha256(out[chunk_offset(hb, i):chunk_offset(hb, i + 1)]).digest()
+        out[lay.chunk_field(i, "digest").slice] = hashlib.sha256(out[_plane(hb, i).slice]).digest()
     out[lay.header_digest:lay.header_length] = hashlib.sha256(out[:lay.header_digest]).digest()
     return bytes(out)
 
@@ -76,11 +72,6 @@ def any_step(rnd: random.Random) -> int:
 
 # The checkpoint operations: each edits a located file in place (its layout and header_bytes
 # given), and structural_mutate re-seals the digests after it.
-
-def _set_step(out: bytearray, lay: EnvelopeLayout, hb: int, rnd: random.Random) -> None:
-    """Another step (any u64)."""
-    U64.pack_into(out, _STEP, any_step(rnd))
-
 
 def _place_chunks(out: bytearray, lay: EnvelopeLayout, start: int, size: int) -> None:
     """The chunk table's entries at ``start + i × size``, each ``size`` long."""
@@ -138,9 +129,10 @@ def _zero_moments(out: bytearray, lay: EnvelopeLayout, hb: int, rnd: random.Rand
         out[_plane(hb, plane).slice] = bytes(CHUNK_BYTES)
 
 
-# Each operation, and whether it needs the planes in the file.
-_OPERATIONS = {"step": (_set_step, False), "header_bytes": (_set_header_bytes, False),
-               "chunks": (_move_chunks, False), "planes": (_swap_planes, True), "moments": (_zero_moments, True)}
+# Each operation, and whether it needs the planes in the file ("step": another step, any u64).
+_OPERATIONS = {"step": (lambda out, lay, hb, rnd: U64.pack_into(out, _STEP, any_step(rnd)), False),
+               "header_bytes": (_set_header_bytes, False), "chunks": (_move_chunks, False),
+               "planes": (_swap_planes, True), "moments": (_zero_moments, True)}
 CHECKPOINT_OPS = tuple(_OPERATIONS)
 
 

@@ -1,13 +1,10 @@
-"""The fuzz targets: each takes bytes and raises ``PropertyFailed`` when a property fails.
-
-Thin targets over shared checks (as Pillow's ``Tests/oss-fuzz`` does it), so the
-engine, the seeded loop, ``bob-fuzz replay`` and the OSS-Fuzz harnesses run the
-same code; what each property compares with what is tabled in docs/fuzzing.md.
-"""
+"""The fuzz targets: each takes bytes and raises ``PropertyFailed`` when a property fails; the engine, the
+seeded loop, ``bob-fuzz replay`` and the OSS-Fuzz harnesses run them (what each compares: docs/fuzzing.md)."""
 
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import shutil
 import tempfile
@@ -28,10 +25,6 @@ class Target(NamedTuple):
 
 def golden_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "data" / "golden"
-
-
-def _golden(name: str) -> bytes:
-    return (golden_dir() / name).read_bytes()
 
 
 def check_error(err: BaseException, data: bytes | None = None) -> None:
@@ -180,28 +173,18 @@ def predictions_target(data: bytes) -> None:
         require(canonical.predictions_bytes(list(pred.records)) == data, "the fast path builds other bytes")
 
 
-# The command targets' files: one private temporary directory per process, removed when the process
-# exits (a worker ended from outside cannot: its campaign makes its TMPDIR and removes that).
-_SCRATCH: list[str] = []
-
-
+@functools.cache
 def _scratch() -> Path:
-    if not _SCRATCH:
-        _SCRATCH.append(tempfile.mkdtemp(prefix="bob-fuzz-"))
-        atexit.register(shutil.rmtree, _SCRATCH[0], True)
-    return Path(_SCRATCH[0])
-
-
-def _no_raw_controls(text: str, what: str) -> None:
-    bad = [c for c in text if (ord(c) < 0x20 and c not in "\n\t") or 0x7F <= ord(c) < 0xA0]
-    require(not bad, f"{what} prints raw control characters {bad[:4]!r}")
+    """The command targets' files: one private temporary directory per process, removed when the process
+    exits (a worker ended from outside cannot: its campaign makes its TMPDIR and removes that)."""
+    path = tempfile.mkdtemp(prefix="bob-fuzz-")
+    atexit.register(shutil.rmtree, path, True)
+    return Path(path)
 
 
 def _the_envelope(text: str, rc: int) -> None:
-    """``text`` is the one object every command's ``--json`` prints, with the keys of
-    ``bob.commands.envelope`` and ``Refused.to_dict`` (taken from there, not restated): ``ok`` and
-    ``exit_code`` true to the exit code, ``error`` null or, for a refusal, its whole object and
-    nothing beside the shared keys."""
+    """``text`` is the shared ``--json`` envelope (docs/fuzzing.md), its keys taken from
+    ``bob.commands.envelope`` and ``Refused.to_dict``, not restated."""
     from bob.commands import Refused, envelope
 
     document = json.loads(text)
@@ -226,26 +209,23 @@ def inspect_target(data: bytes) -> None:
         rc, out, err = quietly(inspect_main, argv)
         require(rc in (0, 2), f"bob-inspect {' '.join(argv[:-1])} exited {rc}: {err.strip()[-300:]}")
         require("Traceback" not in out + err, "bob-inspect printed a traceback")
-        _no_raw_controls(out + err, "bob-inspect")
+        bad = [c for c in out + err if (ord(c) < 0x20 and c not in "\n\t") or 0x7F <= ord(c) < 0xA0]
+        require(not bad, f"bob-inspect prints raw control characters {bad[:4]!r}")
         if "--json" in argv:
             _the_envelope(out, rc)
-
-
-def _run_inputs(data: bytes) -> tuple[bytes, bytes]:
-    """(record, checkpoint): ``data`` is the record when it starts like one, else the checkpoint."""
-    from bob.fuzz.mutator import format_of
-
-    if format_of(data) == "input":
-        return data, _golden("checkpoint-abracadabra-step10.bin")
-    return _golden("input-abracadabra.bin"), data
 
 
 def run_target(data: bytes) -> None:
     import bob
     from bob.errors import FormatError
+    from bob.fuzz.mutator import format_of
     from bob.fuzz.world import run_in_world
 
-    record, checkpoint = _run_inputs(data)
+    # data is the record when it starts like one, else the checkpoint; the other file is the golden one
+    if format_of(data) == "input":
+        record, checkpoint = data, (golden_dir() / "checkpoint-abracadabra-step10.bin").read_bytes()
+    else:
+        record, checkpoint = (golden_dir() / "input-abracadabra.bin").read_bytes(), data
     try:
         want = bob.invoke(record, checkpoint, threads=1)
     except FormatError as refusal:
