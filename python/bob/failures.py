@@ -88,15 +88,16 @@ class LastWords:
 
 def _free(size: int) -> bool:
     """Whether ``size`` more bytes of address space can be mapped (only asked under a finite ``ulimit -v``)."""
-    import mmap
-    import resource
-
-    if resource.getrlimit(resource.RLIMIT_AS)[0] == resource.RLIM_INFINITY:
-        return True
     try:
+        import resource
+
+        if resource.getrlimit(resource.RLIMIT_AS)[0] == resource.RLIM_INFINITY:
+            return True
+        import mmap
+
         mmap.mmap(-1, size).close()  # reserved, never touched: no memory is used
-    except (OSError, MemoryError, ValueError):
-        return False
+    except (OSError, MemoryError, ValueError, ImportError):  # ImportError: the loader could not map
+        return False  # even a standard extension module's segments, so there is no room at all
     return True
 
 

@@ -172,3 +172,13 @@ def test_when_even_the_report_runs_out_the_prepared_bytes_are_written(monkeypatc
     assert code == commands.EXIT_SOFTWARE
     assert json.loads(out)["error"]["message"].startswith(failures.OUT_OF_MEMORY)
     assert err.startswith("bob-inspect: out of memory")
+
+
+def test_no_room_to_load_the_probe_itself_is_no_room_for_numpy(monkeypatch) -> None:
+    """Under a tight ``ulimit -v`` the dynamic loader cannot map even ``mmap``'s own module
+    ("failed to map segment from shared object"): that is running out, not an ImportError."""
+    import resource
+
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (64 * MiB, resource.RLIM_INFINITY))
+    monkeypatch.setitem(sys.modules, "mmap", None)  # importing it now raises ImportError
+    assert failures._free(MiB) is False
