@@ -37,6 +37,10 @@ if TYPE_CHECKING:  # pragma: no cover - numpy.typing costs bob-inspect a millise
     from bob.formats.trace import Trace
 
 SOFTMAX_DIGITS = 25  # decimal digits, past float64's 17; decimal is software: the same everywhere
+# The softmax's whole decimal context, never the caller's (decimal's context is the thread's, and anyone's
+# to set: their traps would raise Inexact or Underflow here, their exponent range or rounding change digits).
+_SOFTMAX_CONTEXT = decimal.Context(prec=SOFTMAX_DIGITS, rounding=decimal.ROUND_HALF_EVEN, Emin=-999999,
+                                   Emax=999999, capitals=1, clamp=0, flags=[], traps=[])
 
 __all__ = ["probabilities", "softmax_rows", "fresh_planes", "diff", "compare", "Side",
            "plane_diff", "beyond", "ordered_keys", "ulp_distance", "header_values"]
@@ -57,7 +61,7 @@ def softmax_rows(rows: Any) -> list[Any]:
         if not np.isfinite(row).all():
             out.append(None)
             continue
-        with decimal.localcontext(prec=SOFTMAX_DIGITS):
+        with decimal.localcontext(_SOFTMAX_CONTEXT):
             x = [decimal.Decimal(v) for v in np.asarray(row, dtype=np.float64).tolist()]
             top = max(x)
             e = [(v - top).exp() for v in x]
