@@ -15,7 +15,6 @@ the training math: §6.3's pinned f32 softmax lives in the native core.
 
 from __future__ import annotations
 
-import decimal
 import hashlib
 import os
 import re
@@ -52,12 +51,18 @@ def softmax_rows(rows: Any) -> list[Any]:
     non-finite values. Computed in decimal (:data:`SOFTMAX_DIGITS` digits) and rounded to
     float64 once, so every machine shows the same bytes: NumPy's ``exp`` and ``sum``
     follow the CPU's vector instructions."""
+    import decimal  # lazily: bob-inspect shows a checkpoint without --rows, and decimal costs a millisecond
+
+    # The whole context, never the caller's (decimal's context is the thread's, and anyone's to set:
+    # their traps would raise Inexact or Underflow here, their exponent range or rounding change digits).
+    context = decimal.Context(prec=SOFTMAX_DIGITS, rounding=decimal.ROUND_HALF_EVEN, Emin=-999999, Emax=999999,
+                              capitals=1, clamp=0, flags=[], traps=[])
     out: list[Any] = []
     for row in rows:
         if not np.isfinite(row).all():
             out.append(None)
             continue
-        with decimal.localcontext(prec=SOFTMAX_DIGITS):
+        with decimal.localcontext(context):
             x = [decimal.Decimal(v) for v in np.asarray(row, dtype=np.float64).tolist()]
             top = max(x)
             e = [(v - top).exp() for v in x]

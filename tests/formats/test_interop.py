@@ -316,6 +316,23 @@ def test_probabilities_are_the_softmax_to_within_one_ulp_at_the_extremes(trained
     assert bob.probabilities(ck, 2)[0] == 1.0 and bob.probabilities(ck, 2)[1] == 0.0
 
 
+def test_probabilities_do_not_depend_on_the_callers_decimal_context(trained) -> None:
+    """decimal's context is the thread's, and the caller's to set: its traps (Inexact, Underflow)
+    never raise out of bob.probabilities, its exponent range and rounding never change a digit."""
+    import decimal
+
+    ck = trained.copy()
+    big = np.finfo(np.float32).max
+    ck.p_table[2, :2], ck.p_table[2, 2:] = (big, -big), 0.0  # every other term underflows
+    ck.p_table[3] = np.linspace(-600, 0, 256, dtype=np.float32)  # terms down to e**-600
+    contexts = (2, 3, ord("a"))
+    want = [bob.probabilities(ck, c).tolist() for c in contexts]
+    with decimal.localcontext() as ctx:
+        ctx.traps[decimal.Inexact] = ctx.traps[decimal.Underflow] = ctx.traps[decimal.Rounded] = True
+        ctx.prec, ctx.rounding, ctx.Emin, ctx.Emax = 3, decimal.ROUND_FLOOR, -99, 99
+        assert [bob.probabilities(ck, c).tolist() for c in contexts] == want
+
+
 @pytest.mark.parametrize("context", [-1, 256, 1.0, True, "a", None])
 def test_probabilities_refuse_what_is_no_context_byte(trained, context) -> None:
     with pytest.raises(bob.BadValue) as info:

@@ -286,3 +286,15 @@ def test_plane_means_and_norms_are_summed_exactly_so_every_machine_prints_the_sa
         assert stats["mean"] == float(sum(finite)) / len(finite)
         assert stats["l2_norm"] == math.sqrt(float(sum(x * x for x in finite)))
     assert plane_stats(planes[0])["mean"] == 1 / 3
+
+
+def test_a_checkpoint_without_rows_does_not_import_decimal():
+    """decimal (about a millisecond) is the --rows softmax's alone: the probabilities are
+    computed in it, and a checkpoint shown without --rows shows none."""
+    import subprocess
+
+    script = ("import sys\nfrom bob.inspect.cli import main\n"
+              f"rc = main(['checkpoint', {str(GOLDEN / 'checkpoint-abracadabra-step10.bin')!r}, '--json'])\n"
+              "print('decimal' in sys.modules, file=sys.stderr)\nsys.exit(rc)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stderr.splitlines()[-1] == "False", out.stderr
