@@ -169,7 +169,8 @@ def plane_diff(a, b, *, ulp: int | None = None, atol: float | None = None) -> di
     )
     out["first"] = first
     both = np.isfinite(a) & np.isfinite(b)
-    absd = np.where(both, np.abs(a.astype(np.float64) - b.astype(np.float64)), -1.0)
+    absd = np.full(a.shape, -1.0)  # widened where both are finite only: a signalling NaN's cast warns
+    absd[both] = np.abs(a[both].astype(np.float64) - b[both].astype(np.float64))
     if (absd > 0).any():
         j = int(np.argmax(absd))
         out["max_abs_diff"] = {"value": float(absd[j]), **_where(j), "a": f32_json(a[j]), "b": f32_json(b[j])}

@@ -363,6 +363,24 @@ def test_diff_is_what_inspect_diff_json_prints(cli, files) -> None:
         assert set(shown) - set(report) == ENVELOPE
 
 
+def test_a_diff_beside_a_signalling_nan_warns_of_nothing(cli, files, tmp_path, trained) -> None:
+    """A signalling NaN in a plane is a difference like any other: widening it to float64 would
+    raise the invalid flag, which NumPy prints on stderr; the largest difference is the finite one."""
+    import warnings
+
+    snan = np.frombuffer(struct.pack("<I", 0x7F800001), np.float32)[0]
+    other = trained.copy()
+    other.p_table[0, 1], other.p_table[0, 2] = snan, other.p_table[0, 2] + np.float32(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        d = bob.diff(trained, other)
+    assert d["planes"]["P"]["differing"] == 2 and d["planes"]["P"]["max_abs_diff"]["index"] == 2
+    (tmp_path / "a.bin").write_bytes(trained.to_bytes())
+    (tmp_path / "b.bin").write_bytes(other.to_bytes(for_resume=False))
+    done = cli.run("diff", str(tmp_path / "a.bin"), str(tmp_path / "b.bin"), code=None)
+    assert done.code == 2 and done.stderr == b"", done.stderr  # 2: a NaN in P is a problem of the file
+
+
 def test_diff_of_checkpoints_and_bytes(files, trained) -> None:
     ck1, ck2 = (bob.read_checkpoint_file(files / n) for n in ("ck1.bin", "ck2.bin"))
     by_path = bob.diff(files / "ck1.bin", files / "ck2.bin")
