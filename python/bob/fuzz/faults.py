@@ -92,10 +92,11 @@ class OsFaults(OsPatch):
                 return real(*args, **kwargs)
             counted = self.only is None or name in self.only
             self.calls += counted
-            # spared: a close reports a write-back error only on a descriptor written through (not a
-            # directory's, not a lock's); and what the caller's ``spare`` spares
-            failing = counted and self.calls == self.k and not (self.mode == "fail" and (
-                name == "close" and args[0] not in self._written or self.spare is not None and self.spare(name, args)))
+            failing = counted and self.calls == self.k
+            if failing and self.mode == "fail":  # spared: a close reports a write-back error only on a
+                # descriptor written through (not a directory's, not a lock's); and what ``spare`` spares
+                failing = not ((name == "close" and args[0] not in self._written)
+                               or (self.spare is not None and self.spare(name, args)))
             if failing:
                 self.hit, self.failed = True, (name, args[0] if args else None)
             if failing and self.mode == "signal":

@@ -255,7 +255,7 @@ class _Run:
         """The next bob-run cleans up after the dead one and completes the invocation it had not committed."""
         where, new_ck = self.where, self.new_ck
         # a refused input or layout is refused again; the next one goes on from the checkpoint a dead run committed
-        refused = committed and new_ck is not None and _invoked(self.record, new_ck) is None or self.refusal_expected
+        refused = (committed and new_ck is not None and _invoked(self.record, new_ck) is None) or self.refusal_expected
         before = self.pair()
         rc, out, err = quietly(run_main, self.argv)
         said = f"{where}: after the crash the next bob-run exited {rc}: {err.strip()[-200:]}"

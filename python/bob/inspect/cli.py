@@ -2,7 +2,7 @@
 
 Each command reads its file(s) through the formats layer, asks a report
 module for a JSON-ready dict and prints it: one JSON object with ``--json``,
-else the lines of :mod:`~bob.inspect.render`, each guarded by
+else its lines of text (:mod:`~bob.inspect.render`, or the kind's own module), each guarded by
 :func:`bob.text.one_line` when it holds anything unprintable. The runner is
 :func:`bob.commands.run_command`, as for every bob command; the exit codes
 are the parser's epilog's (and docs/bob-inspect.md's): 1 is ``diff``'s and

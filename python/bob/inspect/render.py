@@ -1,4 +1,5 @@
-"""Human renderers: a report dict (as ``--json`` prints it) → lines of text.
+"""Human renderers of the checkpoint, diff and schema reports: a report dict (as ``--json`` prints
+it) → lines of text; the input, predictions, trace and verify reports render in their own modules.
 
 Everything taken from a file or a path is already escaped in the report
 (:mod:`bob.text`); the CLI guards every line once more with
