@@ -29,6 +29,7 @@ def plane_stats(values) -> dict[str, Any]:
     counts. ``negative`` counts values < 0 (``-inf`` included, ``-0.0`` not)."""
     a = np.asarray(values, dtype=np.float32)
     vals = a[np.isfinite(a)].astype(np.float64)
+    summed = vals[vals != 0]  # zeros add nothing, and M and V are mostly zeros
     has = vals.size > 0
     nan = int(np.isnan(a).sum())
     non_finite = int(a.size - vals.size)
@@ -37,8 +38,8 @@ def plane_stats(values) -> dict[str, Any]:
         "negative": int((a < 0).sum()), "zeros": int((a == 0).sum()),
         "min": f32_json(vals.min()) if has else None,
         "max": f32_json(vals.max()) if has else None,
-        "mean": math.fsum(vals.tolist()) / vals.size if has else None,
-        "l2_norm": math.sqrt(math.fsum((vals * vals).tolist())) if has else None,
+        "mean": math.fsum(summed.tolist()) / vals.size if has else None,
+        "l2_norm": math.sqrt(math.fsum((summed * summed).tolist())) if has else None,
     }
 
 
