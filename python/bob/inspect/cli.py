@@ -11,7 +11,6 @@ are the parser's epilog's (and docs/bob-inspect.md's): 1 is ``diff``'s and
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 import sys
@@ -89,17 +88,16 @@ def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
     return report, render_checkpoint(report), _code(report)
 
 
-# kind: the module of its report, the report and its lines (the checkpoint's own command is above)
-ONE_FILE = {kinds.INPUT: ("record", "input_report", "render_input"),
-            kinds.PREDICTIONS: ("predictions", "predictions_report", "render_predictions"),
-            kinds.TRACE: ("trace", "trace_file_report", "render_trace_file")}
-
-
 def cmd_file(kind: str, path: str, *, auto: bool = False) -> Result:
-    """``bob-inspect input|predictions|trace FILE`` and ``bob-inspect FILE``: one file, 0 valid, 2 it has problems."""
-    module = importlib.import_module(f"bob.inspect.{ONE_FILE[kind][0]}")
-    make, render = (getattr(module, name) for name in ONE_FILE[kind][1:])
-    data, problems = read(path, *module.READ)
+    """``bob-inspect input|predictions|trace FILE`` and ``bob-inspect FILE``: one file, 0 valid, 2 it has problems.
+    Each kind's module holds what ``read`` takes (``READ``), its report and its lines; only that one is imported."""
+    if kind == kinds.INPUT:
+        from bob.inspect.record import READ, input_report as make, render_input as render
+    elif kind == kinds.PREDICTIONS:
+        from bob.inspect.predictions import READ, predictions_report as make, render_predictions as render
+    else:
+        from bob.inspect.trace import READ, render_trace_file as render, trace_file_report as make
+    data, problems = read(path, *READ)
     report = make(data, problems, path=path, auto=auto)
     return report, render(report), _code(report)
 

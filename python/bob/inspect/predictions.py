@@ -16,7 +16,7 @@ from bob.text import show_byte
 
 # bob.inspect.common.read's limit and magic: up to the largest bob file, so that the findings
 # can say what a longer file is ("this file starts like a bob input record")
-READ = (MAX_CHECKPOINT_BYTES, None)
+READ: tuple[int, tuple[bytes, str] | None] = (MAX_CHECKPOINT_BYTES, None)
 HEX_LIMIT = 64  # a file up to this many bytes is shown whole in hex
 
 

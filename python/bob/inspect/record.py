@@ -22,7 +22,7 @@ from bob.inspect.common import PROG, begin, finish, magic_report
 from bob.inspect.render import file_lines, render_problems
 from bob.text import escape_bytes, show_byte
 
-READ = (RECORD_BYTES, INPUT_FILE)  # bob.inspect.common.read's limit and magic
+READ: tuple[int, tuple[bytes, str] | None] = (RECORD_BYTES, INPUT_FILE)  # bob.inspect.common.read's limit and magic
 RECORD_KEYS = ("pairs", "chained", "sequence", "context_counts", "transitions", "targets_agree",
                "target_mismatches", "prompts")
 SEQUENCE_SHOWN = 64  # bytes of a chained input's sequence shown

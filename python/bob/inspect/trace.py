@@ -18,9 +18,9 @@ from bob.formats.trace import TRACE_FILE, Trace, examine
 from bob.inspect.common import PROG, begin, finish, plural, read, read_checkpoint
 from bob.text import show_path
 
-__all__ = ["trace_report", "render_trace", "trace_file_report", "render_trace_file"]
+__all__ = ["trace_report", "render_trace", "trace_file_report", "render_trace_file", "READ"]
 
-READ = (TRACE_BYTES, TRACE_FILE)  # bob.inspect.common.read's limit and magic
+READ: tuple[int, tuple[bytes, str] | None] = (TRACE_BYTES, TRACE_FILE)  # bob.inspect.common.read's limit and magic
 DIGEST_SHOWN = 16  # hex digits of a plane digest in the text (as the checkpoint's chunk table shows its digests)
 
 
