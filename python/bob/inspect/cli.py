@@ -41,9 +41,9 @@ def _code(report: dict[str, Any]) -> int:
 def rows_bytes(args: argparse.Namespace) -> bytes:
     """The context bytes of ``--rows`` and ``--rows-hex``, in order, each once."""
     out = bytearray()
-    if getattr(args, "rows", None):
+    if args.rows:
         out += os.fsencode(args.rows)
-    if getattr(args, "rows_hex", None):
+    if args.rows_hex:
         text = re.sub(r"0x|[\s,:]", "", args.rows_hex, flags=re.IGNORECASE)
         try:
             out += bytes.fromhex(text)
@@ -58,12 +58,11 @@ def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
     from bob.inspect.checkpoint import checkpoint_report
     from bob.inspect.render import render_checkpoint
 
-    export = getattr(args, "export", None)
+    export, heatmap = args.export, args.heatmap
     if export:
         from bob.inspect.export import check_export
 
         check_export(export, args.file)
-    heatmap = getattr(args, "heatmap", None)
     if heatmap:
         from bob.inspect.heatmap import check_heatmap
 
@@ -234,7 +233,7 @@ _VALUE_OPTIONS = {"--rows", "--rows-hex", "--heatmap", "--export"}
 
 def route(argv: list[str]) -> list[str]:
     """Put the command first; with no command (``bob-inspect [--json] FILE``) it is ``auto``."""
-    if not argv or argv[0] in ("-h", "--help", "--version") or argv[0] in SUBCOMMANDS:
+    if not argv:
         return argv
     i = 0
     while i < len(argv) and argv[i] != "--":
