@@ -189,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
         "See docs/bob-inspect.md.",
     )
     add_common_options(parser)
-    sub = parser.add_subparsers(dest="command", metavar="{checkpoint,input,predictions,diff,trace,verify,schema} | FILE")
+    sub = parser.add_subparsers(dest="command", metavar=f"{{{','.join(COMMANDS)}}} | FILE")
     for name, kw in (("checkpoint", dict(aliases=["ckpt"], help="a checkpoint: header, contract, chunk table, "
                                          "plane statistics, problems")),
                      ("input", dict(help="an input record: pairs, context counts, targets table, prompts")),
