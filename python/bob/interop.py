@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bob.errors import BadValue, ContractMismatch, NotABobFile, Truncated
-from bob.formats.constants import U64_MAX
+from bob.formats.constants import PLANE_NAMES, U64_MAX
 from bob.formats.contract import CONTRACT_FIELDS, V1, Contract
 from bob.formats.files import read_format_file
 from bob.interop_archive import METADATA_MEMBER, npz_parts, safetensors_parts
@@ -159,7 +159,7 @@ def _checkpoint(meta: dict[str, str], planes: "dict[str, Any]", what: str, for_r
     step = _decimal(meta, "step")
     header_bytes = _decimal(meta, "header_bytes")
     # each plane copied into its own array, and its bytes let go at once (the peak: one plane's bytes more)
-    tables = [np.frombuffer(planes.pop(name), dtype="<f4").astype(np.float32) for name in ("P", "M", "V")]
+    tables = [np.frombuffer(planes.pop(name), dtype="<f4").astype(np.float32) for name in PLANE_NAMES]
     checkpoint = make(step, tables[0], tables[1], tables[2], header_bytes, contract)
     checkpoint._refuse_unwritable(f"importing a {what}", for_resume)
     return checkpoint
