@@ -61,8 +61,8 @@ def trace_report(path_a: str, path_b: str, checkpoints: "list[str] | None" = Non
 
 
 def render_trace(report: dict[str, Any]) -> list[str]:
-    lines = [f"A {report['a']['file']}: steps {report['a']['step_before']} to {report['a']['step_after']}",
-             f"B {report['b']['file']}: steps {report['b']['step_before']} to {report['b']['step_after']}"]
+    lines = [f"{side.upper()} {report[side]['file']}: steps {report[side]['step_before']} to "
+             f"{report[side]['step_after']}" for side in ("a", "b")]
     d = report["first_divergence"]
     if d is not None:
         lines.append(f"first diverging update: {d['update']} (to step {d['step']}); digests differ for "
