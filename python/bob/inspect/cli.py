@@ -1,12 +1,8 @@
-"""The ``bob-inspect`` command line: parsing, routing, exit codes, JSON or text.
+"""The ``bob-inspect`` command line: parsing, routing, exit codes, JSON or text (docs/bob-inspect.md).
 
-Each command reads its file(s) through the formats layer, asks a report
-module for a JSON-ready dict and prints it: one JSON object with ``--json``,
-else its lines of text (:mod:`~bob.inspect.render`, or the kind's own module), each guarded by
-:func:`bob.text.one_line` when it holds anything unprintable. The runner is
-:func:`bob.commands.run_command`, as for every bob command; the exit codes
-are the parser's epilog's (and docs/bob-inspect.md's): 1 is ``diff``'s and
-``trace``'s "they differ", so anything unexpected is 70, not 1.
+The runner is :func:`bob.commands.run_command`, as for every bob command; the exit codes
+are the parser's epilog's: 1 is ``diff``'s and ``trace``'s "they differ", so anything
+unexpected is 70, not 1.
 """
 
 from __future__ import annotations
