@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bob.errors import BadValue, ContractMismatch, NotABobFile, Truncated
-from bob.formats.constants import U64_MAX
+from bob.formats.constants import PLANE_NAMES, U64_MAX
 from bob.formats.contract import CONTRACT_FIELDS, V1, Contract
 from bob.formats.files import read_format_file
 from bob.interop_archive import METADATA_MEMBER, npz_parts, safetensors_parts
@@ -61,7 +61,6 @@ __all__ = [
 ]
 
 FORMAT = "bob-checkpoint"
-NPZ_METADATA = METADATA_MEMBER  # the .npz array holding the metadata's JSON text
 VERSION = "1"
 # The largest file an import reads. A bob export is under 800 KB (three planes
 # and their metadata); room for four times that lets a file with an extra or a
@@ -111,14 +110,14 @@ def metadata(checkpoint: "Checkpoint") -> dict[str, str]:
     }
 
 
-def _decimal(meta: dict[str, str], key: str, top: int) -> int:
-    """A decimal as bob writes it (no sign, no leading zero), its length checked before it is converted."""
+def _decimal(meta: dict[str, str], key: str) -> int:
+    """A u64 decimal as bob writes it (no sign, no leading zero), its length checked before it is converted."""
     text = meta.get(key)
     if text is None:
         raise BadValue(f"metadata.{key}", "a bob export names it", expected="a decimal integer")
-    if not (text.isascii() and text.isdigit() and len(text) <= len(str(top)) and (text == "0" or text[0] != "0")
-            and int(text) <= top):
-        raise BadValue(f"metadata.{key}", f"a decimal integer from 0 to {top}, as bob writes it",
+    if not (text.isascii() and text.isdigit() and len(text) <= len(str(U64_MAX)) and (text == "0" or text[0] != "0")
+            and int(text) <= U64_MAX):
+        raise BadValue(f"metadata.{key}", f"a decimal integer from 0 to {U64_MAX}, as bob writes it",
                        actual=repr(text)[:80])
     return int(text)
 
@@ -133,7 +132,7 @@ def _contract(meta: dict[str, str]) -> Contract:
                 raise BadValue(f"metadata.{key}", "a contract string, as lowercase hex", actual=repr(text)[:80])
             fields[name] = bytes.fromhex(text)
         else:
-            fields[name] = _decimal(meta, key, U64_MAX)
+            fields[name] = _decimal(meta, key)
     contract = Contract(**fields)
     for name, expected, actual in contract.mismatches():
         raise ContractMismatch(name, "differs from the bob v1 contract", expected=expected, actual=actual)
@@ -157,10 +156,10 @@ def _checkpoint(meta: dict[str, str], planes: "dict[str, Any]", what: str, for_r
         if key not in METADATA_KEYS:
             raise BadValue(f"metadata.{key}"[:120], "not a key of a bob export")
     contract = _contract(meta)
-    step = _decimal(meta, "step", U64_MAX)
-    header_bytes = _decimal(meta, "header_bytes", U64_MAX)
+    step = _decimal(meta, "step")
+    header_bytes = _decimal(meta, "header_bytes")
     # each plane copied into its own array, and its bytes let go at once (the peak: one plane's bytes more)
-    tables = [np.frombuffer(planes.pop(name), dtype="<f4").astype(np.float32) for name in ("P", "M", "V")]
+    tables = [np.frombuffer(planes.pop(name), dtype="<f4").astype(np.float32) for name in PLANE_NAMES]
     checkpoint = make(step, tables[0], tables[1], tables[2], header_bytes, contract)
     checkpoint._refuse_unwritable(f"importing a {what}", for_resume)
     return checkpoint
@@ -205,7 +204,7 @@ def npz_bytes(checkpoint: "Checkpoint", *, for_resume: bool = True) -> bytes:
     member times, so that the same checkpoint always gives the same bytes."""
     checkpoint._refuse_unwritable("Checkpoint.to_npz", for_resume)
     members = {name: np.ascontiguousarray(t, dtype="<f4") for name, t in checkpoint.tables.items()}
-    members[NPZ_METADATA] = np.array(json.dumps(metadata(checkpoint), sort_keys=True))  # the JSON text
+    members[METADATA_MEMBER] = np.array(json.dumps(metadata(checkpoint), sort_keys=True))  # the JSON text
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_STORED) as z:
         for name, array in members.items():

@@ -1,12 +1,8 @@
-"""The ``bob-inspect`` command line: parsing, routing, exit codes, JSON or text.
+"""The ``bob-inspect`` command line: parsing, routing, exit codes, JSON or text (docs/bob-inspect.md).
 
-Each command reads its file(s) through the formats layer, asks a report
-module for a JSON-ready dict and prints it: one JSON object with ``--json``,
-else its lines of text (:mod:`~bob.inspect.render`, or the kind's own module), each guarded by
-:func:`bob.text.one_line` when it holds anything unprintable. The runner is
-:func:`bob.commands.run_command`, as for every bob command; the exit codes
-are the parser's epilog's (and docs/bob-inspect.md's): 1 is ``diff``'s and
-``trace``'s "they differ", so anything unexpected is 70, not 1.
+The runner is :func:`bob.commands.run_command`, as for every bob command; the exit codes
+are the parser's epilog's: 1 is ``diff``'s and ``trace``'s "they differ", so anything
+unexpected is 70, not 1.
 """
 
 from __future__ import annotations
@@ -41,9 +37,9 @@ def _code(report: dict[str, Any]) -> int:
 def rows_bytes(args: argparse.Namespace) -> bytes:
     """The context bytes of ``--rows`` and ``--rows-hex``, in order, each once."""
     out = bytearray()
-    if getattr(args, "rows", None):
+    if args.rows:
         out += os.fsencode(args.rows)
-    if getattr(args, "rows_hex", None):
+    if args.rows_hex:
         text = re.sub(r"0x|[\s,:]", "", args.rows_hex, flags=re.IGNORECASE)
         try:
             out += bytes.fromhex(text)
@@ -58,12 +54,11 @@ def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
     from bob.inspect.checkpoint import checkpoint_report
     from bob.inspect.render import render_checkpoint
 
-    export = getattr(args, "export", None)
+    export, heatmap = args.export, args.heatmap
     if export:
         from bob.inspect.export import check_export
 
         check_export(export, args.file)
-    heatmap = getattr(args, "heatmap", None)
     if heatmap:
         from bob.inspect.heatmap import check_heatmap
 
@@ -190,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
         "See docs/bob-inspect.md.",
     )
     add_common_options(parser)
-    sub = parser.add_subparsers(dest="command", metavar="{checkpoint,input,predictions,diff,trace,verify,schema} | FILE")
+    sub = parser.add_subparsers(dest="command", metavar=f"{{{','.join(COMMANDS)}}} | FILE")
     for name, kw in (("checkpoint", dict(aliases=["ckpt"], help="a checkpoint: header, contract, chunk table, "
                                          "plane statistics, problems")),
                      ("input", dict(help="an input record: pairs, context counts, targets table, prompts")),
@@ -234,7 +229,7 @@ _VALUE_OPTIONS = {"--rows", "--rows-hex", "--heatmap", "--export"}
 
 def route(argv: list[str]) -> list[str]:
     """Put the command first; with no command (``bob-inspect [--json] FILE``) it is ``auto``."""
-    if not argv or argv[0] in ("-h", "--help", "--version") or argv[0] in SUBCOMMANDS:
+    if not argv:
         return argv
     i = 0
     while i < len(argv) and argv[i] != "--":

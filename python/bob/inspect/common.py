@@ -78,10 +78,8 @@ def file_size(path: str) -> int | None:
 def f32_json(x: float) -> float | str:
     """An f32 value for JSON: the shortest decimal that reads back as the same f32
     (``"nan"``, ``"inf"``, ``"-inf"`` for non-finite values)."""
-    x = float(x)
-    if not math.isfinite(x):
-        return json_number(x)  # type: ignore[return-value]
-    return float(f32_text(x))
+    text = f32_text(x)  # non-finite: "nan", "inf", "-inf"
+    return float(text) if math.isfinite(float(x)) else text
 
 
 def problem(exc: FormatError) -> dict[str, Any]:

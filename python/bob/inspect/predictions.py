@@ -10,8 +10,8 @@ from bob.errors import FormatError
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, PROMPTS
 from bob.formats.predictions import examine
 from bob.formats.rules import TOKEN
-from bob.inspect.common import PROG, begin, finish, plural
-from bob.inspect.render import file_lines, render_problems
+from bob.inspect.common import begin, finish, plural
+from bob.inspect.render import file_report
 from bob.text import show_byte
 
 # bob.inspect.common.read's limit and magic: up to the largest bob file, so that the findings
@@ -35,7 +35,7 @@ def predictions_report(data: bytes | None, read_problems: list[FormatError], *, 
 
 
 def render_predictions(r: dict[str, Any]) -> list[str]:
-    L = [f"{PROG} predictions: {r['file']}"] + file_lines(r, 6)
+    L = []
     if r["hex"] is not None:
         L.append(f"  hex   {r['hex']}")
     if r["records"] is not None:
@@ -48,4 +48,4 @@ def render_predictions(r: dict[str, Any]) -> list[str]:
             else:
                 what = "no prediction (validity 0: empty prompt or a non-finite row)"
             L.append(f"  prompt {rec['index']}: {what}")
-    return L + render_problems(r)
+    return file_report(r, 6, L)

@@ -18,8 +18,8 @@ from bob.formats.constants import EMPTY_PROMPT, INPUT_MAGIC, RECORD_BYTES, VOCAB
 from bob.formats.files import INPUT_FILE
 from bob.formats.input_record import examine
 from bob.formats.rules import PROMPT_WORD
-from bob.inspect.common import PROG, begin, finish, magic_report
-from bob.inspect.render import file_lines, render_problems
+from bob.inspect.common import begin, finish, magic_report
+from bob.inspect.render import file_report
 from bob.text import escape_bytes, show_byte
 
 READ: tuple[int, tuple[bytes, str] | None] = (RECORD_BYTES, INPUT_FILE)  # bob.inspect.common.read's limit and magic
@@ -102,7 +102,7 @@ def _target_lines(r: dict[str, Any]) -> list[str]:
 
 
 def render_input(r: dict[str, Any]) -> list[str]:
-    L = [f"{PROG} input: {r['file']}"] + file_lines(r, 9, INPUT_MAGIC)
+    L = []
     if r["version"] is not None:
         L.append(f"  version  {r['version']}  ok")
     if r["pairs"] is not None:
@@ -121,4 +121,4 @@ def render_input(r: dict[str, Any]) -> list[str]:
             else:
                 what = f"INVALID (neither a byte nor 0x{EMPTY_PROMPT:08x})"
             L.append(f"  {p['index']}  word {p['hex']}  {what}")
-    return L + render_problems(r)
+    return file_report(r, 9, L, INPUT_MAGIC)

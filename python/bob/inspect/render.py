@@ -24,24 +24,21 @@ def g(x: float | str | None, digits: int | None = 7) -> str:
     return x if isinstance(x, str) else f32_text(x) if digits is None else f"{x:.{digits}g}"
 
 
-def file_lines(r: dict[str, Any], width: int, magic: bytes | None = None) -> list[str]:
-    """A file report's first lines: the file's size and SHA-256, its magic against ``magic``."""
-    L = [] if r["size"] is None else [f"  {'file':<{width}}{r['size']} bytes"
-                                      + (f", sha256 {r['sha256']}" if r["sha256"] else "")]
+def file_report(r: dict[str, Any], width: int, body: list[str], magic: bytes | None = None) -> list[str]:
+    """A file report's lines: its title, the file's size and SHA-256, its magic against ``magic``,
+    ``body``, then its problems and verdict."""
+    L = [f"{PROG} {r['kind']}: {r['file']}"]
+    if r["size"] is not None:
+        L.append(f"  {'file':<{width}}{r['size']} bytes" + (f", sha256 {r['sha256']}" if r["sha256"] else ""))
     m = r.get("magic")
     if magic is not None and m is not None:
         state = "ok" if m["ok"] else f"WRONG (expected {show_bytes(magic)})"
         L.append(f"  {'magic':<{width}}\"{m['text']}\"  {state}")
-    return L
-
-
-def render_problems(r: dict[str, Any]) -> list[str]:
-    L = []
+    L += body
     if r["problems"]:
         L.append(f"problems ({r['problem_count']})")
         L.extend(f"  {i}. {p['text']}" for i, p in enumerate(r["problems"], 1))
-    L.append(f"verdict: {r['verdict']}")
-    return L
+    return L + [f"verdict: {r['verdict']}"]
 
 
 # ------------------------------------------------------------- checkpoint
@@ -118,7 +115,7 @@ def _row_lines(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def render_checkpoint(r: dict[str, Any]) -> list[str]:
-    L = [f"{PROG} checkpoint: {r['file']}"] + file_lines(r, 14, CHECKPOINT_MAGIC)
+    L = []
     if r["fresh"]:  # (a fresh checkpoint has no magic)
         L.append("  zero bytes: a fresh run's checkpoint (bob-run starts from bob-seed-v1 at step 0)")
     L += _header_lines(r)
@@ -144,7 +141,7 @@ def render_checkpoint(r: dict[str, Any]) -> list[str]:
     if r["export"] is not None:
         e = r["export"]
         L.append(f"exported to {e['path']} ({e['format']}, {e['size']} bytes, sha256 {e['sha256']})")
-    return L + render_problems(r)
+    return file_report(r, 14, L, CHECKPOINT_MAGIC)
 
 
 # ------------------------------------------------------------------- diff

@@ -15,7 +15,7 @@ from bob.formats.constants import PLANE_NAMES, cell_name
 from bob.errors import FormatError
 from bob.formats.layout import TRACE_BYTES
 from bob.formats.trace import TRACE_FILE, Trace, examine
-from bob.inspect.common import PROG, begin, finish, plural, read, read_checkpoint
+from bob.inspect.common import begin, finish, plural, read, read_checkpoint
 from bob.text import show_path
 
 __all__ = ["trace_report", "render_trace", "trace_file_report", "render_trace_file", "READ"]
@@ -61,8 +61,8 @@ def trace_report(path_a: str, path_b: str, checkpoints: "list[str] | None" = Non
 
 
 def render_trace(report: dict[str, Any]) -> list[str]:
-    lines = [f"A {report['a']['file']}: steps {report['a']['step_before']} to {report['a']['step_after']}",
-             f"B {report['b']['file']}: steps {report['b']['step_before']} to {report['b']['step_after']}"]
+    lines = [f"{side.upper()} {report[side]['file']}: steps {report[side]['step_before']} to "
+             f"{report[side]['step_after']}" for side in ("a", "b")]
     d = report["first_divergence"]
     if d is not None:
         lines.append(f"first diverging update: {d['update']} (to step {d['step']}); digests differ for "
@@ -94,13 +94,13 @@ def trace_file_report(data: bytes | None, read_problems: "list[FormatError]", *,
 
 
 def render_trace_file(r: dict[str, Any]) -> list[str]:
-    from bob.inspect.render import file_lines, render_problems
+    from bob.inspect.render import file_report
 
-    L = [f"{PROG} trace: {r['file']}"] + file_lines(r, 17)
+    L = []
     if r["entries"] is not None:
         L += [f"  {name:<16} {r[name]}" for name in ("contract_sha256", "input_sha256", "step_before", "step_after")]
         L.append("updates (step, loss before it, XXH3-128 of each plane after it)")
         L.append(f"  {'step':>8}  {'loss':>12}  " + "  ".join(f"{n:<{DIGEST_SHOWN}}" for n in PLANE_NAMES))
         L += [f"  {e['step']:>8}  {e['loss']:>12.6f}  " + "  ".join(e[n][:DIGEST_SHOWN] for n in PLANE_NAMES)
               for e in r["entries"]]
-    return L + render_problems(r)
+    return file_report(r, 17, L)

@@ -32,15 +32,12 @@ def diagnosis(ex: Examination, problems: list[dict[str, Any]]) -> list[str]:
     stored = {p["index"]: p["actual"] for p in problems if p.get("field") == _DIGEST_FIELD}
     held = {p["index"]: p["expected"] for p in problems if p.get("field") == _DIGEST_FIELD}
     for i, actual in sorted(held.items()):
-        for j, expected in sorted(stored.items()):
-            if i == j or actual != expected:
-                continue
-            if held.get(j) == stored[i]:  # each holds the other's bytes: said once, for the pair
-                if i < j:
-                    said.append(f"chunks {PLANE_NAMES[i]} and {PLANE_NAMES[j]} are swapped "
-                                "(each holds the bytes the chunk table gives the other)")
-            else:
+        for j in sorted(j for j, expected in stored.items() if j != i and expected == actual):
+            if held.get(j) != stored[i]:
                 said.append(f"chunk {PLANE_NAMES[i]} holds the bytes of chunk {PLANE_NAMES[j]} (the chunks were moved)")
+            elif i < j:  # each holds the other's bytes: said once, for the pair
+                said.append(f"chunks {PLANE_NAMES[i]} and {PLANE_NAMES[j]} are swapped "
+                            "(each holds the bytes the chunk table gives the other)")
     header = ex.header
     short = next((p for p in problems if p.get("field") == "file_size" and isinstance(p.get("actual"), int)
                   and isinstance(p.get("expected"), int) and p["actual"] < p["expected"]), None)
