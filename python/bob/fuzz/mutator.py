@@ -102,19 +102,12 @@ def _set_float(out: bytearray, at: int, rnd: random.Random) -> None:
 def _replace_string(out: bytearray, spot: Spot, rnd: random.Random) -> None:
     """A contract string replaced with another (its length prefix follows), cut, grown or bit-flipped."""
     start, end = spot.offset - 4, spot.offset + spot.size
-    current = bytes(out[spot.offset:end])
+    new = bytearray(out[spot.offset:end])
     r = rnd.random()
     if r < 0.3:
-        new = rnd.choice(CONTRACT_VALUES)
-    elif r < 0.5 and current:
-        new = current[:rnd.randrange(len(current))]
-    elif r < 0.65:
-        new = current + bytes([rnd.getrandbits(8)])
-    elif current:
-        k = rnd.randrange(len(current))
-        new = current[:k] + bytes([current[k] ^ (1 << rnd.randrange(8))]) + current[k + 1:]
-    else:
-        new = b"x"
+        new[:] = rnd.choice(CONTRACT_VALUES)
+    else:  # (an empty string only grows)
+        byte_mutation(new, rnd, "truncate" if r < 0.5 and new else "extend" if r < 0.65 or not new else "flip")
     out[start:end] = U32.pack(len(new)) + new
 
 
@@ -125,7 +118,7 @@ def _mutate_spot(out: bytearray, spot: Spot, rnd: random.Random) -> None:
     elif at + spot.size > len(out) and kind not in ("plane", "padding", "pairs", "u32s"):
         return  # the field is not in this (short) file
     elif kind == "magic":
-        out[at:at + 8] = rnd.choice(_MAGICS) if rnd.random() < 0.7 else bytes(rnd.getrandbits(8) for _ in range(8))
+        out[at:at + 8] = rnd.choice(_MAGICS) if rnd.random() < 0.7 else rnd.randbytes(8)
     elif kind in ("u32", "u64"):
         number = U32 if spot.size == 4 else U64
         values = interesting_values(spot.size, number.unpack_from(out, at)[0])
