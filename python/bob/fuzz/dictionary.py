@@ -15,18 +15,17 @@ from bob.text import escape_bytes
 
 __all__ = ["INTERESTING_INTS", "FLOAT_BITS", "CONTRACT_STRINGS", "tokens", "write_dict"]
 
-_SIZES = (RECORD_BYTES, PREDICTION_BYTES, CHUNK_BYTES, PAYLOAD_BYTES, MAX_HEADER_BYTES, MAX_CHECKPOINT_BYTES,
-          CANONICAL_HEADER_BYTES, CANONICAL.header_length, CANONICAL_CHECKPOINT_BYTES, STRING_LIMIT,
-          UPDATES_PER_INVOCATION, PROMPTS, HEADER_ALIGNMENT, VOCABULARY)
+_NEIGHBOURED = (RECORD_BYTES, PREDICTION_BYTES, CHUNK_BYTES, PAYLOAD_BYTES, MAX_HEADER_BYTES, MAX_CHECKPOINT_BYTES,
+                CANONICAL_HEADER_BYTES, CANONICAL.header_length, CANONICAL_CHECKPOINT_BYTES, STRING_LIMIT,
+                UPDATES_PER_INVOCATION, PROMPTS, HEADER_ALIGNMENT, VOCABULARY, EMPTY_PROMPT,
+                U64_MAX - UPDATES_PER_INVOCATION)  # the sizes, the empty prompt and the step limit, each ± 1
 
-INTERESTING_INTS = tuple(sorted(set(
-    [0, 1, 2, 3, 7, 63, 65, 127, 128, 255, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFE, EMPTY_PROMPT,
-     1 << 32, (1 << 63) - 1, 1 << 63, U64_MAX - UPDATES_PER_INVOCATION - 1, U64_MAX - UPDATES_PER_INVOCATION,
-     U64_MAX - UPDATES_PER_INVOCATION + 1, U64_MAX - 1, U64_MAX]
-    + [s + d for s in _SIZES for d in (-1, 0, 1)]
-    + [CANONICAL_HEADER_BYTES + k * CHUNK_BYTES for k in range(4)]
-    + [CANONICAL_HEADER_BYTES + 64 + k * CHUNK_BYTES for k in range(3)]
-)))
+INTERESTING_INTS = tuple(sorted({
+    0, 1, 2, 3, 7, 127, 128, 0x7FFFFFFF, 0x80000000, (1 << 63) - 1, 1 << 63, U64_MAX - 1, U64_MAX,
+    *(v + d for v in _NEIGHBOURED for d in (-1, 0, 1)),
+    *(CANONICAL_HEADER_BYTES + k * CHUNK_BYTES for k in range(4)),
+    *(CANONICAL_HEADER_BYTES + HEADER_ALIGNMENT + k * CHUNK_BYTES for k in range(3)),
+}))
 """Unsigned values worth writing into a u32/u64 field (each fitting size is used)."""
 
 FLOAT_BITS = {
