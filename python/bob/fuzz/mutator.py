@@ -133,10 +133,10 @@ def _mutate_spot(out: bytearray, spot: Spot, rnd: random.Random) -> None:
             out[at + rnd.randrange(DIGEST_BYTES)] ^= 1 << rnd.randrange(8)
         else:
             out[at:at + DIGEST_BYTES] = bytes(DIGEST_BYTES) if r < 0.7 else hashlib.sha256(rnd.randbytes(1)).digest()
-    elif kind == "padding":
+    elif kind in ("padding", "pairs"):  # one byte: in the padding, a non-zero one
         k = at + rnd.randrange(spot.size)
         if k < len(out):
-            out[k] = rnd.randrange(1, 1 << 8)
+            out[k] = rnd.randrange(1 if kind == "padding" else 0, 1 << 8)
     elif kind == "plane":  # special binary32 values at the plane's first, last or a random index
         count = spot.size // 4
         for _ in range(rnd.randrange(1, 5)):
@@ -144,10 +144,6 @@ def _mutate_spot(out: bytearray, spot: Spot, rnd: random.Random) -> None:
             i = 0 if r < 0.15 else count - 1 if r < 0.3 else rnd.randrange(count)
             if at + 4 * i + 4 <= len(out):
                 _set_float(out, at + 4 * i, rnd)
-    elif kind == "pairs":
-        i = rnd.randrange(VOCABULARY)
-        if at + 2 * i + 2 <= len(out):
-            out[at + 2 * i + rnd.randrange(2)] = rnd.getrandbits(8)
     elif kind == "u32s":
         i = rnd.randrange(spot.size // 4)
         if at + 4 * i + 4 <= len(out):
@@ -214,7 +210,7 @@ def mutate_canonical(data: bytes, rnd: random.Random, fmt: str | None = None) ->
     time one more field changes, which the fast path must then refuse); other formats: :func:`mutate`."""
     fmt = fmt or format_of(data)
     if fmt == "checkpoint":
-        names = ["step", "P", "M", "V"]
+        names = ["step", *PLANE_NAMES]
         if rnd.random() < 0.2:
             names.append(rnd.choice(sorted(field_names("checkpoint") - set(names))))
         return refresh_digests(mutate(data, rnd, fmt, field_ratio=1.0, only=names))
