@@ -5,29 +5,27 @@ and as libFuzzer ``.dict`` files (one quoted token a line, bytes as ``\\xNN``)."
 from __future__ import annotations
 
 import os
-import struct
 
 from bob.formats.constants import CHECKPOINT_MAGIC, CHUNK_BYTES, CHUNK_TAGS, DATA, EMPTY_PROMPT, INPUT_MAGIC, \
     LEARNER, LEARNER_HYPERPARAMETERS, LEARNER_NAMES, LEARNER_PREFIX, MAX_CHECKPOINT_BYTES, MAX_HEADER_BYTES, \
     PAYLOAD_BYTES, PREDICTION_BYTES, PROMPTS, RECORD_BYTES, SEED, STATE, STRING_LIMIT, U64_MAX, \
     UPDATES_PER_INVOCATION, VOCABULARY
-from bob.formats.layout import CANONICAL, CANONICAL_CHECKPOINT_BYTES, CANONICAL_HEADER_BYTES, HEADER_ALIGNMENT
+from bob.formats.layout import CANONICAL, CANONICAL_CHECKPOINT_BYTES, CANONICAL_HEADER_BYTES, F32, HEADER_ALIGNMENT, U32, U64
 from bob.text import escape_bytes
 
 __all__ = ["INTERESTING_INTS", "FLOAT_BITS", "CONTRACT_STRINGS", "tokens", "write_dict"]
 
-_SIZES = (RECORD_BYTES, PREDICTION_BYTES, CHUNK_BYTES, PAYLOAD_BYTES, MAX_HEADER_BYTES, MAX_CHECKPOINT_BYTES,
-          CANONICAL_HEADER_BYTES, CANONICAL.header_length, CANONICAL_CHECKPOINT_BYTES, STRING_LIMIT,
-          UPDATES_PER_INVOCATION, PROMPTS, HEADER_ALIGNMENT, VOCABULARY)
+_NEIGHBOURED = (RECORD_BYTES, PREDICTION_BYTES, CHUNK_BYTES, PAYLOAD_BYTES, MAX_HEADER_BYTES, MAX_CHECKPOINT_BYTES,
+                CANONICAL_HEADER_BYTES, CANONICAL.header_length, CANONICAL_CHECKPOINT_BYTES, STRING_LIMIT,
+                UPDATES_PER_INVOCATION, PROMPTS, HEADER_ALIGNMENT, VOCABULARY, EMPTY_PROMPT,
+                U64_MAX - UPDATES_PER_INVOCATION)  # the sizes, the empty prompt and the step limit, each ± 1
 
-INTERESTING_INTS = tuple(sorted(set(
-    [0, 1, 2, 3, 7, 63, 65, 127, 128, 255, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFE, EMPTY_PROMPT,
-     1 << 32, (1 << 63) - 1, 1 << 63, U64_MAX - UPDATES_PER_INVOCATION - 1, U64_MAX - UPDATES_PER_INVOCATION,
-     U64_MAX - UPDATES_PER_INVOCATION + 1, U64_MAX - 1, U64_MAX]
-    + [s + d for s in _SIZES for d in (-1, 0, 1)]
-    + [CANONICAL_HEADER_BYTES + k * CHUNK_BYTES for k in range(4)]
-    + [CANONICAL_HEADER_BYTES + 64 + k * CHUNK_BYTES for k in range(3)]
-)))
+INTERESTING_INTS = tuple(sorted({
+    0, 1, 2, 3, 7, 127, 128, 0x7FFFFFFF, 0x80000000, (1 << 63) - 1, 1 << 63, U64_MAX - 1, U64_MAX,
+    *(v + d for v in _NEIGHBOURED for d in (-1, 0, 1)),
+    *(CANONICAL_HEADER_BYTES + k * CHUNK_BYTES for k in range(4)),
+    *(CANONICAL_HEADER_BYTES + HEADER_ALIGNMENT + k * CHUNK_BYTES for k in range(3)),
+}))
 """Unsigned values worth writing into a u32/u64 field (each fitting size is used)."""
 
 FLOAT_BITS = {
@@ -36,8 +34,8 @@ FLOAT_BITS = {
     "+min_subnormal": 0x00000001, "-min_subnormal": 0x80000001, "+max_subnormal": 0x007FFFFF,
     "-max_subnormal": 0x807FFFFF, "+inf": 0x7F800000, "-inf": 0xFF800000, "qNaN": 0x7FC00000,
     "-qNaN": 0xFFC00000, "sNaN_payload": 0x7F800001, "qNaN_payload": 0x7FC0DEAD, "-NaN_payload": 0xFFFFFFFF,
-    **dict(zip(LEARNER_NAMES, struct.unpack("<5I", struct.pack("<5f", *LEARNER_HYPERPARAMETERS)))),
-    "1e30": struct.unpack("<I", struct.pack("<f", 1e30))[0], "-86.5": struct.unpack("<I", struct.pack("<f", -86.5))[0],
+    **{name: U32.unpack(F32.pack(value))[0] for name, value in
+       [*zip(LEARNER_NAMES, LEARNER_HYPERPARAMETERS), ("1e30", 1e30), ("-86.5", -86.5)]},
 }
 """binary32 bit patterns: ±0, ±1, ±FLT_MAX, ±FLT_MIN, subnormals, ±inf, NaNs with payloads, bob's
 own hyper-parameters, a value near exp's cut-off."""
@@ -50,10 +48,10 @@ def tokens() -> list[bytes]:
     out: list[bytes] = [CHECKPOINT_MAGIC, INPUT_MAGIC, b"BOB-", *CHUNK_TAGS, LEARNER_PREFIX, *CONTRACT_STRINGS,
                         LEARNER[len(LEARNER_PREFIX):]]
     for s in CONTRACT_STRINGS:
-        out.append(struct.pack("<I", len(s)) + s[:8])  # a length prefix followed by its string's start
+        out.append(U32.pack(len(s)) + s[:8])  # a length prefix followed by its string's start
         out.extend(part for part in s.split(b"|") if len(part) > 2)
-    out += [struct.pack("<I", bits) for bits in FLOAT_BITS.values()]
-    out += [struct.pack(size, v) for v in INTERESTING_INTS for size in ("<I", "<Q") if size == "<Q" or v <= 0xFFFFFFFF]
+    out += [U32.pack(bits) for bits in FLOAT_BITS.values()]
+    out += [number.pack(v) for v in INTERESTING_INTS for number in (U32, U64) if number is U64 or v <= 0xFFFFFFFF]
     return list(dict.fromkeys(out))
 
 

@@ -319,7 +319,7 @@ def seed_files(name: str) -> list[Path]:
     files = sorted(golden.glob("*.bin")) + sorted((golden / "refused").glob("*.bin"))
     wanted = {"input": ("input",), "checkpoint": ("checkpoint",), "predictions": ("predictions",),
               "run": ("input", "checkpoint"), "inspect": ("input", "checkpoint", "predictions"), "core": ()}[name]
-    return [f for f in files if f.name.startswith(wanted)] if wanted else []
+    return [f for f in files if f.name.startswith(wanted)]  # (no name starts with the empty tuple)
 
 
 def accepted_seeds(fmt: str | None) -> list[bytes]:
