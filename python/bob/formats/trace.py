@@ -16,7 +16,7 @@ from construct import Const, RawCopy, Struct, this
 from bob.errors import BadValue, FormatError, IntegrityError
 from bob.formats.constants import PLANE_NAMES, TRACE_MAGIC, TRACE_UPDATES, TRACE_VERSION
 from bob.formats.contract import V1
-from bob.formats.files import BobFile, Examined, as_bytes, magic_finding, read_format_file
+from bob.formats.files import BobFile, Examined, as_bytes, magic_finding
 from bob.formats.layout import (DIGEST_BYTES, TRACE_BODY_BYTES, TRACE_BYTES, TRACE_DIGEST_BYTES, TRACE_ENTRY,
                                 TRACE_ENTRY_FIELDS, TRACE_HEAD, TRACE_HEAD_STRUCT)
 from bob.formats.rules import TRACE_STEP, TRACE_UPDATE_COUNT, TRACE_VERSION_RULE
@@ -200,14 +200,12 @@ def trace_findings(data: bytes) -> list[FormatError]:
 
 def load_trace(data: bytes) -> Trace:
     """Parse and check a bob-trace v1 file; raise the first finding."""
-    ex = examine(data).checked()
-    assert ex.trace is not None
-    return ex.trace
+    return Trace.from_bytes(data)
 
 
 def read_trace_file(path: "str | os.PathLike[str]") -> Trace:
     """Read and check a trace; a file larger than ``TRACE_BYTES`` is refused unread."""
-    return load_trace(read_format_file(path, TRACE_BYTES, TRACE_FILE))
+    return Trace.read(path)
 
 
-Trace._loaders = (load_trace, read_trace_file)
+Trace._format = (examine, "trace", TRACE_BYTES, TRACE_FILE)
