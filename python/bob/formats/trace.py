@@ -176,11 +176,10 @@ def examine(data: bytes) -> TraceExamination:
     if problem is not None:
         ex.findings.append(problem)
         return ex
-    head = parsed.header.value
-    if hashlib.sha256(parsed.header.data).digest() != parsed.digest:
+    head, digest = parsed.header.value, hashlib.sha256(parsed.header.data).digest()
+    if digest != parsed.digest:
         ex.findings.append(IntegrityError("digest", "the trace's bytes do not match its digest (changed or damaged)",
-                                          expected=hashlib.sha256(parsed.header.data).hexdigest(),
-                                          actual=parsed.digest.hex(), offset=TRACE_BODY_BYTES))
+                                          expected=digest.hex(), actual=parsed.digest.hex(), offset=TRACE_BODY_BYTES))
     for i, entry in enumerate(head.entries):
         want = head.step_before + i + 1
         if not TRACE_STEP.ok(entry.step, want):
