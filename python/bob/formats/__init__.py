@@ -15,20 +15,16 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any, Callable
 
-_LAZY = {
-    "INPUT_RECORD": "bob.formats.input_record",
-    "ENVELOPE": "bob.formats.checkpoint",
-    "ENVELOPE_HEADER": "bob.formats.checkpoint",
-    "HEADER_BODY": "bob.formats.checkpoint",
-    "CHUNK_ENTRY": "bob.formats.checkpoint",
-    "PREDICTIONS": "bob.formats.predictions",
-    "V1": "bob.formats.contract",
-    "Contract": "bob.formats.contract",
-    "FieldRow": "bob.formats.schema",
-    "layout": "bob.formats.schema",
-    "layout_rows": "bob.formats.docs",
-    "markdown_table": "bob.formats.docs",
+# The names each module offers here.
+_MODULES = {
+    "bob.formats.input_record": ("INPUT_RECORD",),
+    "bob.formats.checkpoint": ("ENVELOPE", "ENVELOPE_HEADER", "HEADER_BODY", "CHUNK_ENTRY"),
+    "bob.formats.predictions": ("PREDICTIONS",),
+    "bob.formats.contract": ("V1", "Contract"),
+    "bob.formats.schema": ("FieldRow", "layout"),
+    "bob.formats.docs": ("layout_rows", "markdown_table"),
 }
+_LAZY = {name: module for module, names in _MODULES.items() for name in names}
 
 __all__ = [*_LAZY, "lazy_names"]
 

@@ -95,10 +95,10 @@ class Examined:
 
 
 class BobFile:
-    """``from_bytes``, ``read`` and ``write`` of a format's typed object, by its format's
-    loader and reader (``_loaders``) and its own ``to_bytes``."""
+    """``from_bytes``, ``read`` and ``write`` of a format's typed object, by its ``to_bytes`` and its
+    ``_format``: ``examine``, the examination's field of a valid file's object, the size limit, the magic."""
 
-    _loaders: "ClassVar[tuple[Callable[[bytes], Any], Callable[[Any], Any]]]"
+    _format: "ClassVar[tuple[Callable[[bytes], Examined], str, int, tuple[bytes, str] | None]]"
 
     def to_bytes(self) -> bytes:
         raise NotImplementedError  # pragma: no cover - each format's own
@@ -113,13 +113,15 @@ class BobFile:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Self:
-        """Parse and check a file's bytes (the format's ``load_*``)."""
-        return cls._loaders[0](data)
+        """Parse and check a file's bytes (the format's ``load_*``); raise the first finding."""
+        examine, typed, _, _ = cls._format
+        return getattr(examine(data).checked(), typed)
 
     @classmethod
     def read(cls, path: "str | os.PathLike[str]") -> Self:
         """Read and check the file at ``path`` (the format's ``read_*_file``)."""
-        return cls._loaders[1](path)
+        _, _, limit, magic = cls._format
+        return cls.from_bytes(read_format_file(path, limit, magic))
 
     def write(self, path: "str | os.PathLike[str]") -> None:
         """Replace the file at ``path`` with this object's bytes, atomically."""

@@ -18,7 +18,7 @@ from construct import Const, Rebuild, Struct
 from bob.errors import BadValue, FormatError, Truncated, integer_field, shown_kind
 from bob.formats.contract import EMPTY_PROMPT, PROMPTS, RECORD_BYTES, VOCABULARY
 from bob.formats.constants import INPUT_MAGIC
-from bob.formats.files import INPUT_FILE, BobFile, Examined, as_bytes, magic_finding, read_format_file
+from bob.formats.files import INPUT_FILE, BobFile, Examined, as_bytes, magic_finding
 from bob.formats.layout import INPUT, WORD_DTYPE
 from bob.formats.rules import INPUT_VERSION, PROMPT_WORD, TARGET_AGREES
 from bob.formats.schema import END, parse, ruled, schema_fields
@@ -213,17 +213,15 @@ def input_findings(data: bytes) -> list[FormatError]:
 
 def load_input(data: bytes) -> InputRecord:
     """Parse and check a bob-input v1 record; raise the first finding."""
-    ex = examine(data).checked()
-    assert ex.record is not None
-    return ex.record
+    return InputRecord.from_bytes(data)
 
 
 def read_input_file(path: "str | os.PathLike[str]") -> InputRecord:
     """Read and check an input record; a file larger than ``RECORD_BYTES`` is refused unread."""
-    return load_input(read_format_file(path, RECORD_BYTES, INPUT_FILE))
+    return InputRecord.read(path)
 
 
-InputRecord._loaders = (load_input, read_input_file)
+InputRecord._format = (examine, "record", RECORD_BYTES, INPUT_FILE)
 
 
 def build_input(corpus: bytes, prompts: Sequence[bytes]) -> InputRecord:

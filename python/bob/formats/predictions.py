@@ -11,7 +11,7 @@ from construct import Struct
 
 from bob.errors import BadValue, FormatError, Truncated, integer_field, shown_kind
 from bob.formats.contract import PREDICTION_BYTES, PROMPTS
-from bob.formats.files import KNOWN_MAGICS, BobFile, Examined, as_bytes, read_format_file
+from bob.formats.files import KNOWN_MAGICS, BobFile, Examined, as_bytes
 from bob.formats.kinds import MAGIC_BYTES
 from bob.formats.layout import PREDICTION_FIELDS, PREDICTION_RECORD as PREDICTION_LAYOUT
 from bob.formats.rules import INVALID_TOKEN, TOKEN, VALIDITY
@@ -154,14 +154,12 @@ def predictions_findings(data: bytes) -> list[FormatError]:
 
 def load_predictions(data: bytes) -> Predictions:
     """Parse and check a predictions file; raise the first finding."""
-    ex = examine(data).checked()
-    assert ex.predictions is not None
-    return ex.predictions
+    return Predictions.from_bytes(data)
 
 
 def read_predictions_file(path: "str | os.PathLike[str]") -> Predictions:
     """Read and check a predictions file (``PREDICTION_BYTES``)."""
-    return load_predictions(read_format_file(path, PREDICTION_BYTES, None))
+    return Predictions.read(path)
 
 
-Predictions._loaders = (load_predictions, read_predictions_file)
+Predictions._format = (examine, "predictions", PREDICTION_BYTES, None)

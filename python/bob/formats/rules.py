@@ -92,7 +92,6 @@ HEADER_BYTES: ValueRule = ValueRule("header_bytes", lambda v: v % HEADER_ALIGNME
                          f"a multiple of {HEADER_ALIGNMENT}, at most {MAX_HEADER_BYTES}")
 
 
-
 def chunk_offset(header_bytes: int, index: int, chunk_bytes: int = CHUNK_BYTES) -> int:
     """Where chunk ``index`` starts: right after the header, the planes in order (§5)."""
     return header_bytes + index * chunk_bytes

@@ -16,7 +16,7 @@ from construct import Const, RawCopy, Struct, this
 from bob.errors import BadValue, FormatError, IntegrityError
 from bob.formats.constants import PLANE_NAMES, TRACE_MAGIC, TRACE_UPDATES, TRACE_VERSION
 from bob.formats.contract import V1
-from bob.formats.files import BobFile, Examined, as_bytes, magic_finding, read_format_file
+from bob.formats.files import BobFile, Examined, as_bytes, magic_finding
 from bob.formats.layout import (DIGEST_BYTES, TRACE_BODY_BYTES, TRACE_BYTES, TRACE_DIGEST_BYTES, TRACE_ENTRY,
                                 TRACE_ENTRY_FIELDS, TRACE_HEAD, TRACE_HEAD_STRUCT)
 from bob.formats.rules import TRACE_STEP, TRACE_UPDATE_COUNT, TRACE_VERSION_RULE
@@ -116,7 +116,7 @@ class Trace(BobFile):
         """(contract_sha256, input_sha256, step_before): whose run this is."""
         return self.contract_sha256, self.input_sha256, self.step_before
 
-    def refuse_other_run(self, other: "Trace", offset_base: int = 0) -> None:
+    def refuse_other_run(self, other: "Trace") -> None:
         """Raise a :class:`~bob.errors.BadValue` naming the first identity field
         in which ``other`` is the trace of another run than this one."""
         for name in IDENTITY:
@@ -125,7 +125,7 @@ class Trace(BobFile):
                 raise BadValue(name, "a trace of another run (its identity differs); only traces of one run "
                                "are compared", expected=mine.hex() if isinstance(mine, bytes) else mine,
                                actual=theirs.hex() if isinstance(theirs, bytes) else theirs,
-                               offset=offset_base + TRACE_HEAD[name].offset)
+                               offset=TRACE_HEAD[name].offset)
 
     def first_divergence(self, other: "Trace") -> int | None:
         """The index (0-based) of the first entry whose digests differ from
@@ -176,11 +176,10 @@ def examine(data: bytes) -> TraceExamination:
     if problem is not None:
         ex.findings.append(problem)
         return ex
-    head = parsed.header.value
-    if hashlib.sha256(parsed.header.data).digest() != parsed.digest:
+    head, digest = parsed.header.value, hashlib.sha256(parsed.header.data).digest()
+    if digest != parsed.digest:
         ex.findings.append(IntegrityError("digest", "the trace's bytes do not match its digest (changed or damaged)",
-                                          expected=hashlib.sha256(parsed.header.data).hexdigest(),
-                                          actual=parsed.digest.hex(), offset=TRACE_BODY_BYTES))
+                                          expected=digest.hex(), actual=parsed.digest.hex(), offset=TRACE_BODY_BYTES))
     for i, entry in enumerate(head.entries):
         want = head.step_before + i + 1
         if not TRACE_STEP.ok(entry.step, want):
@@ -200,14 +199,12 @@ def trace_findings(data: bytes) -> list[FormatError]:
 
 def load_trace(data: bytes) -> Trace:
     """Parse and check a bob-trace v1 file; raise the first finding."""
-    ex = examine(data).checked()
-    assert ex.trace is not None
-    return ex.trace
+    return Trace.from_bytes(data)
 
 
 def read_trace_file(path: "str | os.PathLike[str]") -> Trace:
     """Read and check a trace; a file larger than ``TRACE_BYTES`` is refused unread."""
-    return load_trace(read_format_file(path, TRACE_BYTES, TRACE_FILE))
+    return Trace.read(path)
 
 
-Trace._loaders = (load_trace, read_trace_file)
+Trace._format = (examine, "trace", TRACE_BYTES, TRACE_FILE)

@@ -23,11 +23,11 @@ from bob.commands import (
     run_command,
     seconds_option,
 )
+from bob.formats.kinds import ALIASES
 from bob.fuzz.mutator import FORMATS
 from bob.text import show_path
 
 PROG = "bob-fuzz"
-FORMAT_ALIASES = {"ckpt": "checkpoint", "envelope": "checkpoint", "pred": "predictions"}
 MAX_SECONDS = 30 * 24 * 3600.0  # a month: past that a number of seconds is a typo
 SEED_MAX = 2**32 - 1  # libFuzzer's -seed is an unsigned int
 
@@ -43,7 +43,7 @@ def max_jobs() -> int:
 
 
 def _format(text: str) -> str:
-    name = FORMAT_ALIASES.get(text, text)
+    name = ALIASES.get(text, text)
     if name not in FORMATS:
         raise Refused(f"usage: unknown format {show_path(text)}; one of {', '.join(FORMATS)}", option="--format")
     return name
