@@ -116,7 +116,7 @@ class Trace(BobFile):
         """(contract_sha256, input_sha256, step_before): whose run this is."""
         return self.contract_sha256, self.input_sha256, self.step_before
 
-    def refuse_other_run(self, other: "Trace") -> None:
+    def refuse_other_run(self, other: "Trace", offset_base: int = 0) -> None:
         """Raise a :class:`~bob.errors.BadValue` naming the first identity field
         in which ``other`` is the trace of another run than this one."""
         for name in IDENTITY:
@@ -125,7 +125,7 @@ class Trace(BobFile):
                 raise BadValue(name, "a trace of another run (its identity differs); only traces of one run "
                                "are compared", expected=mine.hex() if isinstance(mine, bytes) else mine,
                                actual=theirs.hex() if isinstance(theirs, bytes) else theirs,
-                               offset=TRACE_HEAD[name].offset)
+                               offset=offset_base + TRACE_HEAD[name].offset)
 
     def first_divergence(self, other: "Trace") -> int | None:
         """The index (0-based) of the first entry whose digests differ from
