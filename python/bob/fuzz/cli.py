@@ -254,13 +254,11 @@ def cmd_conformance(args: argparse.Namespace) -> Outcome:
 
 
 def cmd_check(args: argparse.Namespace) -> Outcome:
-    from bob.fuzz.conformance import check, open_corpus, render_table
+    from bob.fuzz.conformance import check, render_table
 
     reader = args.reader[1:] if args.reader[:1] == ["--"] else args.reader
     if not reader:
         raise Refused("usage: give the reader's command after --, with {} where the file goes", option="COMMAND")
-    if args.corpus is not None:
-        open_corpus(args.corpus)  # refused before the reader runs once
     report = check(args.format, reader, corpus=args.corpus, timeout=args.timeout)
     return Outcome(EXIT_FOUND if report["disagreements"] else EXIT_OK, report, render_table(report))
 

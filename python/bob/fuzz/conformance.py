@@ -176,8 +176,8 @@ def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | Non
     """Run ``command`` over the corpus's files of ``fmt``; agreements and disagreements by field."""
     from bob.progress import Progress
 
-    with tempfile.TemporaryDirectory(prefix="bob-conformance-") as scratch:
-        root = Path(corpus) if corpus is not None else Path(scratch)
+    fresh = tempfile.TemporaryDirectory(prefix="bob-conformance-") if corpus is None else contextlib.nullcontext(corpus)
+    with fresh as root:  # a corpus given is refused (open_corpus) before the reader runs once
         if corpus is None:
             write_corpus(root)
         by_field: dict[str, dict[str, int]] = {}
@@ -185,7 +185,7 @@ def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | Non
         files = [e for e in open_corpus(root) if e["format"] == fmt]
         progress = Progress("bob-fuzz", f"check {fmt}", len(files))
         for e in files:
-            verdict, field = _reader_verdict(command, root / e["file"], timeout)
+            verdict, field = _reader_verdict(command, Path(root) / e["file"], timeout)
             progress.advance(extra=f"{len(disagreements)} disagreeing")
             label = e["field"] or "(accepted)"
             row = by_field.setdefault(label, {"files": 0, "agree": 0, "disagree": 0})
