@@ -50,8 +50,7 @@ def _accepted(fmt: str) -> list[tuple[str, bytes]]:
     from bob.fuzz.common import read_input
     from bob.fuzz.targets import golden_dir
 
-    golden = golden_dir()
-    out = [(p.stem, read_input(p)) for p in sorted(golden.glob(f"{fmt}*.bin"))]
+    out = [(p.stem, read_input(p)) for p in sorted(golden_dir().glob(f"{fmt}*.bin"))]
     if fmt == "input":
         out.append(("built-two-bytes", bob.build_input(b"ab", [b"", b"", b""]).to_bytes()))
         out.append(("built-all-bytes", bob.build_input(bytes(range(255, -1, -1)), [b"\xff", b"\0", b"x"]).to_bytes()))
