@@ -155,11 +155,9 @@ class CampaignDisplay:
         self.last_plain: float = 0.0
         self.live: Any = None  # a rich.live.Live on a terminal
         if live if live is not None else sys.stderr.isatty():
-            try:
-                from rich.console import Console
-                from rich.live import Live
-            except ImportError:
-                return
+            from rich.console import Console
+            from rich.live import Live
+
             self.live = Live(console=Console(stderr=True), refresh_per_second=2, transient=False)
             self.live.start()
 
