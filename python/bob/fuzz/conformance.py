@@ -122,11 +122,10 @@ def open_corpus(corpus: "str | os.PathLike[str]") -> list[dict[str, Any]]:
     from bob.commands import Refused, about
     from bob.fileio import FileTooLarge, read_bounded
 
-    if os.path.lexists(corpus) and not os.path.isdir(corpus):
-        raise Refused("is not a directory (a corpus written by `bob-fuzz conformance`)", option="--corpus",
-                      path=corpus)
     if not os.path.isdir(corpus):
-        raise Refused("no such directory", option="--corpus", path=corpus)
+        reason = "is not a directory (a corpus written by `bob-fuzz conformance`)" if os.path.lexists(corpus) \
+            else "no such directory"
+        raise Refused(reason, option="--corpus", path=corpus)
     manifest = Path(corpus) / "manifest.json"
     with about("--corpus", manifest):
         try:
