@@ -121,6 +121,7 @@ def _end_workers(workers: "list[_Worker]", grace: float = 3.0) -> None:
 class _Campaign:
     def __init__(self, target: str, seconds: float | None, runs: int | None, jobs: int, corpus: str | None,
                  artifacts: str, seed: int | None, fmt: str | None, max_len: int | None, max_findings: int) -> None:
+        from bob.commands import output_directory
         from bob.fileio import make_directory
         from bob.fuzz.dictionary import write_dict
 
@@ -128,7 +129,8 @@ class _Campaign:
         self.target, self.name, self.seconds, self.runs = target, target.replace(":", "_"), seconds, runs
         self.seed, self.fmt, self.max_findings = seed, fmt, max_findings
         self.max_len = max_len or MAX_LEN.get(target, DEFAULT_MAX_LEN)
-        self.artifacts = Path(artifacts).resolve()
+        self.corpus = Path(output_directory("--corpus", corpus or f".bob-fuzz/{self.name}/corpus")).resolve()
+        self.artifacts = Path(output_directory("--artifacts", artifacts)).resolve()
         self.logs = self.artifacts / ".logs"
         make_directory(self.logs)
         for d in self.logs.glob(f"{SCRATCH}*"):  # what a campaign killed by SIGKILL left (its pid is gone)
@@ -138,8 +140,6 @@ class _Campaign:
                 shutil.rmtree(d, ignore_errors=True)
             except (ValueError, PermissionError):
                 pass
-        self.corpus = Path(corpus or f".bob-fuzz/{self.name}/corpus").resolve()
-        make_directory(self.corpus)
         self.dict_path = self.logs / "bob.dict"
         write_dict(self.dict_path)
         self.result = CampaignResult(target)
@@ -182,8 +182,8 @@ class _Campaign:
             argv.append(f"-runs={share}")
         w.found = False
         w.generation += 1
-        seed = self.seed
-        argv.append(f"-seed={(seed * 1000 + 100 * w.generation + w.index + 1) % 2**32 if seed is not None else 0}")
+        seed = 0 if self.seed is None else (self.seed * 1000 + 100 * w.generation + w.index + 1) % 2**32
+        argv.append(f"-seed={seed}")
         spec = json.dumps({"target": self.target, "format": self.fmt, "argv": argv, "parent": os.getpid(),
                            "fast_path_stats": f"{self.stats}.{w.index}.{w.generation}" if self.stats else None})
         # atheris prints an uncaught exception on stdout, libFuzzer its status on stderr: read both

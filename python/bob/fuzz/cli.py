@@ -133,7 +133,6 @@ def cmd_targets(args: argparse.Namespace) -> Outcome:
 def cmd_run(args: argparse.Namespace) -> Outcome:
     from bob import signals
     from bob.fuzz.campaign import run_campaign
-    from bob.fuzz.common import fast_path_stats
     from bob.fuzz.loop import seeded_loop
 
     _known_target(args.target, args.format)
@@ -155,11 +154,8 @@ def cmd_run(args: argparse.Namespace) -> Outcome:
 
             raise Refused(f"atheris is not installed: `{install_hint('fuzz')}`, or use --engine loop --runs N",
                           option="--engine")
-        fast_path_stats(args.target, args.format)  # the environment refused before anything is made
-        corpus = output_directory("--corpus", args.corpus or f".bob-fuzz/{args.target.replace(':', '_')}/corpus")
-        artifacts = output_directory("--artifacts", args.artifacts)
-        result = run_campaign(args.target, seconds=args.time, runs=args.runs, jobs=args.jobs, corpus=corpus,
-                              artifacts=artifacts, seed=args.seed, fmt=args.format)
+        result = run_campaign(args.target, seconds=args.time, runs=args.runs, jobs=args.jobs, corpus=args.corpus,
+                              artifacts=args.artifacts, seed=args.seed, fmt=args.format)
     share = "" if result.fast_path_share is None else f", fast path reached {result.fast_path_share:.0%}"
     lines = [f"{PROG} run {args.target}: {result.executions} executions in {result.seconds:.0f} s, "
              f"coverage {result.coverage}, corpus {result.corpus}{share}, {len(result.findings)} finding(s)"
@@ -258,13 +254,11 @@ def cmd_conformance(args: argparse.Namespace) -> Outcome:
 
 
 def cmd_check(args: argparse.Namespace) -> Outcome:
-    from bob.fuzz.conformance import check, open_corpus, render_table
+    from bob.fuzz.conformance import check, render_table
 
     reader = args.reader[1:] if args.reader[:1] == ["--"] else args.reader
     if not reader:
         raise Refused("usage: give the reader's command after --, with {} where the file goes", option="COMMAND")
-    if args.corpus is not None:
-        open_corpus(args.corpus)  # refused before the reader runs once
     report = check(args.format, reader, corpus=args.corpus, timeout=args.timeout)
     return Outcome(EXIT_FOUND if report["disagreements"] else EXIT_OK, report, render_table(report))
 

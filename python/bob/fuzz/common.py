@@ -34,12 +34,12 @@ def load_target(spec: str, fmt: str | None = None) -> "tuple[Callable[[bytes], N
     return getattr(importlib.import_module(module), name), fmt
 
 
-def seed_paths(name: str, kind: str | None = None) -> list[Path]:
-    """The seeds of target ``name``: bob's files for ``kind`` (default the target itself; none
-    for a ``module:function`` target), then ``fuzz/regressions/<name>`` of the source checkout."""
+def seed_paths(name: str, kind: str | None = None, *, root: Path | None = None) -> list[Path]:
+    """The seeds of target ``name``: bob's files for ``kind`` (default the target itself; none for a
+    ``module:function`` target), then ``fuzz/regressions/<name>`` of the checkout ``root`` (default: bob's)."""
     kind = name if kind is None else kind
     files = seed_files(kind) if kind in TARGETS else []
-    regressions = Path(__file__).resolve().parents[3] / "fuzz" / "regressions" / name
+    regressions = (root or Path(__file__).resolve().parents[3]) / "fuzz" / "regressions" / name
     return files + (sorted(p for p in regressions.iterdir() if p.is_file()) if regressions.is_dir() else [])
 
 
@@ -155,11 +155,9 @@ class CampaignDisplay:
         self.last_plain: float = 0.0
         self.live: Any = None  # a rich.live.Live on a terminal
         if live if live is not None else sys.stderr.isatty():
-            try:
-                from rich.console import Console
-                from rich.live import Live
-            except ImportError:
-                return
+            from rich.console import Console
+            from rich.live import Live
+
             self.live = Live(console=Console(stderr=True), refresh_per_second=2, transient=False)
             self.live.start()
 

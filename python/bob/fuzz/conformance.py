@@ -50,8 +50,7 @@ def _accepted(fmt: str) -> list[tuple[str, bytes]]:
     from bob.fuzz.common import read_input
     from bob.fuzz.targets import golden_dir
 
-    golden = golden_dir()
-    out = [(p.stem, read_input(p)) for p in sorted(golden.glob(f"{fmt}*.bin"))]
+    out = [(p.stem, read_input(p)) for p in sorted(golden_dir().glob(f"{fmt}*.bin"))]
     if fmt == "input":
         out.append(("built-two-bytes", bob.build_input(b"ab", [b"", b"", b""]).to_bytes()))
         out.append(("built-all-bytes", bob.build_input(bytes(range(255, -1, -1)), [b"\xff", b"\0", b"x"]).to_bytes()))
@@ -123,11 +122,10 @@ def open_corpus(corpus: "str | os.PathLike[str]") -> list[dict[str, Any]]:
     from bob.commands import Refused, about
     from bob.fileio import FileTooLarge, read_bounded
 
-    if os.path.lexists(corpus) and not os.path.isdir(corpus):
-        raise Refused("is not a directory (a corpus written by `bob-fuzz conformance`)", option="--corpus",
-                      path=corpus)
     if not os.path.isdir(corpus):
-        raise Refused("no such directory", option="--corpus", path=corpus)
+        reason = "is not a directory (a corpus written by `bob-fuzz conformance`)" if os.path.lexists(corpus) \
+            else "no such directory"
+        raise Refused(reason, option="--corpus", path=corpus)
     manifest = Path(corpus) / "manifest.json"
     with about("--corpus", manifest):
         try:
@@ -176,8 +174,8 @@ def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | Non
     """Run ``command`` over the corpus's files of ``fmt``; agreements and disagreements by field."""
     from bob.progress import Progress
 
-    with tempfile.TemporaryDirectory(prefix="bob-conformance-") as scratch:
-        root = Path(corpus) if corpus is not None else Path(scratch)
+    fresh = tempfile.TemporaryDirectory(prefix="bob-conformance-") if corpus is None else contextlib.nullcontext(corpus)
+    with fresh as root:  # a corpus given is refused (open_corpus) before the reader runs once
         if corpus is None:
             write_corpus(root)
         by_field: dict[str, dict[str, int]] = {}
@@ -185,7 +183,7 @@ def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | Non
         files = [e for e in open_corpus(root) if e["format"] == fmt]
         progress = Progress("bob-fuzz", f"check {fmt}", len(files))
         for e in files:
-            verdict, field = _reader_verdict(command, root / e["file"], timeout)
+            verdict, field = _reader_verdict(command, Path(root) / e["file"], timeout)
             progress.advance(extra=f"{len(disagreements)} disagreeing")
             label = e["field"] or "(accepted)"
             row = by_field.setdefault(label, {"files": 0, "agree": 0, "disagree": 0})

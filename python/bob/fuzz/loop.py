@@ -21,8 +21,8 @@ def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None
     finding once per key (:meth:`CampaignResult.add`: its first input written to ``artifacts`` when given).
     ``progress``: say on stderr how far the loop is, past two seconds. ``fast_path_share`` (input, checkpoint):
     the share of executions whose bytes the fast path recognized, i.e. that reached the differential assertion."""
-    from bob.fuzz.conformance import judge
     from bob.fuzz.mutator import custom_mutator, mutate_canonical, recognized
+    from bob.fuzz.targets import accepted_seeds
     from bob.progress import Progress
 
     run, fmt = load_target(target, fmt)
@@ -31,7 +31,7 @@ def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None
     rnd = random.Random(seed)
     # The fast-path differential only asserts on bytes the fast path recognizes:
     # most mutations start from an accepted file and keep it canonical.
-    accepted = [s for s in seeds if s and name in ("input", "checkpoint") and judge(name, s)["verdict"] == "accept"]
+    accepted = accepted_seeds(name) if name in ("input", "checkpoint") else []
     mutator = custom_mutator(fmt, None)
     limit = MAX_LEN.get(name, DEFAULT_MAX_LEN)
     result = CampaignResult(target)

@@ -10,7 +10,8 @@ from pathlib import Path
 from bob.fuzz.campaign import WORKER
 from bob.fuzz.dictionary import write_dict
 from bob.fuzz.replay import RUST_TARGETS
-from bob.fuzz.targets import TARGETS, seed_files
+from bob.fuzz.common import seed_paths
+from bob.fuzz.targets import TARGETS
 
 
 def harness(name: str) -> str:
@@ -21,9 +22,11 @@ def harness(name: str) -> str:
 
 
 def _zip(path: Path, files: "list[Path]") -> None:
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-        for i, f in enumerate(files):
-            z.write(f, f"{i:04d}-{f.name}")
+    """A seed corpus of ``files``, when there are any."""
+    if files:
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+            for i, f in enumerate(files):
+                z.write(f, f"{i:04d}-{f.name}")
 
 
 def write(harness_dir: Path, out: Path, root: Path) -> list[str]:
@@ -35,16 +38,11 @@ def write(harness_dir: Path, out: Path, root: Path) -> list[str]:
         fuzzer = f"fuzz_{name}"
         (harness_dir / f"{fuzzer}.py").write_text(harness(name))
         write_dict(out / f"{fuzzer}.dict")
-        seeds = seed_files(name) + sorted(p for p in (root / "fuzz" / "regressions" / name).glob("*") if p.is_file())
-        if seeds:
-            _zip(out / f"{fuzzer}_seed_corpus.zip", seeds)
+        _zip(out / f"{fuzzer}_seed_corpus.zip", seed_paths(name, root=root))
         written.append(fuzzer)
-    fuzz_root = root / "fuzz"
     for name in RUST_TARGETS:
-        files = [p for sub in ("corpus", "regressions") for p in sorted((fuzz_root / sub / name).glob("*"))
-                 if p.is_file()]
-        if files:
-            _zip(out / f"{name}_seed_corpus.zip", files)
+        found = [p for sub in ("corpus", "regressions") for p in sorted((root / "fuzz" / sub / name).glob("*"))]
+        _zip(out / f"{name}_seed_corpus.zip", [p for p in found if p.is_file()])
     return written
 
 
