@@ -18,8 +18,7 @@ from typing import Any
 
 from bob.errors import BadValue
 from bob.formats.constants import PLANE_NAMES, TRACE_MAGIC, cell_name
-from bob.formats.layout import TRACE_BYTES
-from bob.formats.trace import TRACE_FILE, Trace, load_trace
+from bob.formats.trace import Trace, load_trace, read_trace_file
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -52,9 +51,7 @@ def trace_of(value: Any) -> Trace:
         return value
     if isinstance(value, (bytes, bytearray, memoryview)):
         return load_trace(bytes(value))
-    from bob.formats.files import read_format_file
-
-    return load_trace(read_format_file(value, TRACE_BYTES, TRACE_FILE))
+    return read_trace_file(value)
 
 
 def state_of(checkpoint: Any) -> "tuple[int, tuple[Any, Any, Any]]":

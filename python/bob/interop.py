@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bob.errors import BadValue, ContractMismatch, NotABobFile, Truncated
+from bob.errors import BadValue, NotABobFile, Truncated
 from bob.formats.constants import PLANE_NAMES, U64_MAX
 from bob.formats.contract import CONTRACT_FIELDS, V1, Contract
 from bob.formats.files import read_format_file
@@ -134,8 +134,8 @@ def _contract(meta: dict[str, str]) -> Contract:
         else:
             fields[name] = _decimal(meta, key)
     contract = Contract(**fields)
-    for name, expected, actual in contract.mismatches():
-        raise ContractMismatch(name, "differs from the bob v1 contract", expected=expected, actual=actual)
+    for mismatch in contract.mismatch_findings():
+        raise mismatch
     if meta.get("contract.identity_sha256") != _identity(contract):
         raise BadValue("metadata.contract.identity_sha256", "the SHA-256 of the contract fields",
                        expected=_identity(contract), actual=repr(meta.get("contract.identity_sha256"))[:80])

@@ -7,9 +7,9 @@ use it to decode contract fields readably.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Callable
 
-from bob.errors import show_value
+from bob.errors import ContractMismatch, show_value
 # The constants live in bob.formats.constants (standard library only, so
 # bob-run's fast path can use them without this module's dataclasses).
 from bob.formats.constants import (CHUNK_BYTES, DATA, EMPTY_PROMPT, LEARNER, LEARNER_HYPERPARAMETERS, LEARNER_NAMES,
@@ -44,6 +44,11 @@ class Contract:
             for f in fields(self)
             if getattr(self, f.name) != getattr(reference, f.name)
         ]
+
+    def mismatch_findings(self, offset_of: "Callable[[str], int | None]" = lambda name: None) -> list[ContractMismatch]:
+        """Every reader's refusal of another contract: a ContractMismatch per field that differs from v1's."""
+        return [ContractMismatch(name, "differs from the bob v1 contract", expected=expected, actual=actual,
+                                 offset=offset_of(name)) for name, expected, actual in self.mismatches()]
 
     @property
     def is_v1(self) -> bool:

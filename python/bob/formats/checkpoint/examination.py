@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from bob.errors import BadValue, ContractMismatch, FormatError, IntegrityError, Truncated
+from bob.errors import BadValue, FormatError, IntegrityError, Truncated
 from bob.formats.checkpoint.header import (CHECKPOINT_BYTES, HEADER_BYTES, chunk_digests, has_canonical_prefix,
                                            hashlib_sha256, header_fields, sealed_step)
 from bob.formats.checkpoint.state import state_findings
@@ -226,10 +226,9 @@ def _header_findings(ex: Examination) -> bool:
                                   expected=ex.computed_header_digest, actual=ex.header_digest,
                                   offset=lay.header_digest))
     # -- 4. contract fields
-    mismatches = contract.mismatches()
-    out.extend(ContractMismatch(name, "differs from the bob v1 contract", expected=want, actual=got,
-                                offset=ex.offset_of(name)) for name, want, got in mismatches)
-    return not any(name in ("payload_bytes", "chunk_bytes") for name, _, _ in mismatches)
+    mismatches = contract.mismatch_findings(ex.offset_of)
+    out.extend(mismatches)
+    return not any(m.field in ("payload_bytes", "chunk_bytes") for m in mismatches)
 
 
 def _table_findings(data: bytes, ex: Examination) -> bool:

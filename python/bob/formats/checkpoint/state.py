@@ -7,7 +7,7 @@ from typing import Any, Protocol, Sequence
 
 import numpy as np
 
-from bob.errors import ContractMismatch, FormatError
+from bob.errors import FormatError
 from bob.formats.constants import PLANE_NAMES, SCALAR_BYTES, cell_name
 from bob.formats.contract import Contract
 from bob.formats.layout import ENVELOPE_HEAD, f32_from_bits
@@ -71,12 +71,8 @@ class ResumableState(Protocol):
 def resume_findings(checkpoint: "ResumableState") -> list[FormatError]:
     """Why ``bob-run`` would refuse to resume ``checkpoint``: a contract field other than bob
     v1's, then :func:`state_findings`."""
-    out: list[FormatError] = [
-        ContractMismatch(name, "differs from the bob v1 contract", expected=expected, actual=actual)
-        for name, expected, actual in checkpoint.contract.mismatches()
-    ]
-    out.extend(state_findings(checkpoint.step, (checkpoint.p, checkpoint.m, checkpoint.v)))
-    return out
+    return [*checkpoint.contract.mismatch_findings(),
+            *state_findings(checkpoint.step, (checkpoint.p, checkpoint.m, checkpoint.v))]
 
 
 def refuse_unresumable(checkpoint: "ResumableState", what: str) -> None:
