@@ -102,12 +102,19 @@ def _set_float(out: bytearray, at: int, rnd: random.Random) -> None:
 def _replace_string(out: bytearray, spot: Spot, rnd: random.Random) -> None:
     """A contract string replaced with another (its length prefix follows), cut, grown or bit-flipped."""
     start, end = spot.offset - 4, spot.offset + spot.size
-    new = bytearray(out[spot.offset:end])
+    current = bytes(out[spot.offset:end])
     r = rnd.random()
     if r < 0.3:
-        new[:] = rnd.choice(CONTRACT_VALUES)
-    else:  # (an empty string only grows)
-        byte_mutation(new, rnd, "truncate" if r < 0.5 and new else "extend" if r < 0.65 or not new else "flip")
+        new = rnd.choice(CONTRACT_VALUES)
+    elif r < 0.5 and current:
+        new = current[:rnd.randrange(len(current))]
+    elif r < 0.65:
+        new = current + bytes([rnd.getrandbits(8)])
+    elif current:
+        k = rnd.randrange(len(current))
+        new = current[:k] + bytes([current[k] ^ (1 << rnd.randrange(8))]) + current[k + 1:]
+    else:
+        new = b"x"
     out[start:end] = U32.pack(len(new)) + new
 
 
@@ -118,7 +125,7 @@ def _mutate_spot(out: bytearray, spot: Spot, rnd: random.Random) -> None:
     elif at + spot.size > len(out) and kind not in ("plane", "padding", "pairs", "u32s"):
         return  # the field is not in this (short) file
     elif kind == "magic":
-        out[at:at + 8] = rnd.choice(_MAGICS) if rnd.random() < 0.7 else rnd.randbytes(8)
+        out[at:at + 8] = rnd.choice(_MAGICS) if rnd.random() < 0.7 else bytes(rnd.getrandbits(8) for _ in range(8))
     elif kind in ("u32", "u64"):
         number = U32 if spot.size == 4 else U64
         values = interesting_values(spot.size, number.unpack_from(out, at)[0])
@@ -133,10 +140,10 @@ def _mutate_spot(out: bytearray, spot: Spot, rnd: random.Random) -> None:
             out[at + rnd.randrange(DIGEST_BYTES)] ^= 1 << rnd.randrange(8)
         else:
             out[at:at + DIGEST_BYTES] = bytes(DIGEST_BYTES) if r < 0.7 else hashlib.sha256(rnd.randbytes(1)).digest()
-    elif kind in ("padding", "pairs"):  # one byte: in the padding, a non-zero one
+    elif kind == "padding":
         k = at + rnd.randrange(spot.size)
         if k < len(out):
-            out[k] = rnd.randrange(1 if kind == "padding" else 0, 1 << 8)
+            out[k] = rnd.randrange(1, 1 << 8)
     elif kind == "plane":  # special binary32 values at the plane's first, last or a random index
         count = spot.size // 4
         for _ in range(rnd.randrange(1, 5)):
@@ -144,6 +151,10 @@ def _mutate_spot(out: bytearray, spot: Spot, rnd: random.Random) -> None:
             i = 0 if r < 0.15 else count - 1 if r < 0.3 else rnd.randrange(count)
             if at + 4 * i + 4 <= len(out):
                 _set_float(out, at + 4 * i, rnd)
+    elif kind == "pairs":
+        i = rnd.randrange(VOCABULARY)
+        if at + 2 * i + 2 <= len(out):
+            out[at + 2 * i + rnd.randrange(2)] = rnd.getrandbits(8)
     elif kind == "u32s":
         i = rnd.randrange(spot.size // 4)
         if at + 4 * i + 4 <= len(out):
