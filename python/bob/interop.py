@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bob.errors import BadValue, NotABobFile, Truncated
-from bob.formats.constants import PLANE_NAMES, U64_MAX
+from bob.formats.constants import PLANE_DTYPE, PLANE_NAMES, U64_MAX
 from bob.formats.contract import CONTRACT_FIELDS, V1, Contract
 from bob.formats.files import read_format_file
 from bob.interop_archive import METADATA_MEMBER, npz_parts, safetensors_parts
@@ -159,7 +159,7 @@ def _checkpoint(meta: dict[str, str], planes: "dict[str, Any]", what: str, for_r
     step = _decimal(meta, "step")
     header_bytes = _decimal(meta, "header_bytes")
     # each plane copied into its own array, and its bytes let go at once (the peak: one plane's bytes more)
-    tables = [np.frombuffer(planes.pop(name), dtype="<f4").astype(np.float32) for name in PLANE_NAMES]
+    tables = [np.frombuffer(planes.pop(name), dtype=PLANE_DTYPE).astype(np.float32) for name in PLANE_NAMES]
     checkpoint = make(step, tables[0], tables[1], tables[2], header_bytes, contract)
     checkpoint._refuse_unwritable(f"importing a {what}", for_resume)
     return checkpoint
@@ -171,7 +171,7 @@ def safetensors_bytes(checkpoint: "Checkpoint", *, for_resume: bool = True) -> b
     library reads the file: ``tests/formats/test_interop.py``)."""
     safetensors_library()
     checkpoint._refuse_unwritable("Checkpoint.to_safetensors", for_resume)
-    tables = {name: np.ascontiguousarray(t, dtype="<f4") for name, t in checkpoint.tables.items()}
+    tables = {name: np.ascontiguousarray(t, dtype=PLANE_DTYPE) for name, t in checkpoint.tables.items()}
     header: dict[str, Any] = {"__metadata__": metadata(checkpoint)}
     offset = 0
     for name, table in tables.items():
@@ -203,7 +203,7 @@ def npz_bytes(checkpoint: "Checkpoint", *, for_resume: bool = True) -> bytes:
     """The checkpoint as an ``.npz`` file's bytes: what ``numpy.savez`` writes, with fixed
     member times, so that the same checkpoint always gives the same bytes."""
     checkpoint._refuse_unwritable("Checkpoint.to_npz", for_resume)
-    members = {name: np.ascontiguousarray(t, dtype="<f4") for name, t in checkpoint.tables.items()}
+    members = {name: np.ascontiguousarray(t, dtype=PLANE_DTYPE) for name, t in checkpoint.tables.items()}
     members[METADATA_MEMBER] = np.array(json.dumps(metadata(checkpoint), sort_keys=True))  # the JSON text
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_STORED) as z:

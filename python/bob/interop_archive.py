@@ -30,7 +30,7 @@ import zlib
 from typing import Any
 
 from bob.errors import BadValue, FormatError, NotABobFile, Truncated
-from bob.formats.constants import CHUNK_BYTES, PLANE_NAMES, VOCABULARY
+from bob.formats.constants import CHUNK_BYTES, PLANE_DTYPE, PLANE_NAMES, VOCABULARY
 
 __all__ = ["METADATA_MEMBER", "MAX_METADATA_CHARS", "MAX_NPY_HEADER", "MAX_ZIP_ENTRIES", "MAX_ZIP_DIRECTORY",
            "MAX_DIGITS", "npz_parts", "safetensors_parts", "parse_json"]
@@ -178,8 +178,8 @@ def _npy(f: Any, name: str) -> bytes:
         want, size = "one unicode string ('<UN', shape ())", 4 * int(chars.group(1)) if chars else 0
         ok = chars is not None and size <= 4 * MAX_METADATA_CHARS and type(shape) is tuple and shape == ()
     else:
-        want, size = f"float32 ('<f4'), shape {_TABLE}", CHUNK_BYTES
-        ok = descr == "<f4" and type(shape) is tuple and all(type(n) is int for n in shape) and shape == _TABLE
+        want, size = f"float32 ({PLANE_DTYPE!r}), shape {_TABLE}", CHUNK_BYTES
+        ok = descr == PLANE_DTYPE and type(shape) is tuple and all(type(n) is int for n in shape) and shape == _TABLE
     if not ok or header["fortran_order"] is not False:
         raise BadValue(name, "the array bob exports", expected=want,
                        actual=f"descr {descr!r}, shape {shape!r}, fortran_order {header['fortran_order']!r}"[:120])

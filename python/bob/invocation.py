@@ -22,7 +22,7 @@ from __future__ import annotations
 import sys
 
 from bob.errors import StateRefused
-from bob.formats.constants import PARAMETER_COUNT, PLANE_NAMES, UPDATES_PER_INVOCATION, cell_name
+from bob.formats.constants import PARAMETER_COUNT, PLANE_DTYPE, PLANE_NAMES, UPDATES_PER_INVOCATION, cell_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - typing costs start-up time bob-run does not pay
@@ -136,7 +136,7 @@ def state_buffer(data: "bytearray | None") -> "tuple[int, bytearray, int | None]
     checkpoint = load_checkpoint(bytes(data or b""))
     buffer = bytearray(HEADER_BYTES)
     for plane in (checkpoint.p, checkpoint.m, checkpoint.v):
-        buffer += plane.astype("<f4").tobytes()
+        buffer += plane.astype(PLANE_DTYPE).tobytes()
     return checkpoint.step, buffer, checkpoint.header_bytes
 
 
@@ -162,7 +162,7 @@ def sealed_buffer(step: int, buffer: bytearray, header_bytes: "int | None") -> "
 
     from bob.formats.checkpoint import Checkpoint
 
-    p, m, v = (np.frombuffer(view, dtype="<f4").copy() for view in buffer_planes(buffer))
+    p, m, v = (np.frombuffer(view, dtype=PLANE_DTYPE).copy() for view in buffer_planes(buffer))
     return Checkpoint(step, p, m, v, header_bytes=header_bytes).to_bytes()
 
 

@@ -28,6 +28,7 @@ def cell_name(index: int) -> str:
 
 PLANE_NAMES = ("P", "M", "V")
 SCALAR_BYTES = 4
+PLANE_DTYPE = "<f4"  # a plane's values as NumPy reads them: little-endian float32
 CHUNK_BYTES = PARAMETER_COUNT * SCALAR_BYTES  # 262,144: one chunk per plane
 PAYLOAD_BYTES = CHUNK_BYTES * len(PLANE_NAMES)  # 786,432
 UPDATES_PER_INVOCATION = 10

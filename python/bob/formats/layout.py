@@ -15,9 +15,9 @@ from __future__ import annotations
 import math
 import struct
 
-from bob.formats.constants import (CHECKPOINT_MAGIC, CHUNK_TAGS, DATA, INPUT_MAGIC, LEARNER, PLANE_NAMES, PAYLOAD_BYTES,
-                                   PREDICTION_BYTES, PROMPTS, RECORD_BYTES, SEED, STATE, TRACE_MAGIC, TRACE_UPDATES,
-                                   VOCABULARY)
+from bob.formats.constants import (CHECKPOINT_MAGIC, CHUNK_TAGS, DATA, INPUT_MAGIC, LEARNER, PAYLOAD_BYTES, PLANE_DTYPE,
+                                   PLANE_NAMES, PREDICTION_BYTES, PROMPTS, RECORD_BYTES, SEED, STATE, TRACE_MAGIC,
+                                   TRACE_UPDATES, VOCABULARY)
 
 __all__ = ["F32_SIGN", "F32_EXPONENT", "F32_MAGNITUDE", "f32_from_bits", "Field", "U32", "U64", "F32", "F64",
            "PLANE_DTYPE", "WORD_DTYPE", "INPUT", "PREDICTION_RECORD", "PREDICTION_FIELDS", "ENVELOPE_HEAD",
@@ -31,7 +31,6 @@ U32 = struct.Struct("<I")
 U64 = struct.Struct("<Q")
 F32 = struct.Struct("<f")
 F64 = struct.Struct("<d")
-PLANE_DTYPE = "<f4"  # a plane's values as NumPy reads them: little-endian float32
 # A float32's bits (IEEE 754 binary32): the sign, 8 exponent bits, 23 fraction bits.
 F32_SIGN = 0x8000_0000
 F32_EXPONENT = 0x7F80_0000  # all ones: an infinity or a NaN
