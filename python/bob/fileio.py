@@ -26,8 +26,9 @@ so every path they are given gets the same treatment:
   is refused by name.
 * **Only files their owner may replace.** :func:`replace_target` refuses a
   file with more than one hard link (replacing one name would split it from
-  the others) and a file whose owner cannot write it (mode 0444), with
-  :class:`NotReplaceable`.
+  the others), a file whose owner or this user cannot write it (mode 0444),
+  and another user's file in a sticky directory (renaming over it would fail
+  halfway through a commit), with :class:`NotReplaceable`.
 * **Atomic.** :func:`write_atomic` writes a temporary file beside the
   target, fsyncs it, renames it over the target and fsyncs the directory; on
   any failure the target is byte-identical and the temporary file is gone.
@@ -250,9 +251,18 @@ def refuse_unreplaceable(path: str, st: "os.stat_result | None" = None) -> None:
     if st.st_nlink > 1:
         raise NotReplaceable(path, f"it has {st.st_nlink} hard links; replacing it would split this name from "
                                    "the others (bob replaces only files with one link)")
-    if not st.st_mode & stat.S_IWUSR or not os.access(path, os.W_OK):
+    if not st.st_mode & stat.S_IWUSR:
         raise NotReplaceable(path, f"it is read-only (mode {st.st_mode & 0o7777:04o}); bob replaces only files "
                                    "their owner can write")
+    if not os.access(path, os.W_OK):
+        raise NotReplaceable(path, f"this user (uid {os.geteuid()}) cannot write it (its owner is uid {st.st_uid}, "
+                                   f"mode {st.st_mode & 0o7777:04o})")
+    # In a sticky directory only the file's owner, the directory's or root may rename over it: a run
+    # would otherwise fail halfway through its commit, with a backup link it could not remove.
+    home = os.stat(os.path.dirname(os.path.realpath(path)))
+    if home.st_mode & stat.S_ISVTX and os.geteuid() not in (0, st.st_uid, home.st_uid):
+        raise NotReplaceable(path, f"it is another user's (uid {st.st_uid}) in a sticky directory, where only its "
+                                   "owner may replace it")
 
 
 def make_directory(path: "str | os.PathLike[str]") -> None:

@@ -5,13 +5,18 @@ resolved checkpoint (:class:`CheckpointLock`). It is what it claims:
 
 * opened without following links, without creating over anything, and it
   must be a regular file with one link that is none of the run's own files
-  (a lock path hard-linked to the checkpoint is refused, never truncated);
+  (a lock path hard-linked to the checkpoint is refused, never truncated),
+  holding nothing but a pid (any other file at the lock path, a checkpoint
+  once written there say, is refused, never truncated or removed);
 * after ``flock`` its descriptor must still be the lock path's inode, or the
   run opens the path again (a holder removes the file when it is done; a
   waiter may have locked the removed inode);
 * a lock file this user cannot open for writing (another user's, in a
   sticky directory) is opened read-only: ``flock`` needs no write access, so
-  it never locks the checkpoint's owner out;
+  a killed run's lock file another user left does not lock the checkpoint's
+  owner out (one this user cannot even read is refused, nothing changed: in
+  a directory others can write, they can keep a run from its lock, never
+  make it lose a file);
 * the holder checks before its commit that the lock path is still its
   inode: a lock file deleted or replaced while held makes that run refuse,
   nothing changed, so two runs can never both commit from one state.
@@ -43,6 +48,7 @@ __all__ = ["LOCK_TAG", "lock_path_for", "CheckpointLock", "refuse_if_lock_of", "
            "pause_at"]
 
 LOCK_TAG = ".bob-lock"
+_MOST_LOCK_BYTES = 32  # a lock file holds nothing but its holder's pid and a newline
 _RETRIES = 1000  # lock paths replaced under us before bob gives up (each one is another process's doing)
 PAUSE_ENV = "BOB_COMMIT_PAUSE"
 COMMIT_WINDOW = ("locked", "staged", "predictions-renamed", "checked", "committed", "unlocking")
@@ -95,7 +101,7 @@ class CheckpointLock:
             fd, writable = self._open()
             locked = False
             try:
-                self._checked(fd)  # before waiting: a hard link to the checkpoint is refused at once
+                self._checked(fd, first=True)  # before waiting: a hard link to the checkpoint is refused at once
                 self._wait_for(fd, deadline)
                 locked = True
                 held = _identity(os.fstat(fd))
@@ -135,7 +141,7 @@ class CheckpointLock:
                 except OSError as exc:
                     raise self._unusable(os_reason(exc)) from None
             else:
-                raise self._unusable("permission denied")
+                raise self._unusable("this user may not open it (only its owner or the directory's may remove it)")
             try:
                 fd, _ = open_regular(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | nofollow)
                 return fd, True
@@ -144,11 +150,16 @@ class CheckpointLock:
             except OSError as exc:
                 raise self._unusable(os_reason(exc)) from None
 
-    def _checked(self, fd: int) -> os.stat_result:
+    def _checked(self, fd: int, first: bool = False) -> os.stat_result:
+        """The lock file as found (``first``: also holding nothing but a pid), refused otherwise."""
         st = os.fstat(fd)
         if st.st_nlink != 1:
             raise self._unusable(f"it has {st.st_nlink} hard links (a lock file has one; bob never truncates "
                                  "another file's name)")
+        held = os.pread(fd, _MOST_LOCK_BYTES + 1, 0) if first else b""
+        if len(held) > _MOST_LOCK_BYTES or held.strip(b"0123456789\n"):
+            raise self._unusable(f"it holds {st.st_size} bytes that are not a pid (a lock file holds at most its "
+                                 "holder's pid; bob never truncates or removes another file)")
         return st
 
     def _wait_for(self, fd: int, deadline: float) -> None:

@@ -167,7 +167,7 @@ def test_a_held_lock_names_its_holder_and_the_way_out(work: Path, capsys) -> Non
         err = capsys.readouterr().err
         assert err == ("bob-run: the checkpoint is in use by another bob-run (pid 4242); nothing was changed "
                        "(use --wait SECONDS to wait for it)\n")
-        os.pwrite(fd, b"junk\n", 0)  # a holder that wrote no pid is not named
+        os.ftruncate(fd, 0)  # a holder that has not written its pid yet is not named
         assert main(argv(work)) == 75
         assert "another bob-run; nothing" in capsys.readouterr().err
     finally:
@@ -292,13 +292,18 @@ def test_an_os_error_without_a_reason_is_still_said_in_words() -> None:
     assert os_reason(OSError()) == "oSError"  # the type's name, first letter lowered like any reason
 
 
-def test_a_lock_file_holding_other_bytes_is_not_a_pid(work: Path, capsys) -> None:
+def test_a_lock_file_holding_other_bytes_is_no_lock_file(work: Path, capsys) -> None:
+    """Held or not, a file at the lock path that holds more than a pid is refused, its bytes kept."""
     fd = hold_lock(work, b"\xff\xfe 12\n")
     try:
-        assert main(argv(work)) == 75
-        assert "another bob-run; nothing was changed" in capsys.readouterr().err
+        assert main(argv(work)) == 2
+        assert capsys.readouterr().err.endswith("cannot be used: it holds 6 bytes that are not a pid (a lock file "
+                                                "holds at most its holder's pid; bob never truncates or removes "
+                                                "another file); nothing was changed\n")
     finally:
         os.close(fd)
+    assert main(argv(work)) == 2
+    assert Path(lock_path_for(str(work / "ck.bin"))).read_bytes() == b"\xff\xfe 12\n"
 
 
 def test_a_temporary_of_someone_elses_live_process_is_left_alone(work: Path, monkeypatch) -> None:

@@ -243,6 +243,72 @@ def test_a_stale_lock_of_another_user_in_a_sticky_directory_does_not_lock_the_ow
     assert lock.read_bytes() == b"12345\n"  # theirs, opened read-only: flock needs no write access
 
 
+def run_as(uid: int, args: list[str], out: Path) -> int:
+    """``bob-run --json ARGS`` as user ``uid`` in a forked child (root's interpreter is not theirs to
+    execute), its stdout in ``out``; the exit code."""
+    for module in ("bob.formats.canonical", "bob.formats.checkpoint.header", "bob.invocation", "bob.formats.constants"):
+        importlib.import_module(module)  # what the run imports lazily, loaded before the fork
+    child = os.fork()
+    if child == 0:
+        code = 99
+        try:
+            with open(out, "w", encoding="utf-8") as sys.stdout:
+                os.setgid(uid)
+                os.setuid(uid)
+                code = bob.run.main(["--json", *args])
+        finally:
+            os._exit(code)
+    return os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
+
+
+@pytest.mark.parametrize("sticky", [True, False])
+@pytest.mark.parametrize("option", ["--predictions", "--checkpoint", "--trace"])
+def test_another_users_file_is_refused_before_anything_is_written(request_cleanup, sticky: bool,
+                                                                   option: str) -> None:
+    """Another user's file that this user may write (0666) but, in a sticky directory, not rename over,
+    or one this user may not write (0644): refused naming the option, nothing written, nothing left."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to act as a second user")
+    import json
+    import tempfile
+
+    shared = Path(tempfile.mkdtemp(prefix="bob-sticky-", dir="/tmp"))
+    request_cleanup.append(shared)
+    os.chmod(shared, 0o1777 if sticky else 0o777)
+    bob.build_input(CORPUS, PROMPTS).write(shared / "rec.bin")
+    theirs = shared / "theirs.bin"
+    if option == "--checkpoint":
+        bob.invoke(bob.build_input(CORPUS, PROMPTS).to_bytes(), b"").checkpoint.write(theirs)
+    else:
+        theirs.write_bytes(b"their file")
+    os.chown(theirs, 65534, 65534)
+    os.chmod(theirs, 0o666 if sticky else 0o644)
+    files = {"--input": "rec.bin", "--checkpoint": "ck.bin", "--predictions": "pred.bin", "--trace": "run.trace",
+             option: theirs.name}
+    before = theirs.read_bytes()
+    out = Path(tempfile.mkdtemp(prefix="bob-out-", dir="/tmp")) / "out.json"
+    request_cleanup.append(out.parent)
+    assert run_as(4242, [a for o, name in files.items() for a in (o, str(shared / name))], out) == 2
+    error = json.loads(out.read_text())["error"]
+    assert error["option"] == option and error["path"] == str(theirs)
+    why = "another user's (uid 65534) in a sticky directory" if sticky else "this user (uid 4242) cannot write it"
+    assert why in error["message"]
+    assert theirs.read_bytes() == before and os.stat(theirs).st_nlink == 1
+    assert sorted(p.name for p in shared.iterdir()) == ["rec.bin", "theirs.bin"]
+
+
+def test_a_file_at_the_lock_path_that_holds_more_than_a_pid_is_refused_never_removed(work: Path, capsys) -> None:
+    """A checkpoint once written at ``.ck.bin.bob-lock`` is not ck.bin's lock: refused, kept whole."""
+    assert bob.run.main(argv(work, ck=".ck.bin.bob-lock", pred="other.bin")) == 0
+    kept = (work / ".ck.bin.bob-lock").read_bytes()
+    assert bob.run.main(argv(work)) == 2
+    err = capsys.readouterr().err
+    assert f"bytes that are not a pid" in err and "nothing was changed" in err
+    assert (work / ".ck.bin.bob-lock").read_bytes() == kept and not (work / "ck.bin").exists()
+    (work / ".ck.bin.bob-lock").write_bytes(b"12345\n")  # a killed holder's lock: taken, then removed
+    assert bob.run.main(argv(work)) == 0 and not (work / ".ck.bin.bob-lock").exists()
+
+
 def test_a_sigkill_inside_a_pid_namespace_leaves_nothing_after_the_next_run(work: Path) -> None:
     if shutil.which("unshare") is None or subprocess.run(["unshare", "--pid", "--fork", "true"],
                                                          capture_output=True).returncode != 0:
