@@ -17,7 +17,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 # Byte-compile the package, as a regular install does, so start-up is not
 # spent recompiling (some environments set PYTHONDONTWRITEBYTECODE).
-python -m compileall -q python/bob >/dev/null
+.venv/bin/python -m compileall -q python/bob >/dev/null
 export VIRTUAL_ENV="$PWD/.venv"
 export PATH="$VIRTUAL_ENV/bin:$PATH"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -71,5 +71,5 @@ else
 fi
 # Byte-compile the package, as a regular install does, so start-up is not
 # spent recompiling (some environments set PYTHONDONTWRITEBYTECODE).
-python -m compileall -q python/bob >/dev/null
+.venv/bin/python -m compileall -q python/bob >/dev/null
 say "ready: .venv/bin/python, and the commands .venv/bin/bob-run, bob-fixture, bob-inspect, bob-qualify, bob-fuzz"

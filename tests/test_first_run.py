@@ -5,6 +5,8 @@ says what it is doing."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 import sys
@@ -38,6 +40,19 @@ def test_the_prerequisites_are_the_projects_own() -> None:
     assert "network" in line and "PyPI" in line and "crates.io" in line
 
 
+def test_every_locked_crate_builds_with_the_stated_rust() -> None:
+    """No crate of Cargo.lock needs a newer Rust than the workspace's rust-version (README's prerequisite)."""
+    with open(ROOT / "Cargo.toml", "rb") as f:
+        rust = tomllib.load(f)["workspace"]["package"]["rust-version"]
+    done = subprocess.run(["cargo", "metadata", "--format-version", "1", "--locked", "--offline"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    version = lambda text: tuple(int(part) for part in text.split("."))  # noqa: E731
+    newer = [(p["name"], p["rust_version"]) for p in json.loads(done.stdout)["packages"]
+             if p.get("rust_version") and version(p["rust_version"]) > version(rust)]
+    assert newer == [], f"these need a newer Rust than {rust}"
+
+
 def test_the_set_up_is_two_commands() -> None:
     assert [line.split()[0] for line in _sh_block(_section("The two commands"))] == [
         "scripts/demo.sh", "scripts/test.sh"]
@@ -56,9 +71,10 @@ def test_the_commands_shown_work_as_written_from_the_checkout() -> None:
 
 
 def test_bootstrap_refuses_a_name_that_is_no_extra_or_group_before_building() -> None:
+    """... on a PATH with no ``python`` (Debian's has only python3): the script names no bare ``python``."""
     done = subprocess.run([str(ROOT / "scripts" / "bootstrap.sh"), "test,nope"], capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode != 0
+                          timeout=300, env={**os.environ, "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 1, done.stderr
     assert "'nope' is neither an extra (plot, fuzz, interop) nor a dependency group (test, mutants)" in done.stderr
     assert "building" not in done.stderr
 
