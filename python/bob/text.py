@@ -209,6 +209,8 @@ def emit(prog: str, text: str, *, committed: str | None = None) -> None:
         note = f"{committed}, but its summary could not be printed" if committed else \
             "the summary could not be printed"
         write_whole(sys.stderr, f"{prog}: {note} (stdout is closed or full)\n")
+        if sys.stdout is None:  # started with it closed: said once, what follows goes where a full one's goes
+            sys.stdout = open(os.devnull, "w", encoding="utf-8")
 
 
 def exit_now(code: int) -> "NoReturn":

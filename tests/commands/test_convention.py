@@ -379,6 +379,31 @@ def test_help_in_ascii(prog: str, tmp_path: Path) -> None:
     assert done.returncode == 0 and done.stderr == b"" and done.stdout.startswith(f"usage: {prog}".encode())
 
 
+@pytest.mark.parametrize("stream", ["closed", "full --json"])
+def test_qualify_with_stdout_closed_or_full_says_so_once(stream: str, tmp_path: Path) -> None:
+    """Its seed line and its summary both fail to print: one line says so; under --json nothing
+    but the envelope is written to stdout, and the exit code is the verdict's."""
+    env = {"BOB_QUALIFY_PERTURB": ""}
+    if stream == "closed":
+        done = _run_real("bob-qualify", ["--quick", "--seed", "2"], tmp_path, stdout=None, env=env,
+                         preexec_fn=lambda: os.close(1))
+    else:
+        with open("/dev/full", "wb") as full:
+            done = _run_real("bob-qualify", ["--quick", "--seed", "2", "--json"], tmp_path, stdout=full, env=env)
+    assert (done.returncode, done.stderr) == (0, b"bob-qualify: the summary could not be printed (stdout is closed "
+                                                 b"or full)\n")
+
+
+def test_qualify_out_of_descriptors_is_unexpected_not_a_failed_check(tmp_path: Path) -> None:
+    import resource
+
+    done = _run_real("bob-qualify", ["--quick", "--seed", "2", "--json"], tmp_path, env={"BOB_QUALIFY_PERTURB": ""},
+                     preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (8, 8)))
+    assert done.returncode == 70, done.stderr
+    assert done.stderr == b"bob-qualify: unexpected error: OSError: [Errno 24] Too many open files\n"
+    assert json.loads(done.stdout)["error"]["exit_code"] == 70
+
+
 def test_qualify_in_ascii_keeps_its_table_and_verdict(tmp_path: Path) -> None:
     env = {"PYTHONIOENCODING": "ascii"}
     done = _run_real("bob-qualify", ["--quick", "--seed", "2"], tmp_path, env={**env, "BOB_QUALIFY_PERTURB": ""})

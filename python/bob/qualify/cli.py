@@ -88,6 +88,8 @@ def _work(args: argparse.Namespace) -> Outcome:
         with about("--report", args.report):
             written = report.write_report(args.report, result)
         result["report_files"] = [str(p) for p in written]
+    if args.json:  # (rich's Console would write to stdout on its own: --json prints the envelope only)
+        return Outcome(result["exit_code"], result, "")
     # The tables at the width of the terminal, or rich's own default in a file or
     # a pipe (80 columns, or $COLUMNS): no width is forced.
     out = Console(highlight=False)

@@ -7,6 +7,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
+from bob.commands import RESOURCE_ERRNOS
 from bob.qualify.verdict import Verdict
 
 
@@ -61,9 +62,9 @@ def qualify(plan: Plan, seed: int, *, perturb: tuple[str, int] | None = None,
         started = time.perf_counter()
         try:
             found = work(tick)
-        except MemoryError:  # the machine's, not a failed check: bob-qualify's unexpected exit
-            raise
         except Exception as exc:  # noqa: BLE001 - a check that cannot run is a failed check, named
+            if isinstance(exc, MemoryError) or (isinstance(exc, OSError) and exc.errno in RESOURCE_ERRNOS):
+                raise  # the machine ran out (memory, descriptors): bob-qualify's unexpected exit, not a verdict
             found = [Verdict(name, False, f"the check could not run: {type(exc).__name__}: {exc}")]
         verdicts.extend(found or [])
         timings[name] = time.perf_counter() - started
