@@ -15,7 +15,8 @@ One mechanism each:
   ``--version``, :func:`bob.distribution.version`, ``--json`` and ``--debug``), the typed option converters
   (:func:`seconds_option`, :func:`count_option`, :func:`integer_option`:
   every number finite and in range, the option named in the refusal),
-  refusals and usage errors as one line (exit 2), KeyboardInterrupt (130), one handler for anything
+  refusals and usage errors as one line (exit 2), KeyboardInterrupt (130; one that arrives while bob is
+  imported too, and none once the outcome is decided: :class:`bob.signals.Reporting`), one handler for anything
   unexpected, out of memory included (the command's own code; a traceback only under ``--debug``), and
   one ``--json`` envelope (``command``, ``ok``, ``exit_code``, ``error``) for every outcome.
   Text that the stream's encoding cannot hold is written escaped
@@ -59,7 +60,7 @@ __all__ = [
     "EXIT_OK", "EXIT_UNEXPECTED", "EXIT_FOUND", "EXIT_REFUSED", "EXIT_SOFTWARE", "EXIT_BUSY", "EXIT_INTERRUPTED",
     "Refused", "about", "fail", "os_reason", "argument_parser", "parse_command_line",
     "Outcome", "run_command", "number_option", "seconds_option", "count_option", "integer_option", "output_directory",
-    "unexpected", "add_common_options", "exit_now", "envelope",
+    "unexpected", "add_common_options", "exit_now", "envelope", "RESOURCE_ERRNOS",
 ]
 
 
@@ -86,14 +87,8 @@ class Refused(Exception):
         return f"{where}: {self.message}" if where else self.message
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "option": self.option,
-            "path": self.path,
-            "field": self.field,
-            "message": self.message,
-            "exit_code": self.code,
-            "text": self.text,
-        }
+        out: dict[str, Any] = {"option": self.option, "path": self.path, "field": self.field,
+                               "message": self.message, "exit_code": self.code, "text": self.text}
         if self.detail:
             out["finding"] = self.detail
         return out
@@ -354,6 +349,7 @@ def run_command(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]"
     its own, and NumPy is loaded first: :func:`bob.failures.load_numpy`). ``subcommands`` (name or alias
     -> name) names the ``command`` key. ``quick(argv)`` reads the common command lines without the parser
     (bob-run's start-up); it returns None for anything else."""
+    from bob import signals
     from bob.failures import LastWords, load_numpy
 
     tolerant_streams()
@@ -367,20 +363,24 @@ def run_command(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]"
             exc.code = unexpected_code
         return fail(prog, exc, as_json=as_json, command=name)
 
+    window = signals.Reporting()
     try:
-        args = quick(argv) if quick is not None else None
-        if args is None:
-            try:
-                args = build_parser().parse_args(argv)
-            except SystemExit as exc:  # --help or --version: printed already
-                return exc.code if isinstance(exc.code, int) else EXIT_OK
-        as_json, debug = bool(getattr(args, "json", as_json)), bool(getattr(args, "debug", debug))
-        if unexpected_code != EXIT_UNEXPECTED:  # where exit 1 is a finding, NumPy's BLAS must not exit 1 itself
-            load_numpy()
-        outcome = work(args)
+        with window:
+            args = quick(argv) if quick is not None else None
+            if args is None:
+                try:
+                    args = build_parser().parse_args(argv)
+                except SystemExit as exc:  # --help or --version: printed already
+                    return exc.code if isinstance(exc.code, int) else EXIT_OK
+            args.json = as_json = as_json or bool(getattr(args, "json", False))  # (before a subcommand too)
+            args.debug = debug = debug or bool(getattr(args, "debug", False))
+            if unexpected_code != EXIT_UNEXPECTED:  # where exit 1 is a finding, NumPy's BLAS must not exit 1 itself
+                load_numpy()
+            outcome = work(args)
     except Refused as exc:
         return refuse(exc)
     except KeyboardInterrupt as exc:  # SIGTERM and SIGHUP too, where bob.signals is installed (128 + the signal)
+        window.decided()  # (it may have cut the window's end short)
         said = interrupted.replace("interrupted", str(exc), 1) if hasattr(exc, "signum") else interrupted
         return refuse(Refused(said, code=getattr(exc, "exit_code", EXIT_INTERRUPTED)))
     except MemoryError:  # (inside another command, a fuzz target's, it is the outer one's to report)

@@ -20,9 +20,12 @@ stays ignored. Standard library only, and ``_signal`` rather than
 
 from __future__ import annotations
 
+import sys
+
 import _signal  # type: ignore[import-not-found]  # the C module under signal; it has no stub
 
-__all__ = ["ENDING", "Interrupted", "install", "restore", "Deferral", "signal_name", "taken"]
+__all__ = ["ENDING", "Interrupted", "install", "restore", "Deferral", "signal_name", "taken", "held", "hold",
+           "release", "Reporting"]
 
 ENDING = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
 _NAMES = {_signal.SIGINT: "SIGINT", _signal.SIGTERM: "SIGTERM", _signal.SIGHUP: "SIGHUP"}
@@ -68,6 +71,52 @@ def _handler(signum: int, frame: object) -> None:
         _deferral._arrived.append(signum)
         return
     raise Interrupted(signum)
+
+
+def held() -> bool:
+    """Whether the three are blocked in this thread: an installed command's script blocks them as its
+    first statement, so one that arrives while bob is imported waits, pending, for :class:`Reporting`."""
+    return set(ENDING) <= set(_signal.pthread_sigmask(_signal.SIG_BLOCK, ()))
+
+
+def hold() -> None:
+    """Block the three in this thread (they wait, pending)."""
+    _signal.pthread_sigmask(_signal.SIG_BLOCK, ENDING)
+
+
+def release() -> None:
+    """Unblock the three in this thread: one pending is delivered now."""
+    _signal.pthread_sigmask(_signal.SIG_UNBLOCK, ENDING)
+
+
+class Reporting:
+    """``with Reporting():`` the runner's window (:func:`bob.commands.run_command`) in which a command
+    works and the three act: released if the script held them (one that arrived while bob was imported
+    acts at once). A Ctrl-C landing inside an import's callback, where CPython cannot raise it and
+    would print a traceback, is dropped quietly: the command goes on and says what it did. At the end
+    (:meth:`decided`) the script's hold is back, so a signal that arrives once the outcome is decided
+    cannot make the exit status differ from what the command prints."""
+
+    def __init__(self) -> None:
+        self.held, self.unraisable = held(), sys.unraisablehook
+
+    def __enter__(self) -> "Reporting":
+        sys.unraisablehook = self._unraisable
+        if self.held:
+            release()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.decided()
+
+    def decided(self) -> None:
+        if self.held:
+            hold()
+        sys.unraisablehook = self.unraisable
+
+    def _unraisable(self, hook: "sys.UnraisableHookArgs") -> None:
+        if not issubclass(hook.exc_type, KeyboardInterrupt):
+            self.unraisable(hook)
 
 
 def install() -> "dict[int, object]":

@@ -210,7 +210,7 @@ def emit(prog: str, text: str, *, committed: str | None = None) -> None:
             "the summary could not be printed"
         write_whole(sys.stderr, f"{prog}: {note} (stdout is closed or full)\n")
         if sys.stdout is None:  # started with it closed: said once, what follows goes where a full one's goes
-            sys.stdout = open(os.devnull, "w", encoding="utf-8")
+            sys.stdout = os.fdopen(os.open(os.devnull, os.O_WRONLY), "w", encoding="utf-8")
 
 
 def exit_now(code: int) -> "NoReturn":

@@ -410,3 +410,10 @@ def test_qualify_in_ascii_keeps_its_table_and_verdict(tmp_path: Path) -> None:
     out = done.stdout.decode("ascii")
     assert done.returncode == 0 and "QUALIFIED: this build's native path" in out and "public-vector" in out
     assert "\\u" in out or "\\x" in out  # what ascii cannot hold is escaped, not dropped
+
+
+@pytest.mark.parametrize("argv", [["--json", "targets"], ["--debug", "--json", "targets"]])
+def test_json_before_the_subcommand_is_json(argv: list[str], tmp_path: Path) -> None:
+    """The parent parser's flag, which the subcommand's own default would otherwise hide."""
+    done = _run_real("bob-fuzz", argv, tmp_path)
+    assert done.returncode == 0 and json.loads(done.stdout)["command"] == "bob-fuzz targets"

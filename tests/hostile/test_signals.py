@@ -16,6 +16,7 @@ calls than k. After every run the promise is checked whole:
 from __future__ import annotations
 
 import os
+import json
 import random
 import re
 import signal
@@ -176,3 +177,63 @@ def test_a_signal_the_parent_ignored_stays_ignored(tmp_path: Path) -> None:
                           capture_output=True, text=True, preexec_fn=lambda: signal.signal(signal.SIGHUP,
                                                                                             signal.SIG_IGN))
     assert proc.returncode == 0 and proc.stderr == "" and files.now() == files.new
+
+
+def _before_bob_ran(returncode: int, stderr: str, signum: int) -> bool:
+    """The signal came before the script's first statement: its default action, or Ctrl-C in the
+    interpreter's own start-up (CPython's fatal error, or its traceback at the script's line 0)."""
+    return returncode in (-signum, 128 + signum, 1) and ("bob" not in stderr or ", line 0, in <module>" in stderr)
+
+
+@pytest.mark.parametrize("command", ["bob-inspect", "bob-fixture", "bob-fuzz", "bob-run"])
+def test_every_command_signalled_at_random_prints_what_its_exit_status_says(tmp_path: Path, command: str) -> None:
+    """SIGINT at any moment, bob being imported included: no traceback, and under --json one
+    envelope whose exit_code is the process's (never ok with 130, never nothing with 130)."""
+    files = Files(tmp_path)
+    argv = {"bob-inspect": ["checkpoint", str(files.ck)], "bob-fuzz": ["replay", "--target", "checkpoint", str(files.ck)],
+            "bob-fixture": ["--text", "abc", "--prompt", "a", "--prompt", "b", "--prompt", "", "--output",
+                            str(tmp_path / "fixture.bin")], "bob-run": files.argv}[command]
+    rng = random.Random(command)
+    interrupted_with_envelope = 0
+    for first in range(0, 48, 8):
+        procs = [(subprocess.Popen([str(BIN / command), "--json", *argv], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True), rng.uniform(0.0, 0.6)) for _ in range(8)]
+        begun = time.monotonic()
+        for proc, delay in sorted(procs, key=lambda item: item[1]):
+            time.sleep(max(0.0, begun + delay - time.monotonic()))
+            proc.send_signal(signal.SIGINT)
+        for proc, delay in procs:
+            out, err = proc.communicate(timeout=60)
+            if _before_bob_ran(proc.returncode, err, signal.SIGINT):
+                continue
+            where = f"{command}, SIGINT after {delay:.3f} s: exit {proc.returncode}"
+            assert "Traceback" not in err, f"{where}: {err}"
+            document = json.loads(out.splitlines()[-1]) if out.strip() else None
+            assert document is not None and document["exit_code"] == proc.returncode, f"{where}: {out} {err}"
+            interrupted_with_envelope += proc.returncode == 130
+        files.reset()
+    assert interrupted_with_envelope, "no run was interrupted after bob's first statement"
+
+
+def test_every_installed_script_holds_the_ending_signals_first() -> None:
+    """Each command's script blocks exactly bob.signals.ENDING before it imports anything of bob's
+    (pyproject.toml: the commands are these scripts, and only these)."""
+    import ast
+
+    from bob.signals import ENDING
+
+    scripts = Path(bob.__file__).resolve().parents[1] / "bob.data" / "scripts"
+    names = sorted(p.name for p in scripts.iterdir())
+    assert names == ["bob-fixture", "bob-fuzz", "bob-inspect", "bob-qualify", "bob-run"]
+    for name in names:
+        source = (scripts / name).read_text(encoding="utf-8")
+        calls = [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)
+                 and ast.unparse(node.func) == "_signal.pthread_sigmask"]
+        assert len(calls) == 1, name
+        blocked = {getattr(signal, ast.unparse(e).split(".")[1]) for e in calls[0].args[1].elts}  # type: ignore
+        assert ast.unparse(calls[0].args[0]) == "_signal.SIG_BLOCK" and blocked == set(ENDING), name
+        assert source.index("pthread_sigmask") < source.index("from bob"), name
+    with open(Path(bob.__file__).resolve().parents[2] / "pyproject.toml", "rb") as f:
+        import tomllib
+
+        assert "scripts" not in tomllib.load(f)["project"]
