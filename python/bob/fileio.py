@@ -38,8 +38,9 @@ so every path they are given gets the same treatment:
   checkpoint's lock removes its targets' temporaries whoever left them
   (``holding_lock=True``: pids say nothing across PID namespaces).
 * **Names within NAME_MAX.** Every name bob puts beside a target
-  (temporaries, the lock) comes from :func:`sidecar_name`: a name that would
-  pass 255 bytes keeps a prefix of the target's name and a hash of all of it.
+  (temporaries, the lock) comes from :func:`sidecar_name`: a target's name
+  over 214 bytes (NAME_MAX less ``_TAG_ROOM`` and the dot) keeps a prefix of
+  itself and a hash of all of it.
 * **Exact rollback** is :class:`bob.commit.Backup`, beside the one commit
   point that needs it.
 

@@ -40,7 +40,7 @@ def parser() -> argparse.ArgumentParser:
     )
     modes = p.add_mutually_exclusive_group()
     modes.add_argument("--quick", action="store_const", dest="mode", const="quick",
-                       help="fewer random states and samples (about 5 s)")
+                       help="fewer random states and samples (about 2 s)")
     modes.add_argument("--thorough", action="store_const", dest="mode", const="thorough",
                        help="many more random states, and SIGKILL bob-run while it commits")
     p.set_defaults(mode="default")
