@@ -216,7 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("schema", help="layout tables from the construct schemas")
     p.add_argument("kind", nargs="?", metavar="{input,checkpoint,predictions}",
                    type=lambda text: ALIASES.get(text, text))
-    p = sub.add_parser("auto")  # `bob-inspect FILE`: not listed in the help
+    p = sub.add_parser("auto", prog=PROG)  # `bob-inspect FILE`: not listed in the help, nor named in its usage
     p.add_argument("file", metavar="FILE")
     _checkpoint_options(p)
     for p in dict.fromkeys(sub.choices.values()):  # each command once (an alias names the same parser)
