@@ -44,21 +44,9 @@ from bob.interop_archive import METADATA_MEMBER, npz_parts, safetensors_parts
 if TYPE_CHECKING:  # pragma: no cover
     from bob.formats.checkpoint import Checkpoint
 
-__all__ = [
-    "FORMAT",
-    "MissingExtra",
-    "metadata",
-    "safetensors_bytes",
-    "from_safetensors_bytes",
-    "safetensors_library",
-    "MAX_EXPORT_BYTES",
-    "npz_bytes",
-    "from_npz_bytes",
-    "write_safetensors",
-    "read_safetensors",
-    "write_npz",
-    "read_npz",
-]
+__all__ = ["FORMAT", "MissingExtra", "metadata", "safetensors_bytes", "from_safetensors_bytes", "safetensors_library",
+           "MAX_EXPORT_BYTES", "npz_bytes", "from_npz_bytes", "write_safetensors", "read_safetensors", "write_npz",
+           "read_npz"]
 
 FORMAT = "bob-checkpoint"
 VERSION = "1"

@@ -46,6 +46,19 @@ def test_replay_passes_golden_files_and_fails_a_broken_one(tmp_path: Path, capsy
     assert main(["replay", str(tmp_path / "x.bin")]) == 2  # no target known for it: a usage error, not a guess
 
 
+def test_replay_refuses_a_file_it_cannot_read_inside_a_directory_as_one_named(tmp_path: Path, capsys) -> None:
+    """Not a failing replay (exit 1 is a finding against bob): a refusal naming the file, before any runs."""
+    from bob.fuzz.common import INPUT_LIMIT
+
+    (tmp_path / "a.bin").write_bytes((GOLDEN / "input-abracadabra.bin").read_bytes())
+    with open(tmp_path / "huge.bin", "wb") as f:
+        f.truncate(INPUT_LIMIT + 1)  # sparse: more than any target reads
+    for paths in ([str(tmp_path)], [str(tmp_path / "huge.bin")]):
+        assert main(["replay", "--target", "input", *paths]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err.startswith(f"bob-fuzz: refused: PATH {tmp_path / 'huge.bin'}: ")
+
+
 def always_fails(data: bytes) -> None:
     raise AssertionError("planted")
 

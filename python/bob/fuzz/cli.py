@@ -8,21 +8,8 @@ import os
 import sys
 from typing import Any
 
-from bob.commands import (
-    EXIT_FOUND,
-    EXIT_OK,
-    EXIT_SOFTWARE,
-    Outcome,
-    Refused,
-    about,
-    add_common_options,
-    argument_parser,
-    count_option,
-    integer_option,
-    output_directory,
-    run_command,
-    seconds_option,
-)
+from bob.commands import (EXIT_FOUND, EXIT_OK, EXIT_SOFTWARE, Outcome, Refused, about, add_common_options,
+                          argument_parser, count_option, integer_option, output_directory, run_command, seconds_option)
 from bob.formats.kinds import ALIASES
 from bob.fuzz.mutator import FORMATS
 from bob.text import show_path
@@ -186,10 +173,11 @@ def cmd_replay(args: argparse.Namespace) -> Outcome:
         _known_target(args.target)
     files = []
     for path in args.paths:
-        with about("PATH", path):
-            if not os.path.isdir(path):
-                read_input(path)  # a regular file, or refused here (missing, a device, a FIFO ...)
-        files += [(f, _target_of(f, args.target)) for f in files_under([path]) if args.target or not skipped(f)]
+        listed = [f for f in files_under([path]) if args.target or not skipped(f)]
+        for f in listed if os.path.isdir(path) else [path]:
+            with about("PATH", f):  # a regular file bob can read, or refused before anything starts
+                read_input(f)
+        files += [(f, _target_of(f, args.target)) for f in listed]
     if not files:
         raise Refused("no files to replay", option="PATH", path=args.paths[0])
     verdicts = []

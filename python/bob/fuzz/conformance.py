@@ -121,6 +121,7 @@ def open_corpus(corpus: "str | os.PathLike[str]") -> list[dict[str, Any]]:
     :class:`bob.commands.Refused` naming ``--corpus``."""
     from bob.commands import Refused, about
     from bob.fileio import FileTooLarge, read_bounded
+    from bob.fuzz.common import read_input
 
     if not os.path.isdir(corpus):
         reason = "is not a directory (a corpus written by `bob-fuzz conformance`)" if os.path.lexists(corpus) \
@@ -135,14 +136,19 @@ def open_corpus(corpus: "str | os.PathLike[str]") -> list[dict[str, Any]]:
         if text is None:
             raise FileNotFoundError(2, "no manifest.json (write a corpus with `bob-fuzz conformance DIR`)",
                                     os.fspath(manifest))
-    try:
+    try:  # (not assert: the checks hold under python -O too)
         document = json.loads(text)
         files = document["files"]
-        assert document.get("format") == "bob-conformance-1" and isinstance(files, list)
-        for e in files:
-            assert isinstance(e["file"], str) and e["format"] in FORMATS and e["verdict"] in ("accept", "refuse")
-    except (ValueError, KeyError, TypeError, AssertionError):
-        raise Refused("manifest.json is not a bob-conformance-1 manifest", option="--corpus", path=manifest) from None
+        ours = document.get("format") == "bob-conformance-1" and isinstance(files, list) and all(
+            isinstance(e["file"], str) and e["format"] in FORMATS and e["verdict"] in ("accept", "refuse")
+            and not os.path.isabs(e["file"]) and ".." not in Path(e["file"]).parts for e in files)
+    except (ValueError, KeyError, TypeError):
+        ours = False
+    if not ours:
+        raise Refused("manifest.json is not a bob-conformance-1 manifest", option="--corpus", path=manifest)
+    for e in files:  # each a regular file of the corpus that bob can read, before any reader runs
+        with about("--corpus", Path(corpus) / e["file"]):
+            read_input(Path(corpus) / e["file"])
     return files
 
 
