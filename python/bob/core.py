@@ -80,6 +80,10 @@ def _unavailable() -> NativeCoreUnavailable:
 try:
     from bob import _core
 except ImportError:  # pragma: no cover - exercised through a subprocess test
+    from bob.failures import room_to_load
+
+    if not room_to_load():  # the machine's (the command's unexpected exit), not a missing build
+        raise MemoryError("no address space left to load bob's native core") from None
     raise _unavailable()  # chained to the ImportError
 
 CoreError = _core.CoreError

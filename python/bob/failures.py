@@ -29,7 +29,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Callable
 
-__all__ = ["OUT_OF_MEMORY", "NUMPY_HEADROOM", "LastWords", "load_numpy"]
+__all__ = ["OUT_OF_MEMORY", "NUMPY_HEADROOM", "LastWords", "load_numpy", "room_to_load"]
 
 OUT_OF_MEMORY = "out of memory"  # the message's start: a parent reading a child's --json tells it by this
 # NumPy and one OpenBLAS thread's buffers take about 80 MiB of address space as they load (one more
@@ -99,6 +99,12 @@ def _free(size: int) -> bool:
     except (OSError, MemoryError, ValueError, ImportError):  # ImportError: the loader could not map
         return False  # even a standard extension module's segments, so there is no room at all
     return True
+
+
+def room_to_load(size: int = 16 << 20) -> bool:
+    """Whether ``size`` bytes of address space are free: an extension module that failed to load
+    where they are not (``ulimit -v``) failed for want of memory, not for want of the module."""
+    return _free(size)
 
 
 def load_numpy() -> None:
