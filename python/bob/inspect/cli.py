@@ -44,8 +44,8 @@ def rows_bytes(args: argparse.Namespace) -> bytes:
         try:
             out += bytes.fromhex(text)
         except ValueError:
-            raise Refused(f"--rows-hex: {escape_bytes(os.fsencode(args.rows_hex))} is not hex "
-                          "(pairs of 0-9a-f)") from None
+            raise Refused(f"{escape_bytes(os.fsencode(args.rows_hex))} is not hex (pairs of 0-9a-f)",
+                          option="--rows-hex") from None
     return bytes(dict.fromkeys(out))
 
 
@@ -146,8 +146,8 @@ def cmd_auto(args: argparse.Namespace) -> Result:
     head, size = peek(args.file)
     kind = kinds.detect_kind(head, size)
     if kind is None:
-        raise Refused(f"{show_path(args.file)}: not a bob file ({size} bytes starting "
-                      f"\"{escape_bytes(head[:kinds.MAGIC_BYTES])}\"; {kinds.KIND_RULES})")
+        raise Refused(f"not a bob file ({size} bytes starting \"{escape_bytes(head[:kinds.MAGIC_BYTES])}\"; "
+                      f"{kinds.KIND_RULES})", path=args.file)
     if kind == kinds.CHECKPOINT:
         return cmd_checkpoint(args, auto=True)
     if args.rows or args.rows_hex or args.heatmap or args.export:

@@ -34,10 +34,10 @@ def check_heatmap(out: str, inspected: str) -> None:
     except ImportError:
         from bob.distribution import install_hint
 
-        raise Refused(f"--heatmap needs matplotlib (the optional extra plot): {install_hint('plot')}") from None
+        raise Refused(f"needs matplotlib (the optional extra plot): {install_hint('plot')}", option="--heatmap") from None
     if same_file(out, inspected):
-        raise Refused(f"--heatmap {show_path(out)}: that is the checkpoint being inspected; "
-                      "bob-inspect never replaces what it reads")
+        raise Refused("that is the checkpoint being inspected; bob-inspect never replaces what it reads",
+                      option="--heatmap", path=out)
 
 
 def _plain(text: str) -> str:
@@ -95,14 +95,14 @@ def draw_heatmap(p_plane, out: str, title: str) -> dict[str, Any]:
     ext = os.path.splitext(out)[1].lower().lstrip(".") or "png"
     supported = fig.canvas.get_supported_filetypes()
     if ext not in supported:
-        raise Refused(f"--heatmap: cannot write .{escape_bytes(os.fsencode(ext))} files; use one of "
-                      + ", ".join(sorted(supported)))
+        raise Refused(f"cannot write .{escape_bytes(os.fsencode(ext))} files; use one of "
+                      + ", ".join(sorted(supported)), option="--heatmap")
     buf = io.BytesIO()
     fig.savefig(buf, format=ext)
     try:
         write_atomic(out, buf.getvalue())
     except OSError as exc:
-        raise Refused(f"--heatmap {show_path(out)}: {os_reason(exc)}") from None
+        raise Refused(os_reason(exc), option="--heatmap", path=out) from None
     return {"path": show_path(out), "format": ext, **shown}
 
 
