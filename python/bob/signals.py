@@ -27,6 +27,10 @@ import _signal  # type: ignore[import-not-found]  # the C module under signal; i
 __all__ = ["ENDING", "Interrupted", "install", "restore", "Deferral", "signal_name", "taken", "held", "hold",
            "release", "Reporting"]
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Callable
+
 ENDING = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
 _NAMES = {_signal.SIGINT: "SIGINT", _signal.SIGTERM: "SIGTERM", _signal.SIGHUP: "SIGHUP"}
 
@@ -98,7 +102,8 @@ class Reporting:
     cannot make the exit status differ from what the command prints."""
 
     def __init__(self) -> None:
-        self.held, self.unraisable = held(), sys.unraisablehook
+        self.held: bool = held()
+        self.unraisable: "Callable[[sys.UnraisableHookArgs], object]" = sys.unraisablehook
 
     def __enter__(self) -> "Reporting":
         sys.unraisablehook = self._unraisable
