@@ -226,21 +226,12 @@ def add_common_options(parser: "argparse.ArgumentParser", *, json_help: str = "p
         def __call__(self, parser, namespace, values, option_string=None):
             from bob.distribution import version
 
-            _write(sys.stdout, f"{prog} {version()}\n")
+            emit(prog, f"{prog} {version()}")
             raise SystemExit(EXIT_OK)
 
     parser.add_argument("--json", action="store_true", help=json_help)
     parser.add_argument("--debug", action="store_true", help="show a traceback for unexpected errors")
     parser.add_argument("--version", action=Version, help="print bob's version and exit")
-
-
-def _number(text: str) -> float:
-    try:
-        return float(text)
-    except (TypeError, ValueError):
-        import math
-
-        return math.nan
 
 
 def number_option(option: str, *, minimum: float = 0.0, positive: bool = False, maximum: float | None = None,
@@ -255,7 +246,10 @@ def number_option(option: str, *, minimum: float = 0.0, positive: bool = False, 
         bound += f" and <= {maximum:.0f}"
 
     def convert(text: str) -> float:
-        value = _number(text)
+        try:
+            value = float(text)
+        except (TypeError, ValueError):
+            value = math.nan
         if not math.isfinite(value) or value < minimum or (positive and value <= minimum) \
                 or (maximum is not None and value > maximum):
             raise Refused(f"must be {what} {bound}, got {show_path(text)}", option=option)
@@ -370,7 +364,9 @@ def run_command(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]"
             if args is None:
                 try:
                     args = build_parser().parse_args(argv)
-                except SystemExit as exc:  # --help or --version: printed already
+                except SystemExit as exc:  # --help or --version: printed already (or said it could not be)
+                    if sys.stdout is not None and not _write(sys.stdout, ""):  # (argparse drops a failed write)
+                        note(prog, "the help could not be printed (stdout is closed or full)")
                     return exc.code if isinstance(exc.code, int) else EXIT_OK
             args.json = as_json = as_json or bool(getattr(args, "json", False))  # (before a subcommand too)
             args.debug = debug = debug or bool(getattr(args, "debug", False))

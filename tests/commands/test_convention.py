@@ -417,3 +417,11 @@ def test_json_before_the_subcommand_is_json(argv: list[str], tmp_path: Path) -> 
     """The parent parser's flag, which the subcommand's own default would otherwise hide."""
     done = _run_real("bob-fuzz", argv, tmp_path)
     assert done.returncode == 0 and json.loads(done.stdout)["command"] == "bob-fuzz targets"
+
+
+@pytest.mark.parametrize("flag, said", [("--help", "the help"), ("--version", "the summary")])
+def test_help_and_version_to_a_full_stdout_say_so_in_one_line(flag: str, said: str, tmp_path: Path) -> None:
+    with open("/dev/full", "wb") as full:
+        done = _run_real("bob-inspect", [flag], tmp_path, stdout=full)
+    assert (done.returncode, done.stderr) == (0, f"bob-inspect: {said} could not be printed (stdout is closed or "
+                                                 "full)\n".encode())
