@@ -16,7 +16,7 @@ One mechanism each:
   (:func:`seconds_option`, :func:`count_option`, :func:`integer_option`:
   every number finite and in range, the option named in the refusal),
   refusals and usage errors as one line (exit 2), KeyboardInterrupt (130; one that arrives while bob is
-  imported too, and none once the outcome is decided: :class:`bob.signals.Reporting`), one handler for anything
+  imported too: :class:`bob.signals.Reporting`), one handler for anything
   unexpected, out of memory included (the command's own code; a traceback only under ``--debug``), and
   one ``--json`` envelope (``command``, ``ok``, ``exit_code``, ``error``) for every outcome.
   Text that the stream's encoding cannot hold is written escaped
@@ -357,9 +357,8 @@ def run_command(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]"
             exc.code = unexpected_code
         return fail(prog, exc, as_json=as_json, command=name)
 
-    window = signals.Reporting()
     try:
-        with window:
+        with signals.Reporting():
             args = quick(argv) if quick is not None else None
             if args is None:
                 try:
@@ -376,7 +375,6 @@ def run_command(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]"
     except Refused as exc:
         return refuse(exc)
     except KeyboardInterrupt as exc:  # SIGTERM and SIGHUP too, where bob.signals is installed (128 + the signal)
-        window.decided()  # (it may have cut the window's end short)
         said = interrupted.replace("interrupted", str(exc), 1) if hasattr(exc, "signum") else interrupted
         return refuse(Refused(said, code=getattr(exc, "exit_code", EXIT_INTERRUPTED)))
     except MemoryError:  # (inside another command, a fuzz target's, it is the outer one's to report)

@@ -24,12 +24,12 @@ import sys
 
 import _signal  # type: ignore[import-not-found]  # the C module under signal; it has no stub
 
-__all__ = ["ENDING", "Interrupted", "install", "restore", "Deferral", "signal_name", "taken", "held", "hold",
-           "release", "Reporting"]
+__all__ = ["ENDING", "Interrupted", "install", "restore", "Deferral", "signal_name", "taken", "script_held",
+           "run_script", "Reporting"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
 ENDING = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
 _NAMES = {_signal.SIGINT: "SIGINT", _signal.SIGTERM: "SIGTERM", _signal.SIGHUP: "SIGHUP"}
@@ -77,46 +77,40 @@ def _handler(signum: int, frame: object) -> None:
     raise Interrupted(signum)
 
 
-def held() -> bool:
-    """Whether the three are blocked in this thread: an installed command's script blocks them as its
-    first statement, so one that arrives while bob is imported waits, pending, for :class:`Reporting`."""
-    return set(ENDING) <= set(_signal.pthread_sigmask(_signal.SIG_BLOCK, ()))
+script_held: "frozenset[int]" = frozenset()
+"""The three that an installed command's script blocked as its first statement (:func:`run_script`;
+not those its parent had blocked): they wait, pending, while bob is imported, for :class:`Reporting`."""
 
 
-def hold() -> None:
-    """Block the three in this thread (they wait, pending)."""
-    _signal.pthread_sigmask(_signal.SIG_BLOCK, ENDING)
-
-
-def release() -> None:
-    """Unblock the three in this thread: one pending is delivered now."""
-    _signal.pthread_sigmask(_signal.SIG_UNBLOCK, ENDING)
+def run_script(main: "Callable[[], int]", parent_mask: "Iterable[int]") -> int:
+    """An installed command's ``main()`` (its script blocked the three first; ``parent_mask``: the mask
+    it replaced). A signal that cuts the printing of the outcome short ends it with that signal's status;
+    once ``main`` has returned they are blocked again, so the status it printed is the process's."""
+    global script_held
+    script_held = frozenset(ENDING) - frozenset(parent_mask)
+    try:
+        return main()
+    except KeyboardInterrupt as exc:
+        return getattr(exc, "exit_code", 128 + _signal.SIGINT)
+    finally:
+        _signal.pthread_sigmask(_signal.SIG_BLOCK, script_held)
 
 
 class Reporting:
     """``with Reporting():`` the runner's window (:func:`bob.commands.run_command`) in which a command
-    works and the three act: released if the script held them (one that arrived while bob was imported
-    acts at once). A Ctrl-C landing inside an import's callback, where CPython cannot raise it and
-    would print a traceback, is dropped quietly: the command goes on and says what it did. At the end
-    (:meth:`decided`) the script's hold is back, so a signal that arrives once the outcome is decided
-    cannot make the exit status differ from what the command prints."""
+    works and the three act: the script's hold is released (one that arrived while bob was imported acts
+    at once, reported by the runner). A Ctrl-C landing inside an import's callback, where CPython cannot
+    raise it and would print a traceback, is dropped quietly: the command goes on and says what it did."""
 
     def __init__(self) -> None:
-        self.held: bool = held()
         self.unraisable: "Callable[[sys.UnraisableHookArgs], object]" = sys.unraisablehook
 
     def __enter__(self) -> "Reporting":
         sys.unraisablehook = self._unraisable
-        if self.held:
-            release()
+        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, script_held)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.decided()
-
-    def decided(self) -> None:
-        if self.held:
-            hold()
         sys.unraisablehook = self.unraisable
 
     def _unraisable(self, hook: "sys.UnraisableHookArgs") -> None:

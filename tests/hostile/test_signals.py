@@ -15,8 +15,8 @@ calls than k. After every run the promise is checked whole:
 
 from __future__ import annotations
 
-import os
 import json
+import os
 import random
 import re
 import signal
@@ -237,3 +237,40 @@ def test_every_installed_script_holds_the_ending_signals_first() -> None:
         import tomllib
 
         assert "scripts" not in tomllib.load(f)["project"]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=lambda s: signal.Signals(s).name)
+def test_a_command_stuck_printing_to_a_reader_that_stopped_still_ends_on_a_signal(signum: int) -> None:
+    import fcntl
+
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, 1031, 4096)  # F_SETPIPE_SZ: the report is larger than what the pipe holds
+    proc = subprocess.Popen([str(BIN / "bob-inspect"), "schema", "--json"], stdout=write_end, stderr=subprocess.PIPE)
+    os.close(write_end)
+    try:
+        time.sleep(1.5)  # started, and blocked in its write
+        proc.send_signal(signum)
+        assert proc.wait(timeout=10) in (-signum, 128 + signum)
+    finally:
+        proc.kill()
+        proc.wait()
+        os.close(read_end)
+
+
+def test_the_signals_a_parent_blocked_stay_blocked(tmp_path: Path) -> None:
+    """The script releases only what it blocked itself: a SIGTERM the parent keeps blocked does not
+    end a bob-run waiting for a held lock (it gives up: busy, 75)."""
+    import fcntl
+
+    files = Files(tmp_path)
+    lock = os.open(tmp_path / ".ck.bin.bob-lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        proc = subprocess.Popen([str(BIN / "bob-run"), *files.argv, "--wait", "2"], stderr=subprocess.PIPE,
+                                preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS))
+        time.sleep(0.8)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 75, proc.stderr.read() if proc.stderr else ""
+    finally:
+        os.close(lock)
+    assert files.now() == files.old
