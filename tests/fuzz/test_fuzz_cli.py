@@ -59,6 +59,44 @@ def test_replay_refuses_a_file_it_cannot_read_inside_a_directory_as_one_named(tm
         assert captured.out == "" and captured.err.startswith(f"bob-fuzz: refused: PATH {tmp_path / 'huge.bin'}: ")
 
 
+def test_replay_refuses_a_directory_under_it_that_cannot_be_listed(tmp_path: Path) -> None:
+    """Not skipped in silence (it held files to replay): refused, naming the directory named."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to act as a second user, who cannot list the directory")
+    import shutil
+    import tempfile
+
+    corpus = Path(tempfile.mkdtemp(prefix="bob-replay-", dir="/tmp"))  # tmp_path's parents are root's alone
+    (corpus / "a.bin").write_bytes((GOLDEN / "input-abracadabra.bin").read_bytes())
+    (corpus / "closed").mkdir(mode=0o700)
+    os.chmod(corpus, 0o755)
+    os.chmod(corpus / "a.bin", 0o644)
+    out = tmp_path / "err.txt"
+    try:
+        code = _as_nobody(lambda: main(["replay", "--target", "input", str(corpus)]), out)
+        os.rmdir(corpus / "closed")  # the rest is readable: without it the same user replays it
+        assert _as_nobody(lambda: main(["replay", "--target", "input", str(corpus)]), tmp_path / "ok.txt") == 0
+    finally:
+        shutil.rmtree(corpus, ignore_errors=True)
+    assert code == 2
+    assert out.read_text().startswith(f"bob-fuzz: refused: PATH {corpus}: permission denied")
+
+
+def _as_nobody(call, err: Path) -> int:
+    """``call()`` in a forked child as user nobody, its stderr in ``err``; its exit code."""
+    child = os.fork()
+    if child == 0:
+        code = 99
+        try:
+            with open(err, "w", encoding="utf-8") as sys.stderr:
+                os.setgid(65534)
+                os.setuid(65534)
+                code = call()
+        finally:
+            os._exit(code)
+    return os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
+
+
 def always_fails(data: bytes) -> None:
     raise AssertionError("planted")
 

@@ -296,12 +296,15 @@ def test_a_signal_a_command_deferred_ends_the_harness_even_when_the_world_crashe
 @pytest.mark.parametrize("name, why", [("../../../../etc/passwd", "not a bob-conformance-1 manifest"),
                                        ("/etc/passwd", "not a bob-conformance-1 manifest"),
                                        ("predictions/missing.bin", "no such file"),
-                                       ("predictions/fifo.bin", "not a regular file")])
+                                       ("predictions/fifo.bin", "not a regular file"),
+                                       ("predictions/link.bin", "not a bob-conformance-1 manifest"),
+                                       ("predictions/a\0b", "not a bob-conformance-1 manifest")])
 def test_check_refuses_a_manifest_naming_a_file_outside_the_corpus_or_none(tmp_path: Path, capsys, name: str,
                                                                              why: str) -> None:
     """Before the reader runs once: never a file elsewhere, never a missing one counted as a disagreement."""
     (tmp_path / "predictions").mkdir()
     os.mkfifo(tmp_path / "predictions" / "fifo.bin")
+    (tmp_path / "predictions" / "link.bin").symlink_to("/etc/passwd")  # inside by its name, not by what it is
     entry = {"file": name, "format": "predictions", "verdict": "accept", "field": None}
     (tmp_path / "manifest.json").write_text(json.dumps({"format": "bob-conformance-1", "files": [entry]}))
     ran = tmp_path / "ran"

@@ -173,7 +173,8 @@ def cmd_replay(args: argparse.Namespace) -> Outcome:
         _known_target(args.target)
     files = []
     for path in args.paths:
-        listed = [f for f in files_under([path]) if args.target or not skipped(f)]
+        with about("PATH", path):  # (a directory under it that cannot be listed)
+            listed = [f for f in files_under([path]) if args.target or not skipped(f)]
         for f in listed if os.path.isdir(path) else [path]:
             with about("PATH", f):  # a regular file bob can read, or refused before anything starts
                 read_input(f)

@@ -30,16 +30,22 @@ class Verdict(NamedTuple):
     message: str
 
 
+def _unreadable(exc: OSError) -> None:
+    raise exc
+
+
 def files_under(paths: "list[str | os.PathLike[str]]") -> Iterator[Path]:
-    """The files named, and every file under the directories named (sorted; hidden ones and notes skipped)."""
+    """The files named, and every file under the directories named (sorted; hidden ones and notes skipped);
+    a directory under them that cannot be listed raises its ``OSError``."""
     for p in map(Path, paths):
-        if p.is_dir():
-            for f in sorted(p.rglob("*")):
-                if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts) \
-                        and f.suffix not in (".txt", ".md", ".json"):
-                    yield f
-        else:
+        if not p.is_dir():
             yield p
+            continue
+        found = []
+        for directory, subdirectories, names in os.walk(p, onerror=_unreadable):
+            subdirectories[:] = [d for d in subdirectories if not d.startswith(".")]
+            found += [Path(directory, n) for n in names if not n.startswith(".")]
+        yield from (f for f in sorted(found) if f.is_file() and f.suffix not in (".txt", ".md", ".json"))
 
 
 def skipped(path: Path) -> bool:
