@@ -358,6 +358,10 @@ def run_command(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]"
         return fail(prog, exc, as_json=as_json, command=name)
 
     try:
+        # Where exit 1 is a finding, NumPy's BLAS must not exit 1 itself; loaded before the script's hold on
+        # the signals is released, so that a Ctrl-C is never lost inside NumPy's import (its ImportError).
+        if unexpected_code != EXIT_UNEXPECTED:
+            load_numpy()
         with signals.Reporting():
             args = quick(argv) if quick is not None else None
             if args is None:
@@ -369,8 +373,6 @@ def run_command(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]"
                     return exc.code if isinstance(exc.code, int) else EXIT_OK
             args.json = as_json = as_json or bool(getattr(args, "json", False))  # (before a subcommand too)
             args.debug = debug = debug or bool(getattr(args, "debug", False))
-            if unexpected_code != EXIT_UNEXPECTED:  # where exit 1 is a finding, NumPy's BLAS must not exit 1 itself
-                load_numpy()
             outcome = work(args)
     except Refused as exc:
         return refuse(exc)
