@@ -177,3 +177,28 @@ def test_a_campaign_finds_a_planted_bug_and_writes_a_reproducing_artifact(tmp_pa
     assert replay.returncode == 1 and "the copy accepts" in replay.stdout
     data = found[0].read_bytes()
     assert len(data) == 24 and 2 in [int.from_bytes(data[8 * i + 4:8 * i + 8], "little") for i in range(3)]
+
+
+def test_a_replay_ended_by_sigterm_says_so_and_leaves_no_scratch_directory(tmp_path: Path) -> None:
+    """docs/fuzzing.md: in one process the targets' scratch directory goes when the process exits,
+    SIGTERM and SIGHUP included."""
+    import signal
+    import time
+
+    corpus, scratch = tmp_path / "corpus", tmp_path / "tmp"
+    corpus.mkdir()
+    scratch.mkdir()
+    for i in range(2000):
+        (corpus / f"r{i}.bin").write_bytes((GOLDEN / "input-abracadabra.bin").read_bytes())
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "bob-fuzz"), "replay", "--json", "--target", "run",
+                             str(corpus)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, TMPDIR=str(scratch)))
+    deadline = time.monotonic() + 60
+    while not any(scratch.iterdir()) and time.monotonic() < deadline:  # until it replays: its scratch made
+        time.sleep(0.05)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert json.loads(out)["exit_code"] == 143 and "interrupted by SIGTERM" in err
+    assert list(scratch.iterdir()) == []

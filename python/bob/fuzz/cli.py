@@ -94,8 +94,18 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_command(PROG, _parser, lambda args: COMMANDS[args.command](args), argv,
-                       unexpected_code=EXIT_SOFTWARE, subcommands={name: name for name in COMMANDS})
+    return run_command(PROG, _parser, _dispatch, argv, unexpected_code=EXIT_SOFTWARE,
+                       subcommands={name: name for name in COMMANDS})
+
+
+def _dispatch(args: argparse.Namespace) -> Outcome:
+    from bob import signals
+
+    replaced = signals.install()  # SIGTERM and SIGHUP end every subcommand as Ctrl-C does (its files removed)
+    try:
+        return COMMANDS[args.command](args)
+    finally:
+        signals.restore(replaced)
 
 
 def _known_target(name: str, fmt: str | None = None) -> None:
@@ -118,7 +128,6 @@ def cmd_targets(args: argparse.Namespace) -> Outcome:
 
 
 def cmd_run(args: argparse.Namespace) -> Outcome:
-    from bob import signals
     from bob.fuzz.campaign import run_campaign
     from bob.fuzz.loop import seeded_loop
 
@@ -127,12 +136,8 @@ def cmd_run(args: argparse.Namespace) -> Outcome:
         if args.runs is None:
             raise Refused("usage: --engine loop needs --runs N", option="--runs")
         artifacts = output_directory("--artifacts", args.artifacts)
-        replaced = signals.install()  # SIGTERM and SIGHUP end the loop as Ctrl-C does (its files removed)
-        try:
-            result = seeded_loop(args.target, args.runs, args.seed or 0, fmt=args.format, stop_on_finding=False,
-                                 artifacts=artifacts, progress=True)
-        finally:
-            signals.restore(replaced)
+        result = seeded_loop(args.target, args.runs, args.seed or 0, fmt=args.format, stop_on_finding=False,
+                             artifacts=artifacts, progress=True)
     else:
         import importlib.util
 
