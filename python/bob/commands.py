@@ -344,7 +344,7 @@ def run_command(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]"
     -> name) names the ``command`` key. ``quick(argv)`` reads the common command lines without the parser
     (bob-run's start-up); it returns None for anything else."""
     from bob import signals
-    from bob.failures import LastWords, load_numpy
+    from bob.failures import LastWords, load_numpy, room_to_load
 
     tolerant_streams()
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -379,10 +379,12 @@ def run_command(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]"
     except KeyboardInterrupt as exc:  # SIGTERM and SIGHUP too, where bob.signals is installed (128 + the signal)
         said = interrupted.replace("interrupted", str(exc), 1) if hasattr(exc, "signum") else interrupted
         return refuse(Refused(said, code=getattr(exc, "exit_code", EXIT_INTERRUPTED)))
-    except MemoryError:  # (inside another command, a fuzz target's, it is the outer one's to report)
-        return last_words.report(lambda: fail(prog, Refused(last_words.message, code=unexpected_code),
-                                              as_json=as_json, command=name))
     except Exception as exc:  # noqa: BLE001 - the promise: one line, a traceback only under --debug
+        if isinstance(exc, MemoryError) or (isinstance(exc, ImportError) and not room_to_load()):
+            # out of memory, a module that could not be mapped included (inside another command, a fuzz
+            # target's, it is the outer one's to report)
+            return last_words.report(lambda: fail(prog, Refused(last_words.message, code=unexpected_code),
+                                                  as_json=as_json, command=name))
         return unexpected(prog, exc, debug=debug, as_json=as_json, code=unexpected_code, command=name)
     finally:
         last_words.done()

@@ -64,8 +64,9 @@ class LastWords:
         LastWords.running.remove(self)
 
     def report(self, ordinary: "Callable[[], int]") -> int:
-        """Inside a MemoryError's handler: re-raise it inside another command; else the
-        ``ordinary`` report's exit code, or, if that too runs out, :meth:`say`'s."""
+        """Inside the handler of a MemoryError (or of an ImportError for want of address space): re-raise
+        it inside another command; else the ``ordinary`` report's exit code, or, if that too runs out,
+        :meth:`say`'s."""
         if LastWords.running[0] is not self:
             raise  # noqa: PLE0704 - the MemoryError being handled
         try:
