@@ -13,8 +13,13 @@ or rollback is ever cut in half by it. The command then asks
 :attr:`Deferral.pending` and tells the truth: interrupted before its commit
 (nothing changed) or after it (the files are the new ones).
 
-A signal the parent process ignored (``nohup``, a background job's SIGINT)
-stays ignored. Standard library only, and ``_signal`` rather than
+Each installed command's script blocks the three as its first statement, so
+one that arrives while bob is imported waits for the runner that can report it
+(:class:`Reporting`), and :func:`run_script` blocks them again once the
+command has returned, so the status it printed is the process's.
+
+A signal the parent process ignored (``nohup``, a background job's SIGINT),
+or blocked, stays so. Standard library only, and ``_signal`` rather than
 ``signal`` (which imports ``enum``): ``bob-run`` installs this on every start.
 """
 
