@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import sys
 
+from bob.options import count_option, integer_option, number_option, seconds_option
 from bob.text import emit, note, one_line, show_path, tolerant_streams
 from bob.text import write_whole as _write
 # The installed launchers of earlier checkouts end with ``from bob.commands import
@@ -139,6 +140,9 @@ def fail(prog: str, refusal: Refused, *, as_json: bool, command: str | None = No
     stdout, the envelope every command shares (:func:`envelope`): ``command``
     (``prog`` unless named), ``ok`` false, ``exit_code`` and ``error`` (the
     refusal's :meth:`Refused.to_dict`), plus ``extra``'s keys."""
+    from bob import signals
+
+    signals.printing()
     _write(sys.stderr, f"{prog}: refused: {refusal.text}\n" if refusal.code == EXIT_REFUSED
            else f"{prog}: {refusal.text}\n")
     if as_json:
@@ -234,59 +238,6 @@ def add_common_options(parser: "argparse.ArgumentParser", *, json_help: str = "p
     parser.add_argument("--version", action=Version, help="print bob's version and exit")
 
 
-def number_option(option: str, *, minimum: float = 0.0, positive: bool = False, maximum: float | None = None,
-                  what: str = "a finite number") -> "Callable[[str], float]":
-    """An argparse ``type``: a finite number, at least ``minimum`` (above it when
-    ``positive``), at most ``maximum``; anything else (``nan``, ``inf``,
-    ``1e309``, ``-1``, ``soon``) is a :class:`Refused` naming ``option``."""
-    import math
-
-    bound = f"> {minimum:g}" if positive else f">= {minimum:g}"
-    if maximum is not None:
-        bound += f" and <= {maximum:.0f}"
-
-    def convert(text: str) -> float:
-        try:
-            value = float(text)
-        except (TypeError, ValueError):
-            value = math.nan
-        if not math.isfinite(value) or value < minimum or (positive and value <= minimum) \
-                or (maximum is not None and value > maximum):
-            raise Refused(f"must be {what} {bound}, got {show_path(text)}", option=option)
-        return value
-
-    return convert
-
-
-def seconds_option(option: str, *, minimum: float = 0.0, positive: bool = False,
-                   maximum: float | None = None) -> "Callable[[str], float]":
-    """:func:`number_option` for a number of seconds (``--wait``, ``--time``, ``--timeout``)."""
-    return number_option(option, minimum=minimum, positive=positive, maximum=maximum,
-                         what="a finite number of seconds")
-
-
-def integer_option(option: str, *, minimum: int, maximum: int, what: str = "an integer") -> "Callable[[str], int]":
-    """An argparse ``type``: a whole number (decimal, or ``0x``…) in
-    ``[minimum, maximum]``; ``1.5``, ``nan``, ``1e309`` or a value out of range
-    is a :class:`Refused` naming ``option``."""
-
-    def convert(text: str) -> int:
-        try:
-            value = int(text, 0)
-        except (TypeError, ValueError):
-            value = None
-        if value is None or not minimum <= value <= maximum:
-            raise Refused(f"must be {what} from {minimum} to {maximum}, got {show_path(text)}", option=option)
-        return value
-
-    return convert
-
-
-def count_option(option: str, *, minimum: int = 1, maximum: int = 10**12) -> "Callable[[str], int]":
-    """An argparse ``type``: a count (``--runs``, ``--jobs`` …) in ``[minimum, maximum]``."""
-    return integer_option(option, minimum=minimum, maximum=maximum, what="a whole number")
-
-
 def output_directory(option: str, path: Any) -> str:
     """``path`` as a directory bob writes into, created if missing (with its
     parents); a file, a device or anything else in the way is a :class:`Refused`
@@ -357,6 +308,10 @@ def run_command(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]"
             exc.code = unexpected_code
         return fail(prog, exc, as_json=as_json, command=name)
 
+    def interrupted_by(exc: KeyboardInterrupt) -> int:  # SIGTERM and SIGHUP too, where bob.signals is installed
+        said = interrupted.replace("interrupted", str(exc), 1) if hasattr(exc, "signum") else interrupted
+        return refuse(Refused(said, code=getattr(exc, "exit_code", EXIT_INTERRUPTED)))
+
     try:
         # Where exit 1 is a finding, NumPy's BLAS must not exit 1 itself; loaded before the script's hold on
         # the signals is released, so that a Ctrl-C is never lost inside NumPy's import (its ImportError).
@@ -376,10 +331,11 @@ def run_command(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]"
             outcome = work(args)
     except Refused as exc:
         return refuse(exc)
-    except KeyboardInterrupt as exc:  # SIGTERM and SIGHUP too, where bob.signals is installed (128 + the signal)
-        said = interrupted.replace("interrupted", str(exc), 1) if hasattr(exc, "signum") else interrupted
-        return refuse(Refused(said, code=getattr(exc, "exit_code", EXIT_INTERRUPTED)))
+    except KeyboardInterrupt as exc:
+        return interrupted_by(exc)
     except Exception as exc:  # noqa: BLE001 - the promise: one line, a traceback only under --debug
+        if (lost := signals.interruption_in(exc)) is not None:  # wrapped by an import or a class's creation
+            return interrupted_by(lost)
         if isinstance(exc, MemoryError) or (isinstance(exc, ImportError) and not room_to_load()):
             # out of memory, a module that could not be mapped included (inside another command, a fuzz
             # target's, it is the outer one's to report)
@@ -388,11 +344,15 @@ def run_command(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]"
         return unexpected(prog, exc, debug=debug, as_json=as_json, code=unexpected_code, command=name)
     finally:
         last_words.done()
-    if as_json:
-        import json
+    signals.printing()
+    try:
+        text = outcome.text
+        if as_json:
+            import json
 
-        document = {**outcome.data, **envelope(outcome.command or name, outcome.code)}
-        emit(prog, json.dumps(document, sort_keys=True), committed=outcome.committed)
-    elif outcome.text:
-        emit(prog, outcome.text, committed=outcome.committed)
+            text = json.dumps({**outcome.data, **envelope(outcome.command or name, outcome.code)}, sort_keys=True)
+        if text:
+            emit(prog, text, committed=outcome.committed)
+    except KeyboardInterrupt as exc:  # cut short (a reader that stopped reading): what was committed stands
+        return outcome.code if outcome.committed else getattr(exc, "exit_code", EXIT_INTERRUPTED)
     return outcome.code

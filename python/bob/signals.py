@@ -30,7 +30,7 @@ import sys
 import _signal  # type: ignore[import-not-found]  # the C module under signal; it has no stub
 
 __all__ = ["ENDING", "Interrupted", "install", "restore", "Deferral", "signal_name", "taken", "script_held",
-           "run_script", "Reporting"]
+           "run_script", "Reporting", "interruption_in", "printing"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -121,6 +121,25 @@ class Reporting:
     def _unraisable(self, hook: "sys.UnraisableHookArgs") -> None:
         if not issubclass(hook.exc_type, KeyboardInterrupt):
             self.unraisable(hook)
+
+
+def interruption_in(exc: "BaseException | None") -> "KeyboardInterrupt | None":
+    """The KeyboardInterrupt behind ``exc``, if one is: CPython wraps one raised while a class is made
+    (``__set_name__``: a RuntimeError), an import can turn one into its own error."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def printing() -> None:
+    """The outcome is decided and being printed: a deferral still open (``bob-run``'s) ends, so that a
+    signal ends a printing held up by a reader that stopped reading, instead of waiting for it."""
+    global _deferral
+    _deferral = None
 
 
 def install() -> "dict[int, object]":

@@ -240,21 +240,37 @@ def test_every_installed_script_holds_the_ending_signals_first() -> None:
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=lambda s: signal.Signals(s).name)
-def test_a_command_stuck_printing_to_a_reader_that_stopped_still_ends_on_a_signal(signum: int) -> None:
+@pytest.mark.parametrize("command", ["bob-inspect", "bob-run"])
+def test_a_command_stuck_printing_to_a_reader_that_stopped_still_ends_on_a_signal(tmp_path: Path, command: str,
+                                                                                   signum: int) -> None:
+    """Its outcome decided, it does not wait for the reader: bob-inspect ends with the signal's status;
+    bob-run, whose invocation committed, with 0 (the files are the new ones)."""
     import fcntl
 
+    files = Files(tmp_path)
     read_end, write_end = os.pipe()
-    fcntl.fcntl(write_end, 1031, 4096)  # F_SETPIPE_SZ: the report is larger than what the pipe holds
-    proc = subprocess.Popen([str(BIN / "bob-inspect"), "schema", "--json"], stdout=write_end, stderr=subprocess.PIPE)
+    fcntl.fcntl(write_end, 1031, 4096)  # F_SETPIPE_SZ
+    os.set_blocking(write_end, False)
+    try:
+        while True:
+            os.write(write_end, b"x" * 4096)  # full before the command writes a byte
+    except BlockingIOError:
+        os.set_blocking(write_end, True)
+    argv = ["schema", "--json"] if command == "bob-inspect" else ["--json", *files.argv]
+    proc = subprocess.Popen([str(BIN / command), *argv], stdout=write_end, stderr=subprocess.PIPE)
     os.close(write_end)
     try:
-        time.sleep(1.5)  # started, and blocked in its write
+        time.sleep(2.0)  # done, and blocked in its write
         proc.send_signal(signum)
-        assert proc.wait(timeout=10) in (-signum, 128 + signum)
+        code = proc.wait(timeout=10)
     finally:
         proc.kill()
         proc.wait()
         os.close(read_end)
+    if command == "bob-run":
+        assert code == 0 and files.now() == files.new
+    else:
+        assert code in (-signum, 128 + signum)
 
 
 def test_the_signals_a_parent_blocked_stay_blocked(tmp_path: Path) -> None:

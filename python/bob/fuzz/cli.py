@@ -94,16 +94,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_command(PROG, _parser, _dispatch, argv, unexpected_code=EXIT_SOFTWARE,
-                       subcommands={name: name for name in COMMANDS})
-
-
-def _dispatch(args: argparse.Namespace) -> Outcome:
     from bob import signals
 
     replaced = signals.install()  # SIGTERM and SIGHUP end every subcommand as Ctrl-C does (its files removed)
     try:
-        return COMMANDS[args.command](args)
+        return run_command(PROG, _parser, lambda args: COMMANDS[args.command](args), argv,
+                           unexpected_code=EXIT_SOFTWARE, subcommands={name: name for name in COMMANDS})
     finally:
         signals.restore(replaced)
 

@@ -1,0 +1,74 @@
+"""The typed option converters every command's parser uses: each number finite and in range, and
+anything else a :class:`bob.commands.Refused` naming the option (``nan``, ``inf``, ``1e309``, ``-1``,
+``soon``, ``1.5`` for a count). :mod:`bob.commands` exports them with the rest of the shared runner.
+Standard library only."""
+
+from __future__ import annotations
+
+import math
+
+from bob.text import show_path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Callable
+
+__all__ = ["number_option", "seconds_option", "integer_option", "count_option"]
+
+
+def _refused(message: str, option: str) -> Exception:
+    from bob.commands import Refused  # (which imports this module)
+
+    return Refused(message, option=option)
+
+
+def number_option(option: str, *, minimum: float = 0.0, positive: bool = False, maximum: float | None = None,
+                  what: str = "a finite number") -> "Callable[[str], float]":
+    """An argparse ``type``: a finite number, at least ``minimum`` (above it when
+    ``positive``), at most ``maximum``; anything else (``nan``, ``inf``,
+    ``1e309``, ``-1``, ``soon``) is a :class:`~bob.commands.Refused` naming ``option``."""
+
+    bound = f"> {minimum:g}" if positive else f">= {minimum:g}"
+    if maximum is not None:
+        bound += f" and <= {maximum:.0f}"
+
+    def convert(text: str) -> float:
+        try:
+            value = float(text)
+        except (TypeError, ValueError):
+            value = math.nan
+        if not math.isfinite(value) or value < minimum or (positive and value <= minimum) \
+                or (maximum is not None and value > maximum):
+            raise _refused(f"must be {what} {bound}, got {show_path(text)}", option)
+        return value
+
+    return convert
+
+
+def seconds_option(option: str, *, minimum: float = 0.0, positive: bool = False,
+                   maximum: float | None = None) -> "Callable[[str], float]":
+    """:func:`number_option` for a number of seconds (``--wait``, ``--time``, ``--timeout``)."""
+    return number_option(option, minimum=minimum, positive=positive, maximum=maximum,
+                         what="a finite number of seconds")
+
+
+def integer_option(option: str, *, minimum: int, maximum: int, what: str = "an integer") -> "Callable[[str], int]":
+    """An argparse ``type``: a whole number (decimal, or ``0x``…) in
+    ``[minimum, maximum]``; ``1.5``, ``nan``, ``1e309`` or a value out of range
+    is a :class:`~bob.commands.Refused` naming ``option``."""
+
+    def convert(text: str) -> int:
+        try:
+            value = int(text, 0)
+        except (TypeError, ValueError):
+            value = None
+        if value is None or not minimum <= value <= maximum:
+            raise _refused(f"must be {what} from {minimum} to {maximum}, got {show_path(text)}", option)
+        return value
+
+    return convert
+
+
+def count_option(option: str, *, minimum: int = 1, maximum: int = 10**12) -> "Callable[[str], int]":
+    """An argparse ``type``: a count (``--runs``, ``--jobs`` …) in ``[minimum, maximum]``."""
+    return integer_option(option, minimum=minimum, maximum=maximum, what="a whole number")
