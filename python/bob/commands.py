@@ -283,7 +283,7 @@ def command_of(prog: str, argv: "list[str]", subcommands: "dict[str, str] | None
 def run_command(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]", work: "Callable[[Any], Outcome]",
                 argv: "list[str] | None" = None, *, unexpected_code: int = EXIT_UNEXPECTED,
                 interrupted: str = "interrupted", subcommands: "dict[str, str] | None" = None,
-                quick: "Callable[[list[str]], Any] | None" = None) -> int:
+                quick: "Callable[[list[str]], Any] | None" = None, numpy: bool = True) -> int:
     """Run one command: parse ``argv`` with ``build_parser()`` (an :func:`argument_parser`), call
     ``work(args)`` for an :class:`Outcome` and print it (``--json``: ``data`` inside the shared envelope).
 
@@ -291,9 +291,9 @@ def run_command(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]"
     the envelope on stdout; KeyboardInterrupt is exit 130; anything else, running out of memory
     (:mod:`bob.failures`) included, is :func:`unexpected` with ``unexpected_code``, and so is a refusal
     whose code is :data:`EXIT_UNEXPECTED` (where exit 1 means "found something", unexpected has a code of
-    its own, and NumPy is loaded first: :func:`bob.failures.load_numpy`). ``subcommands`` (name or alias
-    -> name) names the ``command`` key. ``quick(argv)`` reads the common command lines without the parser
-    (bob-run's start-up); it returns None for anything else."""
+    its own). NumPy is loaded first (:func:`bob.failures.load_numpy`) unless ``numpy`` is false (bob-run's
+    start-up). ``subcommands`` (name or alias -> name) names the ``command`` key. ``quick(argv)`` reads
+    the common command lines without the parser (bob-run's start-up); it returns None for anything else."""
     from bob import signals
     from bob.failures import LastWords, load_numpy, room_to_load
 
@@ -313,9 +313,9 @@ def run_command(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]"
         return refuse(Refused(said, code=getattr(exc, "exit_code", EXIT_INTERRUPTED)))
 
     try:
-        # Where exit 1 is a finding, NumPy's BLAS must not exit 1 itself; loaded before the script's hold on
-        # the signals is released, so that a Ctrl-C is never lost inside NumPy's import (its ImportError).
-        if unexpected_code != EXIT_UNEXPECTED:
+        # NumPy's BLAS must not end the process itself; loaded before the script's hold on the signals is
+        # released, so that a Ctrl-C is never lost inside NumPy's import (its ImportError).
+        if numpy:
             load_numpy()
         with signals.Reporting():
             args = quick(argv) if quick is not None else None

@@ -297,7 +297,7 @@ def main(argv: list[str] | None = None, *, until_exit: bool = False) -> int:
     committed: list[str] = []
     try:
         code = run_command(PROG, run_parser, lambda args: _work(args, deferral, committed), argv, quick=quick_args,
-                           interrupted="interrupted; nothing was changed")
+                           interrupted="interrupted; nothing was changed", numpy=False)
         if committed and deferral.pending:  # too late to undo: say what is true, and end as a completed run
             names = " and ".join(dict.fromkeys(signals.signal_name(s) for s in deferral.pending))
             note(PROG, f"{names} arrived during the commit; {committed[0]}, so bob-run finished (exit 0)")
