@@ -87,8 +87,9 @@ class LastWords:
         return self.code
 
 
-def _free(size: int) -> bool:
-    """Whether ``size`` more bytes of address space can be mapped (only asked under a finite ``ulimit -v``)."""
+def room_to_load(size: int = 16 << 20) -> bool:
+    """Whether ``size`` more bytes of address space can be mapped (only asked under a finite ``ulimit -v``):
+    an extension module that failed to load where they cannot failed for want of memory, not of the module."""
     try:
         import resource
 
@@ -102,17 +103,11 @@ def _free(size: int) -> bool:
     return True
 
 
-def room_to_load(size: int = 16 << 20) -> bool:
-    """Whether ``size`` bytes of address space are free: an extension module that failed to load
-    where they are not (``ulimit -v``) failed for want of memory, not for want of the module."""
-    return _free(size)
-
-
 def load_numpy() -> None:
     """Import NumPy (see the module); MemoryError when the address space left cannot hold it."""
     if "numpy" in sys.modules:
         return
-    if not _free(NUMPY_HEADROOM):
+    if not room_to_load(NUMPY_HEADROOM):
         raise MemoryError(f"less than {NUMPY_HEADROOM >> 20} MiB of address space left for NumPy")
     unset = not any(os.environ.get(name) for name in _BLAS_THREADS)
     if unset:

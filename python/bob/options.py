@@ -27,7 +27,6 @@ def number_option(option: str, *, minimum: float = 0.0, positive: bool = False, 
     """An argparse ``type``: a finite number, at least ``minimum`` (above it when
     ``positive``), at most ``maximum``; anything else (``nan``, ``inf``,
     ``1e309``, ``-1``, ``soon``) is a :class:`~bob.commands.Refused` naming ``option``."""
-
     bound = f"> {minimum:g}" if positive else f">= {minimum:g}"
     if maximum is not None:
         bound += f" and <= {maximum:.0f}"

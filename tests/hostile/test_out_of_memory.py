@@ -184,4 +184,4 @@ def test_no_room_to_load_the_probe_itself_is_no_room_for_numpy(monkeypatch) -> N
 
     monkeypatch.setattr(resource, "getrlimit", lambda which: (64 * MiB, resource.RLIM_INFINITY))
     monkeypatch.setitem(sys.modules, "mmap", None)  # importing it now raises ImportError
-    assert failures._free(MiB) is False
+    assert failures.room_to_load(MiB) is False
