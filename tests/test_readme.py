@@ -21,6 +21,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Callable
 
@@ -196,6 +197,8 @@ SCENES = [
                                         "r.bin"], _fixture(RuntimeError("planted"))),
     Scene("bob-fixture", "interrupted", ["--text", "abc", "--prompt", "a", "--prompt", "b", "--prompt", "",
                                          "--output", "r.bin"], _fixture(KeyboardInterrupt())),
+    Scene("bob-fixture", "SIGTERM", ["--text", "abc", "--prompt", "a", "--prompt", "b", "--prompt", "", "--output",
+                                     "r.bin"], _fixture(_interrupted(signal.SIGTERM))),
     Scene("bob-inspect", "clean", ["checkpoint", "model.bob"], command="bob-inspect checkpoint"),
     Scene("bob-inspect", "equal", ["diff", "model.bob", "model.bob"], command="bob-inspect diff"),
     Scene("bob-inspect", "differ", ["diff", "model.bob", "step20.bob"], command="bob-inspect diff"),
@@ -208,10 +211,13 @@ SCENES = [
           command="bob-inspect checkpoint"),
     Scene("bob-inspect", "interrupted", ["checkpoint", "model.bob"], _inspect(KeyboardInterrupt()),
           command="bob-inspect checkpoint"),
+    Scene("bob-inspect", "SIGHUP", ["checkpoint", "model.bob"], _inspect(_interrupted(signal.SIGHUP)),
+          command="bob-inspect checkpoint"),
     Scene("bob-qualify", "a path", ["--report", "/dev/full"]),
     Scene("bob-qualify", "command line", ["--seed", "nan"]),
     Scene("bob-qualify", "unexpected", [], _qualify(RuntimeError("planted"))),
     Scene("bob-qualify", "interrupted", [], _qualify(KeyboardInterrupt())),
+    Scene("bob-qualify", "SIGTERM", [], _qualify(_interrupted(signal.SIGTERM))),
     Scene("bob-fuzz", "every reader agreed", [*CORPUS_CHECK, "true"], command="bob-fuzz check"),
     Scene("bob-fuzz", "disagreed", [*CORPUS_CHECK, "false"], command="bob-fuzz check"),
     Scene("bob-fuzz", "a path", ["replay", "nope.bin"], command="bob-fuzz replay"),
@@ -287,9 +293,9 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[Scene, int,
     return out
 
 
-def row_of(table: dict[tuple[str, str], str], code: int) -> str:
-    rows = {row for row, _ in table}
-    return str(code) if str(code) in rows else "128+N" if code > 128 and code != 130 else str(code)
+def row_of(rows: "Collection[str]", code: int) -> str:
+    """The row of an exit table that says what ``code`` means: its own, or 128+N for a signal's."""
+    return str(code) if str(code) in rows else "128+N" if code > 128 else str(code)
 
 
 def exit_table_mismatches(text: str, results: list[tuple[Scene, int, Any]]) -> list[str]:
@@ -298,7 +304,7 @@ def exit_table_mismatches(text: str, results: list[tuple[Scene, int, Any]]) -> l
     table = exit_table(text)
     found, seen = [], set()
     for scene, code, _ in results:
-        row = row_of(table, code)
+        row = row_of({row for row, _ in table}, code)
         seen.add((row, scene.prog))
         if scene.word not in table.get((row, scene.prog), ""):
             found.append(f"{scene.prog} {' '.join(scene.argv)}: exit {code}, whose cell "
@@ -532,10 +538,10 @@ def inspect_exit_rows(text: str) -> dict[str, str]:
 def inspect_exit_mismatches(text: str, results: list[tuple[Scene, int, Any]]) -> list[str]:
     rows = inspect_exit_rows(text)
     inspect = [(scene, code) for scene, code, _ in results if scene.prog == "bob-inspect"]
-    found = [f"bob-inspect {' '.join(s.argv)}: exit {code}, whose row {rows.get(str(code), '')!r} does not say "
-             f"{s.word!r}" for s, code in inspect if s.word not in rows.get(str(code), "")]
+    found = [f"bob-inspect {' '.join(s.argv)}: exit {code}, whose row {rows.get(row_of(rows, code), '')!r} does "
+             f"not say {s.word!r}" for s, code in inspect if s.word not in rows.get(row_of(rows, code), "")]
     readme = {row for (row, prog), cell in exit_table(README).items() if prog == "bob-inspect" and cell}
-    if set(rows) != readme or set(rows) != {str(code) for _, code in inspect}:
+    if set(rows) != readme or set(rows) != {row_of(rows, code) for _, code in inspect}:
         found.append(f"codes: docs {sorted(rows)}, README {sorted(readme)}, run {sorted({c for _, c in inspect})}")
     return found
 

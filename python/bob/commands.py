@@ -15,8 +15,8 @@ One mechanism each:
   ``--version``, :func:`bob.distribution.version`, ``--json`` and ``--debug``), the typed option converters
   (:func:`seconds_option`, :func:`count_option`, :func:`integer_option`:
   every number finite and in range, the option named in the refusal),
-  refusals and usage errors as one line (exit 2), KeyboardInterrupt (130; one that arrives while bob is
-  imported too: :class:`bob.signals.Reporting`), one handler for anything
+  refusals and usage errors as one line (exit 2), SIGINT, SIGTERM and SIGHUP (130, 143, 129; one that
+  arrives while bob is imported too: :class:`bob.signals.Reporting`), one handler for anything
   unexpected, out of memory included (the command's own code; a traceback only under ``--debug``), and
   one ``--json`` envelope (``command``, ``ok``, ``exit_code``, ``error``) for every outcome.
   Text that the stream's encoding cannot hold is written escaped
@@ -288,12 +288,27 @@ def run_command(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]"
     ``work(args)`` for an :class:`Outcome` and print it (``--json``: ``data`` inside the shared envelope).
 
     A :class:`Refused` (a refusal, or a usage error) is one line on stderr and, under ``--json``,
-    the envelope on stdout; KeyboardInterrupt is exit 130; anything else, running out of memory
+    the envelope on stdout; KeyboardInterrupt is exit 130 (128 + N for a signal); anything else, running out of memory
     (:mod:`bob.failures`) included, is :func:`unexpected` with ``unexpected_code``, and so is a refusal
     whose code is :data:`EXIT_UNEXPECTED` (where exit 1 means "found something", unexpected has a code of
     its own). NumPy is loaded first (:func:`bob.failures.load_numpy`) unless ``numpy`` is false (bob-run's
     start-up). ``subcommands`` (name or alias -> name) names the ``command`` key. ``quick(argv)`` reads
-    the common command lines without the parser (bob-run's start-up); it returns None for anything else."""
+    the common command lines without the parser (bob-run's start-up); it returns None for anything else.
+
+    SIGTERM and SIGHUP end every command as Ctrl-C does (:func:`bob.signals.install`, until it returns):
+    reported as the exit table says, its temporary files removed on the way out."""
+    from bob import signals
+
+    replaced = signals.install()
+    try:
+        return _run(prog, build_parser, work, argv, unexpected_code, interrupted, subcommands, quick, numpy)
+    finally:
+        signals.restore(replaced)
+
+
+def _run(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]", work: "Callable[[Any], Outcome]",
+         argv: "list[str] | None", unexpected_code: int, interrupted: str, subcommands: "dict[str, str] | None",
+         quick: "Callable[[list[str]], Any] | None", numpy: bool) -> int:
     from bob import signals
     from bob.failures import LastWords, load_numpy, room_to_load
 
@@ -306,9 +321,11 @@ def run_command(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]"
     def refuse(exc: Refused) -> int:
         if exc.code == EXIT_UNEXPECTED:
             exc.code = unexpected_code
-        return fail(prog, exc, as_json=as_json, command=name)
+        code = fail(prog, exc, as_json=as_json, command=name)
+        signals.printed()
+        return code
 
-    def interrupted_by(exc: KeyboardInterrupt) -> int:  # SIGTERM and SIGHUP too, where bob.signals is installed
+    def interrupted_by(exc: KeyboardInterrupt) -> int:  # SIGTERM and SIGHUP too (bob.signals.Interrupted)
         said = interrupted.replace("interrupted", str(exc), 1) if hasattr(exc, "signum") else interrupted
         return refuse(Refused(said, code=getattr(exc, "exit_code", EXIT_INTERRUPTED)))
 
@@ -353,6 +370,7 @@ def run_command(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]"
             text = json.dumps({**outcome.data, **envelope(outcome.command or name, outcome.code)}, sort_keys=True)
         if text:
             emit(prog, text, committed=outcome.committed)
+        signals.printed()
     except KeyboardInterrupt as exc:  # cut short (a reader that stopped reading): what was committed stands
         return outcome.code if outcome.committed else getattr(exc, "exit_code", EXIT_INTERRUPTED)
     return outcome.code

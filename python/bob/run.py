@@ -289,6 +289,8 @@ def main(argv: list[str] | None = None, *, until_exit: bool = False) -> int:
     from bob import signals
 
     replaced = signals.install()  # SIGTERM and SIGHUP end bob-run as Ctrl-C does, and wait for a commit
+    if until_exit:
+        signals.until_exit()
     deferral = signals.Deferral()
     # From here on a signal acts only at the safe points (bob.signals): a
     # handler that raised anywhere could be swallowed (an exception raised

@@ -15,8 +15,9 @@ or rollback is ever cut in half by it. The command then asks
 
 Each installed command's script blocks the three as its first statement, so
 one that arrives while bob is imported waits for the runner that can report it
-(:class:`Reporting`), and :func:`run_script` blocks them again once the
-command has returned, so the status it printed is the process's.
+(:class:`Reporting`). Once the outcome is printed they are only recorded
+(:func:`printed`), and the hold comes back before bob's handlers go
+(:func:`restore`), so the status printed is the process's.
 
 A signal the parent process ignored (``nohup``, a background job's SIGINT),
 or blocked, stays so. Standard library only, and ``_signal`` rather than
@@ -30,7 +31,7 @@ import sys
 import _signal  # type: ignore[import-not-found]  # the C module under signal; it has no stub
 
 __all__ = ["ENDING", "Interrupted", "install", "restore", "Deferral", "signal_name", "taken", "script_held",
-           "run_script", "Reporting", "interruption_in", "printing"]
+           "run_script", "Reporting", "interruption_in", "printing", "printed", "until_exit"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -79,7 +80,8 @@ def _handler(signum: int, frame: object) -> None:
     if _deferral is not None:
         _deferral._arrived.append(signum)
         return
-    raise Interrupted(signum)
+    if not _printed:
+        raise Interrupted(signum)
 
 
 script_held: "frozenset[int]" = frozenset()
@@ -142,10 +144,30 @@ def printing() -> None:
     _deferral = None
 
 
+_printed = False
+_until_exit = False
+
+
+def printed() -> None:
+    """The outcome is printed whole: until the command returns (:func:`restore`), or the process ends
+    after :func:`until_exit`, the three are only recorded (:func:`taken`), so none changes its status."""
+    global _printed
+    _printed = True
+
+
+def until_exit() -> None:
+    """The process ends when this command returns (``bob-run``'s script): what :func:`printed` holds
+    stays held to the end."""
+    global _until_exit
+    _until_exit = True
+
+
 def install() -> "dict[int, object]":
     """Make SIGINT, SIGTERM and SIGHUP raise :class:`Interrupted` (unless the
     parent ignored them); return the handlers replaced, for :func:`restore`.
     Off the main thread (a library caller's worker) nothing is installed."""
+    global _printed
+    _printed = False  # (a command that ends its process never reaches the next one's install)
     replaced: dict[int, object] = {}
     for signum in ENDING:
         previous = _signal.getsignal(signum)
@@ -160,9 +182,15 @@ def install() -> "dict[int, object]":
 
 
 def restore(replaced: "dict[int, object]") -> None:
-    """Put back the handlers :func:`install` replaced."""
+    """Put back the handlers :func:`install` replaced. Leaving bob's handlers (the outermost command),
+    the script's hold (:data:`script_held`) comes back first: nothing reaches a default action while the
+    process ends. A :func:`printed` outcome's hold ends here, unless :func:`until_exit`."""
+    global _printed
+    if any(previous is not _handler for previous in replaced.values()):
+        _signal.pthread_sigmask(_signal.SIG_BLOCK, script_held)
     for signum, previous in replaced.items():
         _signal.signal(signum, previous)
+    _printed = _printed and _until_exit
 
 
 class Deferral:

@@ -29,6 +29,7 @@ import pytest
 
 import bob
 import bob.run
+from bob.formats.constants import RECORD_BYTES
 from bob.formats.constants import UPDATES_PER_INVOCATION as U
 from conftest import CORPUS, PROMPTS
 from test_crash_points import COMMIT_CALLS, before_os_call
@@ -239,12 +240,13 @@ def test_every_installed_script_holds_the_ending_signals_first() -> None:
         assert "scripts" not in tomllib.load(f)["project"]
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=lambda s: signal.Signals(s).name)
-@pytest.mark.parametrize("command", ["bob-inspect", "bob-run"])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda s: signal.Signals(s).name)
+@pytest.mark.parametrize("command", ["bob-inspect", "bob-run", "bob-fixture"])
 def test_a_command_stuck_printing_to_a_reader_that_stopped_still_ends_on_a_signal(tmp_path: Path, command: str,
                                                                                    signum: int) -> None:
-    """Its outcome decided, it does not wait for the reader: bob-inspect ends with the signal's status;
-    bob-run, whose invocation committed, with 0 (the files are the new ones)."""
+    """Its outcome decided, it does not wait for the reader: bob-inspect ends with the signal's status
+    (128 + N, as the exit table says: not killed by it); bob-run, whose invocation committed, and
+    bob-fixture, whose record is written, with 0 (the files are the new ones)."""
     import fcntl
 
     files = Files(tmp_path)
@@ -256,7 +258,10 @@ def test_a_command_stuck_printing_to_a_reader_that_stopped_still_ends_on_a_signa
             os.write(write_end, b"x" * 4096)  # full before the command writes a byte
     except BlockingIOError:
         os.set_blocking(write_end, True)
-    argv = ["schema", "--json"] if command == "bob-inspect" else ["--json", *files.argv]
+    fixture = tmp_path / "fixture.bin"
+    argv = {"bob-inspect": ["schema", "--json"], "bob-run": ["--json", *files.argv],
+            "bob-fixture": ["--json", "--text", "abc", "--prompt", "a", "--prompt", "b", "--prompt", "",
+                            "--output", str(fixture)]}[command]
     proc = subprocess.Popen([str(BIN / command), *argv], stdout=write_end, stderr=subprocess.PIPE)
     os.close(write_end)
     try:
@@ -269,8 +274,10 @@ def test_a_command_stuck_printing_to_a_reader_that_stopped_still_ends_on_a_signa
         os.close(read_end)
     if command == "bob-run":
         assert code == 0 and files.now() == files.new
+    elif command == "bob-fixture":
+        assert code == 0 and fixture.stat().st_size == RECORD_BYTES
     else:
-        assert code in (-signum, 128 + signum)
+        assert code == 128 + signum
 
 
 def test_the_signals_a_parent_blocked_stay_blocked(tmp_path: Path) -> None:
@@ -290,3 +297,72 @@ def test_the_signals_a_parent_blocked_stay_blocked(tmp_path: Path) -> None:
     finally:
         os.close(lock)
     assert files.now() == files.old
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: signal.Signals(s).name)
+def test_bob_qualify_ended_by_a_signal_says_so_and_leaves_no_temporary_directory(tmp_path: Path, signum: int) -> None:
+    """Sent while its bob-run processes work in a temporary directory: 128 + N with the --json envelope
+    (as for Ctrl-C), the directory removed, and no phase called done."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    proc = subprocess.Popen([str(BIN / "bob-qualify"), "--json", "--seed", "1"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ, TMPDIR=str(scratch)))
+    try:
+        deadline = time.monotonic() + 60
+        while not any(scratch.glob("bob-qualify-*")) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert any(scratch.glob("bob-qualify-*")), "no temporary directory was made"
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        proc.wait()
+    document = json.loads(out)
+    assert proc.returncode == document["exit_code"] == 128 + signum, err
+    assert f"interrupted by {signal.Signals(signum).name}" in document["error"]["message"]
+    assert list(scratch.iterdir()) == [] and "(done)" not in err and "Traceback" not in err
+
+
+def _command(outcome_code: int, committed: "str | None" = None) -> int:
+    from bob.commands import Outcome, argument_parser, run_command
+
+    return run_command("bob-x", argument_parser, lambda args: Outcome(outcome_code, {}, "said", committed=committed),
+                       [], numpy=False)
+
+
+@pytest.mark.parametrize("code", [0, 1])
+def test_a_signal_after_the_outcome_is_printed_does_not_change_the_status(code: int, monkeypatch, capsys) -> None:
+    """SIGTERM in the last steps of the runner, after the outcome was printed whole: recorded, not raised."""
+    from bob import signals
+
+    original = signals.restore
+
+    def late(replaced: "dict[int, object]") -> None:
+        os.kill(os.getpid(), signal.SIGTERM)  # bob's handler is still the one in place
+        original(replaced)
+
+    monkeypatch.setattr(signals, "restore", late)
+    before = len(signals.taken())
+    assert _command(code) == code and capsys.readouterr().out == "said\n"
+    assert signals.taken()[before:] == (signal.SIGTERM,)
+    monkeypatch.setattr(signals, "restore", original)
+    replaced = signals.install()  # the hold ended with the command: bob's handler raises again
+    try:
+        with pytest.raises(signals.Interrupted):
+            os.kill(os.getpid(), signal.SIGTERM)
+    finally:
+        signals.restore(replaced)
+
+
+def test_the_outermost_command_brings_back_the_scripts_hold_before_its_handlers_go(monkeypatch, capsys) -> None:
+    """Leaving bob's handlers, the signals the script blocked are blocked again first: one that comes
+    after the runner is done waits, pending, and never meets the default action (which would kill)."""
+    from bob import signals
+
+    monkeypatch.setattr(signals, "script_held", frozenset({signal.SIGHUP}))
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    try:
+        assert _command(0) == 0
+        assert signal.SIGHUP in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)

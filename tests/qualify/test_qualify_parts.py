@@ -3,6 +3,8 @@ smoke test, and that bob-run stays free of bob-qualify's dependencies."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -114,3 +116,19 @@ def test_a_failed_report_write_leaves_the_old_report_whole(tmp_path, monkeypatch
         report.write_report(tmp_path, {"qualified": False, "loss_curves": {}, "performance": {}})
     assert (tmp_path / report.REPORT_JSON).read_bytes() == old
     assert sorted(p.name for p in tmp_path.iterdir()) == [report.REPORT_JSON]  # no temporary file left
+
+
+@pytest.mark.parametrize("cut_short", [False, True])
+def test_a_plain_progress_phase_is_called_done_only_when_it_ended(cut_short, capsys):
+    """In a log, a phase's last line says "(done)" when it ran to its end, and not when a signal cut it."""
+    from rich.console import Console
+
+    from bob.qualify.report import LiveProgress
+
+    with contextlib.suppress(KeyboardInterrupt), LiveProgress(Console(file=io.StringIO())) as progress:
+        advance = progress.phase("kernels x threads", 10)
+        progress.current.after = 0.0  # shown from the first step
+        advance()
+        if cut_short:
+            raise KeyboardInterrupt
+    assert ("(done)" in capsys.readouterr().err) is not cut_short

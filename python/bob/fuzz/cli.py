@@ -94,14 +94,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bob import signals
-
-    replaced = signals.install()  # SIGTERM and SIGHUP end every subcommand as Ctrl-C does (its files removed)
-    try:
-        return run_command(PROG, _parser, lambda args: COMMANDS[args.command](args), argv,
-                           unexpected_code=EXIT_SOFTWARE, subcommands={name: name for name in COMMANDS})
-    finally:
-        signals.restore(replaced)
+    return run_command(PROG, _parser, lambda args: COMMANDS[args.command](args), argv,
+                       unexpected_code=EXIT_SOFTWARE, subcommands={name: name for name in COMMANDS})
 
 
 def _known_target(name: str, fmt: str | None = None) -> None:

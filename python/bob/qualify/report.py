@@ -43,12 +43,13 @@ class LiveProgress(ProgressSink):
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._end_plain()
+        self._end_plain(*exc)
         self.bars.stop()
 
-    def _end_plain(self) -> None:
+    def _end_plain(self, *exc: object) -> None:
+        """The plain phase shown ends: "(done)" only when it was not cut short by ``exc``."""
         if self.current is not None:
-            self.current.__exit__(None, None, None)
+            self.current.__exit__(*(exc or (None, None, None)))
             self.current = None
 
     def phase(self, name: str, total: int) -> Callable[[], None]:
