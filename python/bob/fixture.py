@@ -91,8 +91,7 @@ def build(args) -> dict:
         target = replace_target(args.output)
     if args.corpus is not None:
         if same_file(args.corpus, target):
-            raise Refused(f"--corpus and --output name the same file ({show_path(args.output)}); "
-                          "each needs its own")
+            raise Refused("the same file as --corpus; each needs its own", option="--output", path=args.output)
         with about("--corpus", args.corpus):
             corpus, corpus_bytes = read_corpus(args.corpus)
     else:

@@ -217,13 +217,13 @@ def _targets(input_path: str, checkpoint_path: str, predictions_path: str) -> "t
         checkpoint_target = replace_target(checkpoint_path, check_replaceable=False)
     with about("--predictions", predictions_path):
         predictions_target = replace_target(predictions_path, check_replaceable=False)
-    for a, b, shown, what in (  # the targets as resolved above: each path is resolved once
-        (checkpoint_target, predictions_target, checkpoint_path, "--checkpoint and --predictions"),
-        (input_path, checkpoint_target, input_path, "--input and --checkpoint"),
-        (input_path, predictions_target, input_path, "--input and --predictions"),
+    for a, b, first, option, path in (  # the targets as resolved above: each path is resolved once
+        (checkpoint_target, predictions_target, "--checkpoint", "--predictions", predictions_path),
+        (input_path, checkpoint_target, "--input", "--checkpoint", checkpoint_path),
+        (input_path, predictions_target, "--input", "--predictions", predictions_path),
     ):
-        if same_file(a, b):
-            raise Refused(f"{what} name the same file ({show_path(shown)}); each needs its own")
+        if same_file(a, b):  # refused naming the option of the file that would be replaced
+            raise Refused(f"the same file as {first}; each needs its own", option=option, path=path)
     refuse_if_lock_of(predictions_target, checkpoint_target, "--predictions")
     return checkpoint_target, predictions_target
 

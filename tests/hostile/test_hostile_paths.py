@@ -181,11 +181,17 @@ def test_a_dangling_link_is_a_fresh_run_written_at_its_target(work: Path) -> Non
     assert (work / "dangling.ckpt").is_symlink() and sha((work / "new.ckpt").read_bytes()) == CKPT_10_SHA256
 
 
-def test_a_link_to_the_input_is_a_collision(work: Path) -> None:
+@pytest.mark.parametrize("option", ["--checkpoint", "--predictions"])
+def test_a_link_to_the_input_is_a_collision_named_by_the_option_of_the_file_replaced(work: Path, option: str) -> None:
+    import json
+
     (work / "alias.bin").symlink_to(work / "rec.bin")
-    out = command("bob-run", "--input", work / "rec.bin", "--checkpoint", work / "alias.bin", "--predictions",
-                  work / "p.bin")
-    assert out.returncode == 2 and b"same file" in out.stderr
+    paths = {"--checkpoint": work / "ck.bin", "--predictions": work / "p.bin", option: work / "alias.bin"}
+    out = command("bob-run", "--input", work / "rec.bin", *(x for o, p in paths.items() for x in (o, p)), "--json")
+    error = json.loads(out.stdout)["error"]
+    assert out.returncode == 2 and (error["option"], error["path"]) == (option, str(work / "alias.bin"))
+    assert out.stderr.decode() == f"bob-run: refused: {option} {work / 'alias.bin'}: the same file as --input; " \
+        "each needs its own\n"
 
 
 # ------------------------------------------------- messages and command lines ---
@@ -230,7 +236,7 @@ def test_fixture_output_onto_its_corpus_is_refused(work: Path) -> None:
     for output in (corpus, work / "alias.txt"):
         out = command("bob-fixture", "--corpus", corpus, "--output", output, "--prompt", "a", "--prompt", "b",
                       "--prompt", "")
-        assert out.returncode == 2 and b"same file" in out.stderr
+        assert out.returncode == 2 and b"--output " + bytes(output) + b": the same file as --corpus" in out.stderr
         assert corpus.read_bytes() == CORPUS * 10
 
 
