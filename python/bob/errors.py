@@ -337,12 +337,15 @@ class NotReplaceable(OSError):
 
 
 class FileTooLarge(Exception):
-    """A regular file larger than any valid one; it was not read."""
+    """A regular file larger than any valid one; it was not read (``head``: its first bytes). ``size`` is
+    its size or, when ``partial`` (it grew while it was read; a /proc file, whose size says 0), the bytes
+    seen of it: it has at least that many."""
 
-    def __init__(self, size: int, head: bytes) -> None:
-        super().__init__(f"{size} bytes")
+    def __init__(self, size: int, head: bytes, partial: bool = False) -> None:
+        super().__init__(f"{'at least ' * partial}{size} bytes")
         self.size = size
         self.head = head
+        self.partial = partial
 
     def __reduce__(self):
-        return type(self), (self.size, self.head)
+        return type(self), (self.size, self.head, self.partial)

@@ -107,8 +107,9 @@ def read_bounded_buffer(path: "str | os.PathLike[str]", limit: int) -> bytearray
         if st.st_size > limit:
             raise FileTooLarge(st.st_size, os.read(fd, _HEAD))
         data = _read_to_end(fd, st.st_size, limit)
-        if len(data) > limit:
-            raise FileTooLarge(len(data), bytes(data[:_HEAD]))
+        if len(data) > limit:  # its first bytes read in full, to name its format
+            head = bytes(data[:_HEAD]) + os.read(fd, max(0, _HEAD - len(data)))
+            raise FileTooLarge(max(len(data), len(head)), head, partial=True)
         return data
     finally:
         os.close(fd)

@@ -95,6 +95,17 @@ def test_missing_and_foreign_files_are_one_line_errors(cli, files, tmp_path):
     assert "was not read" in r["problems"][0]["message"]
 
 
+def test_a_foreign_files_size_is_said_as_it_is_known(cli, tmp_path):
+    """One byte is "1 byte"; a file whose size fstat does not know (/proc) is "at least" what was seen,
+    with its first bytes read in full."""
+    one = tmp_path / "one.bin"
+    one.write_bytes(b"x")
+    assert 'not a bob file (1 byte starting "x";' in cli.run(str(one), code=2).stderr.decode()
+    if os.path.exists("/proc/self/status"):
+        assert 'not a bob file (at least 16 bytes starting "Name:\\x09' in \
+            cli.run("/proc/self/status", code=2).stderr.decode()
+
+
 def _commands(path: str, other: str) -> list[tuple[str, ...]]:
     return [("ckpt", path), ("input", path), ("pred", path), (path,), ("diff", path, other), ("diff", other, path)]
 

@@ -143,11 +143,11 @@ def cmd_schema(args: argparse.Namespace) -> Result:
 
 def cmd_auto(args: argparse.Namespace) -> Result:
     """``bob-inspect FILE``: the kind from :func:`bob.formats.kinds.detect_kind`."""
-    head, size = peek(args.file)
+    head, size, partial = peek(args.file)
     kind = kinds.detect_kind(head, size)
     if kind is None:
-        raise Refused(f"not a bob file ({size} bytes starting \"{escape_bytes(head[:kinds.MAGIC_BYTES])}\"; "
-                      f"{kinds.KIND_RULES})", path=args.file)
+        raise Refused(f"not a bob file ({'at least ' * partial}{size} byte{'s' * (size != 1)} starting \""
+                      f"{escape_bytes(head[:kinds.MAGIC_BYTES])}\"; {kinds.KIND_RULES})", path=args.file)
     if kind == kinds.CHECKPOINT:
         return cmd_checkpoint(args, auto=True)
     if args.rows or args.rows_hex or args.heatmap or args.export:

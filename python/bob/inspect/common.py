@@ -54,18 +54,18 @@ def read_checkpoint(path: str) -> tuple[bytes | None, list[FormatError]]:
     return read(path, MAX_CHECKPOINT_BYTES, CHECKPOINT_FILE)
 
 
-def peek(path: str) -> tuple[bytes, int]:
-    """A file's first bytes and its size, read through the bounded reader with a
-    limit of zero bytes (a non-empty file is "too large": only its head is read)."""
+def peek(path: str) -> tuple[bytes, int, bool]:
+    """A file's first bytes, its size and whether that size is only a lower bound (:class:`FileTooLarge`),
+    read through the bounded reader with a limit of zero bytes (a non-empty file is "too large")."""
     try:
         data = read_bounded(path, 0)
     except FileTooLarge as big:
-        return big.head, big.size
+        return big.head, big.size, big.partial
     except OSError as exc:
         raise refusal(path, exc) from None
     if data is None:
         raise refusal(path, FileNotFoundError())
-    return data, len(data)
+    return data, len(data), False
 
 
 def file_size(path: str) -> int | None:
