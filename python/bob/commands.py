@@ -238,16 +238,20 @@ def add_common_options(parser: "argparse.ArgumentParser", *, json_help: str = "p
     parser.add_argument("--version", action=Version, help="print bob's version and exit")
 
 
+_made: "list[str]" = []  # the directories output_directory made for the commands running, outermost first
+
+
 def output_directory(option: str, path: Any) -> str:
     """``path`` as a directory bob writes into, created if missing (with its
     parents); a file, a device or anything else in the way is a :class:`Refused`
-    naming ``option`` and the path, and so is a directory that cannot be written."""
+    naming ``option`` and the path, and so is a directory that cannot be written.
+    What it made is removed again, if still empty, when the command does not succeed (:func:`run_command`)."""
     from bob.fileio import make_directory
 
     with about(option, path):
         if os.path.lexists(path) and not os.path.isdir(path):
             raise Refused("exists and is not a directory", option=option, path=path)
-        make_directory(path)
+        _made.extend(make_directory(path))
     return os.fspath(path)
 
 
@@ -296,13 +300,20 @@ def run_command(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]"
     the common command lines without the parser (bob-run's start-up); it returns None for anything else.
 
     SIGTERM and SIGHUP end every command as Ctrl-C does (:func:`bob.signals.install`, until it returns):
-    reported as the exit table says, its temporary files removed on the way out."""
+    reported as the exit table says, its temporary files removed on the way out. A command that does not
+    succeed leaves no empty directory it made (:func:`output_directory`)."""
     from bob import signals
 
-    replaced = signals.install()
+    replaced, made, code = signals.install(), len(_made), None
     try:
-        return _run(prog, build_parser, work, argv, unexpected_code, interrupted, subcommands, quick, numpy)
+        code = _run(prog, build_parser, work, argv, unexpected_code, interrupted, subcommands, quick, numpy)
+        return code
     finally:
+        if code != EXIT_OK and _made[made:]:  # what a failure left empty goes
+            from bob.fileio import remove_empty_directories
+
+            remove_empty_directories(_made[made:])
+        del _made[made:]
         signals.restore(replaced)
 
 

@@ -55,27 +55,10 @@ import stat
 
 from bob.errors import FileTooLarge, NotARegularFile, NotReplaceable, byte_buffer
 
-__all__ = [
-    "NotARegularFile",
-    "NotReplaceable",
-    "FileTooLarge",
-    "open_regular",
-    "read_bounded",
-    "read_bounded_buffer",
-    "replace_target",
-    "same_file",
-    "check_directory",
-    "make_directory",
-    "refuse_unreplaceable",
-    "identity",
-    "stage",
-    "discard_temporary",
-    "fsync_directory",
-    "write_atomic",
-    "temporary_name",
-    "sidecar_name",
-    "TEMP_MARK",
-]
+__all__ = ["NotARegularFile", "NotReplaceable", "FileTooLarge", "open_regular", "read_bounded",
+           "read_bounded_buffer", "replace_target", "same_file", "check_directory", "make_directory",
+           "remove_empty_directories", "refuse_unreplaceable", "identity", "stage", "discard_temporary",
+           "fsync_directory", "write_atomic", "temporary_name", "sidecar_name", "TEMP_MARK"]
 
 TEMP_MARK = ".bob-tmp-"
 NAME_MAX = 255  # bytes in one file name on every filesystem bob is used on (Linux, macOS)
@@ -267,12 +250,27 @@ def refuse_unreplaceable(path: str, st: "os.stat_result | None" = None) -> None:
                                    "owner may replace it")
 
 
-def make_directory(path: "str | os.PathLike[str]") -> None:
+def make_directory(path: "str | os.PathLike[str]") -> list[str]:
     """Create the directory ``path`` and its parents if missing; ``PermissionError``
-    if bob could not write into it (a report, corpus or artifact directory)."""
+    if bob could not write into it (a report, corpus or artifact directory).
+    Returns the directories it made, outermost first (:func:`remove_empty_directories`)."""
+    missing, up = [], os.path.abspath(path)
+    while not os.path.lexists(up):
+        missing.insert(0, up)
+        up = os.path.dirname(up)
     os.makedirs(path, exist_ok=True)
     if not os.access(path, os.W_OK | os.X_OK):
         raise PermissionError(13, "permission denied", os.fspath(path))
+    return missing
+
+
+def remove_empty_directories(made: "list[str]") -> None:
+    """Remove the directories :func:`make_directory` made, innermost first, that are still empty."""
+    for directory in reversed(made):
+        try:
+            os.rmdir(directory)
+        except OSError:  # not empty, or not there: kept as it is
+            pass
 
 
 def same_file(a: "str | os.PathLike[str]", b: "str | os.PathLike[str]") -> bool:

@@ -111,6 +111,20 @@ def test_report_on_a_file_is_refused(tmp_path, capsys, monkeypatch):
     assert code == 2 and "not a directory" in err
 
 
+@pytest.mark.parametrize("existed", [False, True])
+def test_a_refused_qualification_leaves_no_empty_directory_it_made(tmp_path, capsys, monkeypatch, existed):
+    """--report's directory is made before the run (a bad path is refused at once); refused after that,
+    bob-qualify removes what it made and left empty, and keeps a directory that was there."""
+    pytest.importorskip("matplotlib")
+    report = tmp_path / "new" / "report"
+    if existed:
+        report.mkdir(parents=True)
+    code, _, err = run_main(["--quick", "--report", str(report)], capsys, monkeypatch, perturb="avx2")
+    assert code == 2 and PERTURB_ENV in err
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == \
+        ([report.parent.relative_to(tmp_path), report.relative_to(tmp_path)] if existed else [])
+
+
 def test_a_broken_stdout_does_not_change_the_verdict():
     """rich would exit 1 when the reader goes away (`bob-qualify | head -1`);
     the exit status is the verdict, so it stays 0 on a qualified build."""

@@ -99,23 +99,39 @@ def test_the_packaged_section8_vector_is_the_contracts():
     assert vector.LOSSES == {10: conftest.LOSSES_10, 20: conftest.LOSSES_20}
 
 
-def test_a_failed_report_write_leaves_the_old_report_whole(tmp_path, monkeypatch):
+RESULT = {"qualified": False, "fingerprint": {"auto_kernel": "scalar", "cpu_model": "a CPU", "cpu_count": 2},
+          "loss_curves": {"vector": [5.5, 5.4, 5.3]},
+          "performance": {"kernels": [{"kernel": "scalar", "threads": 1, "us_per_update": {"median": 9.0, "min": 8.0}},
+                                      {"kernel": "auto", "threads": 0, "us_per_update": {"median": 9.0, "min": 8.0}}]}}
+
+
+@pytest.mark.parametrize("fails_at", [1, 2, 3])
+def test_a_failed_report_write_leaves_the_old_report_whole(tmp_path, monkeypatch, fails_at):
+    """The disk fills as the k-th of the three files is flushed: none of the old files is replaced
+    (the JSON and the plots stay one report), and no temporary file is left."""
     import errno
 
     import bob.fileio
     from bob.qualify import report
 
-    old = b'{"qualified": true, "the": "old report"}\n'
-    (tmp_path / report.REPORT_JSON).write_bytes(old)
+    old = {name: f"the old {name}".encode() for name in (report.REPORT_JSON, report.LOSS_PLOT, report.SPEED_PLOT)}
+    for name, data in old.items():
+        (tmp_path / name).write_bytes(data)
+    flushed = []
 
-    def full(fd):  # the disk fills as the new report is flushed
-        raise OSError(errno.ENOSPC, "No space left on device")
+    def full(fd):
+        flushed.append(fd)
+        if len(flushed) == fails_at:
+            raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(bob.fileio.os, "fsync", full)
     with pytest.raises(OSError):
-        report.write_report(tmp_path, {"qualified": False, "loss_curves": {}, "performance": {}})
-    assert (tmp_path / report.REPORT_JSON).read_bytes() == old
-    assert sorted(p.name for p in tmp_path.iterdir()) == [report.REPORT_JSON]  # no temporary file left
+        report.write_report(tmp_path, RESULT)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == old
+    monkeypatch.undo()
+    written = report.write_report(tmp_path, RESULT)  # and whole when the disk has room
+    assert sorted(p.name for p in written) == sorted(p.name for p in tmp_path.iterdir()) == sorted(old)
+    assert all((tmp_path / name).read_bytes() != data for name, data in old.items())
 
 
 @pytest.mark.parametrize("cut_short", [False, True])

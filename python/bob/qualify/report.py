@@ -3,7 +3,7 @@ the JSON object, and ``--report DIR`` (the JSON plus PNG plots).
 
 One of the two modules of bob that import matplotlib (the other is
 :mod:`bob.inspect.heatmap`; ``tests/house/test_house.py`` holds that), and
-only inside :func:`write_plots`, behind the optional ``plot`` extra.
+only inside :func:`plots`, behind the optional ``plot`` extra.
 """
 
 from __future__ import annotations
@@ -169,37 +169,43 @@ def plotting_available() -> bool:
 
 
 def write_report(directory: Path, result: dict[str, Any]) -> list[Path]:
-    """``qualify.json`` and the PNG plots in ``directory`` (created if needed),
-    each replaced atomically (:func:`bob.fileio.write_atomic`): a write that
-    fails (a full disk) leaves the old report whole."""
-    from bob.fileio import write_atomic
+    """``qualify.json`` and the PNG plots in ``directory`` (created if needed), all or none: every file is
+    staged beside its target (:func:`bob.fileio.stage`) before any is renamed into place, so a write that
+    fails (a full disk) leaves the old report whole, none of its files replaced."""
+    from bob.fileio import discard_temporary, fsync_directory, stage
 
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / REPORT_JSON
-    write_atomic(path, (json.dumps(result, indent=1, sort_keys=True) + "\n").encode("utf-8"))
-    return [path, *write_plots(directory, result)]
+    files = {REPORT_JSON: (json.dumps(result, indent=1, sort_keys=True) + "\n").encode("utf-8"), **plots(result)}
+    staged: list[tuple[str, Path]] = []
+    try:
+        for name, data in files.items():
+            staged.append((stage(os.fspath(directory / name), data), directory / name))
+        for tmp, path in staged:
+            os.replace(tmp, path)
+    finally:
+        for tmp, _ in staged:
+            discard_temporary(tmp)  # (one renamed into place is not there any more)
+    fsync_directory(os.fspath(directory))
+    return [path for _, path in staged]
 
 
-def _save(fig: Any, path: Path) -> Path:
-    """A figure as PNG, written atomically."""
+def _png(fig: Any) -> bytes:
     import io
-
-    from bob.fileio import write_atomic
 
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")
-    write_atomic(path, buffer.getvalue())
-    return path
+    return buffer.getvalue()
 
 
-def write_plots(directory: Path, result: dict[str, Any]) -> list[Path]:
+def plots(result: dict[str, Any]) -> dict[str, bytes]:
+    """The report's PNG plots, by file name."""
     import matplotlib
     import matplotlib.ticker
 
     matplotlib.use("Agg")  # files only, never a window
     import matplotlib.pyplot as plt
 
-    written = []
+    written = {}
     fp = result["fingerprint"]
     curves = result["loss_curves"]
     if curves:
@@ -215,7 +221,7 @@ def write_plots(directory: Path, result: dict[str, Any]) -> list[Path]:
         ax.legend(fontsize=8)
         ax.grid(axis="y", alpha=0.3)
         fig.tight_layout()
-        written.append(_save(fig, directory / LOSS_PLOT))
+        written[LOSS_PLOT] = _png(fig)
         plt.close(fig)
     speeds = result["performance"].get("kernels")
     if speeds:
@@ -246,6 +252,6 @@ def write_plots(directory: Path, result: dict[str, Any]) -> list[Path]:
         ax.legend(fontsize=8)
         ax.grid(axis="y", alpha=0.3, which="both")
         fig.tight_layout()
-        written.append(_save(fig, directory / SPEED_PLOT))
+        written[SPEED_PLOT] = _png(fig)
         plt.close(fig)
     return written
