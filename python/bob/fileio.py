@@ -85,6 +85,7 @@ def read_bounded_buffer(path: "str | os.PathLike[str]", limit: int) -> bytearray
     try:
         fd, st = open_regular(path, os.O_RDONLY)
     except FileNotFoundError:
+        _refuse_if_working_directory_gone(path)  # (not "no such file")
         return None
     try:
         if st.st_size > limit:
@@ -199,14 +200,18 @@ def check_directory(path: "str | os.PathLike[str]") -> None:
     _directory_stat(os.path.dirname(text), text)
 
 
-def _directory_stat(directory: str, path: str) -> os.stat_result:
-    """The kernel's ``stat`` of the directory a path names, or the error that names why there is none."""
+def _refuse_if_working_directory_gone(path: "str | os.PathLike[str]") -> None:
     if not os.path.isabs(path):
         try:
             os.getcwd()
         except FileNotFoundError:
             raise FileNotFoundError(errno.ENOENT, "a relative path, and the working directory no longer exists",
-                                    path) from None
+                                    os.fspath(path)) from None
+
+
+def _directory_stat(directory: str, path: str) -> os.stat_result:
+    """The kernel's ``stat`` of the directory a path names, or the error that names why there is none."""
+    _refuse_if_working_directory_gone(path)
     try:
         st = os.stat(directory or ".")
     except (FileNotFoundError, NotADirectoryError):

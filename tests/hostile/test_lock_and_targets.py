@@ -157,6 +157,20 @@ def test_a_deleted_working_directory_is_refused_naming_the_option(work: Path) ->
                           "longer exists\n")
 
 
+@pytest.mark.parametrize("command", [["bob-inspect", "ck"], ["bob-inspect", "checkpoint", "ck"],
+                                     ["bob-inspect", "diff", "ck", "ck"], ["bob-fuzz", "replay", "ck"]])
+def test_a_deleted_working_directory_is_named_by_every_reader(work: Path, command: "list[str]") -> None:
+    """Not "no such file": the file may well be there, in the directory that was deleted."""
+    gone = work / "gone"
+    gone.mkdir()
+    script = ("import os, subprocess, sys; os.chdir(sys.argv[1]); os.rmdir(sys.argv[1]); "
+              "sys.exit(subprocess.run(sys.argv[2:]).returncode)")
+    out = subprocess.run([sys.executable, "-c", script, str(gone), str(Path(sys.executable).parent / command[0]),
+                          *command[1:]], capture_output=True, text=True)
+    assert out.returncode == 2 and "ck: a relative path, and the working directory no longer exists\n" in out.stderr, \
+        out.stderr
+
+
 def test_out_of_memory_is_unexpected_not_refused(work: Path) -> None:
     """ulimit -v: the machine's shortage says nothing about the files (exit 1, not 2)."""
     script = ("import sys, bob.invocation, bob.run\n"

@@ -34,8 +34,9 @@ TOP_K = 5  # next bytes shown per row (--rows)
 
 
 def refusal(path: str, exc: OSError) -> Refused:
-    """The one-line refusal of a path that cannot be read (it names the path)."""
-    return Refused("no such file" if isinstance(exc, FileNotFoundError) else os_reason(exc), path=path)
+    """The one-line refusal of a path that cannot be read (it names the path): "no such file", or why not."""
+    plain = isinstance(exc, FileNotFoundError) and exc.strerror in (None, os.strerror(2))  # (2: ENOENT)
+    return Refused("no such file" if plain else os_reason(exc), path=path)
 
 
 def read(path: str, limit: int, magic: "tuple[bytes, str] | None") -> tuple[bytes | None, list[FormatError]]:
