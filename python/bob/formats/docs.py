@@ -14,7 +14,9 @@ from bob.formats.schema import FieldRow, layout
 
 __all__ = ["KINDS", "layout_rows", "markdown_table", "rules_table", "sample"]
 
-KINDS = ("input", "envelope", "predictions", "trace")
+_SCHEMAS = {"input": ("bob.formats.input_record", "INPUT_RECORD"), "envelope": ("bob.formats.checkpoint", "ENVELOPE"),
+            "predictions": ("bob.formats.predictions", "PREDICTIONS"), "trace": ("bob.formats.trace", "TRACE")}
+KINDS = tuple(_SCHEMAS)
 
 
 def sample(kind: str) -> bytes:
@@ -45,21 +47,16 @@ def sample(kind: str) -> bytes:
     raise ValueError(f"unknown format kind {kind!r}; one of {', '.join(KINDS)}")
 
 
-_SCHEMAS = {"input": ("bob.formats.input_record", "INPUT_RECORD"), "envelope": ("bob.formats.checkpoint", "ENVELOPE"),
-            "predictions": ("bob.formats.predictions", "PREDICTIONS"), "trace": ("bob.formats.trace", "TRACE")}
-
-
 def schema(kind: str):
-    """The construct schema of ``kind``."""
-    if kind not in _SCHEMAS:
-        raise ValueError(f"unknown format kind {kind!r}; one of {', '.join(KINDS)}")
+    """The construct schema of ``kind`` (a valid kind: :func:`layout_rows` checks it with :func:`sample`)."""
     module, name = _SCHEMAS[kind]
     return getattr(__import__(module, fromlist=[name]), name)
 
 
 def layout_rows(kind: str) -> list[FieldRow]:
     """The layout table of ``kind`` (``input``, ``envelope``, ``predictions``, ``trace``)."""
-    return layout(schema(kind), sample(kind))
+    data = sample(kind)  # (an unknown kind: its ValueError)
+    return layout(schema(kind), data)
 
 
 def markdown_table(rows: list[FieldRow]) -> str:
