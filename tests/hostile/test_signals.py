@@ -366,3 +366,19 @@ def test_the_outermost_command_brings_back_the_scripts_hold_before_its_handlers_
         assert signal.SIGHUP in signal.pthread_sigmask(signal.SIG_BLOCK, [])
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads the threads' masks in Linux's /proc")
+def test_the_cores_pool_threads_take_no_signal_sent_to_the_process() -> None:
+    """The kernel gives a process's signal to any thread that does not block it: a pool thread that took
+    one would meet the default action (the process ends) while the caller's thread holds it blocked
+    (a command ending after it printed its status: bob.signals.restore)."""
+    bob.invoke(bob.build_input(CORPUS, PROMPTS), threads=0)  # parallel: the pool has started
+    masks = {}
+    for task in Path("/proc/self/task").iterdir():
+        if (task / "comm").read_text().startswith("bob-core-"):
+            status = (task / "status").read_text()
+            masks[task.name] = int(re.search(r"^SigBlk:\s*([0-9a-f]+)$", status, re.M)[1], 16)
+    assert masks, "no pool thread was started"
+    for signum in SIGNALS:
+        assert all(mask >> (signum - 1) & 1 for mask in masks.values()), (signal.Signals(signum).name, masks)

@@ -104,11 +104,36 @@ pub(super) fn pool() -> Option<&'static rayon::ThreadPool> {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let asked = std::env::var("RAYON_NUM_THREADS").ok().and_then(|s| s.trim().parse::<usize>().ok());
         let size = asked.filter(|&n| n > 0).map_or(cpus, |n| n.min(cpus));
-        let pool =
-            rayon::ThreadPoolBuilder::new().num_threads(size).thread_name(|i| format!("bob-core-{i}")).build().ok();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(size)
+            .thread_name(|i| format!("bob-core-{i}"))
+            .start_handler(|_| block_process_signals())
+            .build()
+            .ok();
         (std::process::id(), pool)
     });
     pool.as_ref().filter(|_| *started_in == std::process::id())
+}
+
+/// A pool thread takes none of the signals sent to the process: the kernel
+/// gives such a signal to any thread that does not block it, and a pool
+/// thread would meet the default action (the process ends) where the
+/// caller's thread handles the signal or holds it blocked on purpose (a
+/// Python program ending: the status it printed must stay its own). The
+/// signals a fault raises in the thread itself stay unblocked.
+fn block_process_signals() {
+    #[cfg(unix)]
+    // SAFETY: the set is initialised by sigfillset before it is read, and
+    // pthread_sigmask changes only this thread's mask.
+    unsafe {
+        let mut set = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+        libc::sigfillset(set.as_mut_ptr());
+        let mut set = set.assume_init();
+        for fault in [libc::SIGSEGV, libc::SIGBUS, libc::SIGFPE, libc::SIGILL, libc::SIGTRAP] {
+            libc::sigdelset(&mut set, fault);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
 }
 
 /// Threads a call uses: the caller and pool threads (as many as asked, or
