@@ -259,7 +259,8 @@ def make_directory(path: "str | os.PathLike[str]") -> list[str]:
     """Create the directory ``path`` and its parents if missing; ``PermissionError``
     if bob could not write into it (a report, corpus or artifact directory).
     Returns the directories it made, outermost first (:func:`remove_empty_directories`)."""
-    missing, up = [], os.path.abspath(path)
+    missing: list[str] = []
+    up = os.path.abspath(path)
     while not os.path.lexists(up):
         missing.insert(0, up)
         up = os.path.dirname(up)
