@@ -5,7 +5,9 @@ import sys
 USAGE = "usage: python -m bob {run,fixture,inspect,qualify,fuzz} [options]"
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, until_exit: bool = False) -> int:
+    """The command ``argv`` names; its exit status. ``until_exit``: the process ends with it at once
+    (``bob.run.main``'s), as under ``python -m bob``."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE)
@@ -19,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     if command == "run":
         from bob.run import main as run_main
 
-        return run_main(rest, until_exit=True)  # sys.exit follows at once
+        return run_main(rest, until_exit=until_exit)
     if command == "fixture":
         from bob.fixture import fixture_main as run
     elif command == "inspect":
@@ -34,5 +36,10 @@ def main(argv: list[str] | None = None) -> int:
     return run(rest)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # as the installed scripts: the three held until bob's runner can report one
+    import _signal  # type: ignore[import-not-found]  # the C module under signal (it imports enum); no stub
+
+    _held_from = _signal.pthread_sigmask(_signal.SIG_BLOCK, (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP))
+    from bob.signals import run_script
+
+    sys.exit(run_script(lambda: main(until_exit=True), _held_from))

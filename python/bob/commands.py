@@ -351,6 +351,7 @@ def _run(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]", work:
                 try:
                     args = build_parser().parse_args(argv)
                 except SystemExit as exc:  # --help or --version: printed already (or said it could not be)
+                    signals.printed()
                     if sys.stdout is not None and not _write(sys.stdout, ""):  # (argparse drops a failed write)
                         note(prog, "the help could not be printed (stdout is closed or full)")
                     return exc.code if isinstance(exc.code, int) else EXIT_OK

@@ -80,8 +80,18 @@ def _handler(signum: int, frame: object) -> None:
     if _deferral is not None:
         _deferral._arrived.append(signum)
         return
-    if not _printed:
+    if _phase is None or (_phase == "printing" and _stalled()):
         raise Interrupted(signum)
+
+
+def _stalled() -> bool:
+    """stdout or stderr cannot take a byte now: a print waits for a reader that stopped reading."""
+    import select
+
+    try:
+        return len(select.select([], [1, 2], [], 0)[1]) < 2
+    except (OSError, ValueError):
+        return True
 
 
 script_held: "frozenset[int]" = frozenset()
@@ -137,22 +147,23 @@ def interruption_in(exc: "BaseException | None") -> "KeyboardInterrupt | None":
     return None
 
 
-def printing() -> None:
-    """The outcome is decided and being printed: a deferral still open (``bob-run``'s) ends, so that a
-    signal ends a printing held up by a reader that stopped reading, instead of waiting for it."""
-    global _deferral
-    _deferral = None
-
-
-_printed = False
+_phase: "str | None" = None  # None (working): the three raise; "printing", "printed": see below
 _until_exit = False
+
+
+def printing() -> None:
+    """The outcome is decided and being printed: a deferral still open (``bob-run``'s) ends, and the
+    three are only recorded (:func:`taken`), unless the printing waits for a reader that stopped
+    reading (stdout or stderr cannot take a byte): then it ends on the signal instead of waiting."""
+    global _deferral, _phase
+    _deferral, _phase = None, "printing"
 
 
 def printed() -> None:
     """The outcome is printed whole: until the command returns (:func:`restore`), or the process ends
     after :func:`until_exit`, the three are only recorded (:func:`taken`), so none changes its status."""
-    global _printed
-    _printed = True
+    global _phase
+    _phase = "printed"
 
 
 def until_exit() -> None:
@@ -166,8 +177,8 @@ def install() -> "dict[int, object]":
     """Make SIGINT, SIGTERM and SIGHUP raise :class:`Interrupted` (unless the
     parent ignored them); return the handlers replaced, for :func:`restore`.
     Off the main thread (a library caller's worker) nothing is installed."""
-    global _printed
-    _printed = False  # (a command that ends its process never reaches the next one's install)
+    global _phase
+    _phase = None  # (a command that ends its process never reaches the next one's install)
     replaced: dict[int, object] = {}
     for signum in ENDING:
         previous = _signal.getsignal(signum)
@@ -185,12 +196,12 @@ def restore(replaced: "dict[int, object]") -> None:
     """Put back the handlers :func:`install` replaced. Leaving bob's handlers (the outermost command),
     the script's hold (:data:`script_held`) comes back first: nothing reaches a default action while the
     process ends. A :func:`printed` outcome's hold ends here, unless :func:`until_exit`."""
-    global _printed
+    global _phase
     if any(previous is not _handler for previous in replaced.values()):
         _signal.pthread_sigmask(_signal.SIG_BLOCK, script_held)
     for signum, previous in replaced.items():
         _signal.signal(signum, previous)
-    _printed = _printed and _until_exit
+    _phase = _phase if _until_exit else None
 
 
 class Deferral:
