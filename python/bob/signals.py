@@ -15,9 +15,10 @@ or rollback is ever cut in half by it. The command then asks
 
 Each installed command's script blocks the three as its first statement, so
 one that arrives while bob is imported waits for the runner that can report it
-(:class:`Reporting`). Once the outcome is printed they are only recorded
-(:func:`printed`), and the hold comes back before bob's handlers go
-(:func:`restore`), so the status printed is the process's.
+(:class:`Reporting`). Once the outcome is decided they are only recorded, while
+it is printed (:func:`printing`: unless the printing waits for a reader that
+stopped reading) and after (:func:`printed`), and the hold comes back before
+bob's handlers go (:func:`restore`), so the status printed is the process's.
 
 A signal the parent process ignored (``nohup``, a background job's SIGINT),
 or blocked, stays so. Standard library only, and ``_signal`` rather than
