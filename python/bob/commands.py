@@ -179,6 +179,14 @@ def argument_parser(**kwargs: Any) -> "argparse.ArgumentParser":
                 option = named.split("/")[0]
             raise Refused(f"usage: {message} (see {self.prog} --help)", option=option)
 
+        def _print_message(self, message: str, file: "Any" = None) -> None:  # --help: printed as an outcome is
+            from bob import signals
+
+            signals.printing()
+            if message and not _write(file or sys.stdout, message):
+                note(self.prog.split()[0], "the help could not be printed (stdout is closed or full)")
+            signals.printed()
+
     return CommandParser(**kwargs)
 
 
@@ -351,9 +359,6 @@ def _run(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]", work:
                 try:
                     args = build_parser().parse_args(argv)
                 except SystemExit as exc:  # --help or --version: printed already (or said it could not be)
-                    signals.printed()
-                    if sys.stdout is not None and not _write(sys.stdout, ""):  # (argparse drops a failed write)
-                        note(prog, "the help could not be printed (stdout is closed or full)")
                     return exc.code if isinstance(exc.code, int) else EXIT_OK
             args.json = as_json = as_json or bool(getattr(args, "json", False))  # (before a subcommand too)
             args.debug = debug = debug or bool(getattr(args, "debug", False))

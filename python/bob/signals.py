@@ -32,7 +32,7 @@ import sys
 import _signal  # type: ignore[import-not-found]  # the C module under signal; it has no stub
 
 __all__ = ["ENDING", "Interrupted", "install", "restore", "Deferral", "signal_name", "taken", "script_held",
-           "run_script", "Reporting", "interruption_in", "printing", "printed", "until_exit"]
+           "run_script", "Reporting", "interruption_in", "printing", "printed", "until_exit", "writing"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -81,18 +81,41 @@ def _handler(signum: int, frame: object) -> None:
     if _deferral is not None:
         _deferral._arrived.append(signum)
         return
-    if _phase is None or (_phase == "printing" and _stalled()):
+    if _phase is None or (_phase == "printing" and _writing is not None and _full(_writing)):
         raise Interrupted(signum)
 
 
-def _stalled() -> bool:
-    """stdout or stderr cannot take a byte now: a print waits for a reader that stopped reading."""
+def _full(fd: int) -> bool:
+    """The descriptor cannot take a byte now: its reader stopped reading (a closed one does not wait)."""
     import select
 
     try:
-        return len(select.select([], [1, 2], [], 0)[1]) < 2
+        return not select.select([], [fd], [], 0)[1]
     except (OSError, ValueError):
-        return True
+        return False
+
+
+_writing: "int | None" = None  # the descriptor bob.text.write_whole is writing a piece to
+_since: "list[int]" = []  # how many signals had been taken when each running command's install() ran
+
+
+class writing:  # noqa: N801 - used as a `with` statement
+    """``with writing(fd):`` one piece of at most ``PIPE_BUF`` bytes written to ``fd`` while an outcome is
+    printed. A signal the command took (its interruption, or one recorded while printing) ends the
+    printing here, before a piece ``fd`` cannot take: bob does not wait for a reader that stopped."""
+
+    def __init__(self, fd: "int | None") -> None:
+        self.fd = fd
+
+    def __enter__(self) -> None:
+        global _writing
+        if _phase == "printing" and _since and len(_taken) > _since[-1] and self.fd is not None and _full(self.fd):
+            raise Interrupted(_taken[_since[-1]])
+        _writing = self.fd
+
+    def __exit__(self, *exc: object) -> None:
+        global _writing
+        _writing = None
 
 
 script_held: "frozenset[int]" = frozenset()
@@ -180,6 +203,7 @@ def install() -> "dict[int, object]":
     Off the main thread (a library caller's worker) nothing is installed."""
     global _phase
     _phase = None  # (a command that ends its process never reaches the next one's install)
+    _since.append(len(_taken))
     replaced: dict[int, object] = {}
     for signum in ENDING:
         previous = _signal.getsignal(signum)
@@ -203,6 +227,7 @@ def restore(replaced: "dict[int, object]") -> None:
     for signum, previous in replaced.items():
         _signal.signal(signum, previous)
     _phase = _phase if _until_exit else None
+    del _since[-1:]
 
 
 class Deferral:

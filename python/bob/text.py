@@ -171,13 +171,30 @@ def tolerant_streams() -> None:
                 pass
 
 
+_PIPE_BUF = 4096  # bytes a pipe takes whole once it can take any (POSIX: at least 512; Linux and macOS: 4096)
+
+
 def write_whole(stream: "TextIO | None", text: str) -> bool:
-    """Write ``text`` in one piece and flush; False if the stream cannot take it."""
+    """Write ``text`` whole and flush; False if the stream cannot take it. To a descriptor it goes in
+    pieces of ``PIPE_BUF`` bytes (:class:`bob.signals.writing`: a signal the command took ends a
+    printing that waits for a reader that stopped reading, before the next piece)."""
+    from bob.signals import writing
+
     if stream is None:  # the process was started with this stream closed
         return False
     try:
-        stream.write(text)
+        stream.write("")  # what was printed before (argparse's help): a write that failed is tried again
         stream.flush()
+        try:
+            fd, data = stream.fileno(), text.encode(stream.encoding, stream.errors or "strict")
+        except (AttributeError, OSError, ValueError):  # no descriptor (io.StringIO): the stream's own write
+            stream.write(text)
+            stream.flush()
+            return True
+        view = memoryview(data)
+        while view:
+            with writing(fd):
+                view = view[os.write(fd, view[:_PIPE_BUF]):]
         return True
     except (OSError, ValueError):  # closed, full, broken pipe
         silence(stream)
@@ -202,7 +219,7 @@ def note(prog: str, text: str) -> None:
 
 
 def emit(prog: str, text: str, *, committed: str | None = None) -> None:
-    """Print a result in one write. If stdout cannot take it, one line on
+    """Print a result whole (:func:`write_whole`). If stdout cannot take it, one line on
     stderr says so (naming what was ``committed``, if anything); the
     caller's exit status is unchanged."""
     if not write_whole(sys.stdout, text if text.endswith("\n") else text + "\n"):

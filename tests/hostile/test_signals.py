@@ -395,7 +395,7 @@ def test_a_signal_sent_as_soon_as_the_outcome_is_read_leaves_its_status(tmp_path
     (it was 143 in most such runs while the last write's return and the runner's end were not covered)."""
     files = Files(tmp_path)
     argv = [str(BIN / argv[0]), *(str(files.ck) if a == "CK" else a for a in argv[1:])]
-    last = b"--version" if "--help" in argv else b""  # the help's last line; the JSON's only one
+    last = b"print bob's version" if "--help" in argv else b""  # the help's last line; the JSON's only one
     for signum in SIGNALS * 5:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert proc.stdout is not None
@@ -424,10 +424,53 @@ def test_a_signal_while_the_outcome_is_written_to_a_reader_that_reads_is_only_re
     class Stdout(io.StringIO):
         def write(self, text: str) -> int:
             written = super().write(text)
-            os.kill(os.getpid(), signal.SIGTERM)  # bob's handler runs as this call returns
+            if text:
+                os.kill(os.getpid(), signal.SIGTERM)  # bob's handler runs as this call returns
             return written
 
     stdout = Stdout()
     monkeypatch.setattr(sys, "stdout", stdout)
     before = len(signals.taken())
     assert _command(0) == 0 and stdout.getvalue() == "said\n" and signals.taken()[before:] == (signal.SIGTERM,)
+
+
+@pytest.mark.parametrize("stream", ["stdout", "stderr"])
+def test_a_command_interrupted_while_its_reader_has_stopped_ends_and_does_not_wait(tmp_path: Path,
+                                                                                   stream: str) -> None:
+    """SIGTERM while bob-qualify works, its stdout or stderr a full pipe nobody reads: the report of the
+    interruption cannot be printed, and the command ends with 143 instead of waiting for the reader."""
+    import fcntl
+
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, 1031, 4096)  # F_SETPIPE_SZ
+    os.set_blocking(write_end, False)
+    try:
+        while True:
+            os.write(write_end, b"x" * 4096)
+    except BlockingIOError:
+        os.set_blocking(write_end, True)
+    streams = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, stream: write_end}
+    proc = subprocess.Popen([str(BIN / "bob-qualify"), "--json", "--seed", "1"], **streams)
+    os.close(write_end)
+    try:
+        time.sleep(2.0)  # working
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=10)
+    finally:
+        proc.kill()
+        proc.wait()
+        os.close(read_end)
+    assert code == 128 + signal.SIGTERM
+
+
+def test_a_closed_stderr_is_not_a_stalled_reader(tmp_path: Path) -> None:
+    """The outcome was written whole to stdout; stderr closed: a signal then is only recorded."""
+    files = Files(tmp_path)
+    for _ in range(10):
+        proc = subprocess.Popen([str(BIN / "bob-inspect"), "checkpoint", str(files.ck), "--json"],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, pass_fds=(),
+                                preexec_fn=lambda: os.close(2))
+        assert proc.stdout is not None
+        json.loads(proc.stdout.readline())
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
