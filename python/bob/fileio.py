@@ -259,10 +259,12 @@ def make_directory(path: "str | os.PathLike[str]") -> list[str]:
     """Create the directory ``path`` and its parents if missing; ``PermissionError``
     if bob could not write into it (a report, corpus or artifact directory).
     Returns the directories it made, outermost first (:func:`remove_empty_directories`)."""
+    _refuse_if_working_directory_gone(path)
     missing: list[str] = []
-    up = os.path.abspath(path)
-    while not os.path.lexists(up):
-        missing.insert(0, up)
+    up = os.fspath(path).rstrip(os.sep) or os.sep
+    while up and not os.path.lexists(up):  # the walk os.makedirs makes, on the path as given ("a/../b" too)
+        if os.path.basename(up) not in (os.curdir, os.pardir):
+            missing.insert(0, up)
         up = os.path.dirname(up)
     os.makedirs(path, exist_ok=True)
     if not os.access(path, os.W_OK | os.X_OK):

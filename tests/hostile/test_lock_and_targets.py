@@ -158,7 +158,8 @@ def test_a_deleted_working_directory_is_refused_naming_the_option(work: Path) ->
 
 
 @pytest.mark.parametrize("command", [["bob-inspect", "ck"], ["bob-inspect", "checkpoint", "ck"],
-                                     ["bob-inspect", "diff", "ck", "ck"], ["bob-fuzz", "replay", "ck"]])
+                                     ["bob-inspect", "diff", "ck", "ck"], ["bob-fuzz", "replay", "ck"],
+                                     ["bob-fuzz", "conformance", "ck"]])
 def test_a_deleted_working_directory_is_named_by_every_reader(work: Path, command: "list[str]") -> None:
     """Not "no such file": the file may well be there, in the directory that was deleted."""
     gone = work / "gone"
@@ -381,10 +382,15 @@ def test_ctrl_c_ends_a_long_train_within_a_second_with_whole_updates_done() -> N
     bob.core.initialize(p)
     m, v = np.zeros_like(p), np.zeros_like(p)
     ctx, tgt = bytes(range(10)), bytes(range(1, 11))
+    # Ctrl-C raises here even where the suite was started with SIGINT ignored (a background job's)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     threading.Timer(0.2, os.kill, [os.getpid(), signal.SIGINT]).start()
     started = time.monotonic()
-    with pytest.raises(KeyboardInterrupt) as caught:
-        bob.core.train(p, m, v, ctx, tgt, 0, 10**9)
+    try:
+        with pytest.raises(KeyboardInterrupt) as caught:
+            bob.core.train(p, m, v, ctx, tgt, 0, 10**9)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - started < 1.2
     done = caught.value.updates_done
     assert 0 < done < 10**9
@@ -414,3 +420,19 @@ def test_an_allocation_failure_in_the_core_is_memory_error() -> None:
               "except MemoryError as e:\n    print('MemoryError', int(p.any() or m.any() or v.any()))\n")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert out.stdout == "MemoryError 0\n", out.stderr
+
+
+@pytest.mark.parametrize("path", ["a/../b", "n/..", "x/y/", "./q/r", "L/../z"])
+def test_the_directories_made_for_an_output_are_the_ones_removed(tmp_path: Path, monkeypatch, path: str) -> None:
+    """make_directory names every directory os.makedirs makes, on the path as given (``..``, a trailing
+    slash, a link): a command that fails removes them all, and nothing that was there before."""
+    from bob.fileio import make_directory, remove_empty_directories
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "deep" / "inner").mkdir(parents=True)
+    (tmp_path / "L").symlink_to("deep/inner")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    made = make_directory(path)
+    assert os.path.isdir(path) and made
+    remove_empty_directories(made)
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before

@@ -148,3 +148,29 @@ def test_a_plain_progress_phase_is_called_done_only_when_it_ended(cut_short, cap
         if cut_short:
             raise KeyboardInterrupt
     assert ("(done)" in capsys.readouterr().err) is not cut_short
+
+
+def test_a_signal_while_the_report_is_renamed_into_place_leaves_it_whole(tmp_path, monkeypatch):
+    """SIGTERM between two of the three renames: recorded, and every file is the new report's."""
+    import signal
+
+    from bob import signals
+    from bob.qualify import report
+
+    renames = []
+
+    def replace(tmp, path, real=os.replace):
+        real(tmp, path)
+        renames.append(path)
+        if len(renames) == 1:
+            os.kill(os.getpid(), signal.SIGTERM)  # bob's handler runs as this call returns
+
+    monkeypatch.setattr(report.os, "replace", replace)
+    replaced = signals.install()
+    try:
+        written = report.write_report(tmp_path, RESULT)
+    except signals.Interrupted:
+        pytest.fail(f"the signal cut the renames after {len(renames)} of 3")
+    finally:
+        signals.restore(replaced)
+    assert len(renames) == len(written) == 3 and signals.taken()[-1] == signal.SIGTERM

@@ -173,16 +173,20 @@ def write_report(directory: Path, result: dict[str, Any]) -> list[Path]:
     staged beside its target (:func:`bob.fileio.stage`) before any is renamed into place, so a write that
     fails (a full disk) leaves the old report whole, none of its files replaced."""
     from bob.fileio import discard_temporary, fsync_directory, stage
+    from bob.signals import Deferral
 
     directory.mkdir(parents=True, exist_ok=True)
     files = {REPORT_JSON: (json.dumps(result, indent=1, sort_keys=True) + "\n").encode("utf-8"), **plots(result)}
     staged: list[tuple[str, Path]] = []
+    renaming = Deferral()  # a signal during the renames is only recorded: the verdict is decided, the report whole
     try:
         for name, data in files.items():
             staged.append((stage(os.fspath(directory / name), data), directory / name))
+        renaming.begin()
         for tmp, path in staged:
             os.replace(tmp, path)
     finally:
+        renaming.end()
         for tmp, _ in staged:
             discard_temporary(tmp)  # (one renamed into place is not there any more)
     fsync_directory(os.fspath(directory))
