@@ -171,30 +171,28 @@ def tolerant_streams() -> None:
                 pass
 
 
-_PIPE_BUF = 4096  # bytes a pipe takes whole once it can take any (POSIX: at least 512; Linux and macOS: 4096)
+_PIECE = 1024  # characters: at most 4,096 bytes of UTF-8, what a pipe takes whole once it can take any
 
 
 def write_whole(stream: "TextIO | None", text: str) -> bool:
-    """Write ``text`` whole and flush; False if the stream cannot take it. To a descriptor it goes in
-    pieces of ``PIPE_BUF`` bytes (:class:`bob.signals.writing`: a signal the command took ends a
+    """Write ``text`` whole and flush; False if the stream cannot take it. It goes in pieces of
+    1,024 characters, each flushed (:class:`bob.signals.writing`: a signal the command took ends a
     printing that waits for a reader that stopped reading, before the next piece)."""
     from bob.signals import writing
 
     if stream is None:  # the process was started with this stream closed
         return False
     try:
+        fd: int | None = stream.fileno()
+    except (AttributeError, OSError, ValueError):  # no descriptor (io.StringIO)
+        fd = None
+    try:
         stream.write("")  # what was printed before (argparse's help): a write that failed is tried again
         stream.flush()
-        try:
-            fd, data = stream.fileno(), text.encode(stream.encoding, stream.errors or "strict")
-        except (AttributeError, OSError, ValueError):  # no descriptor (io.StringIO): the stream's own write
-            stream.write(text)
-            stream.flush()
-            return True
-        view = memoryview(data)
-        while view:
+        for start in range(0, len(text), _PIECE):
             with writing(fd):
-                view = view[os.write(fd, view[:_PIPE_BUF]):]
+                stream.write(text[start:start + _PIECE])
+                stream.flush()
         return True
     except (OSError, ValueError):  # closed, full, broken pipe
         silence(stream)
