@@ -300,8 +300,8 @@ def run_command(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]"
     ``work(args)`` for an :class:`Outcome` and print it (``--json``: ``data`` inside the shared envelope).
 
     A :class:`Refused` (a refusal, or a usage error) is one line on stderr and, under ``--json``,
-    the envelope on stdout; KeyboardInterrupt is exit 130 (128 + N for a signal); anything else, running out of memory
-    (:mod:`bob.failures`) included, is :func:`unexpected` with ``unexpected_code``, and so is a refusal
+    the envelope on stdout; KeyboardInterrupt is exit 130 (128 + N for a signal); anything else, running out
+    of memory (:mod:`bob.failures`) included, is :func:`unexpected` with ``unexpected_code``, and so is a refusal
     whose code is :data:`EXIT_UNEXPECTED` (where exit 1 means "found something", unexpected has a code of
     its own). NumPy is loaded first (:func:`bob.failures.load_numpy`) unless ``numpy`` is false (bob-run's
     start-up). ``subcommands`` (name or alias -> name) names the ``command`` key. ``quick(argv)`` reads

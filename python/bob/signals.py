@@ -100,8 +100,8 @@ _since: "list[int]" = []  # how many signals had been taken when each running co
 
 
 class writing:  # noqa: N801 - used as a `with` statement
-    """``with writing(fd):`` one piece of at most ``PIPE_BUF`` bytes written to ``fd`` while an outcome is
-    printed. A signal the command took (its interruption, or one recorded while printing) ends the
+    """``with writing(fd):`` one piece of :func:`bob.text.write_whole`'s written to ``fd``. While an outcome is
+    printed, a signal the command took (its interruption, or one recorded while printing) ends the
     printing here, before a piece ``fd`` cannot take: bob does not wait for a reader that stopped."""
 
     def __init__(self, fd: "int | None") -> None:
@@ -178,7 +178,7 @@ _until_exit = False
 def printing() -> None:
     """The outcome is decided and being printed: a deferral still open (``bob-run``'s) ends, and the
     three are only recorded (:func:`taken`), unless the printing waits for a reader that stopped
-    reading (stdout or stderr cannot take a byte): then it ends on the signal instead of waiting."""
+    reading (the descriptor being written cannot take a byte): then it ends on the signal instead."""
     global _deferral, _phase
     _deferral, _phase = None, "printing"
 
