@@ -183,7 +183,7 @@ def argument_parser(**kwargs: Any) -> "argparse.ArgumentParser":
             from bob import signals
 
             signals.printing()
-            if message and not _write(file or sys.stdout, message):
+            if message and not _write(file or sys.stderr, message):  # (argparse's own fallback: no stdout)
                 note(self.prog.split()[0], "the help could not be printed (stdout is closed or full)")
             signals.printed()
 

@@ -1,48 +1,37 @@
 """bob's files on disk: one bounded reader, one atomic writer, one rule for paths.
 
-``bob-run``, ``bob-fixture``, ``bob-inspect`` and the library read and replace
-files only through here and :mod:`bob.commit`, bob-run's commit built on it (``tests/house/test_house.py`` holds that; ``bob-fuzz``
-and ``bob-qualify`` write their corpora, scratch files and reports directly),
-so every path they are given gets the same treatment:
+``bob-run``, ``bob-fixture``, ``bob-inspect`` and the library read and replace files only through here and
+:mod:`bob.commit`, bob-run's commit built on it (``tests/house/test_house.py`` holds that; ``bob-fuzz`` and
+``bob-qualify`` write their corpora, scratch files and reports directly), so every path they are given gets the
+same treatment:
 
-* **Only regular files.** :func:`read_bounded` opens a path once
-  (``O_NONBLOCK``, so a FIFO never blocks the open) and decides from
-  ``fstat`` of that descriptor; :func:`replace_target` refuses to replace
-  anything but a regular file (or a missing one). A directory, a FIFO, a
-  socket or a device raises :class:`NotARegularFile`, before anything is
-  read or created. (The three exceptions live in :mod:`bob.errors`; they are
-  importable from here too.)
-* **Bounded.** A file larger than the caller's limit is never read:
-  :class:`FileTooLarge` carries its size and first bytes so the formats
-  layer can name it.
-* **Symbolic links are followed.** Replacing ``path`` replaces the file a
-  link points to (the temporary file lives in the *target's* directory and
-  the link stays a link); :func:`replace_target` gives that resolved path,
+* **Only regular files.** :func:`read_bounded` opens a path once (``O_NONBLOCK``, so a FIFO never blocks the
+  open) and decides from ``fstat`` of that descriptor; :func:`replace_target` refuses to replace anything but a
+  regular file (or a missing one). A directory, a FIFO, a socket or a device raises :class:`NotARegularFile`,
+  before anything is read or created. (The three exceptions live in :mod:`bob.errors`; they are importable from
+  here too.)
+* **Bounded.** A file larger than the caller's limit is never read: :class:`FileTooLarge` carries its size and
+  first bytes so the formats layer can name it.
+* **Symbolic links are followed.** Replacing ``path`` replaces the file a link points to (the temporary file
+  lives in the *target's* directory and the link stays a link); :func:`replace_target` gives that resolved path,
   which is also what ``bob-run`` locks.
-* **Resolved by the kernel.** The directory part of a path is ``stat``-ed
-  as given (``nope/../ck`` is refused when ``nope`` does not exist, as the
-  kernel would refuse it), and the string resolution of links must name the
-  same directory; a relative path after the working directory was deleted
-  is refused by name.
-* **Only files their owner may replace.** :func:`replace_target` refuses a
-  file with more than one hard link (replacing one name would split it from
-  the others), a file whose owner or this user cannot write it (mode 0444),
-  and another user's file in a sticky directory (renaming over it would fail
-  halfway through a commit), with :class:`NotReplaceable`.
-* **Atomic.** :func:`write_atomic` writes a temporary file beside the
-  target, fsyncs it, renames it over the target and fsyncs the directory; on
-  any failure the target is byte-identical and the temporary file is gone.
-  A SIGKILL leaves at worst a temporary file named
-  ``.{name}.bob-tmp-{pid}-{random}``: :func:`bob.commit.clean_stale_temporaries`
-  removes it once its writer is dead, and a ``bob-run`` holding the
-  checkpoint's lock removes its targets' temporaries whoever left them
-  (``holding_lock=True``: pids say nothing across PID namespaces).
-* **Names within NAME_MAX.** Every name bob puts beside a target
-  (temporaries, the lock) comes from :func:`sidecar_name`: a target's name
-  over 214 bytes (NAME_MAX less ``_TAG_ROOM`` and the dot) keeps a prefix of
-  itself and a hash of all of it.
-* **Exact rollback** is :class:`bob.commit.Backup`, beside the one commit
-  point that needs it.
+* **Resolved by the kernel.** The directory part of a path is ``stat``-ed as given (``nope/../ck`` is refused
+  when ``nope`` does not exist, as the kernel would refuse it), and the string resolution of links must name the
+  same directory; a relative path after the working directory was deleted is refused by name.
+* **Only files their owner may replace.** :func:`replace_target` refuses a file with more than one hard link
+  (replacing one name would split it from the others), a file whose owner or this user cannot write it (mode
+  0444), and another user's file in a sticky directory (renaming over it would fail halfway through a commit),
+  with :class:`NotReplaceable`.
+* **Atomic.** :func:`write_atomic` writes a temporary file beside the target, fsyncs it, renames it over the
+  target and fsyncs the directory; on any failure the target is byte-identical and the temporary file is gone. A
+  SIGKILL leaves at worst a temporary file named ``.{name}.bob-tmp-{pid}-{random}``:
+  :func:`bob.commit.clean_stale_temporaries` removes it once its writer is dead, and a ``bob-run`` holding the
+  checkpoint's lock removes its targets' temporaries whoever left them (``holding_lock=True``: pids say nothing
+  across PID namespaces).
+* **Names within NAME_MAX.** Every name bob puts beside a target (temporaries, the lock) comes from
+  :func:`sidecar_name`: a target's name over 214 bytes (NAME_MAX less ``_TAG_ROOM`` and the dot) keeps a prefix
+  of itself and a hash of all of it.
+* **Exact rollback** is :class:`bob.commit.Backup`, beside the one commit point that needs it.
 
 Standard library only: ``bob-run`` uses this module on its fast path.
 """
@@ -260,16 +249,27 @@ def make_directory(path: "str | os.PathLike[str]") -> list[str]:
     if bob could not write into it (a report, corpus or artifact directory).
     Returns the directories it made, outermost first (:func:`remove_empty_directories`)."""
     _refuse_if_working_directory_gone(path)
-    missing: list[str] = []
-    up = os.fspath(path).rstrip(os.sep) or os.sep
-    while up and not os.path.lexists(up):  # the walk os.makedirs makes, on the path as given ("a/../b" too)
-        if os.path.basename(up) not in (os.curdir, os.pardir):
-            missing.insert(0, up)
-        up = os.path.dirname(up)
-    os.makedirs(path, exist_ok=True)
+    made: list[str] = []
+
+    def make(name: str) -> None:  # os.makedirs's walk, keeping what mkdir itself made ("a/../b": a and b)
+        head, tail = os.path.split(name)
+        if not tail:
+            head, tail = os.path.split(head)
+        if head and tail and not os.path.exists(head):
+            make(head)
+            if tail == os.curdir:
+                return
+        try:
+            os.mkdir(name)
+            made.append(name)
+        except OSError:
+            if not os.path.isdir(name):
+                raise
+
+    make(os.fspath(path))
     if not os.access(path, os.W_OK | os.X_OK):
         raise PermissionError(13, "permission denied", os.fspath(path))
-    return missing
+    return made
 
 
 def remove_empty_directories(made: "list[str]") -> None:

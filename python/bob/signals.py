@@ -86,11 +86,12 @@ def _handler(signum: int, frame: object) -> None:
 
 
 def _full(fd: int) -> bool:
-    """The descriptor cannot take a byte now: its reader stopped reading (a closed one does not wait)."""
+    """The descriptor takes nothing for a second: its reader stopped reading (a slow one goes on, and a
+    closed descriptor does not wait)."""
     import select
 
     try:
-        return not select.select([], [fd], [], 0)[1]
+        return not select.select([], [fd], [], 1.0)[1]
     except (OSError, ValueError):
         return False
 

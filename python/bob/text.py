@@ -164,7 +164,7 @@ def tolerant_streams() -> None:
     (``PYTHONIOENCODING=ascii``, a C locale): degraded, never lost."""
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None and getattr(stream, "errors", None) not in ("backslashreplace", "surrogateescape"):
+        if reconfigure is not None and getattr(stream, "errors", None) != "backslashreplace":
             try:
                 reconfigure(errors="backslashreplace")
             except (ValueError, OSError):  # closed, or a replaced stream

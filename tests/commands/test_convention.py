@@ -373,9 +373,10 @@ def test_stdout_closed_broken_or_ascii(command, prog, argv, code, stream, work, 
         assert err.count("\n") == 1 and "could not be printed (stdout is closed or full)" in err, err
 
 
+@pytest.mark.parametrize("encoding", ["ascii", "ascii:surrogateescape"])  # the latter: a C locale's stdout
 @pytest.mark.parametrize("prog", PROGRAMS)
-def test_help_in_ascii(prog: str, tmp_path: Path) -> None:
-    done = _run_real(prog, ["--help"], tmp_path, env={"PYTHONIOENCODING": "ascii"})
+def test_help_in_ascii(prog: str, encoding: str, tmp_path: Path) -> None:
+    done = _run_real(prog, ["--help"], tmp_path, env={"PYTHONIOENCODING": encoding})
     assert done.returncode == 0 and done.stderr == b"" and done.stdout.startswith(f"usage: {prog}".encode())
 
 

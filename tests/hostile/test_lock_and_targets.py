@@ -422,7 +422,7 @@ def test_an_allocation_failure_in_the_core_is_memory_error() -> None:
     assert out.stdout == "MemoryError 0\n", out.stderr
 
 
-@pytest.mark.parametrize("path", ["a/../b", "n/..", "x/y/", "./q/r", "L/../z"])
+@pytest.mark.parametrize("path", ["a/../b", "n/..", "x/y/", "./q/r", "L/../z", "a/../keep/z", "x//y//z"])
 def test_the_directories_made_for_an_output_are_the_ones_removed(tmp_path: Path, monkeypatch, path: str) -> None:
     """make_directory names every directory os.makedirs makes, on the path as given (``..``, a trailing
     slash, a link): a command that fails removes them all, and nothing that was there before."""
@@ -430,6 +430,7 @@ def test_the_directories_made_for_an_output_are_the_ones_removed(tmp_path: Path,
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "deep" / "inner").mkdir(parents=True)
+    (tmp_path / "keep").mkdir()  # empty, and the user's: "a/../keep" is not made by the command
     (tmp_path / "L").symlink_to("deep/inner")
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
     made = make_directory(path)

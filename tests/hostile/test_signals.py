@@ -478,3 +478,4 @@ def test_a_closed_stderr_is_not_a_stalled_reader(tmp_path: Path) -> None:
         json.loads(proc.stdout.readline())
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
+
