@@ -221,7 +221,7 @@ def test_every_command_signalled_at_random_prints_what_its_exit_status_says(tmp_
 
 def test_every_installed_script_holds_the_ending_signals_first() -> None:
     """Each command's script blocks exactly bob.signals.ENDING before it imports anything of bob's
-    (pyproject.toml: the commands are these scripts, and only these)."""
+    (pyproject.toml: the commands are these scripts, and only these), and so does python -m bob."""
     import ast
 
     from bob.signals import ENDING
@@ -237,6 +237,14 @@ def test_every_installed_script_holds_the_ending_signals_first() -> None:
         blocked = {getattr(signal, ast.unparse(e).split(".")[1]) for e in calls[0].args[1].elts}  # type: ignore
         assert ast.unparse(calls[0].args[0]) == "_signal.SIG_BLOCK" and blocked == set(ENDING), name
         assert source.index("pthread_sigmask") < source.index("from bob"), name
+    # python -m bob: the same hold, first in its __main__ block (the package itself is imported before it)
+    source = (Path(bob.__file__).parent / "__main__.py").read_text(encoding="utf-8")
+    block = source[source.index('if __name__ == "__main__":'):]
+    calls = [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)
+             and ast.unparse(node.func) == "_signal.pthread_sigmask"]
+    assert len(calls) == 1 and ast.unparse(calls[0].args[0]) == "_signal.SIG_BLOCK"
+    assert {getattr(signal, ast.unparse(e).split(".")[1]) for e in calls[0].args[1].elts} == set(ENDING)  # type: ignore
+    assert block.index("pthread_sigmask") < block.index("from bob")
     with open(Path(bob.__file__).resolve().parents[2] / "pyproject.toml", "rb") as f:
         import tomllib
 
