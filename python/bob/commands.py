@@ -246,7 +246,7 @@ def add_common_options(parser: "argparse.ArgumentParser", *, json_help: str = "p
     parser.add_argument("--version", action=Version, help="print bob's version and exit")
 
 
-_made: "list[str]" = []  # the directories output_directory made for the commands running, outermost first
+_made: "list[list[str]]" = []  # for each command running, innermost last: the directories output_directory made
 
 
 def output_directory(option: str, path: Any) -> str:
@@ -259,7 +259,9 @@ def output_directory(option: str, path: Any) -> str:
     with about(option, path):
         if os.path.lexists(path) and not os.path.isdir(path):
             raise Refused("exists and is not a directory", option=option, path=path)
-        _made.extend(make_directory(path))
+        made = make_directory(path)
+    if _made:  # (a library caller outside run_command keeps what it made)
+        _made[-1].extend(made)
     return os.fspath(path)
 
 
@@ -312,16 +314,17 @@ def run_command(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]"
     succeed leaves no empty directory it made (:func:`output_directory`)."""
     from bob import signals
 
-    replaced, made, code = signals.install(), len(_made), None
+    replaced, code = signals.install(), None
+    _made.append([])
     try:
         code = _run(prog, build_parser, work, argv, unexpected_code, interrupted, subcommands, quick, numpy)
         return code
     finally:
-        if code != EXIT_OK and _made[made:]:  # what a failure left empty goes
+        made = _made.pop()
+        if code != EXIT_OK and made:  # what a failure left empty goes
             from bob.fileio import remove_empty_directories
 
-            remove_empty_directories(_made[made:])
-        del _made[made:]
+            remove_empty_directories(made)
         signals.restore(replaced)
 
 

@@ -45,9 +45,10 @@ import stat
 from bob.errors import FileTooLarge, NotARegularFile, NotReplaceable, byte_buffer
 
 __all__ = ["NotARegularFile", "NotReplaceable", "FileTooLarge", "open_regular", "read_bounded",
-           "read_bounded_buffer", "replace_target", "same_file", "check_directory", "make_directory",
-           "remove_empty_directories", "refuse_unreplaceable", "identity", "stage", "discard_temporary",
-           "fsync_directory", "write_atomic", "temporary_name", "sidecar_name", "TEMP_MARK"]
+           "read_bounded_buffer", "replace_target", "same_file", "check_directory",
+           "refuse_if_working_directory_gone", "make_directory", "remove_empty_directories", "refuse_unreplaceable",
+           "identity", "stage", "discard_temporary", "fsync_directory", "write_atomic", "temporary_name",
+           "sidecar_name", "TEMP_MARK"]
 
 TEMP_MARK = ".bob-tmp-"
 NAME_MAX = 255  # bytes in one file name on every filesystem bob is used on (Linux, macOS)
@@ -59,11 +60,9 @@ _HEAD = 16  # bytes of a too-large file kept to name its format
 def read_bounded(path: "str | os.PathLike[str]", limit: int) -> bytes | None:
     """The bytes of the regular file ``path`` (at most ``limit``), or None if it does not exist.
 
-    Raises :class:`NotARegularFile` for anything but a regular file (decided
-    from ``fstat`` of the one descriptor opened), :class:`FileTooLarge` for a
-    file over ``limit`` bytes (only its first bytes are read), and the usual
-    ``OSError`` for a path that cannot be opened.
-    """
+    Raises :class:`NotARegularFile` for anything but a regular file (decided from ``fstat`` of the one
+    descriptor opened), :class:`FileTooLarge` for a file over ``limit`` bytes (only its first bytes are
+    read), and the usual ``OSError`` for a path that cannot be opened."""
     data = read_bounded_buffer(path, limit)
     return None if data is None else bytes(data)
 
@@ -74,7 +73,7 @@ def read_bounded_buffer(path: "str | os.PathLike[str]", limit: int) -> bytearray
     try:
         fd, st = open_regular(path, os.O_RDONLY)
     except FileNotFoundError:
-        _refuse_if_working_directory_gone(path)  # (not "no such file")
+        refuse_if_working_directory_gone(path)  # (not "no such file")
         return None
     try:
         if st.st_size > limit:
@@ -89,17 +88,13 @@ def read_bounded_buffer(path: "str | os.PathLike[str]", limit: int) -> bytearray
 
 
 def open_regular(path: "str | os.PathLike[str]", flags: int, mode: int = 0o666) -> "tuple[int, os.stat_result]":
-    """A descriptor of the regular file ``path`` and its ``fstat``, opened
-    with ``flags`` and what every path bob is given is opened with:
-    ``O_NONBLOCK`` (a FIFO does not hang the open), ``O_NOCTTY`` (a terminal
+    """A descriptor of the regular file ``path`` and its ``fstat``, opened with ``flags`` and what every path
+    bob is given is opened with: ``O_NONBLOCK`` (a FIFO does not hang the open), ``O_NOCTTY`` (a terminal
     does not become bob's controlling terminal) and ``O_CLOEXEC``.
 
-    Anything but a regular file is :class:`NotARegularFile`, decided from the
-    ``fstat`` of the descriptor, or, where the open itself fails (a socket
-    cannot be opened), from the path's ``stat`` (``lstat`` under
-    ``O_NOFOLLOW``: a link keeps the open's own error). Any other failure is
-    the open's ``OSError``.
-    """
+    Anything but a regular file is :class:`NotARegularFile`, decided from the ``fstat`` of the descriptor,
+    or, where the open itself fails (a socket cannot be opened), from the path's ``stat`` (``lstat`` under
+    ``O_NOFOLLOW``: a link keeps the open's own error). Any other failure is the open's ``OSError``."""
     try:
         fd = os.open(path, flags | os.O_NONBLOCK | os.O_NOCTTY | _CLOEXEC, mode)
     except FileNotFoundError:
@@ -189,7 +184,8 @@ def check_directory(path: "str | os.PathLike[str]") -> None:
     _directory_stat(os.path.dirname(text), text)
 
 
-def _refuse_if_working_directory_gone(path: "str | os.PathLike[str]") -> None:
+def refuse_if_working_directory_gone(path: "str | os.PathLike[str]") -> None:
+    """Refuse (``FileNotFoundError``) a relative path once the working directory is deleted: not "no such file"."""
     if not os.path.isabs(path):
         try:
             os.getcwd()
@@ -200,7 +196,7 @@ def _refuse_if_working_directory_gone(path: "str | os.PathLike[str]") -> None:
 
 def _directory_stat(directory: str, path: str) -> os.stat_result:
     """The kernel's ``stat`` of the directory a path names, or the error that names why there is none."""
-    _refuse_if_working_directory_gone(path)
+    refuse_if_working_directory_gone(path)
     try:
         st = os.stat(directory or ".")
     except (FileNotFoundError, NotADirectoryError):
@@ -247,8 +243,9 @@ def refuse_unreplaceable(path: str, st: "os.stat_result | None" = None) -> None:
 def make_directory(path: "str | os.PathLike[str]") -> list[str]:
     """Create the directory ``path`` and its parents if missing; ``PermissionError``
     if bob could not write into it (a report, corpus or artifact directory).
-    Returns the directories it made, outermost first (:func:`remove_empty_directories`)."""
-    _refuse_if_working_directory_gone(path)
+    Returns the directories it made, outermost first (:func:`remove_empty_directories`); when it fails
+    part-way (a name too long, a full disk), it removes them itself."""
+    refuse_if_working_directory_gone(path)
     made: list[str] = []
 
     def make(name: str) -> None:  # os.makedirs's walk, keeping what mkdir itself made ("a/../b": a and b)
@@ -266,9 +263,13 @@ def make_directory(path: "str | os.PathLike[str]") -> list[str]:
             if not os.path.isdir(name):
                 raise
 
-    make(os.fspath(path))
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise PermissionError(13, "permission denied", os.fspath(path))
+    try:
+        make(os.fspath(path))
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise PermissionError(13, "permission denied", os.fspath(path))
+    except BaseException:
+        remove_empty_directories(made)
+        raise
     return made
 
 

@@ -159,7 +159,8 @@ def test_a_deleted_working_directory_is_refused_naming_the_option(work: Path) ->
 
 @pytest.mark.parametrize("command", [["bob-inspect", "ck"], ["bob-inspect", "checkpoint", "ck"],
                                      ["bob-inspect", "diff", "ck", "ck"], ["bob-fuzz", "replay", "ck"],
-                                     ["bob-fuzz", "conformance", "ck"]])
+                                     ["bob-fuzz", "conformance", "ck"],
+                                     ["bob-fuzz", "check", "--format", "input", "--corpus", "ck", "--", "true"]])
 def test_a_deleted_working_directory_is_named_by_every_reader(work: Path, command: "list[str]") -> None:
     """Not "no such file": the file may well be there, in the directory that was deleted."""
     gone = work / "gone"
@@ -192,7 +193,8 @@ def test_out_of_memory_is_unexpected_not_refused(work: Path) -> None:
 
 OUT_OF_MEMORY = """
 import fcntl, resource, sys
-import bob.commit, bob.lock, bob.core, bob.formats.canonical, bob.formats.checkpoint.header, bob.invocation, bob.run, bob.signals
+import bob.commit, bob.lock, bob.core, bob.formats.canonical, bob.formats.checkpoint.header, bob.invocation
+import bob.run, bob.signals
 def address_space():
     for line in open("/proc/self/status"):
         if line.startswith("VmSize:"):
@@ -437,3 +439,21 @@ def test_the_directories_made_for_an_output_are_the_ones_removed(tmp_path: Path,
     assert os.path.isdir(path) and made
     remove_empty_directories(made)
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+def test_a_directory_made_part_way_is_removed_when_the_next_cannot_be(tmp_path: Path, monkeypatch) -> None:
+    """bob-fuzz conformance a/b/<a name too long>: mkdir made a and a/b, then refused; neither stays."""
+    monkeypatch.chdir(tmp_path)
+    out = subprocess.run([str(Path(sys.executable).parent / "bob-fuzz"), "conformance", "a/b/" + "x" * 300],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and "file name too long" in out.stderr, out.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_library_caller_of_output_directory_keeps_what_it_made(tmp_path: Path) -> None:
+    """Outside a command nothing is removed later, so nothing is remembered (it used to pile up)."""
+    import bob.commands
+
+    for name in ("one", "two/three"):
+        bob.commands.output_directory("--report", tmp_path / name)
+    assert (tmp_path / "two" / "three").is_dir() and bob.commands._made == []

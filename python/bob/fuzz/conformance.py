@@ -116,17 +116,17 @@ def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130) -> l
 
 
 def open_corpus(corpus: "str | os.PathLike[str]") -> list[dict[str, Any]]:
-    """A corpus's manifest entries; a corpus that is missing, not a directory,
-    without a readable ``manifest.json`` or with one bob did not write is a
-    :class:`bob.commands.Refused` naming ``--corpus``."""
+    """A corpus's manifest entries; a corpus that is missing, not a directory, without a readable
+    ``manifest.json`` or with one bob did not write is a :class:`bob.commands.Refused` naming ``--corpus``."""
     from bob.commands import Refused, about
-    from bob.fileio import FileTooLarge, read_bounded
+    from bob.fileio import FileTooLarge, read_bounded, refuse_if_working_directory_gone
     from bob.fuzz.common import read_input
 
     if not os.path.isdir(corpus):
-        reason = "is not a directory (a corpus written by `bob-fuzz conformance`)" if os.path.lexists(corpus) \
-            else "no such directory"
-        raise Refused(reason, option="--corpus", path=corpus)
+        with about("--corpus", corpus):  # (a deleted working directory is named as such)
+            refuse_if_working_directory_gone(corpus)
+            raise Refused("is not a directory (a corpus written by `bob-fuzz conformance`)" if os.path.lexists(corpus)
+                          else "no such directory", option="--corpus", path=corpus)
     manifest = Path(corpus) / "manifest.json"
     with about("--corpus", manifest):
         try:
