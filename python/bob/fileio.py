@@ -391,7 +391,7 @@ def stage(target: str, data: "bytes | bytearray | memoryview") -> str:
 
 
 def discard_temporary(tmp: str) -> None:
-    """Remove a temporary file bob made, if it is still there."""  # (a renamed one is not)
+    """Remove a file bob made (a temporary, a failed corpus's file), if it is still there."""  # (renamed: not)
     try:
         os.unlink(tmp)
     except OSError:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -202,3 +203,19 @@ def test_a_replay_ended_by_sigterm_says_so_and_leaves_no_scratch_directory(tmp_p
     assert proc.returncode == 143, err
     assert json.loads(out)["exit_code"] == 143 and "interrupted by SIGTERM" in err
     assert list(scratch.iterdir()) == []
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_a_conformance_corpus_cut_short_leaves_nothing_it_made(tmp_path: Path, existing: bool) -> None:
+    """ulimit -f below a checkpoint's size: the input and predictions files were written, the first
+    checkpoint cannot be; what the command made goes again, and what was there before stays."""
+    out = tmp_path / "out"
+    if existing:
+        out.mkdir()
+        (out / "mine.txt").write_bytes(b"the user's")
+    limit = (512 << 10, resource.getrlimit(resource.RLIMIT_FSIZE)[1])
+    proc = subprocess.run([str(Path(sys.executable).parent / "bob-fuzz"), "conformance", str(out)],
+                          capture_output=True, text=True, preexec_fn=lambda: resource.setrlimit(
+                              resource.RLIMIT_FSIZE, limit))
+    assert proc.returncode == 2 and "file too large" in proc.stderr, proc.stderr
+    assert sorted(p.name for p in tmp_path.rglob("*")) == (["mine.txt", "out"] if existing else [])

@@ -66,52 +66,61 @@ def _accepted(fmt: str) -> list[tuple[str, bytes]]:
 
 
 def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130) -> list[dict[str, Any]]:
-    """Write the labelled corpus and its manifest; the manifest's entries."""
-    from bob.fileio import make_directory, write_atomic
+    """Write the labelled corpus and its manifest; the manifest's entries. Cut short (a full disk, a
+    signal), it removes the files and directories it made: a corpus is whole or not there."""
+    from bob.fileio import discard_temporary, make_directory, remove_empty_directories, write_atomic
     from bob.fuzz.mutator import mutate, mutate_field, refresh_digests, spots
     from bob.progress import Progress
 
     root = Path(outdir)
     entries: list[dict[str, Any]] = []
+    made: list[str] = []  # its directories, outermost first, and the files that were not there before
 
     def add(fmt: str, name: str, data: bytes, verdict: dict[str, Any]) -> None:
         sub = Path(fmt) / ("accepted" if verdict["verdict"] == "accept" else f"refused/{verdict['field']}")
-        make_directory(root / sub)
+        made.extend(make_directory(root / sub))
+        made.extend([] if os.path.lexists(root / sub / f"{name}.bin") else [os.fspath(root / sub / f"{name}.bin")])
         write_atomic(root / sub / f"{name}.bin", data)
         entries.append({"file": str(sub / f"{name}.bin"), "format": fmt, **verdict})
 
-    progress = Progress("bob-fuzz", "conformance", sum(ATTEMPTS.values()))
-    for fmt in FORMATS:
-        rnd = random.Random(f"{seed}-{fmt}")
-        accepted = _accepted(fmt)
-        for name, data in accepted:
-            verdict = judge(fmt, data)
-            assert verdict["verdict"] == "accept", (fmt, name, verdict)
-            add(fmt, name, data, verdict)
-        base = accepted[0][1]
-        kept: dict[str, int] = {}
-        seen: set[bytes] = set()
-        names = [s.name for s in spots(base, fmt)]
-        for attempt in range(ATTEMPTS[fmt]):
-            progress.advance(extra=f"{len(entries)} files")
-            if attempt < 4 * len(names):  # every spot first, then mixed mutations
-                data, spot = mutate_field(base, rnd, fmt, names[attempt % len(names)])
-            else:
-                data, spot = mutate(base, rnd, fmt, refresh=0.5), "mixed"
-            if fmt == "checkpoint" and rnd.random() < 0.5:
-                data = refresh_digests(data)
-            if data in seen:
-                continue
-            seen.add(data)
-            verdict = judge(fmt, data)
-            field = verdict["field"]
-            if verdict["verdict"] != "refuse" or kept.get(field, 0) >= PER_FIELD:
-                continue
-            kept[field] = kept.get(field, 0) + 1
-            add(fmt, f"{spot.replace('[', '').replace(']', '').replace('.', '-')}-{attempt:04d}", data, verdict)
-    progress.__exit__(None, None, None)
-    write_atomic(root / "manifest.json",
-                 json.dumps({"format": "bob-conformance-1", "files": entries}, indent=1).encode("utf-8"))
+    try:
+        progress = Progress("bob-fuzz", "conformance", sum(ATTEMPTS.values()))
+        for fmt in FORMATS:
+            rnd = random.Random(f"{seed}-{fmt}")
+            accepted = _accepted(fmt)
+            for name, data in accepted:
+                verdict = judge(fmt, data)
+                assert verdict["verdict"] == "accept", (fmt, name, verdict)
+                add(fmt, name, data, verdict)
+            base = accepted[0][1]
+            kept: dict[str, int] = {}
+            seen: set[bytes] = set()
+            names = [s.name for s in spots(base, fmt)]
+            for attempt in range(ATTEMPTS[fmt]):
+                progress.advance(extra=f"{len(entries)} files")
+                if attempt < 4 * len(names):  # every spot first, then mixed mutations
+                    data, spot = mutate_field(base, rnd, fmt, names[attempt % len(names)])
+                else:
+                    data, spot = mutate(base, rnd, fmt, refresh=0.5), "mixed"
+                if fmt == "checkpoint" and rnd.random() < 0.5:
+                    data = refresh_digests(data)
+                if data in seen:
+                    continue
+                seen.add(data)
+                verdict = judge(fmt, data)
+                field = verdict["field"]
+                if verdict["verdict"] != "refuse" or kept.get(field, 0) >= PER_FIELD:
+                    continue
+                kept[field] = kept.get(field, 0) + 1
+                add(fmt, f"{spot.replace('[', '').replace(']', '').replace('.', '-')}-{attempt:04d}", data, verdict)
+        progress.__exit__(None, None, None)
+        write_atomic(root / "manifest.json",
+                     json.dumps({"format": "bob-conformance-1", "files": entries}, indent=1).encode("utf-8"))
+    except BaseException:
+        for path in made:  # the files (a directory is no file to unlink), then the directories
+            discard_temporary(path)
+        remove_empty_directories(made)
+        raise
     return entries
 
 

@@ -1,10 +1,8 @@
 """The ``checkpoint`` report: a checkpoint as the formats layer examines it.
 
-Every field comes from :func:`bob.formats.checkpoint.examine` (the envelope
-schema's parse of the header, its findings, the float32 views of the
-planes); nothing here parses bytes by hand. The probabilities shown next
-to a row of logits are :func:`bob.probabilities`' (:mod:`bob.analysis`).
-"""
+Every field comes from :func:`bob.formats.checkpoint.examine` (the envelope schema's parse of the header,
+its findings, the float32 views of the planes); nothing here parses bytes by hand. The probabilities shown
+next to a row of logits are :func:`bob.probabilities`' (:mod:`bob.analysis`)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """The ``bob-inspect`` command line: parsing, routing, exit codes, JSON or text (docs/bob-inspect.md).
 
-The runner is :func:`bob.commands.run_command`, as for every bob command; the exit codes
-are the parser's epilog's: 1 is ``diff``'s and ``trace``'s "they differ", so anything
-unexpected is 70, not 1.
-"""
+The runner is :func:`bob.commands.run_command`, as for every bob command; the exit codes are the parser's
+epilog's: 1 is ``diff``'s and ``trace``'s "they differ", so anything unexpected is 70, not 1."""
 
 from __future__ import annotations
 
@@ -248,11 +246,10 @@ _FLAGS = ("--json", "--debug")
 
 
 def quick_args(argv: list[str]) -> "Any | None":
-    """The common command lines (``COMMAND FILE [--json] [--debug]``, after
-    :func:`route`), read without building the argparse parser, which costs a
-    share of a report's whole process. Anything else (an option with a value,
-    help, a repeated flag, a FILE that starts with ``-``) returns None and goes
-    to argparse, which parses it and prints its usual messages."""
+    """The common command lines (``COMMAND FILE [--json] [--debug]``, after :func:`route`), read without
+    building the argparse parser, which costs a share of a report's whole process. Anything else (an option
+    with a value, help, a repeated flag, a FILE that starts with ``-``) returns None and goes to argparse,
+    which parses it and prints its usual messages."""
     if len(argv) < 2 or SUBCOMMANDS.get(argv[0], argv[0]) not in _ONE_FILE:
         return None
     rest = argv[1:]
@@ -285,7 +282,7 @@ def _work(args: argparse.Namespace) -> Outcome:
 
 
 def _guard(line: str) -> str:
-    """The last guard on a human line: a line with any character a terminal would
-    not print (a control character, a bidirectional override …) goes through
-    :func:`bob.text.one_line`; bob's own printable text (``VOCABULARY × u32``) stays."""
+    """The last guard on a human line: a line with any character a terminal would not print (a control
+    character, a bidirectional override …) goes through :func:`bob.text.one_line`; bob's own printable text
+    (``VOCABULARY × u32``) stays."""
     return line if line.isprintable() else one_line(line)

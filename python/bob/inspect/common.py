@@ -1,13 +1,10 @@
-"""What every ``bob-inspect`` report shares: exit codes, the refusal, reading a
-file through the formats layer, and the JSON-safe forms of values.
+"""What every ``bob-inspect`` report shares: exit codes, the refusal, reading a file through the formats
+layer, and the JSON-safe forms of values.
 
-Reading goes through the one bounded reader
-(:func:`bob.formats.files.read_format_file`, over :func:`bob.fileio.read_bounded`):
-a file too large for its format is a finding (the report is still made,
-without its bytes); a missing path, a directory, a FIFO, a device or an
-unreadable file is a :class:`Refused` (one line, exit 2). Text is escaped by
-:mod:`bob.text` only.
-"""
+Reading goes through the one bounded reader (:func:`bob.formats.files.read_format_file`, over
+:func:`bob.fileio.read_bounded`): a file too large for its format is a finding (the report is still made,
+without its bytes); a missing path, a directory, a FIFO, a device or an unreadable file is a
+:class:`Refused` (one line, exit 2). Text is escaped by :mod:`bob.text` only."""
 
 from __future__ import annotations
 

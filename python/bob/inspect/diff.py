@@ -1,6 +1,5 @@
-"""The ``diff`` report: two checkpoint files compared (:func:`bob.diff`,
-computed in :mod:`bob.analysis`); here only the reading, with the command's
-refusal of a path that cannot be read."""
+"""The ``diff`` report: two checkpoint files compared (:func:`bob.diff`, computed in :mod:`bob.analysis`);
+here only the reading, with the command's refusal of a path that cannot be read."""
 
 from __future__ import annotations
 

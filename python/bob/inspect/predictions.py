@@ -1,6 +1,5 @@
-"""The ``predictions`` report and its lines: a predictions file as
-:func:`bob.formats.predictions.examine` reads and judges it (this module
-parses nothing itself)."""
+"""The ``predictions`` report and its lines: a predictions file as :func:`bob.formats.predictions.examine`
+reads and judges it (this module parses nothing itself)."""
 
 from __future__ import annotations
 
