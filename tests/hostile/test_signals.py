@@ -487,3 +487,32 @@ def test_a_closed_stderr_is_not_a_stalled_reader(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
 
+
+
+def test_a_signal_while_printing_to_a_slow_reader_that_reads_on_is_only_recorded(tmp_path: Path) -> None:
+    """The reader takes 1 KiB each 0.1 s from a one-page pipe: bob's write is blocked when the SIGTERM
+    comes, yet the pipe takes more within the second, so the report goes out whole, and the command
+    ends as it decided (0). (A rule of "full right now" cut it short and exited 143.)"""
+    import fcntl
+
+    files = Files(tmp_path)
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, 1031, 4096)  # F_SETPIPE_SZ: one page
+    proc = subprocess.Popen([str(BIN / "bob-inspect"), "checkpoint", str(files.ck), "--rows-hex",
+                             bytes(range(256)).hex()], stdout=write_end, stderr=subprocess.DEVNULL)
+    os.close(write_end)
+    received, signalled = bytearray(), False
+    try:
+        while chunk := os.read(read_end, 1024):
+            received += chunk
+            if not signalled and len(received) >= 8192:  # in the middle of the report, its write blocked
+                proc.send_signal(signal.SIGTERM)
+                signalled = True
+            time.sleep(0.1)
+        code = proc.wait(timeout=10)
+    finally:
+        proc.kill()
+        proc.wait()
+        os.close(read_end)
+    text = received.decode()
+    assert signalled and code == 0 and text.endswith("bob-run can resume it\n"), (code, text[-200:])
