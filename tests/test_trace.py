@@ -278,3 +278,16 @@ def test_telling_a_trace_by_its_path_never_blocks_on_a_fifo(tmp_path: Path) -> N
     (tmp_path / "t.trace").write_bytes(hand_made())
     assert not is_trace(tmp_path / "fifo") and not is_trace(tmp_path / "missing") and not is_trace(tmp_path)
     assert is_trace(tmp_path / "t.trace") and is_trace(str(tmp_path / "t.trace"))
+
+
+@pytest.mark.parametrize("loss", [float("-inf"), float("nan")])
+def test_two_traces_with_a_non_finite_loss_compare_in_strict_json(tmp_path: Path, cli, loss: float) -> None:
+    """A sealed trace may hold any binary64 loss; the comparison's JSON says "nan" and "-inf", as every
+    report does (docs/bob-inspect.md), not NaN or -Infinity, which strict readers refuse."""
+    a = hand_made()
+    b = resealed(a[:HEAD.size + 8] + struct.pack("<d", loss) + bytes([a[HEAD.size + 16] ^ 1]) + a[HEAD.size + 17:])
+    (tmp_path / "a.trace").write_bytes(a)
+    (tmp_path / "b.trace").write_bytes(b)  # its first update's loss and P digest differ
+    report = cli.json("trace", str(tmp_path / "a.trace"), str(tmp_path / "b.trace"), code=1)
+    assert report["first_divergence"]["loss_b"] == str(loss) and report["b"]["losses"][0] == str(loss)
+    assert cli.json("trace", str(tmp_path / "b.trace"), str(tmp_path / "b.trace"))["same"] is True

@@ -1,30 +1,27 @@
-"""What bob's commands share: exit codes, refusals that name the option and
-path, and printing that survives a closed or full stdout.
+"""What bob's commands share: exit codes, refusals that name the option and path, and printing that
+survives a closed or full stdout.
 
 One mechanism each:
 
 * :func:`about` wraps the work on one command-line path: any ``OSError`` or :class:`~bob.errors.FormatError`
   raised inside becomes a :class:`Refused` naming the option (``--checkpoint``) and the path, escaped by
   :mod:`bob.text` — never ``None: None``, a descriptor number or a temporary file's name.
-* :func:`fail` prints a refusal as one line on stderr and, under ``--json``,
-  as one JSON object (``{"error": {...}}``) on stdout.
-* :func:`bob.text.emit` prints a command's result in one write; if stdout is
-  closed, full or a broken pipe, it says so in one line on stderr and the
-  command's exit status stands (the files are the record).
-* :func:`run_command` is every command's runner: the parser (with
-  ``--version``, :func:`bob.distribution.version`, ``--json`` and ``--debug``), the typed option converters
-  (:func:`seconds_option`, :func:`count_option`, :func:`integer_option`:
-  every number finite and in range, the option named in the refusal),
-  refusals and usage errors as one line (exit 2), SIGINT, SIGTERM and SIGHUP (130, 143, 129; one that
-  arrives while bob is imported too: :class:`bob.signals.Reporting`), one handler for anything
-  unexpected, out of memory included (the command's own code; a traceback only under ``--debug``), and
-  one ``--json`` envelope (``command``, ``ok``, ``exit_code``, ``error``) for every outcome.
-  Text that the stream's encoding cannot hold is written escaped
-  (``\\u2026``, :func:`bob.text.tolerant_streams`), never a ``UnicodeEncodeError``.
+* :func:`fail` prints a refusal as one line on stderr and, under ``--json``, as one JSON object
+  (``{"error": {...}}``) on stdout; every JSON object is :func:`json_text`'s, strict JSON.
+* :func:`bob.text.emit` prints a command's result in one write; if stdout is closed, full or a broken pipe,
+  it says so in one line on stderr and the command's exit status stands (the files are the record).
+* :func:`run_command` is every command's runner: the parser (with ``--version``,
+  :func:`bob.distribution.version`, ``--json`` and ``--debug``), the typed option converters
+  (:func:`seconds_option`, :func:`count_option`, :func:`integer_option`: every number finite and in range,
+  the option named in the refusal), refusals and usage errors as one line (exit 2), SIGINT, SIGTERM and
+  SIGHUP (130, 143, 129; one that arrives while bob is imported too: :class:`bob.signals.Reporting`), one
+  handler for anything unexpected, out of memory included (the command's own code; a traceback only under
+  ``--debug``), and one ``--json`` envelope (``command``, ``ok``, ``exit_code``, ``error``) for every
+  outcome. Text that the stream's encoding cannot hold is written escaped (``\\u2026``,
+  :func:`bob.text.tolerant_streams`), never a ``UnicodeEncodeError``.
 
 Standard library only (``bob-run`` imports it on its fast path).
 """
-
 from __future__ import annotations
 
 import os
@@ -59,7 +56,7 @@ RESOURCE_ERRNOS = frozenset({12, 23, 24, 105})  # ENOMEM, ENFILE, EMFILE, ENOBUF
 
 __all__ = [
     "EXIT_OK", "EXIT_UNEXPECTED", "EXIT_FOUND", "EXIT_REFUSED", "EXIT_SOFTWARE", "EXIT_BUSY", "EXIT_INTERRUPTED",
-    "Refused", "about", "fail", "os_reason", "argument_parser", "parse_command_line",
+    "Refused", "about", "fail", "json_text", "os_reason", "argument_parser", "parse_command_line",
     "Outcome", "run_command", "number_option", "seconds_option", "count_option", "integer_option", "output_directory",
     "unexpected", "add_common_options", "exit_now", "envelope", "RESOURCE_ERRNOS",
 ]
@@ -102,13 +99,10 @@ def os_reason(exc: OSError) -> str:
 
 
 class about:  # noqa: N801 - used as a `with` statement, like contextlib's helpers
-    """``with about("--checkpoint", path): …`` names ``option`` and ``path`` in
-    any OS error or format refusal raised inside, as a :class:`Refused`.
-
-    ``what`` (``"input record"``) prefixes a format refusal's message.
-    (A class rather than ``contextlib.contextmanager``: bob-run's start-up
-    does not pay for importing contextlib.)
-    """
+    """``with about("--checkpoint", path): …`` names ``option`` and ``path`` in any OS error or format
+    refusal raised inside, as a :class:`Refused`. ``what`` (``"input record"``) prefixes a format refusal's
+    message. (A class rather than ``contextlib.contextmanager``: bob-run's start-up does not pay for
+    importing contextlib.)"""
 
     def __init__(self, option: str, path: Any, what: str | None = None) -> None:
         self.option: str = option
@@ -136,38 +130,48 @@ class about:  # noqa: N801 - used as a `with` statement, like contextlib's helpe
 
 def fail(prog: str, refusal: Refused, *, as_json: bool, command: str | None = None,
          extra: "dict[str, Any] | None" = None) -> int:
-    """Report a refusal: one line on stderr; under ``--json`` also one object on
-    stdout, the envelope every command shares (:func:`envelope`): ``command``
-    (``prog`` unless named), ``ok`` false, ``exit_code`` and ``error`` (the
-    refusal's :meth:`Refused.to_dict`), plus ``extra``'s keys."""
+    """Report a refusal: one line on stderr; under ``--json`` also one object on stdout, the envelope every
+    command shares (:func:`envelope`): ``command`` (``prog`` unless named), ``ok`` false, ``exit_code`` and
+    ``error`` (the refusal's :meth:`Refused.to_dict`), plus ``extra``'s keys."""
     from bob import signals
 
     signals.printing()
     _write(sys.stderr, f"{prog}: refused: {refusal.text}\n" if refusal.code == EXIT_REFUSED
            else f"{prog}: {refusal.text}\n")
     if as_json:
-        import json
-
         document = envelope(command or prog, refusal.code, refusal)
-        if extra:
-            document = {**extra, **document}
-        _write(sys.stdout, json.dumps(document, sort_keys=True) + "\n")
+        _write(sys.stdout, json_text({**extra, **document} if extra else document) + "\n")
     return refusal.code
 
 
+def json_text(document: "dict[str, Any]") -> str:
+    """One ``--json`` object, keys sorted, as strict JSON: a non-finite float anywhere (one no report
+    converted, such as a trace's loss) is ``"nan"``, ``"inf"`` or ``"-inf"`` (:func:`bob.text.json_number`)."""
+    import json
+
+    from bob.text import json_number
+
+    def strict(value: Any) -> Any:
+        if isinstance(value, float):
+            return json_number(value)
+        if isinstance(value, dict):
+            return {key: strict(item) for key, item in value.items()}
+        return [strict(item) for item in value] if isinstance(value, (list, tuple)) else value
+
+    return json.dumps(strict(document), sort_keys=True, allow_nan=False)
+
+
 def envelope(command: str, code: int, refusal: "Refused | None" = None) -> "dict[str, Any]":
-    """The keys every ``--json`` object of every command has: ``command``, ``ok``
-    (exactly when ``exit_code`` is 0), ``exit_code`` and ``error`` (null, or
-    ``{option, path, field, message, exit_code, text}``)."""
+    """The keys every ``--json`` object of every command has: ``command``, ``ok`` (exactly when ``exit_code``
+    is 0), ``exit_code`` and ``error`` (null, or ``{option, path, field, message, exit_code, text}``)."""
     return {"command": command, "ok": code == EXIT_OK, "exit_code": code,
             "error": None if refusal is None else refusal.to_dict()}
 
 
 def argument_parser(**kwargs: Any) -> "argparse.ArgumentParser":
-    """An ``argparse.ArgumentParser`` whose usage errors raise :class:`Refused`
-    (after printing the usage line on stderr) instead of exiting, so every
-    command reports them the same way, ``--json`` included. Subparsers
-    inherit the behaviour."""
+    """An ``argparse.ArgumentParser`` whose usage errors raise :class:`Refused` (after printing the usage line
+    on stderr) instead of exiting, so every command reports them the same way, ``--json`` included.
+    Subparsers inherit the behaviour."""
     import argparse
 
     class CommandParser(argparse.ArgumentParser):
@@ -385,9 +389,7 @@ def _run(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]", work:
     try:
         text = outcome.text
         if as_json:
-            import json
-
-            text = json.dumps({**outcome.data, **envelope(outcome.command or name, outcome.code)}, sort_keys=True)
+            text = json_text({**outcome.data, **envelope(outcome.command or name, outcome.code)})
         if text:
             emit(prog, text, committed=outcome.committed)
         signals.printed()
