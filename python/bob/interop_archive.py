@@ -47,8 +47,8 @@ _NPY_PREAMBLE = len(_NPY_MAGIC) + 2 + 4  # magic, version, the header's length (
 _MEMBER_LIMIT = {**{name: _NPY_PREAMBLE + MAX_NPY_HEADER + CHUNK_BYTES for name in PLANE_NAMES},
                  METADATA_MEMBER: _NPY_PREAMBLE + MAX_NPY_HEADER + 4 * MAX_METADATA_CHARS}
 _END_RECORD = struct.Struct("<4s4H2LH")  # the zip's end of central directory
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)  # (unrolled: no backtracking state per character)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+# A string (to its closing quote or the text's end: a match never fails, so one pass) or a bracket
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]', re.S)
 _UNICODE_DESCR = re.compile(r"<U([1-9][0-9]{0,5})")
 
 
@@ -58,8 +58,8 @@ _UNICODE_DESCR = re.compile(r"<U([1-9][0-9]{0,5})")
 def _depth(text: str) -> int:
     """How deep ``text``'s arrays and objects nest (strings left out), without parsing it."""
     depth = deepest = 0
-    for bracket in _NOT_BRACKET.sub("", _STRING.sub("", text)):
-        depth += 1 if bracket in "[{" else -1
+    for token in _TOKEN.finditer(text):
+        depth += {"[": 1, "{": 1, "]": -1, "}": -1}.get(token.group()[0], 0)
         deepest = max(deepest, depth)
     return deepest
 
