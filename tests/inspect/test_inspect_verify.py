@@ -41,7 +41,9 @@ def test_good_files_pass_and_a_fresh_one_is_named(cli, tmp_path: Path) -> None:
     [good, fresh] = verify(cli, write(tmp_path, "good.bob", GOOD), write(tmp_path, "fresh.bob", b""), code=0)
     assert good["ok"] and good["problems"] == [] and good["diagnosis"] == [] and not good["fresh"]
     assert fresh["ok"] and fresh["fresh"]
-    assert "verify: 2 of 2 checkpoints good" in cli.text("verify", str(tmp_path / "good.bob"), str(tmp_path / "fresh.bob"))
+    text = cli.text("verify", str(tmp_path / "good.bob"), str(tmp_path / "fresh.bob"))
+    assert "verify: 2 of 2 checkpoints good" in text and "good.bob: OK\n" in text
+    assert "fresh.bob: OK (empty: bob-run starts fresh from it)\n" in text
 
 
 @pytest.mark.parametrize("i", range(len(PLANE_NAMES)))
@@ -111,6 +113,8 @@ def test_each_file_is_judged_on_its_own(cli, tmp_path: Path) -> None:
     assert a["ok"] and not b["ok"] and [p["chunk"] for p in b["problems"]] == ["V"]
     assert missing["problems"][0]["field"] == "path" and missing["problems"][0]["message"] == "no such file"
     assert directory["problems"][0]["field"] == "path" and "directory" in directory["problems"][0]["message"]
+    # an unreadable path's problem has every key a finding's has (docs/bob-inspect.md: always present)
+    assert all(set(p) == set(b["problems"][0]) for r in (missing, directory) for p in r["problems"])
     text = cli.text("verify", *paths, code=2)
     assert "verify: 1 of 4 checkpoints good" in text and "= " not in text.split("b.bob")[0]
 

@@ -1,6 +1,5 @@
-"""``bob-inspect verify FILE...``: a checkpoint fsck, each file examined whole and
-reported on its own, with a diagnosis of what its findings mean together
-(docs/bob-inspect.md, "verify FILE...")."""
+"""``bob-inspect verify FILE...``: a checkpoint fsck, each file examined whole and reported on its own, with
+a diagnosis of what its findings mean together (docs/bob-inspect.md, "verify FILE...")."""
 
 from __future__ import annotations
 
@@ -56,16 +55,16 @@ def diagnosis(ex: Examination, problems: list[dict[str, Any]]) -> list[str]:
 
 
 def verify_file(path: str) -> dict[str, Any]:
-    """One file's verdict: ``file``, ``size``, ``sha256``, ``ok``, ``problems`` (each with ``chunk``),
-    ``diagnosis``."""
+    """One file's verdict: ``file``, ``size``, ``sha256``, ``ok``, ``problems`` (each with ``chunk``), ``diagnosis``."""
     data: bytes | None = None
     findings: list[FormatError] = []
     unreadable: list[dict[str, Any]] = []
     try:
         data, findings = read_checkpoint(path)
     except Refused as refused:  # that file's problem, not the command's refusal
-        unreadable = [{"field": "path", "chunk": None, "offset": None, "index": None, "kind": "unreadable",
-                       "message": refused.message, "text": f"path: {refused.message}"}]
+        unreadable = [{"error": "Refused", "kind": "unreadable", "field": "path", "index": None, "offset": None,
+                       "message": refused.message, "expected": None, "actual": None, "text": f"path: {refused.message}",
+                       "chunk": None}]
     report, found, ex = begin("verify", path, data, findings, False, examine)
     problems = unreadable + [_with_chunk(problem(f)) for f in found]
     for key in ("command", "auto", "kind"):
@@ -78,7 +77,8 @@ def verify_file(path: str) -> dict[str, Any]:
 def render_verify(files: list[dict[str, Any]]) -> list[str]:
     lines = []
     for r in files:
-        lines.append(f"{r['file']}: " + ("OK" if r["ok"] else plural(r["problem_count"], "problem")))
+        ok = "OK (empty: bob-run starts fresh from it)" if r["fresh"] else "OK"
+        lines.append(f"{r['file']}: " + (ok if r["ok"] else plural(r["problem_count"], "problem")))
         lines.extend(f"  - {p['text']}" for p in r["problems"])
         lines.extend(f"  = {d}" for d in r["diagnosis"])
     bad = sum(not r["ok"] for r in files)
