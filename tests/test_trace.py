@@ -244,6 +244,11 @@ def test_inspect_trace_refuses_with_exit_2_naming_the_path_and_field(tmp_path: P
     error = cli.json("trace", str(good), str(good), "--checkpoints", str(tmp_path / "b.ck"), str(tmp_path / "a.ck"),
                      code=2)["error"]
     assert (error["option"], error["field"]) == ("--checkpoints", "P")  # b.ck is no state of trace A
+    # a path that cannot be read names its argument as a refused file does (A, B, --checkpoints)
+    for args, option in (((str(tmp_path / "none"), str(good)), "A"), ((str(good), str(tmp_path)), "B"),
+                         ((str(good), str(good), "--checkpoints", str(tmp_path / "a.ck"), str(tmp_path)),
+                          "--checkpoints")):
+        assert cli.json("trace", *args, code=2)["error"]["option"] == option
     assert PLANE_NAMES[0] in error["message"]
 
 

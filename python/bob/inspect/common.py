@@ -30,26 +30,28 @@ PROG = "bob-inspect"
 TOP_K = 5  # next bytes shown per row (--rows)
 
 
-def refusal(path: str, exc: OSError) -> Refused:
-    """The one-line refusal of a path that cannot be read (it names the path): "no such file", or why not."""
+def refusal(path: str, exc: OSError, option: str | None = None) -> Refused:
+    """The one-line refusal of a path that cannot be read (it names the option and the path): "no such file",
+    or why not."""
     plain = isinstance(exc, FileNotFoundError) and exc.strerror in (None, os.strerror(2))  # (2: ENOENT)
-    return Refused("no such file" if plain else os_reason(exc), path=path)
+    return Refused("no such file" if plain else os_reason(exc), option=option, path=path)
 
 
-def read(path: str, limit: int, magic: "tuple[bytes, str] | None") -> tuple[bytes | None, list[FormatError]]:
-    """``(bytes, [])``, or ``(None, [finding])`` for a file larger than ``limit``
-    (never read whole); a path that cannot be read is a :class:`Refused`."""
+def read(path: str, limit: int, magic: "tuple[bytes, str] | None",
+         option: str | None = None) -> tuple[bytes | None, list[FormatError]]:
+    """``(bytes, [])``, or ``(None, [finding])`` for a file larger than ``limit`` (never read whole); a path
+    that cannot be read is a :class:`Refused` naming ``option``."""
     try:
         return read_format_file(path, limit, magic), []
     except FormatError as exc:
         return None, [exc]
     except OSError as exc:  # missing, a directory, a FIFO, a device, no permission …
-        raise refusal(path, exc) from None
+        raise refusal(path, exc, option) from None
 
 
-def read_checkpoint(path: str) -> tuple[bytes | None, list[FormatError]]:
+def read_checkpoint(path: str, option: str | None = None) -> tuple[bytes | None, list[FormatError]]:
     """:func:`read` of a checkpoint (``checkpoint``, ``diff``, ``verify``, ``trace --checkpoints``)."""
-    return read(path, MAX_CHECKPOINT_BYTES, CHECKPOINT_FILE)
+    return read(path, MAX_CHECKPOINT_BYTES, CHECKPOINT_FILE, option)
 
 
 def peek(path: str) -> tuple[bytes, int, bool]:

@@ -1,10 +1,8 @@
 """The ``trace`` reports (docs/bob-inspect.md, "trace A B"): two traces of one run compared
 (:func:`bob.divergence.compare_traces`), and one trace shown whole (:func:`trace_file_report`).
 
-Here only the reading: a trace with any finding, a trace of another run than A's and a
-checkpoint that is no state of its trace are refused naming the path and the field (exit 2:
-there is nothing to compare).
-"""
+Here only the reading: a trace with any finding, a trace of another run than A's and a checkpoint that is
+no state of its trace are refused naming the argument, the path and the field (exit 2: nothing to compare)."""
 
 from __future__ import annotations
 
@@ -25,7 +23,7 @@ DIGEST_SHOWN = 16  # hex digits of a plane digest in the text (as the checkpoint
 
 
 def _trace(path: str, option: str) -> Trace:
-    data, problems = read(path, *READ)  # a Refused for an unreadable path
+    data, problems = read(path, *READ, option)  # a Refused for an unreadable path
     with about(option, path, "trace"):
         if data is None:
             raise problems[0]
@@ -38,7 +36,7 @@ def _state(path: str, trace: Trace) -> bytes:
     """The checkpoint at ``path``, held to be a state of ``trace``."""
     from bob.divergence import entry_of, state_of
 
-    data, problems = read_checkpoint(path)
+    data, problems = read_checkpoint(path, "--checkpoints")
     with about("--checkpoints", path, "checkpoint"):
         if data is None:
             raise problems[0]
