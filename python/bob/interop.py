@@ -115,8 +115,8 @@ def _contract(meta: dict[str, str]) -> Contract:
     for name in CONTRACT_FIELDS:
         key = f"contract.{name}"
         if isinstance(getattr(V1, name), bytes):
-            text = meta.get(key, "")
-            if len(text) % 2 or not _LOWER_HEX.issuperset(text):
+            text = meta.get(key)  # (missing: refused as such, not read as "" that differs from the contract)
+            if text is None or len(text) % 2 or not _LOWER_HEX.issuperset(text):
                 raise BadValue(f"metadata.{key}", "a contract string, as lowercase hex", actual=repr(text)[:80])
             fields[name] = bytes.fromhex(text)
         else:

@@ -182,6 +182,7 @@ SPOILS = [
     (lambda t, m: m.update(step="0"), bob.StateRefused, "step"),  # M and V are not zero at step 0
     (lambda t, m: m.update(header_bytes="100"), bob.BadValue, "header_bytes"),
     (lambda t, m: m.update({"contract.seed": "zz"}), bob.BadValue, "metadata.contract.seed"),
+    (lambda t, m: m.pop("contract.seed"), bob.BadValue, "metadata.contract.seed"),  # missing: not a mismatch
     (lambda t, m: _with_learner(m, OTHER_LEARNER, identity=True), bob.ContractMismatch, "learner"),
     (lambda t, m: m.update({"contract.identity_sha256": "0" * 64}), bob.BadValue,
      "metadata.contract.identity_sha256"),
