@@ -85,6 +85,7 @@ def test_an_empty_or_missing_checkpoint_with_a_pin_is_refused(work: Path, empty:
     before = files(work)
     rc, document = bob_run(work, "--expect-checkpoint", hashlib.sha256(b"").hexdigest())  # even the empty digest
     assert rc == 2 and document["error"]["option"] == "--expect-checkpoint", document
+    assert "a missing or empty checkpoint (a fresh start) is not the pinned one" in document["error"]["message"]
     assert files(work) == before
 
 

@@ -99,7 +99,7 @@ def check_pin(data: Any, pin: Any, name: str) -> None:
         raise (TypeError if not isinstance(pin, str) else ValueError)(f"{name} {problem}")
     want = pin.lower()
     if not len(data):
-        raise IntegrityError(name, "no checkpoint (zero bytes: a fresh start) is not the pinned one", expected=want)
+        raise IntegrityError(name, "a missing or empty checkpoint (a fresh start) is not the pinned one", expected=want)
     digest = sha256(data).hex()
     if digest != want:
         raise IntegrityError(name, "the checkpoint's SHA-256 is not the pinned one", expected=want, actual=digest)
