@@ -22,6 +22,7 @@ One mechanism each:
 
 Standard library only (``bob-run`` imports it on its fast path).
 """
+
 from __future__ import annotations
 
 import os
