@@ -34,8 +34,8 @@ if TYPE_CHECKING:  # pragma: no cover - typing costs start-up time bob-run does 
 
         def __array__(self) -> npt.NDArray[Any]: ...
 
-    #: A plane as bob takes it: 65,536 float32 values (flat or 256 x 256) in
-    #: any of these forms; other dtypes are converted, other sizes refused.
+    #: A plane as bob takes it: 65,536 float32 values (flat or 256 x 256) in any of these forms; other
+    #: dtypes are converted by Checkpoint and refused by the core, which reads planes in place (README).
     PlaneLike: TypeAlias = npt.NDArray[np.float32] | npt.NDArray[Any] | Buffer | SupportsDLPack | SupportsArray
     #: The pairs' bytes: bytes, a uint8 / uint32 buffer, an integer array or tensor.
     PairsLike: TypeAlias = Buffer | npt.NDArray[Any] | SupportsDLPack | SupportsArray
@@ -67,11 +67,12 @@ def is_foreign(value: object) -> bool:
     return False
 
 
-def foreign_array(value: Any, name: str) -> "np.ndarray":
-    """``value`` (see :func:`is_foreign`) as a NumPy array, sharing its memory
-    where it can: DLPack first (zero-copy, and it refuses a tensor on another
-    device rather than copying it), then ``__array__``. A refusal is a
-    :class:`NotAnArray` (a ``TypeError``) naming ``name`` and the owner's reason."""
+def foreign_array(value: Any, name: str, *, shared: bool = False) -> "np.ndarray":
+    """``value`` (see :func:`is_foreign`) as a NumPy array, sharing its memory where it can: DLPack first
+    (zero-copy, and it refuses a tensor on another device rather than copying it), then ``__array__``;
+    ``shared``: only an array that is ``value``'s memory (an ``__array__`` giving a new copy each time is
+    refused: what bob writes into it would be lost). A refusal is a :class:`NotAnArray` (a ``TypeError``)
+    naming ``name`` and the owner's reason."""
     import numpy as np
 
     reasons = []
@@ -82,7 +83,10 @@ def foreign_array(value: Any, name: str) -> "np.ndarray":
             reasons.append(f"__dlpack__: {type(exc).__name__}: {_first_line(exc)}")
     if hasattr(value, "__array__"):
         try:
-            return np.asarray(value)
+            array = np.asarray(value)
+            if not shared or np.may_share_memory(array, np.asarray(value)):
+                return array
+            reasons.append("__array__ gives a new copy each time, and bob would train the copy, not the object")
         except (TypeError, ValueError, RuntimeError) as exc:
             reasons.append(f"__array__: {type(exc).__name__}: {_first_line(exc)}")
     raise NotAnArray(name, f"a {type(value).__module__}.{type(value).__qualname__} cannot be read as an array "

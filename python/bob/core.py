@@ -23,6 +23,8 @@ the call raises ``MemoryError`` with nothing changed, never a panic.
 
 from __future__ import annotations
 
+import sys
+
 from bob.errors import byte_buffer, integer_value, shown_kind
 from bob.formats.constants import (  # noqa: F401 - re-exported for the library's users
     EMPTY_PROMPT,
@@ -122,16 +124,21 @@ the core with the GIL released: a traced run's P, M and V after each update
 (:func:`bob.invocation.traced_train`; formats/trace.md)."""
 
 
-def _plane(value: "PlaneLike", name: str) -> "Any":
-    """A plane for the binding: a buffer as it is (the binding checks it and
-    names it), an array of another library through a NumPy view of it (or
-    a ``TypeError`` naming the plane, as for any object that is no buffer)."""
+def _plane(value: "PlaneLike", name: str, writes: bool = False) -> "Any":
+    """A plane for the binding: a buffer as it is (the binding checks it and names it), an array of another
+    library through a NumPy view of it (or a ``TypeError`` naming the plane, as for any object that is no
+    buffer). What the core would read other than as the caller sees it is refused: a masked array (its mask),
+    and, for a plane the core ``writes``, an ``__array__`` that gives a new copy (the copy would be trained)."""
     if type(value).__module__ == "numpy" or isinstance(value, (memoryview, bytearray, bytes)) \
             or hasattr(value, "typecode"):
         return value  # a NumPy array, bob-run's planes (memoryviews), array.array: the binding checks them
+    masked = sys.modules.get("numpy.ma")  # (none exists unless numpy.ma was imported)
+    if masked is not None and isinstance(value, masked.MaskedArray):
+        raise TypeError(f"{name} is a masked array; the core reads every value, masked or not (pass "
+                        f"numpy.ma.getdata({name}))")
     from bob.arrays import foreign_array, is_foreign  # lazily: bob-run's start-up does without
 
-    return foreign_array(value, name) if is_foreign(value) else value
+    return foreign_array(value, name, shared=writes) if is_foreign(value) else value
 
 
 def fnv1a64(data: bytes) -> int:
@@ -146,7 +153,7 @@ def initial_planes(seed: bytes = SEED, vocabulary: int = VOCABULARY) -> "tuple[n
 
 def initialize(p: "PlaneLike", seed: bytes = SEED) -> None:
     """Fill the float32 buffer ``p`` in place with the seeded initialization (§6.1)."""
-    _core.initialize(_plane(p, "p"), _bytes(seed, "seed"))
+    _core.initialize(_plane(p, "p", writes=True), _bytes(seed, "seed"))
 
 
 def _pair_buffer(pairs: "PairsLike | Iterable[int]", name: str) -> "Any":
@@ -203,8 +210,13 @@ def train(p: "PlaneLike", m: "PlaneLike", v: "PlaneLike", contexts: "PairsLike |
     update (contract §6.4). ``kernel`` is "auto" (the best fast kernel) or one
     of :func:`kernels`; "scalar" is the slow reference transcription of §6,
     for qualifying the others, never chosen by "auto".
+
+    Ctrl-C (a signal whose handler raises) ends a long call between whole
+    updates: the exception's ``updates_done`` says how many, and the planes
+    hold the state after them. While it runs, another call of the core on
+    the same memory (another thread's) is refused with ``ValueError``.
     """
-    return _core.train((_plane(p, "p"), _plane(m, "m"), _plane(v, "v")),
+    return _core.train((_plane(p, "p", True), _plane(m, "m", True), _plane(v, "v", True)),
                        (_pair_buffer(contexts, "contexts"), _pair_buffer(targets, "targets")),
                        _whole(step, "step"), _whole(updates, "updates"), threads=_whole(threads, "threads"),
                        kernel=str(kernel))
@@ -232,4 +244,4 @@ def resume_problem(p: "PlaneLike", m: "PlaneLike", v: "PlaneLike", step: int,
     call (``bob.invoke`` makes its working copy so).
     """
     return _core.resume_problem(_plane(p, "p"), _plane(m, "m"), _plane(v, "v"), _whole(step, "step"),
-                                _whole(updates, "updates"), into=None if into is None else _plane(into, "into"))
+                                _whole(updates, "updates"), into=None if into is None else _plane(into, "into", True))

@@ -341,3 +341,72 @@ def test_a_vocabulary_of_no_rows_makes_no_table():
             _core.initial_planes(b"seed", vocabulary)
     p, m, v = _core.initial_planes(b"seed", 1)
     assert (p.size, m.size, v.size) == (1, 1, 1)
+
+
+def test_a_plane_of_the_wrong_size_is_named_before_its_neighbours_are_held_to_it():
+    p, m, v = planes()
+    with pytest.raises(_core.CoreError, match=r"^P holds 65535 values, which is not rows x rows"):
+        train(p[:-1].copy(), m, v)  # (M's 65,536 values are not the error)
+
+
+@pytest.mark.parametrize("shape", [(2, N // 2), (16, 64, 64), (1, 1, N)])
+def test_a_plane_that_is_no_square_table_is_refused_by_every_call(shape):
+    p, m, v = planes()
+    before = p.copy()
+    shaped = p.reshape(shape)
+    dims = ", ".join(map(str, shape))
+    for call in (lambda: train(shaped, m, v), lambda: _core.predict(shaped, [97]),
+                 lambda: _core.resume_problem(shaped, m, v, 10, 10), lambda: _core.initialize(shaped, b"s")):
+        with pytest.raises(ValueError, match=rf"^P has shape \({dims}\); a plane is flat or a square table"):
+            call()
+    assert p.tobytes() == before.tobytes()
+    assert len(train(p.reshape(256, 256), m, v)) == 10  # the table itself is a plane
+
+
+def test_a_buffer_one_call_trains_is_refused_to_every_other_call_meanwhile():
+    """Two threads training one array would race (the result would depend on the schedule): while
+    train holds P, M, V (its GIL released), another call that reads or writes them is refused, and
+    one on other arrays is not. The probe ends the long train with Ctrl-C once it has seen the refusals."""
+    import os
+    import signal
+    import threading
+    import time
+
+    p, m, v = planes()
+    other = planes()
+    ctx, tgt = pairs()
+    seen: list[str] = []
+
+    def probe():
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not seen:  # until the long train holds P
+            try:
+                _core.predict(p, [97])
+            except ValueError as exc:
+                seen.append(str(exc))
+            time.sleep(0.001)
+        for call in (lambda: _core.resume_problem(other[0], m, other[2], 10, 10),
+                     lambda: _core.train((other[0], other[1], v), (ctx, tgt), 0, 1)):
+            try:
+                call()
+            except ValueError as exc:
+                seen.append(str(exc))
+        _core.train(other, (ctx, tgt), 0, 1)  # arrays of their own: trained meanwhile
+        os.kill(os.getpid(), signal.SIGINT)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    thread = threading.Thread(target=probe, daemon=True)
+    try:
+        thread.start()
+        with pytest.raises(KeyboardInterrupt) as caught:
+            _core.train((p, m, v), (ctx, tgt), 0, 10**9, threads=1)
+        thread.join()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert [s.split(" is in use")[0] for s in seen] == ["P", "M", "V"], seen
+    assert "another call of bob's core" in seen[0]
+    done = caught.value.updates_done
+    q, qm, qv = planes()  # the long train, untouched by the refused calls
+    _core.train((q, qm, qv), (ctx, tgt), 0, done)
+    assert (q.tobytes(), qm.tobytes(), qv.tobytes()) == (p.tobytes(), m.tobytes(), v.tobytes())
+    assert _core.predict(p, [97]) and len(train(p, m, v)) == 10  # and free again once it ended

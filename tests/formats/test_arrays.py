@@ -171,6 +171,36 @@ def test_core_takes_tables_and_foreign_arrays_and_trains_them_in_place(trained) 
     assert bob.core.resume_problem(DLPackOnly(p), m, ArrayOnly(v), trained.step + 10) is None
 
 
+class CopyEachTime:
+    """An object whose __array__ gives a new copy at each call (an h5py dataset reads one so)."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self._a = a
+
+    def __array__(self, dtype=None, copy=None):
+        return self._a.copy()
+
+
+def test_core_refuses_to_train_what_it_could_not_train_in_place(trained) -> None:
+    """The core trains in place: a copy it would train (the caller's object unchanged, the training lost)
+    and a masked array (the mask ignored) are refused naming the plane; reading a copy is fine."""
+    p, m, v = (a.copy() for a in (trained.p, trained.m, trained.v))
+    with pytest.raises(TypeError, match=r"^m: .*__array__ gives a new copy each time, and bob would train the copy"):
+        bob.core.train(p, CopyEachTime(m), v, CONTEXTS, TARGETS, trained.step)
+    with pytest.raises(TypeError, match=r"^p: .*gives a new copy"):
+        bob.core.initialize(CopyEachTime(p))
+    with pytest.raises(TypeError, match=r"^into: .*gives a new copy"):
+        bob.core.resume_problem(p, m, v, trained.step, into=CopyEachTime(np.zeros(3 * p.size, np.float32)))
+    masked = np.ma.masked_array(p, mask=np.arange(p.size) % 2 == 0)
+    for call in (lambda: bob.core.train(masked, m, v, CONTEXTS, TARGETS, trained.step),
+                 lambda: bob.core.predict(masked, [97])):
+        with pytest.raises(TypeError, match=r"^p is a masked array; the core reads every value"):
+            call()
+    assert [a.tobytes() for a in (p, m, v)] == [a.tobytes() for a in (trained.p, trained.m, trained.v)]
+    assert bob.core.predict(CopyEachTime(p), [97]) == bob.core.predict(p, [97])
+    assert bob.core.resume_problem(CopyEachTime(p), m, v, trained.step) is None
+
+
 def test_core_refuses_foreign_pairs_that_are_not_bytes_by_name(trained) -> None:
     p, m, v = (a.copy() for a in (trained.p, trained.m, trained.v))
     with pytest.raises(TypeError, match="contexts must hold integers"):

@@ -4,9 +4,10 @@
 //! passes is lent to the core in place (zero-copy).
 
 use std::ffi::CStr;
+use std::sync::Mutex;
 
 use pyo3::buffer::{ElementType, PyUntypedBuffer};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 use crate::core_error;
@@ -151,6 +152,55 @@ pub(crate) fn plane_readable(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Pla
     Ok(Plane { _buffer: buffer, ptr, len })
 }
 
+/// The byte ranges lent to the calls of this module that are running now, and whether each call writes
+/// its range. Two threads training one array would race (and the result would depend on the schedule),
+/// so a call that would write memory another call uses, or read memory another call writes, is refused.
+static LOANS: Mutex<Vec<(usize, usize, bool)>> = Mutex::new(Vec::new());
+
+/// This call's entries in [`LOANS`], removed when it ends (dropped).
+pub(crate) struct Loans(Vec<(usize, usize, bool)>);
+
+impl Loans {
+    /// Lend `ranges` (a name, its start and length in bytes, and whether the call writes it) to this call,
+    /// or refuse naming the first that another running call is using in a way that conflicts.
+    pub(crate) fn take(ranges: &[(&str, usize, usize, bool)]) -> PyResult<Loans> {
+        let mut lent = LOANS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut mine = Vec::new();
+        if lent.try_reserve(ranges.len()).is_err() || mine.try_reserve_exact(ranges.len()).is_err() {
+            return Err(PyMemoryError::new_err("no memory to lend the buffers to the core; nothing was changed"));
+        }
+        for &(name, start, bytes, writes) in ranges.iter().filter(|r| r.2 > 0) {
+            let end = start + bytes;
+            if lent.iter().any(|&(s, e, w)| start < e && s < end && (w || writes)) {
+                return Err(PyValueError::new_err(format!(
+                    "{name} is in use by another call of bob's core (another thread is {} it); \
+                     a buffer is trained by one call at a time",
+                    if writes { "reading or training" } else { "training" }
+                )));
+            }
+            mine.push((start, end, writes));
+        }
+        lent.extend_from_slice(&mine);
+        Ok(Loans(mine))
+    }
+}
+
+/// A plane's entry for [`Loans::take`].
+pub(crate) fn loan<'a>(plane: &Plane, name: &'a str, writes: bool) -> (&'a str, usize, usize, bool) {
+    (name, plane.ptr as usize, plane.len * 4, writes)
+}
+
+impl Drop for Loans {
+    fn drop(&mut self) {
+        let mut lent = LOANS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        for loan in &self.0 {
+            if let Some(i) = lent.iter().position(|l| l == loan) {
+                lent.swap_remove(i);
+            }
+        }
+    }
+}
+
 /// The bytes of a C-contiguous buffer, or None if it is not C-contiguous.
 pub(crate) fn contiguous_bytes(buffer: &PyUntypedBuffer) -> Option<&[u8]> {
     if !buffer.is_c_contiguous() {
@@ -206,6 +256,20 @@ pub(crate) fn words(obj: &Bound<'_, PyAny>, name: &'static str) -> PyResult<Vec<
         out.push(item?.extract()?);
     }
     Ok(out)
+}
+
+/// A plane P, M or V is flat or a square table (rows, rows): not (2, 32768), which the core would read
+/// as a table it is not.
+pub(crate) fn check_shape(plane: &Plane, name: &str) -> PyResult<()> {
+    let shape = plane._buffer.shape();
+    if shape.len() > 2 || (shape.len() == 2 && shape[0] != shape[1]) {
+        let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+        return Err(PyValueError::new_err(format!(
+            "{name} has shape ({}); a plane is flat or a square table (rows, rows)",
+            dims.join(", ")
+        )));
+    }
+    Ok(())
 }
 
 pub(crate) fn check_length(plane: &Plane, name: &str, expected: usize) -> PyResult<()> {

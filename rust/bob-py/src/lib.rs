@@ -6,7 +6,9 @@
 
 mod buffers;
 
-use buffers::{check_length, contiguous_bytes, overlaps, pair_words, plane, plane_readable, words, zeros, Lent};
+use buffers::{
+    check_length, check_shape, contiguous_bytes, loan, overlaps, pair_words, plane, plane_readable, words, zeros, Lent, Loans,
+};
 
 use bob_core::{Kernel, Options, StateProblem, BOB_V1_ADAMW};
 use numpy::PyArray1;
@@ -60,6 +62,7 @@ fn sha256<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py,
     let buffer = PyUntypedBuffer::get(data)
         .map_err(|_| PyTypeError::new_err("sha256 needs a bytes-like object (bytes, bytearray, memoryview)"))?;
     let bytes = contiguous_bytes(&buffer).ok_or_else(|| PyValueError::new_err("sha256 needs a C-contiguous buffer"))?;
+    let _loans = Loans::take(&[("data", bytes.as_ptr() as usize, bytes.len(), false)])?;
     let digest = sha2::Sha256::digest(bytes);
     Ok(PyBytes::new(py, &digest))
 }
@@ -82,6 +85,10 @@ fn xxh3_128_each<'py>(py: Python<'py>, buffers: Vec<Bound<'py, PyAny>>) -> PyRes
         .iter()
         .map(|b| contiguous_bytes(b).ok_or_else(|| PyValueError::new_err("xxh3_128_each needs C-contiguous buffers")))
         .collect::<PyResult<Vec<&[u8]>>>()?;
+    let _loans = slices
+        .iter()
+        .map(|s| Loans::take(&[("a buffer", s.as_ptr() as usize, s.len(), false)]))
+        .collect::<PyResult<Vec<Loans>>>()?;
     let digests: Vec<[u8; 16]> =
         py.detach(|| slices.iter().map(|s| xxhash_rust::xxh3::xxh3_128(s).to_be_bytes()).collect());
     Ok(digests.iter().map(|d| PyBytes::new(py, d)).collect())
@@ -91,6 +98,8 @@ fn xxh3_128_each<'py>(py: Python<'py>, buffers: Vec<Bound<'py, PyAny>>) -> PyRes
 #[pyfunction]
 fn initialize(py: Python<'_>, p: &Bound<'_, PyAny>, seed: &Bound<'_, PyBytes>) -> PyResult<()> {
     let p = plane(p, "P")?;
+    check_shape(&p, "P")?;
+    let _loans = Loans::take(&[loan(&p, "P", true)])?;
     let seed = seed.as_bytes().to_vec();
     let lent = Lent(p.ptr, p.len);
     py.detach(move || {
@@ -148,6 +157,10 @@ fn train<'py>(
     let (p, m, v, contexts, targets) = (&p, &m, &v, &contexts, &targets);
     let kernel = kernel_named(kernel)?;
     let (pp, mp, vp) = (plane(p, "P")?, plane(m, "M")?, plane(v, "V")?);
+    for (plane, name) in [(&pp, "P"), (&mp, "M"), (&vp, "V")] {
+        check_shape(plane, name)?;
+    }
+    bob_core::vocabulary_of(pp.len).map_err(core_error)?; // (P's own size, before M's is held to it)
     check_length(&mp, "M", pp.len)?;
     check_length(&vp, "V", pp.len)?;
     for (a, b, an, bn) in [(&pp, &mp, "P", "M"), (&pp, &vp, "P", "V"), (&mp, &vp, "M", "V")] {
@@ -157,6 +170,7 @@ fn train<'py>(
             )));
         }
     }
+    let loans = Loans::take(&[loan(&pp, "P", true), loan(&mp, "M", true), loan(&vp, "V", true)])?;
     let contexts = pair_words(contexts, "contexts")?;
     let targets = pair_words(targets, "targets")?;
     if step.checked_add(updates).is_none() {
@@ -201,7 +215,7 @@ fn train<'py>(
             return Err(err);
         }
     }
-    drop((pp, mp, vp));
+    drop((loans, pp, mp, vp));
     Ok(losses)
 }
 
@@ -211,6 +225,8 @@ fn train<'py>(
 fn predict(p: &Bound<'_, PyAny>, prompt_words: &Bound<'_, PyAny>) -> PyResult<Vec<(u32, u32)>> {
     let prompt_words = words(prompt_words, "the prompt words")?;
     let p = plane_readable(p, "P")?;
+    check_shape(&p, "P")?;
+    let _loans = Loans::take(&[loan(&p, "P", false)])?;
     // SAFETY: the buffer is held by `p` for this call, and no mutable
     // reference to it exists while the slice is read.
     let values = unsafe { Lent(p.ptr, p.len).slice_ref() };
@@ -234,8 +250,13 @@ fn resume_problem(
     into: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Option<(&'static str, &'static str, usize)>> {
     let (pp, mp, vp) = (plane_readable(p, "P")?, plane_readable(m, "M")?, plane_readable(v, "V")?);
+    for (plane, name) in [(&pp, "P"), (&mp, "M"), (&vp, "V")] {
+        check_shape(plane, name)?;
+    }
+    bob_core::vocabulary_of(pp.len).map_err(core_error)?;
     check_length(&mp, "M", pp.len)?;
     check_length(&vp, "V", pp.len)?;
+    let _loans = Loans::take(&[loan(&pp, "P", false), loan(&mp, "M", false), loan(&vp, "V", false)])?;
     // SAFETY: the buffers are held by `pp`, `mp`, `vp` for this call, and no
     // mutable reference to them exists while the slices are read.
     let (p, m, v) = unsafe {
@@ -253,6 +274,7 @@ fn resume_problem(
                     )));
                 }
             }
+            let _into = Loans::take(&[loan(&ip, "into", true)])?;
             // SAFETY: `into` is held by `ip` for this call, is writable, and
             // overlaps none of the three planes read through shared slices.
             let out = unsafe { Lent(ip.ptr, ip.len).slice() };
