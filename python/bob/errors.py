@@ -214,9 +214,10 @@ class FormatError(ValueError):
         return f"{type(self).__name__}({self._text()!r})"
 
     def __reduce__(self):
-        return (
+        return (  # (the state: what else was set on it, such as add_note's __notes__)
             _rebuild,
             (type(self), self.field, self.message, self.expected, self.actual, self.offset, self.index),
+            self.__dict__,
         )
 
     def to_dict(self) -> dict[str, Any]:

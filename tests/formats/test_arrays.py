@@ -137,6 +137,18 @@ def test_ndarray_subclasses_become_base_class_arrays_and_masks_are_refused(train
         assert masked.value.field == "V" and "masked array" in str(masked.value)
 
 
+def test_a_checkpoint_equals_another_as_their_bytes_do_whatever_its_planes_were_reassigned(trained) -> None:
+    same = trained.copy()
+    for plane in (trained.p_table.copy(), trained.p.astype(np.float64), trained.p.tolist()):
+        same.p = plane
+        assert same == trained and same.to_bytes() == trained.to_bytes()
+    same.p = trained.p[:-1].copy()
+    with pytest.raises(bob.BadValue, match="^P"):
+        _ = same == trained
+    with pytest.raises(bob.BadValue, match=r"^contract: a bob.Contract \(got str 'v1'\)"):
+        bob.Checkpoint(0, trained.p, trained.m, trained.v, contract="v1")  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("shape", [(256, 255), (1, 65536), (65536, 1), (128, 512), (256, 256, 1)])
 def test_other_shapes_are_refused_naming_the_plane(trained, shape) -> None:
     for i, name in enumerate("PMV"):

@@ -95,6 +95,8 @@ def test_error_pickles():
     err = ContractMismatch("learner", "differs", expected=b"a", actual=b"b", offset=101)
     again = pickle.loads(pickle.dumps(err))
     assert type(again) is ContractMismatch and str(again) == str(err) and again.offset == 101
+    err.add_note("while importing x.npz")  # what else was set on it goes along
+    assert pickle.loads(pickle.dumps(err)).__notes__ == ["while importing x.npz"]
 
 
 def test_hostile_message_text_is_escaped():

@@ -90,13 +90,10 @@ def _header_bytes(value: Any, contract: Contract) -> int:
 class Checkpoint:
     """A bob checkpoint: the step, the planes P, M, V and the header's contract.
 
-    The planes, their table views and what a plane may be built from (shared
-    or converted, D22) are README's "Planes in the shapes users hold".
-    ``header_bytes`` is where plane P starts; a loaded file keeps its own, so
-    :meth:`to_bytes` gives back exactly the bytes it was read from. What no
-    envelope can hold is refused (``BadValue``) when the checkpoint is built
-    and again when it is serialised.
-    """
+    The planes, their table views and what a plane may be built from (shared or converted, D22) are
+    README's "Planes in the shapes users hold". ``header_bytes`` is where plane P starts; a loaded file keeps
+    its own, so :meth:`to_bytes` gives back exactly the bytes it was read from. What no envelope can hold is
+    refused (``BadValue``) when the checkpoint is built and again when it is serialised (or compared)."""
 
     step: int
     p: npt.NDArray[np.float32]
@@ -126,6 +123,8 @@ class Checkpoint:
             raise BadValue("step", "the step is an integer from 0 to 2**64 - 1",
                            actual=shown_kind(self.step) if step is None else step)
         self.step = step
+        if not isinstance(self.contract, Contract):
+            raise BadValue("contract", "a bob.Contract", actual=shown_kind(self.contract))
         self.header_bytes = _header_bytes(self.header_bytes, self.contract)
 
     @classmethod
@@ -267,9 +266,9 @@ class Checkpoint:
             self.step == other.step
             and self.header_bytes == other.header_bytes
             and self.contract == other.contract
-            and all(
-                np.array_equal(a.view(np.uint32), b.view(np.uint32))
-                for a, b in ((self.p, other.p), (self.m, other.m), (self.v, other.v))
+            and all(  # as the planes would be written (a field may have been reassigned: another dtype, a table)
+                np.array_equal(_plane(a, n).view(np.uint32), _plane(b, n).view(np.uint32))
+                for a, b, n in ((self.p, other.p, "P"), (self.m, other.m, "M"), (self.v, other.v, "V"))
             )
         )
 
