@@ -13,6 +13,9 @@ or rollback is ever cut in half by it. The command then asks
 :attr:`Deferral.pending` and tells the truth: interrupted before its commit
 (nothing changed) or after it (the files are the new ones).
 
+Once one has ended the command, another is only recorded while it cleans up, so that what it removes
+or rolls back is not cut in half either.
+
 Each installed command's script blocks the three as its first statement, so
 one that arrives while bob is imported waits for the runner that can report it
 (:class:`Reporting`). Once the outcome is decided they are only recorded, while
@@ -82,7 +85,15 @@ def _handler(signum: int, frame: object) -> None:
         _deferral._arrived.append(signum)
         return
     if _phase is None or (_phase == "printing" and _writing is not None and _full(_writing)):
+        _ending()
         raise Interrupted(signum)
+
+
+def _ending() -> None:
+    """The command is ending on a signal: what it removes or rolls back on the way out is not cut short
+    by another one (a second SIGTERM, a shell's Ctrl-C twice), which is only recorded (:func:`taken`)."""
+    global _phase
+    _phase = "ending"
 
 
 def _full(fd: int) -> bool:
@@ -172,7 +183,7 @@ def interruption_in(exc: "BaseException | None") -> "KeyboardInterrupt | None":
     return None
 
 
-_phase: "str | None" = None  # None (working): the three raise; "printing", "printed": see below
+_phase: "str | None" = None  # None (working): the three raise; "ending" (_ending), "printing", "printed": below
 _until_exit = False
 
 
@@ -245,6 +256,7 @@ class Deferral:
     def check(self) -> None:
         """Raise :class:`Interrupted` for the first signal recorded, if any: a point where acting is safe."""
         if self._arrived:
+            _ending()
             raise Interrupted(self._arrived[0])
 
     def begin(self) -> None:

@@ -516,3 +516,38 @@ def test_a_signal_while_printing_to_a_slow_reader_that_reads_on_is_only_recorded
         os.close(read_end)
     text = received.decode()
     assert signalled and code == 0 and text.endswith("bob-run can resume it\n"), (code, text[-200:])
+
+
+def test_a_second_signal_while_a_command_cleans_up_does_not_cut_it_short(tmp_path: Path) -> None:
+    """bob-fuzz conformance ended by SIGTERM removes the corpus files it wrote; a second SIGTERM 5 ms
+    later (a supervisor that insists, Ctrl-C twice) is only recorded, so the removal finishes: exit 143,
+    and no partial corpus without a manifest (it used to keep about fifty files)."""
+    out = tmp_path / "corpus"
+    for _ in range(3):
+        proc = subprocess.Popen([str(BIN / "bob-fuzz"), "conformance", "--json", str(out)], stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and sum(1 for _ in out.rglob("*.bin")) < 40:
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.005)
+        proc.send_signal(signal.SIGTERM)
+        stdout, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 128 + signal.SIGTERM and json.loads(stdout)["exit_code"] == 143
+        assert not out.exists(), sorted(str(p) for p in out.rglob("*"))[:5]
+
+
+def test_after_the_signal_that_ends_a_command_another_is_only_recorded() -> None:
+    from bob import signals
+
+    replaced = signals.install()
+    before = len(signals.taken())
+    try:
+        with pytest.raises(signals.Interrupted):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1)
+        os.kill(os.getpid(), signal.SIGHUP)  # while cleaning up
+        time.sleep(0.05)
+    finally:
+        signals.restore(replaced)
+    assert signals.taken()[before:] == (signal.SIGTERM, signal.SIGHUP)
