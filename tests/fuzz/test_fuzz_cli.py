@@ -4,11 +4,13 @@ a campaign that finds a planted bug and writes an artifact that reproduces it.""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,7 @@ from conftest import GOLDEN
 HERE = Path(__file__).resolve().parent
 LAX_READER = """
 import sys
+import time
 data = open(sys.argv[1], "rb").read()
 # A lax reader: right size and magic is enough (no version, targets or prompt word checks).
 sys.exit(0 if len(data) == {size} and data[:8] == {magic!r} else 1)
@@ -58,6 +61,40 @@ def test_replay_refuses_a_file_it_cannot_read_inside_a_directory_as_one_named(tm
         assert main(["replay", "--target", "input", *paths]) == 2
         captured = capsys.readouterr()
         assert captured.out == "" and captured.err.startswith(f"bob-fuzz: refused: PATH {tmp_path / 'huge.bin'}: ")
+
+
+def escapes_then_fails(data: bytes) -> None:
+    raise AssertionError("planted \x1b]0;title\x07 \x1b[31mred")
+
+
+def test_replay_escapes_a_target_s_message_and_refuses_a_file_gone_since_it_was_listed(tmp_path: Path, capsys,
+                                                                                         monkeypatch) -> None:
+    import bob.fuzz.replay
+
+    golden = str(GOLDEN / "input-abracadabra.bin")
+    assert main(["replay", golden, "--target", f"{__name__}:escapes_then_fails"]) == 1
+    out = capsys.readouterr().out
+    assert out.isprintable() or all(line.isprintable() for line in out.splitlines()), out
+    assert "planted \\x1b]0;title\\x07" in out
+    listed = bob.fuzz.replay.read_input
+
+    def gone(path):  # read when it is listed; removed by someone else before its replay
+        if gone.calls:
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        gone.calls += 1
+        return listed(path)
+
+    gone.calls = 0
+    monkeypatch.setattr(bob.fuzz.replay, "read_input", gone)
+    assert main(["replay", golden, "--target", "input"]) == 2  # a refusal, not a failing replay (1)
+    assert capsys.readouterr().err == f"bob-fuzz: refused: PATH {golden}: no such file or directory\n"
+
+
+def test_check_escapes_the_reader_s_command_and_the_manifest_s_names(corpus: Path, capsys) -> None:
+    assert main(["check", "--format", "predictions", "--corpus", str(corpus), "--", "sh", "-c", "exit 0",
+                 "\x1b[31mRED\nx", "{}"]) == 1
+    head = capsys.readouterr().out.splitlines()[0]
+    assert head == "bob-fuzz check predictions: sh -c 'exit 0' '\\x1b[31mRED\\x0ax' '{}'", head
 
 
 def test_replay_refuses_a_directory_under_it_that_cannot_be_listed(tmp_path: Path) -> None:
@@ -219,3 +256,22 @@ def test_a_conformance_corpus_cut_short_leaves_nothing_it_made(tmp_path: Path, e
                               resource.RLIMIT_FSIZE, limit))
     assert proc.returncode == 2 and "file too large" in proc.stderr, proc.stderr
     assert sorted(p.name for p in tmp_path.rglob("*")) == (["mine.txt", "out"] if existing else [])
+
+
+def test_check_ends_what_a_reader_leaves_running_and_judges_it_by_its_exit(tmp_path: Path) -> None:
+    """A reader that exits at once but leaves a child holding its stdout is judged by its exit (accept),
+    not as a timeout; one that hangs is a timeout; neither leaves a process behind."""
+    from bob.fuzz.conformance import _reader_verdict
+
+    leaves = ["sh", "-c", "(sleep 301.25) & exit 0"]
+    hangs = ["sh", "-c", "sleep 302.25"]
+    started = time.monotonic()
+    assert _reader_verdict(leaves, tmp_path / "f", timeout=30) == ("accept", None)
+    assert time.monotonic() - started < 20  # (it waited for the child's end of the pipe: the timeout)
+    assert _reader_verdict(hangs, tmp_path / "f", timeout=0.5) == ("timeout", None)
+    time.sleep(0.2)
+    left = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            left += [cmdline] if b"sleep\x0030" in cmdline.read_bytes() and b".25" in cmdline.read_bytes() else []
+    assert left == [], left

@@ -151,6 +151,17 @@ def test_minimize_runs_candidates_out_of_process(tmp_path: Path, targets_on_path
     assert out.read_bytes() == b"X"
 
 
+def test_minimize_times_the_target_not_the_worker_s_start_up(tmp_path: Path, capsys) -> None:
+    """--timeout 0.1, shorter than a worker takes to start Python and import bob: a file that passes
+    is still a file that passes (it used to come out as a "timeout" finding, minimized to nothing)."""
+    passing = GOLDEN / "input-abracadabra.bin"
+    code = main(["minimize", str(passing), "--target", "input", "--output", str(tmp_path / "t.bin"), "--timeout",
+                 "0.1", "--json"])
+    document = json.loads(capsys.readouterr().out)
+    assert code == 2 and "does not fail its target" in document["error"]["message"], document
+    assert not (tmp_path / "t.bin").exists()
+
+
 def test_minimize_leaves_nothing_in_tmpdir(tmp_path: Path, targets_on_path, monkeypatch, capsys) -> None:
     """Each candidate's worker makes the inspect target's scratch directory, then dies by SIGSEGV."""
     scratch = tmp_path / "TMPDIR"

@@ -83,9 +83,11 @@ def test_a_perturbed_kernel_result_fails_naming_check_kernel_threads_plane_and_i
 
 def test_report_writes_json_and_plots(tmp_path, capsys, monkeypatch):
     pytest.importorskip("matplotlib")
-    target = tmp_path / "report"
+    target = tmp_path / "report\x1b]0;t\x07[bold]"  # escaped as every path bob prints, and no rich markup
     code, out, _ = run_main(["--quick", "--seed", "3", "--report", str(target)], capsys, monkeypatch)
     assert code == 0, out
+    assert "\x1b" not in out and "\x07" not in out  # (rich wraps the line at the terminal's width)
+    assert f"report: {tmp_path}/report\\x1b]0;t\\x07[bold]/qualify.json, " in out.replace("\n", "")
     assert sorted(p.name for p in target.iterdir()) == ["loss-curves.png", "qualify.json", "us-per-update.png"]
     for png in ("loss-curves.png", "us-per-update.png"):
         data = (target / png).read_bytes()

@@ -12,7 +12,7 @@ from bob.commands import (EXIT_FOUND, EXIT_OK, EXIT_SOFTWARE, Outcome, Refused, 
                           argument_parser, count_option, integer_option, output_directory, run_command, seconds_option)
 from bob.formats.kinds import ALIASES
 from bob.fuzz.mutator import FORMATS
-from bob.text import show_path
+from bob.text import one_line, show_path
 
 PROG = "bob-fuzz"
 MAX_SECONDS = 30 * 24 * 3600.0  # a month: past that a number of seconds is a typo
@@ -179,11 +179,12 @@ def cmd_replay(args: argparse.Namespace) -> Outcome:
     verdicts = []
     with Progress(PROG, "replay", len(files)) as progress:
         for f, name in files:
-            verdicts.append(replay_file(f, name))
+            with about("PATH", f):  # (one that went away since: refused, not a failing replay)
+                verdicts.append(replay_file(f, name))
             progress.advance()
     failed = sum(not v.passed for v in verdicts)
     lines = [f"{'PASS' if v.passed else 'FAIL'}  {v.target}  {show_path(v.path)}"
-             + ("" if v.passed else f"  {v.message}") for v in verdicts]
+             + ("" if v.passed else f"  {one_line(v.message)}") for v in verdicts]
     lines.append(f"{PROG} replay: {len(verdicts) - failed} passed, {failed} failed")
     data = {"passed": len(verdicts) - failed, "failed": failed,
             "files": [{"path": show_path(v.path), "target": v.target, "passed": v.passed, "message": v.message}

@@ -8,6 +8,7 @@ import json
 import os
 import random
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -167,23 +168,34 @@ def _reader_verdict(command: list[str], path: Path, timeout: float) -> tuple[str
     argv = [a.replace("{}", str(path)) for a in command]
     if not any("{}" in a for a in command):
         argv.append(str(path))
-    try:
-        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return "timeout", None
-    except OSError as exc:
-        from bob.commands import Refused, os_reason
+    # Its own process group, ended with it, and its output in a file, not a pipe: a child it leaves
+    # running neither outlives the check nor holds the verdict up until the timeout.
+    with tempfile.TemporaryFile() as out:
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.DEVNULL,
+                                    start_new_session=True)
+        except OSError as exc:
+            from bob.commands import Refused, os_reason
 
-        raise Refused(f"cannot run the reader: {os_reason(exc)}", option="COMMAND", path=argv[0]) from None
-    if proc.returncode < 0:
-        return "crash", None
+            raise Refused(f"cannot run the reader: {os_reason(exc)}", option="COMMAND", path=argv[0]) from None
+        try:
+            code: int | None = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            code = None
+        finally:
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        out.seek(0)
+        first = out.readline(1 << 16).strip()
+    if code is None or code < 0:
+        return "timeout" if code is None else "crash", None
     said: Any = None
-    first = proc.stdout.split(b"\n", 1)[0].strip()
     if first.startswith(b"{"):
         with contextlib.suppress(ValueError):
             said = json.loads(first)
     field = said.get("field") if isinstance(said, dict) and isinstance(said.get("field"), str) else None
-    return ("accept" if proc.returncode == 0 else "refuse"), field
+    return ("accept" if code == 0 else "refuse"), field
 
 
 def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | None" = None,
@@ -221,14 +233,17 @@ def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | Non
 
 
 def render_table(report: dict[str, Any]) -> str:
+    from bob.text import one_line, show_path
+
     rows = [("field", "files", "agree", "disagree")]
-    rows += [(f, str(r["files"]), str(r["agree"]), str(r["disagree"])) for f, r in sorted(report["by_field"].items())]
+    rows += [(one_line(f), str(r["files"]), str(r["agree"]), str(r["disagree"]))
+             for f, r in sorted(report["by_field"].items())]
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    lines = [f"bob-fuzz check {report['format']}: {report['reader']}"]
+    lines = [f"bob-fuzz check {report['format']}: {one_line(report['reader'])}"]
     lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
     lines.append(f"{report['agreements']} of {report['files']} files agree, "
                  f"{len(report['disagreements'])} disagree")
-    lines += [f"  {d['file']}: {d['problem']}" for d in report["disagreements"][:50]]
+    lines += [f"  {show_path(d['file'])}: {d['problem']}" for d in report["disagreements"][:50]]
     return "\n".join(lines)
 
 

@@ -1,12 +1,10 @@
 """The contract oracle: bob v1's three formats read again, straight from the contract.
 
-A second reader written from the contract (``python/bob/data/contract/bob-v1.md``) §3–§5 and, where it
-leaves room, ``formats/DECISIONS.md`` D1–D10, with the standard library only: it imports nothing from
-``bob`` and restates every number it needs (a house test holds it to that), so a rule all of bob's
-readers get wrong the same way disagrees with it. Each check returns ``None`` to accept, or the
-**first** refused field in the contract's order as ``(field, index)``, with bob's field names
-(``FIELD_NAMES``; docs/fuzzing.md, "The contract oracle").
-"""
+A second reader written from the contract (``python/bob/data/contract/bob-v1.md``) §3–§5 and, where it leaves room,
+``formats/DECISIONS.md`` D1–D10, with the standard library only: it imports nothing from ``bob`` and restates every
+number it needs (a house test holds it to that), so a rule all of bob's readers get wrong the same way disagrees with
+it. Each check returns ``None`` to accept, or the **first** refused field in the contract's order as ``(field, index)``,
+with bob's field names (``FIELD_NAMES``; docs/fuzzing.md, "The contract oracle")."""
 
 from __future__ import annotations
 

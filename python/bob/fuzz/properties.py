@@ -1,9 +1,7 @@
-"""How a target says a property failed (:func:`require`, never ``assert``, which ``python -O`` strips;
-docs/fuzzing.md, "The targets and their properties"); a failure's identity (:func:`exception_key`: its type and
-innermost frame of bob's code, never the message, which may hold a value that varies from input to input; the
-campaign, the seeded loop and ``minimize`` all count failures by it); :func:`quietly`, how a target runs a command
-in process.
-"""
+"""How a target says a property failed (:func:`require`, never ``assert``, which ``python -O`` strips; docs/fuzzing.md,
+"The targets and their properties"); a failure's identity (:func:`exception_key`: its type and innermost frame of bob's
+code, never the message, which may hold a value that varies from input to input; the campaign, the seeded loop and
+``minimize`` all count failures by it); :func:`quietly`, how a target runs a command in process."""
 
 from __future__ import annotations
 

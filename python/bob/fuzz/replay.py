@@ -21,6 +21,7 @@ __all__ = ["Verdict", "files_under", "infer_target", "read_input", "replay_file"
            "signature_of", "minimize_out_of_process", "skipped", "INPUT_LIMIT", "RUST_TARGETS"]
 
 RUST_TARGETS = ("kernels", "predict", "resume")  # fuzz/regressions/<these>: cargo test -p bob-core --test fuzz_replay
+STARTUP = 120.0  # seconds a minimizer's worker may take to start and load its target (apart from --timeout)
 
 
 class Verdict(NamedTuple):
@@ -96,11 +97,7 @@ def replay_file(path: Path, target: str | None = None) -> Verdict:
         return Verdict(str(path), None, False, "no target: name one with --target (or keep the file in a "
                                                "directory named after its target)")
     run, _ = load_target(name)
-    try:
-        data = read_input(path)
-    except OSError as exc:
-        return Verdict(str(path), name, False, f"cannot read: {exc.strerror or exc}")
-    failure = failure_of(run, data)
+    failure = failure_of(run, read_input(path))  # (a file that cannot be read: its OSError, no verdict)
     return Verdict(str(path), name, failure is None, failure or "ok")
 
 
@@ -153,8 +150,12 @@ null = os.open(os.devnull, os.O_WRONLY)
 os.dup2(null, 1)
 from bob.fuzz.common import die_with_parent, load_target
 from bob.fuzz.replay import signature_of
+from bob.fuzz.targets import preload
 die_with_parent()
 run, _ = load_target(sys.argv[1])
+preload()
+results.write("ready\n")  # (a candidate's time starts here: not the interpreter's, bob's or the targets' imports)
+results.flush()
 source = sys.stdin.buffer
 while True:
     head = source.read(8)
@@ -182,6 +183,10 @@ class _Runner:
             self.proc = subprocess.Popen([sys.executable, "-c", WORKER, self.target], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                          env=dict(os.environ, TMPDIR=self.tmp))
+            assert self.proc.stdout is not None
+            if not select.select([self.proc.stdout], [], [], max(self.timeout, STARTUP))[0] \
+                    or self.proc.stdout.readline() != b"ready\n":
+                return self.close()  # it could not start (or load the target)
         proc = self.proc
         assert proc.stdin is not None and proc.stdout is not None
         try:

@@ -24,7 +24,7 @@ from bob.commands import (
     run_command,
 )
 from bob.distribution import install_hint
-from bob.text import emit
+from bob.text import emit, show_path
 
 PROG = "bob-qualify"
 
@@ -87,7 +87,7 @@ def _work(args: argparse.Namespace) -> Outcome:
     if args.report is not None:
         with about("--report", args.report):
             written = report.write_report(args.report, result)
-        result["report_files"] = [str(p) for p in written]
+        result["report_files"] = [show_path(p) for p in written]  # (escaped, as every path bob prints)
     if args.json:  # (rich's Console would write to stdout on its own: --json prints the envelope only)
         return Outcome(result["exit_code"], result, "")
     # The tables at the width of the terminal, or rich's own default in a file or
@@ -96,5 +96,5 @@ def _work(args: argparse.Namespace) -> Outcome:
     with out.capture() as captured:
         report.print_human(result, out)
         if args.report is not None:
-            out.print(f"report: {', '.join(result['report_files'])}", highlight=False)
+            out.print(f"report: {', '.join(result['report_files'])}", highlight=False, markup=False)
     return Outcome(result["exit_code"], result, captured.get())
