@@ -1,10 +1,8 @@
 """bob v1's constants and contract strings (contract §1, §2), standard library only.
 
-Imported by :mod:`bob.formats.contract` (the readable view of them), by
-bob-run's fast paths (:mod:`bob.formats.canonical`,
-:mod:`bob.formats.checkpoint.header`) and by :mod:`bob.errors`
-(which shows a learner contract's floats), so all of them use one copy.
-"""
+Imported by :mod:`bob.formats.contract` (the readable view of them), by bob-run's fast paths
+(:mod:`bob.formats.canonical`, :mod:`bob.formats.checkpoint.header`) and by :mod:`bob.errors` (which shows a learner
+contract's floats), so all of them use one copy."""
 
 from __future__ import annotations
 

@@ -1,12 +1,10 @@
-"""Reading bob files from paths, and what every format's reader shares: the first checks of
-any bytes (bytes-like, the magic), the examinations' base and the typed objects' file methods.
+"""Reading bob files from paths, and what every format's reader shares: the first checks of any bytes (bytes-like, the
+magic), the examinations' base and the typed objects' file methods.
 
-Every ``read_*_file`` goes through :func:`read_format_file`, which wraps the one bounded
-reader (:func:`bob.fileio.read_bounded`) and turns a file larger than any valid one into the
-format's own refusal. A missing path raises ``FileNotFoundError`` (only ``bob-run`` treats a
-missing checkpoint as a fresh run) and a directory, FIFO, socket or device
-:class:`bob.fileio.NotARegularFile`.
-"""
+Every ``read_*_file`` goes through :func:`read_format_file`, which wraps the one bounded reader
+(:func:`bob.fileio.read_bounded`) and turns a file larger than any valid one into the format's own refusal. A missing
+path raises ``FileNotFoundError`` (only ``bob-run`` treats a missing checkpoint as a fresh run) and a directory, FIFO,
+socket or device :class:`bob.fileio.NotARegularFile`."""
 
 from __future__ import annotations
 

@@ -1,14 +1,11 @@
 """Where every field of bob's formats lies: the one description of their layout.
 
-Each format's fields are stated here once, in file order, as (name, size, ``struct``
-format), with the standard library only; the construct schemas
-(:func:`bob.formats.schema.construct_of`) and the ``struct`` packers are derived from
-these entries. Nothing else in the formats layer or the inspect reports writes an offset,
-a size or a ``struct`` format of these files as a literal (``tests/house/test_claims.py``),
-and ``tests/formats/test_layout.py`` holds the schemas' layout tables to these entries.
-The envelope's offsets after ``step`` depend on its four contract strings' lengths
-(:func:`envelope_layout`); :data:`CANONICAL` is the layout of every header bob writes.
-"""
+Each format's fields are stated here once, in file order, as (name, size, ``struct`` format), with the standard library
+only; the construct schemas (:func:`bob.formats.schema.construct_of`) and the ``struct`` packers are derived from these
+entries. Nothing else in the formats layer or the inspect reports writes an offset, a size or a ``struct`` format of
+these files as a literal (``tests/house/test_claims.py``), and ``tests/formats/test_layout.py`` holds the schemas'
+layout tables to these entries. The envelope's offsets after ``step`` depend on its four contract strings' lengths
+(:func:`envelope_layout`); :data:`CANONICAL` is the layout of every header bob writes."""
 
 from __future__ import annotations
 

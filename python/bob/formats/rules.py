@@ -1,13 +1,11 @@
 """The value rules of bob's formats, as data: field, predicate, error class, message.
 
-Standard library only, so that every user takes the same entry: the schemas, each
-``examine``, the typed constructors, ``bob-run``'s fast path, the inspect reports and the
-rule tables in ``formats/*.md``. In Python a rule is stated here and nowhere else
-(``tests/house/test_one_home.py``, naming the fuzz oracle that transcribes some on purpose);
-the native core states the state rules again, for ``bob.core.resume_problem``, and
-``tests/formats/test_rules.py`` holds the two equal. Each predicate takes the values it
-judges (a rule over two fields takes both) and returns True when they are allowed.
-"""
+Standard library only, so that every user takes the same entry: the schemas, each ``examine``, the typed constructors,
+``bob-run``'s fast path, the inspect reports and the rule tables in ``formats/*.md``. In Python a rule is stated here
+and nowhere else (``tests/house/test_one_home.py``, naming the fuzz oracle that transcribes some on purpose); the native
+core states the state rules again, for ``bob.core.resume_problem``, and ``tests/formats/test_rules.py`` holds the two
+equal. Each predicate takes the values it judges (a rule over two fields takes both) and returns True when they are
+allowed."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""The construct building blocks bob's schemas are written with, and the helpers that run
-them: :func:`parse` runs a schema interpreted (never ``.compile()``, which skips length
-checks) and turns every construct failure into a :class:`~bob.errors.FormatError` naming
-the field; :func:`layout` walks a schema over a sample file into the layout tables
-``formats/*.md`` and ``bob-inspect schema`` print.
-"""
+"""The construct building blocks bob's schemas are written with, and the helpers that run them: :func:`parse` runs a
+schema interpreted (never ``.compile()``, which skips length checks) and turns every construct failure into a
+:class:`~bob.errors.FormatError` naming the field; :func:`layout` walks a schema over a sample file into the layout
+tables ``formats/*.md`` and ``bob-inspect schema`` print."""
 
 from __future__ import annotations
 
@@ -106,11 +104,9 @@ def schema_fields(fields: "dict[str, Field]", docs: "dict[str, str]",
 class LengthPrefixed(Construct):
     r"""``u32`` little-endian length + that many raw bytes.
 
-    Parsing refuses (``Truncated``, naming the field) a length larger than the
-    bytes that remain, then a length larger than ``limit`` — before reading
-    the bytes. Building writes any byte string that fits a u32 length (the
-    limit is a reader's rule).
-    """
+    Parsing refuses (``Truncated``, naming the field) a length larger than the bytes that remain, then a length larger
+    than ``limit`` — before reading the bytes. Building writes any byte string that fits a u32 length (the limit is a
+    reader's rule)."""
 
     def __init__(self, limit: int) -> None:
         super().__init__()

@@ -1,10 +1,7 @@
-"""The ``input`` report and its lines: an input record as
-:func:`bob.formats.input_record.examine` reads and judges it (this module
-parses nothing itself).
+"""The ``input`` report and its lines: an input record as :func:`bob.formats.input_record.examine` reads and judges it
+(this module parses nothing itself).
 
-The record is shown even when a target or a prompt word is refused, so the
-damage can be seen in context.
-"""
+The record is shown even when a target or a prompt word is refused, so the damage can be seen in context."""
 
 from __future__ import annotations
 

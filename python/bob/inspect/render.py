@@ -1,10 +1,8 @@
-"""Human renderers of the checkpoint, diff and schema reports: a report dict (as ``--json`` prints
-it) → lines of text; the input, predictions, trace and verify reports render in their own modules.
+"""Human renderers of the checkpoint, diff and schema reports: a report dict (as ``--json`` prints it) → lines of text;
+the input, predictions, trace and verify reports render in their own modules.
 
-Everything taken from a file or a path is already escaped in the report
-(:mod:`bob.text`); the CLI guards every line once more with
-:func:`bob.text.one_line` (see :func:`bob.inspect.cli._guard`).
-"""
+Everything taken from a file or a path is already escaped in the report (:mod:`bob.text`); the CLI guards every line
+once more with :func:`bob.text.one_line` (see :func:`bob.inspect.cli._guard`)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
 """``bob-envelope`` v1, the checkpoint (contract §5): its one door.
 
-The format, the order of :func:`examine`'s findings and where it stops are specified once,
-in ``formats/envelope.md``. The rooms, each importing only those before it: :mod:`.header`
-(standard library: bob-run's fast path), :mod:`.schema` (construct), :mod:`.state`,
-:mod:`.examination` and :mod:`.typed`. Names are imported lazily, so that
-``from bob.formats.checkpoint import recognize_checkpoint`` imports neither NumPy nor construct.
-"""
+The format, the order of :func:`examine`'s findings and where it stops are specified once, in ``formats/envelope.md``.
+The rooms, each importing only those before it: :mod:`.header` (standard library: bob-run's fast path), :mod:`.schema`
+(construct), :mod:`.state`, :mod:`.examination` and :mod:`.typed`. Names are imported lazily, so that ``from
+bob.formats.checkpoint import recognize_checkpoint`` imports neither NumPy nor construct."""
 
 from __future__ import annotations
 
