@@ -199,10 +199,11 @@ def _directory_stat(directory: str, path: str) -> os.stat_result:
     refuse_if_working_directory_gone(path)
     try:
         st = os.stat(directory or ".")
-    except (FileNotFoundError, NotADirectoryError):
-        raise FileNotFoundError(errno.ENOENT, "its directory does not exist", path) from None
-    if not stat.S_ISDIR(st.st_mode):  # pragma: no cover - stat of "x/.." already refuses a non-directory x
-        raise FileNotFoundError(errno.ENOENT, "its directory does not exist", path)
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        raise FileNotFoundError(errno.ENOENT, "its directory does not exist" if isinstance(exc, FileNotFoundError)
+                                else "a part of its directory is not a directory", path) from None
+    if not stat.S_ISDIR(st.st_mode):  # ("afile/x": its directory is a file)
+        raise FileNotFoundError(errno.ENOENT, "its directory is not a directory", path)
     return st
 
 
@@ -261,6 +262,7 @@ def make_directory(path: "str | os.PathLike[str]") -> list[str]:
             made.append(name)
         except OSError:
             if not os.path.isdir(name):
+                os.stat(name)  # a link that leads nowhere raises its own reason (a loop, no target): not "exists"
                 raise
 
     try:

@@ -238,7 +238,7 @@ def restore(replaced: "dict[int, object]") -> None:
         _signal.pthread_sigmask(_signal.SIG_BLOCK, script_held)
     for signum, previous in replaced.items():
         _signal.signal(signum, previous)
-    _phase = _phase if _until_exit else None
+    _phase = _phase if _until_exit or _phase == "ending" else None  # (an outer command still cleans up)
     del _since[-1:]
 
 

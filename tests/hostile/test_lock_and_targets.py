@@ -457,3 +457,23 @@ def test_a_library_caller_of_output_directory_keeps_what_it_made(tmp_path: Path)
     for name in ("one", "two/three"):
         bob.commands.output_directory("--report", tmp_path / name)
     assert (tmp_path / "two" / "three").is_dir() and bob.commands._made == []
+
+
+def test_a_path_through_a_link_loop_or_a_file_is_refused_for_what_it_is(tmp_path: Path, monkeypatch) -> None:
+    import errno
+
+    from bob.fileio import check_directory, make_directory
+
+    monkeypatch.chdir(tmp_path)
+    os.symlink("loop", "loop")
+    (tmp_path / "afile").write_bytes(b"")
+    with pytest.raises(OSError) as caught:
+        make_directory("loop/x")
+    assert caught.value.errno == errno.ELOOP  # not "file exists"
+    with pytest.raises(FileNotFoundError, match="its directory is not a directory"):
+        check_directory("afile/x.bin")
+    with pytest.raises(FileNotFoundError, match="a part of its directory is not a directory"):
+        check_directory("afile/sub/x.bin")
+    out = subprocess.run([str(Path(sys.executable).parent / "bob-fuzz"), "minimize", str(tmp_path / "afile"),
+                          "--target", "input", "--output", ""], capture_output=True, text=True)
+    assert out.returncode == 2 and "--output" in out.stderr and not list(tmp_path.glob("*.min")), out.stderr

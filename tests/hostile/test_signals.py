@@ -543,9 +543,13 @@ def test_after_the_signal_that_ends_a_command_another_is_only_recorded() -> None
     replaced = signals.install()
     before = len(signals.taken())
     try:
-        with pytest.raises(signals.Interrupted):
-            os.kill(os.getpid(), signal.SIGTERM)
-            time.sleep(1)
+        inner = signals.install()  # a command's own (bob-fuzz run's campaign), given back before it cleans up
+        try:
+            with pytest.raises(signals.Interrupted):
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(1)
+        finally:
+            signals.restore(inner)
         os.kill(os.getpid(), signal.SIGHUP)  # while cleaning up
         time.sleep(0.05)
     finally:

@@ -200,7 +200,7 @@ def cmd_minimize(args: argparse.Namespace) -> Outcome:
         data = read_input(args.path)
     name = _target_of(args.path, args.target)
     _known_target(name)
-    output = args.output or args.path + ".min"
+    output = args.path + ".min" if args.output is None else args.output  # ("" is a path, refused as such)
     with about("--output", output):
         target = replace_target(output)
     if same_file(args.path, target):

@@ -214,7 +214,6 @@ def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | Non
         progress = Progress("bob-fuzz", f"check {fmt}", len(files))
         for e in files:
             verdict, field = _reader_verdict(command, Path(root) / e["file"], timeout)
-            progress.advance(extra=f"{len(disagreements)} disagreeing")
             label = e["field"] or "(accepted)"
             row = by_field.setdefault(label, {"files": 0, "agree": 0, "disagree": 0})
             row["files"] += 1
@@ -227,6 +226,7 @@ def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | Non
             if problem is not None:
                 disagreements.append({"file": e["file"], "field": e["field"], "bob": e["verdict"],
                                       "reader": verdict, "reader_field": field, "problem": problem})
+            progress.advance(extra=f"{len(disagreements)} disagreeing")
         progress.__exit__(None, None, None)  # ends a progress line, if one was shown
     return {"format": fmt, "reader": shlex.join(command), "files": len(files),
             "agreements": len(files) - len(disagreements), "disagreements": disagreements, "by_field": by_field}
