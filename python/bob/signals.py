@@ -84,16 +84,20 @@ def _handler(signum: int, frame: object) -> None:
     if _deferral is not None:
         _deferral._arrived.append(signum)
         return
-    if _phase is None or (_phase == "printing" and _writing is not None and _full(_writing)):
+    if _phase is None or (_phase in _STALL_ENDS and _writing is not None and _full(_writing)):
         _ending()
         raise Interrupted(signum)
 
 
 def _ending() -> None:
     """The command is ending on a signal: what it removes or rolls back on the way out is not cut short
-    by another one (a second SIGTERM, a shell's Ctrl-C twice), which is only recorded (:func:`taken`)."""
+    by another one (a second SIGTERM, a shell's Ctrl-C twice), which is only recorded (:func:`taken`),
+    unless it waits on a write to a reader that stopped reading (a terminal stopped with Ctrl-S)."""
     global _phase
     _phase = "ending"
+
+
+_STALL_ENDS = ("printing", "ending")  # a signal only recorded in these, unless a write waits on a stalled reader
 
 
 def _full(fd: int) -> bool:
@@ -121,7 +125,7 @@ class writing:  # noqa: N801 - used as a `with` statement
 
     def __enter__(self) -> None:
         global _writing
-        if _phase == "printing" and _since and len(_taken) > _since[-1] and self.fd is not None and _full(self.fd):
+        if _phase in _STALL_ENDS and _since and len(_taken) > _since[-1] and self.fd is not None and _full(self.fd):
             raise Interrupted(_taken[_since[-1]])
         _writing = self.fd
 
@@ -167,8 +171,11 @@ class Reporting:
         sys.unraisablehook = self.unraisable
 
     def _unraisable(self, hook: "sys.UnraisableHookArgs") -> None:
+        global _phase
         if not issubclass(hook.exc_type, KeyboardInterrupt):
             self.unraisable(hook)
+        elif _phase == "ending":  # it ended nothing: the next one acts (and the command says so)
+            _phase = None
 
 
 def interruption_in(exc: "BaseException | None") -> "KeyboardInterrupt | None":

@@ -555,3 +555,65 @@ def test_after_the_signal_that_ends_a_command_another_is_only_recorded() -> None
     finally:
         signals.restore(replaced)
     assert signals.taken()[before:] == (signal.SIGTERM, signal.SIGHUP)
+
+
+SLOW_TARGETS = '''
+import os, signal, time
+fired = []
+class Finalized:
+    def __del__(self):  # a finalizer running when the signal lands: CPython cannot raise there
+        os.kill(os.getpid(), signal.SIGTERM)
+def dropped_then_slow(data):
+    if not fired:
+        fired.append(1)
+        Finalized()
+    time.sleep(0.5)
+def slow(data):
+    time.sleep(0.5)
+'''
+
+
+def _slow_replay(tmp_path: Path, target: str, **streams: object) -> "subprocess.Popen[bytes]":
+    (tmp_path / "slow_targets.py").write_text(SLOW_TARGETS)
+    files = tmp_path / "files"
+    files.mkdir()
+    for k in range(20):
+        (files / f"f{k:02d}.bin").write_bytes(b"x")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.Popen([sys.executable, "-m", "bob", "fuzz", "replay", str(files), "--target",
+                             f"slow_targets:{target}", "--json"], env=env, stdin=subprocess.DEVNULL, **streams)
+
+
+def test_a_signal_a_finalizer_swallowed_does_not_hold_the_next_one(tmp_path: Path) -> None:
+    """The first SIGTERM lands in a __del__ and is dropped (the command goes on); the next one, at 2 s,
+    ends it with 143 as the exit table says: not held as if the command were already ending."""
+    proc = _slow_replay(tmp_path, "dropped_then_slow", stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    time.sleep(2)
+    proc.send_signal(signal.SIGTERM)
+    stdout, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 143 and json.loads(stdout)["error"]["message"] == "interrupted by SIGTERM", stdout
+
+
+def test_a_command_ended_by_a_signal_does_not_wait_on_a_stopped_terminal(tmp_path: Path) -> None:
+    """stderr a terminal whose output is stopped (Ctrl-S, a stalled ssh session): the SIGTERM ends the
+    command, whose last progress line cannot be written; it exits 143 instead of waiting for ever."""
+    import pty
+    import termios
+
+    master, slave = pty.openpty()
+    termios.tcflow(slave, termios.TCOOFF)
+    try:
+        proc = _slow_replay(tmp_path, "slow", stdout=subprocess.DEVNULL, stderr=slave, start_new_session=True)
+        time.sleep(3)  # its progress line (after 2 s) waits on the stopped terminal
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(2)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            code = proc.wait(timeout=20)
+        finally:
+            proc.kill()
+            proc.wait()
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert code == 143
