@@ -214,7 +214,7 @@ def train(p: "PlaneLike", m: "PlaneLike", v: "PlaneLike", contexts: "PairsLike |
     Ctrl-C (a signal whose handler raises) ends a long call between whole
     updates: the exception's ``updates_done`` says how many, and the planes
     hold the state after them. While it runs, another call of the core on
-    the same memory (another thread's) is refused with ``ValueError``.
+    the same memory (another thread's) is refused with ``BufferError``.
     """
     return _core.train((_plane(p, "p", True), _plane(m, "m", True), _plane(v, "v", True)),
                        (_pair_buffer(contexts, "contexts"), _pair_buffer(targets, "targets")),

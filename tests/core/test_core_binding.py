@@ -8,10 +8,12 @@ import sys
 import numpy as np
 import pytest
 
+import bob
 import bob.core
 from bob import _core
 
 N = bob.core.PARAMETER_COUNT
+RECORD = bob.build_input(b"abracadabra", [b"abra", b"cad", b""])
 
 
 def planes():
@@ -366,7 +368,8 @@ def test_a_plane_that_is_no_square_table_is_refused_by_every_call(shape):
 def test_a_buffer_one_call_trains_is_refused_to_every_other_call_meanwhile():
     """Two threads training one array would race (the result would depend on the schedule): while
     train holds P, M, V (its GIL released), another call that reads or writes them is refused, and
-    one on other arrays is not. The probe ends the long train with Ctrl-C once it has seen the refusals."""
+    one on other arrays is not (BufferError: bob.invoke does not take it for a state to check by other
+    means). The probe ends the long train with Ctrl-C once it has seen the refusals."""
     import os
     import signal
     import threading
@@ -378,21 +381,25 @@ def test_a_buffer_one_call_trains_is_refused_to_every_other_call_meanwhile():
     seen: list[str] = []
 
     def probe():
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and not seen:  # until the long train holds P
-            try:
-                _core.predict(p, [97])
-            except ValueError as exc:
-                seen.append(str(exc))
-            time.sleep(0.001)
-        for call in (lambda: _core.resume_problem(other[0], m, other[2], 10, 10),
-                     lambda: _core.train((other[0], other[1], v), (ctx, tgt), 0, 1)):
-            try:
-                call()
-            except ValueError as exc:
-                seen.append(str(exc))
-        _core.train(other, (ctx, tgt), 0, 1)  # arrays of their own: trained meanwhile
-        os.kill(os.getpid(), signal.SIGINT)
+        try:
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and not seen:  # until the long train holds P
+                try:
+                    _core.predict(p, [97])
+                except BufferError as exc:
+                    seen.append(str(exc))
+                time.sleep(0.001)
+            for call in (lambda: _core.resume_problem(other[0], m, other[2], 10, 10),
+                         lambda: _core.train((other[0], other[1], v), (ctx, tgt), 0, 1),
+                         lambda: _core.train(other, (memoryview(p).cast("B")[:256], tgt), 0, 1),
+                         lambda: bob.invoke(RECORD, bob.Checkpoint(10, p, m, v))):
+                try:
+                    call()
+                except BufferError as exc:
+                    seen.append(str(exc))
+            _core.train(other, (ctx, tgt), 0, 1)  # arrays of their own: trained meanwhile
+        finally:  # whatever happened, the long train ends
+            os.kill(os.getpid(), signal.SIGINT)
 
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     thread = threading.Thread(target=probe, daemon=True)
@@ -403,10 +410,41 @@ def test_a_buffer_one_call_trains_is_refused_to_every_other_call_meanwhile():
         thread.join()
     finally:
         signal.signal(signal.SIGINT, previous)
-    assert [s.split(" is in use")[0] for s in seen] == ["P", "M", "V"], seen
+    # P read by predict, M by resume_problem, V trained, P read as a call's contexts, P by bob.invoke's check
+    assert [s.split(" is in use")[0] for s in seen] == ["P", "M", "V", "contexts", "P"], seen
     assert "another call of bob's core" in seen[0]
     done = caught.value.updates_done
     q, qm, qv = planes()  # the long train, untouched by the refused calls
     _core.train((q, qm, qv), (ctx, tgt), 0, done)
     assert (q.tobytes(), qm.tobytes(), qv.tobytes()) == (p.tobytes(), m.tobytes(), v.tobytes())
     assert _core.predict(p, [97]) and len(train(p, m, v)) == 10  # and free again once it ended
+
+
+def test_a_child_made_by_fork_while_a_call_runs_does_not_inherit_the_call_s_loans():
+    """multiprocessing's fork: the child has no thread training P, so P is free there."""
+    import os
+    import threading
+    import time
+
+    p, m, v = planes()
+    ctx, tgt = pairs()
+    thread = threading.Thread(target=lambda: _core.train((p, m, v), (ctx, tgt), 0, 30_000, threads=1))
+    thread.start()
+    lent = False
+    while not lent and thread.is_alive():
+        try:
+            _core.predict(p, [97])
+        except BufferError:
+            lent = True
+        time.sleep(0.001)
+    assert lent, "the train ended before P was seen lent"
+    pid = os.fork()
+    if pid == 0:  # the child: predict reads P, lent to no call here
+        try:
+            _core.predict(p, [97])
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    thread.join()
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -7,7 +7,7 @@ use std::ffi::CStr;
 use std::sync::Mutex;
 
 use pyo3::buffer::{ElementType, PyUntypedBuffer};
-use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyBufferError, PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 use crate::core_error;
@@ -152,33 +152,39 @@ pub(crate) fn plane_readable(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Pla
     Ok(Plane { _buffer: buffer, ptr, len })
 }
 
-/// The byte ranges lent to the calls of this module that are running now, and whether each call writes
-/// its range. Two threads training one array would race (and the result would depend on the schedule),
-/// so a call that would write memory another call uses, or read memory another call writes, is refused.
-static LOANS: Mutex<Vec<(usize, usize, bool)>> = Mutex::new(Vec::new());
+/// The byte ranges lent to the calls of this module that are running now: start, end, whether the call
+/// writes the range, and the process that lent it (a child made by `fork` inherits the list, not the
+/// calls). Two threads training one array would race (and the result would depend on the schedule), so a
+/// call that would write memory another call uses, or read memory another call writes, is refused with
+/// `BufferError`. (The same memory under two addresses, a file mapped twice, is not seen.)
+static LOANS: Mutex<Vec<Loan>> = Mutex::new(Vec::new());
+
+type Loan = (usize, usize, bool, u32);
 
 /// This call's entries in [`LOANS`], removed when it ends (dropped).
-pub(crate) struct Loans(Vec<(usize, usize, bool)>);
+pub(crate) struct Loans(Vec<Loan>);
 
 impl Loans {
     /// Lend `ranges` (a name, its start and length in bytes, and whether the call writes it) to this call,
     /// or refuse naming the first that another running call is using in a way that conflicts.
     pub(crate) fn take(ranges: &[(&str, usize, usize, bool)]) -> PyResult<Loans> {
+        let pid = std::process::id();
         let mut lent = LOANS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        lent.retain(|loan| loan.3 == pid); // (a forked child's: its parent's calls are not running here)
         let mut mine = Vec::new();
         if lent.try_reserve(ranges.len()).is_err() || mine.try_reserve_exact(ranges.len()).is_err() {
             return Err(PyMemoryError::new_err("no memory to lend the buffers to the core; nothing was changed"));
         }
         for &(name, start, bytes, writes) in ranges.iter().filter(|r| r.2 > 0) {
             let end = start + bytes;
-            if lent.iter().any(|&(s, e, w)| start < e && s < end && (w || writes)) {
-                return Err(PyValueError::new_err(format!(
+            if lent.iter().any(|&(s, e, w, _)| start < e && s < end && (w || writes)) {
+                return Err(PyBufferError::new_err(format!(
                     "{name} is in use by another call of bob's core (another thread is {} it); \
                      a buffer is trained by one call at a time",
                     if writes { "reading or training" } else { "training" }
                 )));
             }
-            mine.push((start, end, writes));
+            mine.push((start, end, writes, pid));
         }
         lent.extend_from_slice(&mine);
         Ok(Loans(mine))
@@ -224,6 +230,7 @@ pub(crate) fn pair_words(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<u32
     })?;
     let bytes =
         contiguous_bytes(&buffer).ok_or_else(|| PyValueError::new_err(format!("{name} is not C-contiguous")))?;
+    let _read = Loans::take(&[(name, bytes.as_ptr() as usize, bytes.len(), false)])?;
     if holds(&buffer, ElementType::UnsignedInteger { bytes: 1 }) {
         let mut out = bob_core::try_vec(bytes.len(), "the pairs").map_err(core_error)?;
         out.extend(bytes.iter().map(|&b| u32::from(b)));

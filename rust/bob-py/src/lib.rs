@@ -170,9 +170,9 @@ fn train<'py>(
             )));
         }
     }
-    let loans = Loans::take(&[loan(&pp, "P", true), loan(&mp, "M", true), loan(&vp, "V", true)])?;
-    let contexts = pair_words(contexts, "contexts")?;
+    let contexts = pair_words(contexts, "contexts")?; // (copied out first, lent only while they are)
     let targets = pair_words(targets, "targets")?;
+    let loans = Loans::take(&[loan(&pp, "P", true), loan(&mp, "M", true), loan(&vp, "V", true)])?;
     if step.checked_add(updates).is_none() {
         // Refused whole, before the first chunk could change a value.
         return Err(core_error(bob_core::CoreError::StepOverflow { step, updates }));
