@@ -115,6 +115,7 @@ def test_each_file_is_judged_on_its_own(cli, tmp_path: Path) -> None:
     assert directory["problems"][0]["field"] == "path" and "directory" in directory["problems"][0]["message"]
     # an unreadable path's problem has every key a finding's has (docs/bob-inspect.md: always present)
     assert all(set(p) == set(b["problems"][0]) for r in (missing, directory) for p in r["problems"])
+    assert missing["size"] is directory["size"] is missing["sha256"] is directory["sha256"] is None  # not read
     text = cli.text("verify", *paths, code=2)
     assert "verify: 1 of 4 checkpoints good" in text and "= " not in text.split("b.bob")[0]
 

@@ -106,8 +106,7 @@ def checkpoint_report(data: bytes | None, read_problems: list[FormatError], *, p
                       rows: bytes = b"") -> tuple[dict[str, Any], Any]:
     """The ``checkpoint`` report (a JSON-ready dict) and the P plane (or None).
 
-    ``data`` is the file's bytes (None when it was too large to read).
-    """
+    ``data`` is the file's bytes (None when it was too large to read)."""
     report, problems, ex = begin("checkpoint", path, data, read_problems, auto, examine)
     fresh = bool(ex is not None and ex.fresh)
     partial = ex.partial_header if ex is not None else None

@@ -25,9 +25,8 @@ def export_format(out: str) -> str:
 
 
 def check_export(out: str, inspected: str) -> None:
-    """Refuse, before anything is read, an export that cannot be made: an
-    unknown suffix, safetensors without the ``interop`` extra, the inspected
-    file itself as the output."""
+    """Refuse, before anything is read, an export that cannot be made: an unknown suffix, safetensors without the
+    ``interop`` extra, the inspected file itself as the output."""
     from bob.fileio import same_file
 
     if export_format(out) == "safetensors":

@@ -69,6 +69,7 @@ def verify_file(path: str) -> dict[str, Any]:
     problems = unreadable + [_with_chunk(problem(f)) for f in found]
     for key in ("command", "auto", "kind"):
         report.pop(key)
+    report["size"] = None if unreadable else report["size"]  # (a directory's or a FIFO's own size: not read)
     report.update(ok=not problems, fresh=report["size"] == 0 and not problems, problems=problems,
                   problem_count=len(problems), diagnosis=diagnosis(ex, problems) if ex is not None else [])
     return report
