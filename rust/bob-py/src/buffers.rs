@@ -279,6 +279,17 @@ pub(crate) fn check_shape(plane: &Plane, name: &str) -> PyResult<()> {
     Ok(())
 }
 
+/// The planes of one call: each flat or a square table, P's own size a whole table (named before M's and
+/// V's are held to it), and M and V as large as P.
+pub(crate) fn check_planes(pp: &Plane, mp: &Plane, vp: &Plane) -> PyResult<()> {
+    for (plane, name) in [(pp, "P"), (mp, "M"), (vp, "V")] {
+        check_shape(plane, name)?;
+    }
+    bob_core::vocabulary_of(pp.len).map_err(core_error)?;
+    check_length(mp, "M", pp.len)?;
+    check_length(vp, "V", pp.len)
+}
+
 pub(crate) fn check_length(plane: &Plane, name: &str, expected: usize) -> PyResult<()> {
     if plane.len != expected {
         return Err(PyValueError::new_err(format!(

@@ -7,7 +7,8 @@
 mod buffers;
 
 use buffers::{
-    check_length, check_shape, contiguous_bytes, loan, overlaps, pair_words, plane, plane_readable, words, zeros, Lent, Loans,
+    check_length, check_planes, check_shape, contiguous_bytes, loan, overlaps, pair_words, plane, plane_readable,
+    words, zeros, Lent, Loans,
 };
 
 use bob_core::{Kernel, Options, StateProblem, BOB_V1_ADAMW};
@@ -157,12 +158,7 @@ fn train<'py>(
     let (p, m, v, contexts, targets) = (&p, &m, &v, &contexts, &targets);
     let kernel = kernel_named(kernel)?;
     let (pp, mp, vp) = (plane(p, "P")?, plane(m, "M")?, plane(v, "V")?);
-    for (plane, name) in [(&pp, "P"), (&mp, "M"), (&vp, "V")] {
-        check_shape(plane, name)?;
-    }
-    bob_core::vocabulary_of(pp.len).map_err(core_error)?; // (P's own size, before M's is held to it)
-    check_length(&mp, "M", pp.len)?;
-    check_length(&vp, "V", pp.len)?;
+    check_planes(&pp, &mp, &vp)?;
     for (a, b, an, bn) in [(&pp, &mp, "P", "M"), (&pp, &vp, "P", "V"), (&mp, &vp, "M", "V")] {
         if overlaps(a, b) {
             return Err(PyValueError::new_err(format!(
@@ -250,12 +246,7 @@ fn resume_problem(
     into: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Option<(&'static str, &'static str, usize)>> {
     let (pp, mp, vp) = (plane_readable(p, "P")?, plane_readable(m, "M")?, plane_readable(v, "V")?);
-    for (plane, name) in [(&pp, "P"), (&mp, "M"), (&vp, "V")] {
-        check_shape(plane, name)?;
-    }
-    bob_core::vocabulary_of(pp.len).map_err(core_error)?;
-    check_length(&mp, "M", pp.len)?;
-    check_length(&vp, "V", pp.len)?;
+    check_planes(&pp, &mp, &vp)?;
     let _loans = Loans::take(&[loan(&pp, "P", false), loan(&mp, "M", false), loan(&vp, "V", false)])?;
     // SAFETY: the buffers are held by `pp`, `mp`, `vp` for this call, and no
     // mutable reference to them exists while the slices are read.
