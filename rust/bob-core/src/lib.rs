@@ -117,7 +117,7 @@ pub fn vocabulary_of(len: usize) -> Result<usize, CoreError> {
     // So only a downward step is needed. A square that overflows is above
     // len (saturating would make it equal to usize::MAX, and loop for ever).
     let mut rows = (len as f64).sqrt() as usize;
-    while rows.checked_mul(rows).map_or(true, |square| square > len) {
+    while rows.checked_mul(rows).is_none_or(|square| square > len) {
         rows -= 1;
     }
     if rows * rows == len {
