@@ -198,6 +198,18 @@ def test_a_reader_naming_the_wrong_field_disagrees(corpus: Path, tmp_path: Path)
     assert refused and all(d["problem"] == "names field 'nonsense'" for d in refused)
 
 
+def test_a_reader_s_line_nested_past_python_s_stack_is_no_field_named(corpus: Path, tmp_path: Path) -> None:
+    """The reader's first line is the reader's: JSON nested 20,000 deep judges it by its exit, as any
+    line that is not a JSON object, and ends nothing (it was an unexpected RecursionError, exit 70)."""
+    from bob.fuzz.conformance import check
+
+    reader = tmp_path / "deep.py"
+    reader.write_text("import sys\nprint('{\"field\": ' * 20000)\nsys.exit(1)\n")
+    report = check("predictions", [sys.executable, str(reader), "{}"], corpus=corpus)
+    assert report["disagreements"] and {d["reader_field"] for d in report["disagreements"]} == {None}
+    assert {d["problem"] for d in report["disagreements"]} == {"refuses what bob accepts"}
+
+
 def test_a_campaign_finds_a_planted_bug_and_writes_a_reproducing_artifact(tmp_path: Path) -> None:
     pytest.importorskip("atheris", reason="atheris is the optional fuzz extra (scripts/bootstrap.sh test,fuzz)")
     env = dict(os.environ, PYTHONPATH=f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
@@ -255,6 +267,7 @@ def test_a_conformance_corpus_cut_short_leaves_nothing_it_made(tmp_path: Path, e
                           capture_output=True, text=True, preexec_fn=lambda: resource.setrlimit(
                               resource.RLIMIT_FSIZE, limit))
     assert proc.returncode == 2 and "file too large" in proc.stderr, proc.stderr
+    assert f"OUTDIR {out}/checkpoint/accepted/checkpoint-" in proc.stderr  # the file it could not write
     assert sorted(p.name for p in tmp_path.rglob("*")) == (["mine.txt", "out"] if existing else [])
 
 

@@ -309,7 +309,8 @@ def test_a_signal_a_command_deferred_ends_the_harness_even_when_the_world_crashe
                                        ("predictions/missing.bin", "no such file"),
                                        ("predictions/fifo.bin", "not a regular file"),
                                        ("predictions/link.bin", "not a bob-conformance-1 manifest"),
-                                       ("predictions/a\0b", "not a bob-conformance-1 manifest")])
+                                       ("predictions/a\0b", "not a bob-conformance-1 manifest"),
+                                       ("deep", "not a bob-conformance-1 manifest")])
 def test_check_refuses_a_manifest_naming_a_file_outside_the_corpus_or_none(tmp_path: Path, capsys, name: str,
                                                                              why: str) -> None:
     """Before the reader runs once: never a file elsewhere, never a missing one counted as a disagreement."""
@@ -317,7 +318,8 @@ def test_check_refuses_a_manifest_naming_a_file_outside_the_corpus_or_none(tmp_p
     os.mkfifo(tmp_path / "predictions" / "fifo.bin")
     (tmp_path / "predictions" / "link.bin").symlink_to("/etc/passwd")  # inside by its name, not by what it is
     entry = {"file": name, "format": "predictions", "verdict": "accept", "field": None}
-    (tmp_path / "manifest.json").write_text(json.dumps({"format": "bob-conformance-1", "files": [entry]}))
+    (tmp_path / "manifest.json").write_text(json.dumps({"format": "bob-conformance-1", "files": [entry]})
+                                            if name != "deep" else '{"files": ' * 20000)  # past Python's stack
     ran = tmp_path / "ran"
     reader = f"open({str(ran)!r}, 'w').close()"
     assert main(["check", "--format", "predictions", "--corpus", str(tmp_path), "--", sys.executable, "-c",

@@ -69,6 +69,7 @@ def _accepted(fmt: str) -> list[tuple[str, bytes]]:
 def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130) -> list[dict[str, Any]]:
     """Write the labelled corpus and its manifest; the manifest's entries. Cut short (a full disk, a
     signal), it removes the files and directories it made: a corpus is whole or not there."""
+    from bob.commands import about
     from bob.fileio import discard_temporary, make_directory, remove_empty_directories, write_atomic
     from bob.fuzz.mutator import mutate, mutate_field, refresh_digests, spots
     from bob.progress import Progress
@@ -80,8 +81,10 @@ def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130) -> l
     def add(fmt: str, name: str, data: bytes, verdict: dict[str, Any]) -> None:
         sub = Path(fmt) / ("accepted" if verdict["verdict"] == "accept" else f"refused/{verdict['field']}")
         made.extend(make_directory(root / sub))
-        made.extend([] if os.path.lexists(root / sub / f"{name}.bin") else [os.fspath(root / sub / f"{name}.bin")])
-        write_atomic(root / sub / f"{name}.bin", data)
+        path = root / sub / f"{name}.bin"
+        made.extend([] if os.path.lexists(path) else [os.fspath(path)])
+        with about("OUTDIR", path):  # the file it could not write (a full disk, ulimit -f), not OUTDIR
+            write_atomic(path, data)
         entries.append({"file": str(sub / f"{name}.bin"), "format": fmt, **verdict})
 
     try:
@@ -154,7 +157,7 @@ def open_corpus(corpus: "str | os.PathLike[str]") -> list[dict[str, Any]]:
             isinstance(e["file"], str) and e["format"] in FORMATS and e["verdict"] in ("accept", "refuse")
             and "\0" not in e["file"] and os.path.realpath(os.path.join(corpus, e["file"])).startswith(inside)
             for e in files)
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         ours = False
     if not ours:
         raise Refused("manifest.json is not a bob-conformance-1 manifest", option="--corpus", path=manifest)
@@ -191,9 +194,8 @@ def _reader_verdict(command: list[str], path: Path, timeout: float) -> tuple[str
     if code is None or code < 0:
         return "timeout" if code is None else "crash", None
     said: Any = None
-    if first.startswith(b"{"):
-        with contextlib.suppress(ValueError):
-            said = json.loads(first)
+    with contextlib.suppress(ValueError, RecursionError):  # a line that is no JSON, or nested past the stack
+        said = json.loads(first)
     field = said.get("field") if isinstance(said, dict) and isinstance(said.get("field"), str) else None
     return ("accept" if code == 0 else "refuse"), field
 
