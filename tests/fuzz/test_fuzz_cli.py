@@ -5,6 +5,7 @@ a campaign that finds a planted bug and writes an artifact that reproduces it.""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import resource
@@ -269,6 +270,35 @@ def test_a_conformance_corpus_cut_short_leaves_nothing_it_made(tmp_path: Path, e
     assert proc.returncode == 2 and "file too large" in proc.stderr, proc.stderr
     assert f"OUTDIR {out}/checkpoint/accepted/checkpoint-" in proc.stderr  # the file it could not write
     assert sorted(p.name for p in tmp_path.rglob("*")) == (["mine.txt", "out"] if existing else [])
+
+
+def test_a_conformance_corpus_cut_short_on_a_terminal_ends_its_progress_line(tmp_path: Path, monkeypatch) -> None:
+    """stderr a terminal: the progress line rewritten in place is ended when the corpus is cut short, so
+    the refusal that follows is not printed at the end of it."""
+    import errno
+    import io
+
+    import bob.fileio
+    import bob.progress
+    from bob.commands import Refused
+    from bob.fuzz.conformance import write_corpus
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    def full_disk(path: object, data: bytes) -> None:  # once the input's and predictions' files are written
+        if "checkpoint" in str(path):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    shown = Terminal()
+    monkeypatch.setattr(sys, "stderr", shown)
+    monkeypatch.setattr(bob.progress.Progress, "__init__", functools.partialmethod(bob.progress.Progress.__init__,
+                                                                                   after=0.0))
+    monkeypatch.setattr(bob.fileio, "write_atomic", full_disk)
+    with pytest.raises(Refused, match="checkpoint-abracadabra-step10.bin: no space left on device"):
+        write_corpus(tmp_path / "c")
+    assert shown.getvalue().startswith("\rbob-fuzz conformance: 1/") and shown.getvalue().endswith("\x1b[K\n")
 
 
 def test_check_ends_what_a_reader_leaves_running_and_judges_it_by_its_exit(tmp_path: Path) -> None:

@@ -88,36 +88,35 @@ def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130) -> l
         entries.append({"file": str(sub / f"{name}.bin"), "format": fmt, **verdict})
 
     try:
-        progress = Progress("bob-fuzz", "conformance", sum(ATTEMPTS.values()))
-        for fmt in FORMATS:
-            rnd = random.Random(f"{seed}-{fmt}")
-            accepted = _accepted(fmt)
-            for name, data in accepted:
-                verdict = judge(fmt, data)
-                assert verdict["verdict"] == "accept", (fmt, name, verdict)
-                add(fmt, name, data, verdict)
-            base = accepted[0][1]
-            kept: dict[str, int] = {}
-            seen: set[bytes] = set()
-            names = [s.name for s in spots(base, fmt)]
-            for attempt in range(ATTEMPTS[fmt]):
-                progress.advance(extra=f"{len(entries)} files")
-                if attempt < 4 * len(names):  # every spot first, then mixed mutations
-                    data, spot = mutate_field(base, rnd, fmt, names[attempt % len(names)])
-                else:
-                    data, spot = mutate(base, rnd, fmt, refresh=0.5), "mixed"
-                if fmt == "checkpoint" and rnd.random() < 0.5:
-                    data = refresh_digests(data)
-                if data in seen:
-                    continue
-                seen.add(data)
-                verdict = judge(fmt, data)
-                field = verdict["field"]
-                if verdict["verdict"] != "refuse" or kept.get(field, 0) >= PER_FIELD:
-                    continue
-                kept[field] = kept.get(field, 0) + 1
-                add(fmt, f"{spot.replace('[', '').replace(']', '').replace('.', '-')}-{attempt:04d}", data, verdict)
-        progress.__exit__(None, None, None)
+        with Progress("bob-fuzz", "conformance", sum(ATTEMPTS.values())) as progress:  # (ended on errors too)
+            for fmt in FORMATS:
+                rnd = random.Random(f"{seed}-{fmt}")
+                accepted = _accepted(fmt)
+                for name, data in accepted:
+                    verdict = judge(fmt, data)
+                    assert verdict["verdict"] == "accept", (fmt, name, verdict)
+                    add(fmt, name, data, verdict)
+                base = accepted[0][1]
+                kept: dict[str, int] = {}
+                seen: set[bytes] = set()
+                names = [s.name for s in spots(base, fmt)]
+                for attempt in range(ATTEMPTS[fmt]):
+                    progress.advance(extra=f"{len(entries)} files")
+                    if attempt < 4 * len(names):  # every spot first, then mixed mutations
+                        data, spot = mutate_field(base, rnd, fmt, names[attempt % len(names)])
+                    else:
+                        data, spot = mutate(base, rnd, fmt, refresh=0.5), "mixed"
+                    if fmt == "checkpoint" and rnd.random() < 0.5:
+                        data = refresh_digests(data)
+                    if data in seen:
+                        continue
+                    seen.add(data)
+                    verdict = judge(fmt, data)
+                    field = verdict["field"]
+                    if verdict["verdict"] != "refuse" or kept.get(field, 0) >= PER_FIELD:
+                        continue
+                    kept[field] = kept.get(field, 0) + 1
+                    add(fmt, f"{spot.replace('[', '').replace(']', '').replace('.', '-')}-{attempt:04d}", data, verdict)
         write_atomic(root / "manifest.json",
                      json.dumps({"format": "bob-conformance-1", "files": entries}, indent=1).encode("utf-8"))
     except BaseException:
@@ -213,23 +212,22 @@ def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | Non
         by_field: dict[str, dict[str, int]] = {}
         disagreements: list[dict[str, Any]] = []
         files = [e for e in open_corpus(root) if e["format"] == fmt]
-        progress = Progress("bob-fuzz", f"check {fmt}", len(files))
-        for e in files:
-            verdict, field = _reader_verdict(command, Path(root) / e["file"], timeout)
-            label = e["field"] or "(accepted)"
-            row = by_field.setdefault(label, {"files": 0, "agree": 0, "disagree": 0})
-            row["files"] += 1
-            problem = None
-            if verdict != e["verdict"]:
-                problem = verdict if verdict in ("crash", "timeout") else f"{verdict}s what bob {e['verdict']}s"
-            elif verdict == "refuse" and field is not None and field not in (e.get("fields") or [e["field"]]):
-                problem = f"names field {field!r}"
-            row["agree" if problem is None else "disagree"] += 1
-            if problem is not None:
-                disagreements.append({"file": e["file"], "field": e["field"], "bob": e["verdict"],
-                                      "reader": verdict, "reader_field": field, "problem": problem})
-            progress.advance(extra=f"{len(disagreements)} disagreeing")
-        progress.__exit__(None, None, None)  # ends a progress line, if one was shown
+        with Progress("bob-fuzz", f"check {fmt}", len(files)) as progress:  # ends its line, if one was shown
+            for e in files:
+                verdict, field = _reader_verdict(command, Path(root) / e["file"], timeout)
+                label = e["field"] or "(accepted)"
+                row = by_field.setdefault(label, {"files": 0, "agree": 0, "disagree": 0})
+                row["files"] += 1
+                problem = None
+                if verdict != e["verdict"]:
+                    problem = verdict if verdict in ("crash", "timeout") else f"{verdict}s what bob {e['verdict']}s"
+                elif verdict == "refuse" and field is not None and field not in (e.get("fields") or [e["field"]]):
+                    problem = f"names field {field!r}"
+                row["agree" if problem is None else "disagree"] += 1
+                if problem is not None:
+                    disagreements.append({"file": e["file"], "field": e["field"], "bob": e["verdict"],
+                                          "reader": verdict, "reader_field": field, "problem": problem})
+                progress.advance(extra=f"{len(disagreements)} disagreeing")
     return {"format": fmt, "reader": shlex.join(command), "files": len(files),
             "agreements": len(files) - len(disagreements), "disagreements": disagreements, "by_field": by_field}
 
