@@ -5,7 +5,7 @@ a campaign that finds a planted bug and writes an artifact that reproduces it.""
 from __future__ import annotations
 
 import contextlib
-import functools
+import io
 import json
 import os
 import resource
@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -272,33 +273,58 @@ def test_a_conformance_corpus_cut_short_leaves_nothing_it_made(tmp_path: Path, e
     assert sorted(p.name for p in tmp_path.rglob("*")) == (["mine.txt", "out"] if existing else [])
 
 
-def test_a_conformance_corpus_cut_short_on_a_terminal_ends_its_progress_line(tmp_path: Path, monkeypatch) -> None:
-    """stderr a terminal: the progress line rewritten in place is ended when the corpus is cut short, so
-    the refusal that follows is not printed at the end of it."""
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture
+def terminal(monkeypatch) -> _Terminal:
+    """Progress shown at once, on a terminal, where its line is rewritten in place."""
+    import bob.progress
+
+    shown = _Terminal()
+
+    class AtOnce(bob.progress.Progress):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **{**kwargs, "after": 0.0, "stream": shown})
+
+    monkeypatch.setattr(bob.progress, "Progress", AtOnce)  # (the commands import it when they run)
+    return shown
+
+
+def test_a_conformance_corpus_cut_short_on_a_terminal_ends_its_progress_line(tmp_path: Path, monkeypatch,
+                                                                              terminal: _Terminal) -> None:
+    """The progress line is ended when the corpus is cut short, so the refusal that follows is not
+    printed at the end of it."""
     import errno
-    import io
 
     import bob.fileio
-    import bob.progress
     from bob.commands import Refused
     from bob.fuzz.conformance import write_corpus
-
-    class Terminal(io.StringIO):
-        def isatty(self) -> bool:
-            return True
 
     def full_disk(path: object, data: bytes) -> None:  # once the input's and predictions' files are written
         if "checkpoint" in str(path):
             raise OSError(errno.ENOSPC, "No space left on device")
 
-    shown = Terminal()
-    monkeypatch.setattr(sys, "stderr", shown)
-    monkeypatch.setattr(bob.progress.Progress, "__init__", functools.partialmethod(bob.progress.Progress.__init__,
-                                                                                   after=0.0))
     monkeypatch.setattr(bob.fileio, "write_atomic", full_disk)
     with pytest.raises(Refused, match="checkpoint-abracadabra-step10.bin: no space left on device"):
         write_corpus(tmp_path / "c")
-    assert shown.getvalue().startswith("\rbob-fuzz conformance: 1/") and shown.getvalue().endswith("\x1b[K\n")
+    assert terminal.getvalue().startswith("\rbob-fuzz conformance: 1/") and terminal.getvalue().endswith("\x1b[K\n")
+
+
+def test_a_seeded_loop_ended_on_a_terminal_ends_its_progress_line(monkeypatch, terminal: _Terminal) -> None:
+    import bob.fuzz.loop
+
+    def interrupted_at_the_third(data: bytes, calls: list[int] = []) -> None:  # noqa: B006 - the count
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(bob.fuzz.loop, "load_target", lambda target, fmt: (interrupted_at_the_third, "predictions"))
+    with pytest.raises(KeyboardInterrupt):
+        bob.fuzz.loop.seeded_loop("predictions", 10, progress=True)
+    assert terminal.getvalue().startswith("\rbob-fuzz run predictions: 1/10") and terminal.getvalue().endswith("\n")
 
 
 def test_check_ends_what_a_reader_leaves_running_and_judges_it_by_its_exit(tmp_path: Path) -> None:

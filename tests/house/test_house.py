@@ -118,7 +118,7 @@ def test_no_function_a_newcomer_must_scroll_for_ever() -> None:
 # they are now (issue 31 aims at 6,500). Lower this when they get lighter; never raise it
 # for a feature: a new capability makes the house lighter or leaves it as light.
 FORMAT_HOUSE = ("formats", "inspect", "fuzz", "interop.py", "interop_archive.py")
-FORMAT_HOUSE_CEILING = 8_836
+FORMAT_HOUSE_CEILING = 8_835
 
 
 def format_house_lines(package: Path) -> int:

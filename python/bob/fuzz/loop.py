@@ -37,26 +37,25 @@ def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None
     result = CampaignResult(target)
     hits = 0
     start = time.monotonic()
-    shown = Progress("bob-fuzz", f"run {target}", runs, after=2.0 if progress else float("inf"))
-    for i in range(runs):
-        shown.advance(extra=f"{len(result.findings)} findings")
-        base = seeds[rnd.randrange(len(seeds))]
-        if name == "core":
-            data = rnd.randbytes(rnd.randrange(64))
-        elif accepted and rnd.random() < 0.6:
-            data = mutate_canonical(accepted[rnd.randrange(len(accepted))], rnd, name)
-        else:
-            data = mutator(base, limit, rnd.getrandbits(32))
-        if name in ("input", "checkpoint"):
-            hits += recognized(data, name)
-        result.executions = i + 1
-        try:
-            run(data)
-        except Exception as exc:  # noqa: BLE001 - a broken property, or any exception a target lets escape
-            result.add(data, failure_message(exc), exception_key(exc), artifacts)
-            if stop_on_finding:
-                break
-    shown.__exit__(None, None, None)
+    with Progress("bob-fuzz", f"run {target}", runs, after=2.0 if progress else float("inf")) as shown:
+        for i in range(runs):
+            shown.advance(extra=f"{len(result.findings)} findings")
+            base = seeds[rnd.randrange(len(seeds))]
+            if name == "core":
+                data = rnd.randbytes(rnd.randrange(64))
+            elif accepted and rnd.random() < 0.6:
+                data = mutate_canonical(accepted[rnd.randrange(len(accepted))], rnd, name)
+            else:
+                data = mutator(base, limit, rnd.getrandbits(32))
+            if name in ("input", "checkpoint"):
+                hits += recognized(data, name)
+            result.executions = i + 1
+            try:
+                run(data)
+            except Exception as exc:  # noqa: BLE001 - a broken property, or any exception a target lets escape
+                result.add(data, failure_message(exc), exception_key(exc), artifacts)
+                if stop_on_finding:
+                    break
     result.seconds = time.monotonic() - start
     if name in ("input", "checkpoint") and result.executions:
         result.fast_path_share = hits / result.executions
