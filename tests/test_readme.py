@@ -341,6 +341,21 @@ def test_the_exit_table_check_can_fail(outcomes) -> None:
     assert exit_table_mismatches(claimed, outcomes) == ["bob-fixture exit 75 ('busy'): no scenario ends so"]
 
 
+def help_exit_codes(prog: str, cwd: Path) -> set[int]:
+    """The exit codes ``PROG --help`` lists (its epilog: "exit codes: 0 done, 1 unexpected, …")."""
+    rc, out, _ = call(prog, ["--help"], cwd)
+    assert rc == 0 and "exit codes: " in out, (prog, out)
+    return {int(n) for n in re.findall(r"\b(\d+) [\w(]", " ".join(out.split()).split("exit codes: ", 1)[1])}
+
+
+def test_every_command_s_help_lists_the_exit_codes_readme_gives_it(tmp_path: Path) -> None:
+    table = exit_table(README)
+    for prog in PROGRAMS:
+        signals = {143, 129} if table[("128+N", prog)] else set()
+        assert help_exit_codes(prog, tmp_path) == signals | {int(row) for (row, p), cell in table.items()
+                                                             if p == prog and cell and row.isdigit()}, prog
+
+
 def test_the_json_object_carries_the_exit_code_and_names_the_command(outcomes) -> None:
     shared = shared_keys(README)
     for scene, code, document in outcomes:

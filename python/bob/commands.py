@@ -169,10 +169,10 @@ def envelope(command: str, code: int, refusal: "Refused | None" = None) -> "dict
             "error": None if refusal is None else refusal.to_dict()}
 
 
-def argument_parser(**kwargs: Any) -> "argparse.ArgumentParser":
+def argument_parser(*, epilog: str, **kwargs: Any) -> "argparse.ArgumentParser":
     """An ``argparse.ArgumentParser`` whose usage errors raise :class:`Refused` (after printing the usage line
     on stderr) instead of exiting, so every command reports them the same way, ``--json`` included.
-    Subparsers inherit the behaviour."""
+    Subparsers inherit the behaviour. ``epilog``, the command's own exit codes, gets the signals' codes."""
     import argparse
 
     class CommandParser(argparse.ArgumentParser):
@@ -192,7 +192,7 @@ def argument_parser(**kwargs: Any) -> "argparse.ArgumentParser":
                 note(self.prog.split()[0], "the help could not be printed (stdout is closed or full)")
             signals.printed()
 
-    return CommandParser(**kwargs)
+    return CommandParser(epilog=f"{epilog}, {EXIT_INTERRUPTED} interrupted (SIGINT), 143 SIGTERM, 129 SIGHUP", **kwargs)
 
 
 def parse_command_line(prog: str, parser: "argparse.ArgumentParser", argv: list[str]) -> "argparse.Namespace | int":

@@ -42,6 +42,7 @@ def fixture_parser() -> "argparse.ArgumentParser":
     parser = argument_parser(
         prog=PROG,
         description="Write a bob input record (bob-input v1) from a corpus and exactly three prompts.",
+        epilog="exit codes: 0 written, 1 unexpected, 2 refused",
     )
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--text", metavar="TEXT", help="the corpus, as the OS gives the argument")

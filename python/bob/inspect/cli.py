@@ -177,10 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argument_parser(
         prog=PROG,
         description="Show bob's files (checkpoints, input records, predictions, traces) whole and readably, "
-        "from the format schemas. `bob-inspect FILE` detects the kind from the magic.",
+        "from the format schemas. `bob-inspect FILE` detects the kind from the magic. See docs/bob-inspect.md.",
         epilog="exit codes: 0 clean (diff: equal), 1 diff: the files differ (trace: the runs part), 2 a file has "
-        "problems / is refused / cannot be read (or a usage error), 70 unexpected, 130 interrupted. "
-        "See docs/bob-inspect.md.",
+        "problems / is refused / cannot be read (or a usage error), 70 unexpected",
     )
     add_common_options(parser)
     sub = parser.add_subparsers(dest="command", metavar=f"{{{','.join(COMMANDS)}}} | FILE")

@@ -4,7 +4,7 @@
 Exit codes: 0 qualified; 1 a check failed (each failure names the check,
 kernel, thread count, plane and first differing index); 2 the command line
 is refused (one line, no traceback); 70 anything unexpected (not 1, which
-a failed check has); 130 interrupted.
+a failed check has); 130 interrupted, 143 and 129 ended by SIGTERM, SIGHUP.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def parser() -> argparse.ArgumentParser:
                     "vector (bob.invoke and fresh bob-run processes), every kernel × thread count against the "
                     "scalar transcription of §6, fresh-process resume, the shipped golden files; plus a machine "
                     "fingerprint and a performance snapshot.",
-        epilog="exit codes: 0 qualified, 1 a check failed, 2 command line refused, 70 unexpected, 130 interrupted",
+        epilog="exit codes: 0 qualified, 1 a check failed, 2 command line refused, 70 unexpected",
     )
     modes = p.add_mutually_exclusive_group()
     modes.add_argument("--quick", action="store_const", dest="mode", const="quick",
