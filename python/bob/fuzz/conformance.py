@@ -24,11 +24,9 @@ ATTEMPTS = {"input": 600, "predictions": 600, "checkpoint": 400}
 
 
 def _read(fmt: str, data: bytes, findings: bool = False) -> Any:
-    """bob's loader of ``fmt`` on ``data`` (a checkpoint as for resuming), or its findings list."""
+    """bob's loader of ``fmt`` on ``data`` (a checkpoint as for resuming: the loaders' default), or its findings."""
     import bob
 
-    if fmt == "checkpoint":
-        return bob.checkpoint_findings(data, for_resume=True) if findings else bob.load_checkpoint(data)
     return getattr(bob, f"{fmt}_findings" if findings else f"load_{fmt}")(data)
 
 
@@ -249,10 +247,13 @@ def render_table(report: dict[str, Any]) -> str:
 
 def reader_main(argv: list[str]) -> int:
     """bob's reader in the ``check`` convention: exit 0 accepts; else ``{"field": …}`` and exit 2."""
+    from bob.formats.kinds import ALIASES
     from bob.fuzz.common import read_input
 
-    fmt, path = argv
-    verdict = judge(fmt, read_input(path))
+    if len(argv) != 2 or ALIASES.get(argv[0], argv[0]) not in FORMATS:
+        print(f"usage: python -m bob.fuzz.conformance {{{','.join(FORMATS)}}} FILE", file=sys.stderr)
+        return 64  # EX_USAGE
+    verdict = judge(ALIASES.get(argv[0], argv[0]), read_input(argv[1]))
     if verdict["verdict"] == "accept":
         return 0
     print(json.dumps({"field": verdict["field"], "offset": verdict["offset"]}))
