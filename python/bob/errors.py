@@ -221,7 +221,7 @@ class FormatError(ValueError):
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready description (stable keys): error, kind, field, index, offset, message, expected, actual."""
+        """A JSON-ready description (stable keys): error, kind, field, index, offset, message, expected, actual, text."""
         return {
             "error": type(self).__name__,
             "kind": self.kind,

@@ -54,7 +54,10 @@ def missing_names(text: str) -> list[str]:
 
 
 def missing_paths(text: str) -> list[str]:
-    return sorted({p for p in _paths(text) if not (ROOT / p).exists()})
+    """Paths that do not exist, and ``tests/….py::test_name`` ids whose test is not in that file."""
+    tests = {(f, t) for f, t in re.findall(r"`(tests/[\w/]+\.py)::(\w+)", text)}
+    return sorted({p for p in _paths(text) if not (ROOT / p).exists()} | {
+        f"{f}::{t}" for f, t in tests if (ROOT / f).exists() and f"def {t}(" not in (ROOT / f).read_text("utf-8")})
 
 
 @pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: p.relative_to(ROOT).as_posix())
@@ -71,6 +74,8 @@ def test_a_moved_module_is_caught() -> None:
     assert missing_names("`bob.formats.checkpoint.ENVELOPE`, `bob.invoke`") == []
     assert missing_paths("`rust/bob-core/src/kernel/{plan,rows}.rs`") == []
     assert missing_paths("`rust/bob-core/src/kernel/{plan,gone}.rs`") == ["rust/bob-core/src/kernel/gone.rs"]
+    assert missing_paths("`tests/house/test_doc_names.py::test_a_moved_module_is_caught`") == []
+    assert missing_paths("`tests/house/test_doc_names.py::test_gone`") == ["tests/house/test_doc_names.py::test_gone"]
 
 
 TOOLS = sorted([*(ROOT / "benchmarks").glob("*.py"), *(ROOT / "scripts").glob("*.py")])

@@ -156,7 +156,7 @@ class Trace(BobFile):
 
 @dataclass
 class TraceExamination(Examined):
-    """What a reader found in a trace's bytes: ``findings`` in file order, and the :class:`Trace` of a valid file."""
+    """What a reader found in a trace's bytes: ``findings`` (:func:`examine`'s order), a valid file's :class:`Trace`."""
 
     size: int
     findings: list[FormatError] = field(default_factory=list)
@@ -164,7 +164,7 @@ class TraceExamination(Examined):
 
 
 def examine(data: bytes) -> TraceExamination:
-    """Check ``data`` as a bob-trace v1 file and collect every finding, in file order."""
+    """Every finding of ``data`` as a bob-trace v1 file: the layout's refusal alone, or the digest's then the steps'."""
     data = as_bytes(data, "the trace")
     ex = TraceExamination(size=len(data))
     problem = magic_finding(data, *TRACE_FILE)
