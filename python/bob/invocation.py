@@ -34,7 +34,8 @@ if TYPE_CHECKING:  # pragma: no cover - typing costs start-up time bob-run does 
     from bob.formats.predictions import Predictions
     from bob.formats.trace import Trace
 
-__all__ = ["Invocation", "invoke", "advance", "traced_train", "state_buffer", "buffer_planes", "sealed_buffer"]
+__all__ = ["Invocation", "invoke", "advance", "unadvanceable", "traced_train", "state_buffer", "buffer_planes",
+           "sealed_buffer"]
 
 _FAST = sys.byteorder == "little"  # the planes are little-endian float32 in memory too
 
@@ -81,6 +82,19 @@ def advance(p, m, v, contexts, targets, prompt_words: Sequence[int], step: int, 
                                actual=_value_at((p, m, v)[offset_in_plane], index), index=index)
         raise StateRefused(field, message + "; nothing was written", actual=step_after)
     return step_after, losses, core.predict(p, prompt_words)
+
+
+def unadvanceable(step: int, offset: "int | None" = None) -> "StateRefused | None":
+    """bob-run's refusal of every run from ``step``, whatever the input record (D14): its updates would
+    leave the state no room for the next ones; None when there is room."""
+    from bob.formats.constants import U64_MAX
+    from bob.formats.rules import ROOM_FOR_UPDATES
+
+    if ROOM_FOR_UPDATES.ok(step + UPDATES_PER_INVOCATION):
+        return None
+    return StateRefused("step", f"the {UPDATES_PER_INVOCATION} updates from step {step} {_CHECKS['no_room']}; "
+                        "bob-run refuses every run from it", expected=f"at most {U64_MAX - 2 * UPDATES_PER_INVOCATION}",
+                        actual=step, offset=offset)
 
 
 def traced_train(p, m, v, contexts, targets, step: int, updates: int, digests: "list[tuple[bytes, bytes, bytes]]",

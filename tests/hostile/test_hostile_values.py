@@ -65,7 +65,7 @@ def check_everywhere(tmp_path, capsys, record, data: bytes) -> tuple[int, object
                      "--predictions", str(tmp_path / "pred.bin"), "--json"])
     out = capsys.readouterr()
     assert code in (0, 2) and "Traceback" not in out.err, out.err
-    json.loads(out.out)  # one JSON object, refusal or summary
+    error = json.loads(out.out)["error"]  # one JSON object, refusal or summary
     if code == 2:
         assert (tmp_path / "ck.bin").read_bytes() == data and not (tmp_path / "pred.bin").exists()
         # refused on reading, or because the 10 updates would make a state bob refuses to read
@@ -73,11 +73,15 @@ def check_everywhere(tmp_path, capsys, record, data: bytes) -> tuple[int, object
     else:
         assert not isinstance(outcome, bob.FormatError)
         assert (tmp_path / "ck.bin").read_bytes() == bob.invoke(record, data).checkpoint_bytes()
-    for args in (["ckpt", str(tmp_path / "ck.bin"), "--json"], [str(tmp_path / "ck.bin")]):
+    ck = str(tmp_path / "ck.bin")
+    for args in (["ckpt", ck, "--json"], [ck], ["verify", ck]):
         (tmp_path / "ck.bin").write_bytes(data)
         rc = inspect_main(args)
         report = capsys.readouterr()
         assert rc in (0, 2) and "Traceback" not in report.err, report.err
+        # bob-inspect refuses what bob-run refuses whatever the record: the file, or a step it cannot advance
+        # (only a plane its updates would make non-finite depends on the record too)
+        assert rc == (2 if isinstance(outcome, bob.FormatError) or error and error["field"] == "step" else 0), args
         if "--json" in args:
             json.loads(report.out, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
     return code, outcome

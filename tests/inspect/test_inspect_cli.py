@@ -215,3 +215,19 @@ def test_a_closed_stdout_keeps_the_exit_status_without_a_traceback(files):
     # closed from the start: Python has no sys.stdout at all
     proc = _real(str(BIN / "bob-inspect"), "pred", str(files / "pred.bin"), preexec_fn=lambda: os.close(1))
     assert proc.returncode == 0 and proc.stderr == NOT_PRINTED
+
+
+@pytest.mark.parametrize("option", ["--export", "--heatmap"])
+def test_an_empty_output_path_is_refused_not_taken_for_no_output(tmp_path: Path, option: str, capsys) -> None:
+    """``--export "$OUT"`` with OUT unset: refused naming the option (it was exit 0, nothing written)."""
+    import json
+
+    from bob.inspect import main
+    from conftest import GOLDEN
+
+    if option == "--heatmap":
+        pytest.importorskip("matplotlib")
+    before = sorted(tmp_path.iterdir())
+    assert main([str(GOLDEN / "checkpoint-abracadabra-step10.bin"), option, "", "--json"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert (error["option"], error["path"]) == (option, "") and sorted(tmp_path.iterdir()) == before

@@ -53,11 +53,11 @@ def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
     from bob.inspect.render import render_checkpoint
 
     export, heatmap = args.export, args.heatmap
-    if export:
+    if export is not None:  # (an empty path is refused, not taken for no export)
         from bob.inspect.export import check_export
 
         check_export(export, args.file)
-    if heatmap:
+    if heatmap is not None:
         from bob.inspect.heatmap import check_heatmap
 
         check_heatmap(heatmap, args.file)
@@ -65,16 +65,16 @@ def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
     data, problems = read_checkpoint(args.file)
     report, p_plane = checkpoint_report(data, problems, path=args.file, auto=auto, rows=rows)
     report["rows_requested"] = list(rows) if rows else None
-    if heatmap and p_plane is None:
+    if heatmap is not None and p_plane is None:
         # the file has problems (they are reported); there is nothing to draw
         report["note"] = "no heatmap: the P plane could not be read"
-    elif heatmap:
+    elif heatmap is not None:
         from bob.inspect.heatmap import draw_heatmap
 
         title = (f"{show_path(os.path.basename(args.file))}: P at step {report['step']} "
                  f"({plural(report['invocations'], 'invocation')})")
         report["heatmap"] = draw_heatmap(p_plane, heatmap, title)
-    if export:
+    if export is not None:
         from bob.inspect.export import export_checkpoint
 
         report["export"] = export_checkpoint(report, data, export)

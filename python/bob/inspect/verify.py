@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from bob.errors import FormatError
-from bob.formats.checkpoint import Examination, examine
+from bob.formats.checkpoint import Examination
 from bob.formats.constants import PLANE_NAMES
 from bob.formats.rules import chunk_offset
+from bob.inspect.checkpoint import examine_for_run
 from bob.inspect.common import Refused, begin, plural, problem, read_checkpoint
 
 __all__ = ["verify_file", "diagnosis", "render_verify"]
@@ -65,7 +66,7 @@ def verify_file(path: str) -> dict[str, Any]:
         unreadable = [{"error": "Refused", "kind": "unreadable", "field": "path", "index": None, "offset": None,
                        "message": refused.message, "expected": None, "actual": None, "text": f"path: {refused.message}",
                        "chunk": None}]
-    report, found, ex = begin("verify", path, data, findings, False, examine)
+    report, found, ex = begin("verify", path, data, findings, False, examine_for_run)
     problems = unreadable + [_with_chunk(problem(f)) for f in found]
     for key in ("command", "auto", "kind"):
         report.pop(key)
