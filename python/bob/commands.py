@@ -50,9 +50,8 @@ EXIT_SOFTWARE = 70  # EX_SOFTWARE: "unexpected" where exit 1 means "found someth
 EXIT_BUSY = 75  # EX_TEMPFAIL: try again later
 EXIT_INTERRUPTED = 130  # Ctrl-C before the commit; SIGTERM and SIGHUP give 128 + their number
 
-# OS errors that are the machine's, not the file's: out of memory, out of
-# descriptors (ulimit -n), out of kernel buffers. Never "refused" (exit 2),
-# which would tell a script the file is bad.
+# OS errors that are the machine's, not the file's: out of memory, out of descriptors (ulimit -n), out of
+# kernel buffers. Never "refused" (exit 2), which would tell a script the file is bad.
 RESOURCE_ERRNOS = frozenset({12, 23, 24, 105})  # ENOMEM, ENFILE, EMFILE, ENOBUFS (Linux and macOS alike)
 
 __all__ = [
@@ -100,10 +99,9 @@ def os_reason(exc: OSError) -> str:
 
 
 class about:  # noqa: N801 - used as a `with` statement, like contextlib's helpers
-    """``with about("--checkpoint", path): …`` names ``option`` and ``path`` in any OS error or format
-    refusal raised inside, as a :class:`Refused`. ``what`` (``"input record"``) prefixes a format refusal's
-    message. (A class rather than ``contextlib.contextmanager``: bob-run's start-up does not pay for
-    importing contextlib.)"""
+    """``with about("--checkpoint", path): …`` names ``option`` and ``path`` in any OS error, format refusal
+    or :class:`Refused` naming no path raised inside. ``what`` (``"input record"``) prefixes a format refusal's
+    message. (A class, not ``contextlib.contextmanager``: bob-run's start-up does not import contextlib.)"""
 
     def __init__(self, option: str, path: Any, what: str | None = None) -> None:
         self.option: str = option
@@ -115,6 +113,8 @@ class about:  # noqa: N801 - used as a `with` statement, like contextlib's helpe
 
     def __exit__(self, kind: "type[BaseException] | None", exc: "BaseException | None",
                  tb: "TracebackType | None") -> None:
+        if isinstance(exc, Refused) and exc.option in (None, self.option) and exc.path is None:
+            exc.option, exc.path = self.option, show_path(self.path)  # a refusal names the file it is about
         if exc is None or isinstance(exc, Refused):
             return
         from bob.errors import FormatError
@@ -169,7 +169,7 @@ def envelope(command: str, code: int, refusal: "Refused | None" = None) -> "dict
             "error": None if refusal is None else refusal.to_dict()}
 
 
-def argument_parser(*, epilog: str, **kwargs: Any) -> "argparse.ArgumentParser":
+def argument_parser(*, epilog: str | None = None, **kwargs: Any) -> "argparse.ArgumentParser":
     """An ``argparse.ArgumentParser`` whose usage errors raise :class:`Refused` (after printing the usage line
     on stderr) instead of exiting, so every command reports them the same way, ``--json`` included.
     Subparsers inherit the behaviour. ``epilog``, the command's own exit codes, gets the signals' codes."""
@@ -192,7 +192,8 @@ def argument_parser(*, epilog: str, **kwargs: Any) -> "argparse.ArgumentParser":
                 note(self.prog.split()[0], "the help could not be printed (stdout is closed or full)")
             signals.printed()
 
-    return CommandParser(epilog=f"{epilog}, {EXIT_INTERRUPTED} interrupted (SIGINT), 143 SIGTERM, 129 SIGHUP", **kwargs)
+    codes = f", {EXIT_INTERRUPTED} interrupted (SIGINT), 143 SIGTERM, 129 SIGHUP"
+    return CommandParser(epilog=epilog and epilog + codes, **kwargs)
 
 
 def parse_command_line(prog: str, parser: "argparse.ArgumentParser", argv: list[str]) -> "argparse.Namespace | int":

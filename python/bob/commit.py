@@ -33,7 +33,7 @@ import os
 import stat
 
 from bob import fileio
-from bob.commands import about, os_reason
+from bob.commands import Refused, about, os_reason
 from bob.fileio import TEMP_MARK, discard_temporary, fsync_directory, sidecar_name, temporary_name
 from bob.lock import pause_at
 from bob.text import show_path
@@ -62,10 +62,15 @@ class Backup:
         link = temporary_name(target)
         try:
             os.link(target, link)
-        except OSError:  # a filesystem without hard links: keep a copy instead
+        except OSError:  # a filesystem without hard links: keep a copy instead, on disk before the rename
             import shutil
 
             shutil.copy2(target, link)
+            fd = os.open(link, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
         self.link = link
 
     def restore(self) -> None:
@@ -159,9 +164,17 @@ class Commit:
             with main_about:
                 os.replace(main_tmp, main)  # the commit point
         except BaseException:
+            unrestored = None  # every companion is put back that can be; the first that cannot is said
             for backup, companion_about in reversed(renamed):
-                with companion_about:
-                    backup.restore()  # the very same file as before, whatever its size
+                try:
+                    with companion_about:
+                        backup.restore()  # the very same file as before, whatever its size
+                except Refused as exc:
+                    unrestored = unrestored or Refused(f"the run stopped before its commit, and this file could not "
+                                                       f"be put back ({exc.message}); the checkpoint was not "
+                                                       "replaced", option=exc.option, path=exc.path)
+            if unrestored is not None:
+                raise unrestored
             raise
         self.committed = True
         pause_at("committed")

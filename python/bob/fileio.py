@@ -26,8 +26,7 @@ same treatment:
   target and fsyncs the directory; on any failure the target is byte-identical and the temporary file is gone. A
   SIGKILL leaves at worst a temporary file named ``.{name}.bob-tmp-{pid}-{random}``:
   :func:`bob.commit.clean_stale_temporaries` removes it once its writer is dead, and a ``bob-run`` holding the
-  checkpoint's lock removes its targets' temporaries whoever left them (``holding_lock=True``: pids say nothing
-  across PID namespaces).
+  checkpoint's lock removes its targets' whoever left them (pids say nothing across PID namespaces).
 * **Names within NAME_MAX.** Every name bob puts beside a target (temporaries, the lock) comes from
   :func:`sidecar_name`: a target's name over 214 bytes (NAME_MAX less ``_TAG_ROOM`` and the dot) keeps a prefix
   of itself and a hash of all of it.
@@ -330,8 +329,9 @@ def fsync_directory(directory: str) -> None:
         return
     try:
         os.fsync(fd)
-    except OSError:  # pragma: no cover - some filesystems refuse fsync on directories
-        pass
+    except OSError as exc:  # a filesystem that refuses fsync on directories; an I/O error is said
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.ENOSYS):
+            raise
     finally:
         os.close(fd)
 

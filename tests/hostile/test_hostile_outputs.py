@@ -221,3 +221,97 @@ def test_a_failed_predictions_write_leaves_the_checkpoint_unchanged(work: Path, 
     assert (work / "ck.bin").read_bytes() == old_checkpoint
     assert (work / "pred.bin").read_bytes() == b"old"
     assert not [p for p in work.iterdir() if ".bob-tmp-" in p.name]
+
+
+def _eio_on_directories(monkeypatch) -> None:
+    """``os.fsync`` of a directory fails with EIO (a disk going bad); of a file it works."""
+    import errno
+    import stat
+
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+
+
+def test_an_io_error_syncing_a_directory_is_said_not_swallowed(work: Path, monkeypatch, capsys) -> None:
+    """Only a filesystem that refuses fsync on directories (EINVAL) is passed over: an I/O error syncing the
+    predictions' directory before the commit is a refusal (the pair put back, the checkpoint not replaced);
+    it was ignored, and the commit's order on disk with it."""
+    import errno
+
+    import bob.fileio
+    from bob.run import main
+
+    first = bob.invoke(bob.read_input_file(work / "rec.bin"))
+    first.checkpoint.write(work / "ck.bin")
+    first.predictions.write(work / "pred.bin")
+    before = {p.name: p.read_bytes() for p in work.iterdir()}
+    _eio_on_directories(monkeypatch)
+    with pytest.raises(OSError):
+        bob.fileio.fsync_directory(str(work))
+    assert main(run_args(work, "--json")[1:]) == 2
+    assert "input/output error" in json.loads(capsys.readouterr().out)["error"]["message"]
+    assert {p.name: p.read_bytes() for p in work.iterdir()} == before
+    monkeypatch.setattr(os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(errno.EINVAL, "refused")))
+    bob.fileio.fsync_directory(str(work))  # a filesystem that refuses it: nothing to say
+
+
+def test_a_rollback_puts_back_every_file_it_can_and_says_which_it_could_not(work: Path, monkeypatch) -> None:
+    """The trace's backup is gone (another process removed it): the predictions are still put back, and
+    the refusal says the trace could not be, rather than the bare OS error of the first failure."""
+    from bob.commands import Refused, about
+    from bob.commit import Commit
+
+    for name in ("ck.bin", "pred.bin", "run.trace"):
+        (work / name).write_bytes(b"old " + name.encode())
+    paths = {name: str(work / name) for name in ("ck.bin", "pred.bin", "run.trace")}
+    commit = Commit(paths["ck.bin"], b"new", about("--checkpoint", "ck.bin"), paths["pred.bin"], b"new",
+                    about("--predictions", "pred.bin"), ((paths["run.trace"], b"new", about("--trace", "run.trace")),))
+
+    def stopped() -> None:
+        trace_backup = next(b for b in commit.backups if b.target == paths["run.trace"])
+        os.unlink(trace_backup.link)
+        raise KeyboardInterrupt
+
+    try:
+        commit.stage()
+        with pytest.raises(Refused) as refused:
+            commit.apply(stopped)
+    finally:
+        commit.close()
+    assert (refused.value.option, refused.value.path) == ("--trace", "run.trace")
+    assert "could not be put back" in refused.value.message and "checkpoint was not replaced" in refused.value.message
+    assert (work / "pred.bin").read_bytes() == b"old pred.bin" and (work / "ck.bin").read_bytes() == b"old ck.bin"
+
+
+def test_a_backup_copied_where_hard_links_fail_is_on_disk_before_it_is_needed(work: Path, monkeypatch) -> None:
+    """On a filesystem without hard links the backup is a copy: fsynced, so a power loss after a rollback
+    does not leave a truncated file where the old one was put back."""
+    from bob.commit import Backup
+
+    (work / "pred.bin").write_bytes(b"old predictions")
+    synced: list[str] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "link", lambda a, b: (_ for _ in ()).throw(PermissionError(1, "no hard links")))
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")), real(fd)))
+    backup = Backup(str(work / "pred.bin"))
+    assert backup.link is not None and backup.link in synced
+    backup.discard()
+
+
+def test_a_refusal_raised_inside_about_names_its_option_and_path() -> None:
+    from bob.commands import Refused, about
+
+    with pytest.raises(Refused) as named:
+        with about("--predictions", "p.bin"):
+            raise Refused("another process is at work on it", code=75)
+    assert (named.value.option, named.value.path, named.value.code) == ("--predictions", "p.bin", 75)
+    with pytest.raises(Refused) as kept:
+        with about("--predictions", "p.bin"):
+            raise Refused("names its own", option="--trace", path="t")
+    assert (kept.value.option, kept.value.path) == ("--trace", "t")

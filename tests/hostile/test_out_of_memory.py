@@ -166,7 +166,7 @@ def test_a_child_bob_run_out_of_memory_is_no_failed_check(monkeypatch, tmp_path)
 def test_when_even_the_report_runs_out_the_prepared_bytes_are_written(monkeypatch, capfd) -> None:
     monkeypatch.setattr(commands, "fail", _exhausted)
     def parser():
-        p = commands.argument_parser(prog="bob-inspect", epilog="exit codes: 0 clean")
+        p = commands.argument_parser(prog="bob-inspect")
         commands.add_common_options(p)
         return p
 
