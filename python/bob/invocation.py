@@ -144,6 +144,9 @@ def state_buffer(data: "bytearray | None") -> "tuple[int, bytearray, int | None]
         if step is not None:
             if core.resume_problem(*buffer_planes(data), step) is None:
                 return step, data, None
+    from bob.failures import load_numpy
+
+    load_numpy()  # the schemas need NumPy: where address space is short, out of memory, not OpenBLAS's abort
     from bob.formats.checkpoint import load_checkpoint
 
     # The schemas judge the same bytes (zero bytes: the fresh state).

@@ -157,7 +157,7 @@ class CheckpointLock:
             raise self._unusable(f"it has {st.st_nlink} hard links (a lock file has one; bob never truncates "
                                  "another file's name)")
         held = os.pread(fd, _MOST_LOCK_BYTES + 1, 0) if first else b""
-        if len(held) > _MOST_LOCK_BYTES or held.strip(b"0123456789\n"):
+        if len(held) > _MOST_LOCK_BYTES or held.strip(b"0123456789\n\0"):  # (NULs: a pid lost to a power cut)
             raise self._unusable(f"it holds {st.st_size} bytes that are not a pid (a lock file holds at most its "
                                  "holder's pid; bob never truncates or removes another file)")
         return st

@@ -72,6 +72,9 @@ def _read_record(path: str) -> "tuple[bytes, bytes, tuple[int, ...]]":
     fast = canonical.recognize_record(data)
     if fast is not None:
         return fast
+    from bob.failures import load_numpy
+
+    load_numpy()  # (as bob.invocation.state_buffer's schemas)
     from bob.formats.input_record import load_input
 
     record = load_input(bytes(data))  # the schemas say what is wrong with the bytes read above

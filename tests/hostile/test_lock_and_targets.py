@@ -324,6 +324,8 @@ def test_a_file_at_the_lock_path_that_holds_more_than_a_pid_is_refused_never_rem
     assert (work / ".ck.bin.bob-lock").read_bytes() == kept and not (work / "ck.bin").exists()
     (work / ".ck.bin.bob-lock").write_bytes(b"12345\n")  # a killed holder's lock: taken, then removed
     assert bob.run.main(argv(work)) == 0 and not (work / ".ck.bin.bob-lock").exists()
+    (work / ".ck.bin.bob-lock").write_bytes(b"\0" * 6)  # its pid lost to a power cut (the size kept, not the data)
+    assert bob.run.main(argv(work)) == 0 and not (work / ".ck.bin.bob-lock").exists()
 
 
 def test_a_sigkill_inside_a_pid_namespace_leaves_nothing_after_the_next_run(work: Path) -> None:

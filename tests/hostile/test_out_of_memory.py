@@ -114,6 +114,39 @@ def test_bob_run_json_keeps_its_envelope_out_of_memory(started, tmp_path) -> Non
     assert reports, "no limit ran bob-run out of memory"
 
 
+@pytest.mark.parametrize("bad", ["--input", "--checkpoint"])
+def test_bob_run_reading_a_file_by_the_schemas_out_of_memory_keeps_its_envelope(started, tmp_path, bad) -> None:
+    """A file off the fast path is read by the schemas, which need NumPy: at every limit below NumPy's
+    headroom, out of memory (exit 1, the envelope), never OpenBLAS's own abort, a traceback or an
+    ImportError's last line (they were, between about 20 and 150 MB)."""
+    record = bob.build_input(b"abracadabra", [b"abra", b"cad", b""]).to_bytes()
+    checkpoint = (GOLDEN / "checkpoint-abracadabra-step10.bin").read_bytes()
+    (tmp_path / "record.bin").write_bytes(record[:-1] if bad == "--input" else record)
+    (tmp_path / "model.bob").write_bytes(checkpoint[:2000] if bad == "--checkpoint" else checkpoint)
+    argv = [sys.executable, str(BOB_RUN), "--json", "--input", "record.bin", "--checkpoint", "model.bob",
+            "--predictions", "pred.bin"]
+    for room in (2 * MiB, 24 * MiB, 64 * MiB, failures.NUMPY_HEADROOM // 2):
+        document = envelope(limited(argv, started + room, tmp_path), "bob-run", commands.EXIT_UNEXPECTED)
+        assert document["error"]["message"].startswith(failures.OUT_OF_MEMORY), (room, document)
+    refused = limited(argv, started + failures.NUMPY_HEADROOM + 64 * MiB, tmp_path)
+    assert refused.returncode == 2 and json.loads(refused.stdout)["error"]["option"] == bad, refused.stderr
+
+
+@pytest.mark.parametrize("script, code", [("bob-inspect", 70), ("bob-fuzz", 70), ("bob-qualify", 70),
+                                          ("bob-fixture", 1), ("bob-run", 1)])
+def test_out_of_memory_while_a_script_imports_bob_is_one_line(tmp_path, script, code) -> None:
+    """Before bob's runner can report it (the import of bob.signals fails here as under a tight ulimit -v):
+    one line and the command's unexpected code, never a traceback."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "import sys\nclass Exhausted:\n    def find_spec(self, name, path=None, target=None):\n"
+        "        if name in ('bob.signals', 'bob.failures'):\n            raise MemoryError\n"
+        "sys.meta_path.insert(0, Exhausted())\n")
+    env = dict(ENV, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT / "python")]))
+    done = subprocess.run([sys.executable, str(BOB_RUN.parent / script), "--version"], capture_output=True,
+                          text=True, env=env, timeout=60)
+    assert (done.returncode, done.stderr) == (code, f"{script}: out of memory while bob was imported\n")
+
+
 # --------------------------------------------------------------------------- #
 # In process: the handlers
 # --------------------------------------------------------------------------- #
