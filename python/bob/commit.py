@@ -156,7 +156,7 @@ class Commit:
             for (companion, _, companion_about) in companions:  # each directory once, after its renames
                 if os.path.dirname(companion) not in synced:
                     with companion_about:
-                        fsync_directory(os.path.dirname(companion))
+                        fsync_directory(os.path.dirname(companion), strict=True)
                     synced.add(os.path.dirname(companion))
             pause_at("predictions-renamed")
             before_commit()
@@ -179,7 +179,7 @@ class Commit:
         self.committed = True
         pause_at("committed")
         self.after_commit(f"syncing the directory of {show_path(main)} (the new checkpoint may not survive a power loss)",
-                          lambda: fsync_directory(os.path.dirname(main)))
+                          lambda: fsync_directory(os.path.dirname(main), strict=True))
 
     def close(self) -> None:
         """Remove the backups and any temporary not renamed (idempotent)."""

@@ -322,15 +322,15 @@ def temporary_name(target: str, pid: int | None = None) -> str:
     return os.path.join(directory or ".", f"{_prefix(name)}{pid}-{os.urandom(6).hex()}")
 
 
-def fsync_directory(directory: str) -> None:
+def fsync_directory(directory: str, strict: bool = False) -> None:
     try:
         fd = os.open(directory or ".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC)
     except OSError:  # pragma: no cover - platforms without directory fds
         return
     try:
         os.fsync(fd)
-    except OSError as exc:  # a filesystem that refuses fsync on directories; an I/O error is said
-        if exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.ENOSYS):
+    except OSError as exc:  # a filesystem that refuses it; ``strict`` (before a commit): any other error is said
+        if strict and exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.ENOSYS):
             raise
     finally:
         os.close(fd)

@@ -117,9 +117,10 @@ def test_no_function_a_newcomer_must_scroll_for_ever() -> None:
 # The formats, the inspector, the fuzzer and the interop modules together: no heavier than
 # they are now (issue 31 aims at 6,500). Lower this when they get lighter; never raise it
 # for a feature: a new capability makes the house lighter or leaves it as light. (Raised
-# once, by 11, for a fix: bob-inspect refusing a step bob-run can never advance, D14.)
+# twice, by 11 and 9, for fixes: bob-inspect refusing a step bob-run can never advance,
+# D14; the power-loss checker judging the trace, which three planted bugs slipped past.)
 FORMAT_HOUSE = ("formats", "inspect", "fuzz", "interop.py", "interop_archive.py")
-FORMAT_HOUSE_CEILING = 8_846
+FORMAT_HOUSE_CEILING = 8_855
 
 
 def format_house_lines(package: Path) -> int:

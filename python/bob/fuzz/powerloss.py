@@ -25,7 +25,7 @@ from bob.fuzz.properties import quietly, require
 __all__ = ["Op", "Recorder", "crash_states", "check_states", "record_run", "Scenario"]
 
 _ENTRY_OPS = ("create", "rename", "link", "unlink")
-_CHECKPOINT, _PREDICTIONS = "model.bob", "predictions.bin"
+_CHECKPOINT, _PREDICTIONS, _TRACE = "model.bob", "predictions.bin", "traces/run.trace"  # (its own directory)
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,7 @@ class Image:
 
     def read(self, directory: str, name: str) -> bytes | None:
         """The bytes at ``directory/name``, through symbolic links; None if nothing is there."""
+        directory, name = os.path.split(os.path.join(directory, name))  # (a name may hold a directory)
         for _ in range(40):
             if (directory, name) in self.links:
                 target = os.path.join(directory, self.links[(directory, name)])
@@ -229,17 +230,19 @@ class Scenario:
     old_predictions: bytes | None
     new_checkpoint: bytes
     new_predictions: bytes
+    new_trace: bytes | None = None  # a run with --trace: its trace, committed with the pair
 
 
-def _argv(directory: Path) -> list[str]:
+def _argv(directory: Path, trace: bool) -> list[str]:
     return ["--json", "--input", str(directory / "input.bin"), "--checkpoint", str(directory / _CHECKPOINT),
-            "--predictions", str(directory / _PREDICTIONS)]
+            "--predictions", str(directory / _PREDICTIONS), *(["--trace", str(directory / _TRACE)] if trace else [])]
 
 
 def record_run(directory: Path, record: bytes, checkpoint: bytes, predictions: bytes | None, *,
-               links: bool = False, writer: Callable[[list[str]], int] | None = None) -> Scenario:
+               links: bool = False, writer: Callable[[list[str]], int] | None = None, trace: bool = False) -> Scenario:
     """Run ``bob-run`` (or ``writer``, given bob-run's arguments) once in ``directory`` with these files
-    (``links``: symbolic links into ``targets/``), recording what it does; the run must succeed."""
+    (``links``: symbolic links into ``targets/``; ``trace``: ``--trace`` into ``traces/``), recording what it
+    does; the run must succeed."""
     import bob
     from bob.run import main as run_main
 
@@ -247,14 +250,15 @@ def record_run(directory: Path, record: bytes, checkpoint: bytes, predictions: b
     (directory / "input.bin").write_bytes(record)
     home = directory / "targets" if links else directory
     home.mkdir(exist_ok=True)
+    (directory / "traces").mkdir(exist_ok=True)
     for name, data in ((_CHECKPOINT, checkpoint), (_PREDICTIONS, predictions)):
         if data is not None:
             (home / name).write_bytes(data)
         if links:
             (directory / name).symlink_to(f"targets/{name}")
-    want = bob.invoke(record, checkpoint, threads=1)
+    want = bob.invoke(record, checkpoint, threads=1, trace=trace)
     with Recorder(directory) as recorder:
-        rc, _out, err = quietly(writer or run_main, _argv(directory))
+        rc, _out, err = quietly(writer or run_main, _argv(directory, trace))
     require(rc == 0, f"the recorded run exited {rc}: {err.strip()[-300:]}")
     # The model is faithful: every operation applied gives the tree the run left.
     final = recorder.image.copy()
@@ -263,7 +267,7 @@ def record_run(directory: Path, record: bytes, checkpoint: bytes, predictions: b
     require(final.listing() == snapshot(Path(recorder.root))[0].listing(),
             "the recorded operations do not rebuild the tree the run left (the recorder missed a call)")
     return Scenario(recorder.root, recorder.image, recorder.ops, record, checkpoint, predictions,
-                    want.checkpoint_bytes(), want.predictions_bytes())
+                    want.checkpoint_bytes(), want.predictions_bytes(), want.trace_bytes() if trace else None)
 
 
 def check_state(sc: Scenario, k: int, kept: tuple[int, ...], state: Image, scratch: Path) -> None:
@@ -272,16 +276,18 @@ def check_state(sc: Scenario, k: int, kept: tuple[int, ...], state: Image, scrat
     from bob.run import main as run_main
 
     where = f"crash after {k} of {len(sc.ops)} operations, keeping {list(kept)} of the volatile ones"
-    ck, pred = state.read(sc.root, _CHECKPOINT), state.read(sc.root, _PREDICTIONS)
+    ck, pred, trace = (state.read(sc.root, name) for name in (_CHECKPOINT, _PREDICTIONS, _TRACE))
     require(ck in (sc.old_checkpoint, sc.new_checkpoint),
             f"{where}: the checkpoint is neither the old nor the new one "
             f"({'missing' if ck is None else f'{len(ck)} bytes'})")
     committed = ck == sc.new_checkpoint and sc.new_checkpoint != sc.old_checkpoint
     if committed:
         require(pred == sc.new_predictions, f"{where}: the new checkpoint beside other predictions")
+        require(trace == sc.new_trace, f"{where}: the new checkpoint beside another trace (or none)")
     else:
         require(pred in (sc.old_predictions, sc.new_predictions),
                 f"{where}: the predictions are neither the old nor the new ones")
+        require(trace in (None, sc.new_trace), f"{where}: a trace that is not the run's")
     if k == len(sc.ops):
         require(committed, f"{where}: bob-run said it committed, but after a power loss the old checkpoint is back")
     # The next bob-run resumes from what it finds and leaves nothing of the dead run.
@@ -289,17 +295,20 @@ def check_state(sc: Scenario, k: int, kept: tuple[int, ...], state: Image, scrat
         shutil.rmtree(scratch)
     state.materialize(scratch, sc.root)
     (scratch / "input.bin").write_bytes(sc.record)
+    (scratch / "traces").mkdir(exist_ok=True)
+    traced = sc.new_trace is not None
     try:
-        want = bob.invoke(sc.record, ck or b"", threads=1)
+        want = bob.invoke(sc.record, ck or b"", threads=1, trace=traced)
     except bob.FormatError:  # the next invocation is refused (a step with no room left): so is the next bob-run
         want = None
-    rc, out, err = quietly(run_main, _argv(scratch))
+    rc, out, err = quietly(run_main, _argv(scratch, traced))
     require(rc == (0 if want else 2), f"{where}: the next bob-run exited {rc}: {err.strip()[-300:]}")
-    require([p.read_bytes() if p.exists() else None for p in (scratch / _CHECKPOINT, scratch / _PREDICTIONS)] ==
-            ([ck, pred] if want is None else [want.checkpoint_bytes(), want.predictions_bytes()]),
+    files = [scratch / _CHECKPOINT, scratch / _PREDICTIONS, *([scratch / _TRACE] if traced else [])]
+    require([p.read_bytes() if p.exists() else None for p in files] == ([ck, pred, trace][:len(files)] if want is None
+            else [want.checkpoint_bytes(), want.predictions_bytes(), *([want.trace_bytes()] if traced else [])]),
             f"{where}: the next bob-run did not write what bob.invoke computes from the checkpoint it found")
     left = sorted(str(p.relative_to(scratch)) for p in scratch.rglob("*") if not p.is_dir()
-                  and p.name not in ("input.bin", _CHECKPOINT, _PREDICTIONS))
+                  and p.name not in ("input.bin", _CHECKPOINT, _PREDICTIONS, os.path.basename(_TRACE)))
     require(not left, f"{where}: after the next bob-run these are left: {left}")
 
 
