@@ -177,7 +177,7 @@ BUGS: tuple[Bug, ...] = (
     Bug("dirsync-after-commit-missing", "files", "run", 1_500,
         "the checkpoint's directory is not fsynced after the commit rename: bob-run says it committed, and "
         "after a power loss the old checkpoint is back",
-        (("bob/commit.py", "lambda: fsync_directory(os.path.dirname(main)))", "lambda: None)"),),
+        (("bob/commit.py", "lambda: fsync_directory(os.path.dirname(main), strict=True))", "lambda: None)"),),
         property="the powerloss world: only the new pair once bob-run said it committed",
         test="tests/hostile/test_power_loss.py::test_every_crash_state_of_bob_run_resumes"),
     Bug("rollback-through-link", "files", "run", 1_500,

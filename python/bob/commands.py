@@ -379,7 +379,7 @@ def _run(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]", work:
     except Exception as exc:  # noqa: BLE001 - the promise: one line, a traceback only under --debug
         if (lost := signals.interruption_in(exc)) is not None:  # wrapped by an import or a class's creation
             return interrupted_by(lost)
-        if isinstance(exc, MemoryError) or (isinstance(exc, ImportError) and not room_to_load()):
+        if isinstance(exc, MemoryError) or (isinstance(exc, (ImportError, SystemError)) and not room_to_load()):
             # out of memory, a module that could not be mapped included (inside another command, a fuzz
             # target's, it is the outer one's to report)
             return last_words.report(lambda: fail(prog, Refused(last_words.message, code=unexpected_code),

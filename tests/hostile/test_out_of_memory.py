@@ -132,6 +132,20 @@ def test_bob_run_reading_a_file_by_the_schemas_out_of_memory_keeps_its_envelope(
     assert refused.returncode == 2 and json.loads(refused.stdout)["error"]["option"] == bad, refused.stderr
 
 
+def test_the_core_short_of_address_space_raises_memory_error_not_an_abort() -> None:
+    """Under ulimit -v the kernels' own allocations (their scratch, the pool's threads) would fail inside
+    Rust, which aborts the process (SIGABRT, no report): train looks for its headroom first."""
+    probe = ("import resource\nimport numpy as np\nimport bob.core as core\n"
+             "p, m, v = (np.zeros(65536, np.float32) for _ in range(3))\n"
+             "size = int([l for l in open('/proc/self/status') if l.startswith('VmSize')][0].split()[1]) * 1024\n"
+             "resource.setrlimit(resource.RLIMIT_AS, (size + (4 << 20), resource.RLIM_INFINITY))\n"
+             "try:\n    core.train(p, m, v, bytes(range(10)), bytes(range(1, 11)), 0, 10, threads=2)\n"
+             "except MemoryError as exc:\n    print(exc, p.any(), m.any(), v.any())\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=ENV, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("less than") and "False False False" in done.stdout, \
+        (done.returncode, done.stdout, done.stderr[-500:])
+
+
 @pytest.mark.parametrize("script, code", [("bob-inspect", 70), ("bob-fuzz", 70), ("bob-qualify", 70),
                                           ("bob-fixture", 1), ("bob-run", 1)])
 def test_out_of_memory_while_a_script_imports_bob_is_one_line(tmp_path, script, code) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from bob.formats.constants import CHECKPOINT_MAGIC, INPUT_MAGIC, PREDICTION_BYTES, TRACE_MAGIC
 from bob.text import show_bytes
 
-__all__ = ["CHECKPOINT", "INPUT", "PREDICTIONS", "TRACE", "KINDS", "ALIASES", "MAGIC_BYTES", "KIND_RULES",
+__all__ = ["CHECKPOINT", "INPUT", "PREDICTIONS", "TRACE", "KINDS", "FORMATS", "ALIASES", "MAGIC_BYTES", "KIND_RULES",
            "detect_kind"]
 
 CHECKPOINT = "checkpoint"
@@ -15,6 +15,7 @@ INPUT = "input"
 PREDICTIONS = "predictions"
 TRACE = "trace"
 KINDS = (CHECKPOINT, INPUT, PREDICTIONS, TRACE)
+FORMATS = (INPUT, CHECKPOINT, PREDICTIONS)  # where a format is chosen (bob-inspect schema, bob-fuzz): no trace
 ALIASES = {"ckpt": CHECKPOINT, "envelope": CHECKPOINT, "pred": PREDICTIONS}
 """The old short names, accepted wherever a format is named (one name each is shown)."""
 

@@ -10,8 +10,7 @@ from typing import Any
 
 from bob.commands import (EXIT_FOUND, EXIT_OK, EXIT_SOFTWARE, Outcome, Refused, about, add_common_options,
                           argument_parser, count_option, integer_option, output_directory, run_command, seconds_option)
-from bob.formats.kinds import ALIASES
-from bob.fuzz.mutator import FORMATS
+from bob.formats.kinds import ALIASES, FORMATS
 from bob.text import one_line, show_path
 
 PROG = "bob-fuzz"

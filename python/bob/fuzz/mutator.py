@@ -9,6 +9,7 @@ from typing import Callable, NamedTuple, Sequence
 
 from bob.formats.constants import CHECKPOINT_MAGIC, CHUNK_BYTES, CHUNK_TAGS, EMPTY_PROMPT, INPUT_MAGIC, LEARNER, \
     LEARNER_NAMES, LEARNER_PREFIX, PLANE_NAMES, PREDICTION_BYTES, PROMPTS, VOCABULARY
+from bob.formats.kinds import FORMATS
 from bob.formats.layout import CONTRACT_STRINGS, DIGEST_BYTES, ENVELOPE_HEAD, INPUT, PREDICTION_FIELDS, \
     PREDICTION_RECORD, U32, U64, Field, aligned_header_bytes, envelope_layout
 from bob.formats.rules import HEADER_BYTES, chunk_offset
@@ -20,7 +21,6 @@ __all__ = ["FORMATS", "string_lengths", "Spot", "spots", "field_names", "format_
            "mutate_canonical", "refresh_digests", "byte_mutation", "interesting_values", "custom_mutator",
            "recognized", "random_bytes_strategy", "mutated_strategy"]
 
-FORMATS = ("input", "checkpoint", "predictions")
 FIXED_SIZES = {"input": INPUT["prompt_words"].end, "predictions": PREDICTION_BYTES}
 _FLOATS = tuple(FLOAT_BITS.values())
 _MAGICS = (CHECKPOINT_MAGIC, INPUT_MAGIC, b"BOB-PRED", b"bob-ckpt", b"BOB-CKP\0", b"\0" * 8, b"\x7fELF\2\1\1\0")

@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, NamedTuple
 
+from bob.formats.kinds import FORMATS
 from bob.fuzz.properties import PropertyFailed, quietly, require
 
 __all__ = ["Target", "TARGETS", "get", "preload", "accepted_seeds", "check_error", "golden_dir", "seed_files", "quietly"]
@@ -324,6 +325,6 @@ def seed_files(name: str) -> list[Path]:
 
 def accepted_seeds(fmt: str | None) -> list[bytes]:
     """The golden files of ``fmt`` that bob accepts (the fast-path-keeping mutations start from them)."""
-    if fmt not in ("input", "checkpoint", "predictions"):
+    if fmt not in FORMATS:
         return []
     return [p.read_bytes() for p in sorted(golden_dir().glob(f"{fmt}-*.bin"))]

@@ -70,6 +70,11 @@ pub enum CoreError {
         /// How many values.
         count: usize,
     },
+    /// Less address space is left (`ulimit -v`) than a call of `train` finds free before it starts.
+    AddressSpace {
+        /// The bytes it looked for.
+        bytes: usize,
+    },
 }
 
 /// An empty `Vec` with room for exactly `count` values, or [`CoreError::OutOfMemory`]
@@ -115,6 +120,10 @@ impl fmt::Display for CoreError {
             CoreError::OutOfMemory { what, count } => write!(
                 f,
                 "no memory for {what} ({count} values); nothing was changed"
+            ),
+            CoreError::AddressSpace { bytes } => write!(
+                f,
+                "less than {bytes} bytes of address space left for the updates' scratch and threads; nothing was changed"
             ),
         }
     }

@@ -157,6 +157,9 @@ pub fn train(
     if step.checked_add(updates).is_none() {
         return Err(CoreError::StepOverflow { step, updates });
     }
+    if !address_space_for(TRAIN_HEADROOM) {
+        return Err(CoreError::AddressSpace { bytes: TRAIN_HEADROOM });
+    }
     let pairs = Pairs { contexts, targets };
     Ok(environment::in_default_environment(|| {
         if options.kernel == Kernel::Scalar {
@@ -165,6 +168,32 @@ pub fn train(
             kernel::train_checked(planes.reborrow(), pairs, step, updates, hyper, options)
         }
     }))
+}
+
+/// Address space a call of [`train`] finds free before it starts: its scratch (the plan, the losses'
+/// table, each thread's rows) and the pool's threads take less for bob's table, a few MiB.
+const TRAIN_HEADROOM: usize = 16 << 20;
+
+/// Whether `bytes` of address space can still be mapped. Under `ulimit -v` an allocation of the
+/// kernels would otherwise fail inside Rust, which aborts the process: the caller gets
+/// [`CoreError::AddressSpace`] instead, nothing changed.
+#[cfg(unix)]
+fn address_space_for(bytes: usize) -> bool {
+    let (protection, flags) = (libc::PROT_NONE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE);
+    // SAFETY: a new private mapping that nothing reads or writes, unmapped at once.
+    unsafe {
+        let at = libc::mmap(std::ptr::null_mut(), bytes, protection, flags, -1, 0);
+        if at == libc::MAP_FAILED {
+            return false;
+        }
+        libc::munmap(at, bytes);
+    }
+    true
+}
+
+#[cfg(not(unix))]
+fn address_space_for(_bytes: usize) -> bool {
+    true
 }
 
 /// The pairs of a call, checked: as many contexts as targets, at least one,

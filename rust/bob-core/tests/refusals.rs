@@ -282,4 +282,6 @@ fn memory_that_cannot_be_had_is_a_refusal_not_an_abort() {
     assert_eq!(try_vec::<u32>(3, "the pairs").map(|v| v.capacity()), Ok(3));
     let refusal = CoreError::OutOfMemory { what: "P", count: 5 };
     assert_eq!(refusal.to_string(), "no memory for P (5 values); nothing was changed");
+    assert_eq!(CoreError::AddressSpace { bytes: 16 }.to_string(),
+               "less than 16 bytes of address space left for the updates' scratch and threads; nothing was changed");
 }

@@ -32,7 +32,9 @@ create_exception!(
 /// (MemoryError for memory the core or the binding could not allocate).
 pub(crate) fn core_error(err: bob_core::CoreError) -> PyErr {
     match err {
-        bob_core::CoreError::OutOfMemory { .. } => PyMemoryError::new_err(err.to_string()),
+        bob_core::CoreError::OutOfMemory { .. } | bob_core::CoreError::AddressSpace { .. } => {
+            PyMemoryError::new_err(err.to_string())
+        }
         _ => CoreError::new_err(err.to_string()),
     }
 }
