@@ -40,6 +40,13 @@ if __name__ == "__main__":  # as the installed scripts: the three held until bob
     import _signal  # type: ignore[import-not-found]  # the C module under signal (it imports enum); no stub
 
     _held_from = _signal.pthread_sigmask(_signal.SIG_BLOCK, (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP))
-    from bob.signals import run_script
+    try:
+        from bob.signals import run_script
 
-    sys.exit(run_script(lambda: main(until_exit=True), _held_from))
+        _status = run_script(lambda: main(until_exit=True), _held_from)
+    except MemoryError:  # while a command's modules are imported, before its runner can report it
+        import os
+
+        os.write(2, b"python -m bob: out of memory while bob was imported\n")
+        os._exit(1 if sys.argv[1:2] in (["run"], ["fixture"]) else 70)
+    sys.exit(_status)

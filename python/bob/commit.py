@@ -163,16 +163,18 @@ class Commit:
             pause_at("checked")
             with main_about:
                 os.replace(main_tmp, main)  # the commit point
-        except BaseException:
-            unrestored = None  # every companion is put back that can be; the first that cannot is said
+        except BaseException as stopped:
+            unrestored = None  # every companion is put back that can be; the first that cannot is said, and why
             for backup, companion_about in reversed(renamed):
                 try:
                     with companion_about:
                         backup.restore()  # the very same file as before, whatever its size
-                except Refused as exc:
-                    unrestored = unrestored or Refused(f"the run stopped before its commit, and this file could not "
-                                                       f"be put back ({exc.message}); the checkpoint was not "
-                                                       "replaced", option=exc.option, path=exc.path)
+                except (Refused, OSError) as exc:
+                    why, cause = exc.message if isinstance(exc, Refused) else os_reason(exc), str(stopped) or "stopped"
+                    unrestored = unrestored or Refused(f"the run stopped before its commit ({cause}), and this file "
+                                                       f"could not be put back ({why}); the checkpoint was not "
+                                                       "replaced", option=companion_about.option,
+                                                       path=companion_about.path)
             if unrestored is not None:
                 raise unrestored
             raise

@@ -325,3 +325,16 @@ def test_check_refuses_a_manifest_naming_a_file_outside_the_corpus_or_none(tmp_p
     assert main(["check", "--format", "predictions", "--corpus", str(tmp_path), "--", sys.executable, "-c",
                  reader]) == 2
     assert why in capsys.readouterr().err and not ran.exists()
+
+
+@pytest.mark.parametrize("field", ["missing", ["x"], 3])
+def test_check_refuses_a_manifest_entry_whose_field_is_missing_or_not_text(tmp_path: Path, capsys, field) -> None:
+    """It was an unexpected KeyError or TypeError (exit 70) once the reader had run."""
+    (tmp_path / "predictions").mkdir()
+    (tmp_path / "predictions" / "p.bin").write_bytes(bytes(24))
+    entry = {"file": "predictions/p.bin", "format": "predictions", "verdict": "refuse", "field": field}
+    if field == "missing":
+        del entry["field"]
+    (tmp_path / "manifest.json").write_text(json.dumps({"format": "bob-conformance-1", "files": [entry]}))
+    assert main(["check", "--format", "predictions", "--corpus", str(tmp_path), "--", "true"]) == 2
+    assert "not a bob-conformance-1 manifest" in capsys.readouterr().err

@@ -79,9 +79,12 @@ def check_everywhere(tmp_path, capsys, record, data: bytes) -> tuple[int, object
         rc = inspect_main(args)
         report = capsys.readouterr()
         assert rc in (0, 2) and "Traceback" not in report.err, report.err
-        # bob-inspect refuses what bob-run refuses whatever the record: the file, or a step it cannot advance
-        # (only a plane its updates would make non-finite depends on the record too)
-        assert rc == (2 if isinstance(outcome, bob.FormatError) or error and error["field"] == "step" else 0), args
+        # bob-inspect refuses the files bob-run refuses to read; a valid file at a step bob-run can never advance
+        # (D14, whatever the record) is clean, and its verdict says bob-run refuses every run from it
+        assert rc == (2 if isinstance(outcome, bob.FormatError) else 0), args
+        if "--json" in args and rc == 0:
+            said = "bob-run refuses every run from it" in json.loads(report.out)["verdict"]
+            assert said == bool(error and error["field"] == "step"), (args, report.out[-300:])
         if "--json" in args:
             json.loads(report.out, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
     return code, outcome

@@ -19,7 +19,7 @@ from bob.fuzz.properties import PropertyFailed
 from bob.fuzz.world import library_writer
 
 RECORD = bob.build_input(b"abracadabra", [b"abra", b"cad", b""]).to_bytes()
-FIRST = bob.invoke(RECORD, b"", threads=1)
+FIRST = bob.invoke(RECORD, b"", threads=1, trace=True)
 STATES = {"fresh": (b"", None), "resumed": (FIRST.checkpoint_bytes(), FIRST.predictions_bytes())}
 
 
@@ -27,9 +27,10 @@ STATES = {"fresh": (b"", None), "resumed": (FIRST.checkpoint_bytes(), FIRST.pred
 @pytest.mark.parametrize("links", [False, True], ids=["files", "symlinks"])
 @pytest.mark.parametrize("start", sorted(STATES))
 def test_every_crash_state_of_bob_run_resumes(tmp_path: Path, start: str, links: bool, trace: bool) -> None:
-    """With --trace the trace (in a directory of its own) is committed with the pair: old states have
-    the old trace or none, and the new checkpoint is never beside another."""
-    sc = powerloss.record_run(tmp_path / "run", RECORD, *STATES[start], links=links, trace=trace)
+    """With --trace the trace (in a directory of its own; a resumed run's over the last run's trace) is
+    committed with the pair: old states have the old trace, and the new checkpoint is never beside another."""
+    old_trace = FIRST.trace_bytes() if start == "resumed" and trace else None
+    sc = powerloss.record_run(tmp_path / "run", RECORD, *STATES[start], links=links, trace=trace, old_trace=old_trace)
     assert [op.kind for op in sc.ops].count("fsyncdir") >= 2 + trace  # the model saw bob's directory syncs
     judged = powerloss.check_states(sc, tmp_path / "next")
     assert judged >= len(sc.ops)

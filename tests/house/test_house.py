@@ -117,12 +117,12 @@ def test_no_function_a_newcomer_must_scroll_for_ever() -> None:
 # The formats, the inspector, the fuzzer and the interop modules together: no heavier than
 # they are now (issue 31 aims at 6,500). Lower this when they get lighter; never raise it
 # for a feature: a new capability makes the house lighter or leaves it as light. (Raised
-# three times, by 11, 9 and 7, for fixes: bob-inspect refusing a step bob-run can never
-# advance, D14; the power-loss checker judging the trace, which three planted bugs slipped
-# past; bob-fuzz starting without its mutator, 8 MiB it imported before it could report
-# running out of memory.)
+# once, from 8,840 by 21, for fixes: the power-loss checker judging --trace runs, which
+# three planted bugs slipped past; bob-fuzz starting without its mutator, 8 MiB imported
+# before it could report running out of memory; bob-inspect's verdict on a step bob-run
+# can never advance, D14.)
 FORMAT_HOUSE = ("formats", "inspect", "fuzz", "interop.py", "interop_archive.py")
-FORMAT_HOUSE_CEILING = 8_862
+FORMAT_HOUSE_CEILING = 8_861
 
 
 def format_house_lines(package: Path) -> int:

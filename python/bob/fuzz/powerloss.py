@@ -231,6 +231,7 @@ class Scenario:
     new_checkpoint: bytes
     new_predictions: bytes
     new_trace: bytes | None = None  # a run with --trace: its trace, committed with the pair
+    old_trace: bytes | None = None  # the trace already at its path
 
 
 def _argv(directory: Path, trace: bool) -> list[str]:
@@ -239,10 +240,11 @@ def _argv(directory: Path, trace: bool) -> list[str]:
 
 
 def record_run(directory: Path, record: bytes, checkpoint: bytes, predictions: bytes | None, *,
-               links: bool = False, writer: Callable[[list[str]], int] | None = None, trace: bool = False) -> Scenario:
+               links: bool = False, writer: Callable[[list[str]], int] | None = None, trace: bool = False,
+               old_trace: bytes | None = None) -> Scenario:
     """Run ``bob-run`` (or ``writer``, given bob-run's arguments) once in ``directory`` with these files
-    (``links``: symbolic links into ``targets/``; ``trace``: ``--trace`` into ``traces/``), recording what it
-    does; the run must succeed."""
+    (``links``: symbolic links into ``targets/``; ``trace``: ``--trace`` into ``traces/``, over ``old_trace``),
+    recording what it does; the run must succeed."""
     import bob
     from bob.run import main as run_main
 
@@ -251,6 +253,8 @@ def record_run(directory: Path, record: bytes, checkpoint: bytes, predictions: b
     home = directory / "targets" if links else directory
     home.mkdir(exist_ok=True)
     (directory / "traces").mkdir(exist_ok=True)
+    if old_trace is not None:
+        (directory / _TRACE).write_bytes(old_trace)
     for name, data in ((_CHECKPOINT, checkpoint), (_PREDICTIONS, predictions)):
         if data is not None:
             (home / name).write_bytes(data)
@@ -267,7 +271,7 @@ def record_run(directory: Path, record: bytes, checkpoint: bytes, predictions: b
     require(final.listing() == snapshot(Path(recorder.root))[0].listing(),
             "the recorded operations do not rebuild the tree the run left (the recorder missed a call)")
     return Scenario(recorder.root, recorder.image, recorder.ops, record, checkpoint, predictions,
-                    want.checkpoint_bytes(), want.predictions_bytes(), want.trace_bytes() if trace else None)
+                    want.checkpoint_bytes(), want.predictions_bytes(), want.trace_bytes() if trace else None, old_trace)
 
 
 def check_state(sc: Scenario, k: int, kept: tuple[int, ...], state: Image, scratch: Path) -> None:
@@ -287,7 +291,7 @@ def check_state(sc: Scenario, k: int, kept: tuple[int, ...], state: Image, scrat
     else:
         require(pred in (sc.old_predictions, sc.new_predictions),
                 f"{where}: the predictions are neither the old nor the new ones")
-        require(trace in (None, sc.new_trace), f"{where}: a trace that is not the run's")
+        require(trace in (sc.old_trace, sc.new_trace), f"{where}: the trace is neither the old nor the new one")
     if k == len(sc.ops):
         require(committed, f"{where}: bob-run said it committed, but after a power loss the old checkpoint is back")
     # The next bob-run resumes from what it finds and leaves nothing of the dead run.

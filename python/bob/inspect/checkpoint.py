@@ -16,8 +16,9 @@ from bob.errors import FormatError, show_value
 from bob.formats.checkpoint import Examination, examine
 from bob.formats.constants import CHECKPOINT_MAGIC, LEARNER_NAMES, UPDATES_PER_INVOCATION, VOCABULARY, learner_floats
 from bob.formats.contract import CONTRACT_FIELDS, PLANE_NAMES, V1
-from bob.formats.layout import ENVELOPE_HEAD, F32
+from bob.formats.layout import F32
 from bob.inspect.common import TOP_K, begin, f32_json, finish, magic_report, plural
+from bob.invocation import unadvanceable
 from bob.text import escape_bytes, show_byte
 
 
@@ -102,22 +103,12 @@ def _header_report(ex: Examination, failed: set[tuple[str, int | None]]) -> dict
     }
 
 
-def examine_for_run(data: bytes) -> Examination:
-    """The examination, and bob-run's refusal of a step it can never advance (D14): shown clean, bob-run takes it."""
-    from bob.invocation import unadvanceable
-
-    ex = examine(data)
-    if not ex.findings and ex.header is not None:
-        ex.findings += filter(None, [unadvanceable(ex.header.step, ENVELOPE_HEAD["step"].offset)])
-    return ex
-
-
 def checkpoint_report(data: bytes | None, read_problems: list[FormatError], *, path: str, auto: bool = False,
                       rows: bytes = b"") -> tuple[dict[str, Any], Any]:
     """The ``checkpoint`` report (a JSON-ready dict) and the P plane (or None).
 
     ``data`` is the file's bytes (None when it was too large to read)."""
-    report, problems, ex = begin("checkpoint", path, data, read_problems, auto, examine_for_run)
+    report, problems, ex = begin("checkpoint", path, data, read_problems, auto, examine)
     fresh = bool(ex is not None and ex.fresh)
     partial = ex.partial_header if ex is not None else None
     known = ex.header if ex is not None and ex.header is not None else dict(partial or ())
@@ -144,8 +135,9 @@ def checkpoint_report(data: bytes | None, read_problems: list[FormatError], *, p
         report.update(dict.fromkeys(("contract", "header_digest", "chunk_count", "chunks")))
     if fresh:
         ok = "OK: zero bytes, a fresh run's checkpoint (step 0, the state bob-seed-v1 makes)"
-    else:
+    else:  # (a step it can never advance is a valid file that bob-run refuses to run from, whatever the record)
+        dead_end = unadvanceable(step) if isinstance(step, int) else None
         ok = (f"OK: a valid bob v1 checkpoint at step {step} ({plural(report['invocations'], 'invocation')}); "
-              "bob-run can resume it")
+              + ("bob-run can resume it" if dead_end is None else dead_end.message))
     finish(report, problems, ok, "bob-run refuses this checkpoint")
     return report, (planes[0] if planes is not None else None)

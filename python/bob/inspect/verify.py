@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from bob.errors import FormatError
-from bob.formats.checkpoint import Examination
+from bob.formats.checkpoint import Examination, examine
 from bob.formats.constants import PLANE_NAMES
 from bob.formats.rules import chunk_offset
-from bob.inspect.checkpoint import examine_for_run
+from bob.invocation import unadvanceable
 from bob.inspect.common import Refused, begin, plural, problem, read_checkpoint
 
 __all__ = ["verify_file", "diagnosis", "render_verify"]
@@ -52,6 +52,8 @@ def diagnosis(ex: Examination, problems: list[dict[str, Any]]) -> list[str]:
             said.append(f"the file ends inside its header ({hb} bytes)")
     if any(p.get("field") == "header_digest" for p in problems):
         said.append("the header (its contract fields or its chunk table) does not match the header's digest")
+    if not problems and header is not None and (dead_end := unadvanceable(header.step)) is not None:
+        said.append(dead_end.message)  # a valid file, at a step bob-run can never advance (D14)
     return said
 
 
@@ -66,7 +68,7 @@ def verify_file(path: str) -> dict[str, Any]:
         unreadable = [{"error": "Refused", "kind": "unreadable", "field": "path", "index": None, "offset": None,
                        "message": refused.message, "expected": None, "actual": None, "text": f"path: {refused.message}",
                        "chunk": None}]
-    report, found, ex = begin("verify", path, data, findings, False, examine_for_run)
+    report, found, ex = begin("verify", path, data, findings, False, examine)
     problems = unreadable + [_with_chunk(problem(f)) for f in found]
     for key in ("command", "auto", "kind"):
         report.pop(key)

@@ -157,8 +157,9 @@ pub fn train(
     if step.checked_add(updates).is_none() {
         return Err(CoreError::StepOverflow { step, updates });
     }
-    if !address_space_for(TRAIN_HEADROOM) {
-        return Err(CoreError::AddressSpace { bytes: TRAIN_HEADROOM });
+    let headroom = TRAIN_HEADROOM.saturating_add(contexts.len().saturating_mul(SCRATCH_PER_PAIR));
+    if !address_space_for(headroom) {
+        return Err(CoreError::AddressSpace { bytes: headroom });
     }
     let pairs = Pairs { contexts, targets };
     Ok(environment::in_default_environment(|| {
@@ -170,9 +171,12 @@ pub fn train(
     }))
 }
 
-/// Address space a call of [`train`] finds free before it starts: its scratch (the plan, the losses'
-/// table, each thread's rows) and the pool's threads take less for bob's table, a few MiB.
-const TRAIN_HEADROOM: usize = 16 << 20;
+/// Address space a call of [`train`] finds free before it starts, with [`SCRATCH_PER_PAIR`] for each
+/// pair: its scratch (the rows in flight, the plan, the losses' table) takes less. The pool's threads
+/// need none of it: a pool that cannot start leaves the call on the caller's thread.
+const TRAIN_HEADROOM: usize = 1 << 20;
+/// Each pair's share of the plan (its slot, its target) and of the losses' table, with room to spare.
+const SCRATCH_PER_PAIR: usize = 64;
 
 /// Whether `bytes` of address space can still be mapped. Under `ulimit -v` an allocation of the
 /// kernels would otherwise fail inside Rust, which aborts the process: the caller gets
