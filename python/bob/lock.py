@@ -88,8 +88,10 @@ class CheckpointLock:
     file, the lock file among them.)
     """
 
-    def __init__(self, target: str, wait_seconds: float, deferral: "Deferral | None" = None) -> None:
+    def __init__(self, target: str, wait_seconds: float, deferral: "Deferral | None" = None,
+                 shown: "str | None" = None) -> None:
         self.path: str = lock_path_for(target)
+        self.shown = shown  # the checkpoint as the command line gives it, named in a refusal
         self.wait_seconds = wait_seconds
         self.deferral = deferral  # open while bob-run waits: checked between two tries
         self.fd: int | None = None
@@ -180,14 +182,14 @@ class CheckpointLock:
 
     def _unusable(self, reason: str) -> Refused:
         return Refused(f"its lock file {show_path(self.path)} cannot be used: {reason}; "
-                       "nothing was changed", option="--checkpoint")
+                       "nothing was changed", option="--checkpoint", path=self.shown)
 
     def still_held(self) -> None:
         """Refuse (exit 75) if the lock path is no longer the file this run locked."""
         if identity(self.path, follow_symlinks=False) != self.identity:
             raise Refused(f"its lock file {show_path(self.path)} was deleted or replaced while this run held it; "
                           "another bob-run may be at work on this checkpoint, so nothing was changed",
-                          option="--checkpoint", code=EXIT_BUSY)
+                          option="--checkpoint", path=self.shown, code=EXIT_BUSY)
 
     def __exit__(self, *exc: object) -> None:
         if self.fd is None:

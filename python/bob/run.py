@@ -146,7 +146,7 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     # checks here and in the lock's wait: never between creating a file and
     # the code that removes it.
     deferral.begin()
-    lock = CheckpointLock(checkpoint_target, wait_seconds, deferral).__enter__()
+    lock = CheckpointLock(checkpoint_target, wait_seconds, deferral, checkpoint_path).__enter__()
     try:
         deferral.check()
         traced = () if trace_target is None else (("--trace", trace_path, trace_target),)

@@ -146,8 +146,9 @@ def test_a_row_that_is_not_finite_is_shown_as_no_prediction(work: Path, capsys) 
 
 
 def lock_refusal(lock: str, reason: str) -> str:
-    """bob-run's one line when its lock file, not the checkpoint, cannot be used."""
-    return f"bob-run: refused: --checkpoint: its lock file {lock} cannot be used: {reason}; nothing was changed\n"
+    """bob-run's one line when its lock file, not the checkpoint (``ck.bin`` beside it), cannot be used."""
+    ck = os.path.join(os.path.dirname(lock), "ck.bin")
+    return f"bob-run: refused: --checkpoint {ck}: its lock file {lock} cannot be used: {reason}; nothing was changed\n"
 
 
 def hold_lock(work: Path, pid_text: bytes) -> int:

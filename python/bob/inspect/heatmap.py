@@ -96,7 +96,7 @@ def draw_heatmap(p_plane, out: str, title: str) -> dict[str, Any]:
     supported = fig.canvas.get_supported_filetypes()
     if ext not in supported:
         raise Refused(f"cannot write .{escape_bytes(os.fsencode(ext))} files; use one of "
-                      + ", ".join(sorted(supported)), option="--heatmap")
+                      + ", ".join(sorted(supported)), option="--heatmap", path=out)
     buf = io.BytesIO()
     fig.savefig(buf, format=ext)
     try:
