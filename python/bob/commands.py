@@ -29,7 +29,7 @@ import os
 import sys
 
 from bob.options import count_option, integer_option, number_option, seconds_option
-from bob.text import emit, note, one_line, show_path, tolerant_streams
+from bob.text import emit, json_text, note, one_line, show_path, tolerant_streams
 from bob.text import write_whole as _write
 # The installed launchers of earlier checkouts end with ``from bob.commands import
 # exit_now`` (an editable install keeps its scripts): it stays importable here.
@@ -145,23 +145,6 @@ def fail(prog: str, refusal: Refused, *, as_json: bool, command: str | None = No
     return refusal.code
 
 
-def json_text(document: "dict[str, Any]") -> str:
-    """One ``--json`` object, keys sorted, as strict JSON: a non-finite float anywhere (one no report
-    converted, such as a trace's loss) is ``"nan"``, ``"inf"`` or ``"-inf"`` (:func:`bob.text.json_number`)."""
-    import json
-
-    from bob.text import json_number
-
-    def strict(value: Any) -> Any:
-        if isinstance(value, float):
-            return json_number(value)
-        if isinstance(value, dict):
-            return {key: strict(item) for key, item in value.items()}
-        return [strict(item) for item in value] if isinstance(value, (list, tuple)) else value
-
-    return json.dumps(strict(document), sort_keys=True, allow_nan=False)
-
-
 def envelope(command: str, code: int, refusal: "Refused | None" = None) -> "dict[str, Any]":
     """The keys every ``--json`` object of every command has: ``command``, ``ok`` (exactly when ``exit_code``
     is 0), ``exit_code`` and ``error`` (null, or ``{option, path, field, message, exit_code, text}``)."""
@@ -176,6 +159,9 @@ def argument_parser(*, epilog: str | None = None, **kwargs: Any) -> "argparse.Ar
     import argparse
 
     class CommandParser(argparse.ArgumentParser):
+        def __init__(self, *args: Any, **kw: Any) -> None:  # no abbreviations, subcommands too: --js is no --json
+            super().__init__(*args, **{"allow_abbrev": False, **kw})
+
         def error(self, message: str) -> NoReturn:
             # one line, naming the option argparse names ("argument --time: …")
             option = None

@@ -51,7 +51,8 @@ def fixture_parser() -> "argparse.ArgumentParser":
                         help="a prompt, as the OS gives the argument ('' for an empty prompt)")
     parser.add_argument("--prompt-hex", dest="prompts", action=_PromptAction, metavar="HEX",
                         help="a prompt given as hex, for any bytes")
-    parser.add_argument("--output", required=True, metavar="FILE", help="the record, written atomically")
+    parser.add_argument("--output", "--out", dest="output", required=True, metavar="FILE",
+                        help="the record, written atomically")
     add_common_options(parser)
     return parser
 

@@ -35,7 +35,7 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - typing costs start-up time bob-run does not pay
-    from typing import NoReturn, TextIO
+    from typing import Any, NoReturn, TextIO
 
 __all__ = [
     "escape_bytes",
@@ -46,6 +46,7 @@ __all__ = [
     "f32_text",
     "float_text",
     "json_number",
+    "json_text",
     "tolerant_streams",
     "write_whole",
     "silence",
@@ -151,6 +152,21 @@ def json_number(value: float | None) -> float | str | None:
         return None
     value = float(value)
     return value if math.isfinite(value) else float_text(value)
+
+
+def json_text(document: "dict[str, Any]") -> str:
+    """One ``--json`` object, keys sorted, as strict JSON: a non-finite float anywhere (one no report
+    converted, such as a trace's loss) is ``"nan"``, ``"inf"`` or ``"-inf"`` (:func:`json_number`)."""
+    import json
+
+    def strict(value: Any) -> Any:
+        if isinstance(value, float):
+            return json_number(value)
+        if isinstance(value, dict):
+            return {key: strict(item) for key, item in value.items()}
+        return [strict(item) for item in value] if isinstance(value, (list, tuple)) else value
+
+    return json.dumps(strict(document), sort_keys=True, allow_nan=False)
 
 
 # --------------------------------------------------------------------------- #

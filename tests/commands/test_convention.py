@@ -170,6 +170,16 @@ REFUSALS: list[tuple[str, str, Callable[[Work], list[str]], str | None, Callable
 ]
 
 
+@pytest.mark.parametrize("command, prog, argv, code", SUCCESS, ids=[f"{c[0]}-{i}" for i, c in enumerate(SUCCESS)])
+def test_an_abbreviated_option_is_a_usage_error_never_another_option(command, prog, argv, code, work, capsys) -> None:
+    """``--js`` was --json to argparse but not to the runner, which decides before parsing whether a usage
+    error is JSON: a run that parsed printed JSON, one that did not printed text. One spelling for each
+    option now (``--out`` is --output's alias where README says so)."""
+    args = argv(work)
+    rc, out, err = call(prog, _before_dashes(args, "--js") if "--" in args else [*args, "--js"], capsys)
+    assert (rc, out) == (2, "") and "unrecognized arguments: --js" in err, err
+
+
 @pytest.mark.parametrize("command, prog, argv, option, path", REFUSALS, ids=[r[0] for r in REFUSALS])
 def test_a_refusal_is_one_line_naming_option_and_path(command, prog, argv, option, path, work, capsys) -> None:
     for extra in ([], ["--json"]):
