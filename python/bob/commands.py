@@ -158,9 +158,20 @@ def argument_parser(*, epilog: str | None = None, **kwargs: Any) -> "argparse.Ar
     Subparsers inherit the behaviour. ``epilog``, the command's own exit codes, gets the signals' codes."""
     import argparse
 
+    class Once(argparse._StoreAction):
+        """An option's value, given once: a second would silently replace the first (a path, a pin)."""
+
+        def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+            given = vars(namespace).setdefault("_given", set())
+            if self.dest in given:
+                parser.error(f"argument {'/'.join(self.option_strings)}: given twice; give it once")
+            given.add(self.dest)
+            super().__call__(parser, namespace, values, option_string)
+
     class CommandParser(argparse.ArgumentParser):
         def __init__(self, *args: Any, **kw: Any) -> None:  # no abbreviations, subcommands too: --js is no --json
             super().__init__(*args, **{"allow_abbrev": False, **kw})
+            self.register("action", None, Once)
 
         def error(self, message: str) -> NoReturn:
             # one line, naming the option argparse names ("argument --time: …")

@@ -123,6 +123,22 @@ def test_version(argv: list[str], capsys) -> None:
     assert (rc, out, err) == (0, VERSION_LINE.format(prog=prog), "")
 
 
+@pytest.mark.parametrize("prog, argv, option", [
+    ("bob-run", ["--input", "nope", "--input", "rec.bin", "--checkpoint", "ck.bin", "--predictions", "p.bin"], "--input"),
+    ("bob-fixture", ["--text", "abc", "--text", "xyz", "--prompt", "a", "--prompt", "b", "--prompt", "",
+                     "--output", "r.bin"], "--text"),
+    ("bob-inspect", [str(GOLDEN / "checkpoint-abracadabra-step10.bin"), "--export", "a.npz", "--export", "b.npz"],
+     "--export"),
+    ("bob-fuzz", ["minimize", "x.bin", "--output", "a", "--out", "b"], "--output")])
+def test_an_option_given_twice_is_a_usage_error_not_the_last_one_silently(prog, argv, option, work, capsys) -> None:
+    """A path or a pin typed twice: the first was dropped without a word (the last one won)."""
+    before = sorted(p.name for p in work.root.iterdir())
+    files = [a if a.startswith(("-", "/")) or a == "minimize" else str(work.root / a) for a in argv]
+    rc, out, err = call(prog, files + ["--json"], capsys)
+    assert rc == 2 and json.loads(out)["error"]["option"] == option and "given twice" in err, err
+    assert sorted(p.name for p in work.root.iterdir()) == before
+
+
 def shared_keys(document: dict, command: str, code: int) -> None:
     assert document["command"] == command and document["exit_code"] == code and document["ok"] is (code == 0)
     if code == 0:
