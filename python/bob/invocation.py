@@ -84,7 +84,7 @@ def advance(p, m, v, contexts, targets, prompt_words: Sequence[int], step: int, 
     return step_after, losses, core.predict(p, prompt_words)
 
 
-def unadvanceable(step: int, offset: "int | None" = None) -> "StateRefused | None":
+def unadvanceable(step: int) -> "StateRefused | None":
     """bob-run's refusal of every run from ``step``, whatever the input record (D14): its updates would
     leave the state no room for the next ones; None when there is room."""
     from bob.formats.constants import U64_MAX
@@ -94,7 +94,7 @@ def unadvanceable(step: int, offset: "int | None" = None) -> "StateRefused | Non
         return None
     return StateRefused("step", f"the {UPDATES_PER_INVOCATION} updates from step {step} {_CHECKS['no_room']}; "
                         "bob-run refuses every run from it", expected=f"at most {U64_MAX - 2 * UPDATES_PER_INVOCATION}",
-                        actual=step, offset=offset)
+                        actual=step)
 
 
 def traced_train(p, m, v, contexts, targets, step: int, updates: int, digests: "list[tuple[bytes, bytes, bytes]]",
