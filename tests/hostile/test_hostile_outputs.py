@@ -317,3 +317,32 @@ def test_a_refusal_raised_inside_about_names_its_option_and_path() -> None:
         with about("--predictions", "p.bin"):
             raise Refused("names its own", option="--trace", path="t")
     assert (kept.value.option, kept.value.path) == ("--trace", "t")
+
+
+def test_a_traced_run_failing_at_any_os_call_keeps_the_old_trio_or_writes_the_new(work: Path, capsys) -> None:
+    """With --trace over the last run's trace: the k-th os call of the commit fails, for every k. bob-run
+    then exits 0 with the new checkpoint, predictions and trace, or refuses with the old three put back
+    (the trace's backup included, which no power-loss state can test: a power loss never rolls back)."""
+    from bob.fuzz.faults import OsFaults
+    from bob.run import main
+
+    record = bob.read_input_file(work / "rec.bin")
+    first = bob.invoke(record, trace=True)
+    old = {"ck.bin": first.checkpoint_bytes(), "pred.bin": first.predictions_bytes(), "run.trace": first.trace_bytes()}
+    new = bob.invoke(record, first.checkpoint_bytes(), trace=True)
+    new_files = {"ck.bin": new.checkpoint_bytes(), "pred.bin": new.predictions_bytes(), "run.trace": new.trace_bytes()}
+    for k in range(1, 80):
+        for name, data in old.items():
+            (work / name).write_bytes(data)
+        with OsFaults("fail", k) as faults:
+            code = main(run_args(work, "--trace", str(work / "run.trace"))[1:])
+        capsys.readouterr()
+        files = {name: (work / name).read_bytes() if (work / name).exists() else None for name in old}
+        assert files == (new_files if code == 0 else old), (k, faults.failed, code)
+        if code == 0:  # (a backup link or the lock it could not remove after the commit: said, and the next
+            assert main(run_args(work, "--trace", str(work / "run.trace"))[1:]) == 0  # run removes it)
+            capsys.readouterr()
+        assert not [p.name for p in work.iterdir() if ".bob-" in p.name], (k, faults.failed)
+        if faults.calls < k:  # the run made fewer calls: every one has failed once
+            break
+    assert faults.calls < k, "the run made more than 79 os calls"
