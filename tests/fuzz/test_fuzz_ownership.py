@@ -327,14 +327,16 @@ def test_check_refuses_a_manifest_naming_a_file_outside_the_corpus_or_none(tmp_p
     assert why in capsys.readouterr().err and not ran.exists()
 
 
-@pytest.mark.parametrize("field", ["missing", ["x"], 3])
-def test_check_refuses_a_manifest_entry_whose_field_is_missing_or_not_text(tmp_path: Path, capsys, field) -> None:
-    """It was an unexpected KeyError or TypeError (exit 70) once the reader had run."""
+@pytest.mark.parametrize("key, value", [("field", "missing"), ("field", ["x"]), ("field", 3), ("fields", 3)])
+def test_check_refuses_a_manifest_entry_whose_field_is_missing_or_not_text(tmp_path: Path, capsys, key, value) -> None:
+    """It was an unexpected KeyError or TypeError (exit 70) once the reader had run (``fields``: once the
+    reader named a field)."""
     (tmp_path / "predictions").mkdir()
     (tmp_path / "predictions" / "p.bin").write_bytes(bytes(24))
-    entry = {"file": "predictions/p.bin", "format": "predictions", "verdict": "refuse", "field": field}
-    if field == "missing":
-        del entry["field"]
+    entry = {"file": "predictions/p.bin", "format": "predictions", "verdict": "refuse", "field": "token", key: value}
+    if value == "missing":
+        del entry[key]
     (tmp_path / "manifest.json").write_text(json.dumps({"format": "bob-conformance-1", "files": [entry]}))
-    assert main(["check", "--format", "predictions", "--corpus", str(tmp_path), "--", "true"]) == 2
+    reader = [sys.executable, "-c", "print('{\"field\": \"x\"}'); raise SystemExit(2)"]
+    assert main(["check", "--format", "predictions", "--corpus", str(tmp_path), "--", *reader]) == 2
     assert "not a bob-conformance-1 manifest" in capsys.readouterr().err

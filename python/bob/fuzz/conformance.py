@@ -152,7 +152,7 @@ def open_corpus(corpus: "str | os.PathLike[str]") -> list[dict[str, Any]]:
         inside = os.path.join(os.path.realpath(corpus), "")  # each file in the corpus, links resolved
         ours = document.get("format") == "bob-conformance-1" and isinstance(files, list) and all(
             isinstance(e["file"], str) and e["format"] in FORMATS and e["verdict"] in ("accept", "refuse")
-            and isinstance(e.get("field", 0), (str, type(None)))
+            and isinstance(e.get("field", 0), (str, type(None))) and isinstance(e.get("fields", []), list)
             and "\0" not in e["file"] and os.path.realpath(os.path.join(corpus, e["file"])).startswith(inside)
             for e in files)
     except (ValueError, KeyError, TypeError, RecursionError):
