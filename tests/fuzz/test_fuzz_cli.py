@@ -176,7 +176,8 @@ def test_bob_as_an_external_reader_agrees_everywhere(corpus: Path, fmt: str, cap
 
 def test_bob_s_reader_takes_the_format_aliases_and_refuses_another_command_line(corpus: Path, capsys) -> None:
     """README's aliases (``ckpt``, ``pred``) name the format here as everywhere (it was an AttributeError:
-    every accepted file counted as refused); a command line without a format and one file is exit 64."""
+    every accepted file counted as refused); a command line without a format and one file is exit 64, a
+    file it cannot read 66."""
     from bob.fuzz.conformance import reader_main
 
     code = main(["check", "--format", "ckpt", "--corpus", str(corpus), "--json", "--",
@@ -185,6 +186,9 @@ def test_bob_s_reader_takes_the_format_aliases_and_refuses_another_command_line(
     assert code == 0 and report["disagreements"] == [] and report["agreements"] == report["files"] > 5
     for argv in (["trace", "f"], ["checkpoint"], ["input", "a", "b"]):
         assert reader_main(argv) == 64 and "usage: python -m bob.fuzz.conformance" in capsys.readouterr().err
+    missing = str(corpus / "missing.bin")  # named, with the reason, never a traceback
+    assert reader_main(["input", missing]) == 66
+    assert capsys.readouterr().err == f"python -m bob.fuzz.conformance: cannot read {missing!a}: no such file\n"
 
 
 def test_a_lax_reader_is_caught_and_its_fields_named(corpus: Path, tmp_path: Path, capsys) -> None:

@@ -23,22 +23,16 @@ PER_FIELD = 3  # refused examples kept per (format, field)
 ATTEMPTS = {"input": 600, "predictions": 600, "checkpoint": 400}
 
 
-def _read(fmt: str, data: bytes, findings: bool = False) -> Any:
-    """bob's loader of ``fmt`` on ``data`` (a checkpoint as for resuming: the loaders' default), or its findings."""
-    import bob
-
-    return getattr(bob, f"{fmt}_findings" if findings else f"load_{fmt}")(data)
-
-
 def judge(fmt: str, data: bytes) -> dict[str, Any]:
-    """bob's verdict on ``data`` as format ``fmt``: accept, or refuse naming field and
-    offset (the loader's), and ``fields``: every field bob's findings name."""
+    """bob's verdict on ``data`` as format ``fmt`` (a checkpoint as for resuming: the loaders' default):
+    accept, or refuse naming field and offset (the loader's), and ``fields``: every field bob's findings name."""
+    import bob
     from bob.errors import FormatError
 
     try:
-        _read(fmt, data)
+        getattr(bob, f"load_{fmt}")(data)
     except FormatError as err:
-        fields = [err.field] + [f.field for f in _read(fmt, data, findings=True)]
+        fields = [err.field] + [f.field for f in getattr(bob, f"{fmt}_findings")(data)]
         return {"verdict": "refuse", "field": err.field, "offset": err.offset, "error": type(err).__name__,
                 "message": str(err), "fields": list(dict.fromkeys(f for f in fields if f is not None))}
     return {"verdict": "accept", "field": None, "offset": None, "error": None, "message": None, "fields": []}
@@ -247,14 +241,20 @@ def render_table(report: dict[str, Any]) -> str:
 
 
 def reader_main(argv: list[str]) -> int:
-    """bob's reader in the ``check`` convention: exit 0 accepts; else ``{"field": …}`` and exit 2."""
+    """bob's reader in the ``check`` convention: exit 0 accepts; else ``{"field": …}`` and exit 2
+    (a file it cannot read: 66, a command line it does not take: 64)."""
+    from bob.commands import os_reason
     from bob.formats.kinds import ALIASES
     from bob.fuzz.common import read_input
 
     if len(argv) != 2 or ALIASES.get(argv[0], argv[0]) not in FORMATS:
         print(f"usage: python -m bob.fuzz.conformance {{{','.join(FORMATS)}}} FILE", file=sys.stderr)
         return 64  # EX_USAGE
-    verdict = judge(ALIASES.get(argv[0], argv[0]), read_input(argv[1]))
+    try:
+        verdict = judge(ALIASES.get(argv[0], argv[0]), read_input(argv[1]))
+    except OSError as exc:
+        print(f"python -m bob.fuzz.conformance: cannot read {argv[1]!a}: {os_reason(exc)}", file=sys.stderr)
+        return 66  # EX_NOINPUT
     if verdict["verdict"] == "accept":
         return 0
     print(json.dumps({"field": verdict["field"], "offset": verdict["offset"]}))
