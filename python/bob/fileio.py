@@ -155,7 +155,7 @@ def replace_target(path: "str | os.PathLike[str]", *, check_replaceable: bool = 
         text = os.fsdecode(text)
     directory, name = os.path.split(text)
     if not name:
-        raise IsADirectoryError(errno.EISDIR, "a directory path, not a file", text)
+        raise IsADirectoryError(errno.EISDIR, "a directory path, not a file" if text else "an empty path", text)
     home = _directory_stat(directory, text)
     target = os.path.realpath(text)
     try:

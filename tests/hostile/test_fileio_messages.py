@@ -104,6 +104,8 @@ def test_a_path_that_ends_in_a_slash_is_a_directory_to_be_replaced(tmp_path: Pat
         replace_target(f"{tmp_path}/")
     assert (info.value.errno, info.value.strerror, info.value.filename) == (
         errno.EISDIR, "a directory path, not a file", f"{tmp_path}/")
+    with pytest.raises(IsADirectoryError, match="an empty path"):  # said as it is, not as a directory
+        replace_target("")
 
 
 def test_bytes_paths_are_written_like_str_paths(tmp_path: Path) -> None:
