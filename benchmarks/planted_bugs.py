@@ -189,12 +189,12 @@ BUGS: tuple[Bug, ...] = (
         property="links x a failing directory-entry call: files old exactly when bob-run refuses, links stay links",
         test="tests/fuzz/test_fuzz_world.py::test_worlds_combine_at_every_os_call"),
     Bug("lock-released-before-commit", "files", "run", 1_500,
-        "bob-run gives up the checkpoint's flock once it has trained (the lock file stays, so its own check "
+        "bob-run gives up its flocks once it has trained (the lock file stays, so its own check "
         "that the lock path is still its file passes): a second bob-run --wait trains from the same "
         "checkpoint, and one of the two updates is lost or refused",
         (("bob/run.py", "        deferral.check()  # a signal during the updates ends the run here, nothing written\n",
           "        deferral.check()  # a signal during the updates ends the run here, nothing written\n"
-          "        __import__('fcntl').flock(lock.fd, __import__('fcntl').LOCK_UN)\n"),),
+          "        [__import__('fcntl').flock(lock.fd, __import__('fcntl').LOCK_UN) for lock in locks]\n"),),
         property="the racer world: a second bob-run --wait met at a drawn point of the commit",
         test="tests/hostile/test_races.py::test_two_concurrent_runs_lose_no_update"),
     Bug("kernel-bc2-early", "core", "core", 6_000,

@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import bob  # noqa: E402
-from bob.formats.contract import LEARNER_PREFIX  # noqa: E402
+from bob.formats.constants import LEARNER_PREFIX  # noqa: E402
 from bob.formats.layout import CANONICAL, CANONICAL_HEADER_BYTES, INPUT  # noqa: E402
 from bob.qualify import vector  # noqa: E402
 import reference as R  # noqa: E402  (tests/reference.py: independent of bob's library)

@@ -23,7 +23,8 @@ import pytest
 
 import bob
 from bob.formats.constants import CHUNK_BYTES
-from bob.formats.contract import LEARNER_PREFIX, Contract
+from bob.formats.constants import LEARNER_PREFIX
+from bob.formats.contract import Contract
 from bob.formats.checkpoint import Checkpoint, canonical_header_bytes
 from bob.formats.layout import CANONICAL_HEADER_BYTES
 

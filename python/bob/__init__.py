@@ -38,8 +38,6 @@ Every refusal is a :class:`FormatError` (a ``ValueError``) naming the field.
 from __future__ import annotations
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # pragma: no cover
-    from typing import Any
 
 from bob.errors import (
     BadValue,
@@ -90,7 +88,7 @@ _LAZY = {
 _RENAMED = {"examine_checkpoint": "examine"}
 
 # Spelled out, not computed from _LAZY: type checkers read a literal list
-# (tests/test_public_api.py holds it equal to the errors and _LAZY).
+# (tests/test_typing.py holds it equal to the errors and _LAZY).
 __all__ = [
     "FormatError",
     "NotABobFile",

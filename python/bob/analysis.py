@@ -26,7 +26,7 @@ from bob.errors import BadValue, FormatError, StateRefused, integer_value, show_
 from bob.formats.checkpoint import examine
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, PLANE_NAMES, VOCABULARY
 from bob.formats.layout import CONTRACT_STRINGS, F32_MAGNITUDE, F32_SIGN
-from bob.inspect.common import f32_json, file_size, plural, problem
+from bob.inspect.common import f32_json, file_size, plural
 from bob.text import json_number, show_byte, show_path
 
 if TYPE_CHECKING:  # pragma: no cover - numpy.typing costs bob-inspect a millisecond
@@ -303,7 +303,7 @@ def _examined(side: Side) -> tuple[dict[str, Any], dict[str, Any] | None, Any]:
         "sha256": hashlib.sha256(data).hexdigest() if data is not None else None,
         "fresh": bool(ex is not None and ex.fresh),
         "step": ex.header.step if ex is not None and ex.header is not None else None,
-        "problems": [problem(p) for p in problems],
+        "problems": [p.to_dict() for p in problems],
     }
     header = header_values(ex) if ex is not None and ex.header is not None else None
     return report, header, planes

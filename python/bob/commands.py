@@ -25,6 +25,7 @@ Standard library only (``bob-run`` imports it on its fast path).
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 
@@ -52,11 +53,11 @@ EXIT_INTERRUPTED = 130  # Ctrl-C before the commit; SIGTERM and SIGHUP give 128 
 
 # OS errors that are the machine's, not the file's: out of memory, out of descriptors (ulimit -n), out of
 # kernel buffers. Never "refused" (exit 2), which would tell a script the file is bad.
-RESOURCE_ERRNOS = frozenset({12, 23, 24, 105})  # ENOMEM, ENFILE, EMFILE, ENOBUFS (Linux and macOS alike)
+RESOURCE_ERRNOS = frozenset({errno.ENOMEM, errno.ENFILE, errno.EMFILE, errno.ENOBUFS})
 
 __all__ = [
     "EXIT_OK", "EXIT_UNEXPECTED", "EXIT_FOUND", "EXIT_REFUSED", "EXIT_SOFTWARE", "EXIT_BUSY", "EXIT_INTERRUPTED",
-    "Refused", "about", "fail", "json_text", "os_reason", "argument_parser", "parse_command_line",
+    "Refused", "about", "fail", "json_text", "os_reason", "argument_parser",
     "Outcome", "run_command", "number_option", "seconds_option", "count_option", "integer_option", "output_directory",
     "unexpected", "add_common_options", "exit_now", "envelope", "RESOURCE_ERRNOS",
 ]
@@ -191,18 +192,6 @@ def argument_parser(*, epilog: str | None = None, **kwargs: Any) -> "argparse.Ar
 
     codes = f", {EXIT_INTERRUPTED} interrupted (SIGINT), 143 SIGTERM, 129 SIGHUP"
     return CommandParser(epilog=epilog and epilog + codes, **kwargs)
-
-
-def parse_command_line(prog: str, parser: "argparse.ArgumentParser", argv: list[str]) -> "argparse.Namespace | int":
-    """``parser.parse_args(argv)``, or the exit code: 0 after ``--help``, 2 after a
-    usage error (reported by :func:`fail`, as JSON too when ``--json`` is on
-    the command line)."""
-    try:
-        return parser.parse_args(argv)
-    except Refused as exc:
-        return fail(prog, exc, as_json="--json" in argv)
-    except SystemExit as exc:  # --help or --version: argparse printed it
-        return exc.code if isinstance(exc.code, int) else EXIT_OK
 
 
 # --------------------------------------------------------------------------- #

@@ -17,9 +17,9 @@ The caller runs all of it inside a :class:`bob.signals.Deferral`, so SIGINT,
 SIGTERM and SIGHUP never cut a step in half, and :attr:`Commit.committed`
 says which side of the commit the run ended on.
 
-The lock that guards it is :class:`bob.lock.CheckpointLock`, which also
-holds the race hook (:func:`bob.lock.pause_at`) that waits at each point of
-the commit window.
+The locks that guard it are :class:`bob.lock.TargetLock` objects, one a file
+replaced; :mod:`bob.lock` also holds the race hook (:func:`bob.lock.pause_at`)
+that waits at each point of the commit window.
 
 The temporaries a killed writer left are removed too:
 :func:`clean_stale_temporaries` (also the library's
@@ -109,7 +109,7 @@ class Commit:
 
     After that moment the invocation has happened, whatever fails next: the
     steps that follow it (syncing the checkpoint's directory, removing the
-    backup links and the lock) go through :meth:`after_commit`, which records
+    backup links) go through :meth:`after_commit`, which records
     a failure in ``problems`` for the caller to tell, instead of raising it
     as if nothing had been done.
     """

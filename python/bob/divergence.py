@@ -20,10 +20,6 @@ from bob.errors import BadValue
 from bob.formats.constants import PLANE_NAMES, TRACE_MAGIC, cell_name
 from bob.formats.trace import Trace, load_trace, read_trace_file
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # pragma: no cover
-    from bob.formats.checkpoint import Checkpoint
-
 __all__ = ["is_trace", "trace_of", "compare_traces", "entry_of", "state_of"]
 
 def is_trace(value: Any) -> bool:

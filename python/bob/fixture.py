@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import argparse
 
 from bob.commands import EXIT_OK, Outcome, Refused, about, add_common_options, argument_parser, run_command
+from bob.formats.constants import PROMPTS
 from bob.text import show_path
 
 PROG = "bob-fixture"
@@ -41,7 +42,7 @@ def fixture_parser() -> "argparse.ArgumentParser":
 
     parser = argument_parser(
         prog=PROG,
-        description="Write a bob input record (bob-input v1) from a corpus and exactly three prompts.",
+        description=f"Write a bob input record (bob-input v1) from a corpus and exactly {PROMPTS} prompts.",
         epilog="exit codes: 0 written, 1 unexpected, 2 refused",
     )
     source = parser.add_mutually_exclusive_group(required=True)
@@ -115,8 +116,8 @@ def build(args) -> dict:
 
 def _work(args) -> Outcome:
     prompts = args.prompts or []
-    if len(prompts) != 3:
-        raise Refused(f"prompts: exactly 3 prompts are needed (--prompt/--prompt-hex), got {len(prompts)}",
+    if len(prompts) != PROMPTS:
+        raise Refused(f"prompts: exactly {PROMPTS} prompts are needed (--prompt/--prompt-hex), got {len(prompts)}",
                       field="prompts")
     args.prompts = prompts
     summary = build(args)

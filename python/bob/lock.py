@@ -1,7 +1,10 @@
-"""The lock that guards ``bob-run``'s commit (:mod:`bob.commit`), and the race hook.
+"""The locks that guard ``bob-run``'s commit (:mod:`bob.commit`), and the race hook.
 
-The lock is an exclusive ``flock`` on ``.{name}.bob-lock`` beside the
-resolved checkpoint (:class:`CheckpointLock`). It is what it claims:
+``bob-run`` locks every file it replaces (the checkpoint, the predictions,
+the trace): an exclusive ``flock`` on ``.{name}.bob-lock`` beside each
+resolved target (:class:`TargetLock`), taken in the order of their paths. So
+under its locks every temporary beside a target is its own or a dead run's,
+and two runs that share any file exclude each other. A lock is what it claims:
 
 * opened without following links, without creating over anything, and it
   must be a regular file with one link that is none of the run's own files
@@ -17,11 +20,11 @@ resolved checkpoint (:class:`CheckpointLock`). It is what it claims:
   owner out (one this user cannot even read is refused, nothing changed: in
   a directory others can write, they can keep a run from its lock, never
   make it lose a file);
-* the holder checks before its commit that the lock path is still its
+* the holder checks before its commit that each lock path is still its
   inode: a lock file deleted or replaced while held makes that run refuse,
   nothing changed, so two runs can never both commit from one state.
 
-The lock file is removed when its holder is done (a SIGKILLed holder leaves
+A lock file is removed when its holder is done (a SIGKILLed holder leaves
 it; the next run locks and removes it). Standard library only.
 
 **The race hook** :func:`pause_at`, inert unless ``BOB_COMMIT_PAUSE=POINT:FIFO``
@@ -44,7 +47,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from bob.signals import Deferral
 
-__all__ = ["LOCK_TAG", "lock_path_for", "CheckpointLock", "refuse_if_lock_of", "COMMIT_WINDOW", "PAUSE_ENV",
+__all__ = ["LOCK_TAG", "lock_path_for", "TargetLock", "lock_targets", "release", "refuse_if_lock_of", "COMMIT_WINDOW", "PAUSE_ENV",
            "pause_at"]
 
 LOCK_TAG = ".bob-lock"
@@ -52,8 +55,8 @@ _MOST_LOCK_BYTES = 32  # a lock file holds nothing but its holder's pid and a ne
 _RETRIES = 1000  # lock paths replaced under us before bob gives up (each one is another process's doing)
 PAUSE_ENV = "BOB_COMMIT_PAUSE"
 COMMIT_WINDOW = ("locked", "staged", "predictions-renamed", "checked", "committed", "unlocking")
-"""The race hook's points, in order: the lock taken; both temporaries written; the predictions in
-place; the last checks passed; the checkpoint renamed (the commit); the lock about to be removed."""
+"""The race hook's points, in order: the locks taken; every temporary written; the predictions in
+place; the last checks passed; the checkpoint renamed (the commit); the locks about to be removed."""
 
 
 def pause_at(point: str) -> None:
@@ -69,7 +72,7 @@ def pause_at(point: str) -> None:
 
 
 def lock_path_for(target: str) -> str:
-    """The lock file of a (resolved) checkpoint path: ``.{name}.bob-lock`` beside it (within NAME_MAX)."""
+    """The lock file of a (resolved) target path: ``.{name}.bob-lock`` beside it (within NAME_MAX)."""
     directory = os.path.dirname(target)
     return os.path.join(directory, sidecar_name(target, LOCK_TAG))
 
@@ -78,8 +81,9 @@ def _identity(st: os.stat_result) -> tuple[int, int]:
     return st.st_dev, st.st_ino
 
 
-class CheckpointLock:
-    """The exclusive lock of one resolved checkpoint path (see the module docstring).
+class TargetLock:
+    """The exclusive lock of one resolved target path (see the module docstring); a refusal names
+    ``option`` and ``shown`` (the path as the command line gives it).
 
     One link and no symbolic link is what keeps it from being any of the
     run's own files: a lock path that names the checkpoint, the input or the
@@ -89,15 +93,16 @@ class CheckpointLock:
     """
 
     def __init__(self, target: str, wait_seconds: float, deferral: "Deferral | None" = None,
-                 shown: "str | None" = None) -> None:
+                 option: str = "--checkpoint", shown: "str | None" = None) -> None:
         self.path: str = lock_path_for(target)
-        self.shown = shown  # the checkpoint as the command line gives it, named in a refusal
+        self.option: str = option
+        self.shown: str = target if shown is None else shown  # named in a refusal
         self.wait_seconds = wait_seconds
         self.deferral = deferral  # open while bob-run waits: checked between two tries
         self.fd: int | None = None
         self.identity: tuple[int, int] | None = None
 
-    def __enter__(self) -> "CheckpointLock":
+    def __enter__(self) -> "TargetLock":
         deadline = time.monotonic() + self.wait_seconds
         for _attempt in range(_RETRIES):
             fd, writable = self._open()
@@ -124,9 +129,8 @@ class CheckpointLock:
                     raise self._unusable(os_reason(exc)) from None
                 raise
             self.fd, self.identity = fd, held
-            pause_at("locked")
             return self
-        raise self._unusable("it was replaced more than 1000 times while bob-run tried to lock it")
+        raise self._unusable(f"it was replaced more than {_RETRIES} times while bob-run tried to lock it")
 
     def _open(self) -> "tuple[int, bool]":
         """A descriptor of the lock file, never through a link, and whether it is writable."""
@@ -176,25 +180,24 @@ class CheckpointLock:
                 if self.deferral is not None:
                     self.deferral.check()
                 if time.monotonic() >= deadline:
-                    raise Refused(f"the checkpoint is in use by another bob-run{_read_holder(fd)}; nothing was "
-                                  "changed (use --wait SECONDS to wait for it)", code=EXIT_BUSY) from None
+                    raise Refused(f"in use by another bob-run{_read_holder(fd)}; nothing was changed (use --wait "
+                                  "SECONDS to wait for it)", option=self.option, path=self.shown, code=EXIT_BUSY) from None
                 time.sleep(0.02)
 
     def _unusable(self, reason: str) -> Refused:
         return Refused(f"its lock file {show_path(self.path)} cannot be used: {reason}; "
-                       "nothing was changed", option="--checkpoint", path=self.shown)
+                       "nothing was changed", option=self.option, path=self.shown)
 
     def still_held(self) -> None:
         """Refuse (exit 75) if the lock path is no longer the file this run locked."""
         if identity(self.path, follow_symlinks=False) != self.identity:
             raise Refused(f"its lock file {show_path(self.path)} was deleted or replaced while this run held it; "
                           "another bob-run may be at work on this checkpoint, so nothing was changed",
-                          option="--checkpoint", path=self.shown, code=EXIT_BUSY)
+                          option=self.option, path=self.shown, code=EXIT_BUSY)
 
     def __exit__(self, *exc: object) -> None:
         if self.fd is None:
             return
-        pause_at("unlocking")
         try:
             if identity(self.path, follow_symlinks=False) == self.identity:
                 os.unlink(self.path)  # while still locked: a waiter on this inode sees it gone and retries
@@ -204,15 +207,43 @@ class CheckpointLock:
         self.fd = None
 
 
+def lock_targets(outputs: "tuple[tuple[str, str, str], ...]", wait_seconds: float,
+                 deferral: "Deferral | None" = None) -> "list[TargetLock]":
+    """A :class:`TargetLock` of each of a run's ``outputs`` (option, path, resolved target), all within one
+    ``wait_seconds``; taken in the order of their paths, so two runs never wait for each other in a circle.
+    If one cannot be taken, those taken are released."""
+    deadline = time.monotonic() + wait_seconds
+    locks: list[TargetLock] = []
+    try:
+        for option, path, target in sorted(outputs, key=lambda output: output[2]):
+            locks.append(TargetLock(target, max(0.0, deadline - time.monotonic()), deferral, option, path).__enter__())
+    except BaseException:
+        release(locks)
+        raise
+    pause_at("locked")
+    return locks
+
+
+def release(locks: "list[TargetLock]") -> None:
+    """Remove and unlock what :func:`lock_targets` took, last taken first."""
+    if locks:
+        pause_at("unlocking")
+    for lock in reversed(locks):
+        lock.__exit__()
+
+
 def _read_holder(fd: int) -> str:
     try:
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        text = os.pread(fd, _MOST_LOCK_BYTES, 0).decode("ascii", "replace").strip()
     except OSError:
         return ""
     return f" (pid {text})" if text.isdigit() else ""
 
 
-def refuse_if_lock_of(target: str, checkpoint_target: str, option: str) -> None:
-    """``--predictions`` (or another output) may not be the checkpoint's own lock file."""
-    if os.path.abspath(target) == os.path.abspath(lock_path_for(checkpoint_target)):
-        raise Refused("names the checkpoint's lock file; choose another path", option=option, path=target)
+def refuse_if_lock_of(outputs: "tuple[tuple[str, str, str], ...]") -> None:
+    """No file a run replaces (``outputs``: option, path, resolved target) may be another one's lock file."""
+    for option, path, target in outputs:
+        for other, _, other_target in outputs:
+            if other != option and os.path.abspath(target) == os.path.abspath(lock_path_for(other_target)):
+                whose = "the checkpoint's lock file" if other == "--checkpoint" else f"the lock file of {other}"
+                raise Refused(f"names {whose}; choose another path", option=option, path=path)

@@ -5,11 +5,11 @@ runs. What this module adds is what a command on shared files needs:
 
 * exit 0 done; 2 the command line, the input or the checkpoint is refused
   (one line naming the option, the path and the field; no traceback);
-  75 the checkpoint is in use by another ``bob-run``; 128 + the signal
+  75 a file it replaces is in use by another ``bob-run``; 128 + the signal
   (130 for Ctrl-C, 143, 129) interrupted before the commit, nothing changed;
   1 anything unexpected (a traceback only under ``--debug``);
-* only regular files are read or replaced; links are followed, and the lock
-  belongs to the resolved checkpoint (:mod:`bob.fileio`);
+* only regular files are read or replaced; links are followed, and each file
+  it replaces is locked by its resolved path (:mod:`bob.fileio`, :mod:`bob.lock`);
 * nothing is lost: every check, and the invocation's updates, happen before the first
   write; the predictions are replaced before the checkpoint, and put back
   exactly if the checkpoint cannot be replaced; a state that would not be
@@ -129,16 +129,15 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     from bob.formats import canonical
     from bob.formats.checkpoint import pin_problem, sha256
     from bob.invocation import advance, buffer_planes, sealed_buffer
-    from bob.lock import CheckpointLock
+    from bob.lock import lock_targets, release
     from bob.signals import Deferral
 
     deferral = Deferral() if deferral is None else deferral
     deferral.check()  # a signal since bob-run began: nothing has been touched
     if expect_checkpoint is not None and (problem := pin_problem(expect_checkpoint)) is not None:
         raise Refused(problem, option="--expect-checkpoint")
-    checkpoint_target, predictions_target = _targets(input_path, checkpoint_path, predictions_path)
-    trace_target = None if trace_path is None else _trace_target(trace_path, input_path, checkpoint_target,
-                                                                  predictions_target)
+    outputs = _outputs(input_path, checkpoint_path, predictions_path, trace_path)
+    (_, _, checkpoint_target), (_, _, predictions_target), *traced = outputs
     with about("--input", input_path, "input record"):
         contexts, targets, prompt_words = _read_record(input_path)
 
@@ -146,12 +145,9 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     # checks here and in the lock's wait: never between creating a file and
     # the code that removes it.
     deferral.begin()
-    lock = CheckpointLock(checkpoint_target, wait_seconds, deferral, checkpoint_path).__enter__()
+    locks = lock_targets(outputs, wait_seconds, deferral)
     try:
         deferral.check()
-        traced = () if trace_target is None else (("--trace", trace_path, trace_target),)
-        outputs = (("--checkpoint", checkpoint_path, checkpoint_target),
-                   ("--predictions", predictions_path, predictions_target), *traced)
         cleaned = [p for _, _, target in outputs for p in clean_stale_temporaries(target, holding_lock=True)]
         for option, path, target in outputs:
             with about(option, path):  # now that no backup link of a killed run is a second name
@@ -168,7 +164,8 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
 
         def before_commit() -> None:
             deferral.check()
-            lock.still_held()
+            for lock in locks:
+                lock.still_held()
             if identity(checkpoint_target) != read_from:
                 raise Refused("was replaced by another process while this run trained; nothing was changed",
                               option="--checkpoint", path=checkpoint_path, code=EXIT_BUSY)
@@ -183,7 +180,7 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
         finally:
             commit.close()
     finally:
-        lock.__exit__()
+        release(locks)
 
     summary = _summary(step_before, step_after, losses, prompt_words, records, checkpoint_path,
                        sha256(checkpoint_data), predictions_path, prediction_bytes, cleaned, commit.problems)
@@ -191,10 +188,9 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
 
 
 def _trace_target(trace_path: str, input_path: str, checkpoint_target: str, predictions_target: str) -> str:
-    """``--trace``'s target, decided as :func:`_targets` decides the others':
-    links resolved, and none of the run's other files nor the checkpoint's lock."""
+    """``--trace``'s target, decided as :func:`_outputs` decides the others':
+    links resolved, and none of the run's other files."""
     from bob.fileio import replace_target, same_file
-    from bob.lock import refuse_if_lock_of
 
     with about("--trace", trace_path):
         target = replace_target(trace_path, check_replaceable=False)
@@ -202,17 +198,17 @@ def _trace_target(trace_path: str, input_path: str, checkpoint_target: str, pred
                         (predictions_target, "--predictions")):
         if same_file(target, other):
             raise Refused(f"names the same file as {what}; each needs its own", option="--trace", path=trace_path)
-    refuse_if_lock_of(target, checkpoint_target, "--trace")
     return target
 
 
-def _targets(input_path: str, checkpoint_path: str, predictions_path: str) -> "tuple[str, str]":
-    """The files the run will replace (checkpoint, predictions), links resolved,
-    decided before anything is read or created: the kernel resolves every path
-    (a deleted working directory is named here), and no two options may name
-    one file, nor the predictions the checkpoint's lock."""
-    from bob.lock import refuse_if_lock_of
+def _outputs(input_path: str, checkpoint_path: str, predictions_path: str,
+             trace_path: "str | None") -> "tuple[tuple[str, str, str], ...]":
+    """The files the run will replace (checkpoint, predictions, trace), each as (option, path, target:
+    links resolved), decided before anything is read or created: the kernel resolves every path
+    (a deleted working directory is named here), and no two options may name one file, nor one
+    another's lock."""
     from bob.fileio import check_directory, replace_target, same_file
+    from bob.lock import refuse_if_lock_of
 
     with about("--input", input_path):
         check_directory(input_path)
@@ -227,8 +223,13 @@ def _targets(input_path: str, checkpoint_path: str, predictions_path: str) -> "t
     ):
         if same_file(a, b):  # refused naming the option of the file that would be replaced
             raise Refused(f"the same file as {first}; each needs its own", option=option, path=path)
-    refuse_if_lock_of(predictions_target, checkpoint_target, "--predictions")
-    return checkpoint_target, predictions_target
+    outputs: "tuple[tuple[str, str, str], ...]" = (("--checkpoint", checkpoint_path, checkpoint_target),
+                                                   ("--predictions", predictions_path, predictions_target))
+    if trace_path is not None:
+        outputs += (("--trace", trace_path, _trace_target(trace_path, input_path, checkpoint_target,
+                                                          predictions_target)),)
+    refuse_if_lock_of(outputs)
+    return outputs
 
 
 def _summary(step_before: int, step_after: int, losses: "list[float]", prompt_words: "tuple[int, ...]",

@@ -16,7 +16,7 @@ PROG = "bob-run"
 
 
 def run_parser() -> "argparse.ArgumentParser":
-    from bob.formats.constants import UPDATES_PER_INVOCATION
+    from bob.formats.constants import PREDICTION_BYTES, UPDATES_PER_INVOCATION
 
     parser = argument_parser(
         prog=PROG,
@@ -26,7 +26,7 @@ def run_parser() -> "argparse.ArgumentParser":
     )
     parser.add_argument("--input", required=True, metavar="RECORD", help="the input record (bob-input v1)")
     parser.add_argument("--checkpoint", required=True, metavar="CKPT", help="read, then replaced atomically")
-    parser.add_argument("--predictions", required=True, metavar="PRED", help="written atomically (24 bytes)")
+    parser.add_argument("--predictions", required=True, metavar="PRED", help=f"written atomically ({PREDICTION_BYTES} bytes)")
     parser.add_argument("--trace", metavar="TRACE",
                         help="also write the trace of the updates (formats/trace.md), committed with the pair")
     parser.add_argument("--wait", default="0", metavar="SECONDS",

@@ -166,8 +166,8 @@ def test_a_held_lock_names_its_holder_and_the_way_out(work: Path, capsys) -> Non
         assert main(argv(work, "--wait", "0.3")) == 75
         assert time.monotonic() - started >= 0.3  # it waited as long as asked, then gave up
         err = capsys.readouterr().err
-        assert err == ("bob-run: the checkpoint is in use by another bob-run (pid 4242); nothing was changed "
-                       "(use --wait SECONDS to wait for it)\n")
+        assert err == (f"bob-run: --checkpoint {work / 'ck.bin'}: in use by another bob-run (pid 4242); nothing was "
+                       "changed (use --wait SECONDS to wait for it)\n")
         os.ftruncate(fd, 0)  # a holder that has not written its pid yet is not named
         assert main(argv(work)) == 75
         assert "another bob-run; nothing" in capsys.readouterr().err
@@ -211,17 +211,18 @@ def test_new_files_and_the_lock_file_get_0o666_minus_the_umask(work: Path, umask
     import bob.lock
 
     modes = []
-    real_exit = bob.lock.CheckpointLock.__exit__
+    real_exit = bob.lock.TargetLock.__exit__
 
     def look_then_release(self, *exc):  # the lock file exists while it is held, and is removed after
         modes.append(os.stat(self.path).st_mode & 0o7777)
         real_exit(self, *exc)
 
-    monkeypatch.setattr(bob.lock.CheckpointLock, "__exit__", look_then_release)
+    monkeypatch.setattr(bob.lock.TargetLock, "__exit__", look_then_release)
     assert main(argv(work)) == 0
     for name in ("ck.bin", "pred.bin"):
         assert os.stat(work / name).st_mode & 0o7777 == 0o666 & ~umask, name
-    assert modes == [0o666 & ~umask] and not (work / ".ck.bin.bob-lock").exists()
+    assert modes == [0o666 & ~umask] * 2  # the checkpoint's lock and the predictions'
+    assert not (work / ".ck.bin.bob-lock").exists() and not (work / ".pred.bin.bob-lock").exists()
 
 
 @pytest.mark.parametrize("kind, words", [("fifo", "a FIFO (named pipe)"), ("socket", "a socket"),

@@ -14,6 +14,7 @@ import bob.commit
 import bob.fileio
 from bob.lock import COMMIT_WINDOW
 from bob.fuzz import targets, world
+from conftest import ROOT
 from bob.fuzz.faults import COMMIT_CALLS, ENTRY_CALLS, Crash, OsFaults
 from bob.fuzz.loop import seeded_loop
 from conftest import GOLDEN
@@ -97,11 +98,17 @@ def test_a_completed_run_makes_fewer_calls_than_the_worlds_draw(tmp_path: Path) 
                    "--predictions", str(tmp_path / "p")])
     assert rc == 0 and not faults.hit and not faults.left_open
     assert 20 <= faults.calls <= world.MAX_CALL  # every call of the commit can be drawn
+    every_call = faults.calls
     (tmp_path / "c").write_bytes(CHECKPOINT)
     with OsFaults("fail", 10 ** 9, only=ENTRY_CALLS) as faults:
         rc = main(["--input", str(tmp_path / "r"), "--checkpoint", str(tmp_path / "c"),
                    "--predictions", str(tmp_path / "p")])
     assert rc == 0 and faults.calls == world.ENTRY_CALLS_DRAWN - 1  # each entry call, and once none
+    # docs/fuzzing.md's counts are these
+    doc = (ROOT / "docs" / "fuzzing.md").read_text(encoding="utf-8")
+    assert f"k from 1 to {world.ENTRY_CALLS_DRAWN}, a run makes {faults.calls})" in doc
+    assert f"k counts every call (k from 1 to {world.MAX_CALL})" in doc
+    assert f"a completed run on a checkpoint makes {every_call} of them" in doc
 
 
 def test_faults_fail_once_or_end_the_world(tmp_path: Path) -> None:

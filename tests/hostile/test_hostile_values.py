@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import bob
-from bob.formats.contract import LEARNER_HYPERPARAMETERS, LEARNER_PREFIX
+from bob.formats.constants import LEARNER_HYPERPARAMETERS, LEARNER_PREFIX
 from bob.formats.layout import CANONICAL
 from bob.inspect import main as inspect_main
 from bob.run import main as run_main

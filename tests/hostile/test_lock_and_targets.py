@@ -67,17 +67,19 @@ def test_a_lock_file_deleted_while_held_stops_the_holder_from_committing(work: P
 def test_a_lock_file_replaced_after_flock_is_retried(work: Path, monkeypatch) -> None:
     """After flock, the descriptor must still be the lock path's file: a
     holder that removed it (as every holder does) makes the waiter lock anew."""
-    real = bob.lock.CheckpointLock._wait_for
+    real = bob.lock.TargetLock._wait_for
     calls = []
 
     def swap_then_wait(self, fd, deadline):
         real(self, fd, deadline)
+        if self.option != "--checkpoint":  # (the predictions' lock is taken as it was)
+            return
         if not calls:
             os.unlink(self.path)  # as a finishing holder removes it, after we opened it
             Path(self.path).write_bytes(b"")
         calls.append(fd)
 
-    monkeypatch.setattr(bob.lock.CheckpointLock, "_wait_for", swap_then_wait)
+    monkeypatch.setattr(bob.lock.TargetLock, "_wait_for", swap_then_wait)
     assert bob.run.main(argv(work)) == 0
     assert len(calls) == 2 and not (work / ".ck.bin.bob-lock").exists()
 
@@ -98,6 +100,19 @@ def test_predictions_may_not_name_the_checkpoints_lock_file(work: Path, capsys) 
     assert err == f"bob-run: refused: --predictions {work / '.ck.bin.bob-lock'}: names the checkpoint's lock file; " \
                   "choose another path\n"
     assert not (work / "ck.bin").exists()
+
+
+def test_readme_s_long_name_figures_are_where_the_lock_name_changes() -> None:
+    """README: a name over 214 bytes gets `.PREFIX~HASH.bob-lock`, PREFIX its first 197 bytes."""
+    import re
+
+    from conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    longest, kept = (int(n) for n in re.search(r"name over (\d+) bytes.*?first (\d+) bytes", readme, re.S).groups())
+    assert bob.lock.lock_path_for("/d/" + "c" * longest) == f"/d/.{'c' * longest}.bob-lock"
+    hashed = os.path.basename(bob.lock.lock_path_for("/d/" + "c" * (longest + 1)))
+    assert re.fullmatch(rf"\.c{{{kept}}}~[0-9a-f]{{16}}\.bob-lock", hashed), hashed
 
 
 def test_a_checkpoint_name_of_250_bytes_has_a_lock_within_name_max(work: Path) -> None:

@@ -66,6 +66,27 @@ def test_concurrent_runs_without_wait_either_run_or_say_75(work: Path, point: st
 
 
 @pytest.mark.parametrize("point", COMMIT_WINDOW)
+def test_two_runs_on_two_checkpoints_sharing_the_predictions_exclude_each_other(work: Path, point: str) -> None:
+    """Every file a run replaces is locked, not only the checkpoint: a second run on another checkpoint
+    that names the same --predictions says 75 naming it, at every point of the first one's commit, and
+    leaves the first one's backup of the old predictions alone (it removed it before: a rollback lost them)."""
+    (work / "pred.bin").write_bytes(b"old predictions")
+    other = [*argv(work)[:4], str(work / "other.ck"), *argv(work)[5:]]
+
+    def second() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "bob", "run", *other], env=race.child_env(),
+                              capture_output=True, text=True, timeout=120)
+
+    first, second_run = first_run_meets(work, point, second)
+    error = json.loads(second_run.stdout)["error"]
+    assert first == 0 and second_run.returncode == 75, second_run.stderr
+    assert (error["option"], error["path"]) == ("--predictions", str(work / "pred.bin"))
+    assert "in use by another bob-run" in error["message"] and not (work / "other.ck").exists()
+    assert (work / "pred.bin").read_bytes() == bob.invoke(RECORD, b"", threads=1).predictions_bytes()
+    assert sorted(p.name for p in work.iterdir()) == ["ck.bin", "pred.bin", "rec.bin"]
+
+
+@pytest.mark.parametrize("point", COMMIT_WINDOW)
 def test_the_lock_free_clean_up_spares_a_live_run_at_every_point(work: Path, point: str) -> None:
     """The library's clean-up, which holds no lock, removes no file of a run that is alive."""
     (work / "ck.bin").write_bytes(b"")

@@ -21,7 +21,8 @@ import pytest
 import bob
 from bob.formats.checkpoint import Checkpoint
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, TRACE_UPDATES
-from bob.formats.contract import LEARNER_PREFIX, Contract
+from bob.formats.constants import LEARNER_PREFIX
+from bob.formats.contract import Contract
 from bob.formats.layout import CANONICAL_HEADER_BYTES
 
 from conftest import CHUNK, GOLDEN, Cli

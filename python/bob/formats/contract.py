@@ -13,7 +13,7 @@ from bob.errors import ContractMismatch, show_value
 # The constants live in bob.formats.constants (standard library only, so
 # bob-run's fast path can use them without this module's dataclasses).
 from bob.formats.constants import (CHUNK_BYTES, DATA, EMPTY_PROMPT, LEARNER, LEARNER_HYPERPARAMETERS, LEARNER_NAMES,
-                                   LEARNER_PREFIX, MAX_CHECKPOINT_BYTES, MAX_HEADER_BYTES, PARAMETER_COUNT,
+                                   MAX_CHECKPOINT_BYTES, MAX_HEADER_BYTES, PARAMETER_COUNT,
                                    PAYLOAD_BYTES, PLANE_NAMES, PREDICTION_BYTES, PROMPTS, RECORD_BYTES, SCALAR_BYTES,
                                    SEED, STATE, STRING_LIMIT, U64_MAX, UPDATES_PER_INVOCATION, VOCABULARY,
                                    learner_floats)

@@ -21,7 +21,7 @@ from bob.formats.layout import DIGEST_BYTES, F64, U32, U64, Field
 from bob.formats.rules import ValueRule
 
 __all__ = ["construct_of", "schema_fields", "LengthPrefixed", "END", "Rule", "ruled", "Table", "Sha256Of",
-           "ZeroPadding", "FieldRow", "parse", "layout", "walk", "field_from_path", "const_value"]
+           "ZeroPadding", "FieldRow", "parse", "layout", "walk", "field_from_path"]
 
 
 # -- Streams and paths
@@ -305,14 +305,3 @@ def layout(schema: Construct, sample: bytes) -> list[FieldRow]:
     rows: list[FieldRow] = []
     walk(schema, value, 0, "", "", rows)
     return rows
-
-
-def const_value(schema: Struct, name: str) -> Any:
-    """The value of the ``Const`` field ``name`` of ``schema`` (the magic)."""
-    for sub in schema.subcons:
-        inner, subname, _ = _unwrap(sub)
-        if subname == name:
-            while not isinstance(inner, Const):
-                inner = inner.subcon
-            return inner.value
-    raise KeyError(name)

@@ -199,22 +199,38 @@ def durable_before(ops: list[Op], k: int) -> list[bool]:
 
 def crash_states(image: Image, ops: list[Op]) -> Iterator[tuple[int, tuple[int, ...], Image]]:
     """Every crash state ``(k, kept, image)``: a crash after ``k`` operations keeping the volatile ones
-    ``kept`` (indices), each tree yielded once per what the run had said by then."""
-    seen: set[tuple[bool, frozenset]] = set()
+    ``kept`` (indices), each tree once per what the run had said by then, its lock files and its other
+    files new apart (docs/fuzzing.md, "Power loss"); an inode's bytes after some writes are built once."""
+    from bob.lock import LOCK_TAG
+
+    seen: set[tuple[bool, bool, frozenset]] = set()
+
+    @functools.cache
+    def content(node: int, writes: tuple[int, ...]) -> tuple[bytearray, bytes]:
+        """An inode's bytes after these of its writes, and their digest."""
+        one = Image({}, {node: bytearray(image.nodes.get(node, b""))})
+        for i in writes:
+            one.apply(ops[i])
+        return one.nodes[node], hashlib.sha256(one.nodes[node]).digest()
+
     for k in range(len(ops) + 1):
         durable = durable_before(ops, k)
         volatile = [i for i in range(k) if not durable[i]]
         subsets = (itertools.combinations(volatile, r) for r in range(len(volatile) + 1))
         for kept in itertools.chain.from_iterable(subsets):
-            state = image.copy()
-            for i in range(k):
-                if durable[i] or i in kept:
+            applied = [i for i in range(k) if durable[i] or i in kept]
+            state = Image(dict(image.entries), {}, image.links)
+            for i in applied:
+                if ops[i].kind in _ENTRY_OPS:
                     state.apply(ops[i])
+            held = {n: content(n, tuple(i for i in applied if ops[i].node == n and ops[i].kind in ("write", "truncate")))
+                    for n in set(state.entries.values())}
+            state.nodes = {n: data for n, (data, _) in held.items()}
             # (only the whole run said anything: it committed)
-            key = (k == len(ops), frozenset((e, hashlib.sha256(state.nodes.get(n, b"")).digest())
-                                            for e, n in state.entries.items()))
-            if key not in seen:
-                seen.add(key)
+            keys = {(k == len(ops), lock, frozenset((e, held[n][1]) for e, n in state.entries.items()
+                                                    if e[1].endswith(LOCK_TAG) == lock)) for lock in (False, True)}
+            if not keys <= seen:
+                seen |= keys
                 yield k, kept, state
 
 

@@ -29,9 +29,9 @@ LAYOUTS = ("plain", "plain", "symlinks", "symlinks", "symlinks", "hardlink-check
 FAULTS = ("none", "fail", "fail", "crash")
 OTHERS = ("none", "none", "none", "none", "locked", "racer", "cleaner", "powerloss")
 MAX_CALL = 32
-"""k is drawn from 1..MAX_CALL; a completed bob-run on a checkpoint makes about 30 of the calls."""
-ENTRY_CALLS_DRAWN = 8
-"""or, counting only the calls that change a directory entry, from 1..ENTRY_CALLS_DRAWN (a run makes 7)."""
+"""k is drawn from 1..MAX_CALL; a completed bob-run on a checkpoint makes 31 of the calls."""
+ENTRY_CALLS_DRAWN = 9
+"""or, counting only the calls that change a directory entry, from 1..ENTRY_CALLS_DRAWN (a run makes 8)."""
 
 MODE = 0o640  # not the umask's default: a replaced file must keep its mode
 REFUSED, BUSY = 2, 75
@@ -147,11 +147,11 @@ class _Run:
         return self.ck.read_bytes(), self.pred.read_bytes()
 
     def left(self, lock: bool = False) -> list[str]:
-        """The names in the tree, relative to it, that are not the run's own (``lock``: nor the lock file)."""
+        """The names in the tree, relative to it, that are not the run's own (``lock``: nor its lock files)."""
         from bob.lock import lock_path_for
 
         own = [self.dir / "record.bin", self.ck, self.pred, self.ck_arg, self.pred_arg, self.home, self.second]
-        own += [Path(lock_path_for(str(self.ck)))] if lock else []
+        own += [Path(lock_path_for(str(p))) for p in (self.ck, self.pred)] if lock else []
         return sorted({str(p.relative_to(self.dir)) for p in self.dir.rglob("*")}
                       - {str(p.relative_to(self.dir)) for p in own if p is not None})
 
@@ -223,11 +223,11 @@ class _Run:
     def nothing_left(self, rc: int, doc: dict) -> None:
         """No file left but the run's own (a lock file whose removal failed, and what a failing
         clean-up after the commit named, excepted), no descriptor left open."""
-        from bob.lock import lock_path_for
+        from bob.lock import LOCK_TAG
 
         faults = self.faults
-        lock_left = self.w.other == "locked" or (faults is not None and faults.failed == ("unlink",
-                                                                                          lock_path_for(str(self.ck))))
+        failed = faults.failed if faults is not None and faults.failed else ("", "")
+        lock_left = self.w.other == "locked" or (failed[0] == "unlink" and str(failed[1]).endswith(LOCK_TAG))
         told = " ".join(doc.get("problems_after_commit") or []) if rc == 0 else ""
         left = [name for name in self.left(lock=lock_left) if name not in told]
         require(not left, f"{self.where}: bob-run left other files: {left}")
@@ -275,7 +275,7 @@ def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: P
     """One execution of ``bob-run`` in the world of ``data`` (``want``: what ``bob.invoke``
     computes, or None when it refuses), and the invariants after it."""
     from bob.fuzz import powerloss
-    from bob.lock import CheckpointLock
+    from bob.lock import TargetLock
     from bob.run import main as run_main
 
     run = _Run(world_of(data), record, checkpoint, want, scratch)
@@ -288,7 +288,7 @@ def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: P
         return
     writer = _library_main if run.w.writer == "library" and run.w.other == "none" else run_main
     # the other party holding the lock as another bob-run holds it (flock: another descriptor, another holder)
-    holder = CheckpointLock(str(run.ck), 0) if run.w.other == "locked" else contextlib.nullcontext()
+    holder = TargetLock(str(run.ck), 0) if run.w.other == "locked" else contextlib.nullcontext()
     crashed, raced = False, False
     meet = {"racer": lambda: race.second_run(run.argv),  # met at the world's point of bob-run's commit
             "cleaner": lambda: race.lock_free_clean_up(str(run.ck_arg), str(run.pred_arg))}.get(run.w.other)
@@ -298,6 +298,7 @@ def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: P
             rc, out, err = quietly(writer, run.argv)
         except Crash:
             crashed, rc, out, err = True, -9, "", ""
+    require(meeting is None or meeting.met or rc != 0 or crashed, f"{run.where}: bob-run committed, never at the point")
     if meeting is not None and meeting.met and run.w.other == "racer":
         run.after_racer(rc, meeting.result, crashed)  # type: ignore[arg-type]
         ck_new, pred_new, raced = rc == 0, rc == 0, True

@@ -23,7 +23,7 @@ from bob.commands import EXIT_INTERRUPTED, EXIT_OK, EXIT_UNEXPECTED, Refused, os
 from bob.commands import EXIT_REFUSED as EXIT_PROBLEMS
 
 __all__ = ["EXIT_OK", "EXIT_UNEXPECTED", "EXIT_PROBLEMS", "EXIT_INTERRUPTED", "Refused", "os_reason", "read", "PROG",
-           "TOP_K", "base", "finish", "plural", "f32_json", "peek", "file_size", "problem", "read_checkpoint", "begin",
+           "TOP_K", "base", "finish", "plural", "f32_json", "peek", "file_size", "read_checkpoint", "begin",
            "magic_report"]
 
 PROG = "bob-inspect"
@@ -82,11 +82,6 @@ def f32_json(x: float) -> float | str:
     return float(text) if math.isfinite(float(x)) else text
 
 
-def problem(exc: FormatError) -> dict[str, Any]:
-    """A finding as JSON: :meth:`FormatError.to_dict` (its non-finite floats already ``"nan"``, ``"inf"``)."""
-    return exc.to_dict()
-
-
 def base(command: str, path: str, data: bytes | None, auto: bool) -> dict[str, Any]:
     """The keys every file report starts with."""
     return {
@@ -114,7 +109,7 @@ def begin(command: str, path: str, data: bytes | None, read_problems: list[Forma
 
 def finish(report: dict[str, Any], problems: list[FormatError], ok_verdict: str, bad_verdict: str) -> dict[str, Any]:
     """The keys every file report ends with: its problems, ``ok`` and the verdict."""
-    report.update(problems=[problem(p) for p in problems], problem_count=len(problems), ok=not problems,
+    report.update(problems=[p.to_dict() for p in problems], problem_count=len(problems), ok=not problems,
                   verdict=ok_verdict if not problems else f"{plural(len(problems), 'problem')}: {bad_verdict}")
     return report
 

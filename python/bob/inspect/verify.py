@@ -10,7 +10,7 @@ from bob.formats.checkpoint import Examination, examine
 from bob.formats.constants import PLANE_NAMES
 from bob.formats.rules import chunk_offset
 from bob.invocation import unadvanceable
-from bob.inspect.common import Refused, begin, plural, problem, read_checkpoint
+from bob.inspect.common import Refused, begin, plural, read_checkpoint
 
 __all__ = ["verify_file", "diagnosis", "render_verify"]
 
@@ -50,7 +50,10 @@ def diagnosis(ex: Examination, problems: list[dict[str, Any]]) -> list[str]:
                             f"{chunk_offset(hb, i + 1) - 1})")
         if short["actual"] < hb:
             said.append(f"the file ends inside its header ({hb} bytes)")
-    if any(p.get("field") == "header_digest" for p in problems):
+    cut = next((p for p in problems if p.get("error") == "Truncated" and p.get("field") != "file_size"), None)
+    if cut is not None:  # (nothing after that field could be read, its digest included)
+        said.append(f"the file ends inside its header, in {cut['field']} (at offset {cut['offset']})")
+    elif any(p.get("field") == "header_digest" for p in problems):
         said.append("the header (its contract fields or its chunk table) does not match the header's digest")
     if not problems and header is not None and (dead_end := unadvanceable(header.step)) is not None:
         said.append(dead_end.message)  # a valid file, at a step bob-run can never advance (D14)
@@ -69,7 +72,7 @@ def verify_file(path: str) -> dict[str, Any]:
                        "message": refused.message, "expected": None, "actual": None, "text": f"path: {refused.message}",
                        "chunk": None}]
     report, found, ex = begin("verify", path, data, findings, False, examine)
-    problems = unreadable + [_with_chunk(problem(f)) for f in found]
+    problems = unreadable + [_with_chunk(f.to_dict()) for f in found]
     for key in ("command", "auto", "kind"):
         report.pop(key)
     report["size"] = None if unreadable else report["size"]  # (a directory's or a FIFO's own size: not read)
