@@ -24,9 +24,8 @@ same treatment:
   with :class:`NotReplaceable`.
 * **Atomic.** :func:`write_atomic` writes a temporary file beside the target, fsyncs it, renames it over the
   target and fsyncs the directory; on any failure the target is byte-identical and the temporary file is gone. A
-  SIGKILL leaves at worst a temporary file named ``.{name}.bob-tmp-{pid}-{random}``:
-  :func:`bob.commit.clean_stale_temporaries` removes it once its writer is dead, and a ``bob-run`` holding the
-  checkpoint's lock removes its targets' whoever left them (pids say nothing across PID namespaces).
+  SIGKILL leaves at worst a temporary ``.{name}.bob-tmp-{pid}-{random}``, which ``bob-run`` removes under its
+  targets' locks, and :func:`bob.commit.clean_stale_temporaries` once its writer is dead.
 * **Names within NAME_MAX.** Every name bob puts beside a target (temporaries, the lock) comes from
   :func:`sidecar_name`: a target's name over 214 bytes (NAME_MAX less ``_TAG_ROOM`` and the dot) keeps a prefix
   of itself and a hash of all of it.
@@ -259,9 +258,10 @@ def make_directory(path: "str | os.PathLike[str]") -> list[str]:
         try:
             os.mkdir(name)
             made.append(name)
-        except OSError:
+        except OSError as exc:
             if not os.path.isdir(name):
-                os.stat(name)  # a link that leads nowhere raises its own reason (a loop, no target): not "exists"
+                if isinstance(exc, FileExistsError):  # a link that leads nowhere: its own reason (a loop, no target)
+                    os.stat(name)
                 raise
 
     try:

@@ -252,3 +252,19 @@ def test_after_sixteen_taken_temporary_names_the_write_gives_up_and_changes_noth
     assert (info.value.errno, info.value.filename) == (errno.EEXIST, str(target))
     assert str(info.value) == f"[Errno {errno.EEXIST}] could not create a temporary file: '{target}'"
     assert target.read_bytes() == b"old" and taken.read_bytes() == b"someone's"
+
+
+@pytest.mark.parametrize("error", [PermissionError(errno.EACCES, "permission denied"),
+                                   OSError(errno.EROFS, "read-only file system")])
+def test_a_directory_that_cannot_be_made_keeps_its_reason(tmp_path: Path, monkeypatch, error: OSError) -> None:
+    """mkdir's own reason (a read-only file system, no permission) is the one raised; it was
+    hidden behind "no such file", from looking the name up after the failure."""
+    from bob.fileio import make_directory
+
+    def refuse(path, mode=0o777):
+        raise error
+
+    monkeypatch.setattr(os, "mkdir", refuse)
+    with pytest.raises(OSError) as info:
+        make_directory(tmp_path / "out")
+    assert info.value.errno == error.errno and not (tmp_path / "out").exists()
