@@ -229,3 +229,26 @@ def test_invoke_from_bytes_owns_writable_planes_and_keeps_a_wide_header() -> Non
         for plane in (result.p, result.m, result.v):
             assert plane.flags.writeable and plane.dtype == np.float32 and not np.shares_memory(plane, view)
         assert result.to_bytes(header_bytes=448) == bob.invoke(record, first).checkpoint_bytes()
+
+
+@pytest.mark.parametrize("field,value", [("step", "3"), ("step", None), ("step", 2 ** 64), ("contract", None),
+                                         ("contract", "x"), ("p", None), ("header_bytes", "x")])
+def test_a_checkpoint_field_reassigned_to_what_no_envelope_holds_is_refused_by_invoke(field: str, value) -> None:
+    """invoke checks a Checkpoint as its writers do: a BadValue naming the field (it was a TypeError or an
+    AttributeError naming none, and a step past 2**64 - 1 was "no room"), and repr still shows it."""
+    record = bob.build_input(CORPUS, PROMPTS)
+    checkpoint = bob.invoke(record, b"", threads=1).checkpoint
+    setattr(checkpoint, field, value)
+    with pytest.raises(bob.BadValue) as info:
+        bob.invoke(record, checkpoint, threads=1)
+    assert info.value.field == {"p": "P"}.get(field, field)
+    assert repr(checkpoint).startswith("Checkpoint(") and getattr(checkpoint, field) is value
+
+
+def test_invoke_does_not_mutate_the_checkpoint_it_is_given() -> None:
+    record = bob.build_input(CORPUS, PROMPTS)
+    checkpoint = bob.invoke(record, b"", threads=1).checkpoint
+    before, planes = checkpoint.to_bytes(), (checkpoint.p, checkpoint.m, checkpoint.v)
+    bob.invoke(record, checkpoint, threads=1)
+    assert checkpoint.to_bytes() == before and all(a is b for a, b in zip(planes, (checkpoint.p, checkpoint.m,
+                                                                                  checkpoint.v)))

@@ -279,7 +279,9 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
         check_pin(checkpoint, expect, "expect")
     if not isinstance(record, InputRecord):
         record = load_input(record)
-    if isinstance(checkpoint, Checkpoint):
+    if isinstance(checkpoint, Checkpoint):  # checked as built (its fields may have been reassigned): not mutated
+        checkpoint = Checkpoint(checkpoint.step, checkpoint.p, checkpoint.m, checkpoint.v, checkpoint.header_bytes,
+                                checkpoint.contract)
         owned = _checked_planes(checkpoint.contract, checkpoint.step, (checkpoint.p, checkpoint.m, checkpoint.v))
         if owned is not None:
             start = _with_planes(checkpoint.step, owned, checkpoint.header_bytes, checkpoint.contract)

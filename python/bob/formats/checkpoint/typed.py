@@ -275,8 +275,11 @@ class Checkpoint:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return (f"Checkpoint(step={self.step}, invocations={self.invocations}, "
-                f"header_bytes={self.header_bytes}, contract={'v1' if self.contract.is_v1 else 'non-v1'})")
+        try:
+            return (f"Checkpoint(step={self.step}, invocations={self.invocations}, "
+                    f"header_bytes={self.header_bytes}, contract={'v1' if self.contract.is_v1 else 'non-v1'})")
+        except (TypeError, AttributeError):  # a field reassigned to what no checkpoint holds: shown as it is
+            return f"Checkpoint(step={self.step!r}, header_bytes={self.header_bytes!r}, contract={self.contract!r})"
 
 
 def load_checkpoint(data: bytes, *, for_resume: bool = True, expected_sha256: str | None = None) -> Checkpoint:
