@@ -9,15 +9,15 @@ def main(argv: list[str] | None = None, *, until_exit: bool = False) -> int:
     """The command ``argv`` names; its exit status. ``until_exit``: the process ends with it at once
     (``bob.run.main``'s), as under ``python -m bob``."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help"):
+    if argv[:1] in (["-h"], ["--help"]):
         print(USAGE)
-        return 0 if argv else 2
-    if argv[0] == "--version":
+        return 0
+    if argv[:1] == ["--version"]:
         from bob.distribution import version
 
         print(f"bob {version()}")
         return 0
-    command, rest = argv[0], argv[1:]
+    command, rest = (argv or [""])[0], argv[1:]
     if command == "run":
         from bob.run import main as run_main
 
@@ -30,9 +30,11 @@ def main(argv: list[str] | None = None, *, until_exit: bool = False) -> int:
         from bob.qualify import main as run
     elif command == "fuzz":
         from bob.fuzz import main as run
-    else:
-        print(f"{USAGE}\npython -m bob: unknown command {command!r}", file=sys.stderr)
-        return 2
+    else:  # a usage error, as every command's (README, "One convention for all five")
+        from bob.commands import Refused, fail
+
+        why = f"unknown command {command!r}" if command else "no command given"
+        return fail("python -m bob", Refused(f"{USAGE} ({why})"), as_json="--json" in argv)
     return run(rest)
 
 

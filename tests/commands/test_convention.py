@@ -225,6 +225,22 @@ def test_a_usage_error_is_one_line_and_the_same_envelope(argv: list[str], capsys
             assert document["error"]["message"].startswith("usage: ")
 
 
+@pytest.mark.parametrize("argv", [[], ["nope"], ["--json"]], ids=["nothing", "nope", "--json"])
+def test_python_m_bob_without_a_command_is_the_same_usage_error(argv: list[str], capsys) -> None:
+    """The dispatcher's own usage errors follow the convention (it printed its usage on stdout for no
+    command, and a line of its own without JSON for an unknown one)."""
+    from bob.__main__ import main
+
+    for extra in ([], ["--json"]):
+        rc, (out, err) = main([*argv, *extra]), capsys.readouterr()
+        assert rc == 2 and err.count("\n") == 1 and err.startswith("python -m bob: refused: usage: "), err
+        if extra or argv == ["--json"]:
+            shared_keys(json.loads(out), "python -m bob", 2)
+        else:
+            assert out == ""
+    assert main(["--help"]) == 0 and capsys.readouterr().out.startswith("usage: python -m bob ")
+
+
 # --------------------------------------------------------------------------- #
 # Numbers
 # --------------------------------------------------------------------------- #

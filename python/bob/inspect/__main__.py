@@ -2,6 +2,7 @@
 
 import sys
 
-from bob.inspect.cli import main
+if __name__ == "__main__":
+    from bob.inspect.cli import main
 
-sys.exit(main())
+    sys.exit(main())
