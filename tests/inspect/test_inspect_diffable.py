@@ -49,3 +49,15 @@ def test_diffable_leaves_json_and_exit_codes_as_they_are(cli, tmp_path: Path) ->
     a = write(tmp_path, "a.bob", STEP10)
     assert cli.json("diff", "--diffable", a, a) == cli.json("diff", a, a)
     assert cli.text("diff", "--diffable", a, a).splitlines()[-1] == "verdict: equal"
+
+
+def test_the_largest_ulp_distance_is_the_integer_json_gives(cli, tmp_path: Path) -> None:
+    """Two distances that differ past the 9th digit read differently (it was rounded to 9 digits:
+    the fresh state against step 10 is 2,065,553,142 ulp in P)."""
+    (tmp_path / "fresh.bob").write_bytes(b"")
+    a, b = str(tmp_path / "fresh.bob"), write(tmp_path, "b.bob", STEP10)
+    planes = cli.json("diff", a, b, code=1)["planes"]
+    text = cli.text("diff", "--diffable", a, b, code=1)
+    assert planes["P"]["max_ulp"]["value"] >= 10 ** 9
+    for name, d in planes.items():
+        assert f"plane {name} largest ULP distance {d['max_ulp']['value']}: " in text

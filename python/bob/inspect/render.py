@@ -224,7 +224,7 @@ def render_diffable(r: dict[str, Any]) -> list[str]:
         for what, m in (("first", d["first"]), ("largest |A-B|", d["max_abs_diff"]),
                         ("largest ULP distance", d["max_ulp"])):
             if m is not None:
-                value = "" if what == "first" else f" {g(m['value'], 9)}"
+                value = "" if what == "first" else f" {m['value'] if 'ULP' in what else g(m['value'], 9)}"
                 L.append(f"plane {name} {what}{value}: context {m['context_text']}, next {m['next_text']}: "
                          f"A {g(m['a'], 9)} | B {g(m['b'], 9)}")
     for key in ("a", "b"):  # by field and kind: a message may give byte offsets
