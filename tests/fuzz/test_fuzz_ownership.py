@@ -191,6 +191,15 @@ def test_check_accepts_another_real_problem_of_the_same_file(tmp_path: Path, cap
     capsys.readouterr()
 
 
+def test_check_over_a_manifest_without_a_file_of_the_format_is_refused(tmp_path: Path, capsys) -> None:
+    """A reader that met no file agreed with nothing: refused naming the corpus (it was exit 0, "0 of 0
+    files agree"), as bob-fuzz replay refuses an empty directory."""
+    (tmp_path / "manifest.json").write_text(json.dumps({"format": "bob-conformance-1", "files": []}))
+    assert main(["check", "--format", "input", "--corpus", str(tmp_path), "--", "true"]) == 2
+    assert capsys.readouterr().err == (f"bob-fuzz: refused: --corpus {tmp_path}: its manifest lists no input file: "
+                                       "nothing to check\n")
+
+
 def test_workers_that_cannot_all_start_are_a_refusal_and_the_started_end(tmp_path: Path, monkeypatch) -> None:
     pytest.importorskip("atheris", reason="atheris is the optional fuzz extra (scripts/bootstrap.sh test,fuzz)")
     import errno

@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from bob.commands import Refused, about, os_reason
 from bob.formats.kinds import FORMATS
 
 __all__ = ["FORMATS", "open_corpus", "judge", "write_corpus", "check", "render_table", "reader_main"]
@@ -61,7 +62,6 @@ def _accepted(fmt: str) -> list[tuple[str, bytes]]:
 def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130) -> list[dict[str, Any]]:
     """Write the labelled corpus and its manifest; the manifest's entries. Cut short (a full disk, a
     signal), it removes the files and directories it made: a corpus is whole or not there."""
-    from bob.commands import about
     from bob.fileio import discard_temporary, make_directory, remove_empty_directories, write_atomic
     from bob.fuzz.mutator import mutate, mutate_field, refresh_digests, spots
     from bob.progress import Progress
@@ -122,7 +122,6 @@ def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130) -> l
 def open_corpus(corpus: "str | os.PathLike[str]") -> list[dict[str, Any]]:
     """A corpus's manifest entries; a corpus that is missing, not a directory, without a readable
     ``manifest.json`` or with one bob did not write is a :class:`bob.commands.Refused` naming ``--corpus``."""
-    from bob.commands import Refused, about
     from bob.fileio import FileTooLarge, read_bounded, refuse_if_working_directory_gone
     from bob.fuzz.common import read_input
 
@@ -170,7 +169,6 @@ def _reader_verdict(command: list[str], path: Path, timeout: float) -> tuple[str
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.DEVNULL,
                                     start_new_session=True)
         except OSError as exc:
-            from bob.commands import Refused, os_reason
 
             raise Refused(f"cannot run the reader: {os_reason(exc)}", option="COMMAND", path=argv[0]) from None
         try:
@@ -205,11 +203,12 @@ def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | Non
         by_field: dict[str, dict[str, int]] = {}
         disagreements: list[dict[str, Any]] = []
         files = [e for e in open_corpus(root) if e["format"] == fmt]
+        if not files:  # (a reader that met no file agreed with nothing)
+            raise Refused(f"its manifest lists no {fmt} file: nothing to check", option="--corpus", path=str(root))
         with Progress("bob-fuzz", f"check {fmt}", len(files)) as progress:  # ends its line, if one was shown
             for e in files:
                 verdict, field = _reader_verdict(command, Path(root) / e["file"], timeout)
-                label = e["field"] or "(accepted)"
-                row = by_field.setdefault(label, {"files": 0, "agree": 0, "disagree": 0})
+                row = by_field.setdefault(e["field"] or "(accepted)", {"files": 0, "agree": 0, "disagree": 0})
                 row["files"] += 1
                 problem = None
                 if verdict != e["verdict"]:
@@ -243,7 +242,6 @@ def render_table(report: dict[str, Any]) -> str:
 def reader_main(argv: list[str]) -> int:
     """bob's reader in the ``check`` convention: exit 0 accepts; else ``{"field": …}`` and exit 2
     (a file it cannot read: 66, a command line it does not take: 64)."""
-    from bob.commands import os_reason
     from bob.formats.kinds import ALIASES
     from bob.fuzz.common import read_input
 
