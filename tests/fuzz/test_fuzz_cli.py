@@ -316,7 +316,7 @@ def test_a_conformance_corpus_cut_short_on_a_terminal_ends_its_progress_line(tmp
     printed at the end of it."""
     import errno
 
-    import bob.fileio
+    import bob.fuzz.conformance
     from bob.commands import Refused
     from bob.fuzz.conformance import write_corpus
 
@@ -324,7 +324,7 @@ def test_a_conformance_corpus_cut_short_on_a_terminal_ends_its_progress_line(tmp
         if "checkpoint" in str(path):
             raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(bob.fileio, "write_atomic", full_disk)
+    monkeypatch.setattr(bob.fuzz.conformance, "write_atomic", full_disk)
     with pytest.raises(Refused, match="checkpoint-abracadabra-step10.bin: no space left on device"):
         write_corpus(tmp_path / "c")
     assert terminal.getvalue().startswith("\rbob-fuzz conformance: 1/") and terminal.getvalue().endswith("\x1b[K\n")

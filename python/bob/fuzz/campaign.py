@@ -17,6 +17,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bob.commands import Refused, os_reason, output_directory
+from bob.fileio import make_directory, write_atomic
 from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignDisplay, CampaignResult, Finding, fast_path_stats, \
     read_input, seed_paths
 from bob.fuzz.targets import TARGETS
@@ -121,8 +123,6 @@ def _end_workers(workers: "list[_Worker]", grace: float = 3.0) -> None:
 class _Campaign:
     def __init__(self, target: str, seconds: float | None, runs: int | None, jobs: int, corpus: str | None,
                  artifacts: str, seed: int | None, fmt: str | None, max_len: int | None, max_findings: int) -> None:
-        from bob.commands import output_directory
-        from bob.fileio import make_directory
         from bob.fuzz.dictionary import write_dict
 
         self.stats = fast_path_stats(target, fmt)  # refused before anything is made
@@ -222,9 +222,6 @@ class _Campaign:
 
     def save_log(self, w: _Worker) -> None:
         """The worker's log so far, replacing the last one whole (an old log survives a failed write)."""
-        from bob.commands import os_reason
-        from bob.fileio import write_atomic
-
         try:
             write_atomic(self.logs / f"{self.name}-worker{w.index}.log",
                          "".join(w.log).encode("utf-8", "backslashreplace"))
@@ -250,8 +247,6 @@ class _Campaign:
 
     def relaunch(self, w: _Worker) -> None:
         """A worker that ended: a finding, or the end of a generation; start its next one if it may."""
-        from bob.commands import os_reason
-
         assert w.proc is not None
         w.executions_done, w.executions = w.executions_done + w.executions, 0
         result = self.result
@@ -267,9 +262,6 @@ class _Campaign:
 
     def watch(self, display: CampaignDisplay) -> None:
         """Start the workers, then read them, showing the totals every half second, until none is left."""
-        from bob.commands import Refused, os_reason
-        from bob.fileio import write_atomic
-
         self.seeds, self.crash_dir, self.env["TMPDIR"] = self.scratch("seeds"), self.scratch("crash"), \
             self.scratch("tmp")
         kind = self.name if self.name in TARGETS else self.fmt  # a module:function target: its format's files
@@ -306,7 +298,6 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
                  max_findings: int = 20) -> CampaignResult:
     """A coverage-guided campaign of ``target`` for ``seconds`` or ``runs`` executions (over all jobs)."""
     from bob import signals
-    from bob.commands import Refused
 
     if seconds is None and runs is None:
         seconds = 60

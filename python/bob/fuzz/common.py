@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from bob.commands import about
+from bob.fileio import FileTooLarge, read_bounded, write_atomic
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, PREDICTION_BYTES
 from bob.fuzz.targets import TARGETS, seed_files
 
@@ -47,9 +49,6 @@ def fast_path_stats(target: str, fmt: str | None) -> str | None:
     """``BOB_FUZZ_FAST_PATH_STATS`` (docs/fuzzing.md) when ``target``'s workers will write it: each
     worker's first file is written here, before anything starts, so a file bob cannot write is
     a refusal naming the variable, not a finding against bob."""
-    from bob.commands import about
-    from bob.fileio import write_atomic
-
     stats = os.environ.get("BOB_FUZZ_FAST_PATH_STATS")
     if not stats or load_target(target, fmt)[1] not in ("input", "checkpoint"):
         return None
@@ -76,8 +75,6 @@ def die_with_parent(parent: int | None = None) -> None:
 
 def read_input(path: "str | os.PathLike[str]") -> bytes:
     """A regular file's bytes (at most :data:`INPUT_LIMIT`), through bob's bounded reader."""
-    from bob.fileio import FileTooLarge, read_bounded
-
     try:
         data = read_bounded(path, INPUT_LIMIT)
     except FileTooLarge:
@@ -133,8 +130,6 @@ class CampaignResult:
     def add(self, data: bytes, message: str, key: str, artifacts: "str | os.PathLike[str] | None") -> None:
         """Count a failing input; a new failure is a finding, its input written to ``artifacts``
         (``<target>-<sha256 prefix>.bin`` and a ``.txt`` of its message and key) when that is given."""
-        from bob.fileio import write_atomic
-
         self.crashes += 1
         for f in self.findings:
             if f.key == key:  # the same failure again gets no second artifact

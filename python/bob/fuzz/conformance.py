@@ -16,7 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from bob.commands import Refused, about, os_reason
+from bob.fileio import (FileTooLarge, discard_temporary, make_directory, read_bounded, refuse_if_working_directory_gone,
+                        remove_empty_directories, write_atomic)
 from bob.formats.kinds import FORMATS
+from bob.fuzz.common import read_input
 
 __all__ = ["FORMATS", "open_corpus", "judge", "write_corpus", "check", "render_table", "reader_main"]
 
@@ -41,7 +44,6 @@ def judge(fmt: str, data: bytes) -> dict[str, Any]:
 
 def _accepted(fmt: str) -> list[tuple[str, bytes]]:
     import bob
-    from bob.fuzz.common import read_input
     from bob.fuzz.targets import golden_dir
 
     out = [(p.stem, read_input(p)) for p in sorted(golden_dir().glob(f"{fmt}*.bin"))]
@@ -62,9 +64,8 @@ def _accepted(fmt: str) -> list[tuple[str, bytes]]:
 def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130) -> list[dict[str, Any]]:
     """Write the labelled corpus and its manifest; the manifest's entries. Cut short (a full disk, a
     signal), it removes the files and directories it made: a corpus is whole or not there."""
-    from bob.fileio import discard_temporary, make_directory, remove_empty_directories, write_atomic
     from bob.fuzz.mutator import mutate, mutate_field, refresh_digests, spots
-    from bob.progress import Progress
+    from bob.progress import Progress  # (looked up when it runs: a test shows it on a terminal)
 
     root = Path(outdir)
     entries: list[dict[str, Any]] = []
@@ -122,9 +123,6 @@ def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130) -> l
 def open_corpus(corpus: "str | os.PathLike[str]") -> list[dict[str, Any]]:
     """A corpus's manifest entries; a corpus that is missing, not a directory, without a readable
     ``manifest.json`` or with one bob did not write is a :class:`bob.commands.Refused` naming ``--corpus``."""
-    from bob.fileio import FileTooLarge, read_bounded, refuse_if_working_directory_gone
-    from bob.fuzz.common import read_input
-
     if not os.path.isdir(corpus):
         with about("--corpus", corpus):  # (a deleted working directory is named as such)
             refuse_if_working_directory_gone(corpus)
@@ -243,7 +241,6 @@ def reader_main(argv: list[str]) -> int:
     """bob's reader in the ``check`` convention: exit 0 accepts; else ``{"field": …}`` and exit 2
     (a file it cannot read: 66, a command line it does not take: 64)."""
     from bob.formats.kinds import ALIASES
-    from bob.fuzz.common import read_input
 
     if len(argv) != 2 or ALIASES.get(argv[0], argv[0]) not in FORMATS:
         print(f"usage: python -m bob.fuzz.conformance {{{','.join(FORMATS)}}} FILE", file=sys.stderr)

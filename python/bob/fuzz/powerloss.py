@@ -223,8 +223,9 @@ def crash_states(image: Image, ops: list[Op]) -> Iterator[tuple[int, tuple[int, 
             for i in applied:
                 if ops[i].kind in _ENTRY_OPS:
                     state.apply(ops[i])
-            held = {n: content(n, tuple(i for i in applied if ops[i].node == n and ops[i].kind in ("write", "truncate")))
-                    for n in set(state.entries.values())}
+            writes = {n: tuple(i for i in applied if ops[i].node == n and ops[i].kind in ("write", "truncate"))
+                      for n in set(state.entries.values())}
+            held = {n: content(n, w) for n, w in writes.items()}
             state.nodes = {n: data for n, (data, _) in held.items()}
             # (only the whole run said anything: it committed)
             keys = {(k == len(ops), lock, frozenset((e, held[n][1]) for e, n in state.entries.items()

@@ -17,7 +17,8 @@ import zlib
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
-from bob.lock import COMMIT_WINDOW
+from bob.errors import FormatError
+from bob.lock import COMMIT_WINDOW, LOCK_TAG, TargetLock, lock_path_for
 from bob.fuzz import race
 from bob.fuzz.faults import ENTRY_CALLS, Crash, OsFaults
 from bob.fuzz.properties import require
@@ -85,8 +86,6 @@ def library_writer(argv: list[str]) -> int:
 
 def _library_main(argv: list[str]) -> int:
     """:func:`library_writer` as a command: a refusal or the injected failure is exit 2."""
-    from bob.errors import FormatError
-
     try:
         return library_writer(argv)
     except (OSError, FormatError):
@@ -96,7 +95,6 @@ def _library_main(argv: list[str]) -> int:
 def _invoked(record: bytes, checkpoint: bytes) -> Any:
     """What ``bob.invoke`` computes from the pair, or None when it refuses."""
     import bob
-    from bob.errors import FormatError
 
     try:
         return bob.invoke(record, checkpoint, threads=1)
@@ -148,8 +146,6 @@ class _Run:
 
     def left(self, lock: bool = False) -> list[str]:
         """The names in the tree, relative to it, that are not the run's own (``lock``: nor its lock files)."""
-        from bob.lock import lock_path_for
-
         own = [self.dir / "record.bin", self.ck, self.pred, self.ck_arg, self.pred_arg, self.home, self.second]
         own += [Path(lock_path_for(str(p))) for p in (self.ck, self.pred)] if lock else []
         return sorted({str(p.relative_to(self.dir)) for p in self.dir.rglob("*")}
@@ -223,8 +219,6 @@ class _Run:
     def nothing_left(self, rc: int, doc: dict) -> None:
         """No file left but the run's own (a lock file whose removal failed, and what a failing
         clean-up after the commit named, excepted), no descriptor left open."""
-        from bob.lock import LOCK_TAG
-
         faults = self.faults
         failed = faults.failed if faults is not None and faults.failed else ("", "")
         lock_left = self.w.other == "locked" or (failed[0] == "unlink" and str(failed[1]).endswith(LOCK_TAG))
@@ -275,7 +269,6 @@ def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: P
     """One execution of ``bob-run`` in the world of ``data`` (``want``: what ``bob.invoke``
     computes, or None when it refuses), and the invariants after it."""
     from bob.fuzz import powerloss
-    from bob.lock import TargetLock
     from bob.run import main as run_main
 
     run = _Run(world_of(data), record, checkpoint, want, scratch)
