@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bob.commands import Refused, about, os_reason
+from bob.errors import FormatError
 from bob.fileio import (FileTooLarge, discard_temporary, make_directory, read_bounded, refuse_if_working_directory_gone,
                         remove_empty_directories, write_atomic)
 from bob.formats.kinds import FORMATS
@@ -31,7 +32,6 @@ def judge(fmt: str, data: bytes) -> dict[str, Any]:
     """bob's verdict on ``data`` as format ``fmt`` (a checkpoint as for resuming: the loaders' default):
     accept, or refuse naming field and offset (the loader's), and ``fields``: every field bob's findings name."""
     import bob
-    from bob.errors import FormatError
 
     try:
         getattr(bob, f"load_{fmt}")(data)

@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, NamedTuple
 
+from bob.errors import FormatError, StateRefused
 from bob.formats.kinds import FORMATS
 from bob.fuzz.properties import PropertyFailed, quietly, require
 
@@ -30,7 +31,6 @@ def golden_dir() -> Path:
 
 def check_error(err: BaseException, data: bytes | None = None) -> None:
     """A refusal is well formed: a FormatError naming a field, one printable ASCII line, JSON-ready."""
-    from bob.errors import FormatError
     from bob.formats.constants import MAX_CHECKPOINT_BYTES
 
     if not isinstance(err, FormatError):
@@ -49,8 +49,6 @@ def check_error(err: BaseException, data: bytes | None = None) -> None:
 def _load(load: Callable, data: bytes, checked: "Callable[[BaseException], bool] | None" = None, **kw):
     """``load(data)``: (the object, None), or (None, the FormatError it raised, checked unless
     ``checked(err)`` says an equal refusal was checked already)."""
-    from bob.errors import FormatError
-
     try:
         return load(data, **kw), None
     except FormatError as err:
@@ -122,7 +120,6 @@ def _checkpoint_properties(data: bytes) -> None:
     import numpy as np
 
     import bob
-    from bob.errors import StateRefused
     from bob.formats import checkpoint as canonical
     from bob.formats.checkpoint import examine_by_schema
     from bob.fuzz import oracle
@@ -218,7 +215,6 @@ def inspect_target(data: bytes) -> None:
 
 def run_target(data: bytes) -> None:
     import bob
-    from bob.errors import FormatError
     from bob.fuzz.mutator import format_of
     from bob.fuzz.world import run_in_world
 
