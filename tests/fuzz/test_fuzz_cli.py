@@ -290,6 +290,18 @@ def test_a_conformance_corpus_cut_short_leaves_nothing_it_made(tmp_path: Path, e
     assert sorted(p.name for p in tmp_path.rglob("*")) == (["mine.txt", "out"] if existing else [])
 
 
+@pytest.mark.parametrize("in_the_way,named", [("manifest.json/", "manifest.json: a directory, not a regular file"),
+                                               ("input", "input/accepted: not a directory")])
+def test_a_conformance_corpus_names_what_is_in_its_way(tmp_path: Path, in_the_way: str, named: str, capsys) -> None:
+    """A directory or file inside OUTDIR in the corpus's way is named, not OUTDIR, a good directory."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / in_the_way.rstrip("/")).mkdir() if in_the_way.endswith("/") else (out / in_the_way).write_bytes(b"")
+    assert main(["conformance", str(out)]) == 2
+    assert capsys.readouterr().err == f"bob-fuzz: refused: OUTDIR {out}/{named}\n"
+    assert [p.name for p in out.iterdir()] == [in_the_way.rstrip("/")]  # nothing else left
+
+
 class _Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True

@@ -73,10 +73,11 @@ def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130) -> l
 
     def add(fmt: str, name: str, data: bytes, verdict: dict[str, Any]) -> None:
         sub = Path(fmt) / ("accepted" if verdict["verdict"] == "accept" else f"refused/{verdict['field']}")
-        made.extend(make_directory(root / sub))
         path = root / sub / f"{name}.bin"
+        with about("OUTDIR", path.parent):  # the directory or file it could not make (a file in the way, a full
+            made.extend(make_directory(root / sub))  # disk, ulimit -f), not OUTDIR
         made.extend([] if os.path.lexists(path) else [os.fspath(path)])
-        with about("OUTDIR", path):  # the file it could not write (a full disk, ulimit -f), not OUTDIR
+        with about("OUTDIR", path):
             write_atomic(path, data)
         entries.append({"file": str(sub / f"{name}.bin"), "format": fmt, **verdict})
 
@@ -110,8 +111,9 @@ def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130) -> l
                         continue
                     kept[field] = kept.get(field, 0) + 1
                     add(fmt, f"{spot.replace('[', '').replace(']', '').replace('.', '-')}-{attempt:04d}", data, verdict)
-        write_atomic(root / "manifest.json",
-                     json.dumps({"format": "bob-conformance-1", "files": entries}, indent=1).encode("utf-8"))
+        with about("OUTDIR", root / "manifest.json"):
+            write_atomic(root / "manifest.json",
+                         json.dumps({"format": "bob-conformance-1", "files": entries}, indent=1).encode("utf-8"))
     except BaseException:
         for path in made:  # the files (a directory is no file to unlink), then the directories
             discard_temporary(path)

@@ -18,6 +18,7 @@ from bob.distribution import install_hint
 from bob.text import escape_bytes, one_line, show_path
 
 from bob.inspect.common import EXIT_OK, EXIT_PROBLEMS, PROG, Refused, peek, plural, read, read_checkpoint
+from bob.inspect.export import check_export, export_checkpoint
 
 if TYPE_CHECKING:  # pragma: no cover - argparse is imported only to build the parser
     import argparse
@@ -54,8 +55,6 @@ def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
 
     export, heatmap = args.export, args.heatmap
     if export is not None:  # (an empty path is refused, not taken for no export)
-        from bob.inspect.export import check_export
-
         check_export(export, args.file)
     if heatmap is not None:
         from bob.inspect.heatmap import check_heatmap
@@ -75,8 +74,6 @@ def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
                  f"({plural(report['invocations'], 'invocation')})")
         report["heatmap"] = draw_heatmap(p_plane, heatmap, title)
     if export is not None:
-        from bob.inspect.export import export_checkpoint
-
         report["export"] = export_checkpoint(report, data, export)
     return report, render_checkpoint(report), _code(report)
 
