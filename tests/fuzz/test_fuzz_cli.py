@@ -65,6 +65,18 @@ def test_replay_refuses_a_file_it_cannot_read_inside_a_directory_as_one_named(tm
         assert captured.out == "" and captured.err.startswith(f"bob-fuzz: refused: PATH {tmp_path / 'huge.bin'}: ")
 
 
+@pytest.mark.parametrize("kind,reason", [("fifo", "not a regular file"), ("dangling", "no such file")])
+def test_replay_of_a_directory_refuses_what_it_cannot_replay_never_skips_it(tmp_path: Path, kind: str, reason: str,
+                                                                           capsys) -> None:
+    """A FIFO or a link that leads nowhere under a directory is named (it was skipped: "1 passed")."""
+    (tmp_path / "a.bin").write_bytes((GOLDEN / "input-abracadabra.bin").read_bytes())
+    odd = tmp_path / "odd.bin"
+    os.mkfifo(odd) if kind == "fifo" else odd.symlink_to("nowhere")
+    assert main(["replay", "--target", "input", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"bob-fuzz: refused: PATH {odd}: ") and reason in err, err
+
+
 def escapes_then_fails(data: bytes) -> None:
     raise AssertionError("planted \x1b]0;title\x07 \x1b[31mred")
 
