@@ -187,6 +187,8 @@ SPOILS = [
     (lambda t, m: m.update({"contract.identity_sha256": "0" * 64}), bob.BadValue,
      "metadata.contract.identity_sha256"),
     (lambda t, m: t["P"].__setitem__((0, 0), np.nan), bob.StateRefused, "P"),
+    # a foreign key named in the field is escaped there too, not only in the message (a log shows it raw)
+    (lambda t, m: m.update({"\x1b[2J\n": "x"}), bob.BadValue, "metadata.\\x1b[2J\\x0a"),
 ]
 
 
