@@ -635,3 +635,14 @@ def test_readme_and_docs_spell_each_format_one_way() -> None:
 def test_the_spelling_check_can_fail() -> None:
     assert alias_lines(README + "\nRun `bob-inspect ckpt FILE`.\n") == ["Run `bob-inspect ckpt FILE`."]
     assert alias_lines("the `bob-envelope` format, `bob.formats.envelope`, `envelope_schema.py`") == []
+
+
+def test_the_layout_names_every_module_and_package_of_bob() -> None:
+    """README's Layout table is where a newcomer looks a module up: each one of python/bob is in it."""
+    layout = README[README.index("## Layout"):README.index("## Dependencies")]
+    rows = [line for line in layout.splitlines() if line.startswith("| `python/bob/")]
+    package = ROOT / "python" / "bob"
+    names = [p.name for p in package.glob("*.py") if p.name != "__main__.py"]  # (python -m bob: README's Commands)
+    names += [f"{p.name}/" for p in package.iterdir() if (p / "__init__.py").exists()]
+    missing = [n for n in names if not any(f"`python/bob/{n}`" in row or f"`{n}`" in row for row in rows)]
+    assert missing == []
