@@ -76,6 +76,10 @@ def probabilities(checkpoint: "Checkpoint", context: int) -> npt.NDArray[np.floa
     float64 softmax of P's row ``context``, the numbers ``bob-inspect checkpoint
     --rows`` shows. A row holding a non-finite value has none
     (:class:`~bob.StateRefused` naming P and the first such index)."""
+    from bob.formats.checkpoint import Checkpoint
+
+    if not isinstance(checkpoint, Checkpoint):
+        raise TypeError(f"checkpoint is a bob.Checkpoint, not {type(checkpoint).__name__}")
     byte = integer_value(context)
     if byte is None or isinstance(context, bool) or not 0 <= byte < VOCABULARY:
         raise BadValue("context", "a context byte, 0 to 255",
@@ -361,4 +365,9 @@ def diff(a: "Checkpoint | Trace | bytes | str | os.PathLike[str]",
         return compare_traces(trace_of(a), trace_of(b), checkpoints=checkpoints)
     if checkpoints is not None:
         raise TypeError("checkpoints= goes with two traces; a and b are checkpoints")
+    from bob.formats.checkpoint import Checkpoint
+
+    for name, side in (("a", a), ("b", b)):
+        if not isinstance(side, (Checkpoint, bytes, bytearray, memoryview, str, os.PathLike)):
+            raise TypeError(f"{name} is a bob.Checkpoint, a Trace, a file's bytes or a path, not {type(side).__name__}")
     return compare(Side.of(a), Side.of(b), ulp=ulp, atol=atol)  # type: ignore[arg-type]  # (no Trace: is_trace)

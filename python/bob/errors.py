@@ -168,7 +168,7 @@ class FormatError(ValueError):
         offset: int | None = None,
         index: int | None = None,
     ) -> None:
-        self.field = one_line(field)  # (a foreign key named in it, a safetensors metadata key say: escaped)
+        self.field: str = one_line(field)  # (a foreign key named in it, a safetensors metadata key say: escaped)
         self.message = message
         self.expected = expected
         self.actual = actual

@@ -201,3 +201,14 @@ def test_to_bytes_refuses_a_header_bytes_that_is_not_an_integer() -> None:
         with pytest.raises(bob.BadValue, match="header_bytes: header_bytes is an integer"):
             checkpoint.to_bytes(header_bytes=value)
     assert checkpoint.to_bytes(header_bytes=np.int64(512))[16:24] == (512).to_bytes(8, "little")
+
+
+def test_probabilities_and_diff_name_an_argument_of_another_type() -> None:
+    """A TypeError naming the argument (it was an AttributeError about p_table, or open()'s own TypeError)."""
+    checkpoint = bob.invoke(build_input(CORPUS, PROMPTS), b"", threads=1).checkpoint
+    for call, said in ((lambda: bob.probabilities(b"...", 1), "checkpoint is a bob.Checkpoint, not bytes"),
+                       (lambda: bob.diff(checkpoint, 5), "b is a bob.Checkpoint, a Trace, a file's bytes or a path"),
+                       (lambda: bob.diff(None, checkpoint), "a is a bob.Checkpoint, a Trace")):
+        with pytest.raises(TypeError, match=said):
+            call()
+    assert bob.diff(checkpoint, checkpoint.to_bytes())["equal"] and bob.probabilities(checkpoint, 97).shape == (256,)
