@@ -22,7 +22,7 @@ def run_parser() -> "argparse.ArgumentParser":
         prog=PROG,
         description=f"One bob invocation: {UPDATES_PER_INVOCATION} AdamW updates from CKPT (missing or empty: fresh), "
         "then CKPT and PRED replaced atomically.",
-        epilog="exit codes: 0 done, 1 unexpected, 2 refused, 75 checkpoint in use",
+        epilog="exit codes: 0 done, 1 unexpected, 2 refused, 75 a file in use",
     )
     parser.add_argument("--input", required=True, metavar="RECORD", help="the input record (bob-input v1)")
     parser.add_argument("--checkpoint", required=True, metavar="CKPT", help="read, then replaced atomically")

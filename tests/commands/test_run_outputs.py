@@ -44,8 +44,8 @@ options:
   --debug               show a traceback for unexpected errors
   --version             print bob's version and exit
 
-exit codes: 0 done, 1 unexpected, 2 refused, 75 checkpoint in use, 130
-interrupted (SIGINT), 143 SIGTERM, 129 SIGHUP
+exit codes: 0 done, 1 unexpected, 2 refused, 75 a file in use, 130 interrupted
+(SIGINT), 143 SIGTERM, 129 SIGHUP
 """.replace("{U}", str(U))
 
 
