@@ -47,8 +47,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from bob.signals import Deferral
 
-__all__ = ["LOCK_TAG", "lock_path_for", "TargetLock", "lock_targets", "release", "refuse_if_lock_of", "COMMIT_WINDOW", "PAUSE_ENV",
-           "pause_at"]
+__all__ = ["LOCK_TAG", "lock_path_for", "TargetLock", "lock_targets", "release", "refuse_if_lock_of", "COMMIT_WINDOW",
+           "PAUSE_ENV", "pause_at"]
 
 LOCK_TAG = ".bob-lock"
 _MOST_LOCK_BYTES = 32  # a lock file holds nothing but its holder's pid and a newline
@@ -181,7 +181,8 @@ class TargetLock:
                     self.deferral.check()
                 if time.monotonic() >= deadline:
                     raise Refused(f"in use by another bob-run{_read_holder(fd)}; nothing was changed (use --wait "
-                                  "SECONDS to wait for it)", option=self.option, path=self.shown, code=EXIT_BUSY) from None
+                                  "SECONDS to wait for it)", option=self.option, path=self.shown,
+                                  code=EXIT_BUSY) from None
                 time.sleep(0.02)
 
     def _unusable(self, reason: str) -> Refused:
@@ -192,7 +193,7 @@ class TargetLock:
         """Refuse (exit 75) if the lock path is no longer the file this run locked."""
         if identity(self.path, follow_symlinks=False) != self.identity:
             raise Refused(f"its lock file {show_path(self.path)} was deleted or replaced while this run held it; "
-                          "another bob-run may be at work on this checkpoint, so nothing was changed",
+                          "another bob-run may be at work on this file, so nothing was changed",
                           option=self.option, path=self.shown, code=EXIT_BUSY)
 
     def __exit__(self, *exc: object) -> None:
@@ -210,12 +211,21 @@ class TargetLock:
 def lock_targets(outputs: "tuple[tuple[str, str, str], ...]", wait_seconds: float,
                  deferral: "Deferral | None" = None) -> "list[TargetLock]":
     """A :class:`TargetLock` of each of a run's ``outputs`` (option, path, resolved target), all within one
-    ``wait_seconds``; taken in the order of their paths, so two runs never wait for each other in a circle.
-    If one cannot be taken, those taken are released."""
+    ``wait_seconds``; taken in the order of the lock files' places (their directory's device and inode, then
+    their name: a path string differs through a bind mount), so two runs never wait for each other in a
+    circle, and a lock file two targets share (a long name's hash) is taken once. If one cannot be taken,
+    those taken are released."""
+    places: dict[tuple[int, int, str], tuple[str, str, str]] = {}
+    for option, path, target in outputs:
+        try:
+            home = os.stat(os.path.dirname(target))
+        except OSError:  # (the lock's own open says why)
+            home = os.stat_result((0,) * 10)
+        places.setdefault((home.st_dev, home.st_ino, os.path.basename(lock_path_for(target))), (option, path, target))
     deadline = time.monotonic() + wait_seconds
     locks: list[TargetLock] = []
     try:
-        for option, path, target in sorted(outputs, key=lambda output: output[2]):
+        for _, (option, path, target) in sorted(places.items()):
             locks.append(TargetLock(target, max(0.0, deadline - time.monotonic()), deferral, option, path).__enter__())
     except BaseException:
         release(locks)

@@ -30,7 +30,7 @@ def run_parser() -> "argparse.ArgumentParser":
     parser.add_argument("--trace", metavar="TRACE",
                         help="also write the trace of the updates (formats/trace.md), committed with the pair")
     parser.add_argument("--wait", default="0", metavar="SECONDS",
-                        help="wait this long for a checkpoint another bob-run holds (default: refuse at once, exit 75)")
+                        help="wait this long for files another bob-run holds (default: refuse at once, exit 75)")
     parser.add_argument("--expect-checkpoint", metavar="SHA256",
                         help="refuse (exit 2), training nothing, unless CKPT's SHA-256 is this one (64 hex digits, "
                         "either case: the checkpoint_sha256 of the last run's --json); a missing or empty CKPT never is")

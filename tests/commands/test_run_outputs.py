@@ -33,7 +33,7 @@ options:
   --predictions PRED    written atomically (24 bytes)
   --trace TRACE         also write the trace of the updates
                         (formats/trace.md), committed with the pair
-  --wait SECONDS        wait this long for a checkpoint another bob-run holds
+  --wait SECONDS        wait this long for files another bob-run holds
                         (default: refuse at once, exit 75)
   --expect-checkpoint SHA256
                         refuse (exit 2), training nothing, unless CKPT's

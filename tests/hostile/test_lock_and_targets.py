@@ -102,6 +102,16 @@ def test_predictions_may_not_name_the_checkpoints_lock_file(work: Path, capsys) 
     assert not (work / "ck.bin").exists()
 
 
+def test_two_targets_whose_lock_files_are_one_are_locked_once(work: Path) -> None:
+    """A long name's lock is `.PREFIX~HASH.bob-lock`, which is also the lock of the name `PREFIX~HASH`: a run
+    replacing both takes that lock once (it waited for itself, exit 75), and two such runs order it by place."""
+    long = "c" * 250
+    short = os.path.basename(bob.lock.lock_path_for(str(work / long)))[1:-len(bob.lock.LOCK_TAG)]
+    assert bob.lock.lock_path_for(str(work / short)) == bob.lock.lock_path_for(str(work / long))
+    assert bob.run.main(argv(work, ck=long, pred=short)) == 0 and step_of(work / long) == U
+    assert sorted(p.name for p in work.iterdir()) == sorted([long, short, "rec.bin"])
+
+
 def test_readme_s_long_name_figures_are_where_the_lock_name_changes() -> None:
     """README: a name over 214 bytes gets `.PREFIX~HASH.bob-lock`, PREFIX its first 197 bytes."""
     import re

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import bob
+import bob.lock
 from bob.lock import COMMIT_WINDOW, pause_at
 from bob.formats.constants import UPDATES_PER_INVOCATION as U
 from bob.fuzz import race
@@ -84,6 +85,21 @@ def test_two_runs_on_two_checkpoints_sharing_the_predictions_exclude_each_other(
     assert "in use by another bob-run" in error["message"] and not (work / "other.ck").exists()
     assert (work / "pred.bin").read_bytes() == bob.invoke(RECORD, b"", threads=1).predictions_bytes()
     assert sorted(p.name for p in work.iterdir()) == ["ck.bin", "pred.bin", "rec.bin"]
+
+
+@pytest.mark.parametrize("name,option", [("pred.bin", "--predictions"), ("run.trace", "--trace")])
+def test_a_companion_s_lock_file_deleted_while_held_stops_the_run(work: Path, name: str, option: str) -> None:
+    """Each lock is checked before the commit, not only the checkpoint's: the predictions' or the trace's lock
+    file deleted while the run holds it is exit 75 naming it, nothing changed."""
+    traced = [*argv(work), "--trace", str(work / "run.trace")]
+    lock = Path(bob.lock.lock_path_for(str(work / name)))
+    with race.Meeting("staged", lambda: lock.unlink()) as meeting:
+        run = subprocess.run([sys.executable, "-m", "bob", "run", *traced], env=meeting.env, capture_output=True,
+                             text=True, timeout=120)
+    error = json.loads(run.stdout)["error"]
+    assert meeting.met and run.returncode == 75 and (error["option"], error["path"]) == (option, str(work / name))
+    assert "was deleted or replaced while this run held it" in error["message"]
+    assert sorted(p.name for p in work.iterdir()) == ["rec.bin"]
 
 
 @pytest.mark.parametrize("point", COMMIT_WINDOW)

@@ -21,10 +21,11 @@ from typing import Any, Callable, Iterator
 
 from bob.fuzz.faults import OsPatch
 from bob.fuzz.properties import quietly, require
+from bob.lock import LOCK_TAG
 
 __all__ = ["Op", "Recorder", "crash_states", "check_states", "record_run", "Scenario"]
 
-_ENTRY_OPS = ("create", "rename", "link", "unlink")
+_ENTRY_OPS, _DATA_OPS = ("create", "rename", "link", "unlink"), ("write", "truncate")
 _CHECKPOINT, _PREDICTIONS, _TRACE = "model.bob", "predictions.bin", "traces/run.trace"  # (its own directory)
 
 
@@ -53,7 +54,7 @@ class Image:
 
     def apply(self, op: Op) -> None:
         data = self.nodes.setdefault(op.node, bytearray())  # a renamed inode none of whose data reached the disk: empty
-        if op.kind in ("write", "truncate"):
+        if op.kind in _DATA_OPS:
             data.extend(bytes(max(0, op.offset - len(data))))
             if op.kind == "truncate":
                 del data[op.offset:]
@@ -199,11 +200,9 @@ def durable_before(ops: list[Op], k: int) -> list[bool]:
 
 def crash_states(image: Image, ops: list[Op]) -> Iterator[tuple[int, tuple[int, ...], Image]]:
     """Every crash state ``(k, kept, image)``: a crash after ``k`` operations keeping the volatile ones
-    ``kept`` (indices), each tree once per what the run had said by then, its lock files and its other
-    files new apart (docs/fuzzing.md, "Power loss"); an inode's bytes after some writes are built once."""
-    from bob.lock import LOCK_TAG
-
-    seen: set[tuple[bool, bool, frozenset]] = set()
+    ``kept`` (indices), each tree once per what the run had said by then, its lock files' bytes apart
+    (docs/fuzzing.md, "Power loss"); an inode's bytes after some of its writes are built once."""
+    seen: set[tuple[bool, frozenset]] = set()  # (said: only the whole run said anything, that it committed)
 
     @functools.cache
     def content(node: int, writes: tuple[int, ...]) -> tuple[bytearray, bytes]:
@@ -220,16 +219,15 @@ def crash_states(image: Image, ops: list[Op]) -> Iterator[tuple[int, tuple[int, 
         for kept in itertools.chain.from_iterable(subsets):
             applied = [i for i in range(k) if durable[i] or i in kept]
             state = Image(dict(image.entries), {}, image.links)
-            for i in applied:
-                if ops[i].kind in _ENTRY_OPS:
-                    state.apply(ops[i])
-            writes = {n: tuple(i for i in applied if ops[i].node == n and ops[i].kind in ("write", "truncate"))
-                      for n in set(state.entries.values())}
-            held = {n: content(n, w) for n, w in writes.items()}
+            for i in (i for i in applied if ops[i].kind in _ENTRY_OPS):
+                state.apply(ops[i])
+            held = {n: content(n, tuple(i for i in applied if ops[i].node == n and ops[i].kind in _DATA_OPS))
+                    for n in set(state.entries.values())}
             state.nodes = {n: data for n, (data, _) in held.items()}
-            # (only the whole run said anything: it committed)
-            keys = {(k == len(ops), lock, frozenset((e, held[n][1]) for e, n in state.entries.items()
-                                                    if e[1].endswith(LOCK_TAG) == lock)) for lock in (False, True)}
+            files = {e: (e[1].endswith(LOCK_TAG), held[n][1]) for e, n in state.entries.items()}
+            said = k == len(ops)  # the other files with which locks exist; the locks' bytes
+            keys = {(said, frozenset((e, None if lock else digest) for e, (lock, digest) in files.items())),
+                    (said, frozenset((e, digest) for e, (lock, digest) in files.items() if lock))}
             if not keys <= seen:
                 seen |= keys
                 yield k, kept, state

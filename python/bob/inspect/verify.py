@@ -50,9 +50,11 @@ def diagnosis(ex: Examination, problems: list[dict[str, Any]]) -> list[str]:
                             f"{chunk_offset(hb, i + 1) - 1})")
         if short["actual"] < hb:
             said.append(f"the file ends inside its header ({hb} bytes)")
-    cut = next((p for p in problems if p.get("error") == "Truncated" and p.get("field") != "file_size"), None)
-    if cut is not None:  # (nothing after that field could be read, its digest included)
-        said.append(f"the file ends inside its header, in {cut['field']} (at offset {cut['offset']})")
+    cut = next((p for p in problems if p.get("error") == "Truncated"  # (nothing after it read, the digest included)
+                and (p["field"] != "file_size" or header is None)), None)  # (no header at all: cut in the magic)
+    if cut is not None:
+        where = "its magic" if cut["field"] == "file_size" else f"{cut['field']} (at offset {cut['offset']})"
+        said.append(f"the file ends inside its header, in {where}")
     elif any(p.get("field") == "header_digest" for p in problems):
         said.append("the header (its contract fields or its chunk table) does not match the header's digest")
     if not problems and header is not None and (dead_end := unadvanceable(header.step)) is not None:
