@@ -9,15 +9,16 @@ def main(argv: list[str] | None = None, *, until_exit: bool = False) -> int:
     """The command ``argv`` names; its exit status. ``until_exit``: the process ends with it at once
     (``bob.run.main``'s), as under ``python -m bob``."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] in (["-h"], ["--help"]):
+    at = next((i for i, a in enumerate(argv) if not a.startswith("-")), len(argv))  # options before it: its own
+    leading, command, rest = argv[:at], (argv[at:] or [""])[0], [*argv[:at], *argv[at + 1:]]
+    if {"-h", "--help"} & set(leading):
         print(USAGE)
         return 0
-    if argv[:1] == ["--version"]:
+    if "--version" in leading:
         from bob.distribution import version
 
         print(f"bob {version()}")
         return 0
-    command, rest = (argv or [""])[0], argv[1:]
     if command == "run":
         from bob.run import main as run_main
 

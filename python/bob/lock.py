@@ -36,6 +36,7 @@ window by construction, not by chance (``bob.fuzz.race``, tests/hostile/test_rac
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 
@@ -145,7 +146,7 @@ class TargetLock:
                 except PermissionError:  # someone else's lock file: flock needs no write access
                     continue
                 except OSError as exc:
-                    raise self._unusable(os_reason(exc)) from None
+                    raise self._unusable(_reason(exc)) from None
             else:
                 raise self._unusable("this user may not open it (only its owner or the directory's may remove it)")
             try:
@@ -154,7 +155,7 @@ class TargetLock:
             except FileExistsError:  # another run created it first: open theirs
                 continue
             except OSError as exc:
-                raise self._unusable(os_reason(exc)) from None
+                raise self._unusable(_reason(exc)) from None
 
     def _checked(self, fd: int, first: bool = False) -> os.stat_result:
         """The lock file as found (``first``: also holding nothing but a pid), refused otherwise."""
@@ -240,6 +241,12 @@ def release(locks: "list[TargetLock]") -> None:
         pause_at("unlocking")
     for lock in reversed(locks):
         lock.__exit__()
+
+
+def _reason(exc: OSError) -> str:
+    """Why a lock file cannot be opened: opened without following links, a link is ELOOP, said as what it is."""
+    link = exc.errno == errno.ELOOP
+    return "it is a symbolic link (bob never follows one to a lock file)" if link else os_reason(exc)
 
 
 def _read_holder(fd: int) -> str:

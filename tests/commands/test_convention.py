@@ -239,6 +239,10 @@ def test_python_m_bob_without_a_command_is_the_same_usage_error(argv: list[str],
         else:
             assert out == ""
     assert main(["--help"]) == 0 and capsys.readouterr().out.startswith("usage: python -m bob ")
+    # options before the command are its own, in any order, as every command's (--json was taken for a command)
+    assert main(["--json", "--version"]) == 0 and capsys.readouterr().out.startswith("bob ")
+    assert main(["--json", "fixture", "--version"]) == 0 and capsys.readouterr().out.startswith("bob-fixture ")
+    assert main(["--json"]) == 2 and "(no command given)" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------- #
