@@ -2,8 +2,8 @@
 
 ``bob-run`` locks every file it replaces (the checkpoint, the predictions,
 the trace): an exclusive ``flock`` on ``.{name}.bob-lock`` beside each
-resolved target (:class:`TargetLock`), taken in the order of their paths. So
-under its locks every temporary beside a target is its own or a dead run's,
+resolved target (:class:`TargetLock`), taken in one order (:func:`lock_targets`).
+So under its locks every temporary beside a target is its own or a dead run's,
 and two runs that share any file exclude each other. A lock is what it claims:
 
 * opened without following links, without creating over anything, and it
