@@ -271,11 +271,11 @@ class Side:
         self.file, self.data, self.problems, self.size = file, data, problems, size
 
     @classmethod
-    def of(cls, value: "Checkpoint | bytes | str | os.PathLike[str]") -> "Side":
+    def of(cls, value: "Checkpoint | bytes | str | os.PathLike[str]", name: str) -> "Side":
         """A :class:`~bob.Checkpoint` (its envelope bytes, as written with
         ``for_resume=False``: a diff shows what a reader would refuse), a
         checkpoint file's bytes, or a path (read through bob's bounded reader;
-        a missing one is ``FileNotFoundError``)."""
+        a missing one is ``FileNotFoundError``); anything else is a TypeError naming ``name``."""
         from bob.formats.checkpoint import Checkpoint
         from bob.formats.files import CHECKPOINT_FILE, read_format_file
 
@@ -285,6 +285,9 @@ class Side:
         if isinstance(value, (bytes, bytearray, memoryview)):
             data = bytes(value)
             return cls(None, data, [], len(data))
+        if not isinstance(value, (str, os.PathLike)):
+            raise TypeError(f"{name} is a bob.Checkpoint, a Trace, a file's bytes or a path, "
+                            f"not {type(value).__name__}")
         try:
             data = read_format_file(value, MAX_CHECKPOINT_BYTES, CHECKPOINT_FILE)
         except FormatError as exc:  # too large to be a checkpoint: a finding, the file unread
@@ -365,9 +368,5 @@ def diff(a: "Checkpoint | Trace | bytes | str | os.PathLike[str]",
         return compare_traces(trace_of(a), trace_of(b), checkpoints=checkpoints)
     if checkpoints is not None:
         raise TypeError("checkpoints= goes with two traces; a and b are checkpoints")
-    from bob.formats.checkpoint import Checkpoint
-
-    for name, side in (("a", a), ("b", b)):
-        if not isinstance(side, (Checkpoint, bytes, bytearray, memoryview, str, os.PathLike)):
-            raise TypeError(f"{name} is a bob.Checkpoint, a Trace, a file's bytes or a path, not {type(side).__name__}")
-    return compare(Side.of(a), Side.of(b), ulp=ulp, atol=atol)  # type: ignore[arg-type]  # (no Trace: is_trace)
+    # (no Trace here: is_trace took them)
+    return compare(Side.of(a, "a"), Side.of(b, "b"), ulp=ulp, atol=atol)  # type: ignore[arg-type]
