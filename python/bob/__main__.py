@@ -15,9 +15,12 @@ def main(argv: list[str] | None = None, *, until_exit: bool = False) -> int:
         print(USAGE)
         return 0
     if "--version" in leading:
+        from bob.commands import envelope
         from bob.distribution import version
+        from bob.text import emit, json_text
 
-        print(f"bob {version()}")
+        said = {"version": version(), **envelope("python -m bob", 0)}
+        emit("python -m bob", json_text(said) if "--json" in leading else f"bob {version()}")
         return 0
     if command == "run":
         from bob.run import main as run_main

@@ -216,6 +216,17 @@ class Outcome:
         self.code, self.data, self.text, self.committed, self.command = code, data or {}, text, committed, command
 
 
+class VersionAsked(SystemExit):
+    """``--version``, raised by the parser so that the runner prints it as it prints a result
+    (the shared envelope under ``--json``)."""
+
+    def __init__(self, prog: str) -> None:
+        from bob.distribution import version
+
+        super().__init__(EXIT_OK)
+        self.outcome = Outcome(EXIT_OK, {"version": version()}, f"{prog} {version()}")
+
+
 def add_common_options(parser: "argparse.ArgumentParser", *, json_help: str = "print one JSON object (the result, a refusal or a usage "
                        "error) on stdout") -> None:
     """``--json``, ``--debug`` and ``--version``: every command and subcommand has them."""
@@ -228,10 +239,7 @@ def add_common_options(parser: "argparse.ArgumentParser", *, json_help: str = "p
             super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
 
         def __call__(self, parser, namespace, values, option_string=None):
-            from bob.distribution import version
-
-            emit(prog, f"{prog} {version()}")
-            raise SystemExit(EXIT_OK)
+            raise VersionAsked(prog)
 
     parser.add_argument("--json", action="store_true", help=json_help)
     parser.add_argument("--debug", action="store_true", help="show a traceback for unexpected errors")
@@ -353,11 +361,16 @@ def _run(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]", work:
             if args is None:
                 try:
                     args = build_parser().parse_args(argv)
-                except SystemExit as exc:  # --help or --version: printed already (or said it could not be)
+                except VersionAsked as asked:
+                    args = asked
+                except SystemExit as exc:  # --help: printed already (or said it could not be)
                     return exc.code if isinstance(exc.code, int) else EXIT_OK
-            args.json = as_json = as_json or bool(getattr(args, "json", False))  # (before a subcommand too)
-            args.debug = debug = debug or bool(getattr(args, "debug", False))
-            outcome = work(args)
+            if isinstance(args, VersionAsked):
+                outcome = args.outcome
+            else:
+                args.json = as_json = as_json or bool(getattr(args, "json", False))  # (before a subcommand too)
+                args.debug = debug = debug or bool(getattr(args, "debug", False))
+                outcome = work(args)
     except Refused as exc:
         return refuse(exc)
     except KeyboardInterrupt as exc:

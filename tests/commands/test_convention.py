@@ -123,6 +123,17 @@ def test_version(argv: list[str], capsys) -> None:
     assert (rc, out, err) == (0, VERSION_LINE.format(prog=prog), "")
 
 
+@pytest.mark.parametrize("argv", [[p] for p in PROGRAMS] + SUBCOMMANDS, ids=" ".join)
+def test_version_under_json_is_the_envelope(argv: list[str], capsys) -> None:
+    """--json promises one JSON object for every outcome: --version was printed as text."""
+    prog, rest = argv[0], argv[1:]
+    for order in ([*rest, "--version", "--json"], ["--json", *rest, "--version"]):
+        rc, out, err = call(prog, order, capsys)
+        command = " ".join([prog, *[{"ckpt": "checkpoint", "pred": "predictions"}.get(w, w) for w in rest]])
+        assert (rc, err) == (0, "") and json.loads(out) == {
+            "command": command, "ok": True, "exit_code": 0, "error": None, "version": VERSION_LINE.split()[1]}
+
+
 @pytest.mark.parametrize("prog, argv, option", [
     ("bob-run", ["--input", "nope", "--input", "rec.bin", "--checkpoint", "ck.bin", "--predictions", "p.bin"], "--input"),
     ("bob-fixture", ["--text", "abc", "--text", "xyz", "--prompt", "a", "--prompt", "b", "--prompt", "",
@@ -240,8 +251,9 @@ def test_python_m_bob_without_a_command_is_the_same_usage_error(argv: list[str],
             assert out == ""
     assert main(["--help"]) == 0 and capsys.readouterr().out.startswith("usage: python -m bob ")
     # options before the command are its own, in any order, as every command's (--json was taken for a command)
-    assert main(["--json", "--version"]) == 0 and capsys.readouterr().out.startswith("bob ")
-    assert main(["--json", "fixture", "--version"]) == 0 and capsys.readouterr().out.startswith("bob-fixture ")
+    assert main(["--version"]) == 0 and capsys.readouterr().out == "bob 0.1.0\n"
+    assert main(["--json", "--version"]) == 0 and json.loads(capsys.readouterr().out)["command"] == "python -m bob"
+    assert main(["--json", "fixture", "--version"]) == 0 and json.loads(capsys.readouterr().out)["version"] == "0.1.0"
     assert main(["--json"]) == 2 and "(no command given)" in capsys.readouterr().err
 
 
