@@ -3,6 +3,7 @@ survives a closed or full stdout.
 
 One mechanism each:
 
+* :mod:`bob.refusals` says what a refusal is: the exit codes, :class:`Refused`, an OS error's reason.
 * :func:`about` wraps the work on one command-line path: any ``OSError`` or :class:`~bob.errors.FormatError`
   raised inside becomes a :class:`Refused` naming the option (``--checkpoint``) and the path, escaped by
   :mod:`bob.text` — never ``None: None``, a descriptor number or a temporary file's name.
@@ -25,12 +26,13 @@ Standard library only (``bob-run`` imports it on its fast path).
 
 from __future__ import annotations
 
-import errno
 import os
 import sys
 
 from bob.options import count_option, integer_option, number_option, seconds_option
-from bob.text import emit, json_text, note, one_line, show_path, tolerant_streams
+from bob.refusals import EXIT_BUSY, EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED, EXIT_SOFTWARE, \
+    EXIT_UNEXPECTED, RESOURCE_ERRNOS, Refused, os_reason
+from bob.text import emit, json_text, note, show_path, tolerant_streams
 from bob.text import write_whole as _write
 # The installed launchers of earlier checkouts end with ``from bob.commands import
 # exit_now`` (an editable install keeps its scripts): it stays importable here.
@@ -43,60 +45,12 @@ if TYPE_CHECKING:  # pragma: no cover - typing costs start-up time bob-run does 
     from types import TracebackType
     from typing import Any, NoReturn
 
-EXIT_OK = 0
-EXIT_UNEXPECTED = 1
-EXIT_FOUND = 1  # bob-fuzz, bob-qualify, bob-inspect diff: a finding, a failed check, a difference
-EXIT_REFUSED = 2
-EXIT_SOFTWARE = 70  # EX_SOFTWARE: "unexpected" where exit 1 means "found something"
-EXIT_BUSY = 75  # EX_TEMPFAIL: try again later
-EXIT_INTERRUPTED = 130  # Ctrl-C before the commit; SIGTERM and SIGHUP give 128 + their number
-
-# OS errors that are the machine's, not the file's: out of memory, out of descriptors (ulimit -n), out of
-# kernel buffers. Never "refused" (exit 2), which would tell a script the file is bad.
-RESOURCE_ERRNOS = frozenset({errno.ENOMEM, errno.ENFILE, errno.EMFILE, errno.ENOBUFS})
-
 __all__ = [
     "EXIT_OK", "EXIT_UNEXPECTED", "EXIT_FOUND", "EXIT_REFUSED", "EXIT_SOFTWARE", "EXIT_BUSY", "EXIT_INTERRUPTED",
     "Refused", "about", "fail", "json_text", "os_reason", "argument_parser",
     "Outcome", "run_command", "number_option", "seconds_option", "count_option", "integer_option", "output_directory",
     "unexpected", "add_common_options", "exit_now", "envelope", "RESOURCE_ERRNOS",
 ]
-
-
-class Refused(Exception):
-    """A refusal (exit 2 unless ``code`` says otherwise), in one line.
-
-    ``option`` and ``path`` say which command-line file it is about;
-    ``field`` names the format field for a refused file's content.
-    """
-
-    def __init__(self, message: str, *, option: str | None = None, path: Any = None,
-                 field: str | None = None, code: int = EXIT_REFUSED, detail: "dict[str, Any] | None" = None) -> None:
-        self.message: str = one_line(message)
-        self.option: str | None = option
-        self.path: str | None = None if path is None else show_path(path)
-        self.field: str | None = field
-        self.code: int = code
-        self.detail: dict[str, Any] | None = detail
-        super().__init__(self.text)
-
-    @property
-    def text(self) -> str:
-        where = " ".join(x for x in (self.option, self.path) if x)
-        return f"{where}: {self.message}" if where else self.message
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"option": self.option, "path": self.path, "field": self.field,
-                               "message": self.message, "exit_code": self.code, "text": self.text}
-        if self.detail:
-            out["finding"] = self.detail
-        return out
-
-
-def os_reason(exc: OSError) -> str:
-    """An OS error's reason in a few words (``no such file or directory``)."""
-    reason = exc.strerror or (str(exc.args[0]) if exc.args else type(exc).__name__)
-    return one_line(reason[:1].lower() + reason[1:])
 
 
 class about:  # noqa: N801 - used as a `with` statement, like contextlib's helpers
@@ -224,7 +178,7 @@ class VersionAsked(SystemExit):
         from bob.distribution import version
 
         super().__init__(EXIT_OK)
-        self.outcome = Outcome(EXIT_OK, {"version": version()}, f"{prog} {version()}")
+        self.outcome: Outcome = Outcome(EXIT_OK, {"version": version()}, f"{prog} {version()}")
 
 
 def add_common_options(parser: "argparse.ArgumentParser", *, json_help: str = "print one JSON object (the result, a refusal or a usage "

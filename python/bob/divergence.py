@@ -5,7 +5,7 @@ The first entry whose digests differ is the first update after which the two
 states are not the same bits; the planes whose digests differ there are
 named. Given a checkpoint of each run that is a state of its trace (its step
 and its chunk digests those of one entry), the two states are compared value
-by value (:func:`bob.analysis.plane_diff`) and the first plane and index
+by value (:func:`bob.ulp.plane_diff`) and the first plane and index
 that differ are named. A trace of another run, and a checkpoint that is no
 state of its trace, are refused (:class:`~bob.errors.BadValue`, naming the field).
 """
@@ -19,6 +19,7 @@ from typing import Any
 from bob.errors import BadValue
 from bob.formats.constants import PLANE_NAMES, TRACE_MAGIC, cell_name
 from bob.formats.trace import Trace, load_trace, read_trace_file
+from bob.ulp import plane_diff
 
 __all__ = ["is_trace", "trace_of", "compare_traces", "entry_of", "state_of"]
 
@@ -85,8 +86,6 @@ def _side(trace: Trace, file: "str | None") -> dict[str, Any]:
 
 def _states(a: Trace, b: Trace, checkpoints: "tuple[Any, Any]", files: "tuple[Any, Any]") -> dict[str, Any]:
     """The two checkpoints compared, each first held to its trace."""
-    from bob.analysis import plane_diff
-
     (step_a, planes_a), (step_b, planes_b) = (state_of(c) for c in checkpoints)
     entry_of(a, step_a, planes_a)
     entry_of(b, step_b, planes_b)

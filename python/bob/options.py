@@ -1,5 +1,5 @@
 """The typed option converters every command's parser uses: each number finite and in range, and
-anything else a :class:`bob.commands.Refused` naming the option (``nan``, ``inf``, ``1e309``, ``-1``,
+anything else a :class:`~bob.refusals.Refused` naming the option (``nan``, ``inf``, ``1e309``, ``-1``,
 ``soon``, ``1.5`` for a count). :mod:`bob.commands` exports them with the rest of the shared runner.
 Standard library only."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from bob.refusals import Refused
 from bob.text import show_path
 
 TYPE_CHECKING = False
@@ -16,17 +17,11 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["number_option", "seconds_option", "integer_option", "count_option"]
 
 
-def _refused(message: str, option: str) -> Exception:
-    from bob.commands import Refused  # (which imports this module)
-
-    return Refused(message, option=option)
-
-
 def number_option(option: str, *, minimum: float = 0.0, positive: bool = False, maximum: float | None = None,
                   what: str = "a finite number") -> "Callable[[str], float]":
     """An argparse ``type``: a finite number, at least ``minimum`` (above it when
     ``positive``), at most ``maximum``; anything else (``nan``, ``inf``,
-    ``1e309``, ``-1``, ``soon``) is a :class:`~bob.commands.Refused` naming ``option``."""
+    ``1e309``, ``-1``, ``soon``) is a :class:`~bob.refusals.Refused` naming ``option``."""
     bound = f"> {minimum:g}" if positive else f">= {minimum:g}"
     if maximum is not None:
         bound += f" and <= {maximum:.0f}"
@@ -38,7 +33,7 @@ def number_option(option: str, *, minimum: float = 0.0, positive: bool = False, 
             value = math.nan
         if not math.isfinite(value) or value < minimum or (positive and value <= minimum) \
                 or (maximum is not None and value > maximum):
-            raise _refused(f"must be {what} {bound}, got {show_path(text)}", option)
+            raise Refused(f"must be {what} {bound}, got {show_path(text)}", option=option)
         return value
 
     return convert
@@ -54,7 +49,7 @@ def seconds_option(option: str, *, minimum: float = 0.0, positive: bool = False,
 def integer_option(option: str, *, minimum: int, maximum: int, what: str = "an integer") -> "Callable[[str], int]":
     """An argparse ``type``: a whole number (decimal, or ``0x``…) in
     ``[minimum, maximum]``; ``1.5``, ``nan``, ``1e309`` or a value out of range
-    is a :class:`~bob.commands.Refused` naming ``option``."""
+    is a :class:`~bob.refusals.Refused` naming ``option``."""
 
     def convert(text: str) -> int:
         try:
@@ -62,7 +57,7 @@ def integer_option(option: str, *, minimum: int, maximum: int, what: str = "an i
         except (TypeError, ValueError):
             value = None
         if value is None or not minimum <= value <= maximum:
-            raise _refused(f"must be {what} from {minimum} to {maximum}, got {show_path(text)}", option)
+            raise Refused(f"must be {what} from {minimum} to {maximum}, got {show_path(text)}", option=option)
         return value
 
     return convert

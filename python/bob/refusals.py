@@ -1,0 +1,64 @@
+"""What a refusal is, in every command: the exit codes, :class:`Refused` (one line naming the option, the
+path and the field) and an OS error's reason. :mod:`bob.commands`, the shared runner, exports them with
+the rest. Standard library only (``bob-run`` imports it on its fast path)."""
+
+from __future__ import annotations
+
+import errno
+
+from bob.text import one_line, show_path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
+
+__all__ = ["EXIT_OK", "EXIT_UNEXPECTED", "EXIT_FOUND", "EXIT_REFUSED", "EXIT_SOFTWARE", "EXIT_BUSY",
+           "EXIT_INTERRUPTED", "RESOURCE_ERRNOS", "Refused", "os_reason"]
+
+EXIT_OK = 0
+EXIT_UNEXPECTED = 1
+EXIT_FOUND = 1  # bob-fuzz, bob-qualify, bob-inspect diff: a finding, a failed check, a difference
+EXIT_REFUSED = 2
+EXIT_SOFTWARE = 70  # EX_SOFTWARE: "unexpected" where exit 1 means "found something"
+EXIT_BUSY = 75  # EX_TEMPFAIL: try again later
+EXIT_INTERRUPTED = 130  # Ctrl-C before the commit; SIGTERM and SIGHUP give 128 + their number
+
+# OS errors that are the machine's, not the file's: out of memory, out of descriptors (ulimit -n), out of
+# kernel buffers. Never "refused" (exit 2), which would tell a script the file is bad.
+RESOURCE_ERRNOS = frozenset({errno.ENOMEM, errno.ENFILE, errno.EMFILE, errno.ENOBUFS})
+
+
+class Refused(Exception):
+    """A refusal (exit 2 unless ``code`` says otherwise), in one line.
+
+    ``option`` and ``path`` say which command-line file it is about;
+    ``field`` names the format field for a refused file's content.
+    """
+
+    def __init__(self, message: str, *, option: str | None = None, path: Any = None,
+                 field: str | None = None, code: int = EXIT_REFUSED, detail: "dict[str, Any] | None" = None) -> None:
+        self.message: str = one_line(message)
+        self.option: str | None = option
+        self.path: str | None = None if path is None else show_path(path)
+        self.field: str | None = field
+        self.code: int = code
+        self.detail: dict[str, Any] | None = detail
+        super().__init__(self.text)
+
+    @property
+    def text(self) -> str:
+        where = " ".join(x for x in (self.option, self.path) if x)
+        return f"{where}: {self.message}" if where else self.message
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"option": self.option, "path": self.path, "field": self.field,
+                               "message": self.message, "exit_code": self.code, "text": self.text}
+        if self.detail:
+            out["finding"] = self.detail
+        return out
+
+
+def os_reason(exc: OSError) -> str:
+    """An OS error's reason in a few words (``no such file or directory``)."""
+    reason = exc.strerror or (str(exc.args[0]) if exc.args else type(exc).__name__)
+    return one_line(reason[:1].lower() + reason[1:])
