@@ -67,7 +67,8 @@ def pause_at(point: str) -> None:
         del os.environ[PAUSE_ENV]
         try:
             with open(fifo, "rb") as pipe:  # the builtin open: not one of the os calls a fault or a recorder counts
-                pipe.read()  # until the writer closes it
+                while pipe.read(1 << 16):  # until the writer closes it; what it writes is dropped, never held
+                    pass
         except OSError:  # no such pipe: the run goes on as if the hook were unset
             pass
 

@@ -112,6 +112,24 @@ def test_the_lock_free_clean_up_spares_a_live_run_at_every_point(work: Path, poi
     assert bob.load_checkpoint((work / "ck.bin").read_bytes()).step == U
 
 
+def test_the_hook_holds_none_of_what_its_writer_sends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pipe is read until its writer closes it, and what comes is dropped: a hook pointed at a large
+    file (or a writer that sends much) held it all in memory."""
+    import tracemalloc
+
+    large = tmp_path / "large"
+    with open(large, "wb") as f:
+        f.truncate(256 << 20)  # sparse: no disk, 256 MiB to read
+    monkeypatch.setenv("BOB_COMMIT_PAUSE", f"staged:{large}")
+    tracemalloc.start()
+    try:
+        pause_at("staged")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20 and "BOB_COMMIT_PAUSE" not in os.environ
+
+
 def test_the_hook_is_inert_unless_set_and_pauses_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("BOB_COMMIT_PAUSE", raising=False)
     pause_at("staged")  # nothing set: returns at once
