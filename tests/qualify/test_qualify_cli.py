@@ -55,6 +55,44 @@ def test_quick_json_qualifies_this_build_as_a_process():
     assert result["timings"]["total_seconds"] < 10
 
 
+def test_a_file_size_limit_is_the_machine_s_shortage_not_a_failed_check():
+    """Under ``ulimit -f`` too small for a checkpoint, every bob-run refuses its write (EFBIG): bob-qualify
+    said NOT QUALIFIED (exit 1, "a check failed"), a verdict on bob where the machine could not run the checks."""
+    import resource
+
+    limit = 64 << 10  # room for a record, not for a checkpoint
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    env = {k: v for k, v in os.environ.items() if k != PERTURB_ENV}
+    done = subprocess.run([sys.executable, "-m", "bob", "qualify", "--quick", "--json", "--seed", "11"],
+                          capture_output=True, text=True, env=env, timeout=120, preexec_fn=limited)
+    assert done.returncode == 70, done.stdout[-2000:]
+    error = json.loads(done.stdout)["error"]
+    assert error["exit_code"] == 70 and "could not write its files (File too large)" in error["message"]
+
+
+@pytest.mark.parametrize("code", ["ENOSPC", "EDQUOT", "EFBIG"])
+def test_a_child_bob_run_out_of_space_is_no_failed_check(code, monkeypatch, tmp_path):
+    import errno
+
+    from bob.commands import os_reason
+    from bob.qualify import processes
+
+    number = getattr(errno, code)
+    said = json.dumps({"command": "bob-run", "error": {"message": os_reason(OSError(number, os.strerror(number)))},
+                       "exit_code": 2, "ok": False})
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 2, said, "bob-run: ..."))
+    with pytest.raises(OSError) as raised:
+        processes.run_once(processes.RunFiles(tmp_path))
+    assert raised.value.errno == number
+    refused = json.dumps({"command": "bob-run", "error": {"message": "no such file or directory"}, "exit_code": 2})
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 2, refused, "bob-run: ..."))
+    with pytest.raises(processes.ProcessFailed):  # any other refusal stays a failed check
+        processes.run_once(processes.RunFiles(tmp_path))
+
+
 def test_a_perturbed_kernel_result_fails_naming_check_kernel_threads_plane_and_index(capsys, monkeypatch):
     kernel = bob.core.kernels()[-1]  # the widest this CPU has
     code, out, err = run_main(["--quick", "--seed", "5"], capsys, monkeypatch, perturb=f"{kernel}:3")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -52,6 +53,25 @@ class ProcessFailed(Exception):
     """A ``bob-run`` that should have succeeded did not."""
 
 
+# Where bob-qualify writes (its own temporary directories), a full disk or the file-size limit (ulimit -f)
+# is the machine's shortage, as memory is: no check failed (bob-run itself refuses them, naming the path).
+SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+def _shortage(stdout: str) -> OSError | None:
+    """The machine's shortage a failed ``bob-run --json`` reported, as the ``OSError`` it refused, else None."""
+    from bob.commands import os_reason
+
+    try:
+        message = json.loads(stdout)["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    for code in SPACE_ERRNOS:
+        if message == os_reason(OSError(code, os.strerror(code))):
+            return OSError(code, f"bob-run could not write its files ({os.strerror(code)})")
+    return None
+
+
 def run_once(files: RunFiles, command: list[str] | None = None, timeout: float = 60.0) -> dict:
     """One ``bob-run`` process on ``files``; its JSON summary. Raises :class:`ProcessFailed`."""
     argv = (command or bob_run_command()) + files.arguments()
@@ -61,6 +81,8 @@ def run_once(files: RunFiles, command: list[str] | None = None, timeout: float =
 
         if f'"message": "{OUT_OF_MEMORY}' in done.stdout:  # the child ran out of memory: no failed check
             raise MemoryError(f"bob-run ran out of memory: {done.stderr.strip()[-200:]}")
+        if (shortage := _shortage(done.stdout)) is not None:
+            raise shortage
         raise ProcessFailed(f"{' '.join(argv[:3])} … exited {done.returncode}: {done.stderr.strip()[-400:]}")
     try:
         return json.loads(done.stdout)

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 from bob.commands import RESOURCE_ERRNOS
+from bob.qualify.processes import SPACE_ERRNOS
 from bob.qualify.verdict import Verdict
 
 
@@ -63,8 +64,9 @@ def qualify(plan: Plan, seed: int, *, perturb: tuple[str, int] | None = None,
         try:
             found = work(tick)
         except Exception as exc:  # noqa: BLE001 - a check that cannot run is a failed check, named
-            if isinstance(exc, MemoryError) or (isinstance(exc, OSError) and exc.errno in RESOURCE_ERRNOS):
-                raise  # the machine ran out (memory, descriptors): bob-qualify's unexpected exit, not a verdict
+            if isinstance(exc, MemoryError) or (isinstance(exc, OSError)
+                                                and exc.errno in RESOURCE_ERRNOS | SPACE_ERRNOS):
+                raise  # the machine ran out (memory, descriptors, disk): bob-qualify's unexpected exit, no verdict
             found = [Verdict(name, False, f"the check could not run: {type(exc).__name__}: {exc}")]
         verdicts.extend(found or [])
         timings[name] = time.perf_counter() - started
