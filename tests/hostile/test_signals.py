@@ -20,6 +20,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -523,7 +524,8 @@ def test_a_second_signal_while_a_command_cleans_up_does_not_cut_it_short(tmp_pat
     later (a supervisor that insists, Ctrl-C twice) is only recorded, so the removal finishes: exit 143,
     and no partial corpus without a manifest (it used to keep about fifty files)."""
     out = tmp_path / "corpus"
-    for _ in range(3):
+    cut = 0
+    for _ in range(12):  # three cut short: on a loaded machine the corpus (97 files) may be done before the signal
         proc = subprocess.Popen([str(BIN / "bob-fuzz"), "conformance", "--json", str(out)], stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 60
@@ -533,8 +535,15 @@ def test_a_second_signal_while_a_command_cleans_up_does_not_cut_it_short(tmp_pat
         time.sleep(0.005)
         proc.send_signal(signal.SIGTERM)
         stdout, _ = proc.communicate(timeout=60)
+        if proc.returncode == 0 and (out / "manifest.json").is_file():  # finished first: the signal came too late
+            shutil.rmtree(out)
+            continue
         assert proc.returncode == 128 + signal.SIGTERM and json.loads(stdout)["exit_code"] == 143
         assert not out.exists(), sorted(str(p) for p in out.rglob("*"))[:5]
+        cut += 1
+        if cut == 3:
+            break
+    assert cut == 3
 
 
 def test_after_the_signal_that_ends_a_command_another_is_only_recorded() -> None:
