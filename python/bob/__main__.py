@@ -12,7 +12,10 @@ def main(argv: list[str] | None = None, *, until_exit: bool = False) -> int:
     at = next((i for i, a in enumerate(argv) if not a.startswith("-")), len(argv))  # options before it: its own
     leading, command, rest = argv[:at], (argv[at:] or [""])[0], [*argv[:at], *argv[at + 1:]]
     if {"-h", "--help"} & set(leading):
-        print(USAGE)
+        from bob.text import note, write_whole
+
+        if not write_whole(sys.stdout, USAGE + "\n"):
+            note("python -m bob", "the help could not be printed (stdout is closed or full)")
         return 0
     if "--version" in leading:
         from bob.commands import envelope

@@ -479,8 +479,14 @@ def test_json_before_the_subcommand_is_json(argv: list[str], tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("flag, said", [("--help", "the help"), ("--version", "the summary")])
-def test_help_and_version_to_a_full_stdout_say_so_in_one_line(flag: str, said: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("prog", ["bob-inspect", "python -m bob"])
+@pytest.mark.parametrize("stream", ["full", "closed"])
+def test_help_and_version_to_a_full_or_closed_stdout_say_so_in_one_line(flag: str, said: str, prog: str, stream: str,
+                                                                         tmp_path: Path) -> None:
+    """(A closed stdout got the whole help on stderr, argparse's fallback; python -m bob --help a traceback.)"""
+    argv = [sys.executable, "-m", "bob", flag] if prog == "python -m bob" else [str(BIN / prog), flag]
     with open("/dev/full", "wb") as full:
-        done = _run_real("bob-inspect", [flag], tmp_path, stdout=full)
-    assert (done.returncode, done.stderr) == (0, f"bob-inspect: {said} could not be printed (stdout is closed or "
+        done = subprocess.run(argv, stdout=full if stream == "full" else None, stderr=subprocess.PIPE, timeout=120,
+                              preexec_fn=None if stream == "full" else lambda: os.close(1))
+    assert (done.returncode, done.stderr) == (0, f"{prog}: {said} could not be printed (stdout is closed or "
                                                  "full)\n".encode())
