@@ -31,7 +31,7 @@ import sys
 
 from bob.options import count_option, integer_option, number_option, seconds_option
 from bob.refusals import EXIT_BUSY, EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED, EXIT_SOFTWARE, \
-    EXIT_UNEXPECTED, RESOURCE_ERRNOS, Refused, os_reason
+    EXIT_UNEXPECTED, RESOURCE_ERRNOS, Refused, os_reason, the_machine_ran_out
 from bob.text import emit, json_text, note, show_path, tolerant_streams
 from bob.text import write_whole as _write
 # The installed launchers of earlier checkouts end with ``from bob.commands import
@@ -295,7 +295,7 @@ def _run(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]", work:
     last_words = LastWords(prog, name, unexpected_code, as_json)  # out of memory: reported without allocating
 
     def refuse(exc: Refused) -> int:
-        if exc.code == EXIT_UNEXPECTED:
+        if exc.code == EXIT_UNEXPECTED or (exc.code == EXIT_REFUSED and the_machine_ran_out(exc)):
             exc.code = unexpected_code
         code = fail(prog, exc, as_json=as_json, command=name)
         signals.printed()

@@ -13,7 +13,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
 
 __all__ = ["EXIT_OK", "EXIT_UNEXPECTED", "EXIT_FOUND", "EXIT_REFUSED", "EXIT_SOFTWARE", "EXIT_BUSY",
-           "EXIT_INTERRUPTED", "RESOURCE_ERRNOS", "Refused", "os_reason"]
+           "EXIT_INTERRUPTED", "RESOURCE_ERRNOS", "Refused", "os_reason", "the_machine_ran_out"]
 
 EXIT_OK = 0
 EXIT_UNEXPECTED = 1
@@ -56,6 +56,20 @@ class Refused(Exception):
         if self.detail:
             out["finding"] = self.detail
         return out
+
+
+def the_machine_ran_out(refusal: BaseException) -> bool:
+    """Whether an OS error of :data:`RESOURCE_ERRNOS` is behind ``refusal`` (its cause or the error being
+    handled when it was raised): the machine's shortage, which the runner reports as unexpected, never as
+    a refusal of the path the message names (a lock file, a reader, a worker)."""
+    seen: BaseException | None = refusal
+    for _ in range(8):  # (a chain bob makes is one or two links long)
+        seen = seen.__cause__ or seen.__context__ if seen is not None else None
+        if seen is None:
+            return False
+        if isinstance(seen, OSError) and seen.errno in RESOURCE_ERRNOS:
+            return True
+    return False
 
 
 def os_reason(exc: OSError) -> str:

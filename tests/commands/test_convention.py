@@ -12,6 +12,7 @@ the real installed commands for the streams."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -461,6 +462,43 @@ def test_qualify_out_of_descriptors_is_unexpected_not_a_failed_check(tmp_path: P
     assert done.returncode == 70, done.stderr
     assert done.stderr == b"bob-qualify: unexpected error: OSError: [Errno 24] Too many open files\n"
     assert json.loads(done.stdout)["error"]["exit_code"] == 70
+
+
+def test_bob_run_out_of_descriptors_is_unexpected_at_every_limit_never_a_refusal(tmp_path: Path) -> None:
+    """Every descriptor limit from where Python starts to where the run succeeds: exit 1 (unexpected, the
+    machine's) or 0, never 2 naming a path. Out of descriptors while opening the trace's lock file was
+    "refused: --trace …: its lock file … cannot be used: too many open files", exit 2."""
+    import resource
+
+    argv = ["--input", "rec.bin", "--checkpoint", "ck.bin", "--predictions", "pred.bin", "--trace", "run.trace",
+            "--json"]
+    (tmp_path / "rec.bin").write_bytes(INPUT.read_bytes())
+    codes = {}
+    for limit in range(5, 17):
+        for name in ("ck.bin", "pred.bin", "run.trace"):
+            (tmp_path / name).unlink(missing_ok=True)
+        done = subprocess.run([str(BIN / "bob-run"), *argv], cwd=tmp_path, capture_output=True, timeout=120,
+                              preexec_fn=lambda n=limit: resource.setrlimit(resource.RLIMIT_NOFILE, (n, n)))
+        codes[limit] = done.returncode
+        if done.returncode:
+            assert done.returncode == 1 and json.loads(done.stdout)["error"]["exit_code"] == 1, done.stderr
+            assert not (tmp_path / "ck.bin").exists()
+    assert set(codes.values()) == {0, 1}, codes  # (the sweep reaches both)
+
+
+def test_a_refusal_the_machine_s_shortage_is_behind_is_unexpected() -> None:
+    from bob import commands
+    from bob.refusals import the_machine_ran_out
+
+    for errno_, behind in ((errno.EMFILE, True), (errno.ENFILE, True), (errno.ENOMEM, True), (errno.ENOENT, False)):
+        try:
+            try:
+                raise OSError(errno_, "x")
+            except OSError:
+                raise commands.Refused("its lock file cannot be used", option="--trace") from None
+        except commands.Refused as refused:
+            assert the_machine_ran_out(refused) is behind
+    assert the_machine_ran_out(commands.Refused("plain")) is False
 
 
 def test_qualify_in_ascii_keeps_its_table_and_verdict(tmp_path: Path) -> None:
