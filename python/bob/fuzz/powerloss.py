@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from bob.fuzz.faults import OsPatch
-from bob.fuzz.properties import quietly, require
+from bob.fuzz.properties import invoked, quietly, require
 from bob.lock import LOCK_TAG
 
 __all__ = ["Op", "Recorder", "crash_states", "check_states", "record_run", "Scenario"]
@@ -291,7 +291,6 @@ def record_run(directory: Path, record: bytes, checkpoint: bytes, predictions: b
 
 def check_state(sc: Scenario, k: int, kept: tuple[int, ...], state: Image, scratch: Path) -> None:
     """One crash state held to bob's promise (docs/fuzzing.md, "Power loss")."""
-    import bob
     from bob.run import main as run_main
 
     where = f"crash after {k} of {len(sc.ops)} operations, keeping {list(kept)} of the volatile ones"
@@ -316,10 +315,8 @@ def check_state(sc: Scenario, k: int, kept: tuple[int, ...], state: Image, scrat
     (scratch / "input.bin").write_bytes(sc.record)
     (scratch / "traces").mkdir(exist_ok=True)
     traced = sc.new_trace is not None
-    try:
-        want = bob.invoke(sc.record, ck or b"", threads=1, trace=traced)
-    except bob.FormatError:  # the next invocation is refused (a step with no room left): so is the next bob-run
-        want = None
+    # None: the next invocation is refused (a step with no room left), and so is the next bob-run
+    want = invoked(sc.record, ck or b"", trace=traced)
     rc, out, err = quietly(run_main, _argv(scratch, traced))
     require(rc == (0 if want else 2), f"{where}: the next bob-run exited {rc}: {err.strip()[-300:]}")
     files = [scratch / _CHECKPOINT, scratch / _PREDICTIONS, *([scratch / _TRACE] if traced else [])]

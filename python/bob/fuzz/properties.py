@@ -1,14 +1,15 @@
 """How a target says a property failed (:func:`require`, never ``assert``, which ``python -O`` strips; docs/fuzzing.md,
 "The targets and their properties"); a failure's identity (:func:`exception_key`: its type and innermost frame of bob's
 code, never the message, which may hold a value that varies from input to input; the campaign, the seeded loop and
-``minimize`` all count failures by it); :func:`quietly`, how a target runs a command in process."""
+``minimize`` all count failures by it); :func:`quietly`, how a target runs a command in process; :func:`invoked`, what
+``bob-run`` must write."""
 
 from __future__ import annotations
 
 import os
-from typing import Callable
+from typing import Any, Callable
 
-__all__ = ["PropertyFailed", "require", "HARNESS", "exception_key", "quietly"]
+__all__ = ["PropertyFailed", "require", "HARNESS", "exception_key", "quietly", "invoked"]
 
 HARNESS = ("fuzz/campaign.py", "fuzz/loop.py", "fuzz/replay.py", "fuzz/cli.py")
 """The modules that call a target: their frames are never a failure's place."""
@@ -68,3 +69,13 @@ def quietly(fn: "Callable[[list[str]], int]", argv: "list[str]") -> "tuple[int, 
         if arrived:
             raise Interrupted(arrived[0])  # noqa: B012 - replaces a crash the world injected: the signal wins
     return rc, out.getvalue(), err.getvalue()
+
+
+def invoked(record: bytes, checkpoint: bytes, trace: bool = False) -> Any:
+    """What ``bob.invoke`` computes from the pair, or None when it refuses."""
+    import bob
+
+    try:
+        return bob.invoke(record, checkpoint, threads=1, trace=trace)
+    except bob.FormatError:
+        return None

@@ -21,7 +21,7 @@ from bob.errors import FormatError
 from bob.lock import COMMIT_WINDOW, LOCK_TAG, TargetLock, lock_path_for
 from bob.fuzz import race
 from bob.fuzz.faults import ENTRY_CALLS, Crash, OsFaults
-from bob.fuzz.properties import require
+from bob.fuzz.properties import invoked, require
 
 __all__ = ["LAYOUTS", "FAULTS", "OTHERS", "MAX_CALL", "World", "world_of", "run_in_world", "library_writer"]
 
@@ -90,16 +90,6 @@ def _library_main(argv: list[str]) -> int:
         return library_writer(argv)
     except (OSError, FormatError):
         return REFUSED
-
-
-def _invoked(record: bytes, checkpoint: bytes) -> Any:
-    """What ``bob.invoke`` computes from the pair, or None when it refuses."""
-    import bob
-
-    try:
-        return bob.invoke(record, checkpoint, threads=1)
-    except FormatError:
-        return None
 
 
 class _Run:
@@ -236,7 +226,7 @@ class _Run:
         new, old = (self.new_ck or b"", self.new_pred), (self.checkpoint, self.old_pred)
         ends = []
         for start in [new, old, (self.checkpoint, self.new_pred)] if crashed else [new if rc == 0 else old]:
-            want = None if self.refusal_expected and rc != 0 else _invoked(self.record, start[0])
+            want = None if self.refusal_expected and rc != 0 else invoked(self.record, start[0])
             ends.append((REFUSED, start) if want is None else (0, (want.checkpoint_bytes(), want.predictions_bytes())))
         now = (racer.returncode, self.pair())
         require("Traceback" not in err and now in ends, f"{self.where}: the second bob-run exited {now[0]} "
@@ -249,7 +239,7 @@ class _Run:
         """The next bob-run cleans up after the dead one and completes the invocation it had not committed."""
         where, new_ck = self.where, self.new_ck
         # a refused input or layout is refused again; the next one goes on from the checkpoint a dead run committed
-        refused = (committed and new_ck is not None and _invoked(self.record, new_ck) is None) or self.refusal_expected
+        refused = (committed and new_ck is not None and invoked(self.record, new_ck) is None) or self.refusal_expected
         before = self.pair()
         rc, out, err = quietly(run_main, self.argv)
         said = f"{where}: after the crash the next bob-run exited {rc}: {err.strip()[-200:]}"
