@@ -235,23 +235,17 @@ class _Run:
         left = self.left() if crashed else []
         require(not left, f"{self.where}: after the crash the second bob-run left {left}")
 
-    def after_crash(self, quietly: Callable, run_main: Callable, committed: bool) -> None:
-        """The next bob-run cleans up after the dead one and completes the invocation it had not committed."""
-        where, new_ck = self.where, self.new_ck
-        # a refused input or layout is refused again; the next one goes on from the checkpoint a dead run committed
-        refused = (committed and new_ck is not None and invoked(self.record, new_ck) is None) or self.refusal_expected
+    def after_crash(self, quietly: Callable, run_main: Callable) -> None:
+        """The next bob-run cleans up after the dead one and goes on from the checkpoint it finds: what
+        ``bob.invoke`` computes from it, or refused again, the files untouched, as the dead one was."""
         before = self.pair()
+        want = None if self.refusal_expected else invoked(self.record, before[0])
         rc, out, err = quietly(run_main, self.argv)
-        said = f"{where}: after the crash the next bob-run exited {rc}: {err.strip()[-200:]}"
-        if refused:
-            require(rc == REFUSED and self.pair() == before, said)
-        else:
-            require(rc == 0, said)
-            if not committed:
-                require(self.pair() == (new_ck, self.new_pred),
-                        f"{where}: after the crash the next bob-run did not write the new files")
+        end = (REFUSED, before) if want is None else (0, (want.checkpoint_bytes(), want.predictions_bytes()))
+        require((rc, self.pair()) == end, f"{self.where}: after the crash the next bob-run exited {rc} "
+                f"({err.strip()[-200:]}); the files are not what bob.invoke computes from the checkpoint it found")
         left = self.left()
-        require(not left, f"{where}: after the crash the next bob-run left {left}")
+        require(not left, f"{self.where}: after the crash the next bob-run left {left}")
 
 
 def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: Path,
@@ -294,4 +288,4 @@ def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: P
     elif not crashed:
         run.nothing_left(rc, run.said(rc, out, err, ck_new, pred_new))
     if crashed and not raced:  # (after a crash a racer was the next run)
-        run.after_crash(quietly, run_main, ck_new)
+        run.after_crash(quietly, run_main)
