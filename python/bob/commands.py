@@ -211,6 +211,8 @@ def output_directory(option: str, path: Any) -> str:
     from bob.fileio import make_directory
 
     with about(option, path):
+        if not os.fspath(path):  # (not the working directory, which "" is to os.makedirs and pathlib)
+            raise Refused("an empty path", option=option, path=path)
         if os.path.lexists(path) and not os.path.isdir(path):
             raise Refused("exists and is not a directory", option=option, path=path)
         made = make_directory(path)

@@ -135,6 +135,15 @@ def test_version_under_json_is_the_envelope(argv: list[str], capsys) -> None:
             "command": command, "ok": True, "exit_code": 0, "error": None, "version": VERSION_LINE.split()[1]}
 
 
+def test_loop_engine_refuses_a_corpus_it_would_ignore(work, capsys) -> None:
+    """--engine loop keeps no corpus: --corpus (even /dev/null) was accepted and silently ignored."""
+    rc, out, err = call("bob-fuzz", ["run", "predictions", "--engine", "loop", "--runs", "1", "--corpus", "/dev/null",
+                                     "--artifacts", work.fresh("artifacts"), "--json"], capsys)
+    error = json.loads(out)["error"]
+    assert rc == 2 and error["option"] == "--corpus" and "keeps no corpus" in error["message"]
+    assert not list(work.root.glob("*artifacts"))
+
+
 @pytest.mark.parametrize("prog, argv, option", [
     ("bob-run", ["--input", "nope", "--input", "rec.bin", "--checkpoint", "ck.bin", "--predictions", "p.bin"], "--input"),
     ("bob-fixture", ["--text", "abc", "--text", "xyz", "--prompt", "a", "--prompt", "b", "--prompt", "",
@@ -336,12 +345,13 @@ PATHS: list[tuple[str, Callable[[Work, str], list[str]], str, str]] = [
     # --report is checked before the test hook's variable: a refusal naming it means --report was taken
     ("bob-qualify", lambda w, p: ["--report", p], "--report", "outdir-then-hook"),
 ]
-PATH_CASES = ["missing", "directory", "file-as-directory", "dev-full"]
+PATH_CASES = ["missing", "directory", "file-as-directory", "dev-full", "empty"]
 
 
 def _path(work: Work, case: str) -> str:
+    """("empty": refused by name, never taken for the working directory or the option's default.)"""
     return {"missing": str(work.missing), "directory": str(work.adir),
-            "file-as-directory": str(work.plain / "x"), "dev-full": "/dev/full"}[case]
+            "file-as-directory": str(work.plain / "x"), "dev-full": "/dev/full", "empty": ""}[case]
 
 
 def _expected(kind: str, case: str) -> int | str:

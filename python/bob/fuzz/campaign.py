@@ -129,7 +129,7 @@ class _Campaign:
         self.target, self.name, self.seconds, self.runs = target, target.replace(":", "_"), seconds, runs
         self.seed, self.fmt, self.max_findings = seed, fmt, max_findings
         self.max_len = max_len or MAX_LEN.get(target, DEFAULT_MAX_LEN)
-        self.corpus = Path(output_directory("--corpus", corpus or f".bob-fuzz/{self.name}/corpus")).resolve()
+        self.corpus = Path(output_directory("--corpus", f".bob-fuzz/{self.name}/corpus" if corpus is None else corpus)).resolve()
         self.artifacts = Path(output_directory("--artifacts", artifacts)).resolve()
         self.logs = self.artifacts / ".logs"
         make_directory(self.logs)

@@ -124,6 +124,8 @@ def cmd_run(args: argparse.Namespace) -> Outcome:
     if args.engine == "loop":
         if args.runs is None:
             raise Refused("usage: --engine loop needs --runs N", option="--runs")
+        if args.corpus is not None:  # (it would be ignored: a user would look there for a corpus)
+            raise Refused("usage: --engine loop keeps no corpus; --corpus goes with atheris", option="--corpus")
         artifacts = output_directory("--artifacts", args.artifacts)
         result = seeded_loop(args.target, args.runs, args.seed or 0, fmt=args.format, stop_on_finding=False,
                              artifacts=artifacts, progress=True)

@@ -46,7 +46,7 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(mode="default")
     p.add_argument("--seed", type=integer_option("--seed", minimum=0, maximum=2**64 - 1), metavar="N",
                    help="the seed of the random states (printed; default: fresh)")
-    p.add_argument("--report", type=Path, metavar="DIR",
+    p.add_argument("--report", metavar="DIR",
                    help=f"write DIR/qualify.json and PNG plots there, atomically (needs the plot extra: "
                         f"{install_hint('plot')})")
     add_common_options(p, json_help="print one JSON object (checks, verdicts, fingerprint, timings) instead of "
@@ -86,7 +86,7 @@ def _work(args: argparse.Namespace) -> Outcome:
         result = runner.qualify(plan, seed, perturb=perturb, progress=progress)
     if args.report is not None:
         with about("--report", args.report):
-            written = report.write_report(args.report, result)
+            written = report.write_report(Path(args.report), result)
         result["report_files"] = [show_path(p) for p in written]  # (escaped, as every path bob prints)
     if args.json:  # (rich's Console would write to stdout on its own: --json prints the envelope only)
         return Outcome(result["exit_code"], result, "")
