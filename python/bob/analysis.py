@@ -28,7 +28,7 @@ from bob.formats.constants import MAX_CHECKPOINT_BYTES, PLANE_NAMES, VOCABULARY
 from bob.formats.layout import CONTRACT_STRINGS
 from bob.inspect.common import file_size, plural
 from bob.text import show_byte, show_path
-from bob.ulp import beyond, ordered_keys, plane_diff, ulp_distance
+from bob.ulp import beyond, ordered_keys, plane_diff, tolerance, ulp_distance
 
 if TYPE_CHECKING:  # pragma: no cover - numpy.typing costs bob-inspect a millisecond
     import numpy.typing as npt
@@ -293,8 +293,9 @@ def diff(a: "Checkpoint | Trace | bytes | str | os.PathLike[str]",
     state of each run), the first plane and index that differ."""
     from bob.divergence import compare_traces, is_trace, trace_of
 
+    ulp, atol = tolerance(ulp, atol)
     if is_trace(a) or is_trace(b):
-        return compare_traces(trace_of(a), trace_of(b), checkpoints=checkpoints)
+        return compare_traces(trace_of(a, "a"), trace_of(b, "b"), checkpoints=checkpoints)
     if checkpoints is not None:
         raise TypeError("checkpoints= goes with two traces; a and b are checkpoints")
     # (no Trace here: is_trace took them)

@@ -42,12 +42,16 @@ def is_trace(value: Any) -> bool:
     return False
 
 
-def trace_of(value: Any) -> Trace:
-    """A :class:`~bob.Trace` from itself, a trace file's bytes or a path (read through the bounded reader)."""
+def trace_of(value: Any, name: str = "trace") -> Trace:
+    """A :class:`~bob.Trace` from itself, a trace file's bytes or a path (read through the bounded reader);
+    anything else a ``TypeError`` naming the argument ``name``."""
     if isinstance(value, Trace):
         return value
     if isinstance(value, (bytes, bytearray, memoryview)):
         return load_trace(bytes(value))
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} is compared as a trace: a bob.Trace, a trace file's bytes or a path, "
+                        f"not {type(value).__name__}")
     return read_trace_file(value)
 
 

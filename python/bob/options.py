@@ -14,7 +14,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Callable
 
-__all__ = ["number_option", "seconds_option", "integer_option", "count_option"]
+__all__ = ["number_option", "seconds_option", "integer_option", "count_option", "MOST_ULP", "MOST_ATOL"]
+
+# The bounds of --ulp and --atol (bob-inspect diff), and of bob.diff's ulp and atol (bob.ulp.tolerance):
+MOST_ULP = 2**32  # past any two float32 values' distance on bob.ulp's ordered line
+MOST_ATOL = 7e38  # past twice FLT_MAX: a tolerance can cover every difference of two finite values
 
 
 def number_option(option: str, *, minimum: float = 0.0, positive: bool = False, maximum: float | None = None,
@@ -24,7 +28,7 @@ def number_option(option: str, *, minimum: float = 0.0, positive: bool = False, 
     ``1e309``, ``-1``, ``soon``) is a :class:`~bob.refusals.Refused` naming ``option``."""
     bound = f"> {minimum:g}" if positive else f">= {minimum:g}"
     if maximum is not None:
-        bound += f" and <= {maximum:.0f}"
+        bound += f" and <= {maximum:.0f}" if maximum < 1e16 else f" and <= {maximum:g}"  # (7e+38, not 39 digits)
 
     def convert(text: str) -> float:
         try:

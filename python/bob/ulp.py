@@ -9,15 +9,30 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bob.errors import BadValue, integer_value, shown_kind
 from bob.formats.constants import VOCABULARY
 from bob.formats.layout import F32_MAGNITUDE, F32_SIGN
+from bob.options import MOST_ATOL, MOST_ULP
 from bob.inspect.common import f32_json
 from bob.text import json_number, show_byte
 
 if TYPE_CHECKING:  # pragma: no cover - numpy.typing costs bob-inspect a millisecond
     import numpy.typing as npt
 
-__all__ = ["ordered_keys", "ulp_distance", "beyond", "plane_diff"]
+__all__ = ["tolerance", "ordered_keys", "ulp_distance", "beyond", "plane_diff"]
+
+
+def tolerance(ulp: Any, atol: Any) -> "tuple[int | None, float | None]":
+    """``ulp`` and ``atol`` as ``--ulp`` and ``--atol`` take them: a whole number from 0 to
+    :data:`~bob.options.MOST_ULP` and a finite number from 0 to :data:`~bob.options.MOST_ATOL`, each or None;
+    anything else a :class:`~bob.BadValue` naming the argument (nothing is ``int()``-ed: 1.5 is no ulp)."""
+    whole = integer_value(ulp)
+    if ulp is not None and (whole is None or not 0 <= whole <= MOST_ULP):
+        raise BadValue("ulp", f"a whole number from 0 to {MOST_ULP}, or None", actual=shown_kind(ulp))
+    number = float(atol) if isinstance(atol, (float, np.floating)) else integer_value(atol)
+    if atol is not None and (number is None or not 0 <= number <= MOST_ATOL):  # (nan and inf fail the bounds)
+        raise BadValue("atol", f"a finite number from 0 to {MOST_ATOL:g}, or None", actual=shown_kind(atol))
+    return whole, None if number is None else float(number)
 
 
 def ordered_keys(values: "npt.ArrayLike") -> "npt.NDArray[np.int64]":

@@ -212,3 +212,34 @@ def test_probabilities_and_diff_name_an_argument_of_another_type() -> None:
         with pytest.raises(TypeError, match=said):
             call()
     assert bob.diff(checkpoint, checkpoint.to_bytes())["equal"] and bob.probabilities(checkpoint, 97).shape == (256,)
+    trace = bob.invoke(build_input(CORPUS, PROMPTS), b"", threads=1, trace=True).trace
+    with pytest.raises(TypeError, match="^b is compared as a trace: a bob.Trace, a trace file's bytes or a path, "
+                                        "not Checkpoint$"):  # (it was open()'s own TypeError)
+        bob.diff(trace, checkpoint)
+
+
+@pytest.mark.parametrize("argument, value", [
+    ("ulp", -1), ("ulp", 1.5), ("ulp", float("nan")), ("ulp", "3"), ("ulp", True), ("ulp", 2**32 + 1),
+    ("atol", -1.0), ("atol", float("nan")), ("atol", float("inf")), ("atol", "0.5"), ("atol", False),
+    ("atol", 10**400), ("atol", 7.1e38)])
+def test_diff_takes_the_tolerances_the_options_take(argument: str, value: object) -> None:
+    """As --ulp and --atol: -1, nan, 1.5 were echoed into the report's tolerance, "3" was numpy's UFuncTypeError."""
+    checkpoint = bob.invoke(build_input(CORPUS, PROMPTS), b"", threads=1).checkpoint
+    with pytest.raises(bob.BadValue, match=f"^{argument}: "):
+        bob.diff(checkpoint, checkpoint, **{argument: value})
+
+
+def test_the_largest_tolerances_cover_every_difference_of_finite_values(tmp_path) -> None:
+    """FLT_MAX against -FLT_MAX: within the largest --atol (its cap was 3.5e38, below 2 FLT_MAX) and --ulp."""
+    fresh = bob.invoke(build_input(CORPUS, PROMPTS), b"", threads=1).checkpoint
+    top = np.finfo(np.float32).max
+    sides = []
+    for value in (top, -top):
+        p = fresh.p.copy()
+        p[0] = value
+        sides.append(bob.Checkpoint(fresh.step, p, fresh.m, fresh.v))
+    from bob.options import MOST_ATOL, MOST_ULP
+
+    assert not bob.diff(*sides)["equal"]
+    assert bob.diff(*sides, atol=MOST_ATOL)["equal"] and bob.diff(*sides, ulp=MOST_ULP)["equal"]
+    assert bob.diff(*sides, atol=np.float32(0.5), ulp=np.int64(0))["tolerance"] == {"ulp": 0, "atol": 0.5}

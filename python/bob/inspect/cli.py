@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from bob.formats import kinds
 from bob.formats.constants import VOCABULARY
-from bob.commands import (EXIT_FOUND, EXIT_SOFTWARE, Outcome, add_common_options, argument_parser, count_option,
-                          number_option, run_command)
+from bob.commands import EXIT_FOUND, EXIT_SOFTWARE, Outcome, add_common_options, argument_parser, run_command
 from bob.distribution import install_hint
+from bob.options import MOST_ATOL, MOST_ULP, count_option, number_option
 from bob.text import escape_bytes, one_line, show_path
 
 from bob.inspect.common import EXIT_OK, EXIT_PROBLEMS, PROG, Refused, peek, plural, read, read_checkpoint
@@ -191,9 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("diff", help="two checkpoints compared: header fields and planes (exit 1 when they differ)")
     p.add_argument("a", metavar="A")
     p.add_argument("b", metavar="B")
-    p.add_argument("--ulp", type=count_option("--ulp", minimum=0, maximum=2**32), metavar="N",
+    p.add_argument("--ulp", type=count_option("--ulp", minimum=0, maximum=MOST_ULP), metavar="N",
                    help="plane values at most N units in the last place apart are equal")
-    p.add_argument("--atol", type=number_option("--atol", maximum=3.5e38), metavar="X",
+    p.add_argument("--atol", type=number_option("--atol", maximum=MOST_ATOL), metavar="X",
                    help="plane values at most X apart are equal (with --ulp: either suffices)")
     p.add_argument("--diffable", action="store_true",
                    help="stable text for review: no paths, offsets, sizes or layout digests, so that diff -u of "
