@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
-from bob.formats.docs import layout_rows, sample
+from bob.formats.docs import layout_rows
 
 # kind: bob.formats.docs' name of its schema, the format's name and its version (the predictions have none)
 SCHEMA_KINDS = {"input": ("input", "bob-input", 1), "checkpoint": ("envelope", "bob-envelope", 1),
@@ -17,9 +18,7 @@ def schema_report(kinds: list[str]) -> dict[str, Any]:
     formats = []
     for kind in kinds:
         name, format_name, version = SCHEMA_KINDS[kind]
-        formats.append({
-            "kind": kind, "format": format_name, "version": version, "size": len(sample(name)),
-            "fields": [{"offset": r.offset, "size": r.size, "field": r.field, "meaning": r.meaning}
-                       for r in layout_rows(name)],
-        })
+        rows = layout_rows(name)  # the last field ends the file: every format ends at a fixed-size field
+        formats.append({"kind": kind, "format": format_name, "version": version,
+                        "size": rows[-1].offset + rows[-1].size, "fields": [asdict(r) for r in rows]})
     return {"command": "schema", "formats": formats, "ok": True}

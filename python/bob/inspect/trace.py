@@ -79,13 +79,9 @@ def trace_file_report(data: bytes | None, read_problems: "list[FormatError]", *,
     problems (each naming its field and offset); ``data`` is None when the file was too large."""
     report, problems, ex = begin("trace", path, data, read_problems, auto, examine)
     trace = ex.trace if ex is not None else None
-    report.update({"contract_sha256": trace.contract_sha256.hex() if trace else None,
-                   "input_sha256": trace.input_sha256.hex() if trace else None,
-                   "step_before": trace.step_before if trace else None,
-                   "step_after": trace.step_after if trace else None,
-                   "entries": None if trace is None else [
-                       {"step": e.step, "loss": e.loss, **{n: d.hex() for n, d in zip(PLANE_NAMES, e.digests)}}
-                       for e in trace.entries]})
+    shown = trace.as_dict() if trace else {}  # the trace's own description: identity and entries
+    report.update({key: shown.get(key) for key in ("contract_sha256", "input_sha256", "step_before", "step_after",
+                                                   "entries")})
     steps = f"steps {trace.step_before} to {trace.step_after}" if trace else ""
     return finish(report, problems, f"OK: a valid bob-trace v1 trace ({steps}, "
                   f"{plural(len(trace.entries) if trace else 0, 'update')})", "a reader refuses this trace")
