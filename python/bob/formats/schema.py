@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from construct import (Array, Bytes, Const, Construct, ConstructError, Container, Float64l, Int32ul, Int64ul, RawCopy,
                        Rebuild, Renamed, SizeofError, StreamError, Struct, Subconstruct, Terminated, evaluate,
-                       stream_read, stream_tell, stream_write)
+                       stream_read, stream_size, stream_tell, stream_write)
 
 from bob.errors import BadValue, FormatError, NotABobFile, Truncated
 from bob.formats.layout import DIGEST_BYTES, F64, U32, U64, Field
@@ -67,13 +67,6 @@ def field_from_path(path: str) -> tuple[str, int | None]:
     return (".".join(names) or "file"), index
 
 
-def _remaining(stream) -> int:
-    pos = stream.tell()
-    end = stream.seek(0, io.SEEK_END)
-    stream.seek(pos)
-    return end - pos
-
-
 # -- Schemas from the layout's field tables
 
 _INTEGERS = {U64.format: Int64ul, U32.format: Int32ul, F64.format: Float64l}
@@ -116,7 +109,7 @@ class LengthPrefixed(Construct):
     def _parse(self, stream, context, path):
         offset = stream_tell(stream, path)
         length = self.prefix._parsereport(stream, context, path)
-        remaining = _remaining(stream)
+        remaining = stream_size(stream) - stream_tell(stream, path)
         for bound, why in ((remaining, f"runs past the end of the file ({remaining} bytes remain after it)"),
                            (self.limit, f"exceeds the limit of {self.limit} bytes")):
             if length > bound:
