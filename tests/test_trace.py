@@ -14,7 +14,7 @@ import pytest
 
 import bob
 import bob.core
-from bob.errors import BadValue, IntegrityError, NotABobFile, Truncated
+from bob.errors import BadValue, ContractMismatch, IntegrityError, NotABobFile, Truncated
 from bob.formats.canonical import contract_identity
 from bob.formats.constants import PLANE_NAMES, UPDATES_PER_INVOCATION
 from bob.formats.trace import Trace, TraceEntry, contract_sha256, load_trace, trace_findings
@@ -81,8 +81,18 @@ def test_a_reader_refuses_naming_the_field_and_offset(data, error, field, offset
         load_trace(data)
 
 
+def test_a_trace_of_another_contract_is_refused_by_name_as_a_checkpoint_is() -> None:
+    """(It was "OK: a valid bob-trace v1 trace".)"""
+    other = hand_made(contract=sha(b"another contract"))
+    findings = trace_findings(other)
+    assert [(type(f), f.field, f.offset) for f in findings] == [(ContractMismatch, "contract_sha256", 16)]
+    with pytest.raises(ContractMismatch, match="^contract_sha256: a trace of a run under another contract"):
+        bob.Trace(sha(b"another contract"), sha(b"record"), 0, load_trace(hand_made()).entries)
+    with pytest.raises(ContractMismatch):
+        bob.diff(hand_made(), other)
+
+
 @pytest.mark.parametrize("other, field, offset", [
-    (hand_made(contract=sha(b"another contract")), "contract_sha256", 16),
     (hand_made(record=b"another record"), "input_sha256", 48),
     (hand_made(10), "step_before", 80),
 ])

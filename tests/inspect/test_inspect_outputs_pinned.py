@@ -24,6 +24,7 @@ from bob.formats.constants import MAX_CHECKPOINT_BYTES, TRACE_UPDATES
 from bob.formats.constants import LEARNER_PREFIX
 from bob.formats.contract import Contract
 from bob.formats.layout import CANONICAL_HEADER_BYTES
+from bob.formats.trace import contract_sha256
 
 from conftest import CHUNK, GOLDEN, Cli
 
@@ -96,7 +97,7 @@ def build(d: Path) -> None:
         shutil.copy(GOLDEN / "refused" / f"{name}.bin", d / f"{name}.bin")
     hand = tuple((21 + i, 2.0 - i / 8, (bytes([i]) * 16, bytes([i + 1]) * 16, bytes([i + 2]) * 16))
                  for i in range(TRACE_UPDATES))
-    trace = bob.Trace(b"\x11" * 32, b"\x22" * 32, 20, hand).to_bytes()
+    trace = bob.Trace(contract_sha256(), b"\x22" * 32, 20, hand).to_bytes()
     (d / "hand.trace").write_bytes(trace)
     (d / "cut.trace").write_bytes(trace[:70])
     damaged = bytearray(trace)

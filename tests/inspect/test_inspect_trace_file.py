@@ -10,6 +10,7 @@ import pytest
 import bob
 from bob.formats.constants import PLANE_NAMES, TRACE_UPDATES
 from bob.formats.layout import TRACE_BODY_BYTES, TRACE_HEAD
+from bob.formats.trace import contract_sha256
 from bob.inspect.cli import main
 
 FILE_KEYS = {"command", "ok", "exit_code", "error", "file", "auto", "kind", "size", "sha256", "contract_sha256",
@@ -19,7 +20,7 @@ FILE_KEYS = {"command", "ok", "exit_code", "error", "file", "auto", "kind", "siz
 def trace_bytes() -> bytes:
     entries = tuple((21 + i, 2.0 - i / 8, (bytes([i]) * 16, bytes([i + 1]) * 16, bytes([i + 2]) * 16))
                     for i in range(TRACE_UPDATES))
-    return bob.Trace(b"\x11" * 32, b"\x22" * 32, 20, entries).to_bytes()
+    return bob.Trace(contract_sha256(), b"\x22" * 32, 20, entries).to_bytes()
 
 
 def inspect_json(capsys, *argv: str) -> tuple[int, dict]:
@@ -34,7 +35,7 @@ def test_a_valid_trace_is_reported_with_its_identity_and_updates(tmp_path: Path,
     code, doc = inspect_json(capsys, *form, str(path))
     assert code == 0 and set(doc) == FILE_KEYS
     assert (doc["command"], doc["kind"], doc["auto"], doc["ok"]) == ("bob-inspect trace", "trace", not form, True)
-    assert (doc["contract_sha256"], doc["step_before"], doc["step_after"]) == ("11" * 32, 20, 20 + TRACE_UPDATES)
+    assert (doc["contract_sha256"], doc["step_before"], doc["step_after"]) == (contract_sha256().hex(), 20, 20 + TRACE_UPDATES)
     assert [e["step"] for e in doc["entries"]] == list(range(21, 21 + TRACE_UPDATES))
     assert doc["entries"][1] == {"step": 22, "loss": 2.0 - 1 / 8, **{n: bytes([1 + k]).hex() * 16
                                                                      for k, n in enumerate(PLANE_NAMES)}}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from bob.errors import BadValue, FormatError, StateRefused
+from bob.errors import BadValue, ContractMismatch, FormatError, StateRefused
 from bob.formats.constants import (CHUNK_BYTES, CHUNK_TAGS, EMPTY_PROMPT, MAX_HEADER_BYTES, TRACE_UPDATES,
                                    TRACE_VERSION, U64_MAX, UPDATES_PER_INVOCATION, VOCABULARY)
 from bob.formats.layout import F32_EXPONENT, F32_MAGNITUDE, F32_SIGN, HEADER_ALIGNMENT
@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["ValueRule", "INPUT_VERSION", "TARGET_AGREES", "PROMPT_WORD", "ENVELOPE_VERSION", "HEADER_BYTES",
            "CHUNK_COUNT", "CHUNK_TAG", "CHUNK_OFFSET", "CHUNK_LENGTH", "PADDING", "FINITE", "V_NOT_NEGATIVE",
            "MOMENTS_ZERO_AT_STEP_0", "ROOM_FOR_UPDATES", "chunk_offset", "VALIDITY", "TOKEN", "INVALID_TOKEN",
-           "TRACE_VERSION_RULE", "TRACE_UPDATE_COUNT", "TRACE_STEP", "RULES", "prompt_word_ok"]
+           "TRACE_VERSION_RULE", "TRACE_UPDATE_COUNT", "TRACE_CONTRACT", "TRACE_STEP", "RULES", "prompt_word_ok"]
 
 class ValueRule:
     """One rule: ``field`` must satisfy ``ok``; a value that does not is refused
@@ -171,6 +171,9 @@ TRACE_VERSION_RULE: ValueRule = ValueRule("version", lambda v: v == TRACE_VERSIO
                                           TRACE_VERSION)
 TRACE_UPDATE_COUNT: ValueRule = ValueRule("update_count", lambda n: n == TRACE_UPDATES,
                                           "a trace holds one invocation: one entry per update", TRACE_UPDATES)
+TRACE_CONTRACT: ValueRule = ValueRule("contract_sha256", lambda digest, v1: digest == v1, "a trace of a run under "
+                                      "another contract", "bob v1's (bob.formats.trace.contract_sha256())",
+                                      error=ContractMismatch)
 TRACE_STEP: ValueRule = ValueRule("entries.step", lambda step, want: step == want,
                                   "entry i is the update that makes step step_before + i + 1", "step_before + i + 1")
 
@@ -179,6 +182,6 @@ RULES: "dict[str, tuple[ValueRule, ...]]" = {
     "envelope": (ENVELOPE_VERSION, HEADER_BYTES, CHUNK_COUNT, CHUNK_TAG, CHUNK_OFFSET, CHUNK_LENGTH, PADDING,
                  FINITE, V_NOT_NEGATIVE, MOMENTS_ZERO_AT_STEP_0, ROOM_FOR_UPDATES),
     "predictions": (VALIDITY, TOKEN, INVALID_TOKEN),
-    "trace": (TRACE_VERSION_RULE, TRACE_UPDATE_COUNT, TRACE_STEP),
+    "trace": (TRACE_VERSION_RULE, TRACE_UPDATE_COUNT, TRACE_CONTRACT, TRACE_STEP),
 }
 """Each format's value rules, in the order its ``examine`` checks them (the docs' rule tables)."""

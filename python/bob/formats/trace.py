@@ -19,7 +19,7 @@ from bob.formats.contract import V1
 from bob.formats.files import BobFile, Examined, as_bytes, magic_finding
 from bob.formats.layout import (DIGEST_BYTES, TRACE_BODY_BYTES, TRACE_BYTES, TRACE_DIGEST_BYTES, TRACE_ENTRY,
                                 TRACE_ENTRY_FIELDS, TRACE_HEAD, TRACE_HEAD_STRUCT)
-from bob.formats.rules import TRACE_STEP, TRACE_UPDATE_COUNT, TRACE_VERSION_RULE
+from bob.formats.rules import TRACE_CONTRACT, TRACE_STEP, TRACE_UPDATE_COUNT, TRACE_VERSION_RULE
 from bob.formats.schema import END, Sha256Of, Table, parse, ruled, schema_fields
 
 __all__ = ["TRACE", "TRACE_FILE", "TraceEntry", "Trace", "TraceExamination", "examine", "trace_findings",
@@ -92,6 +92,8 @@ class Trace(BobFile):
             if len(value) != DIGEST_BYTES:
                 raise BadValue(name, f"a SHA-256 is {DIGEST_BYTES} bytes", expected=DIGEST_BYTES, actual=len(value))
             object.__setattr__(self, name, value)
+        if not TRACE_CONTRACT.ok(self.contract_sha256, contract_sha256()):
+            raise TRACE_CONTRACT.finding(self.contract_sha256.hex(), expected=contract_sha256().hex(), given=True)
         entries = tuple(TraceEntry(int(e[0]), float(e[1]), tuple(bytes(d) for d in e[2]))  # type: ignore[arg-type]
                         for e in self.entries)
         if len(entries) != TRACE_UPDATES:
@@ -180,6 +182,9 @@ def examine(data: bytes) -> TraceExamination:
     if digest != parsed.digest:
         ex.findings.append(IntegrityError("digest", "the trace's bytes do not match its digest (changed or damaged)",
                                           expected=digest.hex(), actual=parsed.digest.hex(), offset=TRACE_BODY_BYTES))
+    if not TRACE_CONTRACT.ok(head.contract_sha256, contract_sha256()):
+        ex.findings.append(TRACE_CONTRACT.finding(head.contract_sha256.hex(), expected=contract_sha256().hex(),
+                                                  offset=TRACE_HEAD["contract_sha256"].offset))
     for i, entry in enumerate(head.entries):
         want = head.step_before + i + 1
         if not TRACE_STEP.ok(entry.step, want):
