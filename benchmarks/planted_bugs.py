@@ -197,6 +197,13 @@ BUGS: tuple[Bug, ...] = (
           "        [__import__('fcntl').flock(lock.fd, __import__('fcntl').LOCK_UN) for lock in locks]\n"),),
         property="the racer world: a second bob-run --wait met at a drawn point of the commit",
         test="tests/hostile/test_races.py::test_two_concurrent_runs_lose_no_update"),
+    Bug("trace-temporary-left", "files", "run", 1_500,
+        "the next bob-run cleans up what a dead one left beside the checkpoint and the predictions, not "
+        "beside the trace: after a crash during a traced commit, the dead run's trace temporary stays",
+        (("bob/run.py", "for _, _, target in outputs for p in clean_stale_temporaries(",
+          "for _, _, target in outputs[:2] for p in clean_stale_temporaries("),),
+        property="the powerloss world with --trace: the next bob-run leaves nothing of the dead run",
+        test="tests/hostile/test_power_loss.py"),
     Bug("kernel-bc2-early", "core", "core", 6_000,
         "the fast kernels take bc2 as 1.0 from t > 2**14 instead of t = 17,321: P differs from the scalar "
         "transcription by an ulp for steps 16,384-17,319 (simulated at the binding)",

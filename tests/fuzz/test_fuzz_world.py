@@ -38,8 +38,9 @@ def test_each_layout_meets_each_other_party(monkeypatch: pytest.MonkeyPatch, lay
     """Every combination of a layout and another party (the racer and the cleaner at the commit's
     point drawn for it, the power loss of bob-run and of the library writers) holds."""
     point = COMMIT_WINDOW[len(layout + other) % len(COMMIT_WINDOW)]
-    for writer in (("bob-run", "library") if other == "powerloss" else ("bob-run",)):
-        in_world(monkeypatch, world.World(layout, other=other, point=point, writer=writer))
+    for writer in (("bob-run", "library", "bob-run --trace") if other == "powerloss" else ("bob-run",)):
+        in_world(monkeypatch, world.World(layout, other=other, point=point, writer=writer.split()[0],
+                                          trace=writer.endswith("--trace")))
     in_world(monkeypatch, world.World(layout, other=other, point=point), checkpoint=CHECKPOINT[:-1])  # refused
 
 
@@ -83,21 +84,27 @@ def test_the_worlds_drawn_cover_every_combination() -> None:
             assert {(layout, f, other) for f in world.FAULTS} <= axes, (layout, other)
     assert {(w.layout, w.writer) for w in drawn if w.other == "powerloss"} == {
         (layout, writer) for layout in ("plain", "symlinks") for writer in ("bob-run", "library")}
+    assert {(w.layout, w.writer, w.trace) for w in drawn if w.trace} == {  # --trace: bob-run's, under a power loss
+        (layout, "bob-run", True) for layout in ("plain", "symlinks")} and all(w.other == "powerloss" for w in drawn
+                                                                                if w.trace)
     assert {w.point for w in drawn if w.other == "racer"} == set(COMMIT_WINDOW)
     assert {(w.layout, w.fault) for w in drawn if w.writer == "library" and w.other == "none"} == {
         (layout, fault) for layout in world.LAYOUTS for fault in world.FAULTS}
 
 
-def test_a_completed_run_makes_fewer_calls_than_the_worlds_draw(tmp_path: Path) -> None:
+def test_a_completed_run_makes_the_calls_the_worlds_draw(tmp_path: Path) -> None:
+    """As in a world: the checkpoint and the predictions there (with the predictions' lock, their last calls,
+    the checkpoint lock's removal and close, were 33 and 34, never drawn from 32)."""
     (tmp_path / "r").write_bytes(RECORD)
     (tmp_path / "c").write_bytes(CHECKPOINT)
+    (tmp_path / "p").write_bytes(b"old predictions")
     from bob.run import main
 
     with OsFaults("fail", 10 ** 9) as faults:
         rc = main(["--input", str(tmp_path / "r"), "--checkpoint", str(tmp_path / "c"),
                    "--predictions", str(tmp_path / "p")])
     assert rc == 0 and not faults.hit and not faults.left_open
-    assert 20 <= faults.calls <= world.MAX_CALL  # every call of the commit can be drawn
+    assert faults.calls == world.MAX_CALL  # every call of the commit is drawn, and no draw is past the last
     every_call = faults.calls
     (tmp_path / "c").write_bytes(CHECKPOINT)
     with OsFaults("fail", 10 ** 9, only=ENTRY_CALLS) as faults:
@@ -108,7 +115,7 @@ def test_a_completed_run_makes_fewer_calls_than_the_worlds_draw(tmp_path: Path) 
     doc = (ROOT / "docs" / "fuzzing.md").read_text(encoding="utf-8")
     assert f"k from 1 to {world.ENTRY_CALLS_DRAWN}, a run makes {faults.calls})" in doc
     assert f"k counts every call (k from 1 to {world.MAX_CALL})" in doc
-    assert f"a completed run on a checkpoint makes {every_call} of them" in doc
+    assert f"a completed run in a world (a checkpoint and predictions there) makes {every_call} of them" in doc
 
 
 def test_faults_fail_once_or_end_the_world(tmp_path: Path) -> None:

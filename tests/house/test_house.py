@@ -122,7 +122,7 @@ def test_no_function_a_newcomer_must_scroll_for_ever() -> None:
 # before it could report running out of memory; bob-inspect's verdict on a step bob-run
 # can never advance, D14.)
 FORMAT_HOUSE = ("formats", "inspect", "fuzz", "interop.py", "interop_archive.py")
-FORMAT_HOUSE_CEILING = 8_827
+FORMAT_HOUSE_CEILING = 8_825
 
 
 def format_house_lines(package: Path) -> int:

@@ -13,7 +13,7 @@ import os
 from typing import Any, Callable, ClassVar, Self
 
 from bob.errors import FormatError, NotABobFile, Truncated, byte_buffer
-from bob.fileio import FileTooLarge, read_bounded
+from bob.fileio import FileTooLarge, read_bounded, write_atomic
 from bob.formats.constants import CHECKPOINT_MAGIC, INPUT_MAGIC, TRACE_MAGIC
 
 __all__ = ["read_format_file", "too_large", "INPUT_FILE", "CHECKPOINT_FILE", "KNOWN_MAGICS", "magic_finding",
@@ -123,6 +123,4 @@ class BobFile:
 
     def write(self, path: "str | os.PathLike[str]") -> None:
         """Replace the file at ``path`` with this object's bytes, atomically."""
-        from bob.fileio import write_atomic
-
         write_atomic(path, self.to_bytes())

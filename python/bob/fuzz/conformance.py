@@ -19,7 +19,7 @@ from bob.commands import Refused, about, os_reason
 from bob.errors import FormatError
 from bob.fileio import (FileTooLarge, discard_temporary, make_directory, read_bounded, refuse_if_working_directory_gone,
                         remove_empty_directories, write_atomic)
-from bob.formats.kinds import FORMATS
+from bob.formats.kinds import ALIASES, FORMATS
 from bob.fuzz.common import read_input
 
 __all__ = ["FORMATS", "open_corpus", "judge", "write_corpus", "check", "render_table", "reader_main"]
@@ -242,8 +242,6 @@ def render_table(report: dict[str, Any]) -> str:
 def reader_main(argv: list[str]) -> int:
     """bob's reader in the ``check`` convention: exit 0 accepts; else ``{"field": …}`` and exit 2
     (a file it cannot read: 66, a command line it does not take: 64)."""
-    from bob.formats.kinds import ALIASES
-
     if len(argv) != 2 or ALIASES.get(argv[0], argv[0]) not in FORMATS:
         print(f"usage: python -m bob.fuzz.conformance {{{','.join(FORMATS)}}} FILE", file=sys.stderr)
         return 64  # EX_USAGE

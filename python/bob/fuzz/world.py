@@ -29,8 +29,8 @@ LAYOUTS = ("plain", "plain", "symlinks", "symlinks", "symlinks", "hardlink-check
            "same-file")
 FAULTS = ("none", "fail", "fail", "crash")
 OTHERS = ("none", "none", "none", "none", "locked", "racer", "cleaner", "powerloss")
-MAX_CALL = 32
-"""k is drawn from 1..MAX_CALL; a completed bob-run on a checkpoint makes 31 of the calls."""
+MAX_CALL = 34
+"""k is drawn from 1..MAX_CALL: the calls a completed bob-run makes in a world (a checkpoint and predictions there)."""
 ENTRY_CALLS_DRAWN = 9
 """or, counting only the calls that change a directory entry, from 1..ENTRY_CALLS_DRAWN (a run makes 8)."""
 
@@ -50,12 +50,13 @@ class World(NamedTuple):
     other: str = "none"  # OTHERS
     point: str = COMMIT_WINDOW[0]  # where the racer or the cleaner meets bob-run
     writer: str = "bob-run"  # or "library" (library_writer): the writer a fault or a power loss cuts
+    trace: bool = False  # bob-run --trace under a power loss: the trace and its lock judged too
 
     def __str__(self) -> str:
         fault = f"{self.fault} at {'entry' if self.entries else 'os'} call {self.k}" if self.fault != "none" else ""
         other = {"none": "", "racer": f"racer at {self.point}", "cleaner": f"cleaner at {self.point}"}
         return ", ".join(filter(None, [f"world {self.layout}", fault, other.get(self.other, self.other),
-                                       "library writers" if self.writer == "library" else ""]))
+                                       "library writers" if self.writer == "library" else "", "traced" * self.trace]))
 
 
 def world_of(data: bytes) -> World:
@@ -67,7 +68,8 @@ def world_of(data: bytes) -> World:
               OTHERS[(crc >> 10) % len(OTHERS)], COMMIT_WINDOW[(crc >> 13) % len(COMMIT_WINDOW)],
               ("bob-run", "library")[(crc >> 16) & 1])
     if w.other == "powerloss":  # judged of a whole run: no fault, a layout bob-run accepts
-        return w._replace(fault="none", layout=("plain", "symlinks")[(crc >> 17) & 1])
+        return w._replace(fault="none", layout=("plain", "symlinks")[(crc >> 17) & 1],
+                          trace=w.writer == "bob-run" and bool((crc >> 19) & 1))
     if w.other != "none":  # the lock holder, the racer and the cleaner meet bob-run's lock and commit
         w = w._replace(writer="bob-run")
     return w
@@ -259,7 +261,7 @@ def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: P
     if run.w.other == "powerloss" and want is not None:  # one whole run recorded, a sample of its crash states
         shutil.rmtree(scratch / "powerloss", ignore_errors=True)
         sc = powerloss.record_run(scratch / "powerloss" / "run", record, checkpoint, run.old_pred,
-                                  links=run.w.layout == "symlinks",
+                                  links=run.w.layout == "symlinks", trace=run.w.trace,
                                   writer=library_writer if run.w.writer == "library" else None)
         powerloss.check_states(sc, scratch / "powerloss" / "next", sample=POWER_LOSS_STATES, seed=zlib.crc32(data))
         return
