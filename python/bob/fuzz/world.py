@@ -19,6 +19,7 @@ from typing import Any, Callable, NamedTuple
 
 from bob.errors import FormatError
 from bob.lock import COMMIT_WINDOW, LOCK_TAG, TargetLock, lock_path_for
+from bob.refusals import EXIT_BUSY as BUSY, EXIT_REFUSED as REFUSED
 from bob.fuzz import race
 from bob.fuzz.faults import ENTRY_CALLS, Crash, OsFaults
 from bob.fuzz.properties import invoked, require
@@ -35,7 +36,6 @@ ENTRY_CALLS_DRAWN = 9
 """or, counting only the calls that change a directory entry, from 1..ENTRY_CALLS_DRAWN (a run makes 8)."""
 
 MODE = 0o640  # not the umask's default: a replaced file must keep its mode
-REFUSED, BUSY = 2, 75
 POWER_LOSS_STATES = 6
 """Crash states judged per power-loss execution (drawn from the input; and every state after the whole run)."""
 
