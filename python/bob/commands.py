@@ -193,7 +193,10 @@ def add_common_options(parser: "argparse.ArgumentParser", *, json_help: str = "p
             super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
 
         def __call__(self, parser, namespace, values, option_string=None):
-            raise VersionAsked(prog)
+            asked = VersionAsked(prog)
+            if not _made:  # a parser used outside run_command (which prints it, --json included): print it here
+                emit(prog, asked.outcome.text)
+            raise asked
 
     parser.add_argument("--json", action="store_true", help=json_help)
     parser.add_argument("--debug", action="store_true", help="show a traceback for unexpected errors")

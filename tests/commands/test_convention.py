@@ -124,6 +124,17 @@ def test_version(argv: list[str], capsys) -> None:
     assert (rc, out, err) == (0, VERSION_LINE.format(prog=prog), "")
 
 
+def test_version_of_a_parser_used_outside_the_runner_is_printed(capsys) -> None:
+    """The shared options on a caller's own parser: --version printed nothing once the runner printed it."""
+    from bob import commands
+
+    parser = commands.argument_parser(prog="tool")
+    commands.add_common_options(parser)
+    with pytest.raises(SystemExit) as ended:
+        parser.parse_args(["--version"])
+    assert ended.value.code == 0 and capsys.readouterr().out == "tool 0.1.0\n"
+
+
 @pytest.mark.parametrize("argv", [[p] for p in PROGRAMS] + SUBCOMMANDS, ids=" ".join)
 def test_version_under_json_is_the_envelope(argv: list[str], capsys) -> None:
     """--json promises one JSON object for every outcome: --version was printed as text."""
@@ -374,6 +385,10 @@ def test_every_path_option(prog, argv, option, kind, case, work, capsys, monkeyp
     args = argv(work, path)
     rc, out, err = call(prog, _before_dashes(args, "--json") if "--" in args else [*args, "--json"], capsys)
     document = json.loads(out)
+    if case == "empty":  # refused as such, never taken for the working directory or the option's default
+        assert rc == 2 and document["error"]["message"] in ("an empty path", "no such file"), err
+        assert (document["error"]["option"], document["error"]["path"]) == (option, ""), err
+        return
     want = _expected(kind, case)
     if want == 0:
         assert rc == 0 and document["ok"] is True and err == "", err

@@ -264,9 +264,9 @@ def test_an_interrupted_campaign_leaves_nothing_in_tmpdir(target: str, engine: s
     scratch = tmp_path / "TMPDIR"
     scratch.mkdir()
     artifacts = tmp_path / "artifacts"
-    when = ["--time", "120"] if engine == "atheris" else ["--runs", "100000"]
+    when = ["--time", "120", "--corpus", str(tmp_path / "corpus")] if engine == "atheris" else ["--runs", "100000"]
     proc = subprocess.Popen([sys.executable, "-m", "bob", "fuzz", "run", target, "--engine", engine, *when,
-                             "--corpus", str(tmp_path / "corpus"), "--artifacts", str(artifacts)],
+                             "--artifacts", str(artifacts)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, TMPDIR=str(scratch)))
     try:
         deadline = time.monotonic() + 120

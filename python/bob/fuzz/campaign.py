@@ -270,9 +270,11 @@ class _Campaign:
         for w in self.workers:
             try:
                 self.launch(w)
-            except OSError as exc:  # a process limit, no memory: refused, the started ended
-                raise Refused(f"cannot start worker {w.index + 1} of {len(self.workers)}: {os_reason(exc)}; "
-                              "ask fewer", option="--jobs") from None
+                continue
+            except OSError as exc:  # a process limit, no memory or descriptors: refused, the started ended
+                why = os_reason(exc)
+            raise Refused(f"cannot start worker {w.index + 1} of {len(self.workers)}: {why}; ask fewer",
+                          option="--jobs")  # (raised past the OSError: --jobs's refusal, exit 2, never the machine's)
         result, shown = self.result, 0.0
         while self.selector.get_map():
             for key, _ in self.selector.select(0.5):

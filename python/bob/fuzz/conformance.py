@@ -195,6 +195,8 @@ def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | Non
     """Run ``command`` over the corpus's files of ``fmt``; agreements and disagreements by field."""
     from bob.progress import Progress
 
+    if corpus is not None and not os.fspath(corpus):  # (Path("") is the working directory)
+        raise Refused("an empty path", option="--corpus", path=corpus)
     fresh = tempfile.TemporaryDirectory(prefix="bob-conformance-") if corpus is None \
         else contextlib.nullcontext(Path(corpus))
     with fresh as root:  # a corpus given is refused (open_corpus) before the reader runs once

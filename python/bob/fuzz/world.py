@@ -20,7 +20,7 @@ from typing import Any, Callable, NamedTuple
 from bob.errors import FormatError
 from bob.lock import COMMIT_WINDOW, LOCK_TAG, TargetLock, lock_path_for
 from bob.refusals import EXIT_BUSY as BUSY, EXIT_REFUSED as REFUSED
-from bob.fuzz import race
+from bob.fuzz import oracle, powerloss, race
 from bob.fuzz.faults import ENTRY_CALLS, Crash, OsFaults
 from bob.fuzz.properties import invoked, require
 
@@ -156,8 +156,6 @@ class _Run:
 
     def said(self, rc: int, out: str, err: str, ck_new: bool, pred_new: bool) -> dict:
         """What bob-run said is what happened; its exit is what the world requires."""
-        from bob.fuzz import oracle
-
         where, w = self.where, self.w
         said = f"{where}: bob-run exited {rc}: {err.strip()[-200:]}"
         require("Traceback" not in out + err, f"{where}: bob-run printed a traceback")
@@ -254,7 +252,6 @@ def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: P
                  quietly: Callable[[Callable[[list[str]], int], list[str]], tuple[int, str, str]]) -> None:
     """One execution of ``bob-run`` in the world of ``data`` (``want``: what ``bob.invoke``
     computes, or None when it refuses), and the invariants after it."""
-    from bob.fuzz import powerloss
     from bob.run import main as run_main
 
     run = _Run(world_of(data), record, checkpoint, want, scratch)

@@ -19,8 +19,7 @@ from bob.formats.constants import MAX_CHECKPOINT_BYTES
 from bob.formats.files import CHECKPOINT_FILE, read_format_file
 from bob.text import escape_bytes, f32_text, show_path
 
-from bob.commands import EXIT_INTERRUPTED, EXIT_OK, EXIT_UNEXPECTED, Refused, os_reason
-from bob.commands import EXIT_REFUSED as EXIT_PROBLEMS
+from bob.commands import EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED as EXIT_PROBLEMS, EXIT_UNEXPECTED, Refused, os_reason
 
 __all__ = ["EXIT_OK", "EXIT_UNEXPECTED", "EXIT_PROBLEMS", "EXIT_INTERRUPTED", "Refused", "os_reason", "read", "PROG",
            "TOP_K", "base", "finish", "plural", "f32_json", "peek", "file_size", "read_checkpoint", "begin",

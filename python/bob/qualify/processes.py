@@ -66,8 +66,9 @@ def _shortage(stdout: str) -> OSError | None:
         message = json.loads(stdout)["error"]["message"]
     except (ValueError, KeyError, TypeError):
         return None
-    for code in SPACE_ERRNOS:
-        if message == os_reason(OSError(code, os.strerror(code))):
+    for code in SPACE_ERRNOS:  # the reason alone, or after what it is about (a lock file: "… cannot be used: …")
+        reason = os_reason(OSError(code, os.strerror(code)))
+        if message == reason or f": {reason}" in message:
             return OSError(code, f"bob-run could not write its files ({os.strerror(code)})")
     return None
 
