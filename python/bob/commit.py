@@ -198,7 +198,7 @@ def _pid_alive(pid: int) -> bool:
         return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # (past any pid: no process)
         return False
     except OSError:  # PermissionError: someone else's live process
         return True
@@ -229,7 +229,7 @@ def clean_stale_temporaries(path: "str | os.PathLike[str]", *, holding_lock: boo
         if not entry.startswith(prefix):
             continue
         pid_text, sep, token = entry[len(prefix):].partition("-")
-        if not sep or not pid_text.isdigit() or not token:
+        if not sep or not (pid_text.isascii() and pid_text.isdigit()) or not token:  # ("²" is a digit to str)
             continue
         pid = int(pid_text)
         if not holding_lock and (pid == os.getpid() or _pid_alive(pid)):

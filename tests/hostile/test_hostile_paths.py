@@ -271,6 +271,25 @@ def test_stale_temporaries_beside_a_link_target_are_cleaned(work: Path) -> None:
     assert out.returncode == 0 and not stale.exists()
 
 
+def test_names_like_a_temporarys_with_no_pid_bob_writes_stop_no_clean_up(work: Path) -> None:
+    """A Unicode digit ("²" is str.isdigit) or a pid past any process beside the checkpoint: every bob-run
+    exited 1 (int("²") raised) and the library's clean-up raised, removing no real stale temporary."""
+    from bob.fileio import temporary_name
+
+    ck = work / "model.bob"
+    odd = [work / f".model.bob.bob-tmp-{pid}-x" for pid in ("²", "٣")]
+    huge = Path(temporary_name(str(ck), pid=10 ** 20))
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = Path(temporary_name(str(ck), pid=int(dead.stdout)))
+    for path in (*odd, huge, stale):
+        path.write_bytes(b"half a checkpoint")
+    assert sorted(bob.clean_stale_temporaries(ck)) == sorted([str(huge), str(stale)])  # no process has such a pid
+    assert all(path.exists() for path in odd)  # names bob never writes: not its to remove
+    stale.write_bytes(b"half a checkpoint")
+    out = command("bob-run", "--input", work / "rec.bin", "--checkpoint", ck, "--predictions", work / "p.bin")
+    assert out.returncode == 0 and not stale.exists(), out.stderr
+
+
 def test_library_readers_refuse_special_files_too(work: Path) -> None:
     from bob.fileio import NotARegularFile
 
