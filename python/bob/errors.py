@@ -117,9 +117,10 @@ def integer_value(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
     try:
-        return type(value).__index__(value)
+        whole = type(value).__index__(value)
     except (AttributeError, TypeError):  # no __index__ (a float, a str), or a NumPy bool's refusal
         return None
+    return whole if type(whole) is int else None  # (an __index__ that returns 10.5 or "10" is no integer)
 
 
 def shown_kind(value: Any) -> str:

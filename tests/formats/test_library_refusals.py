@@ -39,6 +39,9 @@ def test_build_input_refusals() -> None:
         build_input(CORPUS, b"abc")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"^a prompt is bytes, not str \(use os.fsencode\)$"):
         build_input(CORPUS, ["a", b"b", b""])  # type: ignore[list-item]
+    for unordered in (set(PROMPTS), frozenset(PROMPTS)):  # its order (and the record's bytes) was the hash seed's
+        with pytest.raises(TypeError, match=r"^prompts is a list of 3 byte strings$"):
+            build_input(CORPUS, unordered)  # type: ignore[arg-type]
     assert refusal(lambda: build_input(b"a", PROMPTS)) == bad_value(
         "corpus", "a corpus needs at least 2 bytes", "at least 2 bytes", "1 bytes")
     assert refusal(lambda: build_input(CORPUS, PROMPTS[:2])) == bad_value(
@@ -243,3 +246,22 @@ def test_the_largest_tolerances_cover_every_difference_of_finite_values(tmp_path
     assert not bob.diff(*sides)["equal"]
     assert bob.diff(*sides, atol=MOST_ATOL)["equal"] and bob.diff(*sides, ulp=MOST_ULP)["equal"]
     assert bob.diff(*sides, atol=np.float32(0.5), ulp=np.int64(0))["tolerance"] == {"ulp": 0, "atol": 0.5}
+
+
+class _LyingIndex:
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def __index__(self):  # noqa: PLE0305 - the lie under test
+        return self.value
+
+
+@pytest.mark.parametrize("lie", [10.5, "10", None])
+def test_an_index_that_returns_no_int_is_no_integer(lie: object) -> None:
+    """An __index__ returning 10.5 made a checkpoint of step 10.5; a token of one, construct's own error."""
+    checkpoint = bob.invoke(build_input(CORPUS, PROMPTS), b"", threads=1).checkpoint
+    with pytest.raises(bob.BadValue, match="^step: "):
+        bob.Checkpoint(_LyingIndex(lie), checkpoint.p, checkpoint.m, checkpoint.v)
+    with pytest.raises(bob.BadValue, match=r"^token\[0\]: "):
+        bob.Predictions(((_LyingIndex(lie), 1), (0, 0), (0, 0)))
+    assert bob.Checkpoint(_LyingIndex(10), checkpoint.p, checkpoint.m, checkpoint.v).step == 10

@@ -228,7 +228,7 @@ def build_input(corpus: bytes, prompts: Sequence[bytes]) -> InputRecord:
     """The fixture builder (§3): pair k is ``(corpus[k mod n], corpus[(k+1) mod n])``;
     refuses (BadValue) a corpus of fewer than 2 bytes and a prompt count other than ``PROMPTS``."""
     corpus = as_bytes(corpus, "the corpus")
-    if isinstance(prompts, (bytes, bytearray, str)):
+    if isinstance(prompts, (bytes, bytearray, str, set, frozenset)):  # (a set's order is the hash seed's)
         raise TypeError(f"prompts is a list of {PROMPTS} byte strings")
     prompts = list(prompts)
     if len(corpus) < 2:
