@@ -7,7 +7,7 @@ from typing import TypeAlias
 
 import numpy as np
 import numpy.typing as npt
-from typing_extensions import Buffer
+from typing_extensions import Buffer, final
 
 # Any C-contiguous, float32-aligned buffer of float32 values in this
 # machine's byte order: NumPy arrays, array.array("f"), a memoryview cast to "f". (NumPy's stubs declare the buffer protocol on
@@ -24,6 +24,8 @@ __all__ = [
     "initialize",
     "kernels",
     "predict",
+    "reading",
+    "Reading",
     "resolved_kernel",
     "resume_problem",
     "sha256",
@@ -54,6 +56,16 @@ def train(
     kernel: str = "auto",
 ) -> list[float]: ...
 def predict(p: _Plane, prompt_words: Sequence[int]) -> list[tuple[int, int]]: ...
+
+@final
+class Reading:
+    """Read loans on P, M and V, held until released (or the end of a ``with`` block)."""
+
+    def release(self) -> None: ...
+    def __enter__(self) -> Reading: ...
+    def __exit__(self, *exc: object) -> bool: ...
+
+def reading(p: _Plane, m: _Plane, v: _Plane) -> Reading: ...
 def resume_problem(
     p: _Plane, m: _Plane, v: _Plane, step: int, updates: int, *, into: _Plane | None = None
 ) -> tuple[str, str, int] | None: ...

@@ -60,6 +60,7 @@ __all__ = [
     "initialize",
     "kernels",
     "predict",
+    "reading",
     "resume_problem",
     "train",
 ]
@@ -220,6 +221,19 @@ def train(p: "PlaneLike", m: "PlaneLike", v: "PlaneLike", contexts: "PairsLike |
                        (_pair_buffer(contexts, "contexts"), _pair_buffer(targets, "targets")),
                        _whole(step, "step"), _whole(updates, "updates"), threads=_whole(threads, "threads"),
                        kernel=str(kernel))
+
+
+def reading(p: Any, m: Any, v: Any) -> Any:
+    """Read loans on the planes P, M, V for a ``with`` block (``bob._core.reading``): a :func:`train` of them
+    meanwhile, in another thread, is a ``BufferError``, and so is taking them while one runs
+    (``Checkpoint.to_bytes`` hashes and copies inside one). Arrays the core could not be training (no float32
+    buffers in this machine's order) need none."""
+    try:
+        return _core.reading(p, m, v)
+    except (TypeError, ValueError):  # (BufferError, a train holding them, goes to the caller)
+        import contextlib
+
+        return contextlib.nullcontext()
 
 
 def kernels() -> list[str]:

@@ -265,3 +265,38 @@ def test_an_index_that_returns_no_int_is_no_integer(lie: object) -> None:
     with pytest.raises(bob.BadValue, match=r"^token\[0\]: "):
         bob.Predictions(((_LyingIndex(lie), 1), (0, 0), (0, 0)))
     assert bob.Checkpoint(_LyingIndex(10), checkpoint.p, checkpoint.m, checkpoint.v).step == 10
+
+
+def test_a_checkpoint_written_while_another_thread_trains_it_is_refused_never_torn() -> None:
+    """to_bytes hashed each plane, then copied it: 8 of 40 files written during a train were files bob
+    refuses (chunk digests not their bytes), and write() put one in place of the last good file."""
+    import threading
+
+    record = build_input(CORPUS, PROMPTS)
+    checkpoint = bob.invoke(record, b"", threads=1).checkpoint
+    training = threading.Thread(target=lambda: bob.core.train(checkpoint.p, checkpoint.m, checkpoint.v,
+                                                               record.contexts, record.targets, 10, 3000, threads=1))
+    refused, written = 0, []
+    training.start()
+    while training.is_alive():
+        try:
+            written.append(checkpoint.to_bytes(for_resume=False))
+        except BufferError as exc:
+            assert str(exc).startswith("P is in use by another call of bob's core")
+            refused += 1
+    training.join()
+    assert refused > 0  # (the race was met)
+    assert [bob.checkpoint_findings(data, for_resume=False) for data in written] == [[]] * len(written)
+
+
+def test_a_train_of_planes_being_written_is_refused() -> None:
+    from bob import _core
+
+    record = build_input(CORPUS, PROMPTS)
+    checkpoint = bob.invoke(record, b"", threads=1).checkpoint
+    before = checkpoint.to_bytes()
+    with _core.reading(checkpoint.p, checkpoint.m, checkpoint.v):
+        with pytest.raises(BufferError, match="^P is in use by another call of bob's core"):
+            bob.core.train(checkpoint.p, checkpoint.m, checkpoint.v, record.contexts, record.targets, 10)
+    assert checkpoint.to_bytes() == before  # nothing changed, and the loans were given back:
+    bob.core.train(checkpoint.p, checkpoint.m, checkpoint.v, record.contexts, record.targets, 10)

@@ -231,6 +231,42 @@ fn predict(p: &Bound<'_, PyAny>, prompt_words: &Bound<'_, PyAny>) -> PyResult<Ve
     bob_core::predict(values, &prompt_words).map_err(core_error)
 }
 
+/// Read loans on the planes P, M and V, held until the object is released (or leaves a `with` block): a
+/// `train` of them meanwhile, in another thread, is refused with `BufferError`, and so is taking them while
+/// one runs. `Checkpoint.to_bytes` hashes and copies the planes inside one, so its file is never a state
+/// torn by a concurrent update.
+#[pyclass(module = "bob._core")]
+struct Reading {
+    loans: Option<Loans>,
+}
+
+#[pymethods]
+impl Reading {
+    /// Give the loans back (a second call does nothing).
+    fn release(&mut self) {
+        self.loans = None;
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&mut self, _exc: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        self.loans = None;
+        false
+    }
+}
+
+/// Read loans on the float32 buffers `p`, `m`, `v` (see `Reading`), or `BufferError` naming the first
+/// that a running `train` holds.
+#[pyfunction]
+fn reading(p: &Bound<'_, PyAny>, m: &Bound<'_, PyAny>, v: &Bound<'_, PyAny>) -> PyResult<Reading> {
+    let (p, m, v) = (plane_readable(p, "P")?, plane_readable(m, "M")?, plane_readable(v, "V")?);
+    let loans = Loans::take(&[loan(&p, "P", false), loan(&m, "M", false), loan(&v, "V", false)])?;
+    Ok(Reading { loans: Some(loans) })
+}
+
 /// The first reason the state P, M, V at `step` may not be resumed for
 /// `updates` more updates (§5), as (check, plane, index), or None.
 /// check is "non_finite", "negative", "moments_at_step_zero" or "no_room".
@@ -329,6 +365,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resume_problem, m)?)?;
     m.add_function(wrap_pyfunction!(train, m)?)?;
     m.add_function(wrap_pyfunction!(predict, m)?)?;
+    m.add_function(wrap_pyfunction!(reading, m)?)?;
+    m.add_class::<Reading>()?;
     m.add_function(wrap_pyfunction!(resolved_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(kernels, m)?)?;
     // Set, not added: `add_function` would list it in `__all__`, the API.

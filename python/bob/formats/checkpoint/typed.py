@@ -3,6 +3,7 @@ the checkpoint's top room (nothing of the checkpoint imports it back)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sys
@@ -115,9 +116,8 @@ class Checkpoint:
     def _check(self) -> None:
         """Refuse (``BadValue``) what no envelope can hold; run again before serialising,
         since the fields can be reassigned in between."""
-        self.p = _plane(self.p, "P")
-        self.m = _plane(self.m, "M")
-        self.v = _plane(self.v, "V")
+        for name in ("p", "m", "v"):
+            setattr(self, name, _plane(getattr(self, name), name.upper()))
         step = integer_value(self.step)
         if step is None or not 0 <= step <= U64_MAX:
             raise BadValue("step", "the step is an integer from 0 to 2**64 - 1",
@@ -188,16 +188,18 @@ class Checkpoint:
 
         A state ``bob-run`` would refuse to resume is refused with a reader's
         :class:`~bob.FormatError` unless ``for_resume=False`` (for test files).
-        Each plane is hashed over its own memory and copied once, into the bytes returned.
+        Each plane is hashed and copied once, under the core's read loans (:func:`bob.core.reading`).
         """
-        self._refuse_unwritable("Checkpoint.to_bytes", for_resume)
-        hb = _header_bytes(self.header_bytes if header_bytes is None else header_bytes, self.contract)
-        planes = [_le_bytes(a) for a in (self.p, self.m, self.v)]
-        c = self.contract
-        header = envelope_header(self.step, [hashlib_sha256(a) for a in planes], hb,
-                                 (c.state, c.learner, c.data, c.seed), c.payload_bytes, c.chunk_bytes,
-                                 c.updates_per_invocation, hashlib_sha256)
-        return b"".join((header, *planes))  # the one copy of the planes
+        core = sys.modules.get("bob.core")  # (not loaded: no train of these planes can be running)
+        with core.reading(self.p, self.m, self.v) if core is not None else contextlib.nullcontext():
+            self._refuse_unwritable("Checkpoint.to_bytes", for_resume)
+            hb = _header_bytes(self.header_bytes if header_bytes is None else header_bytes, self.contract)
+            planes = [_le_bytes(a) for a in (self.p, self.m, self.v)]
+            c = self.contract
+            header = envelope_header(self.step, [hashlib_sha256(a) for a in planes], hb,
+                                     (c.state, c.learner, c.data, c.seed), c.payload_bytes, c.chunk_bytes,
+                                     c.updates_per_invocation, hashlib_sha256)
+            return b"".join((header, *planes))  # the one copy of the planes
 
     @classmethod
     def from_bytes(cls, data: bytes, *, for_resume: bool = True) -> "Checkpoint":
