@@ -306,3 +306,17 @@ def test_two_traces_with_a_non_finite_loss_compare_in_strict_json(tmp_path: Path
     report = cli.json("trace", str(tmp_path / "a.trace"), str(tmp_path / "b.trace"), code=1)
     assert report["first_divergence"]["loss_b"] == str(loss) and report["b"]["losses"][0] == str(loss)
     assert cli.json("trace", str(tmp_path / "b.trace"), str(tmp_path / "b.trace"))["same"] is True
+
+
+def test_the_constructor_takes_bytes_and_integers_only() -> None:
+    """An int was taken for its zero bytes (bytes(32)), and "5" or 5.7 for a step (int() of it)."""
+    trace = load_trace(hand_made())
+    with pytest.raises(TypeError, match="^input_sha256 must be bytes"):
+        Trace(trace.contract_sha256, 32, 0, trace.entries)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="^entries.digests must be bytes"):
+        Trace(trace.contract_sha256, trace.input_sha256, 0, [(e.step, e.loss, (16, 16, 16)) for e in trace.entries])
+    for step in (str, float):
+        with pytest.raises(BadValue, match=r"^entries\[0\].step: an integer"):
+            Trace(trace.contract_sha256, trace.input_sha256, 0, [(step(e.step), e.loss, e.digests)
+                                                                 for e in trace.entries])
+    assert Trace(trace.contract_sha256, trace.input_sha256, 0, trace.entries) == trace

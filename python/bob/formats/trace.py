@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from construct import Const, RawCopy, Struct, this
 
-from bob.errors import BadValue, FormatError, IntegrityError
+from bob.errors import BadValue, FormatError, IntegrityError, integer_field
 from bob.formats.constants import PLANE_NAMES, TRACE_MAGIC, TRACE_UPDATES, TRACE_VERSION
 from bob.formats.contract import V1
 from bob.formats.files import BobFile, Examined, as_bytes, magic_finding
@@ -88,14 +88,15 @@ class Trace(BobFile):
 
     def __post_init__(self) -> None:
         for name in ("contract_sha256", "input_sha256"):
-            value = bytes(getattr(self, name))
+            value = as_bytes(getattr(self, name), name)  # (bytes(32) would be 32 zero bytes)
             if len(value) != DIGEST_BYTES:
                 raise BadValue(name, f"a SHA-256 is {DIGEST_BYTES} bytes", expected=DIGEST_BYTES, actual=len(value))
             object.__setattr__(self, name, value)
         if not TRACE_CONTRACT.ok(self.contract_sha256, contract_sha256()):
             raise TRACE_CONTRACT.finding(self.contract_sha256.hex(), expected=contract_sha256().hex(), given=True)
-        entries = tuple(TraceEntry(int(e[0]), float(e[1]), tuple(bytes(d) for d in e[2]))  # type: ignore[arg-type]
-                        for e in self.entries)
+        entries = tuple(TraceEntry(integer_field(e[0], "entries.step", "an integer", i), float(e[1]),
+                                   tuple(as_bytes(d, "entries.digests") for d in e[2]))  # type: ignore[arg-type]
+                        for i, e in enumerate(self.entries))
         if len(entries) != TRACE_UPDATES:
             raise TRACE_UPDATE_COUNT.finding(len(entries), given=True)
         for i, entry in enumerate(entries):
