@@ -197,6 +197,16 @@ def test_predictions_of_another_size_are_refused_whole() -> None:
         "text": f"file_size: predictions are exactly 24 bytes; this file starts like {like} (expected 24, got 48)"}
 
 
+def test_a_checkpoint_read_as_predictions_is_named_too(tmp_path) -> None:
+    """predictions.md: a file starting with a bob magic is named in the message. Read from a path, a checkpoint
+    was only "larger than any valid one" (the likely slip: the two paths given the other way round)."""
+    checkpoint = bob.invoke(build_input(CORPUS, PROMPTS), b"", threads=1).checkpoint
+    checkpoint.write(tmp_path / "model.bob")
+    with pytest.raises(bob.Truncated, match=r"^file_size: the file is larger than any valid one \(24 bytes\); this "
+                                            r"file starts like a bob checkpoint \(bob-envelope\); it was not read"):
+        bob.read_predictions_file(tmp_path / "model.bob")
+
+
 def test_to_bytes_refuses_a_header_bytes_that_is_not_an_integer() -> None:
     zeros = np.zeros(65_536, dtype=np.float32)
     checkpoint = bob.Checkpoint(0, zeros, zeros, zeros)

@@ -120,10 +120,11 @@ def test_no_function_a_newcomer_must_scroll_for_ever() -> None:
 # once, from 8,840 by 21, for fixes: the power-loss checker judging --trace runs, which
 # three planted bugs slipped past; bob-fuzz starting without its mutator, 8 MiB imported
 # before it could report running out of memory; bob-inspect's verdict on a step bob-run
-# can never advance, D14; by 3, from 8,825, for Checkpoint.to_bytes under the core's read loans,
-# whose file a concurrent train tore, and a Trace that took an int for its zero bytes.)
+# can never advance, D14; by 7, from 8,825, for Checkpoint.to_bytes under the core's read loans,
+# whose file a concurrent train tore, a Trace that took an int for its zero bytes, and a file of
+# another format read as predictions named by its magic, as predictions.md says.)
 FORMAT_HOUSE = ("formats", "inspect", "fuzz", "interop.py", "interop_archive.py")
-FORMAT_HOUSE_CEILING = 8_828
+FORMAT_HOUSE_CEILING = 8_832
 
 
 def format_house_lines(package: Path) -> int:

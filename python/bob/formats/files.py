@@ -15,9 +15,10 @@ from typing import Any, Callable, ClassVar, Self
 from bob.errors import FormatError, NotABobFile, Truncated, byte_buffer
 from bob.fileio import FileTooLarge, read_bounded, write_atomic
 from bob.formats.constants import CHECKPOINT_MAGIC, INPUT_MAGIC, TRACE_MAGIC
+from bob.formats.kinds import MAGIC_BYTES
 
 __all__ = ["read_format_file", "too_large", "INPUT_FILE", "CHECKPOINT_FILE", "KNOWN_MAGICS", "magic_finding",
-           "as_bytes", "Examined", "BobFile"]
+           "starts_like", "as_bytes", "Examined", "BobFile"]
 
 # A format's magic and its name in a refusal (the predictions have no magic).
 INPUT_FILE = (INPUT_MAGIC, "an input record (bob-input)")
@@ -44,13 +45,20 @@ def too_large(big: FileTooLarge, limit: int, magic: "tuple[bytes, str] | None") 
         problem = magic_finding(big.head, *magic)
         if problem is not None and not isinstance(problem, Truncated):
             return problem
-    return Truncated("file_size", f"the file is larger than any valid one ({limit} bytes); it was not read",
+    like = starts_like(big.head) if magic is None else ""  # (past the magic's finding: its own format's magic)
+    return Truncated("file_size", f"the file is larger than any valid one ({limit} bytes){like}; it was not read",
                      expected=f"at most {limit}", actual=big.size)
 
 
 # A format's first bytes: the magic (the predictions have none).
 KNOWN_MAGICS = {INPUT_MAGIC: "a bob input record (bob-input)", CHECKPOINT_MAGIC: "a bob checkpoint (bob-envelope)",
                 TRACE_MAGIC: "a bob trace (bob-trace)"}
+
+
+def starts_like(data: bytes) -> str:
+    """"; this file starts like a bob checkpoint (bob-envelope)" for bytes that start as another format's, else ""."""
+    kind = KNOWN_MAGICS.get(bytes(data[:MAGIC_BYTES]))
+    return f"; this file starts like {kind}" if kind else ""
 
 
 def magic_finding(data: bytes, magic: bytes, what: str) -> FormatError | None:

@@ -11,8 +11,7 @@ from construct import Struct
 
 from bob.errors import BadValue, FormatError, Truncated, integer_field, shown_kind
 from bob.formats.contract import PREDICTION_BYTES, PROMPTS
-from bob.formats.files import KNOWN_MAGICS, BobFile, Examined, as_bytes
-from bob.formats.kinds import MAGIC_BYTES
+from bob.formats.files import BobFile, Examined, as_bytes, starts_like
 from bob.formats.layout import PREDICTION_FIELDS, PREDICTION_RECORD as PREDICTION_LAYOUT
 from bob.formats.rules import INVALID_TOKEN, TOKEN, VALIDITY
 from bob.formats.schema import END, Table, parse, schema_fields
@@ -132,11 +131,8 @@ def examine(data: bytes) -> PredictionsExamination:
     data = as_bytes(data, "the predictions")
     ex = PredictionsExamination(size=len(data))
     if len(data) != PREDICTION_BYTES:
-        message = f"predictions are exactly {PREDICTION_BYTES} bytes"
-        kind = KNOWN_MAGICS.get(data[:MAGIC_BYTES])
-        if kind:
-            message += f"; this file starts like {kind}"
-        ex.findings.append(Truncated("file_size", message, expected=PREDICTION_BYTES, actual=len(data)))
+        ex.findings.append(Truncated("file_size", f"predictions are exactly {PREDICTION_BYTES} bytes{starts_like(data)}",
+                                     expected=PREDICTION_BYTES, actual=len(data)))
         return ex
     parsed = parse(PREDICTIONS, data)  # any 24 bytes parse: the rules below judge them
     ex.records = [(rec.token, rec.validity) for rec in parsed.records]
