@@ -140,8 +140,9 @@ def argument_parser(*, epilog: str | None = None, **kwargs: Any) -> "argparse.Ar
             from bob import signals
 
             signals.printing()
-            if message and (file is None or not _write(file, message)):  # None: stdout was closed (argparse
-                note(self.prog.split()[0], "the help could not be printed (stdout is closed or full)")  # -> stderr)
+            # (file is None when stdout was closed: argparse would write the help to stderr instead)
+            if message and (file is None or not _write(file, message)):
+                note(self.prog.split()[0], "the help could not be printed (stdout is closed or full)")
             signals.printed()
 
     codes = f", {EXIT_INTERRUPTED} interrupted (SIGINT), 143 SIGTERM, 129 SIGHUP"
