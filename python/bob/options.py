@@ -38,7 +38,7 @@ def number_option(option: str, *, minimum: float = 0.0, positive: bool = False, 
         if not math.isfinite(value) or value < minimum or (positive and value <= minimum) \
                 or (maximum is not None and value > maximum):
             raise Refused(f"must be {what} {bound}, got {show_path(text)}", option=option)
-        return value
+        return value + 0.0  # (-0 is 0: a tolerance or a wait is never shown as -0.0)
 
     return convert
 

@@ -32,7 +32,7 @@ def tolerance(ulp: Any, atol: Any) -> "tuple[int | None, float | None]":
     number = float(atol) if isinstance(atol, (float, np.floating)) else integer_value(atol)
     if atol is not None and (number is None or not 0 <= number <= MOST_ATOL):  # (nan and inf fail the bounds)
         raise BadValue("atol", f"a finite number from 0 to {MOST_ATOL:g}, or None", actual=shown_kind(atol))
-    return whole, None if number is None else float(number)
+    return whole, None if number is None else float(number) + 0.0  # (-0.0 is 0)
 
 
 def ordered_keys(values: "npt.ArrayLike") -> "npt.NDArray[np.int64]":

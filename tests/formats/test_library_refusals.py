@@ -310,3 +310,20 @@ def test_a_train_of_planes_being_written_is_refused() -> None:
             bob.core.train(checkpoint.p, checkpoint.m, checkpoint.v, record.contexts, record.targets, 10)
     assert checkpoint.to_bytes() == before  # nothing changed, and the loans were given back:
     bob.core.train(checkpoint.p, checkpoint.m, checkpoint.v, record.contexts, record.targets, 10)
+
+
+def test_a_tolerance_of_minus_zero_is_zero(tmp_path) -> None:
+    """-0 was echoed as -0.0 in the report's tolerance (bob.diff and bob-inspect diff --atol -0)."""
+    import contextlib
+    import json
+    import math
+
+    from bob.inspect.cli import main
+
+    checkpoint = bob.invoke(build_input(CORPUS, PROMPTS), b"", threads=1).checkpoint
+    assert math.copysign(1.0, bob.diff(checkpoint, checkpoint, atol=-0.0)["tolerance"]["atol"]) == 1.0
+    checkpoint.write(tmp_path / "a.bob")
+    with open(tmp_path / "out.json", "w") as out, contextlib.redirect_stdout(out):
+        assert main(["diff", str(tmp_path / "a.bob"), str(tmp_path / "a.bob"), "--atol", "-0", "--json"]) == 0
+    assert json.loads((tmp_path / "out.json").read_text())["tolerance"]["atol"] == 0.0
+    assert '"atol": 0.0' in (tmp_path / "out.json").read_text()
