@@ -190,11 +190,12 @@ def _pair_buffer(pairs: "PairsLike | Iterable[int]", name: str) -> "Any":
 
     words = array.array("I")
     for k, value in enumerate(values):
-        if isinstance(value, bool) or not isinstance(value, int):
+        whole = integer_value(value)  # (a NumPy integer too: every door that takes an integer asks this)
+        if whole is None:
             raise TypeError(f"{name}[{k}] must be an integer (a byte value); got {type(value).__name__} {value!r}")
-        if not 0 <= value <= 0xFFFFFFFF:
-            raise CoreError(f"{name}[{k}] = {value} is not a byte value (not even a u32)")
-        words.append(value)
+        if not 0 <= whole <= 0xFFFFFFFF:
+            raise CoreError(f"{name}[{k}] = {whole} is not a byte value (not even a u32)")
+        words.append(whole)
     return words
 
 

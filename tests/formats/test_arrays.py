@@ -221,6 +221,17 @@ def test_core_refuses_foreign_pairs_that_are_not_bytes_by_name(trained) -> None:
         bob.core.train(p, m, v, CONTEXTS, DLPackOnly(np.array([97, 98, 99, -1] + [97] * 252)), 10)
 
 
+def test_core_takes_a_list_of_numpy_integers_as_every_door_takes_them(trained) -> None:
+    """A list of np.uint8 (iterating an array gives them) was "must be an integer"; bools and floats still are not."""
+    planes = [[a.copy() for a in (trained.p, trained.m, trained.v)] for _ in range(2)]
+    listed = [np.uint8(c) for c in CONTEXTS]
+    assert bob.core.train(*planes[0], listed, TARGETS, 10) == bob.core.train(*planes[1], CONTEXTS, TARGETS, 10)
+    assert all(np.array_equal(a, b) for a, b in zip(*planes))
+    for bad, said in ((np.True_, "bool"), (97.0, "float"), (np.float32(97), "float32")):
+        with pytest.raises(TypeError, match=rf"^contexts\[0\] must be an integer \(a byte value\); got {said}"):
+            bob.core.train(*planes[0], [bad] + listed[1:], TARGETS, 10)
+
+
 # --------------------------------------------------------------------------- #
 # torch, where it is installed (CI need not have it)
 # --------------------------------------------------------------------------- #
