@@ -58,14 +58,20 @@ class ProcessFailed(Exception):
 SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 
-def _shortage(stdout: str) -> OSError | None:
-    """The machine's shortage a failed ``bob-run --json`` reported, as the ``OSError`` it refused, else None."""
+def _shortage(done: "subprocess.CompletedProcess[str]") -> BaseException | None:
+    """The machine's shortage a failed ``bob-run --json`` reported, as the error it stands for (out of memory:
+    ``MemoryError``; a full disk or the file-size limit: the ``OSError`` bob-run refused), else None."""
     from bob.commands import os_reason
+    from bob.failures import OUT_OF_MEMORY
 
     try:
-        message = json.loads(stdout)["error"]["message"]
+        message = json.loads(done.stdout)["error"]["message"]
     except (ValueError, KeyError, TypeError):
         return None
+    if not isinstance(message, str):
+        return None
+    if message.startswith(OUT_OF_MEMORY):
+        return MemoryError(f"bob-run ran out of memory: {done.stderr.strip()[-200:]}")
     for code in SPACE_ERRNOS:  # the reason alone, or after what it is about (a lock file: "… cannot be used: …")
         reason = os_reason(OSError(code, os.strerror(code)))
         if message == reason or f": {reason}" in message:
@@ -78,11 +84,7 @@ def run_once(files: RunFiles, command: list[str] | None = None, timeout: float =
     argv = (command or bob_run_command()) + files.arguments()
     done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=child_environment())
     if done.returncode != 0:
-        from bob.failures import OUT_OF_MEMORY
-
-        if f'"message": "{OUT_OF_MEMORY}' in done.stdout:  # the child ran out of memory: no failed check
-            raise MemoryError(f"bob-run ran out of memory: {done.stderr.strip()[-200:]}")
-        if (shortage := _shortage(done.stdout)) is not None:
+        if (shortage := _shortage(done)) is not None:  # the machine's, not a failed check
             raise shortage
         raise ProcessFailed(f"{' '.join(argv[:3])} … exited {done.returncode}: {done.stderr.strip()[-400:]}")
     try:
