@@ -265,7 +265,8 @@ def run_command(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]"
     the envelope on stdout; KeyboardInterrupt is exit 130 (128 + N for a signal); anything else, running out
     of memory (:mod:`bob.failures`) included, is :func:`unexpected` with ``unexpected_code``, and so is a refusal
     whose code is :data:`EXIT_UNEXPECTED` (where exit 1 means "found something", unexpected has a code of
-    its own) or that the machine's shortage is behind (:func:`bob.refusals.the_machine_ran_out`: its words kept). NumPy is loaded first (:func:`bob.failures.load_numpy`) unless ``numpy`` is false (bob-run's
+    its own) or that the machine's shortage is behind (:func:`bob.refusals.the_machine_ran_out`: its words
+    kept). NumPy is loaded first (:func:`bob.failures.load_numpy`) unless ``numpy`` is false (bob-run's
     start-up). ``subcommands`` (name or alias -> name) names the ``command`` key. ``quick(argv)`` reads
     the common command lines without the parser (bob-run's start-up); it returns None for anything else.
 
