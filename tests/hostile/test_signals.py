@@ -198,11 +198,23 @@ def test_every_command_signalled_at_random_prints_what_its_exit_status_says(tmp_
     argv = {"bob-inspect": ["checkpoint", str(files.ck)], "bob-fuzz": ["replay", "--target", "checkpoint", str(files.ck)],
             "bob-fixture": ["--text", "abc", "--prompt", "a", "--prompt", "b", "--prompt", "", "--output",
                             str(tmp_path / "fixture.bin")], "bob-run": files.argv}[command]
+    def start() -> list[subprocess.Popen[str]]:
+        return [subprocess.Popen([str(BIN / command), "--json", *argv], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True) for _ in range(8)]
+
+    # The signals fall across a life as long as eight such runs take together on this machine:
+    # a fixed horizon missed every run's life on a faster machine, or fell before any had begun on
+    # a slower one.
+    begun, lives = time.monotonic(), start()
+    for proc in lives:
+        proc.communicate(timeout=60)
+    horizon = time.monotonic() - begun
+    files.reset()
     rng = random.Random(command)
-    interrupted_with_envelope = 0
-    for first in range(0, 48, 8):
-        procs = [(subprocess.Popen([str(BIN / command), "--json", *argv], stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True), rng.uniform(0.0, 0.6)) for _ in range(8)]
+    interrupted_with_envelope = rounds = 0
+    while rounds < 6 or (not interrupted_with_envelope and rounds < 24):
+        rounds += 1
+        procs = [(proc, rng.uniform(0.0, horizon)) for proc in start()]
         begun = time.monotonic()
         for proc, delay in sorted(procs, key=lambda item: item[1]):
             time.sleep(max(0.0, begun + delay - time.monotonic()))
@@ -211,13 +223,13 @@ def test_every_command_signalled_at_random_prints_what_its_exit_status_says(tmp_
             out, err = proc.communicate(timeout=60)
             if _before_bob_ran(proc.returncode, err, signal.SIGINT):
                 continue
-            where = f"{command}, SIGINT after {delay:.3f} s: exit {proc.returncode}"
+            where = f"{command}, SIGINT after {delay:.3f} s of {horizon:.3f} s: exit {proc.returncode}"
             assert "Traceback" not in err, f"{where}: {err}"
             document = json.loads(out.splitlines()[-1]) if out.strip() else None
             assert document is not None and document["exit_code"] == proc.returncode, f"{where}: {out} {err}"
             interrupted_with_envelope += proc.returncode == 130
         files.reset()
-    assert interrupted_with_envelope, "no run was interrupted after bob's first statement"
+    assert interrupted_with_envelope, f"no run of {rounds * 8} was interrupted after bob's first statement"
 
 
 def test_every_installed_script_holds_the_ending_signals_first() -> None:
