@@ -320,3 +320,32 @@ def test_the_constructor_takes_bytes_and_integers_only() -> None:
             Trace(trace.contract_sha256, trace.input_sha256, 0, [(step(e.step), e.loss, e.digests)
                                                                  for e in trace.entries])
     assert Trace(trace.contract_sha256, trace.input_sha256, 0, trace.entries) == trace
+
+
+@pytest.mark.parametrize("step_before", [-1, 2**64 - UPDATES_PER_INVOCATION, 1.0, True, "0"])
+def test_the_constructor_refuses_a_step_before_no_trace_holds(step_before) -> None:
+    """-1 or a step whose entries pass 2**64 - 1 built a Trace that to_bytes could not write
+    (struct.error); a float or a bool was taken for an integer."""
+    trace = load_trace(hand_made())
+    entries = [(i + 1 + (step_before if type(step_before) is int else 0), e.loss, e.digests)
+               for i, e in enumerate(trace.entries)]
+    with pytest.raises(BadValue, match=r"^step_before: an integer from 0 to 2\*\*64 - 1 - 10"):
+        Trace(trace.contract_sha256, trace.input_sha256, step_before, entries)
+    last = 2**64 - 1 - UPDATES_PER_INVOCATION
+    made = Trace(trace.contract_sha256, trace.input_sha256, np.uint64(last),
+                 [(last + i + 1, e.loss, e.digests) for i, e in enumerate(trace.entries)])
+    assert load_trace(made.to_bytes()) == made and type(made.step_before) is int
+
+
+@pytest.mark.parametrize("entry, field", [((1, "0.5", (b"",) * 3), r"entries\[0\].loss: a real number"),
+                                          ((1, None, (b"",) * 3), r"entries\[0\].loss: a real number"),
+                                          ((1, 10**400, (b"",) * 3), r"entries\[0\].loss: a number a float64"),
+                                          ((1, 0.5), r"entries\[0\]: an entry is"),
+                                          ((1, 0.5, 16), r"entries\[0\]: an entry is"),
+                                          (5, r"entries\[0\]: an entry is")])
+def test_the_constructor_names_the_entry_field_it_refuses(entry, field) -> None:
+    """A loss of "0.5" was float()ed into one; a short entry, an int for the digests or a huge
+    integer loss raised ValueError, TypeError or OverflowError naming nothing."""
+    trace = load_trace(hand_made())
+    with pytest.raises(BadValue, match="^" + field):
+        Trace(trace.contract_sha256, trace.input_sha256, 0, [entry, *trace.entries[1:]])

@@ -7,14 +7,15 @@ by :func:`bob.formats.canonical.trace_bytes`; this module reads it.
 from __future__ import annotations
 
 import hashlib
+import numbers
 import os
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from construct import Const, RawCopy, Struct, this
 
-from bob.errors import BadValue, FormatError, IntegrityError, integer_field
-from bob.formats.constants import PLANE_NAMES, TRACE_MAGIC, TRACE_UPDATES, TRACE_VERSION
+from bob.errors import BadValue, FormatError, IntegrityError, integer_field, integer_value, shown_kind
+from bob.formats.constants import PLANE_NAMES, TRACE_MAGIC, TRACE_UPDATES, TRACE_VERSION, U64_MAX
 from bob.formats.contract import V1
 from bob.formats.files import BobFile, Examined, as_bytes, magic_finding
 from bob.formats.layout import (DIGEST_BYTES, TRACE_BODY_BYTES, TRACE_BYTES, TRACE_DIGEST_BYTES, TRACE_ENTRY,
@@ -77,6 +78,24 @@ class TraceEntry(NamedTuple):
     digests: tuple[bytes, bytes, bytes]
 
 
+def _entry(entry: Any, i: int) -> TraceEntry:
+    """A caller's entry ``(step, loss, digests)`` as a :class:`TraceEntry`, or the BadValue naming its field."""
+    try:
+        step, loss, digests = entry
+        digests = tuple(digests)
+    except (TypeError, ValueError):
+        raise BadValue("entries", "an entry is (step, loss, (P, M, V digests))", actual=shown_kind(entry),
+                       index=i) from None
+    if isinstance(loss, bool) or not isinstance(loss, numbers.Real):
+        raise BadValue("entries.loss", "a real number", actual=shown_kind(loss), index=i)
+    try:
+        loss = float(loss)
+    except OverflowError:
+        raise BadValue("entries.loss", "a number a float64 holds", actual=shown_kind(loss), index=i) from None
+    return TraceEntry(integer_field(step, "entries.step", "an integer", i), loss,
+                      tuple(as_bytes(d, "entries.digests") for d in digests))  # type: ignore[arg-type]
+
+
 @dataclass(frozen=True)
 class Trace(BobFile):
     """A bob-trace v1 trace: the run's identity and one :class:`TraceEntry` per update."""
@@ -94,9 +113,12 @@ class Trace(BobFile):
             object.__setattr__(self, name, value)
         if not TRACE_CONTRACT.ok(self.contract_sha256, contract_sha256()):
             raise TRACE_CONTRACT.finding(self.contract_sha256.hex(), expected=contract_sha256().hex(), given=True)
-        entries = tuple(TraceEntry(integer_field(e[0], "entries.step", "an integer", i), float(e[1]),
-                                   tuple(as_bytes(d, "entries.digests") for d in e[2]))  # type: ignore[arg-type]
-                        for i, e in enumerate(self.entries))
+        step_before = integer_value(self.step_before)
+        if step_before is None or not 0 <= step_before <= U64_MAX - TRACE_UPDATES:  # every entry's step a u64
+            raise BadValue("step_before", f"an integer from 0 to 2**64 - 1 - {TRACE_UPDATES}",
+                           actual=shown_kind(self.step_before) if step_before is None else step_before)
+        object.__setattr__(self, "step_before", step_before)
+        entries = tuple(_entry(e, i) for i, e in enumerate(self.entries))
         if len(entries) != TRACE_UPDATES:
             raise TRACE_UPDATE_COUNT.finding(len(entries), given=True)
         for i, entry in enumerate(entries):
