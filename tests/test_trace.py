@@ -339,7 +339,7 @@ def test_the_constructor_refuses_a_step_before_no_trace_holds(step_before) -> No
 
 @pytest.mark.parametrize("entry, field", [((1, "0.5", (b"",) * 3), r"entries\[0\].loss: a real number"),
                                           ((1, None, (b"",) * 3), r"entries\[0\].loss: a real number"),
-                                          ((1, 10**400, (b"",) * 3), r"entries\[0\].loss: a number a float64"),
+                                          ((1, 10**400, (b"",) * 3), r"entries\[0\].loss: a real number a float64"),
                                           ((1, 0.5), r"entries\[0\]: an entry is"),
                                           ((1, 0.5, 16), r"entries\[0\]: an entry is"),
                                           (5, r"entries\[0\]: an entry is")])

@@ -47,6 +47,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from numbers import Real
 
 from bob.formats.constants import LEARNER_NAMES, LEARNER_PREFIX, learner_floats
 from bob.text import f32_text, float_text, json_number, one_line, show_bytes
@@ -69,6 +70,7 @@ __all__ = [
     "show_learner",
     "integer_value",
     "integer_field",
+    "real_value",
     "shown_kind",
     "byte_buffer",
     "f32_text",
@@ -121,6 +123,18 @@ def integer_value(value: Any) -> int | None:
     except (AttributeError, TypeError):  # no __index__ (a float, a str), or a NumPy bool's refusal
         return None
     return whole if type(whole) is int else None  # (an __index__ that returns 10.5 or "10" is no integer)
+
+
+def real_value(value: Any) -> float | None:
+    """``value`` as a float if it is a real number a float64 holds (an int, a float, a
+    NumPy number, a Fraction; not a bool), else None: "0.5" is no number, as for
+    :func:`integer_value`."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        return None
+    try:
+        return float(value)
+    except OverflowError:  # an int past 2**1024
+        return None
 
 
 def shown_kind(value: Any) -> str:

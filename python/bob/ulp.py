@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bob.errors import BadValue, integer_value, shown_kind
+from bob.errors import BadValue, integer_value, real_value, shown_kind
 from bob.formats.constants import VOCABULARY
 from bob.formats.layout import F32_MAGNITUDE, F32_SIGN
 from bob.options import MOST_ATOL, MOST_ULP
@@ -29,7 +29,7 @@ def tolerance(ulp: Any, atol: Any) -> "tuple[int | None, float | None]":
     whole = integer_value(ulp)
     if ulp is not None and (whole is None or not 0 <= whole <= MOST_ULP):
         raise BadValue("ulp", f"a whole number from 0 to {MOST_ULP}, or None", actual=shown_kind(ulp))
-    number = float(atol) if isinstance(atol, (float, np.floating)) else integer_value(atol)
+    number = real_value(atol)
     if atol is not None and (number is None or not 0 <= number <= MOST_ATOL):  # (nan and inf fail the bounds)
         raise BadValue("atol", f"a finite number from 0 to {MOST_ATOL:g}, or None", actual=shown_kind(atol))
     return whole, None if number is None else float(number) + 0.0  # (-0.0 is 0)

@@ -5,6 +5,7 @@ and the conversions they make of what they accept."""
 
 from __future__ import annotations
 
+import fractions
 import warnings
 from array import array
 
@@ -256,6 +257,8 @@ def test_the_largest_tolerances_cover_every_difference_of_finite_values(tmp_path
     assert not bob.diff(*sides)["equal"]
     assert bob.diff(*sides, atol=MOST_ATOL)["equal"] and bob.diff(*sides, ulp=MOST_ULP)["equal"]
     assert bob.diff(*sides, atol=np.float32(0.5), ulp=np.int64(0))["tolerance"] == {"ulp": 0, "atol": 0.5}
+    # any real number, as a trace's loss takes it (bob.errors.real_value): a Fraction was refused
+    assert bob.diff(*sides, atol=fractions.Fraction(1, 2))["tolerance"] == {"ulp": None, "atol": 0.5}
 
 
 class _LyingIndex:

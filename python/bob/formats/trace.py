@@ -7,14 +7,13 @@ by :func:`bob.formats.canonical.trace_bytes`; this module reads it.
 from __future__ import annotations
 
 import hashlib
-import numbers
 import os
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from construct import Const, RawCopy, Struct, this
 
-from bob.errors import BadValue, FormatError, IntegrityError, integer_field, integer_value, shown_kind
+from bob.errors import BadValue, FormatError, IntegrityError, integer_field, integer_value, real_value, shown_kind
 from bob.formats.constants import PLANE_NAMES, TRACE_MAGIC, TRACE_UPDATES, TRACE_VERSION, U64_MAX
 from bob.formats.contract import V1
 from bob.formats.files import BobFile, Examined, as_bytes, magic_finding
@@ -86,13 +85,10 @@ def _entry(entry: Any, i: int) -> TraceEntry:
     except (TypeError, ValueError):
         raise BadValue("entries", "an entry is (step, loss, (P, M, V digests))", actual=shown_kind(entry),
                        index=i) from None
-    if isinstance(loss, bool) or not isinstance(loss, numbers.Real):
-        raise BadValue("entries.loss", "a real number", actual=shown_kind(loss), index=i)
-    try:
-        loss = float(loss)
-    except OverflowError:
-        raise BadValue("entries.loss", "a number a float64 holds", actual=shown_kind(loss), index=i) from None
-    return TraceEntry(integer_field(step, "entries.step", "an integer", i), loss,
+    number = real_value(loss)
+    if number is None:
+        raise BadValue("entries.loss", "a real number a float64 holds", actual=shown_kind(loss), index=i)
+    return TraceEntry(integer_field(step, "entries.step", "an integer", i), number,
                       tuple(as_bytes(d, "entries.digests") for d in digests))  # type: ignore[arg-type]
 
 
