@@ -151,6 +151,7 @@ class Commit:
                     backup = Backup(companion)
                     self.backups.append(backup)
                     os.replace(tmp, companion)
+                self.staged.remove(tmp)  # renamed: no temporary left to remove
                 renamed.append((backup, companion_about))
             synced = set()
             for (companion, _, companion_about) in companions:  # each directory once, after its renames
@@ -163,6 +164,7 @@ class Commit:
             pause_at("checked")
             with main_about:
                 os.replace(main_tmp, main)  # the commit point
+            self.staged.remove(main_tmp)
         except BaseException as stopped:
             unrestored = None  # every companion is put back that can be; the first that cannot is said, and why
             for backup, companion_about in reversed(renamed):
@@ -189,7 +191,7 @@ class Commit:
             self.after_commit(f"removing the backup link {show_path(backup.link or '')}", backup.discard)
         self.backups = []
         for tmp in self.staged:
-            discard_temporary(tmp)  # one already renamed is no longer there: nothing happens
+            discard_temporary(tmp)  # (one renamed just before a signal is no longer there: nothing happens)
         self.staged = []
 
 

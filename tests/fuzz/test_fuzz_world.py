@@ -93,8 +93,7 @@ def test_the_worlds_drawn_cover_every_combination() -> None:
 
 
 def test_a_completed_run_makes_the_calls_the_worlds_draw(tmp_path: Path) -> None:
-    """As in a world: the checkpoint and the predictions there (with the predictions' lock, their last calls,
-    the checkpoint lock's removal and close, were 33 and 34, never drawn from 32)."""
+    """As in a world: the checkpoint and the predictions there (every call is drawn, the lock's last ones too)."""
     (tmp_path / "r").write_bytes(RECORD)
     (tmp_path / "c").write_bytes(CHECKPOINT)
     (tmp_path / "p").write_bytes(b"old predictions")
@@ -191,16 +190,14 @@ def test_a_failure_after_the_commit_is_reported_as_a_commit(tmp_path: Path, caps
 
     (tmp_path / "r").write_bytes(RECORD)
     ck, pred = tmp_path / "c", tmp_path / "p"
-    ck.write_bytes(CHECKPOINT)
-    pred.write_bytes(b"old")
-    before = bob.fileio.identity(ck)
 
-    def only_the_backup(name: str, args: tuple) -> bool:
+    def only_the_backup(name: str, args: tuple) -> bool:  # a temporary's removal after this run's rename
         return not (name == "unlink" and bob.fileio.TEMP_MARK in os.fspath(args[0]) and bob.fileio.identity(ck) != before)
 
     for k in range(1, world.MAX_CALL + 1):
         ck.write_bytes(CHECKPOINT)
         pred.write_bytes(b"old")
+        before = bob.fileio.identity(ck)  # this run's: the new checkpoint, made while ck exists, is another inode
         with OsFaults("fail", k, spare=only_the_backup) as faults:
             rc = main(["--input", str(tmp_path / "r"), "--checkpoint", str(ck), "--predictions", str(pred)])
         if faults.hit:
