@@ -29,6 +29,7 @@ under the lock all of the target's. Standard library only.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 
@@ -186,9 +187,11 @@ class Commit:
                           lambda: fsync_directory(os.path.dirname(main), strict=True))
 
     def close(self) -> None:
-        """Remove the backups and any temporary not renamed (idempotent)."""
+        """Remove the backups and any temporary not renamed (idempotent). Before the commit a
+        removal that fails is not raised: the refusal that stopped the run is the one to tell."""
         for backup in self.backups:
-            self.after_commit(f"removing the backup link {show_path(backup.link or '')}", backup.discard)
+            with contextlib.suppress(OSError):  # (after the commit: recorded in problems)
+                self.after_commit(f"removing the backup link {show_path(backup.link or '')}", backup.discard)
         self.backups = []
         for tmp in self.staged:
             discard_temporary(tmp)  # (one renamed just before a signal is no longer there: nothing happens)

@@ -203,6 +203,34 @@ def test_a_failed_predictions_write_leaves_no_backup_behind(work: Path, monkeypa
     assert not [p for p in work.iterdir() if ".bob-tmp-" in p.name]
 
 
+def test_a_directory_that_refuses_renames_and_removals_is_refused_by_name(work: Path, monkeypatch, capsys) -> None:
+    """An append-only predictions directory (chattr +a): the rename fails, and so does removing the
+    backup link. The second failure was raised over the refusal (exit 1 naming a temporary), and the
+    checkpoint's temporary elsewhere was left behind."""
+    import errno
+
+    from bob.run import main
+
+    (work / "pred.bin").write_bytes(b"old")
+    real_replace, real_unlink = os.replace, os.unlink
+
+    def append_only(real):
+        def call(path, *rest):
+            if os.path.basename(os.fspath(rest[0] if rest else path)).startswith(".pred.bin.bob-tmp-") or \
+                    (rest and os.fspath(rest[0]).endswith("pred.bin")):
+                raise PermissionError(errno.EPERM, os.strerror(errno.EPERM), path)
+            return real(path, *rest)
+        return call
+
+    monkeypatch.setattr(os, "replace", append_only(real_replace))
+    monkeypatch.setattr(os, "unlink", append_only(real_unlink))
+    assert main(run_args(work)[1:]) == 2
+    assert capsys.readouterr().err == f"bob-run: refused: --predictions {work / 'pred.bin'}: operation not permitted\n"
+    monkeypatch.undo()
+    assert (work / "pred.bin").read_bytes() == b"old" and not (work / "ck.bin").exists()
+    assert [p.name for p in work.iterdir() if ".bob-tmp-" in p.name and not p.name.startswith(".pred.bin")] == []
+
+
 def test_a_failed_predictions_write_leaves_the_checkpoint_unchanged(work: Path, monkeypatch, capsys) -> None:
     """The predictions are committed before the checkpoint: when they cannot
     be written, the checkpoint is not advanced (a later run must not skip the
