@@ -11,19 +11,15 @@ def main(argv: list[str] | None = None, *, until_exit: bool = False) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     at = next((i for i, a in enumerate(argv) if not a.startswith("-")), len(argv))  # options before it: its own
     leading, command, rest = argv[:at], (argv[at:] or [""])[0], [*argv[:at], *argv[at + 1:]]
-    if {"-h", "--help"} & set(leading):
-        from bob.text import note, write_whole
-
-        if not write_whole(sys.stdout, USAGE + "\n"):
-            note("python -m bob", "the help could not be printed (stdout is closed or full)")
-        return 0
-    if "--version" in leading:
+    asked = "help" if {"-h", "--help"} & set(leading) else "version" if "--version" in leading else None
+    if asked is not None:  # printed as every command prints its answer (the envelope under --json)
         from bob.commands import envelope
         from bob.distribution import version
         from bob.text import emit, json_text
 
-        said = {"version": version(), **envelope("python -m bob", 0)}
-        emit("python -m bob", json_text(said) if "--json" in leading else f"bob {version()}")
+        value, text = (USAGE, USAGE) if asked == "help" else (version(), f"bob {version()}")
+        said = json_text({asked: value, **envelope("python -m bob", 0)}) if "--json" in leading else text
+        emit("python -m bob", said, what="the help" if asked == "help" else None)
         return 0
     if command == "run":
         from bob.run import main as run_main

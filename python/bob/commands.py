@@ -136,7 +136,13 @@ def argument_parser(*, epilog: str | None = None, **kwargs: Any) -> "argparse.Ar
                 option = named.split("/")[0]
             raise Refused(f"usage: {message} (see {self.prog} --help)", option=option)
 
-        def _print_message(self, message: str, file: "Any" = None) -> None:  # --help: printed as an outcome is
+        def print_help(self, file: "Any" = None) -> None:
+            if not _made:  # a parser used outside run_command: printed here
+                return super().print_help(file)
+            text = self.format_help()
+            raise Answered({"help": text}, text, "the help")
+
+        def _print_message(self, message: str, file: "Any" = None) -> None:  # --help outside run_command
             from bob import signals
 
             signals.printing()
@@ -171,15 +177,14 @@ class Outcome:
         self.code, self.data, self.text, self.committed, self.command = code, data or {}, text, committed, command
 
 
-class VersionAsked(SystemExit):
-    """``--version``, raised by the parser so that the runner prints it as it prints a result
-    (the shared envelope under ``--json``)."""
+class Answered(SystemExit):
+    """``--version`` or ``--help``, raised by the parser so that the runner prints the answer as it
+    prints a result (the shared envelope under ``--json``); ``what`` names it if stdout cannot take it."""
 
-    def __init__(self, prog: str) -> None:
-        from bob.distribution import version
-
+    def __init__(self, data: "dict[str, Any]", text: str, what: str) -> None:
         super().__init__(EXIT_OK)
-        self.outcome: Outcome = Outcome(EXIT_OK, {"version": version()}, f"{prog} {version()}")
+        self.outcome: Outcome = Outcome(EXIT_OK, data, text)
+        self.what = what
 
 
 def add_common_options(parser: "argparse.ArgumentParser", *, json_help: str = "print one JSON object (the result, a refusal or a usage "
@@ -194,7 +199,9 @@ def add_common_options(parser: "argparse.ArgumentParser", *, json_help: str = "p
             super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
 
         def __call__(self, parser, namespace, values, option_string=None):
-            asked = VersionAsked(prog)
+            from bob.distribution import version
+
+            asked = Answered({"version": version()}, f"{prog} {version()}", "the summary")
             if not _made:  # a parser used outside run_command (which prints it, --json included): print it here
                 emit(prog, asked.outcome.text)
             raise asked
@@ -322,11 +329,9 @@ def _run(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]", work:
             if args is None:
                 try:
                     args = build_parser().parse_args(argv)
-                except VersionAsked as asked:
+                except Answered as asked:
                     args = asked
-                except SystemExit as exc:  # --help: printed already (or said it could not be)
-                    return exc.code if isinstance(exc.code, int) else EXIT_OK
-            if isinstance(args, VersionAsked):
+            if isinstance(args, Answered):
                 outcome = args.outcome
             else:
                 args.json = as_json = as_json or bool(getattr(args, "json", False))  # (before a subcommand too)
@@ -353,7 +358,7 @@ def _run(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]", work:
         if as_json:
             text = json_text({**outcome.data, **envelope(outcome.command or name, outcome.code)})
         if text:
-            emit(prog, text, committed=outcome.committed)
+            emit(prog, text, committed=outcome.committed, what=args.what if isinstance(args, Answered) else None)
         signals.printed()
     except KeyboardInterrupt as exc:  # cut short (a reader that stopped reading): what was committed stands
         return outcome.code if outcome.committed else getattr(exc, "exit_code", EXIT_INTERRUPTED)

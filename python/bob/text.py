@@ -232,13 +232,13 @@ def note(prog: str, text: str) -> None:
     write_whole(sys.stderr, f"{prog}: {one_line(text)}\n")
 
 
-def emit(prog: str, text: str, *, committed: str | None = None) -> None:
+def emit(prog: str, text: str, *, committed: str | None = None, what: str | None = None) -> None:
     """Print a result whole (:func:`write_whole`). If stdout cannot take it, one line on
-    stderr says so (naming what was ``committed``, if anything); the
-    caller's exit status is unchanged."""
+    stderr says so (naming what was ``committed``, if anything, and ``what`` it was, "the
+    summary" by default); the caller's exit status is unchanged."""
     if not write_whole(sys.stdout, text if text.endswith("\n") else text + "\n"):
         note = f"{committed}, but its summary could not be printed" if committed else \
-            "the summary could not be printed"
+            f"{what or 'the summary'} could not be printed"
         write_whole(sys.stderr, f"{prog}: {note} (stdout is closed or full)\n")
         if sys.stdout is None:  # started with it closed: said once, what follows goes where a full one's goes
             sys.stdout = os.fdopen(os.open(os.devnull, os.O_WRONLY), "w", encoding="utf-8")

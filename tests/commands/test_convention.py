@@ -146,6 +146,20 @@ def test_version_under_json_is_the_envelope(argv: list[str], capsys) -> None:
             "command": command, "ok": True, "exit_code": 0, "error": None, "version": VERSION_LINE.split()[1]}
 
 
+@pytest.mark.parametrize("argv", [[p] for p in PROGRAMS] + SUBCOMMANDS, ids=" ".join)
+def test_help_under_json_is_the_envelope(argv: list[str], capsys) -> None:
+    """--help --json printed the help as text, the one outcome not in the envelope; without
+    --json it is the same text as before."""
+    prog, rest = argv[0], argv[1:]
+    rc, text, err = call(prog, [*rest, "--help"], capsys)
+    assert (rc, err) == (0, "") and text.startswith(f"usage: {prog} ") and not text.endswith("\n\n")
+    for order in ([*rest, "--help", "--json"], ["--json", *rest, "-h"]):
+        rc, out, err = call(prog, order, capsys)
+        command = " ".join([prog, *[{"ckpt": "checkpoint", "pred": "predictions"}.get(w, w) for w in rest]])
+        assert (rc, err) == (0, "") and json.loads(out) == {
+            "command": command, "ok": True, "exit_code": 0, "error": None, "help": text}
+
+
 def test_loop_engine_refuses_a_corpus_it_would_ignore(work, capsys) -> None:
     """--engine loop keeps no corpus: --corpus (even /dev/null) was accepted and silently ignored."""
     rc, out, err = call("bob-fuzz", ["run", "predictions", "--engine", "loop", "--runs", "1", "--corpus", "/dev/null",
@@ -271,6 +285,7 @@ def test_python_m_bob_without_a_command_is_the_same_usage_error(argv: list[str],
         else:
             assert out == ""
     assert main(["--help"]) == 0 and capsys.readouterr().out.startswith("usage: python -m bob ")
+    assert main(["--json", "-h"]) == 0 and json.loads(capsys.readouterr().out)["help"].startswith("usage: python")
     # options before the command are its own, in any order, as every command's (--json was taken for a command)
     assert main(["--version"]) == 0 and capsys.readouterr().out == "bob 0.1.0\n"
     assert main(["--json", "--version"]) == 0 and json.loads(capsys.readouterr().out)["command"] == "python -m bob"
