@@ -330,3 +330,20 @@ def test_a_tolerance_of_minus_zero_is_zero(tmp_path) -> None:
         assert main(["diff", str(tmp_path / "a.bob"), str(tmp_path / "a.bob"), "--atol", "-0", "--json"]) == 0
     assert json.loads((tmp_path / "out.json").read_text())["tolerance"]["atol"] == 0.0
     assert '"atol": 0.0' in (tmp_path / "out.json").read_text()
+
+
+@pytest.mark.parametrize("field, value, said", [
+    ("payload_bytes", 786432.0, "contract.payload_bytes: an integer from 0 to 2**64 - 1 (got float 786432.0)"),
+    ("payload_bytes", -1, "contract.payload_bytes: an integer from 0 to 2**64 - 1 (got int -1)"),
+    ("chunk_bytes", True, "contract.chunk_bytes: an integer from 0 to 2**64 - 1 (got bool True)"),
+    ("data", b"d" * 4097, "contract.data: at most 4096 bytes (got 4097)")])
+def test_a_contract_holds_only_what_a_header_can(field, value, said) -> None:
+    """786432.0 equalled v1's payload_bytes: a checkpoint carrying it was accepted by invoke and
+    could not be written (struct.error); -1 the same; a str state was a TypeError from bytes + str."""
+    with pytest.raises(bob.BadValue) as refused:
+        bob.Contract(**{field: value})
+    assert str(refused.value) == said
+    with pytest.raises(TypeError, match="^contract.state must be bytes"):
+        bob.Contract(state="bob-state")  # type: ignore[arg-type]
+    taken = bob.Contract(state=bytearray(bob.Contract().state), payload_bytes=np.uint64(786432))
+    assert type(taken.state) is bytes and type(taken.payload_bytes) is int and taken.is_v1

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Callable
 
-from bob.errors import ContractMismatch, show_value
+from bob.errors import BadValue, ContractMismatch, byte_buffer, integer_value, show_value, shown_kind
 # The constants live in bob.formats.constants (standard library only, so
 # bob-run's fast path can use them without this module's dataclasses).
 from bob.formats.constants import (CHUNK_BYTES, DATA, EMPTY_PROMPT, LEARNER, LEARNER_HYPERPARAMETERS, LEARNER_NAMES,
@@ -35,6 +35,21 @@ class Contract:
     payload_bytes: int = PAYLOAD_BYTES
     chunk_bytes: int = CHUNK_BYTES
     updates_per_invocation: int = UPDATES_PER_INVOCATION
+
+    def __post_init__(self) -> None:
+        """Only what a header can hold, as bytes and ints (a float equal to v1's payload_bytes was
+        v1, and a checkpoint carrying it could not be written)."""
+        for f in fields(self):
+            value, name = getattr(self, f.name), f"contract.{f.name}"
+            if f.type == "bytes":
+                value = byte_buffer(value, name).tobytes()
+                if len(value) > STRING_LIMIT:
+                    raise BadValue(name, f"at most {STRING_LIMIT} bytes", actual=len(value))
+            elif (number := integer_value(value)) is None or not 0 <= number <= U64_MAX:
+                raise BadValue(name, "an integer from 0 to 2**64 - 1", actual=shown_kind(value))
+            else:
+                value = number
+            object.__setattr__(self, f.name, value)
 
     def mismatches(self, other: "Contract | None" = None) -> list[tuple[str, Any, Any]]:
         """``(field, expected, actual)`` for every field where ``self`` differs from ``other`` (bob v1)."""
