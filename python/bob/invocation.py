@@ -276,7 +276,7 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
         if isinstance(checkpoint, Checkpoint):
             raise TypeError("expect pins a checkpoint file's bytes, not a Checkpoint; pin them where they are "
                             "loaded: bob.load_checkpoint(data, expected_sha256=...)")
-        check_pin(checkpoint, expect, "expect")
+        check_pin(b"" if checkpoint is None else checkpoint, expect, "expect")  # (None: a fresh start)
     if not isinstance(record, InputRecord):
         record = load_input(record)
     if isinstance(checkpoint, Checkpoint):  # checked as built (its fields may have been reassigned): not mutated

@@ -121,13 +121,20 @@ def test_load_checkpoint_refuses_what_is_not_pinned() -> None:
             bob.load_checkpoint(CHECKPOINT, expected_sha256=pin)
     with pytest.raises(TypeError, match=r"^expected_sha256 must be a str"):
         bob.load_checkpoint(CHECKPOINT, expected_sha256=bytes.fromhex(PIN))  # type: ignore[arg-type]
+    # the bytes as unpinned: any bytes-like object (a strided view was numpy's "C-contiguous"), else
+    # the same TypeError (None was "has no len()")
+    strided = memoryview(bytes(b for byte in CHECKPOINT for b in (byte, 0)))[::2]
+    assert bob.load_checkpoint(strided, expected_sha256=PIN).step == 10
+    for data in (None, "checkpoint"):
+        with pytest.raises(TypeError, match=r"^the checkpoint must be bytes"):
+            bob.load_checkpoint(data, expected_sha256=PIN)  # type: ignore[arg-type]
 
 
 def test_invoke_refuses_what_is_not_pinned_before_training() -> None:
     assert bob.invoke(RECORD, CHECKPOINT, expect=PIN).step_after == bob.invoke(RECORD, CHECKPOINT).step_after
     flipped = bytearray(CHECKPOINT)
     flipped[-1] ^= 1
-    for data in (bytes(flipped), flipped, b""):
+    for data in (bytes(flipped), flipped, b"", None):  # (None, a fresh start, was "has no len()")
         with pytest.raises(IntegrityError) as refused:
             bob.invoke(RECORD, data, expect=PIN)
         assert refused.value.field == "expect"

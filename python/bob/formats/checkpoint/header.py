@@ -91,13 +91,14 @@ def pin_problem(pin: Any) -> str | None:
 def check_pin(data: Any, pin: Any, name: str) -> None:
     """The pinned resume: an :class:`~bob.errors.IntegrityError` (field ``name``) unless ``data``'s
     SHA-256 is ``pin``; zero bytes, a fresh start, are never the pinned checkpoint. A malformed
-    pin is a TypeError or ValueError (:func:`pin_problem`)."""
+    pin is a TypeError or ValueError (:func:`pin_problem`); so is ``data`` that is no bytes, as unpinned."""
     from bob.errors import IntegrityError
+    from bob.formats.files import as_bytes
 
     problem = pin_problem(pin)
     if problem is not None:
         raise (TypeError if not isinstance(pin, str) else ValueError)(f"{name} {problem}")
-    want = pin.lower()
+    data, want = as_bytes(data, "the checkpoint"), pin.lower()
     if not len(data):
         raise IntegrityError(name, "a missing or empty checkpoint (a fresh start) is not the pinned one", expected=want)
     digest = sha256(data).hex()
