@@ -92,13 +92,12 @@ def check_pin(data: Any, pin: Any, name: str) -> None:
     """The pinned resume: an :class:`~bob.errors.IntegrityError` (field ``name``) unless ``data``'s
     SHA-256 is ``pin``; zero bytes, a fresh start, are never the pinned checkpoint. A malformed
     pin is a TypeError or ValueError (:func:`pin_problem`); so is ``data`` that is no bytes, as unpinned."""
-    from bob.errors import IntegrityError
-    from bob.formats.files import as_bytes
+    from bob.errors import IntegrityError, byte_buffer
 
     problem = pin_problem(pin)
     if problem is not None:
         raise (TypeError if not isinstance(pin, str) else ValueError)(f"{name} {problem}")
-    data, want = as_bytes(data, "the checkpoint"), pin.lower()
+    data, want = byte_buffer(data, "the checkpoint").tobytes() if type(data) is not bytes else data, pin.lower()
     if not len(data):
         raise IntegrityError(name, "a missing or empty checkpoint (a fresh start) is not the pinned one", expected=want)
     digest = sha256(data).hex()
