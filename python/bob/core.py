@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import sys
 
-from bob.errors import byte_buffer, integer_value, shown_kind
+from bob.errors import byte_buffer, integer_value, ordered_items, shown_kind
 from bob.formats.constants import (  # noqa: F401 - re-exported for the library's users
     EMPTY_PROMPT,
     PARAMETER_COUNT,
@@ -125,6 +125,13 @@ the core with the GIL released: a traced run's P, M and V after each update
 (:func:`bob.invocation.traced_train`; formats/trace.md)."""
 
 
+def _refuse_masked(value: Any, name: str) -> None:
+    masked = sys.modules.get("numpy.ma")  # (none exists unless numpy.ma was imported)
+    if masked is not None and isinstance(value, masked.MaskedArray):
+        raise TypeError(f"{name} is a masked array; the core reads every value, masked or not (pass "
+                        f"numpy.ma.getdata({name}))")
+
+
 def _plane(value: "PlaneLike", name: str, writes: bool = False) -> "Any":
     """A plane for the binding: a buffer as it is (the binding checks it and names it), an array of another
     library through a NumPy view of it (or a ``TypeError`` naming the plane, as for any object that is no
@@ -133,10 +140,7 @@ def _plane(value: "PlaneLike", name: str, writes: bool = False) -> "Any":
     if type(value).__module__ == "numpy" or isinstance(value, (memoryview, bytearray, bytes)) \
             or hasattr(value, "typecode"):
         return value  # a NumPy array, bob-run's planes (memoryviews), array.array: the binding checks them
-    masked = sys.modules.get("numpy.ma")  # (none exists unless numpy.ma was imported)
-    if masked is not None and isinstance(value, masked.MaskedArray):
-        raise TypeError(f"{name} is a masked array; the core reads every value, masked or not (pass "
-                        f"numpy.ma.getdata({name}))")
+    _refuse_masked(value, name)
     from bob.arrays import foreign_array, is_foreign  # lazily: bob-run's start-up does without
 
     return foreign_array(value, name, shared=writes) if is_foreign(value) else value
@@ -168,6 +172,7 @@ def _pair_buffer(pairs: "PairsLike | Iterable[int]", name: str) -> "Any":
     values: Any = pairs
     if isinstance(values, (bytes, bytearray, memoryview)) or hasattr(values, "typecode"):
         return values  # bytes-likes and array.array: the binding accepts only uint8 / uint32 buffers
+    _refuse_masked(values, name)
     from bob.arrays import foreign_array, is_foreign
 
     if is_foreign(values):  # a torch tensor: its NumPy view, checked as any array is
@@ -188,8 +193,10 @@ def _pair_buffer(pairs: "PairsLike | Iterable[int]", name: str) -> "Any":
         return np.ascontiguousarray(flat, dtype=np.uint32)
     import array  # lazily: array imports collections, which bob-run's start-up does without
 
-    words = array.array("I")
-    for k, value in enumerate(values):
+    words, given = array.array("I"), ordered_items(values)
+    if given is None:
+        raise TypeError(f"{name} must be a sequence of byte values (bytes, an integer array); got {shown_kind(values)}")
+    for k, value in enumerate(given):
         whole = integer_value(value)  # (a NumPy integer too: every door that takes an integer asks this)
         if whole is None:
             raise TypeError(f"{name}[{k}] must be an integer (a byte value); got {type(value).__name__} {value!r}")
@@ -244,7 +251,10 @@ def kernels() -> list[str]:
 
 def predict(p: "PlaneLike", prompt_words: "Iterable[int]") -> list[tuple[int, int]]:
     """(token, validity) per prompt word (contract §4); 0xFFFFFFFF is an empty prompt."""
-    return _core.predict(_plane(p, "p"), [_whole(w, f"prompt word {k}", 32) for k, w in enumerate(prompt_words)])
+    words = ordered_items(prompt_words)
+    if words is None:
+        raise TypeError(f"prompt_words must be a sequence of integers; got {shown_kind(prompt_words)}")
+    return _core.predict(_plane(p, "p"), [_whole(w, f"prompt word {k}", 32) for k, w in enumerate(words)])
 
 
 def resume_problem(p: "PlaneLike", m: "PlaneLike", v: "PlaneLike", step: int,

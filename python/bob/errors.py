@@ -71,6 +71,7 @@ __all__ = [
     "integer_value",
     "integer_field",
     "real_value",
+    "ordered_items",
     "shown_kind",
     "byte_buffer",
     "f32_text",
@@ -137,6 +138,17 @@ def real_value(value: Any) -> float | None:
         return None
 
 
+def ordered_items(value: Any) -> "tuple[Any, ...] | None":
+    """``value``'s items in their order, or None: a set (its order is the hash seed's), a dict
+    and what is not iterable have none to give. Every door that takes a sequence asks this."""
+    if isinstance(value, (set, frozenset, dict)):
+        return None
+    try:
+        return tuple(value)
+    except TypeError:
+        return None
+
+
 def shown_kind(value: Any) -> str:
     """A value of the wrong kind, for a refusal: its type and its repr."""
     return one_line(f"{type(value).__name__} {value!r}")[:80]
@@ -153,14 +165,17 @@ def byte_buffer(data: Any, name: str, *, flat: bool = False, core: bool = False,
     ``str`` is refused (bytes in which encoding?; named as such unless
     ``str_hint`` is False, as the writer's refusal has always read), and so
     is anything without the buffer protocol (``bytes(5)`` would be five zero
-    bytes).
+    bytes). Any buffer is its bytes, as to ``bytes()`` and ``hashlib`` (an
+    ``array('H')``'s two per item); a strided one is copied where ``flat``.
     """
+    view = None
     if not isinstance(data, str):
         try:
             view = memoryview(data)
-            return view.cast("B") if flat else view
         except TypeError:
             pass
+    if view is not None:
+        return (view.cast("B") if view.c_contiguous else memoryview(view.tobytes())) if flat else view
     if core:
         raise TypeError(f"{name} must be bytes; got {shown_kind(data)}")
     if isinstance(data, str) and str_hint:

@@ -347,3 +347,49 @@ def test_a_contract_holds_only_what_a_header_can(field, value, said) -> None:
         bob.Contract(state="bob-state")  # type: ignore[arg-type]
     taken = bob.Contract(state=bytearray(bob.Contract().state), payload_bytes=np.uint64(786432))
     assert type(taken.state) is bytes and type(taken.payload_bytes) is int and taken.is_v1
+
+
+def test_a_records_byte_tables_take_bytes_and_refuse_what_they_cannot_read() -> None:
+    """bytes were a 0-d array ("must hold 256 bytes ... got ()") where bytearray was taken; a
+    ragged list was NumPy's ValueError; a masked array was read unmasked."""
+    record = build_input(CORPUS, PROMPTS)
+    assert bob.InputRecord(bytes(record.contexts), bytes(record.targets), record.prompt_words) == record
+    assert refusal(lambda: bob.InputRecord([[1], [1, 2]], record.targets, record.prompt_words))["message"] == \
+        "must hold 256 bytes (ValueError)"
+    masked = np.ma.masked_array(record.contexts, mask=True)
+    assert "a masked array is refused" in refusal(lambda: bob.InputRecord(masked, record.targets,
+                                                                          record.prompt_words))["message"]
+
+
+def test_a_records_tables_stay_read_only() -> None:
+    """Its hash is its bytes': the flag could be set back (the arrays owned their memory), and a
+    record in a set changed under it."""
+    record = build_input(CORPUS, PROMPTS)
+    for table in (record.contexts, record.targets, bob.load_input(record.to_bytes()).contexts):
+        with pytest.raises(ValueError, match="WRITEABLE"):
+            table.flags.writeable = True
+
+
+@pytest.mark.parametrize("call", [
+    lambda r: bob.InputRecord(r.contexts, r.targets, set(r.prompt_words)),
+    lambda r: bob.Predictions({(98, 1), (0, 0), (97, 1)}),
+    lambda r: bob.Predictions([(98, 1), {0, 1}, (97, 1)]),
+    lambda r: bob.build_input(CORPUS, None), lambda r: bob.Predictions.from_core(None),
+    lambda r: bob.core.predict(bob.core.initial_planes()[0], {97, 98, 99}),
+    lambda r: bob.core.predict(bob.core.initial_planes()[0], None),
+    lambda r: bob.core.train(*bob.core.initial_planes(), None, r.targets, 0, 1),
+    lambda r: bob.core.train(*bob.core.initial_planes(), np.ma.masked_array(r.contexts, mask=True), r.targets, 0, 1),
+])
+def test_a_sequence_without_an_order_or_items_is_refused_by_name(call) -> None:
+    """A set was taken in its hash order (build_input refused it, InputRecord and Predictions did
+    not); None was "'NoneType' object is not iterable"; masked pairs were trained unmasked."""
+    with pytest.raises((TypeError, bob.BadValue)) as refused:
+        call(build_input(CORPUS, PROMPTS))
+    assert "is not iterable" not in str(refused.value)
+    assert str(refused.value).startswith(("prompt_words", "records", "prompts", "contexts"))
+
+
+def test_the_writer_takes_a_strided_view(tmp_path) -> None:
+    """It was "must be bytes ..., not memoryview", a memoryview every reader takes."""
+    bob.write_atomic(tmp_path / "o", memoryview(b"abcdef")[::2])
+    assert (tmp_path / "o").read_bytes() == b"ace"

@@ -9,13 +9,14 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 import numpy as np
 from construct import Const, Rebuild, Struct
 
-from bob.errors import BadValue, FormatError, Truncated, integer_field, shown_kind
+from bob.errors import BadValue, FormatError, Truncated, integer_field, ordered_items, shown_kind
 from bob.formats.contract import EMPTY_PROMPT, PROMPTS, RECORD_BYTES, VOCABULARY
 from bob.formats.constants import INPUT_MAGIC
 from bob.formats.files import INPUT_FILE, BobFile, Examined, as_bytes, magic_finding
@@ -55,21 +56,27 @@ def prompt_word(prompt: bytes) -> int:
 
 
 def _byte_table(value: Any, name: str) -> np.ndarray:
-    arr = np.asarray(value)
+    """``PAIRS`` byte values as a record holds them: a uint8 array whose memory is a ``bytes``
+    object's, so that nothing can make it writable again (the record is hashed by its bytes)."""
+    masked = sys.modules.get("numpy.ma")  # (none exists unless numpy.ma was imported)
+    if masked is not None and isinstance(value, masked.MaskedArray):
+        raise BadValue(name, "a masked array is refused: every value is read, masked or not (pass np.ma.getdata "
+                       "or .filled() of it)", actual=f"type {type(value).__name__}")
+    try:
+        arr = np.frombuffer(value, np.uint8) if isinstance(value, (bytes, bytearray)) else np.asarray(value)
+    except (TypeError, ValueError) as exc:  # a ragged list, an object NumPy cannot read
+        raise BadValue(name, f"must hold {PAIRS} bytes ({type(exc).__name__})", actual=shown_kind(value)) from None
     if arr.shape != (PAIRS,):
         raise BadValue(name, f"must hold {PAIRS} bytes", expected=(PAIRS,), actual=str(arr.shape))
     if arr.dtype != np.uint8 and (arr.dtype.kind not in "iu" or (arr.size and (arr.min() < 0 or arr.max() > 255))):
         raise BadValue(name, "values must be bytes (integers 0 to 255)")
-    arr = arr.astype(np.uint8)  # a copy, whatever the dtype
-    arr.flags.writeable = False
-    return arr
+    return np.frombuffer(arr.astype(np.uint8).tobytes(), np.uint8)
 
 
 def _words(value: Iterable[int]) -> tuple[int, int, int]:
-    try:
-        given = tuple(value)
-    except TypeError:
-        raise BadValue("prompt_words", f"the prompt words are {PROMPTS} integers", actual=shown_kind(value)) from None
+    given = ordered_items(value)
+    if given is None:
+        raise BadValue("prompt_words", f"the prompt words are {PROMPTS} integers", actual=shown_kind(value))
     if len(given) != PROMPTS:
         raise BadValue("prompt_words", f"there are exactly {PROMPTS} prompts", expected=PROMPTS, actual=len(given))
     words = tuple(integer_field(w, "prompt_words", "a prompt word is an integer", i) for i, w in enumerate(given))
@@ -189,9 +196,7 @@ def examine(data: bytes) -> InputExamination:
         ex.findings.append(problem)
         return ex
     ex.version = rec.version
-    pairs = np.frombuffer(rec.pairs, dtype=np.uint8)
-    ex.contexts, ex.targets = pairs[0::2].copy(), pairs[1::2].copy()
-    ex.contexts.flags.writeable = ex.targets.flags.writeable = False
+    ex.contexts, ex.targets = (np.frombuffer(rec.pairs[k::2], np.uint8) for k in (0, 1))  # read-only for good
     widened = np.frombuffer(rec.targets, dtype=WORD_DTYPE)
     ex.widened = widened.tolist()
     for i in np.flatnonzero(~TARGET_AGREES.ok(widened, ex.targets)).tolist():  # the rule on the whole table at once
@@ -228,9 +233,10 @@ def build_input(corpus: bytes, prompts: Sequence[bytes]) -> InputRecord:
     """The fixture builder (§3): pair k is ``(corpus[k mod n], corpus[(k+1) mod n])``;
     refuses (BadValue) a corpus of fewer than 2 bytes and a prompt count other than ``PROMPTS``."""
     corpus = as_bytes(corpus, "the corpus")
-    if isinstance(prompts, (bytes, bytearray, str, set, frozenset)):  # (a set's order is the hash seed's)
+    given = None if isinstance(prompts, (bytes, bytearray, str)) else ordered_items(prompts)
+    if given is None:
         raise TypeError(f"prompts is a list of {PROMPTS} byte strings")
-    prompts = list(prompts)
+    prompts = list(given)
     if len(corpus) < 2:
         raise BadValue("corpus", "a corpus needs at least 2 bytes",
                        expected="at least 2 bytes", actual=f"{len(corpus)} bytes")

@@ -9,7 +9,7 @@ from typing import Any, Iterable
 
 from construct import Struct
 
-from bob.errors import BadValue, FormatError, Truncated, integer_field, shown_kind
+from bob.errors import BadValue, FormatError, Truncated, integer_field, ordered_items, shown_kind
 from bob.formats.contract import PREDICTION_BYTES, PROMPTS
 from bob.formats.files import BobFile, Examined, as_bytes, starts_like
 from bob.formats.layout import PREDICTION_FIELDS, PREDICTION_RECORD as PREDICTION_LAYOUT
@@ -54,19 +54,17 @@ class Predictions(BobFile):
     records: tuple[tuple[int, int], tuple[int, int], tuple[int, int]]
 
     def __post_init__(self) -> None:
-        try:
-            given = tuple(self.records)
-        except TypeError:
+        given = ordered_items(self.records)
+        if given is None:
             raise BadValue("records", f"the records are {PROMPTS} (token, validity) pairs",
-                           actual=shown_kind(self.records)) from None
+                           actual=shown_kind(self.records))
         if len(given) != PROMPTS:
             raise BadValue("records", "there is one record per prompt", expected=PROMPTS, actual=len(given))
         records = []
         for i, pair in enumerate(given):
-            try:
-                record = tuple(pair)
-            except TypeError:
-                raise BadValue("records", "a record is (token, validity)", actual=shown_kind(pair), index=i) from None
+            record = ordered_items(pair)
+            if record is None:
+                raise BadValue("records", "a record is (token, validity)", actual=shown_kind(pair), index=i)
             if len(record) != 2:
                 raise BadValue("records", "a record is (token, validity)", expected=2, actual=len(record), index=i)
             records.append((integer_field(record[0], "token", "a token is an integer", i),
@@ -83,7 +81,7 @@ class Predictions(BobFile):
     @classmethod
     def from_core(cls, output: Iterable[Iterable[int]]) -> "Predictions":
         """From ``bob.core.predict``'s list of ``(token, validity)``."""
-        return cls(tuple(tuple(r) for r in output))  # type: ignore[arg-type]
+        return cls(output)  # type: ignore[arg-type]
 
     @property
     def tokens(self) -> tuple[int, ...]:
