@@ -134,6 +134,31 @@ def test_a_failed_report_write_leaves_the_old_report_whole(tmp_path, monkeypatch
     assert all((tmp_path / name).read_bytes() != data for name, data in old.items())
 
 
+@pytest.mark.parametrize("in_the_way", ["directory", "fifo", "second link"])
+def test_a_report_file_bob_would_not_replace_is_refused_by_its_path_before_any_is(tmp_path, in_the_way):
+    """A directory in the way of a plot was refused after the JSON and the other plot had been
+    replaced, naming --report's directory; a FIFO was replaced by a file, a hard link split."""
+    from bob.commands import Refused
+    from bob.qualify import report
+
+    old = {name: f"the old {name}".encode() for name in (report.REPORT_JSON, report.LOSS_PLOT)}
+    for name, data in old.items():
+        (tmp_path / name).write_bytes(data)
+    blocked = tmp_path / report.SPEED_PLOT
+    if in_the_way == "directory":
+        blocked.mkdir()
+    elif in_the_way == "fifo":
+        os.mkfifo(blocked)
+    else:
+        blocked.write_bytes(b"shared")
+        os.link(blocked, tmp_path / "elsewhere")
+    with pytest.raises(Refused) as refused:
+        report.write_report(tmp_path, RESULT)
+    assert (refused.value.option, refused.value.path) == ("--report", str(blocked))
+    assert {name: (tmp_path / name).read_bytes() for name in old} == old
+    assert not [p for p in tmp_path.iterdir() if ".bob-tmp-" in p.name]
+
+
 @pytest.mark.parametrize("cut_short", [False, True])
 def test_a_plain_progress_phase_is_called_done_only_when_it_ended(cut_short, capsys):
     """In a log, a phase's last line says "(done)" when it ran to its end, and not when a signal cut it."""
