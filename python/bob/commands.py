@@ -79,9 +79,17 @@ class about:  # noqa: N801 - used as a `with` statement, like contextlib's helpe
             raise Refused(message, option=self.option, path=self.path, field=exc.field,
                           detail=exc.to_dict()) from None
         if isinstance(exc, OSError) and exc.errno not in RESOURCE_ERRNOS:
-            raise Refused(os_reason(exc), option=self.option, path=self.path) from None
+            raise Refused(os_reason(exc), option=self.option, path=_under(exc.filename, self.path)) from None
         # A resource the process ran out of (memory, descriptors) says nothing
         # about the user's file: it stays an unexpected error (the command's own code).
+
+
+def _under(failed: Any, given: Any) -> Any:
+    """The path an OS error is about: ``failed`` when it lies inside the directory ``given`` (a
+    subdirectory of a corpus that cannot be listed), else ``given`` (not a temporary beside it)."""
+    directory = os.fspath(given).rstrip(os.sep) if isinstance(given, (str, os.PathLike)) else None
+    inside = isinstance(failed, str) and isinstance(directory, str) and directory and failed.startswith(directory + os.sep)
+    return failed if inside else given
 
 
 def fail(prog: str, refusal: Refused, *, as_json: bool, command: str | None = None,

@@ -347,6 +347,19 @@ def test_a_refusal_raised_inside_about_names_its_option_and_path() -> None:
     assert (kept.value.option, kept.value.path) == ("--trace", "t")
 
 
+@pytest.mark.parametrize("given, failed, named", [
+    ("corp", "corp/locked", "corp/locked"), ("corp/", "corp/locked", "corp/locked"),
+    ("ck.bin", ".ck.bin.bob-tmp-1-x", "ck.bin"), ("corp", "corpus/x", "corp"), ("corp", None, "corp")])
+def test_an_os_error_inside_a_directory_given_names_the_path_inside(given, failed, named) -> None:
+    """bob-fuzz replay DIR named DIR for a subdirectory it could not list (os.walk's error)."""
+    from bob.commands import Refused, about
+
+    with pytest.raises(Refused) as refused:
+        with about("PATH", given):
+            raise PermissionError(13, "Permission denied", failed)
+    assert (refused.value.option, refused.value.path) == ("PATH", named)
+
+
 def test_a_traced_run_failing_at_any_os_call_keeps_the_old_trio_or_writes_the_new(work: Path, capsys) -> None:
     """With --trace over the last run's trace: the k-th os call of the commit fails, for every k. bob-run
     then exits 0 with the new checkpoint, predictions and trace, or refuses with the old three put back
