@@ -349,3 +349,28 @@ def test_the_constructor_names_the_entry_field_it_refuses(entry, field) -> None:
     trace = load_trace(hand_made())
     with pytest.raises(BadValue, match="^" + field):
         Trace(trace.contract_sha256, trace.input_sha256, 0, [entry, *trace.entries[1:]])
+
+
+def test_two_traces_held_to_checkpoints_judge_their_planes_as_written() -> None:
+    """A float64 copy of a plane (== to the original) was "no state of its trace" until an unrelated
+    to_bytes converted it in place; a Fortran-ordered one was "needs C-contiguous buffers"."""
+    record = bob.build_input(CORPUS, PROMPTS)
+    a, b = bob.invoke(record, trace=True), bob.invoke(record, trace=True)
+    for convert in (lambda p: p.astype(np.float64), lambda p: np.asfortranarray(p.reshape(256, 256))):
+        same = a.checkpoint.copy()
+        same.p = convert(same.p)
+        assert same == a.checkpoint
+        assert bob.diff(a.trace, b.trace, checkpoints=(a.checkpoint, same))["verdict"].endswith("the same state")
+        assert same.p.dtype != np.float32 or not same.p.flags.c_contiguous  # the caller's object untouched
+
+
+@pytest.mark.parametrize("kwargs, said", [
+    ({"checkpoints": "one"}, "^checkpoints is a pair"), ({"checkpoints": (None, None)}, r"^checkpoints\[0\] must be"),
+    ({"ulp": 5}, "^ulp= and atol= go with two checkpoints"), ({"atol": 1.0}, "^ulp= and atol= go with two")])
+def test_two_traces_refuse_what_does_not_go_with_them(kwargs, said) -> None:
+    """checkpoints= was unpacked unchecked (a Checkpoint: 'not iterable'; None: open()'s TypeError);
+    ulp= and atol= were taken and ignored."""
+    record = bob.build_input(CORPUS, PROMPTS)
+    a, b = bob.invoke(record, trace=True), bob.invoke(record, trace=True)
+    with pytest.raises(TypeError, match=said):
+        bob.diff(a.trace, b.trace, **kwargs)

@@ -295,6 +295,8 @@ def diff(a: "Checkpoint | Trace | bytes | str | os.PathLike[str]",
 
     ulp, atol = tolerance(ulp, atol)
     if is_trace(a) or is_trace(b):
+        if ulp is not None or atol is not None:  # (a trace's digests are equal or not)
+            raise TypeError("ulp= and atol= go with two checkpoints; a and b are traces")
         return compare_traces(trace_of(a, "a"), trace_of(b, "b"), checkpoints=checkpoints)
     if checkpoints is not None:
         raise TypeError("checkpoints= goes with two traces; a and b are checkpoints")

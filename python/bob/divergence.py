@@ -16,7 +16,7 @@ import hashlib
 import os
 from typing import Any
 
-from bob.errors import BadValue
+from bob.errors import BadValue, ordered_items, shown_kind
 from bob.formats.constants import PLANE_NAMES, TRACE_MAGIC, cell_name
 from bob.formats.trace import Trace, load_trace, read_trace_file
 from bob.ulp import plane_diff
@@ -55,15 +55,21 @@ def trace_of(value: Any, name: str = "trace") -> Trace:
     return read_trace_file(value)
 
 
-def state_of(checkpoint: Any) -> "tuple[int, tuple[Any, Any, Any]]":
-    """(step, (P, M, V)) of a :class:`~bob.Checkpoint`, its bytes or a path; read for
-    inspection (a diverged state may be one bob would not resume)."""
+def state_of(checkpoint: Any, name: str = "checkpoint") -> "tuple[int, tuple[Any, Any, Any]]":
+    """(step, (P, M, V)) of a :class:`~bob.Checkpoint` (checked as built: its fields may have been
+    reassigned), its bytes or a path; read for inspection (a diverged state may be one bob would
+    not resume)."""
     from bob.formats.checkpoint import Checkpoint, load_checkpoint, read_checkpoint_file
 
-    if not isinstance(checkpoint, Checkpoint):
-        checkpoint = (load_checkpoint(bytes(checkpoint), for_resume=False)
-                      if isinstance(checkpoint, (bytes, bytearray, memoryview))
-                      else read_checkpoint_file(checkpoint, for_resume=False))
+    if isinstance(checkpoint, Checkpoint):
+        c = checkpoint
+        checkpoint = Checkpoint(c.step, c.p, c.m, c.v, c.header_bytes, c.contract)  # planes as they are written
+    elif isinstance(checkpoint, (bytes, bytearray, memoryview)):
+        checkpoint = load_checkpoint(bytes(checkpoint), for_resume=False)
+    elif isinstance(checkpoint, (str, os.PathLike)):
+        checkpoint = read_checkpoint_file(checkpoint, for_resume=False)
+    else:
+        raise TypeError(f"{name} must be a Checkpoint, its bytes or a path; got {shown_kind(checkpoint)}")
     return checkpoint.step, (checkpoint.p, checkpoint.m, checkpoint.v)
 
 
@@ -90,7 +96,10 @@ def _side(trace: Trace, file: "str | None") -> dict[str, Any]:
 
 def _states(a: Trace, b: Trace, checkpoints: "tuple[Any, Any]", files: "tuple[Any, Any]") -> dict[str, Any]:
     """The two checkpoints compared, each first held to its trace."""
-    (step_a, planes_a), (step_b, planes_b) = (state_of(c) for c in checkpoints)
+    pair = ordered_items(checkpoints)
+    if pair is None or len(pair) != 2:
+        raise TypeError(f"checkpoints is a pair: one state of each run; got {shown_kind(checkpoints)}")
+    (step_a, planes_a), (step_b, planes_b) = (state_of(c, f"checkpoints[{i}]") for i, c in enumerate(pair))
     entry_of(a, step_a, planes_a)
     entry_of(b, step_b, planes_b)
     if step_a != step_b:
