@@ -72,6 +72,7 @@ __all__ = [
     "integer_field",
     "real_value",
     "ordered_items",
+    "flag_value",
     "shown_kind",
     "byte_buffer",
     "f32_text",
@@ -136,6 +137,14 @@ def real_value(value: Any) -> float | None:
         return float(value)
     except OverflowError:  # an int past 2**1024
         return None
+
+
+def flag_value(value: Any, name: str) -> bool:
+    """``value`` if it is a bool (a NumPy bool too), else a TypeError naming ``name``: "False"
+    is true, and a flag that takes it does the opposite of what was asked."""
+    if isinstance(value, bool) or (type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_")):
+        return bool(value)
+    raise TypeError(f"{name} must be True or False; got {shown_kind(value)}")
 
 
 def ordered_items(value: Any) -> "tuple[Any, ...] | None":

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import sys
 
-from bob.errors import StateRefused
+from bob.errors import StateRefused, flag_value
 from bob.formats.constants import PARAMETER_COUNT, PLANE_DTYPE, PLANE_NAMES, UPDATES_PER_INVOCATION, cell_name
 
 TYPE_CHECKING = False
@@ -272,6 +272,7 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
     from bob.formats.input_record import InputRecord, load_input
     from bob.formats.predictions import Predictions
 
+    trace = flag_value(trace, "trace")
     if expect is not None:
         if isinstance(checkpoint, Checkpoint):
             raise TypeError("expect pins a checkpoint file's bytes, not a Checkpoint; pin them where they are "

@@ -393,3 +393,18 @@ def test_the_writer_takes_a_strided_view(tmp_path) -> None:
     """It was "must be bytes ..., not memoryview", a memoryview every reader takes."""
     bob.write_atomic(tmp_path / "o", memoryview(b"abcdef")[::2])
     assert (tmp_path / "o").read_bytes() == b"ace"
+
+
+@pytest.mark.parametrize("call", [
+    lambda ck: ck.to_bytes(for_resume="False"), lambda ck: ck.to_npz("x.npz", for_resume=0),
+    lambda ck: bob.load_checkpoint(bob.Checkpoint.fresh().to_bytes(), for_resume="no"),
+    lambda ck: bob.invoke(build_input(CORPUS, PROMPTS), trace="no")])
+def test_a_flag_is_true_or_false(call, tmp_path, monkeypatch) -> None:
+    """for_resume="False" was true (the write refused a state the caller had asked not to check),
+    and trace="no" traced."""
+    monkeypatch.chdir(tmp_path)
+    checkpoint = bob.Checkpoint.fresh()
+    with pytest.raises(TypeError, match=r"^(for_resume|trace) must be True or False; got "):
+        call(checkpoint)
+    assert checkpoint.to_bytes(for_resume=np.bool_(False)) == bob.Checkpoint.fresh().to_bytes()
+    assert list(tmp_path.iterdir()) == []

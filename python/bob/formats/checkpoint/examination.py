@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from bob.errors import BadValue, FormatError, IntegrityError, Truncated
+from bob.errors import BadValue, FormatError, IntegrityError, Truncated, flag_value
 from bob.formats.checkpoint.header import (CHECKPOINT_BYTES, HEADER_BYTES, chunk_digests, has_canonical_prefix,
                                            hashlib_sha256, header_fields, sealed_step)
 from bob.formats.checkpoint.state import state_findings
@@ -144,7 +144,7 @@ def plane_views(data: bytes, header_bytes: int) -> np.ndarray:
 
 def examine(data: bytes, *, for_resume: bool = True) -> Examination:
     """Check ``data`` as a bob-envelope v1 file and collect every finding."""
-    data = as_bytes(data, "the checkpoint")
+    data, for_resume = as_bytes(data, "the checkpoint"), flag_value(for_resume, "for_resume")
     digests = None
     if has_canonical_prefix(data):  # bob's own file: findings 1-8 cannot occur once its bytes are rebuilt
         digests = chunk_digests(memoryview(data)[HEADER_BYTES:], hashlib_sha256)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bob.errors import BadValue, integer_field, integer_value, shown_kind
+from bob.errors import BadValue, flag_value, integer_field, integer_value, shown_kind
 from bob.formats.checkpoint.examination import Examination, examine
 from bob.formats.checkpoint.header import HEADER_BYTES, check_pin, envelope_header, hashlib_sha256, header_length
 from bob.formats.checkpoint.state import refuse_unresumable
@@ -251,7 +251,7 @@ class Checkpoint:
         """Refuse, for the writer ``what`` (bob.interop's too), what no envelope holds and, when
         ``for_resume``, what bob would not resume (:func:`~bob.formats.checkpoint.refuse_unresumable`)."""
         self._check()
-        if for_resume:
+        if flag_value(for_resume, "for_resume"):
             refuse_unresumable(self, what)
 
     def copy(self) -> "Checkpoint":
