@@ -21,6 +21,14 @@ MOST_ULP = 2**32  # past any two float32 values' distance on bob.ulp's ordered l
 MOST_ATOL = 7e38  # past twice FLT_MAX: a tolerance can cover every difference of two finite values
 
 
+def _plain(text: str) -> str:
+    """``text`` if it is written as a shell user writes a number, else a ValueError: Python's
+    ``int()`` and ``float()`` also read ``1_0`` as 10 and a full-width ``２`` as 2."""
+    if not text.isascii() or "_" in text:
+        raise ValueError(text)
+    return text
+
+
 def number_option(option: str, *, minimum: float = 0.0, positive: bool = False, maximum: float | None = None,
                   what: str = "a finite number") -> "Callable[[str], float]":
     """An argparse ``type``: a finite number, at least ``minimum`` (above it when
@@ -32,7 +40,7 @@ def number_option(option: str, *, minimum: float = 0.0, positive: bool = False, 
 
     def convert(text: str) -> float:
         try:
-            value = float(text)
+            value = float(_plain(text))
         except (TypeError, ValueError):
             value = math.nan
         if not math.isfinite(value) or value < minimum or (positive and value <= minimum) \
@@ -57,7 +65,7 @@ def integer_option(option: str, *, minimum: int, maximum: int, what: str = "an i
 
     def convert(text: str) -> int:
         try:
-            value = int(text, 0)
+            value = int(_plain(text), 0)
         except (TypeError, ValueError):
             value = None
         if value is None or not minimum <= value <= maximum:

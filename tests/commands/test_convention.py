@@ -23,6 +23,7 @@ from typing import Callable
 
 import pytest
 
+from bob.text import show_path
 from conftest import GOLDEN, main_of
 
 HERE = Path(__file__).resolve().parent
@@ -297,7 +298,7 @@ def test_python_m_bob_without_a_command_is_the_same_usage_error(argv: list[str],
 # Numbers
 # --------------------------------------------------------------------------- #
 
-VALUES = ["-1", "0", "nan", "inf", "1e309"]
+VALUES = ["-1", "0", "nan", "inf", "1e309", "1_0", "\uff12"]  # (int() reads 1_0 as 10, a full-width 2 as 2)
 # (program, argv that is refused for another reason, the option, the values it accepts).
 # A value the option accepts reaches the other refusal (which does not name the option);
 # any other value is refused naming the option, before anything runs.
@@ -330,7 +331,7 @@ def test_every_number_is_finite_and_in_range(prog, argv, option, accepted, work,
         named = document["error"]["option"] == option
         assert named is (value not in accepted), (value, err)
         if named:
-            assert f"got {value}" in err
+            assert f"got {value if value.isascii() else show_path(value)}" in err
 
 
 # --------------------------------------------------------------------------- #
