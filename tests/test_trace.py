@@ -374,3 +374,12 @@ def test_two_traces_refuse_what_does_not_go_with_them(kwargs, said) -> None:
     a, b = bob.invoke(record, trace=True), bob.invoke(record, trace=True)
     with pytest.raises(TypeError, match=said):
         bob.diff(a.trace, b.trace, **kwargs)
+
+
+def test_a_trace_with_a_nan_loss_equals_itself_read_twice() -> None:
+    """A diverged run's trace: two reads of one file compared unequal (nan != nan), and hashed apart."""
+    trace = load_trace(hand_made())
+    entries = [(e.step, float("nan") if i == 0 else e.loss, e.digests) for i, e in enumerate(trace.entries)]
+    data = Trace(trace.contract_sha256, trace.input_sha256, 0, entries).to_bytes()
+    assert load_trace(data) == load_trace(data) and len({load_trace(data), load_trace(data)}) == 1
+    assert load_trace(data) != trace
