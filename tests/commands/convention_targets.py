@@ -72,3 +72,18 @@ def inspects_then_crashes(data: bytes) -> None:
 
     inspect_target(data)
     crashes(data)
+
+
+def prints(data: bytes) -> None:
+    """Prints on every input, as a debugging user's target does."""
+    print(f"a target's own line: {len(data)} bytes")
+
+
+def exits(data: bytes) -> None:
+    """Ends its process with status 0 on every input (os._exit: no exception, no finding)."""
+    import os
+
+    os._exit(0)
+
+
+not_a_function = 5

@@ -569,3 +569,34 @@ def test_help_and_version_to_a_full_or_closed_stdout_say_so_in_one_line(flag: st
                               preexec_fn=None if stream == "full" else lambda: os.close(1))
     assert (done.returncode, done.stderr) == (0, f"{prog}: {said} could not be printed (stdout is closed or "
                                                  "full)\n".encode())
+
+
+@pytest.mark.parametrize("argv", [["replay", str(INPUT), "--target", "convention_targets:prints"],
+                                  ["run", "convention_targets:prints", "--format", "input", "--engine", "loop",
+                                   "--runs", "3"]])
+def test_a_targets_own_prints_go_to_stderr_not_into_the_json(argv, work, tmpdir_watched) -> None:
+    """Replay and the seeded loop run a target in bob-fuzz's process: its print() came before the
+    one JSON object on stdout."""
+    done = _run_real("bob-fuzz", [*argv, "--json"], tmpdir_watched)
+    assert done.returncode == 0 and json.loads(done.stdout)["ok"] is True, done
+    assert b"a target's own line" in done.stderr
+
+
+def test_a_target_that_is_no_function_is_a_usage_error(work, capsys) -> None:
+    """It ran, and each input's TypeError ('int' object is not callable) was a finding against bob."""
+    rc, out, err = call("bob-fuzz", ["run", "convention_targets:not_a_function", "--format", "input", "--engine",
+                                     "loop", "--runs", "2", "--json"], capsys)
+    assert rc == 2 and err == "bob-fuzz: refused: usage: target 'convention_targets:not_a_function' is no function " \
+        "(a int)\n"
+
+
+@pytest.mark.skipif(__import__("importlib.util").util.find_spec("atheris") is None, reason="the fuzz extra")
+def test_a_campaign_whose_target_ends_its_process_ends(work, tmpdir_watched) -> None:
+    """A worker that exited 0 before its first execution was started again, for ever (--runs never
+    reached): now it ends without a finding, said in a note, as a worker that dies does."""
+    done = _run_real("bob-fuzz", ["run", "convention_targets:exits", "--format", "input", "--runs", "10", "--jobs",
+                                  "1", "--artifacts", work.fresh("artifacts"), "--json"], tmpdir_watched)
+    report = json.loads(done.stdout)
+    assert done.returncode == 0 and report["executions"] == 0 and report["findings"] == []
+    assert report["notes"] == ["worker 1 ended (exit 0) without a finding: .logs/convention_targets_exits-worker0.log "
+                               "says why"]

@@ -248,9 +248,9 @@ class _Campaign:
     def relaunch(self, w: _Worker) -> None:
         """A worker that ended: a finding, or the end of a generation; start its next one if it may."""
         assert w.proc is not None
-        w.executions_done, w.executions = w.executions_done + w.executions, 0
-        result = self.result
-        crashed_unseen = w.proc.returncode != 0 and not w.found
+        ran, w.executions_done, w.executions = w.executions, w.executions_done + w.executions, 0
+        result = self.result  # (exit 0 before any execution: the target ended the process, os._exit(0))
+        crashed_unseen = (w.proc.returncode != 0 or not ran) and not w.found
         if crashed_unseen and not self.overdue:
             result.notes.append(f"worker {w.index + 1} ended (exit {w.proc.returncode}) without a finding: "
                                 f".logs/{self.name}-worker{w.index}.log says why")

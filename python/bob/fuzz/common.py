@@ -30,10 +30,20 @@ def load_target(spec: str, fmt: str | None = None) -> "tuple[Callable[[bytes], N
         return t.run, t.format if fmt is None else fmt
     if ":" not in spec:
         raise ValueError(f"unknown target {spec!r}; one of {', '.join(TARGETS)} or package.module:function")
+    import contextlib
     import importlib
 
     module, _, name = spec.partition(":")
-    return getattr(importlib.import_module(module), name), fmt
+    function = getattr(importlib.import_module(module), name)
+    if not callable(function):
+        raise ValueError(f"target {spec!r} is no function (a {type(function).__name__})")
+
+    def printing_to_stderr(data: bytes) -> None:  # stdout is the command's: one JSON object under --json
+        __tracebackhide__ = True  # (a failure's key names the target's frame: exception_key)
+        with contextlib.redirect_stdout(sys.stderr):
+            function(data)
+
+    return printing_to_stderr, fmt
 
 
 def seed_paths(name: str, kind: str | None = None, *, root: Path | None = None) -> list[Path]:
