@@ -6,6 +6,7 @@ written, the predictions bob had already replaced are put back exactly."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -183,6 +184,21 @@ def test_a_full_disk_loses_nothing(small_disk: Path) -> None:
     assert (work / "ck.bin").read_bytes() == old_checkpoint
     assert (work / "pred.bin").read_bytes() == old_predictions
     assert sorted(p.name for p in work.iterdir()) == ["ck.bin", "pred.bin", "rec.bin"]
+
+
+@pytest.mark.skipif(__import__("importlib.util").util.find_spec("atheris") is None, reason="the fuzz extra")
+def test_a_campaigns_artifacts_on_a_full_disk_are_refused_and_leave_no_directory(small_disk: Path) -> None:
+    """Exit 70, "unexpected error: OSError: [Errno 28]" naming no option (the fuzzer's dictionary,
+    written under --artifacts), and the artifacts and .logs directories it had made were left."""
+    with open(small_disk / "fill", "wb", buffering=0) as fill, contextlib.suppress(OSError):  # the whole disk
+        while True:
+            fill.write(bytes(64 * 1024))
+    done = subprocess.run([str(BIN / "bob-fuzz"), "run", "input", "--runs", "10", "--artifacts",
+                           str(small_disk / "art"), "--corpus", str(small_disk.parent / "corpus"), "--json"],
+                          capture_output=True, timeout=120)
+    assert done.returncode == 2 and json.loads(done.stdout)["error"]["option"] == "--artifacts", done
+    assert done.stderr.decode() == f"bob-fuzz: refused: --artifacts {small_disk / 'art'}: no space left on device\n"
+    assert sorted(p.name for p in small_disk.iterdir()) == ["fill"]
 
 
 def test_a_failed_predictions_write_leaves_no_backup_behind(work: Path, monkeypatch, capsys) -> None:

@@ -17,8 +17,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bob.commands import Refused, os_reason, output_directory
-from bob.fileio import make_directory, write_atomic
+from bob.commands import Refused, about, os_reason, output_directory
+from bob.fileio import write_atomic
 from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignDisplay, CampaignResult, Finding, fast_path_stats, \
     read_input, seed_paths
 from bob.fuzz.targets import TARGETS
@@ -132,7 +132,7 @@ class _Campaign:
         self.corpus = Path(output_directory("--corpus", f".bob-fuzz/{self.name}/corpus" if corpus is None else corpus)).resolve()
         self.artifacts = Path(output_directory("--artifacts", artifacts)).resolve()
         self.logs = self.artifacts / ".logs"
-        make_directory(self.logs)
+        output_directory("--artifacts", self.logs)  # (removed with the artifacts' when the command fails)
         for d in self.logs.glob(f"{SCRATCH}*"):  # what a campaign killed by SIGKILL left (its pid is gone)
             try:
                 os.kill(int(d.name[len(SCRATCH):].split("-")[0]), 0)
@@ -141,7 +141,8 @@ class _Campaign:
             except (ValueError, PermissionError):
                 pass
         self.dict_path = self.logs / "bob.dict"
-        write_dict(self.dict_path)
+        with about("--artifacts", artifacts):  # (a full disk: the option's refusal)
+            write_dict(self.dict_path)
         self.result = CampaignResult(target)
         self.workers = [_Worker(i) for i in range(max(1, jobs))]
         self.start = time.monotonic()
