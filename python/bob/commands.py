@@ -86,10 +86,12 @@ class about:  # noqa: N801 - used as a `with` statement, like contextlib's helpe
 
 def _under(failed: Any, given: Any) -> Any:
     """The path an OS error is about: ``failed`` when it lies inside the directory ``given`` (a
-    subdirectory of a corpus that cannot be listed), else ``given`` (not a temporary beside it)."""
+    subdirectory of a corpus that cannot be listed), else ``given`` (never one of bob's temporaries)."""
+    from bob.fileio import TEMP_MARK
+
     directory = os.fspath(given).rstrip(os.sep) if isinstance(given, (str, os.PathLike)) else None
     inside = isinstance(failed, str) and isinstance(directory, str) and directory and failed.startswith(directory + os.sep)
-    return failed if inside else given
+    return failed if inside and TEMP_MARK not in os.path.basename(failed) else given
 
 
 def fail(prog: str, refusal: Refused, *, as_json: bool, command: str | None = None,

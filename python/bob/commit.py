@@ -41,9 +41,9 @@ from bob.text import show_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
-    from typing import Callable
+    from typing import Any, Callable
 
-__all__ = ["Backup", "Commit", "clean_stale_temporaries"]
+__all__ = ["Backup", "Commit", "replace_all", "clean_stale_temporaries"]
 
 
 class Backup:
@@ -196,6 +196,33 @@ class Commit:
         for tmp in self.staged:
             discard_temporary(tmp)  # (one renamed just before a signal is no longer there: nothing happens)
         self.staged = []
+
+
+def replace_all(files: "list[tuple[str, bytes, Any]]", renaming: Any = None) -> list[str]:
+    """Replace each ``(path, data, naming)`` atomically, all or none: every path is checked
+    (:func:`bob.fileio.replace_target`) and every file staged, each inside its ``naming`` (a
+    :class:`bob.commands.about`, which names its file in a refusal), before the first rename;
+    ``renaming`` (a :class:`bob.signals.Deferral`) holds signals over the renames. The targets."""
+    targets, staged = [], []
+    for path, _, naming in files:
+        with naming:
+            targets.append(fileio.replace_target(path))
+    try:
+        for target, (_, data, naming) in zip(targets, files):
+            with naming:
+                staged.append(fileio.stage(target, data))
+        if renaming is not None:
+            renaming.begin()
+        for tmp, target in zip(staged, targets):
+            os.replace(tmp, target)
+    finally:
+        if renaming is not None:
+            renaming.end()
+        for tmp in staged:
+            discard_temporary(tmp)  # (one renamed into place is not there any more)
+    for directory in dict.fromkeys(os.path.dirname(target) for target in targets):
+        fsync_directory(directory)
+    return targets
 
 
 def _pid_alive(pid: int) -> bool:

@@ -365,7 +365,8 @@ def test_a_refusal_raised_inside_about_names_its_option_and_path() -> None:
 
 @pytest.mark.parametrize("given, failed, named", [
     ("corp", "corp/locked", "corp/locked"), ("corp/", "corp/locked", "corp/locked"),
-    ("ck.bin", ".ck.bin.bob-tmp-1-x", "ck.bin"), ("corp", "corpus/x", "corp"), ("corp", None, "corp")])
+    ("ck.bin", ".ck.bin.bob-tmp-1-x", "ck.bin"), ("corp", "corpus/x", "corp"), ("corp", None, "corp"),
+    ("art", "art/.x.bin.bob-tmp-1-x", "art")])
 def test_an_os_error_inside_a_directory_given_names_the_path_inside(given, failed, named) -> None:
     """bob-fuzz replay DIR named DIR for a subdirectory it could not list (os.walk's error)."""
     from bob.commands import Refused, about

@@ -231,3 +231,44 @@ def test_an_empty_output_path_is_refused_not_taken_for_no_output(tmp_path: Path,
     assert main([str(GOLDEN / "checkpoint-abracadabra-step10.bin"), option, "", "--json"]) == 2
     error = json.loads(capsys.readouterr().out)["error"]
     assert (error["option"], error["path"]) == (option, "") and sorted(tmp_path.iterdir()) == before
+
+
+def test_a_heatmap_and_an_export_are_written_both_or_neither(tmp_path: Path, monkeypatch, capsys) -> None:
+    """The export failed (a full disk) after the heatmap had replaced the old one; the refusal did
+    not say so."""
+    import errno
+
+    import bob.fileio
+    from bob.inspect import main
+    from conftest import GOLDEN
+
+    pytest.importorskip("matplotlib")
+    (tmp_path / "heat.png").write_bytes(b"the old heatmap")
+    real = bob.fileio.stage
+
+    def full_for_the_export(target, data):
+        if target.endswith(".npz"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(target, data)
+
+    monkeypatch.setattr(bob.fileio, "stage", full_for_the_export)
+    assert main([str(GOLDEN / "checkpoint-abracadabra-step10.bin"), "--heatmap", str(tmp_path / "heat.png"),
+                 "--export", str(tmp_path / "x.npz")]) == 2
+    assert capsys.readouterr().err == f"bob-inspect: refused: --export {tmp_path / 'x.npz'}: no space left on device\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["heat.png"]
+    assert (tmp_path / "heat.png").read_bytes() == b"the old heatmap"
+
+
+def test_a_heatmap_and_an_export_into_one_file_are_refused(tmp_path: Path, capsys) -> None:
+    """Through a link, --heatmap named the export's file: both were reported written, and the
+    "heatmap" was the export's zip."""
+    from bob.inspect import main
+    from conftest import GOLDEN
+
+    pytest.importorskip("matplotlib")
+    (tmp_path / "same.png").symlink_to("x.npz")
+    assert main([str(GOLDEN / "checkpoint-abracadabra-step10.bin"), "--export", str(tmp_path / "x.npz"),
+                 "--heatmap", str(tmp_path / "same.png")]) == 2
+    assert capsys.readouterr().err == (f"bob-inspect: refused: --heatmap {tmp_path / 'same.png'}: names the same file "
+                                       "as --export; each needs its own\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["same.png"]

@@ -125,8 +125,11 @@ def test_a_failed_report_write_leaves_the_old_report_whole(tmp_path, monkeypatch
             raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(bob.fileio.os, "fsync", full)
-    with pytest.raises(OSError):
+    from bob.commands import Refused
+
+    with pytest.raises(Refused, match="no space left on device") as refused:  # naming the file it could not write
         report.write_report(tmp_path, RESULT)
+    assert refused.value.path == str(tmp_path / list(old)[fails_at - 1])
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == old
     monkeypatch.undo()
     written = report.write_report(tmp_path, RESULT)  # and whole when the disk has room

@@ -53,6 +53,10 @@ def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
     from bob.inspect.checkpoint import checkpoint_report
     from bob.inspect.render import render_checkpoint
 
+    from bob.commands import about
+    from bob.commit import replace_all
+    from bob.fileio import same_file
+
     export, heatmap = args.export, args.heatmap
     if export is not None:  # (an empty path is refused, not taken for no export)
         check_export(export, args.file)
@@ -60,7 +64,9 @@ def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
         from bob.inspect.heatmap import check_heatmap
 
         check_heatmap(heatmap, args.file)
-    rows = rows_bytes(args)
+        if export is not None and same_file(heatmap, export):
+            raise Refused("names the same file as --export; each needs its own", option="--heatmap", path=heatmap)
+    rows, written = rows_bytes(args), []
     data, problems = read_checkpoint(args.file)
     report, p_plane = checkpoint_report(data, problems, path=args.file, auto=auto, rows=rows)
     report["rows_requested"] = list(rows) if rows else None
@@ -72,9 +78,14 @@ def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
 
         title = (f"{show_path(os.path.basename(args.file))}: P at step {report['step']} "
                  f"({plural(report['invocations'], 'invocation')})")
-        report["heatmap"] = draw_heatmap(p_plane, heatmap, title)
-    if export is not None:
-        report["export"] = export_checkpoint(report, data, export)
+        image, report["heatmap"] = draw_heatmap(p_plane, heatmap, title)
+        written.append((heatmap, image, about("--heatmap", heatmap)))
+    if export is not None and (exported := export_checkpoint(report, data, export)) is not None:
+        written.append((export, exported[0], about("--export", export)))
+        report["export"] = exported[1]
+    elif export is not None:
+        report["export"] = None
+    replace_all(written)  # both or neither: a failed export left a new heatmap
     return report, render_checkpoint(report), _code(report)
 
 

@@ -10,7 +10,7 @@ import hashlib
 import os
 from typing import Any
 
-from bob.inspect.common import Refused, os_reason
+from bob.inspect.common import Refused
 from bob.text import escape_bytes, show_path
 
 FORMATS = {".safetensors": "safetensors", ".npz": "npz"}
@@ -41,12 +41,11 @@ def check_export(out: str, inspected: str) -> None:
                       option="--export", path=out)
 
 
-def export_checkpoint(report: dict[str, Any], data: bytes | None, out: str) -> dict[str, Any] | None:
-    """Write the export; ``{path, format, size, sha256}``, or None (and a
+def export_checkpoint(report: dict[str, Any], data: bytes | None, out: str) -> "tuple[bytes, dict[str, Any]] | None":
+    """The export's bytes and ``{path, format, size, sha256}``, or None (and a
     note) for a checkpoint with problems, which is not exported."""
     import bob
     from bob import interop
-    from bob.fileio import write_atomic
 
     if not report["ok"] or data is None:
         report["note"] = "no export: bob-run refuses this checkpoint (the problems are listed); nothing was written"
@@ -54,8 +53,5 @@ def export_checkpoint(report: dict[str, Any], data: bytes | None, out: str) -> d
     fmt = export_format(out)
     checkpoint = bob.load_checkpoint(data)  # zero bytes: the fresh state
     written = (interop.safetensors_bytes if fmt == "safetensors" else interop.npz_bytes)(checkpoint)
-    try:
-        write_atomic(out, written)
-    except OSError as exc:
-        raise Refused(os_reason(exc), option="--export", path=out) from None
-    return {"path": show_path(out), "format": fmt, "size": len(written), "sha256": hashlib.sha256(written).hexdigest()}
+    return written, {"path": show_path(out), "format": fmt, "size": len(written),
+                     "sha256": hashlib.sha256(written).hexdigest()}

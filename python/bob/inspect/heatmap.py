@@ -1,7 +1,7 @@
 """``--heatmap``: the P table drawn with matplotlib (the optional extra ``plot``).
 
 The only module of ``bob-inspect`` that imports matplotlib, and only when
-the option is given. The image is written with :func:`bob.fileio.write_atomic`.
+the option is given. The image is written with the export, both or neither (:func:`bob.commit.replace_all`).
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from bob.fileio import same_file, write_atomic
+from bob.fileio import same_file
 from bob.formats.constants import VOCABULARY
 from bob.analysis import softmax_rows
 from bob.inspect.checkpoint import p_table
-from bob.inspect.common import Refused, os_reason
+from bob.inspect.common import Refused
 from bob.text import escape_bytes, show_byte, show_path
 
 INIT_BOUND = 0.01  # §6.1: every initial P value lies in [-0.01, 0.01)
@@ -88,9 +88,9 @@ def _zoom(ax, table, masked, moved, cols, cmap, limit) -> None:
             ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white" if dark else "black")
 
 
-def draw_heatmap(p_plane, out: str, title: str) -> dict[str, Any]:
-    """Draw :func:`heatmap_figure` to ``out`` (its extension names the format),
-    atomically; return what it shows."""
+def draw_heatmap(p_plane, out: str, title: str) -> "tuple[bytes, dict[str, Any]]":
+    """:func:`heatmap_figure` drawn for ``out`` (its extension names the format): the file's bytes,
+    and what it shows."""
     fig, shown = heatmap_figure(p_plane, title)
     ext = os.path.splitext(out)[1].lower().lstrip(".") or "png"
     supported = fig.canvas.get_supported_filetypes()
@@ -99,11 +99,7 @@ def draw_heatmap(p_plane, out: str, title: str) -> dict[str, Any]:
                       + ", ".join(sorted(supported)), option="--heatmap", path=out)
     buf = io.BytesIO()
     fig.savefig(buf, format=ext)
-    try:
-        write_atomic(out, buf.getvalue())
-    except OSError as exc:
-        raise Refused(os_reason(exc), option="--heatmap", path=out) from None
-    return {"path": show_path(out), "format": ext, **shown}
+    return buf.getvalue(), {"path": show_path(out), "format": ext, **shown}
 
 
 def heatmap_figure(p_plane, title: str) -> "tuple[Any, dict[str, Any]]":

@@ -169,34 +169,18 @@ def plotting_available() -> bool:
 
 
 def write_report(directory: Path, result: dict[str, Any]) -> list[Path]:
-    """``qualify.json`` and the PNG plots in ``directory`` (created if needed), all or none: every file is
-    staged beside its target (:func:`bob.fileio.stage`) before any is renamed into place, so a write that
-    fails (a full disk) leaves the old report whole, none of its files replaced. Each target is first
-    checked as every file bob replaces is (:func:`bob.fileio.replace_target`): a directory, a FIFO or
-    a second hard link in the way is refused by its path before anything is written."""
+    """``qualify.json`` and the PNG plots in ``directory`` (created if needed), all or none
+    (:func:`bob.commit.replace_all`): a write that fails (a full disk) leaves the old report whole, and
+    a directory, a FIFO or a second hard link in the way is refused by its path before anything is written."""
     from bob.commands import about
-    from bob.fileio import discard_temporary, fsync_directory, replace_target, stage
+    from bob.commit import replace_all
     from bob.signals import Deferral
 
     directory.mkdir(parents=True, exist_ok=True)
     files = {REPORT_JSON: (json.dumps(result, indent=1, sort_keys=True) + "\n").encode("utf-8"), **plots(result)}
-    targets = {}
-    for name in files:
-        with about("--report", directory / name):
-            targets[name] = replace_target(directory / name)
-    staged: list[tuple[str, str]] = []
-    renaming = Deferral()  # a signal during the renames is only recorded: the verdict is decided, the report whole
-    try:
-        for name, data in files.items():
-            staged.append((stage(targets[name], data), targets[name]))
-        renaming.begin()
-        for tmp, target in staged:
-            os.replace(tmp, target)
-    finally:
-        renaming.end()
-        for tmp, _ in staged:
-            discard_temporary(tmp)  # (one renamed into place is not there any more)
-    fsync_directory(os.fspath(directory))
+    # a signal during the renames is only recorded: the verdict is decided, the report whole
+    replace_all([(os.fspath(directory / name), data, about("--report", directory / name))
+                 for name, data in files.items()], renaming=Deferral())
     return [directory / name for name in files]
 
 
