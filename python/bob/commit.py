@@ -174,9 +174,12 @@ class Commit:
                         backup.restore()  # the very same file as before, whatever its size
                 except (Refused, OSError) as exc:
                     why, cause = exc.message if isinstance(exc, Refused) else os_reason(exc), str(stopped) or "stopped"
+                    kept = f"; its old bytes are kept in {show_path(backup.link)}" \
+                        if backup.link is not None and os.path.lexists(backup.link) else ""
+                    self.backups.remove(backup)  # (the only copy of the old file: close must not remove it)
                     unrestored = unrestored or Refused(f"the run stopped before its commit ({cause}), and this file "
-                                                       f"could not be put back ({why}); the checkpoint was not "
-                                                       "replaced", option=companion_about.option,
+                                                       f"could not be put back ({why}){kept}; the checkpoint was "
+                                                       "not replaced", option=companion_about.option,
                                                        path=companion_about.path)
             if unrestored is not None:
                 raise unrestored

@@ -335,6 +335,44 @@ def test_a_rollback_puts_back_every_file_it_can_and_says_which_it_could_not(work
     assert (work / "pred.bin").read_bytes() == b"old pred.bin" and (work / "ck.bin").read_bytes() == b"old ck.bin"
 
 
+def test_a_backup_that_cannot_be_put_back_is_kept_and_named(work: Path, monkeypatch) -> None:
+    """The predictions could not be put back (EBUSY: a bind mount over them): the backup link, the
+    only copy of the old predictions, was then removed with the temporaries."""
+    import errno
+
+    import bob.commit
+    from bob.commands import Refused, about
+    from bob.commit import Commit
+
+    for name in ("ck.bin", "pred.bin"):
+        (work / name).write_bytes(b"old " + name.encode())
+    commit = Commit(str(work / "ck.bin"), b"new", about("--checkpoint", "ck.bin"), str(work / "pred.bin"), b"new",
+                    about("--predictions", "pred.bin"))
+    real = os.replace
+
+    def busy(source, target):
+        if ".pred.bin.bob-tmp-" in os.fspath(source) and os.fspath(target).endswith("pred.bin") \
+                and any(b.link == os.fspath(source) for b in commit.backups):
+            raise OSError(errno.EBUSY, os.strerror(errno.EBUSY), source)
+        return real(source, target)
+
+    def stopped() -> None:
+        monkeypatch.setattr(bob.commit.os, "replace", busy)
+        raise KeyboardInterrupt
+
+    try:
+        commit.stage()
+        with pytest.raises(Refused) as refused:
+            commit.apply(stopped)
+    finally:
+        commit.close()
+        monkeypatch.undo()
+    kept = [p for p in work.iterdir() if p.name.startswith(".pred.bin.bob-tmp-")]
+    assert len(kept) == 1 and kept[0].read_bytes() == b"old pred.bin"
+    assert f"; its old bytes are kept in {kept[0]}; the checkpoint was not replaced" in refused.value.message
+    assert (work / "ck.bin").read_bytes() == b"old ck.bin"
+
+
 def test_a_backup_copied_where_hard_links_fail_is_on_disk_before_it_is_needed(work: Path, monkeypatch) -> None:
     """On a filesystem without hard links the backup is a copy: fsynced, so a power loss after a rollback
     does not leave a truncated file where the old one was put back."""
