@@ -202,10 +202,12 @@ class Commit:
 
 
 def replace_all(files: "list[tuple[str, bytes, Any]]", renaming: Any = None) -> list[str]:
-    """Replace each ``(path, data, naming)`` atomically, all or none: every path is checked
+    """Replace each ``(path, data, naming)`` atomically: every path is checked
     (:func:`bob.fileio.replace_target`) and every file staged, each inside its ``naming`` (a
-    :class:`bob.commands.about`, which names its file in a refusal), before the first rename;
-    ``renaming`` (a :class:`bob.signals.Deferral`) holds signals over the renames. The targets."""
+    :class:`bob.commands.about`, which names its file in a refusal), before the first rename, so a
+    write that fails (a full disk) replaces none; ``renaming`` (a :class:`bob.signals.Deferral`)
+    holds signals over the renames. A rename that fails (rare: a mount over the file) is refused
+    naming the files already replaced. The targets."""
     targets, staged = [], []
     for path, _, naming in files:
         with naming:
@@ -216,8 +218,15 @@ def replace_all(files: "list[tuple[str, bytes, Any]]", renaming: Any = None) -> 
                 staged.append(fileio.stage(target, data))
         if renaming is not None:
             renaming.begin()
-        for tmp, target in zip(staged, targets):
-            os.replace(tmp, target)
+        for i, (tmp, target, (_, _, naming)) in enumerate(zip(staged, targets, files)):
+            with naming:
+                try:
+                    os.replace(tmp, target)
+                except OSError as exc:
+                    if not i:
+                        raise
+                    replaced = ", ".join(show_path(path) for path, _, _ in files[:i])
+                    raise Refused(f"{os_reason(exc)} ({replaced} replaced already)") from None
     finally:
         if renaming is not None:
             renaming.end()

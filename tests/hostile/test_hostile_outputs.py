@@ -373,6 +373,32 @@ def test_a_backup_that_cannot_be_put_back_is_kept_and_named(work: Path, monkeypa
     assert (work / "ck.bin").read_bytes() == b"old ck.bin"
 
 
+@pytest.mark.parametrize("failing", [0, 1])
+def test_files_replaced_together_say_which_were_replaced_when_a_rename_fails(work: Path, monkeypatch, failing) -> None:
+    """bob.commit.replace_all (a report, a heatmap with its export): a rename failing (EBUSY) was an
+    unexpected error naming a temporary, and said nothing of the file renamed before it."""
+    import errno
+
+    import bob.commit
+    from bob.commands import Refused, about
+
+    names = ["a.json", "b.png"]
+    real = os.replace
+
+    def busy(source, target):
+        if os.fspath(target).endswith(names[failing]):
+            raise OSError(errno.EBUSY, os.strerror(errno.EBUSY), source, target)
+        return real(source, target)
+
+    monkeypatch.setattr(bob.commit.os, "replace", busy)
+    with pytest.raises(Refused) as refused:
+        bob.commit.replace_all([(str(work / n), b"new", about("--report", work / n)) for n in names])
+    assert refused.value.path == str(work / names[failing])
+    assert refused.value.message == "device or resource busy" + ("" if not failing else f" ({work / 'a.json'} "
+                                                                                          "replaced already)")
+    assert not [p for p in work.iterdir() if ".bob-tmp-" in p.name]
+
+
 def test_a_backup_copied_where_hard_links_fail_is_on_disk_before_it_is_needed(work: Path, monkeypatch) -> None:
     """On a filesystem without hard links the backup is a copy: fsynced, so a power loss after a rollback
     does not leave a truncated file where the old one was put back."""

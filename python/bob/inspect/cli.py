@@ -85,7 +85,9 @@ def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
         report["export"] = exported[1]
     elif export is not None:
         report["export"] = None
-    replace_all(written)  # both or neither: a failed export left a new heatmap
+    from bob.signals import Deferral
+
+    replace_all(written, renaming=Deferral())  # both staged first: a failed export left a new heatmap
     return report, render_checkpoint(report), _code(report)
 
 
