@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bob.errors import BadValue, FormatError, StateRefused, integer_value, show_value, shown_kind
+from bob.errors import BadValue, FormatError, StateRefused, buffer_bytes, integer_value, show_value, shown_kind
 from bob.formats.checkpoint import examine
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, PLANE_NAMES, VOCABULARY
 from bob.formats.layout import CONTRACT_STRINGS
@@ -208,12 +208,9 @@ class Side:
         from bob.formats.checkpoint import Checkpoint
         from bob.formats.files import CHECKPOINT_FILE, read_format_file
 
-        if isinstance(value, Checkpoint):
-            data = value.to_bytes(for_resume=False)
-            return cls(None, data, [], len(data))
-        if isinstance(value, (bytes, bytearray, memoryview)):
-            data = bytes(value)
-            return cls(None, data, [], len(data))
+        given = value.to_bytes(for_resume=False) if isinstance(value, Checkpoint) else buffer_bytes(value)
+        if given is not None:  # (any buffer's bytes: D24)
+            return cls(None, given, [], len(given))
         if not isinstance(value, (str, os.PathLike)):
             raise TypeError(f"{name} is a bob.Checkpoint, a Trace, a file's bytes or a path, "
                             f"not {type(value).__name__}")

@@ -16,7 +16,7 @@ import hashlib
 import os
 from typing import Any
 
-from bob.errors import BadValue, ordered_items, shown_kind
+from bob.errors import BadValue, buffer_bytes, ordered_items, shown_kind
 from bob.formats.constants import PLANE_NAMES, TRACE_MAGIC, cell_name
 from bob.formats.trace import Trace, load_trace, read_trace_file
 from bob.ulp import plane_diff
@@ -27,8 +27,8 @@ def is_trace(value: Any) -> bool:
     """True for a :class:`~bob.Trace`, a trace file's bytes, or the path of a file that starts as a trace does."""
     if isinstance(value, Trace):
         return True
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value[:len(TRACE_MAGIC)]) == TRACE_MAGIC
+    if (data := buffer_bytes(value)) is not None:
+        return data[:len(TRACE_MAGIC)] == TRACE_MAGIC
     if isinstance(value, (str, os.PathLike)):
         from bob.fileio import FileTooLarge, read_bounded
 
@@ -47,8 +47,8 @@ def trace_of(value: Any, name: str = "trace") -> Trace:
     anything else a ``TypeError`` naming the argument ``name``."""
     if isinstance(value, Trace):
         return value
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return load_trace(bytes(value))
+    if (data := buffer_bytes(value)) is not None:
+        return load_trace(data)
     if not isinstance(value, (str, os.PathLike)):
         raise TypeError(f"{name} is compared as a trace: a bob.Trace, a trace file's bytes or a path, "
                         f"not {type(value).__name__}")
@@ -64,10 +64,10 @@ def state_of(checkpoint: Any, name: str = "checkpoint") -> "tuple[int, tuple[Any
     if isinstance(checkpoint, Checkpoint):
         c = checkpoint
         checkpoint = Checkpoint(c.step, c.p, c.m, c.v, c.header_bytes, c.contract)  # planes as they are written
-    elif isinstance(checkpoint, (bytes, bytearray, memoryview)):
-        checkpoint = load_checkpoint(bytes(checkpoint), for_resume=False)
     elif isinstance(checkpoint, (str, os.PathLike)):
         checkpoint = read_checkpoint_file(checkpoint, for_resume=False)
+    elif (data := buffer_bytes(checkpoint)) is not None:
+        checkpoint = load_checkpoint(data, for_resume=False)
     else:
         raise TypeError(f"{name} must be a Checkpoint, its bytes or a path; got {shown_kind(checkpoint)}")
     return checkpoint.step, (checkpoint.p, checkpoint.m, checkpoint.v)

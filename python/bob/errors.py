@@ -73,6 +73,7 @@ __all__ = [
     "real_value",
     "ordered_items",
     "flag_value",
+    "buffer_bytes",
     "shown_kind",
     "byte_buffer",
     "f32_text",
@@ -136,6 +137,14 @@ def real_value(value: Any) -> float | None:
     try:
         return float(value)
     except OverflowError:  # an int past 2**1024
+        return None
+
+
+def buffer_bytes(value: Any) -> bytes | None:
+    """Any buffer's bytes (an ndarray's too: D24), or None (a ``str`` is a path or text, never bytes)."""
+    try:
+        return None if isinstance(value, str) else memoryview(value).tobytes()
+    except TypeError:
         return None
 
 

@@ -408,3 +408,32 @@ def test_a_flag_is_true_or_false(call, tmp_path, monkeypatch) -> None:
         call(checkpoint)
     assert checkpoint.to_bytes(for_resume=np.bool_(False)) == bob.Checkpoint.fresh().to_bytes()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_records_copy_and_its_pickle_keep_their_tables_read_only() -> None:
+    """copy.deepcopy and pickle made tables that could be written (and the record's hash with them)."""
+    import copy
+    import pickle
+
+    record = build_input(CORPUS, PROMPTS)
+    for twin in (copy.deepcopy(record), copy.copy(record), pickle.loads(pickle.dumps(record))):
+        assert twin == record and not twin.contexts.flags.writeable and not twin.targets.flags.writeable
+
+
+@pytest.mark.parametrize("entries", [None, 5, "set"])
+def test_a_traces_entries_are_a_sequence(entries) -> None:
+    """None and 5 were "'NoneType' object is not iterable"; a set was refused by a step it happened to
+    put first."""
+    trace = bob.invoke(build_input(CORPUS, PROMPTS), trace=True).trace
+    with pytest.raises(bob.BadValue, match=r"^entries: the entries are 10 \(step, loss, digests\)"):
+        bob.Trace(trace.contract_sha256, trace.input_sha256, 0, set(trace.entries) if entries == "set" else entries)
+
+
+def test_diff_takes_any_buffer_as_a_checkpoints_bytes() -> None:
+    """D24: load_checkpoint took a uint8 array or an array.array; bob.diff and its checkpoints= refused them."""
+    first = bob.invoke(build_input(CORPUS, PROMPTS), trace=True)
+    data = first.checkpoint_bytes()
+    for given in (np.frombuffer(data, np.uint8), array("B", data)):
+        assert bob.diff(given, data)["equal"]
+        report = bob.diff(first.trace, first.trace, checkpoints=(given, data))
+        assert report["checkpoints"]["first"] is None and report["verdict"].endswith("the same state")

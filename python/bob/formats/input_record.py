@@ -150,6 +150,9 @@ class InputRecord(BobFile):
     def __hash__(self) -> int:
         return hash(self.to_bytes())
 
+    def __reduce__(self) -> "tuple[Any, tuple[bytes]]":  # a copy or a pickle is built again: read-only tables
+        return load_input, (self.to_bytes(),)
+
     def __repr__(self) -> str:
         return f"InputRecord(pairs={len(self.contexts)}, prompt_words={self.prompt_words!r})"
 

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from construct import Const, RawCopy, Struct, this
 
-from bob.errors import BadValue, FormatError, IntegrityError, integer_field, integer_value, real_value, shown_kind
+from bob.errors import BadValue, FormatError, IntegrityError, integer_field, integer_value, ordered_items, real_value, shown_kind
 from bob.formats.constants import PLANE_NAMES, TRACE_MAGIC, TRACE_UPDATES, TRACE_VERSION, U64_MAX
 from bob.formats.contract import V1
 from bob.formats.files import BobFile, Examined, as_bytes, magic_finding
@@ -114,7 +114,11 @@ class Trace(BobFile):
             raise BadValue("step_before", f"an integer from 0 to 2**64 - 1 - {TRACE_UPDATES}",
                            actual=shown_kind(self.step_before) if step_before is None else step_before)
         object.__setattr__(self, "step_before", step_before)
-        entries = tuple(_entry(e, i) for i, e in enumerate(self.entries))
+        given = ordered_items(self.entries)
+        if given is None:
+            raise BadValue("entries", f"the entries are {TRACE_UPDATES} (step, loss, digests)",
+                           actual=shown_kind(self.entries))
+        entries = tuple(_entry(e, i) for i, e in enumerate(given))
         if len(entries) != TRACE_UPDATES:
             raise TRACE_UPDATE_COUNT.finding(len(entries), given=True)
         for i, entry in enumerate(entries):
