@@ -170,8 +170,15 @@ def _pair_buffer(pairs: "PairsLike | Iterable[int]", name: str) -> "Any":
     Values at or above the vocabulary are refused by the core itself.
     """
     values: Any = pairs
-    if isinstance(values, (bytes, bytearray, memoryview)) or hasattr(values, "typecode"):
-        return values  # bytes-likes and array.array: the binding accepts only uint8 / uint32 buffers
+    if isinstance(values, (bytes, bytearray)):
+        return values
+    if isinstance(values, memoryview) or hasattr(values, "typecode"):  # array.array too
+        view = memoryview(values)
+        if view.c_contiguous and (view.format, view.itemsize) in (("B", 1), ("I", 4)):
+            return values  # what the binding reads as it is
+        import numpy as np  # any other integers (an array('H'), a strided view): read as values
+
+        values = np.asarray(view)
     _refuse_masked(values, name)
     from bob.arrays import foreign_array, is_foreign
 

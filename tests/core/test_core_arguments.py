@@ -157,3 +157,19 @@ def test_out_of_memory_in_the_binding_is_a_memory_error(what: str) -> None:
     done = subprocess.run([sys.executable, "-c", OUT_OF_MEMORY, what], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "panicked at" not in done.stderr, done.stderr[-2000:]
     assert done.stdout.startswith("MemoryError "), done.stdout + done.stderr[-2000:]
+
+
+def test_pairs_in_any_integer_container_are_read_as_values() -> None:
+    """D24: an array('H') was "must hold uint8 or uint32" and a strided memoryview "not C-contiguous",
+    where a uint16 or a strided NumPy array was read as values."""
+    import array
+
+    import numpy as np
+
+    from bob import core
+
+    contexts, targets = bytes(range(256)), bytes(range(256))[::-1]
+    want = core.train(*core.initial_planes(), contexts, targets, 0, 2)
+    for given in (array.array("H", list(contexts)), array.array("I", list(contexts)), np.frombuffer(contexts, np.uint8),
+                  memoryview(bytes(b for c in contexts for b in (c, 0)))[::2]):
+        assert core.train(*core.initial_planes(), given, targets, 0, 2) == want, given
