@@ -309,7 +309,7 @@ def test_an_io_error_syncing_a_directory_is_said_not_swallowed(work: Path, monke
 def test_a_rollback_puts_back_every_file_it_can_and_says_which_it_could_not(work: Path, monkeypatch) -> None:
     """The trace's backup is gone (another process removed it): the predictions are still put back, and
     the refusal says the trace could not be, rather than the bare OS error of the first failure."""
-    from bob.commands import Refused, about
+    from bob.commands import about
     from bob.commit import Commit
 
     for name in ("ck.bin", "pred.bin", "run.trace"):
@@ -323,16 +323,24 @@ def test_a_rollback_puts_back_every_file_it_can_and_says_which_it_could_not(work
         os.unlink(trace_backup.link)
         raise KeyboardInterrupt
 
+    refused = _stopped_before_its_commit(commit, stopped)
+    assert (refused.option, refused.path) == ("--trace", "run.trace")
+    assert refused.message.startswith("the run stopped before its commit (stopped), and this file could not "
+                                            "be put back (no such file or directory)")
+    assert (work / "pred.bin").read_bytes() == b"old pred.bin" and (work / "ck.bin").read_bytes() == b"old ck.bin"
+
+
+def _stopped_before_its_commit(commit, stopped):
+    """The refusal of ``commit`` staged and applied with ``stopped`` raising before its commit (closed after)."""
+    from bob.commands import Refused
+
     try:
         commit.stage()
         with pytest.raises(Refused) as refused:
             commit.apply(stopped)
     finally:
         commit.close()
-    assert (refused.value.option, refused.value.path) == ("--trace", "run.trace")
-    assert refused.value.message.startswith("the run stopped before its commit (stopped), and this file could not "
-                                            "be put back (no such file or directory)")
-    assert (work / "pred.bin").read_bytes() == b"old pred.bin" and (work / "ck.bin").read_bytes() == b"old ck.bin"
+    return refused.value
 
 
 def test_a_backup_that_cannot_be_put_back_is_kept_and_named(work: Path, monkeypatch) -> None:
@@ -341,7 +349,7 @@ def test_a_backup_that_cannot_be_put_back_is_kept_and_named(work: Path, monkeypa
     import errno
 
     import bob.commit
-    from bob.commands import Refused, about
+    from bob.commands import about
     from bob.commit import Commit
 
     for name in ("ck.bin", "pred.bin"):
@@ -360,16 +368,10 @@ def test_a_backup_that_cannot_be_put_back_is_kept_and_named(work: Path, monkeypa
         monkeypatch.setattr(bob.commit.os, "replace", busy)
         raise KeyboardInterrupt
 
-    try:
-        commit.stage()
-        with pytest.raises(Refused) as refused:
-            commit.apply(stopped)
-    finally:
-        commit.close()
-        monkeypatch.undo()
+    refused = _stopped_before_its_commit(commit, stopped)
     kept = [p for p in work.iterdir() if p.name.startswith(".pred.bin.bob-tmp-")]
     assert len(kept) == 1 and kept[0].read_bytes() == b"old pred.bin"
-    assert f"; its old bytes are kept in {kept[0]}; the checkpoint was not replaced" in refused.value.message
+    assert f"; its old bytes are kept in {kept[0]}; the checkpoint was not replaced" in refused.message
     assert (work / "ck.bin").read_bytes() == b"old ck.bin"
 
 
