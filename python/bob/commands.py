@@ -90,7 +90,7 @@ def _under(failed: Any, given: Any) -> Any:
     from bob.fileio import TEMP_MARK
 
     directory = os.fspath(given).rstrip(os.sep) if isinstance(given, (str, os.PathLike)) else None
-    inside = isinstance(failed, str) and isinstance(directory, str) and directory and failed.startswith(directory + os.sep)
+    inside = isinstance(failed, str) and bool(directory) and failed.startswith(f"{directory}{os.sep}")
     return failed if inside and TEMP_MARK not in os.path.basename(failed) else given
 
 

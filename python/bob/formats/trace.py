@@ -13,7 +13,8 @@ from typing import Any, NamedTuple
 
 from construct import Const, RawCopy, Struct, this
 
-from bob.errors import BadValue, FormatError, IntegrityError, integer_field, integer_value, ordered_items, real_value, shown_kind
+from bob.errors import (BadValue, FormatError, IntegrityError, integer_field, integer_value, ordered_items, real_value,
+                        shown_kind)
 from bob.formats.constants import PLANE_NAMES, TRACE_MAGIC, TRACE_UPDATES, TRACE_VERSION, U64_MAX
 from bob.formats.contract import V1
 from bob.formats.files import BobFile, Examined, as_bytes, magic_finding

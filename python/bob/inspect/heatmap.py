@@ -1,7 +1,8 @@
 """``--heatmap``: the P table drawn with matplotlib (the optional extra ``plot``).
 
 The only module of ``bob-inspect`` that imports matplotlib, and only when
-the option is given. The image and the export are both staged before either is replaced (:func:`bob.commit.replace_all`).
+the option is given. The image and the export are both staged before either is replaced
+(:func:`bob.commit.replace_all`).
 """
 
 from __future__ import annotations
