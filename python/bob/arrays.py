@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing costs start-up time bob-run does 
     #: The pairs' bytes: bytes, a uint8 / uint32 buffer, an integer array or tensor.
     PairsLike: TypeAlias = Buffer | npt.NDArray[Any] | SupportsDLPack | SupportsArray
 
-__all__ = ["NotAnArray", "foreign_array", "is_foreign"]
+__all__ = ["NotAnArray", "foreign_array", "is_foreign", "is_masked"]
 if TYPE_CHECKING:  # pragma: no cover - the aliases exist for type checkers only (`import *` must not ask for them)
     __all__ += ["PlaneLike", "PairsLike"]
 
@@ -51,6 +51,15 @@ class NotAnArray(TypeError):
     def __init__(self, name: str, reason: str) -> None:
         super().__init__(f"{name}: {reason}")
         self.reason = reason
+
+
+def is_masked(value: object) -> bool:
+    """True for a NumPy masked array, which bob refuses wherever it reads values (D22): which value a
+    masked slot holds is the caller's decision. (``numpy.ma`` is looked up, never imported.)"""
+    import sys
+
+    masked = sys.modules.get("numpy.ma")
+    return masked is not None and isinstance(value, masked.MaskedArray)
 
 
 def is_foreign(value: object) -> bool:

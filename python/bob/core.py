@@ -126,8 +126,9 @@ the core with the GIL released: a traced run's P, M and V after each update
 
 
 def _refuse_masked(value: Any, name: str) -> None:
-    masked = sys.modules.get("numpy.ma")  # (none exists unless numpy.ma was imported)
-    if masked is not None and isinstance(value, masked.MaskedArray):
+    from bob.arrays import is_masked  # lazily: bob-run's planes and pairs return before this is asked
+
+    if is_masked(value):
         raise TypeError(f"{name} is a masked array; the core reads every value, masked or not (pass "
                         f"numpy.ma.getdata({name}))")
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
-import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
@@ -58,8 +57,9 @@ def prompt_word(prompt: bytes) -> int:
 def _byte_table(value: Any, name: str) -> np.ndarray:
     """``PAIRS`` byte values as a record holds them: a uint8 array whose memory is a ``bytes``
     object's, so that nothing can make it writable again (the record is hashed by its bytes)."""
-    masked = sys.modules.get("numpy.ma")  # (none exists unless numpy.ma was imported)
-    if masked is not None and isinstance(value, masked.MaskedArray):
+    from bob.arrays import is_masked
+
+    if is_masked(value):
         raise BadValue(name, "a masked array is refused: every value is read, masked or not (pass np.ma.getdata "
                        "or .filled() of it)", actual=f"type {type(value).__name__}")
     try:

@@ -43,10 +43,9 @@ def _plane(value: Any, name: str) -> np.ndarray:
     if type(value) is np.ndarray and value.dtype == np.float32 and value.shape == (PARAMETER_COUNT,) \
             and value.flags.c_contiguous and value.flags.writeable:
         return value  # the planes bob itself makes (loaders, bob.invoke): nothing to convert
-    from bob.arrays import NotAnArray, foreign_array, is_foreign
+    from bob.arrays import NotAnArray, foreign_array, is_foreign, is_masked
 
-    masked = sys.modules.get("numpy.ma")  # (none exists unless numpy.ma was imported: not imported here)
-    if masked is not None and isinstance(value, masked.MaskedArray):  # D22: a plane has no mask
+    if is_masked(value):  # D22: a plane has no mask
         raise BadValue(name, f"{_A_PLANE}, without a mask; a masked array is refused (pass np.ma.getdata "
                        "or .filled() of it)", actual=f"type {type(value).__name__}")
     try:
