@@ -35,6 +35,7 @@ import stat
 
 from bob import fileio
 from bob.commands import Refused, about, os_reason
+from bob.errors import flag_value
 from bob.fileio import TEMP_MARK, discard_temporary, fsync_directory, sidecar_name, temporary_name
 from bob.lock import pause_at
 from bob.text import show_path
@@ -258,8 +259,9 @@ def clean_stale_temporaries(path: "str | os.PathLike[str]", *, holding_lock: boo
     holds the target's lock (``bob-run``), so every temporary of the target
     is stale, whoever left it (a pid says nothing across PID namespaces).
     """
+    holding_lock = flag_value(holding_lock, "holding_lock")  # ("False" would remove live writers' files)
     try:
-        target = os.path.realpath(os.fspath(path))
+        target = os.path.realpath(os.fsdecode(path))  # (a bytes path as write_atomic takes it)
     except (OSError, ValueError):  # pragma: no cover
         return []
     directory, name = os.path.split(target)

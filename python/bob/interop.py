@@ -38,7 +38,7 @@ import numpy as np
 from bob.errors import BadValue, NotABobFile, Truncated
 from bob.formats.constants import PLANE_DTYPE, PLANE_NAMES, U64_MAX
 from bob.formats.contract import CONTRACT_FIELDS, V1, Contract
-from bob.formats.files import read_format_file
+from bob.formats.files import as_bytes, read_format_file
 from bob.interop_archive import METADATA_MEMBER, npz_parts, safetensors_parts
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -173,7 +173,7 @@ def safetensors_bytes(checkpoint: "Checkpoint", *, for_resume: bool = True) -> b
 def from_safetensors_bytes(data: bytes, make: "type[Checkpoint]", *, for_resume: bool = True) -> "Checkpoint":
     """The checkpoint a safetensors file's bytes hold, checked (see the module)."""
     safetensors_library()
-    return _checkpoint(*safetensors_parts(bytes(data)), "safetensors file", for_resume, make)
+    return _checkpoint(*safetensors_parts(as_bytes(data, "data")), "safetensors file", for_resume, make)
 
 
 def write_safetensors(checkpoint: "Checkpoint", path: "str | os.PathLike[str]", *, for_resume: bool = True) -> None:
@@ -204,7 +204,7 @@ def npz_bytes(checkpoint: "Checkpoint", *, for_resume: bool = True) -> bytes:
 
 def from_npz_bytes(data: bytes, make: "type[Checkpoint]", *, for_resume: bool = True) -> "Checkpoint":
     """The checkpoint an ``.npz`` file's bytes hold, checked (see the module)."""
-    return _checkpoint(*npz_parts(bytes(data)), ".npz file", for_resume, make)
+    return _checkpoint(*npz_parts(as_bytes(data, "data")), ".npz file", for_resume, make)
 
 
 def write_npz(checkpoint: "Checkpoint", path: "str | os.PathLike[str]", *, for_resume: bool = True) -> None:

@@ -354,8 +354,10 @@ def test_a_records_byte_tables_take_bytes_and_refuse_what_they_cannot_read() -> 
     ragged list was NumPy's ValueError; a masked array was read unmasked."""
     record = build_input(CORPUS, PROMPTS)
     assert bob.InputRecord(bytes(record.contexts), bytes(record.targets), record.prompt_words) == record
-    assert refusal(lambda: bob.InputRecord([[1], [1, 2]], record.targets, record.prompt_words))["message"] == \
-        "must hold 256 bytes (ValueError)"
+    assert refusal(lambda: bob.InputRecord([[1], [1, 2]], record.targets, record.prompt_words))["text"] == \
+        "contexts[0]: a byte value is an integer (got list [1])"
+    assert refusal(lambda: bob.InputRecord(np.array([1, 2]), record.targets, record.prompt_words))["text"] == \
+        "contexts: must hold 256 bytes (expected (256,), got (2,))"
     masked = np.ma.masked_array(record.contexts, mask=True)
     assert "a masked array is refused" in refusal(lambda: bob.InputRecord(masked, record.targets,
                                                                           record.prompt_words))["message"]
@@ -437,3 +439,66 @@ def test_diff_takes_any_buffer_as_a_checkpoints_bytes() -> None:
         assert bob.diff(given, data)["equal"]
         report = bob.diff(first.trace, first.trace, checkpoints=(given, data))
         assert report["checkpoints"]["first"] is None and report["verdict"].endswith("the same state")
+
+
+def test_clean_stale_temporaries_takes_a_flag_and_a_bytes_path(tmp_path) -> None:
+    """holding_lock="False" removed the temporaries of live writers (this process's too); a bytes
+    path, which write_atomic takes, was a TypeError from str.startswith."""
+    import os
+
+    live = tmp_path / f".ck.bin.bob-tmp-{os.getpid()}-0123456789ab"
+    dead = tmp_path / ".ck.bin.bob-tmp-999999999-0123456789ab"
+    live.write_bytes(b"")
+    dead.write_bytes(b"")
+    with pytest.raises(TypeError, match=r"^holding_lock must be True or False; got str 'False'$"):
+        bob.clean_stale_temporaries(tmp_path / "ck.bin", holding_lock="False")  # type: ignore[arg-type]
+    assert live.exists() and dead.exists()
+    assert bob.clean_stale_temporaries(os.fsencode(tmp_path / "ck.bin")) == [str(dead)]  # type: ignore[arg-type]
+    assert live.exists()
+
+
+def test_checkpoints_compare_and_copy_as_they_would_be_written() -> None:
+    """A float step compared equal to a checkpoint it could not be written as; copy() of a plane
+    reassigned as an array.array was an AttributeError, where == and to_bytes converted it."""
+    checkpoint = bob.invoke(build_input(CORPUS, PROMPTS)).checkpoint
+    other = checkpoint.copy()
+    other.step = 10.0  # type: ignore[assignment]
+    assert refusal(lambda: other == checkpoint)["text"] == \
+        "step: the step is an integer from 0 to 2**64 - 1 (got float 10.0)"
+    other = checkpoint.copy()
+    other.p = array("f", checkpoint.p.tobytes())  # type: ignore[assignment]
+    assert other.copy() == checkpoint and other.copy().to_bytes() == checkpoint.to_bytes()
+
+
+def test_a_byte_table_given_as_a_list_is_read_item_by_item() -> None:
+    """A bool in a list of ints was read as 1 (NumPy's dtype guess), where core.train refused it."""
+    record = build_input(CORPUS, PROMPTS)
+    contexts = [True, *record.contexts.tolist()[1:]]
+    assert refusal(lambda: bob.InputRecord(contexts, record.targets, record.prompt_words))["text"] == \
+        "contexts[0]: a byte value is an integer (got bool True)"
+    with pytest.raises(TypeError, match=r"^contexts\[0\] must be an integer"):
+        bob.core.train(*bob.core.initial_planes(), contexts, record.targets, 0, 1)
+    for given in (record.contexts.tolist(), tuple(record.contexts), array("H", record.contexts),
+                  memoryview(bytes(record.contexts))):
+        assert bob.InputRecord(given, record.targets, record.prompt_words) == record
+
+
+@pytest.mark.parametrize("given", [5, [1, 2], "abc"])
+@pytest.mark.parametrize("reader", ["from_npz_bytes", "from_safetensors_bytes"])
+def test_the_import_doors_take_bytes_as_every_reader_does(reader, given) -> None:
+    """5 was read as five zero bytes ("not a zip archive"), [1, 2] as b"\\x01\\x02", "abc" was bytes()'s
+    own TypeError."""
+    pytest.importorskip("safetensors")
+    from bob import interop
+
+    with pytest.raises(TypeError, match=r"^data must be bytes"):
+        getattr(interop, reader)(given, bob.Checkpoint)
+
+
+@pytest.mark.parametrize("other", [b"BOB-TRCE", None, 5])
+def test_a_trace_is_compared_with_a_trace(other) -> None:
+    """A trace file's bytes (which bob.diff takes) were an AttributeError from the identity check."""
+    trace = bob.invoke(build_input(CORPUS, PROMPTS), trace=True).trace
+    for call in (trace.first_divergence, trace.refuse_other_run):
+        with pytest.raises(TypeError, match=r"^a trace is compared with a bob.Trace \(a file's bytes: bob.load_trace\)"):
+            call(other)

@@ -62,6 +62,11 @@ def _byte_table(value: Any, name: str) -> np.ndarray:
     if is_masked(value):
         raise BadValue(name, "a masked array is refused: every value is read, masked or not (pass np.ma.getdata "
                        "or .filled() of it)", actual=f"type {type(value).__name__}")
+    array_like = isinstance(value, (bytes, bytearray, memoryview, np.ndarray)) or hasattr(value, "__array__") \
+        or hasattr(value, "typecode")  # (an array.array)
+    given = None if array_like else ordered_items(value)
+    if given is not None:  # a list, a range: each item an integer (a bool mixed in is no byte), as the core reads
+        value = [integer_field(v, name, "a byte value is an integer", i) for i, v in enumerate(given)]
     try:
         arr = np.frombuffer(value, np.uint8) if isinstance(value, (bytes, bytearray)) else np.asarray(value)
     except (TypeError, ValueError) as exc:  # a ragged list, an object NumPy cannot read

@@ -151,6 +151,9 @@ class Trace(BobFile):
     def refuse_other_run(self, other: "Trace", offset_base: int = 0) -> None:
         """Raise a :class:`~bob.errors.BadValue` naming the first identity field
         in which ``other`` is the trace of another run than this one."""
+        if not isinstance(other, Trace):
+            raise TypeError(f"a trace is compared with a bob.Trace (a file's bytes: bob.load_trace); "
+                            f"got {shown_kind(other)}")
         for name in IDENTITY:
             mine, theirs = getattr(self, name), getattr(other, name)
             if mine != theirs:

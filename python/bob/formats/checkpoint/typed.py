@@ -254,6 +254,7 @@ class Checkpoint:
             refuse_unresumable(self, what)
 
     def copy(self) -> "Checkpoint":
+        self._check()  # (a reassigned field: converted and checked, as for writing)
         return Checkpoint(self.step, self.p.copy(), self.m.copy(), self.v.copy(), self.header_bytes, self.contract)
 
     def as_dict(self) -> dict[str, Any]:
@@ -263,15 +264,11 @@ class Checkpoint:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Checkpoint):
             return NotImplemented
-        return (
-            self.step == other.step
-            and self.header_bytes == other.header_bytes
-            and self.contract == other.contract
-            and all(  # as the planes would be written (a field may have been reassigned: another dtype, a table)
-                np.array_equal(_plane(a, n).view(np.uint32), _plane(b, n).view(np.uint32))
-                for a, b, n in ((self.p, other.p, "P"), (self.m, other.m, "M"), (self.v, other.v, "V"))
-            )
-        )
+        self._check()  # each as it would be written (a field may have been reassigned: a float step, a table)
+        other._check()
+        return (self.step, self.header_bytes, self.contract) == (other.step, other.header_bytes, other.contract) \
+            and all(np.array_equal(a.view(np.uint32), b.view(np.uint32))
+                    for a, b in ((self.p, other.p), (self.m, other.m), (self.v, other.v)))
 
     __hash__ = None  # type: ignore[assignment]
 
