@@ -148,7 +148,7 @@ BUGS: tuple[Bug, ...] = (
         property="bob-run leaves no other file"),
     Bug("mode-not-kept", "files", "run", 300,
         "a replaced checkpoint or predictions file loses its permissions (0600 becomes 0644)",
-        (("bob/fileio.py", "                os.fchmod(fd, mode)\n", "                pass\n"),),
+        (("bob/fileio.py", "                os.fchmod(fd, old.st_mode & 0o7777)\n", "                pass\n"),),
         property="the world: a replaced file keeps its mode"),
     Bug("hard-link-split", "files", "run", 600,
         "a checkpoint or predictions file with a second name (a hard link) is replaced: the other name "

@@ -67,12 +67,16 @@ class Backup:
         except OSError:  # a filesystem without hard links: keep a copy instead, on disk before the rename
             import shutil
 
-            shutil.copy2(target, link)
-            fd = os.open(link, os.O_RDONLY)
             try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+                shutil.copy2(target, link)
+                fd = os.open(link, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            except BaseException:  # (a full disk, a file size limit): no backup, and no part of one left
+                discard_temporary(link)
+                raise
         self.link = link
 
     def restore(self) -> None:
@@ -274,9 +278,9 @@ def clean_stale_temporaries(path: "str | os.PathLike[str]", *, holding_lock: boo
     for entry in entries:
         if not entry.startswith(prefix):
             continue
-        pid_text, sep, token = entry[len(prefix):].partition("-")
-        if not sep or not (pid_text.isascii() and pid_text.isdigit()) or not token:  # ("²" is a digit to str)
-            continue
+        pid_text, _, token = entry[len(prefix):].partition("-")  # only temporary_name's {pid}-{12 hex}: never
+        if not (pid_text.isascii() and pid_text.isdigit()) or len(token) != 12 or token.strip("0123456789abcdef"):
+            continue  # a user's file named after a target, nor another target's temporary ("²" is a digit to str)
         pid = int(pid_text)
         if not holding_lock and (pid == os.getpid() or _pid_alive(pid)):
             continue

@@ -39,6 +39,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from contextlib import suppress
 
 from bob.errors import FileTooLarge, NotARegularFile, NotReplaceable, byte_buffer
 
@@ -149,9 +150,7 @@ def replace_target(path: "str | os.PathLike[str]", *, check_replaceable: bool = 
     ``check_replaceable=False`` leaves that check to the caller (``bob-run``,
     under its lock, once a killed run's backup link is removed).
     """
-    text = os.fspath(path)
-    if isinstance(text, bytes):  # pragma: no cover - bob passes str paths
-        text = os.fsdecode(text)
+    text = os.fsdecode(path)
     directory, name = os.path.split(text)
     if not name:
         raise IsADirectoryError(errno.EISDIR, "a directory path, not a file" if text else "an empty path", text)
@@ -176,9 +175,7 @@ def replace_target(path: "str | os.PathLike[str]", *, check_replaceable: bool = 
 def check_directory(path: "str | os.PathLike[str]") -> None:
     """Refuse (``FileNotFoundError``) a path whose directory the kernel cannot
     find (missing, ``nope/..``, or relative with the working directory gone)."""
-    text = os.fspath(path)
-    if isinstance(text, bytes):  # pragma: no cover - bob passes str paths
-        text = os.fsdecode(text)
+    text = os.fsdecode(path)
     _directory_stat(os.path.dirname(text), text)
 
 
@@ -284,16 +281,17 @@ def remove_empty_directories(made: "list[str]") -> None:
 
 
 def same_file(a: "str | os.PathLike[str]", b: "str | os.PathLike[str]") -> bool:
-    """True when two paths name one file (links resolved, hard links too)."""
+    """True when two paths name one file (links resolved, hard links too), or, where neither exists
+    yet, one name in one directory (a bind mount shows a directory at two paths)."""
     try:
-        if os.path.realpath(a) == os.path.realpath(b):
-            return True
+        real = os.path.realpath(a), os.path.realpath(b)
     except OSError:  # the working directory is gone: only the kernel can say
-        pass
-    try:
-        return os.path.samefile(a, b)
-    except (OSError, ValueError):
-        return False
+        real = os.fspath(a), os.fspath(b)
+    with suppress(OSError, ValueError):
+        return real[0] == real[1] or os.path.samefile(a, b)
+    with suppress(OSError, ValueError):  # one is missing: both are, if they are one name in one directory
+        return os.path.basename(real[0]) == os.path.basename(real[1]) and os.path.samefile(*map(os.path.dirname, real))
+    return False
 
 
 def sidecar_name(target: str, tag: str) -> str:
@@ -311,15 +309,11 @@ def sidecar_name(target: str, tag: str) -> str:
     return f".{os.fsdecode(keep)}~{digest:016x}{tag}"
 
 
-def _prefix(name: str) -> str:
-    return sidecar_name(name, TEMP_MARK)
-
-
 def temporary_name(target: str, pid: int | None = None) -> str:
     """A fresh temporary path beside ``target``: ``.{name}.bob-tmp-{pid}-{random}``."""
     directory, name = os.path.split(target)
     pid = os.getpid() if pid is None else pid
-    return os.path.join(directory or ".", f"{_prefix(name)}{pid}-{os.urandom(6).hex()}")
+    return os.path.join(directory or ".", f"{sidecar_name(name, TEMP_MARK)}{pid}-{os.urandom(6).hex()}")
 
 
 def fsync_directory(directory: str, strict: bool = False) -> None:
@@ -351,7 +345,8 @@ def write_atomic(path: "str | os.PathLike[str]", data: bytes | bytearray | memor
 
     Returns the path actually replaced. If anything fails before the rename
     (a full disk, KeyboardInterrupt …) the temporary file is removed and the
-    target is byte-identical. The new file keeps the old file's mode, or
+    target is byte-identical. The new file keeps the old file's mode (and,
+    where this user may give it, owner and group: root), or
     gets 0o666 minus the umask.
     """
     view = byte_buffer(data, "the data to write", flat=True, str_hint=False)
@@ -368,18 +363,21 @@ def write_atomic(path: "str | os.PathLike[str]", data: bytes | bytearray | memor
 
 def stage(target: str, data: "bytes | bytearray | memoryview") -> str:
     """Write ``data`` to a new fsynced temporary beside the resolved ``target``
-    (with its mode) and return its path: nothing visible changes until the
+    (with its mode; as root, its owner) and return its path: nothing visible changes until the
     caller renames it; on any failure the temporary is gone."""
     view = memoryview(data).cast("B")
     try:
-        mode: int | None = os.stat(target).st_mode & 0o7777
+        old: os.stat_result | None = os.stat(target)
     except FileNotFoundError:
-        mode = None
+        old = None
     tmp, fd = _create_temporary(target)
     try:
         try:
-            if mode is not None:
-                os.fchmod(fd, mode)
+            if old is not None:
+                if (old.st_uid, old.st_gid) != (os.geteuid(), os.getegid()):  # root replacing a user's file: theirs
+                    with suppress(PermissionError):  # (not root: a file can only be given to this user)
+                        os.fchown(fd, old.st_uid, old.st_gid)  # before the mode: a chown clears setuid
+                os.fchmod(fd, old.st_mode & 0o7777)
             written = 0
             while written < len(view):
                 written += os.write(fd, view[written:])

@@ -41,7 +41,7 @@ import os
 import time
 
 from bob.commands import EXIT_BUSY, Refused, os_reason
-from bob.fileio import identity, open_regular, sidecar_name
+from bob.fileio import identity, open_regular, same_file, sidecar_name
 from bob.text import show_path
 
 TYPE_CHECKING = False
@@ -262,6 +262,6 @@ def refuse_if_lock_of(outputs: "tuple[tuple[str, str, str], ...]") -> None:
     """No file a run replaces (``outputs``: option, path, resolved target) may be another one's lock file."""
     for option, path, target in outputs:
         for other, _, other_target in outputs:
-            if other != option and os.path.abspath(target) == os.path.abspath(lock_path_for(other_target)):
+            if other != option and same_file(target, lock_path_for(other_target)):  # (a bind mount too)
                 whose = "the checkpoint's lock file" if other == "--checkpoint" else f"the lock file of {other}"
                 raise Refused(f"names {whose}; choose another path", option=option, path=path)

@@ -367,7 +367,8 @@ def test_a_run_holding_the_lock_removes_its_targets_temporaries_whoever_left_the
     live writer's."""
     writer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
     try:
-        live = [work / f".ck.bin.bob-tmp-{writer.pid}-0123456789ab", work / f".pred.bin.bob-tmp-{writer.pid}-0a"]
+        live = [work / f".ck.bin.bob-tmp-{writer.pid}-0123456789ab",
+                work / f".pred.bin.bob-tmp-{writer.pid}-0a1b2c3d4e5f"]
         for path in live:
             path.write_bytes(b"left by a process whose pid is alive here")
         (work / "ck.bin").write_bytes(b"")

@@ -470,3 +470,25 @@ def test_a_traced_run_failing_at_any_os_call_keeps_the_old_trio_or_writes_the_ne
         if faults.calls < k:  # the run made fewer calls: every one has failed once
             break
     assert faults.calls < k, "the run made more than 79 os calls"
+
+
+def test_a_backup_copy_that_fails_leaves_no_part_of_itself(work: Path, monkeypatch) -> None:
+    """Where hard links fail, the backup is a copy; a copy cut short (a file size limit, a full disk)
+    left its temporary, 800 KB of it under `ulimit -f`."""
+    import errno
+    import shutil
+
+    from bob.commit import Backup
+
+    (work / "pred.bin").write_bytes(b"old predictions")
+    real = shutil.copyfile
+
+    def cut_short(source, destination, **kw):
+        real(source, destination, **kw)
+        raise OSError(errno.EFBIG, os.strerror(errno.EFBIG))
+
+    monkeypatch.setattr(os, "link", lambda a, b: (_ for _ in ()).throw(PermissionError(1, "no hard links")))
+    monkeypatch.setattr(shutil, "copyfile", cut_short)
+    with pytest.raises(OSError, match="too large"):
+        Backup(str(work / "pred.bin"))
+    assert sorted(p.name for p in work.iterdir()) == ["pred.bin", "rec.bin"]

@@ -305,3 +305,64 @@ def test_library_readers_refuse_special_files_too(work: Path) -> None:
     with pytest.raises(NotARegularFile):
         bob.invoke(bob.read_input_file(work / "rec.bin")).predictions.write(node)
     assert stat.S_ISCHR(node.lstat().st_mode)
+
+
+def test_a_file_the_command_line_names_is_never_taken_for_a_stale_temporary(work: Path) -> None:
+    """An input, or predictions, named like a temporary of the checkpoint (but not as bob names one:
+    {pid}-{12 hex}) was removed as stale, even by a run that was then refused; and a checkpoint `x`
+    took the temporaries of a checkpoint named `x.bob-tmp-5-abc` for its own."""
+    record = work / ".model.bob.bob-tmp-2-myinput"
+    record.write_bytes((work / "rec.bin").read_bytes())
+    predictions = work / ".model.bob.bob-tmp-7-mypredicts"
+    predictions.write_bytes(b"old predictions")
+    other = work / ".model.bob.bob-tmp-5-abc.bob-tmp-999999999-0123456789ab"  # model.bob.bob-tmp-5-abc's temporary
+    other.write_bytes(b"half a checkpoint")
+    (work / "model.bob").write_bytes(b"not a checkpoint")
+    out = command("bob-run", "--input", record, "--checkpoint", work / "model.bob", "--predictions", predictions)
+    assert out.returncode == 2 and b"--checkpoint" in out.stderr
+    assert record.exists() and predictions.read_bytes() == b"old predictions" and other.exists()
+    (work / "model.bob").unlink()
+    out = command("bob-run", "--input", record, "--checkpoint", work / "model.bob", "--predictions", predictions)
+    assert out.returncode == 0 and record.exists() and other.exists(), out.stderr
+
+
+def test_two_paths_through_a_bind_mount_to_one_new_file_are_one_file(work: Path) -> None:
+    """Not there yet, the same name in one directory seen at two paths was two files: the trace was
+    written and then replaced by the predictions (exit 0), a checkpoint with predictions on it
+    was "replaced by another process" (exit 75, try again: for ever), and the checkpoint's lock
+    file was taken for predictions."""
+    import subprocess as sp
+
+    seen = work / "seen"
+    seen.mkdir()
+    done = sp.run(["mount", "--bind", str(work), str(seen)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot bind-mount here: {done.stderr.decode().strip()}")
+    try:
+        for option, said, extra in (
+                ("--trace", "names the same file as --predictions", ["--predictions", work / "p.bin", "--trace",
+                                                                      seen / "p.bin"]),
+                ("--predictions", "the same file as --checkpoint", ["--predictions", seen / "new.bob"]),
+                ("--predictions", "names the checkpoint's lock file", ["--predictions", seen / ".new.bob.bob-lock"])):
+            out = command("bob-run", "--input", work / "rec.bin", "--checkpoint", work / "new.bob", *extra)
+            assert out.returncode == 2 and f"{option} ".encode() in out.stderr and said.encode() in out.stderr, \
+                out.stderr
+            assert not (work / "p.bin").exists() and not (work / "new.bob").exists()
+    finally:
+        sp.run(["umount", "-l", str(seen)], check=False)
+
+
+def test_a_file_root_replaces_stays_its_owners(work: Path) -> None:
+    """Root's run made a user's checkpoint and predictions root's, mode kept: 0640 files their owner
+    could no longer read."""
+    if os.geteuid() != 0:
+        pytest.skip("only root can give a file to another user")
+    for name in ("ck.bin", "pred.bin"):
+        os.chown(work / name, 65534, 65534)
+        os.chmod(work / name, 0o640)
+    out = command("bob-run", "--input", work / "rec.bin", "--checkpoint", work / "ck.bin", "--predictions",
+                  work / "pred.bin")
+    assert out.returncode == 0, out.stderr
+    for name in ("ck.bin", "pred.bin"):
+        st = (work / name).stat()
+        assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (65534, 65534, 0o640)
