@@ -72,7 +72,7 @@ def read_bounded_buffer(path: "str | os.PathLike[str]", limit: int) -> bytearray
     try:
         fd, st = open_regular(path, os.O_RDONLY)
     except FileNotFoundError:
-        refuse_if_working_directory_gone(path)  # (not "no such file")
+        refuse_if_working_directory_gone(path)  # (not "no such file": an empty path, or the directory gone)
         return None
     try:
         if st.st_size > limit:
@@ -180,7 +180,9 @@ def check_directory(path: "str | os.PathLike[str]") -> None:
 
 
 def refuse_if_working_directory_gone(path: "str | os.PathLike[str]") -> None:
-    """Refuse (``FileNotFoundError``) a relative path once the working directory is deleted: not "no such file"."""
+    """Refuse (``FileNotFoundError``) an empty path, or a relative one once the working directory is gone."""
+    if not os.fspath(path):  # (the kernel's "no such file" would read as a missing file: a fresh start)
+        raise FileNotFoundError(errno.ENOENT, "an empty path", "")
     if not os.path.isabs(path):
         try:
             os.getcwd()
