@@ -167,6 +167,8 @@ def _equal(report: dict[str, Any]) -> bool:
 def _verdict(report: dict[str, Any]) -> str:
     if report["identical"]:
         verdict = "identical: the two files are byte for byte the same"
+    elif report["identical"] is None:
+        verdict = "not compared: a file could not be read whole"
     elif report["equal"]:
         t = report["tolerance"]
         within = " or ".join(x for x in (f"{t['ulp']} ulp" if t["ulp"] is not None else "",
@@ -250,12 +252,9 @@ def compare(a: Side, b: Side, *, ulp: int | None = None, atol: float | None = No
     side_b, head_b, planes_b = _examined(b)
     data_a, data_b = a.data, b.data
     report: dict[str, Any] = {"command": "diff", "a": side_a, "b": side_b}
-    identical = data_a is not None and data_a == data_b
-    report["identical"] = identical
-    report["first_differing_offset"] = (
-        _first_differing_offset(data_a, data_b) if data_a is not None and data_b is not None and not identical
-        else None
-    )
+    both = (data_a, data_b) if data_a is not None and data_b is not None else None  # (None: a file not read whole)
+    report["identical"] = identical = None if both is None else both[0] == both[1]
+    report["first_differing_offset"] = _first_differing_offset(*both) if both is not None and not identical else None
     if head_a is not None and head_b is not None:
         report["header"] = {"compared": True, "differences": _header_differences(head_a, head_b)}
     else:

@@ -261,13 +261,14 @@ def _flag(argv: "list[str]", name: str) -> bool:
 
 def command_of(prog: str, argv: "list[str]", subcommands: "dict[str, str] | None") -> str:
     """The ``command`` key: ``prog``, and the subcommand's own name when the command
-    line has one (its first word that is a subcommand or an alias of one)."""
+    line has one (its first word that is not an option, if that is a subcommand or an alias of one: a word
+    after it may be an option's value)."""
     if subcommands:
         for word in argv:
             if word == "--":
                 break
-            if word in subcommands:
-                return f"{prog} {subcommands[word]}"
+            if not word.startswith("-") or word == "-":
+                return f"{prog} {subcommands[word]}" if word in subcommands else prog
     return prog
 
 
@@ -371,5 +372,8 @@ def _run(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]", work:
             emit(prog, text, committed=outcome.committed, what=args.what if isinstance(args, Answered) else None)
         signals.printed()
     except KeyboardInterrupt as exc:  # cut short (a reader that stopped reading): what was committed stands
+        said = str(exc) if hasattr(exc, "signum") else "interrupted"
+        _write(sys.stderr, f"{prog}: {said} while its output was printed (cut short)"
+                           + (f"; {outcome.committed}\n" if outcome.committed else "\n"))
         return outcome.code if outcome.committed else getattr(exc, "exit_code", EXIT_INTERRUPTED)
     return outcome.code

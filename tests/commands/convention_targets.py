@@ -87,3 +87,8 @@ def exits(data: bytes) -> None:
 
 
 not_a_function = 5
+
+
+def says_escapes(data: bytes) -> None:
+    """Fails with a message that would clear the screen and retitle the terminal."""
+    raise ValueError("\x1b[2J\x1b]0;title\x07 planted")

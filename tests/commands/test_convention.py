@@ -600,3 +600,36 @@ def test_a_campaign_whose_target_ends_its_process_ends(work, tmpdir_watched) -> 
     assert done.returncode == 0 and report["executions"] == 0 and report["findings"] == []
     assert report["notes"] == ["worker 1 ended (exit 0) without a finding: .logs/convention_targets_exits-worker0.log "
                                "says why"]
+
+
+@pytest.mark.parametrize("argv, code, said", [
+    (["verify", str(CHECKPOINT)], 143, ""),
+    (["checkpoint", str(CHECKPOINT), "--export", "{out}"], 0, "; wrote {out}"),
+])
+def test_a_signal_while_the_output_is_printed_is_said_and_what_was_written_stands(argv, code, said, tmp_path,
+                                                                               monkeypatch, capsys) -> None:
+    """A SIGTERM while stdout was stalled ended bob-inspect with 143 and nothing on stderr, even after its
+    --export had been written."""
+    import signal
+
+    from bob import commands, signals
+    from bob.inspect import main
+
+    def stalled(*args, **kw):
+        raise signals.Interrupted(signal.SIGTERM)
+
+    monkeypatch.setattr(commands, "emit", stalled)
+    out = str(tmp_path / "planes.npz")
+    assert main([a.format(out=out) for a in argv]) == code
+    assert capsys.readouterr().err == \
+        f"bob-inspect: interrupted by SIGTERM while its output was printed (cut short){said.format(out=out)}\n"
+
+
+def test_a_campaigns_findings_reach_the_terminal_escaped(work, capsys) -> None:
+    """`bob-fuzz run` printed a target's message and the artifact path raw (a clear-screen, a window
+    title), where replay, minimize and check escape them."""
+    artifacts = work.root / "art\x1bx"
+    rc, out, err = call("bob-fuzz", ["run", "convention_targets:says_escapes", "--format", "input", "--engine",
+                                     "loop", "--runs", "1", "--artifacts", str(artifacts)], capsys)
+    assert rc == 1 and "\x1b" not in out and "\x07" not in out, out
+    assert "ValueError: \\x1b[2J\\x1b]0;title\\x07 planted" in out and "art\\x1bx/" in out

@@ -174,3 +174,13 @@ def test_a_worker_instruments_every_bob_module_its_target_runs() -> None:
     assert json.loads(proc.stdout.splitlines()[-1]) == {
         "bob.fuzz.targets": True, "bob.formats.rules": True, "bob.formats.layout": True,
         "bob.fuzz.mutator": False, "bob.fuzz.common": False}
+
+
+def test_a_campaign_shorter_than_a_display_tick_reports_its_coverage(tmp_path: Path) -> None:
+    """Coverage and features were taken only on the half-second display tick: a 20-run campaign said
+    coverage 0 while its worker's log said cov: 142."""
+    run = subprocess.run([sys.executable, "-m", "bob", "fuzz", "--json", "run", "predictions", "--runs", "20",
+                          "--seed", "1", "--corpus", str(tmp_path / "c"), "--artifacts", str(tmp_path / "a")],
+                         capture_output=True, text=True, timeout=180)
+    result = json.loads(run.stdout)
+    assert run.returncode == 0 and result["coverage"] > 0 and result["features"] > 0, run

@@ -272,3 +272,16 @@ def test_a_heatmap_and_an_export_into_one_file_are_refused(tmp_path: Path, capsy
     assert capsys.readouterr().err == (f"bob-inspect: refused: --heatmap {tmp_path / 'same.png'}: names the same file "
                                        "as --export; each needs its own\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["same.png"]
+
+
+@pytest.mark.parametrize("option", ["--heatmap", "--export", "--rows", "--rows-hex"])
+def test_a_checkpoint_option_given_empty_on_another_kind_is_refused(cli, files, option):
+    """`bob-inspect rec.bin --heatmap ''` was exit 0: an empty value was taken for no option at all."""
+    r = cli.json(str(files / "rec.bin"), option, "", code=2)
+    assert r["error"]["message"].endswith("--rows, --rows-hex, --heatmap and --export apply to checkpoints")
+
+
+@pytest.mark.parametrize("argv", [["nope.bob", "--rows", "pred"], ["--rows", "input", "nope.bob"]])
+def test_the_command_key_is_not_an_options_value(cli, argv):
+    """An option's value that is also a subcommand's name (pred, input) named the command key."""
+    assert cli.json(*argv, code=2)["command"] == "bob-inspect"

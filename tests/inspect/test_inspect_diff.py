@@ -92,3 +92,16 @@ def test_ulp_distance_is_on_a_monotonic_integer_line():
     assert ulp_distance(np.array([one]), np.array([up]))[0] == 1
     tiny = np.nextafter(np.float32(0), np.float32(1))
     assert ulp_distance(np.array([-tiny]), np.array([tiny]))[0] == 2
+
+
+def test_two_files_too_large_to_read_are_not_called_different(cli, tmp_path):
+    """A file past any checkpoint's size, given twice: "identical": false and "different: the planes could
+    not be compared", though its bytes were never read."""
+    big = tmp_path / "big.bob"
+    with open(big, "wb") as f:
+        f.write(b"BOB-CKPT")
+        f.truncate(1 << 30)
+    r = cli.json("diff", str(big), str(big), code=2)
+    assert r["identical"] is None and r["first_differing_offset"] is None and r["problems_found"]
+    assert r["verdict"] == "not compared: a file could not be read whole (and a file has problems, listed above)"
+    assert "bytes: not compared (a file could not be read whole)" in cli.text("diff", str(big), str(big), code=2)

@@ -135,6 +135,17 @@ def test_report_writes_json_and_plots(tmp_path, capsys, monkeypatch):
     assert result["qualified"] and result["seed"] == 3
 
 
+def test_the_reports_json_is_what_json_prints(tmp_path, capsys, monkeypatch):
+    """qualify.json lacked command, ok, error and report_files: not "the same object" docs/qualify.md says."""
+    pytest.importorskip("matplotlib")
+    code, out, _ = run_main(["--quick", "--seed", "3", "--json", "--report", str(tmp_path)], capsys, monkeypatch)
+    printed = json.loads(out)
+    assert code == 0 and json.loads((tmp_path / "qualify.json").read_text()) == printed
+    assert (printed["command"], printed["ok"], printed["error"]) == ("bob-qualify", True, None)
+    assert printed["report_files"] == [str(tmp_path / name) for name in ("qualify.json", "loss-curves.png",
+                                                                         "us-per-update.png")]
+
+
 @pytest.mark.parametrize("argv, env, message", [
     (["--seed", "x"], None, "--seed: must be an integer from 0 to 18446744073709551615, got x"),
     (["--quick", "--thorough"], None, "not allowed with"),

@@ -99,7 +99,8 @@ def test_the_packaged_section8_vector_is_the_contracts():
     assert vector.LOSSES == {10: conftest.LOSSES_10, 20: conftest.LOSSES_20}
 
 
-RESULT = {"qualified": False, "fingerprint": {"auto_kernel": "scalar", "cpu_model": "a CPU", "cpu_count": 2},
+RESULT = {"qualified": False, "exit_code": 1,
+          "fingerprint": {"auto_kernel": "scalar", "cpu_model": "a CPU", "cpu_count": 2},
           "loss_curves": {"vector": [5.5, 5.4, 5.3]},
           "performance": {"kernels": [{"kernel": "scalar", "threads": 1, "us_per_update": {"median": 9.0, "min": 8.0}},
                                       {"kernel": "auto", "threads": 0, "us_per_update": {"median": 9.0, "min": 8.0}}]}}

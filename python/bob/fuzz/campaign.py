@@ -261,6 +261,14 @@ class _Campaign:
         except OSError as exc:
             result.notes.append(f"worker {w.index + 1} could not be restarted: {os_reason(exc)}")
 
+    def tally(self) -> CampaignResult:
+        """The result, its counts as the workers last reported them."""
+        r = self.result
+        r.executions, r.corpus = self.total_runs(), len(os.listdir(self.corpus))
+        r.seconds = time.monotonic() - self.start
+        r.coverage, r.features = max(w.coverage for w in self.workers), max(w.features for w in self.workers)
+        return r
+
     def watch(self, display: CampaignDisplay) -> None:
         """Start the workers, then read them, showing the totals every half second, until none is left."""
         self.seeds, self.crash_dir, self.env["TMPDIR"] = self.scratch("seeds"), self.scratch("crash"), \
@@ -282,11 +290,7 @@ class _Campaign:
                 self.read(key.data)
             if time.monotonic() - shown >= 0.5:
                 shown = time.monotonic()
-                result.executions = self.total_runs()
-                result.coverage = max(w.coverage for w in self.workers)
-                result.features = max(w.features for w in self.workers)
-                result.corpus = sum(1 for _ in self.corpus.iterdir())
-                result.seconds = shown - self.start
+                self.tally()
                 display.update(result, sum(w.exec_per_s for w in self.workers))
             left = self.remaining_time()
             if left is not None and left < -OVERTIME and not self.overdue:  # a worker that hangs does not
@@ -321,10 +325,7 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
             for d in c.scratch_dirs:
                 shutil.rmtree(d, ignore_errors=True)
             c.selector.close()
-    result = c.result
-    result.executions = c.total_runs()
-    result.corpus = sum(1 for _ in c.corpus.iterdir())
-    result.seconds = time.monotonic() - c.start
+    result = c.tally()  # (a campaign shorter than a display tick: its last status lines too)
     signum = getattr(stopped, "signum", signals.ENDING[0])
     if stopped is not None and signum != signals.ENDING[0]:
         raise Refused(f"stopped by {signals.signal_name(signum)} after {result.executions} executions; "

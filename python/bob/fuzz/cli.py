@@ -143,10 +143,10 @@ def cmd_run(args: argparse.Namespace) -> Outcome:
     lines = [f"{PROG} run {args.target}: {result.executions} executions in {result.seconds:.0f} s, "
              f"coverage {result.coverage}, corpus {result.corpus}{share}, {len(result.findings)} finding(s)"
              + (f" ({result.crashes} failing inputs)" if result.crashes > len(result.findings) else "")]
-    lines += [f"  {f.message}\n    at {f.where}\n    reproduce: {PROG} replay {f.path} --target {args.target}"
-              for f in result.findings]
-    lines += [f"  not counted: {f.path}: {f.message}" for f in result.discarded]
-    lines += [f"  note: {note}" for note in result.notes]
+    lines += [f"  {one_line(f.message)}\n    at {one_line(f.where)}\n    reproduce: {PROG} replay {show_path(f.path)} "
+              f"--target {one_line(args.target)}" for f in result.findings]  # (a target's words: escaped)
+    lines += [f"  not counted: {show_path(f.path)}: {one_line(f.message)}" for f in result.discarded]
+    lines += [f"  note: {one_line(note)}" for note in result.notes]
     return Outcome(EXIT_FOUND if result.findings else EXIT_OK, result.as_dict(), "\n".join(lines))
 
 

@@ -158,7 +158,7 @@ def cmd_auto(args: argparse.Namespace) -> Result:
                       f"{escape_bytes(head[:kinds.MAGIC_BYTES])}\"; {kinds.KIND_RULES})", path=args.file)
     if kind == kinds.CHECKPOINT:
         return cmd_checkpoint(args, auto=True)
-    if args.rows or args.rows_hex or args.heatmap or args.export:
+    if any(option is not None for option in (args.rows, args.rows_hex, args.heatmap, args.export)):  # ('' too)
         what = {kinds.INPUT: "an input record", kinds.TRACE: "a trace"}.get(kind, "predictions")
         raise Refused(f"{show_path(args.file)} is not a checkpoint (it is {what}); "
                       "--rows, --rows-hex, --heatmap and --export apply to checkpoints")
@@ -287,7 +287,9 @@ def _work(args: argparse.Namespace) -> Outcome:
     if args.json:
         report.pop("rows_requested", None)
     name = f"{PROG} {report.get('kind', command) if command == 'auto' else command}"
-    return Outcome(code, report, "\n".join(_guard(line) for line in lines), command=name)
+    written = [item["path"] for item in (report.get("heatmap"), report.get("export")) if isinstance(item, dict)]
+    return Outcome(code, report, "\n".join(_guard(line) for line in lines), command=name,
+                   committed=f"wrote {', '.join(written)}" if written else None)
 
 
 def _guard(line: str) -> str:

@@ -170,8 +170,8 @@ def render_diff(r: dict[str, Any]) -> list[str]:
                 else f"step {s['step']}" if s["step"] is not None else "unreadable header")
         L.append(f"  {key.upper()}  {s['file']}: {s['size']} bytes, {desc}"
                  + (f", sha256 {s['sha256']}" if s["sha256"] else ""))
-    L.append("identical" if r["identical"] else
-             "not identical" + (f"; first differing byte at offset {r['first_differing_offset']}"
+    L.append("identical" if r["identical"] else "bytes: not compared (a file could not be read whole)"
+             if r["identical"] is None else "not identical" + (f"; first differing byte at offset {r['first_differing_offset']}"
                                 if r["first_differing_offset"] is not None else ""))
     h = r["header"]
     if not h["compared"]:

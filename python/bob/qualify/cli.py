@@ -84,12 +84,13 @@ def _work(args: argparse.Namespace) -> Outcome:
                   f"{perturb[0]} at {perturb[1]} threads (a test hook)[/]")
     with report.LiveProgress(err) as progress:
         result = runner.qualify(plan, seed, perturb=perturb, progress=progress)
+    committed = None
     if args.report is not None:
         with about("--report", args.report):
-            written = report.write_report(Path(args.report), result)
-        result["report_files"] = [show_path(p) for p in written]  # (escaped, as every path bob prints)
+            report.write_report(Path(args.report), result, PROG)
+        committed = f"wrote {', '.join(result['report_files'])}"
     if args.json:  # (rich's Console would write to stdout on its own: --json prints the envelope only)
-        return Outcome(result["exit_code"], result, "")
+        return Outcome(result["exit_code"], result, "", committed=committed)
     # The tables at the width of the terminal, or rich's own default in a file or
     # a pipe (80 columns, or $COLUMNS): no width is forced.
     out = Console(highlight=False)
@@ -97,4 +98,4 @@ def _work(args: argparse.Namespace) -> Outcome:
         report.print_human(result, out)
         if args.report is not None:
             out.print(f"report: {', '.join(result['report_files'])}", highlight=False, markup=False)
-    return Outcome(result["exit_code"], result, captured.get())
+    return Outcome(result["exit_code"], result, captured.get(), committed=committed)

@@ -168,16 +168,22 @@ def plotting_available() -> bool:
     return importlib.util.find_spec("matplotlib") is not None
 
 
-def write_report(directory: Path, result: dict[str, Any]) -> list[Path]:
+def write_report(directory: Path, result: dict[str, Any], command: str = "bob-qualify") -> list[Path]:
     """``qualify.json`` and the PNG plots in ``directory`` (created if needed), all or none
     (:func:`bob.commit.replace_all`): a write that fails (a full disk) leaves the old report whole, and
-    a directory, a FIFO or a second hard link in the way is refused by its path before anything is written."""
-    from bob.commands import about
+    a directory, a FIFO or a second hard link in the way is refused by its path before anything is written.
+    ``qualify.json`` is the object ``--json`` prints: ``result``, its ``report_files`` (set here) and
+    ``command``'s envelope."""
+    from bob.commands import about, envelope
     from bob.commit import replace_all
     from bob.signals import Deferral
+    from bob.text import show_path
 
     directory.mkdir(parents=True, exist_ok=True)
-    files = {REPORT_JSON: (json.dumps(result, indent=1, sort_keys=True) + "\n").encode("utf-8"), **plots(result)}
+    images = plots(result)
+    result["report_files"] = [show_path(directory / name) for name in (REPORT_JSON, *images)]  # (escaped)
+    document = {**result, **envelope(command, result["exit_code"])}
+    files = {REPORT_JSON: (json.dumps(document, indent=1, sort_keys=True) + "\n").encode("utf-8"), **images}
     # a signal during the renames is only recorded: the verdict is decided, the report whole
     replace_all([(os.fspath(directory / name), data, about("--report", directory / name))
                  for name, data in files.items()], renaming=Deferral())
