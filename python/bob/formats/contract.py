@@ -6,6 +6,7 @@ use it to decode contract fields readably.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, fields
 from typing import Any, Callable
 
@@ -90,7 +91,5 @@ def contract_document() -> str:
     ships it: ``bob/data/contract/bob-v1.md`` inside the package (a wheel's or a
     checkout's ``python/bob/``). tests/formats/test_contract_document.py holds
     it identical to the design document it is copied from."""
-    import os
-
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     return os.path.join(package, "data", "contract", "bob-v1.md")

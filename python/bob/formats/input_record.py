@@ -15,8 +15,10 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 from construct import Const, Rebuild, Struct
 
+from bob.arrays import is_masked
 from bob.errors import BadValue, FormatError, Truncated, integer_field, ordered_items, shown_kind
 from bob.formats.contract import EMPTY_PROMPT, PROMPTS, RECORD_BYTES, VOCABULARY
+from bob.formats.canonical import record_bytes
 from bob.formats.constants import INPUT_MAGIC
 from bob.formats.files import INPUT_FILE, BobFile, Examined, as_bytes, magic_finding
 from bob.formats.layout import INPUT, WORD_DTYPE
@@ -57,8 +59,6 @@ def prompt_word(prompt: bytes) -> int:
 def _byte_table(value: Any, name: str) -> np.ndarray:
     """``PAIRS`` byte values as a record holds them: a uint8 array whose memory is a ``bytes``
     object's, so that nothing can make it writable again (the record is hashed by its bytes)."""
-    from bob.arrays import is_masked
-
     if is_masked(value):
         raise BadValue(name, "a masked array is refused: every value is read, masked or not (pass np.ma.getdata "
                        "or .filled() of it)", actual=f"type {type(value).__name__}")
@@ -131,8 +131,6 @@ class InputRecord(BobFile):
     # -- bytes --------------------------------------------------------------
     def to_bytes(self) -> bytes:
         """The canonical record's bytes, built as bob-run builds them (the schema reads them)."""
-        from bob.formats.canonical import record_bytes
-
         return record_bytes(self.contexts.tobytes(), self.targets.tobytes(), self.prompt_words)
 
     def as_dict(self) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from construct import Const, RawCopy, Struct, this
 
 from bob.errors import (BadValue, FormatError, IntegrityError, integer_field, integer_value, ordered_items, real_value,
                         shown_kind)
+from bob.formats.canonical import contract_identity, trace_bytes
 from bob.formats.constants import PLANE_NAMES, TRACE_MAGIC, TRACE_UPDATES, TRACE_VERSION, U64_MAX
 from bob.formats.contract import V1
 from bob.formats.files import BobFile, Examined, as_bytes, magic_finding
@@ -63,8 +64,6 @@ assert TRACE.sizeof() == TRACE_BYTES
 
 def contract_sha256(contract: Any = None) -> bytes:
     """The SHA-256 of ``contract``'s identity (bob v1's by default), as a trace records it."""
-    from bob.formats.canonical import contract_identity
-
     c = V1 if contract is None else contract
     return hashlib.sha256(contract_identity((c.state, c.learner, c.data, c.seed), c.payload_bytes, c.chunk_bytes,
                                             c.updates_per_invocation)).digest()
@@ -173,8 +172,6 @@ class Trace(BobFile):
         return None
 
     def to_bytes(self) -> bytes:
-        from bob.formats.canonical import trace_bytes
-
         return trace_bytes(self.contract_sha256, self.input_sha256, self.step_before, self.losses,
                            [e.digests for e in self.entries], lambda b: hashlib.sha256(b).digest())
 

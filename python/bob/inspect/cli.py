@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from bob.formats import kinds
 from bob.formats.constants import VOCABULARY
-from bob.commands import EXIT_FOUND, EXIT_SOFTWARE, Outcome, add_common_options, argument_parser, run_command
+from bob.commands import EXIT_FOUND, EXIT_SOFTWARE, Outcome, about, add_common_options, argument_parser, run_command
 from bob.distribution import install_hint
+from bob.fileio import same_file
 from bob.options import MOST_ATOL, MOST_ULP, count_option, number_option
 from bob.text import escape_bytes, one_line, show_path
 
@@ -52,10 +53,7 @@ def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
     """``bob-inspect checkpoint FILE [--rows BYTES] [--rows-hex HEX] [--heatmap OUT] [--export OUT]``."""
     from bob.inspect.checkpoint import checkpoint_report
     from bob.inspect.render import render_checkpoint
-
-    from bob.commands import about
     from bob.commit import replace_all
-    from bob.fileio import same_file
 
     export, heatmap = args.export, args.heatmap
     if export is not None:  # (an empty path is refused, not taken for no export)

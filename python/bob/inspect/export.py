@@ -10,6 +10,7 @@ import hashlib
 import os
 from typing import Any
 
+from bob.fileio import same_file
 from bob.inspect.common import Refused
 from bob.text import escape_bytes, show_path
 
@@ -27,8 +28,6 @@ def export_format(out: str) -> str:
 def check_export(out: str, inspected: str) -> None:
     """Refuse, before anything is read, an export that cannot be made: an unknown suffix, safetensors without the
     ``interop`` extra, the inspected file itself as the output."""
-    from bob.fileio import same_file
-
     if export_format(out) == "safetensors":
         from bob.interop import MissingExtra, safetensors_library
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from bob.distribution import install_hint
 from bob.fileio import same_file
 from bob.formats.constants import VOCABULARY
 from bob.analysis import softmax_rows
@@ -33,8 +34,6 @@ def check_heatmap(out: str, inspected: str) -> None:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        from bob.distribution import install_hint
-
         raise Refused(f"needs matplotlib (the optional extra plot): {install_hint('plot')}", option="--heatmap") from None
     if same_file(out, inspected):
         raise Refused("that is the checkpoint being inspected; bob-inspect never replaces what it reads",

@@ -14,6 +14,7 @@ from bob.errors import FormatError
 from bob.formats.layout import TRACE_BYTES
 from bob.formats.trace import TRACE_FILE, Trace, examine
 from bob.inspect.common import begin, finish, plural, read, read_checkpoint
+from bob.inspect.render import file_report
 from bob.text import show_path
 
 __all__ = ["trace_report", "render_trace", "trace_file_report", "render_trace_file", "READ"]
@@ -88,8 +89,6 @@ def trace_file_report(data: bytes | None, read_problems: "list[FormatError]", *,
 
 
 def render_trace_file(r: dict[str, Any]) -> list[str]:
-    from bob.inspect.render import file_report
-
     L = []
     if r["entries"] is not None:
         L += [f"  {name:<16} {r[name]}" for name in ("contract_sha256", "input_sha256", "step_before", "step_after")]

@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bob.arrays import NotAnArray, foreign_array, is_foreign, is_masked
 from bob.errors import BadValue, flag_value, integer_field, integer_value, shown_kind
+from bob.fileio import write_atomic
 from bob.formats.checkpoint.examination import Examination, examine
 from bob.formats.checkpoint.header import HEADER_BYTES, check_pin, envelope_header, hashlib_sha256, header_length
 from bob.formats.checkpoint.state import refuse_unresumable
@@ -43,8 +45,6 @@ def _plane(value: Any, name: str) -> np.ndarray:
     if type(value) is np.ndarray and value.dtype == np.float32 and value.shape == (PARAMETER_COUNT,) \
             and value.flags.c_contiguous and value.flags.writeable:
         return value  # the planes bob itself makes (loaders, bob.invoke): nothing to convert
-    from bob.arrays import NotAnArray, foreign_array, is_foreign, is_masked
-
     if is_masked(value):  # D22: a plane has no mask
         raise BadValue(name, f"{_A_PLANE}, without a mask; a masked array is refused (pass np.ma.getdata "
                        "or .filled() of it)", actual=f"type {type(value).__name__}")
@@ -213,8 +213,6 @@ class Checkpoint:
     def write(self, path: "str | os.PathLike[str]", *, for_resume: bool = True) -> None:
         """Replace the file at ``path`` with this checkpoint, atomically, refusing
         first what :meth:`to_bytes` refuses."""
-        from bob.fileio import write_atomic
-
         self._refuse_unwritable("Checkpoint.write", for_resume)
         write_atomic(path, self.to_bytes(for_resume=False))
 
