@@ -109,6 +109,14 @@ class BobFile:
     def to_bytes(self) -> bytes:
         raise NotImplementedError  # pragma: no cover - each format's own
 
+    def __eq__(self, other: object) -> bool:
+        """Equal objects are one file: the bytes say it all (a trace's NaN loss, a diverged run, equals itself).
+        Used where the format's dataclass leaves ``eq=False`` (the input record, the trace)."""
+        return self.to_bytes() == other.to_bytes() if isinstance(other, type(self)) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.to_bytes())
+
     @classmethod
     def _trusted(cls, **values: Any) -> Self:
         """The (frozen) object of values a reader has already checked, without checking them again."""

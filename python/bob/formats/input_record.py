@@ -147,12 +147,6 @@ class InputRecord(BobFile):
             "context_counts": {str(r): int(counts[r]) for r in np.nonzero(counts)[0]},
         }
 
-    def __eq__(self, other: object) -> bool:  # equal records are one file: the bytes say it all
-        return self.to_bytes() == other.to_bytes() if isinstance(other, InputRecord) else NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self.to_bytes())
-
     def __reduce__(self) -> "tuple[Any, tuple[bytes]]":  # a copy or a pickle is built again: read-only tables
         return load_input, (self.to_bytes(),)
 

@@ -174,7 +174,6 @@ class Sha256Of(Rebuild):
 
     def __init__(self, bytesfunc: Callable[[Any], bytes]) -> None:
         super().__init__(Bytes(DIGEST_BYTES), lambda this: hashlib.sha256(evaluate(bytesfunc, this)).digest())
-        self.bytesfunc = bytesfunc
 
 
 class ZeroPadding(Rebuild):

@@ -129,12 +129,6 @@ class Trace(BobFile):
                                f"an entry holds the {TRACE_DIGEST_BYTES}-byte XXH3-128 of P, M and V", index=i)
         object.__setattr__(self, "entries", entries)
 
-    def __eq__(self, other: object) -> bool:  # one file: a NaN loss (a diverged run) equals itself
-        return self.to_bytes() == other.to_bytes() if isinstance(other, Trace) else NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self.to_bytes())
-
     @property
     def step_after(self) -> int:
         return self.step_before + len(self.entries)
