@@ -115,16 +115,20 @@ class Checkpoint:
     def _check(self) -> None:
         """Refuse (``BadValue``) what no envelope can hold; run again before serialising,
         since the fields can be reassigned in between."""
-        for name in ("p", "m", "v"):
-            setattr(self, name, _plane(getattr(self, name), name.upper()))
+        self.step, self.header_bytes, self.contract, self.p, self.m, self.v = self._written()
+
+    def _written(self) -> "tuple[int, int, Contract, np.ndarray, np.ndarray, np.ndarray]":
+        """(step, header_bytes, contract, P, M, V) as they would be written, or :meth:`_check`'s
+        refusal; the checkpoint itself unchanged (``==`` and :meth:`copy` read it so)."""
+        planes = [_plane(getattr(self, name), name.upper()) for name in ("p", "m", "v")]
         step = integer_value(self.step)
         if step is None or not 0 <= step <= U64_MAX:
             raise BadValue("step", "the step is an integer from 0 to 2**64 - 1",
                            actual=shown_kind(self.step) if step is None else step)
-        self.step = step
         if not isinstance(self.contract, Contract):
             raise BadValue("contract", "a bob.Contract", actual=shown_kind(self.contract))
-        self.header_bytes = _header_bytes(self.header_bytes, self.contract)
+        header_bytes = _header_bytes(self.header_bytes, self.contract)
+        return step, header_bytes, self.contract, planes[0], planes[1], planes[2]
 
     @classmethod
     def fresh(cls) -> "Checkpoint":
@@ -252,8 +256,8 @@ class Checkpoint:
             refuse_unresumable(self, what)
 
     def copy(self) -> "Checkpoint":
-        self._check()  # (a reassigned field: converted and checked, as for writing)
-        return Checkpoint(self.step, self.p.copy(), self.m.copy(), self.v.copy(), self.header_bytes, self.contract)
+        step, header_bytes, contract, p, m, v = self._written()  # (a reassigned field: converted and checked)
+        return Checkpoint(step, p.copy(), m.copy(), v.copy(), header_bytes, contract)
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready description (the golden vectors' ``.json``)."""
@@ -262,11 +266,9 @@ class Checkpoint:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Checkpoint):
             return NotImplemented
-        self._check()  # each as it would be written (a field may have been reassigned: a float step, a table)
-        other._check()
-        return (self.step, self.header_bytes, self.contract) == (other.step, other.header_bytes, other.contract) \
-            and all(np.array_equal(a.view(np.uint32), b.view(np.uint32))
-                    for a, b in ((self.p, other.p), (self.m, other.m), (self.v, other.v)))
+        mine, theirs = self._written(), other._written()  # (a field may have been reassigned: a float step, a table)
+        return mine[:3] == theirs[:3] and all(np.array_equal(a.view(np.uint32), b.view(np.uint32))
+                                              for a, b in zip(mine[3:], theirs[3:]))
 
     __hash__ = None  # type: ignore[assignment]
 
