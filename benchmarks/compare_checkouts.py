@@ -19,9 +19,13 @@ from pathlib import Path
 
 
 def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="bob-compare-") as scratch:  # (its files go with it)
+        compare(Path(scratch))
+
+
+def compare(work: Path) -> None:
     old, new = (Path(a).resolve() for a in sys.argv[1:3])
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 30
-    work = Path(tempfile.mkdtemp(prefix="bob-compare-"))
     subprocess.run([str(new / ".venv/bin/bob-fixture"), "--text", "abracadabra", "--prompt", "abra", "--prompt",
                     "cad", "--prompt", "", "--output", str(work / "rec.bin")], check=True, capture_output=True)
 
