@@ -188,3 +188,17 @@ def test_a_broken_stdout_does_not_change_the_verdict():
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0 and b"Traceback" not in err
     assert b"could not be printed" in err
+
+
+@pytest.mark.parametrize("name", ["qualify.json", "loss-curves.png", "us-per-update.png"])
+def test_a_report_file_in_the_way_is_refused_before_the_checks_run(name, tmp_path, capsys, monkeypatch):
+    """A directory where qualify.json goes was refused only after every check had run (a minute under
+    --thorough), and the verdict was thrown away."""
+    pytest.importorskip("matplotlib")
+    from bob.qualify import runner
+
+    (tmp_path / name).mkdir()
+    monkeypatch.setattr(runner, "qualify", lambda *a, **k: pytest.fail("the checks ran"))
+    code, out, err = run_main(["--quick", "--seed", "3", "--json", "--report", str(tmp_path)], capsys, monkeypatch)
+    error = json.loads(out)["error"]
+    assert code == 2 and (error["option"], error["path"]) == ("--report", str(tmp_path / name)), err

@@ -25,6 +25,7 @@ from bob.qualify.verdict import Verdict
 REPORT_JSON = "qualify.json"
 LOSS_PLOT = "loss-curves.png"
 SPEED_PLOT = "us-per-update.png"
+REPORT_FILES = (REPORT_JSON, LOSS_PLOT, SPEED_PLOT)
 
 
 class LiveProgress(ProgressSink):
