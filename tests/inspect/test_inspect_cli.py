@@ -106,18 +106,20 @@ def test_a_foreign_files_size_is_said_as_it_is_known(cli, tmp_path):
             cli.run("/proc/self/status", code=2).stderr.decode()
 
 
-def _commands(path: str, other: str) -> list[tuple[str, ...]]:
-    return [("ckpt", path), ("input", path), ("pred", path), (path,), ("diff", path, other), ("diff", other, path)]
+def _commands(path: str, other: str) -> list[tuple[tuple[str, ...], str]]:
+    """Each command line reading ``path``, and how its refusal names the path (diff: by its side)."""
+    return [(("ckpt", path), ""), (("input", path), ""), (("pred", path), ""), ((path,), ""),
+            (("diff", path, other), "A "), (("diff", other, path), "B ")]
 
 
 def test_a_directory_is_refused_naming_the_path(cli, files, tmp_path):
     d = tmp_path / "a dir"
     d.mkdir()
-    for args in _commands(str(d), str(files / "ck1.bin")):
+    for args, side in _commands(str(d), str(files / "ck1.bin")):
         out = cli.run(*args, code=2)
         err = out.stderr.decode()
         assert out.stdout == b"" and err.count("\n") == 1, err
-        assert err.startswith(f"bob-inspect: refused: {d}: a directory, not a regular file"), err
+        assert err.startswith(f"bob-inspect: refused: {side}{d}: a directory, not a regular file"), err
     r = cli.json("input", str(d), code=2)
     assert r == {"command": "bob-inspect input", "ok": False, "exit_code": 2,
                  "error": {"option": None, "path": str(d), "field": None, "exit_code": 2,
@@ -131,11 +133,11 @@ def test_a_fifo_without_a_writer_is_refused_without_hanging(cli, files, tmp_path
     os.mkfifo(fifo)
     shown = str(fifo).replace("\x1b", "\\x1b")
     with deadline(20):
-        for args in _commands(str(fifo), str(files / "ck1.bin")):
+        for args, side in _commands(str(fifo), str(files / "ck1.bin")):
             out = cli.run(*args, code=2)
             err = out.stderr.decode()
             assert out.stdout == b"" and err.count("\n") == 1, err
-            assert err.startswith(f"bob-inspect: refused: {shown}: a FIFO (named pipe), not a regular file"), err
+            assert err.startswith(f"bob-inspect: refused: {side}{shown}: a FIFO (named pipe), not a regular file"), err
         r = cli.json(str(fifo), code=2)
         assert r["ok"] is False and r["exit_code"] == 2 and r["error"]["path"] == shown and "FIFO" in r["error"]["message"]
 
