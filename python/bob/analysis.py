@@ -253,7 +253,8 @@ def compare(a: Side, b: Side, *, ulp: int | None = None, atol: float | None = No
     data_a, data_b = a.data, b.data
     report: dict[str, Any] = {"command": "diff", "a": side_a, "b": side_b}
     both = (data_a, data_b) if data_a is not None and data_b is not None else None  # (None: a file not read whole)
-    report["identical"] = identical = None if both is None else both[0] == both[1]
+    sizes_differ = None not in (a.size, b.size) and a.size != b.size  # (bytes not read, yet not the same)
+    report["identical"] = identical = False if sizes_differ else None if both is None else both[0] == both[1]
     report["first_differing_offset"] = _first_differing_offset(*both) if both is not None and not identical else None
     if head_a is not None and head_b is not None:
         report["header"] = {"compared": True, "differences": _header_differences(head_a, head_b)}

@@ -42,7 +42,7 @@ from bob.text import show_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
-    from typing import Any, Callable
+    from typing import Any, Callable, Sequence
 
 __all__ = ["Backup", "Commit", "replace_all", "clean_stale_temporaries"]
 
@@ -254,7 +254,8 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def clean_stale_temporaries(path: "str | os.PathLike[str]", *, holding_lock: bool = False) -> list[str]:
+def clean_stale_temporaries(path: "str | os.PathLike[str]", *, holding_lock: bool = False,
+                            keep: "Sequence[str | os.PathLike[str]]" = ()) -> list[str]:
     """Remove the temporary files :func:`bob.fileio.write_atomic` (and this commit) left beside ``path``'s
     target whose writing process is dead; return the paths removed.
 
@@ -262,10 +263,12 @@ def clean_stale_temporaries(path: "str | os.PathLike[str]", *, holding_lock: boo
     is all a writer without a lock can judge by. ``holding_lock``: the caller
     holds the target's lock (``bob-run``), so every temporary of the target
     is stale, whoever left it (a pid says nothing across PID namespaces).
+    A name ``keep`` gives (symbolic links followed; a hard link of it is another name) is left alone.
     """
     holding_lock = flag_value(holding_lock, "holding_lock")  # ("False" would remove live writers' files)
     try:
         target = os.path.realpath(os.fsdecode(path))  # (a bytes path as write_atomic takes it)
+        kept = {os.path.realpath(os.fsdecode(given)) for given in keep}
     except (OSError, ValueError):  # pragma: no cover
         return []
     directory, name = os.path.split(target)
@@ -285,6 +288,8 @@ def clean_stale_temporaries(path: "str | os.PathLike[str]", *, holding_lock: boo
         if not holding_lock and (pid == os.getpid() or _pid_alive(pid)):
             continue
         full = os.path.join(directory, entry)
+        if full in kept:
+            continue
         try:
             if stat.S_ISREG(os.lstat(full).st_mode):
                 os.unlink(full)

@@ -377,7 +377,7 @@ def stage(target: str, data: "bytes | bytearray | memoryview") -> str:
         try:
             if old is not None:
                 if (old.st_uid, old.st_gid) != (os.geteuid(), os.getegid()):  # root replacing a user's file: theirs
-                    with suppress(PermissionError):  # (not root: a file can only be given to this user)
+                    with suppress(OSError):  # best effort (not root: EPERM; an id a user namespace lacks: EINVAL)
                         os.fchown(fd, old.st_uid, old.st_gid)  # before the mode: a chown clears setuid
                 os.fchmod(fd, old.st_mode & 0o7777)
             written = 0

@@ -148,7 +148,9 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     locks = lock_targets(outputs, wait_seconds, deferral)
     try:
         deferral.check()
-        cleaned = [p for _, _, target in outputs for p in clean_stale_temporaries(target, holding_lock=True)]
+        named = [input_path, *(path for _, path, _ in outputs)]  # (a file named like a temporary is still the user's)
+        cleaned = [p for _, _, target in outputs
+                   for p in clean_stale_temporaries(target, holding_lock=True, keep=named)]
         for option, path, target in outputs:
             with about(option, path):  # now that no backup link of a killed run is a second name
                 refuse_unreplaceable(target)

@@ -470,6 +470,16 @@ def test_checkpoints_compare_and_copy_as_they_would_be_written() -> None:
     assert other.copy() == checkpoint and other.copy().to_bytes() == checkpoint.to_bytes()
 
 
+def test_a_plane_given_as_a_list_is_read_item_by_item() -> None:
+    """A bool in a list of floats was read as 1.0 (NumPy's dtype guess), as in a record's tables."""
+    fresh = bob.Checkpoint.fresh()
+    plane = [0.0] * 65536
+    plane[7] = True
+    assert refusal(lambda: bob.Checkpoint(0, plane, fresh.m, fresh.v))["text"] == \
+        "P[7]: a plane is 65536 float32 values: each value a number (got bool True)"
+    assert bob.Checkpoint(0, [[0.5] * 256] * 256, fresh.m, fresh.v).p[65535] == np.float32(0.5)
+
+
 def test_a_byte_table_given_as_a_list_is_read_item_by_item() -> None:
     """A bool in a list of ints was read as 1 (NumPy's dtype guess), where core.train refused it."""
     record = build_input(CORPUS, PROMPTS)

@@ -324,6 +324,11 @@ def test_a_file_the_command_line_names_is_never_taken_for_a_stale_temporary(work
     (work / "model.bob").unlink()
     out = command("bob-run", "--input", record, "--checkpoint", work / "model.bob", "--predictions", predictions)
     assert out.returncode == 0 and record.exists() and other.exists(), out.stderr
+    exact = work / ".model.bob.bob-tmp-999999999-0123456789ab"  # named as bob names one: still given, still kept
+    record.rename(exact)
+    out = command("bob-run", "--input", exact, "--checkpoint", work / "model.bob", "--predictions", predictions,
+                  "--expect-checkpoint", "0" * 64)
+    assert out.returncode == 2 and exact.exists(), out.stderr
 
 
 def test_two_paths_through_a_bind_mount_to_one_new_file_are_one_file(work: Path) -> None:
@@ -366,3 +371,16 @@ def test_a_file_root_replaces_stays_its_owners(work: Path) -> None:
     for name in ("ck.bin", "pred.bin"):
         st = (work / name).stat()
         assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (65534, 65534, 0o640)
+
+
+def test_an_owner_that_cannot_be_kept_does_not_stop_a_write(work: Path, monkeypatch) -> None:
+    """Keeping the owner is best effort: an id a user namespace does not map is EINVAL, and a write
+    to a file whose group was unmapped was refused ("invalid argument")."""
+    import errno
+
+    if os.geteuid() != 0:
+        pytest.skip("only root can give a file to another user")
+    os.chown(work / "pred.bin", 65534, 65534)
+    monkeypatch.setattr(os, "fchown", lambda *a: (_ for _ in ()).throw(OSError(errno.EINVAL, "Invalid argument")))
+    bob.write_atomic(work / "pred.bin", b"new predictions")
+    assert (work / "pred.bin").read_bytes() == b"new predictions"

@@ -287,3 +287,10 @@ def test_a_checkpoint_option_given_empty_on_another_kind_is_refused(cli, files, 
 def test_the_command_key_is_not_an_options_value(cli, argv):
     """An option's value that is also a subcommand's name (pred, input) named the command key."""
     assert cli.json(*argv, code=2)["command"] == "bob-inspect"
+
+
+@pytest.mark.parametrize("option", ["--rows", "--rows-hex"])
+def test_an_empty_rows_option_on_a_checkpoint_is_refused_too(cli, files, option):
+    """On a checkpoint an empty --rows was taken for no option (exit 0), where another kind of file refused it."""
+    r = cli.json("checkpoint", str(files / "ck1.bin"), option, "", code=2)
+    assert r["error"]["option"] == option and r["error"]["message"].startswith("no context bytes given")

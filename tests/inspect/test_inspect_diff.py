@@ -94,7 +94,7 @@ def test_ulp_distance_is_on_a_monotonic_integer_line():
     assert ulp_distance(np.array([-tiny]), np.array([tiny]))[0] == 2
 
 
-def test_two_files_too_large_to_read_are_not_called_different(cli, tmp_path):
+def test_two_files_too_large_to_read_are_not_called_different(cli, files, tmp_path):
     """A file past any checkpoint's size, given twice: "identical": false and "different: the planes could
     not be compared", though its bytes were never read."""
     big = tmp_path / "big.bob"
@@ -105,3 +105,6 @@ def test_two_files_too_large_to_read_are_not_called_different(cli, tmp_path):
     assert r["identical"] is None and r["first_differing_offset"] is None and r["problems_found"]
     assert r["verdict"] == "not compared: a file could not be read whole (and a file has problems, listed above)"
     assert "bytes: not compared (a file could not be read whole)" in cli.text("diff", str(big), str(big), code=2)
+    assert cli.text("diff", "--diffable", str(big), str(big), code=2).endswith("verdict: not compared\n")
+    r = cli.json("diff", str(big), str(files / "ck1.bin"), code=2)  # not read, but not the same size: not identical
+    assert r["identical"] is False and r["verdict"].startswith("different")

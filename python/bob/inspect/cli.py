@@ -37,16 +37,20 @@ def _code(report: dict[str, Any]) -> int:
 def rows_bytes(args: argparse.Namespace) -> bytes:
     """The context bytes of ``--rows`` and ``--rows-hex``, in order, each once."""
     out = bytearray()
-    if args.rows:
-        out += os.fsencode(args.rows)
-    if args.rows_hex:
+    if args.rows is not None:
+        out += os.fsencode(args.rows) or _no_bytes("--rows")
+    if args.rows_hex is not None:
         text = re.sub(r"0x|[\s,:]", "", args.rows_hex, flags=re.IGNORECASE)
         try:
-            out += bytes.fromhex(text)
+            out += bytes.fromhex(text) or _no_bytes("--rows-hex")
         except ValueError:
             raise Refused(f"{escape_bytes(os.fsencode(args.rows_hex))} is not hex (pairs of 0-9a-f)",
                           option="--rows-hex") from None
     return bytes(dict.fromkeys(out))
+
+
+def _no_bytes(option: str) -> bytes:
+    raise Refused("no context bytes given (an empty value is not \"no rows\": leave the option out)", option=option)
 
 
 def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:

@@ -231,8 +231,8 @@ def render_diffable(r: dict[str, Any]) -> list[str]:
         L += [f"problem in {key}: {p['field']}" + (f"[{p['index']}]" if p.get("index") is not None else "")
               + f": {p['kind']}" for p in r[key]["problems"]]
     meaningful = len(L) > 2 + sum(line.endswith(": same") for line in L)
-    L.append("verdict: " + ("equal" if r["equal"] else "different" if meaningful
-                            else "the same step, contract and planes in another layout"))
+    L.append("verdict: " + ("equal" if r["equal"] else "not compared" if r["identical"] is None
+                            else "different" if meaningful else "the same step, contract and planes in another layout"))
     return L
 
 

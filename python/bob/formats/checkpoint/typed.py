@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bob.arrays import NotAnArray, foreign_array, is_foreign, is_masked
-from bob.errors import BadValue, flag_value, integer_field, integer_value, shown_kind
+from bob.errors import BadValue, flag_value, integer_field, integer_value, real_value, shown_kind
 from bob.fileio import write_atomic
 from bob.formats.checkpoint.examination import Examination, examine
 from bob.formats.checkpoint.header import HEADER_BYTES, check_pin, envelope_header, hashlib_sha256, header_length
@@ -59,6 +59,10 @@ def _plane(value: Any, name: str) -> np.ndarray:
         raise BadValue(name, f"{_A_PLANE}; {exc.reason}") from None
     except (TypeError, ValueError) as exc:
         raise BadValue(name, f"{_A_PLANE} ({type(exc).__name__})") from None
+    if isinstance(value, (list, tuple)) and arr.dtype.kind in "fiu":  # each item a number (a bool is none)
+        items = np.asarray(value, dtype=object).reshape(-1)
+        if (k := next((i for i, x in enumerate(items) if real_value(x) is None), None)) is not None:
+            raise BadValue(name, f"{_A_PLANE}: each value a number", actual=shown_kind(items[k]), index=k)
     if arr.shape not in ((PARAMETER_COUNT,), TABLE_SHAPE):
         raise BadValue(name, f"a plane holds {PARAMETER_COUNT} values (flat, or {VOCABULARY} x {VOCABULARY})",
                        expected=f"shape ({PARAMETER_COUNT},) or {TABLE_SHAPE}", actual=f"shape {arr.shape}")
