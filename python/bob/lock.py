@@ -108,6 +108,9 @@ class TargetLock:
         deadline = time.monotonic() + self.wait_seconds
         for _attempt in range(_RETRIES):
             fd, writable = self._open()
+            if os.fstat(fd).st_nlink == 0:  # its holder removed it since it was opened: the path's next file
+                os.close(fd)
+                continue
             locked = False
             try:
                 self._checked(fd, first=True)  # before waiting: a hard link to the checkpoint is refused at once

@@ -125,7 +125,7 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     committed with the pair (:class:`bob.commit.Commit`).
     """
     from bob.commit import Commit, clean_stale_temporaries
-    from bob.fileio import identity, refuse_unreplaceable
+    from bob.fileio import refuse_unreplaceable
     from bob.formats import canonical
     from bob.formats.checkpoint import pin_problem, sha256
     from bob.invocation import advance, buffer_planes, sealed_buffer
@@ -155,7 +155,7 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
             with about(option, path):  # now that no backup link of a killed run is a second name
                 refuse_unreplaceable(target)
         with about("--checkpoint", checkpoint_path, "checkpoint"):
-            read_from = identity(checkpoint_target)
+            read_from = _version(checkpoint_target)
             step_before, buffer, header_bytes = _read_state(checkpoint_target, expect_checkpoint, checkpoint_path)
             digests: "list[tuple[bytes, bytes, bytes]] | None" = [] if traced else None
             step_after, losses, records = advance(*buffer_planes(buffer), contexts, targets, prompt_words,
@@ -168,8 +168,8 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
             deferral.check()
             for lock in locks:
                 lock.still_held()
-            if identity(checkpoint_target) != read_from:
-                raise Refused("was replaced by another process while this run trained; nothing was changed",
+            if _version(checkpoint_target) != read_from:
+                raise Refused("was changed or replaced by another process while this run trained; nothing was changed",
                               option="--checkpoint", path=checkpoint_path, code=EXIT_BUSY)
 
         more = tuple((target, canonical.run_trace(contexts, targets, prompt_words, step_before, losses, digests or [],
@@ -187,6 +187,17 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     summary = _summary(step_before, step_after, losses, prompt_words, records, checkpoint_path,
                        sha256(checkpoint_data), predictions_path, prediction_bytes, cleaned, commit.problems)
     return summary if trace_path is None else {**summary, "trace_file": show_path(trace_path)}
+
+
+def _version(path: str) -> "tuple[int, ...] | None":
+    """What tells the checkpoint read from another: its device, inode, size, mtime and ctime (an inode
+    number alone would not: a file rewritten in place keeps it, and ext4 gives a replaced file's
+    number to the next new file). None when nothing is there."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
 def _trace_target(trace_path: str, input_path: str, checkpoint_target: str, predictions_target: str) -> str:

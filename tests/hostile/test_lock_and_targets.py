@@ -504,3 +504,45 @@ def test_a_path_through_a_link_loop_or_a_file_is_refused_for_what_it_is(tmp_path
     out = subprocess.run([str(Path(sys.executable).parent / "bob-fuzz"), "minimize", str(tmp_path / "afile"),
                           "--target", "input", "--output", ""], capture_output=True, text=True)
     assert out.returncode == 2 and "--output" in out.stderr and not list(tmp_path.glob("*.min")), out.stderr
+
+
+def test_a_lock_file_its_holder_removed_since_it_was_opened_is_opened_again(tmp_path: Path, monkeypatch) -> None:
+    """A waiter that opened the lock file just before its holder removed it found 0 links and refused
+    (exit 2, "it has 0 hard links"), where the holder had done nothing wrong."""
+    target = str(tmp_path / "ck.bin")
+    lock = bob.lock.TargetLock(target, 0.0)
+    real = bob.lock.TargetLock._open
+    calls = []
+
+    def opened_then_removed(self):
+        fd, writable = real(self)
+        if not calls:
+            os.unlink(self.path)  # its holder's __exit__, between this open and the checks
+        calls.append(fd)
+        return fd, writable
+
+    monkeypatch.setattr(bob.lock.TargetLock, "_open", opened_then_removed)
+    with lock:
+        assert os.path.exists(lock.path) and len(calls) == 2
+    assert not os.path.exists(lock.path)
+
+
+def test_a_plain_path_renamed_over_while_it_is_resolved_is_no_changed_link(tmp_path: Path, monkeypatch) -> None:
+    """Another run's commit renamed between replace_target's two stats: "it changed while its links were
+    resolved" (exit 2), for a path with no link at all."""
+    from bob import fileio
+
+    path = tmp_path / "ck.bin"
+    path.write_bytes(b"old")
+    real, stats = os.stat, []
+
+    def renamed_after_the_first_stat(p, *a, **k):
+        st = real(p, *a, **k)
+        if os.fspath(p) == str(path) and not stats:
+            stats.append(st)
+            (tmp_path / "new").write_bytes(b"new")
+            os.replace(tmp_path / "new", path)  # a concurrent commit
+        return st
+
+    monkeypatch.setattr(os, "stat", renamed_after_the_first_stat)
+    assert fileio.replace_target(str(path)) == str(path) and stats

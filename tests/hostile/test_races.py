@@ -143,3 +143,25 @@ def test_the_hook_is_inert_unless_set_and_pauses_once(tmp_path: Path, monkeypatc
         pause_at("staged")
         pause_at("staged")  # once: the hook is gone
     assert meeting.met and seen == ["met"]
+
+
+@pytest.mark.parametrize("how", ["in place", "replaced twice"])
+def test_a_checkpoint_changed_while_a_run_trained_is_never_overwritten(work: Path, how: str) -> None:
+    """The check before the commit compared (device, inode) only: a checkpoint rewritten in place kept
+    it, and two atomic replaces on ext4 gave the path its first inode number again; bob-run then wrote
+    its step 20 over the other writer's checkpoint and exited 0 (an update lost)."""
+    step10 = bob.invoke(RECORD, b"", threads=1).checkpoint
+    (work / "ck.bin").write_bytes(step10.to_bytes())
+    step20 = bob.invoke(RECORD, step10, threads=1).checkpoint
+    step30 = bob.invoke(RECORD, step20, threads=1).checkpoint
+
+    def change() -> None:
+        if how == "in place":
+            with open(work / "ck.bin", "r+b") as f:
+                f.write(step30.to_bytes())
+        else:
+            for checkpoint in (step20, step30):
+                checkpoint.write(work / "ck.bin")
+
+    code, _ = first_run_meets(work, "staged", change)
+    assert code == 75 and (work / "ck.bin").read_bytes() == step30.to_bytes()
