@@ -254,6 +254,16 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _place(real: str) -> "tuple[int, int, str] | None":
+    """A name as (device and inode of its directory, name): one however a bind mount shows the directory
+    (a hard link of the file is another place). None where the directory cannot be found."""
+    try:
+        home = os.stat(os.path.dirname(real) or ".")
+    except OSError:
+        return None
+    return home.st_dev, home.st_ino, os.path.basename(real)
+
+
 def clean_stale_temporaries(path: "str | os.PathLike[str]", *, holding_lock: bool = False,
                             keep: "Sequence[str | os.PathLike[str]]" = ()) -> list[str]:
     """Remove the temporary files :func:`bob.fileio.write_atomic` (and this commit) left beside ``path``'s
@@ -263,19 +273,19 @@ def clean_stale_temporaries(path: "str | os.PathLike[str]", *, holding_lock: boo
     is all a writer without a lock can judge by. ``holding_lock``: the caller
     holds the target's lock (``bob-run``), so every temporary of the target
     is stale, whoever left it (a pid says nothing across PID namespaces).
-    A name ``keep`` gives (symbolic links followed; a hard link of it is another name) is left alone.
+    A name ``keep`` gives is left alone (:func:`_place`: links followed, bind mounts seen through).
     """
     holding_lock = flag_value(holding_lock, "holding_lock")  # ("False" would remove live writers' files)
     try:
         target = os.path.realpath(os.fsdecode(path))  # (a bytes path as write_atomic takes it)
-        kept = {os.path.realpath(os.fsdecode(given)) for given in keep}
+        kept = {_place(os.path.realpath(os.fsdecode(given))) for given in keep}
     except (OSError, ValueError):  # pragma: no cover
         return []
     directory, name = os.path.split(target)
     prefix = sidecar_name(name, TEMP_MARK)
     removed: list[str] = []
     try:
-        entries = os.listdir(directory or ".")
+        entries, home = os.listdir(directory or "."), os.stat(directory or ".")
     except OSError:
         return removed
     for entry in entries:
@@ -288,7 +298,7 @@ def clean_stale_temporaries(path: "str | os.PathLike[str]", *, holding_lock: boo
         if not holding_lock and (pid == os.getpid() or _pid_alive(pid)):
             continue
         full = os.path.join(directory, entry)
-        if full in kept:
+        if (home.st_dev, home.st_ino, entry) in kept:
             continue
         try:
             if stat.S_ISREG(os.lstat(full).st_mode):

@@ -165,7 +165,7 @@ def replace_target(path: "str | os.PathLike[str]", *, check_replaceable: bool = 
         return target
     if not stat.S_ISREG(st.st_mode):
         raise NotARegularFile(text, st.st_mode)
-    if target != os.path.abspath(text) and not os.path.samestat(st, os.stat(target)):  # (no link: no change of one)
+    if not os.path.samestat(st, os.stat(target)) and os.path.realpath(text) != target:  # (a rename since: no link)
         raise FileNotFoundError(errno.ENOENT, "it changed while its links were resolved", text)
     if check_replaceable:
         refuse_unreplaceable(text, st)

@@ -334,8 +334,9 @@ def test_a_file_the_command_line_names_is_never_taken_for_a_stale_temporary(work
 def test_two_paths_through_a_bind_mount_to_one_new_file_are_one_file(work: Path) -> None:
     """Not there yet, the same name in one directory seen at two paths was two files: the trace was
     written and then replaced by the predictions (exit 0), a checkpoint with predictions on it
-    was "replaced by another process" (exit 75, try again: for ever), and the checkpoint's lock
-    file was taken for predictions."""
+    was "replaced by another process" (exit 75, try again: for ever), the checkpoint's lock
+    file was taken for predictions, and an input named like a temporary, given through the
+    mount, was removed as one."""
     import subprocess as sp
 
     seen = work / "seen"
@@ -344,6 +345,12 @@ def test_two_paths_through_a_bind_mount_to_one_new_file_are_one_file(work: Path)
     if done.returncode != 0:
         pytest.skip(f"cannot bind-mount here: {done.stderr.decode().strip()}")
     try:
+        named = seen / ".new.bob.bob-tmp-999999999-0123456789ab"  # an input named as bob names a temporary
+        (work / named.name).write_bytes((work / "rec.bin").read_bytes())
+        out = command("bob-run", "--input", named, "--checkpoint", work / "new.bob", "--predictions", work / "p.bin",
+                      "--expect-checkpoint", "0" * 64)
+        assert out.returncode == 2 and (work / named.name).exists(), out.stderr  # kept, seen through the mount
+        (work / named.name).unlink()
         for option, said, extra in (
                 ("--trace", "names the same file as --predictions", ["--predictions", work / "p.bin", "--trace",
                                                                       seen / "p.bin"]),

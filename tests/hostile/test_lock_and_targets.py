@@ -527,22 +527,25 @@ def test_a_lock_file_its_holder_removed_since_it_was_opened_is_opened_again(tmp_
     assert not os.path.exists(lock.path)
 
 
-def test_a_plain_path_renamed_over_while_it_is_resolved_is_no_changed_link(tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("through", ["ck.bin", "link"])
+def test_a_path_renamed_over_while_it_is_resolved_is_no_changed_link(tmp_path: Path, monkeypatch,
+                                                                     through: str) -> None:
     """Another run's commit renamed between replace_target's two stats: "it changed while its links were
-    resolved" (exit 2), for a path with no link at all."""
+    resolved" (exit 2), where no link had changed (a plain path, or one through a link)."""
     from bob import fileio
 
     path = tmp_path / "ck.bin"
     path.write_bytes(b"old")
+    (tmp_path / "link").symlink_to("ck.bin")
     real, stats = os.stat, []
 
     def renamed_after_the_first_stat(p, *a, **k):
         st = real(p, *a, **k)
-        if os.fspath(p) == str(path) and not stats:
+        if os.fspath(p) == str(tmp_path / through) and not stats:
             stats.append(st)
             (tmp_path / "new").write_bytes(b"new")
             os.replace(tmp_path / "new", path)  # a concurrent commit
         return st
 
     monkeypatch.setattr(os, "stat", renamed_after_the_first_stat)
-    assert fileio.replace_target(str(path)) == str(path) and stats
+    assert fileio.replace_target(str(tmp_path / through)) == str(path) and stats
