@@ -233,10 +233,12 @@ def train(p: "PlaneLike", m: "PlaneLike", v: "PlaneLike", contexts: "PairsLike |
     hold the state after them. While it runs, another call of the core on
     the same memory (another thread's) is refused with ``BufferError``.
     """
+    if not isinstance(kernel, str):  # (str() made None "None" and took any object that prints a name)
+        raise TypeError(f"kernel must be a str (\"auto\" or one of kernels()); got {shown_kind(kernel)}")
     return _core.train((_plane(p, "p", True), _plane(m, "m", True), _plane(v, "v", True)),
                        (_pair_buffer(contexts, "contexts"), _pair_buffer(targets, "targets")),
                        _whole(step, "step"), _whole(updates, "updates"), threads=_whole(threads, "threads"),
-                       kernel=str(kernel))
+                       kernel=kernel)
 
 
 def reading(p: Any, m: Any, v: Any) -> Any:

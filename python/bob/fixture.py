@@ -34,7 +34,7 @@ def fixture_parser() -> "argparse.ArgumentParser":
                 try:
                     value = bytes.fromhex(values)
                 except ValueError:
-                    parser.error(f"--prompt-hex: {show_path(values)} is not hex (pairs of 0-9a-f)")
+                    raise argparse.ArgumentError(self, f"{show_path(values)} is not hex (pairs of 0-9a-f)") from None
             else:
                 value = os.fsencode(values)
             prompts.append(value)
@@ -63,24 +63,23 @@ def read_corpus(path: str) -> tuple[bytes, int]:
 
     Only a regular file is read, and only its first bytes.
     """
-    from bob.fileio import FileTooLarge, open_regular, read_bounded
+    from bob.fileio import open_regular, refuse_if_working_directory_gone
     from bob.formats.constants import VOCABULARY
 
     need = VOCABULARY + 1
     try:
-        data = read_bounded(path, need)
-    except FileTooLarge:
-        fd, st = open_regular(path, os.O_RDONLY)  # opened as every path bob is given
-        try:
-            head = b""
-            while len(head) < need and (more := os.read(fd, need - len(head))):
-                head += more
-        finally:
-            os.close(fd)
-        return head, st.st_size
-    if data is None:
-        raise FileNotFoundError(2, "no such file", path)
-    return data, len(data)
+        fd, st = open_regular(path, os.O_RDONLY)  # opened once, as every path bob is given
+    except FileNotFoundError:
+        refuse_if_working_directory_gone(path)  # (an empty path, the directory gone: said as such)
+        raise FileNotFoundError(2, "no such file", path) from None
+    try:
+        head = b""
+        while len(head) < need and (more := os.read(fd, need - len(head))):
+            head += more
+    finally:
+        os.close(fd)
+    # its size: what was read where it ended sooner (a /sys file says 4096), at least that (/proc says 0)
+    return head, len(head) if len(head) < need else max(st.st_size, len(head))
 
 
 def build(args) -> dict:

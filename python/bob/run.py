@@ -81,9 +81,9 @@ def _read_record(path: str) -> "tuple[bytes, bytes, tuple[int, ...]]":
     return record.contexts.tobytes(), record.targets.tobytes(), record.prompt_words
 
 
-def _read_state(path: str, pin: "str | None" = None, shown: str = "") -> "tuple[int, bytearray, int | None]":
-    """(step, buffer, header_bytes) of the checkpoint at ``path``, read once
-    (:func:`bob.invocation.state_buffer`); a missing or empty file is the fresh state.
+def _read_state(path: str, pin: "str | None" = None, shown: str = "") -> "tuple[int, bytearray, int | None, bool]":
+    """(step, buffer, header_bytes, fresh) of the checkpoint at ``path``, read once
+    (:func:`bob.invocation.state_buffer`); a missing or empty file is the fresh state (a file at step 0 is not).
     ``pin`` (``--expect-checkpoint``): the bytes read are refused, before anything
     else, unless their SHA-256 is that one (a missing or empty file never is)."""
     from bob.formats.constants import MAX_CHECKPOINT_BYTES
@@ -100,7 +100,7 @@ def _read_state(path: str, pin: "str | None" = None, shown: str = "") -> "tuple[
             got = "" if err.actual is None else f", got {err.actual}"
             raise Refused(f"{err.message} (expected {err.expected}{got}); nothing was trained or written",
                           option="--expect-checkpoint", path=shown) from None
-    return state_buffer(data)
+    return (*state_buffer(data), not data)
 
 
 # --------------------------------------------------------------------------- #
@@ -156,7 +156,8 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
                 refuse_unreplaceable(target)
         with about("--checkpoint", checkpoint_path, "checkpoint"):
             read_from = _version(checkpoint_target)
-            step_before, buffer, header_bytes = _read_state(checkpoint_target, expect_checkpoint, checkpoint_path)
+            step_before, buffer, header_bytes, fresh = _read_state(checkpoint_target, expect_checkpoint,
+                                                                   checkpoint_path)
             digests: "list[tuple[bytes, bytes, bytes]] | None" = [] if traced else None
             step_after, losses, records = advance(*buffer_planes(buffer), contexts, targets, prompt_words,
                                                   step_before, threads=threads, digests=digests)
@@ -185,7 +186,7 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
         release(locks)
 
     summary = _summary(step_before, step_after, losses, prompt_words, records, checkpoint_path,
-                       sha256(checkpoint_data), predictions_path, prediction_bytes, cleaned, commit.problems)
+                       sha256(checkpoint_data), predictions_path, prediction_bytes, cleaned, commit.problems, fresh)
     return summary if trace_path is None else {**summary, "trace_file": show_path(trace_path)}
 
 
@@ -247,14 +248,14 @@ def _outputs(input_path: str, checkpoint_path: str, predictions_path: str,
 
 def _summary(step_before: int, step_after: int, losses: "list[float]", prompt_words: "tuple[int, ...]",
              records: "list[tuple[int, int]]", checkpoint_path: str, checkpoint_sha256: bytes, predictions_path: str,
-             prediction_bytes: bytes, cleaned: "list[str]", problems: "list[str]") -> dict:
+             prediction_bytes: bytes, cleaned: "list[str]", problems: "list[str]", fresh: bool) -> dict:
     """The JSON-ready summary of a committed invocation (:func:`run_files`)."""
     from bob.formats.constants import EMPTY_PROMPT
 
     return {
         "step_before": step_before,
         "step_after": step_after,
-        "fresh": step_before == 0,
+        "fresh": fresh,
         "losses": [float(x) for x in losses],
         "predictions": [
             {

@@ -110,6 +110,19 @@ def test_empty_checkpoint_file_is_a_fresh_run(work: Path) -> None:
     assert sha(work / "ck.bin") == CKPT_SHA_10
 
 
+def test_a_checkpoint_file_at_step_0_is_no_fresh_start(work: Path) -> None:
+    """bob-run called a step-0 checkpoint file a fresh start ("fresh": true) though P came from the file,
+    where bob-inspect (and the contract: a missing or empty file) said otherwise."""
+    zero = np.zeros(bob.core.PARAMETER_COUNT, np.float32)
+    at_step_0 = bob.Checkpoint(0, np.full(bob.core.PARAMETER_COUNT, 0.5, np.float32), zero, zero)
+    at_step_0.write(work / "ck.bin")
+    out = json.loads(run(work, "--json").stdout)
+    assert out["step_before"] == 0 and out["fresh"] is False
+    at_step_0.write(work / "ck.bin")
+    assert run(work).stdout.splitlines()[0] == "bob-run: step 0 -> 10"
+    assert run(work, ckpt="missing.bin").stdout.splitlines()[0] == "bob-run: step 0 -> 10 (fresh start)"
+
+
 # ------------------------------------------------------- fresh-process resume ---
 def test_five_processes_equal_one_process_of_all_their_updates(work: Path) -> None:
     for _ in range(5):
@@ -131,6 +144,23 @@ def test_fixture_prompts_mix_text_and_hex_in_command_line_order(tmp_path: Path) 
     rec = bob.load_input(out.read_bytes())
     assert rec.prompt_words == (0xFF, 0xFFFFFFFF, ord("r"))
     assert rec.to_bytes() == bob.build_input(b"hello world", [b"\x00\xff", b"", b"wor"]).to_bytes()
+
+
+def test_fixture_says_a_corpus_files_size_as_read(tmp_path: Path) -> None:
+    """/proc files say size 0: corpus_bytes was 0 (the record was built from 257 bytes); the size came
+    from a second open of the path, not from the bytes read."""
+    if not os.path.exists("/proc/self/status"):
+        pytest.skip("no /proc here")
+    out = cmd("bob-fixture", "--corpus", "/proc/self/status", "--prompt", "a", "--prompt", "b", "--prompt", "c",
+              "--output", str(tmp_path / "r.bin"), "--json")
+    assert json.loads(out.stdout)["corpus_bytes"] == 257
+
+
+def test_fixture_names_prompt_hex_in_its_refusal(tmp_path: Path) -> None:
+    """A bad --prompt-hex was a usage error naming no option ("option": null)."""
+    out = cmd("bob-fixture", "--text", "abc", "--prompt-hex", "zz", "--prompt", "b", "--prompt", "c", "--output",
+              str(tmp_path / "r.bin"), "--json", check=2)
+    assert json.loads(out.stdout)["error"]["option"] == "--prompt-hex" and "zz is not hex" in out.stderr
 
 
 def test_fixture_reads_a_corpus_file(tmp_path: Path) -> None:

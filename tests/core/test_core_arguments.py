@@ -173,3 +173,12 @@ def test_pairs_in_any_integer_container_are_read_as_values() -> None:
     for given in (array.array("H", list(contexts)), array.array("I", list(contexts)), np.frombuffer(contexts, np.uint8),
                   memoryview(bytes(b for c in contexts for b in (c, 0)))[::2]):
         assert core.train(*core.initial_planes(), given, targets, 0, 2) == want, given
+
+
+@pytest.mark.parametrize("kernel", [None, 5, b"auto"])
+def test_a_kernel_is_named_by_a_str(kernel) -> None:
+    """str() made None "None" (a ValueError: no such kernel) and took any object that printed a name."""
+    p, m, v = bob.core.initial_planes()
+    record = bob.build_input(b"abracadabra", [b"abra", b"cad", b""])
+    with pytest.raises(TypeError, match=r'^kernel must be a str \("auto" or one of kernels\(\)\); got '):
+        bob.core.train(p, m, v, record.contexts, record.targets, 0, 1, kernel=kernel)

@@ -351,6 +351,15 @@ def test_a_plane_of_the_wrong_size_is_named_before_its_neighbours_are_held_to_it
         train(p[:-1].copy(), m, v)  # (M's 65,536 values are not the error)
 
 
+@pytest.mark.parametrize("size", [0, 10, N - 1])
+def test_initialize_refuses_a_plane_of_no_square_size_as_every_call_does(size):
+    """It filled 10 or 0 values and returned, where train, predict and resume_problem refuse them."""
+    p = np.full(size, 7.0, np.float32)
+    with pytest.raises(_core.CoreError, match=rf"^P holds {size} values, which is not rows x rows"):
+        _core.initialize(p, b"s")
+    assert (p == 7.0).all()
+
+
 @pytest.mark.parametrize("shape", [(2, N // 2), (16, 64, 64), (1, 1, N)])
 def test_a_plane_that_is_no_square_table_is_refused_by_every_call(shape):
     p, m, v = planes()

@@ -102,6 +102,7 @@ fn xxh3_128_each<'py>(py: Python<'py>, buffers: Vec<Bound<'py, PyAny>>) -> PyRes
 fn initialize(py: Python<'_>, p: &Bound<'_, PyAny>, seed: &Bound<'_, PyBytes>) -> PyResult<()> {
     let p = plane(p, "P")?;
     check_shape(&p, "P")?;
+    bob_core::vocabulary_of(p.len).map_err(core_error)?; // (as train and predict refuse it: §6.1 fills a table)
     let _loans = Loans::take(&[loan(&p, "P", true)])?;
     let seed = seed.as_bytes().to_vec();
     let lent = Lent(p.ptr, p.len);
