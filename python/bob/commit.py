@@ -37,7 +37,7 @@ from bob import fileio
 from bob.commands import Refused, about, os_reason
 from bob.errors import flag_value
 from bob.fileio import TEMP_MARK, discard_temporary, fsync_directory, sidecar_name, temporary_name
-from bob.lock import pause_at
+from bob.lock import pause_at, place
 from bob.text import show_path
 
 TYPE_CHECKING = False
@@ -254,16 +254,6 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _place(real: str) -> "tuple[int, int, str] | None":
-    """A name as (device and inode of its directory, name): one however a bind mount shows the directory
-    (a hard link of the file is another place). None where the directory cannot be found."""
-    try:
-        home = os.stat(os.path.dirname(real) or ".")
-    except OSError:
-        return None
-    return home.st_dev, home.st_ino, os.path.basename(real)
-
-
 def clean_stale_temporaries(path: "str | os.PathLike[str]", *, holding_lock: bool = False,
                             keep: "Sequence[str | os.PathLike[str]]" = ()) -> list[str]:
     """Remove the temporary files :func:`bob.fileio.write_atomic` (and this commit) left beside ``path``'s
@@ -273,12 +263,12 @@ def clean_stale_temporaries(path: "str | os.PathLike[str]", *, holding_lock: boo
     is all a writer without a lock can judge by. ``holding_lock``: the caller
     holds the target's lock (``bob-run``), so every temporary of the target
     is stale, whoever left it (a pid says nothing across PID namespaces).
-    A name ``keep`` gives is left alone (:func:`_place`: links followed, bind mounts seen through).
+    A name ``keep`` gives is left alone (:func:`bob.lock.place`: links followed, bind mounts seen through).
     """
     holding_lock = flag_value(holding_lock, "holding_lock")  # ("False" would remove live writers' files)
     try:
         target = os.path.realpath(os.fsdecode(path))  # (a bytes path as write_atomic takes it)
-        kept = {_place(os.path.realpath(os.fsdecode(given))) for given in keep}
+        kept = {place(os.path.realpath(os.fsdecode(given))) for given in keep}
     except (OSError, ValueError):  # pragma: no cover
         return []
     directory, name = os.path.split(target)

@@ -49,7 +49,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from bob.signals import Deferral
 
 __all__ = ["LOCK_TAG", "lock_path_for", "TargetLock", "lock_targets", "release", "refuse_if_lock_of", "COMMIT_WINDOW",
-           "PAUSE_ENV", "pause_at"]
+           "PAUSE_ENV", "pause_at", "place"]
 
 LOCK_TAG = ".bob-lock"
 _MOST_LOCK_BYTES = 32  # a lock file holds nothing but its holder's pid and a newline
@@ -213,6 +213,16 @@ class TargetLock:
         self.fd = None
 
 
+def place(path: str) -> "tuple[int, int, str] | None":
+    """A name as (its directory's device and inode, the name): one however a bind mount shows the
+    directory (a hard link of the file is another place). None where the directory cannot be found."""
+    try:
+        home = os.stat(os.path.dirname(path) or ".")
+    except OSError:
+        return None
+    return home.st_dev, home.st_ino, os.path.basename(path)
+
+
 def lock_targets(outputs: "tuple[tuple[str, str, str], ...]", wait_seconds: float,
                  deferral: "Deferral | None" = None) -> "list[TargetLock]":
     """A :class:`TargetLock` of each of a run's ``outputs`` (option, path, resolved target), all within one
@@ -222,11 +232,8 @@ def lock_targets(outputs: "tuple[tuple[str, str, str], ...]", wait_seconds: floa
     those taken are released."""
     places: dict[tuple[int, int, str], tuple[str, str, str]] = {}
     for option, path, target in outputs:
-        try:
-            home = os.stat(os.path.dirname(target))
-        except OSError:  # (the lock's own open says why)
-            home = os.stat_result((0,) * 10)
-        places.setdefault((home.st_dev, home.st_ino, os.path.basename(lock_path_for(target))), (option, path, target))
+        lock = lock_path_for(target)  # (no directory: the lock's own open says why)
+        places.setdefault(place(lock) or (0, 0, os.path.basename(lock)), (option, path, target))
     deadline = time.monotonic() + wait_seconds
     locks: list[TargetLock] = []
     try:
