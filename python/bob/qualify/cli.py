@@ -25,7 +25,7 @@ from bob.commands import (
 )
 from bob.distribution import install_hint
 from bob.fileio import replace_target
-from bob.text import emit, show_path
+from bob.text import emit
 
 PROG = "bob-qualify"
 
