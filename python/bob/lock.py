@@ -108,12 +108,12 @@ class TargetLock:
         deadline = time.monotonic() + self.wait_seconds
         for _attempt in range(_RETRIES):
             fd, writable = self._open()
-            if os.fstat(fd).st_nlink == 0:  # its holder removed it since it was opened: the path's next file
-                os.close(fd)
-                continue
             locked = False
             try:
-                self._checked(fd, first=True)  # before waiting: a hard link to the checkpoint is refused at once
+                # before waiting: a hard link to the checkpoint is refused at once
+                if self._checked(fd, first=True) is None:  # its holder removed it since: the path's next file
+                    os.close(fd)
+                    continue
                 self._wait_for(fd, deadline)
                 locked = True
                 held = _identity(os.fstat(fd))
@@ -161,9 +161,12 @@ class TargetLock:
             except OSError as exc:
                 raise self._unusable(_reason(exc)) from None
 
-    def _checked(self, fd: int, first: bool = False) -> os.stat_result:
-        """The lock file as found (``first``: also holding nothing but a pid), refused otherwise."""
+    def _checked(self, fd: int, first: bool = False) -> "os.stat_result | None":
+        """The lock file as found (``first``: also holding nothing but a pid, and None if it was removed
+        since it was opened), refused otherwise."""
         st = os.fstat(fd)
+        if first and st.st_nlink == 0:
+            return None
         if st.st_nlink != 1:
             raise self._unusable(f"it has {st.st_nlink} hard links (a lock file has one; bob never truncates "
                                  "another file's name)")
