@@ -69,8 +69,12 @@ def beyond(a: "npt.ArrayLike", b: "npt.ArrayLike", *, ulp: int | None = None,
     close = np.zeros(a.shape, dtype=bool)
     if ulp is not None:
         close |= both & (ulp_distance(a, b) <= ulp)
-    if atol is not None:
-        close |= both & (np.abs(a.astype(np.float64) - b.astype(np.float64)) <= atol)
+    if atol is not None:  # widened where both are finite only: a signalling NaN's cast warns
+        x, y = a[both].astype(np.float64), b[both].astype(np.float64)
+        d = x - y  # rounded when the exponents are far apart; a - b is exactly d + e (TwoSum, no overflow
+        z = d - x  # in float64), so only a tie of |d| with atol needs e's sign
+        e = (x - (d - z)) - (y + z)
+        close[both] |= (np.abs(d) < atol) | ((np.abs(d) == atol) & (e * np.sign(d) <= 0))
     return out & ~close
 
 

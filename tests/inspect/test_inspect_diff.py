@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
-from bob.analysis import ordered_keys, ulp_distance
+from bob.analysis import beyond, ordered_keys, ulp_distance
 
 AB = 97 * 256 + 98  # the parameter (context 'a', next 'b')
 DIFF_KEYS = {"command", "a", "b", "identical", "first_differing_offset", "header", "planes", "ok", "verdict",
@@ -81,6 +83,17 @@ def test_diff_against_the_fresh_state(cli, files):
     assert r["planes"]["M"]["differing"] > 0 and r["problems_found"] is False
     assert "header: not compared (a zero-byte checkpoint has no header)" in cli.text(
         "diff", str(files / "empty.bin"), str(files / "ck1.bin"), code=1)
+
+
+def test_atol_compares_the_exact_distance_and_never_warns():
+    tiny = np.uint32(0x80000001).view(np.float32)  # -2**-149: 0.5 - tiny is 0.5 in float64, exactly 0.5 + 2**-149
+    a, b = np.array([0.5, tiny, 0.5, 1.0], np.float32), np.array([tiny, 0.5, 0.0, 1.0], np.float32)
+    assert list(beyond(a, b, atol=0.5)) == [True, True, False, False]  # either sign; a tie of 0.5 exactly is within
+    assert not beyond(a, b, atol=float(np.nextafter(0.5, 1.0))).any()
+    snan = np.array([np.uint32(0x7F800001).view(np.float32), 1.0], np.float32)  # a signalling NaN beside a value
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert list(beyond(snan, np.array([0.0, 1.5], np.float32), atol=1.0)) == [True, False]
 
 
 def test_ulp_distance_is_on_a_monotonic_integer_line():
