@@ -158,6 +158,7 @@ def safetensors_bytes(checkpoint: "Checkpoint", *, for_resume: bool = True) -> b
     written here, since the library keeps metadata in a hash map seeded per process (the
     library reads the file: ``tests/formats/test_interop.py``)."""
     safetensors_library()
+    checkpoint = checkpoint.copy()  # one state, under the core's loans (a train meanwhile: BufferError)
     checkpoint._refuse_unwritable("Checkpoint.to_safetensors", for_resume)
     tables = {name: np.ascontiguousarray(t, dtype=PLANE_DTYPE) for name, t in checkpoint.tables.items()}
     header: dict[str, Any] = {"__metadata__": metadata(checkpoint)}
@@ -190,6 +191,7 @@ def read_safetensors(path: "str | os.PathLike[str]", make: "type[Checkpoint]", *
 def npz_bytes(checkpoint: "Checkpoint", *, for_resume: bool = True) -> bytes:
     """The checkpoint as an ``.npz`` file's bytes: what ``numpy.savez`` writes, with fixed
     member times, so that the same checkpoint always gives the same bytes."""
+    checkpoint = checkpoint.copy()  # one state, under the core's loans (a train meanwhile: BufferError)
     checkpoint._refuse_unwritable("Checkpoint.to_npz", for_resume)
     members = {name: np.ascontiguousarray(t, dtype=PLANE_DTYPE) for name, t in checkpoint.tables.items()}
     members[METADATA_MEMBER] = np.array(json.dumps(metadata(checkpoint), sort_keys=True))  # the JSON text

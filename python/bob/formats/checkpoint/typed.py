@@ -195,11 +195,19 @@ class Checkpoint:
 
         A state ``bob-run`` would refuse to resume is refused with a reader's
         :class:`~bob.FormatError` unless ``for_resume=False`` (for test files).
-        Each plane is hashed and copied once, under the core's read loans (:func:`bob.core.reading`).
+        Each plane is checked, hashed and copied once, under the core's read loans (:meth:`_loans`).
         """
+        return self._bytes("Checkpoint.to_bytes", header_bytes, for_resume)
+
+    def _loans(self) -> Any:
+        """The core's read loans on the planes (:func:`bob.core.reading`) for a ``with`` block: no train of them
+        meanwhile, so a writer writes the state it checked, and a copy or a comparison reads one state."""
         core = sys.modules.get("bob.core")  # (not loaded: no train of these planes can be running)
-        with core.reading(self.p, self.m, self.v) if core is not None else contextlib.nullcontext():
-            self._refuse_unwritable("Checkpoint.to_bytes", for_resume)
+        return core.reading(self.p, self.m, self.v) if core is not None else contextlib.nullcontext()
+
+    def _bytes(self, what: str, header_bytes: int | None, for_resume: bool) -> bytes:  # to_bytes, for ``what``
+        with self._loans():
+            self._refuse_unwritable(what, for_resume)
             hb = _header_bytes(self.header_bytes if header_bytes is None else header_bytes, self.contract)
             planes = [_le_bytes(a) for a in (self.p, self.m, self.v)]
             c = self.contract
@@ -221,8 +229,7 @@ class Checkpoint:
     def write(self, path: "str | os.PathLike[str]", *, for_resume: bool = True) -> None:
         """Replace the file at ``path`` with this checkpoint, atomically, refusing
         first what :meth:`to_bytes` refuses."""
-        self._refuse_unwritable("Checkpoint.write", for_resume)
-        write_atomic(path, self.to_bytes(for_resume=False))
+        write_atomic(path, self._bytes("Checkpoint.write", None, for_resume))
 
     # -- other tools' files (bob.interop, which never imports the checkpoint back)
 
@@ -260,8 +267,9 @@ class Checkpoint:
             refuse_unresumable(self, what)
 
     def copy(self) -> "Checkpoint":
-        step, header_bytes, contract, p, m, v = self._written()  # (a reassigned field: converted and checked)
-        return Checkpoint(step, p.copy(), m.copy(), v.copy(), header_bytes, contract)
+        with self._loans():
+            step, header_bytes, contract, p, m, v = self._written()  # (a reassigned field: converted and checked)
+            return Checkpoint(step, p.copy(), m.copy(), v.copy(), header_bytes, contract)
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready description (the golden vectors' ``.json``)."""
@@ -270,9 +278,10 @@ class Checkpoint:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Checkpoint):
             return NotImplemented
-        mine, theirs = self._written(), other._written()  # (a field may have been reassigned: a float step, a table)
-        return mine[:3] == theirs[:3] and all(np.array_equal(a.view(np.uint32), b.view(np.uint32))
-                                              for a, b in zip(mine[3:], theirs[3:]))
+        with self._loans(), other._loans():
+            mine, theirs = self._written(), other._written()  # (a field may have been reassigned: a float step, a table)
+            return mine[:3] == theirs[:3] and all(np.array_equal(a.view(np.uint32), b.view(np.uint32))
+                                                  for a, b in zip(mine[3:], theirs[3:]))
 
     __hash__ = None  # type: ignore[assignment]
 
