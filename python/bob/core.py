@@ -144,7 +144,12 @@ def _plane(value: "PlaneLike", name: str, writes: bool = False) -> "Any":
     _refuse_masked(value, name)
     from bob.arrays import foreign_array, is_foreign  # lazily: bob-run's start-up does without
 
-    return foreign_array(value, name, shared=writes) if is_foreign(value) else value
+    if is_foreign(value):
+        return foreign_array(value, name, shared=writes)
+    try:  # another buffer: through a memoryview, the same memory, since the binding's buffer request needs
+        return memoryview(value)  # the strides a ctypes array does not export
+    except TypeError:
+        return value  # no buffer: the binding refuses it by name
 
 
 def fnv1a64(data: bytes) -> int:

@@ -99,6 +99,21 @@ def test_other_writable_buffers_work_in_place():
     assert bytes(pa) == p2.tobytes() and bytes(ma) == m2.tobytes() and bytes(vb) == v2.tobytes()
 
 
+def test_a_ctypes_array_is_a_float32_buffer_too_for_every_call():
+    """A ctypes array exports no strides, which the binding's buffer request needs: bob.core.train said
+    "P must be a writable float32 buffer" of a writable float32 one (README: "anything with the buffer
+    protocol")."""
+    import ctypes
+
+    p, m, v = planes()
+    shared = [(ctypes.c_float * N).from_buffer_copy(a.tobytes()) for a in (p, m, v)]
+    ctx, tgt = pairs()
+    assert bob.core.train(*shared, ctx, tgt, 0, 10) == bob.core.train(p, m, v, ctx, tgt, 0, 10)
+    assert [bytes(a) for a in shared] == [p.tobytes(), m.tobytes(), v.tobytes()]  # trained in place
+    assert bob.core.predict(shared[0], RECORD.prompt_words) == bob.core.predict(p, RECORD.prompt_words)
+    assert bob.core.resume_problem(*shared, 10) is None
+
+
 def test_pair_errors_name_the_index():
     p, m, v = planes()
     ctx, tgt = pairs()
