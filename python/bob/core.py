@@ -147,7 +147,7 @@ def _plane(value: "PlaneLike", name: str, writes: bool = False) -> "Any":
     if is_foreign(value):
         return foreign_array(value, name, shared=writes)
     try:  # another buffer: through a memoryview, the same memory, since the binding's buffer request needs
-        return memoryview(value)  # the strides a ctypes array does not export
+        return memoryview(value)  # type: ignore[arg-type]  # the strides a ctypes array does not export
     except TypeError:
         return value  # no buffer: the binding refuses it by name
 
