@@ -132,14 +132,21 @@ def test_bob_run_reading_a_file_by_the_schemas_out_of_memory_keeps_its_envelope(
     assert refused.returncode == 2 and json.loads(refused.stdout)["error"]["option"] == bad, refused.stderr
 
 
-def test_the_core_short_of_address_space_raises_memory_error_not_an_abort() -> None:
+@pytest.mark.parametrize("pairs, room, kernel, vocabulary", [
+    (10, 512 << 10, "auto", 256),
+    (4_000_000, 400 << 20, "auto", 256),  # the losses' table, 8 bytes per pair and update of a block
+    (1, 12 << 20, "scalar", 1024),  # the scalar reference's tables, 16 bytes per value
+])
+def test_the_core_short_of_address_space_raises_memory_error_not_an_abort(pairs, room, kernel, vocabulary) -> None:
     """Under ulimit -v the kernels' own allocations (their scratch, the pool's threads) would fail inside
-    Rust, which aborts the process (SIGABRT, no report): train looks for its headroom first."""
+    Rust, which aborts the process (SIGABRT, no report): train looks for its headroom first (it counted
+    64 bytes a pair and no table: 4 M pairs and the scalar kernel on 1024 rows aborted)."""
     probe = ("import resource\nimport numpy as np\nimport bob.core as core\n"
-             "p, m, v = (np.zeros(65536, np.float32) for _ in range(3))\n"
+             f"p, m, v = (np.zeros({vocabulary} ** 2, np.float32) for _ in range(3))\n"
+             f"pairs = np.arange({pairs}, dtype=np.uint32) % {vocabulary}\n"
              "size = int([l for l in open('/proc/self/status') if l.startswith('VmSize')][0].split()[1]) * 1024\n"
-             "resource.setrlimit(resource.RLIMIT_AS, (size + (512 << 10), resource.RLIM_INFINITY))\n"
-             "try:\n    core.train(p, m, v, bytes(range(10)), bytes(range(1, 11)), 0, 10, threads=2)\n"
+             f"resource.setrlimit(resource.RLIMIT_AS, (size + {room}, resource.RLIM_INFINITY))\n"
+             f"try:\n    core.train(p, m, v, pairs, pairs[::-1], 0, 16, threads=2, kernel={kernel!r})\n"
              "except MemoryError as exc:\n    print(exc, p.any(), m.any(), v.any())\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=ENV, timeout=60)
     assert done.returncode == 0 and done.stdout.startswith("less than") and "False False False" in done.stdout, \

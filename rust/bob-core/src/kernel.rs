@@ -108,7 +108,7 @@ mod cpu {
 /// Updates a row makes before the next row runs. Bounds the loss scratch
 /// (pairs x block) whatever the update count; any block size gives the same
 /// bits.
-const UPDATE_BLOCK: u64 = 16;
+pub(crate) const UPDATE_BLOCK: u64 = 16;
 
 /// One block of updates to run over some rows: the kernel, the call's plan
 /// and the block's per-update scalars.

@@ -157,7 +157,13 @@ pub fn train(
     if step.checked_add(updates).is_none() {
         return Err(CoreError::StepOverflow { step, updates });
     }
-    let headroom = TRAIN_HEADROOM.saturating_add(contexts.len().saturating_mul(SCRATCH_PER_PAIR));
+    // Each pair's share of the plan and its losses (an f64 per update of a block), and for the scalar
+    // reference its per-update tables (a count, a gradient and a probability per value).
+    let per_pair = SCRATCH_PER_PAIR.saturating_add(8 * updates.min(kernel::UPDATE_BLOCK) as usize);
+    let per_value = if options.kernel == Kernel::Scalar { SCALAR_SCRATCH_PER_VALUE } else { 0 };
+    let headroom = TRAIN_HEADROOM
+        .saturating_add(contexts.len().saturating_mul(per_pair))
+        .saturating_add(vocabulary.saturating_mul(vocabulary).saturating_mul(per_value));
     if !address_space_for(headroom) {
         return Err(CoreError::AddressSpace { bytes: headroom });
     }
@@ -171,12 +177,16 @@ pub fn train(
     }))
 }
 
-/// Address space a call of [`train`] finds free before it starts, with [`SCRATCH_PER_PAIR`] for each
-/// pair: its scratch (the rows in flight, the plan, the losses' table) takes less. The pool's threads
-/// need none of it: a pool that cannot start leaves the call on the caller's thread.
+/// Address space a call of [`train`] finds free before it starts, besides its scratch per pair and per
+/// value (the rows in flight take less). The pool's threads need none of it: a pool that cannot start
+/// leaves the call on the caller's thread.
 const TRAIN_HEADROOM: usize = 1 << 20;
-/// Each pair's share of the plan (its slot, its target) and of the losses' table, with room to spare.
+/// Each pair's share of the plan (its slot, its target; the scalar reference's copy of the pair), with
+/// room to spare; the losses' table adds 8 bytes per update of a block.
 const SCRATCH_PER_PAIR: usize = 64;
+/// The scalar reference's tables, made again at each update: a u64 count, an f32 gradient and an f32
+/// probability per value.
+const SCALAR_SCRATCH_PER_VALUE: usize = 16;
 
 /// Whether `bytes` of address space can still be mapped. Under `ulimit -v` an allocation of the
 /// kernels would otherwise fail inside Rust, which aborts the process: the caller gets
