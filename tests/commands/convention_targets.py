@@ -92,3 +92,14 @@ not_a_function = 5
 def says_escapes(data: bytes) -> None:
     """Fails with a message that would clear the screen and retitle the terminal."""
     raise ValueError("\x1b[2J\x1b]0;title\x07 planted")
+
+
+def prints_then_exits(data: bytes) -> None:
+    """Writes to fd 1, as a reader it ran or C code would, then ends with SystemExit(0) on any input
+    but three bytes: a failure however it ends, and never a line in the command's stdout."""
+    import os
+    import sys
+
+    os.write(1, b"the target's own line\n")
+    if len(data) != 3:
+        sys.exit(0)

@@ -141,6 +141,23 @@ def test_replay_finds_the_target_in_bobs_own_layouts(tmp_path: Path, capsys) -> 
     assert "no target for this file" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv", [["replay", "two.bin", "--target", "convention_targets:prints_then_exits"],
+                                  ["run", "convention_targets:prints_then_exits", "--engine", "loop", "--runs", "20",
+                                   "--format", "predictions", "--artifacts", "artifacts"]])
+def test_a_target_that_prints_on_fd_1_or_raises_system_exit_is_a_failure_and_stdout_stays_one_object(
+        tmp_path: Path, targets_on_path, argv) -> None:
+    """The seeded loop let SystemExit end the command (exit 0, no report: replay called the same input a
+    failure), and what a target wrote to fd 1 came before the --json object."""
+    (tmp_path / "two.bin").write_bytes(b"ab")
+    done = subprocess.run([sys.executable, "-m", "bob", "fuzz", *argv, "--json"], cwd=tmp_path, capture_output=True,
+                          timeout=120)
+    assert done.returncode == 1 and len(done.stdout.splitlines()) == 1, (done.stdout, done.stderr[-800:])
+    result = json.loads(done.stdout)
+    messages = [f["message"] for f in result.get("files", result.get("findings", []))]
+    assert messages and set(messages) == {"SystemExit: 0"}, result
+    assert b"the target's own line" in done.stderr
+
+
 def test_minimize_runs_candidates_out_of_process(tmp_path: Path, targets_on_path, capsys) -> None:
     crashing = tmp_path / "crash.bin"
     crashing.write_bytes(b"X" + bytes(range(200)))

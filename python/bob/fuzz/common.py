@@ -16,7 +16,7 @@ from bob.formats.constants import MAX_CHECKPOINT_BYTES, PREDICTION_BYTES
 from bob.fuzz.targets import TARGETS, seed_files
 
 __all__ = ["MAX_LEN", "DEFAULT_MAX_LEN", "INPUT_LIMIT", "Finding", "CampaignResult", "CampaignDisplay",
-           "load_target", "seed_paths", "die_with_parent", "read_input", "fast_path_stats", "failure_message"]
+           "load_target", "seed_paths", "die_with_parent", "read_input", "fast_path_stats", "failure", "failure_message"]
 
 MAX_LEN = {"input": 4096, "predictions": 4 * PREDICTION_BYTES, "core": 4096}
 DEFAULT_MAX_LEN = MAX_CHECKPOINT_BYTES + 64  # a little past the largest checkpoint a reader accepts
@@ -40,8 +40,17 @@ def load_target(spec: str, fmt: str | None = None) -> "tuple[Callable[[bytes], N
 
     def printing_to_stderr(data: bytes) -> None:  # stdout is the command's: one JSON object under --json
         __tracebackhide__ = True  # (a failure's key names the target's frame: exception_key)
-        with contextlib.redirect_stdout(sys.stderr):
-            function(data)
+        saved = None
+        with contextlib.suppress(OSError):  # fd 1 too, for what its children and C code print (no descriptor
+            saved = os.dup(1)  # to spare, or no stderr: fd 1 left as it is)
+            os.dup2(2, 1)
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                function(data)
+        finally:
+            if saved is not None:
+                os.dup2(saved, 1)
+                os.close(saved)
 
     return printing_to_stderr, fmt
 
@@ -92,6 +101,19 @@ def read_input(path: "str | os.PathLike[str]") -> bytes:
     if data is None:
         raise FileNotFoundError(2, "no such file", os.fspath(path))
     return data
+
+
+def failure(run: "Callable[[bytes], None]", data: bytes) -> BaseException | None:
+    """What ``run(data)`` let escape, or None: any exception is a failure (a pyo3 panic and ``SystemExit``
+    are BaseExceptions), except Ctrl-C and running out of memory, the machine's (bob-fuzz exits 70)."""
+    __tracebackhide__ = True  # (a failure's key names the target's frame)
+    try:
+        run(data)
+    except (KeyboardInterrupt, MemoryError):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - any escape is the verdict
+        return exc
+    return None
 
 
 def failure_message(exc: BaseException) -> str:

@@ -7,8 +7,8 @@ import os
 import random
 import time
 
-from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignResult, failure_message, load_target, read_input, \
-    seed_paths
+from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignResult, failure, failure_message, load_target, \
+    read_input, seed_paths
 from bob.fuzz.properties import exception_key
 
 __all__ = ["seeded_loop"]
@@ -50,9 +50,7 @@ def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None
             if name in ("input", "checkpoint"):
                 hits += recognized(data, name)
             result.executions = i + 1
-            try:
-                run(data)
-            except Exception as exc:  # noqa: BLE001 - a broken property, or any exception a target lets escape
+            if (exc := failure(run, data)) is not None:  # as replay and the engine: SystemExit too
                 result.add(data, failure_message(exc), exception_key(exc), artifacts)
                 if stop_on_finding:
                     break

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Iterator, NamedTuple
 
-from bob.fuzz.common import INPUT_LIMIT, failure_message, load_target, read_input
+from bob.fuzz.common import INPUT_LIMIT, failure, failure_message, load_target, read_input
 from bob.fuzz.properties import exception_key
 from bob.fuzz.targets import TARGETS
 
@@ -69,25 +69,15 @@ def infer_target(path: "str | os.PathLike[str]") -> str | None:
     return next((part for part in (p.parent.name, p.name.split("-")[0]) if part in TARGETS), None)
 
 
-def _failing(run: Callable[[bytes], None], data: bytes) -> BaseException | None:
-    try:
-        run(data)
-    except (KeyboardInterrupt, MemoryError):  # out of memory is the machine's (bob-fuzz exits 70), not a verdict
-        raise
-    except BaseException as exc:  # noqa: BLE001 - any escape is the verdict (a pyo3 panic is a BaseException)
-        return exc
-    return None
-
-
 def failure_of(run: Callable[[bytes], None], data: bytes) -> str | None:
     """None when ``run(data)`` passes, else the failure as ``Type: message`` (first line)."""
-    exc = _failing(run, data)
+    exc = failure(run, data)
     return None if exc is None else failure_message(exc)
 
 
 def signature_of(run: Callable[[bytes], None], data: bytes) -> str | None:
     """None when ``run(data)`` passes, else the failure's identity (:func:`bob.fuzz.properties.exception_key`)."""
-    exc = _failing(run, data)
+    exc = failure(run, data)
     return None if exc is None else exception_key(exc)
 
 
