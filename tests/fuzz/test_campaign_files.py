@@ -23,6 +23,8 @@ CAMPAIGN_MODULES = ("campaign.py", "replay.py", "cli.py", "conformance.py", "com
 # (module, call): the campaign's own scratch directories (ARTIFACTS/.logs/scratch-<pid>-…) and the
 # minimizer's workers' TMPDIR, removed whole.
 ALLOWED = {("campaign.py", "shutil.rmtree(d, ignore_errors=True)"),
+           ("campaign.py", "shutil.rmtree(c.scratch_home, ignore_errors=True)"),
+           ("campaign.py", "os.open(directory, os.O_RDONLY | os.O_CLOEXEC)"),  # a directory, for its flock
            ("replay.py", "shutil.rmtree(runner.tmp, ignore_errors=True)")}
 
 
@@ -69,3 +71,38 @@ def test_an_old_worker_log_survives_a_failed_write(tmp_path: Path, monkeypatch: 
     run_campaign("predictions", runs=300, corpus=str(tmp_path / "corpus"), artifacts=str(artifacts), live=False,
                  seed=2)
     assert b"stat::number_of_executed_units" in log.read_bytes()  # replaced whole by this campaign's log
+
+
+def test_a_scratch_directory_is_swept_only_when_no_campaign_holds_it(tmp_path: Path) -> None:
+    """The sweep removed a directory whose pid it could not see (another PID namespace: a live campaign's,
+    whose findings were then lost), and a name with a pid too large for kill() ended the campaign (exit 70)."""
+    pytest.importorskip("atheris", reason="atheris is the optional fuzz extra (scripts/bootstrap.sh test,fuzz)")
+    import fcntl
+    import os
+
+    from bob.fuzz.campaign import run_campaign
+
+    logs = tmp_path / "artifacts" / ".logs"
+    held, left = logs / "scratch-4194305-abc", logs / "scratch-99999999999999999999-def"
+    for d in (held, left):
+        d.mkdir(parents=True)
+        (d / "seed").write_bytes(b"x")
+    fd = os.open(held, os.O_RDONLY)  # another campaign, running: it holds its directory's flock
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        run_campaign("predictions", runs=50, corpus=str(tmp_path / "corpus"), artifacts=str(logs.parent), live=False)
+        assert (held / "seed").read_bytes() == b"x" and not left.exists()
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("runs, seconds", [(1, None), (None, 0.5)])
+def test_fewer_runs_than_jobs_or_less_than_a_second_still_run(tmp_path: Path, runs, seconds) -> None:
+    """--runs 1 --jobs 2 gave each worker 1 // 2 = 0 runs, and --time 0.5 left less than the engine's
+    second: no worker started, and the campaign said it found nothing (exit 0)."""
+    pytest.importorskip("atheris", reason="atheris is the optional fuzz extra (scripts/bootstrap.sh test,fuzz)")
+    from bob.fuzz.campaign import run_campaign
+
+    result = run_campaign("predictions", runs=runs, seconds=seconds, jobs=2, corpus=str(tmp_path / "corpus"),
+                          artifacts=str(tmp_path / "artifacts"), live=False)
+    assert result.executions > 0 and not result.notes, (result.executions, result.notes)

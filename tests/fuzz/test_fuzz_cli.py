@@ -386,3 +386,26 @@ def test_check_ends_what_a_reader_leaves_running_and_judges_it_by_its_exit(tmp_p
         with contextlib.suppress(OSError):
             left += [cmdline] if b"sleep\x0030" in cmdline.read_bytes() and b".25" in cmdline.read_bytes() else []
     assert left == [], left
+
+
+def test_replay_of_directories_nested_too_deep_to_walk_is_a_refusal(tmp_path, capsys, monkeypatch) -> None:
+    """os.walk recurses on Python 3.11: 1,200 nested directories (a 2,400-character path) ended replay
+    with RecursionError (exit 70)."""
+    import shutil
+
+    top = tmp_path / "deep"
+    top.mkdir()
+    monkeypatch.chdir(top)
+    for _ in range(1200):
+        os.mkdir("a")
+        os.chdir("a")
+    Path("x.bin").write_bytes(b"abc")
+    os.chdir(tmp_path)
+    limit = sys.getrecursionlimit()
+    try:
+        assert main(["replay", str(top), "--target", "predictions"]) == 2
+        assert "directories nested too deep to walk" in capsys.readouterr().err
+    finally:
+        sys.setrecursionlimit(10_000)  # (shutil.rmtree recurses too)
+        shutil.rmtree(top)
+        sys.setrecursionlimit(limit)

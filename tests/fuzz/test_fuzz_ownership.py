@@ -117,7 +117,7 @@ def test_one_bug_with_a_varying_message_is_one_finding(tmp_path: Path, targets_o
 def test_a_campaign_counts_its_executions_and_dedupes_across_relaunches(tmp_path: Path) -> None:
     pytest.importorskip("atheris", reason="atheris is the optional fuzz extra (scripts/bootstrap.sh test,fuzz)")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TARGETS_DIR), os.environ.get("PYTHONPATH", "")]))
-    artifacts = tmp_path / "artifacts"
+    artifacts = tmp_path / "arti facts\n"  # the engine's line naming an artifact was read up to a space
     done = subprocess.run([sys.executable, "-m", "bob", "fuzz", "run", "convention_targets:varying", "--format",
                            "predictions", "--time", "12", "--corpus", str(tmp_path / "corpus"), "--artifacts",
                            str(artifacts), "--json"], capture_output=True, text=True, env=env, timeout=300)
@@ -126,6 +126,18 @@ def test_a_campaign_counts_its_executions_and_dedupes_across_relaunches(tmp_path
     assert len(result["findings"]) == 1 and result["crashes"] >= 2, result  # relaunched, found again, one finding
     assert result["executions"] >= result["crashes"]
     assert len(list(artifacts.glob("*.bin"))) == 1
+
+
+def test_a_path_the_engine_cannot_take_is_refused_before_anything_is_made(tmp_path: Path, capsys) -> None:
+    """atheris takes the engine's arguments as str: a path of other bytes failed every worker, and the
+    campaign said it found nothing (exit 0)."""
+    pytest.importorskip("atheris", reason="atheris is the optional fuzz extra (scripts/bootstrap.sh test,fuzz)")
+    for option in ("--corpus", "--artifacts"):
+        other = {"--corpus": "--artifacts", "--artifacts": "--corpus"}[option]
+        assert main(["run", "predictions", "--time", "5", option, str(tmp_path / "latin-1 \udce9"),
+                     other, str(tmp_path / "fine")]) == 2
+        assert f"{option} " in capsys.readouterr().err
+        assert sorted(tmp_path.iterdir()) == []
 
 
 def test_replay_finds_the_target_in_bobs_own_layouts(tmp_path: Path, capsys) -> None:

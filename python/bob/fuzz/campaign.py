@@ -4,6 +4,7 @@ restarts, ends and removes: docs/fuzzing.md's "Commands". Only the worker import
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import re
@@ -16,9 +17,10 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 from bob.commands import Refused, about, os_reason, output_directory
-from bob.fileio import write_atomic
+from bob.fileio import make_directory, write_atomic
 from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignDisplay, CampaignResult, Finding, fast_path_stats, \
     read_input, seed_paths
 from bob.fuzz.targets import TARGETS
@@ -34,7 +36,7 @@ OVERTIME = 60  # seconds past --time (the engine's -max_total_time, plus its sta
 MAX_CRASHES = 50  # workers are relaunched after a failing input until this many, then the campaign ends
 SCRATCH = "scratch-"  # ARTIFACTS/.logs/scratch-<pid>-…: a campaign's seeds and the engine's crash files
 STATUS = re.compile(r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+) corp: (\d+)/\S+.*?exec/s: (\d+)")
-WRITTEN = re.compile(r"Test unit written to (\S+)")
+WRITTEN = "Test unit written to "  # then the path, which may hold any byte: the worker's own directory says
 EXECUTED = re.compile(r"stat::number_of_executed_units:\s*(\d+)")
 KEY_LINE = "bob-fuzz failure key: "  # a worker's line naming the failure it is about to raise
 # The prelude a libFuzzer process runs around a target: a campaign's worker (its spec in argv[1]) and,
@@ -92,6 +94,8 @@ class _Worker:
     last_key: str | None = None
     found: bool = False  # this generation wrote an artifact
     generation: int = 0
+    crash_dir: str = ""  # where the engine writes this worker's failing inputs (a scratch directory)
+    collected: set[tuple[str, int]] = field(default_factory=set)  # (name, mtime) of the files read from it
     log: deque[str] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
 
 
@@ -103,6 +107,18 @@ def _passes_outside(target: str, path: str, env: "dict[str, str]") -> bool:
     except subprocess.TimeoutExpired:
         return False
     return done.returncode == 0
+
+
+@contextlib.contextmanager
+def _holding(directory: str, flags: int = 0) -> Iterator[None]:
+    """``directory``'s exclusive flock for the block (``flags``: ``fcntl.LOCK_NB``, a BlockingIOError where
+    another holds it, rather than waiting)."""
+    fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | flags)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _end_workers(workers: "list[_Worker]", grace: float = 3.0) -> None:
@@ -129,17 +145,22 @@ class _Campaign:
         self.target, self.name, self.seconds, self.runs = target, target.replace(":", "_"), seconds, runs
         self.seed, self.fmt, self.max_findings = seed, fmt, max_findings
         self.max_len = max_len or MAX_LEN.get(target, DEFAULT_MAX_LEN)
-        self.corpus = Path(output_directory("--corpus", f".bob-fuzz/{self.name}/corpus" if corpus is None else corpus)).resolve()
+        corpus = f".bob-fuzz/{self.name}/corpus" if corpus is None else corpus
+        for option, path in (("--corpus", corpus), ("--artifacts", artifacts)):
+            try:  # (atheris passes the engine's arguments as str: a path of other bytes fails every worker)
+                os.path.abspath(path).encode()
+            except UnicodeEncodeError:
+                raise Refused("the engine takes its paths as UTF-8 text, and this one (made absolute) is not",
+                              option=option, path=path) from None
+        self.corpus = Path(output_directory("--corpus", corpus)).resolve()
         self.artifacts = Path(output_directory("--artifacts", artifacts)).resolve()
         self.logs = self.artifacts / ".logs"
         output_directory("--artifacts", self.logs)  # (removed with the artifacts' when the command fails)
-        for d in self.logs.glob(f"{SCRATCH}*"):  # what a campaign killed by SIGKILL left (its pid is gone)
-            try:
-                os.kill(int(d.name[len(SCRATCH):].split("-")[0]), 0)
-            except ProcessLookupError:
-                shutil.rmtree(d, ignore_errors=True)
-            except (ValueError, PermissionError):
-                pass
+        self.scratch_home, self.held = "", contextlib.ExitStack()  # made with the workers, held while it runs
+        with _holding(str(self.logs)):  # what a campaign ended by SIGKILL left: no one holds it (a pid proves
+            for d in self.logs.glob(f"{SCRATCH}*"):  # nothing across PID namespaces, two containers on one volume)
+                with contextlib.suppress(OSError), _holding(str(d), fcntl.LOCK_NB):
+                    shutil.rmtree(d, ignore_errors=True)
         self.dict_path = self.logs / "bob.dict"
         with about("--artifacts", artifacts):  # (a full disk: the option's refusal)
             write_dict(self.dict_path)
@@ -147,10 +168,9 @@ class _Campaign:
         self.workers = [_Worker(i) for i in range(max(1, jobs))]
         self.start = time.monotonic()
         self.selector = selectors.DefaultSelector()
-        self.scratch_dirs: list[str] = []
         self.overdue = False
         self.env = dict(os.environ)  # the workers': their TMPDIR in scratch, for what they leave when ended
-        self.seeds = self.crash_dir = ""  # scratch directories, made when the workers start
+        self.seeds = ""  # a scratch directory, made when the workers start
 
     def remaining_time(self) -> float | None:
         return None if self.seconds is None else self.seconds - (time.monotonic() - self.start)
@@ -159,23 +179,28 @@ class _Campaign:
         return sum(w.executions_done + w.executions for w in self.workers)
 
     def scratch(self, what: str) -> str:
-        """A new scratch directory, removed when the campaign ends."""
-        self.scratch_dirs.append(tempfile.mkdtemp(prefix=f"{SCRATCH}{os.getpid()}-{what}-", dir=self.logs))
-        return self.scratch_dirs[-1]
+        """A new directory in the campaign's scratch directory, which it holds while it runs and removes at its end."""
+        if not self.scratch_home:
+            with _holding(str(self.logs)):  # (never swept between its making and its holding)
+                self.scratch_home = tempfile.mkdtemp(prefix=f"{SCRATCH}{os.getpid()}-", dir=self.logs)
+                self.held.enter_context(_holding(self.scratch_home))
+        make_directory(path := os.path.join(self.scratch_home, what))
+        return path
 
     def launch(self, w: _Worker) -> None:
         """Start worker ``w``'s next generation, if anything is left to run."""
         left = self.remaining_time()
-        if left is not None and left < 1:
+        if left is not None and left < 1 and w.generation:  # (a first one runs a second: --time 0.5 too)
             return
-        argv = ["bob-fuzz", str(self.corpus), self.seeds, f"-artifact_prefix={self.crash_dir}/",
+        argv = ["bob-fuzz", str(self.corpus), self.seeds, f"-artifact_prefix={w.crash_dir}/",
                 f"-dict={self.dict_path}", f"-max_len={self.max_len}", "-timeout=60", f"-rss_limit_mb={RSS_LIMIT_MB}",
                 "-reload=1", "-print_final_stats=1", "-len_control=0"]
         if left is not None:
             argv.append(f"-max_total_time={max(1, int(left))}")
         share = GENERATION.get(self.target, 0)
         if self.runs is not None:
-            runs_left = (self.runs - self.total_runs()) // len(self.workers)
+            jobs = len(self.workers)  # the runs left shared out whole, the first workers one more each
+            runs_left = (self.runs - self.total_runs() + jobs - 1 - w.index) // jobs
             if runs_left <= 0:
                 return
             share = min(share, runs_left) if share else runs_left
@@ -212,8 +237,11 @@ class _Campaign:
                 w.last_error = line.strip()
             elif executed := EXECUTED.search(line):
                 w.executions = max(w.executions, int(executed[1]))
-            elif written := WRITTEN.search(line):
-                self.collect(written[1], w)
+            elif WRITTEN in line:  # (one input failing again is written again, under the same name)
+                for name, mtime in sorted({(e.name, e.stat().st_mtime_ns) for e in os.scandir(w.crash_dir)}
+                                          - w.collected):
+                    w.collected.add((name, mtime))
+                    self.collect(os.path.join(w.crash_dir, name), w)
         if not chunk:
             self.selector.unregister(w.proc.stdout)
             w.proc.stdout.close()
@@ -271,8 +299,9 @@ class _Campaign:
 
     def watch(self, display: CampaignDisplay) -> None:
         """Start the workers, then read them, showing the totals every half second, until none is left."""
-        self.seeds, self.crash_dir, self.env["TMPDIR"] = self.scratch("seeds"), self.scratch("crash"), \
-            self.scratch("tmp")
+        self.seeds, self.env["TMPDIR"] = self.scratch("seeds"), self.scratch("tmp")
+        for w in self.workers:
+            w.crash_dir = self.scratch(f"crash{w.index}")
         kind = self.name if self.name in TARGETS else self.fmt  # a module:function target: its format's files
         for i, f in enumerate(seed_paths(self.name, kind)):
             write_atomic(os.path.join(self.seeds, f"{i:03d}-{f.name}"), read_input(f))
@@ -322,8 +351,9 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
             _end_workers(c.workers)
             display.close()
         finally:
-            for d in c.scratch_dirs:
-                shutil.rmtree(d, ignore_errors=True)
+            if c.scratch_home:
+                shutil.rmtree(c.scratch_home, ignore_errors=True)
+            c.held.close()
             c.selector.close()
     result = c.tally()  # (a campaign shorter than a display tick: its last status lines too)
     signum = getattr(stopped, "signum", signals.ENDING[0])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import select
@@ -43,9 +44,12 @@ def files_under(paths: "list[str | os.PathLike[str]]") -> Iterator[Path]:
             yield p
             continue
         found = []
-        for directory, subdirectories, names in os.walk(p, onerror=_unreadable):
-            subdirectories[:] = [d for d in subdirectories if not d.startswith(".")]
-            found += [Path(directory, n) for n in names if not n.startswith(".")]
+        try:
+            for directory, subdirectories, names in os.walk(p, onerror=_unreadable):
+                subdirectories[:] = [d for d in subdirectories if not d.startswith(".")]
+                found += [Path(directory, n) for n in names if not n.startswith(".")]
+        except RecursionError:  # (os.walk recurses on Python 3.11)
+            raise OSError(errno.ELOOP, "directories nested too deep to walk", os.fspath(p)) from None
         yield from (f for f in sorted(found) if f.suffix not in (".txt", ".md", ".json"))  # (a FIFO too: refused)
 
 
