@@ -13,9 +13,11 @@ place that says so, with what this module gives it:
   is limited (``ulimit -v``) only after :data:`NUMPY_HEADROOM` bytes were
   found free, and with one BLAS thread unless the environment names
   another count. NumPy's OpenBLAS reserves a buffer for each of its
-  threads as it loads and, when that fails, ends the process with exit 1
-  ("OpenBLAS error: Memory allocation still failed"), which no handler
-  sees: the headroom is checked first, so the command exits 70 instead.
+  threads as it loads, and its work buffer at its first call (which
+  matplotlib makes inverting a transform); when that fails it ends the
+  process with exit 1 ("OpenBLAS error: Memory allocation still failed"),
+  which no handler sees: the headroom is checked first and the first call
+  made within it, so the command exits 70 instead.
 
 Standard library only.
 """
@@ -113,7 +115,9 @@ def load_numpy() -> None:
     if unset:
         os.environ["OPENBLAS_NUM_THREADS"] = "1"  # read once, as OpenBLAS loads; children keep their own
     try:
-        import numpy  # noqa: F401
+        import numpy
+
+        numpy.linalg.inv(numpy.eye(2))  # OpenBLAS's first call, within the headroom (see the module)
     finally:
         if unset:
             del os.environ["OPENBLAS_NUM_THREADS"]

@@ -96,6 +96,21 @@ def test_the_work_out_of_memory_is_70_at_every_limit_never_a_difference(started,
     assert codes <= {0, commands.EXIT_SOFTWARE}, codes
 
 
+def test_a_heatmap_out_of_memory_is_70_never_openblas_ending_the_process(started, pair) -> None:
+    """OpenBLAS maps its work buffer at its first call (matplotlib inverting a transform) and exit(1)s where
+    it cannot: just above NumPy's headroom --heatmap ended with exit 1 ("the files differ") and no envelope."""
+    pytest.importorskip("matplotlib", reason="the optional extra plot")
+    argv = [sys.executable, "-m", "bob", "inspect", "checkpoint", "a.bob", "--heatmap", "h.png", "--json"]
+    codes = set()
+    for extra in range(-4 * MiB, 12 * MiB, MiB):
+        done = limited(argv, started + failures.NUMPY_HEADROOM + extra, pair)
+        codes.add(done.returncode)
+        assert "OpenBLAS" not in done.stderr
+        if done.returncode:
+            envelope(done, "bob-inspect checkpoint", commands.EXIT_SOFTWARE)
+    assert codes <= {0, commands.EXIT_SOFTWARE}, codes
+
+
 def test_bob_run_json_keeps_its_envelope_out_of_memory(started, tmp_path) -> None:
     record = bob.build_input(b"abracadabra", [b"abra", b"cad", b""]).to_bytes()
     (tmp_path / "record.bin").write_bytes(record)
