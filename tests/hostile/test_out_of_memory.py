@@ -232,6 +232,22 @@ def test_a_qualification_check_that_runs_out_is_70_not_a_failed_check(monkeypatc
     assert main(["--quick", "--json"]) == commands.EXIT_SOFTWARE
 
 
+def test_a_report_whose_plots_run_out_is_70_never_a_refusal_of_its_directory(monkeypatch, capsys, tmp_path) -> None:
+    """Pillow, out of memory encoding a plot, raises a plain OSError ("codec configuration error when writing
+    image file"): drawn within --report's about(), it was a refusal of the directory (exit 2)."""
+    pytest.importorskip("matplotlib", reason="the optional extra plot")
+    from bob.qualify import report
+    from bob.qualify.cli import main
+
+    def codec_error(result):
+        raise OSError("codec configuration error when writing image file")
+
+    monkeypatch.setattr(report, "plots", codec_error)
+    assert main(["--quick", "--json", "--report", str(tmp_path / "report")]) == commands.EXIT_SOFTWARE
+    assert json.loads(capsys.readouterr().out)["error"]["option"] is None
+    assert not (tmp_path / "report").exists()
+
+
 def test_a_child_bob_run_out_of_memory_is_no_failed_check(monkeypatch, tmp_path) -> None:
     from bob.qualify import processes
 

@@ -90,8 +90,9 @@ def _work(args: argparse.Namespace) -> Outcome:
         result = runner.qualify(plan, seed, perturb=perturb, progress=progress)
     committed = None
     if args.report is not None:
+        images = report.plots(result)  # drawn before about(): running out there is the machine's, no path's
         with about("--report", args.report):
-            report.write_report(Path(args.report), result, PROG)
+            report.write_report(Path(args.report), result, PROG, images)
         committed = f"wrote {', '.join(result['report_files'])}"
     if args.json:  # (rich's Console would write to stdout on its own: --json prints the envelope only)
         return Outcome(result["exit_code"], result, "", committed=committed)

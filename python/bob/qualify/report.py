@@ -169,8 +169,9 @@ def plotting_available() -> bool:
     return importlib.util.find_spec("matplotlib") is not None
 
 
-def write_report(directory: Path, result: dict[str, Any], command: str = "bob-qualify") -> list[Path]:
-    """``qualify.json`` and the PNG plots in ``directory`` (created if needed), all or none
+def write_report(directory: Path, result: dict[str, Any], command: str = "bob-qualify",
+                 images: "dict[str, bytes] | None" = None) -> list[Path]:
+    """``qualify.json`` and the PNG plots (``images``, else drawn here) in ``directory`` (created if needed), all or none
     (:func:`bob.commit.replace_all`): a write that fails (a full disk) leaves the old report whole, and
     a directory, a FIFO or a second hard link in the way is refused by its path before anything is written.
     ``qualify.json`` is the object ``--json`` prints: ``result``, its ``report_files`` (set here) and
@@ -180,8 +181,8 @@ def write_report(directory: Path, result: dict[str, Any], command: str = "bob-qu
     from bob.signals import Deferral
     from bob.text import show_path
 
+    images = plots(result) if images is None else images
     directory.mkdir(parents=True, exist_ok=True)
-    images = plots(result)
     result["report_files"] = [show_path(directory / name) for name in (REPORT_JSON, *images)]  # (escaped)
     document = {**result, **envelope(command, result["exit_code"])}
     files = {REPORT_JSON: (json.dumps(document, indent=1, sort_keys=True) + "\n").encode("utf-8"), **images}
