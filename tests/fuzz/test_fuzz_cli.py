@@ -409,3 +409,33 @@ def test_replay_of_directories_nested_too_deep_to_walk_is_a_refusal(tmp_path, ca
         sys.setrecursionlimit(10_000)  # (shutil.rmtree recurses too)
         shutil.rmtree(top)
         sys.setrecursionlimit(limit)
+
+
+def test_a_campaign_goes_on_whatever_its_stderr_is(monkeypatch) -> None:
+    """Progress is a side channel: a closed stderr (None) was an AttributeError at the start of every
+    campaign, and a full one an OSError at its first plain line (both exit 70)."""
+    from bob.fuzz.common import CampaignDisplay, CampaignResult
+
+    result = CampaignResult("predictions")
+    result.seconds = 11.0  # past the first plain line
+    with open(os.devnull if not os.path.exists("/dev/full") else "/dev/full", "w") as full:
+        for stream in (None, full):
+            monkeypatch.setattr(sys, "stderr", stream)
+            display = CampaignDisplay("predictions", None)
+            display.update(result, 5)
+            display.close()
+
+
+def test_check_s_own_temporary_corpus_that_cannot_be_written_is_the_machine_s(monkeypatch, capsys) -> None:
+    """A full TMPDIR (or ulimit -f) was a refusal naming OUTDIR, an option check does not have (exit 2)."""
+    import errno
+
+    from bob.fuzz import conformance
+
+    def too_large(path, data):
+        raise OSError(errno.EFBIG, "File too large", str(path))
+
+    monkeypatch.setattr(conformance, "write_atomic", too_large)
+    assert main(["check", "--format", "predictions", "--json", "--", "/bin/cat", "{}"]) == 70
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["option"] is None and error["message"].startswith("its temporary corpus: ")

@@ -13,6 +13,7 @@ from typing import Any, Callable
 from bob.commands import about
 from bob.fileio import FileTooLarge, read_bounded, write_atomic
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, PREDICTION_BYTES
+from bob.text import write_whole  # (a closed, full or broken stderr drops a progress line, never the run)
 from bob.fuzz.targets import TARGETS, seed_files
 
 __all__ = ["MAX_LEN", "DEFAULT_MAX_LEN", "INPUT_LIMIT", "Finding", "CampaignResult", "CampaignDisplay",
@@ -181,7 +182,7 @@ class CampaignDisplay:
         self.target = target
         self.last_plain: float = 0.0
         self.live: Any = None  # a rich.live.Live on a terminal
-        if live if live is not None else sys.stderr.isatty():
+        if live if live is not None else (sys.stderr is not None and sys.stderr.isatty()):
             from rich.console import Console
             from rich.live import Live
 
@@ -201,8 +202,8 @@ class CampaignDisplay:
             self.live.update(table)
         elif r.seconds - self.last_plain >= 10:
             self.last_plain = r.seconds
-            print(f"bob-fuzz {self.target}: {r.executions} execs ({rate}/s), cov {r.coverage} ft {r.features}, "
-                  f"corpus {r.corpus}, findings {len(r.findings)}, {r.seconds:.0f}s", file=sys.stderr, flush=True)
+            write_whole(sys.stderr, f"bob-fuzz {self.target}: {r.executions} execs ({rate}/s), cov {r.coverage} "
+                        f"ft {r.features}, corpus {r.corpus}, findings {len(r.findings)}, {r.seconds:.0f}s\n")
 
     def close(self) -> None:
         if self.live is not None:

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bob.commands import Refused, about, os_reason
+from bob.commands import EXIT_SOFTWARE, Refused, about, os_reason
 from bob.errors import FormatError
 from bob.fileio import (FileTooLarge, discard_temporary, make_directory, read_bounded, refuse_if_working_directory_gone,
                         remove_empty_directories, write_atomic)
@@ -201,7 +201,10 @@ def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | Non
         else contextlib.nullcontext(Path(corpus))
     with fresh as root:  # a corpus given is refused (open_corpus) before the reader runs once
         if corpus is None:
-            write_corpus(root)
+            try:
+                write_corpus(root)
+            except Refused as exc:  # bob's own temporary (a full TMPDIR, ulimit -f): the machine's, no option's
+                raise Refused(f"its temporary corpus: {exc.path}: {exc.message}", code=EXIT_SOFTWARE) from None
         by_field: dict[str, dict[str, int]] = {}
         disagreements: list[dict[str, Any]] = []
         files = [e for e in open_corpus(root) if e["format"] == fmt]
