@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Mutation testing (docs/testing.md): how many plausible bugs the test suite
-# catches. Not part of CI: on 2 cores the Rust run takes ~20 min, the whole
+# catches. Not part of CI: on 2 cores the Rust run takes ~30 min, the whole
 # Python scope many hours (hence the sample globs below; docs/testing.md).
 #
 #   scripts/mutants.sh rust     cargo-mutants over rust/bob-core (config: .cargo/mutants.toml)
@@ -23,7 +23,7 @@ fi
 if [ "$what" = rust ] || [ "$what" = all ]; then
     # The Rust tests run in the test profile (opt-level 3); a mutant whose
     # tests take 15 s (ten times the whole suite) has made something loop.
-    cargo mutants -p bob-core --output target/mutants-rust --timeout 15 || true  # exit 2/3: mutants missed/timed out
+    cargo mutants -p bob-core --output target/mutants-rust --timeout 20 || true  # exit 2/3: mutants missed/timed out
 fi
 
 if [ "$what" = binding ] || [ "$what" = all ]; then

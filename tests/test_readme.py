@@ -422,6 +422,13 @@ RESULTS = {  # a success of each command the key table names (and a report of a 
                                            "step20.bob"])],
     "bob-inspect verify": [("bob-inspect", ["verify", "model.bob", "record.bin", "nope.bin"])],
     "bob-inspect schema": [("bob-inspect", ["schema"]), ("bob-inspect", ["schema", "predictions"])],
+    "bob-fuzz targets": [("bob-fuzz", ["targets"])],
+    "bob-fuzz run": [("bob-fuzz", ["run", "predictions", "--engine", "loop", "--runs", "5", "--artifacts", "found"])],
+    "bob-fuzz replay": [("bob-fuzz", ["replay", "model.bob", "--target", "checkpoint"])],
+    "bob-fuzz minimize": [("bob-fuzz", ["minimize", "record.bin", "--target", "convention_targets:always_fails",
+                                        "--max-tries", "3", "--output", "small.bin"])],
+    "bob-fuzz conformance": [("bob-fuzz", ["conformance", "made"])],
+    "bob-fuzz check": [("bob-fuzz", [*CORPUS_CHECK, "true"])],
 }
 
 
@@ -441,11 +448,15 @@ def key_mismatches(text: str, printed: dict[str, list[set[str]]]) -> list[str]:
 def printed_keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[set[str]]]:
     root = tmp_path_factory.mktemp("keys")
     out: dict[str, list[set[str]]] = {}
-    for i, (command, runs) in enumerate(RESULTS.items()):
-        for j, (prog, argv) in enumerate(runs):
-            _, document = json_call(prog, argv, workdir(root / f"{i}-{j}"))
-            assert document["command"] == command.removesuffix(" A B").removesuffix(" A")  # (the forms of trace)
-            out.setdefault(command, []).append(set(document))
+    targets = str(ROOT / "tests" / "commands")  # convention_targets, for minimize's workers too
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(targets)
+        patch.setenv("PYTHONPATH", os.pathsep.join([targets, os.environ.get("PYTHONPATH", "")]))
+        for i, (command, runs) in enumerate(RESULTS.items()):
+            for j, (prog, argv) in enumerate(runs):
+                _, document = json_call(prog, argv, workdir(root / f"{i}-{j}"))
+                assert document["command"] == command.removesuffix(" A B").removesuffix(" A")  # (trace's forms)
+                out.setdefault(command, []).append(set(document))
     return out
 
 

@@ -4,7 +4,7 @@
 The first entry whose digests differ is the first update after which the two
 states are not the same bits; the planes whose digests differ there are
 named. Given a checkpoint of each run that is a state of its trace (its step
-and its chunk digests those of one entry), the two states are compared value
+and its planes' XXH3-128 digests those of one entry), the two states are compared value
 by value (:func:`bob.ulp.plane_diff`) and the first plane and index
 that differ are named. A trace of another run, and a checkpoint that is no
 state of its trace, are refused (:class:`~bob.errors.BadValue`, naming the field).

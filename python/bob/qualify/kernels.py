@@ -56,7 +56,7 @@ class State:
 
 
 def thread_counts() -> list[int]:
-    """1, 2, this machine's CPU count and an odd count (3, or the CPU count + 1 when that is odd)."""
+    """1, 2, this machine's CPU count and an odd count (3, or 5 on a 3-CPU machine)."""
     cpus = os.cpu_count() or 1
     odd = 3 if cpus != 3 else 5
     return sorted({1, 2, cpus, odd})
