@@ -252,7 +252,7 @@ def reading(p: Any, m: Any, v: Any) -> Any:
     (``Checkpoint.to_bytes`` hashes and copies inside one). Arrays the core could not be training (no float32
     buffers in this machine's order) need none."""
     try:
-        return _core.reading(p, m, v)
+        return _core.reading(*(_plane(x, name) for x, name in ((p, "P"), (m, "M"), (v, "V"))))
     except (TypeError, ValueError):  # (BufferError, a train holding them, goes to the caller)
         import contextlib
 

@@ -112,6 +112,8 @@ def test_a_ctypes_array_is_a_float32_buffer_too_for_every_call():
     assert [bytes(a) for a in shared] == [p.tobytes(), m.tobytes(), v.tobytes()]  # trained in place
     assert bob.core.predict(shared[0], RECORD.prompt_words) == bob.core.predict(p, RECORD.prompt_words)
     assert bob.core.resume_problem(*shared, 10) is None
+    with bob.core.reading(*shared), pytest.raises(BufferError):  # its read loans hold it too (Checkpoint's writers)
+        bob.core.train(*shared, ctx, tgt, 20, 1)
 
 
 def test_pair_errors_name_the_index():

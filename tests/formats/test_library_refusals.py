@@ -314,8 +314,8 @@ _WHOLE_READERS = {  # besides to_bytes: each reads the three planes as one state
 @pytest.mark.parametrize("reader", _WHOLE_READERS)
 def test_what_reads_the_planes_whole_is_refused_while_another_thread_trains_them(reader, tmp_path) -> None:
     """The exports, copy() and == took no loans: 56 of 63 exports during a train held P, M and V of
-    different updates (imported without a word), and write() checked the state before its loans, so a
-    train that sent P to -inf in between was written unchecked."""
+    different updates (imported without a word). (write() was refused before too, by to_bytes's loans;
+    that it now checks the state under them, not before, is one path, Checkpoint._bytes, no race here.)"""
     import threading
 
     if reader == "to_safetensors":

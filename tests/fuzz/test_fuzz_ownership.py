@@ -138,6 +138,10 @@ def test_a_path_the_engine_cannot_take_is_refused_before_anything_is_made(tmp_pa
                      other, str(tmp_path / "fine")]) == 2
         assert f"{option} " in capsys.readouterr().err
         assert sorted(tmp_path.iterdir()) == []
+    (tmp_path / "latin-1 \udce9").mkdir()  # and through a link, which the engine is given resolved
+    (tmp_path / "link").symlink_to("latin-1 \udce9")
+    assert main(["run", "predictions", "--time", "5", "--artifacts", str(tmp_path / "link" / "a")]) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["latin-1 \udce9", "link"]
 
 
 def test_replay_finds_the_target_in_bobs_own_layouts(tmp_path: Path, capsys) -> None:
@@ -168,6 +172,16 @@ def test_a_target_that_prints_on_fd_1_or_raises_system_exit_is_a_failure_and_std
     messages = [f["message"] for f in result.get("files", result.get("findings", []))]
     assert messages and set(messages) == {"SystemExit: 0"}, result
     assert b"the target's own line" in done.stderr
+
+
+def test_fd_1_is_given_back_however_the_block_of_targets_ends() -> None:
+    """fd 1 was swapped and restored around each call of a target, where a signal between two steps left it
+    on stderr (the --json object went there: 3 runs in 30)."""
+    probe = ("import os, sys\nfrom bob.fuzz.common import stdout_on_stderr\ntry:\n    with stdout_on_stderr():\n"
+             "        os.write(1, b'child\\n')\n        print('object inside', flush=True)\n"
+             "        raise KeyboardInterrupt\nexcept KeyboardInterrupt:\n    print('object after', flush=True)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=60)
+    assert (done.stdout, done.stderr) == (b"object inside\nobject after\n", b"child\n"), done
 
 
 def test_minimize_runs_candidates_out_of_process(tmp_path: Path, targets_on_path, capsys) -> None:

@@ -121,6 +121,17 @@ def _holding(directory: str, flags: int = 0) -> Iterator[None]:
         os.close(fd)
 
 
+def _runs(pid: str) -> bool:
+    """Whether process ``pid`` runs in this PID namespace."""
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, OverflowError, ProcessLookupError):
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
 def _end_workers(workers: "list[_Worker]", grace: float = 3.0) -> None:
     """SIGTERM to every running worker, SIGKILL to any still there after ``grace`` seconds."""
     running = [w.proc for w in workers if w.proc is not None and w.proc.poll() is None]
@@ -148,9 +159,9 @@ class _Campaign:
         corpus = f".bob-fuzz/{self.name}/corpus" if corpus is None else corpus
         for option, path in (("--corpus", corpus), ("--artifacts", artifacts)):
             try:  # (atheris passes the engine's arguments as str: a path of other bytes fails every worker)
-                os.path.abspath(path).encode()
+                os.path.realpath(path).encode()
             except UnicodeEncodeError:
-                raise Refused("the engine takes its paths as UTF-8 text, and this one (made absolute) is not",
+                raise Refused("the engine takes its paths as UTF-8 text, and this one (its links resolved) is not",
                               option=option, path=path) from None
         self.corpus = Path(output_directory("--corpus", corpus)).resolve()
         self.artifacts = Path(output_directory("--artifacts", artifacts)).resolve()
@@ -160,7 +171,8 @@ class _Campaign:
         with _holding(str(self.logs)):  # what a campaign ended by SIGKILL left: no one holds it (a pid proves
             for d in self.logs.glob(f"{SCRATCH}*"):  # nothing across PID namespaces, two containers on one volume)
                 with contextlib.suppress(OSError), _holding(str(d), fcntl.LOCK_NB):
-                    shutil.rmtree(d, ignore_errors=True)
+                    if not _runs(d.name[len(SCRATCH):].split("-")[0]):  # (nor a bob's that held none)
+                        shutil.rmtree(d, ignore_errors=True)
         self.dict_path = self.logs / "bob.dict"
         with about("--artifacts", artifacts):  # (a full disk: the option's refusal)
             write_dict(self.dict_path)
@@ -351,10 +363,10 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
             _end_workers(c.workers)
             display.close()
         finally:
+            c.selector.close()  # (first: the removal needs descriptors, ulimit -n)
+            c.held.close()
             if c.scratch_home:
                 shutil.rmtree(c.scratch_home, ignore_errors=True)
-            c.held.close()
-            c.selector.close()
     result = c.tally()  # (a campaign shorter than a display tick: its last status lines too)
     signum = getattr(stopped, "signum", signals.ENDING[0])
     if stopped is not None and signum != signals.ENDING[0]:

@@ -118,6 +118,7 @@ def cmd_targets(args: argparse.Namespace) -> Outcome:
 
 def cmd_run(args: argparse.Namespace) -> Outcome:
     from bob.fuzz.campaign import run_campaign
+    from bob.fuzz.common import stdout_on_stderr
     from bob.fuzz.loop import seeded_loop
 
     _known_target(args.target, args.format)
@@ -127,8 +128,9 @@ def cmd_run(args: argparse.Namespace) -> Outcome:
         if args.corpus is not None:  # (it would be ignored: a user would look there for a corpus)
             raise Refused("usage: --engine loop keeps no corpus; --corpus goes with atheris", option="--corpus")
         artifacts = output_directory("--artifacts", args.artifacts)
-        result = seeded_loop(args.target, args.runs, args.seed or 0, fmt=args.format, stop_on_finding=False,
-                             artifacts=artifacts, progress=True)
+        with stdout_on_stderr():
+            result = seeded_loop(args.target, args.runs, args.seed or 0, fmt=args.format, stop_on_finding=False,
+                                 artifacts=artifacts, progress=True)
     else:
         import importlib.util
 
@@ -162,6 +164,7 @@ def _target_of(path: Any, given: str | None) -> str:
 
 
 def cmd_replay(args: argparse.Namespace) -> Outcome:
+    from bob.fuzz.common import stdout_on_stderr
     from bob.fuzz.replay import files_under, read_input, replay_file, skipped
     from bob.progress import Progress
 
@@ -178,7 +181,7 @@ def cmd_replay(args: argparse.Namespace) -> Outcome:
     if not files:
         raise Refused("no files to replay", option="PATH", path=args.paths[0])
     verdicts = []
-    with Progress(PROG, "replay", len(files)) as progress:
+    with Progress(PROG, "replay", len(files)) as progress, stdout_on_stderr():
         for f, name in files:
             with about("PATH", f):  # (one that went away since: refused, not a failing replay)
                 verdicts.append(replay_file(f, name))

@@ -3,12 +3,15 @@ the input limits, the targets and their seeds, and the worker's helpers."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
+import io
 import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from bob.commands import about
 from bob.fileio import FileTooLarge, read_bounded, write_atomic
@@ -17,7 +20,8 @@ from bob.text import write_whole  # (a closed, full or broken stderr drops a pro
 from bob.fuzz.targets import TARGETS, seed_files
 
 __all__ = ["MAX_LEN", "DEFAULT_MAX_LEN", "INPUT_LIMIT", "Finding", "CampaignResult", "CampaignDisplay",
-           "load_target", "seed_paths", "die_with_parent", "read_input", "fast_path_stats", "failure", "failure_message"]
+           "load_target", "seed_paths", "die_with_parent", "read_input", "fast_path_stats", "failure", "failure_message",
+           "stdout_on_stderr"]
 
 MAX_LEN = {"input": 4096, "predictions": 4 * PREDICTION_BYTES, "core": 4096}
 DEFAULT_MAX_LEN = MAX_CHECKPOINT_BYTES + 64  # a little past the largest checkpoint a reader accepts
@@ -31,7 +35,6 @@ def load_target(spec: str, fmt: str | None = None) -> "tuple[Callable[[bytes], N
         return t.run, t.format if fmt is None else fmt
     if ":" not in spec:
         raise ValueError(f"unknown target {spec!r}; one of {', '.join(TARGETS)} or package.module:function")
-    import contextlib
     import importlib
 
     module, _, name = spec.partition(":")
@@ -41,17 +44,8 @@ def load_target(spec: str, fmt: str | None = None) -> "tuple[Callable[[bytes], N
 
     def printing_to_stderr(data: bytes) -> None:  # stdout is the command's: one JSON object under --json
         __tracebackhide__ = True  # (a failure's key names the target's frame: exception_key)
-        saved = None
-        with contextlib.suppress(OSError):  # fd 1 too, for what its children and C code print (no descriptor
-            saved = os.dup(1)  # to spare, or no stderr: fd 1 left as it is)
-            os.dup2(2, 1)
-        try:
-            with contextlib.redirect_stdout(sys.stderr):
-                function(data)
-        finally:
-            if saved is not None:
-                os.dup2(saved, 1)
-                os.close(saved)
+        with contextlib.redirect_stdout(sys.stderr):  # (fd 1: stdout_on_stderr, around the command's targets)
+            function(data)
 
     return printing_to_stderr, fmt
 
@@ -102,6 +96,30 @@ def read_input(path: "str | os.PathLike[str]") -> bytes:
     if data is None:
         raise FileNotFoundError(2, "no such file", os.fspath(path))
     return data
+
+
+@contextlib.contextmanager
+def stdout_on_stderr() -> Iterator[None]:
+    """fd 1 on stderr for the block, in which a command runs targets in its own process, so that what their
+    children and C code print stays off its stdout (one JSON object under --json); ``sys.stdout`` writes to
+    a copy of the old fd 1 meanwhile. Each step leaves both on a stdout, so a signal between two never sends
+    the command's object to stderr. No stdout or stderr, or no descriptor to spare: left as they are."""
+    old, saved = sys.stdout, None
+    with contextlib.suppress(AttributeError, OSError, ValueError):  # (None, an io.StringIO, no stderr, EMFILE)
+        if old.fileno() == 1 and os.fstat(2):
+            saved = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    if saved is None:
+        yield
+        return
+    sys.stdout = io.TextIOWrapper(io.FileIO(saved, "w", closefd=False), encoding=old.encoding, errors=old.errors,
+                                  write_through=True)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        sys.stdout = old
+        os.close(saved)
 
 
 def failure(run: "Callable[[bytes], None]", data: bytes) -> BaseException | None:

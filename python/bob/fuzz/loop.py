@@ -50,7 +50,7 @@ def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None
             if name in ("input", "checkpoint"):
                 hits += recognized(data, name)
             result.executions = i + 1
-            if (exc := failure(run, data)) is not None:  # as replay and the engine: SystemExit too
+            if (exc := failure(run, data)) is not None:  # as replay: SystemExit too, out of memory not
                 result.add(data, failure_message(exc), exception_key(exc), artifacts)
                 if stop_on_finding:
                     break
