@@ -75,7 +75,8 @@ def test_an_old_worker_log_survives_a_failed_write(tmp_path: Path, monkeypatch: 
 
 def test_a_scratch_directory_is_swept_only_when_no_campaign_holds_it(tmp_path: Path) -> None:
     """The sweep removed a directory whose pid it could not see (another PID namespace: a live campaign's,
-    whose findings were then lost), and a name with a pid too large for kill() ended the campaign (exit 70)."""
+    whose findings were then lost), and a name with a pid too large for kill() ended the campaign (exit 70).
+    A pid that runs proves nothing either: in a container a killed campaign's pid (1) is the next one's."""
     pytest.importorskip("atheris", reason="atheris is the optional fuzz extra (scripts/bootstrap.sh test,fuzz)")
     import fcntl
     import os
@@ -83,15 +84,15 @@ def test_a_scratch_directory_is_swept_only_when_no_campaign_holds_it(tmp_path: P
     from bob.fuzz.campaign import run_campaign
 
     logs = tmp_path / "artifacts" / ".logs"
-    held, left = logs / "scratch-4194305-abc", logs / "scratch-99999999999999999999-def"
-    for d in (held, left):
+    held, left, pid_1 = logs / "scratch-4194305-abc", logs / "scratch-99999999999999999999-def", logs / "scratch-1-gh"
+    for d in (held, left, pid_1):
         d.mkdir(parents=True)
         (d / "seed").write_bytes(b"x")
     fd = os.open(held, os.O_RDONLY)  # another campaign, running: it holds its directory's flock
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         run_campaign("predictions", runs=50, corpus=str(tmp_path / "corpus"), artifacts=str(logs.parent), live=False)
-        assert (held / "seed").read_bytes() == b"x" and not left.exists()
+        assert (held / "seed").read_bytes() == b"x" and not left.exists() and not pid_1.exists()
     finally:
         os.close(fd)
 

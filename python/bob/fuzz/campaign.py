@@ -121,17 +121,6 @@ def _holding(directory: str, flags: int = 0) -> Iterator[None]:
         os.close(fd)
 
 
-def _runs(pid: str) -> bool:
-    """Whether process ``pid`` runs in this PID namespace."""
-    try:
-        os.kill(int(pid), 0)
-    except (ValueError, OverflowError, ProcessLookupError):
-        return False
-    except PermissionError:
-        pass
-    return True
-
-
 def _end_workers(workers: "list[_Worker]", grace: float = 3.0) -> None:
     """SIGTERM to every running worker, SIGKILL to any still there after ``grace`` seconds."""
     running = [w.proc for w in workers if w.proc is not None and w.proc.poll() is None]
@@ -171,8 +160,7 @@ class _Campaign:
         with _holding(str(self.logs)):  # what a campaign ended by SIGKILL left: no one holds it (a pid proves
             for d in self.logs.glob(f"{SCRATCH}*"):  # nothing across PID namespaces, two containers on one volume)
                 with contextlib.suppress(OSError), _holding(str(d), fcntl.LOCK_NB):
-                    if not _runs(d.name[len(SCRATCH):].split("-")[0]):  # (nor a bob's that held none)
-                        shutil.rmtree(d, ignore_errors=True)
+                    shutil.rmtree(d, ignore_errors=True)
         self.dict_path = self.logs / "bob.dict"
         with about("--artifacts", artifacts):  # (a full disk: the option's refusal)
             write_dict(self.dict_path)
