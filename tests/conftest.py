@@ -90,6 +90,20 @@ def main_of(prog: str) -> Callable[[list[str]], int]:
     return main
 
 
+@pytest.fixture(autouse=True)
+def progress_never_due(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In process, progress lines are not shown unless a test asks for them: they appear after two
+    seconds of work, and a test's exact stderr must not depend on how loaded the machine is."""
+    import bob.progress
+
+    class NeverDue(bob.progress.Progress):
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            kwargs.setdefault("after", float("inf"))
+            super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bob.progress, "Progress", NeverDue)  # (the commands import it when they run)
+
+
 @pytest.fixture(params=[0o022, 0o077], ids=["umask-022", "umask-077"])
 def umask(request: pytest.FixtureRequest) -> Iterator[int]:
     """The process umask set to each of two values for the test, then restored."""
