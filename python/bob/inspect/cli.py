@@ -85,8 +85,6 @@ def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
     if export is not None and (exported := export_checkpoint(report, data, export)) is not None:
         written.append((export, exported[0], about("--export", export)))
         report["export"] = exported[1]
-    elif export is not None:
-        report["export"] = None
     from bob.signals import Deferral
 
     replace_all(written, renaming=Deferral())  # both staged first: a failed export left a new heatmap
