@@ -105,8 +105,7 @@ def heatmap_figure(p_plane, title: str) -> "tuple[Any, dict[str, Any]]":
 
     table = p_table(p_plane)
     finite = np.isfinite(table)
-    limit = float(np.abs(table[finite]).max()) if finite.any() else 1.0
-    limit = limit or 1.0
+    limit = (float(np.abs(table[finite]).max()) if finite.any() else 0.0) or 1.0  # (an all-zero table too)
     masked = np.ma.masked_invalid(table)
     cmap = colormaps["RdBu_r"].with_extremes(bad="black")
 
