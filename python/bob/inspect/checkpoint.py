@@ -1,8 +1,5 @@
-"""The ``checkpoint`` report: a checkpoint as the formats layer examines it.
-
-Every field comes from :func:`bob.formats.checkpoint.examine` (the envelope schema's parse of the header,
-its findings, the float32 views of the planes); nothing here parses bytes by hand. The probabilities shown
-next to a row of logits are :func:`bob.probabilities`' (:mod:`bob.analysis`)."""
+"""The ``checkpoint`` report: every field from :func:`bob.formats.checkpoint.examine` (nothing here parses bytes),
+a row's probabilities from :mod:`bob.analysis`."""
 
 from __future__ import annotations
 
@@ -105,9 +102,8 @@ def _header_report(ex: Examination, failed: set[tuple[str, int | None]]) -> dict
 
 def checkpoint_report(data: bytes | None, read_problems: list[FormatError], *, path: str, auto: bool = False,
                       rows: bytes = b"") -> tuple[dict[str, Any], Any]:
-    """The ``checkpoint`` report (a JSON-ready dict) and the P plane (or None).
-
-    ``data`` is the file's bytes (None when it was too large to read)."""
+    """The ``checkpoint`` report (a JSON-ready dict) and the P plane (or None); ``data`` is None when the file
+    was too large to read."""
     report, problems, ex = begin("checkpoint", path, data, read_problems, auto, examine)
     fresh = bool(ex is not None and ex.fresh)
     partial = ex.partial_header if ex is not None else None

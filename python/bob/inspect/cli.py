@@ -58,12 +58,13 @@ def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
     from bob.inspect.checkpoint import checkpoint_report
     from bob.inspect.render import render_checkpoint
     from bob.commit import replace_all
+    from bob.signals import Deferral
 
     export, heatmap = args.export, args.heatmap
     if export is not None:  # (an empty path is refused, not taken for no export)
         check_export(export, args.file)
     if heatmap is not None:
-        from bob.inspect.heatmap import check_heatmap
+        from bob.inspect.heatmap import check_heatmap, draw_heatmap
 
         check_heatmap(heatmap, args.file)
         if export is not None and same_file(heatmap, export):
@@ -76,8 +77,6 @@ def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
         # the file has problems (they are reported); there is nothing to draw
         report["note"] = "no heatmap: the P plane could not be read"
     elif heatmap is not None:
-        from bob.inspect.heatmap import draw_heatmap
-
         title = (f"{show_path(os.path.basename(args.file))}: P at step {report['step']} "
                  f"({plural(report['invocations'], 'invocation')})")
         image, report["heatmap"] = draw_heatmap(p_plane, heatmap, title)
@@ -85,10 +84,6 @@ def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
     if export is not None and (exported := export_checkpoint(report, data, export)) is not None:
         written.append((export, exported[0], about("--export", export)))
         report["export"] = exported[1]
-    elif export is not None:
-        report["export"] = None
-    from bob.signals import Deferral
-
     replace_all(written, renaming=Deferral())  # both staged first: a failed export left a new heatmap
     return report, render_checkpoint(report), _code(report)
 
@@ -156,7 +151,7 @@ def cmd_auto(args: argparse.Namespace) -> Result:
     head, size, partial = peek(args.file)
     kind = kinds.detect_kind(head, size)
     if kind is None:
-        raise Refused(f"not a bob file ({'at least ' * partial}{size} byte{'s' * (size != 1)} starting \""
+        raise Refused(f"not a bob file ({'at least ' * partial}{plural(size, 'byte')} starting \""
                       f"{escape_bytes(head[:kinds.MAGIC_BYTES])}\"; {kinds.KIND_RULES})", path=args.file)
     if kind == kinds.CHECKPOINT:
         return cmd_checkpoint(args, auto=True)

@@ -1,10 +1,6 @@
-"""What every ``bob-inspect`` report shares: exit codes, the refusal, reading a file through the formats
-layer, and the JSON-safe forms of values.
-
-Reading goes through the one bounded reader (:func:`bob.formats.files.read_format_file`, over
-:func:`bob.fileio.read_bounded`): a file too large for its format is a finding (the report is still made,
-without its bytes); a missing path, a directory, a FIFO, a device or an unreadable file is a
-:class:`Refused` (one line, exit 2). Text is escaped by :mod:`bob.text` only."""
+"""What every ``bob-inspect`` report shares: exit codes, the refusal, reading a file through the formats layer's one
+bounded reader (a file too large for its format is a finding; a path that cannot be read a :class:`Refused`, exit 2)
+and the JSON-safe forms of values. Text is escaped by :mod:`bob.text` only."""
 
 from __future__ import annotations
 
@@ -30,8 +26,7 @@ TOP_K = 5  # next bytes shown per row (--rows)
 
 
 def refusal(path: str, exc: OSError, option: str | None = None) -> Refused:
-    """The one-line refusal of a path that cannot be read (it names the option and the path): "no such file",
-    or why not."""
+    """A path that cannot be read, refused naming the option and the path: "no such file", or why not."""
     plain = isinstance(exc, FileNotFoundError) and exc.strerror in (None, os.strerror(2))  # (2: ENOENT)
     return Refused("no such file" if plain else os_reason(exc), option=option, path=path)
 
@@ -83,14 +78,9 @@ def f32_json(x: float) -> float | str:
 
 def base(command: str, path: str, data: bytes | None, auto: bool) -> dict[str, Any]:
     """The keys every file report starts with."""
-    return {
-        "command": command,
-        "file": show_path(path),
-        "auto": auto,
-        "kind": command,
-        "size": len(data) if data is not None else file_size(path),
-        "sha256": hashlib.sha256(data).hexdigest() if data is not None else None,
-    }
+    return {"command": command, "file": show_path(path), "auto": auto, "kind": command,
+            "size": len(data) if data is not None else file_size(path),
+            "sha256": hashlib.sha256(data).hexdigest() if data is not None else None}
 
 
 def magic_report(found: bytes, magic: bytes) -> dict[str, Any]:

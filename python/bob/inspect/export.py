@@ -1,8 +1,5 @@
-"""``--export OUT.safetensors|OUT.npz``: the inspected checkpoint written for
-other tools, in the bytes :meth:`bob.Checkpoint.to_safetensors` / ``to_npz``
-write (the format from the suffix). Only a checkpoint without problems is
-exported: the export refuses what ``bob-run`` would refuse to resume, as every
-bob writer does."""
+"""``--export OUT.safetensors|OUT.npz``: the inspected checkpoint in the bytes :meth:`bob.Checkpoint.to_safetensors`
+/ ``to_npz`` write (the format from the suffix); as every bob writer, it refuses what ``bob-run`` would."""
 
 from __future__ import annotations
 
@@ -41,8 +38,7 @@ def check_export(out: str, inspected: str) -> None:
 
 
 def export_checkpoint(report: dict[str, Any], data: bytes | None, out: str) -> "tuple[bytes, dict[str, Any]] | None":
-    """The export's bytes and ``{path, format, size, sha256}``, or None (and a
-    note) for a checkpoint with problems, which is not exported."""
+    """The export's bytes and ``{path, format, size, sha256}``, or None (and a note) for a checkpoint with problems."""
     import bob
     from bob import interop
 

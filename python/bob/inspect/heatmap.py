@@ -1,9 +1,5 @@
-"""``--heatmap``: the P table drawn with matplotlib (the optional extra ``plot``).
-
-The only module of ``bob-inspect`` that imports matplotlib, and only when
-the option is given. The image and the export are both staged before either is replaced
-(:func:`bob.commit.replace_all`).
-"""
+"""``--heatmap``: the P table drawn with matplotlib (the optional extra ``plot``), which only this module of
+``bob-inspect`` imports, and only when the option is given."""
 
 from __future__ import annotations
 
@@ -29,8 +25,7 @@ TICK_STEP = 32
 
 
 def check_heatmap(out: str, inspected: str) -> None:
-    """Refuse (exit 2), before anything is read, a heatmap that cannot be drawn: without
-    matplotlib (saying how to install it), or onto the inspected file itself."""
+    """Refuse, before anything is read, a heatmap without matplotlib or onto the inspected file itself."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:
@@ -89,8 +84,7 @@ def _zoom(ax, table, masked, moved, cols, cmap, limit) -> None:
 
 
 def draw_heatmap(p_plane, out: str, title: str) -> "tuple[bytes, dict[str, Any]]":
-    """:func:`heatmap_figure` drawn for ``out`` (its extension names the format): the file's bytes,
-    and what it shows."""
+    """:func:`heatmap_figure` drawn in the format ``out``'s extension names: the file's bytes, and what it shows."""
     fig, shown = heatmap_figure(p_plane, title)
     ext = os.path.splitext(out)[1].lower().lstrip(".") or "png"
     supported = fig.canvas.get_supported_filetypes()
@@ -111,8 +105,7 @@ def heatmap_figure(p_plane, title: str) -> "tuple[Any, dict[str, Any]]":
 
     table = p_table(p_plane)
     finite = np.isfinite(table)
-    limit = float(np.abs(table[finite]).max()) if finite.any() else 1.0
-    limit = limit or 1.0
+    limit = (float(np.abs(table[finite]).max()) if finite.any() else 0.0) or 1.0  # (an all-zero table too)
     masked = np.ma.masked_invalid(table)
     cmap = colormaps["RdBu_r"].with_extremes(bad="black")
 
