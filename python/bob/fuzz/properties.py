@@ -1,8 +1,7 @@
-"""How a target says a property failed (:func:`require`, never ``assert``, which ``python -O`` strips; docs/fuzzing.md,
-"The targets and their properties"); a failure's identity (:func:`exception_key`: its type and innermost frame of bob's
-code, never the message, which may hold a value that varies from input to input; the campaign, the seeded loop and
-``minimize`` all count failures by it); :func:`quietly`, how a target runs a command in process; :func:`invoked`, what
-``bob-run`` must write."""
+"""How a target says a property failed (:func:`require`, never ``assert``, which ``python -O`` strips), a failure's
+identity (:func:`exception_key`: never its message, which may vary from input to input; the campaign, the seeded loop
+and ``minimize`` count failures by it), and how targets run commands (:func:`quietly`, :func:`invoked`):
+docs/fuzzing.md, "The targets and their properties"."""
 
 from __future__ import annotations
 
