@@ -45,11 +45,9 @@ def exception_key(exc: BaseException) -> str:
 
 
 def quietly(fn: "Callable[[list[str]], int]", argv: "list[str]") -> "tuple[int, str, str]":
-    """``fn(argv)`` (a command's ``main``) with its output captured: (exit code, stdout, stderr).
-
-    A signal the command took while it ran was meant for this process (the command caught it,
-    or deferred it): it is raised again here however ``fn`` ended, a world's injected crash
-    included, so the harness ends as it was asked to."""
+    """``fn(argv)`` (a command's ``main``) with its output captured: (exit code, stdout, stderr). A signal the
+    command took while it ran was meant for this process (the command caught it, or deferred it): it is raised
+    again here however ``fn`` ended, a world's injected crash included, so the harness ends as it was asked to."""
     import contextlib
     import io
 
