@@ -19,8 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from bob import signals
 from bob.commands import Refused, about, os_reason, output_directory
 from bob.fileio import make_directory, write_atomic
+from bob.fuzz.dictionary import write_dict
 from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignDisplay, CampaignResult, Finding, fast_path_stats, \
     read_input, seed_paths
 from bob.fuzz.targets import TARGETS
@@ -111,8 +113,7 @@ def _passes_outside(target: str, path: str, env: "dict[str, str]") -> bool:
 
 @contextlib.contextmanager
 def _holding(directory: str, flags: int = 0) -> Iterator[None]:
-    """``directory``'s exclusive flock for the block (``flags``: ``fcntl.LOCK_NB``, a BlockingIOError where
-    another holds it, rather than waiting)."""
+    """``directory``'s exclusive flock for the block (``fcntl.LOCK_NB`` in ``flags``: a BlockingIOError if held)."""
     fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | flags)
@@ -139,8 +140,6 @@ def _end_workers(workers: "list[_Worker]", grace: float = 3.0) -> None:
 class _Campaign:
     def __init__(self, target: str, seconds: float | None, runs: int | None, jobs: int, corpus: str | None,
                  artifacts: str, seed: int | None, fmt: str | None, max_len: int | None, max_findings: int) -> None:
-        from bob.fuzz.dictionary import write_dict
-
         self.stats = fast_path_stats(target, fmt)  # refused before anything is made
         self.target, self.name, self.seconds, self.runs = target, target.replace(":", "_"), seconds, runs
         self.seed, self.fmt, self.max_findings = seed, fmt, max_findings
@@ -333,8 +332,6 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
                  fmt: str | None = None, max_len: int | None = None, live: bool | None = None,
                  max_findings: int = 20) -> CampaignResult:
     """A coverage-guided campaign of ``target`` for ``seconds`` or ``runs`` executions (over all jobs)."""
-    from bob import signals
-
     if seconds is None and runs is None:
         seconds = 60
     c = _Campaign(target, seconds, runs, jobs, corpus, artifacts, seed, fmt, max_len, max_findings)

@@ -216,14 +216,13 @@ def cmd_minimize(args: argparse.Namespace) -> Outcome:
     with about("--output", output):
         write_atomic(target, small)
     # a fixed-size format (a checkpoint) keeps its length: what shrinks is how many bytes are not zero
-    nonzero = {"input": len(data) - data.count(0), "output": len(small) - small.count(0)}
-    text = (f"{PROG} minimize: {len(data)} -> {len(small)} bytes ({nonzero['input']} -> {nonzero['output']} not "
-            f"zero) in {tries} tries: {show_path(output)} ({failure})\n"
+    d = {"input_bytes": len(data), "output_bytes": len(small), "input_nonzero_bytes": len(data) - data.count(0),
+         "output_nonzero_bytes": len(small) - small.count(0), "output": show_path(output), "target": name,
+         "failure": failure, "tries": tries}
+    text = (f"{PROG} minimize: {len(data)} -> {len(small)} bytes ({d['input_nonzero_bytes']} -> "
+            f"{d['output_nonzero_bytes']} not zero) in {tries} tries: {show_path(output)} ({failure})\n"
             f"  reproduce: bob-fuzz replay {show_path(output)} --target {name}")
-    return Outcome(EXIT_OK, {"input_bytes": len(data), "output_bytes": len(small), "input_nonzero_bytes":
-                             nonzero["input"], "output_nonzero_bytes": nonzero["output"], "output": show_path(output),
-                             "target": name, "failure": failure, "tries": tries}, text,
-                   committed=f"wrote {show_path(output)}")
+    return Outcome(EXIT_OK, d, text, committed=f"wrote {show_path(output)}")
 
 
 def cmd_conformance(args: argparse.Namespace) -> Outcome:

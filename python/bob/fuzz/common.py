@@ -6,10 +6,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import importlib
 import io
 import os
+import signal
 import sys
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -35,8 +37,6 @@ def load_target(spec: str, fmt: str | None = None) -> "tuple[Callable[[bytes], N
         return t.run, t.format if fmt is None else fmt
     if ":" not in spec:
         raise ValueError(f"unknown target {spec!r}; one of {', '.join(TARGETS)} or package.module:function")
-    import importlib
-
     module, _, name = spec.partition(":")
     function = getattr(importlib.import_module(module), name)
     if not callable(function):
@@ -74,15 +74,10 @@ def fast_path_stats(target: str, fmt: str | None) -> str | None:
 def die_with_parent(parent: int | None = None) -> None:
     """End this process (SIGKILL) when its parent dies (``PR_SET_PDEATHSIG`` on Linux);
     end now if ``parent`` is given and is not our parent any more."""
-    import signal
-
-    try:
+    with contextlib.suppress(OSError, AttributeError):  # (not Linux: no prctl)
         import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # pragma: no cover - not Linux
-        pass
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
     if parent is not None and os.getppid() != parent:
         os._exit(1)
 
@@ -173,10 +168,7 @@ class CampaignResult:
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:  # bob-fuzz run --json
-        d = dict(self.__dict__)
-        d["findings"] = [dict(f.__dict__, where=f.where) for f in self.findings]
-        d["discarded"] = [dict(f.__dict__) for f in self.discarded]
-        return d
+        return dict(asdict(self), findings=[dict(asdict(f), where=f.where) for f in self.findings])
 
     def add(self, data: bytes, message: str, key: str, artifacts: "str | os.PathLike[str] | None") -> None:
         """Count a failing input; a new failure is a finding, its input written to ``artifacts``

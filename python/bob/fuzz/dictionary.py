@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+from bob.fileio import write_atomic
 from bob.formats.constants import CHECKPOINT_MAGIC, CHUNK_BYTES, CHUNK_TAGS, DATA, EMPTY_PROMPT, INPUT_MAGIC, \
     LEARNER, LEARNER_HYPERPARAMETERS, LEARNER_NAMES, LEARNER_PREFIX, MAX_CHECKPOINT_BYTES, MAX_HEADER_BYTES, \
     PAYLOAD_BYTES, PREDICTION_BYTES, PROMPTS, RECORD_BYTES, SEED, STATE, STRING_LIMIT, U64_MAX, \
@@ -58,8 +59,6 @@ def tokens() -> list[bytes]:
 def write_dict(path: "str | os.PathLike[str]") -> None:
     """Write the dictionary in libFuzzer/AFL ``.dict`` format: ``name="token"`` a line, every byte
     that is not plain printable ASCII as ``\\xNN``."""
-    from bob.fileio import write_atomic
-
     lines = [f'bob_{i}="{escape_bytes(t)}"' for i, t in enumerate(tokens())]
     write_atomic(path, ("# bob's fuzzing dictionary (bob.fuzz.dictionary): magics, contract strings, sizes, values\n"
                         + "\n".join(lines) + "\n").encode("ascii"))

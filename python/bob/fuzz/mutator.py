@@ -210,10 +210,9 @@ def mutate(data: bytes, rnd: random.Random, fmt: str | None = None, *, count: in
                 _mutate_spot(out, rnd.choice(table), rnd)
                 continue
         byte_mutation(out, rnd)
-    result = bytes(out)
     if fmt == "checkpoint" and refresh and rnd.random() < refresh:
-        result = refresh_digests(result)
-    return result
+        return refresh_digests(bytes(out))
+    return bytes(out)
 
 
 def mutate_canonical(data: bytes, rnd: random.Random, fmt: str | None = None) -> bytes:

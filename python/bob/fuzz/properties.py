@@ -1,8 +1,7 @@
-"""How a target says a property failed (:func:`require`, never ``assert``, which ``python -O`` strips; docs/fuzzing.md,
-"The targets and their properties"); a failure's identity (:func:`exception_key`: its type and innermost frame of bob's
-code, never the message, which may hold a value that varies from input to input; the campaign, the seeded loop and
-``minimize`` all count failures by it); :func:`quietly`, how a target runs a command in process; :func:`invoked`, what
-``bob-run`` must write."""
+"""How a target says a property failed (:func:`require`, never ``assert``, which ``python -O`` strips), a failure's
+identity (:func:`exception_key`: never its message, which may vary from input to input; the campaign, the seeded loop
+and ``minimize`` count failures by it), and how targets run commands (:func:`quietly`, :func:`invoked`):
+docs/fuzzing.md, "The targets and their properties"."""
 
 from __future__ import annotations
 
@@ -46,11 +45,9 @@ def exception_key(exc: BaseException) -> str:
 
 
 def quietly(fn: "Callable[[list[str]], int]", argv: "list[str]") -> "tuple[int, str, str]":
-    """``fn(argv)`` (a command's ``main``) with its output captured: (exit code, stdout, stderr).
-
-    A signal the command took while it ran was meant for this process (the command caught it,
-    or deferred it): it is raised again here however ``fn`` ended, a world's injected crash
-    included, so the harness ends as it was asked to."""
+    """``fn(argv)`` (a command's ``main``) with its output captured: (exit code, stdout, stderr). A signal the
+    command took while it ran was meant for this process (the command caught it, or deferred it): it is raised
+    again here however ``fn`` ended, a world's injected crash included, so the harness ends as it was asked to."""
     import contextlib
     import io
 

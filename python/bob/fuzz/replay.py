@@ -103,22 +103,16 @@ def replay(paths: "list[str | os.PathLike[str]]", target: str | None = None) -> 
 def shrink(data: bytes, same: Callable[[bytes], bool], max_tries: int) -> tuple[bytes, int]:
     """The simplest input ``same`` keeps, in at most ``max_tries`` calls of ``same``: chunks zeroed, then
     deleted (docs/fuzzing.md's ``minimize``); chunks already zero cost no call."""
-    tries = 0
-    best = data
+    tries, best = 0, data
     chunk = max(len(best) // 2, 1)
-    while tries < max_tries:
+    while chunk and tries < max_tries:
         for at in range(0, len(best), chunk):
-            if tries >= max_tries:
-                break
             piece = best[at:at + chunk]
-            if piece.count(0) == len(piece):
-                continue
-            candidate = best[:at] + bytes(len(piece)) + best[at + chunk:]
-            tries += 1
-            if same(candidate):
-                best = candidate
-        if chunk == 1:
-            break
+            if tries < max_tries and piece.count(0) < len(piece):
+                candidate = best[:at] + bytes(len(piece)) + best[at + chunk:]
+                tries += 1
+                if same(candidate):
+                    best = candidate
         chunk //= 2
     chunk = max(len(best) // 2, 1)
     while chunk >= 1 and tries < max_tries:

@@ -35,8 +35,7 @@ def string_lengths(data: bytes) -> tuple[int, int, int, int]:
 
 
 def _placed(data: bytes, planes: bool = False) -> "tuple[EnvelopeLayout, int] | None":
-    """(layout, header_bytes) of a checkpoint whose header (and, with ``planes``, planes) can be
-    located, else None."""
+    """(layout, header_bytes) of a checkpoint whose header (and, with ``planes``, planes) can be located, else None."""
     if len(data) < CANONICAL.header_length or bytes(data[:8]) != CHECKPOINT_MAGIC:
         return None
     lay = envelope_layout(string_lengths(data))
