@@ -22,9 +22,9 @@ from typing import Iterator
 from bob import signals
 from bob.commands import Refused, about, os_reason, output_directory
 from bob.fileio import make_directory, write_atomic
-from bob.fuzz.dictionary import write_dict
 from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignDisplay, CampaignResult, Finding, fast_path_stats, \
     read_input, seed_paths
+from bob.fuzz.dictionary import write_dict
 from bob.fuzz.targets import TARGETS
 
 __all__ = ["run_campaign", "WORKER", "KEY_LINE"]
