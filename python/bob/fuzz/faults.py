@@ -49,7 +49,7 @@ class OsPatch:
 def before_os_call(signum: str, names: "tuple[str, ...]" = COMMIT_CALLS) -> str:
     """A child's prologue: send itself ``signum`` (an expression) just before its k-th call
     of one of ``names`` in ``os`` from the main thread, k = ``sys.argv[1]`` (an :class:`OsFaults`
-    in ``"signal"`` mode). The signal tests (test_signals.py) use it with SIGINT, SIGTERM and SIGHUP."""
+    in ``"signal"`` mode)."""
     return f"""
 import os, signal, sys
 from bob.fuzz.faults import OsFaults
@@ -71,10 +71,7 @@ class OsFaults(OsPatch):
                  signum: int = 0) -> None:
         if mode not in ("fail", "crash", "signal"):
             raise ValueError(f"mode is 'fail', 'crash' or 'signal', not {mode!r}")
-        self.mode: str = mode
-        self.signum: int = signum
-        self.k: int = k
-        self.names: tuple[str, ...] = names
+        self.mode, self.signum, self.k, self.names = mode, signum, k, names
         self.spare: "Callable[[str, tuple], bool] | None" = spare  # true of (name, args): the k-th call not failed
         self.only: "tuple[str, ...] | None" = only  # the calls counted (the k-th of these); all are still watched
         self.calls: int = 0  # the calls made
