@@ -71,7 +71,10 @@ class OsFaults(OsPatch):
                  signum: int = 0) -> None:
         if mode not in ("fail", "crash", "signal"):
             raise ValueError(f"mode is 'fail', 'crash' or 'signal', not {mode!r}")
-        self.mode, self.signum, self.k, self.names = mode, signum, k, names
+        self.mode: str = mode
+        self.signum: int = signum
+        self.k: int = k
+        self.names: tuple[str, ...] = names
         self.spare: "Callable[[str, tuple], bool] | None" = spare  # true of (name, args): the k-th call not failed
         self.only: "tuple[str, ...] | None" = only  # the calls counted (the k-th of these); all are still watched
         self.calls: int = 0  # the calls made

@@ -117,6 +117,7 @@ class Recorder(OsPatch):
 
     def __init__(self, root: Path) -> None:
         self.root: str = os.path.realpath(root)
+        self.image: Image
         self.image, self._inodes = snapshot(Path(self.root))
         self.ops: list[Op] = []
         self._fds: dict[int, tuple[int, str]] = {}  # descriptor → (model inode, or -1 for a directory; its path)
