@@ -54,10 +54,6 @@ class DigestMemo:
         digest = self.digest(data)
         return SimpleNamespace(digest=lambda: digest, hexdigest=digest.hex)
 
-    def fast_path_digest(self, data: Any) -> bytes:
-        """A stand-in for the fast path's ``bob._core.sha256`` (a digest as bytes)."""
-        return self._sha256(data).digest() if memoryview(data).nbytes < _SMALL else self.digest(data)
-
 
 def _once(real: Callable[..., Any], key: Callable[..., Any]) -> Callable[..., Any]:
     """``real`` computed once per ``key(*args)`` within the block, its result or its exception (a pure
@@ -93,9 +89,10 @@ def shared_digests() -> Iterator[DigestMemo]:
     memo = DigestMemo()
     parse = _once(schema.parse, lambda s, data: (id(s), id(data)) if type(data) is bytes else None)
     layout = _once(examination.envelope_layout, lambda lengths: tuple(lengths))
-    # header.sha256 calls header._digest (bound on first use); the examination calls parse and the layout
-    stand_ins = {(hashlib, "sha256"): memo.sha256, (header, "_digest"): memo.fast_path_digest, (schema, "parse"): parse,
-                 (examination, "envelope_layout"): layout, (header, "envelope_layout"): layout}
+    # header.sha256 calls header._digest (bound on first use: the fast path's bob._core.sha256, a digest as
+    # bytes); the examination calls parse and the layout
+    stand_ins = {(hashlib, "sha256"): memo.sha256, (header, "_digest"): lambda data: memo.sha256(data).digest(),
+                 (schema, "parse"): parse, (examination, "envelope_layout"): layout, (header, "envelope_layout"): layout}
     real = {place: getattr(*place) for place in stand_ins}
     for (owner, name), value in stand_ins.items():
         setattr(owner, name, value)

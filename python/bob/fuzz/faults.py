@@ -49,7 +49,7 @@ class OsPatch:
 def before_os_call(signum: str, names: "tuple[str, ...]" = COMMIT_CALLS) -> str:
     """A child's prologue: send itself ``signum`` (an expression) just before its k-th call
     of one of ``names`` in ``os`` from the main thread, k = ``sys.argv[1]`` (an :class:`OsFaults`
-    in ``"signal"`` mode). The signal tests (test_signals.py) use it with SIGINT, SIGTERM and SIGHUP."""
+    in ``"signal"`` mode)."""
     return f"""
 import os, signal, sys
 from bob.fuzz.faults import OsFaults

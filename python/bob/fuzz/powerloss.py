@@ -200,11 +200,10 @@ def durable_before(ops: list[Op], k: int) -> list[bool]:
 
 def crash_states(image: Image, ops: list[Op]) -> Iterator[tuple[int, tuple[int, ...], Image]]:
     """Every crash state ``(k, kept, image)``: a crash after ``k`` operations keeping the volatile ones
-    ``kept`` (indices), each tree once per what the run had said by then, its lock files' bytes apart
-    (docs/fuzzing.md, "Power loss"); an inode's bytes after some of its writes are built once."""
+    ``kept`` (indices), judged once as docs/fuzzing.md's "Power loss" says."""
     seen: set[tuple[bool, frozenset]] = set()  # (said: only the whole run said anything, that it committed)
 
-    @functools.cache
+    @functools.cache  # an inode's bytes after some of its writes are built once
     def content(node: int, writes: tuple[int, ...]) -> tuple[bytearray, bytes]:
         """An inode's bytes after these of its writes, and their digest."""
         one = Image({}, {node: bytearray(image.nodes.get(node, b""))})

@@ -232,9 +232,7 @@ def run_target(data: bytes) -> None:
 
 
 def interop_target(data: bytes) -> None:
-    """Every input read as ``.npz`` and as safetensors, for resuming and for reading: bob accepts
-    exactly what :mod:`bob.fuzz.oracle_interop` says a bob export is, and an accepted file exported
-    and imported again is the same checkpoint."""
+    """Every input read as ``.npz`` and as safetensors, for resuming and for reading."""
     import bob
     from bob import interop
     from bob.fuzz.oracle_interop import check_export

@@ -113,10 +113,9 @@ class _Run:
             self.pred_arg.symlink_to(Path("real") / "predictions.bin")
         self.old_pred = b"previous predictions, must survive a refusal"
         (d / "record.bin").write_bytes(record)
-        self.ck.write_bytes(checkpoint)
-        self.pred.write_bytes(self.old_pred)
-        os.chmod(self.ck, MODE)
-        os.chmod(self.pred, MODE)
+        for path, data in ((self.ck, checkpoint), (self.pred, self.old_pred)):
+            path.write_bytes(data)
+            os.chmod(path, MODE)
         self.refusal_expected = want is None or w.layout not in ("plain", "symlinks")
         self.second: Path | None = None  # a second name (hard link) of one of the files
         if w.layout == "same-file":
@@ -218,16 +217,20 @@ class _Run:
         require(faults is None or not faults.left_open,
                 f"{self.where}: bob-run left descriptors open ({faults.left_open if faults else ''})")
 
+    def next_run(self, start: tuple, refused: bool) -> tuple:
+        """The exit and the pair of a next bob-run from the pair ``start``: refused with it untouched,
+        or what ``bob.invoke`` computes from its checkpoint (None: refused too)."""
+        want = None if refused else invoked(self.record, start[0])
+        return (REFUSED, start) if want is None else (0, (want.checkpoint_bytes(), want.predictions_bytes()))
+
     def after_racer(self, rc: int, racer: "subprocess.Popen[str]", crashed: bool) -> None:
         """The second bob-run (the table's racer cell) trained from the pair the first one left; after
         a crash of the first it is the next run, from whichever pair the dead one left."""
         _, err = racer.communicate(timeout=120)
         require(rc != 0 or self.new_ck is not None, f"{self.where}: bob-run exited 0 on an input bob.invoke refuses")
         new, old = (self.new_ck or b"", self.new_pred), (self.checkpoint, self.old_pred)
-        ends = []
-        for start in [new, old, (self.checkpoint, self.new_pred)] if crashed else [new if rc == 0 else old]:
-            want = None if self.refusal_expected and rc != 0 else invoked(self.record, start[0])
-            ends.append((REFUSED, start) if want is None else (0, (want.checkpoint_bytes(), want.predictions_bytes())))
+        starts = [new, old, (self.checkpoint, self.new_pred)] if crashed else [new if rc == 0 else old]
+        ends = [self.next_run(start, self.refusal_expected and rc != 0) for start in starts]
         now = (racer.returncode, self.pair())
         require("Traceback" not in err and now in ends, f"{self.where}: the second bob-run exited {now[0]} "
                 f"({err.strip()[-200:]}); the files are not what it computes from the pair the first one "
@@ -238,10 +241,8 @@ class _Run:
     def after_crash(self, quietly: Callable, run_main: Callable) -> None:
         """The next bob-run cleans up after the dead one and goes on from the checkpoint it finds: what
         ``bob.invoke`` computes from it, or refused again, the files untouched, as the dead one was."""
-        before = self.pair()
-        want = None if self.refusal_expected else invoked(self.record, before[0])
+        end = self.next_run(self.pair(), self.refusal_expected)
         rc, out, err = quietly(run_main, self.argv)
-        end = (REFUSED, before) if want is None else (0, (want.checkpoint_bytes(), want.predictions_bytes()))
         require((rc, self.pair()) == end, f"{self.where}: after the crash the next bob-run exited {rc} "
                 f"({err.strip()[-200:]}); the files are not what bob.invoke computes from the checkpoint it found")
         left = self.left()
