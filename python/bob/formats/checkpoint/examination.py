@@ -59,8 +59,6 @@ class Examination(Examined):
     whatever could be read (``header`` None if it did not parse; ``planes``, read-only views,
     when all the payload is there)."""
 
-    size: int
-    findings: list[FormatError] = field(default_factory=list)
     header: HeaderFields | None = None
     header_raw: bytes | None = None
     header_digest: bytes | None = None
@@ -105,16 +103,12 @@ class Examination(Examined):
     def layout(self) -> EnvelopeLayout | None:
         """This header's offsets (its contract strings' lengths decide them)."""
         h = self.header
-        if h is None:
-            return None
-        return envelope_layout((len(h.state), len(h.learner), len(h.data), len(h.seed)))
+        return None if h is None else envelope_layout((len(h.state), len(h.learner), len(h.data), len(h.seed)))
 
     @property
     def contract(self) -> Contract | None:
         h = self.header
-        if h is None:
-            return None
-        return Contract(**{name: h[name] for name in CONTRACT_FIELDS})
+        return None if h is None else Contract(**{name: h[name] for name in CONTRACT_FIELDS})
 
     def header_rows(self) -> list[FieldRow]:
         """The layout of this file's header (offset, size, field, meaning), from the schema."""
