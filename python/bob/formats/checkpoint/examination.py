@@ -45,11 +45,8 @@ class HeaderFields(dict[str, Any]):
     @classmethod
     def of(cls, parsed: Any) -> "HeaderFields":
         """A header body's fields (construct's Container, or the canonical path's dicts) as HeaderFields."""
-        fields = cls(parsed)
-        fields.pop("_io", None)  # construct's stream, not a field
-        fields["chunk_table"] = [cls(entry) for entry in fields["chunk_table"]]
-        for entry in fields["chunk_table"]:
-            entry.pop("_io", None)
+        fields = cls((k, v) for k, v in parsed.items() if k != "_io")  # (_io: construct's stream, not a field)
+        fields["chunk_table"] = [cls((k, v) for k, v in e.items() if k != "_io") for e in fields["chunk_table"]]
         return fields
 
 
@@ -112,14 +109,12 @@ class Examination(Examined):
 
     def header_rows(self) -> list[FieldRow]:
         """The layout of this file's header (offset, size, field, meaning), from the schema."""
-        if self.header is None:
+        if self.header_raw is None:
             return []
         from bob.formats.checkpoint.schema import HEADER_BODY
-        from bob.formats.schema import walk
+        from bob.formats.schema import layout
 
-        rows: list[FieldRow] = []
-        walk(HEADER_BODY, self.header, 0, "", "", rows)
-        return rows
+        return layout(HEADER_BODY, self.header_raw)
 
     def offset_of(self, name: str) -> int | None:
         """Where field ``name`` starts (a contract string: its length prefix)."""
