@@ -57,11 +57,8 @@ def record_bytes(contexts: bytes, targets: bytes, prompt_words: "Sequence[int]")
     valid record is its own canonical form: its digest is the file's)."""
     pairs = bytearray(2 * len(contexts))
     pairs[0::2], pairs[1::2] = bytes(contexts), bytes(targets)
-    return _RECORD_HEAD + bytes(pairs) + _TARGETS_PACK(*targets) + _WORDS_PACK(*prompt_words)
-
-
-_TARGETS_PACK = struct.Struct(_TARGETS.format or "").pack
-_WORDS_PACK = struct.Struct(_WORDS.format or "").pack
+    return b"".join((_RECORD_HEAD, pairs, struct.pack(_TARGETS.format or "", *targets),
+                     struct.pack(_WORDS.format or "", *prompt_words)))
 
 
 def contract_identity(strings: "tuple[bytes, ...]" = (STATE, LEARNER, DATA, SEED), payload_bytes: int = PAYLOAD_BYTES,

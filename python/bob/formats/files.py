@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Self
 
 from bob.errors import FormatError, NotABobFile, Truncated, byte_buffer
@@ -84,10 +85,12 @@ def as_bytes(data: Any, name: str) -> bytes:
     return byte_buffer(data, name).tobytes()
 
 
+@dataclass
 class Examined:
-    """The base of each format's examination: its ``findings`` and whether there are none."""
+    """The base of each format's examination: the file's ``size``, its ``findings`` and whether there are none."""
 
-    findings: "list[FormatError]"
+    size: int
+    findings: "list[FormatError]" = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -163,9 +163,7 @@ class InputExamination(Examined):
     the fields as far as they could be read (``widened``: the u32 targets table) and the
     :class:`InputRecord` of a valid file."""
 
-    size: int
-    magic: bytes
-    findings: list[FormatError] = field(default_factory=list)
+    magic: bytes = b""
     version: int | None = None
     contexts: np.ndarray | None = None
     targets: np.ndarray | None = None
@@ -236,20 +234,17 @@ def build_input(corpus: bytes, prompts: Sequence[bytes]) -> InputRecord:
     given = None if isinstance(prompts, (bytes, bytearray, str)) else ordered_items(prompts)
     if given is None:
         raise TypeError(f"prompts is a list of {PROMPTS} byte strings")
-    prompts = list(given)
     if len(corpus) < 2:
         raise BadValue("corpus", "a corpus needs at least 2 bytes",
                        expected="at least 2 bytes", actual=f"{len(corpus)} bytes")
-    if len(prompts) != PROMPTS:
-        raise BadValue("prompts", f"there are exactly {PROMPTS} prompts", expected=PROMPTS, actual=len(prompts))
+    if len(given) != PROMPTS:
+        raise BadValue("prompts", f"there are exactly {PROMPTS} prompts", expected=PROMPTS, actual=len(given))
     words = []
-    for index, p in enumerate(prompts):
+    for index, p in enumerate(given):
         if isinstance(p, str):
             raise TypeError("a prompt is bytes, not str (use os.fsencode)")
         words.append(prompt_word(as_bytes(p, f"prompt {index}")))
     n = len(corpus)
     cyc = np.frombuffer(corpus[: min(n, PAIRS + 1)], dtype=np.uint8)
-    k = np.arange(PAIRS)
-    contexts = cyc[k % n]  # when n > 256 only the first 257 bytes take part
-    targets = cyc[(k + 1) % n]
-    return InputRecord(contexts, targets, tuple(words))  # type: ignore[arg-type]
+    k = np.arange(PAIRS)  # when n > 256 only the first 257 bytes take part
+    return InputRecord(cyc[k % n], cyc[(k + 1) % n], tuple(words))  # type: ignore[arg-type]

@@ -9,6 +9,7 @@ layout tables to these entries. The envelope's offsets after ``step`` depend on 
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 
@@ -71,13 +72,14 @@ class Field:
         self.size = size
         self.format = format
 
+    def _key(self) -> "tuple[int, int, str | None]":
+        return self.offset, self.size, self.format
+
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Field):
-            return NotImplemented
-        return (self.offset, self.size, self.format) == (other.offset, other.size, other.format)
+        return self._key() == other._key() if isinstance(other, Field) else NotImplemented
 
     def __hash__(self) -> int:
-        return hash((self.offset, self.size, self.format))
+        return hash(self._key())
 
     def __repr__(self) -> str:
         return f"Field(offset={self.offset}, size={self.size}, format={self.format!r})"
@@ -201,22 +203,13 @@ class EnvelopeLayout:
         return self.fields[f"chunk_table[{index}].{name}"]
 
 
-_LAYOUTS: "dict[tuple[int, ...], EnvelopeLayout]" = {}
-_LAYOUTS_KEPT = 64
-
-
 def envelope_layout(string_lengths: tuple[int, int, int, int]) -> EnvelopeLayout:
     """The header layout for contract strings of these lengths (state, learner, data, seed),
     computed once per set of lengths and shared (not to be changed)."""
-    key = tuple(string_lengths)
-    known = _LAYOUTS.get(key)
-    if known is None:
-        if len(_LAYOUTS) >= _LAYOUTS_KEPT:  # a fuzzer's lengths are many: keep the cache small
-            _LAYOUTS.clear()
-        known = _LAYOUTS[key] = _envelope_layout(key)  # type: ignore[arg-type]
-    return known
+    return _envelope_layout(tuple(string_lengths))
 
 
+@functools.lru_cache(maxsize=64)  # a fuzzer's lengths are many: keep the cache small
 def _envelope_layout(string_lengths: tuple[int, int, int, int]) -> EnvelopeLayout:
     strings = [part for name, length in zip(CONTRACT_STRINGS, string_lengths)
                for part in ((f"{name}.length", U32.format), (name, length))]

@@ -45,11 +45,8 @@ class HeaderFields(dict[str, Any]):
     @classmethod
     def of(cls, parsed: Any) -> "HeaderFields":
         """A header body's fields (construct's Container, or the canonical path's dicts) as HeaderFields."""
-        fields = cls(parsed)
-        fields.pop("_io", None)  # construct's stream, not a field
-        fields["chunk_table"] = [cls(entry) for entry in fields["chunk_table"]]
-        for entry in fields["chunk_table"]:
-            entry.pop("_io", None)
+        fields = cls((k, v) for k, v in parsed.items() if k != "_io")  # (_io: construct's stream, not a field)
+        fields["chunk_table"] = [cls((k, v) for k, v in e.items() if k != "_io") for e in fields["chunk_table"]]
         return fields
 
 
@@ -59,8 +56,6 @@ class Examination(Examined):
     whatever could be read (``header`` None if it did not parse; ``planes``, read-only views,
     when all the payload is there)."""
 
-    size: int
-    findings: list[FormatError] = field(default_factory=list)
     header: HeaderFields | None = None
     header_raw: bytes | None = None
     header_digest: bytes | None = None
@@ -105,27 +100,21 @@ class Examination(Examined):
     def layout(self) -> EnvelopeLayout | None:
         """This header's offsets (its contract strings' lengths decide them)."""
         h = self.header
-        if h is None:
-            return None
-        return envelope_layout((len(h.state), len(h.learner), len(h.data), len(h.seed)))
+        return None if h is None else envelope_layout((len(h.state), len(h.learner), len(h.data), len(h.seed)))
 
     @property
     def contract(self) -> Contract | None:
         h = self.header
-        if h is None:
-            return None
-        return Contract(**{name: h[name] for name in CONTRACT_FIELDS})
+        return None if h is None else Contract(**{name: h[name] for name in CONTRACT_FIELDS})
 
     def header_rows(self) -> list[FieldRow]:
         """The layout of this file's header (offset, size, field, meaning), from the schema."""
-        if self.header is None:
+        if self.header_raw is None:
             return []
         from bob.formats.checkpoint.schema import HEADER_BODY
-        from bob.formats.schema import walk
+        from bob.formats.schema import layout
 
-        rows: list[FieldRow] = []
-        walk(HEADER_BODY, self.header, 0, "", "", rows)
-        return rows
+        return layout(HEADER_BODY, self.header_raw)
 
     def offset_of(self, name: str) -> int | None:
         """Where field ``name`` starts (a contract string: its length prefix)."""
