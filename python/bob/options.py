@@ -59,15 +59,18 @@ def seconds_option(option: str, *, minimum: float = 0.0, positive: bool = False,
 
 
 def integer_option(option: str, *, minimum: int, maximum: int, what: str = "an integer") -> "Callable[[str], int]":
-    """An argparse ``type``: a whole number (decimal, or ``0x``…) in
-    ``[minimum, maximum]``; ``1.5``, ``nan``, ``1e309`` or a value out of range
-    is a :class:`~bob.refusals.Refused` naming ``option``."""
+    """An argparse ``type``: a whole number (decimal, leading zeros and all, as ``seq -w`` writes
+    them; or with a base prefix, ``0x``…) in ``[minimum, maximum]``; ``1.5``, ``nan``, ``1e309`` or
+    a value out of range is a :class:`~bob.refusals.Refused` naming ``option``."""
 
     def convert(text: str) -> int:
-        try:
-            value = int(_plain(text), 0)
-        except (TypeError, ValueError):
-            value = None
+        value: int | None = None
+        for base in (10, 0):  # (base 0 alone, Python's literals, refuses 05 and reads 0x5)
+            try:
+                value = int(_plain(text), base)
+                break
+            except (TypeError, ValueError):
+                pass
         if value is None or not minimum <= value <= maximum:
             raise Refused(f"must be {what} from {minimum} to {maximum}, got {show_path(text)}", option=option)
         return value
