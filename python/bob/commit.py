@@ -44,7 +44,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any, Callable, Sequence
 
-__all__ = ["Backup", "Commit", "replace_all", "clean_stale_temporaries"]
+__all__ = ["Backup", "Commit", "replace_all", "replace_targets", "clean_stale_temporaries"]
 
 
 class Backup:
@@ -206,17 +206,28 @@ class Commit:
         self.staged = []
 
 
+def replace_targets(files: "list[tuple[str, Any]]") -> list[str]:
+    """Each ``(path, naming)``'s :func:`bob.fileio.replace_target`, inside its ``naming``; a path that
+    names the same file as an earlier one (two links to one file) is refused: one would overwrite the other."""
+    targets: list[str] = []
+    for path, naming in files:
+        with naming:
+            target = fileio.replace_target(path)
+            for (earlier, _), other in zip(files, targets):
+                if fileio.same_file(other, target):
+                    raise Refused(f"names the same file as {show_path(earlier)}; each needs its own")
+        targets.append(target)
+    return targets
+
+
 def replace_all(files: "list[tuple[str, bytes, Any]]", renaming: Any = None) -> list[str]:
     """Replace each ``(path, data, naming)`` atomically: every path is checked
-    (:func:`bob.fileio.replace_target`) and every file staged, each inside its ``naming`` (a
+    (:func:`replace_targets`) and every file staged, each inside its ``naming`` (a
     :class:`bob.commands.about`, which names its file in a refusal), before the first rename, so a
     write that fails (a full disk) replaces none; ``renaming`` (a :class:`bob.signals.Deferral`)
     holds signals over the renames. A rename that fails (rare: a mount over the file) is refused
     naming the files already replaced. The targets."""
-    targets, staged = [], []
-    for path, _, naming in files:
-        with naming:
-            targets.append(fileio.replace_target(path))
+    targets, staged = replace_targets([(path, naming) for path, _, naming in files]), []
     try:
         for target, (_, data, naming) in zip(targets, files):
             with naming:

@@ -401,6 +401,21 @@ def test_files_replaced_together_say_which_were_replaced_when_a_rename_fails(wor
     assert not [p for p in work.iterdir() if ".bob-tmp-" in p.name]
 
 
+def test_files_replaced_together_are_refused_when_two_name_one_file(work: Path) -> None:
+    """bob.commit.replace_all: two of its paths, links to one file, each wrote over the other (one file
+    lost); refused naming the second, before anything is staged."""
+    import bob.commit
+    from bob.commands import Refused, about
+
+    (work / "shared").write_bytes(b"mine")
+    for name in ("a.json", "b.png"):
+        (work / name).symlink_to("shared")
+    with pytest.raises(Refused) as refused:
+        bob.commit.replace_all([(str(work / n), n.encode(), about("--report", work / n)) for n in ("a.json", "b.png")])
+    assert (refused.value.option, refused.value.path) == ("--report", str(work / "b.png"))
+    assert (work / "shared").read_bytes() == b"mine" and not [p for p in work.iterdir() if ".bob-tmp-" in p.name]
+
+
 def test_a_backup_copied_where_hard_links_fail_is_on_disk_before_it_is_needed(work: Path, monkeypatch) -> None:
     """On a filesystem without hard links the backup is a copy: fsynced, so a power loss after a rollback
     does not leave a truncated file where the old one was put back."""

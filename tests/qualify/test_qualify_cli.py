@@ -190,6 +190,25 @@ def test_a_broken_stdout_does_not_change_the_verdict():
     assert b"could not be printed" in err
 
 
+def test_report_files_linked_to_one_file_are_refused_before_the_checks_run(tmp_path, capsys, monkeypatch):
+    """qualify.json and loss-curves.png as links to one file: the PNG was written over the JSON, exit 0,
+    and the report listed a qualify.json that held an image."""
+    pytest.importorskip("matplotlib")
+    from bob.qualify import runner
+
+    (tmp_path / "shared").write_bytes(b"mine")
+    report = tmp_path / "report"
+    report.mkdir()
+    for name in ("qualify.json", "loss-curves.png"):
+        (report / name).symlink_to("../shared")
+    monkeypatch.setattr(runner, "qualify", lambda *a, **k: pytest.fail("the checks ran"))
+    code, out, err = run_main(["--quick", "--seed", "3", "--json", "--report", str(report)], capsys, monkeypatch)
+    error = json.loads(out)["error"]
+    assert code == 2 and (error["option"], error["path"]) == ("--report", str(report / "loss-curves.png")), err
+    assert error["message"] == f"names the same file as {report / 'qualify.json'}; each needs its own"
+    assert (tmp_path / "shared").read_bytes() == b"mine"
+
+
 @pytest.mark.parametrize("name", ["qualify.json", "loss-curves.png", "us-per-update.png"])
 def test_a_report_file_in_the_way_is_refused_before_the_checks_run(name, tmp_path, capsys, monkeypatch):
     """A directory where qualify.json goes was refused only after every check had run (a minute under
