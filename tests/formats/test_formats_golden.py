@@ -94,6 +94,21 @@ def test_golden_checkpoint_is_the_contract_one():
     assert ck.as_dict() == read_json("checkpoint-abracadabra-step10.json")
 
 
+def test_a_checkpoint_summary_is_strict_json_for_any_state():
+    """as_dict() of a state with a NaN and an infinity (loadable for reading) gave min and max NaN and inf:
+    not JSON, and one NaN hid the plane's range. Its min and max are over the finite values."""
+    import numpy as np
+
+    ck = bob.load_checkpoint(read("checkpoint-abracadabra-step10.bin"))
+    p, m = ck.p.copy(), ck.m.copy()
+    finite_p = (float(p.min()), float(p.max()))
+    p[5], m[0], ck.p, ck.m = np.nan, np.inf, p, m
+    ck.v = np.full_like(ck.v, np.nan)
+    planes = json.loads(json.dumps(ck.as_dict(), allow_nan=False))["planes"]
+    assert (planes["P"]["min"], planes["P"]["max"]) == finite_p
+    assert planes["M"]["max"] == float(m[np.isfinite(m)].max()) and (planes["V"]["min"], planes["V"]["max"]) == (None, None)
+
+
 def test_golden_loaded_checkpoint_trains_to_step_20(core):
     ck = bob.read_checkpoint_file(GOLDEN / "checkpoint-abracadabra-step10.bin")
     rec = bob.read_input_file(GOLDEN / "input-abracadabra.bin")

@@ -272,7 +272,7 @@ class Checkpoint:
             return Checkpoint(step, p.copy(), m.copy(), v.copy(), header_bytes, contract)
 
     def as_dict(self) -> dict[str, Any]:
-        """A JSON-ready description (the golden vectors' ``.json``)."""
+        """A JSON-ready description (the golden vectors' ``.json``; a plane's min and max over its finite values)."""
         return describe_envelope(self.to_bytes(for_resume=False))  # describing is reading
 
     def __eq__(self, other: object) -> bool:
@@ -309,6 +309,15 @@ def read_checkpoint_file(path: "str | os.PathLike[str]", *, for_resume: bool = T
     return Checkpoint._of(examine(read_format_file(path, MAX_CHECKPOINT_BYTES, CHECKPOINT_FILE), for_resume=for_resume))
 
 
+def _plane_summary(plane: np.ndarray) -> dict[str, Any]:
+    """A plane's first words, its min and max over its finite values (None where there are none: strict
+    JSON has no NaN, and one NaN hid the range) and how many of its values are not zero."""
+    finite = plane[np.isfinite(plane)]
+    return {"first_words_hex": [f"{w:08x}" for w in plane[:4].view(WORD_DTYPE).tolist()],
+            "min": float(finite.min()) if finite.size else None, "max": float(finite.max()) if finite.size else None,
+            "nonzero": int(np.count_nonzero(plane))}
+
+
 def describe_envelope(data: bytes) -> dict[str, Any]:
     """A JSON-ready description of a valid envelope file, from its examination."""
     ex = examine(data, for_resume=False).checked()
@@ -338,13 +347,5 @@ def describe_envelope(data: bytes) -> dict[str, Any]:
             for e in h.chunk_table
         ],
         "header_sha256": digest.hex(),
-        "planes": {
-            name: {
-                "first_words_hex": [f"{w:08x}" for w in ex.planes[i, :4].view(WORD_DTYPE).tolist()],
-                "min": float(ex.planes[i].min()),
-                "max": float(ex.planes[i].max()),
-                "nonzero": int(np.count_nonzero(ex.planes[i])),
-            }
-            for i, name in enumerate(PLANE_NAMES)
-        },
+        "planes": {name: _plane_summary(ex.planes[i]) for i, name in enumerate(PLANE_NAMES)},
     }
