@@ -60,6 +60,24 @@ def test_public_names_resolve():
         bob.no_such_name  # noqa: B018
 
 
+def test_the_examinations_keep_their_fields_in_order():
+    """The examinations are public dataclasses: a positional construction, a match pattern or a
+    repr reads their fields in this order (a shared base once moved findings before magic)."""
+    from dataclasses import fields
+
+    from bob.formats.checkpoint import Examination
+    from bob.formats.input_record import InputExamination
+    from bob.formats.predictions import PredictionsExamination
+    from bob.formats.trace import TraceExamination
+
+    heads = {cls.__name__: [f.name for f in fields(cls)][:3] for cls in
+             (InputExamination, Examination, PredictionsExamination, TraceExamination)}
+    assert heads == {"InputExamination": ["size", "magic", "findings"],
+                     "Examination": ["size", "findings", "header"],
+                     "PredictionsExamination": ["size", "findings", "records"],
+                     "TraceExamination": ["size", "findings", "trace"]}
+
+
 def test_error_family():
     for cls in (NotABobFile, Truncated, IntegrityError, ContractMismatch, BadValue, StateRefused):
         assert issubclass(cls, FormatError) and issubclass(cls, ValueError)

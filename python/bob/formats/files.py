@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import errno
 import os
-from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Self
 
 from bob.errors import FormatError, NotABobFile, Truncated, byte_buffer
@@ -85,12 +84,10 @@ def as_bytes(data: Any, name: str) -> bytes:
     return byte_buffer(data, name).tobytes()
 
 
-@dataclass
 class Examined:
-    """The base of each format's examination: the file's ``size``, its ``findings`` and whether there are none."""
+    """The base of each format's examination: its ``findings`` and whether there are none."""
 
-    size: int
-    findings: "list[FormatError]" = field(default_factory=list)
+    findings: "list[FormatError]"
 
     @property
     def ok(self) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -163,7 +163,9 @@ class InputExamination(Examined):
     the fields as far as they could be read (``widened``: the u32 targets table) and the
     :class:`InputRecord` of a valid file."""
 
-    magic: bytes = b""
+    size: int
+    magic: bytes
+    findings: list[FormatError] = field(default_factory=list)
     version: int | None = None
     contexts: np.ndarray | None = None
     targets: np.ndarray | None = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field as dataclass_field
 from typing import Any, Iterable
 
 from construct import Struct
@@ -114,6 +114,8 @@ class PredictionsExamination(Examined):
     """What a reader found in a predictions file's bytes: its findings, the ``records`` as read
     when the file has the right size, and the :class:`Predictions` of a valid file."""
 
+    size: int
+    findings: list[FormatError] = dataclass_field(default_factory=list)
     records: list[tuple[int, int]] | None = None
     predictions: Predictions | None = None
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from construct import Const, RawCopy, Struct, this
@@ -184,6 +184,8 @@ class Trace(BobFile):
 class TraceExamination(Examined):
     """What a reader found in a trace's bytes: ``findings`` (:func:`examine`'s order), a valid file's :class:`Trace`."""
 
+    size: int
+    findings: list[FormatError] = field(default_factory=list)
     trace: Trace | None = None
 
 

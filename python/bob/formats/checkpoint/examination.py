@@ -56,6 +56,8 @@ class Examination(Examined):
     whatever could be read (``header`` None if it did not parse; ``planes``, read-only views,
     when all the payload is there)."""
 
+    size: int
+    findings: list[FormatError] = field(default_factory=list)
     header: HeaderFields | None = None
     header_raw: bytes | None = None
     header_digest: bytes | None = None
