@@ -154,8 +154,8 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
         for option, path, target in outputs:
             with about(option, path):  # now that no backup link of a killed run is a second name
                 refuse_unreplaceable(target)
+        read_from = {target: _version(target) for _, _, target in outputs}  # what the commit may replace
         with about("--checkpoint", checkpoint_path, "checkpoint"):
-            read_from = _version(checkpoint_target)
             step_before, buffer, header_bytes, fresh = _read_state(checkpoint_target, expect_checkpoint,
                                                                    checkpoint_path)
             digests: "list[tuple[bytes, bytes, bytes]] | None" = [] if traced else None
@@ -165,13 +165,17 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
         prediction_bytes = canonical.predictions_bytes(records)
         checkpoint_data = sealed_buffer(step_after, buffer, header_bytes)
 
-        def before_commit() -> None:
+        def unchanged(files: "tuple[tuple[str, str, str], ...]") -> None:
+            """Nothing since the start: no signal, every lock still the run's, and each of ``files`` still the
+            one its path named (no link re-pointed) and still the file read then (nothing renamed, relinked,
+            chmodded or rewritten)."""
             deferral.check()
             for lock in locks:
                 lock.still_held()
-            if _version(checkpoint_target) != read_from:
-                raise Refused("was changed or replaced by another process while this run trained; nothing was changed",
-                              option="--checkpoint", path=checkpoint_path, code=EXIT_BUSY)
+            for option, path, target in files:
+                if _resolved(path) not in (None, target) or _version(target) != read_from[target]:
+                    raise Refused("was changed or replaced by another process while this run trained; nothing was "
+                                  "changed", option=option, path=path, code=EXIT_BUSY)
 
         more = tuple((target, canonical.run_trace(contexts, targets, prompt_words, step_before, losses, digests or [],
                                                   sha256), about(option, path)) for option, path, target in traced)
@@ -179,7 +183,8 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
                         predictions_target, prediction_bytes, about("--predictions", predictions_path), more)
         try:
             commit.stage()
-            commit.apply(before_commit)
+            unchanged(outputs)  # before any rename: every file
+            commit.apply(lambda: unchanged(outputs[:1]))  # the last word (the others are renamed by then)
         finally:
             commit.close()
     finally:
@@ -199,6 +204,14 @@ def _version(path: str) -> "tuple[int, ...] | None":
     except OSError:
         return None
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _resolved(path: str) -> "str | None":
+    """The file ``path`` names now, links resolved (None when that cannot be told: the working directory is gone)."""
+    try:
+        return os.path.realpath(path)
+    except OSError:
+        return None
 
 
 def _trace_target(trace_path: str, input_path: str, checkpoint_target: str, predictions_target: str) -> str:

@@ -102,6 +102,20 @@ def test_predictions_may_not_name_the_checkpoints_lock_file(work: Path, capsys) 
     assert not (work / "ck.bin").exists()
 
 
+@pytest.mark.parametrize("option", ["--predictions", "--checkpoint"])
+def test_no_output_may_name_another_runs_lock_file(work: Path, capsys, option: str) -> None:
+    """--predictions .other.bin.bob-lock wrote predictions over a lock another run held (exit 0), and that
+    checkpoint's next run was refused for ever ("holds 24 bytes that are not a pid")."""
+    lock = work / ".other.bin.bob-lock"
+    lock.write_bytes(b"4242\n")
+    args = argv(work, pred=lock.name) if option == "--predictions" else [
+        "--input", str(work / "rec.bin"), "--checkpoint", str(lock), "--predictions", str(work / "pred.bin")]
+    assert bob.run.main(args) == 2
+    assert capsys.readouterr().err == f"bob-run: refused: {option} {lock}: names a bob-run lock file " \
+                                      "(.NAME.bob-lock); choose another path\n"
+    assert lock.read_bytes() == b"4242\n"
+
+
 def test_two_targets_whose_lock_files_are_one_are_locked_once(work: Path) -> None:
     """A long name's lock is `.PREFIX~HASH.bob-lock`, which is also the lock of the name `PREFIX~HASH`: a run
     replacing both takes that lock once (it waited for itself, exit 75), and two such runs order it by place."""
@@ -340,8 +354,9 @@ def test_another_users_file_is_refused_before_anything_is_written(request_cleanu
 
 
 def test_a_file_at_the_lock_path_that_holds_more_than_a_pid_is_refused_never_removed(work: Path, capsys) -> None:
-    """A checkpoint once written at ``.ck.bin.bob-lock`` is not ck.bin's lock: refused, kept whole."""
-    assert bob.run.main(argv(work, ck=".ck.bin.bob-lock", pred="other.bin")) == 0
+    """A checkpoint once written at ``.ck.bin.bob-lock`` (by the library: bob-run refuses that name) is not
+    ck.bin's lock: refused, kept whole."""
+    bob.invoke((work / "rec.bin").read_bytes(), b"").checkpoint.write(work / ".ck.bin.bob-lock")
     kept = (work / ".ck.bin.bob-lock").read_bytes()
     assert bob.run.main(argv(work)) == 2
     err = capsys.readouterr().err

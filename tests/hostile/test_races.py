@@ -145,6 +145,40 @@ def test_the_hook_is_inert_unless_set_and_pauses_once(tmp_path: Path, monkeypatc
     assert meeting.met and seen == ["met"]
 
 
+@pytest.mark.parametrize("how", ["a link to the predictions", "the trace made read-only",
+                                 "the predictions rewritten", "the checkpoint's link re-pointed"])
+def test_a_file_changed_while_a_run_trained_stops_it_with_nothing_renamed(work: Path, how: str) -> None:
+    """Only the checkpoint was checked again before the commit: a second link to the predictions, a
+    read-only trace (both refused at the start) or a re-pointed checkpoint link, made while the run
+    trained, were replaced anyway, exit 0 (the names split, the mode lost, the run's checkpoint written
+    where the link no longer pointed). Now exit 75 naming the file, every file as it was."""
+    step10 = bob.invoke(RECORD, b"", threads=1).checkpoint_bytes()
+    (work / "a.ck").write_bytes(step10)
+    (work / "b.ck").write_bytes(step10)
+    (work / "ck.bin").symlink_to("a.ck")
+    (work / "pred.bin").write_bytes(b"old predictions")
+    (work / "run.trace").write_bytes(b"old trace")
+    change, option, name = {
+        "a link to the predictions": (lambda: os.link(work / "pred.bin", work / "pred.link"), "--predictions",
+                                      "pred.bin"),
+        "the trace made read-only": (lambda: os.chmod(work / "run.trace", 0o444), "--trace", "run.trace"),
+        "the predictions rewritten": (lambda: (work / "pred.bin").write_bytes(b"other predictions"), "--predictions",
+                                      "pred.bin"),
+        "the checkpoint's link re-pointed": (lambda: (work / "ck.bin").unlink() or (work / "ck.bin").symlink_to("b.ck"),
+                                             "--checkpoint", "ck.bin"),
+    }[how]
+    def files() -> dict[str, tuple[bytes, int]]:  # (bob's own .NAME.bob-lock and temporaries aside)
+        return {p.name: (p.read_bytes(), p.stat().st_mode) for p in work.iterdir() if not p.name.startswith(".")}
+
+    changed: dict[str, tuple[bytes, int]] = {}
+    with race.Meeting("staged", lambda: [change(), changed.update(files())]) as meeting:
+        run = subprocess.run([sys.executable, "-m", "bob", "run", *argv(work), "--trace", str(work / "run.trace")],
+                             env=meeting.env, capture_output=True, text=True, timeout=120)
+    error = json.loads(run.stdout)["error"]
+    assert meeting.met and run.returncode == 75 and (error["option"], error["path"]) == (option, str(work / name))
+    assert changed and files() == changed and not [p.name for p in work.iterdir() if p.name.startswith(".")]
+
+
 @pytest.mark.parametrize("how", ["in place", "replaced twice"])
 def test_a_checkpoint_changed_while_a_run_trained_is_never_overwritten(work: Path, how: str) -> None:
     """The check before the commit compared (device, inode) only: a checkpoint rewritten in place kept
