@@ -165,26 +165,14 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
         prediction_bytes = canonical.predictions_bytes(records)
         checkpoint_data = sealed_buffer(step_after, buffer, header_bytes)
 
-        def unchanged(files: "tuple[tuple[str, str, str], ...]") -> None:
-            """Nothing since the start: no signal, every lock still the run's, and each of ``files`` still the
-            one its path named (no link re-pointed) and still the file read then (nothing renamed, relinked,
-            chmodded or rewritten)."""
-            deferral.check()
-            for lock in locks:
-                lock.still_held()
-            for option, path, target in files:
-                if _resolved(path) not in (None, target) or _version(target) != read_from[target]:
-                    raise Refused("was changed or replaced by another process while this run trained; nothing was "
-                                  "changed", option=option, path=path, code=EXIT_BUSY)
-
         more = tuple((target, canonical.run_trace(contexts, targets, prompt_words, step_before, losses, digests or [],
                                                   sha256), about(option, path)) for option, path, target in traced)
         commit = Commit(checkpoint_target, checkpoint_data, about("--checkpoint", checkpoint_path),
                         predictions_target, prediction_bytes, about("--predictions", predictions_path), more)
         try:
             commit.stage()
-            unchanged(outputs)  # before any rename: every file
-            commit.apply(lambda: unchanged(outputs[:1]))  # the last word (the others are renamed by then)
+            _unchanged(outputs, read_from, locks, deferral)  # before any rename: every file
+            commit.apply(lambda: _unchanged(outputs[:1], read_from, locks, deferral))  # the last word: the checkpoint
         finally:
             commit.close()
     finally:
@@ -204,6 +192,20 @@ def _version(path: str) -> "tuple[int, ...] | None":
     except OSError:
         return None
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _unchanged(files: "tuple[tuple[str, str, str], ...]", read_from: "dict[str, tuple[int, ...] | None]",
+               locks: list, deferral: "Deferral") -> None:
+    """Nothing since the start: no signal, every lock still the run's, and each of ``files`` (option, path,
+    target) still the one its path named (no link re-pointed) and the file seen then (``read_from``: nothing
+    renamed, relinked, chmodded or rewritten)."""
+    deferral.check()
+    for lock in locks:
+        lock.still_held()
+    for option, path, target in files:
+        if _resolved(path) not in (None, target) or _version(target) != read_from[target]:
+            raise Refused("was changed or replaced by another process while this run trained; nothing was changed",
+                          option=option, path=path, code=EXIT_BUSY)
 
 
 def _resolved(path: str) -> "str | None":
