@@ -256,6 +256,24 @@ def test_heatmap_draws_context_bytes_as_rows_and_next_bytes_as_columns(cli, tmp_
     assert white.min() > 0.9, white
 
 
+def test_a_heatmap_of_values_at_flt_max_draws_without_a_word_on_stderr(tmp_path):
+    """A row at FLT_MAX (a valid checkpoint) put numpy and matplotlib overflow warnings on stderr, four
+    lines naming their files, and under PYTHONWARNINGS=error ended the command with exit 70."""
+    pytest.importorskip("matplotlib")
+    import subprocess
+
+    table = np.zeros((256, 256), np.float32)
+    table[0x63] = np.finfo(np.float32).max
+    zeros = np.zeros(table.size, np.float32)
+    bob.Checkpoint(10, table.ravel(), zeros, zeros).write(tmp_path / "ck.bin")
+    for warnings in ("default", "error"):
+        run = subprocess.run([sys.executable, "-m", "bob", "inspect", "--json", "checkpoint", str(tmp_path / "ck.bin"),
+                              "--heatmap", str(tmp_path / "h.png")], capture_output=True, timeout=120,
+                             env={**os.environ, "PYTHONWARNINGS": warnings})
+        assert (run.returncode, run.stderr) == (0, b""), run.stderr[-500:]
+        assert (tmp_path / "h.png").read_bytes().startswith(b"\x89PNG")
+
+
 def test_heatmap_into_a_directory_is_refused(cli, files, tmp_path):
     pytest.importorskip("matplotlib")
     target = tmp_path / "adir.png"

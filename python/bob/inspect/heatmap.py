@@ -85,14 +85,17 @@ def _zoom(ax, table, masked, moved, cols, cmap, limit) -> None:
 
 def draw_heatmap(p_plane, out: str, title: str) -> "tuple[bytes, dict[str, Any]]":
     """:func:`heatmap_figure` drawn in the format ``out``'s extension names: the file's bytes, and what it shows."""
-    fig, shown = heatmap_figure(p_plane, title)
-    ext = os.path.splitext(out)[1].lower().lstrip(".") or "png"
-    supported = fig.canvas.get_supported_filetypes()
-    if ext not in supported:
-        raise Refused(f"cannot write .{escape_bytes(os.fsencode(ext))} files; use one of "
-                      + ", ".join(sorted(supported)), option="--heatmap", path=out)
-    buf = io.BytesIO()
-    fig.savefig(buf, format=ext)
+    # float32 arithmetic near FLT_MAX (a median, matplotlib's normalisation) overflows to a saturated
+    # colour, as it should: not a warning on stderr, nor an error under PYTHONWARNINGS=error
+    with np.errstate(all="ignore"):
+        fig, shown = heatmap_figure(p_plane, title)
+        ext = os.path.splitext(out)[1].lower().lstrip(".") or "png"
+        supported = fig.canvas.get_supported_filetypes()
+        if ext not in supported:
+            raise Refused(f"cannot write .{escape_bytes(os.fsencode(ext))} files; use one of "
+                          + ", ".join(sorted(supported)), option="--heatmap", path=out)
+        buf = io.BytesIO()
+        fig.savefig(buf, format=ext)
     return buf.getvalue(), {"path": show_path(out), "format": ext, **shown}
 
 
