@@ -164,6 +164,13 @@ def _equal(report: dict[str, Any]) -> bool:
     return header_same and all(d["beyond_tolerance"] == 0 for d in report["planes"].values())
 
 
+def _exactly(value: float) -> str:
+    """``value`` as ``%g`` writes it where that is the very number (``0.5``, ``1e+06``), else all its digits:
+    a verdict states the tolerance applied, not one rounded to six digits."""
+    text = f"{value:g}"
+    return text if float(text) == value else repr(value)
+
+
 def _verdict(report: dict[str, Any]) -> str:
     if report["identical"]:
         verdict = "identical: the two files are byte for byte the same"
@@ -172,7 +179,7 @@ def _verdict(report: dict[str, Any]) -> str:
     elif report["equal"]:
         t = report["tolerance"]
         within = " or ".join(x for x in (f"{t['ulp']} ulp" if t["ulp"] is not None else "",
-                                        f"{t['atol']:g} absolute" if t["atol"] is not None else "") if x)
+                                        f"{_exactly(t['atol'])} absolute" if t["atol"] is not None else "") if x)
         verdict = f"equal within the tolerance: every plane value within {within}; only the digests differ"
     else:
         parts = []

@@ -51,6 +51,9 @@ def test_diff_within_a_tolerance_is_equal(cli, files):
     gap = cli.json("diff", a, b, code=1)["planes"]["P"]["max_abs_diff"]["value"]
     assert cli.json("diff", a, b, "--atol", repr(gap))["equal"] is True
     assert cli.json("diff", a, b, "--atol", repr(gap / 2), code=1)["equal"] is False
+    # the verdict states the tolerance applied (it was %g: six digits, a bound the gap exceeds)
+    assert f"every plane value within {gap!r} absolute" in cli.text("diff", a, b, "--atol", repr(gap))
+    assert "every plane value within 0.5 absolute" in cli.text("diff", a, b, "--atol", "0.5")
     # a tolerance never hides a header field the planes do not determine
     assert cli.json("diff", str(files / "ck1.bin"), str(files / "ck2.bin"), "--atol", "1e30", code=1)["equal"] is False
 
