@@ -40,7 +40,8 @@ def rows_bytes(args: argparse.Namespace) -> bytes:
     if args.rows is not None:
         out += os.fsencode(args.rows) or _no_bytes("--rows")
     if args.rows_hex is not None:
-        text = re.sub(r"0x|[\s,:]", "", args.rows_hex, flags=re.IGNORECASE)
+        # separators between tokens, and a 0x only where a token starts (60x1 is not hex)
+        text = "".join(re.sub(r"^0x", "", t, flags=re.IGNORECASE) for t in re.split(r"[\s,:]+", args.rows_hex))
         try:
             out += bytes.fromhex(text) or _no_bytes("--rows-hex")
         except ValueError:
