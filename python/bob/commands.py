@@ -144,6 +144,8 @@ def argument_parser(*, epilog: str | None = None, **kwargs: Any) -> "argparse.Ar
             if message.startswith("argument ") and ": " in message:
                 named, message = message[len("argument "):].split(": ", 1)
                 option = named.split("/")[0]
+            # argv's bytes as every refusal shows a path's (\xff\xe2\x80\xae), not as code points (\udcff\u202e)
+            message = "".join(ch if ch.isascii() and ch.isprintable() else show_path(ch) for ch in message)
             raise Refused(f"usage: {message} (see {self.prog} --help)", option=option)
 
         def print_help(self, file: "Any" = None) -> None:

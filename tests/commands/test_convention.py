@@ -294,6 +294,17 @@ def test_python_m_bob_without_a_command_is_the_same_usage_error(argv: list[str],
     assert main(["--json"]) == 2 and "(no command given)" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("prog", ["bob-run", "bob-fixture", "bob-inspect", "bob-qualify", "bob-fuzz"])
+def test_a_usage_refusal_shows_argv_bytes_as_every_refusal_shows_a_path(prog: str, capsys) -> None:
+    """argparse's words went through one_line, which writes code points: a non-UTF-8 byte and a bidi
+    control came out as \\udcff\\u202e, where every other refusal shows a path's bytes as \\xNN."""
+    odd = os.fsdecode(b"--\xff\xe2\x80\xae")
+    before = {"bob-run": ["--input", "i", "--checkpoint", "c", "--predictions", "p"], "bob-fixture": ["--output", "o", "--text", "t"],
+              "bob-inspect": ["checkpoint", "f"], "bob-qualify": [], "bob-fuzz": ["targets"]}[prog]
+    rc, _, err = call(prog, [*before, odd], capsys)
+    assert rc == 2 and "unrecognized arguments: --\\xff\\xe2\\x80\\xae (see " in err, err
+
+
 # --------------------------------------------------------------------------- #
 # Numbers
 # --------------------------------------------------------------------------- #
