@@ -299,8 +299,9 @@ def test_a_usage_refusal_shows_argv_bytes_as_every_refusal_shows_a_path(prog: st
     """argparse's words went through one_line, which writes code points: a non-UTF-8 byte and a bidi
     control came out as \\udcff\\u202e, where every other refusal shows a path's bytes as \\xNN."""
     odd = os.fsdecode(b"--\xff\xe2\x80\xae")
-    before = {"bob-run": ["--input", "i", "--checkpoint", "c", "--predictions", "p"], "bob-fixture": ["--output", "o", "--text", "t"],
-              "bob-inspect": ["checkpoint", "f"], "bob-qualify": [], "bob-fuzz": ["targets"]}[prog]
+    before = {"bob-run": ["--input", "i", "--checkpoint", "c", "--predictions", "p"],
+              "bob-fixture": ["--output", "o", "--text", "t"], "bob-inspect": ["checkpoint", "f"], "bob-qualify": [],
+              "bob-fuzz": ["targets"]}[prog]  # (what each requires: the odd argument is then the one to name)
     rc, _, err = call(prog, [*before, odd], capsys)
     assert rc == 2 and "unrecognized arguments: --\\xff\\xe2\\x80\\xae (see " in err, err
 
