@@ -144,8 +144,10 @@ def argument_parser(*, epilog: str | None = None, **kwargs: Any) -> "argparse.Ar
             if message.startswith("argument ") and ": " in message:
                 named, message = message[len("argument "):].split(": ", 1)
                 option = named.split("/")[0]
-            # argv's bytes as every refusal shows a path's (\xff\xe2\x80\xae), not as code points (\udcff\u202e)
-            message = "".join(ch if ch.isascii() and ch.isprintable() else show_path(ch) for ch in message)
+            # argv's bytes as every refusal shows a path's (\xff\xe2\x80\xae, and \x5c, \x22), not as code points
+            # (\udcff\u202e); argparse's own words hold neither a backslash nor a double quote
+            message = "".join(ch if ch.isascii() and ch.isprintable() and ch not in '\\"' else show_path(ch)
+                              for ch in message)
             raise Refused(f"usage: {message} (see {self.prog} --help)", option=option)
 
         def print_help(self, file: "Any" = None) -> None:

@@ -281,5 +281,5 @@ def refuse_if_lock_of(outputs: "tuple[tuple[str, str, str], ...]") -> None:
                 raise Refused(f"names {whose}; choose another path", option=option, path=path)
     for option, path, target in outputs:
         name = os.path.basename(target)
-        if name.startswith(".") and name.endswith(LOCK_TAG):
+        if name.startswith(".") and name.endswith(LOCK_TAG) and len(name) > len(LOCK_TAG) + 1:  # (a NAME at all)
             raise Refused("names a bob-run lock file (.NAME.bob-lock); choose another path", option=option, path=path)

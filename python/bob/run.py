@@ -184,11 +184,12 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
 
 
 def _version(path: str) -> "tuple[int, ...] | None":
-    """What tells the checkpoint read from another: its device, inode, size, mtime and ctime (an inode
+    """What tells the file read from another: its device, inode, size, mtime and ctime (an inode
     number alone would not: a file rewritten in place keeps it, and ext4 gives a replaced file's
-    number to the next new file). None when nothing is there."""
+    number to the next new file). ``path`` is resolved: a link there now is another file (lstat).
+    None when nothing is there."""
     try:
-        st = os.stat(path)
+        st = os.lstat(path)
     except OSError:
         return None
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns

@@ -304,6 +304,8 @@ def test_a_usage_refusal_shows_argv_bytes_as_every_refusal_shows_a_path(prog: st
               "bob-fuzz": ["targets"]}[prog]  # (what each requires: the odd argument is then the one to name)
     rc, _, err = call(prog, [*before, odd], capsys)
     assert rc == 2 and "unrecognized arguments: --\\xff\\xe2\\x80\\xae (see " in err, err
+    rc, _, err = call(prog, [*before, '--"\\xff'], capsys)  # four characters: not the byte above
+    assert rc == 2 and "unrecognized arguments: --\\x22\\x5cxff (see " in err, err
 
 
 # --------------------------------------------------------------------------- #

@@ -179,6 +179,16 @@ def test_a_file_changed_while_a_run_trained_stops_it_with_nothing_renamed(work: 
     assert changed and files() == changed and not [p.name for p in work.iterdir() if p.name.startswith(".")]
 
 
+def test_a_link_planted_where_the_predictions_will_go_stops_the_run(work: Path) -> None:
+    """A missing file and a link that resolves nowhere (a loop) both had no version (None): the link
+    planted while the run trained was replaced by the predictions, exit 0."""
+    with race.Meeting("staged", lambda: os.symlink("pred.bin", work / "pred.bin")) as meeting:
+        run = subprocess.run([sys.executable, "-m", "bob", "run", *argv(work)], env=meeting.env, capture_output=True,
+                             text=True, timeout=120)
+    assert meeting.met and run.returncode == 75 and json.loads(run.stdout)["error"]["option"] == "--predictions"
+    assert os.readlink(work / "pred.bin") == "pred.bin" and not (work / "ck.bin").exists()
+
+
 @pytest.mark.parametrize("how", ["in place", "replaced twice"])
 def test_a_checkpoint_changed_while_a_run_trained_is_never_overwritten(work: Path, how: str) -> None:
     """The check before the commit compared (device, inode) only: a checkpoint rewritten in place kept

@@ -40,10 +40,13 @@ def rows_bytes(args: argparse.Namespace) -> bytes:
     if args.rows is not None:
         out += os.fsencode(args.rows) or _no_bytes("--rows")
     if args.rows_hex is not None:
-        # separators between tokens, and a 0x only where a token starts (60x1 is not hex)
-        text = "".join(re.sub(r"^0x", "", t, flags=re.IGNORECASE) for t in re.split(r"[\s,:]+", args.rows_hex))
+        # separators between tokens, a 0x only where a token starts (60x1 is not hex), and whole bytes
+        # in each token (6,1 is not 61)
+        tokens = [re.sub(r"^0x", "", t, flags=re.IGNORECASE) for t in re.split(r"[\s,:]+", args.rows_hex)]
         try:
-            out += bytes.fromhex(text) or _no_bytes("--rows-hex")
+            if any(len(t) % 2 for t in tokens):
+                raise ValueError(args.rows_hex)
+            out += bytes.fromhex("".join(tokens)) or _no_bytes("--rows-hex")
         except ValueError:
             raise Refused(f"{escape_bytes(os.fsencode(args.rows_hex))} is not hex (pairs of 0-9a-f)",
                           option="--rows-hex") from None
