@@ -34,7 +34,7 @@ import os
 import stat
 
 from bob import fileio
-from bob.commands import Refused, about, os_reason
+from bob.commands import EXIT_BUSY, Refused, about, os_reason
 from bob.errors import flag_value
 from bob.fileio import TEMP_MARK, discard_temporary, fsync_directory, sidecar_name, temporary_name
 from bob.lock import pause_at, place
@@ -150,15 +150,17 @@ class Commit:
     def apply(self, before_commit) -> None:
         *companions, (main, _, main_about) = self.files
         *companion_tmps, main_tmp = self.staged
-        renamed: list[tuple[Backup, about]] = []  # what a failure from here on puts back, last renamed first
+        # what a failure from here on puts back, last renamed first, with the file this run put there
+        renamed: list[tuple[Backup, about, str, tuple[int, int] | None]] = []
         try:
             for (companion, _, companion_about), tmp in zip(companions, companion_tmps):
                 with companion_about:
                     backup = Backup(companion)
                     self.backups.append(backup)
+                    placed = fileio.identity(tmp, follow_symlinks=False)
                     os.replace(tmp, companion)
                 self.staged.remove(tmp)  # renamed: no temporary left to remove
-                renamed.append((backup, companion_about))
+                renamed.append((backup, companion_about, companion, placed))
             synced = set()
             for (companion, _, companion_about) in companions:  # each directory once, after its renames
                 if os.path.dirname(companion) not in synced:
@@ -166,6 +168,11 @@ class Commit:
                         fsync_directory(os.path.dirname(companion), strict=True)
                     synced.add(os.path.dirname(companion))
             pause_at("predictions-renamed")
+            for _, companion_about, companion, placed in renamed:  # another writer's file there: not this run's pair
+                if fileio.identity(companion, follow_symlinks=False) != placed:
+                    with companion_about:
+                        raise Refused("was written by another process during this run's commit; the checkpoint was "
+                                      "not replaced", code=EXIT_BUSY)
             before_commit()
             pause_at("checked")
             with main_about:
@@ -173,7 +180,9 @@ class Commit:
             self.staged.remove(main_tmp)
         except BaseException as stopped:
             unrestored = None  # every companion is put back that can be; the first that cannot is said, and why
-            for backup, companion_about in reversed(renamed):
+            for backup, companion_about, companion, placed in reversed(renamed):
+                if fileio.identity(companion, follow_symlinks=False) != placed:
+                    continue  # another process wrote it since: its file, left as it is (the backup dropped by close)
                 try:
                     with companion_about:
                         backup.restore()  # the very same file as before, whatever its size

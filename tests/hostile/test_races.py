@@ -189,6 +189,30 @@ def test_a_link_planted_where_the_predictions_will_go_stops_the_run(work: Path) 
     assert os.readlink(work / "pred.bin") == "pred.bin" and not (work / "ck.bin").exists()
 
 
+@pytest.mark.parametrize("also_the_checkpoint", [False, True])
+def test_predictions_a_library_writer_wrote_during_the_commit_are_kept(work: Path, also_the_checkpoint: bool) -> None:
+    """Between the predictions' rename and the checkpoint's, a library writer (no lock) wrote the
+    predictions: bob-run committed beside them (its JSON naming other predictions), or, when it also
+    wrote the checkpoint, bob-run's rollback put the old predictions back over the library's. Now
+    exit 75 naming --predictions, and the library's files are left as it wrote them."""
+    step10 = bob.invoke(RECORD, b"", threads=1)
+    step10.checkpoint.write(work / "ck.bin")
+    step10.predictions.write(work / "pred.bin")
+    other = bob.invoke(RECORD, bob.invoke(RECORD, step10.checkpoint, threads=1).checkpoint, threads=1)
+
+    def library_writer() -> None:
+        other.predictions.write(work / "pred.bin")
+        if also_the_checkpoint:
+            other.checkpoint.write(work / "ck.bin")
+
+    code, _ = first_run_meets(work, "predictions-renamed", library_writer)
+    assert code == 75
+    assert (work / "pred.bin").read_bytes() == other.predictions_bytes()
+    want = other.checkpoint_bytes() if also_the_checkpoint else step10.checkpoint_bytes()
+    assert (work / "ck.bin").read_bytes() == want
+    assert sorted(p.name for p in work.iterdir()) == ["ck.bin", "pred.bin", "rec.bin"]
+
+
 @pytest.mark.parametrize("how", ["in place", "replaced twice"])
 def test_a_checkpoint_changed_while_a_run_trained_is_never_overwritten(work: Path, how: str) -> None:
     """The check before the commit compared (device, inode) only: a checkpoint rewritten in place kept
