@@ -286,6 +286,7 @@ def clean_stale_temporaries(path: "str | os.PathLike[str]", *, holding_lock: boo
     A name ``keep`` gives is left alone (:func:`bob.lock.place`: links followed, bind mounts seen through).
     """
     holding_lock = flag_value(holding_lock, "holding_lock")  # ("False" would remove live writers' files)
+    fileio.refuse_if_working_directory_gone(path)  # ("" is no file: it named the working directory's own)
     try:
         target = os.path.realpath(os.fsdecode(path))  # (a bytes path as write_atomic takes it)
         kept = {place(os.path.realpath(os.fsdecode(given))) for given in keep}

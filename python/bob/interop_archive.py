@@ -82,6 +82,8 @@ def parse_json(text: str, field: str, depth: int) -> Any:
     def integer(digits: str) -> int:
         if len(digits.lstrip("-")) > MAX_DIGITS:
             raise BadValue(field, f"an integer of at most {MAX_DIGITS} digits", actual=f"{len(digits)} characters")
+        if digits == "-0":  # (JSON's -0 is a float to serde: the safetensors library refuses it)
+            raise BadValue(field, "integers and strings only", actual=digits)
         return int(digits)
 
     def other_number(number: str) -> None:

@@ -354,6 +354,20 @@ def test_only_well_formed_temporary_names_are_cleaned(work: Path) -> None:
     assert all(p.exists() for p in lookalikes)
 
 
+def test_the_clean_up_of_an_empty_path_is_refused(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``clean_stale_temporaries("")`` took the empty path for the working directory, and removed a dead
+    writer's temporary of the directory itself (``.sub.bob-tmp-…`` beside it); the writers refuse ""."""
+    from bob.commit import clean_stale_temporaries
+
+    (work / "sub").mkdir()
+    theirs = work / ".sub.bob-tmp-999999999-0123456789ab"
+    theirs.write_bytes(b"?")
+    monkeypatch.chdir(work / "sub")
+    with pytest.raises(FileNotFoundError):
+        clean_stale_temporaries("")
+    assert theirs.exists()
+
+
 @pytest.mark.parametrize("raised, code, message", [
     (ImportError("bob._core is not built"), 1, "bob._core is not built"),
     (RuntimeError("disk on fire"), 1, "unexpected error: RuntimeError: disk on fire"),

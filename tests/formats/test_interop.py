@@ -207,6 +207,23 @@ def test_an_import_that_is_no_valid_bob_state_is_refused_by_name(trained, tmp_pa
     assert info.value.field == field
 
 
+def test_a_minus_zero_offset_is_refused_as_the_safetensors_library_refuses_it(trained, tmp_path) -> None:
+    """JSON's -0 is a float to serde ("invalid type: floating point `-0.0`, expected usize"); bob's
+    import read it as the integer 0 and loaded a file the reference library refuses."""
+    import struct
+
+    path = tmp_path / "x.safetensors"
+    trained.to_safetensors(path)
+    data = path.read_bytes()
+    (length,) = struct.unpack_from("<Q", data)
+    header = data[8:8 + length]
+    assert header.count(b'"data_offsets":[0,') == 1
+    header = header.replace(b'"data_offsets":[0,', b'"data_offsets":[-0,')
+    path.write_bytes(struct.pack("<Q", len(header)) + header + data[8 + length:])
+    with pytest.raises(bob.BadValue, match="-0"):
+        bob.Checkpoint.from_safetensors(path)
+
+
 def test_files_that_are_no_bob_export_are_refused(trained, tmp_path) -> None:
     path = tmp_path / "x.safetensors"
     tensors = {name: np.ascontiguousarray(t) for name, t in trained.tables.items()}
