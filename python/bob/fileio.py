@@ -8,8 +8,7 @@ same treatment:
 * **Only regular files.** :func:`read_bounded` opens a path once (``O_NONBLOCK``, so a FIFO never blocks the
   open) and decides from ``fstat`` of that descriptor; :func:`replace_target` refuses to replace anything but a
   regular file (or a missing one). A directory, a FIFO, a socket or a device raises :class:`NotARegularFile`,
-  before anything is read or created. (The three exceptions live in :mod:`bob.errors`; they are importable from
-  here too.)
+  before anything is read or created (the three exceptions: :mod:`bob.errors`, importable from here too).
 * **Bounded.** A file larger than the caller's limit is never read: :class:`FileTooLarge` carries its size and
   first bytes so the formats layer can name it.
 * **Symbolic links are followed.** Replacing ``path`` replaces the file a link points to (the temporary file
@@ -67,8 +66,7 @@ def read_bounded(path: "str | os.PathLike[str]", limit: int) -> bytes | None:
 
 
 def read_bounded_buffer(path: "str | os.PathLike[str]", limit: int) -> bytearray | None:
-    """:func:`read_bounded`, giving the buffer the file was read into (no
-    copy): ``bob-run`` trains in it and writes it back."""
+    """:func:`read_bounded`, giving the buffer the file was read into (no copy): ``bob-run`` trains in it."""
     try:
         fd, st = open_regular(path, os.O_RDONLY)
     except FileNotFoundError:
@@ -117,9 +115,8 @@ def open_regular(path: "str | os.PathLike[str]", flags: int, mode: int = 0o666) 
 
 
 def _read_to_end(fd: int, size: int, limit: int) -> bytearray:
-    """What is left to read of ``fd``, read straight into one buffer of the
-    file's size; at most ``limit`` + 1 bytes (one more tells a file that grew
-    while it was read)."""
+    """What is left to read of ``fd``, read straight into one buffer of the file's size; at most ``limit`` + 1
+    bytes (one more tells a file that grew while it was read)."""
     data = bytearray(size + 1)
     got = 0
     while got < len(data):
@@ -159,7 +156,14 @@ def replace_target(path: "str | os.PathLike[str]", *, check_replaceable: bool = 
     try:
         st = os.stat(text)
     except FileNotFoundError:  # to be created: at the end of a dangling link, or here
-        where = home if not os.path.islink(text) else _directory_stat(os.path.dirname(target), text)
+        hop, where = text, home
+        for _ in range(40):  # each link's text as the kernel reads it (nope/../x, x/): not as realpath's strings
+            if not os.path.islink(hop):
+                break
+            if (link := os.readlink(hop)).endswith("/"):
+                raise IsADirectoryError(errno.EISDIR, "a link to a directory path, not a file", text)
+            hop = os.path.join(os.path.dirname(hop), link)
+            where = _directory_stat(os.path.dirname(hop), text)
         if not os.path.samestat(where, _directory_stat(os.path.dirname(target), text)):
             raise FileNotFoundError(errno.ENOENT, "its directory changed while it was resolved", text) from None
         return target
@@ -343,14 +347,10 @@ def _create_temporary(target: str) -> tuple[str, int]:
 
 
 def write_atomic(path: "str | os.PathLike[str]", data: bytes | bytearray | memoryview) -> str:
-    """Replace ``path`` (a regular file, or none; links followed) with ``data`` atomically.
-
-    Returns the path actually replaced. If anything fails before the rename
-    (a full disk, KeyboardInterrupt …) the temporary file is removed and the
-    target is byte-identical. The new file keeps the old file's mode (and,
-    where this user may give it, owner and group: root), or
-    gets 0o666 minus the umask.
-    """
+    """Replace ``path`` (a regular file, or none; links followed) with ``data`` atomically; returns the path
+    actually replaced. If anything fails before the rename (a full disk, KeyboardInterrupt …) the temporary
+    file is removed and the target is byte-identical. The new file keeps the old file's mode (and, where this
+    user may give it, owner and group: root), or gets 0o666 minus the umask."""
     view = byte_buffer(data, "the data to write", flat=True, str_hint=False)
     target = replace_target(path)
     tmp = stage(target, view)

@@ -181,6 +181,24 @@ def test_a_dangling_link_is_a_fresh_run_written_at_its_target(work: Path) -> Non
     assert (work / "dangling.ckpt").is_symlink() and sha((work / "new.ckpt").read_bytes()) == CKPT_10_SHA256
 
 
+@pytest.mark.parametrize("link, error", [("nope/../y.bin", FileNotFoundError), ("sub/x.bin/", IsADirectoryError),
+                                         ("hop", FileNotFoundError)])
+def test_a_dangling_link_is_resolved_as_the_kernel_resolves_it(work: Path, link: str, error: type) -> None:
+    """A dangling link's text was resolved as a string: nope/../y.bin created y.bin beside it (the kernel
+    refuses it: nope is missing), sub/x.bin/ created sub/x.bin (the kernel: a directory path), for the
+    library and bob-run alike; through a second link too."""
+    (work / "sub").mkdir()
+    if link == "hop":
+        (work / "hop").symlink_to("nope/../y.bin")
+    (work / "dl").symlink_to(link)
+    with pytest.raises(error):
+        bob.invoke(bob.read_input_file(work / "rec.bin")).predictions.write(work / "dl")
+    out = command("bob-run", "--input", work / "rec.bin", "--checkpoint", work / "ck.bin", "--predictions", work / "dl")
+    assert out.returncode == 2 and os.fsencode(f"--predictions {work / 'dl'}: ") in out.stderr, out.stderr
+    assert sorted(p.name for p in work.iterdir() if not p.is_symlink()) == ["ck.bin", "pred.bin", "rec.bin", "sub"]
+    assert list((work / "sub").iterdir()) == []
+
+
 @pytest.mark.parametrize("option", ["--checkpoint", "--predictions"])
 def test_a_link_to_the_input_is_a_collision_named_by_the_option_of_the_file_replaced(work: Path, option: str) -> None:
     import json
