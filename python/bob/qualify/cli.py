@@ -24,7 +24,6 @@ from bob.commands import (
     run_command,
 )
 from bob.distribution import install_hint
-from bob.commit import replace_targets
 from bob.text import emit
 
 PROG = "bob-qualify"
@@ -71,6 +70,8 @@ def _work(args: argparse.Namespace) -> Outcome:
             raise Refused(f"draws plots with matplotlib, which is not installed ({install_hint('plot')})",
                           option="--report", path=args.report)
         output_directory("--report", args.report)
+        from bob.commit import replace_targets  # (only with --report: not on every start)
+
         # a file in the way is refused now, not after the whole run
         replace_targets([(str(Path(args.report) / name), about("--report", Path(args.report) / name))
                          for name in report.REPORT_FILES])
