@@ -22,13 +22,13 @@ same treatment:
   0444), and another user's file in a sticky directory (renaming over it would fail halfway through a commit),
   with :class:`NotReplaceable`.
 * **Atomic.** :func:`write_atomic` writes a temporary file beside the target, fsyncs it, renames it over the
-  target and fsyncs the directory; on any failure the target is byte-identical and the temporary file is gone. A
-  SIGKILL leaves at worst a temporary ``.{name}.bob-tmp-{pid}-{random}``, which ``bob-run`` removes under its
-  targets' locks, and :func:`bob.commit.clean_stale_temporaries` once its writer is dead.
+  target and fsyncs the directory; on any failure the target is byte-identical, the temporary file is gone and
+  an OS error names the target. A SIGKILL leaves at worst a temporary ``.{name}.bob-tmp-{pid}-{random}``, which
+  ``bob-run`` removes under its targets' locks, and :func:`bob.commit.clean_stale_temporaries` once its writer is
+  dead (the exact rollback of a commit: :class:`bob.commit.Backup`).
 * **Names within NAME_MAX.** Every name bob puts beside a target (temporaries, the lock) comes from
   :func:`sidecar_name`: a target's name over 214 bytes (NAME_MAX less ``_TAG_ROOM`` and the dot) keeps a prefix
   of itself and a hash of all of it.
-* **Exact rollback** is :class:`bob.commit.Backup`, beside the one commit point that needs it.
 
 Standard library only: ``bob-run`` uses this module on its fast path.
 """
@@ -137,16 +137,12 @@ def _read_to_end(fd: int, size: int, limit: int) -> bytearray:
 def replace_target(path: "str | os.PathLike[str]", *, check_replaceable: bool = True) -> str:
     """The file that replacing ``path`` would replace: symbolic links resolved.
 
-    The directory part is resolved by the kernel (``stat``), not by string
-    normalisation; the resolved target must lie in the directory the kernel
-    names. Raises :class:`NotARegularFile` when the target exists and is not
-    a regular file, :class:`NotReplaceable` when it has other hard links or
-    its owner cannot write it, ``FileNotFoundError`` naming the directory when
-    that does not exist (or the working directory is gone), and
-    ``IsADirectoryError`` for a path that ends in a slash.
-    ``check_replaceable=False`` leaves that check to the caller (``bob-run``,
-    under its lock, once a killed run's backup link is removed).
-    """
+    The directory part is resolved by the kernel (``stat``), not by string normalisation; the resolved target
+    must lie in the directory the kernel names. Raises :class:`NotARegularFile` when the target exists and is
+    not a regular file, :class:`NotReplaceable` when it has other hard links or its owner cannot write it,
+    ``FileNotFoundError`` naming the directory when that does not exist (or the working directory is gone), and
+    ``IsADirectoryError`` for a path that ends in a slash. ``check_replaceable=False`` leaves that check to
+    the caller (``bob-run``, under its lock, once a killed run's backup link is removed)."""
     text = os.fsdecode(path)
     directory, name = os.path.split(text)
     if not name:
@@ -177,8 +173,7 @@ def replace_target(path: "str | os.PathLike[str]", *, check_replaceable: bool = 
 
 
 def check_directory(path: "str | os.PathLike[str]") -> None:
-    """Refuse (``FileNotFoundError``) a path whose directory the kernel cannot
-    find (missing, ``nope/..``, or relative with the working directory gone)."""
+    """Refuse (``FileNotFoundError``) a path whose directory the kernel cannot find (``nope/..``, cwd gone)."""
     text = os.fsdecode(path)
     _directory_stat(os.path.dirname(text), text)
 
@@ -301,9 +296,8 @@ def same_file(a: "str | os.PathLike[str]", b: "str | os.PathLike[str]") -> bool:
 
 
 def sidecar_name(target: str, tag: str) -> str:
-    """The name of a file bob keeps beside ``target``: ``.{name}{tag}``, within
-    NAME_MAX: a name too long to take the tag keeps a prefix of itself and a
-    hash of all of itself (FNV-1a, 64 bits), so long names never share one."""
+    """A file bob keeps beside ``target``: ``.{name}{tag}``, within NAME_MAX (a name too long for the tag keeps a
+    prefix of itself and a hash of all of itself, FNV-1a 64-bit, so long names never share one)."""
     name = os.path.basename(target)
     raw = os.fsencode(name)
     if len(raw) + _TAG_ROOM + 1 <= NAME_MAX:
@@ -343,6 +337,9 @@ def _create_temporary(target: str) -> tuple[str, int]:
             return tmp, os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o666)
         except FileExistsError:  # 48 random bits: someone put it there
             continue
+        except OSError as exc:  # (a read-only directory) named by the file asked for, not a temporary never made
+            exc.filename = target
+            raise
     raise FileExistsError(errno.EEXIST, "could not create a temporary file", target)
 
 
@@ -364,9 +361,8 @@ def write_atomic(path: "str | os.PathLike[str]", data: bytes | bytearray | memor
 
 
 def stage(target: str, data: "bytes | bytearray | memoryview") -> str:
-    """Write ``data`` to a new fsynced temporary beside the resolved ``target``
-    (with its mode; as root, its owner) and return its path: nothing visible changes until the
-    caller renames it; on any failure the temporary is gone."""
+    """Write ``data`` to a new fsynced temporary beside the resolved ``target`` (its mode; as root, its owner), and
+    return its path: nothing visible changes until it is renamed; on any failure (naming ``target``) it is gone."""
     view = memoryview(data).cast("B")
     try:
         old: os.stat_result | None = os.stat(target)
@@ -386,8 +382,10 @@ def stage(target: str, data: "bytes | bytearray | memoryview") -> str:
             os.fsync(fd)
         finally:
             os.close(fd)
-    except BaseException:
+    except BaseException as exc:
         discard_temporary(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:  # a full disk, ulimit -f: which file it was for
+            exc.filename = target
         raise
     return tmp
 

@@ -268,3 +268,43 @@ def test_a_directory_that_cannot_be_made_keeps_its_reason(tmp_path: Path, monkey
     with pytest.raises(OSError) as info:
         make_directory(tmp_path / "out")
     assert info.value.errno == error.errno and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("call, code", [("write", errno.ENOSPC), ("fsync", errno.EIO), ("open", errno.EACCES)])
+def test_a_write_that_fails_names_the_file_it_was_for(tmp_path: Path, monkeypatch, call: str, code: int) -> None:
+    """A full disk, a failing device or a directory this user cannot write: the error names the file the
+    caller asked for (a disk full of anything was "[Errno 28] No space left on device", naming nothing, and a
+    read-only directory named a temporary that was never made); the target stays as it was."""
+    from bob.fileio import TEMP_MARK, write_atomic
+
+    real = getattr(os, call)
+
+    def failing(*args, **kwargs):
+        if call != "open" or TEMP_MARK in os.fspath(args[0]):
+            raise OSError(code, os.strerror(code), *([args[0]] if call == "open" else []))
+        return real(*args, **kwargs)
+
+    target = tmp_path / "out.bin"
+    target.write_bytes(b"old")
+    monkeypatch.setattr(os, call, failing)
+    with pytest.raises(OSError) as info:
+        write_atomic(target, b"new bytes")
+    assert (info.value.errno, str(info.value)) == (code, f"[Errno {code}] {os.strerror(code)}: '{target}'")
+    monkeypatch.undo()
+    assert target.read_bytes() == b"old" and sorted(os.listdir(tmp_path)) == ["out.bin"]
+
+
+def test_a_checkpoint_over_ulimit_f_names_its_path(tmp_path: Path) -> None:
+    """``ulimit -f``: the library's own writer raises EFBIG naming the checkpoint, and leaves nothing."""
+    import subprocess
+    import sys
+
+    target = tmp_path / "ck.bin"
+    script = ("import resource, signal, sys\n"
+              "from bob import Checkpoint\n"
+              "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the error, not the signal\n"
+              "resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))\n"
+              "try:\n    Checkpoint.fresh().write(sys.argv[1])\nexcept OSError as exc:\n    print(exc)\n")
+    done = subprocess.run([sys.executable, "-c", script, str(target)], capture_output=True, text=True, timeout=60)
+    assert done.stdout == f"[Errno {errno.EFBIG}] File too large: '{target}'\n", done
+    assert os.listdir(tmp_path) == []

@@ -188,16 +188,18 @@ def test_a_full_disk_loses_nothing(small_disk: Path) -> None:
 
 @pytest.mark.skipif(__import__("importlib.util").util.find_spec("atheris") is None, reason="the fuzz extra")
 def test_a_campaigns_artifacts_on_a_full_disk_are_refused_and_leave_no_directory(small_disk: Path) -> None:
-    """Exit 70, "unexpected error: OSError: [Errno 28]" naming no option (the fuzzer's dictionary,
-    written under --artifacts), and the artifacts and .logs directories it had made were left."""
+    """Exit 2 naming --artifacts and the file that could not be written in it (the fuzzer's dictionary),
+    and none of the directories it had made for it left behind."""
     with open(small_disk / "fill", "wb", buffering=0) as fill, contextlib.suppress(OSError):  # the whole disk
         while True:
             fill.write(bytes(64 * 1024))
     done = subprocess.run([str(BIN / "bob-fuzz"), "run", "input", "--runs", "10", "--artifacts",
                            str(small_disk / "art"), "--corpus", str(small_disk.parent / "corpus"), "--json"],
                           capture_output=True, timeout=120)
+    written = small_disk / "art" / ".logs" / "bob.dict"
     assert done.returncode == 2 and json.loads(done.stdout)["error"]["option"] == "--artifacts", done
-    assert done.stderr.decode() == f"bob-fuzz: refused: --artifacts {small_disk / 'art'}: no space left on device\n"
+    assert json.loads(done.stdout)["error"]["path"] == str(written)
+    assert done.stderr.decode() == f"bob-fuzz: refused: --artifacts {written}: no space left on device\n"
     assert sorted(p.name for p in small_disk.iterdir()) == ["fill"]
 
 
