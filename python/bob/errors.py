@@ -84,12 +84,14 @@ __all__ = [
 
 
 def show_learner(learner: bytes) -> str:
-    """A learner contract readably: its text and its five floats as numbers."""
+    """A learner contract readably: its text and its five floats as numbers (a NaN as ``nan(0x7fc00000)``)."""
     learner = bytes(learner)
     floats = learner_floats(learner)
     if floats is None:
         return show_bytes(learner)
-    numbers = ", ".join(f"{name}={f32_text(x)}" for name, x in zip(LEARNER_NAMES, floats))
+    words = [learner[k:k + 4][::-1].hex() for k in range(len(LEARNER_PREFIX), len(learner), 4)]  # a NaN: its bits
+    numbers = ", ".join(f"{name}={f32_text(x) if x == x else f'nan(0x{word})'}"
+                        for name, x, word in zip(LEARNER_NAMES, floats, words))
     return f"{show_bytes(LEARNER_PREFIX)} + f32[{numbers}]"
 
 
@@ -262,11 +264,8 @@ class FormatError(ValueError):
         return f"{type(self).__name__}({self._text()!r})"
 
     def __reduce__(self):
-        return (  # (the state: what else was set on it, such as add_note's __notes__)
-            _rebuild,
-            (type(self), self.field, self.message, self.expected, self.actual, self.offset, self.index),
-            self.__dict__,
-        )
+        return (_rebuild, (type(self), self.field, self.message, self.expected, self.actual, self.offset, self.index),
+                self.__dict__)  # (the state: what else was set on it, such as add_note's __notes__)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready description (stable keys): error, kind, field, index, offset, message, expected, actual, text."""

@@ -133,6 +133,10 @@ def test_a_state_bob_refuses_is_refused_on_export_and_on_import(trained, tmp_pat
     with pytest.raises(bob.StateRefused) as imported:
         load(fmt, path)
     assert (imported.value.field, imported.value.index) == ("V", 3 * 256 + 4)
+    suffix = "bob would refuse to resume it, so {} refuses it too (for_resume=False takes it anyway, for a test file)"
+    assert info.value.message.endswith(suffix.format(f"Checkpoint.to_{fmt}"))  # (an import writes nothing)
+    what = "importing a .npz file" if fmt == "npz" else "importing a safetensors file"
+    assert imported.value.message.endswith(suffix.format(what)), imported.value.message
     assert load(fmt, path, for_resume=False) == bad
 
 

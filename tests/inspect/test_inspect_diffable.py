@@ -61,3 +61,32 @@ def test_the_largest_ulp_distance_is_the_integer_json_gives(cli, tmp_path: Path)
     assert planes["P"]["max_ulp"]["value"] >= 10 ** 9
     for name, d in planes.items():
         assert f"plane {name} largest ULP distance {d['max_ulp']['value']}: " in text
+
+
+def test_two_nans_that_differ_only_in_their_payload_read_differently(cli, tmp_path: Path) -> None:
+    """A plane value or a learner hyper-parameter that is a NaN in both files, with other payloads: each
+    side shows its bits (both read "nan", so the diff said they differed and showed them the same)."""
+    import dataclasses
+    import struct
+
+    from bob.formats.constants import LEARNER_PREFIX
+
+    def with_nans(plane_bits: int, lr_bits: int) -> bob.Checkpoint:
+        ck = STEP10.copy()
+        ck.p.view(np.uint32)[5] = plane_bits
+        learner = bytearray(ck.contract.learner)
+        learner[len(LEARNER_PREFIX):len(LEARNER_PREFIX) + 4] = struct.pack("<I", lr_bits)
+        ck.contract = dataclasses.replace(ck.contract, learner=bytes(learner))
+        return ck
+
+    paths = []
+    for name, bits in (("a.bob", 0x7FC0DEAD), ("b.bob", 0x7FC00000)):
+        (tmp_path / name).write_bytes(with_nans(bits, bits).to_bytes(for_resume=False))
+        paths.append(str(tmp_path / name))
+    lines = cli.text("diff", "--diffable", *paths, code=2).splitlines()
+    assert "plane P first: context '\\x00', next '\\x05': A nan (0x7fc0dead) | B nan (0x7fc00000)" in lines, lines
+    learner = next(line for line in lines if line.startswith("header learner: "))
+    assert "f32[lr=nan(0x7fc0dead), beta1=0.9," in learner and "f32[lr=nan(0x7fc00000), beta1=0.9," in learner
+    header = cli.json("diff", *paths, code=2)["header"]["differences"]
+    assert [d["a"].count("nan(0x7fc0dead)") + d["b"].count("nan(0x7fc00000)") for d in header
+            if d["field"] == "learner"] == [2]

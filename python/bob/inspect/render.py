@@ -225,8 +225,9 @@ def render_diffable(r: dict[str, Any]) -> list[str]:
                         ("largest ULP distance", d["max_ulp"])):
             if m is not None:
                 value = "" if what == "first" else f" {m['value'] if 'ULP' in what else g(m['value'], 9)}"
+                a, b = (g(m[k], 9) + (f" (0x{m[k + '_hex']})" if m[k] == "nan" else "") for k in "ab")  # its payload
                 L.append(f"plane {name} {what}{value}: context {m['context_text']}, next {m['next_text']}: "
-                         f"A {g(m['a'], 9)} | B {g(m['b'], 9)}")
+                         f"A {a} | B {b}")
     for key in ("a", "b"):  # by field and kind: a message may give byte offsets
         L += [f"problem in {key}: {p['field']}" + (f"[{p['index']}]" if p.get("index") is not None else "")
               + f": {p['kind']}" for p in r[key]["problems"]]

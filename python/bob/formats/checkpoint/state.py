@@ -83,6 +83,6 @@ def refuse_unresumable(checkpoint: "ResumableState", what: str) -> None:
         first = findings[0]
         raise type(first)(
             first.field,
-            f"{first.message}; bob would refuse to resume it, so {what} does not write it "
-            "(for_resume=False writes it anyway, for a test file)",
+            f"{first.message}; bob would refuse to resume it, so {what} refuses it too "
+            "(for_resume=False takes it anyway, for a test file)",
             expected=first.expected, actual=first.actual, offset=first.offset, index=first.index)
