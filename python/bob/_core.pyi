@@ -2,8 +2,8 @@
 tests/core/test_core_stub.py checks it against the built module's names and
 signatures."""
 
-from collections.abc import Sequence
-from typing import TypeAlias
+from collections.abc import Callable, Sequence
+from typing import TypeAlias, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -20,6 +20,7 @@ __all__ = [
     "CoreError",
     "UPDATES_PER_INVOCATION",
     "fnv1a64",
+    "in_default_environment",
     "initial_planes",
     "initialize",
     "kernels",
@@ -40,7 +41,10 @@ UPDATES_PER_INVOCATION: int
 class CoreError(ValueError):
     """The native core refused its arguments (the message names which and why)."""
 
+_T = TypeVar("_T")
+
 def fnv1a64(data: bytes) -> int: ...
+def in_default_environment(function: Callable[[], _T]) -> _T: ...
 def sha256(data: Buffer) -> bytes: ...
 def initialize(p: _Plane, seed: bytes) -> None: ...
 def initial_planes(

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bob.environment import in_default_environment
 from bob.errors import BadValue, FormatError, StateRefused, buffer_bytes, integer_value, show_value, shown_kind
 from bob.formats.checkpoint import examine
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, PLANE_NAMES, VOCABULARY
@@ -48,6 +49,7 @@ __all__ = ["probabilities", "softmax_rows", "fresh_planes", "diff", "compare", "
 # --------------------------------------------------------------------------- #
 
 
+@in_default_environment
 def softmax_rows(rows: Any) -> list[Any]:
     """Row-wise softmax for display: per row a float64 array, or None for a row with
     non-finite values. Computed in decimal (:data:`SOFTMAX_DIGITS` digits) and rounded to
@@ -279,6 +281,7 @@ def compare(a: Side, b: Side, *, ulp: int | None = None, atol: float | None = No
     return report
 
 
+@in_default_environment
 def diff(a: "Checkpoint | Trace | bytes | str | os.PathLike[str]",
          b: "Checkpoint | Trace | bytes | str | os.PathLike[str]", *, ulp: int | None = None,
          atol: float | None = None, checkpoints: "tuple[Any, Any] | None" = None) -> dict[str, Any]:

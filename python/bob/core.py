@@ -56,6 +56,7 @@ __all__ = [
     "UPDATES_PER_INVOCATION",
     "VOCABULARY",
     "fnv1a64",
+    "in_default_environment",
     "initial_planes",
     "initialize",
     "kernels",
@@ -111,6 +112,11 @@ def _whole(value, name: str, bits: int = 64) -> int:
     if not 0 <= number < 1 << bits:
         raise CoreError(f"{name} = {number} is outside 0 .. 2**{bits} - 1")
     return number
+
+
+in_default_environment = _core.in_default_environment
+"""``in_default_environment(function)``: ``function()`` called in the IEEE default floating-point
+environment (D17), the thread's own given back afterwards; :mod:`bob.environment` decorates with it."""
 
 
 sha256 = _core.sha256

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bob.environment import in_default_environment
 from bob.errors import BadValue, integer_value, real_value, shown_kind
 from bob.formats.constants import VOCABULARY
 from bob.formats.layout import F32_MAGNITUDE, F32_SIGN
@@ -56,6 +57,7 @@ def _where(index: int) -> dict[str, Any]:
     return {"index": int(index), "context": c, "next": n, "context_text": show_byte(c), "next_text": show_byte(n)}
 
 
+@in_default_environment
 def beyond(a: "npt.ArrayLike", b: "npt.ArrayLike", *, ulp: int | None = None,
            atol: float | None = None) -> "npt.NDArray[np.bool_]":
     """Where two planes differ by more than the tolerance: different bits, unless
@@ -78,6 +80,7 @@ def beyond(a: "npt.ArrayLike", b: "npt.ArrayLike", *, ulp: int | None = None,
     return out & ~close
 
 
+@in_default_environment
 def plane_diff(a: "npt.ArrayLike", b: "npt.ArrayLike", *, ulp: int | None = None,
                atol: float | None = None) -> dict[str, Any]:
     """Two planes compared value by value on their bit patterns (and, with a

@@ -149,3 +149,33 @@ def test_a_subnormal_state_is_refused_by_every_door_in_a_hostile_environment(tmp
             with pytest.raises(Refused, match=r"^--checkpoint .*(plane M is not all zero|negative value\(s\) in plane V)"):
                 run_files(str(tmp_path / "rec.bin"), str(tmp_path / "ck.bin"), str(tmp_path / "pred.bin"))
             assert (tmp_path / "ck.bin").read_bytes() == data and not (tmp_path / "pred.bin").exists(), name
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_the_librarys_own_analysis_reads_subnormals_as_they_are(name: str) -> None:
+    """bob.diff, Checkpoint.as_dict and the inspector's statistics and rows compute in NumPy on the
+    caller's thread: each runs in the default environment (bob.environment) and answers as it does
+    without a hostile one. Under denormals-are-zero, 1e-45 against -1e-45 was equal within atol=0,
+    as_dict counted one non-zero value fewer and row 0's top next byte was 0, not 7."""
+    import numpy as np
+
+    from bob.inspect.checkpoint import plane_stats, rows_report
+
+    zeros = np.zeros_like(bob.Checkpoint.fresh().p)
+    tiny, minus_tiny = zeros.copy(), zeros.copy()
+    tiny.view(np.uint32)[7] = 0x00000001  # +1e-45 at context 0, next 7
+    minus_tiny.view(np.uint32)[7] = 0x80000001
+    a, b = (bob.Checkpoint(10, p, zeros.copy(), zeros.copy()) for p in (tiny, minus_tiny))
+
+    def answers() -> list:
+        return [bob.diff(a, b, atol=0.0), bob.diff(a, b, ulp=2), a.as_dict(), b.as_dict(), plane_stats(a.p),
+                plane_stats(b.p), rows_report(a.p, b"\0")]
+
+    plain = answers()
+    with hostile(name) as set_here:
+        there = answers()
+        after = environment()
+    assert there == plain
+    assert control_bits(after) == control_bits(set_here), "bob did not give the thread's environment back"
+    assert not plain[0]["equal"] and plain[1]["equal"] and plain[2]["planes"]["P"]["nonzero"] == 1
+    assert plain[6][0]["top"][0]["next"] == 7

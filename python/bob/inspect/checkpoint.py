@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from bob.analysis import fresh_planes, softmax_rows
+from bob.environment import in_default_environment
 from bob.errors import FormatError, show_value
 from bob.formats.checkpoint import Examination, examine
 from bob.formats.constants import CHECKPOINT_MAGIC, LEARNER_NAMES, UPDATES_PER_INVOCATION, VOCABULARY, learner_floats
@@ -19,6 +20,7 @@ from bob.invocation import unadvanceable
 from bob.text import escape_bytes, show_byte
 
 
+@in_default_environment
 def plane_stats(values) -> dict[str, Any]:
     """min, max, mean, L2 norm (over the finite values, in float64, summed exactly by
     ``math.fsum``: the same on every machine, where NumPy's ``dot`` follows the BLAS) and
@@ -29,14 +31,11 @@ def plane_stats(values) -> dict[str, Any]:
     has = vals.size > 0
     nan = int(np.isnan(a).sum())
     non_finite = int(a.size - vals.size)
-    return {
-        "count": int(a.size), "non_finite": non_finite, "nan": nan, "inf": non_finite - nan,
-        "negative": int((a < 0).sum()), "zeros": int((a == 0).sum()),
-        "min": f32_json(vals.min()) if has else None,
-        "max": f32_json(vals.max()) if has else None,
-        "mean": math.fsum(summed.tolist()) / vals.size if has else None,
-        "l2_norm": math.sqrt(math.fsum((summed * summed).tolist())) if has else None,
-    }
+    return {"count": int(a.size), "non_finite": non_finite, "nan": nan, "inf": non_finite - nan,
+            "negative": int((a < 0).sum()), "zeros": int((a == 0).sum()),
+            "min": f32_json(vals.min()) if has else None, "max": f32_json(vals.max()) if has else None,
+            "mean": math.fsum(summed.tolist()) / vals.size if has else None,
+            "l2_norm": math.sqrt(math.fsum((summed * summed).tolist())) if has else None}
 
 
 def contract_field(name: str, value: Any, expected: Any, mismatch: bool) -> dict[str, Any]:
@@ -62,6 +61,7 @@ def p_table(p_plane) -> np.ndarray:
     return np.asarray(p_plane, dtype=np.float32).reshape(VOCABULARY, VOCABULARY)
 
 
+@in_default_environment
 def rows_report(p_plane, contexts: bytes) -> list[dict[str, Any]]:
     """For each context byte: the top-5 next bytes of its P row with their probabilities
     (a float64 softmax of the row; ties towards the lower byte, as §4's argmax)."""

@@ -19,8 +19,9 @@
 
 /// The default environment while `f` runs on this thread. `f` runs in a
 /// function the compiler does not inline, so none of its floating-point
-/// work can be moved to before the switch or after the switch back.
-pub(crate) fn in_default_environment<T>(f: impl FnOnce() -> T) -> T {
+/// work can be moved to before the switch or after the switch back. (Public
+/// for the binding, whose callers' own float analysis runs in it too.)
+pub fn in_default_environment<T>(f: impl FnOnce() -> T) -> T {
     let _restore_on_drop = Saved::switch_to_default();
     not_inlined(f)
 }

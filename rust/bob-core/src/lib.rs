@@ -19,6 +19,7 @@ pub mod pinned;
 mod planes;
 pub mod scalar;
 
+pub use environment::in_default_environment;
 pub use error::{try_vec, CoreError};
 pub use kernel::Kernel;
 #[doc(hidden)]

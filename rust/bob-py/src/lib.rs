@@ -48,6 +48,15 @@ fn kernel_named(name: &str) -> PyResult<Kernel> {
     })
 }
 
+/// `function()`, called with no arguments in the IEEE default floating-point
+/// environment (D17), the caller's given back afterwards: Python's own float
+/// analysis of planes (`bob.diff`, `Checkpoint.as_dict`) runs in it, as the
+/// core's entry points do, whatever a `-ffast-math` module set on the thread.
+#[pyfunction]
+fn in_default_environment(function: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    bob_core::in_default_environment(|| function.call0().map(Bound::unbind))
+}
+
 /// FNV-1a-64 of `data` (contract §6.1).
 #[pyfunction]
 fn fnv1a64(data: &[u8]) -> u64 {
@@ -359,6 +368,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // The core's count, for the test that holds bob.formats.constants' equal to it.
     m.add("UPDATES_PER_INVOCATION", bob_core::UPDATES_PER_INVOCATION)?;
     m.add_function(wrap_pyfunction!(fnv1a64, m)?)?;
+    m.add_function(wrap_pyfunction!(in_default_environment, m)?)?;
     m.add_function(wrap_pyfunction!(sha256, m)?)?;
     m.add_function(wrap_pyfunction!(xxh3_128_each, m)?)?;
     m.add_function(wrap_pyfunction!(initialize, m)?)?;

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bob.arrays import NotAnArray, foreign_array, is_foreign, is_masked
+from bob.environment import in_default_environment
 from bob.errors import BadValue, flag_value, integer_field, integer_value, real_value, shown_kind
 from bob.fileio import write_atomic
 from bob.formats.checkpoint.examination import Examination, examine
@@ -318,8 +319,10 @@ def _plane_summary(plane: np.ndarray) -> dict[str, Any]:
             "nonzero": int(np.count_nonzero(plane))}
 
 
+@in_default_environment
 def describe_envelope(data: bytes) -> dict[str, Any]:
-    """A JSON-ready description of a valid envelope file, from its examination."""
+    """A JSON-ready description of a valid envelope file, from its examination (in the default
+    floating-point environment: a subnormal is not zero, a float's digits are round-to-nearest's)."""
     ex = examine(data, for_resume=False).checked()
     # A valid file: every part was read, and its strings are the contract's (ASCII).
     h, contract, digest = ex.header, ex.contract, ex.header_digest
@@ -331,21 +334,11 @@ def describe_envelope(data: bytes) -> dict[str, Any]:
     }
     shown = {name: learner if name == "learner" else value.decode() if isinstance(value, bytes) else value
              for name, value in asdict(contract).items()}
-    return {
-        "format": "bob-envelope",
-        "version": h.version,
-        "size": ex.size,
-        "sha256": hashlib.sha256(as_bytes(data, "the checkpoint")).hexdigest(),
-        "header_bytes": h.header_bytes,
-        "header_length": ex.header_end,
-        "step": h.step,
-        "invocations": h.step // UPDATES_PER_INVOCATION,
-        "contract": shown,
-        "chunk_count": h.chunk_count,
-        "chunk_table": [
-            {"tag": e.tag.rstrip(b"\0").decode(), "offset": e.offset, "length": e.length, "sha256": e.digest.hex()}
-            for e in h.chunk_table
-        ],
-        "header_sha256": digest.hex(),
-        "planes": {name: _plane_summary(ex.planes[i]) for i, name in enumerate(PLANE_NAMES)},
-    }
+    return {"format": "bob-envelope", "version": h.version, "size": ex.size,
+            "sha256": hashlib.sha256(as_bytes(data, "the checkpoint")).hexdigest(), "header_bytes": h.header_bytes,
+            "header_length": ex.header_end, "step": h.step, "invocations": h.step // UPDATES_PER_INVOCATION,
+            "contract": shown, "chunk_count": h.chunk_count,
+            "chunk_table": [{"tag": e.tag.rstrip(b"\0").decode(), "offset": e.offset, "length": e.length,
+                             "sha256": e.digest.hex()} for e in h.chunk_table],
+            "header_sha256": digest.hex(),
+            "planes": {name: _plane_summary(ex.planes[i]) for i, name in enumerate(PLANE_NAMES)}}
