@@ -253,6 +253,7 @@ def _examined(side: Side) -> tuple[dict[str, Any], dict[str, Any] | None, Any]:
     return report, header, planes
 
 
+@in_default_environment
 def compare(a: Side, b: Side, *, ulp: int | None = None, atol: float | None = None) -> dict[str, Any]:
     """The comparison of two checkpoints (:func:`diff`, from :class:`Side` s);
     ``equal`` when identical or, given ``ulp`` and/or ``atol``, within that
@@ -281,7 +282,6 @@ def compare(a: Side, b: Side, *, ulp: int | None = None, atol: float | None = No
     return report
 
 
-@in_default_environment
 def diff(a: "Checkpoint | Trace | bytes | str | os.PathLike[str]",
          b: "Checkpoint | Trace | bytes | str | os.PathLike[str]", *, ulp: int | None = None,
          atol: float | None = None, checkpoints: "tuple[Any, Any] | None" = None) -> dict[str, Any]:

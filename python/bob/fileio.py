@@ -337,9 +337,6 @@ def _create_temporary(target: str) -> tuple[str, int]:
             return tmp, os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o666)
         except FileExistsError:  # 48 random bits: someone put it there
             continue
-        except OSError as exc:  # (a read-only directory) named by the file asked for, not a temporary never made
-            exc.filename = target
-            raise
     raise FileExistsError(errno.EEXIST, "could not create a temporary file", target)
 
 
@@ -350,7 +347,7 @@ def write_atomic(path: "str | os.PathLike[str]", data: bytes | bytearray | memor
     user may give it, owner and group: root), or gets 0o666 minus the umask."""
     view = byte_buffer(data, "the data to write", flat=True, str_hint=False)
     target = replace_target(path)
-    tmp = stage(target, view)
+    tmp = stage(target, view, os.fsdecode(path))
     try:
         os.replace(tmp, target)
     except BaseException:
@@ -360,16 +357,18 @@ def write_atomic(path: "str | os.PathLike[str]", data: bytes | bytearray | memor
     return target
 
 
-def stage(target: str, data: "bytes | bytearray | memoryview") -> str:
+def stage(target: str, data: "bytes | bytearray | memoryview", named: str | None = None) -> str:
     """Write ``data`` to a new fsynced temporary beside the resolved ``target`` (its mode; as root, its owner), and
-    return its path: nothing visible changes until it is renamed; on any failure (naming ``target``) it is gone."""
+    return its path: nothing visible changes until it is renamed; on any failure it is gone, and an OS error names
+    ``named`` (the path as the caller gave it), else ``target`` (a read-only directory: not a temporary never made)."""
     view = memoryview(data).cast("B")
     try:
         old: os.stat_result | None = os.stat(target)
     except FileNotFoundError:
         old = None
-    tmp, fd = _create_temporary(target)
+    tmp = None
     try:
+        tmp, fd = _create_temporary(target)
         try:
             if old is not None:
                 if (old.st_uid, old.st_gid) != (os.geteuid(), os.getegid()):  # root replacing a user's file: theirs
@@ -383,9 +382,10 @@ def stage(target: str, data: "bytes | bytearray | memoryview") -> str:
         finally:
             os.close(fd)
     except BaseException as exc:
-        discard_temporary(tmp)
-        if isinstance(exc, OSError) and exc.filename is None:  # a full disk, ulimit -f: which file it was for
-            exc.filename = target
+        if tmp is not None:
+            discard_temporary(tmp)
+        if isinstance(exc, OSError) and exc.errno is not None:  # the kernel's (a full disk, ulimit -f): which file
+            exc.filename = named or target
         raise
     return tmp
 

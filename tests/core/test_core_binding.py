@@ -203,6 +203,21 @@ def test_missing_core_says_how_to_build_it(tmp_path):
     assert "scripts/bootstrap.sh" in out.stderr
 
 
+def test_files_are_read_and_compared_without_the_core(tmp_path):
+    """Reading, describing and comparing checkpoints needs no core (bob-inspect works without it): the
+    switch to the default floating-point environment (bob.environment) is then left out, not required."""
+    import shutil
+
+    shutil.copytree(__import__("bob").__path__[0], tmp_path / "bob", ignore=shutil.ignore_patterns("_core*", "__pycache__"))
+    script = ("import sys, numpy as np, bob\n"
+              "z = np.zeros(65536, np.float32); a = bob.Checkpoint(10, z, z, z); b = bob.Checkpoint(10, z + 1, z, z)\n"
+              "print(bob.diff(a, b)['planes']['P']['differing'], a.as_dict()['step'], bob.probabilities(a, 0)[0],\n"
+              "      'bob._core' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                         env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    assert (out.returncode, out.stdout) == (0, "65536 10 0.00390625 False\n"), out.stderr
+
+
 def test_pairs_may_be_bytes_or_uint32_and_give_the_same_bits():
     ctx, tgt = pairs()
     tgt = tgt.astype(np.uint32)

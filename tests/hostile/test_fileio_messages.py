@@ -286,12 +286,30 @@ def test_a_write_that_fails_names_the_file_it_was_for(tmp_path: Path, monkeypatc
 
     target = tmp_path / "out.bin"
     target.write_bytes(b"old")
+    (tmp_path / "link.bin").symlink_to("out.bin")
     monkeypatch.setattr(os, call, failing)
-    with pytest.raises(OSError) as info:
-        write_atomic(target, b"new bytes")
-    assert (info.value.errno, str(info.value)) == (code, f"[Errno {code}] {os.strerror(code)}: '{target}'")
+    for given in (target, tmp_path / "link.bin"):  # named as given, as every other refusal of the write names it
+        with pytest.raises(OSError) as info:
+            write_atomic(given, b"new bytes")
+        assert (info.value.errno, str(info.value)) == (code, f"[Errno {code}] {os.strerror(code)}: '{given}'")
     monkeypatch.undo()
-    assert target.read_bytes() == b"old" and sorted(os.listdir(tmp_path)) == ["out.bin"]
+    assert target.read_bytes() == b"old" and sorted(os.listdir(tmp_path)) == ["link.bin", "out.bin"]
+
+
+def test_an_error_of_no_os_call_keeps_its_words(tmp_path: Path, monkeypatch) -> None:
+    """A ``TimeoutError("budget")`` a signal handler raises mid-write is no OS error about the file: it
+    keeps its words (naming the file made it "[Errno None] None: '.../out.bin'")."""
+    from bob.fileio import write_atomic
+
+    def timeout(fd, data):
+        raise TimeoutError("budget")
+
+    monkeypatch.setattr(os, "write", timeout)
+    with pytest.raises(TimeoutError) as info:
+        write_atomic(tmp_path / "out.bin", b"new bytes")
+    assert (str(info.value), info.value.filename) == ("budget", None)
+    monkeypatch.undo()
+    assert os.listdir(tmp_path) == []
 
 
 def test_a_checkpoint_over_ulimit_f_names_its_path(tmp_path: Path) -> None:

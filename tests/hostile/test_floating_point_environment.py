@@ -153,10 +153,14 @@ def test_a_subnormal_state_is_refused_by_every_door_in_a_hostile_environment(tmp
 
 @pytest.mark.parametrize("name", HOSTILE)
 def test_the_librarys_own_analysis_reads_subnormals_as_they_are(name: str) -> None:
-    """bob.diff, Checkpoint.as_dict and the inspector's statistics and rows compute in NumPy on the
-    caller's thread: each runs in the default environment (bob.environment) and answers as it does
-    without a hostile one. Under denormals-are-zero, 1e-45 against -1e-45 was equal within atol=0,
-    as_dict counted one non-zero value fewer and row 0's top next byte was 0, not 7."""
+    """bob.diff and bob.analysis's comparisons, bob.probabilities, Checkpoint.as_dict, a Checkpoint
+    built from float64 planes and the inspector's statistics and rows compute in NumPy on the caller's
+    thread: each runs in the default environment (bob.environment) and answers as it does without a
+    hostile one (each decorator taken away alone fails this test). Under denormals-are-zero, 1e-45
+    against -1e-45 was equal within atol=0, as_dict counted one non-zero value fewer and row 0's top
+    next byte was 0, not 7."""
+    import struct
+
     import numpy as np
 
     from bob.inspect.checkpoint import plane_stats, rows_report
@@ -166,10 +170,17 @@ def test_the_librarys_own_analysis_reads_subnormals_as_they_are(name: str) -> No
     tiny.view(np.uint32)[7] = 0x00000001  # +1e-45 at context 0, next 7
     minus_tiny.view(np.uint32)[7] = 0x80000001
     a, b = (bob.Checkpoint(10, p, zeros.copy(), zeros.copy()) for p in (tiny, minus_tiny))
+    b.contract = bob.Contract(learner=b.contract.learner[:-4] + struct.pack("<f", 0.02))  # its floats in the diff
+    fresh = bob.Checkpoint.fresh()
+    wide = np.full(zeros.shape, 0.1)  # float64: rounded to float32 by the constructor, to nearest as D17 says
+    wide[:2] = 1e-45, -7e-46
 
     def answers() -> list:
-        return [bob.diff(a, b, atol=0.0), bob.diff(a, b, ulp=2), a.as_dict(), b.as_dict(), plane_stats(a.p),
-                plane_stats(b.p), rows_report(a.p, b"\0")]
+        return [bob.diff(a, b, atol=0.0), bob.diff(a, b, ulp=2), a.as_dict(), plane_stats(a.p),
+                plane_stats(b.p), rows_report(a.p, b"\0"), bob.analysis.compare(*map(bob.analysis.Side.of, (a, b),
+                "ab"), atol=0.0), bob.analysis.beyond(a.p, b.p, atol=0.0).tolist(),
+                bob.analysis.plane_diff(a.p, b.p, atol=0.0), bob.probabilities(fresh, 0).tobytes(),
+                bob.Checkpoint(10, wide, zeros, zeros).to_bytes()]
 
     plain = answers()
     with hostile(name) as set_here:
@@ -177,5 +188,6 @@ def test_the_librarys_own_analysis_reads_subnormals_as_they_are(name: str) -> No
         after = environment()
     assert there == plain
     assert control_bits(after) == control_bits(set_here), "bob did not give the thread's environment back"
-    assert not plain[0]["equal"] and plain[1]["equal"] and plain[2]["planes"]["P"]["nonzero"] == 1
-    assert plain[6][0]["top"][0]["next"] == 7
+    assert [plain[0]["planes"]["P"]["beyond_tolerance"], plain[1]["planes"]["P"]["beyond_tolerance"]] == [1, 0]
+    assert plain[2]["planes"]["P"]["nonzero"] == 1
+    assert plain[5][0]["top"][0]["next"] == 7

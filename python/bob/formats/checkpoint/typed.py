@@ -71,7 +71,7 @@ def _plane(value: Any, name: str) -> np.ndarray:
         if arr.dtype.kind not in "fiu":
             raise BadValue(name, "a plane holds float32 values", actual=f"dtype {arr.dtype}")
         with np.errstate(over="ignore", invalid="ignore"):
-            converted = np.ascontiguousarray(arr, dtype=np.float32)
+            converted = in_default_environment(np.ascontiguousarray)(arr, dtype=np.float32)  # rounded per D17
         arr = converted if converted.flags.writeable else converted.copy()  # a read-only float32 array
     return arr if arr.ndim == 1 else arr.reshape(PARAMETER_COUNT)
 
