@@ -11,20 +11,20 @@ cd "$(dirname "$0")/.."
 names="${1:-}"
 python="${PYTHON:-python3}"
 say() { printf 'bootstrap: %s\n' "$*" >&2; }
-if [ ! -x .venv/bin/python ]; then
-    say "creating .venv with $("$python" --version 2>&1) (bob needs Python >= 3.11)"
-    "$python" -m venv .venv
+# The Python the checkout's .venv has, or the one that will make it: bob needs
+# Python >= 3.11, checked before anything is made (a .venv made by an older one
+# would be kept by every later run).
+if [ -x .venv/bin/python ]; then python=.venv/bin/python; fi
+if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    hint=""
+    if [ "$python" = .venv/bin/python ]; then hint=" (remove .venv, then set PYTHON to a newer one)"; fi
+    say "bob needs Python >= 3.11; $python is $("$python" --version 2>/dev/null || echo 'not there')$hint"
+    exit 1
 fi
-# Byte-compile the package, as a regular install does, so start-up is not
-# spent recompiling (some environments set PYTHONDONTWRITEBYTECODE).
-.venv/bin/python -m compileall -q python/bob >/dev/null
-export VIRTUAL_ENV="$PWD/.venv"
-export PATH="$VIRTUAL_ENV/bin:$PATH"
-export PIP_DISABLE_PIP_VERSION_CHECK=1
 # Each name is an extra or a group, read from pyproject.toml (tomllib: Python
-# >= 3.11); an unknown name is refused before anything is built. Prints the
+# >= 3.11); an unknown name is refused before anything is made. Prints the
 # extras as one comma-separated line, then each group's requirements, one a line.
-plan="$(python - "$names" <<'PY'
+plan="$("$python" - "$names" <<'PY'
 import sys, tomllib
 with open("pyproject.toml", "rb") as f:
     project = tomllib.load(f)
@@ -43,6 +43,16 @@ print(",".join(chosen_extras))
 print("\n".join(requirements))
 PY
 )"
+if [ ! -x .venv/bin/python ]; then
+    say "creating .venv with $("$python" --version 2>&1)"
+    "$python" -m venv .venv
+fi
+# Byte-compile the package, as a regular install does, so start-up is not
+# spent recompiling (some environments set PYTHONDONTWRITEBYTECODE).
+.venv/bin/python -m compileall -q python/bob >/dev/null
+export VIRTUAL_ENV="$PWD/.venv"
+export PATH="$VIRTUAL_ENV/bin:$PATH"
+export PIP_DISABLE_PIP_VERSION_CHECK=1
 extras="$(printf '%s\n' "$plan" | sed -n 1p)"
 mapfile -t requirements < <(printf '%s\n' "$plan" | sed -n '2,$p' | sed '/^$/d')
 say "installing maturin${names:+ and what \"$names\" asks for} from PyPI (the first time needs the network)"

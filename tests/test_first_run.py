@@ -70,13 +70,36 @@ def test_the_commands_shown_work_as_written_from_the_checkout() -> None:
         assert done.returncode == 0 and "usage" in done.stdout.lower(), (name, done.stderr)
 
 
-def test_bootstrap_refuses_a_name_that_is_no_extra_or_group_before_building() -> None:
-    """... on a PATH with no ``python`` (Debian's has only python3): the script names no bare ``python``."""
-    done = subprocess.run([str(ROOT / "scripts" / "bootstrap.sh"), "test,nope"], capture_output=True, text=True,
+def _bare_checkout(tmp_path: Path) -> Path:
+    """The set-up script and pyproject.toml alone, without a .venv (the script works on its own checkout)."""
+    (tmp_path / "scripts").mkdir()
+    for name in ("scripts/bootstrap.sh", "pyproject.toml"):
+        (tmp_path / name).write_bytes((ROOT / name).read_bytes())
+    (tmp_path / "scripts" / "bootstrap.sh").chmod(0o755)
+    return tmp_path
+
+
+def test_bootstrap_refuses_a_name_that_is_no_extra_or_group_before_making_anything(tmp_path: Path) -> None:
+    """... on a PATH with no ``python`` (Debian's has only python3): the script names no bare ``python``;
+    and no .venv is left (one was made first, and kept by every later run)."""
+    checkout = _bare_checkout(tmp_path)
+    done = subprocess.run([str(checkout / "scripts" / "bootstrap.sh"), "test,nope"], capture_output=True, text=True,
                           timeout=300, env={**os.environ, "PATH": "/usr/bin:/bin"})
     assert done.returncode == 1, done.stderr
     assert "'nope' is neither an extra (plot, fuzz, interop) nor a dependency group (test, mutants)" in done.stderr
-    assert "building" not in done.stderr
+    assert "building" not in done.stderr and not (checkout / ".venv").exists()
+
+
+def test_bootstrap_refuses_a_python_older_than_3_11_before_making_anything(tmp_path: Path) -> None:
+    """A .venv made by Python 3.10 failed later (no tomllib) and was kept by every later run."""
+    checkout = _bare_checkout(tmp_path)
+    old = tmp_path / "python3.10"
+    old.write_text('#!/bin/sh\n[ "$1" = --version ] && echo "Python 3.10.13" && exit 0\nexit 1\n', encoding="utf-8")
+    old.chmod(0o755)
+    done = subprocess.run([str(checkout / "scripts" / "bootstrap.sh"), "test"], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHON": str(old)})
+    assert (done.returncode, done.stderr) == (1, f"bootstrap: bob needs Python >= 3.11; {old} is Python 3.10.13\n")
+    assert not (checkout / ".venv").exists()
 
 
 def test_bootstrap_and_demo_say_what_they_do() -> None:

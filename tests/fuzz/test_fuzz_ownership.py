@@ -205,6 +205,24 @@ def test_minimize_times_the_target_not_the_worker_s_start_up(tmp_path: Path, cap
     assert not (tmp_path / "t.bin").exists()
 
 
+def test_minimize_says_its_worker_could_not_start_rather_than_report_a_crash(tmp_path: Path, monkeypatch,
+                                                                             capsys) -> None:
+    """A worker that never started (under PYTHONWARNINGS=error, an EncodingWarning in its own code) is no
+    failure of the candidate: minimize ended exit 0 with "crash: exit 1", the input shrunk to nothing."""
+    python = tmp_path / "python"
+    python.write_text("#!/bin/sh\necho 'Traceback: EncodingWarning' >&2\nexit 3\n", encoding="utf-8")
+    python.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(python))
+    crashing = tmp_path / "crash.bin"
+    crashing.write_bytes(b"X" + bytes(range(20)))
+    code = main(["minimize", str(crashing), "--target", "checkpoint", "--output", str(tmp_path / "small.bin"),
+                 "--json"])
+    document = json.loads(capsys.readouterr().out)
+    assert code == 70 and not (tmp_path / "small.bin").exists(), document
+    assert document["error"]["message"].endswith(
+        "the minimizer's worker could not start (exit 3): Traceback: EncodingWarning"), document
+
+
 def test_minimize_leaves_nothing_in_tmpdir(tmp_path: Path, targets_on_path, monkeypatch, capsys) -> None:
     """Each candidate's worker makes the inspect target's scratch directory, then dies by SIGSEGV."""
     scratch = tmp_path / "TMPDIR"

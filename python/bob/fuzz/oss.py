@@ -36,7 +36,7 @@ def write(harness_dir: Path, out: Path, root: Path) -> list[str]:
     written = []
     for name in TARGETS:
         fuzzer = f"fuzz_{name}"
-        (harness_dir / f"{fuzzer}.py").write_text(harness(name))
+        (harness_dir / f"{fuzzer}.py").write_text(harness(name), encoding="utf-8")
         write_dict(out / f"{fuzzer}.dict")
         _zip(out / f"{fuzzer}_seed_corpus.zip", seed_paths(name, root=root))
         written.append(fuzzer)

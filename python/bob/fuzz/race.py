@@ -97,7 +97,7 @@ def second_run(argv: list[str]) -> "subprocess.Popen[str]":
         os.mkfifo(fifo)
         proc = subprocess.Popen([sys.executable, "-m", "bob", "run", *argv, "--wait", str(_PATIENCE)],
                                 env=child_env(f"waiting:{fifo}"), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+                                stderr=subprocess.PIPE, encoding="utf-8")
         fd = _opened(fifo, lambda: proc.poll() is None)
         if fd is not None:
             os.close(fd)  # it goes on waiting for the lock
@@ -111,7 +111,7 @@ def lock_free_clean_up(*paths: str) -> list[str]:
     """What the library's lock-free ``bob.clean_stale_temporaries`` removes beside ``paths``, run by
     another process (to it this one is alive)."""
     out = subprocess.run([sys.executable, "-c", _CLEAN, *paths], env=child_env(), capture_output=True,
-                         text=True, timeout=_PATIENCE)
+                         encoding="utf-8", timeout=_PATIENCE)
     if out.returncode:
         raise RuntimeError(f"the clean-up process failed: {out.stderr.strip()[-300:]}")
     return [p for removed in json.loads(out.stdout) for p in removed]

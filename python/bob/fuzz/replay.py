@@ -23,6 +23,7 @@ __all__ = ["Verdict", "files_under", "infer_target", "read_input", "replay_file"
 
 RUST_TARGETS = ("kernels", "predict", "resume")  # fuzz/regressions/<these>: cargo test -p bob-core --test fuzz_replay
 STARTUP = 120.0  # seconds a minimizer's worker may take to start and load its target (apart from --timeout)
+_DEEPEST = 100  # directory levels under a path replay walks: a corpus has a few
 
 
 class Verdict(NamedTuple):
@@ -43,13 +44,12 @@ def files_under(paths: "list[str | os.PathLike[str]]") -> Iterator[Path]:
         if not p.is_dir():
             yield p
             continue
-        found = []
-        try:
-            for directory, subdirectories, names in os.walk(p, onerror=_unreadable):
-                subdirectories[:] = [d for d in subdirectories if not d.startswith(".")]
-                found += [Path(directory, n) for n in names if not n.startswith(".")]
-        except RecursionError:  # (os.walk recurses on Python 3.11)
-            raise OSError(errno.ELOOP, "directories nested too deep to walk", os.fspath(p)) from None
+        found, top = [], os.fspath(p).rstrip(os.sep).count(os.sep)
+        for directory, subdirectories, names in os.walk(p, onerror=_unreadable):
+            if directory.count(os.sep) - top > _DEEPEST:  # one answer on every Python (3.11's os.walk recursed out)
+                raise OSError(errno.ELOOP, f"directories nested more than {_DEEPEST} levels deep", os.fspath(p))
+            subdirectories[:] = [d for d in subdirectories if not d.startswith(".")]
+            found += [Path(directory, n) for n in names if not n.startswith(".")]
         yield from (f for f in sorted(found) if f.suffix not in (".txt", ".md", ".json"))  # (a FIFO too: refused)
 
 
@@ -133,7 +133,7 @@ def shrink(data: bytes, same: Callable[[bytes], bool], max_tries: int) -> tuple[
 # line per candidate out (its signature, or null) on a private copy of stdout; the target's output goes nowhere.
 WORKER = r"""
 import json, os, sys
-results = os.fdopen(os.dup(1), "w")
+results = os.fdopen(os.dup(1), "w", encoding="utf-8")
 null = os.open(os.devnull, os.O_WRONLY)
 os.dup2(null, 1)
 from bob.fuzz.common import die_with_parent, load_target
@@ -168,13 +168,18 @@ class _Runner:
     def signature(self, data: bytes) -> str | None:
         if self.proc is None or self.proc.poll() is not None:
             self.close(kill=False)
-            self.proc = subprocess.Popen([sys.executable, "-c", WORKER, self.target], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                         env=dict(os.environ, TMPDIR=self.tmp))
-            assert self.proc.stdout is not None
-            if not select.select([self.proc.stdout], [], [], max(self.timeout, STARTUP))[0] \
-                    or self.proc.stdout.readline() != b"ready\n":
-                return self.close()  # it could not start (or load the target)
+            with tempfile.TemporaryFile(dir=self.tmp) as errors:  # its stderr (a pipe the target could fill)
+                self.proc = proc = subprocess.Popen([sys.executable, "-c", WORKER, self.target], stdin=subprocess.PIPE,
+                                                    stdout=subprocess.PIPE, stderr=errors,
+                                                    env=dict(os.environ, TMPDIR=self.tmp))
+                assert proc.stdout is not None
+                ready = select.select([proc.stdout], [], [], wait := max(self.timeout, STARTUP))[0]
+                if not ready or proc.stdout.readline() != b"ready\n":  # before any candidate: never a finding
+                    ended = self.close()[len("crash: "):]
+                    how = ended if ready else f"not ready in {wait:g} s"
+                    errors.seek(0)
+                    raise RuntimeError(f"the minimizer's worker could not start ({how}): "
+                                       f"{errors.read().decode('utf-8', 'replace').strip()[-300:]}")
         proc = self.proc
         assert proc.stdin is not None and proc.stdout is not None
         try:

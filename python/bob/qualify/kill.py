@@ -132,7 +132,8 @@ def check_commit_kill(seed: int, races: int, tick: Callable[[], None] = lambda: 
             files.checkpoint.write_bytes(series[1])
             if point is not None:
                 argv = [sys.executable, "-c", _LAUNCHER, point] + files.arguments()
-                done = subprocess.run(argv, capture_output=True, text=True, env=child_environment(), timeout=60)
+                done = subprocess.run(argv, capture_output=True, encoding="utf-8", env=child_environment(),
+                                      timeout=60)
                 if done.returncode != -signal.SIGKILL:
                     problem = Verdict(CHECK, False, f"{label}: the launcher was not killed "
                                                     f"(exit {done.returncode}): {done.stderr.strip()[-300:]}")

@@ -82,7 +82,7 @@ def _shortage(done: "subprocess.CompletedProcess[str]") -> BaseException | None:
 def run_once(files: RunFiles, command: list[str] | None = None, timeout: float = 60.0) -> dict:
     """One ``bob-run`` process on ``files``; its JSON summary. Raises :class:`ProcessFailed`."""
     argv = (command or bob_run_command()) + files.arguments()
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=child_environment())
+    done = subprocess.run(argv, capture_output=True, encoding="utf-8", timeout=timeout, env=child_environment())
     if done.returncode != 0:
         if (shortage := _shortage(done)) is not None:  # the machine's, not a failed check
             raise shortage
