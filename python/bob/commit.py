@@ -215,9 +215,11 @@ class Commit:
         self.staged = []
 
 
-def replace_targets(files: "list[tuple[str, Any]]") -> list[str]:
+def replace_targets(files: "list[tuple[str, Any]]", keep: "Sequence[str]" = ()) -> list[str]:
     """Each ``(path, naming)``'s :func:`bob.fileio.replace_target`, inside its ``naming``; a path that
-    names the same file as an earlier one (two links to one file) is refused: one would overwrite the other."""
+    names the same file as an earlier one (two links to one file) is refused: one would overwrite the other;
+    so is one that names a file the command read (``keep``), now that its target is fixed (a link planted
+    since the command's first look would otherwise be followed onto it)."""
     targets: list[str] = []
     for path, naming in files:
         with naming:
@@ -225,18 +227,20 @@ def replace_targets(files: "list[tuple[str, Any]]") -> list[str]:
             for (earlier, _), other in zip(files, targets):
                 if fileio.same_file(other, target):
                     raise Refused(f"names the same file as {show_path(earlier)}; each needs its own")
+            if any(fileio.same_file(read, target) for read in keep):
+                raise Refused("that is a file this command read; bob never replaces what it reads")
         targets.append(target)
     return targets
 
 
-def replace_all(files: "list[tuple[str, bytes, Any]]", renaming: Any = None) -> list[str]:
+def replace_all(files: "list[tuple[str, bytes, Any]]", renaming: Any = None, keep: "Sequence[str]" = ()) -> list[str]:
     """Replace each ``(path, data, naming)`` atomically: every path is checked
     (:func:`replace_targets`) and every file staged, each inside its ``naming`` (a
     :class:`bob.commands.about`, which names its file in a refusal), before the first rename, so a
     write that fails (a full disk) replaces none; ``renaming`` (a :class:`bob.signals.Deferral`)
     holds signals over the renames. A rename that fails (rare: a mount over the file) is refused
-    naming the files already replaced. The targets."""
-    targets, staged = replace_targets([(path, naming) for path, _, naming in files]), []
+    naming the files already replaced; a target that is one of the files read (``keep``) is refused. The targets."""
+    targets, staged = replace_targets([(path, naming) for path, _, naming in files], keep), []
     try:
         for target, (_, data, naming) in zip(targets, files):
             with naming:

@@ -280,6 +280,30 @@ def test_a_heatmap_and_an_export_into_one_file_are_refused(tmp_path: Path, capsy
     assert sorted(p.name for p in tmp_path.iterdir()) == ["same.png"]
 
 
+def test_a_link_to_the_inspected_file_planted_while_the_output_is_made_is_refused(tmp_path: Path, monkeypatch,
+                                                                                  capsys) -> None:
+    """--export checked once at the start: a link to the checkpoint planted at the export's path while
+    the export was made (a heatmap takes a second) was followed, and the checkpoint became the .npz."""
+    import bob.inspect.cli
+    from bob.inspect import main
+    from conftest import GOLDEN
+
+    checkpoint = tmp_path / "ck.bin"
+    checkpoint.write_bytes((GOLDEN / "checkpoint-abracadabra-step10.bin").read_bytes())
+    real = bob.inspect.cli.export_checkpoint
+
+    def planting(report, data, out):
+        (tmp_path / "x.npz").symlink_to("ck.bin")
+        return real(report, data, out)
+
+    monkeypatch.setattr(bob.inspect.cli, "export_checkpoint", planting)
+    assert main([str(checkpoint), "--export", str(tmp_path / "x.npz")]) == 2
+    assert capsys.readouterr().err == (f"bob-inspect: refused: --export {tmp_path / 'x.npz'}: that is a file this "
+                                       "command read; bob never replaces what it reads\n")
+    assert checkpoint.read_bytes() == (GOLDEN / "checkpoint-abracadabra-step10.bin").read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ck.bin", "x.npz"]
+
+
 @pytest.mark.parametrize("option", ["--heatmap", "--export", "--rows", "--rows-hex"])
 def test_a_checkpoint_option_given_empty_on_another_kind_is_refused(cli, files, option):
     """`bob-inspect rec.bin --heatmap ''` was exit 0: an empty value was taken for no option at all."""

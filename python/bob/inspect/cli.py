@@ -88,7 +88,7 @@ def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
     if export is not None and (exported := export_checkpoint(report, data, export)) is not None:
         written.append((export, exported[0], about("--export", export)))
         report["export"] = exported[1]
-    replace_all(written, renaming=Deferral())  # both staged first: a failed export left a new heatmap
+    replace_all(written, renaming=Deferral(), keep=[args.file])  # both staged first; the file read checked again
     return report, render_checkpoint(report), _code(report)
 
 

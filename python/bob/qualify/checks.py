@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
 import time
 from importlib import resources
 from pathlib import Path
@@ -16,7 +15,7 @@ from bob import core
 from bob.formats.constants import CHUNK_BYTES, PARAMETER_COUNT, PLANE_NAMES, UPDATES_PER_INVOCATION
 from bob.formats.layout import CANONICAL_HEADER_BYTES
 from bob.qualify import vector
-from bob.qualify.processes import ProcessFailed, RunFiles, bob_run_command, run_once
+from bob.qualify.processes import ProcessFailed, RunFiles, bob_run_command, run_once, scratch_directory
 from bob.qualify.verdict import Verdict, first_byte_difference
 
 Tick = Callable[[], None]
@@ -129,7 +128,7 @@ def _vector_by_invoke(record: bytes, scalar: Series) -> Verdict:
 def _vector_by_bob_run(record: bytes, scalar: Series) -> Verdict:
     check = "public-vector/bob-run"
     command = bob_run_command()
-    with tempfile.TemporaryDirectory(prefix="bob-qualify-") as directory:
+    with scratch_directory("bob-qualify-") as directory:
         files = RunFiles(Path(directory))
         files.record.write_bytes(record)
         series: Series = ([], [], [])

@@ -16,14 +16,14 @@ import random
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Callable
 
 import bob
 from bob.qualify.checks import locate, section8_record
-from bob.qualify.processes import ProcessFailed, RunFiles, bob_run_command, child_environment, run_once
+from bob.qualify.processes import (ProcessFailed, RunFiles, bob_run_command, child_environment,
+                                     run_once, scratch_directory)
 from bob.qualify.verdict import Verdict
 
 CHECK = "commit-kill"
@@ -106,7 +106,7 @@ def _after_kill(label: str, files: RunFiles, series: list[bytes], command: list[
 
 def _one_run_seconds(record: bytes, command: list[str]) -> float:
     """How long one bob-run takes here, to aim the racing kills."""
-    with tempfile.TemporaryDirectory(prefix="bob-qualify-kill-") as directory:
+    with scratch_directory("bob-qualify-kill-") as directory:
         files = RunFiles(Path(directory))
         files.record.write_bytes(record)
         begun = time.perf_counter()
@@ -123,7 +123,7 @@ def check_commit_kill(seed: int, races: int, tick: Callable[[], None] = lambda: 
     left: dict[str, int] = {"old": 0, "new": 0}
     problem = None
     duration = _one_run_seconds(record, command)
-    with tempfile.TemporaryDirectory(prefix="bob-qualify-kill-") as directory:
+    with scratch_directory("bob-qualify-kill-") as directory:
         scenarios = [(f"kill {point}", point) for point in POINTS] + [(f"race {i + 1}", None) for i in range(races)]
         for label, point in scenarios:
             files = RunFiles(Path(directory) / label.replace(" ", "-"))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -21,7 +20,7 @@ from bob import core
 from bob.formats.constants import VOCABULARY
 from bob.qualify.checks import section8_record
 from bob.qualify.kernels import configurations
-from bob.qualify.processes import RunFiles, bob_run_command, child_environment, run_once
+from bob.qualify.processes import RunFiles, bob_run_command, child_environment, run_once, scratch_directory
 
 UPDATES_PER_SAMPLE = 20
 
@@ -58,7 +57,7 @@ def process_speeds(rounds: int, tick: Callable[[], None] = lambda: None) -> dict
     """Wall seconds of a whole ``bob-run`` (resuming a step-10 checkpoint) and of ``python -c pass``."""
     command = bob_run_command()
     env = child_environment()
-    with tempfile.TemporaryDirectory(prefix="bob-qualify-perf-") as directory:
+    with scratch_directory("bob-qualify-perf-") as directory:
         files = RunFiles(Path(directory))
         files.record.write_bytes(section8_record())
         run_once(files, command)  # (a failure, a shortage included, as every check's first bob-run)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +15,7 @@ from bob import core
 from bob.formats.constants import UPDATES_PER_INVOCATION, VOCABULARY
 from bob.qualify import vector
 from bob.qualify.checks import locate
-from bob.qualify.processes import ProcessFailed, RunFiles, bob_run_command, run_once
+from bob.qualify.processes import ProcessFailed, RunFiles, bob_run_command, run_once, scratch_directory
 from bob.qualify.verdict import Verdict, first_byte_difference, losses_agree
 
 CHECK = "resume"
@@ -46,7 +45,7 @@ def qualification_records(seed: int, random_records: int) -> list[tuple[str, byt
 
 
 def through_processes(record: bytes, invocations: int, command: list[str]) -> Series:
-    with tempfile.TemporaryDirectory(prefix="bob-qualify-") as directory:
+    with scratch_directory("bob-qualify-") as directory:
         files = RunFiles(Path(directory))
         files.record.write_bytes(record)
         series = Series([], [], [])
