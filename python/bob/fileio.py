@@ -13,7 +13,7 @@ same treatment:
   first bytes so the formats layer can name it.
 * **Symbolic links are followed.** Replacing ``path`` replaces the file a link points to (the temporary file
   lives in the *target's* directory and the link stays a link); :func:`replace_target` gives that resolved path,
-  which is also what ``bob-run`` locks.
+  which is also what ``bob-run`` locks. Not a link another user put in a sticky directory others can write.
 * **Resolved by the kernel.** The directory part of a path is ``stat``-ed as given (``nope/../ck`` is refused
   when ``nope`` does not exist, as the kernel would refuse it), and the string resolution of links must name the
   same directory; a relative path after the working directory was deleted is refused by name.
@@ -53,6 +53,7 @@ NAME_MAX = 255  # bytes in one file name on every filesystem bob is used on (Lin
 _TAG_ROOM = 40  # bytes kept for what follows the target's name: ".bob-tmp-{pid}-{12 hex}" and ".bob-lock"
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _HEAD = 16  # bytes of a too-large file kept to name its format
+_SHARED = stat.S_ISVTX | stat.S_IWOTH  # a sticky directory others can write (/tmp): a link there may be a trap
 
 
 def read_bounded(path: "str | os.PathLike[str]", limit: int) -> bytes | None:
@@ -135,31 +136,32 @@ def _read_to_end(fd: int, size: int, limit: int) -> bytearray:
 
 
 def replace_target(path: "str | os.PathLike[str]", *, check_replaceable: bool = True) -> str:
-    """The file that replacing ``path`` would replace: symbolic links resolved.
-
-    The directory part is resolved by the kernel (``stat``), not by string normalisation; the resolved target
-    must lie in the directory the kernel names. Raises :class:`NotARegularFile` when the target exists and is
-    not a regular file, :class:`NotReplaceable` when it has other hard links or its owner cannot write it,
-    ``FileNotFoundError`` naming the directory when that does not exist (or the working directory is gone), and
-    ``IsADirectoryError`` for a path that ends in a slash. ``check_replaceable=False`` leaves that check to
-    the caller (``bob-run``, under its lock, once a killed run's backup link is removed)."""
+    """The file that replacing ``path`` would replace: symbolic links resolved. The directory part is resolved by
+    the kernel (``stat``), not by string normalisation; the resolved target must lie in the directory the kernel
+    names. Raises :class:`NotARegularFile` when the target exists and is not a regular file, :class:`NotReplaceable`
+    when it has other hard links, its owner cannot write it or a link on the way is another user's in a sticky
+    directory, ``FileNotFoundError`` naming the directory when that does not exist (or the working directory is
+    gone), ``IsADirectoryError`` for a path that ends in a slash. ``check_replaceable=False`` leaves the first two
+    to the caller (``bob-run``, under its lock, once a killed run's backup link is removed)."""
     text = os.fsdecode(path)
     directory, name = os.path.split(text)
     if not name:
         raise IsADirectoryError(errno.EISDIR, "a directory path, not a file" if text else "an empty path", text)
-    home = _directory_stat(directory, text)
+    hop, where = text, _directory_stat(directory, text)
     target = os.path.realpath(text)
+    for _ in range(40):  # each link's text as the kernel reads it (nope/../x, x/): not as realpath's strings
+        if not os.path.islink(hop):
+            break
+        if where.st_mode & _SHARED == _SHARED and (owner := os.lstat(hop).st_uid) not in (os.geteuid(), where.st_uid):
+            raise NotReplaceable(text, f"it leads through a link another user (uid {owner}) put in a sticky directory "
+                                       "others can write; bob follows none (as the kernel's fs.protected_symlinks)")
+        if (link := os.readlink(hop)).endswith("/"):
+            raise IsADirectoryError(errno.EISDIR, "a link to a directory path, not a file", text)
+        hop = os.path.join(os.path.dirname(hop), link)
+        where = _directory_stat(os.path.dirname(hop), text)
     try:
         st = os.stat(text)
     except FileNotFoundError:  # to be created: at the end of a dangling link, or here
-        hop, where = text, home
-        for _ in range(40):  # each link's text as the kernel reads it (nope/../x, x/): not as realpath's strings
-            if not os.path.islink(hop):
-                break
-            if (link := os.readlink(hop)).endswith("/"):
-                raise IsADirectoryError(errno.EISDIR, "a link to a directory path, not a file", text)
-            hop = os.path.join(os.path.dirname(hop), link)
-            where = _directory_stat(os.path.dirname(hop), text)
         if not os.path.samestat(where, _directory_stat(os.path.dirname(target), text)):
             raise FileNotFoundError(errno.ENOENT, "its directory changed while it was resolved", text) from None
         return target

@@ -409,3 +409,30 @@ def test_an_owner_that_cannot_be_kept_does_not_stop_a_write(work: Path, monkeypa
     monkeypatch.setattr(os, "fchown", lambda *a: (_ for _ in ()).throw(OSError(errno.EINVAL, "Invalid argument")))
     bob.write_atomic(work / "pred.bin", b"new predictions")
     assert (work / "pred.bin").read_bytes() == b"new predictions"
+
+
+def test_a_link_another_user_put_in_a_sticky_directory_is_not_followed(work: Path) -> None:
+    """The /tmp trap: root's ``bob-fixture --output /tmp/x``, where another user had put x -> a file of
+    root's, replaced that file (bob resolves links itself, so the kernel's fs.protected_symlinks never saw
+    the write). Root's own link there is followed, as the directory owner's would be."""
+    from bob.fileio import NotReplaceable, write_atomic
+
+    if os.geteuid() != 0:
+        pytest.skip("only root can give a link to another user")
+    shared = work / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    precious = work / "precious"
+    precious.write_bytes(b"root's own")
+    link = shared / "rec.bin"
+    link.symlink_to(precious)
+    os.lchown(link, 65534, 65534)
+    err = assert_refused(command("bob-fixture", "--text", "abc", "--prompt", "a", "--prompt", "b", "--prompt", "c",
+                                 "--output", link), "--output", link)
+    assert "a link another user (uid 65534) put in a sticky directory others can write" in err
+    with pytest.raises(NotReplaceable, match="fs.protected_symlinks"):
+        write_atomic(link, b"new")
+    assert precious.read_bytes() == b"root's own" and sorted(p.name for p in shared.iterdir()) == ["rec.bin"]
+    os.lchown(link, 0, 0)
+    write_atomic(link, b"new")
+    assert precious.read_bytes() == b"new" and link.is_symlink()
