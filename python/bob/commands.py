@@ -238,7 +238,7 @@ def output_directory(option: str, path: Any) -> str:
     with about(option, path):
         if not os.fspath(path):  # (not the working directory, which "" is to os.makedirs and pathlib)
             raise Refused("an empty path", option=option, path=path)
-        if os.path.lexists(path) and not os.path.isdir(path):
+        if os.path.exists(path) and not os.path.isdir(path):  # (a link to nothing, or a loop: its own reason)
             raise Refused("exists and is not a directory", option=option, path=path)
         made = make_directory(path)
     if _made:  # (a library caller outside run_command keeps what it made)

@@ -501,6 +501,21 @@ def test_a_library_caller_of_output_directory_keeps_what_it_made(tmp_path: Path)
     assert (tmp_path / "two" / "three").is_dir() and bob.commands._made == []
 
 
+def test_an_output_directory_that_is_a_link_loop_or_leads_nowhere_is_refused_for_that(tmp_path: Path) -> None:
+    """--report on a link loop said "exists and is not a directory", where --export names the loop."""
+    from bob.commands import Refused, output_directory
+
+    (tmp_path / "loop").symlink_to("loop")
+    (tmp_path / "nowhere").symlink_to("missing/x")
+    (tmp_path / "file").write_bytes(b"")
+    for name, reason in (("loop", "too many levels of symbolic links"), ("nowhere", "no such file or directory"),
+                         ("file", "exists and is not a directory")):
+        with pytest.raises(Refused) as info:
+            output_directory("--report", tmp_path / name)
+        assert info.value.text == f"--report {tmp_path / name}: {reason}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "loop", "nowhere"]
+
+
 def test_a_path_through_a_link_loop_or_a_file_is_refused_for_what_it_is(tmp_path: Path, monkeypatch) -> None:
     import errno
 
