@@ -18,7 +18,8 @@ if [ -x .venv/bin/python ]; then python=.venv/bin/python; fi
 if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
     hint=""
     if [ "$python" = .venv/bin/python ]; then hint=" (remove .venv, then set PYTHON to a newer one)"; fi
-    say "bob needs Python >= 3.11; $python is $("$python" --version 2>/dev/null || echo 'not there')$hint"
+    version="$("$python" -c 'import sys; print("Python " + sys.version.split()[0])' 2>/dev/null || echo 'not there')"
+    say "bob needs Python >= 3.11; $python is $version$hint"
     exit 1
 fi
 # Each name is an extra or a group, read from pyproject.toml (tomllib: Python
@@ -56,6 +57,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 extras="$(printf '%s\n' "$plan" | sed -n 1p)"
 mapfile -t requirements < <(printf '%s\n' "$plan" | sed -n '2,$p' | sed '/^$/d')
 say "installing maturin${names:+ and what \"$names\" asks for} from PyPI (the first time needs the network)"
+pip() { .venv/bin/python -m pip "$@"; }  # the .venv's own (a .venv made without pip must not reach another)
 pip install --quiet "maturin>=1.9,<2"
 # A .venv made when the distribution was still called `bob` holds an editable
 # install of this checkout under that name too; `bob` is another project's

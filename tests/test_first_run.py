@@ -94,7 +94,7 @@ def test_bootstrap_refuses_a_python_older_than_3_11_before_making_anything(tmp_p
     """A .venv made by Python 3.10 failed later (no tomllib) and was kept by every later run."""
     checkout = _bare_checkout(tmp_path)
     old = tmp_path / "python3.10"
-    old.write_text('#!/bin/sh\n[ "$1" = --version ] && echo "Python 3.10.13" && exit 0\nexit 1\n', encoding="utf-8")
+    old.write_text('#!/bin/sh\ncase "$2" in *print*) echo "Python 3.10.13"; exit 0;; esac\nexit 1\n', encoding="utf-8")
     old.chmod(0o755)
     done = subprocess.run([str(checkout / "scripts" / "bootstrap.sh"), "test"], capture_output=True, text=True,
                           timeout=300, env={**os.environ, "PYTHON": str(old)})

@@ -9,11 +9,11 @@ same treatment:
   open) and decides from ``fstat`` of that descriptor; :func:`replace_target` refuses to replace anything but a
   regular file (or a missing one). A directory, a FIFO, a socket or a device raises :class:`NotARegularFile`,
   before anything is read or created (the three exceptions: :mod:`bob.errors`, importable from here too).
-* **Bounded.** A file larger than the caller's limit is never read: :class:`FileTooLarge` carries its size and
-  first bytes so the formats layer can name it.
+* **Bounded.** A file over the caller's limit is never read: :class:`FileTooLarge` carries its size and first bytes.
 * **Symbolic links are followed.** Replacing ``path`` replaces the file a link points to (the temporary file
   lives in the *target's* directory and the link stays a link); :func:`replace_target` gives that resolved path,
-  which is also what ``bob-run`` locks. Not a link another user put in a sticky directory others can write.
+  which is also what ``bob-run`` locks; not the path's own link (or one it leads to) another user put in a sticky
+  directory others can write (a link among the directories: the kernel's to judge).
 * **Resolved by the kernel.** The directory part of a path is ``stat``-ed as given (``nope/../ck`` is refused
   when ``nope`` does not exist, as the kernel would refuse it), and the string resolution of links must name the
   same directory; a relative path after the working directory was deleted is refused by name.

@@ -87,7 +87,8 @@ def build(args) -> dict:
     import hashlib
 
     import bob
-    from bob.fileio import replace_target, same_file, write_atomic
+    from bob.commit import replace_all
+    from bob.fileio import replace_target, same_file
 
     with about("--output", args.output):
         target = replace_target(args.output)
@@ -102,8 +103,8 @@ def build(args) -> dict:
     with about("--corpus" if args.corpus is not None else "--text", args.corpus):
         record = bob.build_input(corpus, args.prompts)
     data = record.to_bytes()
-    with about("--output", args.output):
-        write_atomic(target, data)
+    kept = [] if args.corpus is None else [args.corpus]  # (a link to it planted at --output since the first look)
+    replace_all([(args.output, data, about("--output", args.output))], keep=kept)
     return {
         "output": show_path(args.output),
         "bytes": len(data),

@@ -103,3 +103,12 @@ def prints_then_exits(data: bytes) -> None:
     os.write(1, b"the target's own line\n")
     if len(data) != 3:
         sys.exit(0)
+
+
+def complains_then_fails(data: bytes) -> None:
+    """Writes 10 KB to stderr on every input, as a chatty target does; fails on inputs that start with 'X'."""
+    import sys
+
+    sys.stderr.write("a target's complaint\n" * 500)
+    if data[:1] == b"X":
+        raise ValueError("planted")

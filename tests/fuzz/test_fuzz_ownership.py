@@ -223,6 +223,46 @@ def test_minimize_says_its_worker_could_not_start_rather_than_report_a_crash(tmp
         "the minimizer's worker could not start (exit 3): Traceback: EncodingWarning"), document
 
 
+def test_minimize_keeps_no_stderr_of_a_started_worker(tmp_path: Path, targets_on_path, monkeypatch, capsys) -> None:
+    """Its worker's stderr is kept only until it is ready (it is the reason of a worker that cannot start):
+    a chatty target's 10 KB a candidate piled up in TMPDIR for the whole minimization."""
+    import bob.fuzz.replay
+
+    kept = []
+
+    def named(dir=None):
+        kept.append(tmp_path / f"stderr{len(kept)}")
+        return open(kept[-1], "wb+")
+
+    monkeypatch.setattr(bob.fuzz.replay.tempfile, "TemporaryFile", named)
+    failing = tmp_path / "fails.bin"
+    failing.write_bytes(b"X" + bytes(range(40)))
+    assert main(["minimize", str(failing), "--target", "convention_targets:complains_then_fails", "--output",
+                 str(tmp_path / "small.bin"), "--max-tries", "20"]) == 0, capsys.readouterr().err
+    assert kept and [path.stat().st_size for path in kept] == [0] * len(kept)
+
+
+def test_minimize_refuses_a_link_to_its_input_planted_at_the_output_while_it_ran(tmp_path: Path, targets_on_path,
+                                                                                 monkeypatch, capsys) -> None:
+    """The output was checked against the input once, before minutes of minimizing: a link to the input
+    planted at the output since was followed, and the finding was replaced by its minimized copy."""
+    import bob.fuzz.replay
+
+    failing = tmp_path / "finding.bin"
+    failing.write_bytes(b"X" + bytes(range(40)))
+    real = bob.fuzz.replay.minimize_out_of_process
+
+    def planting(*args, **kwargs):
+        (tmp_path / "finding.bin.min").symlink_to("finding.bin")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bob.fuzz.replay, "minimize_out_of_process", planting)
+    assert main(["minimize", str(failing), "--target", "convention_targets:always_fails", "--max-tries", "5"]) == 2
+    assert capsys.readouterr().err.endswith(f"--output {failing}.min: that is a file this command read; bob never "
+                                            "replaces what it reads\n")
+    assert failing.read_bytes() == b"X" + bytes(range(40))
+
+
 def test_minimize_leaves_nothing_in_tmpdir(tmp_path: Path, targets_on_path, monkeypatch, capsys) -> None:
     """Each candidate's worker makes the inspect target's scratch directory, then dies by SIGSEGV."""
     scratch = tmp_path / "TMPDIR"

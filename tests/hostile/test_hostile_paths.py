@@ -258,6 +258,28 @@ def test_fixture_output_onto_its_corpus_is_refused(work: Path) -> None:
         assert corpus.read_bytes() == CORPUS * 10
 
 
+def test_fixture_refuses_a_link_to_its_corpus_planted_at_the_output_while_it_builds(work: Path, monkeypatch,
+                                                                                   capsys) -> None:
+    """The output was checked against --corpus once, at the start: a link to the corpus planted at the
+    output while the record was built was followed, and the corpus became the record."""
+    from bob.fixture import main
+
+    corpus = work / "corpus.txt"
+    corpus.write_bytes(CORPUS * 10)
+    real = bob.build_input
+
+    def planting(*args):
+        (work / "out.bin").symlink_to(corpus)
+        return real(*args)
+
+    monkeypatch.setattr(bob, "build_input", planting)
+    assert main(["--corpus", str(corpus), "--output", str(work / "out.bin"), "--prompt", "a", "--prompt", "b",
+                 "--prompt", ""]) == 2
+    assert capsys.readouterr().err == (f"bob-fixture: refused: --output {work / 'out.bin'}: that is a file this "
+                                       "command read; bob never replaces what it reads\n")
+    assert corpus.read_bytes() == CORPUS * 10
+
+
 def test_fixture_reads_only_what_the_record_needs(work: Path) -> None:
     huge = work / "huge.txt"
     with open(huge, "wb") as f:  # 64 GiB, sparse: reading it whole would take minutes and all memory

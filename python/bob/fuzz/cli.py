@@ -197,7 +197,8 @@ def cmd_replay(args: argparse.Namespace) -> Outcome:
 
 
 def cmd_minimize(args: argparse.Namespace) -> Outcome:
-    from bob.fileio import replace_target, same_file, write_atomic
+    from bob.commit import replace_all
+    from bob.fileio import replace_target, same_file
     from bob.fuzz.replay import minimize_out_of_process, read_input
 
     with about("PATH", args.path):
@@ -213,8 +214,7 @@ def cmd_minimize(args: argparse.Namespace) -> Outcome:
     small, failure, tries = minimize_out_of_process(name, data, max_tries=args.max_tries, timeout=args.timeout)
     if failure is None:
         raise Refused("the input does not fail its target; nothing to minimize", option="PATH", path=args.path)
-    with about("--output", output):
-        write_atomic(target, small)
+    replace_all([(output, small, about("--output", output))], keep=[args.path])  # (a link to it planted since)
     # a fixed-size format (a checkpoint) keeps its length: what shrinks is how many bytes are not zero
     d = {"input_bytes": len(data), "output_bytes": len(small), "input_nonzero_bytes": len(data) - data.count(0),
          "output_nonzero_bytes": len(small) - small.count(0), "output": show_path(output), "target": name,

@@ -144,6 +144,7 @@ run, _ = load_target(sys.argv[1])
 preload()
 results.write("ready\n")  # (a candidate's time starts here: not the interpreter's, bob's or the targets' imports)
 results.flush()
+os.dup2(null, 2)  # started: what a target writes on stderr goes nowhere, as its stdout does
 source = sys.stdin.buffer
 while True:
     head = source.read(8)
@@ -174,12 +175,12 @@ class _Runner:
                                                     env=dict(os.environ, TMPDIR=self.tmp))
                 assert proc.stdout is not None
                 ready = select.select([proc.stdout], [], [], wait := max(self.timeout, STARTUP))[0]
-                if not ready or proc.stdout.readline() != b"ready\n":  # before any candidate: never a finding
+                if (line := proc.stdout.readline() if ready else b"") != b"ready\n":  # no candidate yet: no finding
                     ended = self.close()[len("crash: "):]
                     how = ended if ready else f"not ready in {wait:g} s"
                     errors.seek(0)
-                    raise RuntimeError(f"the minimizer's worker could not start ({how}): "
-                                       f"{errors.read().decode('utf-8', 'replace').strip()[-300:]}")
+                    said = (errors.read() or line).decode("utf-8", "replace").strip()[-300:]
+                    raise RuntimeError(f"the minimizer's worker could not start ({how}): {said}")
         proc = self.proc
         assert proc.stdin is not None and proc.stdout is not None
         try:

@@ -27,20 +27,23 @@ def bob_run_command() -> list[str]:
 def scratch_directory(prefix: str) -> Iterator[str]:
     """A new temporary directory, removed whole when the block ends. A SIGINT, SIGTERM or SIGHUP that
     arrives while it is removed waits until it is gone (``tempfile.TemporaryDirectory``'s removal was
-    cut short by one, leaving a check's 786 KB checkpoint behind); an error in the block keeps its own."""
+    cut short by one, leaving a check's 786 KB checkpoint behind)."""
     from bob.signals import Deferral
 
-    directory = tempfile.mkdtemp(prefix=prefix)
-    deferral = Deferral()
+    directory, deferral, interrupted = tempfile.mkdtemp(prefix=prefix), Deferral(), False
     try:
         yield directory
+    except KeyboardInterrupt:  # a signal already ends the command: one more during the removal is only recorded
+        interrupted = True
+        raise
     finally:
         deferral.begin()
         try:
             shutil.rmtree(directory, ignore_errors=True)
         finally:
             deferral.end()
-    deferral.check()  # (reached only when the block ended normally)
+        if not interrupted:
+            deferral.check()  # raised once the directory is gone (chained to an error in the block: it ends all)
 
 
 def child_environment() -> dict[str, str]:
