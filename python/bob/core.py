@@ -37,13 +37,15 @@ from bob.formats.constants import (  # noqa: F401 - re-exported for the library'
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - typing costs start-up time bob-run does not pay
-    from collections.abc import Iterable
-    from typing import Any
+    from collections.abc import Callable, Iterable
+    from typing import Any, TypeVar
 
     import numpy as np
     import numpy.typing as npt
 
     from bob.arrays import PairsLike, PlaneLike
+
+    _T = TypeVar("_T")
 
 __all__ = [
     "CoreError",
@@ -114,9 +116,10 @@ def _whole(value, name: str, bits: int = 64) -> int:
     return number
 
 
-in_default_environment = _core.in_default_environment
-"""``in_default_environment(function)``: ``function()`` called in the IEEE default floating-point
-environment (D17), the thread's own given back afterwards; :mod:`bob.environment` decorates with it."""
+def in_default_environment(function: "Callable[[], _T]") -> "_T":
+    """``function()``, called in the IEEE default floating-point environment (D17), the thread's own
+    given back afterwards; :mod:`bob.environment` decorates with it."""
+    return _core.in_default_environment(function)
 
 
 sha256 = _core.sha256
