@@ -236,3 +236,34 @@ def test_a_signal_while_a_scratch_directory_is_removed_waits_until_it_is_gone(mo
         monkeypatch.undo()
     assert info.value.signum == signal.SIGTERM and not Path(directory).exists()
     assert isinstance(info.value.__context__, processes.ProcessFailed) == block_fails
+
+
+def test_a_signal_during_a_racing_kill_ends_the_racing_run_too(monkeypatch) -> None:
+    """SIGTERM while bob-qualify waited to kill a racing bob-run: the run went on, unkilled and unreaped,
+    writing into a directory being removed."""
+    from bob import signals
+
+    started = []
+
+    class Run:
+        def __init__(self, argv, **kwargs) -> None:
+            self.events = []
+            started.append(self)
+
+        def send_signal(self, signum) -> None:
+            self.events.append(("signal", signum))
+
+        def wait(self) -> int:
+            self.events.append(("wait", None))
+            return -9
+
+    def interrupted(seconds) -> None:
+        raise signals.Interrupted(15)
+
+    monkeypatch.setattr(kill, "POINTS", {})  # the racing kills only
+    monkeypatch.setattr(kill, "_one_run_seconds", lambda record, command: 0.1)
+    monkeypatch.setattr(kill.subprocess, "Popen", Run)
+    monkeypatch.setattr(kill.time, "sleep", interrupted)
+    with pytest.raises(signals.Interrupted):
+        kill.check_commit_kill(seed=1, races=1)
+    assert [run.events for run in started] == [[("signal", 9), ("wait", None)]]

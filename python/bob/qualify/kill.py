@@ -141,9 +141,11 @@ def check_commit_kill(seed: int, races: int, tick: Callable[[], None] = lambda: 
             else:
                 process = subprocess.Popen(command + files.arguments(), stdout=subprocess.DEVNULL,
                                            stderr=subprocess.DEVNULL, env=child_environment())
-                time.sleep(rng.uniform(0.3, 1.1) * duration)  # most land inside the run, some after it
-                process.send_signal(signal.SIGKILL)
-                process.wait()
+                try:
+                    time.sleep(rng.uniform(0.3, 1.1) * duration)  # most land inside the run, some after it
+                finally:  # (a signal that ends bob-qualify here ends this run too, before its directory goes)
+                    process.send_signal(signal.SIGKILL)
+                    process.wait()
             problem, state = _after_kill(label, files, series, command, POINTS.get(point or ""))
             if problem:
                 break
