@@ -510,6 +510,18 @@ def test_qualify_with_stdout_closed_or_full_says_so_once(stream: str, tmp_path: 
                                                  b"or full)\n")
 
 
+def test_qualify_with_stdout_closed_still_says_what_it_wrote(tmp_path: Path) -> None:
+    """With --report, the report's files are named once the seed line's note is said: only "the summary
+    could not be printed" was, and a user could not tell whether the report had been written."""
+    done = _run_real("bob-qualify", ["--quick", "--seed", "2", "--report", str(tmp_path / "rq")], tmp_path,
+                     stdout=None, env={"BOB_QUALIFY_PERTURB": ""}, preexec_fn=lambda: os.close(1))
+    names = ("qualify.json", "loss-curves.png", "us-per-update.png")
+    written = ", ".join(str(tmp_path / "rq" / name) for name in names)
+    assert (done.returncode, done.stderr.decode()) == (0, "bob-qualify: the summary could not be printed (stdout is "
+                                                          f"closed or full)\nbob-qualify: wrote {written}, but its "
+                                                          "summary could not be printed (stdout is closed or full)\n")
+
+
 def test_qualify_out_of_descriptors_is_unexpected_not_a_failed_check(tmp_path: Path) -> None:
     import resource
 
