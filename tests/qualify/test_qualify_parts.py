@@ -267,3 +267,17 @@ def test_a_signal_during_a_racing_kill_ends_the_racing_run_too(monkeypatch) -> N
     with pytest.raises(signals.Interrupted):
         kill.check_commit_kill(seed=1, races=1)
     assert [run.events for run in started] == [[("signal", 9), ("wait", None)]]
+
+
+def test_a_relative_report_path_after_the_working_directory_was_deleted_is_refused_in_words(tmp_path, monkeypatch):
+    """It read "no such file or directory", as if the report directory itself were missing."""
+    from pathlib import Path
+
+    from bob.qualify import report
+
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    with pytest.raises(FileNotFoundError, match="a relative path, and the working directory no longer exists"):
+        report.write_report(Path("rq"), dict(RESULT), images={})

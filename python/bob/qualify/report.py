@@ -178,11 +178,12 @@ def write_report(directory: Path, result: dict[str, Any], command: str = "bob-qu
     ``command``'s envelope."""
     from bob.commands import about, envelope
     from bob.commit import replace_all
+    from bob.fileio import make_directory
     from bob.signals import Deferral
     from bob.text import show_path
 
     images = plots(result) if images is None else images
-    directory.mkdir(parents=True, exist_ok=True)
+    make_directory(directory)  # (a relative path once the working directory is gone: refused in those words)
     result["report_files"] = [show_path(directory / name) for name in (REPORT_JSON, *images)]  # (escaped)
     document = {**result, **envelope(command, result["exit_code"])}
     files = {REPORT_JSON: (json.dumps(document, indent=1, sort_keys=True) + "\n").encode("utf-8"), **images}
