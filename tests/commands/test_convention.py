@@ -660,3 +660,21 @@ def test_a_campaigns_findings_reach_the_terminal_escaped(work, capsys) -> None:
                                      "loop", "--runs", "1", "--artifacts", str(artifacts)], capsys)
     assert rc == 1 and "\x1b" not in out and "\x07" not in out, out
     assert "ValueError: \\x1b[2J\\x1b]0;title\\x07 planted" in out and "art\\x1bx/" in out
+
+
+def test_a_report_that_cannot_be_written_after_the_run_still_says_the_verdict(tmp_path: Path, capsys,
+                                                                              monkeypatch) -> None:
+    """The disk filled during the run: the refusal named --report and nothing else, so the finished
+    qualification's verdict was lost with its report."""
+    import errno
+
+    from bob.qualify import report
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.delenv("BOB_QUALIFY_PERTURB", raising=False)
+    monkeypatch.setattr(report, "write_report", full)
+    rc, out, err = call("bob-qualify", ["--quick", "--seed", "2", "--report", str(tmp_path / "rq"), "--json"], capsys)
+    assert rc == 2 and json.loads(out)["error"]["message"] == (
+        "no space left on device (the qualification itself finished: QUALIFIED, seed 2)"), out

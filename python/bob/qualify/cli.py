@@ -92,8 +92,13 @@ def _work(args: argparse.Namespace) -> Outcome:
     committed = None
     if args.report is not None:
         images = report.plots(result)  # drawn before about(): running out there is the machine's, no path's
-        with about("--report", args.report):
-            report.write_report(Path(args.report), result, PROG, images)
+        try:
+            with about("--report", args.report):
+                report.write_report(Path(args.report), result, PROG, images)
+        except Refused as refusal:  # the verdict is decided: said, not lost with the report
+            refusal.message += (f" (the qualification itself finished: {'' if result['qualified'] else 'NOT '}"
+                                f"QUALIFIED, seed {seed})")
+            raise
         committed = f"wrote {', '.join(result['report_files'])}"
     if args.json:  # (rich's Console would write to stdout on its own: --json prints the envelope only)
         return Outcome(result["exit_code"], result, "", committed=committed)
