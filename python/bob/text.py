@@ -236,16 +236,17 @@ def emit(prog: str, text: str, *, committed: str | None = None, what: str | None
     """Print a result whole (:func:`write_whole`). If stdout cannot take it, one line on
     stderr says so (naming what was ``committed``, if anything, and ``what`` it was, "the
     summary" by default); the caller's exit status is unchanged."""
-    global _closed
-    if not write_whole(sys.stdout, text if text.endswith("\n") else text + "\n") or (committed and _closed):
+    global _null_for_closed
+    if not write_whole(sys.stdout, text if text.endswith("\n") else text + "\n") or \
+            (committed and sys.stdout is _null_for_closed):
         note = f"{committed}, but its summary could not be printed" if committed else \
             f"{what or 'the summary'} could not be printed"
         write_whole(sys.stderr, f"{prog}: {note} (stdout is closed or full)\n")
         if sys.stdout is None:  # started with it closed: said once, what follows goes to /dev/null (but a commit)
-            sys.stdout, _closed = os.fdopen(os.open(os.devnull, os.O_WRONLY), "w", encoding="utf-8"), True
+            sys.stdout = _null_for_closed = os.fdopen(os.open(os.devnull, os.O_WRONLY), "w", encoding="utf-8")
 
 
-_closed = False  # stdout was closed at the start (emit put /dev/null in its place)
+_null_for_closed: "TextIO | None" = None  # the /dev/null emit put where a closed stdout was (while it is there)
 
 
 def exit_now(code: int) -> "NoReturn":

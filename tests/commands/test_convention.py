@@ -678,3 +678,20 @@ def test_a_report_that_cannot_be_written_after_the_run_still_says_the_verdict(tm
     rc, out, err = call("bob-qualify", ["--quick", "--seed", "2", "--report", str(tmp_path / "rq"), "--json"], capsys)
     assert rc == 2 and json.loads(out)["error"]["message"] == (
         "no space left on device (the qualification itself finished: QUALIFIED, seed 2)"), out
+
+
+def test_a_stdout_given_back_after_a_closed_start_prints_without_a_note(monkeypatch, capsys) -> None:
+    """Once a caller puts a stdout back, what a command commits is printed, with no note that it could not be."""
+    import io
+
+    from bob.text import emit
+
+    monkeypatch.setattr(sys, "stdout", None)
+    emit("p", "started")
+    emit("p", "done", committed="wrote x")
+    given_back = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", given_back)
+    emit("p", "done", committed="wrote y")
+    assert given_back.getvalue() == "done\n"
+    assert capsys.readouterr().err == ("p: the summary could not be printed (stdout is closed or full)\n"
+                                       "p: wrote x, but its summary could not be printed (stdout is closed or full)\n")
