@@ -138,8 +138,15 @@ def argument_parser(*, epilog: str | None = None, **kwargs: Any) -> "argparse.Ar
             super().__init__(*args, **{"allow_abbrev": False, **kw})
             self.register("action", None, Once)
 
+        def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+            self._words = list(sys.argv[1:] if args is None else args)  # for error(): its unknown options
+            return super().parse_known_args(args, namespace)
+
         def error(self, message: str) -> NoReturn:
-            # one line, naming the option argparse names ("argument --time: …")
+            # one line, naming the option argparse names ("argument --time: …"); argparse finds missing
+            # arguments before unknown ones, so a mistyped option (--inpt) is named beside them, not lost
+            if message.startswith("the following arguments are required") and (unknown := self._unknown()):
+                message = f"unrecognized arguments: {' '.join(unknown)}; {message}"
             option = None
             if message.startswith("argument ") and ": " in message:
                 named, message = message[len("argument "):].split(": ", 1)
@@ -149,6 +156,11 @@ def argument_parser(*, epilog: str | None = None, **kwargs: Any) -> "argparse.Ar
             message = "".join(ch if ch.isascii() and ch.isprintable() and ch not in '\\"' else show_path(ch)
                               for ch in message)
             raise Refused(f"usage: {message} (see {self.prog} --help)", option=option)
+
+        def _unknown(self) -> "list[str]":
+            words = getattr(self, "_words", [])
+            words = words[:words.index("--")] if "--" in words else words
+            return [w for w in words if w.startswith("--") and w.split("=")[0] not in self._option_string_actions]
 
         def print_help(self, file: "Any" = None) -> None:
             if not _made:  # a parser used outside run_command: printed here

@@ -243,6 +243,15 @@ def test_an_abbreviated_option_is_a_usage_error_never_another_option(command, pr
     assert (rc, out) == (2, "") and "unrecognized arguments: --js" in err, err
 
 
+@pytest.mark.parametrize("argv", [[p] for p in PROGRAMS] + SUBCOMMANDS, ids=" ".join)
+def test_a_mistyped_option_is_named_even_when_a_required_argument_is_missing(argv: list[str], capsys) -> None:
+    """argparse reports missing arguments before unknown ones: ``bob-run --inpt a`` said only that --input
+    was required, and ``bob-inspect --bogus`` that FILE was, the mistyped option unnamed."""
+    for extra in ([], ["--json"]):
+        rc, out, err = call(argv[0], [*argv[1:], "--bogus", *extra], capsys)
+        assert rc == 2 and "usage: unrecognized arguments: --bogus" in err.splitlines()[-1], err
+
+
 @pytest.mark.parametrize("command, prog, argv, option, path", REFUSALS, ids=[r[0] for r in REFUSALS])
 def test_a_refusal_is_one_line_naming_option_and_path(command, prog, argv, option, path, work, capsys) -> None:
     for extra in ([], ["--json"]):
