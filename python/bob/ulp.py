@@ -36,6 +36,7 @@ def tolerance(ulp: Any, atol: Any) -> "tuple[int | None, float | None]":
     return whole, None if number is None else float(number) + 0.0  # (-0.0 is 0)
 
 
+@in_default_environment
 def ordered_keys(values: "npt.ArrayLike") -> "npt.NDArray[np.int64]":
     """float32 values → int64 keys on a monotonic integer line (for ULP distances).
 

@@ -174,13 +174,15 @@ def test_the_librarys_own_analysis_reads_subnormals_as_they_are(name: str) -> No
     fresh = bob.Checkpoint.fresh()
     wide = np.full(zeros.shape, 0.1)  # float64: rounded to float32 by the constructor, to nearest as D17 says
     wide[:2] = 1e-45, -7e-46
+    narrow = np.array([0.1, 0, 3], np.float32)  # rounded here, to nearest: bob.ulp's own rounding is tested
 
     def answers() -> list:
         return [bob.diff(a, b, atol=0.0), bob.diff(a, b, ulp=2), a.as_dict(), plane_stats(a.p),
                 plane_stats(b.p), rows_report(a.p, b"\0"), bob.analysis.compare(*map(bob.analysis.Side.of, (a, b),
                 "ab"), atol=0.0), bob.analysis.beyond(a.p, b.p, atol=0.0).tolist(),
                 bob.analysis.plane_diff(a.p, b.p, atol=0.0), bob.probabilities(fresh, 0).tobytes(),
-                bob.Checkpoint(10, wide, zeros, zeros).to_bytes()]
+                bob.Checkpoint(10, wide, zeros, zeros).to_bytes(),
+                bob.analysis.ulp_distance([0.1, 1e-45, 3.0000001], narrow).tolist()]
 
     plain = answers()
     with hostile(name) as set_here:
@@ -191,3 +193,28 @@ def test_the_librarys_own_analysis_reads_subnormals_as_they_are(name: str) -> No
     assert [plain[0]["planes"]["P"]["beyond_tolerance"], plain[1]["planes"]["P"]["beyond_tolerance"]] == [1, 0]
     assert plain[2]["planes"]["P"]["nonzero"] == 1
     assert plain[5][0]["top"][0]["next"] == 7
+    assert plain[-1] == [0, 1, 0]
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_the_heatmap_is_drawn_as_it_is_without_a_hostile_environment(name: str, tmp_path) -> None:
+    """bob-inspect --heatmap, called as a library (bob.inspect.main), draws the same PNG whatever the
+    thread's environment: matplotlib normalises the plane in NumPy, and under denormals-are-zero a
+    plane of subnormals was drawn in other colours."""
+    pytest.importorskip("matplotlib")
+    import numpy as np
+
+    from bob.inspect import main
+
+    p = np.zeros_like(bob.Checkpoint.fresh().p)
+    p.view(np.uint32)[::3] = np.arange(1, p.size + 1, 3, dtype=np.uint32) % 0x800000  # subnormals
+    (tmp_path / "ck.bin").write_bytes(bob.Checkpoint(10, p, np.zeros_like(p), np.zeros_like(p)).to_bytes())
+
+    def drawn(out: str) -> bytes:
+        assert main([str(tmp_path / "ck.bin"), "--heatmap", str(tmp_path / out)]) == 0
+        return (tmp_path / out).read_bytes()
+
+    plain = drawn("plain.png")
+    with hostile(name):
+        there = drawn("there.png")
+    assert there == plain

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from bob.distribution import install_hint
+from bob.environment import in_default_environment
 from bob.fileio import same_file
 from bob.formats.constants import VOCABULARY
 from bob.analysis import softmax_rows
@@ -83,6 +84,7 @@ def _zoom(ax, table, masked, moved, cols, cmap, limit) -> None:
             ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white" if dark else "black")
 
 
+@in_default_environment
 def draw_heatmap(p_plane, out: str, title: str) -> "tuple[bytes, dict[str, Any]]":
     """:func:`heatmap_figure` drawn in the format ``out``'s extension names: the file's bytes, and what it shows."""
     # float32 arithmetic near FLT_MAX (a median, matplotlib's normalisation) overflows to a saturated
