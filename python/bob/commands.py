@@ -45,12 +45,10 @@ if TYPE_CHECKING:  # pragma: no cover - typing costs start-up time bob-run does 
     from types import TracebackType
     from typing import Any, NoReturn
 
-__all__ = [
-    "EXIT_OK", "EXIT_UNEXPECTED", "EXIT_FOUND", "EXIT_REFUSED", "EXIT_SOFTWARE", "EXIT_BUSY", "EXIT_INTERRUPTED",
-    "Refused", "about", "fail", "json_text", "os_reason", "argument_parser",
-    "Outcome", "run_command", "number_option", "seconds_option", "count_option", "integer_option", "output_directory",
-    "unexpected", "add_common_options", "exit_now", "envelope", "RESOURCE_ERRNOS",
-]
+__all__ = ["EXIT_OK", "EXIT_UNEXPECTED", "EXIT_FOUND", "EXIT_REFUSED", "EXIT_SOFTWARE", "EXIT_BUSY", "EXIT_INTERRUPTED",
+           "Refused", "about", "fail", "json_text", "os_reason", "argument_parser", "Outcome", "run_command",
+           "number_option", "seconds_option", "count_option", "integer_option", "output_directory", "unexpected",
+           "add_common_options", "exit_now", "envelope", "RESOURCE_ERRNOS"]
 
 
 class about:  # noqa: N801 - used as a `with` statement, like contextlib's helpers
@@ -143,9 +141,8 @@ def argument_parser(*, epilog: str | None = None, **kwargs: Any) -> "argparse.Ar
             return super().parse_known_args(args, namespace)
 
         def error(self, message: str) -> NoReturn:
-            # one line, naming the option argparse names ("argument --time: …"); argparse finds missing
-            # arguments before unknown ones, so a mistyped option (--inpt) is named beside them, not lost
-            if message.startswith("the following arguments are required") and (unknown := self._unknown()):
+            # one line, naming the option argparse names ("argument --time: …"), an unknown one beside a missing one
+            if message.startswith(("the following arguments", "one of the arguments")) and (unknown := self._unknown()):
                 message = f"unrecognized arguments: {' '.join(unknown)}; {message}"
             option = None
             if message.startswith("argument ") and ": " in message:
@@ -157,10 +154,18 @@ def argument_parser(*, epilog: str | None = None, **kwargs: Any) -> "argparse.Ar
                               for ch in message)
             raise Refused(f"usage: {message} (see {self.prog} --help)", option=option)
 
-        def _unknown(self) -> "list[str]":
-            words = getattr(self, "_words", [])
-            words = words[:words.index("--")] if "--" in words else words
-            return [w for w in words if w.startswith("--") and w.split("=")[0] not in self._option_string_actions]
+        def _unknown(self) -> "list[str]":  # argparse names missing arguments first: what it leaves once none is
+            everything: "list[Any]" = [*self._actions, *self._mutually_exclusive_groups]  # (never a REMAINDER's)
+            required = [a for a in everything if a.required]
+            try:
+                for a in required:
+                    a.required = False
+                return super().parse_known_args(self._words)[1]
+            except Refused:
+                return []
+            finally:
+                for a in required:
+                    a.required = True
 
         def print_help(self, file: "Any" = None) -> None:
             if not _made:  # a parser used outside run_command: printed here

@@ -247,9 +247,16 @@ def test_an_abbreviated_option_is_a_usage_error_never_another_option(command, pr
 def test_a_mistyped_option_is_named_even_when_a_required_argument_is_missing(argv: list[str], capsys) -> None:
     """argparse reports missing arguments before unknown ones: ``bob-run --inpt a`` said only that --input
     was required, and ``bob-inspect --bogus`` that FILE was, the mistyped option unnamed."""
-    for extra in ([], ["--json"]):
-        rc, out, err = call(argv[0], [*argv[1:], "--bogus", *extra], capsys)
-        assert rc == 2 and "usage: unrecognized arguments: --bogus" in err.splitlines()[-1], err
+    for mistyped, extra in ((["--bogus"], []), (["-z"], ["--json"])):  # a short option too
+        rc, out, err = call(argv[0], [*argv[1:], *mistyped, *extra], capsys)
+        assert rc == 2 and f"usage: unrecognized arguments: {mistyped[0]}" in err.splitlines()[-1], err
+
+
+def test_a_word_the_checked_reader_takes_is_not_called_unrecognized(capsys) -> None:
+    """bob-fuzz check's READER takes every word after it, options included: only --format is missing."""
+    rc, out, err = call("bob-fuzz", ["check", "--corpus", "c", "bob-inspect", "--strict", "{}"], capsys)
+    assert rc == 2 and err.splitlines()[-1].endswith(
+        "usage: the following arguments are required: --format (see bob-fuzz check --help)"), err
 
 
 @pytest.mark.parametrize("command, prog, argv, option, path", REFUSALS, ids=[r[0] for r in REFUSALS])

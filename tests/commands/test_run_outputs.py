@@ -443,6 +443,6 @@ def test_command_line_refusals_in_words(work: Path, capsys) -> None:
     args = argv(work)
     args[args.index("--input")] = "xxinput"
     assert main(args) == 2
-    assert capsys.readouterr().err == ("bob-run: refused: usage: the following arguments are required: "
-                                       "--input (see bob-run --help)\n")
+    assert capsys.readouterr().err == (f"bob-run: refused: usage: unrecognized arguments: xxinput {work / 'rec.bin'}; "
+                                       "the following arguments are required: --input (see bob-run --help)\n")
     assert not (work / "ck.bin").exists()
