@@ -95,8 +95,9 @@ class TargetLock:
     """
 
     def __init__(self, target: str, wait_seconds: float, deferral: "Deferral | None" = None,
-                 option: str = "--checkpoint", shown: "str | None" = None) -> None:
+                 option: str = "--checkpoint", shown: "str | None" = None, asked: "float | None" = None) -> None:
         self.path: str = lock_path_for(target)
+        self.asked = wait_seconds if asked is None else asked  # --wait's seconds, all of a run's locks within them
         self.option: str = option
         self.shown: str = target if shown is None else shown  # named in a refusal
         self.wait_seconds = wait_seconds
@@ -188,9 +189,10 @@ class TargetLock:
                 if self.deferral is not None:
                     self.deferral.check()
                 if time.monotonic() >= deadline:
-                    raise Refused(f"in use by another bob-run{_read_holder(fd)}; nothing was changed (use --wait "
-                                  "SECONDS to wait for it)", option=self.option, path=self.shown,
-                                  code=EXIT_BUSY) from None
+                    way_out = f"still in use after --wait {self.asked:g}" if self.asked else \
+                        "use --wait SECONDS to wait for it"
+                    raise Refused(f"in use by another bob-run{_read_holder(fd)}; nothing was changed ({way_out})",
+                                  option=self.option, path=self.shown, code=EXIT_BUSY) from None
                 time.sleep(0.02)
 
     def _unusable(self, reason: str) -> Refused:
@@ -241,7 +243,8 @@ def lock_targets(outputs: "tuple[tuple[str, str, str], ...]", wait_seconds: floa
     locks: list[TargetLock] = []
     try:
         for _, (option, path, target) in sorted(places.items()):
-            locks.append(TargetLock(target, max(0.0, deadline - time.monotonic()), deferral, option, path).__enter__())
+            left = max(0.0, deadline - time.monotonic())
+            locks.append(TargetLock(target, left, deferral, option, path, asked=wait_seconds).__enter__())
     except BaseException:
         release(locks)
         raise
