@@ -195,8 +195,9 @@ def _verdict(report: dict[str, Any]) -> str:
             nd = len(report["header"]["differences"])
             parts.append(f"{plural(nd, 'header field')} differ" + ("s" if nd == 1 else ""))
         verdict = "different: " + "; ".join(parts)
-    if report["problems_found"]:
-        verdict += " (and a file has problems, listed above)"
+    if report["problems_found"]:  # (the text lists them above it, the JSON under "a" and "b")
+        verdict += " (and " + " and ".join(f"{side.upper()} has {plural(len(report[side]['problems']), 'problem')}"
+                                          for side in "ab" if report[side]["problems"]) + ")"
     return verdict
 
 

@@ -119,7 +119,7 @@ def test_two_files_too_large_to_read_are_not_called_different(cli, files, tmp_pa
         f.truncate(1 << 30)
     r = cli.json("diff", str(big), str(big), code=2)
     assert r["identical"] is None and r["first_differing_offset"] is None and r["problems_found"]
-    assert r["verdict"] == "not compared: a file could not be read whole (and a file has problems, listed above)"
+    assert r["verdict"] == "not compared: a file could not be read whole (and A has 1 problem and B has 1 problem)"
     assert "bytes: not compared (a file could not be read whole)" in cli.text("diff", str(big), str(big), code=2)
     assert cli.text("diff", "--diffable", str(big), str(big), code=2).endswith("verdict: not compared\n")
     r = cli.json("diff", str(big), str(files / "ck1.bin"), code=2)  # not read, but not the same size: not identical
