@@ -97,7 +97,7 @@ class TargetLock:
     def __init__(self, target: str, wait_seconds: float, deferral: "Deferral | None" = None,
                  option: str = "--checkpoint", shown: "str | None" = None, asked: "float | None" = None) -> None:
         self.path: str = lock_path_for(target)
-        self.asked = wait_seconds if asked is None else asked  # --wait's seconds, all of a run's locks within them
+        self.asked: float = wait_seconds if asked is None else asked  # --wait's seconds, all of a run's locks within them
         self.option: str = option
         self.shown: str = target if shown is None else shown  # named in a refusal
         self.wait_seconds = wait_seconds
