@@ -160,7 +160,7 @@ def argument_parser(*, epilog: str | None = None, **kwargs: Any) -> "argparse.Ar
             try:
                 for a in required:
                     a.required = False
-                return super().parse_known_args(self._words)[1]
+                return super().parse_known_args(getattr(self, "_words", []))[1]  # (error() before any parse)
             except Refused:
                 return []
             finally:
