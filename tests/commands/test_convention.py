@@ -711,3 +711,11 @@ def test_a_stdout_given_back_after_a_closed_start_prints_without_a_note(monkeypa
     assert given_back.getvalue() == "done\n"
     assert capsys.readouterr().err == ("p: the summary could not be printed (stdout is closed or full)\n"
                                        "p: wrote x, but its summary could not be printed (stdout is closed or full)\n")
+
+
+def test_a_parsers_own_error_before_any_parse_is_its_message() -> None:
+    """A library caller's check may call error() before the parser read any words: no unknown option then."""
+    from bob.commands import Refused, argument_parser
+
+    with pytest.raises(Refused, match=r"^usage: the following arguments are required: --a \(see x --help\)$"):
+        argument_parser(prog="x").error("the following arguments are required: --a")
