@@ -29,7 +29,8 @@ from __future__ import annotations
 import os
 import sys
 
-from bob.options import count_option, integer_option, number_option, seconds_option
+from bob.options import count_option, integer_option, number_option, seconds_option, shown_argv, \
+    with_unknown_words
 from bob.refusals import EXIT_BUSY, EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED, EXIT_SOFTWARE, \
     EXIT_UNEXPECTED, RESOURCE_ERRNOS, Refused, os_reason, the_machine_ran_out
 from bob.text import emit, json_text, note, show_path, tolerant_streams
@@ -136,36 +137,13 @@ def argument_parser(*, epilog: str | None = None, **kwargs: Any) -> "argparse.Ar
             super().__init__(*args, **{"allow_abbrev": False, **kw})
             self.register("action", None, Once)
 
-        def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
-            self._words = list(sys.argv[1:] if args is None else args)  # for error(): its unknown options
-            return super().parse_known_args(args, namespace)
-
         def error(self, message: str) -> NoReturn:
-            # one line, naming the option argparse names ("argument --time: …"), an unknown one beside a missing one
-            if message.startswith(("the following arguments", "one of the arguments")) and (unknown := self._unknown()):
-                message = f"unrecognized arguments: {' '.join(unknown)}; {message}"
+            # one line, naming the option argparse names ("argument --time: …")
             option = None
             if message.startswith("argument ") and ": " in message:
                 named, message = message[len("argument "):].split(": ", 1)
                 option = named.split("/")[0]
-            # argv's bytes as every refusal shows a path's (\xff\xe2\x80\xae, and \x5c, \x22), not as code points
-            # (\udcff\u202e); argparse's own words hold neither a backslash nor a double quote
-            message = "".join(ch if ch.isascii() and ch.isprintable() and ch not in '\\"' else show_path(ch)
-                              for ch in message)
-            raise Refused(f"usage: {message} (see {self.prog} --help)", option=option)
-
-        def _unknown(self) -> "list[str]":  # argparse names missing arguments first: what it leaves once none is
-            everything: "list[Any]" = [*self._actions, *self._mutually_exclusive_groups]  # (never a REMAINDER's)
-            required = [a for a in everything if a.required]
-            try:
-                for a in required:
-                    a.required = False
-                return super().parse_known_args(getattr(self, "_words", []))[1]  # (error() before any parse)
-            except Refused:
-                return []
-            finally:
-                for a in required:
-                    a.required = True
+            raise Refused(f"usage: {shown_argv(message)} (see {self.prog} --help)", option=option)
 
         def print_help(self, file: "Any" = None) -> None:
             if not _made:  # a parser used outside run_command: printed here
@@ -360,9 +338,11 @@ def _run(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]", work:
             args = quick(argv) if quick is not None else None
             if args is None:
                 try:
-                    args = build_parser().parse_args(argv)
+                    args = (parser := build_parser()).parse_args(argv)
                 except Answered as asked:
                     args = asked
+                except Refused as exc:  # argparse names missing arguments first: the unknown ones beside them
+                    raise with_unknown_words(parser, argv, exc) from None
             if isinstance(args, Answered):
                 outcome = args.outcome
             else:

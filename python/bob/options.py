@@ -1,7 +1,7 @@
 """The typed option converters every command's parser uses: each number finite and in range, and
 anything else a :class:`~bob.refusals.Refused` naming the option (``nan``, ``inf``, ``1e309``, ``-1``,
-``soon``, ``1.5`` for a count). :mod:`bob.commands` exports them with the rest of the shared runner.
-Standard library only."""
+``soon``, ``1.5`` for a count), and the words of a usage error. :mod:`bob.commands` exports the
+converters with the rest of the shared runner. Standard library only."""
 
 from __future__ import annotations
 
@@ -12,9 +12,12 @@ from bob.text import show_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    import argparse
     from collections.abc import Callable
+    from typing import Any
 
-__all__ = ["number_option", "seconds_option", "integer_option", "count_option", "MOST_ULP", "MOST_ATOL"]
+__all__ = ["number_option", "seconds_option", "integer_option", "count_option", "MOST_ULP", "MOST_ATOL", "shown_argv",
+           "with_unknown_words"]
 
 # The bounds of --ulp and --atol (bob-inspect diff), and of bob.diff's ulp and atol (bob.ulp.tolerance):
 MOST_ULP = 2**32  # past any two float32 values' distance on bob.ulp's ordered line
@@ -81,3 +84,45 @@ def integer_option(option: str, *, minimum: int, maximum: int, what: str = "an i
 def count_option(option: str, *, minimum: int = 1, maximum: int = 10**12) -> "Callable[[str], int]":
     """An argparse ``type``: a count (``--runs``, ``--jobs`` …) in ``[minimum, maximum]``."""
     return integer_option(option, minimum=minimum, maximum=maximum, what="a whole number")
+
+
+def shown_argv(text: str) -> str:
+    r"""argv's bytes as every refusal shows a path's (\xff\xe2\x80\xae, and \x5c, \x22), not as code points
+    (\udcff\u202e); argparse's own words hold neither a backslash nor a double quote."""
+    return "".join(ch if ch.isascii() and ch.isprintable() and ch not in '\\"' else show_path(ch) for ch in text)
+
+
+def with_unknown_words(parser: "argparse.ArgumentParser", argv: "list[str]", refusal: Refused) -> Refused:
+    """A usage error about missing arguments that also names the words of ``argv`` argparse does not know,
+    which it reports only once none is missing ('bob-run --inpt a' said only that --input was required);
+    any other ``refusal`` as it is."""
+    if not refusal.message.startswith(("usage: the following arguments", "usage: one of the arguments")):
+        return refusal
+    unknown = _unknown_words(parser, argv)
+    return Refused(refusal.message.replace("usage: ", f"usage: unrecognized arguments: {shown_argv(unknown)}; ", 1),
+                   option=refusal.option) if unknown else refusal
+
+
+def _unknown_words(parser: "argparse.ArgumentParser", argv: "list[str]") -> str:
+    """What argparse leaves of ``argv`` once nothing is required, in the command or a subcommand (a word a
+    REMAINDER takes is never one); bob's parsers have no action that a second reading would repeat."""
+    import argparse
+
+    required: "list[Any]" = []
+    parsers, seen = [parser], set()
+    while parsers:
+        if id(p := parsers.pop()) in seen:  # (an alias is the same parser)
+            continue
+        seen.add(id(p))
+        everything: "list[Any]" = [*p._actions, *p._mutually_exclusive_groups]
+        required += [a for a in everything if a.required]
+        parsers += [c for a in p._actions if isinstance(a, argparse._SubParsersAction) for c in a.choices.values()]
+    try:
+        for a in required:
+            a.required = False
+        return " ".join(parser.parse_known_args(argv)[1])
+    except Refused:
+        return ""
+    finally:
+        for a in required:
+            a.required = True

@@ -252,6 +252,24 @@ def test_a_mistyped_option_is_named_even_when_a_required_argument_is_missing(arg
         assert rc == 2 and f"usage: unrecognized arguments: {mistyped[0]}" in err.splitlines()[-1], err
 
 
+def test_a_mistyped_option_before_a_subcommand_is_named_too(capsys) -> None:
+    rc, out, err = call("bob-fuzz", ["--bogus", "run"], capsys)
+    assert rc == 2 and err.splitlines()[-1].endswith(
+        "usage: unrecognized arguments: --bogus; the following arguments are required: target (see bob-fuzz run --help)")
+
+
+def test_a_library_callers_parser_reads_as_argparse_does() -> None:
+    """Only the runner names unknown words beside missing ones: a parser's own parse_known_args leaves them
+    to its caller, reads an iterator, and runs an action once."""
+    from bob.commands import Refused, argument_parser
+
+    parser = argument_parser(prog="wrap")
+    parser.add_argument("--input", required=True)
+    with pytest.raises(Refused, match=r"^usage: the following arguments are required: --input \(see wrap --help\)$"):
+        parser.parse_known_args(["--forward", "x"])
+    assert parser.parse_known_args(iter(["--input", "a", "--forward"]))[1] == ["--forward"]
+
+
 def test_a_word_the_checked_reader_takes_is_not_called_unrecognized(capsys) -> None:
     """bob-fuzz check's READER takes every word after it, options included: only --format is missing."""
     rc, out, err = call("bob-fuzz", ["check", "--corpus", "c", "bob-inspect", "--strict", "{}"], capsys)
