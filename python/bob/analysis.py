@@ -28,7 +28,7 @@ from bob.formats.checkpoint import examine
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, PLANE_NAMES, VOCABULARY
 from bob.formats.layout import CONTRACT_STRINGS
 from bob.inspect.common import file_size, plural
-from bob.text import show_byte, show_path
+from bob.text import exact_text, show_byte, show_path
 from bob.ulp import beyond, ordered_keys, plane_diff, tolerance, ulp_distance
 
 if TYPE_CHECKING:  # pragma: no cover - numpy.typing costs bob-inspect a millisecond
@@ -166,13 +166,6 @@ def _equal(report: dict[str, Any]) -> bool:
     return header_same and all(d["beyond_tolerance"] == 0 for d in report["planes"].values())
 
 
-def _exactly(value: float) -> str:
-    """``value`` as ``%g`` writes it where that is the very number (``0.5``, ``1e+06``), else all its digits:
-    a verdict states the tolerance applied, not one rounded to six digits."""
-    text = f"{value:g}"
-    return text if float(text) == value else repr(value)
-
-
 def _verdict(report: dict[str, Any]) -> str:
     if report["identical"]:
         verdict = "identical: the two files are byte for byte the same"
@@ -181,7 +174,7 @@ def _verdict(report: dict[str, Any]) -> str:
     elif report["equal"]:
         t = report["tolerance"]
         within = " or ".join(x for x in (f"{t['ulp']} ulp" if t["ulp"] is not None else "",
-                                        f"{_exactly(t['atol'])} absolute" if t["atol"] is not None else "") if x)
+                                        f"{exact_text(t['atol'])} absolute" if t["atol"] is not None else "") if x)
         verdict = f"equal within the tolerance: every plane value within {within}; only the digests differ"
     else:
         parts = []

@@ -42,7 +42,7 @@ import time
 
 from bob.commands import EXIT_BUSY, Refused, os_reason
 from bob.fileio import identity, open_regular, same_file, sidecar_name
-from bob.text import show_path
+from bob.text import exact_text, show_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -189,7 +189,7 @@ class TargetLock:
                 if self.deferral is not None:
                     self.deferral.check()
                 if time.monotonic() >= deadline:
-                    way_out = f"still in use after --wait {self.asked:g}" if self.asked else \
+                    way_out = f"still in use after --wait {exact_text(self.asked)}" if self.asked else \
                         "use --wait SECONDS to wait for it"
                     raise Refused(f"in use by another bob-run{_read_holder(fd)}; nothing was changed ({way_out})",
                                   option=self.option, path=self.shown, code=EXIT_BUSY) from None

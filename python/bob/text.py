@@ -45,6 +45,7 @@ __all__ = [
     "one_line",
     "f32_text",
     "float_text",
+    "exact_text",
     "json_number",
     "json_text",
     "tolerant_streams",
@@ -144,6 +145,13 @@ def float_text(value: float) -> str:
     if math.isinf(value):
         return "inf" if value > 0 else "-inf"
     return repr(value)
+
+
+def exact_text(value: float) -> str:
+    """``value`` as ``%g`` writes it where that is the very number (``0.5``, ``1e+06``), else all its digits
+    (``0.1234567``): a message states the number applied, not one rounded to six digits."""
+    text = f"{value:g}"
+    return text if float(text) == value else repr(value)
 
 
 def json_number(value: float | None) -> float | str | None:

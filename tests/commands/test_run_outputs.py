@@ -168,6 +168,8 @@ def test_a_held_lock_names_its_holder_and_the_way_out(work: Path, capsys) -> Non
         err = capsys.readouterr().err
         assert err == (f"bob-run: --checkpoint {work / 'ck.bin'}: in use by another bob-run (pid 4242); nothing was "
                        "changed (still in use after --wait 0.3)\n")  # (not "use --wait": it was used)
+        assert main(argv(work, "--wait", "0.01234567")) == 75  # the seconds given, not six digits of them
+        assert "(still in use after --wait 0.01234567)" in capsys.readouterr().err
         os.ftruncate(fd, 0)  # a holder that has not written its pid yet is not named
         assert main(argv(work)) == 75
         assert "another bob-run; nothing was changed (use --wait SECONDS to wait for it)" in capsys.readouterr().err
