@@ -98,12 +98,12 @@ def with_unknown_words(parser: "argparse.ArgumentParser", argv: "list[str]", ref
     any other ``refusal`` as it is."""
     if not refusal.message.startswith(("usage: the following arguments", "usage: one of the arguments")):
         return refusal
-    unknown = _unknown_words(parser, argv)
-    return Refused(refusal.message.replace("usage: ", f"usage: unrecognized arguments: {shown_argv(unknown)}; ", 1),
+    unknown = " ".join(shown_argv(word) if word else "''" for word in _unknown_words(parser, argv))  # ('' seen)
+    return Refused(refusal.message.replace("usage: ", f"usage: unrecognized arguments: {unknown}; ", 1),
                    option=refusal.option) if unknown else refusal
 
 
-def _unknown_words(parser: "argparse.ArgumentParser", argv: "list[str]") -> str:
+def _unknown_words(parser: "argparse.ArgumentParser", argv: "list[str]") -> "list[str]":
     """What argparse leaves of ``argv`` once nothing is required, in the command or a subcommand (a word a
     REMAINDER takes is never one); bob's parsers have no action that a second reading would repeat."""
     import argparse
@@ -120,9 +120,9 @@ def _unknown_words(parser: "argparse.ArgumentParser", argv: "list[str]") -> str:
     try:
         for a in required:
             a.required = False
-        return " ".join(parser.parse_known_args(argv)[1])
+        return list(parser.parse_known_args(argv)[1])
     except Refused:
-        return ""
+        return []
     finally:
         for a in required:
             a.required = True

@@ -148,10 +148,11 @@ def float_text(value: float) -> str:
 
 
 def exact_text(value: float) -> str:
-    """``value`` as ``%g`` writes it where that is the very number (``0.5``, ``1e+06``), else all its digits
-    (``0.1234567``): a message states the number applied, not one rounded to six digits."""
-    text = f"{value:g}"
-    return text if float(text) == value else repr(value)
+    """``value`` as ``%g`` writes it where that is the very number and no longer than ``repr`` (``0.5``,
+    ``1e+06``), else ``repr``, the shortest text that reads back as it (``0.1234567``, ``5e-324``, which ``%g``
+    writes 4.94066e-324): a message states the number applied, not one rounded to six digits."""
+    text, shortest = f"{value:g}", repr(value)
+    return text if float(text) == value and len(text) <= len(shortest) else shortest
 
 
 def json_number(value: float | None) -> float | str | None:

@@ -737,3 +737,17 @@ def test_a_parsers_own_error_before_any_parse_is_its_message() -> None:
 
     with pytest.raises(Refused, match=r"^usage: the following arguments are required: --a \(see x --help\)$"):
         argument_parser(prog="x").error("the following arguments are required: --a")
+
+
+def test_an_empty_word_is_named_visibly(capsys) -> None:
+    rc, out, err = call("bob-run", ["", "-x"], capsys)
+    assert rc == 2 and "usage: unrecognized arguments: '' -x; the following arguments are required" in err, err
+
+
+@pytest.mark.parametrize("value, text", [(0.3, "0.3"), (1e6, "1e+06"), (100000.0, "100000"), (0.01234567, "0.01234567"),
+                                         (5e-324, "5e-324"), (1e-323, "1e-323"), (1234567.0, "1234567.0")])
+def test_a_number_in_a_message_is_the_very_number_in_its_shortest_text(value: float, text: str) -> None:
+    """%g rounds to six digits, and a subnormal's six digits read back as it (4.94066e-324 for 5e-324)."""
+    from bob.text import exact_text
+
+    assert exact_text(value) == text and float(text) == value
