@@ -251,8 +251,10 @@ def emit(prog: str, text: str, *, committed: str | None = None, what: str | None
         note = f"{committed}, but its summary could not be printed" if committed else \
             f"{what or 'the summary'} could not be printed"
         write_whole(sys.stderr, f"{prog}: {note} (stdout is closed or full)\n")
-        if sys.stdout is None:  # started with it closed: said once, what follows goes to /dev/null (but a commit)
-            sys.stdout = _null_for_closed = os.fdopen(os.open(os.devnull, os.O_WRONLY), "w", encoding="utf-8")
+        if sys.stdout is None:  # started with it closed: said once, what follows goes to /dev/null (but a commit);
+            # its descriptor held for the process's life (a closed stdout's place), never closed by a wrapper's end
+            null = os.open(os.devnull, os.O_WRONLY)
+            sys.stdout = _null_for_closed = os.fdopen(null, "w", encoding="utf-8", closefd=False)
 
 
 _null_for_closed: "TextIO | None" = None  # the /dev/null emit put where a closed stdout was (while it is there)

@@ -24,7 +24,7 @@ from typing import Callable
 import pytest
 
 from bob.text import show_path
-from conftest import GOLDEN, main_of
+from conftest import GOLDEN, ROOT, main_of
 
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
@@ -729,6 +729,16 @@ def test_a_stdout_given_back_after_a_closed_start_prints_without_a_note(monkeypa
     assert given_back.getvalue() == "done\n"
     assert capsys.readouterr().err == ("p: the summary could not be printed (stdout is closed or full)\n"
                                        "p: wrote x, but its summary could not be printed (stdout is closed or full)\n")
+
+
+def test_the_null_put_for_a_closed_stdout_is_no_unclosed_file_at_exit() -> None:
+    """A library caller that gives stdout back leaves emit's /dev/null to the interpreter's end: its descriptor
+    stays held, and no ResourceWarning ("unclosed file") is printed then."""
+    script = ("import sys; from bob.text import emit; sys.stdout = None; emit('p', 'x'); "
+              "sys.stdout = sys.__stdout__; emit('p', 'y')")
+    done = subprocess.run([sys.executable, "-X", "dev", "-c", script], capture_output=True, text=True,
+                          encoding="utf-8", env={**os.environ, "PYTHONPATH": str(ROOT / "python")})
+    assert (done.returncode, done.stdout) == (0, "y\n") and "ResourceWarning" not in done.stderr, done.stderr
 
 
 def test_a_parsers_own_error_before_any_parse_is_its_message() -> None:
