@@ -233,9 +233,9 @@ def files(tmp_path_factory) -> Path:
     return d
 
 
-def make_special(kind: str, path: Path):
+def make_special(kind: str, path: Path) -> None:
     """Create a special file of ``kind`` at ``path`` (directory, fifo, socket,
-    char-device or null-device, block-device); return what keeps it alive."""
+    char-device or null-device, block-device)."""
     import socket
     import stat
 
@@ -244,9 +244,8 @@ def make_special(kind: str, path: Path):
     elif kind == "fifo":
         os.mkfifo(path)
     elif kind == "socket":
-        sock = socket.socket(socket.AF_UNIX)
-        sock.bind(str(path))
-        return sock
+        with socket.socket(socket.AF_UNIX) as sock:  # the node outlives the socket: nothing is left open
+            sock.bind(str(path))
     elif kind in ("char-device", "null-device", "block-device"):
         if os.geteuid() != 0:
             pytest.skip("mknod needs root")
@@ -254,4 +253,3 @@ def make_special(kind: str, path: Path):
             os.mknod(path, 0o600 | stat.S_IFBLK, os.makedev(7, 0))  # a loop device node, never opened
         else:
             os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # a /dev/null of our own
-    return None

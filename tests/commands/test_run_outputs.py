@@ -236,11 +236,10 @@ def test_a_lock_file_that_is_not_a_regular_file_is_named_for_what_it_is(work: Pa
     from conftest import make_special
 
     lock = lock_path_for(str(work / "ck.bin"))
-    keep = make_special(kind, Path(lock))
+    make_special(kind, Path(lock))
     assert main(argv(work)) == 2
     assert capsys.readouterr().err == lock_refusal(lock, f"{words}, not a regular file")
     assert sorted(p.name for p in work.iterdir()) == sorted([".ck.bin.bob-lock", "rec.bin"])
-    del keep
 
 
 @pytest.mark.parametrize("failing", ["ftruncate", "pwrite"])

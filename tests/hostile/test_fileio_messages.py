@@ -25,7 +25,7 @@ KINDS = {
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_each_special_file_is_named_by_its_kind(tmp_path: Path, kind: str) -> None:
     path = tmp_path / "special"
-    keep = make_special(kind, path)
+    make_special(kind, path)
     name, code = KINDS[kind]
     for call in (lambda: read_bounded(path, 100), lambda: replace_target(path)):
         with pytest.raises(NotARegularFile) as info:
@@ -33,7 +33,6 @@ def test_each_special_file_is_named_by_its_kind(tmp_path: Path, kind: str) -> No
         exc = info.value
         assert (exc.kind, exc.errno, exc.filename) == (name, code, str(path))
         assert str(exc) == f"[Errno {code}] {name}, not a regular file: '{path}'"
-    del keep
 
 
 def test_an_unknown_file_type_is_still_refused_in_words() -> None:
@@ -221,13 +220,12 @@ def test_a_temporary_name_already_taken_is_never_written_through(tmp_path: Path,
 def test_a_link_to_a_special_file_is_named_by_what_it_points_to(tmp_path: Path) -> None:
     # A socket cannot be opened at all, so its kind comes from stat of the
     # path; through a link that is the kind of the file linked to.
-    keep = make_special("socket", tmp_path / "socket")
+    make_special("socket", tmp_path / "socket")
     link = tmp_path / "link"
     os.symlink(tmp_path / "socket", link)
     with pytest.raises(NotARegularFile) as info:
         read_bounded(link, 100)
     assert (info.value.kind, info.value.errno, info.value.filename) == ("a socket", errno.EINVAL, str(link))
-    del keep
 
 
 def test_a_new_file_gets_0o666_minus_the_umask(tmp_path: Path, umask: int) -> None:
