@@ -296,6 +296,8 @@ def test_a_command_stuck_printing_to_a_reader_that_stopped_still_ends_on_a_signa
         proc.kill()
         proc.wait()
         os.close(read_end)
+        if proc.stderr is not None:
+            proc.stderr.close()
     if command == "bob-run":
         assert code == 0 and files.now() == files.new
     elif command == "bob-fixture":
@@ -313,11 +315,11 @@ def test_the_signals_a_parent_blocked_stay_blocked(tmp_path: Path) -> None:
     lock = os.open(tmp_path / ".ck.bin.bob-lock", os.O_RDWR | os.O_CREAT)
     fcntl.flock(lock, fcntl.LOCK_EX)
     try:
-        proc = subprocess.Popen([str(BIN / "bob-run"), *files.argv, "--wait", "2"], stderr=subprocess.PIPE,
-                                preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS))
-        time.sleep(0.8)
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=30) == 75, proc.stderr.read() if proc.stderr else ""
+        with subprocess.Popen([str(BIN / "bob-run"), *files.argv, "--wait", "2"], stderr=subprocess.PIPE,
+                              preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)) as proc:
+            time.sleep(0.8)
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=30) == 75, proc.stderr.read() if proc.stderr else ""
     finally:
         os.close(lock)
     assert files.now() == files.old
@@ -495,10 +497,10 @@ def test_a_closed_stderr_is_not_a_stalled_reader(tmp_path: Path) -> None:
         proc = subprocess.Popen([str(BIN / "bob-inspect"), "checkpoint", str(files.ck), "--json"],
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, pass_fds=(),
                                 preexec_fn=lambda: os.close(2))
-        assert proc.stdout is not None
-        json.loads(proc.stdout.readline())
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 0
+        with proc, proc.stdout:  # (its pipe closed each round)
+            json.loads(proc.stdout.readline())
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=60) == 0
 
 
 
