@@ -274,6 +274,21 @@ def test_a_heatmap_of_values_at_flt_max_draws_without_a_word_on_stderr(tmp_path)
         assert (tmp_path / "h.png").read_bytes().startswith(b"\x89PNG")
 
 
+def test_heatmap_cell_labels_are_short_at_flt_max_and_show_a_subnormal():
+    """The zoom labels each cell with its logit: FLT_MAX was 43 characters of digits across its
+    neighbours, and a subnormal read 0.00, like a zero."""
+    pytest.importorskip("matplotlib")
+    from bob.inspect.heatmap import heatmap_figure
+
+    table = np.zeros((256, 256), np.float32)
+    table[0x63, 0x61], table[0x63, 0x62] = np.finfo(np.float32).max, 1e-45  # rows c and d favour a and b
+    table[0x64, 0x61], table[0x64, 0x62] = -0.5, 2.0
+    fig, shown = heatmap_figure(table, "t")
+    labels = {t.get_text().split("\n")[0] for ax in fig.axes[1:] for t in ax.texts}
+    assert shown["rows_shown"] == [0x63, 0x64] and labels == {"3.4e+38", "1.4e-45", "-0.5", "2"}, labels
+    assert max(map(len, labels)) <= 9, labels
+
+
 def test_heatmap_into_a_directory_is_refused(cli, files, tmp_path):
     pytest.importorskip("matplotlib")
     target = tmp_path / "adir.png"

@@ -77,7 +77,7 @@ def _zoom(ax, table, masked, moved, cols, cmap, limit) -> None:
     for i, r in enumerate(moved):
         for j, c in enumerate(cols):
             v = table[r, c]
-            text = f"{v:.2f}" if np.isfinite(v) else "n/a"
+            text = f"{v:.3g}" if np.isfinite(v) else "n/a"  # (FLT_MAX in 7 characters, a subnormal not 0.00)
             if probs[i] is not None:
                 text += f"\np={probs[i][c]:.3f}"
             dark = np.isfinite(v) and abs(v) > 0.6 * limit
