@@ -49,8 +49,8 @@ import os
 import stat
 from numbers import Real
 
-from bob.formats.constants import LEARNER_NAMES, LEARNER_PREFIX, learner_floats
-from bob.text import f32_text, float_text, json_number, one_line, show_bytes
+from bob.formats.constants import LEARNER_NAMES, LEARNER_PREFIX, PLANE_NAMES, learner_floats
+from bob.text import f32_json, f32_text, float_text, json_number, one_line, show_bytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -111,8 +111,8 @@ def show_value(value: Any, field: str | None = None) -> str:
         if value == 0xFFFFFFFF:
             return "0xffffffff"
         return str(value)
-    if isinstance(value, float):
-        return float_text(value)
+    if isinstance(value, float):  # a plane's value is an f32: shown as the tables show it
+        return f32_text(value) if field in PLANE_NAMES else float_text(value)
     return one_line(str(value))
 
 
@@ -284,7 +284,7 @@ class FormatError(ValueError):
 
 def _jsonable(value: Any, field: str) -> Any:
     if isinstance(value, float):
-        return json_number(value)
+        return f32_json(value) if field in PLANE_NAMES else json_number(value)
     if value is None or isinstance(value, (bool, int)):
         return value
     return show_value(value, field)

@@ -44,6 +44,7 @@ __all__ = [
     "show_path",
     "one_line",
     "f32_text",
+    "f32_json",
     "float_text",
     "exact_text",
     "json_number",
@@ -135,6 +136,13 @@ def f32_text(value: float) -> str:
         except OverflowError:  # a short decimal of ±FLT_MAX rounds past binary32's range
             continue
     return repr(value)  # pragma: no cover - 9 significant digits always round-trip
+
+
+def f32_json(x: float) -> float | str:
+    """An f32 value for JSON: the shortest decimal that reads back as the same f32
+    (``"nan"``, ``"inf"``, ``"-inf"`` for non-finite values)."""
+    text = f32_text(x)  # non-finite: "nan", "inf", "-inf"
+    return float(text) if math.isfinite(float(x)) else text
 
 
 def float_text(value: float) -> str:

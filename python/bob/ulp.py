@@ -14,8 +14,7 @@ from bob.errors import BadValue, integer_value, real_value, shown_kind
 from bob.formats.constants import VOCABULARY
 from bob.formats.layout import F32_MAGNITUDE, F32_SIGN
 from bob.options import MOST_ATOL, MOST_ULP
-from bob.inspect.common import f32_json
-from bob.text import json_number, show_byte
+from bob.text import f32_json, json_number, show_byte
 
 if TYPE_CHECKING:  # pragma: no cover - numpy.typing costs bob-inspect a millisecond
     import numpy.typing as npt

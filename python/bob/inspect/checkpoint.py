@@ -15,9 +15,9 @@ from bob.formats.checkpoint import Examination, examine
 from bob.formats.constants import CHECKPOINT_MAGIC, LEARNER_NAMES, UPDATES_PER_INVOCATION, VOCABULARY, learner_floats
 from bob.formats.contract import CONTRACT_FIELDS, PLANE_NAMES, V1
 from bob.formats.layout import F32
-from bob.inspect.common import TOP_K, begin, f32_json, finish, magic_report, plural
+from bob.inspect.common import TOP_K, begin, finish, magic_report, plural
 from bob.invocation import unadvanceable
-from bob.text import escape_bytes, show_byte
+from bob.text import escape_bytes, f32_json, show_byte
 
 
 @in_default_environment

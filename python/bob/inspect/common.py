@@ -5,7 +5,6 @@ and the JSON-safe forms of values. Text is escaped by :mod:`bob.text` only."""
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 from typing import Any, Callable
 
@@ -13,12 +12,12 @@ from bob.errors import FormatError
 from bob.fileio import FileTooLarge, read_bounded
 from bob.formats.constants import MAX_CHECKPOINT_BYTES
 from bob.formats.files import CHECKPOINT_FILE, read_format_file
-from bob.text import escape_bytes, f32_text, show_path
+from bob.text import escape_bytes, show_path
 
 from bob.commands import EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED as EXIT_PROBLEMS, EXIT_UNEXPECTED, Refused, os_reason
 
 __all__ = ["EXIT_OK", "EXIT_UNEXPECTED", "EXIT_PROBLEMS", "EXIT_INTERRUPTED", "Refused", "os_reason", "read", "PROG",
-           "TOP_K", "base", "finish", "plural", "f32_json", "peek", "file_size", "read_checkpoint", "begin",
+           "TOP_K", "base", "finish", "plural", "peek", "file_size", "read_checkpoint", "begin",
            "magic_report"]
 
 PROG = "bob-inspect"
@@ -67,13 +66,6 @@ def file_size(path: str) -> int | None:
         return os.stat(path).st_size
     except OSError:
         return None
-
-
-def f32_json(x: float) -> float | str:
-    """An f32 value for JSON: the shortest decimal that reads back as the same f32
-    (``"nan"``, ``"inf"``, ``"-inf"`` for non-finite values)."""
-    text = f32_text(x)  # non-finite: "nan", "inf", "-inf"
-    return float(text) if math.isfinite(float(x)) else text
 
 
 def base(command: str, path: str, data: bytes | None, auto: bool) -> dict[str, Any]:
