@@ -640,3 +640,55 @@ def test_a_command_ended_by_a_signal_does_not_wait_on_a_stopped_terminal(tmp_pat
         os.close(master)
         os.close(slave)
     assert code == 143
+
+
+@pytest.mark.parametrize("block_fails", [False, True])
+def test_a_signal_while_a_scratch_directory_is_removed_waits_until_it_is_gone(monkeypatch, block_fails) -> None:
+    """A SIGTERM in the middle of removing a check's directory ended the removal, leaving its files in
+    $TMPDIR (tempfile.TemporaryDirectory); it is raised once the directory is gone, also after an error
+    in the block (which a check catches: the signal was lost, and the qualification went on)."""
+    from bob import signals
+    from bob.qualify.processes import ProcessFailed
+
+    real = shutil.rmtree
+
+    def interrupted_rmtree(path, ignore_errors=False):
+        os.kill(os.getpid(), signal.SIGTERM)  # bob's handler runs at the next bytecode: mid-removal
+        real(path, ignore_errors=ignore_errors)
+
+    replaced = signals.install()
+    try:
+        with pytest.raises(signals.Interrupted) as info:
+            with signals.scratch_directory("bob-qualify-") as directory:
+                Path(directory, "model.bob").write_bytes(bytes(1000))
+                monkeypatch.setattr(shutil, "rmtree", interrupted_rmtree)
+                if block_fails:
+                    raise ProcessFailed("bob-run exited 3")
+    finally:
+        signals.restore(replaced)
+        monkeypatch.undo()
+    assert info.value.signum == signal.SIGTERM and not Path(directory).exists()
+    assert isinstance(info.value.__context__, ProcessFailed) == block_fails
+
+def test_a_scratch_directory_out_of_descriptors_is_still_removed_whole(tmp_path: Path) -> None:
+    """``shutil.rmtree`` holds a descriptor for each level of the tree: under a tight ``ulimit -n`` it
+    left bob-fuzz check's temporary corpus behind (and ``TemporaryDirectory`` turned the finished check
+    into exit 70). Two descriptors to spare here, a tree seven levels deep: it is removed all the same."""
+    child = """
+import os, resource, sys
+from bob.signals import scratch_directory
+with scratch_directory(sys.argv[1]) as directory:
+    deep = os.path.join(directory, *"abcdef")
+    os.makedirs(deep)
+    os.symlink("/", os.path.join(deep, "root"))  # (a link is removed, never followed)
+    open(os.path.join(deep, "f"), "wb").close()
+    free = os.open(os.devnull, os.O_RDONLY)
+    os.close(free)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (free + 2, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+print(directory, os.path.lexists(directory))
+"""
+    out = subprocess.run([sys.executable, "-c", child, "bob-scratch-"], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    directory, left = out.stdout.split()
+    assert Path(directory).parent == tmp_path and left == "False" and list(tmp_path.iterdir()) == []

@@ -205,39 +205,6 @@ def test_a_signal_while_the_report_is_renamed_into_place_leaves_it_whole(tmp_pat
     assert len(renames) == len(written) == 3 and signals.taken()[-1] == signal.SIGTERM
 
 
-@pytest.mark.parametrize("block_fails", [False, True])
-def test_a_signal_while_a_scratch_directory_is_removed_waits_until_it_is_gone(monkeypatch, block_fails) -> None:
-    """A SIGTERM in the middle of removing a check's directory ended the removal, leaving its files in
-    $TMPDIR (tempfile.TemporaryDirectory); it is raised once the directory is gone, also after an error
-    in the block (which a check catches: the signal was lost, and the qualification went on)."""
-    import shutil
-    import signal
-    from pathlib import Path
-
-    from bob import signals
-    from bob.qualify import processes
-
-    real = shutil.rmtree
-
-    def interrupted_rmtree(path, ignore_errors=False):
-        os.kill(os.getpid(), signal.SIGTERM)  # bob's handler runs at the next bytecode: mid-removal
-        real(path, ignore_errors=ignore_errors)
-
-    replaced = signals.install()
-    try:
-        with pytest.raises(signals.Interrupted) as info:
-            with processes.scratch_directory("bob-qualify-") as directory:
-                Path(directory, "model.bob").write_bytes(bytes(1000))
-                monkeypatch.setattr(processes.shutil, "rmtree", interrupted_rmtree)
-                if block_fails:
-                    raise processes.ProcessFailed("bob-run exited 3")
-    finally:
-        signals.restore(replaced)
-        monkeypatch.undo()
-    assert info.value.signum == signal.SIGTERM and not Path(directory).exists()
-    assert isinstance(info.value.__context__, processes.ProcessFailed) == block_fails
-
-
 def test_a_signal_during_a_racing_kill_ends_the_racing_run_too(monkeypatch) -> None:
     """SIGTERM while bob-qualify waited to kill a racing bob-run: the run went on, unkilled and unreaped,
     writing into a directory being removed."""

@@ -21,6 +21,7 @@ from bob.fileio import (FileTooLarge, discard_temporary, make_directory, read_bo
                         remove_empty_directories, write_atomic)
 from bob.formats.kinds import ALIASES, FORMATS
 from bob.fuzz.common import read_input
+from bob.signals import scratch_directory
 
 __all__ = ["FORMATS", "open_corpus", "judge", "write_corpus", "check", "render_table", "reader_main"]
 
@@ -197,8 +198,7 @@ def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | Non
 
     if corpus is not None and not os.fspath(corpus):  # (Path("") is the working directory)
         raise Refused("an empty path", option="--corpus", path=corpus)
-    fresh = tempfile.TemporaryDirectory(prefix="bob-conformance-") if corpus is None \
-        else contextlib.nullcontext(Path(corpus))
+    fresh = scratch_directory("bob-conformance-") if corpus is None else contextlib.nullcontext(os.fspath(corpus))
     with fresh as root:  # a corpus given is refused (open_corpus) before the reader runs once
         if corpus is None:
             try:

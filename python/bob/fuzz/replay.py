@@ -7,7 +7,6 @@ import errno
 import json
 import os
 import select
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -17,6 +16,7 @@ from typing import Callable, Iterator, NamedTuple
 from bob.fuzz.common import INPUT_LIMIT, failure, failure_message, load_target, read_input
 from bob.fuzz.properties import exception_key
 from bob.fuzz.targets import TARGETS
+from bob.signals import scratch_directory
 
 __all__ = ["Verdict", "files_under", "infer_target", "read_input", "replay_file", "replay", "failure_of",
            "signature_of", "minimize_out_of_process", "skipped", "INPUT_LIMIT", "RUST_TARGETS"]
@@ -161,10 +161,9 @@ class _Runner:
     own (``crash: signal N``, ``timeout``), and the next candidate gets a new worker. The workers'
     TMPDIR is the runner's (a worker that dies cannot remove what it made there)."""
 
-    def __init__(self, target: str, timeout: float) -> None:
-        self.target, self.timeout = target, timeout
+    def __init__(self, target: str, timeout: float, tmp: str) -> None:
+        self.target, self.timeout, self.tmp = target, timeout, tmp
         self.proc: subprocess.Popen[bytes] | None = None
-        self.tmp = tempfile.mkdtemp(prefix="bob-fuzz-minimize-")
 
     def signature(self, data: bytes) -> str | None:
         if self.proc is None or self.proc.poll() is not None:
@@ -215,18 +214,18 @@ def minimize_out_of_process(target: str, data: bytes, *, max_tries: int = 2000,
     ends the candidate, not the minimizer. ``failure`` is None (nothing shrunk) when ``data`` passes."""
     from bob.progress import Progress
 
-    runner = _Runner(target, timeout)
-    try:
-        want = runner.signature(data)
-        if want is None:
-            return data, None, 1
-        with Progress("bob-fuzz", "minimize", max_tries) as progress:
-            def same(candidate: bytes) -> bool:
-                progress.advance(extra=f"{len(candidate)} bytes")
-                return runner.signature(candidate) == want
+    with scratch_directory("bob-fuzz-minimize-") as tmp:
+        runner = _Runner(target, timeout, tmp)
+        try:
+            want = runner.signature(data)
+            if want is None:
+                return data, None, 1
+            with Progress("bob-fuzz", "minimize", max_tries) as progress:
+                def same(candidate: bytes) -> bool:
+                    progress.advance(extra=f"{len(candidate)} bytes")
+                    return runner.signature(candidate) == want
 
-            small, tries = shrink(data, same, max_tries)
-        return small, want, tries + 1
-    finally:
-        runner.close()
-        shutil.rmtree(runner.tmp, ignore_errors=True)
+                small, tries = shrink(data, same, max_tries)
+            return small, want, tries + 1
+        finally:
+            runner.close()

@@ -15,8 +15,9 @@ from bob import core
 from bob.formats.constants import CHUNK_BYTES, PARAMETER_COUNT, PLANE_NAMES, UPDATES_PER_INVOCATION
 from bob.formats.layout import CANONICAL_HEADER_BYTES
 from bob.qualify import vector
-from bob.qualify.processes import ProcessFailed, RunFiles, bob_run_command, run_once, scratch_directory
+from bob.qualify.processes import ProcessFailed, RunFiles, bob_run_command, run_once
 from bob.qualify.verdict import Verdict, first_byte_difference
+from bob.signals import scratch_directory
 
 Tick = Callable[[], None]
 

@@ -22,9 +22,9 @@ from typing import Callable
 
 import bob
 from bob.qualify.checks import locate, section8_record
-from bob.qualify.processes import (ProcessFailed, RunFiles, bob_run_command, child_environment,
-                                     run_once, scratch_directory)
+from bob.qualify.processes import ProcessFailed, RunFiles, bob_run_command, child_environment, run_once
 from bob.qualify.verdict import Verdict
+from bob.signals import scratch_directory
 
 CHECK = "commit-kill"
 TEMPORARY_MARK = ".bob-tmp-"

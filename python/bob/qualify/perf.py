@@ -20,7 +20,8 @@ from bob import core
 from bob.formats.constants import VOCABULARY
 from bob.qualify.checks import section8_record
 from bob.qualify.kernels import configurations
-from bob.qualify.processes import RunFiles, bob_run_command, child_environment, run_once, scratch_directory
+from bob.qualify.processes import RunFiles, bob_run_command, child_environment, run_once
+from bob.signals import scratch_directory
 
 UPDATES_PER_SAMPLE = 20
 

@@ -5,12 +5,8 @@ from __future__ import annotations
 import errno
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,29 +17,6 @@ def bob_run_command() -> list[str]:
     if script.is_file() and os.access(script, os.X_OK):
         return [str(script)]
     return [sys.executable, "-m", "bob", "run"]
-
-
-@contextmanager
-def scratch_directory(prefix: str) -> Iterator[str]:
-    """A new temporary directory, removed whole when the block ends. A SIGINT, SIGTERM or SIGHUP that
-    arrives while it is removed waits until it is gone (``tempfile.TemporaryDirectory``'s removal was
-    cut short by one, leaving a check's 786 KB checkpoint behind)."""
-    from bob.signals import Deferral
-
-    directory, deferral, interrupted = tempfile.mkdtemp(prefix=prefix), Deferral(), False
-    try:
-        yield directory
-    except KeyboardInterrupt:  # a signal already ends the command: one more during the removal is only recorded
-        interrupted = True
-        raise
-    finally:
-        deferral.begin()
-        try:
-            shutil.rmtree(directory, ignore_errors=True)
-        finally:
-            deferral.end()
-        if not interrupted:
-            deferral.check()  # raised once the directory is gone (chained to an error in the block: it ends all)
 
 
 def child_environment() -> dict[str, str]:
