@@ -38,6 +38,7 @@ from bob.commands import EXIT_BUSY, Refused, about, os_reason
 from bob.errors import flag_value
 from bob.fileio import TEMP_MARK, discard_temporary, fsync_directory, sidecar_name, temporary_name
 from bob.lock import pause_at, place
+from bob.signals import Deferral, printing
 from bob.text import show_path
 
 TYPE_CHECKING = False
@@ -233,20 +234,24 @@ def replace_targets(files: "list[tuple[str, Any]]", keep: "Sequence[str]" = ()) 
     return targets
 
 
-def replace_all(files: "list[tuple[str, bytes, Any]]", renaming: Any = None, keep: "Sequence[str]" = ()) -> list[str]:
+def replace_all(files: "list[tuple[str, bytes, Any]]", keep: "Sequence[str]" = ()) -> list[str]:
     """Replace each ``(path, data, naming)`` atomically: every path is checked
     (:func:`replace_targets`) and every file staged, each inside its ``naming`` (a
     :class:`bob.commands.about`, which names its file in a refusal), before the first rename, so a
-    write that fails (a full disk) replaces none; ``renaming`` (a :class:`bob.signals.Deferral`)
-    holds signals over the renames. A rename that fails (rare: a mount over the file) is refused
-    naming the files already replaced; a target that is one of the files read (``keep``) is refused. The targets."""
-    targets, staged = replace_targets([(path, naming) for path, _, naming in files], keep), []
+    write that fails (a full disk) or a signal replaces none. The renames hold the signals (a
+    :class:`bob.signals.Deferral`); once they are done the outcome is decided, the files written, and a
+    signal is only recorded (:func:`bob.signals.printing`). A rename that fails (rare: a mount over the
+    file) is refused naming the files already replaced; a target that is one of the files read (``keep``)
+    is refused. The targets."""
+    if not files:
+        return []
+    targets, deferral = replace_targets([(path, naming) for path, _, naming in files], keep), Deferral()
+    staged: list[str] = []
     try:
         for target, (_, data, naming) in zip(targets, files):
             with naming:
-                staged.append(fileio.stage(target, data))
-        if renaming is not None:
-            renaming.begin()
+                fileio.stage(target, data, made=staged)
+        deferral.begin()
         for i, (tmp, target, (_, _, naming)) in enumerate(zip(staged, targets, files)):
             with naming:
                 try:
@@ -256,9 +261,9 @@ def replace_all(files: "list[tuple[str, bytes, Any]]", renaming: Any = None, kee
                         raise
                     replaced = ", ".join(show_path(path) for path, _, _ in files[:i])
                     raise Refused(f"{os_reason(exc)} ({replaced} replaced already)") from None
+        printing()  # all replaced: a signal that came during the renames, or comes now, changes nothing said
     finally:
-        if renaming is not None:
-            renaming.end()
+        deferral.end()  # (a rename that failed: the signals act again)
         for tmp in staged:
             discard_temporary(tmp)  # (one renamed into place is not there any more)
     for directory in dict.fromkeys(os.path.dirname(target) for target in targets):

@@ -332,13 +332,13 @@ def fsync_directory(directory: str, strict: bool = False) -> None:
         os.close(fd)
 
 
-def _create_temporary(target: str) -> tuple[str, int]:
+def _create_temporary(target: str, made: "list[str]") -> int:
     for _attempt in range(16):
-        tmp = temporary_name(target)
+        made.append(temporary_name(target))  # named before it exists: a signal once it does leaves no file unnamed
         try:
-            return tmp, os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o666)
+            return os.open(made[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o666)
         except FileExistsError:  # 48 random bits: someone put it there
-            continue
+            made.pop()
     raise FileExistsError(errno.EEXIST, "could not create a temporary file", target)
 
 
@@ -348,29 +348,31 @@ def write_atomic(path: "str | os.PathLike[str]", data: bytes | bytearray | memor
     file is removed and the target is byte-identical. The new file keeps the old file's mode (and, where this
     user may give it, owner and group: root), or gets 0o666 minus the umask."""
     view = byte_buffer(data, "the data to write", flat=True, str_hint=False)
-    target = replace_target(path)
-    tmp = stage(target, view, os.fsdecode(path))
+    target, made = replace_target(path), list[str]()
     try:
-        os.replace(tmp, target)
+        os.replace(stage(target, view, os.fsdecode(path), made=made), target)
     except BaseException:
-        discard_temporary(tmp)
+        for tmp in made:
+            discard_temporary(tmp)
         raise
     fsync_directory(os.path.dirname(target))
     return target
 
 
-def stage(target: str, data: "bytes | bytearray | memoryview", named: str | None = None) -> str:
+def stage(target: str, data: "bytes | bytearray | memoryview", named: str | None = None,
+          made: "list[str] | None" = None) -> str:
     """Write ``data`` to a new fsynced temporary beside the resolved ``target`` (its mode; as root, its owner), and
     return its path: nothing visible changes until it is renamed; on any failure it is gone, and an OS error names
-    ``named`` (the path as the caller gave it), else ``target`` (a read-only directory: not a temporary never made)."""
+    ``named`` (the path as the caller gave it), else ``target`` (a read-only directory: not a temporary never made).
+    ``made``: the caller's list, which holds the path before the file exists (a signal never leaves one unnamed)."""
     view = memoryview(data).cast("B")
     try:
         old: os.stat_result | None = os.stat(target)
     except FileNotFoundError:
         old = None
-    tmp = None
+    made, first = ([], 0) if made is None else (made, len(made))
     try:
-        tmp, fd = _create_temporary(target)
+        fd = _create_temporary(target, made)
         try:
             if old is not None:
                 if (old.st_uid, old.st_gid) != (os.geteuid(), os.getegid()):  # root replacing a user's file: theirs
@@ -384,17 +386,15 @@ def stage(target: str, data: "bytes | bytearray | memoryview", named: str | None
         finally:
             os.close(fd)
     except BaseException as exc:
-        if tmp is not None:
-            discard_temporary(tmp)
+        while len(made) > first:
+            discard_temporary(made.pop())
         if isinstance(exc, OSError) and exc.errno is not None:  # the kernel's (a full disk, ulimit -f): which file
             exc.filename = named or target
         raise
-    return tmp
+    return made[-1]
 
 
 def discard_temporary(tmp: str) -> None:
     """Remove a file bob made (a temporary, a failed corpus's file), if it is still there."""  # (renamed: not)
-    try:
+    with suppress(OSError):
         os.unlink(tmp)
-    except OSError:
-        pass

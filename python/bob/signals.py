@@ -196,9 +196,10 @@ _until_exit = False
 
 
 def printing() -> None:
-    """The outcome is decided and being printed: a deferral still open (``bob-run``'s) ends, and the
-    three are only recorded (:func:`taken`), unless the printing waits for a reader that stopped
-    reading (the descriptor being written cannot take a byte): then it ends on the signal instead."""
+    """The outcome is decided and being printed (or, from :func:`bob.commit.replace_all`, its files are
+    replaced: it is decided): a deferral still open (``bob-run``'s) ends, and the three are only recorded
+    (:func:`taken`), unless the printing waits for a reader that stopped reading (the descriptor being
+    written cannot take a byte): then it ends on the signal instead."""
     global _deferral, _phase
     _deferral, _phase = None, "printing"
 

@@ -329,10 +329,10 @@ def test_unexpected_failure_exits_1_traceback_only_with_debug(work: Path, monkey
     pred_before = (work / "pred.bin").read_bytes()
     real = bob.fileio.stage
 
-    def failing(path, data):
+    def failing(path, data, *args, **kwargs):
         if str(path).endswith("ck.bin"):
             raise RuntimeError("disk on fire")
-        return real(path, data)
+        return real(path, data, *args, **kwargs)
 
     monkeypatch.setattr(bob.fileio, "stage", failing)
     argv = ["--input", str(work / "rec.bin"), "--checkpoint", str(work / "ck.bin"), "--predictions",

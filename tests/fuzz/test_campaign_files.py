@@ -55,10 +55,10 @@ def test_an_old_worker_log_survives_a_failed_write(tmp_path: Path, monkeypatch: 
     log.write_bytes(b"the last campaign's log\n")
     real_stage = bob.fileio.stage
 
-    def full_disk(target: str, data, named=None):
+    def full_disk(target: str, data, *args, **kwargs):
         if target.endswith("-worker0.log"):
             raise OSError(errno.ENOSPC, "No space left on device", target)
-        return real_stage(target, data, named)
+        return real_stage(target, data, *args, **kwargs)
 
     monkeypatch.setattr(bob.fileio, "stage", full_disk)
     result = run_campaign("predictions", runs=300, corpus=str(tmp_path / "corpus"), artifacts=str(artifacts),

@@ -47,10 +47,10 @@ def fail_writes_to(monkeypatch, name: str, code: int) -> None:
 
     real = bob.fileio.stage
 
-    def failing(path, data):
+    def failing(path, data, *args, **kwargs):
         if str(path).endswith(name):
             raise OSError(code, os.strerror(code))
-        return real(path, data)
+        return real(path, data, *args, **kwargs)
 
     monkeypatch.setattr(bob.fileio, "stage", failing)
 
@@ -211,7 +211,7 @@ def test_a_failed_predictions_write_leaves_no_backup_behind(work: Path, monkeypa
 
     (work / "pred.bin").write_bytes(b"old")
 
-    def failing(path, data):
+    def failing(path, data, *args, **kwargs):
         raise OSError(errno.EDQUOT, os.strerror(errno.EDQUOT))
 
     monkeypatch.setattr(bob.fileio, "stage", failing)

@@ -223,7 +223,7 @@ def test_out_of_memory_is_unexpected_not_refused(work: Path) -> None:
     assert not (work / "ck.bin").exists()
     # An errno of the machine's (ENOMEM, EMFILE) from a file operation is exit 1 too, not "refused".
     script = ("import errno, os, sys, bob.fileio, bob.run\n"
-              "def stage(target, data): raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))\n"
+              "def stage(target, data, *args, **kwargs): raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))\n"
               "bob.fileio.stage = stage\nsys.exit(bob.run.main(sys.argv[1:]))")
     out = subprocess.run([sys.executable, "-c", script, *argv(work)], capture_output=True, text=True)
     assert out.returncode == 1 and "Too many open files" in out.stderr, out.stderr

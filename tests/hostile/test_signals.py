@@ -692,3 +692,53 @@ print(directory, os.path.lexists(directory))
     assert out.returncode == 0 and out.stderr == "", out.stderr
     directory, left = out.stdout.split()
     assert Path(directory).parent == tmp_path and left == "False" and list(tmp_path.iterdir()) == []
+
+
+def _fixture(out: Path, text: str) -> int:
+    from bob.fixture import fixture_main
+
+    return fixture_main(["--text", text, "--prompt", "a", "--prompt", "b", "--prompt", "c", "--output", str(out)])
+
+
+def test_a_signal_once_bob_fixture_replaced_its_output_only_is_recorded(tmp_path: Path, monkeypatch, capsys) -> None:
+    """A SIGTERM after the rename (here during the directory's fsync) ended bob-fixture with 143,
+    "interrupted", while its new record was in place: the outcome was decided, and it is exit 0."""
+    import bob.commit
+
+    out = tmp_path / "r.bin"
+    assert _fixture(out, "old old old") == 0
+    real = bob.commit.fsync_directory
+
+    def signalled(directory: str, *args: object) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        real(directory, *args)
+
+    monkeypatch.setattr(bob.commit, "fsync_directory", signalled)
+    capsys.readouterr()
+    assert _fixture(out, "new new new") == 0
+    assert out.read_bytes() == bob.build_input(b"new new new", [b"a", b"b", b"c"]).to_bytes()
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_a_signal_as_bob_fixture_makes_its_temporary_leaves_none(tmp_path: Path, monkeypatch, capsys) -> None:
+    """A SIGTERM between the temporary's creation and its name reaching the code that removes it left
+    a .NAME.bob-tmp-PID-RAND file for good: the name is held before the file exists."""
+    import bob.fileio
+
+    out = tmp_path / "r.bin"
+    assert _fixture(out, "old old old") == 0
+    old, real = out.read_bytes(), os.open
+
+    def signalled(path, *args):
+        fd = real(path, *args)
+        if ".bob-tmp-" in os.fsdecode(path):
+            os.kill(os.getpid(), signal.SIGTERM)  # raised at the next bytecode: before the caller has the fd
+        return fd
+
+    monkeypatch.setattr(bob.fileio.os, "open", signalled)
+    try:
+        code = _fixture(out, "new new new")
+    finally:
+        monkeypatch.undo()
+    assert code == 143 and "interrupted by SIGTERM" in capsys.readouterr().err
+    assert out.read_bytes() == old and sorted(p.name for p in tmp_path.iterdir()) == ["r.bin"]

@@ -252,10 +252,10 @@ def test_a_heatmap_and_an_export_are_written_both_or_neither(tmp_path: Path, mon
     (tmp_path / "heat.png").write_bytes(b"the old heatmap")
     real = bob.fileio.stage
 
-    def full_for_the_export(target, data):
+    def full_for_the_export(target, data, *args, **kwargs):
         if target.endswith(".npz"):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return real(target, data)
+        return real(target, data, *args, **kwargs)
 
     monkeypatch.setattr(bob.fileio, "stage", full_for_the_export)
     assert main([str(GOLDEN / "checkpoint-abracadabra-step10.bin"), "--heatmap", str(tmp_path / "heat.png"),

@@ -62,7 +62,6 @@ def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
     from bob.inspect.checkpoint import checkpoint_report
     from bob.inspect.render import render_checkpoint
     from bob.commit import replace_all
-    from bob.signals import Deferral
 
     export, heatmap = args.export, args.heatmap
     if export is not None:  # (an empty path is refused, not taken for no export)
@@ -88,7 +87,7 @@ def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
     if export is not None and (exported := export_checkpoint(report, data, export)) is not None:
         written.append((export, exported[0], about("--export", export)))
         report["export"] = exported[1]
-    replace_all(written, renaming=Deferral(), keep=[args.file])  # both staged first; the file read checked again
+    replace_all(written, keep=[args.file])  # both staged first; the file read checked again
     return report, render_checkpoint(report), _code(report)
 
 

@@ -179,7 +179,6 @@ def write_report(directory: Path, result: dict[str, Any], command: str = "bob-qu
     from bob.commands import about, envelope
     from bob.commit import replace_all
     from bob.fileio import make_directory
-    from bob.signals import Deferral
     from bob.text import show_path
 
     images = plots(result) if images is None else images
@@ -189,7 +188,7 @@ def write_report(directory: Path, result: dict[str, Any], command: str = "bob-qu
     files = {REPORT_JSON: (json.dumps(document, indent=1, sort_keys=True) + "\n").encode("utf-8"), **images}
     # a signal during the renames is only recorded: the verdict is decided, the report whole
     replace_all([(os.fspath(directory / name), data, about("--report", directory / name))
-                 for name, data in files.items()], renaming=Deferral())
+                 for name, data in files.items()])
     return [directory / name for name in files]
 
 
