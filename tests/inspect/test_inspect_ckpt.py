@@ -289,6 +289,17 @@ def test_heatmap_cell_labels_are_short_at_flt_max_and_show_a_subnormal():
     assert max(map(len, labels)) <= 9, labels
 
 
+def test_a_heatmap_format_whose_program_is_missing_is_refused_naming_the_option(cli, files, tmp_path, monkeypatch):
+    """.pgf is among the formats the refusal of an unknown one lists, and needs LaTeX: without it,
+    matplotlib's RuntimeError was "unexpected", exit 70, the report lost."""
+    pytest.importorskip("matplotlib")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no xelatex to be found
+    out = cli.run("ckpt", str(files / "ck3.bin"), "--heatmap", str(tmp_path / "h.pgf"), code=2)
+    err = out.stderr.decode()
+    assert err.startswith(f"bob-inspect: refused: --heatmap {tmp_path / 'h.pgf'}: cannot write .pgf files here: ")
+    assert "xelatex" in err and err.count("\n") == 1 and out.stdout == b"" and list(tmp_path.iterdir()) == []
+
+
 def test_heatmap_into_a_directory_is_refused(cli, files, tmp_path):
     pytest.importorskip("matplotlib")
     target = tmp_path / "adir.png"

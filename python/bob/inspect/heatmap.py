@@ -97,7 +97,11 @@ def draw_heatmap(p_plane, out: str, title: str) -> "tuple[bytes, dict[str, Any]]
             raise Refused(f"cannot write .{escape_bytes(os.fsencode(ext))} files; use one of "
                           + ", ".join(sorted(supported)), option="--heatmap", path=out)
         buf = io.BytesIO()
-        fig.savefig(buf, format=ext)
+        try:
+            fig.savefig(buf, format=ext)
+        except RuntimeError as exc:  # a format that needs a program this machine lacks (.pgf: LaTeX)
+            raise Refused(f"cannot write .{escape_bytes(os.fsencode(ext))} files here: {exc}", option="--heatmap",
+                          path=out) from None
     return buf.getvalue(), {"path": show_path(out), "format": ext, **shown}
 
 
