@@ -187,6 +187,8 @@ def _verdict(report: dict[str, Any]) -> str:
         if report["header"]["compared"]:
             nd = len(report["header"]["differences"])
             parts.append(f"{plural(nd, 'header field')} differ" + ("s" if nd == 1 else ""))
+        elif report["planes"] is not None:  # a zero-byte checkpoint has none: the same state in other bytes
+            parts.append("the headers not compared")
         verdict = "different: " + "; ".join(parts)
     if report["problems_found"]:  # (the text lists them above it, the JSON under "a" and "b")
         verdict += " (and " + " and ".join(f"{side.upper()} has {plural(len(report[side]['problems']), 'problem')}"

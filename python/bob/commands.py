@@ -321,7 +321,7 @@ def _run(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]", work:
     def refuse(exc: Refused) -> int:
         if exc.code == EXIT_UNEXPECTED or (exc.code == EXIT_REFUSED and the_machine_ran_out(exc)):
             exc.code = unexpected_code
-        code = fail(prog, exc, as_json=as_json, command=name)
+        code = fail(prog, exc, as_json=as_json, command=exc.command or name)
         signals.printed()
         return code
 

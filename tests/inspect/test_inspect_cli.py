@@ -239,6 +239,20 @@ def test_an_empty_output_path_is_refused_not_taken_for_no_output(tmp_path: Path,
     assert (error["option"], error["path"]) == (option, "") and sorted(tmp_path.iterdir()) == before
 
 
+def test_the_notes_of_a_heatmap_and_an_export_not_made_are_both_kept(cli, tmp_path) -> None:
+    """A checkpoint cut short with --heatmap and --export: the export's note replaced the heatmap's, and
+    said "nothing was written" also where the heatmap was written."""
+    from conftest import GOLDEN
+
+    pytest.importorskip("matplotlib")
+    cut = tmp_path / "cut.bob"
+    cut.write_bytes((GOLDEN / "checkpoint-abracadabra-step10.bin").read_bytes()[:300_000])
+    r = cli.json(str(cut), "--heatmap", str(tmp_path / "h.png"), "--export", str(tmp_path / "e.npz"), code=2)
+    assert r["note"] == ("no heatmap: the P plane could not be read; no export: bob-run refuses this checkpoint "
+                         "(the problems are listed), so none was written")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cut.bob"]
+
+
 def test_a_heatmap_and_an_export_are_written_both_or_neither(tmp_path: Path, monkeypatch, capsys) -> None:
     """The export failed (a full disk) after the heatmap had replaced the old one; the refusal did
     not say so."""
@@ -309,6 +323,18 @@ def test_a_checkpoint_option_given_empty_on_another_kind_is_refused(cli, files, 
     """`bob-inspect rec.bin --heatmap ''` was exit 0: an empty value was taken for no option at all."""
     r = cli.json(str(files / "rec.bin"), option, "", code=2)
     assert r["error"]["message"].endswith("--rows, --rows-hex, --heatmap and --export apply to checkpoints")
+
+
+def test_a_refusal_once_the_kind_is_detected_names_its_subcommand_and_the_file(cli, files, tmp_path):
+    """`bob-inspect rec.bin --rows a --json` said command "bob-inspect" and path null, the path only
+    inside the message; a detected checkpoint's refusal (a --heatmap into a directory) the same."""
+    r = cli.json(str(files / "rec.bin"), "--rows", "a", code=2)
+    assert (r["command"], r["error"]["path"], r["error"]["option"]) == ("bob-inspect input", str(files / "rec.bin"),
+                                                                        None)
+    (tmp_path / "adir").mkdir()
+    r = cli.json(str(files / "ck1.bin"), "--heatmap", str(tmp_path / "adir"), code=2)
+    assert (r["command"], r["error"]["option"]) == ("bob-inspect checkpoint", "--heatmap")
+    assert cli.json(str(tmp_path / "nope.bob"), code=2)["command"] == "bob-inspect"  # no kind: none detected
 
 
 @pytest.mark.parametrize("argv", [["nope.bob", "--rows", "pred"], ["--rows", "input", "nope.bob"]])

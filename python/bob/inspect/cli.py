@@ -18,7 +18,7 @@ from bob.fileio import same_file
 from bob.options import MOST_ATOL, MOST_ULP, count_option, number_option
 from bob.text import escape_bytes, one_line, show_path
 
-from bob.inspect.common import EXIT_OK, EXIT_PROBLEMS, PROG, Refused, peek, plural, read, read_checkpoint
+from bob.inspect.common import EXIT_OK, EXIT_PROBLEMS, PROG, Refused, add_note, peek, plural, read, read_checkpoint
 from bob.inspect.export import check_export, export_checkpoint
 
 if TYPE_CHECKING:  # pragma: no cover - argparse is imported only to build the parser
@@ -78,7 +78,7 @@ def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
     report["rows_requested"] = list(rows) if rows else None
     if heatmap is not None and p_plane is None:
         # the file has problems (they are reported); there is nothing to draw
-        report["note"] = "no heatmap: the P plane could not be read"
+        add_note(report, "no heatmap: the P plane could not be read")
     elif heatmap is not None:
         title = (f"{show_path(os.path.basename(args.file))}: P at step {report['step']} "
                  f"({plural(report['invocations'], 'invocation')})")
@@ -156,13 +156,17 @@ def cmd_auto(args: argparse.Namespace) -> Result:
     if kind is None:
         raise Refused(f"not a bob file ({'at least ' * partial}{plural(size, 'byte')} starting \""
                       f"{escape_bytes(head[:kinds.MAGIC_BYTES])}\"; {kinds.KIND_RULES})", path=args.file)
-    if kind == kinds.CHECKPOINT:
-        return cmd_checkpoint(args, auto=True)
-    if any(option is not None for option in (args.rows, args.rows_hex, args.heatmap, args.export)):  # ('' too)
-        what = {kinds.INPUT: "an input record", kinds.TRACE: "a trace"}.get(kind, "predictions")
-        raise Refused(f"{show_path(args.file)} is not a checkpoint (it is {what}); "
-                      "--rows, --rows-hex, --heatmap and --export apply to checkpoints")
-    return cmd_file(kind, args.file, auto=True)
+    try:
+        if kind == kinds.CHECKPOINT:
+            return cmd_checkpoint(args, auto=True)
+        if any(option is not None for option in (args.rows, args.rows_hex, args.heatmap, args.export)):  # ('' too)
+            what = {kinds.INPUT: "an input record", kinds.TRACE: "a trace"}.get(kind, "predictions")
+            raise Refused(f"not a checkpoint (it is {what}); --rows, --rows-hex, --heatmap and --export apply to "
+                          "checkpoints", path=args.file)
+        return cmd_file(kind, args.file, auto=True)
+    except Refused as refusal:  # the kind is known: the subcommand's name, as its report would have
+        refusal.command = f"{PROG} {kind}"
+        raise
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], Result]] = {

@@ -17,7 +17,7 @@ from bob.text import escape_bytes, show_path
 from bob.commands import EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED as EXIT_PROBLEMS, EXIT_UNEXPECTED, Refused, os_reason
 
 __all__ = ["EXIT_OK", "EXIT_UNEXPECTED", "EXIT_PROBLEMS", "EXIT_INTERRUPTED", "Refused", "os_reason", "read", "PROG",
-           "TOP_K", "base", "finish", "plural", "peek", "file_size", "read_checkpoint", "begin",
+           "TOP_K", "base", "finish", "plural", "add_note", "peek", "file_size", "read_checkpoint", "begin",
            "magic_report"]
 
 PROG = "bob-inspect"
@@ -66,6 +66,11 @@ def file_size(path: str) -> int | None:
         return os.stat(path).st_size
     except OSError:
         return None
+
+
+def add_note(report: dict[str, Any], note: str) -> None:
+    """``note`` in the report's ``note``, after the one it has (joined by ``; ``)."""
+    report["note"] = f"{report['note']}; {note}" if report.get("note") else note
 
 
 def base(command: str, path: str, data: bytes | None, auto: bool) -> dict[str, Any]:

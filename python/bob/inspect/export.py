@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from bob.fileio import same_file
-from bob.inspect.common import Refused
+from bob.inspect.common import Refused, add_note
 from bob.text import escape_bytes, show_path
 
 FORMATS = {".safetensors": "safetensors", ".npz": "npz"}
@@ -43,7 +43,7 @@ def export_checkpoint(report: dict[str, Any], data: bytes | None, out: str) -> "
     from bob import interop
 
     if not report["ok"] or data is None:
-        report["note"] = "no export: bob-run refuses this checkpoint (the problems are listed); nothing was written"
+        add_note(report, "no export: bob-run refuses this checkpoint (the problems are listed), so none was written")
         return None
     fmt = export_format(out)
     checkpoint = bob.load_checkpoint(data)  # zero bytes: the fresh state
