@@ -105,7 +105,7 @@ def fail(prog: str, refusal: Refused, *, as_json: bool, command: str | None = No
            else f"{prog}: {refusal.text}\n")
     if as_json:
         document = envelope(command or prog, refusal.code, refusal)
-        _write(sys.stdout, json_text({**extra, **document} if extra else document) + "\n")
+        emit(prog, json_text({**extra, **document} if extra else document), what="its --json object")
     return refusal.code
 
 

@@ -522,6 +522,16 @@ def test_stdout_closed_broken_or_ascii(command, prog, argv, code, stream, work, 
         assert err.count("\n") == 1 and "could not be printed (stdout is closed or full)" in err, err
 
 
+@pytest.mark.parametrize("prog", PROGRAMS)
+def test_a_json_refusal_stdout_cannot_take_is_said_on_stderr(prog: str, tmp_path: Path) -> None:
+    """A refusal's --json object on a full stdout was lost without a word, while a report's was said."""
+    with open("/dev/full", "wb") as full:
+        done = _run_real(prog, ["--json", "--bogus"], tmp_path, stdout=full)
+    refusal, said = done.stderr.decode().splitlines()
+    assert done.returncode == 2 and refusal.startswith(f"{prog}: refused: ") and "--bogus" in refusal, refusal
+    assert said == f"{prog}: its --json object could not be printed (stdout is closed or full)"
+
+
 @pytest.mark.parametrize("encoding", ["ascii", "ascii:surrogateescape"])  # the latter: a C locale's stdout
 @pytest.mark.parametrize("prog", PROGRAMS)
 def test_help_in_ascii(prog: str, encoding: str, tmp_path: Path) -> None:
