@@ -135,3 +135,26 @@ def test_each_file_is_judged_on_its_own(cli, tmp_path: Path) -> None:
 def test_verify_needs_a_file(cli) -> None:
     doc = cli.json("verify", code=2)
     assert doc["error"]["message"].startswith("usage:")
+
+
+def test_verify_of_many_files_says_where_it_is_on_stderr(cli, tmp_path: Path, monkeypatch) -> None:
+    """2,500 files took seconds with nothing on a terminal: verify shows the progress every long command
+    shows (README, "progress"), and the output stays one JSON object."""
+    import io
+
+    import bob.progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    shown = Terminal()
+
+    class AtOnce(bob.progress.Progress):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **{**kwargs, "after": 0.0, "stream": shown})
+
+    monkeypatch.setattr(bob.progress, "Progress", AtOnce)
+    path = write(tmp_path, "ck.bin", GOOD)
+    verify(cli, path, path, path, code=0)
+    assert shown.getvalue().startswith("\rbob-inspect verify: 1/3") and shown.getvalue().endswith("\n")

@@ -131,8 +131,13 @@ def cmd_trace(args: argparse.Namespace) -> Result:
 def cmd_verify(args: argparse.Namespace) -> Result:
     """``bob-inspect verify FILE...``: 0 every checkpoint is good, 2 any is not."""
     from bob.inspect.verify import render_verify, verify_file
+    from bob.progress import Progress
 
-    checkpoints = [verify_file(path) for path in args.files]
+    checkpoints = []
+    with Progress(PROG, "verify", len(args.files)) as progress:  # (thousands of files take seconds)
+        for path in args.files:
+            checkpoints.append(verify_file(path))
+            progress.advance()
     good = all(r["ok"] for r in checkpoints)
     return {"checkpoints": checkpoints}, render_verify(checkpoints), EXIT_OK if good else EXIT_PROBLEMS
 
