@@ -17,8 +17,12 @@ NumPy comes in only for the functions that make or convert arrays.
 
 Memory the binding allocates for its caller (the planes of
 :func:`initial_planes`, the pairs of :func:`train`, the words and the
-predictions of :func:`predict`) is reserved before use: when there is none,
-the call raises ``MemoryError`` with nothing changed, never a panic.
+predictions of :func:`predict`) is reserved before use: when the allocator has
+none (``ulimit -v``, more than the address space), the call raises
+``MemoryError`` with nothing changed, never a panic. A kernel that overcommits
+(Linux's default) may grant more than there is and end the process when the
+pages are first written (``initial_planes`` of a vocabulary in the tens of
+thousands asks for tens of GiB), as it would any program's.
 """
 
 from __future__ import annotations
