@@ -282,10 +282,10 @@ class Deferral:
 
 class scratch_directory:
     """``with scratch_directory(prefix) as path``: a new temporary directory, removed whole when the block
-    ends, bob-qualify's and bob-fuzz's. A SIGINT, SIGTERM or SIGHUP that arrives while it is removed waits until
-    it is gone (``tempfile.TemporaryDirectory``'s removal was cut short by one, leaving a check's 786 KB
-    checkpoint behind), and a removal that runs out of descriptors (``ulimit -n``: ``shutil.rmtree`` holds one
-    a level) walks the tree again one directory at a time, rather than ending a finished command with exit 70."""
+    ends, bob-qualify's and bob-fuzz's. A SIGINT, SIGTERM or SIGHUP that arrives as it is made waits until it has
+    a name (then it is removed, and the signal acts), and one that arrives while it is removed waits until it is
+    gone (``tempfile.TemporaryDirectory``'s removal was cut short by one, leaving a check's 786 KB checkpoint
+    behind); the removal: :func:`_remove_tree`."""
 
     prefix: str
     path: str
@@ -297,37 +297,64 @@ class scratch_directory:
     def __enter__(self) -> str:
         import tempfile
 
-        self.path = tempfile.mkdtemp(prefix=self.prefix)
+        made = Deferral()
+        made.begin()
+        try:
+            self.path = tempfile.mkdtemp(prefix=self.prefix)
+            if made.pending:
+                _remove_tree(self.path)
+        finally:
+            made.end()
+        made.check()
         return self.path
 
     def __exit__(self, kind: "type[BaseException] | None", value: "BaseException | None", traceback: object) -> None:
-        import os
-        import shutil
-
         deferral = Deferral()  # (a signal already ending the command: one more during the removal is only recorded)
         deferral.begin()
         try:
-            shutil.rmtree(self.path, ignore_errors=True)
-            if os.path.lexists(self.path):  # out of descriptors: again, bottom up, one directory open at a time
-                for top, dirs, files in os.walk(self.path, topdown=False):
-                    for name in files + dirs:
-                        _remove(os.path.join(top, name))
-                _remove(self.path)
+            _remove_tree(self.path)
         finally:
             deferral.end()
         if kind is None or not issubclass(kind, KeyboardInterrupt):
             deferral.check()  # raised once the directory is gone (chained to an error in the block: it ends all)
 
 
-def _remove(path: str) -> None:
-    """A file, a link or an empty directory, if it can be removed (as ``rmtree(ignore_errors=True)``:
-    a tree left behind is not the command's failure)."""
+def _remove_tree(path: str) -> None:
+    """``path`` removed whole as far as it can be (a tree left behind is not the command's failure): by
+    ``shutil.rmtree``, then what that left, bottom up with one directory open at a time and never through a
+    link: out of descriptors (``ulimit -n``: rmtree holds one a level), or a directory a reader made read-only."""
     import os
+    import shutil
 
-    try:
-        if os.path.isdir(path) and not os.path.islink(path):
-            os.rmdir(path)
-        else:
-            os.unlink(path)
-    except OSError:
-        pass
+    shutil.rmtree(path, ignore_errors=True)
+    if os.path.lexists(path):
+        for top, dirs, files in os.walk(path, topdown=False):
+            if top == path or not os.path.islink(top):  # (one swapped for a link since it was listed: left)
+                for name in files + dirs:
+                    _remove(os.path.join(top, name))
+        _remove(path)
+
+
+def _remove(path: str) -> None:
+    """A file, a link or an empty directory, if it can be removed; its directory made writable once if it
+    was read-only (as ``tempfile.TemporaryDirectory`` does)."""
+    import os
+    import stat
+
+    for attempt in range(2):
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.rmdir(path)
+            else:
+                os.unlink(path)
+            return
+        except PermissionError:
+            parent = os.path.dirname(path)
+            if attempt or os.path.islink(parent):
+                return
+            try:
+                os.chmod(parent, stat.S_IRWXU)
+            except OSError:
+                return
+        except OSError:
+            return

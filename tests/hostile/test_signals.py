@@ -742,3 +742,72 @@ def test_a_signal_as_bob_fixture_makes_its_temporary_leaves_none(tmp_path: Path,
         monkeypatch.undo()
     assert code == 143 and "interrupted by SIGTERM" in capsys.readouterr().err
     assert out.read_bytes() == old and sorted(p.name for p in tmp_path.iterdir()) == ["r.bin"]
+
+
+def test_a_signal_as_a_scratch_directory_is_made_leaves_none(tmp_path: Path, monkeypatch) -> None:
+    """A SIGTERM as mkdtemp's directory was made, before its name was bound, left it in TMPDIR for good."""
+    import tempfile
+
+    from bob import signals
+
+    real = tempfile.mkdtemp
+
+    def signalled(*args: object, **kwargs: object) -> str:
+        made = real(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGTERM)  # raised at the next bytecode: before the caller has the name
+        return made
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # (TMPDIR read again)
+    monkeypatch.setattr(tempfile, "mkdtemp", signalled)
+    replaced = signals.install()
+    try:
+        with pytest.raises(signals.Interrupted):
+            with signals.scratch_directory("bob-scratch-"):
+                pytest.fail("the block ran")
+    finally:
+        signals.restore(replaced)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_what_rmtree_leaves_of_a_scratch_directory_is_removed_but_never_through_a_link(tmp_path: Path,
+                                                                                      monkeypatch) -> None:
+    """What shutil.rmtree left (here: all of it) is removed bottom up: a directory a reader made read-only is made
+    writable first (TemporaryDirectory did; its corpus was left behind), and a directory swapped for a link
+    to elsewhere once listed is not followed: nothing outside the scratch directory is removed."""
+    import shutil
+
+    from bob import signals
+
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "precious.txt").write_bytes(b"keep")
+    real_unlink, real_scandir, unwritable, swapped = os.unlink, os.scandir, set(), []
+
+    def unlink(path, *args, **kwargs):  # as a read-only directory would (root writes into it all the same)
+        if os.path.dirname(path) in unwritable:
+            raise PermissionError(13, "Permission denied", path)
+        return real_unlink(path, *args, **kwargs)
+
+    def chmod(path, mode, *args, **kwargs):
+        unwritable.discard(os.fspath(path))
+
+    def scandir(path="."):  # the first look into "swap" finds a link to the victim in its place
+        if os.path.basename(path) == "swap" and not swapped:
+            swapped.append(path)
+            os.rmdir(path)
+            os.symlink(victim, path)
+        return real_scandir(path)
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(shutil, "rmtree", lambda *args, **kwargs: None)
+    with signals.scratch_directory("bob-scratch-") as directory:
+        (Path(directory) / "ro" / "deep").mkdir(parents=True)
+        (Path(directory) / "ro" / "file").write_bytes(b"x")
+        (Path(directory) / "swap").mkdir()
+        unwritable.add(os.path.join(directory, "ro"))
+        monkeypatch.setattr(os, "unlink", unlink)
+        monkeypatch.setattr(os, "chmod", chmod)
+        monkeypatch.setattr(os, "scandir", scandir)
+    monkeypatch.undo()
+    assert swapped and not os.path.lexists(directory) and (victim / "precious.txt").read_bytes() == b"keep"
