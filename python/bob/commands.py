@@ -318,10 +318,15 @@ def _run(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]", work:
     name = command_of(prog, argv, subcommands)
     last_words = LastWords(prog, name, unexpected_code, as_json)  # out of memory: reported without allocating
 
+    args: Any = None
+
+    def named() -> str:  # the command key, once the work has named its subcommand (bob-inspect FILE's kind)
+        return getattr(args, "command_key", None) or name
+
     def refuse(exc: Refused) -> int:
         if exc.code == EXIT_UNEXPECTED or (exc.code == EXIT_REFUSED and the_machine_ran_out(exc)):
             exc.code = unexpected_code
-        code = fail(prog, exc, as_json=as_json, command=exc.command or name)
+        code = fail(prog, exc, as_json=as_json, command=named())
         signals.printed()
         return code
 
@@ -361,7 +366,7 @@ def _run(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]", work:
             # target's, it is the outer one's to report)
             return last_words.report(lambda: fail(prog, Refused(last_words.message, code=unexpected_code),
                                                   as_json=as_json, command=name))
-        return unexpected(prog, exc, debug=debug, as_json=as_json, code=unexpected_code, command=name)
+        return unexpected(prog, exc, debug=debug, as_json=as_json, code=unexpected_code, command=named())
     finally:
         last_words.done()
     signals.printing()

@@ -43,7 +43,6 @@ class Refused(Exception):
         self.field: str | None = field
         self.code: int = code
         self.detail: dict[str, Any] | None = detail
-        self.command: str | None = None  # the --json ``command`` key, when the work named it (a detected kind)
         super().__init__(self.text)
 
     @property

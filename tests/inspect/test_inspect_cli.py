@@ -337,6 +337,22 @@ def test_a_refusal_once_the_kind_is_detected_names_its_subcommand_and_the_file(c
     assert cli.json(str(tmp_path / "nope.bob"), code=2)["command"] == "bob-inspect"  # no kind: none detected
 
 
+@pytest.mark.parametrize("raised, code", [(KeyboardInterrupt, 130), (ValueError, 70)])
+def test_an_interruption_or_error_once_the_kind_is_detected_names_its_subcommand(cli, files, tmp_path, monkeypatch,
+                                                                                raised, code) -> None:
+    """As a refusal does: `bob-inspect ck.bin --heatmap h.png --json` interrupted said "bob-inspect"."""
+    import bob.inspect.heatmap
+
+    pytest.importorskip("matplotlib")
+
+    def cut_short(*args: object) -> None:
+        raise raised()
+
+    monkeypatch.setattr(bob.inspect.heatmap, "draw_heatmap", cut_short)
+    r = cli.json(str(files / "ck1.bin"), "--heatmap", str(tmp_path / "h.png"), code=code)
+    assert r["command"] == "bob-inspect checkpoint"
+
+
 @pytest.mark.parametrize("argv", [["nope.bob", "--rows", "pred"], ["--rows", "input", "nope.bob"]])
 def test_the_command_key_is_not_an_options_value(cli, argv):
     """An option's value that is also a subcommand's name (pred, input) named the command key."""

@@ -161,17 +161,14 @@ def cmd_auto(args: argparse.Namespace) -> Result:
     if kind is None:
         raise Refused(f"not a bob file ({'at least ' * partial}{plural(size, 'byte')} starting \""
                       f"{escape_bytes(head[:kinds.MAGIC_BYTES])}\"; {kinds.KIND_RULES})", path=args.file)
-    try:
-        if kind == kinds.CHECKPOINT:
-            return cmd_checkpoint(args, auto=True)
-        if any(option is not None for option in (args.rows, args.rows_hex, args.heatmap, args.export)):  # ('' too)
-            what = {kinds.INPUT: "an input record", kinds.TRACE: "a trace"}.get(kind, "predictions")
-            raise Refused(f"not a checkpoint (it is {what}); --rows, --rows-hex, --heatmap and --export apply to "
-                          "checkpoints", path=args.file)
-        return cmd_file(kind, args.file, auto=True)
-    except Refused as refusal:  # the kind is known: the subcommand's name, as its report would have
-        refusal.command = f"{PROG} {kind}"
-        raise
+    args.command_key = f"{PROG} {kind}"  # its refusal, interruption or error is the subcommand's, as its report
+    if kind == kinds.CHECKPOINT:
+        return cmd_checkpoint(args, auto=True)
+    if any(option is not None for option in (args.rows, args.rows_hex, args.heatmap, args.export)):  # ('' too)
+        what = {kinds.INPUT: "an input record", kinds.TRACE: "a trace"}.get(kind, "predictions")
+        raise Refused(f"not a checkpoint (it is {what}); --rows, --rows-hex, --heatmap and --export apply to "
+                      "checkpoints", path=args.file)
+    return cmd_file(kind, args.file, auto=True)
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], Result]] = {
