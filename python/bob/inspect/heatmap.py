@@ -100,6 +100,8 @@ def draw_heatmap(p_plane, out: str, title: str) -> "tuple[bytes, dict[str, Any]]
         try:
             fig.savefig(buf, format=ext)
         except RuntimeError as exc:  # a format that needs a program this machine lacks (.pgf: LaTeX)
+            if type(exc) is not RuntimeError:  # (RecursionError, NotImplementedError: unexpected)
+                raise
             raise Refused(f"cannot write .{escape_bytes(os.fsencode(ext))} files here: {exc}", option="--heatmap",
                           path=out) from None
     return buf.getvalue(), {"path": show_path(out), "format": ext, **shown}
