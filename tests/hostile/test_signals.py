@@ -776,6 +776,7 @@ def test_what_rmtree_leaves_of_a_scratch_directory_is_removed_but_never_through_
     writable first (TemporaryDirectory did; its corpus was left behind), and a directory swapped for a link
     to elsewhere once listed is not followed: nothing outside the scratch directory is removed."""
     import shutil
+    import tempfile
 
     from bob import signals
 
@@ -800,6 +801,7 @@ def test_what_rmtree_leaves_of_a_scratch_directory_is_removed_but_never_through_
         return real_scandir(path)
 
     monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # (TMPDIR read again: what a failure leaves is pytest's)
     monkeypatch.setattr(shutil, "rmtree", lambda *args, **kwargs: None)
     with signals.scratch_directory("bob-scratch-") as directory:
         (Path(directory) / "ro" / "deep").mkdir(parents=True)
