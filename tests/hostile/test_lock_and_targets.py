@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import importlib.util
 import os
 import pickle
 import shutil
@@ -199,7 +200,10 @@ def test_a_deleted_working_directory_is_refused_naming_the_option(work: Path) ->
 @pytest.mark.parametrize("command", [["bob-inspect", "ck"], ["bob-inspect", "checkpoint", "ck"],
                                      ["bob-inspect", "diff", "ck", "ck"], ["bob-fuzz", "replay", "ck"],
                                      ["bob-fuzz", "conformance", "ck"],
-                                     ["bob-fuzz", "check", "--format", "input", "--corpus", "ck", "--", "true"]])
+                                     ["bob-fuzz", "check", "--format", "input", "--corpus", "ck", "--", "true"],
+                                     ["bob-fuzz", "run", "input", "--engine", "loop", "--runs", "1", "--artifacts", "ck"],
+                                     pytest.param(["bob-fuzz", "run", "input", "--runs", "1", "--corpus", "ck"], marks=pytest.mark.skipif(
+                                         importlib.util.find_spec("atheris") is None, reason="the fuzz extra"))])
 def test_a_deleted_working_directory_is_named_by_every_reader(work: Path, command: "list[str]") -> None:
     """Not "no such file": the file may well be there, in the directory that was deleted."""
     gone = work / "gone"

@@ -21,7 +21,7 @@ from typing import Iterator
 
 from bob import signals
 from bob.commands import Refused, about, os_reason, output_directory
-from bob.fileio import make_directory, write_atomic
+from bob.fileio import make_directory, refuse_if_working_directory_gone, write_atomic
 from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignDisplay, CampaignResult, Finding, fast_path_stats, \
     read_input, seed_paths
 from bob.fuzz.dictionary import write_dict
@@ -147,7 +147,9 @@ class _Campaign:
         corpus = f".bob-fuzz/{self.name}/corpus" if corpus is None else corpus
         for option, path in (("--corpus", corpus), ("--artifacts", artifacts)):
             try:  # (atheris passes the engine's arguments as str: a path of other bytes fails every worker)
-                os.path.realpath(path).encode()
+                with about(option, path):  # (a relative path once the working directory is gone: refused so)
+                    refuse_if_working_directory_gone(path)
+                    os.path.realpath(path).encode()
             except UnicodeEncodeError:
                 raise Refused("the engine takes its paths as UTF-8 text, and this one (its links resolved) is not",
                               option=option, path=path) from None
