@@ -118,8 +118,7 @@ def open_regular(path: "str | os.PathLike[str]", flags: int, mode: int = 0o666) 
 def _read_to_end(fd: int, size: int, limit: int) -> bytearray:
     """What is left to read of ``fd``, read straight into one buffer of the file's size; at most ``limit`` + 1
     bytes (one more tells a file that grew while it was read)."""
-    data = bytearray(size + 1)
-    got = 0
+    data, got = bytearray(size + 1), 0
     while got < len(data):
         n = os.readv(fd, [memoryview(data)[got:]])
         if n == 0:
@@ -246,26 +245,27 @@ def make_directory(path: "str | os.PathLike[str]") -> list[str]:
     part-way (a name too long, a full disk), it removes them itself."""
     refuse_if_working_directory_gone(path)
     made: list[str] = []
-
-    def make(name: str) -> None:  # os.makedirs's walk, keeping what mkdir itself made ("a/../b": a and b)
+    chain, name = [], os.fspath(path)  # it and its missing parents, innermost first: os.makedirs's walk as a loop
+    while True:  # (no RecursionError a thousand levels deep), keeping what mkdir itself made ("a/../b": a and b)
         head, tail = os.path.split(name)
         if not tail:
             head, tail = os.path.split(head)
-        if head and tail and not os.path.exists(head):
-            make(head)
-            if tail == os.curdir:
-                return
-        try:
-            os.mkdir(name)
-            made.append(name)
-        except OSError as exc:
-            if not os.path.isdir(name):
-                if isinstance(exc, FileExistsError):  # a link that leads nowhere: its own reason (a loop, no target)
-                    os.stat(name)
-                raise
-
+        chain.append((name, tail))
+        if not (head and tail and not os.path.exists(head)):
+            break
+        name = head
     try:
-        make(os.fspath(path))
+        for k, (name, tail) in enumerate(reversed(chain)):
+            if k and tail == os.curdir:  # ("a/." once a is made)
+                continue
+            try:
+                os.mkdir(name)
+                made.append(name)
+            except OSError as exc:
+                if not os.path.isdir(name):
+                    if isinstance(exc, FileExistsError):  # a link leading nowhere: its own reason (a loop, no target)
+                        os.stat(name)
+                    raise
         if not os.access(path, os.W_OK | os.X_OK):
             raise PermissionError(13, "permission denied", os.fspath(path))
     except BaseException:

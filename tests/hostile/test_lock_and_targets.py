@@ -540,6 +540,21 @@ def test_a_path_through_a_link_loop_or_a_file_is_refused_for_what_it_is(tmp_path
     assert out.returncode == 2 and "--output" in out.stderr and not list(tmp_path.glob("*.min")), out.stderr
 
 
+def test_a_directory_a_thousand_levels_deep_is_made_or_refused_by_name(tmp_path: Path, monkeypatch) -> None:
+    """make_directory walked up a path by recursion: 1,500 levels (3,000 characters, under PATH_MAX) were a
+    RecursionError, exit 70, for bob-fuzz conformance OUTDIR, --artifacts, --corpus and bob-qualify --report."""
+    from bob.fileio import make_directory
+
+    monkeypatch.chdir(tmp_path)
+    deep = "d/" * 1500 + "./x"
+    made = make_directory(deep)
+    assert os.path.isdir(deep) and len(made) == 1501 and made[0] == "d"
+    out = subprocess.run([str(Path(sys.executable).parent / "bob-fuzz"), "conformance", "e/" * 3000],
+                         capture_output=True, text=True, cwd=tmp_path)  # past PATH_MAX: the kernel's refusal
+    assert out.returncode == 2 and out.stderr.startswith("bob-fuzz: refused: OUTDIR e/e/") and \
+        out.stderr.endswith(": file name too long\n") and not (tmp_path / "e").exists(), out.stderr[-200:]
+
+
 def test_a_lock_file_its_holder_removed_since_it_was_opened_is_opened_again(tmp_path: Path, monkeypatch) -> None:
     """A waiter that opened the lock file just before its holder removed it found 0 links and refused
     (exit 2, "it has 0 hard links"), where the holder had done nothing wrong."""
