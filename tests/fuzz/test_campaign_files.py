@@ -107,3 +107,25 @@ def test_fewer_runs_than_jobs_or_less_than_a_second_still_run(tmp_path: Path, ru
     result = run_campaign("predictions", runs=runs, seconds=seconds, jobs=2, corpus=str(tmp_path / "corpus"),
                           artifacts=str(tmp_path / "artifacts"), live=False)
     assert result.executions > 0 and not result.notes, (result.executions, result.notes)
+
+
+def test_a_corpus_removed_while_the_campaign_runs_is_a_note_not_an_unexpected_error(tmp_path: Path,
+                                                                                     monkeypatch) -> None:
+    """`rm -rf CORPUS` mid-campaign: counting its files raised FileNotFoundError, exit 70, the result lost."""
+    pytest.importorskip("atheris", reason="atheris is the optional fuzz extra (scripts/bootstrap.sh test,fuzz)")
+    import shutil
+
+    from bob.fuzz import campaign
+
+    corpus, real_update = tmp_path / "corpus", campaign.CampaignDisplay.update
+
+    def removing(self, result, rate) -> None:
+        shutil.rmtree(corpus, ignore_errors=True)
+        real_update(self, result, rate)
+
+    monkeypatch.setattr(campaign.CampaignDisplay, "update", removing)
+    result = campaign.run_campaign("predictions", runs=300, corpus=str(corpus), artifacts=str(tmp_path / "a"),
+                                   live=False, seed=1)
+    assert not corpus.exists()  # (the workers may find it gone: their notes say so)
+    assert [n for n in result.notes if n.startswith("--corpus")] == [
+        f"--corpus {corpus}: no such file or directory (its last count kept)"], result.notes

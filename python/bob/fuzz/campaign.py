@@ -293,7 +293,12 @@ class _Campaign:
     def tally(self) -> CampaignResult:
         """The result, its counts as the workers last reported them."""
         r = self.result
-        r.executions, r.corpus = self.total_runs(), len(os.listdir(self.corpus))
+        r.executions = self.total_runs()
+        try:
+            r.corpus = len(os.listdir(self.corpus))
+        except OSError as exc:  # removed while the campaign ran: its last count, and a note (once)
+            said = f"--corpus {self.corpus}: {os_reason(exc)} (its last count kept)"
+            r.notes += [] if said in r.notes else [said]
         r.seconds = time.monotonic() - self.start
         r.coverage, r.features = max(w.coverage for w in self.workers), max(w.features for w in self.workers)
         return r
