@@ -129,3 +129,31 @@ def test_a_corpus_removed_while_the_campaign_runs_is_a_note_not_an_unexpected_er
     assert not corpus.exists()  # (the workers may find it gone: their notes say so)
     assert [n for n in result.notes if n.startswith("--corpus")] == [
         f"--corpus {corpus}: no such file or directory (its last count kept)"], result.notes
+
+
+@pytest.mark.parametrize("ignored", [(), ("SIGINT",), ("SIGINT", "SIGTERM")])
+def test_a_signal_the_campaign_ignores_by_inheritance_its_workers_engine_ignores_too(tmp_path: Path, monkeypatch,
+                                                                                     ignored) -> None:
+    """Under `trap '' INT` (or `cmd &` in a script) a group SIGINT left bob-fuzz running but ended every
+    worker (libFuzzer's own handler, exit 72): the campaign ended early as "nothing found", exit 0."""
+    pytest.importorskip("atheris", reason="atheris is the optional fuzz extra (scripts/bootstrap.sh test,fuzz)")
+    import json
+    import signal
+
+    from bob.commands import Refused
+    from bob.fuzz import campaign
+
+    started = []
+
+    def popen(argv, **kwargs):
+        started.append(json.loads(argv[-1])["argv"])
+        raise OSError(errno.EAGAIN, "no more processes")
+
+    real, ignoring = signal.getsignal, {getattr(signal, name) for name in ignored}
+    monkeypatch.setattr(signal, "getsignal", lambda signum: signal.SIG_IGN if signum in ignoring else real(signum))
+    monkeypatch.setattr(campaign.subprocess, "Popen", popen)
+    with pytest.raises(Refused, match="cannot start worker"):
+        campaign.run_campaign("predictions", runs=10, corpus=str(tmp_path / "c"), artifacts=str(tmp_path / "a"),
+                              live=False)
+    flags = {"SIGINT": "-handle_int=0", "SIGTERM": "-handle_term=0"}
+    assert [a for a in started[0] if a.startswith("-handle_")] == [flags[n] for n in ignored]

@@ -10,6 +10,7 @@ import os
 import re
 import selectors
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -198,6 +199,8 @@ class _Campaign:
                 "-reload=1", "-print_final_stats=1", "-len_control=0"]
         if left is not None:
             argv.append(f"-max_total_time={max(1, int(left))}")
+        argv += [f"-handle_{name}=0" for name, signum in (("int", signal.SIGINT), ("term", signal.SIGTERM))
+                 if signal.getsignal(signum) == signal.SIG_IGN]  # ignored here (nohup, `cmd &`): by the engine too
         share = GENERATION.get(self.target, 0)
         if self.runs is not None:
             jobs = len(self.workers)  # the runs left shared out whole, the first workers one more each
