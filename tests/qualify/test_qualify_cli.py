@@ -150,6 +150,8 @@ def test_the_reports_json_is_what_json_prints(tmp_path, capsys, monkeypatch):
     (["--seed", "x"], None, "--seed: must be an integer from 0 to 18446744073709551615, got x"),
     (["--quick", "--thorough"], None, "not allowed with"),
     (["--quick"], "avx2", "KERNEL:THREADS"),
+    (["--quick"], "scalar:99", "scalar:99 is no configuration the kernels check runs here; one of scalar:1"),
+    (["--quick"], "nope:1", "nope:1 is no configuration"),  # (announced as flipping a bit, it flipped none)
 ])
 def test_bad_command_lines_are_refused_with_exit_2(argv, env, message, capsys, monkeypatch):
     code, out, err = run_main(argv, capsys, monkeypatch, perturb=env)

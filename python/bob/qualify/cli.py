@@ -63,6 +63,7 @@ def _work(args: argparse.Namespace) -> Outcome:
     from rich.console import Console
 
     from bob.qualify import report, runner
+    from bob.qualify.kernels import configurations
     from bob.qualify.verdict import PERTURB_ENV, perturbation  # (NumPy: imported by the runner first)
 
     if args.report is not None:
@@ -79,6 +80,9 @@ def _work(args: argparse.Namespace) -> Outcome:
         perturb = perturbation()
     except ValueError as exc:
         raise Refused(str(exc), option=PERTURB_ENV) from None
+    if perturb is not None and perturb not in (runs := configurations()):  # (it would flip nothing, said or not)
+        raise Refused(f"{perturb[0]}:{perturb[1]} is no configuration the kernels check runs here; one of "
+                      + ", ".join(f"{k}:{t}" for k, t in runs), option=PERTURB_ENV)
     seed = runner.new_seed() if args.seed is None else args.seed
     plan = runner.PLANS[args.mode]
     err = Console(stderr=True)
