@@ -157,3 +157,24 @@ def test_a_signal_the_campaign_ignores_by_inheritance_its_workers_engine_ignores
                               live=False)
     flags = {"SIGINT": "-handle_int=0", "SIGTERM": "-handle_term=0"}
     assert [a for a in started[0] if a.startswith("-handle_")] == [flags[n] for n in ignored]
+
+
+def test_a_campaign_stopped_by_a_signal_keeps_its_workers_logs(tmp_path: Path, monkeypatch) -> None:
+    """Ctrl-C (or SIGTERM) ended the workers before their output ended, and no .logs/TARGET-workerN.log was
+    written: what each had said is saved, as a campaign that runs out its time saves it."""
+    pytest.importorskip("atheris", reason="atheris is the optional fuzz extra (scripts/bootstrap.sh test,fuzz)")
+    from bob.fuzz import campaign
+
+    real_update = campaign.CampaignDisplay.update
+
+    def stopping(self, result, rate) -> None:
+        real_update(self, result, rate)
+        if result.executions:  # (the workers have said something)
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(campaign.CampaignDisplay, "update", stopping)
+    with pytest.raises(KeyboardInterrupt):
+        campaign.run_campaign("predictions", seconds=60, corpus=str(tmp_path / "c"), artifacts=str(tmp_path / "a"),
+                              live=False, seed=1)
+    log = tmp_path / "a" / ".logs" / "predictions-worker0.log"
+    assert log.is_file() and b"cov: " in log.read_bytes()

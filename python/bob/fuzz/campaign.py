@@ -356,6 +356,8 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
         signals.restore(replaced)
         try:
             _end_workers(c.workers)
+            for w in [w for w in c.workers if w.log and stopped is not None]:  # stopped mid-read: as far as it went
+                c.save_log(w)
             display.close()
         finally:
             c.selector.close()  # (first: the removal needs descriptors, ulimit -n)
