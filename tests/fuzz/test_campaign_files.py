@@ -131,11 +131,12 @@ def test_a_corpus_removed_while_the_campaign_runs_is_a_note_not_an_unexpected_er
         f"--corpus {corpus}: no such file or directory (its last count kept)"], result.notes
 
 
-@pytest.mark.parametrize("ignored", [(), ("SIGINT",), ("SIGINT", "SIGTERM")])
-def test_a_signal_the_campaign_ignores_by_inheritance_its_workers_engine_ignores_too(tmp_path: Path, monkeypatch,
-                                                                                     ignored) -> None:
+@pytest.mark.parametrize("ignored, flags", [((), []), (("SIGINT",), ["-handle_int=0"]), (("SIGTERM",), [])])
+def test_a_sigint_the_campaign_ignores_by_inheritance_its_workers_engine_ignores_too(tmp_path: Path, monkeypatch,
+                                                                                     ignored, flags) -> None:
     """Under `trap '' INT` (or `cmd &` in a script) a group SIGINT left bob-fuzz running but ended every
-    worker (libFuzzer's own handler, exit 72): the campaign ended early as "nothing found", exit 0."""
+    worker (libFuzzer's own handler, exit 72): the campaign ended early as "nothing found", exit 0. SIGTERM
+    stays the engine's, ignored or not: it is how the campaign ends its workers at once."""
     pytest.importorskip("atheris", reason="atheris is the optional fuzz extra (scripts/bootstrap.sh test,fuzz)")
     import json
     import signal
@@ -155,8 +156,7 @@ def test_a_signal_the_campaign_ignores_by_inheritance_its_workers_engine_ignores
     with pytest.raises(Refused, match="cannot start worker"):
         campaign.run_campaign("predictions", runs=10, corpus=str(tmp_path / "c"), artifacts=str(tmp_path / "a"),
                               live=False)
-    flags = {"SIGINT": "-handle_int=0", "SIGTERM": "-handle_term=0"}
-    assert [a for a in started[0] if a.startswith("-handle_")] == [flags[n] for n in ignored]
+    assert [a for a in started[0] if a.startswith("-handle_")] == flags
 
 
 def test_a_campaign_stopped_by_a_signal_keeps_its_workers_logs(tmp_path: Path, monkeypatch) -> None:
@@ -178,3 +178,39 @@ def test_a_campaign_stopped_by_a_signal_keeps_its_workers_logs(tmp_path: Path, m
                               live=False, seed=1)
     log = tmp_path / "a" / ".logs" / "predictions-worker0.log"
     assert log.is_file() and b"cov: " in log.read_bytes()
+
+
+def test_a_log_a_stopped_campaign_cannot_save_is_said_and_a_shortage_stays_unexpected(tmp_path: Path, monkeypatch,
+                                                                                      capsys) -> None:
+    """On a full disk the log of a stopped campaign was dropped without a word (its note never printed); and
+    counting the corpus out of descriptors is the machine's shortage, never a "removed corpus" note."""
+    pytest.importorskip("atheris", reason="atheris is the optional fuzz extra (scripts/bootstrap.sh test,fuzz)")
+    from bob.fuzz import campaign
+
+    real_update, real_write = campaign.CampaignDisplay.update, campaign.write_atomic
+
+    def stopping(self, result, rate) -> None:
+        real_update(self, result, rate)
+        if result.executions:
+            raise KeyboardInterrupt
+
+    def full_for_logs(path, data):
+        if str(path).endswith(".log"):
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return real_write(path, data)
+
+    monkeypatch.setattr(campaign.CampaignDisplay, "update", stopping)
+    monkeypatch.setattr(campaign, "write_atomic", full_for_logs)
+    with pytest.raises(KeyboardInterrupt):
+        campaign.run_campaign("predictions", seconds=60, corpus=str(tmp_path / "c"), artifacts=str(tmp_path / "a"),
+                              live=False, seed=1)
+    assert "bob-fuzz: worker 1's log not written: no space left on device\n" in capsys.readouterr().err
+    monkeypatch.undo()
+
+    def out_of_descriptors(path):
+        raise OSError(errno.EMFILE, "Too many open files", str(path))
+
+    monkeypatch.setattr(campaign.os, "listdir", out_of_descriptors)
+    with pytest.raises(OSError, match="Too many open files"):
+        campaign.run_campaign("predictions", runs=50, corpus=str(tmp_path / "c"), artifacts=str(tmp_path / "a"),
+                              live=False, seed=1)

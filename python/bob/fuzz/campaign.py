@@ -27,6 +27,7 @@ from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignDisplay, CampaignR
     read_input, seed_paths
 from bob.fuzz.dictionary import write_dict
 from bob.fuzz.targets import TARGETS
+from bob.text import note
 
 __all__ = ["run_campaign", "WORKER", "KEY_LINE"]
 
@@ -199,8 +200,8 @@ class _Campaign:
                 "-reload=1", "-print_final_stats=1", "-len_control=0"]
         if left is not None:
             argv.append(f"-max_total_time={max(1, int(left))}")
-        argv += [f"-handle_{name}=0" for name, signum in (("int", signal.SIGINT), ("term", signal.SIGTERM))
-                 if signal.getsignal(signum) == signal.SIG_IGN]  # ignored here (nohup, `cmd &`): by the engine too
+        if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:  # ignored here (`cmd &` in a script): by the engine
+            argv.append("-handle_int=0")  # too (SIGTERM stays the engine's: it is how the campaign ends a worker)
         share = GENERATION.get(self.target, 0)
         if self.runs is not None:
             jobs = len(self.workers)  # the runs left shared out whole, the first workers one more each
@@ -299,7 +300,7 @@ class _Campaign:
         r.executions = self.total_runs()
         try:
             r.corpus = len(os.listdir(self.corpus))
-        except OSError as exc:  # removed while the campaign ran: its last count, and a note (once)
+        except (FileNotFoundError, NotADirectoryError) as exc:  # removed while it ran: its last count, a note
             said = f"--corpus {self.corpus}: {os_reason(exc)} (its last count kept)"
             r.notes += [] if said in r.notes else [said]
         r.seconds = time.monotonic() - self.start
@@ -365,6 +366,8 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
             if c.scratch_home:
                 shutil.rmtree(c.scratch_home, ignore_errors=True)
     result = c.tally()  # (a campaign shorter than a display tick: its last status lines too)
+    for said in result.notes if stopped is not None else []:  # (a log that could not be saved: on stderr)
+        note("bob-fuzz", said)
     signum = getattr(stopped, "signum", signals.ENDING[0])
     if stopped is not None and signum != signals.ENDING[0]:
         raise Refused(f"stopped by {signals.signal_name(signum)} after {result.executions} executions; "

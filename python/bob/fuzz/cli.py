@@ -50,7 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     when = r.add_mutually_exclusive_group()
     when.add_argument("--time", type=seconds_option("--time", positive=True, maximum=MAX_SECONDS),
                       metavar="SECONDS", help="how long (default 60 s)")
-    when.add_argument("--runs", type=count_option("--runs"), metavar="N", help="how many mutated inputs, over all jobs")
+    when.add_argument("--runs", type=count_option("--runs"), metavar="N", help="how many executions, over all jobs")
     r.add_argument("--jobs", type=count_option("--jobs", maximum=max_jobs()), default=1, metavar="N",
                    help=f"worker processes sharing one corpus (1 to {max_jobs()} here: twice the usable CPUs)")
     r.add_argument("--corpus", metavar="DIR", help="the corpus directory (default .bob-fuzz/TARGET/corpus)")
