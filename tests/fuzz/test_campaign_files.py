@@ -213,3 +213,20 @@ def test_a_log_a_stopped_campaign_cannot_save_is_said_and_a_shortage_stays_unexp
     with pytest.raises(OSError, match="Too many open files"):
         campaign.run_campaign("predictions", runs=50, corpus=str(tmp_path / "c"), artifacts=str(tmp_path / "a"),
                               live=False, seed=1)
+
+
+@pytest.mark.parametrize("artifacts", ["same", "same/art", "same/./deep/art"])
+def test_artifacts_inside_the_corpus_are_refused_before_anything_is_made(tmp_path: Path, monkeypatch, capsys,
+                                                                         artifacts) -> None:
+    """libFuzzer reads every file under the corpus as an input: with --artifacts there, its findings (a crash at
+    the next start), worker logs and dictionary became inputs, and the corpus count took .logs for one."""
+    pytest.importorskip("atheris", reason="atheris is the optional fuzz extra (scripts/bootstrap.sh test,fuzz)")
+    from bob.fuzz import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "predictions", "--runs", "10", "--corpus", "same", "--artifacts", artifacts]) == 2
+    said = "is" if artifacts == "same" else "lies inside"
+    assert capsys.readouterr().err == (f"bob-fuzz: refused: --artifacts {artifacts}: {said} the --corpus directory, "
+                                       "every file of which the engine reads as an input (findings and logs too)\n")
+    assert list(tmp_path.iterdir()) == []
+    assert main(["run", "predictions", "--runs", "10", "--corpus", "same/c", "--artifacts", "same"]) == 0  # (beside)
