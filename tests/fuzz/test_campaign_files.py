@@ -225,8 +225,8 @@ def test_artifacts_inside_the_corpus_are_refused_before_anything_is_made(tmp_pat
 
     monkeypatch.chdir(tmp_path)
     assert main(["run", "predictions", "--runs", "10", "--corpus", "same", "--artifacts", artifacts]) == 2
-    said = "is" if artifacts == "same" else "lies inside"
-    assert capsys.readouterr().err == (f"bob-fuzz: refused: --artifacts {artifacts}: {said} the --corpus directory, "
-                                       "every file of which the engine reads as an input (findings and logs too)\n")
+    assert capsys.readouterr().err == (f"bob-fuzz: refused: --artifacts {artifacts}: is the --corpus directory or "
+                                       "inside it, where the engine reads every file as an input (findings and logs "
+                                       "too)\n")
     assert list(tmp_path.iterdir()) == []
     assert main(["run", "predictions", "--runs", "10", "--corpus", "same/c", "--artifacts", "same"]) == 0  # (beside)

@@ -155,11 +155,11 @@ class _Campaign:
             except UnicodeEncodeError:
                 raise Refused("the engine takes its paths as UTF-8 text, and this one (its links resolved) is not",
                               option=option, path=path) from None
-        if (inputs := Path(os.path.realpath(corpus))) in (out := Path(os.path.realpath(artifacts)), *out.parents):
-            raise Refused(f"{'is' if inputs == out else 'lies inside'} the --corpus directory, every file of which "
-                          "the engine reads as an input (findings and logs too)", option="--artifacts", path=artifacts)
         self.corpus = Path(output_directory("--corpus", corpus)).resolve()
         self.artifacts = Path(output_directory("--artifacts", artifacts)).resolve()
+        if self.corpus in (self.artifacts, *self.artifacts.parents):  # (what it made goes: run_command)
+            raise Refused("is the --corpus directory or inside it, where the engine reads every file as an input "
+                          "(findings and logs too)", option="--artifacts", path=artifacts)
         self.logs = self.artifacts / ".logs"
         output_directory("--artifacts", self.logs)  # (removed with the artifacts' when the command fails)
         self.scratch_home, self.held = "", contextlib.ExitStack()  # made with the workers, held while it runs
