@@ -152,25 +152,29 @@ class Commit:
         *companions, (main, _, main_about) = self.files
         *companion_tmps, main_tmp = self.staged
         # what a failure from here on puts back, last renamed first, with the file this run put there
-        renamed: list[tuple[Backup, about, str, tuple[int, int] | None]] = []
+        renamed: list[tuple[Backup, about, str, tuple[int, int] | None, bytes | bytearray]] = []
         try:
-            for (companion, _, companion_about), tmp in zip(companions, companion_tmps):
+            for (companion, data, companion_about), tmp in zip(companions, companion_tmps):
                 with companion_about:
                     backup = Backup(companion)
                     self.backups.append(backup)
                     placed = fileio.identity(tmp, follow_symlinks=False)
                     os.replace(tmp, companion)
                 self.staged.remove(tmp)  # renamed: no temporary left to remove
-                renamed.append((backup, companion_about, companion, placed))
+                renamed.append((backup, companion_about, companion, placed, data))
             synced = set()
             for (companion, _, companion_about) in companions:  # each directory once, after its renames
                 if os.path.dirname(companion) not in synced:
                     with companion_about:
-                        fsync_directory(os.path.dirname(companion), strict=True)
+                        try:
+                            fsync_directory(os.path.dirname(companion), strict=True)
+                        except OSError as exc:  # (a directory bob may write but not read, 0300)
+                            raise Refused(f"its directory could not be synced before the commit ({os_reason(exc)}); "
+                                          "the checkpoint was not replaced") from None
                     synced.add(os.path.dirname(companion))
             pause_at("predictions-renamed")
-            for _, companion_about, companion, placed in renamed:  # another writer's file there: not this run's pair
-                if fileio.identity(companion, follow_symlinks=False) != placed:
+            for _, companion_about, companion, placed, data in renamed:  # another writer's file: not this run's pair
+                if not _holds(companion, placed, data):
                     with companion_about:
                         raise Refused("was written by another process during this run's commit; the checkpoint was "
                                       "not replaced", code=EXIT_BUSY)
@@ -181,8 +185,8 @@ class Commit:
             self.staged.remove(main_tmp)
         except BaseException as stopped:
             unrestored = None  # every companion is put back that can be; the first that cannot is said, and why
-            for backup, companion_about, companion, placed in reversed(renamed):
-                if fileio.identity(companion, follow_symlinks=False) != placed:
+            for backup, companion_about, companion, placed, data in reversed(renamed):
+                if not _holds(companion, placed, data):
                     continue  # another process wrote it since: its file, left as it is (the backup dropped by close)
                 try:
                     with companion_about:
@@ -232,6 +236,15 @@ def replace_targets(files: "list[tuple[str, Any]]", keep: "Sequence[str]" = ()) 
                 raise Refused("that is a file this command read; bob never replaces what it reads")
         targets.append(target)
     return targets
+
+
+def _holds(path: str, placed: "tuple[int, int] | None", data: "bytes | bytearray") -> bool:
+    """Whether ``path`` is still the file this run renamed there (``placed``: its device and inode) with the
+    bytes it wrote: another process may have replaced it, or written into it (the same inode)."""
+    try:
+        return fileio.identity(path, follow_symlinks=False) == placed and fileio.read_bounded(path, len(data)) == data
+    except (OSError, fileio.FileTooLarge):
+        return False
 
 
 def replace_all(files: "list[tuple[str, bytes, Any]]", keep: "Sequence[str]" = ()) -> list[str]:

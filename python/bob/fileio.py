@@ -321,15 +321,13 @@ def temporary_name(target: str, pid: int | None = None) -> str:
 def fsync_directory(directory: str, strict: bool = False) -> None:
     try:
         fd = os.open(directory or ".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError as exc:  # a filesystem that refuses it; ``strict`` (before a commit): any other error is said
-        if strict and exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.ENOSYS):
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:  # a filesystem that refuses it; ``strict`` (a commit's): any other error is said,
+        if strict and exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.ENOSYS):  # a directory not readable too
             raise
-    finally:
-        os.close(fd)
 
 
 def _create_temporary(target: str, made: "list[str]") -> int:

@@ -357,6 +357,30 @@ def test_another_users_file_is_refused_before_anything_is_written(request_cleanu
     assert sorted(p.name for p in shared.iterdir()) == ["rec.bin", "theirs.bin"]
 
 
+def test_a_directory_bob_can_write_but_not_read_is_refused_before_the_commit(request_cleanup) -> None:
+    """In a directory of mode 0300 the directory could not be opened to sync it, and bob-run said nothing:
+    exit 0, the predictions' rename not durable before the checkpoint's (a power loss could leave the new
+    checkpoint beside the old predictions). Now refused, nothing changed."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to act as a second user")
+    import json
+    import tempfile
+
+    home = Path(tempfile.mkdtemp(prefix="bob-write-only-", dir="/tmp"))
+    request_cleanup.append(home)
+    bob.build_input(CORPUS, PROMPTS).write(home / "rec.bin")
+    (home / "out").mkdir(mode=0o300)
+    os.chown(home / "out", 4242, 4242)
+    os.chmod(home, 0o755)
+    files = ["--input", str(home / "rec.bin"), "--checkpoint", str(home / "out" / "ck.bin"),
+             "--predictions", str(home / "out" / "pred.bin")]
+    assert run_as(4242, files, home / "out.json") == 2
+    error = json.loads((home / "out.json").read_text())["error"]
+    assert error["option"] == "--predictions" and error["message"] == ("its directory could not be synced before the "
+                                                                      "commit (permission denied); the checkpoint was not replaced")
+    assert sorted(p.name for p in (home / "out").iterdir()) == []
+
+
 def test_a_file_at_the_lock_path_that_holds_more_than_a_pid_is_refused_never_removed(work: Path, capsys) -> None:
     """A checkpoint once written at ``.ck.bin.bob-lock`` (by the library: bob-run refuses that name) is not
     ck.bin's lock: refused, kept whole."""

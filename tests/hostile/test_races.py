@@ -213,6 +213,25 @@ def test_predictions_a_library_writer_wrote_during_the_commit_are_kept(work: Pat
     assert sorted(p.name for p in work.iterdir()) == ["ck.bin", "pred.bin", "rec.bin"]
 
 
+@pytest.mark.parametrize("option, name", [("--predictions", "pred.bin"), ("--trace", "run.trace")])
+def test_a_file_written_in_place_during_the_commit_is_kept(work: Path, option: str, name: str) -> None:
+    """Another process wrote into the predictions (or the trace) bob-run had just renamed into place:
+    the same inode, so bob-run committed beside bytes that were not its own, exit 0. Now exit 75
+    naming the file, which is left as the other process wrote it; the checkpoint is the old one."""
+    step10 = bob.invoke(RECORD, b"", threads=1)
+    step10.checkpoint.write(work / "ck.bin")
+
+    def write_in_place() -> None:
+        with open(work / name, "r+b") as f:
+            f.write(b"foreign")
+
+    with race.Meeting("predictions-renamed", write_in_place) as meeting:
+        run = subprocess.run([sys.executable, "-m", "bob", "run", *argv(work), "--trace", str(work / "run.trace")],
+                             env=meeting.env, capture_output=True, text=True, timeout=120)
+    assert meeting.met and run.returncode == 75 and json.loads(run.stdout)["error"]["option"] == option
+    assert (work / name).read_bytes()[:7] == b"foreign" and (work / "ck.bin").read_bytes() == step10.checkpoint_bytes()
+
+
 @pytest.mark.parametrize("how", ["in place", "replaced twice"])
 def test_a_checkpoint_changed_while_a_run_trained_is_never_overwritten(work: Path, how: str) -> None:
     """The check before the commit compared (device, inode) only: a checkpoint rewritten in place kept
