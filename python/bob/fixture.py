@@ -117,8 +117,8 @@ def build(args) -> dict:
 def _work(args) -> Outcome:
     prompts = args.prompts or []
     if len(prompts) != PROMPTS:
-        raise Refused(f"prompts: exactly {PROMPTS} prompts are needed (--prompt/--prompt-hex), got {len(prompts)}",
-                      field="prompts")
+        raise Refused(f"usage: exactly {PROMPTS} prompts are needed (--prompt and --prompt-hex together), "
+                      f"got {len(prompts)}", option="--prompt", field="prompts")
     args.prompts = prompts
     summary = build(args)
     return Outcome(EXIT_OK, summary,

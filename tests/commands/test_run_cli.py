@@ -173,7 +173,7 @@ def test_fixture_reads_a_corpus_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "args, needle",
     [
-        (["--text", "abc", "--prompt", "a", "--prompt", "b"], "prompts: exactly 3 prompts"),
+        (["--text", "abc", "--prompt", "a", "--prompt", "b"], "refused: --prompt: usage: exactly 3 prompts"),
         (["--text", "abc", "--prompt", "a", "--prompt", "b", "--prompt", "c", "--prompt", "d"], "got 4"),
         (["--text", "a", "--prompt", "a", "--prompt", "b", "--prompt", "c"], "corpus"),
         (["--text", "abc", "--prompt-hex", "zz", "--prompt", "b", "--prompt", "c"], "--prompt-hex"),
