@@ -88,7 +88,8 @@ def probabilities(checkpoint: "Checkpoint", context: int) -> npt.NDArray[np.floa
     if byte is None or isinstance(context, bool) or not 0 <= byte < VOCABULARY:
         raise BadValue("context", "a context byte, 0 to 255",
                        actual=shown_kind(context) if byte is None or isinstance(context, bool) else byte)
-    row = checkpoint.p_table[byte]
+    with checkpoint._loans():  # (no train of P meanwhile: one state's row)
+        row = checkpoint.p_table[byte].copy()
     prob: npt.NDArray[np.float64] | None = softmax_rows([row])[0]
     if prob is None:
         k = int(np.flatnonzero(~np.isfinite(row))[0])

@@ -259,14 +259,17 @@ def train(p: "PlaneLike", m: "PlaneLike", v: "PlaneLike", contexts: "PairsLike |
                        kernel=kernel)
 
 
-def reading(p: Any, m: Any, v: Any) -> Any:
-    """Read loans on the planes P, M, V for a ``with`` block (``bob._core.reading``): a :func:`train` of them
-    meanwhile, in another thread, is a ``BufferError``, and so is taking them while one runs
-    (``Checkpoint.to_bytes`` hashes and copies inside one). Arrays the core could not be training (no float32
-    buffers in this machine's order) need none."""
+def reading(*planes: Any, **named: Any) -> Any:
+    """Read loans on the planes P, M, V (or on buffers by name: ``reading(P=view)``) for a ``with`` block
+    (``bob._core.reading``): a :func:`train` of that memory meanwhile, in another thread, is a ``BufferError``,
+    and so is taking them while one runs (``Checkpoint.to_bytes`` hashes and copies inside one; a ``Checkpoint``
+    converting a strided or byte-swapped view copies it inside one). Each loan spans the bytes its buffer's
+    items lie in, whatever their strides. What is no buffer (a list) cannot be trained, and needs none."""
+    if len(planes) > 3:
+        raise TypeError("reading takes the planes P, M and V")
     try:
-        return _core.reading(*(_plane(x, name) for x, name in ((p, "P"), (m, "M"), (v, "V"))))
-    except (TypeError, ValueError):  # (BufferError, a train holding them, goes to the caller)
+        return _core.reading(**{name: _plane(x, name) for name, x in {**dict(zip("PMV", planes)), **named}.items()})
+    except TypeError:  # (BufferError, a train holding them, goes to the caller)
         import contextlib
 
         return contextlib.nullcontext()

@@ -2,6 +2,7 @@
 PanicException, and leave the caller's arrays untouched."""
 
 import array
+import contextlib
 import subprocess
 import sys
 
@@ -114,6 +115,41 @@ def test_a_ctypes_array_is_a_float32_buffer_too_for_every_call():
     assert bob.core.resume_problem(*shared, 10) is None
     with bob.core.reading(*shared), pytest.raises(BufferError):  # its read loans hold it too (Checkpoint's writers)
         bob.core.train(*shared, ctx, tgt, 20, 1)
+
+
+def test_a_view_of_a_plane_being_trained_is_never_copied_torn():
+    """A train's loans were seen only by a float32 C-contiguous buffer: a transposed, byte-swapped or read-only
+    view of the plane being trained was copied by ``Checkpoint(...)`` (and P's row by ``bob.probabilities``)
+    while the update ran, a torn state with no word. Now each is a BufferError until the train ends."""
+    import threading
+
+    p, m, v = planes()
+    ctx, tgt = pairs()
+    trainer = threading.Thread(target=bob.core.train, args=(p, m, v, ctx, tgt, 0, 3000), kwargs={"kernel": "scalar"})
+    with bob.core.reading(P=p.reshape(256, 256).T), pytest.raises(BufferError):  # a loan spans what a view covers
+        bob.core.train(p, m, v, ctx, tgt, 0, 1)
+    trainer.start()
+    while True:  # until the train holds its loans
+        try:
+            bob.core.reading(P=p).release()
+        except BufferError:
+            break
+    others, read_only = [a.copy() for a in planes()[1:]], p.view()
+    read_only.flags.writeable = False
+    views = {"transposed": p.reshape(256, 256).T, "byte-swapped": p.view(p.dtype.newbyteorder()),
+             "read-only": read_only, "a subclass": p.view(type("Sub", (np.ndarray,), {}))}
+    refused = []
+    for how, view in views.items():
+        with contextlib.suppress(BufferError):
+            bob.Checkpoint(10, view, *others)
+            continue
+        refused.append(how)
+    with contextlib.suppress(BufferError):
+        bob.probabilities(bob.Checkpoint(10, p, *others), 97)
+        refused.append("probabilities: not refused")
+    still_training = trainer.is_alive()
+    trainer.join()
+    assert still_training and refused == list(views)
 
 
 def test_pair_errors_name_the_index():

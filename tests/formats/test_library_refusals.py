@@ -346,7 +346,7 @@ def test_a_train_of_planes_being_written_is_refused() -> None:
     record = build_input(CORPUS, PROMPTS)
     checkpoint = bob.invoke(record, b"", threads=1).checkpoint
     before = checkpoint.to_bytes()
-    with _core.reading(checkpoint.p, checkpoint.m, checkpoint.v):
+    with _core.reading(P=checkpoint.p, M=checkpoint.m, V=checkpoint.v):
         with pytest.raises(BufferError, match="^P is in use by another call of bob's core"):
             bob.core.train(checkpoint.p, checkpoint.m, checkpoint.v, record.contexts, record.targets, 10)
     assert checkpoint.to_bytes() == before  # nothing changed, and the loans were given back:

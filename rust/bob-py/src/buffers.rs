@@ -191,6 +191,22 @@ impl Loans {
     }
 }
 
+/// The bytes a buffer's items lie in, as (start, length): from its lowest item to the end of its highest,
+/// whatever its strides, so that a transposed, reversed or byte-swapped view of a plane is lent over the
+/// plane's own bytes.
+pub(crate) fn extent(buffer: &PyUntypedBuffer) -> (usize, usize) {
+    let start = buffer.buf_ptr() as usize;
+    if buffer.shape().contains(&0) {
+        return (start, 0);
+    }
+    let (mut low, mut high) = (0isize, 0isize);
+    for (&n, &stride) in buffer.shape().iter().zip(buffer.strides()) {
+        let reach = (n as isize - 1) * stride;
+        if reach < 0 { low += reach } else { high += reach }
+    }
+    (start.wrapping_add_signed(low), (high - low) as usize + buffer.item_size())
+}
+
 /// A plane's entry for [`Loans::take`].
 pub(crate) fn loan<'a>(plane: &Plane, name: &'a str, writes: bool) -> (&'a str, usize, usize, bool) {
     (name, plane.ptr as usize, plane.len * 4, writes)

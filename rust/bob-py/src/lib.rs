@@ -7,7 +7,7 @@
 mod buffers;
 
 use buffers::{
-    check_length, check_planes, check_shape, contiguous_bytes, loan, overlaps, pair_words, plane, plane_readable,
+    check_length, check_planes, check_shape, contiguous_bytes, extent, loan, overlaps, pair_words, plane, plane_readable,
     words, zeros, Lent, Loans,
 };
 
@@ -17,7 +17,7 @@ use pyo3::buffer::PyUntypedBuffer;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 
 // Registered under its full import path, so that `CoreError.__module__` is
 // "bob._core" and pickle can find the class again when it loads an instance.
@@ -241,7 +241,7 @@ fn predict(p: &Bound<'_, PyAny>, prompt_words: &Bound<'_, PyAny>) -> PyResult<Ve
     bob_core::predict(values, &prompt_words).map_err(core_error)
 }
 
-/// Read loans on the planes P, M and V, held until the object is released (or leaves a `with` block): a
+/// Read loans on buffers (the planes P, M and V), held until the object is released (or leaves a `with` block): a
 /// `train` of them meanwhile, in another thread, is refused with `BufferError`, and so is taking them while
 /// one runs. `Checkpoint.to_bytes` hashes and copies the planes inside one, so its file is never a state
 /// torn by a concurrent update.
@@ -268,13 +268,21 @@ impl Reading {
     }
 }
 
-/// Read loans on the float32 buffers `p`, `m`, `v` (see `Reading`), or `BufferError` naming the first
-/// that a running `train` holds.
+/// Read loans on the buffers given by name (see `Reading`), each over the bytes its items span (any
+/// buffer: a strided or byte-swapped view of a plane being trained is refused as the plane is, so a copy
+/// of it is never torn), or `BufferError` naming the first that a running `train` holds.
 #[pyfunction]
-fn reading(p: &Bound<'_, PyAny>, m: &Bound<'_, PyAny>, v: &Bound<'_, PyAny>) -> PyResult<Reading> {
-    let (p, m, v) = (plane_readable(p, "P")?, plane_readable(m, "M")?, plane_readable(v, "V")?);
-    let loans = Loans::take(&[loan(&p, "P", false), loan(&m, "M", false), loan(&v, "V", false)])?;
-    Ok(Reading { loans: Some(loans) })
+#[pyo3(signature = (**planes))]
+fn reading(planes: Option<&Bound<'_, PyDict>>) -> PyResult<Reading> {
+    let mut spans = Vec::new();
+    for (name, obj) in planes.map(|d| d.iter().collect::<Vec<_>>()).unwrap_or_default() {
+        let name: String = name.extract()?;
+        let buffer = PyUntypedBuffer::get(&obj)
+            .map_err(|_| PyTypeError::new_err(format!("{name} is no buffer; there is nothing to lend")))?;
+        spans.push((name, extent(&buffer)));
+    }
+    let ranges: Vec<_> = spans.iter().map(|(name, (start, bytes))| (name.as_str(), *start, *bytes, false)).collect();
+    Ok(Reading { loans: Some(Loans::take(&ranges)?) })
 }
 
 /// The first reason the state P, M, V at `step` may not be resumed for

@@ -51,7 +51,11 @@ def _plane(value: Any, name: str) -> np.ndarray:
                        "or .filled() of it)", actual=f"type {type(value).__name__}")
     try:
         if isinstance(value, np.ndarray):  # D22: a subclass (np.matrix, np.memmap) becomes a new base-class array
-            arr = value if type(value) is np.ndarray else np.array(value, subok=False)
+            if type(value) is np.ndarray:
+                arr = value
+            else:
+                with _lent(value, name):
+                    arr = np.array(value, subok=False)
         elif is_foreign(value):
             arr = foreign_array(value, name)
         else:
@@ -70,10 +74,17 @@ def _plane(value: Any, name: str) -> np.ndarray:
     if arr.dtype != np.float32 or not arr.flags.c_contiguous or not arr.flags.writeable:
         if arr.dtype.kind not in "fiu":
             raise BadValue(name, "a plane holds float32 values", actual=f"dtype {arr.dtype}")
-        with np.errstate(over="ignore", invalid="ignore"):
+        with np.errstate(over="ignore", invalid="ignore"), _lent(arr, name):
             converted = in_default_environment(np.ascontiguousarray)(arr, dtype=np.float32)  # rounded per D17
-        arr = converted if converted.flags.writeable else converted.copy()  # a read-only float32 array
+            arr = converted if converted.flags.writeable else converted.copy()  # a read-only float32 array
     return arr if arr.ndim == 1 else arr.reshape(PARAMETER_COUNT)
+
+
+def _lent(source: Any, name: str) -> Any:
+    """The core's read loan on ``source``'s memory while it is copied (:func:`bob.core.reading`): a train of
+    it meanwhile, in another thread, is a ``BufferError``, never a torn copy."""
+    core = sys.modules.get("bob.core")  # (not loaded: no train of it can be running)
+    return core.reading(**{name: source}) if core is not None else contextlib.nullcontext()
 
 
 def _le_bytes(plane: np.ndarray) -> memoryview:
@@ -204,7 +215,7 @@ class Checkpoint:
         """The core's read loans on the planes (:func:`bob.core.reading`) for a ``with`` block: no train of them
         meanwhile, so a writer writes the state it checked, and a copy or a comparison reads one state."""
         core = sys.modules.get("bob.core")  # (not loaded: no train of these planes can be running)
-        return core.reading(self.p, self.m, self.v) if core is not None else contextlib.nullcontext()
+        return core.reading(P=self.p, M=self.m, V=self.v) if core is not None else contextlib.nullcontext()
 
     def _bytes(self, what: str, header_bytes: int | None, for_resume: bool) -> bytes:  # to_bytes, for ``what``
         with self._loans():
