@@ -51,11 +51,7 @@ def _plane(value: Any, name: str) -> np.ndarray:
                        "or .filled() of it)", actual=f"type {type(value).__name__}")
     try:
         if isinstance(value, np.ndarray):  # D22: a subclass (np.matrix, np.memmap) becomes a new base-class array
-            if type(value) is np.ndarray:
-                arr = value
-            else:
-                with _lent(value, name):
-                    arr = np.array(value, subok=False)
+            arr = value.view(np.ndarray)  # (copied below)
         elif is_foreign(value):
             arr = foreign_array(value, name)
         else:
@@ -71,20 +67,20 @@ def _plane(value: Any, name: str) -> np.ndarray:
     if arr.shape not in ((PARAMETER_COUNT,), TABLE_SHAPE):
         raise BadValue(name, f"a plane holds {PARAMETER_COUNT} values (flat, or {VOCABULARY} x {VOCABULARY})",
                        expected=f"shape ({PARAMETER_COUNT},) or {TABLE_SHAPE}", actual=f"shape {arr.shape}")
-    if arr.dtype != np.float32 or not arr.flags.c_contiguous or not arr.flags.writeable:
+    if arr.dtype != np.float32 or not arr.flags.c_contiguous or not arr.flags.writeable \
+            or isinstance(value, np.ndarray) and type(value) is not np.ndarray:  # (a subclass: D22)
         if arr.dtype.kind not in "fiu":
             raise BadValue(name, "a plane holds float32 values", actual=f"dtype {arr.dtype}")
-        with np.errstate(over="ignore", invalid="ignore"), _lent(arr, name):
-            converted = in_default_environment(np.ascontiguousarray)(arr, dtype=np.float32)  # rounded per D17
-            arr = converted if converted.flags.writeable else converted.copy()  # a read-only float32 array
+        with np.errstate(over="ignore", invalid="ignore"), _lent(**{name: arr}):  # (never a copy torn by a train)
+            arr = in_default_environment(np.array)(arr, dtype=np.float32, order="C")  # a new array, rounded per D17
     return arr if arr.ndim == 1 else arr.reshape(PARAMETER_COUNT)
 
 
-def _lent(source: Any, name: str) -> Any:
-    """The core's read loan on ``source``'s memory while it is copied (:func:`bob.core.reading`): a train of
-    it meanwhile, in another thread, is a ``BufferError``, never a torn copy."""
-    core = sys.modules.get("bob.core")  # (not loaded: no train of it can be running)
-    return core.reading(**{name: source}) if core is not None else contextlib.nullcontext()
+def _lent(**planes: Any) -> Any:
+    """The core's read loans on ``planes`` (:func:`bob.core.reading`) for a ``with`` block: no train of them
+    meanwhile, so a copy, a comparison or a file holds one state, the one checked."""
+    core = sys.modules.get("bob.core")  # (not loaded: no train of them can be running)
+    return core.reading(**planes) if core is not None else contextlib.nullcontext()
 
 
 def _le_bytes(plane: np.ndarray) -> memoryview:
@@ -212,10 +208,8 @@ class Checkpoint:
         return self._bytes("Checkpoint.to_bytes", header_bytes, for_resume)
 
     def _loans(self) -> Any:
-        """The core's read loans on the planes (:func:`bob.core.reading`) for a ``with`` block: no train of them
-        meanwhile, so a writer writes the state it checked, and a copy or a comparison reads one state."""
-        core = sys.modules.get("bob.core")  # (not loaded: no train of these planes can be running)
-        return core.reading(P=self.p, M=self.m, V=self.v) if core is not None else contextlib.nullcontext()
+        """:func:`_lent` on the planes."""
+        return _lent(P=self.p, M=self.m, V=self.v)
 
     def _bytes(self, what: str, header_bytes: int | None, for_resume: bool) -> bytes:  # to_bytes, for ``what``
         with self._loans():
