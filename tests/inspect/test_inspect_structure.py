@@ -14,7 +14,7 @@ MODULES = sorted(PACKAGE.glob("*.py"))
 
 def test_every_module_is_small():
     assert {p.name for p in MODULES} >= {"__init__.py", "__main__.py", "cli.py", "render.py", "heatmap.py",
-                                         "checkpoint.py", "record.py", "predictions.py", "diff.py"}
+                                         "checkpoint.py", "record.py", "predictions.py"}
     for path in MODULES:
         assert len(path.read_text().splitlines()) < 500, path.name
 

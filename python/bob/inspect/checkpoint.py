@@ -1,5 +1,6 @@
 """The ``checkpoint`` report: every field from :func:`bob.formats.checkpoint.examine` (nothing here parses bytes),
-a row's probabilities from :mod:`bob.analysis`."""
+a row's probabilities from :mod:`bob.analysis`; and the ``diff`` report, two checkpoints compared by
+:func:`bob.analysis.compare` (here only their reading, refused naming the side)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,16 @@ from typing import Any
 
 import numpy as np
 
-from bob.analysis import fresh_planes, softmax_rows
+from bob.analysis import Side, compare, fresh_planes, softmax_rows
 from bob.environment import in_default_environment
 from bob.errors import FormatError, show_value
 from bob.formats.checkpoint import Examination, examine
 from bob.formats.constants import CHECKPOINT_MAGIC, LEARNER_NAMES, UPDATES_PER_INVOCATION, VOCABULARY, learner_floats
 from bob.formats.contract import CONTRACT_FIELDS, PLANE_NAMES, V1
 from bob.formats.layout import F32
-from bob.inspect.common import TOP_K, begin, finish, magic_report, plural
+from bob.inspect.common import TOP_K, begin, file_size, finish, magic_report, plural, read_checkpoint
 from bob.invocation import unadvanceable
-from bob.text import escape_bytes, f32_json, show_byte
+from bob.text import escape_bytes, f32_json, show_byte, show_path
 
 
 @in_default_environment
@@ -137,3 +138,14 @@ def checkpoint_report(data: bytes | None, read_problems: list[FormatError], *, p
               + ("bob-run can resume it" if dead_end is None else dead_end.message))
     finish(report, problems, ok, "bob-run refuses this checkpoint")
     return report, (planes[0] if planes is not None else None)
+
+
+def _side(path: str, name: str) -> Side:
+    data, problems = read_checkpoint(path, name)  # a Refused naming the side for an unreadable path, as trace's
+    return Side(show_path(path), data, problems, len(data) if data is not None else file_size(path))
+
+
+def diff_report(path_a: str, path_b: str, *, ulp: int | None = None, atol: float | None = None) -> dict[str, Any]:
+    """The ``diff`` report (a JSON-ready dict): bytes, header fields and planes of
+    two checkpoints, and whether they are equal within ``ulp``/``atol``."""
+    return compare(_side(path_a, "A"), _side(path_b, "B"), ulp=ulp, atol=atol)

@@ -107,7 +107,7 @@ def cmd_file(kind: str, path: str, *, auto: bool = False) -> Result:
 
 def cmd_diff(args: argparse.Namespace) -> Result:
     """``bob-inspect diff A B [--ulp N] [--atol X]``: 0 equal, 1 different, 2 a file has problems."""
-    from bob.inspect.diff import diff_report
+    from bob.inspect.checkpoint import diff_report
     from bob.inspect.render import render_diff, render_diffable
 
     report = diff_report(args.a, args.b, ulp=args.ulp, atol=args.atol)
