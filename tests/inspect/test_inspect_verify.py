@@ -14,7 +14,7 @@ import pytest
 
 import bob
 from bob.formats.constants import CHUNK_BYTES, PLANE_NAMES
-from bob.formats.layout import CANONICAL_HEADER_BYTES as HB
+from bob.formats.layout import CANONICAL, CANONICAL_HEADER_BYTES as HB
 
 RECORD = bob.build_input(b"abracadabra", [b"abra", b"cad", b""])
 GOOD = bob.invoke(RECORD, bob.invoke(RECORD).checkpoint).checkpoint_bytes()  # step 20: P, M, V all differ
@@ -106,6 +106,31 @@ def test_a_file_cut_inside_its_header_is_said_so_never_a_digest_mismatch(cli, tm
     where = " (448 bytes)" if size == 447 else ", in its magic" if size < 8 else \
         f", in {found['field']} (at offset {found['offset']})"
     assert r["diagnosis"] == [f"the file ends inside its header{where}"]
+
+
+def test_a_damaged_length_is_not_called_a_cut(cli, tmp_path: Path) -> None:
+    """A whole-size file whose seed length says 2 MiB was diagnosed "the file ends inside its header":
+    no header is that long, so it is a damaged length, not a file cut short."""
+    at = CANONICAL.fields["seed.length"].offset
+    raw = bytearray(GOOD)
+    raw[at:at + 4] = (2 << 20).to_bytes(4, "little")
+    [r] = verify(cli, write(tmp_path, "length.bob", bytes(raw)), code=2)
+    assert r["diagnosis"] == [f"a length in the header runs past the file's end, in seed (at offset {at}): damaged, "
+                              "not a file cut short"]
+
+
+@pytest.mark.parametrize("i,j", list(itertools.combinations(range(len(PLANE_NAMES)), 2)))
+def test_two_swapped_chunk_table_entries_are_not_called_swapped_chunks(cli, tmp_path: Path, i: int, j: int) -> None:
+    """Entries i and j of the chunk table exchanged whole (tags too), the header resealed, the chunks in their
+    places: it was diagnosed "chunks ... are swapped"."""
+    table = CANONICAL
+    a, b = (slice(table.chunk_field(k, "tag").offset, table.chunk_field(k, "digest").end) for k in (i, j))
+    raw = bytearray(GOOD)
+    raw[a], raw[b] = GOOD[b], GOOD[a]
+    raw[table.header_digest:table.header_length] = hashlib.sha256(raw[:table.header_digest]).digest()
+    [r] = verify(cli, write(tmp_path, "table.bob", bytes(raw)), code=2)
+    assert r["diagnosis"] == [f"entries {PLANE_NAMES[i]} and {PLANE_NAMES[j]} of the chunk table are swapped "
+                              "(the chunks are in their places)"]
 
 
 def test_a_chunk_table_that_does_not_match_its_header(cli, tmp_path: Path) -> None:

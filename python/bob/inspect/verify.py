@@ -7,7 +7,7 @@ from typing import Any
 
 from bob.errors import FormatError
 from bob.formats.checkpoint import Examination, examine
-from bob.formats.constants import PLANE_NAMES
+from bob.formats.constants import MAX_HEADER_BYTES, PLANE_NAMES
 from bob.formats.rules import chunk_offset
 from bob.invocation import unadvanceable
 from bob.inspect.common import Refused, begin, plural, read_checkpoint
@@ -31,10 +31,14 @@ def diagnosis(ex: Examination, problems: list[dict[str, Any]]) -> list[str]:
     # A digest finding is the table's field: ``actual`` what the table holds, ``expected`` the chunk's SHA-256.
     stored = {p["index"]: p["actual"] for p in problems if p.get("field") == _DIGEST_FIELD}
     held = {p["index"]: p["expected"] for p in problems if p.get("field") == _DIGEST_FIELD}
+    tags = {p["index"]: (p["expected"], p["actual"]) for p in problems if p.get("field") == "chunk_table.tag"}
     for i, actual in sorted(held.items()):
         for j in sorted(j for j, expected in stored.items() if j != i and expected == actual):
             if held.get(j) != stored[i]:
                 said.append(f"chunk {PLANE_NAMES[i]} holds the bytes of chunk {PLANE_NAMES[j]} (the chunks were moved)")
+            elif i < j and tags.get(i, (0, 1))[::-1] == tags.get(j):  # each entry (its tag too) the other's
+                said.append(f"entries {PLANE_NAMES[i]} and {PLANE_NAMES[j]} of the chunk table are swapped "
+                            "(the chunks are in their places)")
             elif i < j:  # each holds the other's bytes: said once, for the pair
                 said.append(f"chunks {PLANE_NAMES[i]} and {PLANE_NAMES[j]} are swapped "
                             "(each holds the bytes the chunk table gives the other)")
@@ -54,7 +58,8 @@ def diagnosis(ex: Examination, problems: list[dict[str, Any]]) -> list[str]:
                 and (p["field"] != "file_size" or header is None)), None)  # (no header at all: cut in the magic)
     if cut is not None:
         where = "its magic" if cut["field"] == "file_size" else f"{cut['field']} (at offset {cut['offset']})"
-        said.append(f"the file ends inside its header, in {where}")
+        said.append(f"the file ends inside its header, in {where}" if ex.size <= MAX_HEADER_BYTES  # (no header is
+                    else f"a length in the header runs past the file's end, in {where}: damaged, not a file cut short")  # longer)
     elif any(p.get("field") == "header_digest" for p in problems):
         said.append("the header (its contract fields or its chunk table) does not match the header's digest")
     if not problems and header is not None and (dead_end := unadvanceable(header.step)) is not None:
