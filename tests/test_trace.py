@@ -5,6 +5,7 @@ with the pair, and where two runs part (``bob.diff``, ``bob-inspect trace``)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import struct
 from pathlib import Path
@@ -306,6 +307,11 @@ def test_two_traces_with_a_non_finite_loss_compare_in_strict_json(tmp_path: Path
     report = cli.json("trace", str(tmp_path / "a.trace"), str(tmp_path / "b.trace"), code=1)
     assert report["first_divergence"]["loss_b"] == str(loss) and report["b"]["losses"][0] == str(loss)
     assert cli.json("trace", str(tmp_path / "b.trace"), str(tmp_path / "b.trace"))["same"] is True
+    # bob.diff returns the same report (docs/bob-inspect.md): it had no file names, and NaN where the CLI says "nan"
+    library = bob.diff(str(tmp_path / "a.trace"), tmp_path / "b.trace")
+    assert {k: v for k, v in report.items() if k not in ("command", "ok", "exit_code", "error")} == \
+        {k: v for k, v in library.items() if k not in ("command", "ok")}
+    json.dumps(library, allow_nan=False)
 
 
 def test_the_constructor_takes_bytes_and_integers_only() -> None:

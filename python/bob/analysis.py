@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bob.environment import in_default_environment
-from bob.errors import BadValue, FormatError, StateRefused, buffer_bytes, integer_value, show_value, shown_kind
+from bob.errors import (BadValue, FormatError, StateRefused, buffer_bytes, integer_value, ordered_items,
+                        show_value, shown_kind)
 from bob.formats.checkpoint import examine
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, PLANE_NAMES, VOCABULARY
 from bob.formats.layout import CONTRACT_STRINGS
@@ -233,6 +234,7 @@ def _examined(side: Side) -> tuple[dict[str, Any], dict[str, Any] | None, Any]:
     data = side.data
     ex = examine(data, for_resume=True) if data is not None else None
     problems = side.problems + (ex.findings if ex is not None else [])
+    known = {} if ex is None else ex.header or dict(ex.partial_header or ())  # (a step as the checkpoint report's)
     planes = None
     if ex is not None and ex.planes is not None:
         planes = ex.planes
@@ -243,7 +245,7 @@ def _examined(side: Side) -> tuple[dict[str, Any], dict[str, Any] | None, Any]:
         "size": side.size,
         "sha256": hashlib.sha256(data).hexdigest() if data is not None else None,
         "fresh": bool(ex is not None and ex.fresh),
-        "step": ex.header.step if ex is not None and ex.header is not None else None,
+        "step": 0 if ex is not None and ex.fresh else known.get("step"),
         "problems": [p.to_dict() for p in problems],
     }
     header = header_values(ex) if ex is not None and ex.header is not None else None
@@ -301,7 +303,13 @@ def diff(a: "Checkpoint | Trace | bytes | str | os.PathLike[str]",
     if is_trace(a) or is_trace(b):
         if ulp is not None or atol is not None:  # (a trace's digests are equal or not)
             raise TypeError("ulp= and atol= go with two checkpoints; a and b are traces")
-        return compare_traces(trace_of(a, "a"), trace_of(b, "b"), checkpoints=checkpoints)
+        def named(x: Any) -> "str | None":  # a path's name, escaped, as the command's report has it
+            return show_path(x) if isinstance(x, (str, os.PathLike)) else None
+
+        pair = None if checkpoints is None else ordered_items(checkpoints) or checkpoints  # (a generator: read once)
+        files = (named(pair[0]), named(pair[1])) if isinstance(pair, tuple) and len(pair) == 2 else (None, None)
+        return compare_traces(trace_of(a, "a"), trace_of(b, "b"), checkpoints=pair, files=(named(a), named(b)),
+                              checkpoint_files=files)
     if checkpoints is not None:
         raise TypeError("checkpoints= goes with two traces; a and b are checkpoints")
     # (no Trace here: is_trace took them)

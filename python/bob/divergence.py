@@ -19,6 +19,7 @@ from typing import Any
 from bob.errors import BadValue, buffer_bytes, ordered_items, shown_kind
 from bob.formats.constants import PLANE_NAMES, TRACE_MAGIC, cell_name
 from bob.formats.trace import Trace, load_trace, read_trace_file
+from bob.text import json_number
 from bob.ulp import plane_diff
 
 __all__ = ["is_trace", "trace_of", "compare_traces", "entry_of", "state_of"]
@@ -91,7 +92,7 @@ def entry_of(trace: Trace, step: int, planes: "tuple[Any, Any, Any]") -> int:
 
 def _side(trace: Trace, file: "str | None") -> dict[str, Any]:
     return {"file": file, "sha256": hashlib.sha256(trace.to_bytes()).hexdigest(), "step_before": trace.step_before,
-            "step_after": trace.step_after, "losses": list(trace.losses)}
+            "step_after": trace.step_after, "losses": [json_number(x) for x in trace.losses]}
 
 
 def _states(a: Trace, b: Trace, checkpoints: "tuple[Any, Any]", files: "tuple[Any, Any]") -> dict[str, Any]:
@@ -128,7 +129,7 @@ def compare_traces(a: Trace, b: Trace, *, checkpoints: "tuple[Any, Any] | None" 
     if index is not None:
         ea, eb = a.entries[index], b.entries[index]
         report["first_divergence"] = {
-            "update": index + 1, "step": ea.step, "loss_a": ea.loss, "loss_b": eb.loss,
+            "update": index + 1, "step": ea.step, "loss_a": json_number(ea.loss), "loss_b": json_number(eb.loss),
             "planes": [n for n, da, db in zip(PLANE_NAMES, ea.digests, eb.digests) if da != db]}
     if checkpoints is not None:
         report["checkpoints"] = _states(a, b, checkpoints, checkpoint_files)

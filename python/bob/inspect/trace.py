@@ -65,7 +65,7 @@ def render_trace(report: dict[str, Any]) -> list[str]:
     d = report["first_divergence"]
     if d is not None:
         lines.append(f"first diverging update: {d['update']} (to step {d['step']}); digests differ for "
-                     f"{', '.join(d['planes'])}; loss before it A {d['loss_a']:.6f}, B {d['loss_b']:.6f}")
+                     f"{', '.join(d['planes'])}; loss before it A {float(d['loss_a']):.6f}, B {float(d['loss_b']):.6f}")
     states = report["checkpoints"]
     if states is not None and states["first"] is not None:
         f = states["first"]
