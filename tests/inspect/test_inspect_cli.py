@@ -166,7 +166,7 @@ def test_usage_errors_exit_2(cli, files):
         assert f"--rows-hex: {not_hex} is not hex" in err, err
     assert cli.json("ckpt", str(files / "ck1.bin"), "--rows-hex", "0X61, 0x62:63")["rows"][2]["context"] == 0x63
     err = cli.run(str(files / "rec.bin"), "--rows", "a", code=2).stderr.decode()
-    assert "apply to checkpoints" in err
+    assert f"refused: {files / 'rec.bin'}: not a checkpoint (it is an input record); --rows applies" in err
     cli.run("schema", "bogus", code=2)
     cli.run("ckpt", code=2)
     assert cli.run("--help").stdout.startswith(b"usage: bob-inspect")
@@ -320,9 +320,11 @@ def test_a_link_to_the_inspected_file_planted_while_the_output_is_made_is_refuse
 
 @pytest.mark.parametrize("option", ["--heatmap", "--export", "--rows", "--rows-hex"])
 def test_a_checkpoint_option_given_empty_on_another_kind_is_refused(cli, files, option):
-    """`bob-inspect rec.bin --heatmap ''` was exit 0: an empty value was taken for no option at all."""
+    """`bob-inspect rec.bin --heatmap ''` was exit 0: an empty value was taken for no option at all.
+    The refusal names the option given (it named all four), and FILE as its path."""
     r = cli.json(str(files / "rec.bin"), option, "", code=2)
-    assert r["error"]["message"].endswith("--rows, --rows-hex, --heatmap and --export apply to checkpoints")
+    assert (r["error"]["path"], r["error"]["message"]) == (str(files / "rec.bin"), "not a checkpoint (it is an "
+                                                           f"input record); {option} applies to checkpoints")
 
 
 def test_a_refusal_once_the_kind_is_detected_names_its_subcommand_and_the_file(cli, files, tmp_path):

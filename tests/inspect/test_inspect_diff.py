@@ -88,6 +88,16 @@ def test_diff_against_the_fresh_state(cli, files):
         "diff", str(files / "empty.bin"), str(files / "ck1.bin"), code=1)
 
 
+def test_a_sides_step_is_the_one_the_checkpoint_report_gives(cli, files, tmp_path):
+    """A fresh file's step was null in diff where `checkpoint` says 0, and a file cut after its step null
+    where `checkpoint` reads it from the partial header."""
+    (tmp_path / "cut.bin").write_bytes((files / "ck1.bin").read_bytes()[:100])
+    for name in ("empty.bin", "ck1.bin"):
+        r = cli.json("diff", str(files / name), str(tmp_path / "cut.bin"), code=2)
+        steps = [cli.json(path, code=code)["step"] for path, code in ((str(files / name), 0), (str(tmp_path / "cut.bin"), 2))]
+        assert [r["a"]["step"], r["b"]["step"]] == steps and None not in steps
+
+
 def test_atol_compares_the_exact_distance_and_never_warns():
     tiny = np.uint32(0x80000001).view(np.float32)  # -2**-149: 0.5 - tiny is 0.5 in float64, exactly 0.5 + 2**-149
     a, b = np.array([0.5, tiny, 0.5, 1.0], np.float32), np.array([tiny, 0.5, 0.0, 1.0], np.float32)

@@ -164,10 +164,10 @@ def cmd_auto(args: argparse.Namespace) -> Result:
     args.command_key = f"{PROG} {kind}"  # its refusal, interruption or error is the subcommand's, as its report
     if kind == kinds.CHECKPOINT:
         return cmd_checkpoint(args, auto=True)
-    if any(option is not None for option in (args.rows, args.rows_hex, args.heatmap, args.export)):  # ('' too)
+    given = [o for o, v in zip(_VALUE_OPTIONS, (args.rows, args.rows_hex, args.heatmap, args.export)) if v is not None]
+    if given:  # ('' too)
         what = {kinds.INPUT: "an input record", kinds.TRACE: "a trace"}.get(kind, "predictions")
-        raise Refused(f"not a checkpoint (it is {what}); --rows, --rows-hex, --heatmap and --export apply to "
-                      "checkpoints", path=args.file)
+        raise Refused(f"not a checkpoint (it is {what}); {given[0]} applies to checkpoints", path=args.file)
     return cmd_file(kind, args.file, auto=True)
 
 
@@ -237,7 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_VALUE_OPTIONS = {"--rows", "--rows-hex", "--heatmap", "--export"}
+_VALUE_OPTIONS = ("--rows", "--rows-hex", "--heatmap", "--export")
 
 
 def route(argv: list[str]) -> list[str]:

@@ -58,7 +58,7 @@ def _header_lines(r: dict[str, Any]) -> list[str]:
     if r["step"] is not None and not r["fresh"] and r["partial_header"] is None:
         extra = r["step"] % UPDATES_PER_INVOCATION
         L.append(f"  step          {r['step']} ({plural(r['invocations'], 'invocation')}"
-                 + (f" + {extra} updates" if extra else "") + ")")
+                 + (f" + {plural(extra, 'update')}" if extra else "") + ")")
     return L
 
 
