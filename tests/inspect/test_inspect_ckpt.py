@@ -104,6 +104,14 @@ def test_ckpt_rows_show_the_top5_next_bytes(cli, files):
     assert line.split("->")[1].split()[:2] == ["'r'", f"{r['rows'][1]['top'][0]['probability']:.4f}"]
 
 
+def test_rows_asked_of_unreadable_planes_are_said_in_json_too(cli, files, tmp_path):
+    """Only the text said so: the JSON's rows were null, as when none are asked for, and its note said nothing."""
+    (tmp_path / "cut.bin").write_bytes((files / "ck3.bin").read_bytes()[:600_000])
+    r = cli.json("ckpt", str(tmp_path / "cut.bin"), "--rows", "a", code=2)
+    assert r["rows"] is None and r["note"] == "--rows: not available (the planes could not be read)"
+    assert cli.json("ckpt", str(tmp_path / "cut.bin"), code=2)["note"] is None
+
+
 def test_a_checkpoint_with_two_problems_gets_both_named(cli, files):
     path = files / "two.bin"
     out = cli.text("ckpt", str(path), code=2)

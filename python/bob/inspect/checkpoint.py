@@ -16,7 +16,7 @@ from bob.formats.checkpoint import Examination, examine
 from bob.formats.constants import CHECKPOINT_MAGIC, LEARNER_NAMES, UPDATES_PER_INVOCATION, VOCABULARY, learner_floats
 from bob.formats.contract import CONTRACT_FIELDS, PLANE_NAMES, V1
 from bob.formats.layout import F32
-from bob.inspect.common import TOP_K, begin, file_size, finish, magic_report, plural, read_checkpoint
+from bob.inspect.common import TOP_K, add_note, begin, file_size, finish, magic_report, plural, read_checkpoint
 from bob.invocation import unadvanceable
 from bob.text import escape_bytes, f32_json, show_byte, show_path
 
@@ -136,6 +136,8 @@ def checkpoint_report(data: bytes | None, read_problems: list[FormatError], *, p
         dead_end = unadvanceable(step) if isinstance(step, int) else None
         ok = (f"OK: a valid bob v1 checkpoint at step {step} ({plural(report['invocations'], 'invocation')}); "
               + ("bob-run can resume it" if dead_end is None else dead_end.message))
+    if rows and planes is None:  # (the rows asked for: said, in JSON too, not only a null)
+        add_note(report, "--rows: not available (the planes could not be read)")
     finish(report, problems, ok, "bob-run refuses this checkpoint")
     return report, (planes[0] if planes is not None else None)
 

@@ -75,7 +75,6 @@ def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
     rows, written = rows_bytes(args), []
     data, problems = read_checkpoint(args.file)
     report, p_plane = checkpoint_report(data, problems, path=args.file, auto=auto, rows=rows)
-    report["rows_requested"] = list(rows) if rows else None
     if heatmap is not None and p_plane is None:
         # the file has problems (they are reported); there is nothing to draw
         add_note(report, "no heatmap: the P plane could not be read")
@@ -290,8 +289,6 @@ def _work(args: argparse.Namespace) -> Outcome:
         raise Refused("usage: give a command or a FILE (see bob-inspect --help)")
     command = SUBCOMMANDS.get(args.command, args.command)
     report, lines, code = HANDLERS[command](args)
-    if args.json:
-        report.pop("rows_requested", None)
     name = f"{PROG} {report.get('kind', command) if command == 'auto' else command}"
     written = [item["path"] for item in (report.get("heatmap"), report.get("export")) if isinstance(item, dict)]
     return Outcome(code, report, "\n".join(_guard(line) for line in lines), command=name,

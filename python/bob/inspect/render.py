@@ -132,8 +132,6 @@ def render_checkpoint(r: dict[str, Any]) -> list[str]:
         L.append(f"  note: {r['note']}")
     if r["rows"] is not None:
         L += _row_lines(r["rows"])
-    elif r.get("rows_requested") and r["planes"] is None:
-        L.append("rows: not available (the planes could not be read)")
     if r["heatmap"] is not None:
         L.append(f"heatmap written to {r['heatmap']['path']}")
     if r["export"] is not None:
