@@ -179,8 +179,8 @@ impl Loans {
             let end = start + bytes;
             if lent.iter().any(|&(s, e, w, _)| start < e && s < end && (w || writes)) {
                 return Err(PyBufferError::new_err(format!(
-                    "{name} is in use by another call of bob's core (another thread is {} it); \
-                     a buffer is trained by one call at a time",
+                    "{name} is in use by another call of bob's core (one still running, in this thread \
+                     or another, is {} it); a buffer is trained by one call at a time",
                     if writes { "reading or training" } else { "training" }
                 )));
             }
