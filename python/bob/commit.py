@@ -152,13 +152,14 @@ class Commit:
         *companions, (main, _, main_about) = self.files
         *companion_tmps, main_tmp = self.staged
         # what a failure from here on puts back, last renamed first, with the file this run put there
-        renamed: list[tuple[Backup, about, str, tuple[int, int] | None, bytes | bytearray]] = []
+        renamed: list[tuple[Backup, about, str, tuple[int, int, int], bytes | bytearray]] = []
         try:
             for (companion, data, companion_about), tmp in zip(companions, companion_tmps):
                 with companion_about:
                     backup = Backup(companion)
                     self.backups.append(backup)
-                    placed = fileio.identity(tmp, follow_symlinks=False)
+                    st = os.stat(tmp, follow_symlinks=False)
+                    placed = (st.st_dev, st.st_ino, st.st_mtime_ns)  # (a rename keeps them)
                     os.replace(tmp, companion)
                 self.staged.remove(tmp)  # renamed: no temporary left to remove
                 renamed.append((backup, companion_about, companion, placed, data))
@@ -238,11 +239,19 @@ def replace_targets(files: "list[tuple[str, Any]]", keep: "Sequence[str]" = ()) 
     return targets
 
 
-def _holds(path: str, placed: "tuple[int, int] | None", data: "bytes | bytearray") -> bool:
-    """Whether ``path`` is still the file this run renamed there (``placed``: its device and inode) with the
-    bytes it wrote: another process may have replaced it, or written into it (the same inode)."""
+def _holds(path: str, placed: "tuple[int, int, int]", data: "bytes | bytearray") -> bool:
+    """Whether ``path`` is still the file this run renamed there (``placed``: its device, inode and mtime) with
+    the bytes it wrote: another process may have replaced it, or written into it (the same inode)."""
     try:
-        return fileio.identity(path, follow_symlinks=False) == placed and fileio.read_bounded(path, len(data)) == data
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    if (st.st_dev, st.st_ino, st.st_mtime_ns) != placed:
+        return False
+    try:
+        return fileio.read_bounded(path, len(data)) == data
+    except PermissionError:  # a file this user may write, not read (0200): its inode, mtime and size tell
+        return st.st_size == len(data)
     except (OSError, fileio.FileTooLarge):
         return False
 

@@ -381,6 +381,35 @@ def test_a_directory_bob_can_write_but_not_read_is_refused_before_the_commit(req
     assert sorted(p.name for p in (home / "out").iterdir()) == []
 
 
+@pytest.mark.parametrize("option", ["--predictions", "--trace"])
+def test_a_file_this_user_may_write_but_not_read_is_replaced(request_cleanup, option: str) -> None:
+    """A 0200 predictions file or trace (writable, not readable): the check that the renamed file still holds
+    this run's bytes could not read it, called it another process's, exit 75, and left the new file beside
+    the old checkpoint (its backup dropped). Its inode, mtime and size tell instead: committed, exit 0."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to act as a second user")
+    import json
+    import tempfile
+
+    home = Path(tempfile.mkdtemp(prefix="bob-write-only-file-", dir="/tmp"))
+    request_cleanup.append(home)
+    bob.build_input(CORPUS, PROMPTS).write(home / "rec.bin")
+    (home / "out").mkdir()
+    os.chown(home / "out", 4242, 4242)
+    os.chmod(home, 0o755)
+    files = {"--input": home / "rec.bin", "--checkpoint": home / "out" / "ck.bin",
+             "--predictions": home / "out" / "pred.bin", "--trace": home / "out" / "run.trace"}
+    argv = [a for o, path in files.items() for a in (o, str(path))]
+    assert run_as(4242, argv, home / "first.json") == 0
+    os.chmod(files[option], 0o200)
+    assert run_as(4242, argv, home / "second.json") == 0, (home / "second.json").read_text()
+    record = bob.build_input(CORPUS, PROMPTS)
+    second = bob.invoke(record, bob.invoke(record, b"", threads=1).checkpoint, threads=1, trace=True)
+    assert [files[o].read_bytes() for o in ("--checkpoint", "--predictions", "--trace")] == [
+        second.checkpoint_bytes(), second.predictions_bytes(), second.trace_bytes()]
+    assert sorted(p.name for p in (home / "out").iterdir()) == ["ck.bin", "pred.bin", "run.trace"]
+
+
 def test_a_file_at_the_lock_path_that_holds_more_than_a_pid_is_refused_never_removed(work: Path, capsys) -> None:
     """A checkpoint once written at ``.ck.bin.bob-lock`` (by the library: bob-run refuses that name) is not
     ck.bin's lock: refused, kept whole."""
