@@ -108,11 +108,12 @@ def test_a_file_cut_inside_its_header_is_said_so_never_a_digest_mismatch(cli, tm
     assert r["diagnosis"] == [f"the file ends inside its header{where}"]
 
 
-def test_a_damaged_length_is_not_called_a_cut(cli, tmp_path: Path) -> None:
-    """A whole-size file whose seed length says 2 MiB was diagnosed "the file ends inside its header":
-    no header is that long, so it is a damaged length, not a file cut short."""
+@pytest.mark.parametrize("size", [len(GOOD), 60_000])
+def test_a_damaged_length_is_not_called_a_cut(cli, tmp_path: Path, size: int) -> None:
+    """A file whose seed length says 2 MiB was diagnosed "the file ends inside its header": no header
+    holds a string that long, so it is a damaged length, not a file cut short (whatever the file's size)."""
     at = CANONICAL.fields["seed.length"].offset
-    raw = bytearray(GOOD)
+    raw = bytearray(GOOD[:size])
     raw[at:at + 4] = (2 << 20).to_bytes(4, "little")
     [r] = verify(cli, write(tmp_path, "length.bob", bytes(raw)), code=2)
     assert r["diagnosis"] == [f"a length in the header runs past the file's end, in seed (at offset {at}): damaged, "
@@ -131,6 +132,18 @@ def test_two_swapped_chunk_table_entries_are_not_called_swapped_chunks(cli, tmp_
     [r] = verify(cli, write(tmp_path, "table.bob", bytes(raw)), code=2)
     assert r["diagnosis"] == [f"entries {PLANE_NAMES[i]} and {PLANE_NAMES[j]} of the chunk table are swapped "
                               "(the chunks are in their places)"]
+
+
+def test_a_rotation_of_the_chunk_table_entries_is_named_entry_by_entry(cli, tmp_path: Path) -> None:
+    """The entries rotated whole, the chunks in their places: it was diagnosed as chunks moved."""
+    entries = [slice(CANONICAL.chunk_field(k, "tag").offset, CANONICAL.chunk_field(k, "digest").end) for k in range(3)]
+    raw = bytearray(GOOD)
+    raw[entries[0]], raw[entries[1]], raw[entries[2]] = GOOD[entries[2]], GOOD[entries[0]], GOOD[entries[1]]
+    raw[CANONICAL.header_digest:CANONICAL.header_length] = hashlib.sha256(raw[:CANONICAL.header_digest]).digest()
+    [r] = verify(cli, write(tmp_path, "rot.bob", bytes(raw)), code=2)
+    assert r["diagnosis"] == ["entry M of the chunk table is chunk P's (the chunks are in their places)",
+                              "entry V of the chunk table is chunk M's (the chunks are in their places)",
+                              "entry P of the chunk table is chunk V's (the chunks are in their places)"]
 
 
 def test_a_chunk_table_that_does_not_match_its_header(cli, tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from bob.errors import FormatError
 from bob.formats.checkpoint import Examination, examine
-from bob.formats.constants import MAX_HEADER_BYTES, PLANE_NAMES
+from bob.formats.constants import PLANE_NAMES, STRING_LIMIT
 from bob.formats.rules import chunk_offset
 from bob.invocation import unadvanceable
 from bob.inspect.common import Refused, begin, plural, read_checkpoint
@@ -34,14 +34,15 @@ def diagnosis(ex: Examination, problems: list[dict[str, Any]]) -> list[str]:
     tags = {p["index"]: (p["expected"], p["actual"]) for p in problems if p.get("field") == "chunk_table.tag"}
     for i, actual in sorted(held.items()):
         for j in sorted(j for j, expected in stored.items() if j != i and expected == actual):
+            a, b = PLANE_NAMES[i], PLANE_NAMES[j]
+            table = i in tags and j in tags and tags[j][1] == tags[i][0]  # entry j, tag and all, is chunk i's
             if held.get(j) != stored[i]:
-                said.append(f"chunk {PLANE_NAMES[i]} holds the bytes of chunk {PLANE_NAMES[j]} (the chunks were moved)")
-            elif i < j and tags.get(i, (0, 1))[::-1] == tags.get(j):  # each entry (its tag too) the other's
-                said.append(f"entries {PLANE_NAMES[i]} and {PLANE_NAMES[j]} of the chunk table are swapped "
-                            "(the chunks are in their places)")
+                said.append(f"entry {b} of the chunk table is chunk {a}'s (the chunks are in their places)" if table
+                            else f"chunk {a} holds the bytes of chunk {b} (the chunks were moved)")
             elif i < j:  # each holds the other's bytes: said once, for the pair
-                said.append(f"chunks {PLANE_NAMES[i]} and {PLANE_NAMES[j]} are swapped "
-                            "(each holds the bytes the chunk table gives the other)")
+                said.append(f"entries {a} and {b} of the chunk table are swapped (the chunks are in their places)"
+                            if table else f"chunks {a} and {b} are swapped (each holds the bytes the chunk table gives "
+                            "the other)")
     header = ex.header
     short = next((p for p in problems if p.get("field") == "file_size" and isinstance(p.get("actual"), int)
                   and isinstance(p.get("expected"), int) and p["actual"] < p["expected"]), None)
@@ -58,8 +59,9 @@ def diagnosis(ex: Examination, problems: list[dict[str, Any]]) -> list[str]:
                 and (p["field"] != "file_size" or header is None)), None)  # (no header at all: cut in the magic)
     if cut is not None:
         where = "its magic" if cut["field"] == "file_size" else f"{cut['field']} (at offset {cut['offset']})"
-        said.append(f"the file ends inside its header, in {where}" if ex.size <= MAX_HEADER_BYTES  # (no header is
-                    else f"a length in the header runs past the file's end, in {where}: damaged, not a file cut short")  # longer)
+        damaged = isinstance(cut["actual"], int) and cut["actual"] > STRING_LIMIT  # a string no header holds
+        said.append(f"a length in the header runs past the file's end, in {where}: damaged, not a file cut short"
+                    if damaged else f"the file ends inside its header, in {where}")
     elif any(p.get("field") == "header_digest" for p in problems):
         said.append("the header (its contract fields or its chunk table) does not match the header's digest")
     if not problems and header is not None and (dead_end := unadvanceable(header.step)) is not None:
