@@ -264,15 +264,17 @@ def reading(*planes: Any, **named: Any) -> Any:
     (``bob._core.reading``): a :func:`train` of that memory meanwhile, in another thread, is a ``BufferError``,
     and so is taking them while one runs (``Checkpoint.to_bytes`` hashes and copies inside one; a ``Checkpoint``
     converting a strided or byte-swapped view copies it inside one). Each loan spans the bytes its buffer's
-    items lie in, whatever their strides. What is no buffer (a list) cannot be trained, and needs none."""
+    items lie in, whatever their strides. What is no buffer (a list) cannot be trained, and gets none; the
+    others get theirs."""
+    import contextlib
+
     if len(planes) > 3:
         raise TypeError("reading takes the planes P, M and V")
-    try:
-        return _core.reading(**{name: _plane(x, name) for name, x in {**dict(zip("PMV", planes)), **named}.items()})
-    except TypeError:  # (BufferError, a train holding them, goes to the caller)
-        import contextlib
-
-        return contextlib.nullcontext()
+    lent = {}
+    for name, x in {**dict(zip("PMV", planes)), **named}.items():
+        with contextlib.suppress(TypeError):  # (a masked array, what no array can be made of: never trained)
+            lent[name] = _plane(x, name)
+    return _core.reading(**lent)  # (BufferError, a train holding one, goes to the caller)
 
 
 def kernels() -> list[str]:

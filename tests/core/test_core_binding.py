@@ -128,6 +128,8 @@ def test_a_view_of_a_plane_being_trained_is_never_copied_torn():
     trainer = threading.Thread(target=bob.core.train, args=(p, m, v, ctx, tgt, 0, 3000), kwargs={"kernel": "scalar"})
     with bob.core.reading(P=p.reshape(256, 256).T), pytest.raises(BufferError):  # a loan spans what a view covers
         bob.core.train(p, m, v, ctx, tgt, 0, 1)
+    with bob.core.reading(P=p, Q=[1.0]), pytest.raises(BufferError):  # what is no buffer takes no loan, P still does
+        bob.core.train(p, m, v, ctx, tgt, 0, 1)
     trainer.start()
     while True:  # until the train holds its loans
         try:

@@ -277,9 +277,9 @@ fn reading(planes: Option<&Bound<'_, PyDict>>) -> PyResult<Reading> {
     let mut spans = Vec::new();
     for (name, obj) in planes.map(|d| d.iter().collect::<Vec<_>>()).unwrap_or_default() {
         let name: String = name.extract()?;
-        let buffer = PyUntypedBuffer::get(&obj)
-            .map_err(|_| PyTypeError::new_err(format!("{name} is no buffer; there is nothing to lend")))?;
-        spans.push((name, extent(&buffer)));
+        if let Ok(buffer) = PyUntypedBuffer::get(&obj) {
+            spans.push((name, extent(&buffer))); // (what is no buffer, a list, is never trained: no loan)
+        }
     }
     let ranges: Vec<_> = spans.iter().map(|(name, (start, bytes))| (name.as_str(), *start, *bytes, false)).collect();
     Ok(Reading { loans: Some(Loans::take(&ranges)?) })
