@@ -164,8 +164,8 @@ class Commit:
                 self.staged.remove(tmp)  # renamed: no temporary left to remove
                 renamed.append((backup, companion_about, companion, placed, data))
             synced = set()
-            for (companion, _, companion_about) in companions:  # each directory once, after its renames
-                if os.path.dirname(companion) not in synced:
+            for (companion, _, companion_about) in self.files:  # each directory once, after its renames (the
+                if os.path.dirname(companion) not in synced:  # checkpoint's too: one that cannot be is refused now)
                     with companion_about:
                         try:
                             fsync_directory(os.path.dirname(companion), strict=True)

@@ -357,10 +357,12 @@ def test_another_users_file_is_refused_before_anything_is_written(request_cleanu
     assert sorted(p.name for p in shared.iterdir()) == ["rec.bin", "theirs.bin"]
 
 
-def test_a_directory_bob_can_write_but_not_read_is_refused_before_the_commit(request_cleanup) -> None:
+@pytest.mark.parametrize("option", ["--predictions", "--checkpoint"])
+def test_a_directory_bob_can_write_but_not_read_is_refused_before_the_commit(request_cleanup, option: str) -> None:
     """In a directory of mode 0300 the directory could not be opened to sync it, and bob-run said nothing:
     exit 0, the predictions' rename not durable before the checkpoint's (a power loss could leave the new
-    checkpoint beside the old predictions). Now refused, nothing changed."""
+    checkpoint beside the old predictions), or, the checkpoint alone there, its rename never made durable.
+    Now refused, nothing changed."""
     if os.geteuid() != 0:
         pytest.skip("needs root to act as a second user")
     import json
@@ -369,16 +371,18 @@ def test_a_directory_bob_can_write_but_not_read_is_refused_before_the_commit(req
     home = Path(tempfile.mkdtemp(prefix="bob-write-only-", dir="/tmp"))
     request_cleanup.append(home)
     bob.build_input(CORPUS, PROMPTS).write(home / "rec.bin")
-    (home / "out").mkdir(mode=0o300)
-    os.chown(home / "out", 4242, 4242)
+    for name, mode in (("out", 0o300), ("other", 0o755)):
+        (home / name).mkdir(mode=mode)
+        os.chown(home / name, 4242, 4242)
     os.chmod(home, 0o755)
-    files = ["--input", str(home / "rec.bin"), "--checkpoint", str(home / "out" / "ck.bin"),
-             "--predictions", str(home / "out" / "pred.bin")]
+    paths = {"--checkpoint": home / "other" / "ck.bin", "--predictions": home / "other" / "pred.bin"}
+    paths[option] = home / "out" / paths[option].name
+    files = ["--input", str(home / "rec.bin"), *(a for o, path in paths.items() for a in (o, str(path)))]
     assert run_as(4242, files, home / "out.json") == 2
     error = json.loads((home / "out.json").read_text())["error"]
-    assert error["option"] == "--predictions" and error["message"] == ("its directory could not be synced before the "
-                                                                      "commit (permission denied); the checkpoint was not replaced")
-    assert sorted(p.name for p in (home / "out").iterdir()) == []
+    assert error["option"] == option and error["message"] == ("its directory could not be synced before the "
+                                                             "commit (permission denied); the checkpoint was not replaced")
+    assert sorted(p.name for p in (home / "out").iterdir()) == [] == sorted(p.name for p in (home / "other").iterdir())
 
 
 @pytest.mark.parametrize("option", ["--predictions", "--trace"])
