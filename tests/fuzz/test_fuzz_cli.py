@@ -315,6 +315,39 @@ def test_a_conformance_corpus_names_what_is_in_its_way(tmp_path: Path, in_the_wa
     assert [p.name for p in out.iterdir()] == [in_the_way.rstrip("/")]  # nothing else left
 
 
+def test_a_conformance_corpus_is_never_written_through_a_link_nor_half_replaced(tmp_path: Path, monkeypatch,
+                                                                               capsys) -> None:
+    """A link inside OUTDIR was written through: a file outside the corpus replaced (exit 0), or the manifest,
+    the corpus then not what its manifest lists; and a corpus cut short kept the files it had replaced. Now
+    a link is refused by name, and no file is replaced before every one is staged."""
+    import errno
+
+    from bob import fileio
+
+    home = tmp_path / "c" / "input" / "accepted"
+    home.mkdir(parents=True)
+    (tmp_path / "outside.txt").write_bytes(b"mine")
+    for link in (home / "built-all-bytes.bin", tmp_path / "c" / "manifest.json"):
+        link.symlink_to(tmp_path / "outside.txt")
+        assert main(["conformance", str(tmp_path / "c")]) == 2
+        assert capsys.readouterr().err.startswith(f"bob-fuzz: refused: OUTDIR {link}: is a symbolic link")
+        assert (tmp_path / "outside.txt").read_bytes() == b"mine"
+        link.unlink()
+    (home / "built-all-bytes.bin").write_bytes(b"the user's")
+    real = fileio.stage
+
+    def full_disk(target: str, *args: Any, **kwargs: Any) -> Any:
+        if "checkpoint" in target:
+            raise OSError(errno.ENOSPC, "No space left on device", target)
+        return real(target, *args, **kwargs)
+
+    monkeypatch.setattr(fileio, "stage", full_disk)
+    assert main(["conformance", str(tmp_path / "c")]) == 2
+    assert (home / "built-all-bytes.bin").read_bytes() == b"the user's"
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == [
+        "c", "c/input", "c/input/accepted", "c/input/accepted/built-all-bytes.bin", "outside.txt"]
+
+
 class _Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True
@@ -345,13 +378,17 @@ def test_a_conformance_corpus_cut_short_on_a_terminal_ends_its_progress_line(tmp
     from bob.commands import Refused
     from bob.fuzz.conformance import write_corpus
 
-    def full_disk(path: object, data: bytes) -> None:  # once the input's and predictions' files are written
+    real = bob.fuzz.conformance.make_directory
+
+    def full_disk(path: object) -> list[str]:  # once the input's and predictions' directories are made
         if "checkpoint" in str(path):
             raise OSError(errno.ENOSPC, "No space left on device")
+        return real(path)
 
-    monkeypatch.setattr(bob.fuzz.conformance, "write_atomic", full_disk)
-    with pytest.raises(Refused, match="checkpoint-abracadabra-step10.bin: no space left on device"):
+    monkeypatch.setattr(bob.fuzz.conformance, "make_directory", full_disk)
+    with pytest.raises(Refused, match="checkpoint/accepted: no space left on device"):
         write_corpus(tmp_path / "c")
+    assert not (tmp_path / "c").exists()  # the directories it made, removed
     assert terminal.getvalue().startswith("\rbob-fuzz conformance: 1/") and terminal.getvalue().endswith("\x1b[K\n")
 
 
@@ -424,12 +461,38 @@ def test_check_s_own_temporary_corpus_that_cannot_be_written_is_the_machine_s(mo
     """A full TMPDIR (or ulimit -f) was a refusal naming OUTDIR, an option check does not have (exit 2)."""
     import errno
 
-    from bob.fuzz import conformance
+    from bob import fileio
 
-    def too_large(path, data):
+    def too_large(path, *args, **kwargs):
         raise OSError(errno.EFBIG, "File too large", str(path))
 
-    monkeypatch.setattr(conformance, "write_atomic", too_large)
+    monkeypatch.setattr(fileio, "stage", too_large)
     assert main(["check", "--format", "predictions", "--json", "--", "/bin/cat", "{}"]) == 70
     error = json.loads(capsys.readouterr().out)["error"]
     assert error["option"] is None and error["message"].startswith("its temporary corpus: ")
+
+
+@pytest.mark.parametrize("argv, option", [(["run", "no-such-target", "--engine", "loop", "--runs", "1"], "TARGET"),
+                                          (["replay", "IN", "--target", "no-such-target"], "--target"),
+                                          (["minimize", "IN", "--target", "no_such_module:f"], "--target")])
+def test_an_unknown_target_is_a_usage_error_naming_its_option(tmp_path: Path, capsys, argv: list[str],
+                                                              option: str) -> None:
+    """It named none (README: a usage error names the option it is about)."""
+    (tmp_path / "in.bin").write_bytes(b"x")
+    assert main(["--json", *(str(tmp_path / "in.bin") if a == "IN" else a for a in argv)]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["option"] == option and error["message"].startswith("usage: ")
+
+
+def test_a_failure_message_and_a_reader_s_words_are_escaped_in_json(tmp_path: Path, capsys) -> None:
+    """Bytes from outside reached the JSON raw (README: escaped everywhere): a target's failure message in
+    `replay`, a reader's command line in `check`."""
+    (tmp_path / "in.bin").write_bytes(b"raise ValueError(chr(27) + '[31m' + chr(0xdcff))")
+    assert main(["--json", "replay", str(tmp_path / "in.bin"), "--target", "builtins:exec"]) == 1
+    out = capsys.readouterr().out
+    assert json.loads(out)["files"][0]["message"] == "ValueError: \\x1b[31m\\udcff" and out.isascii()
+    from bob.fuzz.conformance import check, write_corpus
+
+    write_corpus(tmp_path / "c")
+    report = check("predictions", ["/bin/true", "\x1b[31m", "{}"], corpus=tmp_path / "c")
+    assert report["reader"] == "/bin/true '\\x1b[31m' '{}'"

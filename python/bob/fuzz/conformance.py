@@ -17,11 +17,12 @@ from typing import Any
 
 from bob.commands import EXIT_SOFTWARE, Refused, about, os_reason
 from bob.errors import FormatError
-from bob.fileio import (FileTooLarge, discard_temporary, make_directory, read_bounded, refuse_if_working_directory_gone,
-                        remove_empty_directories, write_atomic)
+from bob.fileio import (FileTooLarge, make_directory, read_bounded, refuse_if_working_directory_gone,
+                        remove_empty_directories)
 from bob.formats.kinds import ALIASES, FORMATS
 from bob.fuzz.common import read_input
 from bob.signals import scratch_directory
+from bob.text import one_line
 
 __all__ = ["FORMATS", "open_corpus", "judge", "write_corpus", "check", "render_table", "reader_main"]
 
@@ -63,23 +64,32 @@ def _accepted(fmt: str) -> list[tuple[str, bytes]]:
 
 
 def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130) -> list[dict[str, Any]]:
-    """Write the labelled corpus and its manifest; the manifest's entries. Cut short (a full disk, a
-    signal), it removes the files and directories it made: a corpus is whole or not there."""
+    """Write the labelled corpus and its manifest; the manifest's entries. Every file is staged before any is
+    replaced (:func:`bob.commit.replace_all`), never through a link inside OUTDIR (it could lead out of the
+    corpus); cut short (a full disk, a signal), it removes the directories it made: the corpus is whole,
+    or the files there before are."""
+    from bob.commit import replace_all
     from bob.fuzz.mutator import mutate, mutate_field, refresh_digests, spots
     from bob.progress import Progress  # (looked up when it runs: a test shows it on a terminal)
 
     root = Path(outdir)
     entries: list[dict[str, Any]] = []
-    made: list[str] = []  # its directories, outermost first, and the files that were not there before
+    made: list[str] = []  # its directories, outermost first
+    files: list[tuple[str, bytes, about]] = []
+
+    def own(sub: Path) -> Path:
+        for link in (root.joinpath(*sub.parts[:k]) for k in range(1, len(sub.parts) + 1)):
+            if os.path.islink(link):
+                raise Refused("is a symbolic link; the corpus's files are its own, never written through one",
+                              option="OUTDIR", path=link)
+        return root / sub
 
     def add(fmt: str, name: str, data: bytes, verdict: dict[str, Any]) -> None:
         sub = Path(fmt) / ("accepted" if verdict["verdict"] == "accept" else f"refused/{verdict['field']}")
-        path = root / sub / f"{name}.bin"
+        path = own(sub / f"{name}.bin")
         with about("OUTDIR", path.parent):  # the directory or file it could not make (a file in the way, a full
             made.extend(make_directory(root / sub))  # disk, ulimit -f), not OUTDIR
-        made.extend([] if os.path.lexists(path) else [os.fspath(path)])
-        with about("OUTDIR", path):
-            write_atomic(path, data)
+        files.append((os.fspath(path), data, about("OUTDIR", path)))
         entries.append({"file": str(sub / f"{name}.bin"), "format": fmt, **verdict})
 
     try:
@@ -112,12 +122,10 @@ def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130) -> l
                         continue
                     kept[field] = kept.get(field, 0) + 1
                     add(fmt, f"{spot.replace('[', '').replace(']', '').replace('.', '-')}-{attempt:04d}", data, verdict)
-        with about("OUTDIR", root / "manifest.json"):
-            write_atomic(root / "manifest.json",
-                         json.dumps({"format": "bob-conformance-1", "files": entries}, indent=1).encode("utf-8"))
+        manifest = json.dumps({"format": "bob-conformance-1", "files": entries}, indent=1).encode("utf-8")
+        path = own(Path("manifest.json"))
+        replace_all([*files, (os.fspath(path), manifest, about("OUTDIR", path))])
     except BaseException:
-        for path in made:  # the files (a directory is no file to unlink), then the directories
-            discard_temporary(path)
         remove_empty_directories(made)
         raise
     return entries
@@ -164,13 +172,12 @@ def _reader_verdict(command: list[str], path: Path, timeout: float) -> tuple[str
     if not any("{}" in a for a in command):
         argv.append(str(path))
     # Its own process group, ended with it, and its output in a file, not a pipe: a child it leaves
-    # running neither outlives the check nor holds the verdict up until the timeout.
+    # running in that group neither outlives the check nor holds the verdict up until the timeout.
     with tempfile.TemporaryFile() as out:
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.DEVNULL,
                                     start_new_session=True)
         except OSError as exc:
-
             raise Refused(f"cannot run the reader: {os_reason(exc)}", option="COMMAND", path=argv[0]) from None
         try:
             code: int | None = proc.wait(timeout=timeout)
@@ -225,12 +232,12 @@ def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | Non
                     disagreements.append({"file": e["file"], "field": e["field"], "bob": e["verdict"],
                                           "reader": verdict, "reader_field": field, "problem": problem})
                 progress.advance(extra=f"{len(disagreements)} disagreeing")
-    return {"format": fmt, "reader": shlex.join(command), "files": len(files),
+    return {"format": fmt, "reader": one_line(shlex.join(command)), "files": len(files),  # (escaped: the user's bytes)
             "agreements": len(files) - len(disagreements), "disagreements": disagreements, "by_field": by_field}
 
 
 def render_table(report: dict[str, Any]) -> str:
-    from bob.text import one_line, show_path
+    from bob.text import show_path
 
     rows = [("field", "files", "agree", "disagree")]
     rows += [(one_line(f), str(r["files"]), str(r["agree"]), str(r["disagree"]))
