@@ -657,7 +657,7 @@ def test_a_target_that_is_no_function_is_a_usage_error(work, capsys) -> None:
     """It ran, and each input's TypeError ('int' object is not callable) was a finding against bob."""
     rc, out, err = call("bob-fuzz", ["run", "convention_targets:not_a_function", "--format", "input", "--engine",
                                      "loop", "--runs", "2", "--json"], capsys)
-    assert rc == 2 and err == "bob-fuzz: refused: usage: target 'convention_targets:not_a_function' is no function " \
+    assert rc == 2 and err == "bob-fuzz: refused: TARGET: usage: target 'convention_targets:not_a_function' is no function " \
         "(a int)\n"
 
 

@@ -97,14 +97,14 @@ def main(argv: list[str] | None = None) -> int:
                        unexpected_code=EXIT_SOFTWARE, subcommands={name: name for name in COMMANDS})
 
 
-def _known_target(name: str, fmt: str | None = None) -> None:
-    """An unknown target is a usage error, before anything starts."""
+def _known_target(name: str, fmt: str | None = None, option: str = "--target") -> None:
+    """An unknown target is a usage error naming ``option``, before anything starts."""
     from bob.fuzz.common import load_target
 
     try:
         load_target(name, fmt)
     except (ValueError, ImportError, AttributeError) as exc:
-        raise Refused(f"usage: {exc}") from None
+        raise Refused(f"usage: {exc}", option=option) from None
 
 
 def cmd_targets(args: argparse.Namespace) -> Outcome:
@@ -121,7 +121,7 @@ def cmd_run(args: argparse.Namespace) -> Outcome:
     from bob.fuzz.common import stdout_on_stderr
     from bob.fuzz.loop import seeded_loop
 
-    _known_target(args.target, args.format)
+    _known_target(args.target, args.format, "TARGET")
     if args.engine == "loop":
         if args.runs is None:
             raise Refused("usage: --engine loop needs --runs N", option="--runs")
@@ -191,7 +191,7 @@ def cmd_replay(args: argparse.Namespace) -> Outcome:
              + ("" if v.passed else f"  {one_line(v.message)}") for v in verdicts]
     lines.append(f"{PROG} replay: {len(verdicts) - failed} passed, {failed} failed")
     data = {"passed": len(verdicts) - failed, "failed": failed,
-            "files": [{"path": show_path(v.path), "target": v.target, "passed": v.passed, "message": v.message}
+            "files": [{"path": show_path(v.path), "target": v.target, "passed": v.passed, "message": one_line(v.message)}
                       for v in verdicts]}
     return Outcome(EXIT_FOUND if failed else EXIT_OK, data, "\n".join(lines))
 
