@@ -26,8 +26,8 @@ MOST_ATOL = 7e38  # past twice FLT_MAX: a tolerance can cover every difference o
 
 def _plain(text: str) -> str:
     """``text`` if it is written as a shell user writes a number, else a ValueError: Python's
-    ``int()`` and ``float()`` also read ``1_0`` as 10 and a full-width ``２`` as 2."""
-    if not text.isascii() or "_" in text:
+    ``int()`` and ``float()`` also read ``1_0`` as 10, a full-width ``２`` as 2 and `` 1 `` as 1."""
+    if not text.isascii() or "_" in text or text != text.strip():
         raise ValueError(text)
     return text
 

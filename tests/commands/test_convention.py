@@ -346,7 +346,8 @@ def test_a_usage_refusal_shows_argv_bytes_as_every_refusal_shows_a_path(prog: st
 # Numbers
 # --------------------------------------------------------------------------- #
 
-VALUES = ["-1", "0", "01", "nan", "inf", "1e309", "1_0", "\uff12"]  # (int() reads 1_0 as 10, a full-width 2 as 2)
+VALUES = ["-1", "0", "01", "nan", "inf", "1e309", "1_0", "\uff12", " 1 "]  # (int() reads 1_0 as 10, a full-width 2
+# as 2, " 1 " as 1)
 # (program, argv that is refused for another reason, the option, the values it accepts).
 # A value the option accepts reaches the other refusal (which does not name the option);
 # any other value is refused naming the option, before anything runs.
