@@ -77,6 +77,25 @@ def test_replay_of_a_directory_refuses_what_it_cannot_replay_never_skips_it(tmp_
     assert err.startswith(f"bob-fuzz: refused: PATH {odd}: ") and reason in err, err
 
 
+def fails_on_bad(data: bytes) -> None:
+    assert data != b"bad", "planted"
+
+
+def test_replay_of_a_directory_follows_a_linked_directory_once(tmp_path: Path, capsys) -> None:
+    """A linked directory under the one given was skipped without a word ("1 passed", exit 0, its failing
+    file never run); a link back up is walked once, not for ever."""
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "other").mkdir()
+    (tmp_path / "dir" / "a.bin").write_bytes((GOLDEN / "input-abracadabra.bin").read_bytes())
+    (tmp_path / "other" / "bad.bin").write_bytes(b"bad")
+    (tmp_path / "dir" / "linked").symlink_to("../other")
+    (tmp_path / "other" / "up").symlink_to("../dir")
+    assert main(["--json", "replay", "--target", f"{__name__}:fails_on_bad", str(tmp_path / "dir")]) == 1
+    files = json.loads(capsys.readouterr().out)["files"]
+    assert [(Path(f["path"]).relative_to(tmp_path / "dir"), f["passed"]) for f in files] == [
+        (Path("a.bin"), True), (Path("linked/bad.bin"), False)]
+
+
 def escapes_then_fails(data: bytes) -> None:
     raise AssertionError("planted \x1b]0;title\x07 \x1b[31mred")
 

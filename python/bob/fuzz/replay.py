@@ -38,16 +38,22 @@ def _unreadable(exc: OSError) -> None:
 
 
 def files_under(paths: "list[str | os.PathLike[str]]") -> Iterator[Path]:
-    """The files named, and every file under the directories named (sorted; hidden ones and notes skipped);
+    """The files named, and every file under the directories named (sorted; hidden ones and notes skipped; a
+    linked directory followed, each directory once);
     a directory under them that cannot be listed raises its ``OSError``."""
     for p in map(Path, paths):
         if not p.is_dir():
             yield p
             continue
-        found, top = [], os.fspath(p).rstrip(os.sep).count(os.sep)
-        for directory, subdirectories, names in os.walk(p, onerror=_unreadable):
+        found, top, seen = [], os.fspath(p).rstrip(os.sep).count(os.sep), set()
+        for directory, subdirectories, names in os.walk(p, onerror=_unreadable, followlinks=True):
             if directory.count(os.sep) - top > _DEEPEST:  # one answer on every Python (3.11's os.walk recursed out)
                 raise OSError(errno.ELOOP, f"directories nested more than {_DEEPEST} levels deep", os.fspath(p))
+            st = os.stat(directory)  # a linked directory is walked once (a link back up: not again)
+            if (st.st_dev, st.st_ino) in seen:
+                subdirectories[:] = []
+                continue
+            seen.add((st.st_dev, st.st_ino))
             subdirectories[:] = [d for d in subdirectories if not d.startswith(".")]
             found += [Path(directory, n) for n in names if not n.startswith(".")]
         yield from (f for f in sorted(found) if f.suffix not in (".txt", ".md", ".json"))  # (a FIFO too: refused)
