@@ -389,3 +389,15 @@ def test_a_trace_with_a_nan_loss_equals_itself_read_twice() -> None:
     data = Trace(trace.contract_sha256, trace.input_sha256, 0, entries).to_bytes()
     assert load_trace(data) == load_trace(data) and len({load_trace(data), load_trace(data)}) == 1
     assert load_trace(data) != trace
+
+
+def test_a_non_finite_loss_is_json_ready_and_checkpoints_is_never_a_path_split_in_characters(tmp_path: Path) -> None:
+    """Trace.as_dict said JSON-ready and held NaN (strict JSON refused it); bob.diff(..., checkpoints="ab")
+    read the files "a" and "b", and a single path was refused as "got tuple ('m', 'o', ...)"."""
+    a = hand_made()
+    b = resealed(a[:HEAD.size + 8] + struct.pack("<d", float("nan")) + a[HEAD.size + 16:])
+    assert load_trace(b).as_dict()["entries"][0]["loss"] == "nan"
+    json.dumps(load_trace(b).as_dict(), allow_nan=False)
+    for given in ("ab", "model.bob", b"ab", tmp_path):
+        with pytest.raises(TypeError, match=f"^checkpoints is a pair: one state of each run; got {type(given).__name__}"):
+            bob.diff(a, a, checkpoints=given)

@@ -306,7 +306,8 @@ def diff(a: "Checkpoint | Trace | bytes | str | os.PathLike[str]",
         def named(x: Any) -> "str | None":  # a path's name, escaped, as the command's report has it
             return show_path(x) if isinstance(x, (str, os.PathLike)) else None
 
-        pair = None if checkpoints is None else ordered_items(checkpoints) or checkpoints  # (a generator: read once)
+        pair = checkpoints if checkpoints is None or isinstance(checkpoints, (str, bytes, os.PathLike)) \
+            else ordered_items(checkpoints) or checkpoints  # (a generator: read once; a path: no pair, refused)
         files = (named(pair[0]), named(pair[1])) if isinstance(pair, tuple) and len(pair) == 2 else (None, None)
         return compare_traces(trace_of(a, "a"), trace_of(b, "b"), checkpoints=pair, files=(named(a), named(b)),
                               checkpoint_files=files)

@@ -97,7 +97,7 @@ def _side(trace: Trace, file: "str | None") -> dict[str, Any]:
 
 def _states(a: Trace, b: Trace, checkpoints: "tuple[Any, Any]", files: "tuple[Any, Any]") -> dict[str, Any]:
     """The two checkpoints compared, each first held to its trace."""
-    pair = ordered_items(checkpoints)
+    pair = None if isinstance(checkpoints, (str, bytes, os.PathLike)) else ordered_items(checkpoints)  # (no pair)
     if pair is None or len(pair) != 2:
         raise TypeError(f"checkpoints is a pair: one state of each run; got {shown_kind(checkpoints)}")
     (step_a, planes_a), (step_b, planes_b) = (state_of(c, f"checkpoints[{i}]") for i, c in enumerate(pair))

@@ -23,6 +23,7 @@ from bob.formats.layout import (DIGEST_BYTES, TRACE_BODY_BYTES, TRACE_BYTES, TRA
                                 TRACE_ENTRY_FIELDS, TRACE_HEAD, TRACE_HEAD_STRUCT)
 from bob.formats.rules import TRACE_CONTRACT, TRACE_STEP, TRACE_UPDATE_COUNT, TRACE_VERSION_RULE
 from bob.formats.schema import END, Sha256Of, Table, parse, ruled, schema_fields
+from bob.text import json_number
 
 __all__ = ["TRACE", "TRACE_FILE", "TraceEntry", "Trace", "TraceExamination", "examine", "trace_findings",
            "load_trace", "read_trace_file", "contract_sha256", "IDENTITY"]
@@ -170,12 +171,13 @@ class Trace(BobFile):
                            [e.digests for e in self.entries], lambda b: hashlib.sha256(b).digest())
 
     def as_dict(self) -> dict[str, Any]:
-        """A JSON-ready description."""
+        """A JSON-ready description (a non-finite loss as ``"nan"``, ``"inf"``, ``"-inf"``)."""
         return {
             "format": "bob-trace", "version": TRACE_VERSION,
             "contract_sha256": self.contract_sha256.hex(), "input_sha256": self.input_sha256.hex(),
             "step_before": self.step_before, "step_after": self.step_after,
-            "entries": [{"step": e.step, "loss": e.loss, **{n: d.hex() for n, d in zip(PLANE_NAMES, e.digests)}}
+            "entries": [{"step": e.step, "loss": json_number(e.loss),
+                         **{n: d.hex() for n, d in zip(PLANE_NAMES, e.digests)}}
                         for e in self.entries],
         }
 

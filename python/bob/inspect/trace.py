@@ -94,6 +94,6 @@ def render_trace_file(r: dict[str, Any]) -> list[str]:
         L += [f"  {name:<16} {r[name]}" for name in ("contract_sha256", "input_sha256", "step_before", "step_after")]
         L.append("updates (step, loss before it, XXH3-128 of each plane after it)")
         L.append(f"  {'step':>8}  {'loss':>12}  " + "  ".join(f"{n:<{DIGEST_SHOWN}}" for n in PLANE_NAMES))
-        L += [f"  {e['step']:>8}  {e['loss']:>12.6f}  " + "  ".join(e[n][:DIGEST_SHOWN] for n in PLANE_NAMES)
+        L += [f"  {e['step']:>8}  {float(e['loss']):>12.6f}  " + "  ".join(e[n][:DIGEST_SHOWN] for n in PLANE_NAMES)
               for e in r["entries"]]
     return file_report(r, 17, L)
