@@ -515,3 +515,14 @@ def test_a_failure_message_and_a_reader_s_words_are_escaped_in_json(tmp_path: Pa
     write_corpus(tmp_path / "c")
     report = check("predictions", ["/bin/true", "\x1b[31m", "{}"], corpus=tmp_path / "c")
     assert report["reader"] == "/bin/true '\\x1b[31m' '{}'"
+
+
+def test_a_reader_that_prints_without_end_is_ended_by_the_output_limit(corpus: Path, monkeypatch) -> None:
+    """Its output went to a temporary file without a bound: `yes` wrote about 1.4 GB in 2.5 s, for each file,
+    until --timeout. Now the file-size limit ends it (a crash, a disagreement) long before."""
+    from bob.fuzz import conformance
+
+    monkeypatch.setattr(conformance, "OUTPUT_LIMIT", 1 << 20, raising=False)
+    report = conformance.check("predictions", ["sh", "-c", "exec yes", "{}"], corpus=corpus, timeout=3)
+    assert report["files"] > 0 and len(report["disagreements"]) == report["files"]
+    assert {d["problem"] for d in report["disagreements"]} == {"crash"}  # (not "timeout": ended by the limit)

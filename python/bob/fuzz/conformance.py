@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import random
+import resource
 import shlex
 import signal
 import subprocess
@@ -28,6 +29,7 @@ __all__ = ["FORMATS", "open_corpus", "judge", "write_corpus", "check", "render_t
 
 PER_FIELD = 3  # refused examples kept per (format, field)
 ATTEMPTS = {"input": 600, "predictions": 600, "checkpoint": 400}
+OUTPUT_LIMIT = 64 << 20  # bytes a reader may print per file (a hex dump of the largest file is 2 MiB)
 
 
 def judge(fmt: str, data: bytes) -> dict[str, Any]:
@@ -167,6 +169,12 @@ def open_corpus(corpus: "str | os.PathLike[str]") -> list[dict[str, Any]]:
     return files
 
 
+def _bounded_output() -> None:
+    """(In the reader, before it runs.) Past :data:`OUTPUT_LIMIT` bytes a file it writes ends it (SIGXFSZ, a crash)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)  # (never above the ulimit -f it inherits)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (soft if 0 <= soft < OUTPUT_LIMIT else OUTPUT_LIMIT, hard))
+
+
 def _reader_verdict(command: list[str], path: Path, timeout: float) -> tuple[str, str | None]:
     argv = [a.replace("{}", str(path)) for a in command]
     if not any("{}" in a for a in command):
@@ -176,7 +184,7 @@ def _reader_verdict(command: list[str], path: Path, timeout: float) -> tuple[str
     with tempfile.TemporaryFile() as out:
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.DEVNULL,
-                                    start_new_session=True)
+                                    start_new_session=True, preexec_fn=_bounded_output)
         except OSError as exc:
             raise Refused(f"cannot run the reader: {os_reason(exc)}", option="COMMAND", path=argv[0]) from None
         try:
