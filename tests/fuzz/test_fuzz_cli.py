@@ -83,17 +83,22 @@ def fails_on_bad(data: bytes) -> None:
 
 def test_replay_of_a_directory_follows_a_linked_directory_once(tmp_path: Path, capsys) -> None:
     """A linked directory under the one given was skipped without a word ("1 passed", exit 0, its failing
-    file never run); a link back up is walked once, not for ever."""
-    (tmp_path / "dir").mkdir()
+    file never run). One inside the tree is followed, each directory once and by its own name (a link back
+    up is not walked again); one that leads out of the tree (to /, say) is refused by name."""
+    (tmp_path / "dir" / "real").mkdir(parents=True)
     (tmp_path / "other").mkdir()
     (tmp_path / "dir" / "a.bin").write_bytes((GOLDEN / "input-abracadabra.bin").read_bytes())
-    (tmp_path / "other" / "bad.bin").write_bytes(b"bad")
-    (tmp_path / "dir" / "linked").symlink_to("../other")
-    (tmp_path / "other" / "up").symlink_to("../dir")
+    (tmp_path / "dir" / "real" / "bad.bin").write_bytes(b"bad")
+    (tmp_path / "dir" / "a-link").symlink_to("real")
+    (tmp_path / "dir" / "real" / "up").symlink_to("..")
     assert main(["--json", "replay", "--target", f"{__name__}:fails_on_bad", str(tmp_path / "dir")]) == 1
     files = json.loads(capsys.readouterr().out)["files"]
     assert [(Path(f["path"]).relative_to(tmp_path / "dir"), f["passed"]) for f in files] == [
-        (Path("a.bin"), True), (Path("linked/bad.bin"), False)]
+        (Path("a.bin"), True), (Path("real/bad.bin"), False)]
+    (tmp_path / "dir" / "out").symlink_to("../other")
+    assert main(["replay", "--target", "input", str(tmp_path / "dir")]) == 2
+    assert capsys.readouterr().err == (f"bob-fuzz: refused: PATH {tmp_path / 'dir' / 'out'}: a link out of the "
+                                       "directory given: name where it leads as a PATH\n")
 
 
 def escapes_then_fails(data: bytes) -> None:
@@ -352,6 +357,16 @@ def test_a_conformance_corpus_is_never_written_through_a_link_nor_half_replaced(
         assert capsys.readouterr().err.startswith(f"bob-fuzz: refused: OUTDIR {link}: is a symbolic link")
         assert (tmp_path / "outside.txt").read_bytes() == b"mine"
         link.unlink()
+    import bob.fuzz.conformance  # a link planted while the corpus is made (once every file is queued)
+
+    dumps = bob.fuzz.conformance.json.dumps
+    with monkeypatch.context() as patched:
+        patched.setattr(bob.fuzz.conformance.json, "dumps", lambda *a, **k: (home / "built-all-bytes.bin").symlink_to(
+            tmp_path / "outside.txt") or dumps(*a, **k))
+        assert main(["conformance", str(tmp_path / "c")]) == 2
+    assert capsys.readouterr().err.startswith(f"bob-fuzz: refused: OUTDIR {home / 'built-all-bytes.bin'}: is a symb")
+    assert (tmp_path / "outside.txt").read_bytes() == b"mine"
+    (home / "built-all-bytes.bin").unlink()
     (home / "built-all-bytes.bin").write_bytes(b"the user's")
     real = fileio.stage
 
@@ -493,7 +508,8 @@ def test_check_s_own_temporary_corpus_that_cannot_be_written_is_the_machine_s(mo
 
 @pytest.mark.parametrize("argv, option", [(["run", "no-such-target", "--engine", "loop", "--runs", "1"], "TARGET"),
                                           (["replay", "IN", "--target", "no-such-target"], "--target"),
-                                          (["minimize", "IN", "--target", "no_such_module:f"], "--target")])
+                                          (["minimize", "IN", "--target", "no_such_module:f"], "--target"),
+                                          (["minimize", "IN", "--target", ""], "--target")])  # ('' was no target)
 def test_an_unknown_target_is_a_usage_error_naming_its_option(tmp_path: Path, capsys, argv: list[str],
                                                               option: str) -> None:
     """It named none (README: a usage error names the option it is about)."""

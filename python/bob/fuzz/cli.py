@@ -155,7 +155,7 @@ def cmd_run(args: argparse.Namespace) -> Outcome:
 def _target_of(path: Any, given: str | None) -> str:
     from bob.fuzz.replay import infer_target
 
-    name = given or infer_target(path)
+    name = infer_target(path) if given is None else given  # ('' is a target name, refused as unknown)
     if name is None:
         raise Refused("usage: no target for this file: name one with --target (or keep it where bob puts it: "
                       ".bob-fuzz/TARGET/..., fuzz/regressions/TARGET/..., a conformance corpus's FORMAT/...)",

@@ -125,8 +125,10 @@ def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130) -> l
                     kept[field] = kept.get(field, 0) + 1
                     add(fmt, f"{spot.replace('[', '').replace(']', '').replace('.', '-')}-{attempt:04d}", data, verdict)
         manifest = json.dumps({"format": "bob-conformance-1", "files": entries}, indent=1).encode("utf-8")
-        path = own(Path("manifest.json"))
-        replace_all([*files, (os.fspath(path), manifest, about("OUTDIR", path))])
+        files.append((os.fspath(own(Path("manifest.json"))), manifest, about("OUTDIR", root / "manifest.json")))
+        for path, _, _ in files:  # again, just before: a link planted while the corpus was made
+            own(Path(path).relative_to(root))
+        replace_all(files)
     except BaseException:
         remove_empty_directories(made)
         raise

@@ -39,22 +39,25 @@ def _unreadable(exc: OSError) -> None:
 
 def files_under(paths: "list[str | os.PathLike[str]]") -> Iterator[Path]:
     """The files named, and every file under the directories named (sorted; hidden ones and notes skipped; a
-    linked directory followed, each directory once);
+    linked directory inside the one named followed, each directory once; a link out of it refused);
     a directory under them that cannot be listed raises its ``OSError``."""
     for p in map(Path, paths):
         if not p.is_dir():
             yield p
             continue
-        found, top, seen = [], os.fspath(p).rstrip(os.sep).count(os.sep), set()
+        found, top, seen, tree = [], os.fspath(p).rstrip(os.sep).count(os.sep), set(), os.path.realpath(p)
         for directory, subdirectories, names in os.walk(p, onerror=_unreadable, followlinks=True):
             if directory.count(os.sep) - top > _DEEPEST:  # one answer on every Python (3.11's os.walk recursed out)
                 raise OSError(errno.ELOOP, f"directories nested more than {_DEEPEST} levels deep", os.fspath(p))
+            if os.path.commonpath([tree, os.path.realpath(directory)]) != tree:  # (never the machine's whole tree)
+                raise OSError(errno.EXDEV, "a link out of the directory given: name where it leads as a PATH", directory)
             st = os.stat(directory)  # a linked directory is walked once (a link back up: not again)
             if (st.st_dev, st.st_ino) in seen:
                 subdirectories[:] = []
                 continue
             seen.add((st.st_dev, st.st_ino))
-            subdirectories[:] = [d for d in subdirectories if not d.startswith(".")]
+            subdirectories[:] = sorted((d for d in subdirectories if not d.startswith(".")),  # a directory's own
+                                       key=lambda d: (os.path.islink(os.path.join(directory, d)), d))  # name first
             found += [Path(directory, n) for n in names if not n.startswith(".")]
         yield from (f for f in sorted(found) if f.suffix not in (".txt", ".md", ".json"))  # (a FIFO too: refused)
 
