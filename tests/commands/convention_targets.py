@@ -112,3 +112,10 @@ def complains_then_fails(data: bytes) -> None:
     sys.stderr.write("a target's complaint\n" * 500)
     if data[:1] == b"X":
         raise ValueError("planted")
+
+
+def out_of_room(data: bytes) -> None:
+    """The machine's disk is full under the target (bob-fuzz: no finding, exit 70)."""
+    import errno
+
+    raise OSError(errno.ENOSPC, "No space left on device")

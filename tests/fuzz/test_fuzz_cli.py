@@ -542,3 +542,17 @@ def test_a_reader_that_prints_without_end_is_ended_by_the_output_limit(corpus: P
     report = conformance.check("predictions", ["sh", "-c", "exec yes", "{}"], corpus=corpus, timeout=3)
     assert report["files"] > 0 and len(report["disagreements"]) == report["files"]
     assert {d["problem"] for d in report["disagreements"]} == {"crash"}  # (not "timeout": ended by the limit)
+
+
+@pytest.mark.parametrize("command", ["replay", "minimize"])
+def test_a_target_the_machine_ran_out_under_is_no_finding(tmp_path: Path, capsys, monkeypatch, command: str) -> None:
+    """A full TMPDIR (or ulimit -f) under a target was its failure: a failing replay (exit 1), and a
+    "minimized" finding written (exit 0). README: running out is never a failing replay; exit 70."""
+    commands = HERE.parent / "commands"  # convention_targets, for the minimizer's worker too
+    monkeypatch.syspath_prepend(str(commands))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(commands), os.environ.get("PYTHONPATH", "")]))
+    (tmp_path / "in.bin").write_bytes(b"x" * 64)
+    assert main(["--json", command, str(tmp_path / "in.bin"), "--target", "convention_targets:out_of_room"]) == 70
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["exit_code"] == 70 and "no space left on device" in error["message"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.bin"]

@@ -4,6 +4,7 @@ the input limits, the targets and their seeds, and the worker's helpers."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import importlib
@@ -15,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from bob.commands import about
+from bob.commands import RESOURCE_ERRNOS, about, os_reason
 from bob.fileio import FileTooLarge, read_bounded, write_atomic
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, PREDICTION_BYTES
 from bob.text import write_whole  # (a closed, full or broken stderr drops a progress line, never the run)
@@ -23,11 +24,12 @@ from bob.fuzz.targets import TARGETS, seed_files
 
 __all__ = ["MAX_LEN", "DEFAULT_MAX_LEN", "INPUT_LIMIT", "Finding", "CampaignResult", "CampaignDisplay",
            "load_target", "seed_paths", "die_with_parent", "read_input", "fast_path_stats", "failure", "failure_message",
-           "stdout_on_stderr"]
+           "stdout_on_stderr", "MachineRanOut", "OUT_OF_ROOM"]
 
 MAX_LEN = {"input": 4096, "predictions": 4 * PREDICTION_BYTES, "core": 4096}
 DEFAULT_MAX_LEN = MAX_CHECKPOINT_BYTES + 64  # a little past the largest checkpoint a reader accepts
 INPUT_LIMIT = 64 << 20  # the largest file replayed: far past any target's -max_len
+OUT_OF_ROOM = RESOURCE_ERRNOS | {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}  # a target's OSError that is the machine's
 
 
 def load_target(spec: str, fmt: str | None = None) -> "tuple[Callable[[bytes], None], str | None]":
@@ -117,15 +119,21 @@ def stdout_on_stderr() -> Iterator[None]:
         os.close(saved)
 
 
+class MachineRanOut(RuntimeError):
+    """The machine ran out of room while a target ran (a full disk, ``ulimit -f``, no descriptor): no verdict."""
+
+
 def failure(run: "Callable[[bytes], None]", data: bytes) -> BaseException | None:
     """What ``run(data)`` let escape, or None: any exception is a failure (a pyo3 panic and ``SystemExit``
-    are BaseExceptions), except Ctrl-C and running out of memory, the machine's (bob-fuzz exits 70)."""
+    are BaseExceptions), except Ctrl-C and running out of memory or room, the machine's (bob-fuzz exits 70)."""
     __tracebackhide__ = True  # (a failure's key names the target's frame)
     try:
         run(data)
     except (KeyboardInterrupt, MemoryError):
         raise
     except BaseException as exc:  # noqa: BLE001 - any escape is the verdict
+        if isinstance(exc, OSError) and exc.errno in OUT_OF_ROOM:
+            raise MachineRanOut(f"the machine ran out while the target ran ({os_reason(exc)}); no verdict") from exc
         return exc
     return None
 

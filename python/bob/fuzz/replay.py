@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Iterator, NamedTuple
 
-from bob.fuzz.common import INPUT_LIMIT, failure, failure_message, load_target, read_input
+from bob.fuzz.common import INPUT_LIMIT, MachineRanOut, failure, failure_message, load_target, read_input
 from bob.fuzz.properties import exception_key
 from bob.fuzz.targets import TARGETS
 from bob.signals import scratch_directory
@@ -145,7 +145,7 @@ import json, os, sys
 results = os.fdopen(os.dup(1), "w", encoding="utf-8")
 null = os.open(os.devnull, os.O_WRONLY)
 os.dup2(null, 1)
-from bob.fuzz.common import die_with_parent, load_target
+from bob.fuzz.common import MachineRanOut, die_with_parent, load_target
 from bob.fuzz.replay import signature_of
 from bob.fuzz.targets import preload
 die_with_parent()
@@ -160,7 +160,11 @@ while True:
     if len(head) < 8:
         break
     data = source.read(int.from_bytes(head, "little"))
-    results.write(json.dumps(signature_of(run, data)) + "\n")
+    try:
+        said = signature_of(run, data)
+    except MachineRanOut as exc:  # (a full disk: said, never a crash to minimize)
+        said = {"machine": str(exc)}
+    results.write(json.dumps(said) + "\n")
     results.flush()
 """
 
@@ -200,7 +204,10 @@ class _Runner:
             self.close()
             return "timeout"
         line = proc.stdout.readline()  # no line, or part of one: the worker died
-        return json.loads(line) if line.endswith(b"\n") else self.close(kill=False)
+        said = json.loads(line) if line.endswith(b"\n") else self.close(kill=False)
+        if isinstance(said, dict):
+            raise MachineRanOut(said["machine"])
+        return said
 
     def close(self, kill: bool = True) -> str:
         """End the worker (if there is one; else wait for the one that is ending); how it ended."""
