@@ -253,19 +253,20 @@ def emit(prog: str, text: str, *, committed: str | None = None, what: str | None
     """Print a result whole (:func:`write_whole`). If stdout cannot take it, one line on
     stderr says so (naming what was ``committed``, if anything, and ``what`` it was, "the
     summary" by default); the caller's exit status is unchanged."""
-    global _null_for_closed
+    global _lost
     if not write_whole(sys.stdout, text if text.endswith("\n") else text + "\n") or \
-            (committed and sys.stdout is _null_for_closed):
+            (committed and sys.stdout is _lost):
         note = f"{committed}, but its summary could not be printed" if committed else \
             f"{what or 'the summary'} could not be printed"
         write_whole(sys.stderr, f"{prog}: {note} (stdout is closed or full)\n")
         if sys.stdout is None:  # started with it closed: said once, what follows goes to /dev/null (but a commit);
             # its descriptor held for the process's life (a closed stdout's place), never closed by a wrapper's end
             null = os.open(os.devnull, os.O_WRONLY)
-            sys.stdout = _null_for_closed = os.fdopen(null, "w", encoding="utf-8", closefd=False)
+            sys.stdout = os.fdopen(null, "w", encoding="utf-8", closefd=False)
+        _lost = sys.stdout  # (now /dev/null: a commit's summary after this is said on stderr too)
 
 
-_null_for_closed: "TextIO | None" = None  # the /dev/null emit put where a closed stdout was (while it is there)
+_lost: "TextIO | None" = None  # the stdout emit could not print to (while it is there)
 
 
 def exit_now(code: int) -> "NoReturn":

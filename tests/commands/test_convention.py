@@ -742,6 +742,20 @@ def test_a_stdout_given_back_after_a_closed_start_prints_without_a_note(monkeypa
                                        "p: wrote x, but its summary could not be printed (stdout is closed or full)\n")
 
 
+def test_a_commit_after_stdout_filled_up_is_said_on_stderr(monkeypatch, capsys) -> None:
+    """stdout full (/dev/full): the first printing that failed pointed it at /dev/null, so a later commit's
+    summary "printed" there and nobody was told the files were written (bob-qualify's seed line, then its
+    report)."""
+    from bob.text import emit
+
+    with open("/dev/full", "w", encoding="utf-8") as full:
+        monkeypatch.setattr(sys, "stdout", full)
+        emit("p", "seed 1", what="its seed line")
+        emit("p", "done", committed="wrote x")
+    assert capsys.readouterr().err == ("p: its seed line could not be printed (stdout is closed or full)\n"
+                                       "p: wrote x, but its summary could not be printed (stdout is closed or full)\n")
+
+
 def test_the_null_put_for_a_closed_stdout_is_no_unclosed_file_at_exit() -> None:
     """A library caller that gives stdout back leaves emit's /dev/null to the interpreter's end: its descriptor
     stays held, and no ResourceWarning ("unclosed file") is printed then."""
