@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bob.environment import in_default_environment
-from bob.errors import (BadValue, FormatError, StateRefused, buffer_bytes, integer_value, ordered_items,
-                        show_value, shown_kind)
+from bob.errors import BadValue, FormatError, StateRefused, buffer_bytes, integer_value, show_value, shown_kind
 from bob.formats.checkpoint import examine
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, PLANE_NAMES, VOCABULARY
 from bob.formats.layout import CONTRACT_STRINGS
@@ -297,7 +296,7 @@ def diff(a: "Checkpoint | Trace | bytes | str | os.PathLike[str]",
     as ``bob-inspect trace --json`` compares them (:func:`bob.divergence.compare_traces`):
     the first update whose digests differ and, with ``checkpoints`` (one
     state of each run), the first plane and index that differ."""
-    from bob.divergence import compare_traces, is_trace, trace_of
+    from bob.divergence import checkpoint_pair, compare_traces, is_trace, trace_of
 
     ulp, atol = tolerance(ulp, atol)
     if is_trace(a) or is_trace(b):
@@ -306,11 +305,9 @@ def diff(a: "Checkpoint | Trace | bytes | str | os.PathLike[str]",
         def named(x: Any) -> "str | None":  # a path's name, escaped, as the command's report has it
             return show_path(x) if isinstance(x, (str, os.PathLike)) else None
 
-        pair = checkpoints if checkpoints is None or isinstance(checkpoints, (str, bytes, os.PathLike)) \
-            else ordered_items(checkpoints) or checkpoints  # (a generator: read once; a path: no pair, refused)
-        files = (named(pair[0]), named(pair[1])) if isinstance(pair, tuple) and len(pair) == 2 else (None, None)
+        pair = None if checkpoints is None else checkpoint_pair(checkpoints)  # (a generator: read once)
         return compare_traces(trace_of(a, "a"), trace_of(b, "b"), checkpoints=pair, files=(named(a), named(b)),
-                              checkpoint_files=files)
+                              checkpoint_files=(None, None) if pair is None else (named(pair[0]), named(pair[1])))
     if checkpoints is not None:
         raise TypeError("checkpoints= goes with two traces; a and b are checkpoints")
     # (no Trace here: is_trace took them)

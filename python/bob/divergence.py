@@ -22,7 +22,7 @@ from bob.formats.trace import Trace, load_trace, read_trace_file
 from bob.text import json_number
 from bob.ulp import plane_diff
 
-__all__ = ["is_trace", "trace_of", "compare_traces", "entry_of", "state_of"]
+__all__ = ["is_trace", "trace_of", "compare_traces", "entry_of", "state_of", "checkpoint_pair"]
 
 def is_trace(value: Any) -> bool:
     """True for a :class:`~bob.Trace`, a trace file's bytes, or the path of a file that starts as a trace does."""
@@ -95,11 +95,18 @@ def _side(trace: Trace, file: "str | None") -> dict[str, Any]:
             "step_after": trace.step_after, "losses": [json_number(x) for x in trace.losses]}
 
 
-def _states(a: Trace, b: Trace, checkpoints: "tuple[Any, Any]", files: "tuple[Any, Any]") -> dict[str, Any]:
-    """The two checkpoints compared, each first held to its trace."""
-    pair = None if isinstance(checkpoints, (str, bytes, os.PathLike)) else ordered_items(checkpoints)  # (no pair)
+def checkpoint_pair(checkpoints: Any) -> "tuple[Any, ...]":
+    """``checkpoints`` as a pair, one state of each run (a generator read once); a str, bytes or path is
+    none, a ``TypeError``."""
+    pair = None if isinstance(checkpoints, (str, bytes, os.PathLike)) else ordered_items(checkpoints)
     if pair is None or len(pair) != 2:
         raise TypeError(f"checkpoints is a pair: one state of each run; got {shown_kind(checkpoints)}")
+    return pair
+
+
+def _states(a: Trace, b: Trace, checkpoints: "tuple[Any, Any]", files: "tuple[Any, Any]") -> dict[str, Any]:
+    """The two checkpoints compared, each first held to its trace."""
+    pair = checkpoint_pair(checkpoints)
     (step_a, planes_a), (step_b, planes_b) = (state_of(c, f"checkpoints[{i}]") for i, c in enumerate(pair))
     entry_of(a, step_a, planes_a)
     entry_of(b, step_b, planes_b)
