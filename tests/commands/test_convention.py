@@ -555,11 +555,17 @@ def test_qualify_with_stdout_closed_or_full_says_so_once(stream: str, tmp_path: 
                                                  b"or full)\n")
 
 
-def test_qualify_with_stdout_closed_still_says_what_it_wrote(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stream", ["closed", "full"])
+def test_qualify_with_stdout_closed_still_says_what_it_wrote(tmp_path: Path, stream: str) -> None:
     """With --report, the report's files are named once the seed line's note is said: only "the summary
-    could not be printed" was, and a user could not tell whether the report had been written."""
-    done = _run_real("bob-qualify", ["--quick", "--seed", "2", "--report", str(tmp_path / "rq")], tmp_path,
-                     stdout=None, env={"BOB_QUALIFY_PERTURB": ""}, preexec_fn=lambda: os.close(1))
+    could not be printed" was, and a user could not tell whether the report had been written (a full
+    stdout, /dev/full, too: the first failure had pointed it at /dev/null, where the later note went)."""
+    argv, env = ["--quick", "--seed", "2", "--report", str(tmp_path / "rq")], {"BOB_QUALIFY_PERTURB": ""}
+    if stream == "closed":
+        done = _run_real("bob-qualify", argv, tmp_path, stdout=None, env=env, preexec_fn=lambda: os.close(1))
+    else:
+        with open("/dev/full", "wb") as full:
+            done = _run_real("bob-qualify", argv, tmp_path, stdout=full, env=env)
     names = ("qualify.json", "loss-curves.png", "us-per-update.png")
     written = ", ".join(str(tmp_path / "rq" / name) for name in names)
     assert (done.returncode, done.stderr.decode()) == (0, "bob-qualify: the summary could not be printed (stdout is "
@@ -750,9 +756,10 @@ def test_a_commit_after_stdout_filled_up_is_said_on_stderr(monkeypatch, capsys) 
 
     with open("/dev/full", "w", encoding="utf-8") as full:
         monkeypatch.setattr(sys, "stdout", full)
-        emit("p", "seed 1", what="its seed line")
+        emit("p", "seed 1")  # (its note covers the summary after it too: one line, unless a commit is to be said)
+        emit("p", "done")
         emit("p", "done", committed="wrote x")
-    assert capsys.readouterr().err == ("p: its seed line could not be printed (stdout is closed or full)\n"
+    assert capsys.readouterr().err == ("p: the summary could not be printed (stdout is closed or full)\n"
                                        "p: wrote x, but its summary could not be printed (stdout is closed or full)\n")
 
 

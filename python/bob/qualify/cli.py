@@ -87,7 +87,7 @@ def _work(args: argparse.Namespace) -> Outcome:
     plan = runner.PLANS[args.mode]
     err = Console(stderr=True)
     if not args.json:  # first, so the seed is known even if the run is cut short
-        emit(PROG, f"bob-qualify {plan.mode}: seed {seed} (reproduce with --seed {seed})", what="its seed line")
+        emit(PROG, f"bob-qualify {plan.mode}: seed {seed} (reproduce with --seed {seed})")
     if perturb is not None:
         err.print(f"[bold yellow]{PERTURB_ENV} is set: the kernels check will flip one bit of "
                   f"{perturb[0]} at {perturb[1]} threads (a test hook)[/]")
