@@ -233,7 +233,6 @@ def _examined(side: Side) -> tuple[dict[str, Any], dict[str, Any] | None, Any]:
     data = side.data
     ex = examine(data, for_resume=True) if data is not None else None
     problems = side.problems + (ex.findings if ex is not None else [])
-    known = {} if ex is None else ex.header or dict(ex.partial_header or ())  # (a step as the checkpoint report's)
     planes = None
     if ex is not None and ex.planes is not None:
         planes = ex.planes
@@ -244,7 +243,7 @@ def _examined(side: Side) -> tuple[dict[str, Any], dict[str, Any] | None, Any]:
         "size": side.size,
         "sha256": hashlib.sha256(data).hexdigest() if data is not None else None,
         "fresh": bool(ex is not None and ex.fresh),
-        "step": 0 if ex is not None and ex.fresh else known.get("step"),
+        "step": None if ex is None else ex.step,
         "problems": [p.to_dict() for p in problems],
     }
     header = header_values(ex) if ex is not None and ex.header is not None else None

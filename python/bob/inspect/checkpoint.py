@@ -109,7 +109,7 @@ def checkpoint_report(data: bytes | None, read_problems: list[FormatError], *, p
     fresh = bool(ex is not None and ex.fresh)
     partial = ex.partial_header if ex is not None else None
     known = ex.header if ex is not None and ex.header is not None else dict(partial or ())
-    step = 0 if fresh else known.get("step")
+    step = ex.step if ex is not None else None
     planes = note = None
     if ex is not None and ex.planes is not None:
         planes = ex.planes

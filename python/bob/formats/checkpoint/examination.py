@@ -95,6 +95,11 @@ class Examination(Examined):
         return self.size == 0
 
     @property
+    def step(self) -> int | None:
+        """0 for a fresh file, else the step the header holds, or the parsed prefix of one; None if not read."""
+        return 0 if self.fresh else (self.header or dict(self.partial_header or ())).get("step")
+
+    @property
     def header_end(self) -> int | None:
         return None if self.header_raw is None else len(self.header_raw) + DIGEST_BYTES
 
