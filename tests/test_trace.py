@@ -70,6 +70,8 @@ def test_a_hand_made_trace_reads_back_field_by_field() -> None:
     (hand_made() + b"\0", Truncated, "file_size", 768),
     (hand_made(version=2), BadValue, "version", 8),
     (hand_made(count=9, steps=list(range(1, 10))), BadValue, "update_count", 88),
+    # no run makes 10 updates from this step: the head is refused, not the entry whose step wrapped
+    (hand_made(2**64 - 5, steps=[(2**64 - 5 + i + 1) % 2**64 for i in range(10)]), BadValue, "step_before", 80),
     (resealed(hand_made()[:96] + struct.pack("<Q", 99) + hand_made()[104:]), BadValue, "entries.step", 96),
     (hand_made()[:-1] + bytes([hand_made()[-1] ^ 1]), IntegrityError, "digest", 736),
     (hand_made()[:200] + bytes([hand_made()[200] ^ 1]) + hand_made()[201:], IntegrityError, "digest", 736),

@@ -21,7 +21,7 @@ from bob.formats.contract import V1
 from bob.formats.files import BobFile, Examined, as_bytes, magic_finding
 from bob.formats.layout import (DIGEST_BYTES, TRACE_BODY_BYTES, TRACE_BYTES, TRACE_DIGEST_BYTES, TRACE_ENTRY,
                                 TRACE_ENTRY_FIELDS, TRACE_HEAD, TRACE_HEAD_STRUCT)
-from bob.formats.rules import TRACE_CONTRACT, TRACE_STEP, TRACE_UPDATE_COUNT, TRACE_VERSION_RULE
+from bob.formats.rules import TRACE_CONTRACT, TRACE_STEP, TRACE_STEP_BEFORE, TRACE_UPDATE_COUNT, TRACE_VERSION_RULE
 from bob.formats.schema import END, Sha256Of, Table, parse, ruled, schema_fields
 from bob.text import json_number
 
@@ -51,6 +51,7 @@ TRACE = Struct(
         }, {
             "magic": lambda sc: Const(TRACE_MAGIC, sc),
             "version": ruled(TRACE_VERSION_RULE),
+            "step_before": ruled(TRACE_STEP_BEFORE),
             "update_count": ruled(TRACE_UPDATE_COUNT),
         }),
         "entries" / Table(TRACE_UPDATES, TRACE_ENTRY_SCHEMA) * f"one {TRACE_ENTRY.size}-byte entry per update",
