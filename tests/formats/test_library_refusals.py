@@ -5,7 +5,9 @@ and the conversions they make of what they accept."""
 
 from __future__ import annotations
 
+import copy
 import fractions
+import pickle
 import warnings
 from array import array
 
@@ -308,6 +310,8 @@ _WHOLE_READERS = {  # besides to_bytes: each reads the three planes as one state
     "to_safetensors": lambda ck, path: ck.to_safetensors(path, for_resume=False),
     "copy": lambda ck, path: ck.copy(),
     "==": lambda ck, path: ck == ck,
+    "copy.deepcopy": lambda ck, path: copy.deepcopy(ck),  # (read without loans: 22 of 22 copies torn)
+    "pickle": lambda ck, path: pickle.dumps(ck),
 }
 
 
@@ -506,6 +510,22 @@ def test_checkpoints_compare_and_copy_as_they_would_be_written() -> None:
     other = checkpoint.copy()
     other.p = array("f", checkpoint.p.tobytes())  # type: ignore[assignment]
     assert other.copy() == checkpoint and other.copy().to_bytes() == checkpoint.to_bytes()
+
+
+def test_a_pickle_or_a_deep_copy_is_the_checkpoint_and_a_subclass_stays_itself(tmp_path) -> None:
+    """(copy.deepcopy and pickle read the planes without the core's loans; a subclass's from_bytes, read and
+    copy gave a Checkpoint, where its fresh and its imports gave the subclass.)"""
+
+    class Mine(bob.Checkpoint):
+        pass
+
+    checkpoint = bob.invoke(build_input(CORPUS, PROMPTS)).checkpoint
+    for again in (pickle.loads(pickle.dumps(checkpoint)), copy.deepcopy(checkpoint)):
+        assert type(again) is bob.Checkpoint and again == checkpoint and again.p is not checkpoint.p
+    checkpoint.write(tmp_path / "ck.bob")
+    made = [Mine.fresh(), Mine.from_bytes(checkpoint.to_bytes()), Mine.read(tmp_path / "ck.bob")]
+    assert [type(c) for c in made + [made[1].copy(), copy.deepcopy(made[1])]] == [Mine] * 5
+    assert type(bob.read_checkpoint_file(tmp_path / "ck.bob")) is bob.Checkpoint
 
 
 def test_a_plane_given_as_a_list_is_read_item_by_item() -> None:

@@ -225,12 +225,12 @@ class Checkpoint:
     @classmethod
     def from_bytes(cls, data: bytes, *, for_resume: bool = True) -> "Checkpoint":
         """Parse and check a checkpoint file's bytes (:func:`bob.load_checkpoint`)."""
-        return load_checkpoint(data, for_resume=for_resume)
+        return cls._of(examine(data, for_resume=for_resume))
 
     @classmethod
     def read(cls, path: "str | os.PathLike[str]", *, for_resume: bool = True) -> "Checkpoint":
         """Read and check the checkpoint file at ``path`` (:func:`bob.read_checkpoint_file`)."""
-        return read_checkpoint_file(path, for_resume=for_resume)
+        return cls._of(examine(read_format_file(path, MAX_CHECKPOINT_BYTES, CHECKPOINT_FILE), for_resume=for_resume))
 
     def write(self, path: "str | os.PathLike[str]", *, for_resume: bool = True) -> None:
         """Replace the file at ``path`` with this checkpoint, atomically, refusing
@@ -275,7 +275,11 @@ class Checkpoint:
     def copy(self) -> "Checkpoint":
         with self._loans():
             step, header_bytes, contract, p, m, v = self._written()  # (a reassigned field: converted and checked)
-            return Checkpoint(step, p.copy(), m.copy(), v.copy(), header_bytes, contract)
+            return type(self)(step, p.copy(), m.copy(), v.copy(), header_bytes, contract)
+
+    def __reduce__(self) -> Any:  # copy.deepcopy and pickle: the planes read under the loans, as copy() reads them
+        made = self.copy()
+        return type(self), (made.step, made.p, made.m, made.v, made.header_bytes, made.contract)
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready description (the golden vectors' ``.json``; a plane's min and max over its finite values)."""
@@ -312,7 +316,7 @@ def load_checkpoint(data: bytes, *, for_resume: bool = True, expected_sha256: st
 
 def read_checkpoint_file(path: "str | os.PathLike[str]", *, for_resume: bool = True) -> Checkpoint:
     """Read and check a checkpoint file (at most ``MAX_CHECKPOINT_BYTES``); an empty file is the fresh state."""
-    return Checkpoint._of(examine(read_format_file(path, MAX_CHECKPOINT_BYTES, CHECKPOINT_FILE), for_resume=for_resume))
+    return Checkpoint.read(path, for_resume=for_resume)
 
 
 def _plane_summary(plane: np.ndarray) -> dict[str, Any]:
