@@ -112,6 +112,20 @@ def test_rows_asked_of_unreadable_planes_are_said_in_json_too(cli, files, tmp_pa
     assert cli.json("ckpt", str(tmp_path / "cut.bin"), code=2)["note"] is None
 
 
+@pytest.mark.parametrize("header_bytes", [0, 384])
+def test_a_header_bytes_less_than_the_header_is_said_so_never_a_negative_padding(cli, files, tmp_path, header_bytes):
+    """(It was "header_bytes  0 (header 447 bytes, padding -447)".)"""
+    raw = bytearray((files / "ck3.bin").read_bytes())
+    struct.pack_into("<Q", raw, 16, header_bytes)
+    (tmp_path / "hb.bin").write_bytes(raw)
+    line = next(line for line in cli.text("ckpt", str(tmp_path / "hb.bin"), code=2).splitlines()
+                if line.startswith("  header_bytes"))
+    assert line == f"  header_bytes  {header_bytes} (header 447 bytes, {447 - header_bytes} more than header_bytes)"
+    refused = cli.json("trace", str(tmp_path / "hb.bin"), "--checkpoints", "a", "b", code=2)["error"]  # (no option)
+    assert (refused["option"], refused["text"]) == ("--checkpoints", "--checkpoints: usage: trace: compares two "
+                                                    "traces; give A and B")
+
+
 def test_a_checkpoint_with_two_problems_gets_both_named(cli, files):
     path = files / "two.bin"
     out = cli.text("ckpt", str(path), code=2)

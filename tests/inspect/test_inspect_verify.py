@@ -108,16 +108,60 @@ def test_a_file_cut_inside_its_header_is_said_so_never_a_digest_mismatch(cli, tm
     assert r["diagnosis"] == [f"the file ends inside its header{where}"]
 
 
-@pytest.mark.parametrize("size", [len(GOOD), 60_000])
-def test_a_damaged_length_is_not_called_a_cut(cli, tmp_path: Path, size: int) -> None:
+@pytest.mark.parametrize("size, length", [(len(GOOD), 2 << 20), (60_000, 2 << 20), (len(GOOD), 100_000)])
+def test_a_damaged_length_is_not_called_a_cut(cli, tmp_path: Path, size: int, length: int) -> None:
     """A file whose seed length says 2 MiB was diagnosed "the file ends inside its header": no header
-    holds a string that long, so it is a damaged length, not a file cut short (whatever the file's size)."""
+    holds a string that long, so it is a damaged length, not a file cut short (whatever the file's size);
+    one of 100,000 bytes, inside the file, was said to run past its end."""
     at = CANONICAL.fields["seed.length"].offset
     raw = bytearray(GOOD[:size])
-    raw[at:at + 4] = (2 << 20).to_bytes(4, "little")
+    raw[at:at + 4] = length.to_bytes(4, "little")
     [r] = verify(cli, write(tmp_path, "length.bob", bytes(raw)), code=2)
-    assert r["diagnosis"] == [f"a length in the header runs past the file's end, in seed (at offset {at}): damaged, "
-                              "not a file cut short"]
+    assert r["diagnosis"] == [f"a length in the header, in seed (at offset {at}), is {length} bytes, more than any "
+                              "string the contract holds: damaged, not a file cut short"]
+
+
+def test_a_damaged_string_length_is_named_not_the_field_read_after_it(cli, tmp_path: Path) -> None:
+    """state's length 65 made 70: learner's prefix is then read from inside its string, and the diagnosis
+    named learner's length as the damaged one."""
+    at = CANONICAL.fields["state.length"].offset
+    raw = bytearray(GOOD)
+    raw[at:at + 4] = (70).to_bytes(4, "little")
+    [r] = verify(cli, write(tmp_path, "state.bob", bytes(raw)), code=2)
+    assert r["diagnosis"] == ["the length of state (at offset 32) is damaged: 70 bytes where the contract's string "
+                              "is 65, so what follows it is read from the wrong offsets"]
+
+
+def test_a_damaged_header_bytes_is_not_called_a_cut(cli, tmp_path: Path) -> None:
+    """header_bytes 448 made 512 in a whole file: "the file ends inside chunk V, 64 bytes before that
+    chunk's end", where the chunk table's offsets and the file's size agree on 448."""
+    raw = bytearray(GOOD)
+    at = CANONICAL.fields["header_bytes"].offset
+    raw[at:at + 8] = (HB + 64).to_bytes(8, "little")
+    [r] = verify(cli, write(tmp_path, "hb.bob", bytes(raw)), code=2)
+    assert r["diagnosis"] == [f"header_bytes ({HB + 64}) is damaged: the chunk table and the file's size put chunk P "
+                              f"at {HB}", "the header (its contract fields or its chunk table) does not match the "
+                              "header's digest"]
+
+
+@pytest.mark.parametrize("order", [(1, 0, 2), (0, 2, 1), (2, 1, 0), (1, 2, 0)])
+def test_digests_exchanged_in_the_chunk_table_are_not_called_moved_chunks(cli, tmp_path: Path, order) -> None:
+    """Only the table's digests exchanged (the header not resealed): "chunks P and M are swapped" and "the
+    header does not match its digest", where the digests put back give the very header that was sealed."""
+    digests = [CANONICAL.chunk_field(k, "digest").slice for k in range(3)]
+    raw = bytearray(GOOD)
+    for k, source in enumerate(order):
+        raw[digests[k]] = GOOD[digests[source]]
+    [r] = verify(cli, write(tmp_path, "digests.bob", bytes(raw)), code=2)
+    moved = [k for k in range(3) if order[k] != k]
+    if len(moved) == 2:
+        a, b = (PLANE_NAMES[k] for k in moved)
+        assert r["diagnosis"] == [f"the digests of entries {a} and {b} of the chunk table are swapped (the chunks "
+                                  "are in their places; the header's digest is that of the table before)"]
+    else:
+        assert r["diagnosis"] == [f"entry {PLANE_NAMES[k]} of the chunk table holds chunk {PLANE_NAMES[order[k]]}'s "
+                                  "digest (the chunks are in their places; the header's digest is that of the table "
+                                  "before)" for k in sorted(range(3), key=lambda k: order[k])]
 
 
 @pytest.mark.parametrize("i,j", list(itertools.combinations(range(len(PLANE_NAMES)), 2)))

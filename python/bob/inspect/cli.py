@@ -121,7 +121,7 @@ def cmd_trace(args: argparse.Namespace) -> Result:
 
     if args.b is None:
         if args.checkpoints:
-            raise Refused("usage: trace: --checkpoints compares two traces; give A and B")
+            raise Refused("usage: trace: compares two traces; give A and B", option="--checkpoints")
         return cmd_file(kinds.TRACE, args.a)
     report = trace_report(args.a, args.b, args.checkpoints)
     return report, render_trace(report), EXIT_OK if report["same"] else EXIT_FOUND

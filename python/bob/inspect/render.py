@@ -53,8 +53,9 @@ def _header_lines(r: dict[str, Any]) -> list[str]:
     elif r["version"] is not None:
         L.append(f"  version       {r['version']}  ok")
     if r["header_bytes"] is not None and r["header_length"] is not None:
+        padding = r["header_bytes"] - r["header_length"]  # (a damaged header_bytes: less than the header)
         L.append(f"  header_bytes  {r['header_bytes']} (header {r['header_length']} bytes, "
-                 f"padding {r['header_bytes'] - r['header_length']})")
+                 + (f"padding {padding})" if padding >= 0 else f"{-padding} more than header_bytes)"))
     if r["step"] is not None and not r["fresh"] and r["partial_header"] is None:
         extra = r["step"] % UPDATES_PER_INVOCATION
         L.append(f"  step          {r['step']} ({plural(r['invocations'], 'invocation')}"

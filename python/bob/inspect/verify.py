@@ -3,11 +3,14 @@ a diagnosis of what its findings mean together (docs/bob-inspect.md, "verify FIL
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from bob.errors import FormatError
 from bob.formats.checkpoint import Examination, examine
 from bob.formats.constants import PLANE_NAMES, STRING_LIMIT
+from bob.formats.contract import V1
+from bob.formats.layout import CANONICAL, CONTRACT_STRINGS
 from bob.formats.rules import chunk_offset
 from bob.invocation import unadvanceable
 from bob.inspect.common import Refused, begin, plural, read_checkpoint
@@ -25,46 +28,80 @@ def _with_chunk(found: dict[str, Any]) -> dict[str, Any]:
     return {**found, "chunk": plane}
 
 
-def diagnosis(ex: Examination, problems: list[dict[str, Any]]) -> list[str]:
-    """What the findings mean together: swapped chunks, a file cut inside a chunk, a stale table."""
-    said: list[str] = []
-    # A digest finding is the table's field: ``actual`` what the table holds, ``expected`` the chunk's SHA-256.
+_MOVED = {  # (one entry, two exchanged), by what moved: the chunks, the table's entries, the table's digests
+    "chunks": ("chunk {a} holds the bytes of chunk {b} (the chunks were moved)",
+               "chunks {a} and {b} are swapped (each holds the bytes the chunk table gives the other)"),
+    "entries": ("entry {b} of the chunk table is chunk {a}'s (the chunks are in their places)",
+                "entries {a} and {b} of the chunk table are swapped (the chunks are in their places)"),
+    "digests": ("entry {b} of the chunk table holds chunk {a}'s digest (the chunks are in their places; the header's "
+                "digest is that of the table before)", "the digests of entries {a} and {b} of the chunk table are "
+                "swapped (the chunks are in their places; the header's digest is that of the table before)")}
+
+
+def _moved(ex: Examination, problems: list[dict[str, Any]]) -> tuple[list[str], bool]:
+    """Chunks, chunk-table entries or the table's digests moved (then True: what the header's digest says is
+    said); a digest finding is the table's field, ``actual`` what the table holds, ``expected`` the chunk's SHA-256."""
     stored = {p["index"]: p["actual"] for p in problems if p.get("field") == _DIGEST_FIELD}
     held = {p["index"]: p["expected"] for p in problems if p.get("field") == _DIGEST_FIELD}
     tags = {p["index"]: (p["expected"], p["actual"]) for p in problems if p.get("field") == "chunk_table.tag"}
+    lay, raw = ex.layout, bytearray(ex.header_raw or b"")  # the header with each chunk's own digest put back:
+    for i, digest in held.items() if lay is not None else ():  # the one its digest was made of?
+        raw[lay.chunk_field(i, "digest").slice] = bytes.fromhex(digest)  # type: ignore[union-attr]
+    digests = lay is not None and any(p.get("field") == "header_digest" for p in problems) \
+        and hashlib.sha256(raw).digest() == ex.header_digest
+    said = []
     for i, actual in sorted(held.items()):
         for j in sorted(j for j, expected in stored.items() if j != i and expected == actual):
-            a, b = PLANE_NAMES[i], PLANE_NAMES[j]
-            table = i in tags and j in tags and tags[j][1] == tags[i][0]  # entry j, tag and all, is chunk i's
-            if held.get(j) != stored[i]:
-                said.append(f"entry {b} of the chunk table is chunk {a}'s (the chunks are in their places)" if table
-                            else f"chunk {a} holds the bytes of chunk {b} (the chunks were moved)")
-            elif i < j:  # each holds the other's bytes: said once, for the pair
-                said.append(f"entries {a} and {b} of the chunk table are swapped (the chunks are in their places)"
-                            if table else f"chunks {a} and {b} are swapped (each holds the bytes the chunk table gives "
-                            "the other)")
-    header = ex.header
+            entries = i in tags and j in tags and tags[j][1] == tags[i][0]  # entry j, tag and all, is chunk i's
+            one, pair = _MOVED["digests" if digests else "entries" if entries else "chunks"]
+            if held.get(j) != stored[i] or i < j:  # each holding the other's: said once, for the pair
+                said.append((one if held.get(j) != stored[i] else pair).format(a=PLANE_NAMES[i], b=PLANE_NAMES[j]))
+    return said, digests and bool(said)
+
+
+def _cut(ex: Examination, problems: list[dict[str, Any]], explained: bool) -> list[str]:
+    """A file cut inside a chunk or its header, the damaged field that makes it look so, or a header that does not
+    match its digest (unless ``explained``)."""
+    header, said = ex.header, []
     short = next((p for p in problems if p.get("field") == "file_size" and isinstance(p.get("actual"), int)
                   and isinstance(p.get("expected"), int) and p["actual"] < p["expected"]), None)
+    offsets = [p["actual"] for p in problems if p.get("field") == "chunk_table.offset"]
     if short is not None and header is not None:
         hb = header.header_bytes
-        for i, name in enumerate(PLANE_NAMES):
+        placed = offsets and offsets == [chunk_offset(offsets[0], i) for i in range(len(PLANE_NAMES))] \
+            and chunk_offset(offsets[0], len(PLANE_NAMES)) == short["actual"]  # the table and the size agree
+        if placed:
+            said.append(f"header_bytes ({hb}) is damaged: the chunk table and the file's size put chunk P at "
+                        f"{offsets[0]}")
+        for i, name in enumerate(PLANE_NAMES if not placed else ()):
             if chunk_offset(hb, i) <= short["actual"] < chunk_offset(hb, i + 1):
                 said.append(f"the file ends inside chunk {name}, {chunk_offset(hb, i + 1) - short['actual']} "
                             f"bytes before that chunk's end (bytes {chunk_offset(hb, i)}.."
                             f"{chunk_offset(hb, i + 1) - 1})")
-        if short["actual"] < hb:
+        if short["actual"] < hb and not placed:
             said.append(f"the file ends inside its header ({hb} bytes)")
     cut = next((p for p in problems if p.get("error") == "Truncated"  # (nothing after it read, the digest included)
                 and (p["field"] != "file_size" or header is None)), None)  # (no header at all: cut in the magic)
-    if cut is not None:
-        where = "its magic" if cut["field"] == "file_size" else f"{cut['field']} (at offset {cut['offset']})"
-        damaged = isinstance(cut["actual"], int) and cut["actual"] > STRING_LIMIT  # a string no header holds
-        said.append(f"a length in the header runs past the file's end, in {where}: damaged, not a file cut short"
-                    if damaged else f"the file ends inside its header, in {where}")
-    elif any(p.get("field") == "header_digest" for p in problems):
-        said.append("the header (its contract fields or its chunk table) does not match the header's digest")
-    if not problems and header is not None and (dead_end := unadvanceable(header.step)) is not None:
+    if cut is None:
+        return said + ["the header (its contract fields or its chunk table) does not match the header's digest"] * (
+            any(p.get("field") == "header_digest" for p in problems) and not explained)
+    where = "its magic" if cut["field"] == "file_size" else f"{cut['field']} (at offset {cut['offset']})"
+    wrong = next(((name, len(value), len(v1)) for name, value in ex.partial_header or () if name in CONTRACT_STRINGS
+                  and value != (v1 := getattr(V1, name)) and (value.startswith(v1) or v1.startswith(value))), None)
+    if wrong is not None:  # an earlier string, v1's but for its length: what follows is read from the wrong offsets
+        return said + [f"the length of {wrong[0]} (at offset {CANONICAL.fields[wrong[0] + '.length'].offset}) is "
+                       f"damaged: {wrong[1]} bytes where the contract's string is {wrong[2]}, so what follows it is "
+                       "read from the wrong offsets"]
+    damaged = isinstance(cut["actual"], int) and cut["actual"] > STRING_LIMIT  # a string no header holds
+    return said + [f"a length in the header, in {where}, is {cut['actual']} bytes, more than any string the contract "
+                   "holds: damaged, not a file cut short" if damaged else f"the file ends inside its header, in {where}"]
+
+
+def diagnosis(ex: Examination, problems: list[dict[str, Any]]) -> list[str]:
+    """What the findings mean together: moved chunks or table entries, a file cut short, a damaged field."""
+    moved, explained = _moved(ex, problems)
+    said = moved + _cut(ex, problems, explained)
+    if not problems and ex.header is not None and (dead_end := unadvanceable(ex.header.step)) is not None:
         said.append(dead_end.message)  # a valid file, at a step bob-run can never advance (D14)
     return said
 
