@@ -25,6 +25,7 @@ from bob.commands import (
 )
 from bob.distribution import install_hint
 from bob.text import emit
+from bob.options import shown_argv
 
 PROG = "bob-qualify"
 
@@ -81,7 +82,7 @@ def _work(args: argparse.Namespace) -> Outcome:
     except ValueError as exc:
         raise Refused(str(exc), option=PERTURB_ENV) from None
     if perturb is not None and perturb not in (runs := configurations()):  # (it would flip nothing, said or not)
-        raise Refused(f"{perturb[0]}:{perturb[1]} is no configuration the kernels check runs here; one of "
+        raise Refused(f"{shown_argv(perturb[0])}:{perturb[1]} is no configuration the kernels check runs here; one of "
                       + ", ".join(f"{k}:{t}" for k, t in runs), option=PERTURB_ENV)
     seed = runner.new_seed() if args.seed is None else args.seed
     plan = runner.PLANS[args.mode]

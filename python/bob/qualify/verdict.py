@@ -117,4 +117,6 @@ def perturbation(environ: "os._Environ[str] | dict[str, str] | None" = None) -> 
     try:
         return kernel, int(threads)
     except ValueError:
-        raise ValueError(f"{PERTURB_ENV} must be KERNEL:THREADS (e.g. avx2:2), got {text!r}") from None
+        from bob.options import shown_argv  # (the OS's bytes shown as a path's are)
+
+        raise ValueError(f"{PERTURB_ENV} must be KERNEL:THREADS (e.g. avx2:2), got '{shown_argv(text)}'") from None
