@@ -4,6 +4,8 @@ the checkpoint's top room (nothing of the checkpoint imports it back)."""
 from __future__ import annotations
 
 import contextlib
+import copy
+import copyreg
 import hashlib
 import os
 import sys
@@ -275,11 +277,18 @@ class Checkpoint:
     def copy(self) -> "Checkpoint":
         with self._loans():
             step, header_bytes, contract, p, m, v = self._written()  # (a reassigned field: converted and checked)
-            return type(self)(step, p.copy(), m.copy(), v.copy(), header_bytes, contract)
+            return Checkpoint(step, p.copy(), m.copy(), v.copy(), header_bytes, contract)
 
-    def __reduce__(self) -> Any:  # copy.deepcopy and pickle: the planes read under the loans, as copy() reads them
-        made = self.copy()
-        return type(self), (made.step, made.p, made.m, made.v, made.header_bytes, made.contract)
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """pickle and copy.deepcopy: an object's default (its class, every attribute as it is, no ``__init__``),
+        its attributes read under the core's loans, as :meth:`copy` reads them (never a plane mid-train)."""
+        with self._loans():
+            return copyreg.__newobj__, (type(self),), copy.deepcopy(self.__dict__)  # type: ignore[attr-defined]
+
+    def __copy__(self) -> "Checkpoint":  # copy.copy: the planes shared (not read), as a dataclass's
+        made = object.__new__(type(self))
+        made.__dict__.update(self.__dict__)
+        return made
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready description (the golden vectors' ``.json``; a plane's min and max over its finite values)."""
