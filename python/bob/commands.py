@@ -77,10 +77,10 @@ class about:  # noqa: N801 - used as a `with` statement, like contextlib's helpe
             message = f"{self.what}: {exc}" if self.what else str(exc)
             raise Refused(message, option=self.option, path=self.path, field=exc.field,
                           detail=exc.to_dict()) from None
-        if isinstance(exc, OSError) and exc.errno not in RESOURCE_ERRNOS:
-            raise Refused(os_reason(exc), option=self.option, path=_under(exc.filename, self.path)) from None
-        # A resource the process ran out of (memory, descriptors) says nothing
-        # about the user's file: it stays an unexpected error (the command's own code).
+        if isinstance(exc, OSError):  # (a resource the process ran out of, memory or descriptors, says nothing about
+            # the file it names: the runner reports it as unexpected, its words kept, the_machine_ran_out)
+            raise Refused(os_reason(exc), option=self.option, path=_under(exc.filename, self.path)) \
+                from (exc if exc.errno in RESOURCE_ERRNOS else None)
 
 
 def _under(failed: Any, given: Any) -> Any:

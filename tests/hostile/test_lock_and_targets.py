@@ -230,7 +230,8 @@ def test_out_of_memory_is_unexpected_not_refused(work: Path) -> None:
               "def stage(target, data, *args, **kwargs): raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))\n"
               "bob.fileio.stage = stage\nsys.exit(bob.run.main(sys.argv[1:]))")
     out = subprocess.run([sys.executable, "-c", script, *argv(work)], capture_output=True, text=True)
-    assert out.returncode == 1 and "Too many open files" in out.stderr, out.stderr
+    assert out.returncode == 1 and out.stderr == f"bob-run: --predictions {work / 'pred.bin'}: too many open files\n", \
+        out.stderr  # (the option and the path named: it was "unexpected error: OSError: [Errno 24] …", repr and all)
     assert not (work / "ck.bin").exists()
 
 
