@@ -84,6 +84,17 @@ def test_a_reader_refuses_naming_the_field_and_offset(data, error, field, offset
         load_trace(data)
 
 
+def test_a_damaged_step_before_past_every_run_keeps_the_digest_s_finding_first() -> None:
+    """A bit flipped in step_before near the top (the rule had been the layout's, a refusal alone): the digest
+    says the file was damaged, then step_before; no entry's step is blamed on its own."""
+    data = bytearray(hand_made(2**64 - 21))
+    data[80] ^= 0x10
+    findings = trace_findings(bytes(data))
+    assert [(type(f), f.field, f.offset) for f in findings] == [(IntegrityError, "digest", 736),
+                                                                (BadValue, "step_before", 80)]
+    assert str(findings[1]).startswith("step_before at offset 80: entry i's step, step_before + i + 1, would pass")
+
+
 def test_a_trace_of_another_contract_is_refused_by_name_as_a_checkpoint_is() -> None:
     """(It was "OK: a valid bob-trace v1 trace".)"""
     other = hand_made(contract=sha(b"another contract"))

@@ -170,14 +170,14 @@ INVALID_TOKEN: ValueRule = ValueRule("token", lambda token, validity: validity !
 # ------------------------------------------------------------------ bob-trace v1 (formats/trace.md)
 TRACE_VERSION_RULE: ValueRule = ValueRule("version", lambda v: v == TRACE_VERSION, "unsupported trace version",
                                           TRACE_VERSION)
-TRACE_STEP_BEFORE: ValueRule = ValueRule("step_before", lambda s: s <= U64_MAX - TRACE_UPDATES,
-                                         "no run makes its updates from this step (each entry's step is a u64)",
-                                         f"at most {U64_MAX - TRACE_UPDATES}")
 TRACE_UPDATE_COUNT: ValueRule = ValueRule("update_count", lambda n: n == TRACE_UPDATES,
                                           "a trace holds one invocation: one entry per update", TRACE_UPDATES)
 TRACE_CONTRACT: ValueRule = ValueRule("contract_sha256", lambda digest, v1: digest == v1, "a trace of a run under "
                                       "another contract", "bob v1's (bob.formats.trace.contract_sha256())",
                                       error=ContractMismatch)
+TRACE_STEP_BEFORE: ValueRule = ValueRule("step_before", lambda s: s <= U64_MAX - TRACE_UPDATES,
+                                         "entry i's step, step_before + i + 1, would pass 2**64 - 1",
+                                         f"at most {U64_MAX - TRACE_UPDATES}")
 TRACE_STEP: ValueRule = ValueRule("entries.step", lambda step, want: step == want,
                                   "entry i is the update that makes step step_before + i + 1", "step_before + i + 1")
 
@@ -186,6 +186,6 @@ RULES: "dict[str, tuple[ValueRule, ...]]" = {
     "envelope": (ENVELOPE_VERSION, HEADER_BYTES, CHUNK_COUNT, CHUNK_TAG, CHUNK_OFFSET, CHUNK_LENGTH, PADDING,
                  FINITE, V_NOT_NEGATIVE, MOMENTS_ZERO_AT_STEP_0, ROOM_FOR_UPDATES),
     "predictions": (VALIDITY, TOKEN, INVALID_TOKEN),
-    "trace": (TRACE_VERSION_RULE, TRACE_STEP_BEFORE, TRACE_UPDATE_COUNT, TRACE_CONTRACT, TRACE_STEP),
+    "trace": (TRACE_VERSION_RULE, TRACE_UPDATE_COUNT, TRACE_CONTRACT, TRACE_STEP_BEFORE, TRACE_STEP),
 }
 """Each format's value rules, in the order its ``examine`` checks them (the docs' rule tables)."""

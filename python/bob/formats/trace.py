@@ -51,7 +51,6 @@ TRACE = Struct(
         }, {
             "magic": lambda sc: Const(TRACE_MAGIC, sc),
             "version": ruled(TRACE_VERSION_RULE),
-            "step_before": ruled(TRACE_STEP_BEFORE),
             "update_count": ruled(TRACE_UPDATE_COUNT),
         }),
         "entries" / Table(TRACE_UPDATES, TRACE_ENTRY_SCHEMA) * f"one {TRACE_ENTRY.size}-byte entry per update",
@@ -193,7 +192,8 @@ class TraceExamination(Examined):
 
 
 def examine(data: bytes) -> TraceExamination:
-    """Every finding of ``data`` as a bob-trace v1 file: the layout's refusal alone, or the digest's then the steps'."""
+    """Every finding of ``data`` as a bob-trace v1 file: the layout's refusal alone, or the digest's, the contract's
+    then the steps'."""
     data = as_bytes(data, "the trace")
     ex = TraceExamination(size=len(data))
     problem = magic_finding(data, *TRACE_FILE)
@@ -212,7 +212,9 @@ def examine(data: bytes) -> TraceExamination:
     if not TRACE_CONTRACT.ok(head.contract_sha256, contract_sha256()):
         ex.findings.append(TRACE_CONTRACT.finding(head.contract_sha256.hex(), expected=contract_sha256().hex(),
                                                   offset=TRACE_HEAD["contract_sha256"].offset))
-    for i, entry in enumerate(head.entries):
+    if not TRACE_STEP_BEFORE.ok(head.step_before):  # (then no entry's step can be right: not one finding each)
+        ex.findings.append(TRACE_STEP_BEFORE.finding(head.step_before, offset=TRACE_HEAD["step_before"].offset))
+    for i, entry in enumerate(head.entries if TRACE_STEP_BEFORE.ok(head.step_before) else ()):
         want = head.step_before + i + 1
         if not TRACE_STEP.ok(entry.step, want):
             offset = TRACE_HEAD_STRUCT.size + i * TRACE_ENTRY.size + TRACE_ENTRY_FIELDS["step"].offset
