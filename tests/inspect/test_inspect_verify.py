@@ -109,16 +109,21 @@ def test_a_file_cut_inside_its_header_is_said_so_never_a_digest_mismatch(cli, tm
 
 
 @pytest.mark.parametrize("size, length", [(len(GOOD), 2 << 20), (60_000, 2 << 20), (len(GOOD), 100_000)])
-def test_a_damaged_length_is_not_called_a_cut(cli, tmp_path: Path, size: int, length: int) -> None:
+@pytest.mark.parametrize("state_too", [False, True])
+def test_a_damaged_length_is_not_called_a_cut(cli, tmp_path: Path, size: int, length: int, state_too: bool) -> None:
     """A file whose seed length says 2 MiB was diagnosed "the file ends inside its header": no header
     holds a string that long, so it is a damaged length, not a file cut short (whatever the file's size);
-    one of 100,000 bytes, inside the file, was said to run past its end."""
+    one of 100,000 bytes, inside the file, was said to run past its end. Where v1's length put back makes the
+    strings v1's, that length is named; with a byte of state changed too, only that it is too long."""
     at = CANONICAL.fields["seed.length"].offset
     raw = bytearray(GOOD[:size])
     raw[at:at + 4] = length.to_bytes(4, "little")
+    raw[CANONICAL.fields["state"].offset] ^= 0x20 if state_too else 0
     [r] = verify(cli, write(tmp_path, "length.bob", bytes(raw)), code=2)
     assert r["diagnosis"] == [f"a length in the header, in seed (at offset {at}), is {length} bytes, more than any "
-                              "string the contract holds: damaged, not a file cut short"]
+                              "string the contract holds: damaged, not a file cut short" if state_too else
+                              f"the length of seed (at offset {at}) is damaged: {length} bytes where the contract's "
+                              "string is 11, so what follows it is read from the wrong offsets"]
 
 
 def test_a_damaged_string_length_is_named_not_the_field_read_after_it(cli, tmp_path: Path) -> None:
@@ -142,6 +147,59 @@ def test_a_damaged_header_bytes_is_not_called_a_cut(cli, tmp_path: Path) -> None
     assert r["diagnosis"] == [f"header_bytes ({HB + 64}) is damaged: the chunk table and the file's size put chunk P "
                               f"at {HB}", "the header (its contract fields or its chunk table) does not match the "
                               "header's digest"]
+
+
+def test_what_the_digests_cannot_tell_apart_is_said_both_ways(cli, tmp_path: Path) -> None:
+    """(A review of the digests' diagnosis.) Digests P and M exchanged in the table and chunk V damaged: the
+    exchanged ones alone put back seal the header (it put V's back too, and said "chunks P and M are swapped").
+    Digests exchanged and the step changed: the header's digest cannot tell which moved, and says so."""
+    digests = [CANONICAL.chunk_field(k, "digest").slice for k in range(3)]
+    raw = bytearray(GOOD)
+    raw[digests[0]], raw[digests[1]] = GOOD[digests[1]], GOOD[digests[0]]
+    raw[chunk(2).start + 5] ^= 1
+    step = bytearray(GOOD)
+    step[digests[0]], step[digests[1]] = GOOD[digests[1]], GOOD[digests[0]]
+    step[CANONICAL.fields["step"].offset] ^= 1
+    [damaged, stepped] = verify(cli, write(tmp_path, "v.bob", bytes(raw)), write(tmp_path, "s.bob", bytes(step)), code=2)
+    assert damaged["diagnosis"] == ["the digests of entries P and M of the chunk table are swapped (the chunks are in "
+                                    "their places; the header's digest is that of the table before)"]
+    assert stepped["diagnosis"] == ["chunks P and M are swapped, or the digests of entries P and M of the chunk table "
+                                    "are (the header does not match its digest: either may have moved)",
+                                    "the header (its contract fields or its chunk table) does not match the header's "
+                                    "digest"]
+
+
+def test_a_cut_file_of_another_contract_is_a_cut_not_a_damaged_length(cli, tmp_path: Path) -> None:
+    """A seed one byte longer than v1's, the file cut inside its header: "the length of seed is damaged"."""
+    from bob.formats.contract import V1, Contract
+
+    ck = bob.load_checkpoint(GOOD)
+    other = bob.Checkpoint(ck.step, ck.p, ck.m, ck.v, 512, Contract(**{**vars(V1), "seed": V1.seed + b"0"}))
+    [r] = verify(cli, write(tmp_path, "other.bob", other.to_bytes(for_resume=False)[:300]), code=2)
+    assert r["diagnosis"] == ["the file ends inside its header, in chunk_table.digest (at offset 280)"]
+
+
+@pytest.mark.parametrize("cut", [0, 1000, 2 * CHUNK_BYTES + 64])
+def test_a_header_bytes_the_table_contradicts_tells_no_cut_against_it(cli, tmp_path: Path, cut: int) -> None:
+    """header_bytes made 512 and the file cut too: "ends inside chunk V, 1064 bytes before that chunk's end"
+    (its range from the damaged header_bytes); with two damages nothing is sure but the header's mismatch."""
+    raw = bytearray(GOOD)
+    at = CANONICAL.fields["header_bytes"].offset
+    raw[at:at + 8] = (HB + 64).to_bytes(8, "little")
+    [r] = verify(cli, write(tmp_path, "hb.bob", bytes(raw[:len(raw) - cut])), code=2)
+    assert r["diagnosis"] == ([f"header_bytes ({HB + 64}) is damaged: the chunk table and the file's size put chunk P "
+                               f"at {HB}"] if cut == 0 else []) + ["the header (its contract fields or its chunk "
+                                                                   "table) does not match the header's digest"]
+
+
+def test_a_header_bytes_lowered_in_a_wider_file_is_named(cli, tmp_path: Path) -> None:
+    """A file bob wrote with header_bytes 512, the field made 448: only the header's mismatch was said."""
+    raw = bytearray(bob.load_checkpoint(GOOD).to_bytes(header_bytes=HB + 64))
+    at = CANONICAL.fields["header_bytes"].offset
+    raw[at:at + 8] = HB.to_bytes(8, "little")
+    [r] = verify(cli, write(tmp_path, "hb.bob", bytes(raw)), code=2)
+    assert r["diagnosis"][0] == f"header_bytes ({HB}) is damaged: the chunk table and the file's size put chunk P at " \
+                                f"{HB + 64}"
 
 
 @pytest.mark.parametrize("order", [(1, 0, 2), (0, 2, 1), (2, 1, 0), (1, 2, 0)])

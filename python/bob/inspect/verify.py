@@ -10,8 +10,7 @@ from bob.errors import FormatError
 from bob.formats.checkpoint import Examination, examine
 from bob.formats.constants import PLANE_NAMES, STRING_LIMIT
 from bob.formats.contract import V1
-from bob.formats.layout import CANONICAL, CONTRACT_STRINGS
-from bob.formats.rules import chunk_offset
+from bob.formats.rules import HEADER_BYTES, chunk_offset
 from bob.invocation import unadvanceable
 from bob.inspect.common import Refused, begin, plural, read_checkpoint
 
@@ -35,7 +34,11 @@ _MOVED = {  # (one entry, two exchanged), by what moved: the chunks, the table's
                 "entries {a} and {b} of the chunk table are swapped (the chunks are in their places)"),
     "digests": ("entry {b} of the chunk table holds chunk {a}'s digest (the chunks are in their places; the header's "
                 "digest is that of the table before)", "the digests of entries {a} and {b} of the chunk table are "
-                "swapped (the chunks are in their places; the header's digest is that of the table before)")}
+                "swapped (the chunks are in their places; the header's digest is that of the table before)"),
+    "either": ("chunk {a} holds the bytes of chunk {b}, or entry {b} of the chunk table holds chunk {a}'s digest (the "
+               "header does not match its digest: either may have moved)", "chunks {a} and {b} are swapped, or the "
+               "digests of entries {a} and {b} of the chunk table are (the header does not match its digest: either "
+               "may have moved)")}
 
 
 def _moved(ex: Examination, problems: list[dict[str, Any]]) -> tuple[list[str], bool]:
@@ -44,16 +47,16 @@ def _moved(ex: Examination, problems: list[dict[str, Any]]) -> tuple[list[str], 
     stored = {p["index"]: p["actual"] for p in problems if p.get("field") == _DIGEST_FIELD}
     held = {p["index"]: p["expected"] for p in problems if p.get("field") == _DIGEST_FIELD}
     tags = {p["index"]: (p["expected"], p["actual"]) for p in problems if p.get("field") == "chunk_table.tag"}
-    lay, raw = ex.layout, bytearray(ex.header_raw or b"")  # the header with each chunk's own digest put back:
-    for i, digest in held.items() if lay is not None else ():  # the one its digest was made of?
-        raw[lay.chunk_field(i, "digest").slice] = bytes.fromhex(digest)  # type: ignore[union-attr]
-    digests = lay is not None and any(p.get("field") == "header_digest" for p in problems) \
-        and hashlib.sha256(raw).digest() == ex.header_digest
+    lay, raw = ex.layout, bytearray(ex.header_raw or b"")  # the header with each exchanged entry's own chunk's
+    for j in {j for i in held for j in stored if j != i and stored[j] == held[i]} if lay is not None else ():
+        raw[lay.chunk_field(j, "digest").slice] = bytes.fromhex(held[j])  # type: ignore[union-attr]  # digest back:
+    changed = any(p.get("field") == "header_digest" for p in problems)
+    digests = lay is not None and changed and hashlib.sha256(raw).digest() == ex.header_digest  # the header sealed?
     said = []
     for i, actual in sorted(held.items()):
         for j in sorted(j for j, expected in stored.items() if j != i and expected == actual):
             entries = i in tags and j in tags and tags[j][1] == tags[i][0]  # entry j, tag and all, is chunk i's
-            one, pair = _MOVED["digests" if digests else "entries" if entries else "chunks"]
+            one, pair = _MOVED["digests" if digests else "entries" if entries else "either" if changed else "chunks"]
             if held.get(j) != stored[i] or i < j:  # each holding the other's: said once, for the pair
                 said.append((one if held.get(j) != stored[i] else pair).format(a=PLANE_NAMES[i], b=PLANE_NAMES[j]))
     return said, digests and bool(said)
@@ -63,22 +66,23 @@ def _cut(ex: Examination, problems: list[dict[str, Any]], explained: bool) -> li
     """A file cut inside a chunk or its header, the damaged field that makes it look so, or a header that does not
     match its digest (unless ``explained``)."""
     header, said = ex.header, []
-    short = next((p for p in problems if p.get("field") == "file_size" and isinstance(p.get("actual"), int)
-                  and isinstance(p.get("expected"), int) and p["actual"] < p["expected"]), None)
-    offsets = [p["actual"] for p in problems if p.get("field") == "chunk_table.offset"]
-    if short is not None and header is not None:
-        hb = header.header_bytes
-        placed = offsets and offsets == [chunk_offset(offsets[0], i) for i in range(len(PLANE_NAMES))] \
-            and chunk_offset(offsets[0], len(PLANE_NAMES)) == short["actual"]  # the table and the size agree
-        if placed:
-            said.append(f"header_bytes ({hb}) is damaged: the chunk table and the file's size put chunk P at "
-                        f"{offsets[0]}")
-        for i, name in enumerate(PLANE_NAMES if not placed else ()):
-            if chunk_offset(hb, i) <= short["actual"] < chunk_offset(hb, i + 1):
-                said.append(f"the file ends inside chunk {name}, {chunk_offset(hb, i + 1) - short['actual']} "
-                            f"bytes before that chunk's end (bytes {chunk_offset(hb, i)}.."
-                            f"{chunk_offset(hb, i + 1) - 1})")
-        if short["actual"] < hb and not placed:
+    hb = None if header is None else header.header_bytes
+    short = next((p["actual"] for p in problems if p.get("field") == "file_size" and isinstance(p.get("actual"), int)
+                  and isinstance(p.get("expected"), int)), None)
+    offsets = {p["index"]: p["actual"] for p in problems if p.get("field") == "chunk_table.offset"}
+    if hb is not None and offsets:  # the table contradicts header_bytes: where do the chunks lie, surely?
+        table = [offsets.get(i, chunk_offset(hb, i)) for i in range(len(PLANE_NAMES))]
+        base = table[0] if table == [chunk_offset(table[0], i) for i in range(len(PLANE_NAMES))] \
+            and HEADER_BYTES.ok(table[0]) and table[0] >= (ex.header_end or 0) else None
+        if base is not None and short == chunk_offset(base, len(PLANE_NAMES)):  # the table and the size agree
+            said.append(f"header_bytes ({hb}) is damaged: the chunk table and the file's size put chunk P at {base}")
+        hb = None  # (a cut is told against header_bytes only when the table agrees with it)
+    if short is not None and hb is not None and short < chunk_offset(hb, len(PLANE_NAMES)):
+        for i, name in enumerate(PLANE_NAMES):
+            if chunk_offset(hb, i) <= short < chunk_offset(hb, i + 1):
+                said.append(f"the file ends inside chunk {name}, {chunk_offset(hb, i + 1) - short} bytes before that "
+                            f"chunk's end (bytes {chunk_offset(hb, i)}..{chunk_offset(hb, i + 1) - 1})")
+        if short < hb:
             said.append(f"the file ends inside its header ({hb} bytes)")
     cut = next((p for p in problems if p.get("error") == "Truncated"  # (nothing after it read, the digest included)
                 and (p["field"] != "file_size" or header is None)), None)  # (no header at all: cut in the magic)
@@ -86,12 +90,10 @@ def _cut(ex: Examination, problems: list[dict[str, Any]], explained: bool) -> li
         return said + ["the header (its contract fields or its chunk table) does not match the header's digest"] * (
             any(p.get("field") == "header_digest" for p in problems) and not explained)
     where = "its magic" if cut["field"] == "file_size" else f"{cut['field']} (at offset {cut['offset']})"
-    wrong = next(((name, len(value), len(v1)) for name, value in ex.partial_header or () if name in CONTRACT_STRINGS
-                  and value != (v1 := getattr(V1, name)) and (value.startswith(v1) or v1.startswith(value))), None)
-    if wrong is not None:  # an earlier string, v1's but for its length: what follows is read from the wrong offsets
-        return said + [f"the length of {wrong[0]} (at offset {CANONICAL.fields[wrong[0] + '.length'].offset}) is "
-                       f"damaged: {wrong[1]} bytes where the contract's string is {wrong[2]}, so what follows it is "
-                       "read from the wrong offsets"]
+    if (wrong := ex.damaged_length) is not None:
+        return said + [f"the length of {wrong[0]} (at offset {wrong[1]}) is damaged: {wrong[2]} bytes where the "
+                       f"contract's string is {len(getattr(V1, wrong[0]))}, so what follows it is read from the wrong "
+                       "offsets"]
     damaged = isinstance(cut["actual"], int) and cut["actual"] > STRING_LIMIT  # a string no header holds
     return said + [f"a length in the header, in {where}, is {cut['actual']} bytes, more than any string the contract "
                    "holds: damaged, not a file cut short" if damaged else f"the file ends inside its header, in {where}"]

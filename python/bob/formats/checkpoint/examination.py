@@ -10,14 +10,14 @@ from typing import Any
 import numpy as np
 
 from bob.errors import BadValue, FormatError, IntegrityError, Truncated, flag_value
-from bob.formats.checkpoint.header import (CHECKPOINT_BYTES, HEADER_BYTES, chunk_digests, has_canonical_prefix,
-                                           hashlib_sha256, header_fields, sealed_step)
+from bob.formats.checkpoint.header import (CHECKPOINT_BYTES, HEADER_BYTES, checkpoint_header, chunk_digests,
+                                           has_canonical_prefix, hashlib_sha256, header_fields, sealed_step)
 from bob.formats.checkpoint.state import state_findings
 from bob.formats.constants import CHUNK_TAGS, MAX_CHECKPOINT_BYTES, MAX_HEADER_BYTES, PARAMETER_COUNT, PAYLOAD_BYTES, PLANE_NAMES
 from bob.formats.contract import CONTRACT_FIELDS, Contract
 from bob.formats.files import CHECKPOINT_FILE, Examined, as_bytes, magic_finding
-from bob.formats.layout import (CANONICAL, DIGEST_BYTES, ENVELOPE_HEAD, HEADER_ALIGNMENT, PLANE_DTYPE, EnvelopeLayout,
-                                envelope_layout)
+from bob.formats.layout import (CANONICAL, CONTRACT_STRINGS, DIGEST_BYTES, ENVELOPE_HEAD, HEADER_ALIGNMENT,
+                                PLANE_DTYPE, EnvelopeLayout, envelope_layout)
 from bob.formats.rules import CHUNK_COUNT, CHUNK_LENGTH, CHUNK_OFFSET, CHUNK_TAG, PADDING, chunk_offset
 
 TYPE_CHECKING = False
@@ -88,6 +88,18 @@ class Examination(Examined):
             except FormatError:
                 continue
             return [(sc.name, parsed[sc.name]) for sc in subcons[:k]]
+        return None
+
+    @property
+    def damaged_length(self) -> tuple[str, int, int] | None:
+        """``(string, offset, stated length)`` of the one contract string whose length prefix alone keeps a header
+        that did not parse from holding bob v1's strings (v1's length put back, they and the field after are v1's)."""
+        data, v1 = self.unparsed or b"", checkpoint_header(0, [bytes(DIGEST_BYTES)] * len(CHUNK_TAGS), hashlib_sha256)
+        at, end = ENVELOPE_HEAD["step"].end, CANONICAL.fields["payload_bytes"].end
+        for name in CONTRACT_STRINGS:
+            f = CANONICAL.fields[f"{name}.length"]
+            if data[f.slice] != v1[f.slice] and data[at:f.offset] + v1[f.slice] + data[f.end:end] == v1[at:end]:
+                return name, f.offset, f.unpack(data)[0]
         return None
 
     @property
