@@ -153,7 +153,9 @@ def test_the_reports_json_is_what_json_prints(tmp_path, capsys, monkeypatch):
     (["--quick"], "scalar:99", "scalar:99 is no configuration the kernels check runs here; one of scalar:1"),
     (["--quick"], "nope:1", "nope:1 is no configuration"),  # (announced as flipping a bit, it flipped none)
     # a byte the OS gave that is no UTF-8 is shown as that byte, as in a path (it was "\\udcff")
-    (["--quick"], "\udcff", "got '\\xff'"),
+    (["--quick"], "\udcff", 'got "\\xff"'),
+    (["--quick"], 'a"b', 'got "a\\x22b"'),  # (the quote escaped: it was 'a"b' between single quotes)
+    (["--quick"], "scalar:\u0662", 'got "scalar:\\xd9\\xa2"'),  # (an Arabic-Indic two was taken for 2)
     (["--quick"], "\udcff:1", "\\xff:1 is no configuration"),
 ])
 def test_bad_command_lines_are_refused_with_exit_2(argv, env, message, capsys, monkeypatch):

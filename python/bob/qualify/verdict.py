@@ -114,9 +114,8 @@ def perturbation(environ: "os._Environ[str] | dict[str, str] | None" = None) -> 
     if not text:
         return None
     kernel, _, threads = text.partition(":")
-    try:
+    if threads.isascii() and threads.isdigit():  # (as every count bob reads: ASCII digits, never a ٢)
         return kernel, int(threads)
-    except ValueError:
-        from bob.options import shown_argv  # (the OS's bytes shown as a path's are)
+    from bob.options import shown_argv  # (the OS's bytes shown as a path's are, a quote too)
 
-        raise ValueError(f"{PERTURB_ENV} must be KERNEL:THREADS (e.g. avx2:2), got '{shown_argv(text)}'") from None
+    raise ValueError(f"{PERTURB_ENV} must be KERNEL:THREADS (e.g. avx2:2), got \"{shown_argv(text)}\"")
