@@ -265,7 +265,8 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
     it (``Invocation.trace``, formats/trace.md); the result is the same bits.
     ``expect`` pins the checkpoint's bytes (64 hexadecimal digits, either
     case): bytes whose SHA-256 is another, or zero bytes, are refused before
-    anything else with an ``IntegrityError`` naming ``expect``
+    the checkpoint is read (after the record, as ``bob-run --expect-checkpoint``
+    refuses them) with an ``IntegrityError`` naming ``expect``
     (:func:`~bob.formats.checkpoint.check_pin`).
     """
     from bob.formats.checkpoint import Checkpoint, check_pin, resume_findings
@@ -273,13 +274,13 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
     from bob.formats.predictions import Predictions
 
     trace = flag_value(trace, "trace")
-    if expect is not None:
-        if isinstance(checkpoint, Checkpoint):
-            raise TypeError("expect pins a checkpoint file's bytes, not a Checkpoint; pin them where they are "
-                            "loaded: bob.load_checkpoint(data, expected_sha256=...)")
-        check_pin(b"" if checkpoint is None else checkpoint, expect, "expect")  # (None: a fresh start)
+    if expect is not None and isinstance(checkpoint, Checkpoint):
+        raise TypeError("expect pins a checkpoint file's bytes, not a Checkpoint; pin them where they are "
+                        "loaded: bob.load_checkpoint(data, expected_sha256=...)")
     if not isinstance(record, InputRecord):
         record = load_input(record)
+    if expect is not None:  # (after the record, before the checkpoint: §7's order, bob-run's)
+        check_pin(b"" if checkpoint is None else checkpoint, expect, "expect")  # (None: a fresh start)
     if isinstance(checkpoint, Checkpoint):  # checked as built (its fields may have been reassigned): not mutated
         checkpoint = Checkpoint(checkpoint.step, checkpoint.p, checkpoint.m, checkpoint.v, checkpoint.header_bytes,
                                 checkpoint.contract)

@@ -143,3 +143,14 @@ def test_invoke_refuses_what_is_not_pinned_before_training() -> None:
         bob.invoke(RECORD, CHECKPOINT, expect="abc")
     with pytest.raises(TypeError, match=r"^expect pins a checkpoint file's bytes"):
         bob.invoke(RECORD, bob.load_checkpoint(CHECKPOINT), expect=PIN)
+
+
+def test_a_bad_record_is_refused_before_an_unpinned_checkpoint_by_invoke_as_by_bob_run(work: Path) -> None:
+    """invoke checked the pin before the record (§7 reads the record first), where bob-run refuses the record."""
+    bad = RECORD[:8] + (2).to_bytes(8, "little") + RECORD[16:]  # version 2
+    (work / "rec.bin").write_bytes(bad)
+    (work / "ck.bin").write_bytes(CHECKPOINT)
+    rc, said = bob_run(work, "--expect-checkpoint", "0" * 64)
+    with pytest.raises(bob.FormatError) as refused:
+        bob.invoke(bad, CHECKPOINT, expect="0" * 64)
+    assert rc == 2 and said["error"]["field"] == refused.value.field == "version"
