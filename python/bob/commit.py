@@ -37,7 +37,7 @@ from bob import fileio
 from bob.commands import EXIT_BUSY, Refused, about, os_reason
 from bob.errors import flag_value
 from bob.fileio import TEMP_MARK, discard_temporary, fsync_directory, sidecar_name, temporary_name
-from bob.lock import pause_at, place
+from bob.lock import LOCK_TAG, pause_at, place
 from bob.signals import Deferral, printing
 from bob.text import show_path
 
@@ -45,7 +45,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any, Callable, Sequence
 
-__all__ = ["Backup", "Commit", "replace_all", "replace_targets", "clean_stale_temporaries"]
+__all__ = ["Backup", "Commit", "replace_all", "replace_targets", "refuse_unsafe_target", "temporary_pid",
+           "clean_stale_temporaries"]
 
 
 class Backup:
@@ -221,6 +222,31 @@ class Commit:
         self.staged = []
 
 
+def temporary_pid(tail: str) -> int | None:
+    """The pid in what follows ``.bob-tmp-`` in a temporary's name (``{pid}-{12 hex}``), or None for other text
+    (a user's file named after a target; "²" is a digit to ``str``)."""
+    pid, _, token = tail.partition("-")
+    return int(pid) if pid.isascii() and pid.isdigit() and len(token) == 12 and not token.strip("0123456789abcdef") \
+        else None
+
+
+def refuse_unsafe_target(target: str) -> None:
+    """What no command replaces (a :class:`Refused`, named by its caller's ``about``): a bob-run lock file or a bob
+    temporary by its name (another run may hold the one, and removes the other beside its target), and the file
+    this process's standard output or error goes to (what it prints would go with the file it replaced)."""
+    name = os.path.basename(target)
+    if name.startswith(".") and name.endswith(LOCK_TAG) and len(name) > len(LOCK_TAG) + 1:  # (a NAME at all)
+        raise Refused("names a bob-run lock file (.NAME.bob-lock); choose another path")
+    if name.startswith(".") and TEMP_MARK in name and temporary_pid(name.rpartition(TEMP_MARK)[2]) is not None:
+        raise Refused("names a bob temporary file (.NAME.bob-tmp-PID-HEX), which a later run removes; choose "
+                      "another path")
+    for fd, stream in ((1, "output"), (2, "error")):
+        with contextlib.suppress(OSError):
+            if os.path.samestat(os.fstat(fd), os.stat(target)):
+                raise Refused(f"is the file this command's standard {stream} goes to, which would go with the file "
+                              "it replaced; name another, or send the stream elsewhere")
+
+
 def replace_targets(files: "list[tuple[str, Any]]", keep: "Sequence[str]" = ()) -> list[str]:
     """Each ``(path, naming)``'s :func:`bob.fileio.replace_target`, inside its ``naming``; a path that
     names the same file as an earlier one (two links to one file) is refused: one would overwrite the other;
@@ -230,6 +256,7 @@ def replace_targets(files: "list[tuple[str, Any]]", keep: "Sequence[str]" = ()) 
     for path, naming in files:
         with naming:
             target = fileio.replace_target(path)
+            refuse_unsafe_target(target)
             for (earlier, _), other in zip(files, targets):
                 if fileio.same_file(other, target):
                     raise Refused(f"names the same file as {show_path(earlier)}; each needs its own")
@@ -333,10 +360,8 @@ def clean_stale_temporaries(path: "str | os.PathLike[str]", *, holding_lock: boo
     for entry in entries:
         if not entry.startswith(prefix):
             continue
-        pid_text, _, token = entry[len(prefix):].partition("-")  # only temporary_name's {pid}-{12 hex}: never
-        if not (pid_text.isascii() and pid_text.isdigit()) or len(token) != 12 or token.strip("0123456789abcdef"):
-            continue  # a user's file named after a target, nor another target's temporary ("²" is a digit to str)
-        pid = int(pid_text)
+        if (pid := temporary_pid(entry[len(prefix):])) is None:  # (only temporary_name's: never another
+            continue  # target's temporary)
         if not holding_lock and (pid == os.getpid() or _pid_alive(pid)):
             continue
         full = os.path.join(directory, entry)

@@ -275,14 +275,10 @@ def _read_holder(fd: int) -> str:
 
 
 def refuse_if_lock_of(outputs: "tuple[tuple[str, str, str], ...]") -> None:
-    """No file a run replaces (``outputs``: option, path, resolved target) may be another one's lock file,
-    nor any bob lock (``.NAME.bob-lock``: another run may hold it, and would lock a file it cannot take)."""
+    """No file a run replaces (``outputs``: option, path, resolved target) may be another one's lock file
+    (any bob lock by its name: :func:`bob.commit.refuse_unsafe_target`)."""
     for option, path, target in outputs:
         for other, _, other_target in outputs:
             if other != option and same_file(target, lock_path_for(other_target)):  # (a bind mount too)
                 whose = "the checkpoint's lock file" if other == "--checkpoint" else f"the lock file of {other}"
                 raise Refused(f"names {whose}; choose another path", option=option, path=path)
-    for option, path, target in outputs:
-        name = os.path.basename(target)
-        if name.startswith(".") and name.endswith(LOCK_TAG) and len(name) > len(LOCK_TAG) + 1:  # (a NAME at all)
-            raise Refused("names a bob-run lock file (.NAME.bob-lock); choose another path", option=option, path=path)

@@ -238,6 +238,7 @@ def _outputs(input_path: str, checkpoint_path: str, predictions_path: str,
     (a deleted working directory is named here), and no two options may name one file, nor one
     another's lock."""
     from bob.fileio import check_directory, replace_target, same_file
+    from bob.commit import refuse_unsafe_target
     from bob.lock import refuse_if_lock_of
 
     with about("--input", input_path):
@@ -259,6 +260,9 @@ def _outputs(input_path: str, checkpoint_path: str, predictions_path: str,
         outputs += (("--trace", trace_path, _trace_target(trace_path, input_path, checkpoint_target,
                                                           predictions_target)),)
     refuse_if_lock_of(outputs)
+    for option, path, target in outputs:
+        with about(option, path):
+            refuse_unsafe_target(target)
     return outputs
 
 

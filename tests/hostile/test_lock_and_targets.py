@@ -658,3 +658,34 @@ def test_a_path_renamed_over_while_it_is_resolved_is_no_changed_link(tmp_path: P
 
     monkeypatch.setattr(os, "stat", renamed_after_the_first_stat)
     assert fileio.replace_target(str(tmp_path / through)) == str(path) and stats
+
+
+@pytest.mark.parametrize("stream", ["stdout", "stderr"])
+def test_no_output_may_be_the_file_the_command_s_own_output_goes_to(work: Path, stream: str) -> None:
+    """--trace /dev/stdout >> runs.log replaced runs.log with the trace (exit 0): the log's lines and the --json
+    object, written into the file it replaced, were gone. Every command's targets are checked so (bob-fixture's too)."""
+    log = work / "runs.log"
+    log.write_bytes(b"earlier run\n")
+    fd = 1 if stream == "stdout" else 2
+    for command, args in (("bob-run", [*argv(work), "--trace", f"/dev/{stream}", "--json"]),
+                          ("bob-fixture", ["--text", "ab", "--prompt", "a", "--prompt", "b", "--prompt", "",
+                                           "--output", f"/dev/{stream}"])):
+        with open(log, "ab") as out:
+            done = subprocess.run([str(BIN / command), *args], **{stream: out}, timeout=120)  # type: ignore[call-overload]
+        assert done.returncode == 2 and log.read_bytes().startswith(b"earlier run\n"), command
+        said = log.read_text() if fd == 2 else ""
+        assert stream == "stdout" or f"is the file this command's standard error goes to" in said
+    assert not (work / "ck.bin").exists()
+
+
+@pytest.mark.parametrize("name", [".ck.bin.bob-tmp-1-aaaaaaaaaaaa", ".x.bob-tmp-77-0123456789ab"])
+def test_no_output_may_be_named_as_a_temporary_a_later_run_removes(work: Path, capsys, name: str) -> None:
+    """--trace .ck.bin.bob-tmp-1-aaaaaaaaaaaa was written (exit 0), and the next run on ck.bin removed it as stale."""
+    assert bob.run.main([*argv(work), "--trace", str(work / name)]) == 2
+    assert capsys.readouterr().err == f"bob-run: refused: --trace {work / name}: names a bob temporary file " \
+                                      "(.NAME.bob-tmp-PID-HEX), which a later run removes; choose another path\n"
+    from bob.fixture import main as fixture_main
+
+    assert fixture_main(["--text", "ab", "--prompt", "a", "--prompt", "b", "--prompt", "", "--output",
+                         str(work / name)]) == 2
+    assert "names a bob temporary file" in capsys.readouterr().err and not (work / name).exists()
