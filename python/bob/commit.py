@@ -39,7 +39,7 @@ from bob.errors import flag_value
 from bob.fileio import TEMP_MARK, discard_temporary, fsync_directory, sidecar_name, temporary_name
 from bob.lock import LOCK_TAG, pause_at, place
 from bob.signals import Deferral, printing
-from bob.text import show_path
+from bob.text import own_stream, show_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -237,14 +237,13 @@ def refuse_unsafe_target(target: str) -> None:
     name = os.path.basename(target)
     if name.startswith(".") and name.endswith(LOCK_TAG) and len(name) > len(LOCK_TAG) + 1:  # (a NAME at all)
         raise Refused("names a bob-run lock file (.NAME.bob-lock); choose another path")
-    if name.startswith(".") and TEMP_MARK in name and temporary_pid(name.rpartition(TEMP_MARK)[2]) is not None:
+    if name.startswith(".") and name.find(TEMP_MARK) > 1 and temporary_pid(name.rpartition(TEMP_MARK)[2]) is not None:
         raise Refused("names a bob temporary file (.NAME.bob-tmp-PID-HEX), which a later run removes; choose "
                       "another path")
-    for fd, stream in ((1, "output"), (2, "error")):
-        with contextlib.suppress(OSError):
-            if os.path.samestat(os.fstat(fd), os.stat(target)):
-                raise Refused(f"is the file this command's standard {stream} goes to, which would go with the file "
-                              "it replaced; name another, or send the stream elsewhere")
+    with contextlib.suppress(FileNotFoundError):
+        if (stream := own_stream(os.stat(target))) is not None:
+            raise Refused(f"is the file this command's standard {stream} goes to, which would go with the file it "
+                          "replaced; name another, or send the stream elsewhere")
 
 
 def replace_targets(files: "list[tuple[str, Any]]", keep: "Sequence[str]" = ()) -> list[str]:
@@ -368,7 +367,7 @@ def clean_stale_temporaries(path: "str | os.PathLike[str]", *, holding_lock: boo
         if (home.st_dev, home.st_ino, entry) in kept:
             continue
         try:
-            if stat.S_ISREG(os.lstat(full).st_mode):
+            if stat.S_ISREG((st := os.lstat(full)).st_mode) and own_stream(st) is None:  # (never what it prints to)
                 os.unlink(full)
                 removed.append(full)
         except OSError:

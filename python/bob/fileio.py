@@ -102,9 +102,11 @@ def open_regular(path: "str | os.PathLike[str]", flags: int, mode: int = 0o666) 
             st_mode = os.stat(path, follow_symlinks=not flags & os.O_NOFOLLOW).st_mode
         except OSError:
             st_mode = stat.S_IFREG
-        if not (stat.S_ISREG(st_mode) or stat.S_ISLNK(st_mode)):
-            raise NotARegularFile(path, st_mode) from None
-        raise
+        if stat.S_ISREG(st_mode) or stat.S_ISLNK(st_mode):
+            raise
+        fd = -1  # no regular file, whatever the open's own error (out of descriptors too): said outside its context
+    if fd < 0:
+        raise NotARegularFile(path, st_mode)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -277,10 +279,8 @@ def make_directory(path: "str | os.PathLike[str]") -> list[str]:
 def remove_empty_directories(made: "list[str]") -> None:
     """Remove the directories :func:`make_directory` made, innermost first, that are still empty."""
     for directory in reversed(made):
-        try:
+        with suppress(OSError):  # not empty, or not there: kept as it is
             os.rmdir(directory)
-        except OSError:  # not empty, or not there: kept as it is
-            pass
 
 
 def same_file(a: "str | os.PathLike[str]", b: "str | os.PathLike[str]") -> bool:

@@ -42,7 +42,7 @@ import time
 
 from bob.commands import EXIT_BUSY, Refused, os_reason
 from bob.fileio import identity, open_regular, same_file, sidecar_name
-from bob.text import exact_text, show_path
+from bob.text import exact_text, own_stream, show_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -171,6 +171,8 @@ class TargetLock:
         if st.st_nlink != 1:
             raise self._unusable(f"it has {st.st_nlink} hard links (a lock file has one; bob never truncates "
                                  "another file's name)")
+        if (stream := own_stream(st)) is not None:  # (its holder removes it: what this run prints would go with it)
+            raise self._unusable(f"it is the file this command's standard {stream} goes to")
         held = os.pread(fd, _MOST_LOCK_BYTES + 1, 0) if first else b""
         if len(held) > _MOST_LOCK_BYTES or held.strip(b"0123456789\n\0"):  # (NULs: a pid lost to a power cut)
             raise self._unusable(f"it holds {st.st_size} bytes that are not a pid (a lock file holds at most its "

@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing costs start-up time bob-run does 
     from typing import Any, NoReturn, TextIO
 
 __all__ = [
+    "own_stream",
     "escape_bytes",
     "show_bytes",
     "show_byte",
@@ -189,6 +190,18 @@ def json_text(document: "dict[str, Any]") -> str:
 # --------------------------------------------------------------------------- #
 # Writing to the standard streams
 # --------------------------------------------------------------------------- #
+
+
+def own_stream(st: "os.stat_result") -> str | None:
+    """``"output"`` or ``"error"`` when ``st`` is the file this process's standard output or error goes to (a file
+    bob replaces or removes there would take what it prints with it: never one), else None."""
+    for stream, name in ((sys.stdout, "output"), (sys.stderr, "error")):  # (not fds 1 and 2: closed at the start,
+        try:  # bob's own files may take them; under bob.fuzz.common.stdout_on_stderr, stdout is a copy of fd 1)
+            if stream is not None and os.path.samestat(os.fstat(stream.fileno()), st):
+                return name
+        except (OSError, ValueError, AttributeError):  # (closed, or no file: io.StringIO)
+            continue
+    return None
 
 
 def tolerant_streams() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import json
 import importlib.util
 import os
 import pickle
@@ -689,3 +690,37 @@ def test_no_output_may_be_named_as_a_temporary_a_later_run_removes(work: Path, c
     assert fixture_main(["--text", "ab", "--prompt", "a", "--prompt", "b", "--prompt", "", "--output",
                          str(work / name)]) == 2
     assert "names a bob temporary file" in capsys.readouterr().err and not (work / name).exists()
+    for fine in (".bob-tmp-1-aaaaaaaaaaaa", "x.bob-tmp-1-aaaaaaaaaaaa", ".x.bob-tmp-1-AAAAAAAAAAAA"):  # no temporary's
+        assert fixture_main(["--text", "ab", "--prompt", "a", "--prompt", "b", "--prompt", "", "--output",
+                             str(work / fine)]) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name, code", [(".ck.bin.bob-lock", 2), (".ck.bin.bob-tmp-999999-aaaaaaaaaaaa", 0)])
+def test_bob_run_never_removes_the_file_its_output_goes_to(work: Path, name: str, code: int) -> None:
+    """(A review of 3bc64dd.) bob-run --json >> .ck.bin.bob-lock took that file as its lock and removed it when
+    done, and >> a dead run's temporary's name removed it as stale: exit 0, the summary gone with the file."""
+    with open(work / name, "ab") as out:
+        done = subprocess.run([str(BIN / "bob-run"), *argv(work), "--json"], stdout=out, timeout=120)
+    said = (work / name).read_text()
+    assert done.returncode == code and json.loads(said)["exit_code"] == code
+    assert code == 0 or "it is the file this command's standard output goes to" in said
+
+
+def test_a_directory_is_refused_as_one_even_when_descriptors_run_out(work: Path, monkeypatch, capsys) -> None:
+    """Out of descriptors, --input DIR was "a directory, not a regular file" with the unexpected exit (1), where
+    --checkpoint DIR was refused (2): the open's EMFILE was the refusal's context. A directory is one either way."""
+    import errno
+
+    real_open = os.open
+
+    def out_of_descriptors(path, *args, **kwargs):
+        if os.fspath(path) == str(work / "dir"):
+            raise OSError(errno.EMFILE, "Too many open files", path)
+        return real_open(path, *args, **kwargs)
+
+    (work / "dir").mkdir()
+    monkeypatch.setattr(os, "open", out_of_descriptors)
+    code = bob.run.main(["--input", str(work / "dir"), "--checkpoint", str(work / "ck.bin"), "--predictions",
+                         str(work / "pred.bin")])
+    assert (code, capsys.readouterr().err) == (2, f"bob-run: refused: --input {work / 'dir'}: a directory, not a "
+                                                  "regular file\n")
