@@ -274,9 +274,11 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
     from bob.formats.predictions import Predictions
 
     trace = flag_value(trace, "trace")
-    if expect is not None and isinstance(checkpoint, Checkpoint):
-        raise TypeError("expect pins a checkpoint file's bytes, not a Checkpoint; pin them where they are "
-                        "loaded: bob.load_checkpoint(data, expected_sha256=...)")
+    if expect is not None:
+        if isinstance(checkpoint, Checkpoint):
+            raise TypeError("expect pins a checkpoint file's bytes, not a Checkpoint; pin them where they are "
+                            "loaded: bob.load_checkpoint(data, expected_sha256=...)")
+        check_pin(None, expect, "expect")  # (its form, before anything is read: the arguments' checks come first)
     if not isinstance(record, InputRecord):
         record = load_input(record)
     if expect is not None:  # (after the record, before the checkpoint: §7's order, bob-run's)

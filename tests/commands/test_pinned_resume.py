@@ -154,3 +154,6 @@ def test_a_bad_record_is_refused_before_an_unpinned_checkpoint_by_invoke_as_by_b
     with pytest.raises(bob.FormatError) as refused:
         bob.invoke(bad, CHECKPOINT, expect="0" * 64)
     assert rc == 2 and said["error"]["field"] == refused.value.field == "version"
+    for malformed, error in ((123, TypeError), ("xyz", ValueError)):  # a malformed pin: before the record, as
+        with pytest.raises(error, match="^expect "):  # bob-run's --expect-checkpoint is (a review of 6b102c6)
+            bob.invoke(bad, CHECKPOINT, expect=malformed)  # type: ignore[arg-type]

@@ -533,6 +533,8 @@ def test_a_pickle_or_a_copy_is_the_checkpoint_as_it_is(tmp_path, protocol) -> No
             assert again.p is not before.p and all(np.array_equal(a, b) for a, b in zip(again.tables.values(),
                                                                                        before.tables.values()))
     assert (again.name, again.note, again.step) == ("mine", "kept", -1)  # type: ignore[attr-defined]
+    shared = copy.deepcopy([mine, mine.p])  # (a plane the structure shares stays shared in the copy)
+    assert shared[0].p is shared[1] and shared[1] is not mine.p
     shallow = copy.copy(mine)
     assert type(shallow) is _Named and shallow.p is mine.p and shallow.note == "kept"  # type: ignore[attr-defined]
 

@@ -298,3 +298,22 @@ def test_verify_of_many_files_says_where_it_is_on_stderr(cli, tmp_path: Path, mo
     path = write(tmp_path, "ck.bin", GOOD)
     verify(cli, path, path, path, code=0)
     assert shown.getvalue().startswith("\rbob-inspect verify: 1/3") and shown.getvalue().endswith("\n")
+
+
+def test_running_out_of_descriptors_is_unexpected_never_a_bad_file(tmp_path: Path, monkeypatch, capsys) -> None:
+    """Out of descriptors, verify called the file unreadable (exit 2, "0 of 1 checkpoint good", error null), where
+    README says running out is never a failed check: the unexpected exit (70), naming the file."""
+    import errno
+    import json
+
+    from bob.inspect import main
+    from bob.inspect import common
+
+    def out_of_descriptors(path, *args):
+        raise OSError(errno.EMFILE, "Too many open files", path)
+
+    monkeypatch.setattr(common, "read_format_file", out_of_descriptors)
+    path = write(tmp_path, "good.bob", GOOD)
+    assert main(["verify", "--json", path]) == 70
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert (error["exit_code"], error["path"], error["message"]) == (70, path, "too many open files")

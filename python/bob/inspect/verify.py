@@ -12,6 +12,7 @@ from bob.formats.constants import PLANE_NAMES, STRING_LIMIT
 from bob.formats.contract import V1
 from bob.formats.rules import HEADER_BYTES, chunk_offset
 from bob.invocation import unadvanceable
+from bob.refusals import the_machine_ran_out
 from bob.inspect.common import Refused, begin, plural, read_checkpoint
 
 __all__ = ["verify_file", "diagnosis", "render_verify"]
@@ -115,7 +116,9 @@ def verify_file(path: str) -> dict[str, Any]:
     unreadable: list[dict[str, Any]] = []
     try:
         data, findings = read_checkpoint(path)
-    except Refused as refused:  # that file's problem, not the command's refusal
+    except Refused as refused:  # that file's problem, not the command's refusal (unless the machine ran out)
+        if the_machine_ran_out(refused):
+            raise
         unreadable = [{"error": "Refused", "kind": "unreadable", "field": "path", "index": None, "offset": None,
                        "message": refused.message, "expected": None, "actual": None, "text": f"path: {refused.message}",
                        "chunk": None}]

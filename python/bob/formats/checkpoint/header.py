@@ -91,12 +91,15 @@ def pin_problem(pin: Any) -> str | None:
 def check_pin(data: Any, pin: Any, name: str) -> None:
     """The pinned resume: an :class:`~bob.errors.IntegrityError` (field ``name``) unless ``data``'s
     SHA-256 is ``pin``; zero bytes, a fresh start, are never the pinned checkpoint. A malformed
-    pin is a TypeError or ValueError (:func:`pin_problem`); so is ``data`` that is no bytes, as unpinned."""
+    pin is a TypeError or ValueError (:func:`pin_problem`); so is ``data`` that is no bytes, as unpinned
+    (None: the pin's form alone, checked before anything is read)."""
     from bob.errors import IntegrityError, byte_buffer
 
     problem = pin_problem(pin)
     if problem is not None:
         raise (TypeError if not isinstance(pin, str) else ValueError)(f"{name} {problem}")
+    if data is None:
+        return
     data, want = byte_buffer(data, "the checkpoint").tobytes() if type(data) is not bytes else data, pin.lower()
     if not len(data):
         raise IntegrityError(name, "a missing or empty checkpoint (a fresh start) is not the pinned one", expected=want)

@@ -280,10 +280,16 @@ class Checkpoint:
             return Checkpoint(step, p.copy(), m.copy(), v.copy(), header_bytes, contract)
 
     def __reduce_ex__(self, protocol: Any) -> Any:
-        """pickle and copy.deepcopy: an object's default (its class, every attribute as it is, no ``__init__``),
-        its attributes read under the core's loans, as :meth:`copy` reads them (never a plane mid-train)."""
+        """pickle: an object's default (its class, every attribute as it is, no ``__init__``), its attributes
+        copied under the core's loans, as :meth:`copy` reads them (never a plane mid-train)."""
         with self._loans():
             return copyreg.__newobj__, (type(self),), copy.deepcopy(self.__dict__)  # type: ignore[attr-defined]
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> "Checkpoint":  # the same, in the caller's memo (what it shares
+        with self._loans():  # with the planes stays shared)
+            made = memo[id(self)] = object.__new__(type(self))
+            made.__dict__.update(copy.deepcopy(self.__dict__, memo))
+            return made
 
     def __copy__(self) -> "Checkpoint":  # copy.copy: the planes shared (not read), as a dataclass's
         made = object.__new__(type(self))
