@@ -364,3 +364,15 @@ def test_a_checkpoint_without_rows_does_not_import_decimal():
               "print('decimal' in sys.modules, file=sys.stderr)\nsys.exit(rc)\n")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert out.returncode == 0 and out.stderr.splitlines()[-1] == "False", out.stderr
+
+
+def test_the_heatmap_zoom_keeps_a_row_near_flt_max() -> None:
+    """A row of FLT_MAX values (one cell 3e38) favoured no column: its float32 median overflowed to inf, and the
+    midpoint was NaN; the same row scaled to 1.0 and 0.9 favoured 32."""
+    from bob.inspect.heatmap import MAX_ZOOM_COLUMNS, favoured_columns
+
+    table = np.zeros((256, 256), np.float32)
+    table[0x7A] = np.finfo(np.float32).max
+    table[0x7A, 5] = 3e38
+    assert favoured_columns(table, np.array([0x7A])).size == MAX_ZOOM_COLUMNS
+    assert 5 not in favoured_columns(table, np.array([0x7A]))

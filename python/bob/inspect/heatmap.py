@@ -53,7 +53,7 @@ def favoured_columns(table, rows):
         finite = np.isfinite(row)
         if not finite.any():
             continue
-        vals = row[finite]
+        vals = row[finite].astype(np.float64)  # (a float32 median of values near FLT_MAX overflows to inf)
         top, mid = float(vals.max()), float(np.median(vals))
         cut = mid + 0.5 * (top - mid)
         for j in np.flatnonzero(finite & (row >= cut)):
