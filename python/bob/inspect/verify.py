@@ -48,11 +48,11 @@ def _moved(ex: Examination, problems: list[dict[str, Any]]) -> tuple[list[str], 
     stored = {p["index"]: p["actual"] for p in problems if p.get("field") == _DIGEST_FIELD}
     held = {p["index"]: p["expected"] for p in problems if p.get("field") == _DIGEST_FIELD}
     tags = {p["index"]: (p["expected"], p["actual"]) for p in problems if p.get("field") == "chunk_table.tag"}
-    lay, raw = ex.layout, bytearray(ex.header_raw or b"")  # the header with each exchanged entry's own chunk's
+    lay, raw = ex.layout, bytearray(ex.header_raw or b"")  # each exchanged entry given back its chunk's digest:
     for j in {j for i in held for j in stored if j != i and stored[j] == held[i]} if lay is not None else ():
-        raw[lay.chunk_field(j, "digest").slice] = bytes.fromhex(held[j])  # type: ignore[union-attr]  # digest back:
+        raw[lay.chunk_field(j, "digest").slice] = bytes.fromhex(held[j])  # type: ignore[union-attr]
     changed = any(p.get("field") == "header_digest" for p in problems)
-    digests = lay is not None and changed and hashlib.sha256(raw).digest() == ex.header_digest  # the header sealed?
+    digests = lay is not None and changed and hashlib.sha256(raw).digest() == ex.header_digest  # (only they moved)
     said = []
     for i, actual in sorted(held.items()):
         for j in sorted(j for j, expected in stored.items() if j != i and expected == actual):
