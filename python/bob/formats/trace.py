@@ -212,9 +212,9 @@ def examine(data: bytes) -> TraceExamination:
     if not TRACE_CONTRACT.ok(head.contract_sha256, contract_sha256()):
         ex.findings.append(TRACE_CONTRACT.finding(head.contract_sha256.hex(), expected=contract_sha256().hex(),
                                                   offset=TRACE_HEAD["contract_sha256"].offset))
-    if not TRACE_STEP_BEFORE.ok(head.step_before):  # (then no entry's step can be right: not one finding each)
+    if not (room := TRACE_STEP_BEFORE.ok(head.step_before)):  # (then no entry's step can be right: not one each)
         ex.findings.append(TRACE_STEP_BEFORE.finding(head.step_before, offset=TRACE_HEAD["step_before"].offset))
-    for i, entry in enumerate(head.entries if TRACE_STEP_BEFORE.ok(head.step_before) else ()):
+    for i, entry in enumerate(head.entries if room else ()):
         want = head.step_before + i + 1
         if not TRACE_STEP.ok(entry.step, want):
             offset = TRACE_HEAD_STRUCT.size + i * TRACE_ENTRY.size + TRACE_ENTRY_FIELDS["step"].offset

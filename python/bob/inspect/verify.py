@@ -43,8 +43,8 @@ _MOVED = {  # (one entry, two exchanged), by what moved: the chunks, the table's
 
 
 def _moved(ex: Examination, problems: list[dict[str, Any]]) -> tuple[list[str], bool]:
-    """Chunks, chunk-table entries or the table's digests moved (then True: what the header's digest says is
-    said); a digest finding is the table's field, ``actual`` what the table holds, ``expected`` the chunk's SHA-256."""
+    """Chunks, table entries or the table's digests moved, and whether the header's mismatch is still to be said (a
+    digest finding is the table's field: ``actual`` what the table holds, ``expected`` the chunk's SHA-256)."""
     stored = {p["index"]: p["actual"] for p in problems if p.get("field") == _DIGEST_FIELD}
     held = {p["index"]: p["expected"] for p in problems if p.get("field") == _DIGEST_FIELD}
     tags = {p["index"]: (p["expected"], p["actual"]) for p in problems if p.get("field") == "chunk_table.tag"}
@@ -60,12 +60,12 @@ def _moved(ex: Examination, problems: list[dict[str, Any]]) -> tuple[list[str], 
             one, pair = _MOVED["digests" if digests else "entries" if entries else "either" if changed else "chunks"]
             if held.get(j) != stored[i] or i < j:  # each holding the other's: said once, for the pair
                 said.append((one if held.get(j) != stored[i] else pair).format(a=PLANE_NAMES[i], b=PLANE_NAMES[j]))
-    return said, digests and bool(said)
+    return said, changed and not (digests and said)
 
 
-def _cut(ex: Examination, problems: list[dict[str, Any]], explained: bool) -> list[str]:
-    """A file cut inside a chunk or its header, the damaged field that makes it look so, or a header that does not
-    match its digest (unless ``explained``)."""
+def _cut(ex: Examination, problems: list[dict[str, Any]], mismatch: bool) -> list[str]:
+    """A file cut inside a chunk or its header, the damaged field that makes it look so, or (``mismatch``) a header
+    that does not match its digest."""
     header, said = ex.header, []
     hb = None if header is None else header.header_bytes
     short = next((p["actual"] for p in problems if p.get("field") == "file_size" and isinstance(p.get("actual"), int)
@@ -89,7 +89,7 @@ def _cut(ex: Examination, problems: list[dict[str, Any]], explained: bool) -> li
                 and (p["field"] != "file_size" or header is None)), None)  # (no header at all: cut in the magic)
     if cut is None:
         return said + ["the header (its contract fields or its chunk table) does not match the header's digest"] * (
-            any(p.get("field") == "header_digest" for p in problems) and not explained)
+            mismatch)
     where = "its magic" if cut["field"] == "file_size" else f"{cut['field']} (at offset {cut['offset']})"
     if (wrong := ex.damaged_length) is not None:
         return said + [f"the length of {wrong[0]} (at offset {wrong[1]}) is damaged: {wrong[2]} bytes where the "
@@ -102,8 +102,8 @@ def _cut(ex: Examination, problems: list[dict[str, Any]], explained: bool) -> li
 
 def diagnosis(ex: Examination, problems: list[dict[str, Any]]) -> list[str]:
     """What the findings mean together: moved chunks or table entries, a file cut short, a damaged field."""
-    moved, explained = _moved(ex, problems)
-    said = moved + _cut(ex, problems, explained)
+    moved, mismatch = _moved(ex, problems)
+    said = moved + _cut(ex, problems, mismatch)
     if not problems and ex.header is not None and (dead_end := unadvanceable(ex.header.step)) is not None:
         said.append(dead_end.message)  # a valid file, at a step bob-run can never advance (D14)
     return said
