@@ -235,9 +235,7 @@ def output_directory(option: str, path: Any) -> str:
             raise Refused("an empty path", option=option, path=path)
         if os.path.exists(path) and not os.path.isdir(path):  # (a link to nothing, or a loop: its own reason)
             raise Refused("exists and is not a directory", option=option, path=path)
-        made = make_directory(path)
-    if _made:  # (a library caller outside run_command keeps what it made)
-        _made[-1].extend(made)
+        make_directory(path, _made[-1] if _made else None)  # (a library caller outside run_command keeps it)
     return os.fspath(path)
 
 

@@ -41,6 +41,7 @@ import stat
 from contextlib import suppress
 
 from bob.errors import FileTooLarge, NotARegularFile, NotReplaceable, byte_buffer
+from bob.signals import step_and_record
 
 __all__ = ["NotARegularFile", "NotReplaceable", "FileTooLarge", "open_regular", "read_bounded",
            "read_bounded_buffer", "replace_target", "same_file", "check_directory",
@@ -240,13 +241,12 @@ def refuse_unreplaceable(path: str, st: "os.stat_result | None" = None) -> None:
                                    "owner may replace it")
 
 
-def make_directory(path: "str | os.PathLike[str]") -> list[str]:
-    """Create the directory ``path`` and its parents if missing; ``PermissionError``
-    if bob could not write into it (a report, corpus or artifact directory).
-    Returns the directories it made, outermost first (:func:`remove_empty_directories`); when it fails
-    part-way (a name too long, a full disk), it removes them itself."""
+def make_directory(path: "str | os.PathLike[str]", into: "list[str] | None" = None) -> list[str]:
+    """Create the directory ``path`` and its parents if missing (``PermissionError`` if bob cannot write into it);
+    return those it made, outermost first, each put on ``into`` too as it is made (no signal falls between a
+    directory and the cleanup's list of them); when it fails part-way (a full disk), it removes them itself."""
     refuse_if_working_directory_gone(path)
-    made: list[str] = []
+    made, start = ([], 0) if into is None else (into, len(into))
     chain, name = [], os.fspath(path)  # it and its missing parents, innermost first: os.makedirs's walk as a loop
     while True:  # (no RecursionError a thousand levels deep), keeping what mkdir itself made ("a/../b": a and b)
         head, tail = os.path.split(name)
@@ -261,8 +261,9 @@ def make_directory(path: "str | os.PathLike[str]") -> list[str]:
             if k and tail == os.curdir:  # ("a/." once a is made)
                 continue
             try:
-                os.mkdir(name)
-                made.append(name)
+                with step_and_record():
+                    os.mkdir(name)
+                    made.append(name)
             except OSError as exc:
                 if not os.path.isdir(name):
                     if isinstance(exc, FileExistsError):  # a link leading nowhere: its own reason (a loop, no target)
@@ -271,9 +272,10 @@ def make_directory(path: "str | os.PathLike[str]") -> list[str]:
         if not os.access(path, os.W_OK | os.X_OK):
             raise PermissionError(13, "permission denied", os.fspath(path))
     except BaseException:
-        remove_empty_directories(made)
+        remove_empty_directories(made[start:])
+        del made[start:]
         raise
-    return made
+    return made[start:]
 
 
 def remove_empty_directories(made: "list[str]") -> None:

@@ -36,7 +36,7 @@ import _signal  # type: ignore[import-not-found]  # the C module under signal; i
 
 __all__ = ["ENDING", "Interrupted", "install", "restore", "Deferral", "signal_name", "taken", "script_held",
            "run_script", "Reporting", "interruption_in", "printing", "printed", "until_exit", "writing",
-           "scratch_directory"]
+           "scratch_directory", "step_and_record"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -278,6 +278,23 @@ class Deferral:
         global _deferral
         if _deferral is self:
             _deferral = None
+
+
+class step_and_record:
+    """``with step_and_record():`` a step and the record of it (a directory made and put on the list the
+    cleanup removes), never cut between the two: a signal that arrives inside the block acts at its end,
+    and inside a :class:`Deferral` already open it is that one's to report."""
+
+    def __enter__(self) -> None:
+        self.deferral = None if _deferral is not None else Deferral()
+        if self.deferral is not None:
+            self.deferral.begin()
+
+    def __exit__(self, kind: "type[BaseException] | None", value: "BaseException | None", traceback: object) -> None:
+        if self.deferral is not None:
+            self.deferral.end()
+            if kind is None:
+                self.deferral.check()
 
 
 class scratch_directory:

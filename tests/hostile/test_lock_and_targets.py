@@ -555,6 +555,36 @@ def test_a_directory_made_part_way_is_removed_when_the_next_cannot_be(tmp_path: 
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("after", [1, 2])
+def test_a_signal_as_a_directory_is_made_never_leaves_it_off_the_cleanups_list(tmp_path: Path, monkeypatch,
+                                                                               after: int) -> None:
+    """bob-fuzz conformance left corpus/checkpoint/refused/magic behind: a SIGTERM between make_directory's
+    return and the caller's record of what it made. The record is now kept as each directory is made."""
+    import signal
+
+    from bob import fileio, signals
+
+    calls = []
+
+    def mkdir(name, real=os.mkdir):
+        real(name)
+        calls.append(name)
+        if len(calls) == after:
+            os.kill(os.getpid(), signal.SIGTERM)  # bob's handler runs as this call returns
+
+    monkeypatch.chdir(tmp_path)
+    os.mkdir("kept")
+    made = ["kept"]  # the caller's list: what an earlier call made stays on it
+    monkeypatch.setattr(fileio.os, "mkdir", mkdir)
+    replaced = signals.install()
+    try:
+        with pytest.raises(signals.Interrupted):
+            fileio.make_directory("a/b", made)
+    finally:
+        signals.restore(replaced)
+    assert calls == ["a", "a/b"][:after] and made == ["kept"] and os.listdir() == ["kept"]
+
+
 def test_a_library_caller_of_output_directory_keeps_what_it_made(tmp_path: Path) -> None:
     """Outside a command nothing is removed later, so nothing is remembered (it used to pile up)."""
     import bob.commands

@@ -90,7 +90,7 @@ def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130) -> l
         sub = Path(fmt) / ("accepted" if verdict["verdict"] == "accept" else f"refused/{verdict['field']}")
         path = own(sub / f"{name}.bin")
         with about("OUTDIR", path.parent):  # the directory or file it could not make (a file in the way, a full
-            made.extend(make_directory(root / sub))  # disk, ulimit -f), not OUTDIR
+            make_directory(root / sub, made)  # disk, ulimit -f), not OUTDIR
         files.append((os.fspath(path), data, about("OUTDIR", path)))
         entries.append({"file": str(sub / f"{name}.bin"), "format": fmt, **verdict})
 
