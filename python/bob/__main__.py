@@ -44,7 +44,11 @@ def main(argv: list[str] | None = None, *, until_exit: bool = False) -> int:
 if __name__ == "__main__":  # as the installed scripts: the three held until bob's runner can report one
     import _signal  # type: ignore[import-not-found]  # the C module under signal (it imports enum); no stub
 
-    _held_from = _signal.pthread_sigmask(_signal.SIG_BLOCK, (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP))
+    try:  # a Ctrl-C delivered just before is raised by this very call, the hold already on: sent again, held
+        _held_from = _signal.pthread_sigmask(_signal.SIG_BLOCK, (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP))
+    except KeyboardInterrupt:  # (whether the parent held the other two cannot be told now: they stay held)
+        _held_from = _signal.pthread_sigmask(_signal.SIG_BLOCK, ()) - {_signal.SIGINT}
+        _signal.raise_signal(_signal.SIGINT)
     try:
         from bob.signals import run_script
 
