@@ -414,10 +414,10 @@ def test_a_conformance_corpus_cut_short_on_a_terminal_ends_its_progress_line(tmp
 
     real = bob.fuzz.conformance.make_directory
 
-    def full_disk(path: object) -> list[str]:  # once the input's and predictions' directories are made
-        if "checkpoint" in str(path):
+    def full_disk(path: object, into: "list[str] | None" = None) -> list[str]:  # once the input's and
+        if "checkpoint" in str(path):  # predictions' directories are made
             raise OSError(errno.ENOSPC, "No space left on device")
-        return real(path)
+        return real(path, into)
 
     monkeypatch.setattr(bob.fuzz.conformance, "make_directory", full_disk)
     with pytest.raises(Refused, match="checkpoint/accepted: no space left on device"):
