@@ -164,8 +164,10 @@ class Reporting:
         self.unraisable: "Callable[[sys.UnraisableHookArgs], object]" = sys.unraisablehook
 
     def __enter__(self) -> "Reporting":
+        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, script_held)  # (one held acts here: no __exit__ then)
+        if _deferral is not None:  # bob-run's, open from its start: nothing is done yet, so it acts here, before
+            _deferral.check()  # an answer (--version, --help) or a usage refusal could take its place
         sys.unraisablehook = self._unraisable
-        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, script_held)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -283,18 +285,19 @@ class Deferral:
 class step_and_record:
     """``with step_and_record():`` a step and the record of it (a directory made and put on the list the
     cleanup removes), never cut between the two: a signal that arrives inside the block acts at its end,
-    and inside a :class:`Deferral` already open it is that one's to report."""
+    the block's error or not (a mkdir that found the directory there); inside a :class:`Deferral` already
+    open it is that one's to report, and once the command is ending or printing, only recorded."""
 
     def __enter__(self) -> None:
-        self.deferral = None if _deferral is not None else Deferral()
+        self.deferral = None if _deferral is not None or _phase is not None else Deferral()
         if self.deferral is not None:
             self.deferral.begin()
 
     def __exit__(self, kind: "type[BaseException] | None", value: "BaseException | None", traceback: object) -> None:
         if self.deferral is not None:
             self.deferral.end()
-            if kind is None:
-                self.deferral.check()
+            if kind is None or not issubclass(kind, KeyboardInterrupt):
+                self.deferral.check()  # (chained to the block's error)
 
 
 class scratch_directory:

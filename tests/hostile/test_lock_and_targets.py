@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import errno
 import importlib
 import json
 import importlib.util
@@ -560,8 +561,6 @@ def test_a_signal_as_a_directory_is_made_never_leaves_it_off_the_cleanups_list(t
                                                                                after: int) -> None:
     """bob-fuzz conformance left corpus/checkpoint/refused/magic behind: a SIGTERM between make_directory's
     return and the caller's record of what it made. The record is now kept as each directory is made."""
-    import signal
-
     from bob import fileio, signals
 
     calls = []
@@ -583,6 +582,48 @@ def test_a_signal_as_a_directory_is_made_never_leaves_it_off_the_cleanups_list(t
     finally:
         signals.restore(replaced)
     assert calls == ["a", "a/b"][:after] and made == ["kept"] and os.listdir() == ["kept"]
+
+
+@pytest.mark.parametrize("error", [errno.EEXIST, errno.ENOSPC])
+def test_a_signal_as_a_mkdir_fails_is_not_dropped(tmp_path: Path, monkeypatch, error: int) -> None:
+    """A SIGTERM that arrived while mkdir ran into an OUTDIR already there (or a full disk) was dropped with
+    mkdir's error: bob-fuzz conformance on an existing directory went on and exited 0."""
+    from bob import fileio, signals
+
+    def mkdir(name, real=os.mkdir):
+        os.kill(os.getpid(), signal.SIGTERM)  # recorded as the call runs
+        if error == errno.ENOSPC:
+            raise OSError(error, os.strerror(error), name)
+        real(name)  # (FileExistsError)
+
+    monkeypatch.chdir(tmp_path)
+    os.mkdir("out")
+    monkeypatch.setattr(fileio.os, "mkdir", mkdir)
+    replaced = signals.install()
+    try:
+        with pytest.raises(signals.Interrupted):
+            fileio.make_directory("out" if error == errno.EEXIST else "new", [])
+    finally:
+        signals.restore(replaced)
+    assert os.listdir() == ["out"]
+
+
+def test_a_signal_while_a_command_ends_or_prints_is_only_recorded_as_a_directory_is_made(tmp_path: Path) -> None:
+    """Once a command is ending on a signal or printing its outcome, another is only recorded (bob.signals):
+    step_and_record raised it at its end all the same."""
+    from bob import fileio, signals
+
+    replaced = signals.install()
+    try:
+        for phase in (signals._ending, signals.printing):
+            phase()
+            with signals.step_and_record():
+                os.kill(os.getpid(), signal.SIGHUP)
+                fileio.make_directory(tmp_path / phase.__name__)
+    finally:
+        signals.restore(replaced)
+        signals._phase = None
+    assert signals.taken()[-2:] == (signal.SIGHUP, signal.SIGHUP)
 
 
 def test_a_library_caller_of_output_directory_keeps_what_it_made(tmp_path: Path) -> None:

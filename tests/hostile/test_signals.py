@@ -276,6 +276,16 @@ def test_a_ctrl_c_raised_by_the_scripts_hold_itself_is_reported_by_the_runner(tm
     assert files.now() == files.old
 
 
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["--bogus"], ["--input"]])
+def test_a_signal_held_since_bob_run_started_is_not_lost_to_an_answer_or_a_usage_refusal(argv: list[str]) -> None:
+    """bob-run defers signals from its start and looked at them only once it worked on files: one held
+    since it started gave way to --version's answer (exit 0) or a usage refusal (exit 2)."""
+    proc = subprocess.run([sys.executable, "-c", CTRL_C_AS_THE_HOLD_GOES_ON, str(BIN / "bob-run"), "--json", *argv],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 130 and json.loads(proc.stdout)["exit_code"] == 130, (proc.stdout, proc.stderr)
+    assert proc.stderr == "bob-run: interrupted by SIGINT; nothing was changed\n"
+
+
 def test_every_installed_script_holds_the_ending_signals_first() -> None:
     """Each command's script blocks exactly bob.signals.ENDING before it imports anything of bob's
     (pyproject.toml: the commands are these scripts, and only these), and so does python -m bob."""
