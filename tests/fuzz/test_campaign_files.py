@@ -96,6 +96,34 @@ def test_a_scratch_directory_is_swept_only_when_no_campaign_holds_it(tmp_path: P
         os.close(fd)
 
 
+def test_a_signal_as_the_campaigns_scratch_directory_is_made_leaves_nothing(tmp_path: Path, monkeypatch) -> None:
+    """A SIGTERM between mkdtemp's return and the campaign's record of its scratch directory left
+    ARTIFACTS/.logs/scratch-PID-* behind (for the next campaign to sweep)."""
+    pytest.importorskip("atheris", reason="atheris is the optional fuzz extra (scripts/bootstrap.sh test,fuzz)")
+    import os
+    import signal
+
+    import bob.fuzz.campaign
+    from bob import signals
+    from bob.commands import Refused
+
+    def mkdtemp(real=bob.fuzz.campaign.tempfile.mkdtemp, **kw):
+        made = real(**kw)
+        os.kill(os.getpid(), signal.SIGTERM)  # bob's handler runs as this call returns
+        return made
+
+    monkeypatch.setattr(bob.fuzz.campaign.tempfile, "mkdtemp", mkdtemp)
+    replaced = signals.install()
+    try:
+        with pytest.raises(Refused, match="stopped by SIGTERM after 0 executions"):
+            bob.fuzz.campaign.run_campaign("predictions", runs=50, corpus=str(tmp_path / "corpus"),
+                                           artifacts=str(tmp_path / "artifacts"), live=False)
+    finally:
+        signals.restore(replaced)
+        signals._phase = None
+    assert not [p for p in (tmp_path / "artifacts").rglob("scratch-*")]
+
+
 @pytest.mark.parametrize("runs, seconds", [(1, None), (None, 0.5)])
 def test_fewer_runs_than_jobs_or_less_than_a_second_still_run(tmp_path: Path, runs, seconds) -> None:
     """--runs 1 --jobs 2 gave each worker 1 // 2 = 0 runs, and --time 0.5 left less than the engine's

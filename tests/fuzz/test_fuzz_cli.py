@@ -285,6 +285,34 @@ def test_a_campaign_finds_a_planted_bug_and_writes_a_reproducing_artifact(tmp_pa
     assert len(data) == 24 and 2 in [int.from_bytes(data[8 * i + 4:8 * i + 8], "little") for i in range(3)]
 
 
+SIGNAL_AS_THE_SCRATCH_IS_MADE = """
+import os, signal, sys, tempfile
+from bob import signals
+import bob.fuzz.targets as targets
+real = tempfile.mkdtemp
+def mkdtemp(**kw):
+    made = real(**kw)
+    os.kill(os.getpid(), signal.SIGTERM)  # bob's handler runs as this call returns
+    return made
+targets.tempfile = type(sys)("tempfile")
+targets.tempfile.mkdtemp = mkdtemp
+signals.install()
+try:
+    targets._scratch()
+except signals.Interrupted:
+    sys.exit(143)
+"""
+
+
+def test_a_signal_as_the_targets_scratch_directory_is_made_leaves_nothing(tmp_path: Path) -> None:
+    """A Ctrl-C between the scratch directory's making and the registration of its removal left
+    $TMPDIR/bob-fuzz-* behind (bob-fuzz replay --target inspect)."""
+    proc = subprocess.run([sys.executable, "-c", SIGNAL_AS_THE_SCRATCH_IS_MADE], capture_output=True, text=True,
+                          env=dict(os.environ, TMPDIR=str(tmp_path)), timeout=60)
+    assert proc.returncode == 143 and proc.stderr == "", proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_replay_ended_by_sigterm_says_so_and_leaves_no_scratch_directory(tmp_path: Path) -> None:
     """docs/fuzzing.md: in one process the targets' scratch directory goes when the process exits,
     SIGTERM and SIGHUP included."""

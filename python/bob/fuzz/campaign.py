@@ -188,7 +188,8 @@ class _Campaign:
         """A new directory in the campaign's scratch directory, which it holds while it runs and removes at its end."""
         if not self.scratch_home:
             with _holding(str(self.logs)):  # (never swept between its making and its holding)
-                self.scratch_home = tempfile.mkdtemp(prefix=f"{SCRATCH}{os.getpid()}-", dir=self.logs)
+                with signals.step_and_record():  # (kept for the removal at the campaign's end before a Ctrl-C acts)
+                    self.scratch_home = tempfile.mkdtemp(prefix=f"{SCRATCH}{os.getpid()}-", dir=self.logs)
                 self.held.enter_context(_holding(self.scratch_home))
         make_directory(path := os.path.join(self.scratch_home, what))
         return path

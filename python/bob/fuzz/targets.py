@@ -14,6 +14,7 @@ from typing import Callable, NamedTuple
 from bob.errors import FormatError, StateRefused
 from bob.formats.kinds import FORMATS
 from bob.fuzz.properties import PropertyFailed, quietly, require
+from bob.signals import step_and_record
 
 __all__ = ["Target", "TARGETS", "get", "preload", "accepted_seeds", "check_error", "golden_dir", "seed_files", "quietly"]
 
@@ -175,8 +176,9 @@ def predictions_target(data: bytes) -> None:
 def _scratch() -> Path:
     """The command targets' files: one private temporary directory per process, removed when the process
     exits (a worker ended from outside cannot: its campaign makes its TMPDIR and removes that)."""
-    path = tempfile.mkdtemp(prefix="bob-fuzz-")
-    atexit.register(shutil.rmtree, path, True)
+    with step_and_record():  # (a Ctrl-C as it is made acts once its removal is registered)
+        path = tempfile.mkdtemp(prefix="bob-fuzz-")
+        atexit.register(shutil.rmtree, path, True)
     return Path(path)
 
 
