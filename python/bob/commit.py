@@ -282,13 +282,15 @@ def _holds(path: str, placed: "tuple[int, int, int]", data: "bytes | bytearray")
         return False
 
 
-def replace_all(files: "list[tuple[str, bytes, Any]]", keep: "Sequence[str]" = ()) -> list[str]:
+def replace_all(files: "list[tuple[str, bytes, Any]]", keep: "Sequence[str]" = (), *,
+                outcome: bool = True) -> list[str]:
     """Replace each ``(path, data, naming)`` atomically: every path is checked
     (:func:`replace_targets`) and every file staged, each inside its ``naming`` (a
     :class:`bob.commands.about`, which names its file in a refusal), before the first rename, so a
     write that fails (a full disk) or a signal replaces none. The renames hold the signals (a
-    :class:`bob.signals.Deferral`); once they are done the outcome is decided, the files written, and a
-    signal is only recorded (:func:`bob.signals.printing`). A rename that fails (rare: a mount over the
+    :class:`bob.signals.Deferral`); once they are done, if the files are the command's ``outcome``, it is
+    decided and a signal is only recorded (:func:`bob.signals.printing`); if not (a scratch corpus a check
+    reads next), one that came during the renames acts then. A rename that fails (rare: a mount over the
     file) is refused naming the files already replaced; a target that is one of the files read (``keep``)
     is refused. The targets."""
     if not files:
@@ -309,13 +311,15 @@ def replace_all(files: "list[tuple[str, bytes, Any]]", keep: "Sequence[str]" = (
                         raise
                     replaced = ", ".join(show_path(path) for path, _, _ in files[:i])
                     raise Refused(f"{os_reason(exc)} ({replaced} replaced already)") from None
-        printing()  # all replaced: a signal that came during the renames, or comes now, changes nothing said
+        if outcome:
+            printing()  # all replaced: a signal that came during the renames, or comes now, changes nothing said
     finally:
         deferral.end()  # (a rename that failed: the signals act again)
         for tmp in staged:
             discard_temporary(tmp)  # (one renamed into place is not there any more)
     for directory in dict.fromkeys(os.path.dirname(target) for target in targets):
         fsync_directory(directory)
+    deferral.check()  # (once the files are the outcome, nothing is recorded here)
     return targets
 
 

@@ -65,11 +65,12 @@ def _accepted(fmt: str) -> list[tuple[str, bytes]]:
     return out
 
 
-def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130) -> list[dict[str, Any]]:
+def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130,
+                 outcome: bool = True) -> list[dict[str, Any]]:
     """Write the labelled corpus and its manifest; the manifest's entries. Every file is staged before any is
-    replaced (:func:`bob.commit.replace_all`), never through a link inside OUTDIR (it could lead out of the
-    corpus); cut short (a full disk, a signal), it removes the directories it made: the corpus is whole,
-    or the files there before are."""
+    replaced (:func:`bob.commit.replace_all`; ``outcome``: the command's, not a scratch corpus read next),
+    never through a link inside OUTDIR (it could lead out of the corpus); cut short (a full disk, a signal),
+    it removes the directories it made: the corpus is whole, or the files there before are."""
     from bob.commit import replace_all
     from bob.fuzz.mutator import mutate, mutate_field, refresh_digests, spots
     from bob.progress import Progress  # (looked up when it runs: a test shows it on a terminal)
@@ -128,7 +129,7 @@ def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130) -> l
         files.append((os.fspath(own(Path("manifest.json"))), manifest, about("OUTDIR", root / "manifest.json")))
         for path, _, _ in files:  # again, just before: a link planted while the corpus was made
             own(Path(path).relative_to(root))
-        replace_all(files)
+        replace_all(files, outcome=outcome)
     except BaseException:
         remove_empty_directories(made)
         raise
@@ -219,7 +220,7 @@ def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | Non
     with fresh as root:  # a corpus given is refused (open_corpus) before the reader runs once
         if corpus is None:
             try:
-                write_corpus(root)
+                write_corpus(root, outcome=False)
             except Refused as exc:  # bob's own temporary (a full TMPDIR, ulimit -f): the machine's, no option's
                 raise Refused(f"its temporary corpus: {exc.path}: {exc.message}", code=EXIT_SOFTWARE) from None
         by_field: dict[str, dict[str, int]] = {}
