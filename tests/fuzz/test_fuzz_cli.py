@@ -9,6 +9,7 @@ import io
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 import time
@@ -283,6 +284,77 @@ def test_a_campaign_finds_a_planted_bug_and_writes_a_reproducing_artifact(tmp_pa
     assert replay.returncode == 1 and "the copy accepts" in replay.stdout
     data = found[0].read_bytes()
     assert len(data) == 24 and 2 in [int.from_bytes(data[8 * i + 4:8 * i + 8], "little") for i in range(3)]
+
+
+@pytest.mark.parametrize("command", [["replay", "IN", "--target", "chatty:target"],
+                                     ["run", "chatty:target", "--engine", "loop", "--runs", "2", "--artifacts", "A"]])
+def test_a_target_module_that_prints_as_it_is_imported_leaves_stdout_one_object(tmp_path: Path,
+                                                                                command: list[str]) -> None:
+    """What a module:function target's module printed as bob-fuzz imported it came before the --json object."""
+    (tmp_path / "chatty.py").write_text('print("imported chatty")\ndef target(data):\n    pass\n')
+    (tmp_path / "IN").write_bytes(b"abc")
+    run = subprocess.run([sys.executable, "-m", "bob", "fuzz", *command, "--json"], capture_output=True, text=True,
+                         cwd=tmp_path, env=dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}"
+                                                                    f"{os.environ.get('PYTHONPATH', '')}"), timeout=120)
+    assert run.returncode == 0 and json.loads(run.stdout)["exit_code"] == 0, run.stdout + run.stderr
+    assert "imported chatty" in run.stderr
+
+
+def test_minimize_says_the_machine_ran_out_of_memory_rather_than_minimize_a_crash(tmp_path: Path) -> None:
+    """A target out of memory ended minimize's worker (exit 1): "crash: exit 1" was minimized and written."""
+    (tmp_path / "greedy.py").write_text('def target(data):\n    if b"A" in data:\n        bytearray(1 << 40)\n')
+    (tmp_path / "IN").write_bytes(b"xxAxx")
+    run = subprocess.run([sys.executable, "-m", "bob", "fuzz", "minimize", "IN", "--target", "greedy:target"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"),
+                         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30)))
+    assert run.returncode == 70, run.stdout + run.stderr
+    assert run.stderr == "bob-fuzz: the machine ran out of memory while the target ran; no verdict\n"
+    assert not (tmp_path / "IN.min").exists()  # (nothing written)
+
+
+def test_the_seeded_loop_seeds_a_module_target_with_its_formats_files(tmp_path: Path, monkeypatch) -> None:
+    """--engine loop gave a module:function target only b"" to start from, --format checkpoint or not (the
+    atheris campaign gives it the format's files): a bug only a checkpoint's size reaches went unfound."""
+    from bob.fuzz.loop import seeded_loop
+
+    (tmp_path / "size_bug.py").write_text('def target(data):\n    assert len(data) < 20000, "big"\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert [f.message for f in seeded_loop("size_bug:target", 30, fmt="checkpoint").findings] == ["AssertionError: big"]
+
+
+def test_a_finding_whose_input_cannot_be_saved_is_still_reported(tmp_path: Path) -> None:
+    """Under ulimit -f (or on a full disk) the finding's .txt could not be written: exit 70, "unexpected
+    error: OSError: [Errno 27] File too large", the finding gone from the report and its .bin left alone."""
+    (tmp_path / "long_message.py").write_text('def target(data):\n    raise ValueError("x" * 5000)\n')
+    artifacts = tmp_path / "artifacts"
+    run = subprocess.run([sys.executable, "-m", "bob", "fuzz", "run", "long_message:target", "--engine", "loop",
+                          "--runs", "3", "--artifacts", str(artifacts), "--json"], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"),
+                         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096)), timeout=120)
+    report = json.loads(run.stdout)
+    assert run.returncode == 1 and [f["path"] for f in report["findings"]] == [""], run.stdout + run.stderr
+    assert report["notes"][0].startswith(f"a finding's input was not saved: --artifacts {artifacts}/long_message_target-")
+    assert report["notes"][0].endswith(": file too large") and not list(tmp_path.glob("artifacts/*"))
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_check_over_its_own_temporary_corpus_ends_on_a_signal(tmp_path: Path, signum: int) -> None:
+    """Once its temporary corpus was written (through the writer that marks a command's files as its
+    outcome), bob-fuzz check only recorded SIGINT, SIGTERM and SIGHUP: it read on to the end, exit 1."""
+    scratch, started = tmp_path / "tmp", tmp_path / "started"
+    scratch.mkdir()
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "bob-fuzz"), "check", "--format", "predictions", "--json",
+                             "--", "sh", "-c", f"touch {started}; sleep 0.2; exit 1", "x", "{}"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, TMPDIR=str(scratch)))
+    deadline = time.monotonic() + 60
+    while not started.exists() and time.monotonic() < deadline:  # the corpus written, the reader run
+        time.sleep(0.02)
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signum and json.loads(out)["exit_code"] == 128 + signum, (out, err)
+    assert list(scratch.iterdir()) == []
 
 
 SIGNAL_AS_THE_SCRATCH_IS_MADE = """

@@ -4,6 +4,7 @@ codes."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from typing import Any
@@ -93,16 +94,27 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_command(PROG, _parser, lambda args: COMMANDS[args.command](args), argv,
-                       unexpected_code=EXIT_SOFTWARE, subcommands={name: name for name in COMMANDS})
+    return run_command(PROG, _parser, _work, argv, unexpected_code=EXIT_SOFTWARE,
+                       subcommands={name: name for name in COMMANDS})
+
+
+def _work(args: argparse.Namespace) -> Outcome:
+    from bob.fuzz.common import MachineRanOut
+
+    try:
+        return COMMANDS[args.command](args)
+    except MachineRanOut as exc:  # no verdict, the machine's (a full disk, no memory): said as it is, exit 70
+        raise Refused(str(exc), code=EXIT_SOFTWARE) from None
 
 
 def _known_target(name: str, fmt: str | None = None, option: str = "--target") -> None:
-    """An unknown target is a usage error naming ``option``, before anything starts."""
-    from bob.fuzz.common import load_target
+    """An unknown target is a usage error naming ``option``, before anything starts; what a target's module
+    prints as it is imported goes to stderr, as what it prints when it runs (stdout: one object under --json)."""
+    from bob.fuzz.common import load_target, stdout_on_stderr
 
     try:
-        load_target(name, fmt)
+        with stdout_on_stderr(), contextlib.redirect_stdout(sys.stderr):
+            load_target(name, fmt)
     except (ValueError, ImportError, AttributeError) as exc:
         raise Refused(f"usage: {exc}", option=option) from None
 
@@ -145,8 +157,9 @@ def cmd_run(args: argparse.Namespace) -> Outcome:
     lines = [f"{PROG} run {args.target}: {result.executions} executions in {result.seconds:.0f} s, "
              f"coverage {result.coverage}, corpus {result.corpus}{share}, {len(result.findings)} finding(s)"
              + (f" ({result.crashes} failing inputs)" if result.crashes > len(result.findings) else "")]
-    lines += [f"  {one_line(f.message)}\n    at {one_line(f.where)}\n    reproduce: {PROG} replay {show_path(f.path)} "
-              f"--target {one_line(args.target)}" for f in result.findings]  # (a target's words: escaped)
+    lines += [f"  {one_line(f.message)}\n    at {one_line(f.where)}"  # (a target's words: escaped)
+              + (f"\n    reproduce: {PROG} replay {show_path(f.path)} --target {one_line(args.target)}" if f.path else "")
+              for f in result.findings]  # (an input not saved: no command to reproduce it)
     lines += [f"  not counted: {show_path(f.path)}: {one_line(f.message)}" for f in result.discarded]
     lines += [f"  note: {one_line(note)}" for note in result.notes]
     return Outcome(EXIT_FOUND if result.findings else EXIT_OK, result.as_dict(), "\n".join(lines))

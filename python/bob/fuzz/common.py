@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from bob.commands import RESOURCE_ERRNOS, about, os_reason
+from bob.commands import RESOURCE_ERRNOS, Refused, about, os_reason
 from bob.fileio import FileTooLarge, read_bounded, write_atomic
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, PREDICTION_BYTES
 from bob.text import write_whole  # (a closed, full or broken stderr drops a progress line, never the run)
@@ -187,10 +187,17 @@ class CampaignResult:
                 f.count += 1
                 return
         name = f"{self.target.replace(':', '_').replace('.', '_')}-{hashlib.sha256(data).hexdigest()[:16]}.bin"
-        self.findings.append(Finding("" if artifacts is None else str(Path(artifacts) / name), message, key))
+        self.findings.append(found := Finding("" if artifacts is None else str(Path(artifacts) / name), message, key))
         if artifacts is not None:
-            write_atomic(self.findings[-1].path, data)
-            write_atomic(self.findings[-1].path + ".txt", f"{message}\n{key}\n".encode("utf-8", "backslashreplace"))
+            from bob.commit import replace_all
+
+            said = f"{message}\n{key}\n".encode("utf-8", "backslashreplace")
+            try:  # both staged before either is renamed: a full disk leaves no input without its .txt
+                replace_all([(path, body, about("--artifacts", path))
+                             for path, body in ((found.path, data), (found.path + ".txt", said))], outcome=False)
+            except Refused as exc:  # the finding stands, its input unsaved (ulimit -f, a full disk)
+                found.path = ""
+                self.notes.append(f"a finding's input was not saved: {exc.text}")
 
 
 class CampaignDisplay:

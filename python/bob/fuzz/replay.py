@@ -164,6 +164,8 @@ while True:
         said = signature_of(run, data)
     except MachineRanOut as exc:  # (a full disk: said, never a crash to minimize)
         said = {"machine": str(exc)}
+    except MemoryError:  # (nor is running out of memory)
+        said = {"machine": "the machine ran out of memory while the target ran; no verdict"}
     results.write(json.dumps(said) + "\n")
     results.flush()
 """
