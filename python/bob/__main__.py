@@ -2,6 +2,10 @@
 
 import sys
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from bob.commands import Answered, Refused  # noqa: F811 - imported again where they are used
+
 USAGE = "usage: python -m bob {run,fixture,inspect,qualify,fuzz} [options]"
 
 
@@ -12,15 +16,12 @@ def main(argv: list[str] | None = None, *, until_exit: bool = False) -> int:
     at = next((i for i, a in enumerate(argv) if not a.startswith("-")), len(argv))  # options before it: its own
     leading, command, rest = argv[:at], (argv[at:] or [""])[0], [*argv[:at], *argv[at + 1:]]
     asked = "help" if {"-h", "--help"} & set(leading) else "version" if "--version" in leading else None
-    if asked is not None:  # printed as every command prints its answer (the envelope under --json)
-        from bob.commands import envelope
+    if asked is not None:  # printed by the runner as every command prints its answer (--json's envelope)
+        from bob.commands import Answered
         from bob.distribution import version
-        from bob.text import emit, json_text
 
         value, text = (USAGE, USAGE) if asked == "help" else (version(), f"bob {version()}")
-        said = json_text({asked: value, **envelope("python -m bob", 0)}) if "--json" in leading else text
-        emit("python -m bob", said, what="the help" if asked == "help" else None)
-        return 0
+        return _own_answer(leading, Answered({asked: value}, text, "the help" if asked == "help" else "the summary"))
     if command == "run":
         from bob.run import main as run_main
 
@@ -34,11 +35,23 @@ def main(argv: list[str] | None = None, *, until_exit: bool = False) -> int:
     elif command == "fuzz":
         from bob.fuzz import main as run
     else:  # a usage error, as every command's (README, "One convention for all five")
-        from bob.commands import Refused, fail
+        from bob.commands import Refused
 
-        why = f"unknown command {command!r}" if command else "no command given"
-        return fail("python -m bob", Refused(f"{USAGE} ({why})"), as_json="--json" in argv)
+        return _own_answer(argv, Refused(f"{USAGE} ({f'unknown command {command!r}' if command else 'no command given'})"))
     return run(rest)
+
+
+def _own_answer(argv: list[str], answer: "Answered | Refused") -> int:
+    """``python -m bob``'s own answer (its help, its version, a usage error) given by the shared runner: a
+    signal held since the start is reported first, as every command reports it."""
+    from bob.commands import run_command
+
+    def quick(argv: list[str]) -> "Answered":
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    return run_command("python -m bob", lambda: None, lambda args: None, argv, quick=quick, numpy=False)
 
 
 if __name__ == "__main__":  # as the installed scripts: the three held until bob's runner can report one

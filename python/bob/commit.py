@@ -319,7 +319,8 @@ def replace_all(files: "list[tuple[str, bytes, Any]]", keep: "Sequence[str]" = (
             discard_temporary(tmp)  # (one renamed into place is not there any more)
     for directory in dict.fromkeys(os.path.dirname(target) for target in targets):
         fsync_directory(directory)
-    deferral.check()  # (once the files are the outcome, nothing is recorded here)
+    if not outcome:
+        deferral.check()  # (the outcome's: only recorded, the files written)
     return targets
 
 

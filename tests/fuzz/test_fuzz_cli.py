@@ -313,6 +313,19 @@ def test_minimize_says_the_machine_ran_out_of_memory_rather_than_minimize_a_cras
     assert not (tmp_path / "IN.min").exists()  # (nothing written)
 
 
+def test_a_candidate_out_of_memory_is_not_the_inputs_failure_and_minimize_goes_on(tmp_path: Path) -> None:
+    """Only the input's own MemoryError is the machine's: a shrunk candidate that asks the target for an
+    impossible size is a different outcome, and minimize keeps the last candidate that failed as the input did."""
+    (tmp_path / "sized.py").write_text('def target(data):\n    if len(data) < 40:\n        bytearray(1 << 60)\n'
+                                       '    raise ValueError("boom")\n')
+    (tmp_path / "IN").write_bytes(bytes(range(1, 101)))
+    run = subprocess.run([sys.executable, "-m", "bob", "fuzz", "minimize", "IN", "--target", "sized:target", "--json"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                         env=dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert len((tmp_path / "IN.min").read_bytes()) == 40 and json.loads(run.stdout)["failure"].startswith("ValueError")
+
+
 def test_the_seeded_loop_seeds_a_module_target_with_its_formats_files(tmp_path: Path, monkeypatch) -> None:
     """--engine loop gave a module:function target only b"" to start from, --format checkpoint or not (the
     atheris campaign gives it the format's files): a bug only a checkpoint's size reaches went unfound."""

@@ -286,6 +286,16 @@ def test_a_signal_held_since_bob_run_started_is_not_lost_to_an_answer_or_a_usage
     assert proc.stderr == "bob-run: interrupted by SIGINT; nothing was changed\n"
 
 
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["bogus"], []])
+def test_a_signal_held_since_python_m_bob_started_is_not_lost_to_its_own_answer(argv: list[str]) -> None:
+    """python -m bob's own answers (its version, its help, a usage error) ran outside the runner: a signal
+    held since it started was never reported, and the answer's exit code stood."""
+    proc = subprocess.run([sys.executable, "-c", CTRL_C_AS_THE_HOLD_GOES_ON, "-m", "--json", *argv],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 130 and json.loads(proc.stdout)["exit_code"] == 130, (proc.stdout, proc.stderr)
+    assert proc.stderr == "python -m bob: interrupted by SIGINT\n"
+
+
 def test_every_installed_script_holds_the_ending_signals_first() -> None:
     """Each command's script blocks exactly bob.signals.ENDING before it imports anything of bob's
     (pyproject.toml: the commands are these scripts, and only these), and so does python -m bob."""
