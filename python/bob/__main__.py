@@ -4,6 +4,8 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import NoReturn
+
     from bob.commands import Answered, Refused  # noqa: F811 - imported again where they are used
 
 USAGE = "usage: python -m bob {run,fixture,inspect,qualify,fuzz} [options]"
@@ -51,7 +53,10 @@ def _own_answer(argv: list[str], answer: "Answered | Refused") -> int:
             raise answer
         return answer
 
-    return run_command("python -m bob", lambda: None, lambda args: None, argv, quick=quick, numpy=False)
+    def unused(*_: object) -> "NoReturn":  # (quick answers every command line: no parser, no work)
+        raise AssertionError("python -m bob's own answer needs no parser")
+
+    return run_command("python -m bob", unused, unused, argv, quick=quick, numpy=False)
 
 
 if __name__ == "__main__":  # as the installed scripts: the three held until bob's runner can report one
