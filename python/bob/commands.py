@@ -49,7 +49,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing costs start-up time bob-run does 
 __all__ = ["EXIT_OK", "EXIT_UNEXPECTED", "EXIT_FOUND", "EXIT_REFUSED", "EXIT_SOFTWARE", "EXIT_BUSY", "EXIT_INTERRUPTED",
            "Refused", "about", "fail", "json_text", "os_reason", "argument_parser", "Outcome", "run_command",
            "number_option", "seconds_option", "count_option", "integer_option", "output_directory", "unexpected",
-           "add_common_options", "exit_now", "envelope", "RESOURCE_ERRNOS"]
+           "add_common_options", "exit_now", "envelope", "RESOURCE_ERRNOS", "Answered"]
 
 
 class about:  # noqa: N801 - used as a `with` statement, like contextlib's helpers
