@@ -23,7 +23,8 @@ def main(argv: list[str] | None = None, *, until_exit: bool = False) -> int:
         from bob.distribution import version
 
         value, text = (USAGE, USAGE) if asked == "help" else (version(), f"bob {version()}")
-        return _own_answer(leading, Answered({asked: value}, text, "the help" if asked == "help" else "the summary"))
+        what = "the help" if asked == "help" else "the summary"  # (named if stdout cannot take it)
+        return _own_answer(leading, Answered({asked: value}, text, what))
     if command == "run":
         from bob.run import main as run_main
 
@@ -39,14 +40,15 @@ def main(argv: list[str] | None = None, *, until_exit: bool = False) -> int:
     else:  # a usage error, as every command's (README, "One convention for all five")
         from bob.commands import Refused
 
-        return _own_answer(argv, Refused(f"{USAGE} ({f'unknown command {command!r}' if command else 'no command given'})"))
+        why = f"unknown command {command!r}" if command else "no command given"
+        return _own_answer(argv, Refused(f"{USAGE} ({why})"))
     return run(rest)
 
 
 def _own_answer(argv: list[str], answer: "Answered | Refused") -> int:
     """``python -m bob``'s own answer (its help, its version, a usage error) given by the shared runner: a
     signal held since the start is reported first, as every command reports it."""
-    from bob.commands import run_command
+    from bob.commands import EXIT_SOFTWARE, run_command
 
     def quick(argv: list[str]) -> "Answered":
         if isinstance(answer, Exception):
@@ -56,7 +58,9 @@ def _own_answer(argv: list[str], answer: "Answered | Refused") -> int:
     def unused(*_: object) -> "NoReturn":  # (quick answers every command line: no parser, no work)
         raise AssertionError("python -m bob's own answer needs no parser")
 
-    return run_command("python -m bob", unused, unused, argv, quick=quick, numpy=False)
+    argv = [word for word in argv if word != "--"]  # (its --json is anywhere, -- or not)
+    return run_command("python -m bob", unused, unused, argv, quick=quick, numpy=False,
+                       unexpected_code=EXIT_SOFTWARE)
 
 
 if __name__ == "__main__":  # as the installed scripts: the three held until bob's runner can report one

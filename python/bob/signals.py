@@ -288,6 +288,9 @@ class step_and_record:
     the block's error or not (a mkdir that found the directory there); inside a :class:`Deferral` already
     open it is that one's to report, and once the command is ending or printing, only recorded."""
 
+    deferral: "Deferral | None"
+    """This block's own, when no other records the signals."""
+
     def __enter__(self) -> None:
         self.deferral = None if _deferral is not None or _phase is not None else Deferral()
         if self.deferral is not None:

@@ -326,6 +326,9 @@ def test_python_m_bob_without_a_command_is_the_same_usage_error(argv: list[str],
     assert main(["--json", "--version"]) == 0 and json.loads(capsys.readouterr().out)["command"] == "python -m bob"
     assert main(["--json", "fixture", "--version"]) == 0 and json.loads(capsys.readouterr().out)["version"] == "0.1.0"
     assert main(["--json"]) == 2 and "(no command given)" in capsys.readouterr().err
+    # its --json counts after a -- too, for its own answers (the runner's reading stopped at --)
+    assert main(["--", "--version", "--json"]) == 0 and json.loads(capsys.readouterr().out)["version"] == "0.1.0"
+    assert main(["nope", "--", "--json"]) == 2 and json.loads(capsys.readouterr().out)["exit_code"] == 2
 
 
 @pytest.mark.parametrize("prog", ["bob-run", "bob-fixture", "bob-inspect", "bob-qualify", "bob-fuzz"])

@@ -326,6 +326,28 @@ def test_a_candidate_out_of_memory_is_not_the_inputs_failure_and_minimize_goes_o
     assert len((tmp_path / "IN.min").read_bytes()) == 40 and json.loads(run.stdout)["failure"].startswith("ValueError")
 
 
+def test_a_disk_that_fills_while_minimize_runs_is_the_machines_not_a_different_outcome(tmp_path: Path) -> None:
+    """Only a candidate's MemoryError is its own: a full disk from the fourth run on is still exit 70 (it
+    was taken for "fails differently": exit 0, the input written back unshrunk)."""
+    (tmp_path / "filling.py").write_text(
+        "import errno, os\n"
+        "def target(data):\n"
+        "    runs = os.path.join(os.environ['RUNS_DIR'], 'runs')\n"
+        "    done = int(open(runs).read()) if os.path.exists(runs) else 0\n"
+        "    open(runs, 'w').write(str(done + 1))\n"
+        "    if done >= 3:\n"
+        "        raise OSError(errno.ENOSPC, 'No space left on device')\n"
+        "    if b'X' in data:\n"
+        "        raise ValueError('x')\n")
+    (tmp_path / "IN").write_bytes(b"abcX" * 20)
+    run = subprocess.run([sys.executable, "-m", "bob", "fuzz", "minimize", "IN", "--target", "filling:target"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                         env=dict(os.environ, RUNS_DIR=str(tmp_path),
+                                  PYTHONPATH=f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"))
+    assert run.returncode == 70 and "(no space left on device); no verdict" in run.stderr, run.stdout + run.stderr
+    assert not (tmp_path / "IN.min").exists()
+
+
 def test_the_seeded_loop_seeds_a_module_target_with_its_formats_files(tmp_path: Path, monkeypatch) -> None:
     """--engine loop gave a module:function target only b"" to start from, --format checkpoint or not (the
     atheris campaign gives it the format's files): a bug only a checkpoint's size reaches went unfound."""

@@ -164,11 +164,15 @@ while True:
         said = signature_of(run, data)
     except MachineRanOut as exc:  # (a full disk: said, never a crash to minimize)
         said = {"machine": str(exc)}
-    except MemoryError:  # (nor is running out of memory)
-        said = {"machine": "the machine ran out of memory while the target ran; no verdict"}
+    except MemoryError:  # (nor is running out of memory: the input's is the machine's, a candidate's its own)
+        said = {"machine": "the machine ran out of memory while the target ran; no verdict", "memory": True}
     results.write(json.dumps(said) + "\n")
     results.flush()
 """
+
+
+class _OutOfMemory(MachineRanOut):
+    """The worker's target ran out of memory."""
 
 
 class _Runner:
@@ -208,7 +212,7 @@ class _Runner:
         line = proc.stdout.readline()  # no line, or part of one: the worker died
         said = json.loads(line) if line.endswith(b"\n") else self.close(kill=False)
         if isinstance(said, dict):
-            raise MachineRanOut(said["machine"])
+            raise (_OutOfMemory if said.get("memory") else MachineRanOut)(said["machine"])
         return said
 
     def close(self, kill: bool = True) -> str:
@@ -243,7 +247,7 @@ def minimize_out_of_process(target: str, data: bytes, *, max_tries: int = 2000,
                     progress.advance(extra=f"{len(candidate)} bytes")
                     try:
                         return runner.signature(candidate) == want
-                    except MachineRanOut:  # a candidate's (a size it asks for): not the input's failure
+                    except _OutOfMemory:  # a candidate's (a size it asks for): not the input's failure
                         return False
 
                 small, tries = shrink(data, same, max_tries)
