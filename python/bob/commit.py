@@ -320,7 +320,7 @@ def replace_all(files: "list[tuple[str, bytes, Any]]", keep: "Sequence[str]" = (
     for directory in dict.fromkeys(os.path.dirname(target) for target in targets):
         fsync_directory(directory)
     if not outcome:
-        deferral.check()  # (the outcome's: only recorded, the files written)
+        deferral.check()  # a signal from the renames acts now (after an outcome's it was only recorded)
     return targets
 
 
