@@ -26,7 +26,6 @@ from bob.fileio import make_directory, refuse_if_working_directory_gone, write_a
 from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignDisplay, CampaignResult, Finding, fast_path_stats, \
     read_input, seed_paths
 from bob.fuzz.dictionary import write_dict
-from bob.fuzz.targets import TARGETS
 from bob.text import note
 
 __all__ = ["run_campaign", "WORKER", "KEY_LINE"]
@@ -316,8 +315,7 @@ class _Campaign:
         self.seeds, self.env["TMPDIR"] = self.scratch("seeds"), self.scratch("tmp")
         for w in self.workers:
             w.crash_dir = self.scratch(f"crash{w.index}")
-        kind = self.name if self.name in TARGETS else self.fmt  # a module:function target: its format's files
-        for i, f in enumerate(seed_paths(self.name, kind)):
+        for i, f in enumerate(seed_paths(self.name, self.fmt)):  # (a module:function target: its format's files)
             write_atomic(os.path.join(self.seeds, f"{i:03d}-{f.name}"), read_input(f))
         for w in self.workers:
             try:

@@ -4,7 +4,6 @@ codes."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 from typing import Any
@@ -113,7 +112,7 @@ def _known_target(name: str, fmt: str | None = None, option: str = "--target") -
     from bob.fuzz.common import load_target, stdout_on_stderr
 
     try:
-        with stdout_on_stderr(), contextlib.redirect_stdout(sys.stderr):
+        with stdout_on_stderr():
             load_target(name, fmt)
     except (ValueError, ImportError, AttributeError) as exc:
         raise Refused(f"usage: {exc}", option=option) from None

@@ -40,7 +40,8 @@ def load_target(spec: str, fmt: str | None = None) -> "tuple[Callable[[bytes], N
     if ":" not in spec:
         raise ValueError(f"unknown target {spec!r}; one of {', '.join(TARGETS)} or package.module:function")
     module, _, name = spec.partition(":")
-    function = getattr(importlib.import_module(module), name)
+    with contextlib.redirect_stdout(sys.stderr):  # (what its import prints too; fd 1: stdout_on_stderr's)
+        function = getattr(importlib.import_module(module), name)
     if not callable(function):
         raise ValueError(f"target {spec!r} is no function (a {type(function).__name__})")
 
@@ -52,10 +53,10 @@ def load_target(spec: str, fmt: str | None = None) -> "tuple[Callable[[bytes], N
     return printing_to_stderr, fmt
 
 
-def seed_paths(name: str, kind: str | None = None, *, root: Path | None = None) -> list[Path]:
-    """The seeds of target ``name``: bob's files for ``kind`` (default the target itself; none for a
-    ``module:function`` target), then ``fuzz/regressions/<name>`` of the checkout ``root`` (default: bob's)."""
-    kind = name if kind is None else kind
+def seed_paths(name: str, fmt: str | None = None, *, root: Path | None = None) -> list[Path]:
+    """The seeds of target ``name``: bob's files for it (a ``module:function`` target: its format ``fmt``'s,
+    none without one), then ``fuzz/regressions/<name>`` of the checkout ``root`` (default: bob's)."""
+    kind = name if name in TARGETS else fmt
     files = seed_files(kind) if kind in TARGETS else []
     regressions = (root or Path(__file__).resolve().parents[3]) / "fuzz" / "regressions" / name
     return files + (sorted(p for p in regressions.iterdir() if p.is_file()) if regressions.is_dir() else [])

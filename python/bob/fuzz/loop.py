@@ -22,12 +22,12 @@ def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None
     ``progress``: say on stderr how far the loop is, past two seconds. ``fast_path_share`` (input, checkpoint):
     the share of executions whose bytes the fast path recognized, i.e. that reached the differential assertion."""
     from bob.fuzz.mutator import custom_mutator, mutate_canonical, recognized
-    from bob.fuzz.targets import TARGETS, accepted_seeds
+    from bob.fuzz.targets import accepted_seeds
     from bob.progress import Progress
 
     run, fmt = load_target(target, fmt)
     name = target.replace(":", "_")
-    seeds = [read_input(p) for p in seed_paths(name, None if target in TARGETS else fmt)] or [b""]  # (--format's)
+    seeds = [read_input(p) for p in seed_paths(name, fmt)] or [b""]
     rnd = random.Random(seed)
     # The fast-path differential only asserts on bytes the fast path recognizes:
     # most mutations start from an accepted file and keep it canonical.
