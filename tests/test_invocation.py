@@ -252,3 +252,25 @@ def test_invoke_does_not_mutate_the_checkpoint_it_is_given() -> None:
     bob.invoke(record, checkpoint, threads=1)
     assert checkpoint.to_bytes() == before and all(a is b for a, b in zip(planes, (checkpoint.p, checkpoint.m,
                                                                                   checkpoint.v)))
+
+
+def test_a_checkpoint_buffer_rewritten_after_its_digests_held_is_trained_as_digested(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bytearray whose P[0] another thread changes once bob has checked its digests: bob trains on
+    the bytes it checked (its planes are read from the same copy), never on the changed plane."""
+    import bob.formats.checkpoint as door
+
+    record = bob.build_input(CORPUS, PROMPTS)
+    checkpoint = bob.invoke(record).checkpoint_bytes()
+    expected = bob.invoke(record, checkpoint).checkpoint_bytes()
+    recognize = door.recognize_checkpoint
+    caller = bytearray(checkpoint)
+
+    def recognize_then_rewrite(data):
+        step = recognize(data)
+        caller[door.HEADER_BYTES:door.HEADER_BYTES + 4] = np.float32(0.25).tobytes()  # P[0], after its SHA-256
+        return step
+
+    monkeypatch.setattr(door, "recognize_checkpoint", recognize_then_rewrite)
+    assert bob.invoke(record, caller).checkpoint_bytes() == expected
+    assert caller != checkpoint  # (the rewrite did happen)

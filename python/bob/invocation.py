@@ -270,6 +270,7 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
     (:func:`~bob.formats.checkpoint.check_pin`).
     """
     from bob.formats.checkpoint import Checkpoint, check_pin, resume_findings
+    from bob.formats.files import as_bytes
     from bob.formats.input_record import InputRecord, load_input
     from bob.formats.predictions import Predictions
 
@@ -281,6 +282,8 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
         check_pin(None, expect, "expect")  # (its form, before anything is read: the arguments' checks come first)
     if not isinstance(record, InputRecord):
         record = load_input(record)
+    if checkpoint is not None and not isinstance(checkpoint, Checkpoint):  # its bytes taken once: what is
+        checkpoint = as_bytes(checkpoint, "the checkpoint")  # pinned and digested is what is trained
     if expect is not None:  # (after the record, before the checkpoint: §7's order, bob-run's)
         check_pin(b"" if checkpoint is None else checkpoint, expect, "expect")  # (None: a fresh start)
     if isinstance(checkpoint, Checkpoint):  # checked as built (its fields may have been reassigned): not mutated
@@ -373,7 +376,7 @@ def _loaded(data: bytes) -> "Checkpoint":
     judged by the schemas, which name what is wrong."""
     from bob.formats.checkpoint import load_checkpoint
 
-    if type(data) not in (bytes, bytearray):
+    if type(data) is not bytes:
         return load_checkpoint(data)
     from bob.formats.checkpoint import HEADER_BYTES, plane_views, recognize_checkpoint
     from bob.formats.contract import V1

@@ -157,3 +157,27 @@ def test_a_bad_record_is_refused_before_an_unpinned_checkpoint_by_invoke_as_by_b
     for malformed, error in ((123, TypeError), ("xyz", ValueError)):  # a malformed pin: before the record, as
         with pytest.raises(error, match="^expect "):  # bob-run's --expect-checkpoint is (a review of 6b102c6)
             bob.invoke(bad, CHECKPOINT, expect=malformed)  # type: ignore[arg-type]
+
+
+def test_the_bytes_pinned_are_the_bytes_loaded_when_the_caller_s_buffer_changes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bytearray another thread rewrites from the pinned checkpoint to another valid one just after
+    the pin is checked: what is loaded (or trained) is what was pinned, never the other."""
+    from bob.formats.checkpoint import header
+
+    later = bob.invoke(RECORD, CHECKPOINT).checkpoint_bytes()  # valid too: step 20
+    trained = bob.invoke(RECORD, CHECKPOINT).checkpoint_bytes()
+    caller = bytearray(CHECKPOINT)
+    hashed = header.sha256
+
+    def hash_then_rewrite(data):
+        digest = hashed(data)
+        caller[:] = later  # (as another thread would, between the pin and the read)
+        return digest
+
+    monkeypatch.setattr(header, "sha256", hash_then_rewrite)
+    assert bob.load_checkpoint(caller, expected_sha256=PIN).step == 10
+    assert caller == later  # (the rewrite did happen)
+    caller[:] = CHECKPOINT
+    assert bob.invoke(RECORD, caller, expect=PIN).checkpoint_bytes() == trained
+    assert caller == later

@@ -88,24 +88,26 @@ def pin_problem(pin: Any) -> str | None:
     return None
 
 
-def check_pin(data: Any, pin: Any, name: str) -> None:
+def check_pin(data: Any, pin: Any, name: str) -> "bytes | None":
     """The pinned resume: an :class:`~bob.errors.IntegrityError` (field ``name``) unless ``data``'s
     SHA-256 is ``pin``; zero bytes, a fresh start, are never the pinned checkpoint. A malformed
     pin is a TypeError or ValueError (:func:`pin_problem`); so is ``data`` that is no bytes, as unpinned
-    (None: the pin's form alone, checked before anything is read)."""
+    (None: the pin's form alone, checked before anything is read; returns None). Returns the bytes it
+    pinned, taken once: the caller reads those, never ``data`` again (a buffer another thread changes)."""
     from bob.errors import IntegrityError, byte_buffer
 
     problem = pin_problem(pin)
     if problem is not None:
         raise (TypeError if not isinstance(pin, str) else ValueError)(f"{name} {problem}")
     if data is None:
-        return
+        return None
     data, want = byte_buffer(data, "the checkpoint").tobytes() if type(data) is not bytes else data, pin.lower()
     if not len(data):
         raise IntegrityError(name, "a missing or empty checkpoint (a fresh start) is not the pinned one", expected=want)
     digest = sha256(data).hex()
     if digest != want:
         raise IntegrityError(name, "the checkpoint's SHA-256 is not the pinned one", expected=want, actual=digest)
+    return data
 
 
 def envelope_header(step: int, chunk_digests: "list[bytes]", header_bytes: int = HEADER_BYTES,

@@ -325,7 +325,7 @@ def load_checkpoint(data: bytes, *, for_resume: bool = True, expected_sha256: st
     ``expected_sha256`` pins the bytes first (:func:`~bob.formats.checkpoint.check_pin`).
     """
     if expected_sha256 is not None:
-        check_pin(data, expected_sha256, "expected_sha256")
+        data = check_pin(data, expected_sha256, "expected_sha256") or data  # (None: refused as unpinned, below)
     return Checkpoint._of(examine(data, for_resume=for_resume))
 
 
