@@ -134,36 +134,52 @@ def test_a_signal_at_every_os_call_of_a_run_tells_the_truth(tmp_path: Path, sign
 
 def _random_runs(tmp_path: Path, signum: int, runs: int, batch: int = 8) -> dict[str, int]:
     """``runs`` bob-run processes, each sent ``signum`` after a random delay
-    within its own lifetime; ``batch`` at a time, each in its own directory."""
+    within its own lifetime; ``batch`` at a time, each in its own directory.
+    The delays are drawn up to the lifetime of the last batch that ran whole
+    (a first one unsignalled): on a loaded machine a run takes several times
+    what it takes alone, and delays cut to the latter never reach a commit."""
     rng = random.Random(signum)
     fixtures = [Files(tmp_path / f"w{i}") for i in range(batch) if not (tmp_path / f"w{i}").mkdir()]
-    started = time.monotonic()
-    probe = subprocess.run([str(BIN / "bob-run"), *fixtures[0].argv], capture_output=True)
-    assert probe.returncode == 0
-    lifetime = time.monotonic() - started
-    fixtures[0].reset()
+    lifetime = _batch_lifetime(fixtures, [None] * batch)
     counts = {"committed": 0, "committed, signal named": 0, "rolled back": 0}
     for first in range(0, runs, batch):
-        procs = []
-        for files in fixtures[:min(batch, runs - first)]:
-            procs.append((files, subprocess.Popen([str(BIN / "bob-run"), *files.argv], stdout=subprocess.DEVNULL,
-                                                  stderr=subprocess.PIPE, text=True),
-                          rng.uniform(0, 3 * lifetime)))  # a batch starts together: each takes longer
-        begun = time.monotonic()
-        for files, proc, delay in sorted(procs, key=lambda item: item[2]):
-            time.sleep(max(0.0, begun + delay - time.monotonic()))
-            try:
-                proc.send_signal(signum)
-            except ProcessLookupError:
-                pass
-        for files, proc, delay in procs:
-            _, err = proc.communicate(timeout=60)
-            if files.check(proc.returncode, err, signum, f"random delay {delay:.4f} s"):
+        delays = [rng.uniform(0, 1.5 * lifetime) for _ in fixtures[:min(batch, runs - first)]]
+        for files, returncode, err, delay in _batch(fixtures, delays, signum):
+            if files.check(returncode, err, signum, f"random delay {delay:.4f} s of {lifetime:.4f} s"):
                 counts["committed, signal named" if "bob-run:" in err else "committed"] += 1
             else:
                 counts["rolled back"] += 1
             files.reset()
     return counts
+
+
+def _batch(fixtures: "list[Files]", delays: "list[float | None]", signum: int = 0):
+    """One bob-run in each of the first ``len(delays)`` fixtures, started together, each sent ``signum``
+    after its delay (None: never); yields (files, exit code, stderr, delay) as each ends."""
+    procs = [(files, subprocess.Popen([str(BIN / "bob-run"), *files.argv], stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.PIPE, text=True), delay)
+             for files, delay in zip(fixtures, delays)]
+    begun = time.monotonic()
+    for files, proc, delay in sorted((p for p in procs if p[2] is not None), key=lambda p: p[2]):
+        time.sleep(max(0.0, begun + delay - time.monotonic()))
+        try:
+            proc.send_signal(signum)
+        except ProcessLookupError:
+            pass
+    for files, proc, delay in procs:
+        _, err = proc.communicate(timeout=60)
+        yield files, proc.returncode, err, delay
+
+
+def _batch_lifetime(fixtures: "list[Files]", delays: "list[None]") -> float:
+    """Seconds until the last of a whole unsignalled batch has ended (each committed, then reset)."""
+    begun = time.monotonic()
+    for files, returncode, err, _ in _batch(fixtures, delays):
+        assert returncode == 0, err
+    lifetime = time.monotonic() - begun
+    for files in fixtures:
+        files.reset()
+    return lifetime
 
 
 @pytest.mark.parametrize("signum", SIGNALS, ids=lambda s: signal.Signals(s).name)
