@@ -152,7 +152,7 @@ LINES: list[list[str]] = [
     ["verify", "ck1.bin"], ["verify", "ck1.bin", "swapped.bin", "rotated.bin", "cut_plane.bin", "cut_header.bin",
                             "digest.bin", "missing.bin", "sub", "empty.bin", "two.bin", "state.bin", "big.bin"],
     ["schema"], ["schema", "input"], ["schema", "ckpt"], ["schema", "checkpoint"], ["schema", "envelope"],
-    ["schema", "pred"], ["schema", "predictions"], ["schema", "bogus\x1b"],
+    ["schema", "pred"], ["schema", "predictions"], ["schema", "trace"], ["schema", "bogus\x1b"],
     [], ["--debug"], ["ckpt"], ["ckpt", "a", "b"], ["bogus", "x"], ["ckpt", "--", "ck1.bin"],
     ["--debug", "ckpt", "ck1.bin"], ["ckpt", "ck1.bin", "--debug", "--debug"],
 ]

@@ -15,7 +15,7 @@ INPUT = "input"
 PREDICTIONS = "predictions"
 TRACE = "trace"
 KINDS = (CHECKPOINT, INPUT, PREDICTIONS, TRACE)
-FORMATS = (INPUT, CHECKPOINT, PREDICTIONS)  # where a format is chosen (bob-inspect schema, bob-fuzz): no trace
+FORMATS = (INPUT, CHECKPOINT, PREDICTIONS)  # where a format is chosen (bob-fuzz; bob-inspect schema, then the trace)
 ALIASES = {"ckpt": CHECKPOINT, "envelope": CHECKPOINT, "pred": PREDICTIONS}
 """The old short names, accepted wherever a format is named (one name each is shown)."""
 

@@ -142,13 +142,13 @@ def cmd_verify(args: argparse.Namespace) -> Result:
 
 
 def cmd_schema(args: argparse.Namespace) -> Result:
-    """``bob-inspect schema [input|checkpoint|predictions]`` (all three without a kind)."""
+    """``bob-inspect schema [KIND]`` (every kind without one)."""
     from bob.inspect.render import render_schema
     from bob.inspect.schema import SCHEMA_KINDS, schema_report
 
     if args.kind is not None and args.kind not in SCHEMA_KINDS:
         raise Refused(f"usage: schema: unknown kind {escape_bytes(os.fsencode(args.kind))}; "
-                      "one of input, checkpoint, predictions")
+                      f"one of {', '.join(SCHEMA_KINDS)}")
     report = schema_report([args.kind] if args.kind else list(SCHEMA_KINDS))
     return report, render_schema(report), EXIT_OK
 
@@ -226,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "or field (exit 2 when any file has one)")
     p.add_argument("files", nargs="+", metavar="FILE")
     p = sub.add_parser("schema", help="layout tables from the construct schemas")
-    p.add_argument("kind", nargs="?", metavar="{input,checkpoint,predictions}",
+    p.add_argument("kind", nargs="?", metavar="{" + ",".join((*kinds.FORMATS, kinds.TRACE)) + "}",
                    type=lambda text: ALIASES.get(text, text))
     p = sub.add_parser("auto", prog=PROG)  # `bob-inspect FILE`: not listed in the help, nor named in its usage
     p.add_argument("file", metavar="FILE")

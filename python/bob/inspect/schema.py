@@ -10,11 +10,11 @@ from bob.formats.docs import layout_rows
 
 # kind: bob.formats.docs' name of its schema, the format's name and its version (the predictions have none)
 SCHEMA_KINDS = {"input": ("input", "bob-input", 1), "checkpoint": ("envelope", "bob-envelope", 1),
-                "predictions": ("predictions", "bob-predictions", None)}
+                "predictions": ("predictions", "bob-predictions", None), "trace": ("trace", "bob-trace", 1)}
 
 
 def schema_report(kinds: list[str]) -> dict[str, Any]:
-    """The layout tables of ``kinds`` (``input``, ``checkpoint``, ``predictions``)."""
+    """The layout tables of ``kinds`` (keys of :data:`SCHEMA_KINDS`)."""
     formats = []
     for kind in kinds:
         name, format_name, version = SCHEMA_KINDS[kind]
