@@ -90,10 +90,9 @@ def pin_problem(pin: Any) -> str | None:
 
 def check_pin(data: Any, pin: Any, name: str) -> "bytes | None":
     """The pinned resume: an :class:`~bob.errors.IntegrityError` (field ``name``) unless ``data``'s
-    SHA-256 is ``pin``; zero bytes, a fresh start, are never the pinned checkpoint. A malformed
-    pin is a TypeError or ValueError (:func:`pin_problem`); so is ``data`` that is no bytes, as unpinned
-    (None: the pin's form alone, checked before anything is read; returns None). Returns the bytes it
-    pinned, taken once: the caller reads those, never ``data`` again (a buffer another thread changes)."""
+    SHA-256 is ``pin``; zero bytes, a fresh start, are never the pinned checkpoint. A malformed pin is a
+    TypeError or ValueError (:func:`pin_problem`); so is ``data`` that is no bytes (None: the pin's form
+    alone). Returns the bytes it pinned, taken once: the caller reads those, never ``data`` again."""
     from bob.errors import IntegrityError, byte_buffer
 
     problem = pin_problem(pin)
