@@ -22,22 +22,23 @@ assert _spec.loader is not None
 _spec.loader.exec_module(planted)
 BUGS = {b.id: b for b in planted.BUGS}
 
-# (bug, seeded-loop budget, what the finding must say)
+# (bug, seeded-loop budget, its seed, what the finding must say)
 CASES = [
-    ("token-256", 2000, "contract oracle would refuse naming 'token'"),
-    ("padding-first-64", 1200, "contract oracle would refuse naming 'padding'"),
-    # the run target's budgets: seed 1 finds them at 998 and 958 executions (a racer met at "checked", the one
-    # point where a released lock loses an update; a failing checkpoint rename beside a symlinked --predictions)
-    ("lock-released-before-commit", 1200, "racer at"),
-    ("rollback-through-link", 1200, "world symlinks, fail at "),
+    ("token-256", 2000, 1, "contract oracle would refuse naming 'token'"),
+    ("padding-first-64", 1200, 1, "contract oracle would refuse naming 'padding'"),
+    # the run target's: seed 2 finds the first at 112 executions (a racer met at "checked", the one point where a
+    # released lock loses an update; seed 1's 998 take 20 to 40 s, its racers being processes), seed 1 the
+    # second at 958 (a failing checkpoint rename beside a symlinked --predictions)
+    ("lock-released-before-commit", 1200, 2, "racer at"),
+    ("rollback-through-link", 1200, 1, "world symlinks, fail at "),
 ]
 
 
-@pytest.mark.parametrize("bug_id,runs,says", CASES, ids=[c[0] for c in CASES])
-def test_the_seeded_loop_finds_a_planted_bug(tmp_path: Path, bug_id: str, runs: int, says: str) -> None:
+@pytest.mark.parametrize("bug_id,runs,seed,says", CASES, ids=[c[0] for c in CASES])
+def test_the_seeded_loop_finds_a_planted_bug(tmp_path: Path, bug_id: str, runs: int, seed: int, says: str) -> None:
     bug = BUGS[bug_id]
     tree = planted.planted_tree(bug, tmp_path)
-    args = argparse.Namespace(engine="loop", runs_scale=runs / bug.runs, seed=1)
+    args = argparse.Namespace(engine="loop", runs_scale=runs / bug.runs, seed=seed)
     result = planted.fuzz(bug, tree, args)
     assert result["found"], result
     assert says in result["message"], result["message"]
