@@ -108,20 +108,11 @@ impl Default for Options {
 
 /// The number of rows of a square table of `len` values.
 pub fn vocabulary_of(len: usize) -> Result<usize, CoreError> {
-    if len == 0 {
-        return Err(CoreError::NotSquare { len });
-    }
-    // Once len needs more than 53 bits, `len as f64` and its root round, and
-    // the root can land on the integer above the true one (k*k - 1 gives k);
-    // never below it, as len's rounding error (at most 2^(2e-53) for a root
-    // near 2^e) moves the root by less than half its last place (2^(e-53)).
-    // So only a downward step is needed. A square that overflows is above
-    // len (saturating would make it equal to usize::MAX, and loop for ever).
-    let mut rows = (len as f64).sqrt() as usize;
-    while rows.checked_mul(rows).is_none_or(|square| square > len) {
-        rows -= 1;
-    }
-    if rows * rows == len {
+    // An integer root: exact for every len, and no float operation that
+    // would raise an exception flag in the caller's environment (it runs
+    // before the entry points switch to the default one).
+    let rows = len.isqrt();
+    if len > 0 && rows * rows == len {
         Ok(rows)
     } else {
         Err(CoreError::NotSquare { len })
