@@ -182,3 +182,27 @@ def test_a_kernel_is_named_by_a_str(kernel) -> None:
     record = bob.build_input(b"abracadabra", [b"abra", b"cad", b""])
     with pytest.raises(TypeError, match=r'^kernel must be a str \("auto" or one of kernels\(\)\); got '):
         bob.core.train(p, m, v, record.contexts, record.targets, 0, 1, kernel=kernel)
+
+
+FLOOR_WITHOUT_THREADS = """
+import resource
+from bob import _core
+used = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
+limit = used + (64 << 20)  # room for a few threads' stacks, not for 256
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+try:
+    _core._fused_loop_floor(256)
+except Exception as exc:
+    print(type(exc).__name__, exc)
+"""
+
+
+def test_the_floor_benchmark_that_cannot_start_its_threads_says_so_rather_than_waiting_for_ever() -> None:
+    """benchmarks/bench_threads.py's hook: threads it started waited at a barrier for one that could not be
+    (a panic, then a process that never ended, deaf to Ctrl-C); now its OSError, the started threads ended."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", FLOOR_WITHOUT_THREADS], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "panicked at" not in done.stderr, done.stderr[-2000:]
+    assert done.stdout.startswith(("BlockingIOError ", "OSError ", "MemoryError ")), done.stdout + done.stderr[-2000:]

@@ -17,8 +17,8 @@ fn main() {
     let threads: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1);
     let rounds: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(30);
     let kernel = args.get(4).and_then(|s| Kernel::from_name(s)).unwrap_or(Kernel::Auto);
-    let state = State::new(n, 5);
-    let start = State::new(n, 0);
+    let state = State::new(n, 5).expect("a state 5 updates in");
+    let start = State::new(n, 0).expect("the seeded start");
     let contexts: Vec<u32> = (0..n as u32).collect();
     let targets: Vec<u32> = (0..n as u32).map(|k| (k * 7 + 3) % n as u32).collect();
     let mut core = Vec::new();
@@ -35,9 +35,9 @@ fn main() {
             .and_then(|planes| train(planes, &contexts, &targets, 0, UPDATES_PER_INVOCATION, &BOB_V1_ADAMW, Options { kernel, threads }))
             .unwrap();
         core.push(clock.elapsed().as_secs_f64() / UPDATES_PER_INVOCATION as f64);
-        fused.push(time(kernel, Floor::FusedLoop, &state, threads).as_secs_f64() / FLOOR_PASSES as f64);
-        fused_start.push(time(kernel, Floor::FusedLoop, &start, threads).as_secs_f64() / FLOOR_PASSES as f64);
-        dividers.push(time(kernel, Floor::Dividers, &state, threads).as_secs_f64() / FLOOR_PASSES as f64);
+        fused.push(time(kernel, Floor::FusedLoop, &state, threads).expect("the floor's threads").as_secs_f64() / FLOOR_PASSES as f64);
+        fused_start.push(time(kernel, Floor::FusedLoop, &start, threads).expect("the floor's threads").as_secs_f64() / FLOOR_PASSES as f64);
+        dividers.push(time(kernel, Floor::Dividers, &state, threads).expect("the floor's threads").as_secs_f64() / FLOOR_PASSES as f64);
     }
     let stats = |xs: &mut Vec<f64>| {
         xs.sort_by(f64::total_cmp);

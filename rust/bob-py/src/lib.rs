@@ -361,11 +361,11 @@ fn kernels() -> Vec<&'static str> {
 fn fused_loop_floor(py: Python<'_>, threads: usize, kernel: &str, updates_in: u64) -> PyResult<f64> {
     use bob_core::floor::{time, Floor, State, FLOOR_PASSES};
     let kernel = kernel_named(kernel)?;
-    let seconds = py.detach(move || {
-        let state = State::new(bob_core::VOCABULARY, updates_in);
-        time(kernel, Floor::FusedLoop, &state, threads).as_secs_f64()
+    let timed = py.detach(move || {
+        let state = State::new(bob_core::VOCABULARY, updates_in).map_err(core_error)?;
+        time(kernel, Floor::FusedLoop, &state, threads).map_err(PyErr::from)
     });
-    Ok(seconds / FLOOR_PASSES as f64)
+    Ok(timed?.as_secs_f64() / FLOOR_PASSES as f64)
 }
 
 /// bob's native core: the training math of contract §6 (bob-core) over

@@ -5,7 +5,8 @@
 use super::plan::Plan;
 use super::rows::{exp_row_and_sum, pair_of_rows_mut, phase2_inner, row_max, LiveRow, NextExp, RowPlanes, ROWS_IN_FLIGHT};
 use super::Kernel;
-use crate::{Options, Planes};
+use crate::{CoreError, Options, Planes};
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// What to time. Both run over a real training state (vocabulary `n`,
@@ -43,16 +44,15 @@ impl State {
     /// Vocabulary `n`, every row live (pair k = (k, 7k + 3 mod n)), after
     /// `updates` updates from the seeded start. With 0, the floor's passes
     /// are the core's own first call: the steps of one invocation from zero moments.
-    pub fn new(n: usize, updates: u64) -> State {
+    pub fn new(n: usize, updates: u64) -> Result<State, CoreError> {
         let mut p = vec![0f32; n * n];
         crate::initialize(&mut p, crate::SEED);
         let (mut m, mut v) = (vec![0f32; n * n], vec![0f32; n * n]);
         let contexts: Vec<u32> = (0..n as u32).collect();
         let targets: Vec<u32> = (0..n as u32).map(|k| (k * 7 + 3) % n as u32).collect();
         if updates > 0 {
-            let planes = Planes::new(&mut p, &mut m, &mut v).expect("a square table");
-            crate::train(planes, &contexts, &targets, 0, updates, &crate::BOB_V1_ADAMW, Options::default())
-                .expect("a valid state");
+            let planes = Planes::new(&mut p, &mut m, &mut v)?;
+            crate::train(planes, &contexts, &targets, 0, updates, &crate::BOB_V1_ADAMW, Options::default())?;
         }
         let mut e = vec![0f32; n * n];
         let (mut maxes, mut sums) = (vec![0f32; n], vec![0f32; n]);
@@ -61,19 +61,41 @@ impl State {
             maxes[r] = row_max(&p[span.clone()]);
             sums[r] = exp_row_and_sum(&p[span.clone()], maxes[r], &mut e[span]);
         }
-        State { n, step: updates, p, m, v, e, maxes, sums }
+        Ok(State { n, step: updates, p, m, v, e, maxes, sums })
+    }
+}
+
+/// The threads' start: open (true) once every thread is started, or closed
+/// (false) when one could not be, so that none waits for it for ever.
+#[derive(Default)]
+struct Gate {
+    state: Mutex<Option<bool>>,
+    changed: Condvar,
+}
+
+impl Gate {
+    fn set(&self, open: bool) {
+        *self.state.lock().unwrap_or_else(|e| e.into_inner()) = Some(open);
+        self.changed.notify_all();
+    }
+
+    fn wait(&self) -> bool {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let state = self.changed.wait_while(state, |s| s.is_none()).unwrap_or_else(|e| e.into_inner());
+        state.unwrap_or(false)
     }
 }
 
 /// Wall time of [`FLOOR_PASSES`] passes of `floor` over every row of
 /// `state` (on copies), rows split evenly across `threads` scoped threads
 /// started before the clock; the slowest thread's time. Divide by
-/// `FLOOR_PASSES` for one update's worth.
-pub fn time(kernel: Kernel, floor: Floor, state: &State, threads: usize) -> Duration {
+/// `FLOOR_PASSES` for one update's worth. A thread that cannot be started
+/// (`ulimit -u`, `ulimit -v`) is its error, once the others have ended.
+pub fn time(kernel: Kernel, floor: Floor, state: &State, threads: usize) -> std::io::Result<Duration> {
     let n = state.n;
     let (mut p, mut m, mut v, mut e) = (state.p.clone(), state.m.clone(), state.v.clone(), state.e.clone());
     let threads = threads.clamp(1, n);
-    let barrier = std::sync::Barrier::new(threads);
+    let gate = Gate::default();
     std::thread::scope(|scope| {
         let mut planes = Planes::new(&mut p, &mut m, &mut v).expect("the state's planes are a square table");
         let mut e = &mut e[..];
@@ -84,17 +106,27 @@ pub fn time(kernel: Kernel, floor: Floor, state: &State, threads: usize) -> Dura
             let (share, rest) = planes.split_rows(end - start);
             let (share_e, rest_e) = std::mem::take(&mut e).split_at_mut((end - start) * n);
             (planes, e) = (rest, rest_e);
-            let (barrier, first_row) = (&barrier, start);
-            handles.push(scope.spawn(move || {
-                barrier.wait();
+            let (gate, first_row) = (&gate, start);
+            let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
+                if !gate.wait() {
+                    return Duration::ZERO;
+                }
                 let clock = Instant::now();
                 let rows = Rows { first_row, planes: share, e: share_e };
                 run(kernel.resolve(), floor, state, rows);
                 clock.elapsed()
-            }));
+            });
+            match spawned {
+                Ok(handle) => handles.push(handle),
+                Err(error) => {
+                    gate.set(false);
+                    return Err(error);
+                }
+            }
             start = end;
         }
-        handles.into_iter().map(|h| h.join().expect("floor thread")).max().unwrap_or_default()
+        gate.set(true);
+        Ok(handles.into_iter().map(|h| h.join().expect("floor thread")).max().unwrap_or_default())
     })
 }
 
