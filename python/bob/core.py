@@ -249,7 +249,9 @@ def train(p: "PlaneLike", m: "PlaneLike", v: "PlaneLike", contexts: "PairsLike |
     Ctrl-C (a signal whose handler raises) ends a long call between whole
     updates: the exception's ``updates_done`` says how many, and the planes
     hold the state after them. While it runs, another call of the core on
-    the same memory (another thread's) is refused with ``BufferError``.
+    the same memory (another thread's) is refused with ``BufferError``; the
+    caller's own writes to the planes from another thread are not seen (the
+    GIL is released) and make the result the schedule's: make none.
     """
     if not isinstance(kernel, str):  # (str() made None "None" and took any object that prints a name)
         raise TypeError(f"kernel must be a str (\"auto\" or one of kernels()); got {shown_kind(kernel)}")

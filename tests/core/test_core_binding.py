@@ -43,6 +43,23 @@ def test_not_a_buffer_is_named():
         train(p, list(m), v)
 
 
+def test_a_plane_only_read_is_not_asked_to_be_writable_and_a_0_d_array_is_named_so():
+    """predict and resume_problem read P: "must be a writable float32 buffer" misled; a 0-d float32 array,
+    which exports a buffer with no shape, was refused as if it exported none."""
+    with pytest.raises(TypeError, match=r"^P must be a float32 buffer \(a numpy.float32 array\); got list$"):
+        _core.predict([0.0], [0])
+    with pytest.raises(TypeError, match=r"^P must be a float32 buffer .*; got ndarray with 0 dimensions; a plane "
+                                        r"has one or two$"):
+        _core.predict(np.array(1.0, np.float32), [0])
+
+
+def test_a_prompt_word_the_binding_refuses_is_named_with_its_place():
+    """It was pyo3's "out of range integral type conversion attempted", naming neither."""
+    for word in (-1, 2**32, 1.5):
+        with pytest.raises(ValueError, match=rf"^prompt_words\[1\] = {word!r} is not an integer in 0 .. 2\*\*32 - 1$"):
+            _core.predict(np.zeros(4, np.float32), [0, word])
+
+
 def test_wrong_length_is_named():
     p, m, v = planes()
     with pytest.raises(ValueError, match=r"V holds 65535 float32 values, expected 65536"):

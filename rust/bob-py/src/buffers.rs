@@ -112,7 +112,7 @@ pub(crate) fn describe_format(format: &CStr, item_size: usize) -> String {
 }
 
 pub(crate) fn plane(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Plane> {
-    let plane = plane_readable(obj, name)?;
+    let plane = plane_of(obj, name, "a writable float32 buffer")?;
     if plane._buffer.readonly() {
         return Err(PyValueError::new_err(format!(
             "{name} is read-only; the core trains in place and needs a writable float32 buffer"
@@ -123,11 +123,19 @@ pub(crate) fn plane(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Plane> {
 
 /// A float32, C-contiguous buffer, read-only allowed.
 pub(crate) fn plane_readable(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Plane> {
-    let buffer = PyUntypedBuffer::get(obj).map_err(|_| {
-        PyTypeError::new_err(format!(
-            "{name} must be a writable float32 buffer (a numpy.float32 array); got {}",
-            obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "an object".into())
-        ))
+    plane_of(obj, name, "a float32 buffer")
+}
+
+fn plane_of(obj: &Bound<'_, PyAny>, name: &str, wanted: &str) -> PyResult<Plane> {
+    let buffer = PyUntypedBuffer::get(obj).map_err(|refused| {
+        let kind = obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "an object".into());
+        // An object that exports a buffer the request refuses says why (a 0-d array: its shape is null).
+        let why = match pyo3::types::PyMemoryView::from(obj).and_then(|view| view.getattr("ndim")?.extract::<usize>()) {
+            Ok(0) => " with 0 dimensions; a plane has one or two".to_string(),
+            Ok(_) => format!(" ({})", refused.value(obj.py())),
+            Err(_) => String::new(),
+        };
+        PyTypeError::new_err(format!("{name} must be {wanted} (a numpy.float32 array); got {kind}{why}"))
     })?;
     if !holds(&buffer, ElementType::Float { bytes: 4 }) {
         return Err(PyTypeError::new_err(format!(
@@ -275,8 +283,13 @@ pub(crate) fn zeros(count: usize, name: &'static str) -> PyResult<Vec<f32>> {
 /// when there is none; an allocation of Rust's own would abort the process).
 pub(crate) fn words(obj: &Bound<'_, PyAny>, name: &'static str) -> PyResult<Vec<u32>> {
     let mut out = bob_core::try_vec(obj.len()?, name).map_err(core_error)?;
-    for item in obj.try_iter()? {
-        out.push(item?.extract()?);
+    for (k, item) in obj.try_iter()?.enumerate() {
+        let item = item?;
+        // (pyo3's own refusal names neither the argument nor the place)
+        out.push(item.extract().map_err(|_| {
+            let shown = item.repr().map(|r| r.to_string()).unwrap_or_else(|_| "an object".into());
+            PyValueError::new_err(format!("{name}[{k}] = {shown} is not an integer in 0 .. 2**32 - 1"))
+        })?);
     }
     Ok(out)
 }

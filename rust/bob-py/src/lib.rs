@@ -231,7 +231,7 @@ fn train<'py>(
 /// empty prompt. P is any float32 buffer; read-only is fine.
 #[pyfunction]
 fn predict(p: &Bound<'_, PyAny>, prompt_words: &Bound<'_, PyAny>) -> PyResult<Vec<(u32, u32)>> {
-    let prompt_words = words(prompt_words, "the prompt words")?;
+    let prompt_words = words(prompt_words, "prompt_words")?;
     let p = plane_readable(p, "P")?;
     check_shape(&p, "P")?;
     let _loans = Loans::take(&[loan(&p, "P", false)])?;
