@@ -7,4 +7,4 @@ cd "$(dirname "$0")/.."
 scripts/bootstrap.sh test,plot,fuzz,interop   # test: a dependency group; fuzz: atheris, so the planted-bug campaign test runs; interop: safetensors
 cargo test --release --locked -p bob-core
 .venv/bin/python -m mypy                       # python/bob, as configured in pyproject.toml
-.venv/bin/python -m pytest -q "$@"
+.venv/bin/python -m pytest -q -n auto "$@"     # one worker per CPU: most tests wait on processes they start

@@ -135,15 +135,15 @@ def test_a_signal_at_every_os_call_of_a_run_tells_the_truth(tmp_path: Path, sign
 def _random_runs(tmp_path: Path, signum: int, runs: int, batch: int = 8) -> dict[str, int]:
     """``runs`` bob-run processes, each sent ``signum`` after a random delay
     within its own lifetime; ``batch`` at a time, each in its own directory.
-    The delays are drawn up to the lifetime of the last batch that ran whole
-    (a first one unsignalled): on a loaded machine a run takes several times
-    what it takes alone, and delays cut to the latter never reach a commit."""
+    The delays are drawn up to the lifetime of a whole batch (a first one,
+    unsignalled): on a loaded machine a run takes several times what it takes
+    alone, and delays cut to the latter never reach a commit."""
     rng = random.Random(signum)
     fixtures = [Files(tmp_path / f"w{i}") for i in range(batch) if not (tmp_path / f"w{i}").mkdir()]
     lifetime = _batch_lifetime(fixtures, [None] * batch)
     counts = {"committed": 0, "committed, signal named": 0, "rolled back": 0}
     for first in range(0, runs, batch):
-        delays = [rng.uniform(0, 1.5 * lifetime) for _ in fixtures[:min(batch, runs - first)]]
+        delays = [rng.uniform(0, lifetime) for _ in fixtures[:min(batch, runs - first)]]
         for files, returncode, err, delay in _batch(fixtures, delays, signum):
             if files.check(returncode, err, signum, f"random delay {delay:.4f} s of {lifetime:.4f} s"):
                 counts["committed, signal named" if "bob-run:" in err else "committed"] += 1
