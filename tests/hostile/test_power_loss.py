@@ -20,7 +20,10 @@ from bob.fuzz.world import library_writer
 
 RECORD = bob.build_input(b"abracadabra", [b"abra", b"cad", b""]).to_bytes()
 FIRST = bob.invoke(RECORD, b"", threads=1, trace=True)
-STATES = {"fresh": (b"", None), "resumed": (FIRST.checkpoint_bytes(), FIRST.predictions_bytes())}
+# (the old predictions differ from the new: §8's do not change from step 10 to step 20, and a new checkpoint
+# beside the old predictions would pass for the pair; "first": no file at all, "fresh": an empty checkpoint)
+STATES = {"first": (None, None), "fresh": (b"", None),
+          "resumed": (FIRST.checkpoint_bytes(), b"an earlier run's predictions")}
 
 
 @pytest.mark.parametrize("trace", [False, True], ids=["pair", "traced"])
@@ -34,6 +37,16 @@ def test_every_crash_state_of_bob_run_resumes(tmp_path: Path, start: str, links:
     assert [op.kind for op in sc.ops].count("fsyncdir") >= 2 + trace  # the model saw bob's directory syncs
     judged = powerloss.check_states(sc, tmp_path / "next")
     assert judged >= len(sc.ops)
+
+
+@pytest.mark.parametrize("links", [False, True], ids=["files-pair", "symlinks-traced"])
+def test_a_run_that_rolls_back_leaves_the_old_files_after_any_power_loss(tmp_path: Path, links: bool) -> None:
+    """Its lock found deleted at its last check, the run puts the old predictions (and trace) back (exit 75):
+    once it has said so, no power loss brings the new ones back."""
+    sc = powerloss.record_run(tmp_path / "run", RECORD, *STATES["resumed"], links=links, trace=links,
+                              old_trace=FIRST.trace_bytes() if links else None, lock_lost=True)
+    assert "rename" in [op.kind for op in sc.ops] and not sc.committed  # (the predictions were renamed, then back)
+    assert powerloss.check_states(sc, tmp_path / "next") >= len(sc.ops)
 
 
 def test_every_crash_state_of_the_library_writers_resumes(tmp_path: Path) -> None:

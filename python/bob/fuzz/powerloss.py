@@ -27,6 +27,7 @@ __all__ = ["Op", "Recorder", "crash_states", "check_states", "record_run", "Scen
 
 _ENTRY_OPS, _DATA_OPS = ("create", "rename", "link", "unlink"), ("write", "truncate")
 _CHECKPOINT, _PREDICTIONS, _TRACE = "model.bob", "predictions.bin", "traces/run.trace"  # (its own directory)
+_HOMES = {_CHECKPOINT: "targets", _PREDICTIONS: "outputs", _TRACE: "traces"}  # with links: each target's directory
 
 
 @dataclass(frozen=True)
@@ -86,11 +87,19 @@ class Image:
         return None
 
     def materialize(self, root: Path, old_root: str) -> None:
-        """Write this image's tree under ``root`` (the recorded root ``old_root`` becomes ``root``)."""
-        for (directory, name), content in self.listing().items():
+        """Write this image's tree under ``root`` (the recorded root ``old_root`` becomes ``root``); the entries
+        of one inode as hard links of one file (a dead run's backup link is a second name of its file)."""
+        written: dict[int, Path] = {}
+        for (directory, name), node in [*self.entries.items(), *self.links.items()]:
             path = root / os.path.relpath(directory, old_root) / name
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.symlink_to(content[1]) if isinstance(content, tuple) else path.write_bytes(content)
+            if not isinstance(node, int):
+                path.symlink_to(str(node))
+            elif node in written:
+                os.link(written[node], path)
+            else:
+                path.write_bytes(bytes(self.nodes.get(node, b"")))
+                written[node] = path
 
 
 def snapshot(root: Path) -> tuple[Image, dict[tuple[int, int], int]]:
@@ -240,12 +249,13 @@ class Scenario:
     image: Image
     ops: list[Op]
     record: bytes
-    old_checkpoint: bytes
+    old_checkpoint: bytes | None  # None: no file (a first run)
     old_predictions: bytes | None
     new_checkpoint: bytes
     new_predictions: bytes
     new_trace: bytes | None = None  # a run with --trace: its trace, committed with the pair
     old_trace: bytes | None = None  # the trace already at its path
+    committed: bool = True  # what the run said: committed (exit 0), or nothing changed (its lock lost, exit 75)
 
 
 def _argv(directory: Path, trace: bool) -> list[str]:
@@ -253,31 +263,44 @@ def _argv(directory: Path, trace: bool) -> list[str]:
             "--predictions", str(directory / _PREDICTIONS), *(["--trace", str(directory / _TRACE)] if trace else [])]
 
 
-def record_run(directory: Path, record: bytes, checkpoint: bytes, predictions: bytes | None, *,
+def record_run(directory: Path, record: bytes, checkpoint: bytes | None, predictions: bytes | None, *,
                links: bool = False, writer: Callable[[list[str]], int] | None = None, trace: bool = False,
-               old_trace: bytes | None = None) -> Scenario:
-    """Run ``bob-run`` (or ``writer``, given bob-run's arguments) once in ``directory`` with these files
-    (``links``: symbolic links into ``targets/``; ``trace``: ``--trace`` into ``traces/``, over ``old_trace``),
-    recording what it does; the run must succeed."""
+               old_trace: bytes | None = None, lock_lost: bool = False) -> Scenario:
+    """Run ``bob-run`` (or ``writer``, given bob-run's arguments) once in ``directory`` with these files (None:
+    none; ``links``: symbolic links to the checkpoint in ``targets/`` and the predictions in ``outputs/``, two
+    directories; ``trace``: ``--trace`` into ``traces/``, over ``old_trace``), recording what it does; the run
+    must succeed, or with ``lock_lost`` (its lock deleted once the predictions are renamed) roll back, exit 75."""
     import bob
+    from bob import commit
+    from bob.lock import lock_path_for
     from bob.run import main as run_main
 
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "input.bin").write_bytes(record)
-    home = directory / "targets" if links else directory
-    home.mkdir(exist_ok=True)
-    (directory / "traces").mkdir(exist_ok=True)
+    for home in _HOMES.values():
+        (directory / home).mkdir(exist_ok=True)
     if old_trace is not None:
         (directory / _TRACE).write_bytes(old_trace)
     for name, data in ((_CHECKPOINT, checkpoint), (_PREDICTIONS, predictions)):
         if data is not None:
-            (home / name).write_bytes(data)
+            (directory / (f"{_HOMES[name]}/{name}" if links else name)).write_bytes(data)
         if links:
-            (directory / name).symlink_to(f"targets/{name}")
-    want = bob.invoke(record, checkpoint, threads=1, trace=trace)
-    with Recorder(directory) as recorder:
-        rc, _out, err = quietly(writer or run_main, _argv(directory, trace))
-    require(rc == 0, f"the recorded run exited {rc}: {err.strip()[-300:]}")
+            (directory / name).symlink_to(f"{_HOMES[name]}/{name}")
+    want = bob.invoke(record, checkpoint or b"", threads=1, trace=trace)
+    pause = commit.pause_at
+
+    def deleting_the_lock(point: str) -> None:  # as another process would, at the race hook's point
+        if point == "predictions-renamed":
+            os.unlink(lock_path_for(os.path.realpath(directory / _CHECKPOINT)))
+        pause(point)
+
+    commit.pause_at = deleting_the_lock if lock_lost else pause
+    try:
+        with Recorder(directory) as recorder:
+            rc, _out, err = quietly(writer or run_main, _argv(directory, trace))
+    finally:
+        commit.pause_at = pause
+    require(rc == (75 if lock_lost else 0), f"the recorded run exited {rc}: {err.strip()[-300:]}")
     # The model is faithful: every operation applied gives the tree the run left.
     final = recorder.image.copy()
     for op in recorder.ops:
@@ -285,7 +308,8 @@ def record_run(directory: Path, record: bytes, checkpoint: bytes, predictions: b
     require(final.listing() == snapshot(Path(recorder.root))[0].listing(),
             "the recorded operations do not rebuild the tree the run left (the recorder missed a call)")
     return Scenario(recorder.root, recorder.image, recorder.ops, record, checkpoint, predictions,
-                    want.checkpoint_bytes(), want.predictions_bytes(), want.trace_bytes() if trace else None, old_trace)
+                    want.checkpoint_bytes(), want.predictions_bytes(), want.trace_bytes() if trace else None, old_trace,
+                    committed=not lock_lost)
 
 
 def check_state(sc: Scenario, k: int, kept: tuple[int, ...], state: Image, scratch: Path) -> None:
@@ -305,14 +329,18 @@ def check_state(sc: Scenario, k: int, kept: tuple[int, ...], state: Image, scrat
         require(pred in (sc.old_predictions, sc.new_predictions),
                 f"{where}: the predictions are neither the old nor the new ones")
         require(trace in (sc.old_trace, sc.new_trace), f"{where}: the trace is neither the old nor the new one")
-    if k == len(sc.ops):
+    if k == len(sc.ops) and sc.committed:
         require(committed, f"{where}: bob-run said it committed, but after a power loss the old checkpoint is back")
+    elif k == len(sc.ops):
+        require((pred, trace) == (sc.old_predictions, sc.old_trace),
+                f"{where}: bob-run said nothing was changed, but after a power loss the new predictions or trace are there")
     # The next bob-run resumes from what it finds and leaves nothing of the dead run.
     if scratch.exists():
         shutil.rmtree(scratch)
     state.materialize(scratch, sc.root)
     (scratch / "input.bin").write_bytes(sc.record)
-    (scratch / "traces").mkdir(exist_ok=True)
+    for home in _HOMES.values():  # (empty, they are in no image)
+        (scratch / home).mkdir(exist_ok=True)
     traced = sc.new_trace is not None
     # None: the next invocation is refused (a step with no room left), and so is the next bob-run
     want = invoked(sc.record, ck or b"", trace=traced)
