@@ -15,6 +15,7 @@ import pytest
 import bob
 from bob.formats.constants import CHUNK_BYTES, PLANE_NAMES
 from bob.formats.layout import CANONICAL, CANONICAL_HEADER_BYTES as HB
+from bob.formats.contract import V1
 
 RECORD = bob.build_input(b"abracadabra", [b"abra", b"cad", b""])
 GOOD = bob.invoke(RECORD, bob.invoke(RECORD).checkpoint).checkpoint_bytes()  # step 20: P, M, V all differ
@@ -135,6 +136,25 @@ def test_a_damaged_string_length_is_named_not_the_field_read_after_it(cli, tmp_p
     [r] = verify(cli, write(tmp_path, "state.bob", bytes(raw)), code=2)
     assert r["diagnosis"] == ["the length of state (at offset 32) is damaged: 70 bytes where the contract's string "
                               "is 65, so what follows it is read from the wrong offsets"]
+
+
+@pytest.mark.parametrize("string, length, read_as", [("seed", 15, ["header_bytes"]), ("seed", 100, ["header_bytes"]),
+                                                     ("data", 53, ["header_bytes"]),
+                                                     ("seed", 10, ["header_digest", "seed", "payload_bytes",
+                                                                   "chunk_bytes", "updates_per_invocation"])])
+def test_a_damaged_length_whose_header_still_parses_is_named(cli, tmp_path: Path, string: str, length: int,
+                                                             read_as: list[str]) -> None:
+    """A length one bit or a few bytes off, in a header that still parses: what it shifts is read as a short
+    header_bytes (no diagnosis at all, the field to mend never named) or as contract mismatches (only "does not
+    match the header's digest"). The findings stay the reader's; the diagnosis names the length."""
+    at = CANONICAL.fields[f"{string}.length"].offset
+    raw = bytearray(GOOD)
+    raw[at:at + 4] = length.to_bytes(4, "little")
+    [r] = verify(cli, write(tmp_path, "length.bob", bytes(raw)), code=2)
+    assert [p["field"] for p in r["problems"]] == read_as
+    assert r["diagnosis"] == [f"the length of {string} (at offset {at}) is damaged: {length} bytes where the "
+                              f"contract's string is {len(getattr(V1, string))}, so what follows it is read from the "
+                              "wrong offsets"]
 
 
 def test_a_damaged_header_bytes_is_not_called_a_cut(cli, tmp_path: Path) -> None:

@@ -87,14 +87,16 @@ def _cut(ex: Examination, problems: list[dict[str, Any]], mismatch: bool) -> lis
             said.append(f"the file ends inside its header ({hb} bytes)")
     cut = next((p for p in problems if p.get("error") == "Truncated"  # (nothing after it read, the digest included)
                 and (p["field"] != "file_size" or header is None)), None)  # (no header at all: cut in the magic)
-    if cut is None:
-        return said + ["the header (its contract fields or its chunk table) does not match the header's digest"] * (
-            mismatch)
-    where = "its magic" if cut["field"] == "file_size" else f"{cut['field']} (at offset {cut['offset']})"
+    # A damaged length shifts what follows it: read as a length past the file's end, a short header_bytes or
+    # contract mismatches, each a finding of its own, none of them the field to mend.
     if (wrong := ex.damaged_length) is not None:
         return said + [f"the length of {wrong[0]} (at offset {wrong[1]}) is damaged: {wrong[2]} bytes where the "
                        f"contract's string is {len(getattr(V1, wrong[0]))}, so what follows it is read from the wrong "
                        "offsets"]
+    if cut is None:
+        return said + ["the header (its contract fields or its chunk table) does not match the header's digest"] * (
+            mismatch)
+    where = "its magic" if cut["field"] == "file_size" else f"{cut['field']} (at offset {cut['offset']})"
     damaged = isinstance(cut["actual"], int) and cut["actual"] > STRING_LIMIT  # a string no header holds
     return said + [f"a length in the header, in {where}, is {cut['actual']} bytes, more than any string the contract "
                    "holds: damaged, not a file cut short" if damaged else f"the file ends inside its header, in {where}"]
