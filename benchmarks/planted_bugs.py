@@ -180,6 +180,21 @@ BUGS: tuple[Bug, ...] = (
         (("bob/commit.py", "lambda: fsync_directory(os.path.dirname(main), strict=True))", "lambda: None)"),),
         property="the powerloss world: only the new pair once bob-run said it committed",
         test="tests/hostile/test_power_loss.py::test_every_crash_state_of_bob_run_resumes"),
+    Bug("dirsync-after-commit-of-the-predictions", "files", "run", 1_500,
+        "after the commit rename bob-run syncs the predictions' directory, not the checkpoint's: where the two "
+        "lie apart, it says it committed, and after a power loss the old checkpoint is back",
+        (("bob/commit.py", "lambda: fsync_directory(os.path.dirname(main), strict=True))",
+          "lambda: fsync_directory(os.path.dirname(self.files[0][0]), strict=True))"),),
+        property="the powerloss world through links (two directories): only the new pair once bob-run said it committed",
+        test="tests/hostile/test_power_loss.py::test_every_crash_state_of_bob_run_resumes"),
+    Bug("rollback-without-dirsync", "files", "run", 1_500,
+        "a rollback puts the old predictions back without syncing their directory: bob-run says nothing was "
+        "changed, and after a power loss the new predictions are there, the old ones under a temporary name "
+        "the next run deletes",
+        (("bob/commit.py", "            self.link = None\n        fsync_directory(os.path.dirname(self.target))\n",
+          "            self.link = None\n"),),
+        property="the powerloss world, its lock lost: the old predictions once bob-run said nothing was changed",
+        test="tests/hostile/test_power_loss.py::test_a_run_that_rolls_back_leaves_the_old_files_after_any_power_loss"),
     Bug("rollback-through-link", "files", "run", 1_500,
         "the old predictions are kept by the path as given: when the checkpoint cannot be replaced, the "
         "rollback renames them over a symlinked --predictions, which becomes a regular file, while the file "

@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterator
 from bob.fuzz.faults import OsPatch
 from bob.fuzz.properties import invoked, quietly, require
 from bob.lock import LOCK_TAG
+from bob.refusals import EXIT_BUSY
 
 __all__ = ["Op", "Recorder", "crash_states", "check_states", "record_run", "Scenario"]
 
@@ -255,7 +256,7 @@ class Scenario:
     new_predictions: bytes
     new_trace: bytes | None = None  # a run with --trace: its trace, committed with the pair
     old_trace: bytes | None = None  # the trace already at its path
-    committed: bool = True  # what the run said: committed (exit 0), or nothing changed (its lock lost, exit 75)
+    committed: bool = True  # what the run said: committed (exit 0), or nothing changed (its lock lost, EXIT_BUSY)
 
 
 def _argv(directory: Path, trace: bool) -> list[str]:
@@ -269,7 +270,7 @@ def record_run(directory: Path, record: bytes, checkpoint: bytes | None, predict
     """Run ``bob-run`` (or ``writer``, given bob-run's arguments) once in ``directory`` with these files (None:
     none; ``links``: symbolic links to the checkpoint in ``targets/`` and the predictions in ``outputs/``, two
     directories; ``trace``: ``--trace`` into ``traces/``, over ``old_trace``), recording what it does; the run
-    must succeed, or with ``lock_lost`` (its lock deleted once the predictions are renamed) roll back, exit 75."""
+    must succeed, or with ``lock_lost`` (its lock deleted once the predictions are renamed) roll back (EXIT_BUSY)."""
     import bob
     from bob import commit
     from bob.lock import lock_path_for
@@ -300,7 +301,7 @@ def record_run(directory: Path, record: bytes, checkpoint: bytes | None, predict
             rc, _out, err = quietly(writer or run_main, _argv(directory, trace))
     finally:
         commit.pause_at = pause
-    require(rc == (75 if lock_lost else 0), f"the recorded run exited {rc}: {err.strip()[-300:]}")
+    require(rc == (EXIT_BUSY if lock_lost else 0), f"the recorded run exited {rc}: {err.strip()[-300:]}")
     # The model is faithful: every operation applied gives the tree the run left.
     final = recorder.image.copy()
     for op in recorder.ops:

@@ -51,12 +51,14 @@ class World(NamedTuple):
     point: str = COMMIT_WINDOW[0]  # where the racer or the cleaner meets bob-run
     writer: str = "bob-run"  # or "library" (library_writer): the writer a fault or a power loss cuts
     trace: bool = False  # bob-run --trace under a power loss: the trace and its lock judged too
+    lock_lost: bool = False  # bob-run under a power loss, its lock deleted as it commits: it rolls back
 
     def __str__(self) -> str:
         fault = f"{self.fault} at {'entry' if self.entries else 'os'} call {self.k}" if self.fault != "none" else ""
         other = {"none": "", "racer": f"racer at {self.point}", "cleaner": f"cleaner at {self.point}"}
         return ", ".join(filter(None, [f"world {self.layout}", fault, other.get(self.other, self.other),
-                                       "library writers" if self.writer == "library" else "", "traced" * self.trace]))
+                                       "library writers" if self.writer == "library" else "", "traced" * self.trace,
+                                       "lock lost" * self.lock_lost]))
 
 
 def world_of(data: bytes) -> World:
@@ -69,7 +71,8 @@ def world_of(data: bytes) -> World:
               ("bob-run", "library")[(crc >> 16) & 1])
     if w.other == "powerloss":  # judged of a whole run: no fault, a layout bob-run accepts
         return w._replace(fault="none", layout=("plain", "symlinks")[(crc >> 17) & 1],
-                          trace=w.writer == "bob-run" and bool((crc >> 19) & 1))
+                          trace=w.writer == "bob-run" and bool((crc >> 19) & 1),
+                          lock_lost=w.writer == "bob-run" and bool((crc >> 20) & 1))
     if w.other != "none":  # the lock holder, the racer and the cleaner meet bob-run's lock and commit
         w = w._replace(writer="bob-run")
     return w
@@ -259,7 +262,7 @@ def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: P
     if run.w.other == "powerloss" and want is not None:  # one whole run recorded, a sample of its crash states
         shutil.rmtree(scratch / "powerloss", ignore_errors=True)
         sc = powerloss.record_run(scratch / "powerloss" / "run", record, checkpoint, run.old_pred,
-                                  links=run.w.layout == "symlinks", trace=run.w.trace,
+                                  links=run.w.layout == "symlinks", trace=run.w.trace, lock_lost=run.w.lock_lost,
                                   writer=library_writer if run.w.writer == "library" else None)
         powerloss.check_states(sc, scratch / "powerloss" / "next", sample=POWER_LOSS_STATES, seed=zlib.crc32(data))
         return
