@@ -54,10 +54,18 @@ def test_a_plane_only_read_is_not_asked_to_be_writable_and_a_0_d_array_is_named_
 
 
 def test_a_prompt_word_the_binding_refuses_is_named_with_its_place():
-    """It was pyo3's "out of range integral type conversion attempted", naming neither."""
-    for word in (-1, 2**32, 1.5):
-        with pytest.raises(ValueError, match=rf"^prompt_words\[1\] = {word!r} is not an integer in 0 .. 2\*\*32 - 1$"):
+    """It was pyo3's "out of range integral type conversion attempted", naming neither; what an item's own
+    conversion raises otherwise (a Ctrl-C in its __index__) is passed on as it is."""
+    for word, error in ((-1, ValueError), (2**32, ValueError), (1.5, TypeError), ("a", TypeError)):
+        with pytest.raises(error, match=rf"^prompt_words\[1\] = {word!r} is not an integer in 0 .. 2\*\*32 - 1$"):
             _core.predict(np.zeros(4, np.float32), [0, word])
+
+    class Interrupting:
+        def __index__(self) -> int:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _core.predict(np.zeros(4, np.float32), [0, Interrupting()])
 
 
 def test_wrong_length_is_named():

@@ -24,6 +24,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -135,51 +136,63 @@ def test_a_signal_at_every_os_call_of_a_run_tells_the_truth(tmp_path: Path, sign
 def _random_runs(tmp_path: Path, signum: int, runs: int, batch: int = 8) -> dict[str, int]:
     """``runs`` bob-run processes, each sent ``signum`` after a random delay
     within its own lifetime; ``batch`` at a time, each in its own directory.
-    The delays are drawn up to the lifetime of a whole batch (a first one,
-    unsignalled): on a loaded machine a run takes several times what it takes
-    alone, and delays cut to the latter never reach a commit."""
+    The delays are drawn up to the lifetime of a whole batch, measured first
+    unsignalled, then a staircase: the range grows by a quarter after a batch
+    in which every run rolled back, shrinks after one in which every run
+    committed. The machine's load (another test worker's) changes how long a
+    run takes, and delays cut to another moment's never reach a commit."""
     rng = random.Random(signum)
     fixtures = [Files(tmp_path / f"w{i}") for i in range(batch) if not (tmp_path / f"w{i}").mkdir()]
-    lifetime = _batch_lifetime(fixtures, [None] * batch)
+    lifetime = 0.0
+    for files, returncode, err, _, ended in _batch(fixtures, [None] * batch, signum):
+        assert returncode == 0 and files.check(returncode, err, signum, "unsignalled"), err
+        lifetime = max(lifetime, ended)
+        files.reset()
     counts = {"committed": 0, "committed, signal named": 0, "rolled back": 0}
     for first in range(0, runs, batch):
-        delays = [rng.uniform(0, lifetime) for _ in fixtures[:min(batch, runs - first)]]
-        for files, returncode, err, delay in _batch(fixtures, delays, signum):
+        delays: "list[float | None]" = [rng.uniform(0, lifetime) for _ in fixtures[:min(batch, runs - first)]]
+        committed = 0
+        for files, returncode, err, delay, _ in _batch(fixtures, delays, signum):
             if files.check(returncode, err, signum, f"random delay {delay:.4f} s of {lifetime:.4f} s"):
                 counts["committed, signal named" if "bob-run:" in err else "committed"] += 1
+                committed += 1
             else:
                 counts["rolled back"] += 1
             files.reset()
+        lifetime *= 1.25 if committed == 0 else 0.8 if committed == len(delays) else 1.0
     return counts
 
 
-def _batch(fixtures: "list[Files]", delays: "list[float | None]", signum: int = 0):
-    """One bob-run in each of the first ``len(delays)`` fixtures, started together, each sent ``signum``
-    after its delay (None: never); yields (files, exit code, stderr, delay) as each ends."""
+def _batch(fixtures: "list[Files]", delays: "list[float | None]", signum: int):
+    """One bob-run in each of the first ``len(delays)`` fixtures, started together (SIGINT, SIGTERM and SIGHUP
+    as a shell's foreground job has them, whatever this process ignores), each sent ``signum`` after its delay
+    (None: never); yields (files, exit code, stderr, delay, seconds until it was seen ended) in their order."""
+    def default_signals() -> None:
+        for each in SIGNALS:
+            signal.signal(each, signal.SIG_DFL)
+
     procs = [(files, subprocess.Popen([str(BIN / "bob-run"), *files.argv], stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.PIPE, text=True), delay)
+                                      stderr=subprocess.PIPE, text=True, preexec_fn=default_signals), delay)
              for files, delay in zip(fixtures, delays)]
-    begun = time.monotonic()
+    begun, ended = time.monotonic(), {}
+
+    def see_end(proc: "subprocess.Popen[str]") -> None:  # as it comes, not once the signals are all sent
+        proc.wait()
+        ended[proc] = time.monotonic()
+
+    waiters = [threading.Thread(target=see_end, args=(proc,)) for _, proc, _ in procs]
+    for waiter in waiters:
+        waiter.start()
     for files, proc, delay in sorted((p for p in procs if p[2] is not None), key=lambda p: p[2]):
         time.sleep(max(0.0, begun + delay - time.monotonic()))
         try:
             proc.send_signal(signum)
         except ProcessLookupError:
             pass
-    for files, proc, delay in procs:
+    for (files, proc, delay), waiter in zip(procs, waiters):
         _, err = proc.communicate(timeout=60)
-        yield files, proc.returncode, err, delay
-
-
-def _batch_lifetime(fixtures: "list[Files]", delays: "list[None]") -> float:
-    """Seconds until the last of a whole unsignalled batch has ended (each committed, then reset)."""
-    begun = time.monotonic()
-    for files, returncode, err, _ in _batch(fixtures, delays):
-        assert returncode == 0, err
-    lifetime = time.monotonic() - begun
-    for files in fixtures:
-        files.reset()
-    return lifetime
+        waiter.join()
+        yield files, proc.returncode, err, delay, ended[proc] - begun
 
 
 @pytest.mark.parametrize("signum", SIGNALS, ids=lambda s: signal.Signals(s).name)

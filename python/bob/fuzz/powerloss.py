@@ -333,8 +333,8 @@ def check_state(sc: Scenario, k: int, kept: tuple[int, ...], state: Image, scrat
     if k == len(sc.ops) and sc.committed:
         require(committed, f"{where}: bob-run said it committed, but after a power loss the old checkpoint is back")
     elif k == len(sc.ops):
-        require((pred, trace) == (sc.old_predictions, sc.old_trace),
-                f"{where}: bob-run said nothing was changed, but after a power loss the new predictions or trace are there")
+        require((ck, pred, trace) == (sc.old_checkpoint, sc.old_predictions, sc.old_trace),
+                f"{where}: bob-run said nothing was changed, but after a power loss a new file is there")
     # The next bob-run resumes from what it finds and leaves nothing of the dead run.
     if scratch.exists():
         shutil.rmtree(scratch)

@@ -285,10 +285,19 @@ pub(crate) fn words(obj: &Bound<'_, PyAny>, name: &'static str) -> PyResult<Vec<
     let mut out = bob_core::try_vec(obj.len()?, name).map_err(core_error)?;
     for (k, item) in obj.try_iter()?.enumerate() {
         let item = item?;
-        // (pyo3's own refusal names neither the argument nor the place)
-        out.push(item.extract().map_err(|_| {
-            let shown = item.repr().map(|r| r.to_string()).unwrap_or_else(|_| "an object".into());
-            PyValueError::new_err(format!("{name}[{k}] = {shown} is not an integer in 0 .. 2**32 - 1"))
+        // pyo3's own refusal of a value (OverflowError) or a type (TypeError) names neither the argument nor
+        // the place; anything else an item raises (KeyboardInterrupt, MemoryError) is passed on as it is.
+        out.push(item.extract::<u32>().map_err(|err: PyErr| {
+            let py = item.py();
+            let said = |shown: String| format!("{name}[{k}] = {shown} is not an integer in 0 .. 2**32 - 1");
+            let shown = || item.repr().map(|r| r.to_string()).unwrap_or_else(|_| "an object".into());
+            if err.is_instance_of::<pyo3::exceptions::PyOverflowError>(py) {
+                PyValueError::new_err(said(shown()))
+            } else if err.is_instance_of::<PyTypeError>(py) {
+                PyTypeError::new_err(said(shown()))
+            } else {
+                err
+            }
         })?);
     }
     Ok(out)
