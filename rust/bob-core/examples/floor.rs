@@ -35,9 +35,12 @@ fn main() {
             .and_then(|planes| train(planes, &contexts, &targets, 0, UPDATES_PER_INVOCATION, &BOB_V1_ADAMW, Options { kernel, threads }))
             .unwrap();
         core.push(clock.elapsed().as_secs_f64() / UPDATES_PER_INVOCATION as f64);
-        fused.push(time(kernel, Floor::FusedLoop, &state, threads).expect("the floor's threads").as_secs_f64() / FLOOR_PASSES as f64);
-        fused_start.push(time(kernel, Floor::FusedLoop, &start, threads).expect("the floor's threads").as_secs_f64() / FLOOR_PASSES as f64);
-        dividers.push(time(kernel, Floor::Dividers, &state, threads).expect("the floor's threads").as_secs_f64() / FLOOR_PASSES as f64);
+        let floor = |floor, state| {
+            time(kernel, floor, state, threads).expect("the floor's threads").as_secs_f64() / FLOOR_PASSES as f64
+        };
+        fused.push(floor(Floor::FusedLoop, &state));
+        fused_start.push(floor(Floor::FusedLoop, &start));
+        dividers.push(floor(Floor::Dividers, &state));
     }
     let stats = |xs: &mut Vec<f64>| {
         xs.sort_by(f64::total_cmp);

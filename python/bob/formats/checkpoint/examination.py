@@ -94,7 +94,8 @@ class Examination(Examined):
     def damaged_length(self) -> tuple[str, int, int] | None:
         """``(string, offset, stated length)`` of the one contract string whose length prefix alone keeps the header
         (parsed or not) from holding bob v1's strings (v1's length put back, they and the field after are v1's)."""
-        data, v1 = self.unparsed or self.header_raw or b"", checkpoint_header(0, [bytes(DIGEST_BYTES)] * len(CHUNK_TAGS), hashlib_sha256)
+        data = self.unparsed or self.header_raw or b""
+        v1 = checkpoint_header(0, [bytes(DIGEST_BYTES)] * len(CHUNK_TAGS), hashlib_sha256)
         at, end = ENVELOPE_HEAD["step"].end, CANONICAL.fields["payload_bytes"].end
         for name in CONTRACT_STRINGS:
             f = CANONICAL.fields[f"{name}.length"]
