@@ -72,11 +72,19 @@ if __name__ == "__main__":  # as the installed scripts: the three held until bob
         _held_from = _signal.pthread_sigmask(_signal.SIG_BLOCK, ()) - {_signal.SIGINT}
         _signal.raise_signal(_signal.SIGINT)
     try:
+        from bob.failures import out_of_memory  # first: it judges what the imports after it raise
         from bob.signals import run_script
 
         _status = run_script(lambda: main(until_exit=True), _held_from)
-    except MemoryError:  # while a command's modules are imported, before its runner can report it
+    except (MemoryError, ImportError, SystemError, OSError) as exc:  # while a command's modules are imported,
+        import errno  # before its runner can report it
         import os
+
+        if "out_of_memory" not in globals():  # failed before bob.failures loaded: a module not mapped, not missing
+            def out_of_memory(exc: BaseException) -> bool:
+                return type(exc) in (MemoryError, SystemError, ImportError) or getattr(exc, "errno", 0) == errno.ENOMEM
+        if not out_of_memory(exc):  # (a module missing or broken, with room left: said as it is)
+            raise
 
         os.write(2, b"python -m bob: out of memory while bob was imported\n")
         os._exit(1 if sys.argv[1:2] in (["run"], ["fixture"]) else 70)

@@ -308,7 +308,7 @@ def _run(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]", work:
          argv: "list[str] | None", unexpected_code: int, interrupted: str, subcommands: "dict[str, str] | None",
          quick: "Callable[[list[str]], Any] | None", numpy: bool) -> int:
     from bob import signals
-    from bob.failures import LastWords, load_numpy, room_to_load
+    from bob.failures import LastWords, load_numpy, out_of_memory
 
     tolerant_streams()
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -359,7 +359,7 @@ def _run(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]", work:
     except Exception as exc:  # noqa: BLE001 - the promise: one line, a traceback only under --debug
         if (lost := signals.interruption_in(exc)) is not None:  # wrapped by an import or a class's creation
             return interrupted_by(lost)
-        if isinstance(exc, MemoryError) or (isinstance(exc, (ImportError, SystemError)) and not room_to_load()):
+        if out_of_memory(exc):
             # out of memory, a module that could not be mapped included (inside another command, a fuzz
             # target's, it is the outer one's to report)
             return last_words.report(lambda: fail(prog, Refused(last_words.message, code=unexpected_code),

@@ -24,6 +24,7 @@ Standard library only.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 
@@ -31,7 +32,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Callable
 
-__all__ = ["OUT_OF_MEMORY", "NUMPY_HEADROOM", "LastWords", "load_numpy", "room_to_load"]
+__all__ = ["OUT_OF_MEMORY", "NUMPY_HEADROOM", "LastWords", "load_numpy", "room_to_load", "out_of_memory"]
 
 OUT_OF_MEMORY = "out of memory"  # the message's start: a parent reading a child's --json tells it by this
 # NumPy and one OpenBLAS thread's buffers take about 80 MiB of address space as they load (one more
@@ -103,6 +104,14 @@ def room_to_load(size: int = 16 << 20) -> bool:
     except (OSError, MemoryError, ValueError, ImportError):  # ImportError: the loader could not map
         return False  # even a standard extension module's segments, so there is no room at all
     return True
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is the machine's want of memory: a MemoryError, ENOMEM, or a module that could not be
+    loaded (an extension's segments not mapped, CPython's own allocation: SystemError) where no address space
+    is left. The runner asks it, and the scripts of an import that failed before the runner could."""
+    return isinstance(exc, MemoryError) or getattr(exc, "errno", None) == errno.ENOMEM or (
+        isinstance(exc, (ImportError, SystemError)) and not room_to_load())
 
 
 def load_numpy() -> None:

@@ -168,8 +168,23 @@ def test_the_core_short_of_address_space_raises_memory_error_not_an_abort(pairs,
         (done.returncode, done.stdout, done.stderr[-500:])
 
 
-@pytest.mark.parametrize("script, code", [("bob-inspect", 70), ("bob-fuzz", 70), ("bob-qualify", 70),
-                                          ("bob-fixture", 1), ("bob-run", 1), ("python -m bob fuzz", 70)])
+SCRIPTS = [("bob-inspect", 70), ("bob-fuzz", 70), ("bob-qualify", 70), ("bob-fixture", 1), ("bob-run", 1),
+           ("python -m bob fuzz", 70)]
+
+
+def _script_importing(tmp_path: Path, script: str, failing: "tuple[str, ...]", raised: str):
+    """``script`` run (``--version``; bob-fuzz: ``targets``) with the import of each of ``failing`` raising ``raised``."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "import sys\nclass Exhausted:\n    def find_spec(self, name, path=None, target=None):\n"
+        f"        if name in {failing!r}:\n            raise {raised}\n"
+        "sys.meta_path.insert(0, Exhausted())\n")
+    env = dict(ENV, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT / "python")]))
+    argv = ([sys.executable, "-m", "bob", "fuzz"] if script.startswith("python") else
+            [sys.executable, str(BOB_RUN.parent / script)]) + (["targets"] if script.endswith("fuzz") else ["--version"])
+    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
+
+
+@pytest.mark.parametrize("script, code", SCRIPTS)
 @pytest.mark.parametrize("exhausted", ["bob.signals", "bob.fuzz.cli"])
 def test_out_of_memory_while_a_script_imports_bob_is_one_line(tmp_path, script, code, exhausted) -> None:
     """Before bob's runner can report it (the import of bob.signals, or of the command's own modules inside
@@ -178,18 +193,29 @@ def test_out_of_memory_while_a_script_imports_bob_is_one_line(tmp_path, script, 
     cli = {"bob-inspect": "bob.inspect.cli", "bob-qualify": "bob.qualify.cli", "bob-fixture": "bob.fixture",
            "bob-run": "bob.run"}
     failing = ("bob.signals", "bob.failures") if exhausted == "bob.signals" else (cli.get(script, "bob.fuzz.cli"),)
-    (tmp_path / "sitecustomize.py").write_text(
-        "import sys\nclass Exhausted:\n    def find_spec(self, name, path=None, target=None):\n"
-        f"        if name in {failing!r}:\n            raise MemoryError\n"
-        "sys.meta_path.insert(0, Exhausted())\n")
-    env = dict(ENV, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT / "python")]))
-    argv = ([sys.executable, "-m", "bob", "fuzz"] if script.startswith("python") else
-            [sys.executable, str(BOB_RUN.parent / script)]) + (["targets"] if script.endswith("fuzz") else ["--version"])
-    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
+    done = _script_importing(tmp_path, script, failing, "MemoryError")
     said = "python -m bob" if script.startswith("python") else script
     lines = {"bob-run": "bob-run: out of memory: the machine could not give bob the memory it needed\n"}  # (its report,
     want = lines.get(script, "") if exhausted != "bob.signals" else ""  # prepared before bob.run is imported)
     assert (done.returncode, done.stderr) == (code, want or f"{said}: out of memory while bob was imported\n")
+
+
+@pytest.mark.parametrize("script, code", SCRIPTS)
+@pytest.mark.parametrize("raised", ["OSError(12, 'Cannot allocate memory')",
+                                    "ImportError('math.so: failed to map segment from shared object')",
+                                    "ModuleNotFoundError(\"No module named 'bob.failures'\")"])
+def test_an_import_that_cannot_allocate_or_map_is_out_of_memory_and_a_missing_module_is_not(
+        tmp_path, script, code, raised) -> None:
+    """Under ulimit -v the first of bob's imports failed as CPython found it (ENOMEM listing a directory, a
+    shared object's segments not mapped): a traceback, exit 1. Those are the machine's, one line; a module
+    that is missing is said as it is."""
+    done = _script_importing(tmp_path, script, ("bob.failures",), raised)
+    said = "python -m bob" if script.startswith("python") else script
+    if raised.startswith("ModuleNotFoundError"):
+        assert done.returncode == 1 and done.stderr.rstrip().endswith(raised.replace("(", ": ", 1)[:-1].replace(
+            '"', "")) and "Traceback" in done.stderr, done.stderr
+    else:
+        assert (done.returncode, done.stderr) == (code, f"{said}: out of memory while bob was imported\n")
 
 
 # --------------------------------------------------------------------------- #
