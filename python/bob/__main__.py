@@ -76,14 +76,14 @@ if __name__ == "__main__":  # as the installed scripts: the three held until bob
         from bob.signals import run_script
 
         _status = run_script(lambda: main(until_exit=True), _held_from)
-    except (MemoryError, ImportError, SystemError, OSError) as exc:  # while a command's modules are imported,
+    except (MemoryError, ImportError, SystemError, OSError) as _failed:  # while a command's modules are imported,
         import errno  # before its runner can report it
         import os
 
         if "out_of_memory" not in globals():  # failed before bob.failures loaded: a module not mapped, not missing
             def out_of_memory(exc: BaseException) -> bool:
                 return type(exc) in (MemoryError, SystemError, ImportError) or getattr(exc, "errno", 0) == errno.ENOMEM
-        if not out_of_memory(exc):  # (a module missing or broken, with room left: said as it is)
+        if not out_of_memory(_failed):  # (a module missing or broken, with room left: said as it is)
             raise
 
         os.write(2, b"python -m bob: out of memory while bob was imported\n")
