@@ -105,7 +105,7 @@ def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130,
                     assert verdict["verdict"] == "accept", (fmt, name, verdict)
                     add(fmt, name, data, verdict)
                 base = accepted[0][1]
-                kept: dict[str, int] = {}
+                kept: dict[str, tuple[int, int]] = {}  # field: files kept, how many of them break that rule alone
                 seen: set[bytes] = set()
                 names = [s.name for s in spots(base, fmt)]
                 for attempt in range(ATTEMPTS[fmt]):
@@ -120,10 +120,12 @@ def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130,
                         continue
                     seen.add(data)
                     verdict = judge(fmt, data)
-                    field = verdict["field"]
-                    if verdict["verdict"] != "refuse" or kept.get(field, 0) >= PER_FIELD:
+                    field, alone = verdict["field"], verdict["fields"] == [verdict["field"]]
+                    count, alones = kept.get(field, (0, 0))  # one place kept for a file breaking its rule alone:
+                    if verdict["verdict"] != "refuse" or count >= PER_FIELD or (  # a reader that skips the rule
+                            not alone and count - alones >= PER_FIELD - 1):  # agrees where another one is broken too
                         continue
-                    kept[field] = kept.get(field, 0) + 1
+                    kept[field] = (count + 1, alones + alone)
                     add(fmt, f"{spot.replace('[', '').replace(']', '').replace('.', '-')}-{attempt:04d}", data, verdict)
         manifest = json.dumps({"format": "bob-conformance-1", "files": entries}, indent=1).encode("utf-8")
         files.append((os.fspath(own(Path("manifest.json"))), manifest, about("OUTDIR", root / "manifest.json")))
