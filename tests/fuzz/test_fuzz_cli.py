@@ -206,6 +206,15 @@ def test_conformance_corpus_is_labelled_and_grouped_by_field(corpus: Path) -> No
     # says so (the three header_digest files each broke another rule too, which such a reader names).
     alone = {(e["format"], e["field"]) for e in manifest if e["verdict"] == "refuse" and e["fields"] == [e["field"]]}
     assert alone == fields
+    # The edges an off-by-one reader passes: each a file of its own, judged as bob judges it.
+    edges = {Path(e["file"]).stem: (e["verdict"], e["field"]) for e in manifest
+             if Path(e["file"]).stem.startswith("edge-")}
+    assert edges == {"edge-prompt-word-vocabulary": ("refuse", "prompt_words"),
+                     "edge-prompt-word-empty-less-1": ("refuse", "prompt_words"),
+                     "edge-token-vocabulary": ("refuse", "token"), "edge-token-without-validity": ("refuse", "token"),
+                     "edge-tokens": ("accept", None), "edge-header-bytes-largest": ("accept", None),
+                     "edge-header-bytes-over": ("refuse", "header_bytes"), "edge-step0-moment": ("refuse", "step"),
+                     "edge-over-the-size-bound": ("refuse", "file_size"), "edge-short-not-bob": ("refuse", "magic")}
 
 
 @pytest.mark.parametrize("fmt", ["input", "predictions"])

@@ -65,6 +65,36 @@ def _accepted(fmt: str) -> list[tuple[str, bytes]]:
     return out
 
 
+def _edges(fmt: str, base: bytes) -> list[tuple[str, bytes]]:
+    """Files at the rules' edges, which the mutations seldom reach: a reader off by one, or skipping a rule the
+    mutated files break only beside another, is caught by them. Judged as every other file."""
+    import bob
+    from bob.formats.constants import EMPTY_PROMPT, MAX_CHECKPOINT_BYTES, MAX_HEADER_BYTES, VOCABULARY
+    from bob.formats.layout import ENVELOPE_HEAD, INPUT, PREDICTION_FIELDS, U32, U64
+
+    def patched(*edits: "tuple[Any, int, int]") -> bytes:  # (number, offset, value) each
+        out = bytearray(base)
+        for number, at, value in edits:
+            number.pack_into(out, at, value)
+        return bytes(out)
+
+    if fmt == "input":
+        word = INPUT["prompt_words"].item(0)
+        return [("edge-prompt-word-vocabulary", patched((U32, word, VOCABULARY))),
+                ("edge-prompt-word-empty-less-1", patched((U32, word, EMPTY_PROMPT - 1)))]
+    if fmt == "predictions":
+        token, validity = (PREDICTION_FIELDS[name].offset for name in ("token", "validity"))
+        return [("edge-token-vocabulary", patched((U32, token, VOCABULARY), (U32, validity, 1))),
+                ("edge-token-without-validity", patched((U32, token, 1), (U32, validity, 0)))]
+    moment = bob.Checkpoint.fresh()
+    moment.m[0] = 1.0
+    return [("edge-header-bytes-largest", bob.load_checkpoint(base).to_bytes(header_bytes=MAX_HEADER_BYTES)),
+            ("edge-header-bytes-over", patched((U64, ENVELOPE_HEAD["header_bytes"].offset, MAX_HEADER_BYTES + 64))),
+            ("edge-step0-moment", moment.to_bytes(for_resume=False)),
+            ("edge-over-the-size-bound", base + bytes(MAX_CHECKPOINT_BYTES + 1 - len(base))),
+            ("edge-short-not-bob", bytes(16))]
+
+
 def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130,
                  outcome: bool = True) -> list[dict[str, Any]]:
     """Write the labelled corpus and its manifest; the manifest's entries. Every file is staged before any is
@@ -105,6 +135,8 @@ def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130,
                     assert verdict["verdict"] == "accept", (fmt, name, verdict)
                     add(fmt, name, data, verdict)
                 base = accepted[0][1]
+                for name, data in _edges(fmt, base):
+                    add(fmt, name, data, judge(fmt, data))
                 kept: dict[str, tuple[int, int]] = {}  # field: files kept, how many of them break that rule alone
                 seen: set[bytes] = set()
                 names = [s.name for s in spots(base, fmt)]
