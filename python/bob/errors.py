@@ -37,9 +37,8 @@ Beside the family, the three errors of a path bob was given (raised by
 directory, FIFO, socket or device), :class:`NotReplaceable` (other hard links,
 or read-only) and :class:`FileTooLarge` (larger than any valid file; not read).
 
-Values are shown through :mod:`bob.text`, bob's one escaping helper. This
-module imports nothing outside the standard library, so ``import bob`` stays
-cheap.
+Values are shown through :mod:`bob.text`, bob's one escaping helper. Nothing
+outside the standard library is imported, so ``import bob`` stays cheap.
 """
 
 from __future__ import annotations
@@ -57,29 +56,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
 
 __all__ = [
-    "FormatError",
-    "NotABobFile",
-    "Truncated",
-    "IntegrityError",
-    "ContractMismatch",
-    "BadValue",
-    "StateRefused",
-    "ERROR_CLASSES",
-    "show_bytes",
-    "show_value",
-    "show_learner",
-    "integer_value",
-    "integer_field",
-    "real_value",
-    "ordered_items",
-    "flag_value",
-    "buffer_bytes",
-    "shown_kind",
-    "byte_buffer",
-    "f32_text",
-    "NotARegularFile",
-    "NotReplaceable",
-    "FileTooLarge",
+    "FormatError", "NotABobFile", "Truncated", "IntegrityError", "ContractMismatch", "BadValue", "StateRefused",
+    "ERROR_CLASSES", "show_bytes", "show_value", "show_learner", "integer_value", "integer_field", "real_value",
+    "ordered_items", "flag_value", "buffer_bytes", "shown_kind", "byte_buffer", "as_bytes", "f32_text",
+    "NotARegularFile", "NotReplaceable", "FileTooLarge",
 ]
 
 
@@ -179,7 +159,7 @@ def byte_buffer(data: Any, name: str, *, flat: bool = False, core: bool = False,
     bytes, so C-contiguous), or a TypeError that names ``name``.
 
     The one check of "must be bytes", at every door that takes bytes: the
-    formats' readers and builders (:func:`bob.formats.files.as_bytes`),
+    formats' readers and builders (:func:`as_bytes`),
     the writer (:func:`bob.fileio.write_atomic`) and the native core's
     wrapper (:mod:`bob.core`, whose refusal shows the value: ``core``). A
     ``str`` is refused (bytes in which encoding?; named as such unless
@@ -201,6 +181,11 @@ def byte_buffer(data: Any, name: str, *, flat: bool = False, core: bool = False,
     if isinstance(data, str) and str_hint:
         raise TypeError(f"{name} must be bytes, not str")
     raise TypeError(f"{name} must be bytes (or a bytes-like object), not {type(data).__name__}")
+
+
+def as_bytes(data: Any, name: str) -> bytes:
+    """``data`` as ``bytes`` (a bytes-like object copied once), or :func:`byte_buffer`'s TypeError naming ``name``."""
+    return data if type(data) is bytes else byte_buffer(data, name).tobytes()
 
 
 class FormatError(ValueError):

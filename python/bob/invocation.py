@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import sys
 
-from bob.errors import StateRefused, flag_value
+from bob.errors import StateRefused, as_bytes, flag_value
 from bob.formats.constants import PARAMETER_COUNT, PLANE_DTYPE, PLANE_NAMES, UPDATES_PER_INVOCATION, cell_name
 
 TYPE_CHECKING = False
@@ -270,7 +270,6 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
     (:func:`~bob.formats.checkpoint.check_pin`).
     """
     from bob.formats.checkpoint import Checkpoint, check_pin, resume_findings
-    from bob.formats.files import as_bytes
     from bob.formats.input_record import InputRecord, load_input
     from bob.formats.predictions import Predictions
 

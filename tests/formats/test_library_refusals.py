@@ -119,7 +119,7 @@ def test_planes_are_written_little_endian_whatever_the_array_s_byte_order() -> N
     (lambda: build_input(CORPUS, [b"a", 2, b""]), "prompt 1 must be bytes (or a bytes-like object), not int"),
 ])
 def test_a_door_given_no_bytes_names_what_it_wanted(call, message) -> None:
-    # One mechanism (bob.formats.files.as_bytes) at every door that takes bytes.
+    # One mechanism (bob.errors.as_bytes) at every door that takes bytes.
     with pytest.raises(TypeError) as info:
         call()
     assert str(info.value) == message

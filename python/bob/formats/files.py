@@ -12,7 +12,7 @@ import errno
 import os
 from typing import Any, Callable, ClassVar, Self
 
-from bob.errors import FormatError, NotABobFile, Truncated, byte_buffer
+from bob.errors import FormatError, NotABobFile, Truncated, as_bytes
 from bob.fileio import FileTooLarge, read_bounded, write_atomic
 from bob.formats.constants import CHECKPOINT_MAGIC, INPUT_MAGIC, TRACE_MAGIC
 from bob.formats.kinds import MAGIC_BYTES
@@ -74,14 +74,6 @@ def magic_finding(data: bytes, magic: bytes, what: str) -> FormatError | None:
     other = KNOWN_MAGICS.get(head)
     message = f"this is {other}, not {what}" if other else f"not {what}: wrong magic"
     return NotABobFile("magic", message, expected=magic, actual=head, offset=0)
-
-
-def as_bytes(data: Any, name: str) -> bytes:
-    """``data`` as ``bytes``: a bytes-like object is copied once; anything else
-    is :func:`bob.errors.byte_buffer`'s TypeError naming ``name``."""
-    if type(data) is bytes:
-        return data
-    return byte_buffer(data, name).tobytes()
 
 
 class Examined:

@@ -93,14 +93,14 @@ def check_pin(data: Any, pin: Any, name: str) -> "bytes | None":
     SHA-256 is ``pin``; zero bytes, a fresh start, are never the pinned checkpoint. A malformed pin is a
     TypeError or ValueError (:func:`pin_problem`); so is ``data`` that is no bytes (None: the pin's form
     alone). Returns the bytes it pinned, taken once: the caller reads those, never ``data`` again."""
-    from bob.errors import IntegrityError, byte_buffer
+    from bob.errors import IntegrityError, as_bytes
 
     problem = pin_problem(pin)
     if problem is not None:
         raise (TypeError if not isinstance(pin, str) else ValueError)(f"{name} {problem}")
     if data is None:
         return None
-    data, want = byte_buffer(data, "the checkpoint").tobytes() if type(data) is not bytes else data, pin.lower()
+    data, want = as_bytes(data, "the checkpoint"), pin.lower()
     if not len(data):
         raise IntegrityError(name, "a missing or empty checkpoint (a fresh start) is not the pinned one", expected=want)
     digest = sha256(data).hex()
