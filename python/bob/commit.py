@@ -37,7 +37,7 @@ from bob import fileio
 from bob.commands import EXIT_BUSY, Refused, about, os_reason
 from bob.errors import flag_value
 from bob.fileio import TEMP_MARK, discard_temporary, fsync_directory, sidecar_name, temporary_name
-from bob.lock import LOCK_TAG, pause_at, place
+from bob.lock import LOCK_TAG, TargetLock, pause_at, place
 from bob.signals import Deferral, printing
 from bob.text import own_stream, show_path
 
@@ -61,6 +61,7 @@ class Backup:
     def __init__(self, target: str) -> None:
         self.target = target
         self.link: str | None = None
+        self.put_back = False
         if not os.path.lexists(target):
             return
         link = temporary_name(target)
@@ -81,7 +82,9 @@ class Backup:
                 raise
         self.link = link
 
-    def restore(self) -> None:
+    def restore(self, strict: bool = True) -> None:
+        """Put the old file back and sync its directory; a sync that fails (``strict``) is raised with
+        ``put_back`` set: the old file is there, but may not survive a power loss, and the report says so."""
         if self.link is None:
             try:
                 os.unlink(self.target)
@@ -90,7 +93,8 @@ class Backup:
         else:
             os.replace(self.link, self.target)
             self.link = None
-        fsync_directory(os.path.dirname(self.target))
+        self.put_back = True
+        fsync_directory(os.path.dirname(self.target), strict=strict)
 
     def discard(self) -> None:
         if self.link is not None:
@@ -154,6 +158,7 @@ class Commit:
         *companion_tmps, main_tmp = self.staged
         # what a failure from here on puts back, last renamed first, with the file this run put there
         renamed: list[tuple[Backup, about, str, tuple[int, int, int], bytes | bytearray]] = []
+        unsynced = None  # a directory whose sync failed before the commit: its rollback's sync fails too, said once
         try:
             for (companion, data, companion_about), tmp in zip(companions, companion_tmps):
                 with companion_about:
@@ -171,6 +176,7 @@ class Commit:
                         try:
                             fsync_directory(os.path.dirname(companion), strict=True)
                         except OSError as exc:  # (a directory bob may write but not read, 0300)
+                            unsynced = os.path.dirname(companion)
                             raise Refused(f"its directory could not be synced before the commit ({os_reason(exc)}); "
                                           "the checkpoint was not replaced") from None
                     synced.add(os.path.dirname(companion))
@@ -192,16 +198,17 @@ class Commit:
                     continue  # another process wrote it since: its file, left as it is (the backup dropped by close)
                 try:
                     with companion_about:
-                        backup.restore()  # the very same file as before, whatever its size
+                        backup.restore(strict=os.path.dirname(companion) != unsynced)  # the very same file
                 except (Refused, OSError) as exc:
                     why, cause = exc.message if isinstance(exc, Refused) else os_reason(exc), str(stopped) or "stopped"
                     kept = f"; its old bytes are kept in {show_path(backup.link)}" \
                         if backup.link is not None and os.path.lexists(backup.link) else ""
                     self.backups.remove(backup)  # (the only copy of the old file: close must not remove it)
+                    how = f"was rolled back, but its directory could not be synced ({why}): the rollback may not " \
+                        "survive a power loss" if backup.put_back else f"could not be put back ({why}){kept}"
                     unrestored = unrestored or Refused(f"the run stopped before its commit ({cause}), and this file "
-                                                       f"could not be put back ({why}){kept}; the checkpoint was "
-                                                       "not replaced", option=companion_about.option,
-                                                       path=companion_about.path)
+                                                       f"{how}; the checkpoint was not replaced",
+                                                       option=companion_about.option, path=companion_about.path)
             if unrestored is not None:
                 raise unrestored
             raise
@@ -342,9 +349,12 @@ def clean_stale_temporaries(path: "str | os.PathLike[str]", *, holding_lock: boo
     target whose writing process is dead; return the paths removed.
 
     Temporaries of live processes (this one included) are left alone: a pid
-    is all a writer without a lock can judge by. ``holding_lock``: the caller
-    holds the target's lock (``bob-run``), so every temporary of the target
-    is stale, whoever left it (a pid says nothing across PID namespaces).
+    is all a writer without a lock can judge by. So is every temporary of a
+    target whose lock a ``bob-run`` holds (tried without waiting, and held
+    while this removes: in another PID namespace that run's pid looks dead,
+    and its backups are the only copies of the old files). ``holding_lock``:
+    the caller holds the target's lock (``bob-run``), so every temporary of
+    the target is stale, whoever left it (a pid says nothing across PID namespaces).
     A name ``keep`` gives is left alone (:func:`bob.lock.place`: links followed, bind mounts seen through).
     """
     holding_lock = flag_value(holding_lock, "holding_lock")  # ("False" would remove live writers' files)
@@ -357,24 +367,31 @@ def clean_stale_temporaries(path: "str | os.PathLike[str]", *, holding_lock: boo
     directory, name = os.path.split(target)
     prefix = sidecar_name(name, TEMP_MARK)
     removed: list[str] = []
-    try:
-        entries, home = os.listdir(directory or "."), os.stat(directory or ".")
-    except OSError:
-        return removed
-    for entry in entries:
-        if not entry.startswith(prefix):
-            continue
-        if (pid := temporary_pid(entry[len(prefix):])) is None:  # (only temporary_name's: never another
-            continue  # target's temporary)
-        if not holding_lock and (pid == os.getpid() or _pid_alive(pid)):
-            continue
-        full = os.path.join(directory, entry)
-        if (home.st_dev, home.st_ino, entry) in kept:
-            continue
+    with contextlib.ExitStack() as held:
         try:
-            if stat.S_ISREG((st := os.lstat(full)).st_mode) and own_stream(st) is None:  # (never what it prints to)
-                os.unlink(full)
-                removed.append(full)
+            if not holding_lock:
+                held.enter_context(TargetLock(target, 0))
+        except Refused as refused:  # (not busy: a lock this user cannot take, and the pids judge alone)
+            if refused.code == EXIT_BUSY:  # a live bob-run's
+                return removed
+        try:
+            entries, home = os.listdir(directory or "."), os.stat(directory or ".")
         except OSError:
-            continue
+            return removed
+        for entry in entries:
+            if not entry.startswith(prefix):
+                continue
+            if (pid := temporary_pid(entry[len(prefix):])) is None:  # (only temporary_name's: never another
+                continue  # target's temporary)
+            if not holding_lock and (pid == os.getpid() or _pid_alive(pid)):
+                continue
+            full = os.path.join(directory, entry)
+            if (home.st_dev, home.st_ino, entry) in kept:
+                continue
+            try:
+                if stat.S_ISREG((st := os.lstat(full)).st_mode) and own_stream(st) is None:  # (not what it prints to)
+                    os.unlink(full)
+                    removed.append(full)
+            except OSError:
+                continue
     return removed

@@ -377,6 +377,36 @@ def test_a_backup_that_cannot_be_put_back_is_kept_and_named(work: Path, monkeypa
     assert (work / "ck.bin").read_bytes() == b"old ck.bin"
 
 
+def test_a_rollback_whose_directory_cannot_be_synced_says_so(work: Path, monkeypatch) -> None:
+    """The old predictions were put back, but their directory's sync failed (EIO): the run said "the
+    checkpoint was not replaced" and nothing of a rollback that a power loss may undo."""
+    import errno
+
+    import bob.commit
+    from bob.commands import about
+    from bob.commit import Commit
+
+    for name in ("ck.bin", "pred.bin"):
+        (work / name).write_bytes(b"old " + name.encode())
+    commit = Commit(str(work / "ck.bin"), b"new", about("--checkpoint", "ck.bin"), str(work / "pred.bin"), b"new",
+                    about("--predictions", "pred.bin"))
+
+    def failing(directory, strict=False):
+        raise OSError(errno.EIO, os.strerror(errno.EIO), directory)
+
+    def stopped() -> None:
+        monkeypatch.setattr(bob.commit, "fsync_directory", failing)
+        raise KeyboardInterrupt
+
+    refused = _stopped_before_its_commit(commit, stopped)
+    assert refused.message == ("the run stopped before its commit (stopped), and this file was rolled back, but its "
+                               "directory could not be synced (input/output error): the rollback may not survive a "
+                               "power loss; the checkpoint was not replaced")
+    assert refused.option == "--predictions"
+    assert sorted(p.name for p in work.iterdir() if p.name != "rec.bin") == ["ck.bin", "pred.bin"]
+    assert (work / "pred.bin").read_bytes() == b"old pred.bin" and (work / "ck.bin").read_bytes() == b"old ck.bin"
+
+
 @pytest.mark.parametrize("failing", [0, 1])
 def test_files_replaced_together_say_which_were_replaced_when_a_rename_fails(work: Path, monkeypatch, failing) -> None:
     """bob.commit.replace_all (a report, a heatmap with its export): a rename failing (EBUSY) was an

@@ -104,8 +104,11 @@ def test_a_companion_s_lock_file_deleted_while_held_stops_the_run(work: Path, na
 
 @pytest.mark.parametrize("point", COMMIT_WINDOW)
 def test_the_lock_free_clean_up_spares_a_live_run_at_every_point(work: Path, point: str) -> None:
-    """The library's clean-up, which holds no lock, removes no file of a run that is alive."""
+    """The library's clean-up removes no file of a run that is alive, even from another PID namespace,
+    where every pid looks dead (race.lock_free_clean_up): it removed the run's temporaries and its
+    backups, the only copies of the old predictions; it now leaves a target whose lock a bob-run holds."""
     (work / "ck.bin").write_bytes(b"")
+    (work / "pred.bin").write_bytes(b"old predictions")  # (a backup link holds them from predictions-renamed on)
     first, removed = first_run_meets(work, point, lambda: race.lock_free_clean_up(str(work / "ck.bin"),
                                                                                    str(work / "pred.bin")))
     assert first == 0 and removed == []
