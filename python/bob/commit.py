@@ -151,10 +151,12 @@ class Commit:
         for target, data, naming in self.files:
             with naming:
                 self.staged.append(fileio.stage(target, data))
+        st = os.stat(self.staged[-1], follow_symlinks=False)  # the checkpoint's: checked before its rename
+        self.placed = (st.st_dev, st.st_ino, st.st_mtime_ns)
         pause_at("staged")
 
     def apply(self, before_commit) -> None:
-        *companions, (main, _, main_about) = self.files
+        *companions, (main, main_data, main_about) = self.files
         *companion_tmps, main_tmp = self.staged
         # what a failure from here on puts back, last renamed first, with the file this run put there
         renamed: list[tuple[Backup, about, str, tuple[int, int, int], bytes | bytearray]] = []
@@ -181,11 +183,12 @@ class Commit:
                                           "the checkpoint was not replaced") from None
                     synced.add(os.path.dirname(companion))
             pause_at("predictions-renamed")
-            for _, companion_about, companion, placed, data in renamed:  # another writer's file: not this run's pair
+            for _, companion_about, companion, placed, data in [*renamed, (None, main_about, main_tmp, self.placed,
+                                                                       main_data)]:  # another writer's file: not ours
                 if not _holds(companion, placed, data):
                     with companion_about:
-                        raise Refused("was written by another process during this run's commit; the checkpoint was "
-                                      "not replaced", code=EXIT_BUSY)
+                        raise Refused("its new file was written by another process during this run's commit; the "
+                                      "checkpoint was not replaced", code=EXIT_BUSY)
             before_commit()
             pause_at("checked")
             with main_about:

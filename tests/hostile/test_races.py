@@ -235,6 +235,37 @@ def test_a_file_written_in_place_during_the_commit_is_kept(work: Path, option: s
     assert (work / name).read_bytes()[:7] == b"foreign" and (work / "ck.bin").read_bytes() == step10.checkpoint_bytes()
 
 
+@pytest.mark.parametrize("point", ["staged", "predictions-renamed"])
+@pytest.mark.parametrize("how", ["in place", "replaced"])
+def test_the_checkpoint_s_temporary_written_during_the_commit_stops_the_run(work: Path, point: str, how: str) -> None:
+    """Another process wrote into (or renamed a file over) the new checkpoint bob-run had staged: bob-run
+    committed it, exit 0, printing the SHA-256 of bytes it never wrote, beside its new predictions. Now
+    exit 75 naming the checkpoint; the old checkpoint and predictions are where they were, and no temporary."""
+    step10 = bob.invoke(RECORD, b"", threads=1)
+    step10.checkpoint.write(work / "ck.bin")
+    step10.predictions.write(work / "pred.bin")
+
+    def write_the_temporary() -> None:
+        [tmp] = [p for p in work.iterdir() if p.name.startswith(".ck.bin.bob-tmp-")]
+        if how == "in place":
+            with open(tmp, "r+b") as f:
+                f.write(step10.checkpoint_bytes()[:4096])
+        else:
+            (work / "other").write_bytes(step10.checkpoint_bytes())
+            os.replace(work / "other", tmp)
+
+    with race.Meeting(point, write_the_temporary) as meeting:
+        run = subprocess.run([sys.executable, "-m", "bob", "run", *argv(work)], env=meeting.env,
+                             capture_output=True, text=True, timeout=120)
+    assert meeting.met and meeting.error is None and run.returncode == 75, run.stdout + run.stderr
+    error = json.loads(run.stdout)["error"]
+    assert (error["option"], error["path"]) == ("--checkpoint", str(work / "ck.bin"))
+    assert "its new file was written by another process" in error["message"]
+    assert (work / "ck.bin").read_bytes() == step10.checkpoint_bytes()
+    assert (work / "pred.bin").read_bytes() == step10.predictions_bytes()
+    assert sorted(p.name for p in work.iterdir()) == ["ck.bin", "pred.bin", "rec.bin"]
+
+
 @pytest.mark.parametrize("how", ["in place", "replaced twice"])
 def test_a_checkpoint_changed_while_a_run_trained_is_never_overwritten(work: Path, how: str) -> None:
     """The check before the commit compared (device, inode) only: a checkpoint rewritten in place kept
