@@ -21,23 +21,19 @@ The locks that guard it are :class:`bob.lock.TargetLock` objects, one a file
 replaced; :mod:`bob.lock` also holds the race hook (:func:`bob.lock.pause_at`)
 that waits at each point of the commit window.
 
-The temporaries a killed writer left are removed too:
-:func:`clean_stale_temporaries` (also the library's
-``bob.clean_stale_temporaries``) removes those whose writer is dead, and
-under the lock all of the target's. Standard library only.
+The temporaries a killed writer left are removed by
+:func:`bob.lock.clean_stale_temporaries`. Standard library only.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import stat
 
 from bob import fileio
 from bob.commands import EXIT_BUSY, Refused, about, os_reason
-from bob.errors import flag_value
-from bob.fileio import TEMP_MARK, discard_temporary, fsync_directory, sidecar_name, temporary_name
-from bob.lock import LOCK_TAG, TargetLock, pause_at, place
+from bob.fileio import TEMP_MARK, discard_temporary, fsync_directory, temporary_name
+from bob.lock import LOCK_TAG, clean_stale_temporaries, pause_at, temporary_pid
 from bob.signals import Deferral, printing
 from bob.text import own_stream, show_path
 
@@ -61,7 +57,7 @@ class Backup:
     def __init__(self, target: str) -> None:
         self.target = target
         self.link: str | None = None
-        self.put_back = False
+        self.put_back: bool = False
         if not os.path.lexists(target):
             return
         link = temporary_name(target)
@@ -131,6 +127,7 @@ class Commit:
                  more: "tuple[tuple[str, bytes | bytearray, about], ...]" = ()) -> None:
         self.files = (*more[::-1], (companion, companion_data, companion_about), (main, main_data, main_about))
         self.staged: list[str] = []
+        self.placed: tuple[int, int, int] = (0, 0, 0)  # the staged checkpoint's device, inode and mtime
         self.backups: list[Backup] = []
         self.committed = False
         self.problems: list[str] = []
@@ -151,7 +148,7 @@ class Commit:
         for target, data, naming in self.files:
             with naming:
                 self.staged.append(fileio.stage(target, data))
-        st = os.stat(self.staged[-1], follow_symlinks=False)  # the checkpoint's: checked before its rename
+        st = os.stat(self.staged[-1], follow_symlinks=False)  # (checked before its rename)
         self.placed = (st.st_dev, st.st_ino, st.st_mtime_ns)
         pause_at("staged")
 
@@ -230,14 +227,6 @@ class Commit:
         for tmp in self.staged:
             discard_temporary(tmp)  # (one renamed just before a signal is no longer there: nothing happens)
         self.staged = []
-
-
-def temporary_pid(tail: str) -> int | None:
-    """The pid in what follows ``.bob-tmp-`` in a temporary's name (``{pid}-{12 hex}``), or None for other text
-    (a user's file named after a target; "²" is a digit to ``str``)."""
-    pid, _, token = tail.partition("-")
-    return int(pid) if pid.isascii() and pid.isdigit() and len(token) == 12 and not token.strip("0123456789abcdef") \
-        else None
 
 
 def refuse_unsafe_target(target: str) -> None:
@@ -332,69 +321,3 @@ def replace_all(files: "list[tuple[str, bytes, Any]]", keep: "Sequence[str]" = (
     if not outcome:
         deferral.check()  # a signal from the renames acts now (after an outcome's it was only recorded)
     return targets
-
-
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, OverflowError):  # (past any pid: no process)
-        return False
-    except OSError:  # PermissionError: someone else's live process
-        return True
-    return True
-
-
-def clean_stale_temporaries(path: "str | os.PathLike[str]", *, holding_lock: bool = False,
-                            keep: "Sequence[str | os.PathLike[str]]" = ()) -> list[str]:
-    """Remove the temporary files :func:`bob.fileio.write_atomic` (and this commit) left beside ``path``'s
-    target whose writing process is dead; return the paths removed.
-
-    Temporaries of live processes (this one included) are left alone: a pid
-    is all a writer without a lock can judge by. So is every temporary of a
-    target whose lock a ``bob-run`` holds (tried without waiting, and held
-    while this removes: in another PID namespace that run's pid looks dead,
-    and its backups are the only copies of the old files). ``holding_lock``:
-    the caller holds the target's lock (``bob-run``), so every temporary of
-    the target is stale, whoever left it (a pid says nothing across PID namespaces).
-    A name ``keep`` gives is left alone (:func:`bob.lock.place`: links followed, bind mounts seen through).
-    """
-    holding_lock = flag_value(holding_lock, "holding_lock")  # ("False" would remove live writers' files)
-    fileio.refuse_if_working_directory_gone(path)  # ("" is no file: it named the working directory's own)
-    try:
-        target = os.path.realpath(os.fsdecode(path))  # (a bytes path as write_atomic takes it)
-        kept = {place(os.path.realpath(os.fsdecode(given))) for given in keep}
-    except (OSError, ValueError):  # pragma: no cover
-        return []
-    directory, name = os.path.split(target)
-    prefix = sidecar_name(name, TEMP_MARK)
-    removed: list[str] = []
-    with contextlib.ExitStack() as held:
-        try:
-            if not holding_lock:
-                held.enter_context(TargetLock(target, 0))
-        except Refused as refused:  # (not busy: a lock this user cannot take, and the pids judge alone)
-            if refused.code == EXIT_BUSY:  # a live bob-run's
-                return removed
-        try:
-            entries, home = os.listdir(directory or "."), os.stat(directory or ".")
-        except OSError:
-            return removed
-        for entry in entries:
-            if not entry.startswith(prefix):
-                continue
-            if (pid := temporary_pid(entry[len(prefix):])) is None:  # (only temporary_name's: never another
-                continue  # target's temporary)
-            if not holding_lock and (pid == os.getpid() or _pid_alive(pid)):
-                continue
-            full = os.path.join(directory, entry)
-            if (home.st_dev, home.st_ino, entry) in kept:
-                continue
-            try:
-                if stat.S_ISREG((st := os.lstat(full)).st_mode) and own_stream(st) is None:  # (not what it prints to)
-                    os.unlink(full)
-                    removed.append(full)
-            except OSError:
-                continue
-    return removed

@@ -25,7 +25,10 @@ and two runs that share any file exclude each other. A lock is what it claims:
   nothing changed, so two runs can never both commit from one state.
 
 A lock file is removed when its holder is done (a SIGKILLed holder leaves
-it; the next run locks and removes it). Standard library only.
+it; the next run locks and removes it). The temporaries a killed writer left
+are removed too: :func:`clean_stale_temporaries` (also the library's
+``bob.clean_stale_temporaries``) removes those whose writer is dead, and
+under the lock all of the target's. Standard library only.
 
 **The race hook** :func:`pause_at`, inert unless ``BOB_COMMIT_PAUSE=POINT:FIFO``
 is set: at POINT (:data:`COMMIT_WINDOW`, or ``waiting``: the lock first found
@@ -36,20 +39,26 @@ window by construction, not by chance (``bob.fuzz.race``, tests/hostile/test_rac
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import stat
 import time
 
+from bob import fileio
 from bob.commands import EXIT_BUSY, Refused, os_reason
-from bob.fileio import identity, open_regular, same_file, sidecar_name
+from bob.errors import flag_value
+from bob.fileio import TEMP_MARK, identity, open_regular, same_file, sidecar_name
 from bob.text import exact_text, own_stream, show_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Sequence
+
     from bob.signals import Deferral
 
 __all__ = ["LOCK_TAG", "lock_path_for", "TargetLock", "lock_targets", "release", "refuse_if_lock_of", "COMMIT_WINDOW",
-           "PAUSE_ENV", "pause_at", "place"]
+           "PAUSE_ENV", "pause_at", "place", "temporary_pid", "clean_stale_temporaries"]
 
 LOCK_TAG = ".bob-lock"
 _MOST_LOCK_BYTES = 32  # a lock file holds nothing but its holder's pid and a newline
@@ -284,3 +293,77 @@ def refuse_if_lock_of(outputs: "tuple[tuple[str, str, str], ...]") -> None:
             if other != option and same_file(target, lock_path_for(other_target)):  # (a bind mount too)
                 whose = "the checkpoint's lock file" if other == "--checkpoint" else f"the lock file of {other}"
                 raise Refused(f"names {whose}; choose another path", option=option, path=path)
+
+
+def temporary_pid(tail: str) -> int | None:
+    """The pid in what follows ``.bob-tmp-`` in a temporary's name (``{pid}-{12 hex}``), or None for other text
+    (a user's file named after a target; "²" is a digit to ``str``)."""
+    pid, _, token = tail.partition("-")
+    return int(pid) if pid.isascii() and pid.isdigit() and len(token) == 12 and not token.strip("0123456789abcdef") \
+        else None
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):  # (past any pid: no process)
+        return False
+    except OSError:  # PermissionError: someone else's live process
+        return True
+    return True
+
+
+def clean_stale_temporaries(path: "str | os.PathLike[str]", *, holding_lock: bool = False,
+                            keep: "Sequence[str | os.PathLike[str]]" = ()) -> list[str]:
+    """Remove the temporary files :func:`bob.fileio.write_atomic` (and this commit) left beside ``path``'s
+    target whose writing process is dead; return the paths removed.
+
+    Temporaries of live processes (this one included) are left alone: a pid
+    is all a writer without a lock can judge by. So is every temporary of a
+    target whose lock a ``bob-run`` holds (tried without waiting, and held
+    while this removes: in another PID namespace that run's pid looks dead,
+    and its backups are the only copies of the old files). ``holding_lock``:
+    the caller holds the target's lock (``bob-run``), so every temporary of
+    the target is stale, whoever left it (a pid says nothing across PID namespaces).
+    A name ``keep`` gives is left alone (:func:`bob.lock.place`: links followed, bind mounts seen through).
+    """
+    holding_lock = flag_value(holding_lock, "holding_lock")  # ("False" would remove live writers' files)
+    fileio.refuse_if_working_directory_gone(path)  # ("" is no file: it named the working directory's own)
+    try:
+        target = os.path.realpath(os.fsdecode(path))  # (a bytes path as write_atomic takes it)
+        kept = {place(os.path.realpath(os.fsdecode(given))) for given in keep}
+    except (OSError, ValueError):  # pragma: no cover
+        return []
+    directory, name = os.path.split(target)
+    prefix = sidecar_name(name, TEMP_MARK)
+    removed: list[str] = []
+    with contextlib.ExitStack() as held:
+        try:
+            if not holding_lock:
+                held.enter_context(TargetLock(target, 0))
+        except Refused as refused:  # (not busy: a lock this user cannot take, and the pids judge alone)
+            if refused.code == EXIT_BUSY:  # a live bob-run's
+                return removed
+        try:
+            entries, home = os.listdir(directory or "."), os.stat(directory or ".")
+        except OSError:
+            return removed
+        for entry in entries:
+            if not entry.startswith(prefix):
+                continue
+            if (pid := temporary_pid(entry[len(prefix):])) is None:  # (only temporary_name's: never another
+                continue  # target's temporary)
+            if not holding_lock and (pid == os.getpid() or _pid_alive(pid)):
+                continue
+            full = os.path.join(directory, entry)
+            if (home.st_dev, home.st_ino, entry) in kept:
+                continue
+            try:
+                if stat.S_ISREG((st := os.lstat(full)).st_mode) and own_stream(st) is None:  # (not what it prints to)
+                    os.unlink(full)
+                    removed.append(full)
+            except OSError:
+                continue
+    return removed

@@ -124,7 +124,8 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     ``trace_path`` (``--trace``): the trace of the updates (formats/trace.md),
     committed with the pair (:class:`bob.commit.Commit`).
     """
-    from bob.commit import Commit, clean_stale_temporaries
+    from bob.commit import Commit
+    from bob.lock import clean_stale_temporaries
     from bob.fileio import refuse_unreplaceable
     from bob.formats import canonical
     from bob.formats.checkpoint import pin_problem, sha256
