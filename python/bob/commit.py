@@ -192,7 +192,7 @@ class Commit:
                 os.replace(main_tmp, main)  # the commit point
             self.staged.remove(main_tmp)
         except BaseException as stopped:
-            unrestored = None  # every companion is put back that can be; the first that cannot is said, and why
+            unrestored = []  # every companion is put back that can be; each that cannot is said, and why
             for backup, companion_about, companion, placed, data in reversed(renamed):
                 if not _holds(companion, placed, data):
                     continue  # another process wrote it since: its file, left as it is (the backup dropped by close)
@@ -200,17 +200,18 @@ class Commit:
                     with companion_about:
                         backup.restore(strict=os.path.dirname(companion) != unsynced)  # the very same file
                 except (Refused, OSError) as exc:
-                    why, cause = exc.message if isinstance(exc, Refused) else os_reason(exc), str(stopped) or "stopped"
-                    kept = f"; its old bytes are kept in {show_path(backup.link)}" \
-                        if backup.link is not None and os.path.lexists(backup.link) else ""
+                    why = exc.message if isinstance(exc, Refused) else os_reason(exc)
+                    kept = f"; its old bytes are kept in {show_path(backup.link)}, which the next bob-run on it " \
+                        "removes" if backup.link is not None and os.path.lexists(backup.link) else ""
                     self.backups.remove(backup)  # (the only copy of the old file: close must not remove it)
-                    how = f"was rolled back, but its directory could not be synced ({why}): the rollback may not " \
-                        "survive a power loss" if backup.put_back else f"could not be put back ({why}){kept}"
-                    unrestored = unrestored or Refused(f"the run stopped before its commit ({cause}), and this file "
-                                                       f"{how}; the checkpoint was not replaced",
-                                                       option=companion_about.option, path=companion_about.path)
-            if unrestored is not None:
-                raise unrestored
+                    unrestored.append((companion_about, f"was rolled back, but its directory could not be synced "
+                                       f"({why}): the rollback may not survive a power loss" if backup.put_back
+                                       else f"could not be put back ({why}){kept}"))
+            if unrestored:
+                (first, how), *others = unrestored
+                also = "".join(f"; {naming.option} {show_path(naming.path)} {it}" for naming, it in others)
+                raise Refused(f"the run stopped before its commit ({str(stopped) or 'stopped'}), and this file {how}"
+                              f"{also}; the checkpoint was not replaced", option=first.option, path=first.path)
             raise
         self.committed = True
         pause_at("committed")

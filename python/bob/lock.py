@@ -278,11 +278,12 @@ def _reason(exc: OSError) -> str:
 
 
 def _read_holder(fd: int) -> str:
+    """The holder's pid for a refusal, from a whole line only: one cut short (a file size limit) is another pid."""
     try:
-        text = os.pread(fd, _MOST_LOCK_BYTES, 0).decode("ascii", "replace").strip()
+        text = os.pread(fd, _MOST_LOCK_BYTES, 0).decode("ascii", "replace")
     except OSError:
         return ""
-    return f" (pid {text})" if text.isdigit() else ""
+    return f" (pid {text[:-1]})" if text.endswith("\n") and text[:-1].isdigit() else ""
 
 
 def refuse_if_lock_of(outputs: "tuple[tuple[str, str, str], ...]") -> None:

@@ -373,7 +373,44 @@ def test_a_backup_that_cannot_be_put_back_is_kept_and_named(work: Path, monkeypa
     refused = _stopped_before_its_commit(commit, stopped)
     kept = [p for p in work.iterdir() if p.name.startswith(".pred.bin.bob-tmp-")]
     assert len(kept) == 1 and kept[0].read_bytes() == b"old pred.bin"
-    assert f"; its old bytes are kept in {kept[0]}; the checkpoint was not replaced" in refused.message
+    assert (f"; its old bytes are kept in {kept[0]}, which the next bob-run on it removes; the checkpoint was not "
+            "replaced") in refused.message
+    assert (work / "ck.bin").read_bytes() == b"old ck.bin"
+
+
+def test_every_file_that_cannot_be_put_back_is_named(work: Path, monkeypatch) -> None:
+    """The predictions and the trace could not be put back (a directory made immutable): the refusal
+    named the predictions alone, and said nothing of the trace's old bytes under a temporary name."""
+    import errno
+
+    import bob.commit
+    from bob.commands import about
+    from bob.commit import Commit
+
+    for name in ("ck.bin", "pred.bin", "run.trace"):
+        (work / name).write_bytes(b"old " + name.encode())
+    commit = Commit(str(work / "ck.bin"), b"new", about("--checkpoint", "ck.bin"), str(work / "pred.bin"), b"new",
+                    about("--predictions", "pred.bin"), ((str(work / "run.trace"), b"new", about("--trace", "t")),))
+    real = os.replace
+
+    def busy(source, target):
+        if any(b.link == os.fspath(source) for b in commit.backups):
+            raise OSError(errno.EPERM, os.strerror(errno.EPERM), source)
+        return real(source, target)
+
+    def stopped() -> None:
+        monkeypatch.setattr(bob.commit.os, "replace", busy)
+        raise KeyboardInterrupt
+
+    refused = _stopped_before_its_commit(commit, stopped)
+    [pred] = [p for p in work.iterdir() if p.name.startswith(".pred.bin.bob-tmp-")]
+    [trace] = [p for p in work.iterdir() if p.name.startswith(".run.trace.bob-tmp-")]
+    assert (refused.option, pred.read_bytes(), trace.read_bytes()) == ("--predictions", b"old pred.bin", b"old run.trace")
+    assert refused.message == (
+        "the run stopped before its commit (stopped), and this file could not be put back (operation not permitted); "
+        f"its old bytes are kept in {pred}, which the next bob-run on it removes; --trace t could not be put back "
+        f"(operation not permitted); its old bytes are kept in {trace}, which the next bob-run on it removes; the "
+        "checkpoint was not replaced")
     assert (work / "ck.bin").read_bytes() == b"old ck.bin"
 
 

@@ -795,3 +795,25 @@ def test_a_directory_is_refused_as_one_even_when_descriptors_run_out(work: Path,
                          str(work / "pred.bin")])
     assert (code, capsys.readouterr().err) == (2, f"bob-run: refused: --input {work / 'dir'}: a directory, not a "
                                                   "regular file\n")
+
+
+@pytest.mark.parametrize("held, shown", [(b"20351\n", " (pid 20351)"), (b"20", ""), (b"", ""), (b"\0\0\0", "")])
+def test_a_busy_lock_names_its_holder_only_from_a_whole_pid(tmp_path: Path, held: bytes, shown: str) -> None:
+    """A holder's pid cut short (a file size limit of 2 bytes left "20" of 20351) was named as pid 20,
+    which may be another live process."""
+    import fcntl
+
+    import bob.commands
+
+    target = str(tmp_path / "ck.bin")
+    fd = os.open(bob.lock.lock_path_for(target), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, held)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        with pytest.raises(bob.commands.Refused) as refused:
+            bob.lock.TargetLock(target, 0).__enter__()
+    finally:
+        os.close(fd)
+    assert refused.value.code == 75
+    assert refused.value.message == f"in use by another bob-run{shown}; nothing was changed (use --wait SECONDS to " \
+        "wait for it)"
