@@ -57,7 +57,7 @@ def _no_bytes(option: str) -> bytes:
     raise Refused("no context bytes given (an empty value is not \"no rows\": leave the option out)", option=option)
 
 
-def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
+def cmd_checkpoint(args: argparse.Namespace, *, peeked: "tuple[bytes, int, bool] | None" = None) -> Result:
     """``bob-inspect checkpoint FILE [--rows BYTES] [--rows-hex HEX] [--heatmap OUT] [--export OUT]``."""
     from bob.inspect.checkpoint import checkpoint_report
     from bob.inspect.render import render_checkpoint
@@ -73,8 +73,8 @@ def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
         if export is not None and same_file(heatmap, export):
             raise Refused("names the same file as --export; each needs its own", option="--heatmap", path=heatmap)
     rows, written = rows_bytes(args), []
-    data, problems = read_checkpoint(args.file)
-    report, p_plane = checkpoint_report(data, problems, path=args.file, auto=auto, rows=rows)
+    data, problems = read_checkpoint(args.file, peeked=peeked)
+    report, p_plane = checkpoint_report(data, problems, path=args.file, auto=peeked is not None, rows=rows)
     if heatmap is not None and p_plane is None:
         # the file has problems (they are reported); there is nothing to draw
         add_note(report, "no heatmap: the P plane could not be read")
@@ -90,7 +90,7 @@ def cmd_checkpoint(args: argparse.Namespace, *, auto: bool = False) -> Result:
     return report, render_checkpoint(report), _code(report)
 
 
-def cmd_file(kind: str, path: str, *, auto: bool = False) -> Result:
+def cmd_file(kind: str, path: str, *, peeked: "tuple[bytes, int, bool] | None" = None) -> Result:
     """``bob-inspect input|predictions|trace FILE`` and ``bob-inspect FILE``: one file, 0 valid, 2 it has problems.
     Each kind's module holds what ``read`` takes (``READ``), its report and its lines; only that one is imported."""
     if kind == kinds.INPUT:
@@ -99,8 +99,8 @@ def cmd_file(kind: str, path: str, *, auto: bool = False) -> Result:
         from bob.inspect.predictions import READ, predictions_report as make, render_predictions as render
     else:
         from bob.inspect.trace import READ, render_trace_file as render, trace_file_report as make
-    data, problems = read(path, *READ)
-    report = make(data, problems, path=path, auto=auto)
+    data, problems = read(path, *READ, peeked=peeked)
+    report = make(data, problems, path=path, auto=peeked is not None)
     return report, render(report), _code(report)
 
 
@@ -155,19 +155,19 @@ def cmd_schema(args: argparse.Namespace) -> Result:
 
 def cmd_auto(args: argparse.Namespace) -> Result:
     """``bob-inspect FILE``: the kind from :func:`bob.formats.kinds.detect_kind`."""
-    head, size, partial = peek(args.file)
+    peeked = head, size, partial = peek(args.file)  # (read once: the report is of these bytes)
     kind = kinds.detect_kind(head, size)
     if kind is None:
         raise Refused(f"not a bob file ({'at least ' * partial}{plural(size, 'byte')} starting \""
                       f"{escape_bytes(head[:kinds.MAGIC_BYTES])}\"; {kinds.KIND_RULES})", path=args.file)
     args.command_key = f"{PROG} {kind}"  # its refusal, interruption or error is the subcommand's, as its report
     if kind == kinds.CHECKPOINT:
-        return cmd_checkpoint(args, auto=True)
+        return cmd_checkpoint(args, peeked=peeked)
     given = [o for o, v in zip(_VALUE_OPTIONS, (args.rows, args.rows_hex, args.heatmap, args.export)) if v is not None]
     if given:  # ('' too)
         what = {kinds.INPUT: "an input record", kinds.TRACE: "a trace"}.get(kind, "predictions")
         raise Refused(f"not a checkpoint (it is {what}); {given[0]} applies to checkpoints", path=args.file)
-    return cmd_file(kind, args.file, auto=True)
+    return cmd_file(kind, args.file, peeked=peeked)
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], Result]] = {

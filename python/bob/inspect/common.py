@@ -11,7 +11,7 @@ from typing import Any, Callable
 from bob.errors import FormatError
 from bob.fileio import FileTooLarge, read_bounded
 from bob.formats.constants import MAX_CHECKPOINT_BYTES
-from bob.formats.files import CHECKPOINT_FILE, read_format_file
+from bob.formats.files import CHECKPOINT_FILE, read_format_file, too_large
 from bob.text import escape_bytes, show_path
 
 from bob.commands import EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED as EXIT_PROBLEMS, EXIT_UNEXPECTED, Refused, os_reason
@@ -30,10 +30,14 @@ def refusal(path: str, exc: OSError, option: str | None = None) -> Refused:
     return Refused("no such file" if plain else os_reason(exc), option=option, path=path)
 
 
-def read(path: str, limit: int, magic: "tuple[bytes, str] | None",
-         option: str | None = None) -> tuple[bytes | None, list[FormatError]]:
+def read(path: str, limit: int, magic: "tuple[bytes, str] | None", option: str | None = None,
+         peeked: "tuple[bytes, int, bool] | None" = None) -> tuple[bytes | None, list[FormatError]]:
     """``(bytes, [])``, or ``(None, [finding])`` for a file larger than ``limit`` (never read whole); a path
-    that cannot be read is a :class:`Refused` naming ``option``."""
+    that cannot be read is a :class:`Refused` naming ``option``. ``peeked``: :func:`peek`'s read, not read again."""
+    if peeked is not None:
+        data, size, partial = peeked
+        return (data, []) if size <= limit and not partial else (None, [too_large(FileTooLarge(size, data, partial),
+                                                                                  limit, magic)])
     try:
         return read_format_file(path, limit, magic), []
     except FormatError as exc:
@@ -42,16 +46,18 @@ def read(path: str, limit: int, magic: "tuple[bytes, str] | None",
         raise refusal(path, exc, option) from None
 
 
-def read_checkpoint(path: str, option: str | None = None) -> tuple[bytes | None, list[FormatError]]:
+def read_checkpoint(path: str, option: str | None = None,
+                    peeked: "tuple[bytes, int, bool] | None" = None) -> tuple[bytes | None, list[FormatError]]:
     """:func:`read` of a checkpoint (``checkpoint``, ``diff``, ``verify``, ``trace --checkpoints``)."""
-    return read(path, MAX_CHECKPOINT_BYTES, CHECKPOINT_FILE, option)
+    return read(path, MAX_CHECKPOINT_BYTES, CHECKPOINT_FILE, option, peeked)
 
 
 def peek(path: str) -> tuple[bytes, int, bool]:
-    """A file's first bytes, its size and whether that size is only a lower bound (:class:`FileTooLarge`),
-    read through the bounded reader with a limit of zero bytes (a non-empty file is "too large")."""
+    """A file's bytes (its first ones only, past the largest of any format), its size and whether that size is
+    only a lower bound (:class:`FileTooLarge`): ``bob-inspect FILE`` reads the file once, its kind told from
+    these bytes and its report made of them (a file renamed over the path in between is not taken for it)."""
     try:
-        data = read_bounded(path, 0)
+        data = read_bounded(path, MAX_CHECKPOINT_BYTES)
     except FileTooLarge as big:
         return big.head, big.size, big.partial
     except OSError as exc:
