@@ -145,6 +145,14 @@ def argument_parser(*, epilog: str | None = None, **kwargs: Any) -> "argparse.Ar
                 option = named.split("/")[0]
             raise Refused(f"usage: {shown_argv(message)} (see {self.prog} --help)", option=option)
 
+        def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+            parsed, extras = self.parse_known_args(args, namespace)
+            if extras:  # words left over: refused by the subcommand that was given them, its help named
+                subs = [a for a in self._actions if isinstance(a, argparse._SubParsersAction)]
+                chosen = subs[0].choices.get(getattr(parsed, subs[0].dest, None) or "") if subs else None
+                (chosen or self).error(f"unrecognized arguments: {' '.join(extras)}")
+            return parsed
+
         def print_help(self, file: "Any" = None) -> None:
             if not _made:  # a parser used outside run_command: printed here
                 return super().print_help(file)
