@@ -55,6 +55,8 @@ def main() -> None:
         for cell in cells:
             times[cell].append(one_call(*cell))
     lines = [
+        "# Core scaling",
+        "",
         f"Core scaling ({args.rounds} interleaved rounds; {load_line()}; kernel {_core.resolved_kernel('auto')}). Reproduce: "
         "`.venv/bin/python benchmarks/bench_scaling.py`.",
         "",
