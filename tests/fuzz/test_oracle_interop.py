@@ -68,3 +68,16 @@ def test_the_oracle_refuses_a_member_twice_and_an_unknown_one(trained) -> None:
                 z.writestr(name, member)
         assert oracle_interop.check_npz(out.getvalue()) is not None
 
+
+
+def test_the_oracle_refuses_a_minus_zero_as_the_safetensors_library_does(trained) -> None:
+    """JSON's -0 is a float to serde: the library, and bob, refuse it where a whole number stands."""
+    data = interop.safetensors_bytes(trained)
+    length = int.from_bytes(data[:8], "little")
+    header = data[8:8 + length].replace(b'"data_offsets":[0,', b'"data_offsets":[-0,')
+    assert header != data[8:8 + length]
+    minus_zero = len(header).to_bytes(8, "little") + header + data[8 + length:]
+    with pytest.raises(bob.BadValue):
+        interop.from_safetensors_bytes(minus_zero, bob.Checkpoint)
+    assert oracle_interop.check_safetensors(minus_zero) is not None
+    assert oracle_interop.check_safetensors(minus_zero, for_resume=False) is not None

@@ -124,8 +124,8 @@ def check_npz(data: bytes, for_resume: bool = True) -> Optional[str]:
 
 
 def _integer(text: str) -> int:
-    if len(text.lstrip("-")) > DIGITS:
-        raise Bad("a long number")
+    if len(text.lstrip("-")) > DIGITS or text == "-0":  # (-0: a float -0.0 to serde, the library's JSON)
+        raise Bad("a long number, or -0")
     return int(text)
 
 
