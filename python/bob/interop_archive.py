@@ -116,6 +116,9 @@ def _zip_directory(data: bytes) -> None:
     if at < 0 or data[at:at + 4] != b"PK\x05\x06" or data[-2:] != b"\0\0":  # not an end record without a comment
         at = data.rfind(b"PK\x05\x06", max(0, len(data) - _END_RECORD.size - (1 << 16)))
     if at < 0 or len(data) - at < _END_RECORD.size:
+        if data[:4] == b"PK\x03\x04":  # a zip's first member, without the record that ends every zip: cut short
+            raise Truncated("npz", "the file ends before the zip's end of central directory record",
+                            expected=at + _END_RECORD.size if at >= 0 else f"more than {len(data)}", actual=len(data))
         raise NotABobFile("npz", "not a zip archive (no end of central directory)")
     entries, size = _END_RECORD.unpack_from(data, at)[4:6]
     if at >= 20 and data[at - 20:at - 16] == b"PK\x06\x07":
@@ -217,7 +220,7 @@ def npz_parts(data: bytes) -> tuple[dict[str, str], dict[str, bytes]]:
 # -- safetensors
 
 
-def _tensor(name: str, entry: Any, room: int) -> tuple[int, int]:
+def _tensor(name: str, entry: Any) -> tuple[int, int]:
     if not (isinstance(entry, dict) and set(entry) == {"dtype", "shape", "data_offsets"}):
         raise BadValue(name, "a tensor is a dict of dtype, shape and data_offsets")
     if entry["dtype"] != "F32":
@@ -228,7 +231,7 @@ def _tensor(name: str, entry: Any, room: int) -> tuple[int, int]:
                        expected=f"shape {list(_TABLE)}", actual=f"shape {shape!r}"[:80])
     offsets = entry["data_offsets"]
     if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(n) is int for n in offsets)
-            and 0 <= offsets[0] and offsets[1] - offsets[0] == CHUNK_BYTES and offsets[1] <= room):
+            and 0 <= offsets[0] and offsets[1] - offsets[0] == CHUNK_BYTES):
         raise BadValue(name, "data_offsets are [begin, end] of the plane's bytes, inside the data",
                        actual=repr(offsets)[:80])
     return offsets[0], offsets[1]
@@ -238,6 +241,9 @@ def safetensors_parts(data: bytes) -> tuple[dict[str, str], dict[str, memoryview
     """(the metadata, each plane's little-endian float32 bytes) of a safetensors bob export, bounded."""
     length = int.from_bytes(data[:8], "little")
     if len(data) < 8 or length > min(MAX_METADATA_CHARS, len(data) - 8):
+        if len(data) >= 8 and length <= MAX_METADATA_CHARS and data[8:9] in (b"", b"{"):
+            raise Truncated("safetensors.header", "the file ends inside the header", expected=8 + length,
+                            actual=len(data), offset=8)
         raise NotABobFile("safetensors", "not a safetensors file bob reads (its header length: "
                           f"at most {MAX_METADATA_CHARS} bytes, inside the file)", actual=length)
     try:
@@ -259,13 +265,17 @@ def safetensors_parts(data: bytes) -> tuple[dict[str, str], dict[str, memoryview
         if name not in header:
             raise BadValue(name, f"a bob export holds the arrays P, M and V; {name} is missing")
     body = memoryview(data)[8 + length:]
-    spans = {name: _tensor(name, header[name], len(body)) for name in PLANE_NAMES}
+    spans = {name: _tensor(name, header[name]) for name in PLANE_NAMES}
     end = 0
     for name, (begin, stop) in sorted(spans.items(), key=lambda item: item[1]):
         if begin != end:
             raise BadValue(name, "the tensors' bytes follow one another, from the data's start", expected=end,
                            actual=begin)
         end = stop
+    for name, (begin, stop) in spans.items():
+        if begin <= len(body) < stop:  # (the tensor the file ends inside)
+            raise Truncated(name, "the file ends inside this tensor's bytes", expected=8 + length + end,
+                            actual=len(data), offset=8 + length + begin)
     if end != len(body):
         raise Truncated("safetensors", "the file holds bytes past its tensors'", expected=end, actual=len(body))
     return meta, {name: body[begin:stop] for name, (begin, stop) in spans.items()}

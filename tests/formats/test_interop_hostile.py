@@ -110,7 +110,18 @@ def test_the_hand_made_files_are_valid(trained) -> None:
 
 
 def test_no_zip_is_not_an_npz() -> None:
-    npz_refused(b"PK\x03\x04" + bytes(100), bob.NotABobFile, "npz")
+    npz_refused(bytes(104), bob.NotABobFile, "npz")
+    npz_refused(b"PK\x03", bob.NotABobFile, "npz")
+
+
+@pytest.mark.parametrize("cut", [4, 104, 262_000, -40, -22, -21, -18, -1])
+def test_an_npz_cut_short_is_truncated(trained, cut) -> None:
+    """A zip's first member, with no end of central directory record after it: an archive cut short, named as such
+    with the file's length (and the length its end record needs, when the file ends inside it)."""
+    data = interop.npz_bytes(trained)
+    err = npz_refused(data[:cut], bob.Truncated, "npz")
+    assert err.actual == len(data[:cut])
+    assert err.expected == (len(data) if -18 <= cut < 0 else f"more than {len(data[:cut])}")  # (its signature: 4 bytes)
 
 
 def test_a_zip64_end_record_is_refused(trained) -> None:
@@ -260,9 +271,23 @@ def test_a_contract_string_in_another_spelling_is_refused(trained) -> None:
 
 @pytest.mark.parametrize("head", [b"", b"\x05\0\0", struct.pack("<Q", 1 << 40) + b"{}",
                                   struct.pack("<Q", interop_archive.MAX_METADATA_CHARS + 1)
-                                  + b" " * (interop_archive.MAX_METADATA_CHARS + 1)])
+                                  + b" " * (interop_archive.MAX_METADATA_CHARS + 1),
+                                  struct.pack("<Q", 100) + b"[1]"])  # (no header's start: no file bob reads)
 def test_a_header_length_out_of_bounds(head) -> None:
     st_refused(head, bob.NotABobFile, "safetensors")
+
+
+def test_a_safetensors_file_cut_short_is_truncated(trained) -> None:
+    """Cut inside its header or inside a tensor's bytes: named with the length the header says and the file's."""
+    data = interop.safetensors_bytes(trained)
+    start = 8 + int.from_bytes(data[:8], "little")  # where the tensors' bytes start
+    plane = 256 * 256 * 4
+    for at, field, expected in [(8, "safetensors.header", start), (9, "safetensors.header", start),
+                                (start - 1, "safetensors.header", start), (start, "P", len(data)),
+                                (start + plane, "M", len(data)), (start + plane + 1, "M", len(data)),
+                                (len(data) - 1, "V", len(data))]:
+        err = st_refused(data[:at], bob.Truncated, field)
+        assert (err.expected, err.actual) == (expected, at), err
 
 
 @pytest.mark.parametrize("header", [b"\xff{}", b"[]", b'"P"'])
