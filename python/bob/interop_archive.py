@@ -3,11 +3,12 @@ export's header, checked against what a bob export can be before anything is dec
 allocated or converted (:mod:`bob.interop` checks what they say). Each refusal is a
 :class:`~bob.FormatError` naming the member, the tensor or the metadata key:
 
-* ``.npz``: the zip's end record (no zip64, bounded entries and directory) before the
-  directory is parsed; from the directory alone, each member's name (``P.npy``, ``M.npy``,
-  ``V.npy``, ``bob.npy``, each once), compression (stored or deflated) and declared size;
-  then each ``.npy`` header (version 1.0 or 2.0, bounded, a literal dict of exactly
+* ``.npz``: the zip's end record (no zip64, bounded entries and directory, the file's last
+  bytes) before the directory is parsed; from the directory alone, each member's name (``P.npy``,
+  ``M.npy``, ``V.npy``, ``bob.npy``, each once), compression (stored or deflated) and declared
+  size; then each ``.npy`` header (version 1.0 or 2.0, bounded, a literal dict of exactly
   ``descr``, ``fortran_order`` and ``shape``) before data that must be exactly what it says;
+  no byte outside the members, the directory and the end record (formats/DECISIONS.md D28);
 * safetensors: the header's length (bounded, inside the file), its UTF-8 JSON, then each
   tensor (``F32``, the table's shape, offsets that tile the data from its start to its end);
 * the metadata: bounded, nesting checked before it is parsed, every key once, every value a
@@ -47,6 +48,7 @@ _NPY_PREAMBLE = len(_NPY_MAGIC) + 2 + 4  # magic, version, the header's length (
 _MEMBER_LIMIT = {**{name: _NPY_PREAMBLE + MAX_NPY_HEADER + CHUNK_BYTES for name in PLANE_NAMES},
                  METADATA_MEMBER: _NPY_PREAMBLE + MAX_NPY_HEADER + 4 * MAX_METADATA_CHARS}
 _END_RECORD = struct.Struct("<4s4H2LH")  # the zip's end of central directory
+_LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # a member's, before its name, extra field and data
 # A string (to its closing quote or the text's end: a match never fails, so one pass) or a bracket
 _TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]', re.S)
 _UNICODE_DESCR = re.compile(r"<U([1-9][0-9]{0,5})")
@@ -110,22 +112,28 @@ def _metadata(value: Any) -> dict[str, str]:
 # -- .npz
 
 
-def _zip_directory(data: bytes) -> None:
-    """The end record, found as :mod:`zipfile` finds it; its entries and directory size bounded."""
+def _zip_directory(data: bytes) -> int:
+    """The end record, found as :mod:`zipfile` finds it (in a file that starts as a zip, anywhere: to name the bytes
+    after it), its entries and directory size bounded, the file's last bytes; the directory's offset."""
     at = len(data) - _END_RECORD.size
     if at < 0 or data[at:at + 4] != b"PK\x05\x06" or data[-2:] != b"\0\0":  # not an end record without a comment
-        at = data.rfind(b"PK\x05\x06", max(0, len(data) - _END_RECORD.size - (1 << 16)))
+        at = data.rfind(b"PK\x05\x06", 0 if data[:4] == b"PK\x03\x04" else max(0, at - (1 << 16)))
     if at < 0 or len(data) - at < _END_RECORD.size:
         if data[:4] == b"PK\x03\x04":  # a zip's first member, without the record that ends every zip: cut short
             raise Truncated("npz", "the file ends before the zip's end of central directory record",
                             expected=at + _END_RECORD.size if at >= 0 else f"more than {len(data)}", actual=len(data))
         raise NotABobFile("npz", "not a zip archive (no end of central directory)")
-    entries, size = _END_RECORD.unpack_from(data, at)[4:6]
+    entries, size, start, comment = _END_RECORD.unpack_from(data, at)[4:]
     if at >= 20 and data[at - 20:at - 16] == b"PK\x06\x07":
         raise BadValue("npz", "a bob export is no zip64 archive")
     if entries > MAX_ZIP_ENTRIES or size > MAX_ZIP_DIRECTORY:
         raise Truncated("npz.central_directory", f"a bob export has 4 members in at most {MAX_ZIP_DIRECTORY} bytes",
                         actual=f"{entries} entries, {size} bytes")
+    end = at + _END_RECORD.size + comment
+    if end != len(data):  # (zipfile reads past bytes after it)
+        raise Truncated("npz", "the zip's end of central directory record (and its comment) ends the file",
+                        expected=end, actual=len(data), offset=min(end, len(data)))
+    return start
 
 
 def _members(z: zipfile.ZipFile) -> dict[str, zipfile.ZipInfo]:
@@ -194,10 +202,28 @@ def _npy(f: Any, name: str) -> bytes:
     return data
 
 
+def _layout(data: bytes, infos: list[zipfile.ZipInfo], directory: int) -> None:
+    """The members one after another from offset 0, each its local header, its data and (when its flags say so) a
+    data descriptor, then the directory: a byte anywhere else, which zipfile would skip, is refused by its offset."""
+    at = 0
+    for info in sorted(infos, key=lambda i: i.header_offset):
+        if info.header_offset != at:
+            break
+        at += _LOCAL_HEADER.size + sum(_LOCAL_HEADER.unpack_from(data, at)[-2:]) + info.compress_size
+        if info.flag_bits & 8:  # a signature or none, the CRC, both sizes in 8 or 4 bytes (the longest form first)
+            forms = (sign + struct.pack(f"<L2{w}", info.CRC, info.compress_size, info.file_size)
+                     for w in "QL" for sign in (b"PK\x07\x08", b""))
+            at += next((len(form) for form in forms if data.startswith(form, at)), 0)
+    else:
+        if at == directory:
+            return
+    raise Truncated("npz", "bytes that are none of the zip's members nor its directory start here", offset=at)
+
+
 def npz_parts(data: bytes) -> tuple[dict[str, str], dict[str, bytes]]:
     """(the metadata, each plane's little-endian float32 bytes) of an ``.npz`` bob export, bounded (see the
     module)."""
-    _zip_directory(data)
+    directory = _zip_directory(data)
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:
             members = _members(z)
@@ -205,6 +231,7 @@ def npz_parts(data: bytes) -> tuple[dict[str, str], dict[str, bytes]]:
             for name, info in members.items():
                 with z.open(info) as f:
                     raw[name] = _npy(f, name)
+            _layout(data, list(members.values()), directory)
     except FormatError:
         raise
     except (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError, NotImplementedError, struct.error,

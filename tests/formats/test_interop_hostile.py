@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import struct
 import subprocess
 import sys
@@ -176,6 +177,92 @@ def test_a_corrupt_member_is_refused(trained) -> None:
     data = bytearray(archive(members(trained)))
     data[data.index(b"\x93NUMPY", 100) + 200] ^= 1  # a byte of a plane: the CRC no longer holds
     npz_refused(bytes(data), bob.NotABobFile, "npz")
+
+
+class Pipe(io.RawIOBase):
+    """A stream zipfile cannot seek: it writes each member's sizes after its data, in a data descriptor."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b) -> int:
+        self.data += b
+        return len(b)
+
+
+def piped(entries: dict, **open_options) -> bytes:
+    with zipfile.ZipFile(pipe := Pipe(), "w", compression=zipfile.ZIP_DEFLATED) as z:
+        for name, data in entries.items():
+            with z.open(name, "w", **open_options) as f:
+                f.write(data)
+    return bytes(pipe.data)
+
+
+def test_numpy_s_and_zip_tools_archives_are_read(trained, tmp_path) -> None:
+    """np.savez and savez_compressed (zip64 extra fields), a writer that cannot seek (data descriptors with 4- and
+    8-byte sizes), a comment, and Info-ZIP's zip (extra fields; data descriptors when it writes to a pipe)."""
+    from bob.fuzz import oracle_interop
+
+    arrays = {name: np.load(io.BytesIO(member)) for name, member in members(trained).items()}
+    made = [piped(members(trained)), piped(members(trained), force_zip64=True)]
+    for save in (np.savez, np.savez_compressed):
+        save(out := io.BytesIO(), **{name[:-4]: array for name, array in arrays.items()})
+        made.append(out.getvalue())
+    with zipfile.ZipFile(out := io.BytesIO(), "w") as z:
+        z.comment = b"a comment"
+        for name, member in members(trained).items():
+            z.writestr(name, member)
+    made.append(out.getvalue())
+    if shutil.which("zip"):
+        for name, member in members(trained).items():
+            (tmp_path / name).write_bytes(member)
+        for how in (["zip", "-q", "out.zip"], ["sh", "-c", "zip -q -fd - *.npy | cat > out.zip"]):
+            subprocess.run(how + (list(members(trained)) if how[0] == "zip" else []), cwd=tmp_path, check=True)
+            made.append((tmp_path / "out.zip").read_bytes())
+            (tmp_path / "out.zip").unlink()
+    for data in made:
+        assert interop.from_npz_bytes(data, bob.Checkpoint) == trained
+        assert oracle_interop.check_npz(data) is None
+
+
+def inserted(data: bytes, at: int, junk: bytes) -> bytes:
+    """``junk`` put at offset ``at`` of a zip without a comment, the offsets its directory and end record give moved
+    past it: zipfile reads the members as before."""
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        infos = z.infolist()
+    out = bytearray(data[:at] + junk + data[at:])
+    (entry,) = struct.unpack_from("<L", out, len(out) - 6)
+    entry += len(junk) if entry >= at else 0
+    struct.pack_into("<L", out, len(out) - 6, entry)
+    for info in infos:
+        struct.pack_into("<L", out, entry + 42, info.header_offset + (len(junk) if info.header_offset >= at else 0))
+        entry += 46 + len(info.filename) + len(info.extra) + len(info.comment)
+    return bytes(out)
+
+
+def test_bytes_outside_the_archive_s_parts_are_refused_naming_their_offset(trained) -> None:
+    """A bob export is its members from offset 0, one after another, then the directory and the end record; zipfile
+    skips other bytes (before, between, after), and a file with any is no export."""
+    from bob.fuzz import oracle_interop
+
+    data = interop.npz_bytes(trained)
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        second, directory = z.infolist()[1].header_offset, z.start_dir
+    assert interop.from_npz_bytes(inserted(data, 0, b""), bob.Checkpoint) == trained
+    descriptor = bytearray(piped(members(trained)))
+    descriptor_at = descriptor.index(b"PK\x07\x08")
+    descriptor[descriptor_at + 4] ^= 1  # its CRC: no data descriptor of the member, but 16 bytes more
+    for bad, offset in [(data + b"\0", len(data)), (data + bytes(60_000), len(data)),
+                        (data + bytes(100_000), len(data)), (data[:-2] + b"\0\1", len(data)),
+                        (trained.to_bytes() + data, 0), (inserted(data, 0, b"junk"), 0),
+                        (inserted(data, second, b"junk"), second), (inserted(data, directory, b"x"), directory),
+                        (bytes(descriptor), descriptor_at)]:
+        err = npz_refused(bad, bob.Truncated, "npz")
+        assert err.offset == offset, err
+        assert oracle_interop.check_npz(bad) is not None
 
 
 # --------------------------------------------------------------------------- #

@@ -67,15 +67,34 @@ def _state(meta: object, planes: list, for_resume: bool) -> None:
         raise Bad("state")
 
 
-def _end_record(data: bytes) -> None:
+def _end_record(data: bytes) -> int:
     at = len(data) - 22
     if not (at >= 0 and data[at:at + 4] == END and data[-2:] == b"\0\0"):
         at = data.rfind(END, max(0, len(data) - 22 - (1 << 16)))
     if at < 0 or len(data) - at < 22 or (at >= 20 and data[at - 20:at - 16] == b"PK\x06\x07"):
         raise Bad("end record")
-    entries, size = struct.unpack_from("<HI", data, at + 10)
+    entries, size, start, comment = struct.unpack_from("<HIIH", data, at + 10)
     if entries > ZIP_ENTRIES or size > ZIP_DIRECTORY:
         raise Bad("directory too large")
+    if at + 22 + comment != len(data) or start + size != at:
+        raise Bad("bytes after the end record or before the directory")
+    return start
+
+
+def _tiled(data: bytes, infos: list, directory: int) -> None:
+    """From offset 0 to the directory nothing but the members, each its local header and data, then, if its flag
+    bit 3 says so, a data descriptor (PK 7 8 or not, the CRC, both sizes in 4 or 8 bytes each)."""
+    infos = sorted(infos, key=lambda i: i.header_offset)
+    if infos[0].header_offset != 0:
+        raise Bad("bytes before the first member")
+    for i, end in zip(infos, [i.header_offset for i in infos[1:]] + [directory]):
+        n, m = struct.unpack_from("<HH", data, i.header_offset + 26)
+        start = i.header_offset + 30 + n + m + i.compress_size
+        gap = data[start:end] if start <= end else b"overlap"
+        bodies = (gap, gap[4:] if gap[:4] == b"PK\x07\x08" else b"")
+        if gap and not (i.flag_bits & 8 and any(len(b) in (12, 20) and struct.unpack(
+                "<L2Q" if len(b) == 20 else "<3L", b) == (i.CRC, i.compress_size, i.file_size) for b in bodies)):
+            raise Bad(f"bytes after the member {i.filename}")
 
 
 def _npy(member: bytes, metadata: bool) -> bytes:
@@ -106,7 +125,7 @@ def check_npz(data: bytes, for_resume: bool = True) -> Optional[str]:
     """None when bob accepts ``data`` as an ``.npz`` export, else why not."""
     limits = {**dict.fromkeys(PLANES, 12 + NPY_HEADER + CHUNK), "bob": 12 + NPY_HEADER + 4 * METADATA_CHARS}
     try:
-        _end_record(data)
+        directory = _end_record(data)
         with zipfile.ZipFile(io.BytesIO(data)) as z:
             infos = z.infolist()
             names = [i.filename for i in infos]
@@ -116,6 +135,7 @@ def check_npz(data: bytes, for_resume: bool = True) -> Optional[str]:
                 if i.compress_type not in (0, 8) or i.flag_bits & 1 or i.file_size > limits[i.filename[:-4]]:
                     raise Bad(f"member {i.filename}")
             members = {i.filename[:-4]: _npy(z.read(i), i.filename == "bob.npy") for i in infos}
+            _tiled(data, infos, directory)
         meta = json.loads(members["bob"].decode("utf-32-le").rstrip("\0"), object_pairs_hook=_unique)
         _state(meta, [members[name] for name in PLANES], for_resume)
     except Exception as exc:  # noqa: BLE001 - any refusal on the way: the file is invalid
