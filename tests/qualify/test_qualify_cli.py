@@ -14,7 +14,7 @@ import pytest
 import bob.core
 from bob.qualify import cli, kernels
 from bob.qualify.verdict import PERTURB_ENV
-from bob.formats.constants import UPDATES_PER_INVOCATION as U
+from bob.formats.constants import UPDATES_PER_INVOCATION as U, cell_name
 
 
 def run_main(argv, capsys, monkeypatch, perturb=None):
@@ -118,6 +118,33 @@ def test_a_perturbed_kernel_result_fails_naming_check_kernel_threads_plane_and_i
     details = failure["details"]
     assert (details["first_diverging_update"], details["diverging_planes"]) == (U, ["P"])
     assert f"the runs part at update {U} of {U}" in failure["summary"]
+
+
+def test_outside_text_is_shown_escaped_and_never_read_as_markup(capsys, monkeypatch):
+    """The report went through rich's markup: an install path holding [/x] was a MarkupError (exit 70, where
+    --json exits 0), one holding [v2] lost it, ESC and a line break in a path or the CPU's model reached the
+    terminal raw, and a FAIL row's [kernel …, index …] vanished from the table."""
+    from bob.qualify import machine
+
+    path = "/m[/x]d[v2]\x1b]0;t\x07\n:thumbs_up:/bob-v1.md"
+    monkeypatch.setattr(machine, "contract_document", lambda: path)
+    monkeypatch.setattr(machine, "_cpuinfo", lambda: ("Evil[bold]CPU\x1b[2J\r\n", {"avx2"}))
+    kernel = bob.core.kernels()[-1]
+    code, out, _ = run_main(["--quick", "--seed", "5"], capsys, monkeypatch, perturb=f"{kernel}:3")
+    assert code == 1 and "\x1b" not in out and "\x07" not in out and "\r" not in out
+    text = " ".join(out.split())  # (rich wraps a line at its width)
+    assert "machine: Evil[bold]CPU\\x1b[2J\\x0d\\x0a (" in text
+    assert "contract bob v1, errata of 2026-11-30 (/m[/x]d[v2]\\x1b]0;t\\x07\\x0a:thumbs_up:/bob-v1.md)" in text
+    rows = []  # the table's rows, each cell's lines joined
+    for line in out.splitlines():
+        cells = [cell.strip() for cell in line.strip("│").split("│")] if line.startswith("│") else None
+        if cells and cells[0]:
+            rows.append(cells)
+        elif cells:
+            rows[-1] = [" ".join(filter(None, pair)) for pair in zip(rows[-1], cells)]
+    (failed,) = [row for row in rows if row[3] == "FAIL"]
+    index = kernels.PERTURBED_INDEX
+    assert failed[4].endswith(f"[kernel {kernel}, threads 3, plane P, index {index} ({cell_name(index)})]"), failed
 
 
 def test_report_writes_json_and_plots(tmp_path, capsys, monkeypatch):

@@ -113,5 +113,5 @@ def _work(args: argparse.Namespace) -> Outcome:
     with out.capture() as captured:
         report.print_human(result, out)
         if args.report is not None:
-            out.print(f"report: {', '.join(result['report_files'])}", highlight=False, markup=False)
+            out.print(report.shown(f"report: {', '.join(result['report_files'])}"))
     return Outcome(result["exit_code"], result, captured.get(), committed=committed)

@@ -21,6 +21,7 @@ from rich.text import Text
 from bob.formats.constants import UPDATES_PER_INVOCATION, VOCABULARY
 from bob.qualify.runner import Progress as ProgressSink
 from bob.qualify.verdict import Verdict
+from bob.text import one_line, show_path
 
 REPORT_JSON = "qualify.json"
 LOSS_PLOT = "loss-curves.png"
@@ -64,6 +65,13 @@ class LiveProgress(ProgressSink):
         return lambda: self.bars.advance(task)
 
 
+def shown(text: str, style: str = "") -> Text:
+    """Text for the report's console, as it is: never read as rich markup or emoji codes (a path's ``[/x]``,
+    a failure's ``[kernel avx2, …]``), and a line holding a character a terminal would not print (ESC, a line
+    break: from a path, the CPU's model, an OS error) escaped by :func:`bob.text.one_line`."""
+    return Text(text if text.isprintable() else one_line(text), style=style)
+
+
 def _verdict(row: dict[str, Any]) -> Verdict:
     return Verdict(**row)
 
@@ -83,8 +91,9 @@ def summary_table(result: dict[str, Any]) -> Table:
     table.add_column("s", justify="right")
     for row in result["checks"]:
         verdict = Text("pass", style="green") if row["ok"] else Text("FAIL", style="bold red")
-        table.add_row(row["check"], row["kernel"] or "", "" if row["threads"] is None else str(row["threads"]),
-                      verdict, _what(row), f"{row['seconds']:.2f}")
+        table.add_row(shown(row["check"]), shown(row["kernel"] or ""),
+                      "" if row["threads"] is None else str(row["threads"]), verdict, shown(_what(row)),
+                      f"{row['seconds']:.2f}")
     return table
 
 
@@ -122,9 +131,9 @@ def fingerprint_lines(result: dict[str, Any]) -> list[str]:
         f"machine: {fp['cpu_model']} ({fp['machine']}), {fp['cpu_count']} CPUs ({fp['usable_cpus']} usable); {flags}",
         f"kernels: {', '.join(fp['kernels'])}; auto resolves to {fp['auto_kernel']}; "
         f"threads qualified: {', '.join(map(str, result['thread_counts']))} and 0 (auto)",
-        f"bob {fp['bob_version']}, contract {fp['contract']['document']} "
+        f"bob {fp['bob_version']}, contract {show_path(fp['contract']['document'])} "
         f"(identity sha256 {fp['contract']['identity_sha256'][:16]}…), "
-        f"Python {fp['python']['version']}, core {os.path.basename(fp['core']['file'])} "
+        f"Python {fp['python']['version']}, core {show_path(os.path.basename(fp['core']['file']))} "
         f"({', '.join(fp['core'].get('wheel_tags') or ['?'])})",
     ]
 
@@ -144,16 +153,16 @@ def failure_lines(result: dict[str, Any]) -> list[str]:
 
 def print_human(result: dict[str, Any], console: Console) -> None:
     if result["perturbation"]:
-        console.print(Text(f"test hook active: one bit of {result['perturbation']['kernel']} at "
-                           f"{result['perturbation']['threads']} threads is deliberately flipped", style="bold yellow"))
+        console.print(shown(f"test hook active: one bit of {result['perturbation']['kernel']} at "
+                            f"{result['perturbation']['threads']} threads is deliberately flipped", "bold yellow"))
     for line in fingerprint_lines(result):
-        console.print(line, highlight=False)
+        console.print(shown(line))
     console.print(summary_table(result))
     if result["performance"].get("kernels"):
         console.print(performance_table(result))
-    console.print(process_line(result), highlight=False)
+    console.print(shown(process_line(result)))
     for line in failure_lines(result):
-        console.print(Text(line, style="bold red"))
+        console.print(shown(line, "bold red"))
     seconds = result["timings"]["total_seconds"]
     if result["qualified"]:
         console.print(Text(f"QUALIFIED: this build's native path gives the contract's bytes here "
