@@ -147,6 +147,19 @@ def test_outside_text_is_shown_escaped_and_never_read_as_markup(capsys, monkeypa
     assert failed[4].endswith(f"[kernel {kernel}, threads 3, plane P, index {index} ({cell_name(index)})]"), failed
 
 
+@pytest.mark.parametrize("columns", ["0", "1"])
+def test_a_width_too_narrow_for_the_report_is_80_columns(columns, capsys, monkeypatch):
+    """At COLUMNS=0 rich renders every line empty: bob-qualify printed its seed line only, and a failed build
+    exited 1 with no FAILED line, no verdict; a few columns dropped the table's cells."""
+    monkeypatch.setenv("COLUMNS", columns)
+    kernel = bob.core.kernels()[-1]
+    code, out, _ = run_main(["--quick", "--seed", "5"], capsys, monkeypatch, perturb=f"{kernel}:3")
+    text = " ".join(out.split())
+    assert code == 1 and "FAILED kernels: differs from the scalar transcription on case 0" in text, out
+    assert "reproduce with: bob-qualify --seed 5 --quick NOT QUALIFIED: 1 check(s) failed" in text
+    assert max(len(line) for line in out.splitlines()) == 80  # (the summary table's)
+
+
 def test_report_writes_json_and_plots(tmp_path, capsys, monkeypatch):
     pytest.importorskip("matplotlib")
     target = tmp_path / "report\x1b]0;t\x07[bold]"  # escaped as every path bob prints, and no rich markup

@@ -108,8 +108,9 @@ def _work(args: argparse.Namespace) -> Outcome:
     if args.json:  # (rich's Console would write to stdout on its own: --json prints the envelope only)
         return Outcome(result["exit_code"], result, "", committed=committed)
     # The tables at the width of the terminal, or rich's own default in a file or
-    # a pipe (80 columns, or $COLUMNS): no width is forced.
+    # a pipe (80 columns, or $COLUMNS), but never under report.MIN_WIDTH.
     out = Console(highlight=False)
+    out.width = max(out.width, report.MIN_WIDTH)
     with out.capture() as captured:
         report.print_human(result, out)
         if args.report is not None:

@@ -27,6 +27,7 @@ REPORT_JSON = "qualify.json"
 LOSS_PLOT = "loss-curves.png"
 SPEED_PLOT = "us-per-update.png"
 REPORT_FILES = (REPORT_JSON, LOSS_PLOT, SPEED_PLOT)
+MIN_WIDTH = 80  # columns: narrower, rich drops the table's cells (at COLUMNS=0, every line)
 
 
 class LiveProgress(ProgressSink):
