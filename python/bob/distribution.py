@@ -8,15 +8,20 @@ them to it): in a source checkout it names the checkout's bootstrap command,
 which builds the native core and installs the extra into its ``.venv``;
 anywhere else, ``pip install 'bob-fp32[EXTRA]'``.
 
-Also the distribution's version (``--version``). Standard library only, and
-imported only when a hint or the version is shown.
+Also the distribution's version (``--version``), and :func:`quiet_plot_directories`
+for the ``plot`` extra. Standard library only, and imported only when a hint or
+the version is shown, or a plot drawn.
 """
 
 from __future__ import annotations
 
 import os
 
-__all__ = ["DISTRIBUTION", "EXTRAS", "checkout", "install_hint", "version"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    import logging
+
+__all__ = ["DISTRIBUTION", "EXTRAS", "checkout", "install_hint", "quiet_plot_directories", "version"]
 
 DISTRIBUTION = "bob-fp32"
 EXTRAS = ("plot", "fuzz", "interop")  # pyproject.toml's [project.optional-dependencies]
@@ -55,3 +60,17 @@ def version() -> str:
         return distribution_version(DISTRIBUTION)
     except PackageNotFoundError:
         return "unknown (not installed)"
+
+
+def quiet_plot_directories() -> None:
+    """Called before matplotlib is imported. Where its configuration or cache directory cannot be written (HOME
+    unset, read-only or gone), matplotlib takes a temporary one of its own (removed at exit) and logs two lines
+    on stderr saying so, before a command's one line there. Only those are dropped (the records of the function
+    that picks the directory); whatever else matplotlib logs, and everything where HOME is fine, is as it was."""
+    import logging
+
+    logging.getLogger("matplotlib").addFilter(_not_about_directories)  # (added once however often called)
+
+
+def _not_about_directories(record: logging.LogRecord) -> bool:
+    return record.funcName != "_get_config_or_cache_dir"

@@ -296,6 +296,27 @@ def test_a_heatmap_of_values_at_flt_max_draws_without_a_word_on_stderr(tmp_path)
         assert (tmp_path / "h.png").read_bytes().startswith(b"\x89PNG")
 
 
+def test_a_home_matplotlib_cannot_write_puts_no_word_of_it_on_stderr(files, tmp_path):
+    """With HOME where nothing can be made, matplotlib's two lines about its configuration directory came
+    before bob-inspect's one refusal line (and on a heatmap drawn, on an empty stderr); its temporary
+    directory in their place is still removed as the command ends."""
+    pytest.importorskip("matplotlib")
+    import subprocess
+
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "adir").mkdir()
+    env = {key: value for key, value in os.environ.items() if key not in ("MPLCONFIGDIR", "XDG_CONFIG_HOME",
+                                                                          "XDG_CACHE_HOME")}
+    env.update(HOME="/proc/no-such-home", TMPDIR=str(tmp_path / "tmp"))
+    for target, code, err in (("adir", 2, f"bob-inspect: refused: --heatmap {tmp_path / 'adir'}: a directory, "
+                                          "not a regular file\n"), ("h.png", 0, "")):
+        run = subprocess.run([sys.executable, "-m", "bob", "inspect", "checkpoint", str(files / "ck3.bin"),
+                              "--heatmap", str(tmp_path / target)], capture_output=True, text=True, timeout=120,
+                             env=env)
+        assert (run.returncode, run.stderr) == (code, err)
+    assert (tmp_path / "h.png").read_bytes().startswith(b"\x89PNG") and list((tmp_path / "tmp").iterdir()) == []
+
+
 def test_heatmap_cell_labels_are_short_at_flt_max_and_show_a_subnormal():
     """The zoom labels each cell with its logit: FLT_MAX was 43 characters of digits across its
     neighbours, and a subnormal read 0.00, like a zero."""

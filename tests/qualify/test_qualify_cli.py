@@ -175,6 +175,21 @@ def test_report_writes_json_and_plots(tmp_path, capsys, monkeypatch):
     assert result["qualified"] and result["seed"] == 3
 
 
+def test_a_home_matplotlib_cannot_write_puts_no_word_of_it_on_stderr(tmp_path):
+    """With HOME where nothing can be made, --report put matplotlib's two lines about its configuration
+    directory on stderr; its temporary directory in their place is still removed as the command ends."""
+    pytest.importorskip("matplotlib")
+    (tmp_path / "tmp").mkdir()
+    env = {key: value for key, value in os.environ.items() if key not in (PERTURB_ENV, "MPLCONFIGDIR",
+                                                                          "XDG_CONFIG_HOME", "XDG_CACHE_HOME")}
+    env.update(HOME="/proc/no-such-home", TMPDIR=str(tmp_path / "tmp"))
+    done = subprocess.run([sys.executable, "-m", "bob", "qualify", "--quick", "--seed", "3", "--json", "--report",
+                           str(tmp_path / "report")], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0 and all(line.startswith("bob-qualify ") for line in done.stderr.splitlines()), \
+        done.stderr  # (a phase that took over two seconds says so)
+    assert len(list((tmp_path / "report").iterdir())) == 3 and list((tmp_path / "tmp").iterdir()) == []
+
+
 def test_the_reports_json_is_what_json_prints(tmp_path, capsys, monkeypatch):
     """qualify.json lacked command, ok, error and report_files: not "the same object" docs/qualify.md says."""
     pytest.importorskip("matplotlib")

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from bob.distribution import install_hint
+from bob.distribution import install_hint, quiet_plot_directories
 from bob.environment import in_default_environment
 from bob.fileio import same_file
 from bob.formats.constants import VOCABULARY
@@ -27,6 +27,7 @@ TICK_STEP = 32
 
 def check_heatmap(out: str, inspected: str) -> None:
     """Refuse, before anything is read, a heatmap without matplotlib or onto the inspected file itself."""
+    quiet_plot_directories()
     try:
         import matplotlib  # noqa: F401
     except ImportError:

@@ -212,6 +212,9 @@ def _png(fig: Any) -> bytes:
 
 def plots(result: dict[str, Any]) -> dict[str, bytes]:
     """The report's PNG plots, by file name."""
+    from bob.distribution import quiet_plot_directories
+
+    quiet_plot_directories()
     import matplotlib
     import matplotlib.ticker
 
