@@ -48,7 +48,7 @@ def number_option(option: str, *, minimum: float = 0.0, positive: bool = False, 
             value = math.nan
         if not math.isfinite(value) or value < minimum or (positive and value <= minimum) \
                 or (maximum is not None and value > maximum):
-            raise Refused(f"must be {what} {bound}, got {show_path(text)}", option=option)
+            raise Refused(f"must be {what} {bound}, got \"{shown_argv(text)}\"", option=option)
         return value + 0.0  # (-0 is 0: a tolerance or a wait is never shown as -0.0)
 
     return convert
@@ -75,7 +75,7 @@ def integer_option(option: str, *, minimum: int, maximum: int, what: str = "an i
             except (TypeError, ValueError):
                 pass
         if value is None or not minimum <= value <= maximum:
-            raise Refused(f"must be {what} from {minimum} to {maximum}, got {show_path(text)}", option=option)
+            raise Refused(f"must be {what} from {minimum} to {maximum}, got \"{shown_argv(text)}\"", option=option)
         return value
 
     return convert

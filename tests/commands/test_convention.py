@@ -23,7 +23,7 @@ from typing import Callable
 
 import pytest
 
-from bob.text import show_path
+from bob.options import shown_argv
 from conftest import GOLDEN, ROOT, main_of
 
 HERE = Path(__file__).resolve().parent
@@ -384,7 +384,7 @@ def test_every_number_is_finite_and_in_range(prog, argv, option, accepted, work,
         named = document["error"]["option"] == option
         assert named is (value not in accepted), (value, err)
         if named:
-            assert f"got {value if value.isascii() else show_path(value)}" in err
+            assert f'got "{shown_argv(value)}"' in err  # (quoted: " 1 " shows its blanks)
 
 
 # --------------------------------------------------------------------------- #

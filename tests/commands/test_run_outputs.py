@@ -434,7 +434,7 @@ def test_emit_without_a_commit_says_only_that_the_summary_was_lost(capsys, monke
 
 def test_command_line_refusals_in_words(work: Path, capsys) -> None:
     assert main(argv(work, "--wait", "-1")) == 2
-    assert capsys.readouterr().err == "bob-run: refused: --wait: must be a finite number of seconds >= 0, got -1\n"
+    assert capsys.readouterr().err == "bob-run: refused: --wait: must be a finite number of seconds >= 0, got \"-1\"\n"
     args = argv(work)
     args[args.index("--predictions") + 1] = str(work / "nowhere" / "pred.bin")
     assert main(args) == 2

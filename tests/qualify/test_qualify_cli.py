@@ -202,9 +202,9 @@ def test_the_reports_json_is_what_json_prints(tmp_path, capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("argv, env, message", [
-    (["--seed", "x"], None, "--seed: must be an integer from 0 to 18446744073709551615, got x"),
+    (["--seed", "x"], None, "--seed: must be an integer from 0 to 18446744073709551615, got \"x\""),
     (["--quick", "--thorough"], None, "not allowed with"),
-    (["--quick"], "avx2", "KERNEL:THREADS"),
+    (["--quick"], "avx2", "refused: BOB_QUALIFY_PERTURB: must be KERNEL:THREADS (e.g. avx2:2), got \"avx2\""),
     (["--quick"], "scalar:99", "scalar:99 is no configuration the kernels check runs here; one of scalar:1"),
     (["--quick"], "nope:1", "nope:1 is no configuration"),  # (announced as flipping a bit, it flipped none)
     # a byte the OS gave that is no UTF-8 is shown as that byte, as in a path (it was "\\udcff")

@@ -118,4 +118,4 @@ def perturbation(environ: "os._Environ[str] | dict[str, str] | None" = None) -> 
         return kernel, int(threads)
     from bob.options import shown_argv  # (the OS's bytes shown as a path's are, a quote too)
 
-    raise ValueError(f"{PERTURB_ENV} must be KERNEL:THREADS (e.g. avx2:2), got \"{shown_argv(text)}\"")
+    raise ValueError(f"must be KERNEL:THREADS (e.g. avx2:2), got \"{shown_argv(text)}\"")
