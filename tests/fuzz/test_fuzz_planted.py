@@ -27,8 +27,8 @@ CASES = [
     ("token-256", 2000, 1, "contract oracle would refuse naming 'token'"),
     ("padding-first-64", 1200, 1, "contract oracle would refuse naming 'padding'"),
     # the run target's: seed 2 finds the first at 112 executions (a racer met at "checked", the one point where a
-    # released lock loses an update; seed 1's 998 take 20 to 40 s, its racers being processes), seed 1 the
-    # second at 958 (a failing checkpoint rename beside a symlinked --predictions)
+    # released lock loses an update; its racers are processes), seed 1 the second (a failing checkpoint rename
+    # beside a symlinked --predictions)
     ("lock-released-before-commit", 1200, 2, "racer at"),
     ("rollback-through-link", 1200, 1, "world symlinks, fail at "),
 ]
