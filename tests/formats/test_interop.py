@@ -283,6 +283,15 @@ def test_inspect_exports_a_valid_checkpoint(cli, files, tmp_path, fmt) -> None:
     assert f"exported to {out}" in cli.text("ckpt", str(files / "ck3.bin"), "--export", str(out))
 
 
+def test_inspect_says_a_fresh_start_is_exported_as_the_fresh_state(cli, files, tmp_path) -> None:
+    """A zero-byte checkpoint exported with no note comes back as a whole step-0 checkpoint, not as the
+    zero bytes inspected, where the docs promised "the very same checkpoint"."""
+    out = tmp_path / "fresh.npz"
+    r = cli.json("checkpoint", str(files / "empty.bin"), "--export", str(out))
+    assert r["ok"] and "the export holds the fresh state, step 0" in r["note"]
+    assert load("npz", out) == bob.Checkpoint.fresh()
+
+
 def test_inspect_does_not_export_a_checkpoint_with_problems(cli, files, tmp_path) -> None:
     out = tmp_path / "state.npz"
     r = cli.json("ckpt", str(files / "state.bin"), "--export", str(out), code=2)

@@ -17,7 +17,8 @@ FORMATS = {".safetensors": "safetensors", ".npz": "npz"}
 def export_format(out: str) -> str:
     ext = os.path.splitext(out)[1].lower()
     if ext not in FORMATS:
-        raise Refused(f"cannot write {escape_bytes(os.fsencode(ext)) or 'files without a suffix'}; "
+        shown = f'"{escape_bytes(os.fsencode(ext))}"' if ext else "files without a suffix"  # (quoted: ".npz " shows)
+        raise Refused(f"cannot write {shown}; "
                       "the format comes from the suffix: .safetensors or .npz", option="--export", path=out)
     return FORMATS[ext]
 
@@ -46,6 +47,9 @@ def export_checkpoint(report: dict[str, Any], data: bytes | None, out: str) -> "
         add_note(report, "no export: bob-run refuses this checkpoint (the problems are listed), so none was written")
         return None
     fmt = export_format(out)
+    if not data:
+        add_note(report, "zero bytes are a fresh start: the export holds the fresh state, step 0, which imports as a "
+                         "whole step-0 checkpoint, not as zero bytes")
     checkpoint = bob.load_checkpoint(data)  # zero bytes: the fresh state
     written = (interop.safetensors_bytes if fmt == "safetensors" else interop.npz_bytes)(checkpoint)
     return written, {"path": show_path(out), "format": fmt, "size": len(written),
