@@ -126,7 +126,7 @@ def test_outside_text_is_shown_escaped_and_never_read_as_markup(capsys, monkeypa
     terminal raw, and a FAIL row's [kernel …, index …] vanished from the table."""
     from bob.qualify import machine
 
-    path = "/m[/x]d[v2]\x1b]0;t\x07\n:thumbs_up:/bob-v1.md"
+    path = "/m[/x]d[v2]\x1b]0;t\x07\n:thumbs_up:/contract.md"
     monkeypatch.setattr(machine, "contract_document", lambda: path)
     monkeypatch.setattr(machine, "_cpuinfo", lambda: ("Evil[bold]CPU\x1b[2J\r\n", {"avx2"}))
     kernel = bob.core.kernels()[-1]
@@ -134,7 +134,7 @@ def test_outside_text_is_shown_escaped_and_never_read_as_markup(capsys, monkeypa
     assert code == 1 and "\x1b" not in out and "\x07" not in out and "\r" not in out
     text = " ".join(out.split())  # (rich wraps a line at its width)
     assert "machine: Evil[bold]CPU\\x1b[2J\\x0d\\x0a (" in text
-    assert "contract bob v1, errata of 2026-11-30 (/m[/x]d[v2]\\x1b]0;t\\x07\\x0a:thumbs_up:/bob-v1.md)" in text
+    assert "contract bob v1, errata of 2026-11-30 (/m[/x]d[v2]\\x1b]0;t\\x07\\x0a:thumbs_up:/contract.md)" in text
     rows = []  # the table's rows, each cell's lines joined
     for line in out.splitlines():
         cells = [cell.strip() for cell in line.strip("│").split("│")] if line.startswith("│") else None
