@@ -107,14 +107,11 @@ def room_to_load(size: int = 16 << 20) -> bool:
 
 
 def out_of_memory(exc: BaseException) -> bool:
-    """Whether ``exc`` is the machine's want of memory: a MemoryError, ENOMEM, or, where no address space is
-    left, a module that could not be loaded (an extension's segments not mapped, CPython's own allocation:
-    SystemError) or the error an extension made of an allocation that failed (matplotlib's ValueError "Input
-    array could not be made C-contiguous", Pillow's OSError without an errno "codec configuration error").
-    The runner asks it, and the scripts of an import that failed before the runner could."""
+    """Whether ``exc`` is the machine's want of memory: a MemoryError, ENOMEM, or a module that could not be
+    loaded (an extension's segments not mapped, CPython's own allocation: SystemError) where no address space
+    is left. The runner asks it, and the scripts of an import that failed before the runner could."""
     return isinstance(exc, MemoryError) or getattr(exc, "errno", None) == errno.ENOMEM or (
-        isinstance(exc, (ImportError, SystemError, ValueError, OSError)) and getattr(exc, "errno", None) is None
-        and not room_to_load())
+        isinstance(exc, (ImportError, SystemError)) and not room_to_load())
 
 
 def load_numpy() -> None:

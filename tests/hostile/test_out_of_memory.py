@@ -274,30 +274,6 @@ def test_a_report_whose_plots_run_out_is_70_never_a_refusal_of_its_directory(mon
     assert not (tmp_path / "report").exists()
 
 
-@pytest.mark.parametrize("raised", [ValueError("Input array could not be made C-contiguous"),
-                                    OSError("codec configuration error when writing image file"),
-                                    OSError(28, "No space left on device")], ids=["matplotlib", "pillow", "disk"])
-@pytest.mark.parametrize("room", [True, False])
-def test_an_allocation_an_extension_turned_into_an_error_is_out_of_memory_where_no_room_is_left(
-        raised, room, monkeypatch, capsys, tmp_path) -> None:
-    """Under ulimit -v, matplotlib drawing a heatmap (and Pillow encoding it) ran out as a ValueError or an
-    OSError without an errno: "unexpected error: ValueError: Input array could not be made C-contiguous",
-    the cause unsaid. Where no address space is left those are out of memory; a full disk stays what it is."""
-    pytest.importorskip("matplotlib", reason="the optional extra plot")
-    from bob.inspect import heatmap, main
-
-    def draw(*args, **kwargs):
-        raise raised
-
-    monkeypatch.setattr(heatmap, "draw_heatmap", draw)
-    monkeypatch.setattr(failures, "room_to_load", lambda size=0: room)
-    code = main(["checkpoint", str(GOLDEN / "checkpoint-abracadabra-step10.bin"), "--heatmap", str(tmp_path / "h.png"),
-                 "--json"])
-    message = json.loads(capsys.readouterr().out)["error"]["message"]
-    assert code == commands.EXIT_SOFTWARE
-    assert message.startswith(failures.OUT_OF_MEMORY) is (not room and getattr(raised, "errno", None) is None), message
-
-
 def test_a_child_bob_run_out_of_memory_is_no_failed_check(monkeypatch, tmp_path) -> None:
     from bob.qualify import processes
 
