@@ -31,7 +31,7 @@ import contextlib
 import os
 
 from bob import fileio
-from bob.commands import EXIT_BUSY, Refused, about, os_reason
+from bob.commands import EXIT_BUSY, EXIT_INTERRUPTED, EXIT_REFUSED, Refused, about, os_reason
 from bob.fileio import TEMP_MARK, discard_temporary, fsync_directory, temporary_name
 from bob.lock import LOCK_TAG, clean_stale_temporaries, pause_at, temporary_pid
 from bob.signals import Deferral, printing
@@ -204,14 +204,19 @@ class Commit:
                     kept = f"; its old bytes are kept in {show_path(backup.link)}, which the next bob-run on it " \
                         "removes" if backup.link is not None and os.path.lexists(backup.link) else ""
                     self.backups.remove(backup)  # (the only copy of the old file: close must not remove it)
-                    unrestored.append((companion_about, f"was rolled back, but its directory could not be synced "
-                                       f"({why}): the rollback may not survive a power loss" if backup.put_back
-                                       else f"could not be put back ({why}){kept}"))
+                    unrestored.append((companion_about, backup.put_back, f"was rolled back, but its directory could "
+                                       f"not be synced ({why}): the rollback may not survive a power loss"
+                                       if backup.put_back else f"could not be put back ({why}){kept}"))
             if unrestored:
-                (first, how), *others = unrestored
-                also = "".join(f"; {naming.option} {show_path(naming.path)} {it}" for naming, it in others)
+                (first, _, how), *others = unrestored
+                also = "".join(f"; {naming.option} {show_path(naming.path)} {it}" for naming, _, it in others)
+                code = EXIT_REFUSED  # (a file not put back: something changed)
+                if all(back for _, back, _ in unrestored):  # every file back, a sync alone failed: the stop's own code
+                    code = stopped.code if isinstance(stopped, Refused) else getattr(
+                        stopped, "exit_code", EXIT_INTERRUPTED if isinstance(stopped, KeyboardInterrupt) else code)
                 raise Refused(f"the run stopped before its commit ({str(stopped) or 'stopped'}), and this file {how}"
-                              f"{also}; the checkpoint was not replaced", option=first.option, path=first.path)
+                              f"{also}; the checkpoint was not replaced", option=first.option, path=first.path,
+                              code=code)
             raise
         self.committed = True
         pause_at("committed")

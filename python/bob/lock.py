@@ -39,7 +39,6 @@ window by construction, not by chance (``bob.fuzz.race``, tests/hostile/test_rac
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import stat
@@ -58,7 +57,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from bob.signals import Deferral
 
 __all__ = ["LOCK_TAG", "lock_path_for", "TargetLock", "lock_targets", "release", "refuse_if_lock_of", "COMMIT_WINDOW",
-           "PAUSE_ENV", "pause_at", "place", "temporary_pid", "clean_stale_temporaries"]
+           "PAUSE_ENV", "pause_at", "place", "temporary_pid", "clean_stale_temporaries", "lock_held"]
 
 LOCK_TAG = ".bob-lock"
 _MOST_LOCK_BYTES = 32  # a lock file holds nothing but its holder's pid and a newline
@@ -323,9 +322,9 @@ def clean_stale_temporaries(path: "str | os.PathLike[str]", *, holding_lock: boo
 
     Temporaries of live processes (this one included) are left alone: a pid
     is all a writer without a lock can judge by. So is every temporary of a
-    target whose lock a ``bob-run`` holds (tried without waiting, and held
-    while this removes: in another PID namespace that run's pid looks dead,
-    and its backups are the only copies of the old files). ``holding_lock``:
+    target whose lock may be held (:func:`lock_held`, asked just before each
+    removal: in another PID namespace a live bob-run's pid looks dead, and
+    its backups are the only copies of the old files). ``holding_lock``:
     the caller holds the target's lock (``bob-run``), so every temporary of
     the target is stale, whoever left it (a pid says nothing across PID namespaces).
     A name ``keep`` gives is left alone (:func:`bob.lock.place`: links followed, bind mounts seen through).
@@ -340,31 +339,45 @@ def clean_stale_temporaries(path: "str | os.PathLike[str]", *, holding_lock: boo
     directory, name = os.path.split(target)
     prefix = sidecar_name(name, TEMP_MARK)
     removed: list[str] = []
-    with contextlib.ExitStack() as held:
+    try:
+        entries, home = os.listdir(directory or "."), os.stat(directory or ".")
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.startswith(prefix):
+            continue
+        if (pid := temporary_pid(entry[len(prefix):])) is None:  # (only temporary_name's: never another
+            continue  # target's temporary)
+        if not holding_lock and (pid == os.getpid() or _pid_alive(pid) or lock_held(target)):
+            continue  # (a bob-run removes its temporaries before it gives up its lock: one left once it is free is stale)
+        full = os.path.join(directory, entry)
+        if (home.st_dev, home.st_ino, entry) in kept:
+            continue
         try:
-            if not holding_lock:
-                held.enter_context(TargetLock(target, 0))
-        except Refused as refused:  # (not busy: a lock this user cannot take, and the pids judge alone)
-            if refused.code == EXIT_BUSY:  # a live bob-run's
-                return removed
-        try:
-            entries, home = os.listdir(directory or "."), os.stat(directory or ".")
+            if stat.S_ISREG((st := os.lstat(full)).st_mode) and own_stream(st) is None:  # (never what it prints to)
+                os.unlink(full)
+                removed.append(full)
         except OSError:
-            return removed
-        for entry in entries:
-            if not entry.startswith(prefix):
-                continue
-            if (pid := temporary_pid(entry[len(prefix):])) is None:  # (only temporary_name's: never another
-                continue  # target's temporary)
-            if not holding_lock and (pid == os.getpid() or _pid_alive(pid)):
-                continue
-            full = os.path.join(directory, entry)
-            if (home.st_dev, home.st_ino, entry) in kept:
-                continue
-            try:
-                if stat.S_ISREG((st := os.lstat(full)).st_mode) and own_stream(st) is None:  # (not what it prints to)
-                    os.unlink(full)
-                    removed.append(full)
-            except OSError:
-                continue
+            continue
     return removed
+
+
+def lock_held(target: str) -> bool:
+    """Whether a bob-run may hold ``target``'s lock: its lock file is locked, or cannot be examined (another
+    user's this one cannot read, anything but a regular file). Asked without creating the file, for an instant
+    (a shared ``flock``, given up at once): a bob-run that tries its lock in that instant may find it busy."""
+    import fcntl
+
+    try:
+        fd, _ = open_regular(lock_path_for(target), os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except OSError:  # (BlockingIOError: held)
+        return True
+    finally:
+        os.close(fd)

@@ -355,6 +355,43 @@ def test_only_well_formed_temporary_names_are_cleaned(work: Path) -> None:
     assert all(p.exists() for p in lookalikes)
 
 
+@pytest.mark.parametrize("lock", ["none", "held", "fifo", "directory", "link"])
+def test_the_clean_up_asks_the_lock_without_making_or_keeping_it(work: Path, lock: str) -> None:
+    """The library's clean-up took the target's lock as a bob-run does: it made a lock file where none was
+    (left behind where it could not remove it), held it while it removed (a bob-run without --wait then said
+    "in use by another bob-run", naming the clean-up), and where the lock could not be taken (another user's
+    unreadable lock file) judged by pid alone, removing a live bob-run's backup from another PID namespace.
+    Now a stale temporary is removed only while the lock file is absent or free; one that cannot be examined
+    counts as held."""
+    import fcntl
+
+    from bob.lock import clean_stale_temporaries, lock_path_for
+
+    target = work / "ck.bin"
+    target.write_bytes(b"x")
+    stale = work / ".ck.bin.bob-tmp-999999999-0123456789ab"
+    stale.write_bytes(b"?")
+    path = Path(lock_path_for(str(target)))
+    held = None
+    if lock == "held":
+        path.write_bytes(b"")
+        held = os.open(path, os.O_RDONLY)
+        fcntl.flock(held, fcntl.LOCK_EX)
+    elif lock == "fifo":
+        os.mkfifo(path)
+    elif lock == "directory":
+        path.mkdir()
+    elif lock == "link":
+        path.symlink_to(work / "nowhere")
+    try:
+        removed = clean_stale_temporaries(target)
+    finally:
+        if held is not None:
+            os.close(held)
+    assert removed == ([str(stale)] if lock == "none" else []) and stale.exists() is (lock != "none")
+    assert os.path.lexists(path) is (lock != "none")  # (never made)
+
+
 def test_the_clean_up_of_an_empty_path_is_refused(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``clean_stale_temporaries("")`` took the empty path for the working directory, and removed a dead
     writer's temporary of the directory itself (``.sub.bob-tmp-…`` beside it); the writers refuse ""."""

@@ -382,13 +382,15 @@ def test_every_file_that_cannot_be_put_back_is_kept_and_named(work: Path, monkey
     assert (work / "ck.bin").read_bytes() == b"old ck.bin"
 
 
-def test_a_rollback_whose_directory_cannot_be_synced_says_so(work: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("stop, code, cause", [(KeyboardInterrupt, 130, "stopped"), ("busy", 75, "busy")])
+def test_a_rollback_whose_directory_cannot_be_synced_says_so(work: Path, monkeypatch, stop, code, cause) -> None:
     """The old predictions were put back, but their directory's sync failed (EIO): the run said "the
-    checkpoint was not replaced" and nothing of a rollback that a power loss may undo."""
+    checkpoint was not replaced" and nothing of a rollback that a power loss may undo. Said now, with the
+    stop's own exit code (the files are back): 130 for a Ctrl-C, 75 for a lock lost, not 2."""
     import errno
 
     import bob.commit
-    from bob.commands import about
+    from bob.commands import Refused, about
     from bob.commit import Commit
 
     for name in ("ck.bin", "pred.bin"):
@@ -401,13 +403,13 @@ def test_a_rollback_whose_directory_cannot_be_synced_says_so(work: Path, monkeyp
 
     def stopped() -> None:
         monkeypatch.setattr(bob.commit, "fsync_directory", failing)
-        raise KeyboardInterrupt
+        raise stop() if stop is KeyboardInterrupt else Refused("busy", code=75)
 
     refused = _stopped_before_its_commit(commit, stopped)
-    assert refused.message == ("the run stopped before its commit (stopped), and this file was rolled back, but its "
+    assert refused.message == (f"the run stopped before its commit ({cause}), and this file was rolled back, but its "
                                "directory could not be synced (input/output error): the rollback may not survive a "
                                "power loss; the checkpoint was not replaced")
-    assert refused.option == "--predictions"
+    assert (refused.option, refused.code) == ("--predictions", code)
     assert sorted(p.name for p in work.iterdir() if p.name != "rec.bin") == ["ck.bin", "pred.bin"]
     assert (work / "pred.bin").read_bytes() == b"old pred.bin" and (work / "ck.bin").read_bytes() == b"old ck.bin"
 
