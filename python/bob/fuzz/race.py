@@ -44,14 +44,14 @@ def _opened(fifo: str, alive: Callable[[], bool]) -> int | None:
 
 
 class Meeting:
-    """``with Meeting(point, meet) as m:`` run the first ``bob-run`` in this process (the hook is set
-    in ``os.environ``) or as a child with ``m.env``; ``meet()`` runs when it reaches ``point``, and the
-    run goes on after it. ``met`` says whether it came there; ``result`` is what ``meet`` returned."""
+    """``with Meeting(point, meet) as m:`` run the first ``bob-run`` here (the hook set in ``os.environ``) or as a
+    child with ``m.env``; ``meet()`` runs when it reaches ``point``, and the run goes on after it. ``met``: it came
+    there; ``result``: what ``meet`` gave. The pipe is in ``where`` (a world's scratch, removed however a run ends)."""
 
-    def __init__(self, point: str, meet: Callable[[], object]) -> None:
+    def __init__(self, point: str, meet: Callable[[], object], where: str | None = None) -> None:
         self.point: str = point
         self.meet: Callable[[], object] = meet
-        self._dir = tempfile.TemporaryDirectory(prefix="bob-race-")
+        self._dir = tempfile.TemporaryDirectory(prefix="bob-race-", dir=where)
         self.fifo: str = os.path.join(self._dir.name, "pause")
         os.mkfifo(self.fifo)
         self.spec: str = f"{point}:{self.fifo}"
@@ -89,10 +89,10 @@ class Meeting:
             raise self.error
 
 
-def second_run(argv: list[str]) -> "subprocess.Popen[str]":
+def second_run(argv: list[str], where: str | None = None) -> "subprocess.Popen[str]":
     """Start ``bob-run --json --wait … argv`` as another process and return once it waits for the lock
-    (the hook's ``waiting`` point) or has ended (a lock that was not held)."""
-    with tempfile.TemporaryDirectory(prefix="bob-race-") as d:
+    (the hook's ``waiting`` point) or has ended (a lock that was not held); its pipe in ``where`` (Meeting's)."""
+    with tempfile.TemporaryDirectory(prefix="bob-race-", dir=where) as d:
         fifo = os.path.join(d, "waiting")
         os.mkfifo(fifo)
         proc = subprocess.Popen([sys.executable, "-m", "bob", "run", *argv, "--wait", str(_PATIENCE)],

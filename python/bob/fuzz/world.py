@@ -270,9 +270,9 @@ def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: P
     # the other party holding the lock as another bob-run holds it (flock: another descriptor, another holder)
     holder = TargetLock(str(run.ck), 0) if run.w.other == "locked" else contextlib.nullcontext()
     crashed, raced = False, False
-    meet = {"racer": lambda: race.second_run(run.argv),  # met at the world's point of bob-run's commit
+    meet = {"racer": lambda: race.second_run(run.argv, str(scratch)),  # met at the world's point of its commit
             "cleaner": lambda: race.lock_free_clean_up(str(run.ck_arg), str(run.pred_arg))}.get(run.w.other)
-    meeting = race.Meeting(run.w.point, meet) if meet is not None else None
+    meeting = race.Meeting(run.w.point, meet, str(scratch)) if meet is not None else None
     with holder, meeting or contextlib.nullcontext(), run.faults or contextlib.nullcontext():
         try:
             rc, out, err = quietly(writer, run.argv)
