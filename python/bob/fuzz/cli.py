@@ -73,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     mz.add_argument("--output", "--out", dest="output", metavar="PATH",
                     help="where to write the smaller file, atomically (default PATH.min)")
     mz.add_argument("--max-tries", type=count_option("--max-tries", maximum=10**7), default=2000, metavar="N",
-                    help="candidates run at most (default 2000)")
+                    help="candidates run at most (default %(default)s)")
     mz.add_argument("--timeout", type=seconds_option("--timeout", positive=True, maximum=MAX_SECONDS), default=60.0,
                     metavar="SECONDS", help="per candidate: longer is a hang (a failure of its own)")
 
