@@ -127,7 +127,7 @@ class Commit:
                  more: "tuple[tuple[str, bytes | bytearray, about], ...]" = ()) -> None:
         self.files = (*more[::-1], (companion, companion_data, companion_about), (main, main_data, main_about))
         self.staged: list[str] = []
-        self.placed: tuple[int, int, int] = (0, 0, 0)  # the staged checkpoint's device, inode and mtime
+        self.placed: list[tuple[int, int, int]] = []  # each temporary's device, inode and mtime as written
         self.backups: list[Backup] = []
         self.committed = False
         self.problems: list[str] = []
@@ -148,8 +148,9 @@ class Commit:
         for target, data, naming in self.files:
             with naming:
                 self.staged.append(fileio.stage(target, data))
-        st = os.stat(self.staged[-1], follow_symlinks=False)  # (checked before its rename)
-        self.placed = (st.st_dev, st.st_ino, st.st_mtime_ns)
+        for tmp in self.staged:  # (a rename keeps them: each file is checked before the commit, the checkpoint's too)
+            st = os.stat(tmp, follow_symlinks=False)
+            self.placed.append((st.st_dev, st.st_ino, st.st_mtime_ns))
         pause_at("staged")
 
     def apply(self, before_commit) -> None:
@@ -159,12 +160,10 @@ class Commit:
         renamed: list[tuple[Backup, about, str, tuple[int, int, int], bytes | bytearray]] = []
         unsynced = None  # a directory whose sync failed before the commit: its rollback's sync fails too, said once
         try:
-            for (companion, data, companion_about), tmp in zip(companions, companion_tmps):
+            for (companion, data, companion_about), tmp, placed in zip(companions, companion_tmps, self.placed):
                 with companion_about:
                     backup = Backup(companion)
                     self.backups.append(backup)
-                    st = os.stat(tmp, follow_symlinks=False)
-                    placed = (st.st_dev, st.st_ino, st.st_mtime_ns)  # (a rename keeps them)
                     os.replace(tmp, companion)
                 self.staged.remove(tmp)  # renamed: no temporary left to remove
                 renamed.append((backup, companion_about, companion, placed, data))
@@ -180,7 +179,7 @@ class Commit:
                                           "the checkpoint was not replaced") from None
                     synced.add(os.path.dirname(companion))
             pause_at("predictions-renamed")
-            for _, companion_about, companion, placed, data in [*renamed, (None, main_about, main_tmp, self.placed,
+            for _, companion_about, companion, placed, data in [*renamed, (None, main_about, main_tmp, self.placed[-1],
                                                                        main_data)]:  # another writer's file: not ours
                 if not _holds(companion, placed, data):
                     with companion_about:
