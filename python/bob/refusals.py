@@ -5,6 +5,7 @@ the rest. Standard library only (``bob-run`` imports it on its fast path)."""
 from __future__ import annotations
 
 import errno
+import os
 
 from bob.text import one_line, show_path
 
@@ -26,6 +27,7 @@ EXIT_INTERRUPTED = 130  # Ctrl-C before the commit; SIGTERM and SIGHUP give 128 
 # OS errors that are the machine's, not the file's: out of memory, out of descriptors (ulimit -n), out of
 # kernel buffers. Never "refused" (exit 2), which would tell a script the file is bad.
 RESOURCE_ERRNOS = frozenset({errno.ENOMEM, errno.ENFILE, errno.EMFILE, errno.ENOBUFS})
+PATH_MAX = 4096  # Linux's limit on a whole path, in bytes with its NUL
 
 
 class Refused(Exception):
@@ -75,4 +77,7 @@ def the_machine_ran_out(refusal: BaseException) -> bool:
 def os_reason(exc: OSError) -> str:
     """An OS error's reason in a few words (``no such file or directory``)."""
     reason = exc.strerror or (str(exc.args[0]) if exc.args else type(exc).__name__)
+    size = len(os.fsencode(exc.filename)) if isinstance(exc.filename, (str, bytes)) else 0
+    if exc.errno == errno.ENAMETOOLONG and size >= PATH_MAX:  # a short name in a deep working directory
+        reason += f" (the whole path from / is {size} bytes; the system allows {PATH_MAX - 1})"
     return one_line(reason[:1].lower() + reason[1:])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -293,6 +294,19 @@ def test_an_os_error_without_a_reason_is_still_said_in_words() -> None:
     assert os_reason(FileNotFoundError(2, "No such file or directory")) == "no such file or directory"
     assert os_reason(OSError("Disk says No")) == "disk says No"
     assert os_reason(OSError()) == "oSError"  # the type's name, first letter lowered like any reason
+
+
+def test_a_short_name_in_a_working_directory_past_path_max_is_said_so(work: Path, capsys, monkeypatch) -> None:
+    """``ck.bin`` refused as "file name too long" would be a riddle: the reason gives the whole path's length."""
+    monkeypatch.chdir(work)  # (and back afterwards)
+    for _ in range(17):  # 17 × 251 bytes: past Linux's 4,096 from /, reached one name at a time
+        os.mkdir("d" * 250)
+        os.chdir("d" * 250)
+    assert main(["--input", str(work / "rec.bin"), "--checkpoint", "ck.bin", "--predictions", "pred.bin"]) == 2
+    said = re.fullmatch(r"bob-run: refused: --checkpoint ck\.bin: file name too long "
+                        r"\(the whole path from / is (\d+) bytes; the system allows 4095\)\n", capsys.readouterr().err)
+    assert said and int(said[1]) >= len(os.fsencode(os.getcwd())) > 4096
+    assert os.listdir(".") == []
 
 
 def test_a_lock_file_holding_other_bytes_is_no_lock_file(work: Path, capsys) -> None:
