@@ -9,6 +9,8 @@ place that says so, with what this module gives it:
   that reports running out of memory, built before the work starts, so
   that reporting it allocates nothing of note (:meth:`LastWords.say`
   writes the prepared bytes when even the ordinary report fails);
+* :func:`drawing`: matplotlib and Pillow out of memory said as such (they
+  raise their own ValueError or OSError);
 * :func:`load_numpy`: NumPy imported before the work, where address space
   is limited (``ulimit -v``) only after :data:`NUMPY_HEADROOM` bytes were
   found free, and with one BLAS thread unless the environment names
@@ -24,15 +26,16 @@ Standard library only.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
-__all__ = ["OUT_OF_MEMORY", "NUMPY_HEADROOM", "LastWords", "load_numpy", "room_to_load", "out_of_memory"]
+__all__ = ["OUT_OF_MEMORY", "NUMPY_HEADROOM", "LastWords", "load_numpy", "room_to_load", "out_of_memory", "drawing"]
 
 OUT_OF_MEMORY = "out of memory"  # the message's start: a parent reading a child's --json tells it by this
 # NumPy and one OpenBLAS thread's buffers take about 80 MiB of address space as they load (one more
@@ -112,6 +115,19 @@ def out_of_memory(exc: BaseException) -> bool:
     is left. The runner asks it, and the scripts of an import that failed before the runner could."""
     return isinstance(exc, MemoryError) or getattr(exc, "errno", None) == errno.ENOMEM or (
         isinstance(exc, (ImportError, SystemError)) and not room_to_load())
+
+
+@contextlib.contextmanager
+def drawing() -> "Iterator[None]":
+    """Around matplotlib's and Pillow's drawing only: out of memory they raise their own ValueError ("Input
+    array could not be made C-contiguous") or OSError (an encoder's), which is a MemoryError, the original
+    chained, where no address space is left (:func:`room_to_load`); anywhere else these stay what they are."""
+    try:
+        yield
+    except (ValueError, OSError) as exc:
+        if room_to_load():
+            raise
+        raise MemoryError(f"no address space left while drawing ({type(exc).__name__}: {exc})") from exc
 
 
 def load_numpy() -> None:

@@ -305,3 +305,50 @@ def test_no_room_to_load_the_probe_itself_is_no_room_for_numpy(monkeypatch) -> N
     monkeypatch.setattr(resource, "getrlimit", lambda which: (64 * MiB, resource.RLIM_INFINITY))
     monkeypatch.setitem(sys.modules, "mmap", None)  # importing it now raises ImportError
     assert failures.room_to_load(MiB) is False
+
+
+DRAWING_ERRORS = [ValueError("Input array could not be made C-contiguous"), OSError("encoder error -2")]
+
+
+@pytest.mark.parametrize("error", DRAWING_ERRORS, ids=["matplotlib", "pillow"])
+@pytest.mark.parametrize("room", [False, True], ids=["no-room", "room"])
+def test_a_heatmap_the_drawing_library_cannot_allocate_is_out_of_memory(pair, monkeypatch, capsys, error,
+                                                                        room) -> None:
+    """Under ``ulimit -v`` matplotlib raised "ValueError: Input array could not be made C-contiguous" while
+    drawing (at 205-206 MB here), said as an unexpected ValueError; with address space left it still is one."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    from bob.inspect.cli import main
+
+    def failing(*_args, **_kwargs):
+        raise error
+
+    monkeypatch.setattr(Figure, "savefig", failing)
+    monkeypatch.setattr(failures, "room_to_load", lambda size=0: room)
+    code = main(["checkpoint", str(pair / "a.bob"), "--heatmap", str(pair / "h.png")])
+    err = capsys.readouterr().err
+    assert code == commands.EXIT_SOFTWARE and not (pair / "h.png").exists()
+    said = failures.OUT_OF_MEMORY if not room else f"unexpected error: {type(error).__name__}: {error}"
+    assert err.startswith(f"bob-inspect: {said}"), err
+
+
+@pytest.mark.parametrize("error", DRAWING_ERRORS, ids=["matplotlib", "pillow"])
+def test_the_qualify_plots_out_of_address_space_are_out_of_memory(monkeypatch, error) -> None:
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    from bob.qualify import report
+
+    def failing(*_args, **_kwargs):
+        raise error
+
+    monkeypatch.setattr(Figure, "savefig", failing)
+    result = {"fingerprint": {}, "loss_curves": {"a": [1.0, 0.5]}}
+    monkeypatch.setattr(failures, "room_to_load", lambda size=0: True)
+    with pytest.raises(type(error)):
+        report.plots(result)
+    monkeypatch.setattr(failures, "room_to_load", lambda size=0: False)
+    with pytest.raises(MemoryError) as raised:
+        report.plots(result)
+    assert raised.value.__cause__ is error

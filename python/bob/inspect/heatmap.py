@@ -11,6 +11,7 @@ import numpy as np
 
 from bob.distribution import install_hint, quiet_plot_directories
 from bob.environment import in_default_environment
+from bob.failures import drawing
 from bob.fileio import same_file
 from bob.formats.constants import VOCABULARY
 from bob.analysis import softmax_rows
@@ -90,7 +91,7 @@ def draw_heatmap(p_plane, out: str, title: str) -> "tuple[bytes, dict[str, Any]]
     """:func:`heatmap_figure` drawn in the format ``out``'s extension names: the file's bytes, and what it shows."""
     # float32 arithmetic near FLT_MAX (a median, matplotlib's normalisation) overflows to a saturated
     # colour, as it should: not a warning on stderr, nor an error under PYTHONWARNINGS=error
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), drawing():
         fig, shown = heatmap_figure(p_plane, title)
         ext = os.path.splitext(out)[1].lower().lstrip(".") or "png"
         supported = fig.canvas.get_supported_filetypes()

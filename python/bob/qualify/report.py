@@ -18,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from bob.failures import drawing
 from bob.formats.constants import UPDATES_PER_INVOCATION, VOCABULARY
 from bob.qualify.runner import Progress as ProgressSink
 from bob.qualify.verdict import Verdict
@@ -210,6 +211,7 @@ def _png(fig: Any) -> bytes:
     return buffer.getvalue()
 
 
+@drawing()
 def plots(result: dict[str, Any]) -> dict[str, bytes]:
     """The report's PNG plots, by file name."""
     from bob.distribution import quiet_plot_directories
