@@ -98,10 +98,12 @@ def test_plane_refusals_and_conversions() -> None:
 def test_planes_are_written_little_endian_whatever_the_array_s_byte_order() -> None:
     import struct
 
-    from bob.formats.checkpoint.typed import _le_bytes
-
+    values = np.zeros(65536, np.float32)
+    values[:2] = (1.0, -2.5)
     for dtype in (">f4", "<f4", "=f4"):
-        assert _le_bytes(np.array([1.0, -2.5], dtype=dtype)) == struct.pack("<2f", 1.0, -2.5)
+        plane = values.astype(dtype)
+        data = bob.Checkpoint(1, plane, np.zeros_like(plane), np.zeros_like(plane)).to_bytes()
+        assert data[448:456] == struct.pack("<2f", 1.0, -2.5) and bob.checkpoint_findings(data) == []
 
 
 @pytest.mark.parametrize("call,message", [
@@ -302,6 +304,26 @@ def test_a_checkpoint_written_while_another_thread_trains_it_is_refused_never_to
     training.join()
     assert refused > 0  # (the race was met)
     assert [bob.checkpoint_findings(data, for_resume=False) for data in written] == [[]] * len(written)
+
+
+@pytest.mark.parametrize("write", ["p-nan", "v-negative"])
+def test_a_plane_a_python_thread_writes_while_it_is_hashed_changes_no_byte_written(monkeypatch, write) -> None:
+    """The core's loans stop a train, not a Python thread writing a plane (its hash releases the GIL): to_bytes
+    hashed and checked the live planes, then copied them, so 38 of 300 files were refused by bob's own reader
+    (a digest not of its bytes), and a V made negative after the check was written for resuming."""
+    from bob.formats.checkpoint import typed
+
+    checkpoint = bob.invoke(build_input(CORPUS, PROMPTS), b"", threads=1).checkpoint
+    before = checkpoint.to_bytes()
+    hash_plane = typed.hashlib_sha256
+
+    def then_another_thread_writes(data):  # as a thread would, between this plane's hash and the copy
+        digest = hash_plane(data)
+        checkpoint.p[0], checkpoint.v[0] = (np.nan, 0.0) if write == "p-nan" else (0.0, -1.0)
+        return digest
+
+    monkeypatch.setattr(typed, "hashlib_sha256", then_another_thread_writes)
+    assert checkpoint.to_bytes() == before  # the state as it was when to_bytes began, whole
 
 
 _WHOLE_READERS = {  # besides to_bytes: each reads the three planes as one state

@@ -9,6 +9,7 @@ import copyreg
 import hashlib
 import os
 import sys
+import threading
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -85,10 +86,8 @@ def _lent(**planes: Any) -> Any:
     return core.reading(**planes) if core is not None else contextlib.nullcontext()
 
 
-def _le_bytes(plane: np.ndarray) -> memoryview:
-    """The plane's bytes as the file holds them (little-endian float32): a view
-    of the plane itself on a little-endian machine, never a copy there."""
-    return memoryview(np.ascontiguousarray(plane, dtype=PLANE_DTYPE)).cast("B")  # type: ignore[arg-type]
+_COPIES = threading.local()  # each thread's buffer for to_bytes's copy of the planes: a new one each call costs
+# its pages' first touch, more than the copy (bob-run writes through to_bytes)
 
 
 def _header_bytes(value: Any, contract: Contract) -> int:
@@ -205,7 +204,7 @@ class Checkpoint:
 
         A state ``bob-run`` would refuse to resume is refused with a reader's
         :class:`~bob.FormatError` unless ``for_resume=False`` (for test files).
-        Each plane is checked, hashed and copied once, under the core's read loans (:meth:`_loans`).
+        The planes are copied, then checked and hashed, under the core's read loans (:meth:`_loans`).
         """
         return self._bytes("Checkpoint.to_bytes", header_bytes, for_resume)
 
@@ -215,14 +214,22 @@ class Checkpoint:
 
     def _bytes(self, what: str, header_bytes: int | None, for_resume: bool) -> bytes:  # to_bytes, for ``what``
         with self._loans():
-            self._refuse_unwritable(what, for_resume)
-            hb = _header_bytes(self.header_bytes if header_bytes is None else header_bytes, self.contract)
-            planes = [_le_bytes(a) for a in (self.p, self.m, self.v)]
-            c = self.contract
-            header = envelope_header(self.step, [hashlib_sha256(a) for a in planes], hb,
+            self._check()
+            step, own, c, *live = self._written()  # (what _check stored: read once)
+            # Copied first, then checked and hashed: a thread writing a plane meanwhile changes no byte of the
+            # copy, so the digests and the resume check are of the bytes written (D14).
+            planes = getattr(_COPIES, "planes", None)
+            if planes is None:
+                planes = _COPIES.planes = np.empty((len(PLANE_NAMES), PARAMETER_COUNT), PLANE_DTYPE)  # as the file
+            for row, plane in zip(planes, live):
+                row[...] = plane
+            if flag_value(for_resume, "for_resume"):
+                refuse_unresumable(Checkpoint(step, planes[0], planes[1], planes[2], own, c), what)
+            hb = _header_bytes(own if header_bytes is None else header_bytes, c)
+            header = envelope_header(step, [hashlib_sha256(row) for row in planes], hb,
                                      (c.state, c.learner, c.data, c.seed), c.payload_bytes, c.chunk_bytes,
                                      c.updates_per_invocation, hashlib_sha256)
-            return b"".join((header, *planes))  # the one copy of the planes
+            return b"".join((header, planes.data))
 
     @classmethod
     def from_bytes(cls, data: bytes, *, for_resume: bool = True) -> "Checkpoint":
