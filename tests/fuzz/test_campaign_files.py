@@ -136,6 +136,19 @@ def test_fewer_runs_than_jobs_or_less_than_a_second_still_run(tmp_path: Path, ru
     assert result.executions > 0 and not result.notes, (result.executions, result.notes)
 
 
+def test_runs_shared_among_jobs_are_run_once(tmp_path: Path) -> None:
+    """A worker done with its share took the runs the others had not reported yet as left: --runs 101
+    --jobs 2 ran 126 (a third generation of 25), --runs 1000 --jobs 4 about 1,350."""
+    pytest.importorskip("atheris", reason="atheris is the optional fuzz extra (scripts/bootstrap.sh test,fuzz)")
+    from bob.fuzz.campaign import run_campaign
+
+    result = run_campaign("predictions", runs=101, jobs=2, seed=1, corpus=str(tmp_path / "corpus"),
+                          artifacts=str(tmp_path / "artifacts"), live=False)
+    logs = [log.read_text() for log in sorted((tmp_path / "artifacts" / ".logs").glob("*.log"))]
+    assert result.executions == 101 and [log.count("Done ") for log in logs] == [1, 1], result.executions
+    assert ["Done 51 runs" in logs[0], "Done 50 runs" in logs[1]] == [True, True]
+
+
 def test_a_corpus_removed_while_the_campaign_runs_is_a_note_not_an_unexpected_error(tmp_path: Path,
                                                                                      monkeypatch) -> None:
     """`rm -rf CORPUS` mid-campaign: counting its files raised FileNotFoundError, exit 70, the result lost."""

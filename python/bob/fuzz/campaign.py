@@ -206,9 +206,8 @@ class _Campaign:
         if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:  # ignored here (`cmd &` in a script): by the engine
             argv.append("-handle_int=0")  # too (SIGTERM stays the engine's: it is how the campaign ends a worker)
         share = GENERATION.get(self.target, 0)
-        if self.runs is not None:
-            jobs = len(self.workers)  # the runs left shared out whole, the first workers one more each
-            runs_left = (self.runs - self.total_runs() + jobs - 1 - w.index) // jobs
+        if self.runs is not None:  # each worker's share, the first ones one more each, over its generations
+            runs_left = (self.runs + len(self.workers) - 1 - w.index) // len(self.workers) - w.executions_done
             if runs_left <= 0:
                 return
             share = min(share, runs_left) if share else runs_left
