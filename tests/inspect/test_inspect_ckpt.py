@@ -375,6 +375,20 @@ def test_plane_means_and_norms_are_summed_exactly_so_every_machine_prints_the_sa
     assert plane_stats(planes[0])["mean"] == 1 / 3
 
 
+@pytest.mark.parametrize("even, odd, low, high", [("+", "-", "-", "+"), ("-", "+", "-", "+"), ("+", "+", "+", "+"),
+                                                   ("-", "-", "-", "-")])
+def test_a_zero_min_or_max_has_the_sign_a_zero_of_the_plane_has(even, odd, low, high):
+    """NumPy's min and max give whichever tied zero they meet last: a P of +0.0 and -0.0 alternating was said
+    to have max -0 (bob-inspect checkpoint, Checkpoint.as_dict) or min 0, by the order of its values."""
+    from bob.inspect.checkpoint import plane_stats
+
+    plane = np.zeros(65536, np.float32)
+    plane[0::2], plane[1::2] = float(even + "0"), float(odd + "0")
+    summary = bob.Checkpoint(10, plane, np.zeros_like(plane), np.zeros_like(plane)).as_dict()["planes"]["P"]
+    for said in (plane_stats(plane), summary):
+        assert [math.copysign(1, said[k]) for k in ("min", "max")] == [float(low + "1"), float(high + "1")]
+
+
 def test_a_checkpoint_without_rows_does_not_import_decimal():
     """decimal (about a millisecond) is the --rows softmax's alone: the probabilities are
     computed in it, and a checkpoint shown without --rows shows none."""

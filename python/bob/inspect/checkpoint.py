@@ -12,7 +12,7 @@ import numpy as np
 from bob.analysis import Side, compare, fresh_planes, softmax_rows
 from bob.environment import in_default_environment
 from bob.errors import FormatError, show_value
-from bob.formats.checkpoint import Examination, examine
+from bob.formats.checkpoint import Examination, examine, finite_range
 from bob.formats.constants import CHECKPOINT_MAGIC, LEARNER_NAMES, UPDATES_PER_INVOCATION, VOCABULARY, learner_floats
 from bob.formats.contract import CONTRACT_FIELDS, PLANE_NAMES, V1
 from bob.formats.layout import F32
@@ -30,11 +30,12 @@ def plane_stats(values) -> dict[str, Any]:
     vals = a[np.isfinite(a)].astype(np.float64)
     summed = vals[vals != 0]  # zeros add nothing, and M and V are mostly zeros
     has = vals.size > 0
+    low, high = map(f32_json, finite_range(a) or (0.0, 0.0))  # (None when it has no finite value)
     nan = int(np.isnan(a).sum())
     non_finite = int(a.size - vals.size)
     return {"count": int(a.size), "non_finite": non_finite, "nan": nan, "inf": non_finite - nan,
             "negative": int((a < 0).sum()), "zeros": int((a == 0).sum()),
-            "min": f32_json(vals.min()) if has else None, "max": f32_json(vals.max()) if has else None,
+            "min": low if has else None, "max": high if has else None,
             "mean": math.fsum(summed.tolist()) / vals.size if has else None,
             "l2_norm": math.sqrt(math.fsum((summed * summed).tolist())) if has else None}
 

@@ -26,7 +26,7 @@ _ROOMS = {
                "recognize_checkpoint", "header_fields", "header_length", "canonical_header_bytes", "sha256",
                "hashlib_sha256", "pin_problem", "check_pin"),
     "schema": ("ENVELOPE", "ENVELOPE_HEADER", "HEADER_BODY", "CHUNK_ENTRY", "ENVELOPE_MAGIC", "ContractString"),
-    "state": ("ResumableState", "state_findings", "resume_findings", "refuse_unresumable"),
+    "state": ("ResumableState", "state_findings", "resume_findings", "refuse_unresumable", "finite_range"),
     "examination": ("Examination", "HeaderFields", "examine", "examine_by_schema", "plane_views",
                     "checkpoint_findings"),
     "typed": ("Checkpoint", "TABLE_SHAPE", "load_checkpoint", "read_checkpoint_file", "describe_envelope"),

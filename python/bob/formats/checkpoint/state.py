@@ -13,7 +13,7 @@ from bob.formats.contract import Contract
 from bob.formats.layout import ENVELOPE_HEAD, f32_from_bits
 from bob.formats.rules import FINITE, MOMENTS_ZERO_AT_STEP_0, ROOM_FOR_UPDATES, V_NOT_NEGATIVE, ValueRule, chunk_offset
 
-__all__ = ["ResumableState", "state_findings", "resume_findings", "refuse_unresumable"]
+__all__ = ["ResumableState", "state_findings", "resume_findings", "refuse_unresumable", "finite_range"]
 
 
 def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", header_bytes: int | None = None) -> list[FormatError]:
@@ -51,6 +51,17 @@ def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", heade
     if not ROOM_FOR_UPDATES.ok(step):
         out.append(ROOM_FOR_UPDATES.finding(step, offset=step_at))
     return out
+
+
+def finite_range(plane: Any) -> "tuple[float, float] | None":
+    """(min, max) of a plane's finite values (None: there are none), -0.0 below +0.0: NumPy's min and max give
+    whichever of two tied zeros they meet last, so a plane holding both had its sign said by its order."""
+    finite = plane[np.isfinite(plane)]
+    if not finite.size:
+        return None
+    low, high = float(finite.min()), float(finite.max())
+    signs = np.signbit(finite[finite == 0]) if low == 0 or high == 0 else np.array([], bool)
+    return (-0.0 if low == 0 and signs.any() else low), (0.0 if high == 0 and not signs.all() else high)
 
 
 def _value(plane: Any, k: int) -> float:

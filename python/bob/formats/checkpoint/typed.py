@@ -21,7 +21,7 @@ from bob.errors import BadValue, flag_value, integer_field, integer_value, real_
 from bob.fileio import write_atomic
 from bob.formats.checkpoint.examination import Examination, examine
 from bob.formats.checkpoint.header import HEADER_BYTES, check_pin, envelope_header, hashlib_sha256, header_length
-from bob.formats.checkpoint.state import refuse_unresumable
+from bob.formats.checkpoint.state import finite_range, refuse_unresumable
 from bob.formats.constants import (LEARNER_FLOATS, MAX_CHECKPOINT_BYTES, MAX_HEADER_BYTES, PARAMETER_COUNT,
                                    PLANE_NAMES, U64_MAX, UPDATES_PER_INVOCATION, VOCABULARY)
 from bob.formats.contract import V1, Contract
@@ -344,10 +344,9 @@ def read_checkpoint_file(path: "str | os.PathLike[str]", *, for_resume: bool = T
 def _plane_summary(plane: np.ndarray) -> dict[str, Any]:
     """A plane's first words, its min and max over its finite values (None where there are none: strict
     JSON has no NaN, and one NaN hid the range) and how many of its values are not zero."""
-    finite = plane[np.isfinite(plane)]
+    low, high = finite_range(plane) or (None, None)
     return {"first_words_hex": [f"{w:08x}" for w in plane[:4].view(WORD_DTYPE).tolist()],
-            "min": float(finite.min()) if finite.size else None, "max": float(finite.max()) if finite.size else None,
-            "nonzero": int(np.count_nonzero(plane))}
+            "min": low, "max": high, "nonzero": int(np.count_nonzero(plane))}
 
 
 @in_default_environment
