@@ -207,12 +207,18 @@ def own_stream(st: "os.stat_result") -> str | None:
 def tolerant_streams() -> None:
     """stdout and stderr write what their encoding cannot hold as escapes
     (``\\u2026``, ``\\xb5``) instead of raising ``UnicodeEncodeError``
-    (``PYTHONIOENCODING=ascii``, a C locale): degraded, never lost."""
+    (``PYTHONIOENCODING=ascii``, a C locale): degraded, never lost. An encoding that holds no text at all
+    (``PYTHONIOENCODING=undefined``) is replaced by ASCII."""
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None and getattr(stream, "errors", None) != "backslashreplace":
+        try:
+            "bob".encode(getattr(stream, "encoding", None) or "ascii")
+            encoding = None
+        except (LookupError, UnicodeError):
+            encoding = "ascii"
+        if reconfigure is not None and (encoding or getattr(stream, "errors", None) != "backslashreplace"):
             try:
-                reconfigure(errors="backslashreplace")
+                reconfigure(errors="backslashreplace", **({"encoding": encoding} if encoding else {}))
             except (ValueError, OSError):  # closed, or a replaced stream
                 pass
 

@@ -536,11 +536,20 @@ def test_a_json_refusal_stdout_cannot_take_is_said_on_stderr(prog: str, tmp_path
     assert said == f"{prog}: its --json object could not be printed (stdout is closed or full)"
 
 
-@pytest.mark.parametrize("encoding", ["ascii", "ascii:surrogateescape"])  # the latter: a C locale's stdout
+@pytest.mark.parametrize("encoding", ["ascii", "ascii:surrogateescape", "undefined"])  # a C locale's; none at all
 @pytest.mark.parametrize("prog", PROGRAMS)
 def test_help_in_ascii(prog: str, encoding: str, tmp_path: Path) -> None:
     done = _run_real(prog, ["--help"], tmp_path, env={"PYTHONIOENCODING": encoding})
     assert done.returncode == 0 and done.stderr == b"" and done.stdout.startswith(f"usage: {prog}".encode())
+
+
+@pytest.mark.parametrize("prog", PROGRAMS)
+def test_a_stream_encoding_that_holds_no_text_is_replaced_by_ascii(prog: str, tmp_path: Path) -> None:
+    """PYTHONIOENCODING=undefined (a codec that encodes nothing): every word was lost, the refusal and the
+    note that its --json object could not be printed too, and the exit code stood alone."""
+    done = _run_real(prog, ["--json", "--bogus"], tmp_path, env={"PYTHONIOENCODING": "undefined"})
+    assert done.returncode == 2 and "--bogus" in json.loads(done.stdout)["error"]["message"]
+    assert done.stderr.decode("ascii").startswith(f"{prog}: refused: ") and "--bogus" in done.stderr.decode()
 
 
 @pytest.mark.parametrize("stream", ["closed", "full --json"])
