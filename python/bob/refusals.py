@@ -79,5 +79,6 @@ def os_reason(exc: OSError) -> str:
     reason = exc.strerror or (str(exc.args[0]) if exc.args else type(exc).__name__)
     size = len(os.fsencode(exc.filename)) if isinstance(exc.filename, (str, bytes)) else 0
     if exc.errno == errno.ENAMETOOLONG and size >= PATH_MAX:  # a short name in a deep working directory
-        reason += f" (the whole path from / is {size} bytes; the system allows {PATH_MAX - 1})"
+        whole = " from /" if os.path.isabs(os.fsdecode(exc.filename)) else ""
+        reason += f" (the path{whole} is {size} bytes; the system allows {PATH_MAX - 1})"
     return one_line(reason[:1].lower() + reason[1:])
