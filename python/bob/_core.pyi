@@ -63,7 +63,8 @@ def predict(p: _Plane, prompt_words: Sequence[int]) -> list[tuple[int, int]]: ..
 
 @final
 class Reading:
-    """Read loans on the buffers given, held until released (or the end of a ``with`` block)."""
+    """Read loans on the buffers given, held with the buffers themselves (their memory is never freed and handed
+    out while lent) until released (or the end of a ``with`` block)."""
 
     def release(self) -> None: ...
     def __enter__(self) -> Reading: ...

@@ -552,3 +552,19 @@ def test_a_child_made_by_fork_while_a_call_runs_does_not_inherit_the_call_s_loan
     _, status = os.waitpid(pid, 0)
     thread.join()
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_loan_holds_its_buffer_so_no_other_memory_is_refused_in_its_place():
+    """A Reading kept only the addresses its buffers spanned: a buffer freed while lent (an ``__array__`` that
+    copies, a plane deleted) left its loan on memory the next planes were given, refused as "P is in use"."""
+    class Copies:  # each __array__ a new array: the loan's is freed unless the loan holds it
+        def __array__(self, dtype=None, copy=None):
+            return np.zeros(65536, np.float32)
+
+    with bob.core.reading(P=Copies()):
+        assert len(train(*planes())) == 10
+    lent = np.zeros(65536, np.float32)
+    held = _core.reading(P=lent)
+    del lent
+    assert len(train(*planes())) == 10
+    held.release()

@@ -168,6 +168,30 @@ def test_the_core_short_of_address_space_raises_memory_error_not_an_abort(pairs,
         (done.returncode, done.stdout, done.stderr[-500:])
 
 
+def test_memory_that_runs_out_between_two_chunks_of_a_train_says_how_many_updates_were_made() -> None:
+    """A long train is made in chunks, each looking for its headroom: another thread that took the address
+    space meanwhile made a later chunk's MemoryError say "nothing was changed", without updates_done, though
+    the planes held thousands of updates."""
+    probe = ("import resource, threading, time\nimport numpy as np\nimport bob.core as core\n"
+             "pairs = bytes(range(256))\np, m, v = core.initial_planes()\nstart = (p.copy(), m.copy(), v.copy())\n"
+             "size = int([l for l in open('/proc/self/status') if l.startswith('VmSize')][0].split()[1]) * 1024\n"
+             "resource.setrlimit(resource.RLIMIT_AS, (size + (256 << 20), resource.RLIM_INFINITY))\nhog = []\n"
+             "def take_it_all():\n    time.sleep(0.3)\n    for piece in (1 << 20, 1 << 16):\n"
+             "        while True:\n            try:\n                hog.append(bytearray(piece))\n"
+             "            except MemoryError:\n                break\n"
+             "hogging = threading.Thread(target=take_it_all)\nhogging.start()\n"
+             "try:\n    core.train(p, m, v, pairs, pairs[::-1], 0, 10 ** 7, threads=1)\n"
+             "except MemoryError as exc:\n    hogging.join()\n    hog.clear()\n    done = exc.updates_done\n"
+             "    core.train(*start, pairs, pairs[::-1], 0, done, threads=1)\n"
+             "    print(done, all(np.array_equal(a.view(np.uint32), b.view(np.uint32)) for a, b in zip(start, (p, m, v))))\n"
+             "    print(exc)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=ENV, timeout=120)
+    count, same = done.stdout.split("\n")[0].split()
+    assert done.returncode == 0 and int(count) > 0 and same == "True", (done.stdout, done.stderr[-500:])
+    assert done.stdout.split("\n")[1].endswith(f"; the planes hold the state after the {count} updates made "
+                                                "before it (updates_done)"), done.stdout
+
+
 SCRIPTS = [("bob-inspect", 70), ("bob-fuzz", 70), ("bob-qualify", 70), ("bob-fixture", 1), ("bob-run", 1),
            ("python -m bob fuzz", 70)]
 

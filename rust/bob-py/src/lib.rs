@@ -39,6 +39,19 @@ pub(crate) fn core_error(err: bob_core::CoreError) -> PyErr {
     }
 }
 
+/// `core_error` of a chunk of a `train` call after `done` updates of earlier chunks: memory that ran out
+/// meanwhile leaves the planes holding the state after them, which the error says, and its `updates_done`
+/// (as a Ctrl-C's), rather than "nothing was changed".
+fn after_updates(py: Python<'_>, err: bob_core::CoreError, done: u64) -> PyErr {
+    let memory = matches!(err, bob_core::CoreError::OutOfMemory { .. } | bob_core::CoreError::AddressSpace { .. });
+    if done == 0 || !memory {
+        return core_error(err);
+    }
+    let said = format!("the planes hold the state after the {done} updates made before it (updates_done)");
+    let err = PyMemoryError::new_err(err.to_string().replace("nothing was changed", &said));
+    let _ = err.value(py).setattr("updates_done", done); // (its words say it too, if even that cannot be set)
+    err
+}
 
 fn kernel_named(name: &str) -> PyResult<Kernel> {
     Kernel::from_name(name).ok_or_else(|| {
@@ -211,7 +224,7 @@ fn train<'py>(
                     bob_core::train(planes, contexts, targets, step + done, count, &BOB_V1_ADAMW, options)
                 })
             })
-            .map_err(core_error)?;
+            .map_err(|err| after_updates(py, err, done))?;
         losses.extend_from_slice(&part);
         done += count;
         if done == updates {
@@ -248,6 +261,9 @@ fn predict(p: &Bound<'_, PyAny>, prompt_words: &Bound<'_, PyAny>) -> PyResult<Ve
 #[pyclass(module = "bob._core")]
 struct Reading {
     loans: Option<Loans>,
+    /// The buffers' exports, held with the loans: a loan covers its buffer's memory, never memory freed
+    /// and handed out again meanwhile (a fresh plane refused as "in use").
+    exports: Vec<PyUntypedBuffer>,
 }
 
 #[pymethods]
@@ -255,6 +271,7 @@ impl Reading {
     /// Give the loans back (a second call does nothing).
     fn release(&mut self) {
         self.loans = None;
+        self.exports.clear();
     }
 
     fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -263,7 +280,7 @@ impl Reading {
 
     #[pyo3(signature = (*_exc))]
     fn __exit__(&mut self, _exc: &Bound<'_, pyo3::types::PyTuple>) -> bool {
-        self.loans = None;
+        self.release();
         false
     }
 }
@@ -274,15 +291,16 @@ impl Reading {
 #[pyfunction]
 #[pyo3(signature = (**planes))]
 fn reading(planes: Option<&Bound<'_, PyDict>>) -> PyResult<Reading> {
-    let mut spans = Vec::new();
+    let (mut spans, mut exports) = (Vec::new(), Vec::new());
     for (name, obj) in planes.map(|d| d.iter().collect::<Vec<_>>()).unwrap_or_default() {
         let name: String = name.extract()?;
         if let Ok(buffer) = PyUntypedBuffer::get(&obj) {
             spans.push((name, extent(&buffer))); // (what is no buffer, a list, is never trained: no loan)
+            exports.push(buffer);
         }
     }
     let ranges: Vec<_> = spans.iter().map(|(name, (start, bytes))| (name.as_str(), *start, *bytes, false)).collect();
-    Ok(Reading { loans: Some(Loans::take(&ranges)?) })
+    Ok(Reading { loans: Some(Loans::take(&ranges)?), exports })
 }
 
 /// The first reason the state P, M, V at `step` may not be resumed for
