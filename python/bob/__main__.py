@@ -87,5 +87,6 @@ if __name__ == "__main__":  # as the installed scripts: the three held until bob
             raise
 
         os.write(2, b"python -m bob: out of memory while bob was imported\n")
-        os._exit(1 if sys.argv[1:2] in (["run"], ["fixture"]) else 70)
+        _command = next((word for word in sys.argv[1:] if not word.startswith("-")), "")  # as main() finds it
+        os._exit(1 if _command in ("run", "fixture") else 70)
     sys.exit(_status)

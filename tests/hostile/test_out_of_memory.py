@@ -224,6 +224,21 @@ def test_out_of_memory_while_a_script_imports_bob_is_one_line(tmp_path, script, 
     assert (done.returncode, done.stderr) == (code, want or f"{said}: out of memory while bob was imported\n")
 
 
+@pytest.mark.parametrize("argv, code", [(["--debug", "fixture"], 1), (["--json", "run"], 1),
+                                         (["--json", "inspect"], 70)])
+def test_python_m_bob_out_of_memory_while_importing_takes_the_command_after_its_options(tmp_path, argv, code):
+    """The exit code was the first word's command only: ``python -m bob --debug fixture`` exited 70, a code
+    bob-fixture never returns, where ``python -m bob fixture --debug`` exited 1."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "import sys\nclass Exhausted:\n    def find_spec(self, name, path=None, target=None):\n"
+        "        if name in ('bob.signals', 'bob.failures'):\n            raise MemoryError\n"
+        "sys.meta_path.insert(0, Exhausted())\n")
+    env = dict(ENV, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT / "python")]))
+    done = subprocess.run([sys.executable, "-m", "bob", *argv, "--version"], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert (done.returncode, done.stderr) == (code, "python -m bob: out of memory while bob was imported\n")
+
+
 @pytest.mark.parametrize("script, code", SCRIPTS)
 @pytest.mark.parametrize("raised", ["OSError(12, 'Cannot allocate memory')",
                                     "ImportError('math.so: failed to map segment from shared object')",
