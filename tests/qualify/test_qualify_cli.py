@@ -283,3 +283,22 @@ def test_a_report_file_in_the_way_is_refused_before_the_checks_run(name, tmp_pat
     code, out, err = run_main(["--quick", "--seed", "3", "--json", "--report", str(tmp_path)], capsys, monkeypatch)
     error = json.loads(out)["error"]
     assert code == 2 and (error["option"], error["path"]) == ("--report", str(tmp_path / name)), err
+
+
+def test_a_json_run_cut_short_has_said_its_seed():
+    """Under --json the seed was only in the result, which an interrupted run never prints: a run cut short
+    (SIGINT, a full disk) could not be reproduced. Drawn, it is said on stderr as the run starts."""
+    import signal
+
+    env = {k: v for k, v in os.environ.items() if k != PERTURB_ENV}
+    proc = subprocess.Popen([sys.executable, "-m", "bob", "qualify", "--json"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = proc.stderr.readline()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    seed = int(line.split()[2])
+    assert line == f"bob-qualify: seed {seed} (reproduce with --seed {seed})\n" and proc.returncode == 130, err
+    assert json.loads(out)["error"]["message"] == "interrupted by SIGINT; nothing was qualified"

@@ -24,7 +24,7 @@ from bob.commands import (
     run_command,
 )
 from bob.distribution import install_hint
-from bob.text import emit
+from bob.text import emit, note
 from bob.options import shown_argv
 
 PROG = "bob-qualify"
@@ -89,6 +89,8 @@ def _work(args: argparse.Namespace) -> Outcome:
     err = Console(stderr=True)
     if not args.json:  # first, so the seed is known even if the run is cut short
         emit(PROG, f"bob-qualify {plan.mode}: seed {seed} (reproduce with --seed {seed})")
+    elif args.seed is None:  # (on stderr: stdout holds the --json object alone)
+        note(PROG, f"seed {seed} (reproduce with --seed {seed})")
     if perturb is not None:
         err.print(f"[bold yellow]{PERTURB_ENV} is set: the kernels check will flip one bit of "
                   f"{perturb[0]} at {perturb[1]} threads (a test hook)[/]")
