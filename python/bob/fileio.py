@@ -178,8 +178,7 @@ def replace_target(path: "str | os.PathLike[str]", *, check_replaceable: bool = 
 
 def check_directory(path: "str | os.PathLike[str]") -> None:
     """Refuse (``FileNotFoundError``) a path whose directory the kernel cannot find (``nope/..``, cwd gone)."""
-    text = os.fsdecode(path)
-    _directory_stat(os.path.dirname(text), text)
+    _directory_stat(os.path.dirname(text := os.fsdecode(path)), text)
 
 
 def refuse_if_working_directory_gone(path: "str | os.PathLike[str]") -> None:
@@ -230,9 +229,10 @@ def refuse_unreplaceable(path: str, st: "os.stat_result | None" = None) -> None:
     if not st.st_mode & stat.S_IWUSR:
         raise NotReplaceable(path, f"it is read-only (mode {st.st_mode & 0o7777:04o}); bob replaces only files "
                                    "their owner can write")
-    if not os.access(path, os.W_OK):
-        raise NotReplaceable(path, f"this user (uid {os.geteuid()}) cannot write it (its owner is uid {st.st_uid}, "
-                                   f"mode {st.st_mode & 0o7777:04o})")
+    if not os.access(path, os.W_OK):  # (on a file system mounted read-only, not for want of rights)
+        raise NotReplaceable(path, "its file system is mounted read-only" if os.statvfs(path).f_flag & os.ST_RDONLY
+                             else f"this user (uid {os.geteuid()}) cannot write it (its owner is uid {st.st_uid}, "
+                                  f"mode {st.st_mode & 0o7777:04o})")
     # In a sticky directory only the file's owner, the directory's or root may rename over it: a run
     # would otherwise fail halfway through its commit, with a backup link it could not remove.
     home = os.stat(os.path.dirname(os.path.realpath(path)))
@@ -242,9 +242,9 @@ def refuse_unreplaceable(path: str, st: "os.stat_result | None" = None) -> None:
 
 
 def make_directory(path: "str | os.PathLike[str]", into: "list[str] | None" = None) -> list[str]:
-    """Create the directory ``path`` and its parents if missing (``PermissionError`` if bob cannot write into it);
-    return those it made, outermost first, each put on ``into`` too as it is made (no signal falls between a
-    directory and the cleanup's list of them); when it fails part-way (a full disk), it removes them itself."""
+    """Create the directory ``path`` and its parents if missing (``PermissionError`` if bob cannot write into it,
+    EROFS on a read-only mount); return those it made, outermost first, each put on ``into`` too as it is made (no
+    signal falls between a directory and the cleanup's list of them); when it fails part-way, it removes them."""
     refuse_if_working_directory_gone(path)
     made, start = ([], 0) if into is None else (into, len(into))
     chain, name = [], os.fspath(path)  # it and its missing parents, innermost first: os.makedirs's walk as a loop
@@ -269,8 +269,9 @@ def make_directory(path: "str | os.PathLike[str]", into: "list[str] | None" = No
                     if isinstance(exc, FileExistsError):  # a link leading nowhere: its own reason (a loop, no target)
                         os.stat(name)
                     raise
-        if not os.access(path, os.W_OK | os.X_OK):
-            raise PermissionError(13, "permission denied", os.fspath(path))
+        if not os.access(path, os.W_OK | os.X_OK):  # a read-only mount said as the kernel says it
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), os.fspath(path)) if os.statvfs(path).f_flag & \
+                os.ST_RDONLY else PermissionError(errno.EACCES, "permission denied", os.fspath(path))
     except BaseException:
         remove_empty_directories(made[start:])
         del made[start:]
@@ -302,8 +303,7 @@ def same_file(a: "str | os.PathLike[str]", b: "str | os.PathLike[str]") -> bool:
 def sidecar_name(target: str, tag: str) -> str:
     """A file bob keeps beside ``target``: ``.{name}{tag}``, within NAME_MAX (a name too long for the tag keeps a
     prefix of itself and a hash of all of itself, FNV-1a 64-bit, so long names never share one)."""
-    name = os.path.basename(target)
-    raw = os.fsencode(name)
+    raw = os.fsencode(name := os.path.basename(target))
     if len(raw) + _TAG_ROOM + 1 <= NAME_MAX:
         return f".{name}{tag}"
     digest = 0xCBF29CE484222325

@@ -818,3 +818,20 @@ def test_a_busy_lock_names_its_holder_only_from_a_whole_pid(tmp_path: Path, held
     assert refused.value.code == 75
     assert refused.value.message == f"in use by another bob-run{shown}; nothing was changed (use --wait SECONDS to " \
         "wait for it)"
+
+
+def test_a_read_only_mount_is_said_as_one_not_as_a_want_of_rights(tmp_path: Path, monkeypatch) -> None:
+    """os.access only says no: a directory or a file on a file system mounted read-only was refused as
+    "permission denied" (bob-qualify --report) or "this user (uid 0) cannot write it", sending root after rights."""
+    from bob import fileio
+
+    (tmp_path / "ck.bin").write_bytes(b"x")
+    read_only = os.statvfs_result((4096,) * 8 + (os.ST_RDONLY, 255))
+    monkeypatch.setattr(os, "access", lambda *args, **kwargs: False)  # (as on such a mount)
+    monkeypatch.setattr(os, "statvfs", lambda path: read_only)
+    with pytest.raises(OSError) as refused:
+        fileio.make_directory(tmp_path / "report")
+    assert refused.value.errno == errno.EROFS and not (tmp_path / "report").exists()
+    with pytest.raises(fileio.NotReplaceable) as unreplaceable:
+        fileio.replace_target(tmp_path / "ck.bin")
+    assert unreplaceable.value.strerror == "its file system is mounted read-only"
