@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import sys
 
-from bob.errors import byte_buffer, integer_value, ordered_items, shown_kind
+from bob.errors import byte_buffer, int_text, integer_value, ordered_items, shown_kind
 from bob.formats.constants import (  # noqa: F401 - re-exported for the library's users
     EMPTY_PROMPT,
     PARAMETER_COUNT,
@@ -111,13 +111,14 @@ def _whole(value, name: str, bits: int = 64) -> int:
 
     Every count and word the core takes goes through here, so a float, a
     bool, a string or an integer out of range is refused by name rather
-    than truncated by ``int()`` or left to a nameless ``OverflowError``.
+    than truncated by ``int()`` or left to a nameless ``OverflowError``
+    (one too large for digits said by its size: :func:`bob.errors.int_text`).
     """
     number = integer_value(value)
     if number is None:
         raise TypeError(f"{name} must be an integer; got {shown_kind(value)}")
     if not 0 <= number < 1 << bits:
-        raise CoreError(f"{name} = {number} is outside 0 .. 2**{bits} - 1")
+        raise CoreError(f"{name} = {int_text(number)} is outside 0 .. 2**{bits} - 1")
     return number
 
 
@@ -226,9 +227,9 @@ def _pair_buffer(pairs: "PairsLike | Iterable[int]", name: str) -> "Any":
     for k, value in enumerate(given):
         whole = integer_value(value)  # (a NumPy integer too: every door that takes an integer asks this)
         if whole is None:
-            raise TypeError(f"{name}[{k}] must be an integer (a byte value); got {type(value).__name__} {value!r}")
+            raise TypeError(f"{name}[{k}] must be an integer (a byte value); got {shown_kind(value)}")
         if not 0 <= whole <= 0xFFFFFFFF:
-            raise CoreError(f"{name}[{k}] = {whole} is not a byte value (not even a u32)")
+            raise CoreError(f"{name}[{k}] = {int_text(whole)} is not a byte value (not even a u32)")
         words.append(whole)
     return words
 

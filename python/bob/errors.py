@@ -49,7 +49,8 @@ import stat
 from numbers import Real
 
 from bob.formats.constants import LEARNER_NAMES, LEARNER_PREFIX, PLANE_NAMES, learner_floats
-from bob.text import f32_json, f32_text, float_text, json_number, one_line, show_bytes
+from bob.text import (INT_SHOWN_BITS, f32_json, f32_text, float_text, int_text, json_number, one_line, repr_text,
+                      show_bytes)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -58,7 +59,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "FormatError", "NotABobFile", "Truncated", "IntegrityError", "ContractMismatch", "BadValue", "StateRefused",
     "ERROR_CLASSES", "show_bytes", "show_value", "show_learner", "integer_value", "integer_field", "real_value",
-    "ordered_items", "flag_value", "buffer_bytes", "shown_kind", "byte_buffer", "as_bytes", "f32_text",
+    "ordered_items", "flag_value", "buffer_bytes", "shown_kind", "byte_buffer", "as_bytes", "f32_text", "int_text",
     "NotARegularFile", "NotReplaceable", "FileTooLarge",
 ]
 
@@ -85,12 +86,10 @@ def show_value(value: Any, field: str | None = None) -> str:
         return show_bytes(bytes(value))
     if isinstance(value, bool):
         return str(value)
-    if isinstance(value, int):
-        if value >= 1 << 32:
+    if isinstance(value, int):  # (past INT_SHOWN_BITS bits, int_text's words: never digits)
+        if value >= 1 << 32 and value.bit_length() <= INT_SHOWN_BITS:
             return f"{value} (0x{value:x})"
-        if value == 0xFFFFFFFF:
-            return "0xffffffff"
-        return str(value)
+        return "0xffffffff" if value == 0xFFFFFFFF else int_text(value)
     if isinstance(value, float):  # a plane's value is an f32: shown as the tables show it
         return f32_text(value) if field in PLANE_NAMES else float_text(value)
     return one_line(str(value))
@@ -150,8 +149,11 @@ def ordered_items(value: Any) -> "tuple[Any, ...] | None":
 
 
 def shown_kind(value: Any) -> str:
-    """A value of the wrong kind, for a refusal: its type and its repr."""
-    return one_line(f"{type(value).__name__} {value!r}")[:80]
+    """A value of the wrong kind, for a refusal: its type and its repr (:func:`bob.text.repr_text`), or, for an
+    int too large to write in digits, :func:`int_text`'s words alone (``an integer of 16610 bits``)."""
+    if type(value) is int and value.bit_length() > INT_SHOWN_BITS:
+        return int_text(value)
+    return one_line(f"{type(value).__name__} {repr_text(value)}")[:80]
 
 
 def byte_buffer(data: Any, name: str, *, flat: bool = False, core: bool = False, str_hint: bool = True) -> memoryview:
@@ -270,8 +272,10 @@ class FormatError(ValueError):
 def _jsonable(value: Any, field: str) -> Any:
     if isinstance(value, float):
         return f32_json(value) if field in PLANE_NAMES else json_number(value)
-    if value is None or isinstance(value, (bool, int)):
+    if value is None or isinstance(value, bool):
         return value
+    if isinstance(value, int) and value.bit_length() <= INT_SHOWN_BITS:
+        return value  # (a longer one: show_value's words, as the text says it; json.dumps refuses 10**5000)
     return show_value(value, field)
 
 

@@ -14,7 +14,9 @@ shown the same way everywhere:
 
 Numbers: :func:`f32_text` and :func:`float_text` never raise, whatever the
 value (NaN with any payload, ±inf, subnormals, values that overflow a
-Python-float-to-f32 conversion).
+Python-float-to-f32 conversion); nor do :func:`int_text` and
+:func:`repr_text`, whose text stays short whatever the integer (one past
+:data:`INT_SHOWN_BITS` bits is said by its size, never in digits).
 
 Writing it: every command prints through :func:`write_whole`, :func:`note`
 and :func:`emit`, which survive a closed or full stdout (one line on stderr
@@ -47,6 +49,9 @@ __all__ = [
     "f32_text",
     "f32_json",
     "float_text",
+    "INT_SHOWN_BITS",
+    "int_text",
+    "repr_text",
     "exact_text",
     "json_number",
     "json_text",
@@ -155,6 +160,40 @@ def float_text(value: float) -> str:
         return "inf" if value > 0 else "-inf"
     return repr(value)
 
+
+INT_SHOWN_BITS = 128
+"""The most bits of an integer a message writes in digits: 10**5000's digits are past Python's
+int-to-str limit (a ValueError where the message was being made) and, without it, quadratic to write."""
+
+
+def int_text(value: int) -> str:
+    """An integer for a message: its digits up to :data:`INT_SHOWN_BITS` bits, else its sign and size
+    (``an integer of 16610 bits``, ``a negative integer of 16610 bits``)."""
+    if value.bit_length() <= INT_SHOWN_BITS:
+        return str(value)
+    return f"{'a negative' if value < 0 else 'an'} integer of {value.bit_length()} bits"
+
+
+def repr_text(value: "Any", room: int = 80, inside: "tuple[int, ...]" = ()) -> str:
+    """``repr(value)`` as far as its first ``room`` characters (a list or a tuple longer than that is cut
+    short: ``, ...``), never raising: an integer past :data:`INT_SHOWN_BITS` bits is :func:`int_text`'s words,
+    in a list or a tuple too; a repr that cannot be made otherwise (such an integer in a dict) is said so."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > INT_SHOWN_BITS:
+        return int_text(value)
+    if type(value) not in (list, tuple):
+        try:
+            return repr(value)
+        except ValueError:  # Python's int-to-str limit, deeper inside
+            return f"<{type(value).__name__} holding an integer too long to show>"
+    ends = "[]" if type(value) is list else "()"
+    if id(value) in inside:  # a list inside itself, as repr shows it
+        return f"{ends[0]}...{ends[1]}"
+    text = ends[0]
+    for k, item in enumerate(value):
+        if len(text) >= room:
+            return f"{text}, ..."
+        text += ", " * (k > 0) + repr_text(item, room - len(text), (*inside, id(value)))
+    return text + "," * (len(value) == 1 and ends == "()") + ends[1]
 
 def exact_text(value: float) -> str:
     """``value`` as ``%g`` writes it where that is the very number and no longer than ``repr`` (``0.5``,
