@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import copy
 import fractions
+import json
 import pickle
+import sys
 import warnings
 from array import array
 
@@ -15,6 +17,7 @@ import numpy as np
 import pytest
 
 import bob
+import bob.core
 from bob.formats.constants import EMPTY_PROMPT
 from bob.formats.input_record import build_input, prompt_word
 from conftest import CORPUS, PROMPTS
@@ -616,3 +619,142 @@ def test_a_trace_is_compared_with_a_trace(other) -> None:
     for call in (trace.first_divergence, trace.refuse_other_run):
         with pytest.raises(TypeError, match=r"^a trace is compared with a bob.Trace \(a file's bytes: bob.load_trace\)"):
             call(other)
+
+
+# An integer too large to write in digits (10**5000 is past Python's 4,300-digit int-to-str limit): every door
+# that takes an integer refused it with that limit's own ValueError, raised while bob made its message, so the
+# error naming the field never came; with the limit lifted, the message was the integer's digits and its hex
+# (366,158 characters for 10**200000, a second to write). Each door: (call, the error type it raises for 2**64
+# or -1, the FormatError's field (None for the core's CoreError), what the text starts with).
+def _trace_with(w: dict, step_before: int = 0, first_step: int | None = None) -> bob.Trace:
+    t = w["trace"]
+    entries = t.entries if first_step is None else (t.entries[0]._replace(step=first_step), *t.entries[1:])
+    return bob.Trace(t.contract_sha256, t.input_sha256, step_before, entries)
+
+
+_BAD, _CORE = bob.BadValue, bob.core.CoreError
+_LARGE_INTEGER_DOORS = {
+    "Checkpoint(step)": (lambda n, w: bob.Checkpoint(n, *w["planes"]), _BAD, "step", "step: "),
+    "Checkpoint(header_bytes)": (lambda n, w: bob.Checkpoint(0, *w["planes"], header_bytes=n),
+                                 _BAD, "header_bytes", "header_bytes: "),
+    "to_bytes(header_bytes)": (lambda n, w: w["checkpoint"].to_bytes(header_bytes=n),
+                               _BAD, "header_bytes", "header_bytes: "),
+    "Contract(payload_bytes)": (lambda n, w: bob.Contract(payload_bytes=n),
+                                _BAD, "contract.payload_bytes", "contract.payload_bytes: "),
+    "invoke(threads)": (lambda n, w: bob.invoke(w["record"], threads=n), _CORE, None, "threads = "),
+    "Predictions token": (lambda n, w: bob.Predictions([(n, 1), (0, 0), (0, 0)]), _BAD, "token", "token[0]"),
+    "Predictions validity": (lambda n, w: bob.Predictions([(0, 0), (0, n), (0, 0)]),
+                             _BAD, "validity", "validity[1]"),
+    "InputRecord prompt_words": (lambda n, w: bob.InputRecord(w["record"].contexts, w["record"].targets, (0, 0, n)),
+                                 _BAD, "prompt_words", "prompt_words[2]: "),
+    "Trace step_before": (lambda n, w: _trace_with(w, step_before=n), _BAD, "step_before", "step_before: "),
+    "Trace entry step": (lambda n, w: _trace_with(w, first_step=n), _BAD, "entries.step", "entries[0].step: "),
+    "probabilities(context)": (lambda n, w: bob.probabilities(w["checkpoint"], n), _BAD, "context", "context: "),
+    "diff(ulp)": (lambda n, w: bob.diff(w["checkpoint"], w["checkpoint"], ulp=n), _BAD, "ulp", "ulp: "),
+    "diff(atol)": (lambda n, w: bob.diff(w["checkpoint"], w["checkpoint"], atol=n), _BAD, "atol", "atol: "),
+    "core.train(step)": (lambda n, w: bob.core.train(*w["core_planes"](), b"ab", b"bc", n), _CORE, None, "step = "),
+    "core.train(updates)": (lambda n, w: bob.core.train(*w["core_planes"](), b"ab", b"bc", 0, n),
+                            _CORE, None, "updates = "),
+    "core.train(pairs)": (lambda n, w: bob.core.train(*w["core_planes"](), [97, n], b"bc", 0),
+                          _CORE, None, "contexts[1] = "),
+    "core.predict": (lambda n, w: bob.core.predict(w["checkpoint"].p, [97, n]), _CORE, None, "prompt word 1 = "),
+    "core.initial_planes": (lambda n, w: bob.core.initial_planes(vocabulary=n), _CORE, None, "vocabulary = "),
+    "core.resume_problem(step)": (lambda n, w: bob.core.resume_problem(*w["core_planes"](), n),
+                                  _CORE, None, "step = "),
+}
+
+
+@pytest.fixture(scope="module")
+def large_integer_world() -> dict:
+    record = build_input(CORPUS, PROMPTS)
+    checkpoint = bob.Checkpoint.fresh()
+    return {"record": record, "checkpoint": checkpoint, "planes": (checkpoint.p, checkpoint.m, checkpoint.v),
+            "trace": bob.invoke(record, threads=1, trace=True).trace,
+            "core_planes": lambda: (checkpoint.p.copy(), checkpoint.m.copy(), checkpoint.v.copy())}
+
+
+def _refused_by_name(door: str, number: int, world: dict) -> str:
+    call, error, field, start = _LARGE_INTEGER_DOORS[door]
+    with pytest.raises(Exception) as info:
+        call(number, world)
+    assert type(info.value) is error, f"{door}: {type(info.value).__name__}: {str(info.value)[:100]}"
+    text = str(info.value)
+    assert text.startswith(start) and text.isascii() and text.isprintable() and len(text) < 200, text
+    said = f"{'a negative' if number < 0 else 'an'} integer of {number.bit_length()} bits"
+    assert said in text, text
+    if isinstance(info.value, bob.FormatError):
+        assert info.value.field == field
+        assert json.loads(json.dumps(info.value.to_dict()))["text"] == text
+    return text
+
+
+@pytest.mark.parametrize("sign", [1, -1], ids=["positive", "negative"])
+@pytest.mark.parametrize("door", list(_LARGE_INTEGER_DOORS))
+def test_an_integer_too_large_for_digits_is_refused_by_the_door_naming_its_field(door, sign, large_integer_world):
+    """10**5000 (and -10**5000, refused too) at each door: the door's own refusal (a BadValue naming the field,
+    or the core's CoreError naming the argument, as for 2**64 or -1), one short line saying the integer's size."""
+    _refused_by_name(door, sign * 10**5000, large_integer_world)
+
+
+@pytest.fixture
+def no_int_str_limit():
+    before = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    try:
+        yield
+    finally:
+        sys.set_int_max_str_digits(before)
+
+
+@pytest.mark.parametrize("door", list(_LARGE_INTEGER_DOORS))
+def test_without_python_s_digit_limit_the_refusal_stays_short(door, large_integer_world, no_int_str_limit):
+    """With sys.set_int_max_str_digits(0), 10**200000's refusal was its 200,001 digits and its hex, written in
+    about a second (quadratic); it is the same short line as under the limit."""
+    assert sys.get_int_max_str_digits() == 0
+    _refused_by_name(door, 10**200000, large_integer_world)
+
+
+def test_an_integer_up_to_128_bits_is_shown_in_digits_and_a_larger_one_by_its_size() -> None:
+    from bob.errors import show_value, shown_kind
+
+    assert show_value(2**128 - 1) == "340282366920938463463374607431768211455 (0xffffffffffffffffffffffffffffffff)"
+    assert show_value(-(2**128 - 1)) == "-340282366920938463463374607431768211455"
+    assert shown_kind(2**128 - 1) == "int 340282366920938463463374607431768211455"
+    assert show_value(2**128) == shown_kind(2**128) == "an integer of 129 bits"
+    assert show_value(-(2**128)) == shown_kind(-(2**128)) == "a negative integer of 129 bits"
+    assert show_value(2**64) == "18446744073709551616 (0x10000000000000000)" and show_value(0xFFFFFFFF) == "0xffffffff"
+
+
+def test_a_large_integer_inside_what_is_refused_is_said_by_its_size() -> None:
+    """A door that shows what it refuses (a Trace entry of the wrong shape, a set where a sequence belongs) made
+    its repr, which raised for an integer past the limit inside it."""
+    from bob.errors import shown_kind
+
+    trace = bob.invoke(build_input(CORPUS, PROMPTS), threads=1, trace=True).trace
+    with pytest.raises(bob.BadValue) as info:
+        bob.Trace(trace.contract_sha256, trace.input_sha256, 0, ((10**5000, 1.0), *trace.entries[1:]))
+    assert str(info.value) == ("entries[0]: an entry is (step, loss, (P, M, V digests)) "
+                               "(got tuple (an integer of 16610 bits, 1.0))")
+    with pytest.raises(TypeError, match=r"^contexts\[0\] must be an integer \(a byte value\); got list \[an integer "
+                                        r"of 16610 bits\]$"):
+        bob.core.train(*bob.core.initial_planes(), [[10**5000]] * 2, b"bc", 0)
+    with pytest.raises(bob.BadValue, match=r"^records: the records are 3 \(token, validity\) pairs \(got set <set "
+                                           r"holding an integer too long to show>\)$"):
+        bob.Predictions({(10**5000, 1), (0, 0), (1, 1)})  # type: ignore[arg-type]
+    assert shown_kind([[1, 2], 10**5000, "x" * 200]) == ("list [[1, 2], an integer of 16610 bits, '" + "x" * 200)[:80]
+
+
+@pytest.mark.parametrize("value", [
+    7, -1, 2**128 - 1, True, None, 1.5, float("nan"), "3", "é" * 50, b"\x00\n", (), (1,), [], [1, [2, (3,)]],
+    list(range(500)), tuple(range(500)), [[[[[[[[[[[[1]]]]]]]]]]]], {"a": [1, 2]}, {1, 2}, np.int64(5),
+    np.arange(300), [1.5, "x" * 100, None], ("é", ("\n",)), fractions.Fraction(1, 3)])
+def test_a_value_of_the_wrong_kind_is_shown_as_it_was(value) -> None:
+    """shown_kind's words for every value whose repr can be made are what they were: its type and its repr,
+    escaped and cut at 80 characters (repr_text walks a list or a tuple, and stops at what is shown)."""
+    from bob.errors import shown_kind
+    from bob.text import one_line
+
+    assert shown_kind(value) == one_line(f"{type(value).__name__} {value!r}")[:80]
+    inside: list = [1]
+    inside.append(inside)
+    assert shown_kind(inside) == "list [1, [...]]" and shown_kind(([inside],)) == "tuple ([[1, [...]]],)"
