@@ -195,6 +195,7 @@ def repr_text(value: "Any", room: int = 80, inside: "tuple[int, ...]" = ()) -> s
         text += ", " * (k > 0) + repr_text(item, room - len(text), (*inside, id(value)))
     return text + "," * (len(value) == 1 and ends == "()") + ends[1]
 
+
 def exact_text(value: float) -> str:
     """``value`` as ``%g`` writes it where that is the very number and no longer than ``repr`` (``0.5``,
     ``1e+06``), else ``repr``, the shortest text that reads back as it (``0.1234567``, ``5e-324``, which ``%g``
