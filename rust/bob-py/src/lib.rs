@@ -5,9 +5,10 @@
 #![deny(missing_docs)]
 
 mod buffers;
+mod reading;
 
 use buffers::{
-    check_length, check_planes, check_shape, contiguous_bytes, extent, loan, overlaps, pair_words, plane, plane_readable,
+    check_length, check_planes, check_shape, contiguous_bytes, loan, overlaps, pair_words, plane, plane_readable,
     words, zeros, Lent, Loans,
 };
 
@@ -17,7 +18,7 @@ use pyo3::buffer::PyUntypedBuffer;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::PyBytes;
 
 // Registered under its full import path, so that `CoreError.__module__` is
 // "bob._core" and pickle can find the class again when it loads an instance.
@@ -254,55 +255,6 @@ fn predict(p: &Bound<'_, PyAny>, prompt_words: &Bound<'_, PyAny>) -> PyResult<Ve
     bob_core::predict(values, &prompt_words).map_err(core_error)
 }
 
-/// Read loans on buffers (the planes P, M and V), held until the object is released (or leaves a `with` block): a
-/// `train` of them meanwhile, in another thread, is refused with `BufferError`, and so is taking them while
-/// one runs. `Checkpoint.to_bytes` hashes and copies the planes inside one, so its file is never a state
-/// torn by a concurrent update.
-#[pyclass(module = "bob._core")]
-struct Reading {
-    loans: Option<Loans>,
-    /// The buffers' exports, held with the loans: a loan covers its buffer's memory, never memory freed
-    /// and handed out again meanwhile (a fresh plane refused as "in use").
-    exports: Vec<PyUntypedBuffer>,
-}
-
-#[pymethods]
-impl Reading {
-    /// Give the loans back (a second call does nothing).
-    fn release(&mut self) {
-        self.loans = None;
-        self.exports.clear();
-    }
-
-    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
-        slf
-    }
-
-    #[pyo3(signature = (*_exc))]
-    fn __exit__(&mut self, _exc: &Bound<'_, pyo3::types::PyTuple>) -> bool {
-        self.release();
-        false
-    }
-}
-
-/// Read loans on the buffers given by name (see `Reading`), each over the bytes its items span (any
-/// buffer: a strided or byte-swapped view of a plane being trained is refused as the plane is, so a copy
-/// of it is never torn), or `BufferError` naming the first that a running `train` holds.
-#[pyfunction]
-#[pyo3(signature = (**planes))]
-fn reading(planes: Option<&Bound<'_, PyDict>>) -> PyResult<Reading> {
-    let (mut spans, mut exports) = (Vec::new(), Vec::new());
-    for (name, obj) in planes.map(|d| d.iter().collect::<Vec<_>>()).unwrap_or_default() {
-        let name: String = name.extract()?;
-        if let Ok(buffer) = PyUntypedBuffer::get(&obj) {
-            spans.push((name, extent(&buffer))); // (what is no buffer, a list, is never trained: no loan)
-            exports.push(buffer);
-        }
-    }
-    let ranges: Vec<_> = spans.iter().map(|(name, (start, bytes))| (name.as_str(), *start, *bytes, false)).collect();
-    Ok(Reading { loans: Some(Loans::take(&ranges)?), exports })
-}
-
 /// The first reason the state P, M, V at `step` may not be resumed for
 /// `updates` more updates (§5), as (check, plane, index), or None.
 /// check is "non_finite", "negative", "moments_at_step_zero" or "no_room".
@@ -402,8 +354,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resume_problem, m)?)?;
     m.add_function(wrap_pyfunction!(train, m)?)?;
     m.add_function(wrap_pyfunction!(predict, m)?)?;
-    m.add_function(wrap_pyfunction!(reading, m)?)?;
-    m.add_class::<Reading>()?;
+    m.add_function(wrap_pyfunction!(reading::reading, m)?)?;
+    m.add_class::<reading::Reading>()?;
     m.add_function(wrap_pyfunction!(resolved_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(kernels, m)?)?;
     // Set, not added: `add_function` would list it in `__all__`, the API.
