@@ -143,7 +143,16 @@ def argument_parser(*, epilog: str | None = None, **kwargs: Any) -> "argparse.Ar
             if message.startswith("argument ") and ": " in message:
                 named, message = message[len("argument "):].split(": ", 1)
                 option = named.split("/")[0]
+            if message.startswith(ignored := "ignored explicit argument "):  # (--json=x) argparse writes its
+                import ast  # repr in a step no subclass can replace: read back into the value, shown once below
+
+                message = f"{ignored}'{ast.literal_eval(message[len(ignored):])}'"
             raise Refused(f"usage: {shown_argv(message)} (see {self.prog} --help)", option=option)
+
+        def _check_value(self, action: Any, value: Any) -> None:  # argparse's words, the value raw (not its repr)
+            if action.choices is not None and value not in action.choices:
+                choices = ", ".join(map(repr, action.choices))
+                raise argparse.ArgumentError(action, f"invalid choice: '{value}' (choose from {choices})")
 
         def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
             parsed, extras = self.parse_known_args(args, namespace)

@@ -34,7 +34,8 @@ def fixture_parser() -> "argparse.ArgumentParser":
                 try:
                     value = bytes.fromhex(values)
                 except ValueError:
-                    raise argparse.ArgumentError(self, f"{show_path(values)} is not hex (pairs of 0-9a-f)") from None
+                    # (raw: the parser's error shows a usage error's argv once, shown_argv)
+                    raise argparse.ArgumentError(self, f"{values} is not hex (pairs of 0-9a-f)") from None
             else:
                 value = os.fsencode(values)
             prompts.append(value)

@@ -88,7 +88,9 @@ def count_option(option: str, *, minimum: int = 1, maximum: int = 10**12) -> "Ca
 
 def shown_argv(text: str) -> str:
     r"""argv's bytes as every refusal shows a path's (\xff\xe2\x80\xae, and \x5c, \x22), not as code points
-    (\udcff\u202e); argparse's own words hold neither a backslash nor a double quote."""
+    (\udcff\u202e): the one escaping of a command-line value in a refusal, applied once to the raw value (a usage
+    error's whole message: argparse's own words hold neither a backslash nor a double quote, and the values it
+    would quote with repr reach it raw, bob.commands.argument_parser)."""
     return "".join(ch if ch.isascii() and ch.isprintable() and ch not in '\\"' else show_path(ch) for ch in text)
 
 

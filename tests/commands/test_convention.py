@@ -345,6 +345,41 @@ def test_a_usage_refusal_shows_argv_bytes_as_every_refusal_shows_a_path(prog: st
     assert rc == 2 and "unrecognized arguments: --\\x22\\x5cxff (see " in err, err
 
 
+RUN_ARGS = ["--input", "i", "--checkpoint", "c", "--predictions", "p"]
+FIXTURE_ARGS = ["--text", "t", "--prompt", "a", "--prompt", "b", "--output", "o"]
+CHOICE = "usage: invalid choice: '{}' (choose from "
+# door: (the program, its argv around the odd value {}, the words the refusal quotes it in)
+QUOTED_ARGV = {
+    "bob-fixture --prompt-hex": ("bob-fixture", [*FIXTURE_ARGS, "--prompt-hex", "{}"],
+                                 "--prompt-hex: usage: {} is not hex (pairs of 0-9a-f) (see bob-fixture --help)"),
+    "bob-fuzz COMMAND": ("bob-fuzz", ["{}"], CHOICE + "'targets', 'run', "),
+    "python -m bob fuzz COMMAND": ("python -m bob", ["fuzz", "{}"], CHOICE + "'targets', 'run', "),
+    "bob-fuzz run --engine": ("bob-fuzz", ["run", "input", "--engine", "{}"],
+                              "--engine: " + CHOICE + "'atheris', 'loop') (see bob-fuzz run --help)"),
+    "bob-fuzz targets --json=": ("bob-fuzz", ["targets", "--json={}"],
+                                 "--json: usage: ignored explicit argument '{}' (see bob-fuzz targets --help)"),
+}
+
+
+@pytest.mark.parametrize("prog, argv, said", QUOTED_ARGV.values(), ids=QUOTED_ARGV)
+def test_a_refusal_quoting_a_command_line_value_shows_its_bytes_once(prog, argv, said, capsys, tmp_path,
+                                                                     monkeypatch) -> None:
+    """A value argparse or bob quoted with repr() came out as code points (\\udcff\\u202e), and one already
+    escaped went through shown_argv again (\\x5cxff): each is now argv's bytes, escaped once, text and JSON."""
+    from bob.__main__ import main
+
+    monkeypatch.chdir(tmp_path)  # (nothing is written: each is refused before any file is touched)
+    for value, shown in [(os.fsdecode(b"\xff\xe2\x80\xae"), "\\xff\\xe2\\x80\\xae"), ('"\\xff', "\\x22\\x5cxff")]:
+        for extra in ([], ["--json"]):
+            args = [word.replace("{}", value) for word in argv] + extra
+            capsys.readouterr()
+            rc, (out, err) = (main(args) if prog == "python -m bob" else main_of(prog)(args)), capsys.readouterr()
+            assert rc == 2 and said.format(shown) in err and err.count("\\") == shown.count("\\"), err
+            if extra:
+                error = json.loads(out)["error"]
+                assert said.format(shown) in error["text"] and error["text"].count("\\") == shown.count("\\"), out
+
+
 # --------------------------------------------------------------------------- #
 # Numbers
 # --------------------------------------------------------------------------- #
