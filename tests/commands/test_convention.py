@@ -358,6 +358,9 @@ QUOTED_ARGV = {
                               "--engine: " + CHOICE + "'atheris', 'loop') (see bob-fuzz run --help)"),
     "bob-fuzz targets --json=": ("bob-fuzz", ["targets", "--json={}"],
                                  "--json: usage: ignored explicit argument '{}' (see bob-fuzz targets --help)"),
+    "bob-run --expect-checkpoint": ("bob-run", [*RUN_ARGS, "--expect-checkpoint", "{}"],
+                                    "--expect-checkpoint: must be 64 hexadecimal digits (a SHA-256, either case); "
+                                    "got str '{}'"),
 }
 
 
@@ -378,6 +381,17 @@ def test_a_refusal_quoting_a_command_line_value_shows_its_bytes_once(prog, argv,
             if extra:
                 error = json.loads(out)["error"]
                 assert said.format(shown) in error["text"] and error["text"].count("\\") == shown.count("\\"), out
+
+
+def test_a_library_callers_pin_refusal_keeps_its_words() -> None:
+    """Only bob-run shows its --expect-checkpoint as argv's bytes: bob.invoke's caller gave a str, shown as one."""
+    import bob
+    from bob.formats.checkpoint import pin_problem
+
+    odd = os.fsdecode(b"\xff\xe2\x80\xae")
+    assert pin_problem(odd) == "must be 64 hexadecimal digits (a SHA-256, either case); got str '\\udcff\\u202e'"
+    with pytest.raises(ValueError, match=r"^expect must be 64 .* got str '\\udcff\\u202e'$"):
+        bob.invoke(INPUT.read_bytes(), expect=odd)
 
 
 # --------------------------------------------------------------------------- #

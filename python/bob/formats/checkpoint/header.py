@@ -76,15 +76,15 @@ _HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 _PIN_DIGITS = 2 * DIGEST_BYTES  # a SHA-256 in hexadecimal
 
 
-def pin_problem(pin: Any) -> str | None:
+def pin_problem(pin: Any, shown: "Callable[[str], str] | None" = None) -> str | None:
     """Why ``pin`` is not a pinned checkpoint's SHA-256 (a str of exactly its hexadecimal
-    digits, either case, as ``sha256sum`` prints it), or None."""
+    digits, either case, as ``sha256sum`` prints it), or None; ``shown`` shows a str pin (bob-run's: argv's bytes)."""
     from bob.errors import shown_kind
 
     if not isinstance(pin, str):
         return f"must be a str of {_PIN_DIGITS} hexadecimal digits (a SHA-256); got {shown_kind(pin)}"
     if len(pin) != _PIN_DIGITS or not _HEX_DIGITS.issuperset(pin):
-        return f"must be {_PIN_DIGITS} hexadecimal digits (a SHA-256, either case); got {shown_kind(pin)}"
+        return f"must be {_PIN_DIGITS} hexadecimal digits (a SHA-256, either case); got {(shown or shown_kind)(pin)}"
     return None
 
 
