@@ -361,6 +361,8 @@ QUOTED_ARGV = {
     "bob-run --expect-checkpoint": ("bob-run", [*RUN_ARGS, "--expect-checkpoint", "{}"],
                                     "--expect-checkpoint: must be 64 hexadecimal digits (a SHA-256, either case); "
                                     "got str '{}'"),
+    "bob-fuzz run TARGET": ("bob-fuzz", ["run", "c{}", "--runs", "1", "--engine", "loop"],
+                            "TARGET: usage: unknown target 'c{}'; one of input, "),
 }
 
 

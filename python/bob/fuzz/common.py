@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator
 from bob.commands import RESOURCE_ERRNOS, Refused, about, os_reason
 from bob.fileio import FileTooLarge, read_bounded, write_atomic
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, PREDICTION_BYTES
+from bob.options import shown_argv  # (a spec is argv's: its bytes shown as a refusal shows a path's)
 from bob.text import write_whole  # (a closed, full or broken stderr drops a progress line, never the run)
 from bob.fuzz.targets import TARGETS, seed_files
 
@@ -38,12 +39,12 @@ def load_target(spec: str, fmt: str | None = None) -> "tuple[Callable[[bytes], N
         t = TARGETS[spec]
         return t.run, t.format if fmt is None else fmt
     if ":" not in spec:
-        raise ValueError(f"unknown target {spec!r}; one of {', '.join(TARGETS)} or package.module:function")
+        raise ValueError(f"unknown target '{shown_argv(spec)}'; one of {', '.join(TARGETS)} or package.module:function")
     module, _, name = spec.partition(":")
     with contextlib.redirect_stdout(sys.stderr):  # (what its import prints too; fd 1: stdout_on_stderr's)
         function = getattr(importlib.import_module(module), name)
     if not callable(function):
-        raise ValueError(f"target {spec!r} is no function (a {type(function).__name__})")
+        raise ValueError(f"target '{shown_argv(spec)}' is no function (a {type(function).__name__})")
 
     def printing_to_stderr(data: bytes) -> None:  # stdout is the command's: one JSON object under --json
         __tracebackhide__ = True  # (a failure's key names the target's frame: exception_key)
