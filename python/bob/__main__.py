@@ -39,8 +39,9 @@ def main(argv: list[str] | None = None, *, until_exit: bool = False) -> int:
         from bob.fuzz import main as run
     else:  # a usage error, as every command's (README, "One convention for all five")
         from bob.commands import Refused
+        from bob.options import shown_argv
 
-        why = f"unknown command {command!r}" if command else "no command given"
+        why = f"unknown command '{shown_argv(command)}'" if command else "no command given"
         return _own_answer(argv, Refused(f"{USAGE} ({why})"))
     return run(rest)
 

@@ -363,6 +363,7 @@ QUOTED_ARGV = {
                                     "got str '{}'"),
     "bob-fuzz run TARGET": ("bob-fuzz", ["run", "c{}", "--runs", "1", "--engine", "loop"],
                             "TARGET: usage: unknown target 'c{}'; one of input, "),
+    "python -m bob COMMAND": ("python -m bob", ["r{}un"], "[options] (unknown command 'r{}un')"),
 }
 
 
