@@ -218,18 +218,21 @@ class Checkpoint:
             step, own, c, *live = self._written()  # (what _check stored: read once)
             # Copied first, then checked and hashed: a thread writing a plane meanwhile changes no byte of the
             # copy, so the digests and the resume check are of the bytes written (D14).
-            planes = getattr(_COPIES, "planes", None)
-            if planes is None:
-                planes = _COPIES.planes = np.empty((len(PLANE_NAMES), PARAMETER_COUNT), PLANE_DTYPE)  # as the file
-            for row, plane in zip(planes, live):
-                row[...] = plane
-            if flag_value(for_resume, "for_resume"):
-                refuse_unresumable(Checkpoint(step, planes[0], planes[1], planes[2], own, c), what)
-            hb = _header_bytes(own if header_bytes is None else header_bytes, c)
-            header = envelope_header(step, [hashlib_sha256(row) for row in planes], hb,
-                                     (c.state, c.learner, c.data, c.seed), c.payload_bytes, c.chunk_bytes,
-                                     c.updates_per_invocation, hashlib_sha256)
-            return b"".join((header, planes.data))
+            planes = _COPIES.__dict__.pop("planes", None)  # (taken: a call inside this one, a signal handler's
+            if planes is None:  # save, makes its own)
+                planes = np.empty((len(PLANE_NAMES), PARAMETER_COUNT), PLANE_DTYPE)  # little-endian, as the file
+            try:
+                for row, plane in zip(planes, live):
+                    row[...] = plane
+                if flag_value(for_resume, "for_resume"):
+                    refuse_unresumable(Checkpoint(step, planes[0], planes[1], planes[2], own, c), what)
+                hb = _header_bytes(own if header_bytes is None else header_bytes, c)
+                header = envelope_header(step, [hashlib_sha256(row) for row in planes], hb,
+                                         (c.state, c.learner, c.data, c.seed), c.payload_bytes, c.chunk_bytes,
+                                         c.updates_per_invocation, hashlib_sha256)
+                return b"".join((header, planes.data))
+            finally:
+                _COPIES.planes = planes
 
     @classmethod
     def from_bytes(cls, data: bytes, *, for_resume: bool = True) -> "Checkpoint":
