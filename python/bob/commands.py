@@ -143,8 +143,8 @@ def argument_parser(*, epilog: str | None = None, **kwargs: Any) -> "argparse.Ar
             if message.startswith("argument ") and ": " in message:
                 named, message = message[len("argument "):].split(": ", 1)
                 option = named.split("/")[0]
-            if message.startswith(ignored := "ignored explicit argument "):  # (--json=x) argparse writes its
-                import ast  # repr in a step no subclass can replace: read back into the value, shown once below
+            if message.startswith(ignored := "ignored explicit argument ") and message.endswith(("'", '"')):
+                import ast  # (--json=x: argparse's repr, where no subclass reaches) read back, shown once below
 
                 message = f"{ignored}'{ast.literal_eval(message[len(ignored):])}'"
             raise Refused(f"usage: {shown_argv(message)} (see {self.prog} --help)", option=option)

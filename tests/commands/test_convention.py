@@ -386,6 +386,20 @@ def test_a_refusal_quoting_a_command_line_value_shows_its_bytes_once(prog, argv,
                 assert said.format(shown) in error["text"] and error["text"].count("\\") == shown.count("\\"), out
 
 
+def test_a_value_that_reads_like_argparse_s_words_or_runs_long_is_refused_as_any_other(capsys, tmp_path,
+                                                                                       monkeypatch) -> None:
+    """A --prompt-hex value starting "ignored explicit argument " went to ast.literal_eval (argparse's own words
+    are read back so): an unexpected SyntaxError, exit 1; a long --expect-checkpoint was echoed whole (70,106
+    bytes for 70,000 characters), where every other refusal bounds the value it shows, as shown_kind does."""
+    monkeypatch.chdir(tmp_path)
+    assert main_of("bob-fixture")([*FIXTURE_ARGS, "--prompt-hex", "ignored explicit argument 00"]) == 2
+    assert capsys.readouterr().err == ("bob-fixture: refused: --prompt-hex: usage: ignored explicit argument 00 is "
+                                       "not hex (pairs of 0-9a-f) (see bob-fixture --help)\n")
+    assert main_of("bob-run")([*RUN_ARGS, "--expect-checkpoint", "a" * 70_000]) == 2
+    assert capsys.readouterr().err == ("bob-run: refused: --expect-checkpoint: must be 64 hexadecimal digits (a "
+                                       "SHA-256, either case); got str '" + "a" * 75 + "\n")
+
+
 def test_a_library_callers_pin_refusal_keeps_its_words() -> None:
     """Only bob-run shows its --expect-checkpoint as argv's bytes: bob.invoke's caller gave a str, shown as one."""
     import bob
