@@ -78,7 +78,7 @@ def os_reason(exc: OSError) -> str:
     """An OS error's reason in a few words (``no such file or directory``)."""
     reason = exc.strerror or (str(exc.args[0]) if exc.args else type(exc).__name__)
     size = len(os.fsencode(exc.filename)) if isinstance(exc.filename, (str, bytes)) else 0
-    if exc.errno == errno.ENAMETOOLONG and size >= PATH_MAX:  # a short name in a deep working directory
-        whole = " from /" if os.path.isabs(os.fsdecode(exc.filename)) else ""
-        reason += f" (the path{whole} is {size} bytes; the system allows {PATH_MAX - 1})"
+    if exc.errno == errno.ENAMETOOLONG and size >= PATH_MAX:  # a short name in a deep working directory; the
+        whole = " from /" if os.path.isabs(os.fsdecode(exc.filename)) else ""  # path refused: a prefix, maybe
+        reason += f" (a path of {size} bytes{whole}; the system allows {PATH_MAX - 1})"
     return one_line(reason[:1].lower() + reason[1:])

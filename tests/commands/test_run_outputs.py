@@ -304,7 +304,7 @@ def test_a_short_name_in_a_working_directory_past_path_max_is_said_so(work: Path
         os.chdir("d" * 250)
     assert main(["--input", str(work / "rec.bin"), "--checkpoint", "ck.bin", "--predictions", "pred.bin"]) == 2
     said = re.fullmatch(r"bob-run: refused: --checkpoint ck\.bin: file name too long "
-                        r"\(the path from / is (\d+) bytes; the system allows 4095\)\n", capsys.readouterr().err)
+                        r"\(a path of (\d+) bytes from /; the system allows 4095\)\n", capsys.readouterr().err)
     assert said and int(said[1]) >= len(os.fsencode(os.getcwd())) > 4096
     assert os.listdir(".") == []
 
