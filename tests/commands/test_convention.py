@@ -364,6 +364,9 @@ QUOTED_ARGV = {
     "bob-fuzz run TARGET": ("bob-fuzz", ["run", "c{}", "--runs", "1", "--engine", "loop"],
                             "TARGET: usage: unknown target 'c{}'; one of input, "),
     "python -m bob COMMAND": ("python -m bob", ["r{}un"], "[options] (unknown command 'r{}un')"),
+    "bob-fuzz run MODULE:F": ("bob-fuzz", ["run", "os{}:sep", "--runs", "1"], "TARGET: usage: No module named 'os{}'"),
+    "bob-fuzz run module:F": ("bob-fuzz", ["run", "os:s{}p", "--runs", "1"],
+                              "TARGET: usage: module 'os' has no attribute 's{}p'"),
 }
 
 

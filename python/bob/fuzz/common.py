@@ -41,8 +41,14 @@ def load_target(spec: str, fmt: str | None = None) -> "tuple[Callable[[bytes], N
     if ":" not in spec:
         raise ValueError(f"unknown target '{shown_argv(spec)}'; one of {', '.join(TARGETS)} or package.module:function")
     module, _, name = spec.partition(":")
-    with contextlib.redirect_stdout(sys.stderr):  # (what its import prints too; fd 1: stdout_on_stderr's)
-        function = getattr(importlib.import_module(module), name)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):  # (what its import prints too; fd 1: stdout_on_stderr's)
+            function = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:  # Python's words quote a name as code points: argv's bytes instead
+        said = str(exc)
+        for word in {module, name, getattr(exc, "name", None) or name}:  # (as repr or between quotes)
+            said = said.replace(repr(word), f"'{word}'").replace(f"'{word}'", f"'{shown_argv(word)}'")
+        raise type(exc)(said) from None
     if not callable(function):
         raise ValueError(f"target '{shown_argv(spec)}' is no function (a {type(function).__name__})")
 
