@@ -183,8 +183,10 @@ def repr_text(value: "Any", room: int = 80, inside: "tuple[int, ...]" = ()) -> s
     if type(value) not in (list, tuple):
         try:
             return repr(value)
-        except ValueError:  # Python's int-to-str limit, deeper inside
-            return f"<{type(value).__name__} holding an integer too long to show>"
+        except Exception as exc:  # noqa: BLE001 - Python's int-to-str limit deeper inside, or a caller's repr failing
+            if isinstance(exc, ValueError) and "integer string conversion" in str(exc):
+                return f"<{type(value).__name__} holding an integer too long to show>"
+            return f"<{type(value).__name__} whose repr failed: {type(exc).__name__}>"
     ends = "[]" if type(value) is list else "()"
     if id(value) in inside:  # a list inside itself, as repr shows it
         return f"{ends[0]}...{ends[1]}"

@@ -779,3 +779,18 @@ def test_a_value_of_the_wrong_kind_is_shown_as_it_was(value) -> None:
     inside: list = [1]
     inside.append(inside)
     assert shown_kind(inside) == "list [1, [...]]" and shown_kind(([inside],)) == "tuple ([[1, [...]]],)"
+
+
+def test_a_value_whose_repr_fails_is_still_refused_by_name() -> None:
+    """repr_text said it never raised, and caught only the int-to-str limit: an object whose __repr__ raises
+    made predict and the other doors raise that error instead of their refusal."""
+    class NoRepr:
+        def __repr__(self):
+            raise TypeError("no repr")
+
+    with pytest.raises(TypeError, match=r"^prompt word 0 must be an integer; got NoRepr <NoRepr whose repr failed: "
+                                        r"TypeError>$"):
+        bob.core.predict(np.zeros(65536, np.float32), [NoRepr()])
+    from bob.text import repr_text
+
+    assert repr_text([NoRepr(), 1]) == "[<NoRepr whose repr failed: TypeError>, 1]"
