@@ -11,11 +11,17 @@ if TYPE_CHECKING:  # pragma: no cover
 USAGE = "usage: python -m bob {run,fixture,inspect,qualify,fuzz} [options]"
 
 
+def command_at(argv: list[str]) -> int:
+    """Where the command is in ``argv``: its first word not an option (the options before it are
+    ``python -m bob``'s own); ``len(argv)`` when there is none."""
+    return next((i for i, word in enumerate(argv) if not word.startswith("-")), len(argv))
+
+
 def main(argv: list[str] | None = None, *, until_exit: bool = False) -> int:
     """The command ``argv`` names; its exit status. ``until_exit``: the process ends with it at once
     (``bob.run.main``'s), as under ``python -m bob``."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    at = next((i for i, a in enumerate(argv) if not a.startswith("-")), len(argv))  # options before it: its own
+    at = command_at(argv)
     leading, command, rest = argv[:at], (argv[at:] or [""])[0], [*argv[:at], *argv[at + 1:]]
     asked = "help" if {"-h", "--help"} & set(leading) else "version" if "--version" in leading else None
     if asked is not None:  # printed by the runner as every command prints its answer (--json's envelope)
@@ -88,6 +94,5 @@ if __name__ == "__main__":  # as the installed scripts: the three held until bob
             raise
 
         os.write(2, b"python -m bob: out of memory while bob was imported\n")
-        _command = next((word for word in sys.argv[1:] if not word.startswith("-")), "")  # as main() finds it
-        os._exit(1 if _command in ("run", "fixture") else 70)
+        os._exit(1 if (sys.argv[1:] + [""])[command_at(sys.argv[1:])] in ("run", "fixture") else 70)
     sys.exit(_status)
