@@ -19,12 +19,12 @@ Memory the binding allocates for its caller (the planes of
 :func:`initial_planes`, the pairs of :func:`train`, the words and the
 predictions of :func:`predict`) is reserved before use: when the allocator has
 none (``ulimit -v``, more than the address space), the call raises
-``MemoryError`` with nothing changed, never a panic (a long :func:`train`, made
-in chunks, that runs out after its first: with ``updates_done``, as a Ctrl-C's).
-A kernel that overcommits
-(Linux's default) may grant more than there is and end the process when the
-pages are first written (``initial_planes`` of a vocabulary in the tens of
-thousands asks for tens of GiB), as it would any program's.
+``MemoryError`` with nothing changed, never a panic (a long :func:`train`,
+made in chunks, that runs out after its first: with ``updates_done``, as a
+Ctrl-C's). A kernel that overcommits (Linux's default) may grant more than
+there is and end the process when the pages are first written
+(``initial_planes`` of a vocabulary in the tens of thousands asks for tens of
+GiB), as it would any program's.
 """
 
 from __future__ import annotations
@@ -253,10 +253,10 @@ def train(p: "PlaneLike", m: "PlaneLike", v: "PlaneLike", contexts: "PairsLike |
     updates: the exception's ``updates_done`` says how many, and the planes
     hold the state after them; so does a ``MemoryError`` from memory that
     ran out after the first of its chunks (another thread took it). While it
-    runs, another call of the core on
-    the same memory (another thread's) is refused with ``BufferError``; the
-    caller's own writes to the planes from another thread are not seen (the
-    GIL is released) and make the result the schedule's: make none.
+    runs, another call of the core on the same memory (another thread's) is
+    refused with ``BufferError``; the caller's own writes to the planes from
+    another thread are not seen (the GIL is released) and make the result
+    the schedule's: make none.
     """
     if not isinstance(kernel, str):  # (str() made None "None" and took any object that prints a name)
         raise TypeError(f"kernel must be a str (\"auto\" or one of kernels()); got {shown_kind(kernel)}")
