@@ -144,7 +144,8 @@ BUGS: tuple[Bug, ...] = (
         property="fast path against the schemas"),
     Bug("backup-link-left", "files", "run", 300,
         "after every successful bob-run a hard link of the old predictions is left beside the new ones",
-        (("bob/commit.py", "                os.unlink(self.link)\n", "                os.path.exists(self.link)\n"),),
+        (("bob/commit.py", "                os.unlink(self._name(self.link), dir_fd=self.directory)\n",
+          "                os.path.exists(self.link)\n"),),
         property="bob-run leaves no other file"),
     Bug("mode-not-kept", "files", "run", 300,
         "a replaced checkpoint or predictions file loses its permissions (0600 becomes 0644)",
@@ -177,29 +178,29 @@ BUGS: tuple[Bug, ...] = (
     Bug("dirsync-after-commit-missing", "files", "run", 1_500,
         "the checkpoint's directory is not fsynced after the commit rename: bob-run says it committed, and "
         "after a power loss the old checkpoint is back",
-        (("bob/commit.py", "lambda: fsync_directory(os.path.dirname(main), strict=True))", "lambda: None)"),),
+        (("bob/commit.py", "lambda: fsync_directory(self._at(main)[1], strict=True))", "lambda: None)"),),
         property="the powerloss world: only the new pair once bob-run said it committed",
         test="tests/hostile/test_power_loss.py::test_every_crash_state_of_bob_run_resumes"),
     Bug("dirsync-after-commit-of-the-predictions", "files", "run", 1_500,
         "after the commit rename bob-run syncs the predictions' directory, not the checkpoint's: where the two "
         "lie apart, it says it committed, and after a power loss the old checkpoint is back",
-        (("bob/commit.py", "lambda: fsync_directory(os.path.dirname(main), strict=True))",
-          "lambda: fsync_directory(os.path.dirname(self.files[0][0]), strict=True))"),),
+        (("bob/commit.py", "lambda: fsync_directory(self._at(main)[1], strict=True))",
+          "lambda: fsync_directory(self._at(self.files[0][0])[1], strict=True))"),),
         property="the powerloss world through links (two directories): only the new pair once bob-run said it committed",
         test="tests/hostile/test_power_loss.py::test_every_crash_state_of_bob_run_resumes"),
     Bug("rollback-without-dirsync", "files", "run", 1_500,
         "a rollback puts the old predictions back without syncing their directory: bob-run says nothing was "
         "changed, and after a power loss the new predictions are there, the old ones under a temporary name "
         "the next run deletes",
-        (("bob/commit.py", "        self.put_back = True\n        fsync_directory(os.path.dirname(self.target), "
-          "strict=strict)\n", "        self.put_back = True\n"),),
+        (("bob/commit.py", "        self.put_back = True\n        fsync_directory(os.path.dirname(self.target) if "
+          "self.directory is None else self.directory, strict=strict)\n", "        self.put_back = True\n"),),
         property="the powerloss world, its lock lost: the old predictions once bob-run said nothing was changed",
         test="tests/hostile/test_power_loss.py::test_a_run_that_rolls_back_leaves_the_old_files_after_any_power_loss"),
     Bug("rollback-through-link", "files", "run", 1_500,
         "the old predictions are kept by the path as given: when the checkpoint cannot be replaced, the "
         "rollback renames them over a symlinked --predictions, which becomes a regular file, while the file "
         "it named keeps the new predictions beside the old checkpoint",
-        (("bob/commit.py", "                    backup = Backup(companion)\n",
+        (("bob/commit.py", "                    backup = Backup(companion, self._at(companion)[1])\n",
           "                    backup = Backup(companion_about.path)\n"),),
         property="links x a failing directory-entry call: files old exactly when bob-run refuses, links stay links",
         test="tests/fuzz/test_fuzz_world.py::test_worlds_combine_at_every_os_call"),

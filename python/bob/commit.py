@@ -13,6 +13,10 @@ exactly when the checkpoint's rename succeeds:
    and the old files are put back, the very same files;
 4. **the commit**: the checkpoint's rename. After it, nothing is rolled back.
 
+From the stage on, the commit reaches each file through a descriptor of its
+directory, opened once: a directory another process moves meanwhile keeps
+its files, and is where the old one is put back.
+
 The caller runs all of it inside a :class:`bob.signals.Deferral`, so SIGINT,
 SIGTERM and SIGHUP never cut a step in half, and :attr:`Commit.committed`
 says which side of the commit the run ended on.
@@ -37,6 +41,7 @@ from bob.lock import LOCK_TAG, clean_stale_temporaries, pause_at, temporary_pid
 from bob.signals import Deferral, printing
 from bob.text import own_stream, show_path
 
+_O_PATH = getattr(os, "O_PATH", os.O_RDONLY)  # (Linux: a directory this user may search, if not read, 0300)
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any, Callable, Sequence
@@ -51,51 +56,75 @@ class Backup:
     A hard link under a temporary name holds the old inode: :meth:`restore`
     renames it back over the target (the very same bytes and mode, whatever
     the size), :meth:`discard` drops it. A target that did not exist is
-    restored by removing whatever was written there.
+    restored by removing whatever was written there. Given ``directory``, a
+    descriptor of the target's directory, every call goes through it: a
+    directory moved meanwhile is the one its file is put back in.
     """
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, directory: int | None = None) -> None:
         self.target = target
-        self.link: str | None = None
+        self.directory = directory
+        self.link: str | None = None  # (a path: the one a message shows)
         self.put_back: bool = False
-        if not os.path.lexists(target):
+        try:
+            os.stat(self._name(target), dir_fd=directory, follow_symlinks=False)
+        except FileNotFoundError:
             return
         link = temporary_name(target)
         try:
-            os.link(target, link)
+            os.link(self._name(target), self._name(link), src_dir_fd=directory, dst_dir_fd=directory)
         except OSError:  # a filesystem without hard links: keep a copy instead, on disk before the rename
-            import shutil
-
             try:
-                shutil.copy2(target, link)
-                fd = os.open(link, os.O_RDONLY)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
+                self._copy(link)
             except BaseException:  # (a full disk, a file size limit): no backup, and no part of one left
-                discard_temporary(link)
+                with contextlib.suppress(OSError):
+                    os.unlink(self._name(link), dir_fd=directory)
                 raise
         self.link = link
+
+    def _name(self, path: str) -> str:
+        """What names ``path`` to the calls: its name in :attr:`directory`, or the path itself."""
+        return path if self.directory is None else os.path.basename(path)
+
+    def _copy(self, link: str) -> None:
+        """The target's bytes, mode and times into the new file ``link``, fsynced."""
+        import shutil
+
+        at, flags = self.directory, os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        old = os.open(self._name(self.target), os.O_RDONLY | flags, dir_fd=at)
+        try:
+            new = os.open(self._name(link), os.O_WRONLY | os.O_CREAT | os.O_EXCL | flags, 0o600, dir_fd=at)
+            try:
+                with open(old, "rb", closefd=False) as source, open(new, "wb", closefd=False) as copy:
+                    shutil.copyfileobj(source, copy)
+                st = os.fstat(old)
+                os.fchmod(new, st.st_mode & 0o7777)
+                os.utime(new, ns=(st.st_atime_ns, st.st_mtime_ns))
+                os.fsync(new)
+            finally:
+                os.close(new)
+        finally:
+            os.close(old)
 
     def restore(self, strict: bool = True) -> None:
         """Put the old file back and sync its directory; a sync that fails (``strict``) is raised with
         ``put_back`` set: the old file is there, but may not survive a power loss, and the report says so."""
         if self.link is None:
             try:
-                os.unlink(self.target)
+                os.unlink(self._name(self.target), dir_fd=self.directory)
             except FileNotFoundError:
                 pass
         else:
-            os.replace(self.link, self.target)
+            os.replace(self._name(self.link), self._name(self.target), src_dir_fd=self.directory,
+                       dst_dir_fd=self.directory)
             self.link = None
         self.put_back = True
-        fsync_directory(os.path.dirname(self.target), strict=strict)
+        fsync_directory(os.path.dirname(self.target) if self.directory is None else self.directory, strict=strict)
 
     def discard(self) -> None:
         if self.link is not None:
             try:
-                os.unlink(self.link)
+                os.unlink(self._name(self.link), dir_fd=self.directory)
             except FileNotFoundError:  # pragma: no cover
                 pass
             self.link = None
@@ -131,6 +160,13 @@ class Commit:
         self.backups: list[Backup] = []
         self.committed = False
         self.problems: list[str] = []
+        # each target's directory, opened once: every later call goes through it (a directory moved meanwhile
+        # keeps its files, its backups and its temporaries, and a run's report of them stays true)
+        self.directories: dict[str, int] = {}
+
+    def _at(self, path: str) -> "tuple[str, int]":
+        """``path``'s name and the descriptor of its directory: what every call of the commit names it by."""
+        return os.path.basename(path), self.directories[os.path.dirname(path)]
 
     def after_commit(self, what: str, step: "Callable[[], object]") -> None:
         """Run ``step``; once committed, a failure is recorded as ``what``
@@ -147,10 +183,16 @@ class Commit:
         """Write every new file as an fsynced temporary; nothing visible changes."""
         for target, data, naming in self.files:
             with naming:
-                self.staged.append(fileio.stage(target, data))
-        for tmp in self.staged:  # (a rename keeps them: each file is checked before the commit, the checkpoint's too)
-            st = os.stat(tmp, follow_symlinks=False)
-            self.placed.append((st.st_dev, st.st_ino, st.st_mtime_ns))
+                if (directory := os.path.dirname(target)) not in self.directories:
+                    self.directories[directory] = os.open(directory, _O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+                self.staged.append(tmp := fileio.stage(target, data))
+                try:  # (a rename keeps them: each file is checked before the commit, the checkpoint's too)
+                    st = os.stat(os.path.basename(tmp), dir_fd=self.directories[directory], follow_symlinks=False)
+                except FileNotFoundError:  # written where its directory was, and is no longer
+                    discard_temporary(self.staged.pop())
+                    raise Refused("its directory was moved or replaced while this run wrote it; nothing was changed",
+                                  code=EXIT_BUSY) from None
+                self.placed.append((st.st_dev, st.st_ino, st.st_mtime_ns))
         pause_at("staged")
 
     def apply(self, before_commit) -> None:
@@ -162,9 +204,10 @@ class Commit:
         try:
             for (companion, data, companion_about), tmp, placed in zip(companions, companion_tmps, self.placed):
                 with companion_about:
-                    backup = Backup(companion)
+                    backup = Backup(companion, self._at(companion)[1])
                     self.backups.append(backup)
-                    os.replace(tmp, companion)
+                    (name, at), temporary = self._at(companion), os.path.basename(tmp)
+                    os.replace(temporary, name, src_dir_fd=at, dst_dir_fd=at)
                 self.staged.remove(tmp)  # renamed: no temporary left to remove
                 renamed.append((backup, companion_about, companion, placed, data))
             synced = set()
@@ -172,7 +215,7 @@ class Commit:
                 if os.path.dirname(companion) not in synced:  # checkpoint's too: one that cannot be is refused now)
                     with companion_about:
                         try:
-                            fsync_directory(os.path.dirname(companion), strict=True)
+                            fsync_directory(self._at(companion)[1], strict=True)
                         except OSError as exc:  # (a directory bob may write but not read, 0300)
                             unsynced = os.path.dirname(companion)
                             raise Refused(f"its directory could not be synced before the commit ({os_reason(exc)}); "
@@ -181,19 +224,20 @@ class Commit:
             pause_at("predictions-renamed")
             for _, companion_about, companion, placed, data in [*renamed, (None, main_about, main_tmp, self.placed[-1],
                                                                        main_data)]:  # another writer's file: not ours
-                if not _holds(companion, placed, data):
+                if not _holds(*self._at(companion), placed, data):
                     with companion_about:
                         raise Refused("its new file was written by another process during this run's commit; the "
                                       "checkpoint was not replaced", code=EXIT_BUSY)
             before_commit()
             pause_at("checked")
             with main_about:
-                os.replace(main_tmp, main)  # the commit point
+                (name, at), temporary = self._at(main), os.path.basename(main_tmp)
+                os.replace(temporary, name, src_dir_fd=at, dst_dir_fd=at)  # the commit point
             self.staged.remove(main_tmp)
         except BaseException as stopped:
             unrestored = []  # every companion is put back that can be; each that cannot is said, and why
             for backup, companion_about, companion, placed, data in reversed(renamed):
-                if not _holds(companion, placed, data):
+                if not _holds(*self._at(companion), placed, data):
                     continue  # another process wrote it since: its file, left as it is (the backup dropped by close)
                 try:
                     with companion_about:
@@ -220,7 +264,7 @@ class Commit:
         self.committed = True
         pause_at("committed")
         self.after_commit(f"syncing the directory of {show_path(main)} (the new checkpoint may not survive a power loss)",
-                          lambda: fsync_directory(os.path.dirname(main), strict=True))
+                          lambda: fsync_directory(self._at(main)[1], strict=True))
 
     def close(self) -> None:
         """Remove the backups and any temporary not renamed (idempotent). Before the commit a
@@ -229,9 +273,13 @@ class Commit:
             with contextlib.suppress(OSError):  # (after the commit: recorded in problems)
                 self.after_commit(f"removing the backup link {show_path(backup.link or '')}", backup.discard)
         self.backups = []
-        for tmp in self.staged:
-            discard_temporary(tmp)  # (one renamed just before a signal is no longer there: nothing happens)
+        for tmp in self.staged:  # (one renamed just before a signal is no longer there: nothing happens)
+            with contextlib.suppress(OSError):
+                os.unlink(self._at(tmp)[0], dir_fd=self._at(tmp)[1])
         self.staged = []
+        for directory in self.directories.values():
+            os.close(directory)
+        self.directories = {}
 
 
 def refuse_unsafe_target(target: str) -> None:
@@ -269,21 +317,28 @@ def replace_targets(files: "list[tuple[str, Any]]", keep: "Sequence[str]" = ()) 
     return targets
 
 
-def _holds(path: str, placed: "tuple[int, int, int]", data: "bytes | bytearray") -> bool:
-    """Whether ``path`` is still the file this run renamed there (``placed``: its device, inode and mtime) with
-    the bytes it wrote: another process may have replaced it, or written into it (the same inode)."""
+def _holds(name: str, directory: int, placed: "tuple[int, int, int]", data: "bytes | bytearray") -> bool:
+    """Whether ``name`` in ``directory`` (a descriptor) is still the file this run renamed there (``placed``: its
+    device, inode and mtime) with the bytes it wrote: another process may have replaced it, or written into it
+    (the same inode)."""
     try:
-        st = os.stat(path, follow_symlinks=False)
+        st = os.stat(name, dir_fd=directory, follow_symlinks=False)
     except OSError:
         return False
     if (st.st_dev, st.st_ino, st.st_mtime_ns) != placed:
         return False
     try:
-        return fileio.read_bounded(path, len(data)) == data
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=directory)
     except PermissionError:  # a file this user may write, not read (0200): its inode, mtime and size tell
         return st.st_size == len(data)
-    except (OSError, fileio.FileTooLarge):
+    except OSError:
         return False
+    try:
+        return fileio.read_to_end(fd, len(data), len(data)) == data
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def replace_all(files: "list[tuple[str, bytes, Any]]", keep: "Sequence[str]" = (), *,

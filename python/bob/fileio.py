@@ -47,7 +47,7 @@ __all__ = ["NotARegularFile", "NotReplaceable", "FileTooLarge", "open_regular", 
            "read_bounded_buffer", "replace_target", "same_file", "check_directory",
            "refuse_if_working_directory_gone", "make_directory", "remove_empty_directories", "refuse_unreplaceable",
            "identity", "stage", "discard_temporary", "fsync_directory", "write_atomic", "temporary_name",
-           "sidecar_name", "TEMP_MARK"]
+           "sidecar_name", "read_to_end", "TEMP_MARK"]
 
 TEMP_MARK = ".bob-tmp-"
 NAME_MAX = 255  # bytes in one file name on every filesystem bob is used on (Linux, macOS)
@@ -77,7 +77,7 @@ def read_bounded_buffer(path: "str | os.PathLike[str]", limit: int) -> bytearray
     try:
         if st.st_size > limit:
             raise FileTooLarge(st.st_size, os.read(fd, _HEAD))
-        data = _read_to_end(fd, st.st_size, limit)
+        data = read_to_end(fd, st.st_size, limit)
         if len(data) > limit:  # its first bytes read in full, to name its format
             head = bytes(data[:_HEAD]) + os.read(fd, max(0, _HEAD - len(data)))
             raise FileTooLarge(max(len(data), len(head)), head, partial=True)
@@ -118,7 +118,7 @@ def open_regular(path: "str | os.PathLike[str]", flags: int, mode: int = 0o666) 
     return fd, st
 
 
-def _read_to_end(fd: int, size: int, limit: int) -> bytearray:
+def read_to_end(fd: int, size: int, limit: int) -> bytearray:
     """What is left to read of ``fd``, read straight into one buffer of the file's size; at most ``limit`` + 1
     bytes (one more tells a file that grew while it was read)."""
     data, got = bytearray(size + 1), 0
@@ -208,11 +208,9 @@ def _directory_stat(directory: str, path: str) -> os.stat_result:
 
 def identity(path: "str | os.PathLike[str]", *, follow_symlinks: bool = True) -> "tuple[int, int] | None":
     """(device, inode) of what ``path`` names now, or None when it names nothing."""
-    try:
-        st = os.stat(path, follow_symlinks=follow_symlinks)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
+    with suppress(OSError):
+        return (st := os.stat(path, follow_symlinks=follow_symlinks)).st_dev, st.st_ino
+    return None
 
 
 def refuse_unreplaceable(path: str, st: "os.stat_result | None" = None) -> None:
@@ -320,9 +318,11 @@ def temporary_name(target: str, pid: int | None = None) -> str:
     return os.path.join(directory or ".", f"{sidecar_name(name, TEMP_MARK)}{pid}-{os.urandom(6).hex()}")
 
 
-def fsync_directory(directory: str, strict: bool = False) -> None:
+def fsync_directory(directory: "str | int", strict: bool = False) -> None:
+    """Sync a directory, given by its path or by a descriptor (a commit's ``O_PATH`` one: its "." is synced)."""
+    at = None if isinstance(directory, str) else directory
     try:
-        fd = os.open(directory or ".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC)
+        fd = os.open(directory or "." if at is None else ".", os.O_DIRECTORY | _CLOEXEC, dir_fd=at)
         try:
             os.fsync(fd)
         finally:

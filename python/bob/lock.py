@@ -219,9 +219,11 @@ class TargetLock:
     def __exit__(self, *exc: object) -> None:
         if self.fd is None:
             return
-        try:
-            if identity(self.path, follow_symlinks=False) == self.identity:
-                os.unlink(self.path)  # while still locked: a waiter on this inode sees it gone and retries
+        try:  # (its directory moved since: where its descriptor says it is now, on Linux)
+            here = self.path if identity(self.path, follow_symlinks=False) == self.identity else \
+                os.readlink(f"/proc/self/fd/{self.fd}")
+            if identity(here, follow_symlinks=False) == self.identity:
+                os.unlink(here)  # while still locked: a waiter on this inode sees it gone and retries
         except OSError:  # gone already, or not ours to remove (another user's, in a sticky directory)
             pass
         os.close(self.fd)  # releases the flock

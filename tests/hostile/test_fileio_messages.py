@@ -123,7 +123,7 @@ def test_a_backup_is_a_copy_where_hard_links_fail(tmp_path: Path, monkeypatch: p
     target.write_bytes(b"old bytes")
     os.chmod(target, 0o640)
 
-    def no_links(*args: object) -> None:
+    def no_links(*args: object, **kwargs: object) -> None:
         raise OSError(errno.EPERM, "hard links not allowed here")
 
     monkeypatch.setattr(os, "link", no_links)

@@ -233,11 +233,11 @@ def test_a_directory_that_refuses_renames_and_removals_is_refused_by_name(work: 
     real_replace, real_unlink = os.replace, os.unlink
 
     def append_only(real):
-        def call(path, *rest):
+        def call(path, *rest, **at):
             if os.path.basename(os.fspath(rest[0] if rest else path)).startswith(".pred.bin.bob-tmp-") or \
                     (rest and os.fspath(rest[0]).endswith("pred.bin")):
                 raise PermissionError(errno.EPERM, os.strerror(errno.EPERM), path)
-            return real(path, *rest)
+            return real(path, *rest, **at)
         return call
 
     monkeypatch.setattr(os, "replace", append_only(real_replace))
@@ -361,10 +361,10 @@ def test_every_file_that_cannot_be_put_back_is_kept_and_named(work: Path, monkey
                     about("--predictions", "pred.bin"), ((str(work / "run.trace"), b"new", about("--trace", "t")),))
     real = os.replace
 
-    def busy(source, target):
-        if any(b.link == os.fspath(source) for b in commit.backups):
+    def busy(source, target, **at):
+        if any(os.path.basename(b.link or "") == os.fspath(source) for b in commit.backups):
             raise OSError(errno.EPERM, os.strerror(errno.EPERM), source)
-        return real(source, target)
+        return real(source, target, **at)
 
     def stopped() -> None:
         monkeypatch.setattr(bob.commit.os, "replace", busy)
@@ -463,7 +463,7 @@ def test_a_backup_copied_where_hard_links_fail_is_on_disk_before_it_is_needed(wo
     (work / "pred.bin").write_bytes(b"old predictions")
     synced: list[str] = []
     real = os.fsync
-    monkeypatch.setattr(os, "link", lambda a, b: (_ for _ in ()).throw(PermissionError(1, "no hard links")))
+    monkeypatch.setattr(os, "link", lambda *a, **k: (_ for _ in ()).throw(PermissionError(1, "no hard links")))
     monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")), real(fd)))
     backup = Backup(str(work / "pred.bin"))
     assert backup.link is not None and backup.link in synced
@@ -535,14 +535,14 @@ def test_a_backup_copy_that_fails_leaves_no_part_of_itself(work: Path, monkeypat
     from bob.commit import Backup
 
     (work / "pred.bin").write_bytes(b"old predictions")
-    real = shutil.copyfile
+    real = shutil.copyfileobj
 
-    def cut_short(source, destination, **kw):
-        real(source, destination, **kw)
+    def cut_short(source, destination, *rest):
+        real(source, destination, *rest)
         raise OSError(errno.EFBIG, os.strerror(errno.EFBIG))
 
-    monkeypatch.setattr(os, "link", lambda a, b: (_ for _ in ()).throw(PermissionError(1, "no hard links")))
-    monkeypatch.setattr(shutil, "copyfile", cut_short)
+    monkeypatch.setattr(os, "link", lambda *a, **k: (_ for _ in ()).throw(PermissionError(1, "no hard links")))
+    monkeypatch.setattr(shutil, "copyfileobj", cut_short)
     with pytest.raises(OSError, match="too large"):
         Backup(str(work / "pred.bin"))
     assert sorted(p.name for p in work.iterdir()) == ["pred.bin", "rec.bin"]

@@ -286,3 +286,33 @@ def test_a_checkpoint_changed_while_a_run_trained_is_never_overwritten(work: Pat
 
     code, _ = first_run_meets(work, "staged", change)
     assert code == 75 and (work / "ck.bin").read_bytes() == step30.to_bytes()
+
+
+@pytest.mark.parametrize("point", COMMIT_WINDOW[:5])
+@pytest.mark.parametrize("option", ["--predictions", "--trace"])
+def test_a_directory_moved_during_the_commit_keeps_its_old_file_or_the_new_one(work: Path, point: str,
+                                                                              option: str) -> None:
+    """The directory of the predictions (or the trace) renamed by another process during the commit: bob-run
+    said 75 "written by another process" and left the new file there beside the old checkpoint, the old one
+    under a temporary name the next run deletes, and its lock file; committed, it left its backup and lock
+    there. Every call of the commit now goes through the directory's descriptor: the moved directory holds the
+    old file when bob-run refuses, the new one when it commits, and nothing else."""
+    step10 = bob.invoke(RECORD, b"", threads=1, trace=True)
+    step10.checkpoint.write(work / "ck.bin")
+    (work / "out").mkdir()
+    name = {"--predictions": "pred.bin", "--trace": "run.trace"}[option]
+    old = {"pred.bin": step10.predictions_bytes(), "run.trace": step10.trace_bytes()}
+    files = {"pred.bin": work / "pred.bin", "run.trace": work / "run.trace", name: work / "out" / name}
+    for each, path in files.items():
+        path.write_bytes(old[each])
+    args = ["--json", "--input", str(work / "rec.bin"), "--checkpoint", str(work / "ck.bin"), "--predictions",
+            str(files["pred.bin"]), "--trace", str(files["run.trace"])]
+    with race.Meeting(point, lambda: os.rename(work / "out", work / "moved")) as meeting:
+        run = subprocess.run([sys.executable, "-m", "bob", "run", *args], env=meeting.env, capture_output=True,
+                             text=True, timeout=120)
+    assert meeting.met and run.returncode in (0, 2, 75), run.stdout + run.stderr
+    new = bob.invoke(RECORD, step10.checkpoint_bytes(), threads=1, trace=True)
+    want = {"pred.bin": new.predictions_bytes(), "run.trace": new.trace_bytes()} if run.returncode == 0 else old
+    assert [p.name for p in (work / "moved").iterdir()] == [name]
+    assert (work / "moved" / name).read_bytes() == want[name]
+    assert (work / "ck.bin").read_bytes() == (new if run.returncode == 0 else step10).checkpoint_bytes()

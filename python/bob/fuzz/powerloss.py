@@ -138,8 +138,12 @@ class Recorder(OsPatch):
                                                                                 "unlink") else self._fd_call
         return functools.partial(record, real, {"replace": "rename", "pwrite": "write"}.get(name, name))
 
-    def _entry(self, path: Any) -> tuple[str, str]:
-        directory, name = os.path.split(os.path.abspath(os.fsdecode(path)))
+    def _path(self, path: Any, dir_fd: int | None) -> str:
+        """A path as given, or as named in a watched directory's descriptor (a commit's), made absolute."""
+        return os.path.abspath(os.path.join(self._fds[dir_fd][1] if dir_fd in self._fds else "", os.fsdecode(path)))
+
+    def _entry(self, path: str) -> tuple[str, str]:
+        directory, name = os.path.split(path)
         directory = os.path.realpath(directory)
         return (directory, name) if directory == self.root or directory.startswith(self.root + os.sep) else ("", "")
 
@@ -150,13 +154,13 @@ class Recorder(OsPatch):
         return self._inodes[key]
 
     def _open(self, real, _kind, path, flags, mode=0o777, *, dir_fd=None):
-        entry = self._entry(path)
-        existed = os.path.lexists(path) if entry[0] else True
+        entry = self._entry(full := self._path(path, dir_fd))
+        existed = os.path.lexists(full) if entry[0] else True
         fd = real(path, flags, mode, dir_fd=dir_fd)
         if entry[0]:
             st = os.fstat(fd)
             if stat.S_ISDIR(st.st_mode):
-                self._fds[fd] = (-1, os.path.realpath(path))
+                self._fds[fd] = (-1, os.path.realpath(full))
             elif stat.S_ISREG(st.st_mode):
                 created = not existed and bool(flags & os.O_CREAT)
                 node = self._node(st, new=created)
@@ -165,7 +169,7 @@ class Recorder(OsPatch):
                     self.ops.append(Op("create", node, entry))
                 elif flags & os.O_TRUNC:
                     self.ops.append(Op("truncate", node, offset=0))
-        elif os.path.realpath(os.fsdecode(path)) == self.root:
+        elif os.path.realpath(full) == self.root:
             self._fds[fd] = (-1, self.root)
         return fd
 
@@ -183,8 +187,13 @@ class Recorder(OsPatch):
 
     def _entry_call(self, real, kind, src, *dst, **kwargs):
         """rename (and replace), link, unlink of a regular file under the root."""
-        source, target = self._entry(src), self._entry(dst[0]) if dst else ("", "")
-        st = os.lstat(src) if source[0] and os.path.lexists(src) else None
+        at = kwargs.get("src_dir_fd", kwargs.get("dir_fd"))
+        source = self._entry(self._path(src, at))
+        target = self._entry(self._path(dst[0], kwargs.get("dst_dir_fd"))) if dst else ("", "")
+        try:
+            st = os.stat(src, dir_fd=at, follow_symlinks=False) if source[0] else None
+        except FileNotFoundError:
+            st = None
         result = real(src, *dst, **kwargs)
         if st is not None and stat.S_ISREG(st.st_mode) and (target[0] or not dst):
             self.ops.append(Op(kind, self._node(st), source, target))
