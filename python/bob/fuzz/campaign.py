@@ -180,9 +180,6 @@ class _Campaign:
     def remaining_time(self) -> float | None:
         return None if self.seconds is None else self.seconds - (time.monotonic() - self.start)
 
-    def total_runs(self) -> int:
-        return sum(w.executions_done + w.executions for w in self.workers)
-
     def scratch(self, what: str) -> str:
         """A new directory in the campaign's scratch directory, which it holds while it runs and removes at its end."""
         if not self.scratch_home:
@@ -299,7 +296,7 @@ class _Campaign:
     def tally(self) -> CampaignResult:
         """The result, its counts as the workers last reported them."""
         r = self.result
-        r.executions = self.total_runs()
+        r.executions = sum(w.executions_done + w.executions for w in self.workers)
         try:
             r.corpus = len(os.listdir(self.corpus))
         except (FileNotFoundError, NotADirectoryError) as exc:  # removed while it ran: its last count, a note

@@ -92,10 +92,8 @@ def interesting_values(size: int, current: int | None = None) -> list[int]:
 def _set_float(out: bytearray, at: int, rnd: random.Random) -> None:
     """A binary32 set one bit away (an ulp, a sign, an exponent bit), to random bits or a special value."""
     r = rnd.random()
-    if r < 0.15:
-        bits = U32.unpack_from(out, at)[0] ^ (1 << rnd.randrange(32))
-    else:
-        bits = rnd.getrandbits(32) if r < 0.25 else rnd.choice(_FLOATS)
+    bits = (U32.unpack_from(out, at)[0] ^ (1 << rnd.randrange(32)) if r < 0.15
+            else rnd.getrandbits(32) if r < 0.25 else rnd.choice(_FLOATS))
     U32.pack_into(out, at, bits)
 
 
