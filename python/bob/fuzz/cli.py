@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections import Counter
 from typing import Any
 
 from bob.commands import (EXIT_FOUND, EXIT_OK, EXIT_SOFTWARE, Outcome, Refused, about, add_common_options,
@@ -239,8 +240,6 @@ def cmd_minimize(args: argparse.Namespace) -> Outcome:
 
 
 def cmd_conformance(args: argparse.Namespace) -> Outcome:
-    from collections import Counter
-
     from bob.fuzz.conformance import write_corpus
 
     outdir = output_directory("OUTDIR", args.outdir)

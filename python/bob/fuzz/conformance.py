@@ -16,14 +16,17 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import bob
 from bob.commands import EXIT_SOFTWARE, Refused, about, os_reason
 from bob.errors import FormatError
 from bob.fileio import (FileTooLarge, make_directory, read_bounded, refuse_if_working_directory_gone,
                         remove_empty_directories)
+from bob.formats.constants import EMPTY_PROMPT, MAX_CHECKPOINT_BYTES, MAX_HEADER_BYTES, VOCABULARY
 from bob.formats.kinds import ALIASES, FORMATS
 from bob.fuzz.common import read_input
+from bob.fuzz.targets import golden_dir
 from bob.signals import scratch_directory
-from bob.text import one_line
+from bob.text import one_line, show_path
 
 __all__ = ["FORMATS", "open_corpus", "judge", "write_corpus", "check", "render_table", "reader_main"]
 
@@ -35,8 +38,6 @@ OUTPUT_LIMIT = 64 << 20  # bytes a reader may print per file (a hex dump of the 
 def judge(fmt: str, data: bytes) -> dict[str, Any]:
     """bob's verdict on ``data`` as format ``fmt`` (a checkpoint as for resuming: the loaders' default):
     accept, or refuse naming field and offset (the loader's), and ``fields``: every field bob's findings name."""
-    import bob
-
     try:
         getattr(bob, f"load_{fmt}")(data)
     except FormatError as err:
@@ -47,9 +48,6 @@ def judge(fmt: str, data: bytes) -> dict[str, Any]:
 
 
 def _accepted(fmt: str) -> list[tuple[str, bytes]]:
-    import bob
-    from bob.fuzz.targets import golden_dir
-
     out = [(p.stem, read_input(p)) for p in sorted(golden_dir().glob(f"{fmt}*.bin"))]
     if fmt == "input":
         out.append(("built-two-bytes", bob.build_input(b"ab", [b"", b"", b""]).to_bytes()))
@@ -68,8 +66,6 @@ def _accepted(fmt: str) -> list[tuple[str, bytes]]:
 def _edges(fmt: str, base: bytes) -> list[tuple[str, bytes]]:
     """Files at the rules' edges, which the mutations seldom reach: a reader off by one, or skipping a rule the
     mutated files break only beside another, is caught by them. Judged as every other file."""
-    import bob
-    from bob.formats.constants import EMPTY_PROMPT, MAX_CHECKPOINT_BYTES, MAX_HEADER_BYTES, VOCABULARY
     from bob.formats.layout import ENVELOPE_HEAD, INPUT, PREDICTION_FIELDS, U32, U64
 
     def patched(*edits: "tuple[Any, int, int]") -> bytes:  # (number, offset, value) each
@@ -282,8 +278,6 @@ def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | Non
 
 
 def render_table(report: dict[str, Any]) -> str:
-    from bob.text import show_path
-
     rows = [("field", "files", "agree", "disagree")]
     rows += [(one_line(f), str(r["files"]), str(r["agree"]), str(r["disagree"]))
              for f, r in sorted(report["by_field"].items())]

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator
 
 from bob.fuzz.faults import OsPatch
 from bob.fuzz.properties import invoked, quietly, require
-from bob.lock import LOCK_TAG
+from bob.lock import LOCK_TAG, lock_path_for
 from bob.refusals import EXIT_BUSY
 
 __all__ = ["Op", "Recorder", "crash_states", "check_states", "record_run", "Scenario"]
@@ -282,7 +282,6 @@ def record_run(directory: Path, record: bytes, checkpoint: bytes | None, predict
     must succeed, or with ``lock_lost`` (its lock deleted once the predictions are renamed) roll back (EXIT_BUSY)."""
     import bob
     from bob import commit
-    from bob.lock import lock_path_for
     from bob.run import main as run_main
 
     directory.mkdir(parents=True, exist_ok=True)

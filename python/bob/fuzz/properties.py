@@ -5,8 +5,12 @@ docs/fuzzing.md, "The targets and their properties"."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 from typing import Any, Callable
+
+import bob
 
 __all__ = ["PropertyFailed", "require", "HARNESS", "exception_key", "quietly", "invoked"]
 
@@ -31,8 +35,6 @@ def exception_key(exc: BaseException) -> str:
     (pytest's convention, as :func:`require` does) is skipped."""
     import traceback
 
-    import bob
-
     root = os.path.dirname(os.path.abspath(bob.__file__)) + os.sep
     frames = [os.path.abspath(f.f_code.co_filename) + f":{line} in {f.f_code.co_name}"
               for f, line in traceback.walk_tb(exc.__traceback__) if not f.f_locals.get("__tracebackhide__", False)]
@@ -48,9 +50,6 @@ def quietly(fn: "Callable[[list[str]], int]", argv: "list[str]") -> "tuple[int, 
     """``fn(argv)`` (a command's ``main``) with its output captured: (exit code, stdout, stderr). A signal the
     command took while it ran was meant for this process (the command caught it, or deferred it): it is raised
     again here however ``fn`` ended, a world's injected crash included, so the harness ends as it was asked to."""
-    import contextlib
-    import io
-
     from bob.signals import Interrupted, taken
 
     out, err = io.StringIO(), io.StringIO()
@@ -70,8 +69,6 @@ def quietly(fn: "Callable[[list[str]], int]", argv: "list[str]") -> "tuple[int, 
 
 def invoked(record: bytes, checkpoint: bytes, trace: bool = False) -> Any:
     """What ``bob.invoke`` computes from the pair, or None when it refuses."""
-    import bob
-
     try:
         return bob.invoke(record, checkpoint, threads=1, trace=trace)
     except bob.FormatError:

@@ -11,7 +11,9 @@ import tempfile
 from pathlib import Path
 from typing import Callable, NamedTuple
 
+import bob
 from bob.errors import FormatError, StateRefused
+from bob.formats.constants import MAX_CHECKPOINT_BYTES
 from bob.formats.kinds import FORMATS
 from bob.fuzz.properties import PropertyFailed, quietly, require
 from bob.signals import step_and_record
@@ -32,8 +34,6 @@ def golden_dir() -> Path:
 
 def check_error(err: BaseException, data: bytes | None = None) -> None:
     """A refusal is well formed: a FormatError naming a field, one printable ASCII line, JSON-ready."""
-    from bob.formats.constants import MAX_CHECKPOINT_BYTES
-
     if not isinstance(err, FormatError):
         raise PropertyFailed(f"not a FormatError: {type(err).__name__}: {err}")
     if not (isinstance(err.field, str) and err.field):  # (the message only when it fails: repr costs)
@@ -95,7 +95,6 @@ def _judged(fmt: str, load: Callable, findings: Callable, data: bytes):
 
 
 def input_target(data: bytes) -> None:
-    import bob
     from bob.formats import canonical
 
     record = _judged("input", bob.load_input, bob.input_findings, data)
@@ -120,7 +119,6 @@ def checkpoint_target(data: bytes) -> None:
 def _checkpoint_properties(data: bytes) -> None:
     import numpy as np
 
-    import bob
     from bob.formats import checkpoint as canonical
     from bob.formats.checkpoint import examine_by_schema
     from bob.fuzz import oracle
@@ -163,7 +161,6 @@ def _checkpoint_properties(data: bytes) -> None:
 
 
 def predictions_target(data: bytes) -> None:
-    import bob
     from bob.formats import canonical
 
     pred = _judged("predictions", bob.load_predictions, bob.predictions_findings, data)
@@ -216,7 +213,6 @@ def inspect_target(data: bytes) -> None:
 
 
 def run_target(data: bytes) -> None:
-    import bob
     from bob.fuzz.mutator import format_of
     from bob.fuzz.world import run_in_world
 
@@ -235,7 +231,6 @@ def run_target(data: bytes) -> None:
 
 def interop_target(data: bytes) -> None:
     """Every input read as ``.npz`` and as safetensors, for resuming and for reading."""
-    import bob
     from bob import interop
     from bob.fuzz.oracle_interop import check_export
 
@@ -321,6 +316,4 @@ def seed_files(name: str) -> list[Path]:
 
 def accepted_seeds(fmt: str | None) -> list[bytes]:
     """The golden files of ``fmt`` that bob accepts (the fast-path-keeping mutations start from them)."""
-    if fmt not in FORMATS:
-        return []
-    return [p.read_bytes() for p in sorted(golden_dir().glob(f"{fmt}-*.bin"))]
+    return [p.read_bytes() for p in sorted(golden_dir().glob(f"{fmt}-*.bin"))] if fmt in FORMATS else []

@@ -17,6 +17,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
+import bob
 from bob.errors import FormatError
 from bob.lock import COMMIT_WINDOW, LOCK_TAG, TargetLock, lock_path_for
 from bob.refusals import EXIT_BUSY as BUSY, EXIT_REFUSED as REFUSED
@@ -80,8 +81,6 @@ def world_of(data: bytes) -> World:
 
 def library_writer(argv: list[str]) -> int:
     """The library's way to bob-run's pair (given its arguments): invoke, write each file atomically."""
-    import bob
-
     path = dict(zip(argv[1::2], argv[2::2]))
     result = bob.invoke(Path(path["--input"]).read_bytes(), Path(path["--checkpoint"]).read_bytes(), threads=1)
     result.predictions.write(path["--predictions"])
