@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bob import fileio  # (its write_atomic looked up at each write)
 from bob.errors import BadValue, NotABobFile, Truncated
 from bob.formats.constants import PLANE_DTYPE, PLANE_NAMES, U64_MAX
 from bob.formats.contract import CONTRACT_FIELDS, V1, Contract
@@ -178,9 +179,7 @@ def from_safetensors_bytes(data: bytes, make: "type[Checkpoint]", *, for_resume:
 
 
 def write_safetensors(checkpoint: "Checkpoint", path: "str | os.PathLike[str]", *, for_resume: bool = True) -> None:
-    from bob.fileio import write_atomic
-
-    write_atomic(path, safetensors_bytes(checkpoint, for_resume=for_resume))
+    fileio.write_atomic(path, safetensors_bytes(checkpoint, for_resume=for_resume))
 
 
 def read_safetensors(path: "str | os.PathLike[str]", make: "type[Checkpoint]", *, for_resume: bool = True) -> "Checkpoint":
@@ -210,9 +209,7 @@ def from_npz_bytes(data: bytes, make: "type[Checkpoint]", *, for_resume: bool = 
 
 
 def write_npz(checkpoint: "Checkpoint", path: "str | os.PathLike[str]", *, for_resume: bool = True) -> None:
-    from bob.fileio import write_atomic
-
-    write_atomic(path, npz_bytes(checkpoint, for_resume=for_resume))
+    fileio.write_atomic(path, npz_bytes(checkpoint, for_resume=for_resume))
 
 
 def read_npz(path: "str | os.PathLike[str]", make: "type[Checkpoint]", *, for_resume: bool = True) -> "Checkpoint":
