@@ -73,6 +73,5 @@ def rules_table(kind: str) -> str:
     each rule's field, what a reader says of a value that breaks it, the
     expected value it shows and its error class, in the order they are checked."""
     lines = ["| `.field` | a value is refused with | expected | error |", "|---|---|---|---|"]
-    for rule in RULES[kind]:
-        lines.append(f"| `{rule.field}` | {rule.message} | {rule.expected} | `{rule.error.__name__}` |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + [f"| `{rule.field}` | {rule.message} | {rule.expected} | `{rule.error.__name__}` |"
+                              for rule in RULES[kind]]) + "\n"

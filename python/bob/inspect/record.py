@@ -91,8 +91,8 @@ def _target_lines(r: dict[str, Any]) -> list[str]:
         return [f"{table}: agrees with the pairs' targets"]
     bad = r["target_mismatches"]
     L = [f"{table}: DISAGREES with the pairs at {len(bad)} index(es)"]
-    for b in bad[:MISMATCHES_SHOWN]:
-        L.append(f"  pair {b['index']}: pair target {show_byte(b['pair_target'])}, table {b['table']}")
+    L += [f"  pair {b['index']}: pair target {show_byte(b['pair_target'])}, table {b['table']}"
+          for b in bad[:MISMATCHES_SHOWN]]
     if len(bad) > MISMATCHES_SHOWN:
         L.append(f"  ... and {len(bad) - MISMATCHES_SHOWN} more")
     return L

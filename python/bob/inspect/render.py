@@ -96,10 +96,8 @@ def _chunk_lines(r: dict[str, Any]) -> list[str]:
 def _plane_lines(planes: dict[str, Any]) -> list[str]:
     L = ["planes (min/max/mean/L2 over finite values)",
          f"  {'plane':<5} {'min':>14} {'max':>14} {'mean':>14} {'L2 norm':>14} {'non-finite':>10} {'negative':>9}"]
-    for name, s in planes.items():
-        L.append(f"  {name:<5} {g(s['min'], None):>14} {g(s['max'], None):>14} {g(s['mean']):>14} "
-                 f"{g(s['l2_norm']):>14} {s['non_finite']:>10} {s['negative']:>9}")
-    return L
+    return L + [f"  {name:<5} {g(s['min'], None):>14} {g(s['max'], None):>14} {g(s['mean']):>14} "
+                f"{g(s['l2_norm']):>14} {s['non_finite']:>10} {s['negative']:>9}" for name, s in planes.items()]
 
 
 def _row_lines(rows: list[dict[str, Any]]) -> list[str]:
