@@ -106,14 +106,18 @@ class Backup:
         finally:
             os.close(old)
 
-    def restore(self, strict: bool = True) -> None:
+    def restore(self, strict: bool = True, into_empty: bool = False) -> None:
         """Put the old file back and sync its directory; a sync that fails (``strict``) is raised with
-        ``put_back`` set: the old file is there, but may not survive a power loss, and the report says so."""
+        ``put_back`` set: the old file is there, but may not survive a power loss, and the report says so.
+        ``into_empty``: nothing is there (a file made since is another process's: kept, and the backup too)."""
         if self.link is None:
             try:
                 os.unlink(self._name(self.target), dir_fd=self.directory)
             except FileNotFoundError:
                 pass
+        elif into_empty:  # (the backup link is left for discard to remove)
+            os.link(self._name(self.link), self._name(self.target), src_dir_fd=self.directory,
+                    dst_dir_fd=self.directory)
         else:
             os.replace(self._name(self.link), self._name(self.target), src_dir_fd=self.directory,
                        dst_dir_fd=self.directory)
@@ -206,8 +210,7 @@ class Commit:
                 with companion_about:
                     backup = Backup(companion, self._at(companion)[1])
                     self.backups.append(backup)
-                    (name, at), temporary = self._at(companion), os.path.basename(tmp)
-                    os.replace(temporary, name, src_dir_fd=at, dst_dir_fd=at)
+                    self._rename(tmp, companion)
                 self.staged.remove(tmp)  # renamed: no temporary left to remove
                 renamed.append((backup, companion_about, companion, placed, data))
             synced = set()
@@ -224,24 +227,24 @@ class Commit:
             pause_at("predictions-renamed")
             for _, companion_about, companion, placed, data in [*renamed, (None, main_about, main_tmp, self.placed[-1],
                                                                        main_data)]:  # another writer's file: not ours
-                if not _holds(*self._at(companion), placed, data):
+                if not (held := _holds(*self._at(companion), placed, data)):
                     with companion_about:
-                        raise Refused("its new file was written by another process during this run's commit; the "
-                                      "checkpoint was not replaced", code=EXIT_BUSY)
+                        raise Refused(f"its new file was {'written' if held is False else 'removed'} by another "
+                                      "process during this run's commit; the checkpoint was not replaced",
+                                      code=EXIT_BUSY)
             before_commit()
             pause_at("checked")
             with main_about:
-                (name, at), temporary = self._at(main), os.path.basename(main_tmp)
-                os.replace(temporary, name, src_dir_fd=at, dst_dir_fd=at)  # the commit point
+                self._rename(main_tmp, main)  # the commit point
             self.staged.remove(main_tmp)
         except BaseException as stopped:
             unrestored = []  # every companion is put back that can be; each that cannot is said, and why
             for backup, companion_about, companion, placed, data in reversed(renamed):
-                if not _holds(*self._at(companion), placed, data):
+                if (held := _holds(*self._at(companion), placed, data)) is False:
                     continue  # another process wrote it since: its file, left as it is (the backup dropped by close)
                 try:
-                    with companion_about:
-                        backup.restore(strict=os.path.dirname(companion) != unsynced)  # the very same file
+                    with companion_about:  # the very same file, where this run's is or none is
+                        backup.restore(strict=os.path.dirname(companion) != unsynced, into_empty=held is None)
                 except (Refused, OSError) as exc:
                     why = exc.message if isinstance(exc, Refused) else os_reason(exc)
                     kept = f"; its old bytes are kept in {show_path(backup.link)}, which the next bob-run on it " \
@@ -262,9 +265,21 @@ class Commit:
                               code=code)
             raise
         self.committed = True
+        if not _holds(*self._at(main), self.placed[-1], main_data):  # (written in the instant before its rename)
+            self.problems.append("the new checkpoint was written by another process as it was committed: it does "
+                                 "not hold the bytes this run wrote, whose SHA-256 this report gives")
         pause_at("committed")
         self.after_commit(f"syncing the directory of {show_path(main)} (the new checkpoint may not survive a power loss)",
                           lambda: fsync_directory(self._at(main)[1], strict=True))
+
+    def _rename(self, tmp: str, target: str) -> None:
+        """Rename ``tmp`` over ``target``, in their directory; a temporary gone is another process's doing."""
+        name, at = self._at(target)
+        try:
+            os.replace(os.path.basename(tmp), name, src_dir_fd=at, dst_dir_fd=at)
+        except FileNotFoundError:
+            raise Refused("its new file was removed by another process during this run's commit; the checkpoint "
+                          "was not replaced", code=EXIT_BUSY) from None
 
     def close(self) -> None:
         """Remove the backups and any temporary not renamed (idempotent). Before the commit a
@@ -317,20 +332,22 @@ def replace_targets(files: "list[tuple[str, Any]]", keep: "Sequence[str]" = ()) 
     return targets
 
 
-def _holds(name: str, directory: int, placed: "tuple[int, int, int]", data: "bytes | bytearray") -> bool:
+def _holds(name: str, directory: int, placed: "tuple[int, int, int]", data: "bytes | bytearray") -> "bool | None":
     """Whether ``name`` in ``directory`` (a descriptor) is still the file this run renamed there (``placed``: its
     device, inode and mtime) with the bytes it wrote: another process may have replaced it, or written into it
-    (the same inode)."""
+    (the same inode; a touch alone changes nothing). None: nothing is there now."""
     try:
         st = os.stat(name, dir_fd=directory, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
     except OSError:
         return False
-    if (st.st_dev, st.st_ino, st.st_mtime_ns) != placed:
+    if (st.st_dev, st.st_ino) != placed[:2]:
         return False
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=directory)
-    except PermissionError:  # a file this user may write, not read (0200): its inode, mtime and size tell
-        return st.st_size == len(data)
+    except PermissionError:  # a file this user may write, not read (0200): its mtime and size tell
+        return st.st_mtime_ns == placed[2] and st.st_size == len(data)
     except OSError:
         return False
     try:

@@ -316,3 +316,50 @@ def test_a_directory_moved_during_the_commit_keeps_its_old_file_or_the_new_one(w
     assert [p.name for p in (work / "moved").iterdir()] == [name]
     assert (work / "moved" / name).read_bytes() == want[name]
     assert (work / "ck.bin").read_bytes() == (new if run.returncode == 0 else step10).checkpoint_bytes()
+
+
+@pytest.mark.parametrize("point, name", [("staged", ".pred.bin.bob-tmp-"), ("predictions-renamed", "pred.bin"),
+                                         ("checked", ".ck.bin.bob-tmp-")])
+def test_a_new_file_removed_during_the_commit_is_75_with_the_old_files_back(work: Path, point: str, name: str) -> None:
+    """Another process removed a file bob-run was committing: its staged predictions or checkpoint (exit 2,
+    "no such file or directory" naming a file that was there), or the predictions just renamed into place
+    (exit 75 "written by another process", no predictions left at all, the old ones dropped with the backup).
+    Now exit 75 "removed by another process", and the old files are where they were."""
+    bob.invoke(RECORD, b"", threads=1).checkpoint.write(work / "ck.bin")
+    old = (work / "ck.bin").read_bytes()
+    (work / "pred.bin").write_bytes(b"old predictions")
+
+    def remove() -> None:
+        [path] = [p for p in work.iterdir() if p.name.startswith(name)]
+        path.unlink()
+
+    code, _ = first_run_meets(work, point, remove)
+    assert code == 75
+    assert ((work / "ck.bin").read_bytes(), (work / "pred.bin").read_bytes()) == (old, b"old predictions")
+    assert sorted(p.name for p in work.iterdir()) == ["ck.bin", "pred.bin", "rec.bin"]
+
+
+def test_the_predictions_touched_during_the_commit_are_still_its_own(work: Path) -> None:
+    """A touch of the predictions bob-run had just renamed into place (its bytes, a new mtime) was taken
+    for another process's write: exit 75, the new predictions left beside the old checkpoint and the old
+    ones dropped. The same inode with the same bytes is bob-run's file: it commits."""
+    (work / "pred.bin").write_bytes(b"old predictions")
+    code, _ = first_run_meets(work, "predictions-renamed", lambda: os.utime(work / "pred.bin", (1, 1)))
+    assert code == 0 and bob.load_checkpoint((work / "ck.bin").read_bytes()).step == U
+
+
+def test_the_checkpoint_written_as_it_is_committed_is_said(work: Path) -> None:
+    """Another process wrote into the staged checkpoint after the last check: bob-run said exit 0 with the
+    SHA-256 of bytes the file does not hold. It still commits (that instant is past its checks), and says so."""
+    def write_the_temporary() -> None:
+        [tmp] = [p for p in work.iterdir() if p.name.startswith(".ck.bin.bob-tmp-")]
+        with open(tmp, "r+b") as f:
+            f.write(b"foreign")
+
+    with race.Meeting("checked", write_the_temporary) as meeting:
+        run = subprocess.run([sys.executable, "-m", "bob", "run", *argv(work)], env=meeting.env,
+                             capture_output=True, text=True, timeout=120)
+    assert meeting.met and run.returncode == 0, run.stderr
+    [problem] = json.loads(run.stdout)["problems_after_commit"]
+    assert problem.startswith("the new checkpoint was written by another process as it was committed")
+    assert (work / "ck.bin").read_bytes()[:7] == b"foreign"
