@@ -169,8 +169,8 @@ def replace_target(path: "str | os.PathLike[str]", *, check_replaceable: bool = 
         return target
     if not stat.S_ISREG(st.st_mode):
         raise NotARegularFile(text, st.st_mode)
-    if not os.path.samestat(st, os.stat(target)) and os.path.realpath(text) != target:  # (a rename since: no link)
-        raise FileNotFoundError(errno.ENOENT, "it changed while its links were resolved", text)
+    if identity(text) != identity(target):  # (a rename over it since: the same; /proc/PID/fd/N of a deleted file: not)
+        raise FileNotFoundError(errno.ENOENT, "it changed while its links were resolved, or names a deleted file", text)
     if check_replaceable:
         refuse_unreplaceable(text, st)
     return target

@@ -546,3 +546,23 @@ def test_a_backup_copy_that_fails_leaves_no_part_of_itself(work: Path, monkeypat
     with pytest.raises(OSError, match="too large"):
         Backup(str(work / "pred.bin"))
     assert sorted(p.name for p in work.iterdir()) == ["pred.bin", "rec.bin"]
+
+
+@pytest.mark.parametrize("option", ["--predictions", "--checkpoint"])
+def test_a_proc_fd_link_to_a_deleted_file_replaces_no_file_named_after_it(work: Path, capsys, option: str) -> None:
+    """/proc/self/fd/N of a deleted file reads as the path "NAME (deleted)": bob-run replaced (and, as the
+    checkpoint, trained from) an unrelated file of that name, exit 0. Now refused, that file untouched."""
+    from bob.run import main
+
+    (work / "gone").write_bytes(b"x")
+    (work / "gone (deleted)").write_bytes(b"precious")
+    fd = os.open(work / "gone", os.O_RDONLY)
+    try:
+        (work / "gone").unlink()
+        args = run_args(work)[1:]
+        args[args.index(option) + 1] = f"/proc/self/fd/{fd}"
+        assert main(args) == 2
+    finally:
+        os.close(fd)
+    assert "names a deleted file" in capsys.readouterr().err
+    assert (work / "gone (deleted)").read_bytes() == b"precious"
