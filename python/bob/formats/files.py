@@ -25,13 +25,14 @@ INPUT_FILE = (INPUT_MAGIC, "an input record (bob-input)")
 CHECKPOINT_FILE = (CHECKPOINT_MAGIC, "a checkpoint (bob-envelope)")
 
 
-def read_format_file(path: "str | os.PathLike[str]", limit: int, magic: "tuple[bytes, str] | None") -> bytes:
-    """The bytes of the regular file ``path``, at most ``limit`` of them; a larger file is
-    refused unread (:func:`too_large`)."""
+def read_format_file(path: "str | os.PathLike[str]", limit: int, magic: "tuple[bytes, str] | None",
+                     valid: int | None = None) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them; a larger file is refused unread
+    (:func:`too_large`, against the format's ``valid`` size: ``limit`` unless a reader reads past it)."""
     try:
         data = read_bounded(path, limit)
     except FileTooLarge as big:
-        raise too_large(big, limit, magic) from None
+        raise too_large(big, limit if valid is None else valid, magic) from None
     if data is None:
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), os.fspath(path))
     return data

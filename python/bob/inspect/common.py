@@ -30,16 +30,17 @@ def refusal(path: str, exc: OSError, option: str | None = None) -> Refused:
     return Refused("no such file" if plain else os_reason(exc), option=option, path=path)
 
 
-def read(path: str, limit: int, magic: "tuple[bytes, str] | None", option: str | None = None,
+def read(path: str, limit: int, magic: "tuple[bytes, str] | None", valid: int, option: str | None = None,
          peeked: "tuple[bytes, int, bool] | None" = None) -> tuple[bytes | None, list[FormatError]]:
-    """``(bytes, [])``, or ``(None, [finding])`` for a file larger than ``limit`` (never read whole); a path
-    that cannot be read is a :class:`Refused` naming ``option``. ``peeked``: :func:`peek`'s read, not read again."""
+    """``(bytes, [])``, or ``(None, [finding])`` for a file larger than ``limit`` (never read whole; said against
+    the format's ``valid`` size); a path that cannot be read is a :class:`Refused` naming ``option``. ``peeked``:
+    :func:`peek`'s read, not read again."""
     if peeked is not None:
         data, size, partial = peeked
         return (data, []) if size <= limit and not partial else (None, [too_large(FileTooLarge(size, data, partial),
-                                                                                  limit, magic)])
+                                                                                  valid, magic)])
     try:
-        return read_format_file(path, limit, magic), []
+        return read_format_file(path, limit, magic, valid), []
     except FormatError as exc:
         return None, [exc]
     except OSError as exc:  # missing, a directory, a FIFO, a device, no permission …
@@ -49,7 +50,7 @@ def read(path: str, limit: int, magic: "tuple[bytes, str] | None", option: str |
 def read_checkpoint(path: str, option: str | None = None,
                     peeked: "tuple[bytes, int, bool] | None" = None) -> tuple[bytes | None, list[FormatError]]:
     """:func:`read` of a checkpoint (``checkpoint``, ``diff``, ``verify``, ``trace --checkpoints``)."""
-    return read(path, MAX_CHECKPOINT_BYTES, CHECKPOINT_FILE, option, peeked)
+    return read(path, MAX_CHECKPOINT_BYTES, CHECKPOINT_FILE, MAX_CHECKPOINT_BYTES, option, peeked)
 
 
 def peek(path: str) -> tuple[bytes, int, bool]:

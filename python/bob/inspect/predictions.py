@@ -6,16 +6,16 @@ from __future__ import annotations
 from typing import Any
 
 from bob.errors import FormatError
-from bob.formats.constants import MAX_CHECKPOINT_BYTES, PROMPTS
+from bob.formats.constants import MAX_CHECKPOINT_BYTES, PREDICTION_BYTES, PROMPTS
 from bob.formats.predictions import examine
 from bob.formats.rules import TOKEN
 from bob.inspect.common import begin, finish, plural
 from bob.inspect.render import file_report
 from bob.text import show_byte
 
-# bob.inspect.common.read's limit and magic: up to the largest bob file, so that the findings
-# can say what a longer file is ("this file starts like a bob input record")
-READ: tuple[int, tuple[bytes, str] | None] = (MAX_CHECKPOINT_BYTES, None)
+# bob.inspect.common.read's limit, magic and valid size: read up to the largest bob file, so that the
+# findings can say what a longer file is ("this file starts like a bob input record")
+READ: "tuple[int, tuple[bytes, str] | None, int]" = (MAX_CHECKPOINT_BYTES, None, PREDICTION_BYTES)
 HEX_LIMIT = 64  # a file up to this many bytes is shown whole in hex
 
 

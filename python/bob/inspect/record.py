@@ -19,7 +19,7 @@ from bob.inspect.common import begin, finish, magic_report
 from bob.inspect.render import file_report
 from bob.text import escape_bytes, show_byte
 
-READ: tuple[int, tuple[bytes, str] | None] = (RECORD_BYTES, INPUT_FILE)  # bob.inspect.common.read's limit and magic
+READ: "tuple[int, tuple[bytes, str] | None, int]" = (RECORD_BYTES, INPUT_FILE, RECORD_BYTES)  # common.read's
 RECORD_KEYS = ("pairs", "chained", "sequence", "context_counts", "transitions", "targets_agree",
                "target_mismatches", "prompts")
 SEQUENCE_SHOWN = 64  # bytes of a chained input's sequence shown

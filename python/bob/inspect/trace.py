@@ -19,7 +19,7 @@ from bob.text import show_path
 
 __all__ = ["trace_report", "render_trace", "trace_file_report", "render_trace_file", "READ"]
 
-READ: tuple[int, tuple[bytes, str] | None] = (TRACE_BYTES, TRACE_FILE)  # bob.inspect.common.read's limit and magic
+READ: "tuple[int, tuple[bytes, str] | None, int]" = (TRACE_BYTES, TRACE_FILE, TRACE_BYTES)  # common.read's
 DIGEST_SHOWN = 16  # hex digits of a plane digest in the text (as the checkpoint's chunk table shows its digests)
 
 
