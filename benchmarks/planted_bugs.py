@@ -144,7 +144,7 @@ BUGS: tuple[Bug, ...] = (
         property="fast path against the schemas"),
     Bug("backup-link-left", "files", "run", 300,
         "after every successful bob-run a hard link of the old predictions is left beside the new ones",
-        (("bob/commit.py", "                os.unlink(self._name(self.link), dir_fd=self.directory)\n",
+        (("bob/backup.py", "                os.unlink(self._name(self.link), dir_fd=self.directory)\n",
           "                os.path.exists(self.link)\n"),),
         property="bob-run leaves no other file"),
     Bug("mode-not-kept", "files", "run", 300,
@@ -192,7 +192,7 @@ BUGS: tuple[Bug, ...] = (
         "a rollback puts the old predictions back without syncing their directory: bob-run says nothing was "
         "changed, and after a power loss the new predictions are there, the old ones under a temporary name "
         "the next run deletes",
-        (("bob/commit.py", "        self.put_back = True\n        fsync_directory(os.path.dirname(self.target) if "
+        (("bob/backup.py", "        self.put_back = True\n        fsync_directory(os.path.dirname(self.target) if "
           "self.directory is None else self.directory, strict=strict)\n", "        self.put_back = True\n"),),
         property="the powerloss world, its lock lost: the old predictions once bob-run said nothing was changed",
         test="tests/hostile/test_power_loss.py::test_a_run_that_rolls_back_leaves_the_old_files_after_any_power_loss"),

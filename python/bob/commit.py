@@ -35,10 +35,11 @@ import contextlib
 import os
 
 from bob import fileio
+from bob.backup import Backup
 from bob.commands import EXIT_BUSY, EXIT_INTERRUPTED, EXIT_REFUSED, Refused, about, os_reason
-from bob.fileio import TEMP_MARK, discard_temporary, fsync_directory, temporary_name
+from bob.fileio import TEMP_MARK, discard_temporary, fsync_directory
 from bob.lock import LOCK_TAG, clean_stale_temporaries, pause_at, temporary_pid
-from bob.signals import Deferral, printing
+from bob.signals import Deferral, printing, step_and_record
 from bob.text import own_stream, show_path
 
 _O_PATH = getattr(os, "O_PATH", os.O_RDONLY)  # (Linux: a directory this user may search, if not read, 0300)
@@ -48,90 +49,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["Backup", "Commit", "replace_all", "replace_targets", "refuse_unsafe_target", "temporary_pid",
            "clean_stale_temporaries"]
-
-
-class Backup:
-    """Keep the file at ``target`` (a resolved path) so it can be put back exactly.
-
-    A hard link under a temporary name holds the old inode: :meth:`restore`
-    renames it back over the target (the very same bytes and mode, whatever
-    the size), :meth:`discard` drops it. A target that did not exist is
-    restored by removing whatever was written there. Given ``directory``, a
-    descriptor of the target's directory, every call goes through it: a
-    directory moved meanwhile is the one its file is put back in.
-    """
-
-    def __init__(self, target: str, directory: int | None = None) -> None:
-        self.target = target
-        self.directory = directory
-        self.link: str | None = None  # (a path: the one a message shows)
-        self.put_back: bool = False
-        try:
-            os.stat(self._name(target), dir_fd=directory, follow_symlinks=False)
-        except FileNotFoundError:
-            return
-        link = temporary_name(target)
-        try:
-            os.link(self._name(target), self._name(link), src_dir_fd=directory, dst_dir_fd=directory)
-        except OSError:  # a filesystem without hard links: keep a copy instead, on disk before the rename
-            try:
-                self._copy(link)
-            except BaseException:  # (a full disk, a file size limit): no backup, and no part of one left
-                with contextlib.suppress(OSError):
-                    os.unlink(self._name(link), dir_fd=directory)
-                raise
-        self.link = link
-
-    def _name(self, path: str) -> str:
-        """What names ``path`` to the calls: its name in :attr:`directory`, or the path itself."""
-        return path if self.directory is None else os.path.basename(path)
-
-    def _copy(self, link: str) -> None:
-        """The target's bytes, mode and times into the new file ``link``, fsynced."""
-        import shutil
-
-        at, flags = self.directory, os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-        old = os.open(self._name(self.target), os.O_RDONLY | flags, dir_fd=at)
-        try:
-            new = os.open(self._name(link), os.O_WRONLY | os.O_CREAT | os.O_EXCL | flags, 0o600, dir_fd=at)
-            try:
-                with open(old, "rb", closefd=False) as source, open(new, "wb", closefd=False) as copy:
-                    shutil.copyfileobj(source, copy)
-                st = os.fstat(old)
-                os.fchmod(new, st.st_mode & 0o7777)
-                os.utime(new, ns=(st.st_atime_ns, st.st_mtime_ns))
-                os.fsync(new)
-            finally:
-                os.close(new)
-        finally:
-            os.close(old)
-
-    def restore(self, strict: bool = True, into_empty: bool = False) -> None:
-        """Put the old file back and sync its directory; a sync that fails (``strict``) is raised with
-        ``put_back`` set: the old file is there, but may not survive a power loss, and the report says so.
-        ``into_empty``: nothing is there (a file made since is another process's: kept, and the backup too)."""
-        if self.link is None:
-            try:
-                os.unlink(self._name(self.target), dir_fd=self.directory)
-            except FileNotFoundError:
-                pass
-        elif into_empty:  # (the backup link is left for discard to remove)
-            os.link(self._name(self.link), self._name(self.target), src_dir_fd=self.directory,
-                    dst_dir_fd=self.directory)
-        else:
-            os.replace(self._name(self.link), self._name(self.target), src_dir_fd=self.directory,
-                       dst_dir_fd=self.directory)
-            self.link = None
-        self.put_back = True
-        fsync_directory(os.path.dirname(self.target) if self.directory is None else self.directory, strict=strict)
-
-    def discard(self) -> None:
-        if self.link is not None:
-            try:
-                os.unlink(self._name(self.link), dir_fd=self.directory)
-            except FileNotFoundError:  # pragma: no cover
-                pass
-            self.link = None
 
 
 class Commit:
@@ -168,9 +85,11 @@ class Commit:
         # keeps its files, its backups and its temporaries, and a run's report of them stays true)
         self.directories: dict[str, int] = {}
 
-    def _at(self, path: str) -> "tuple[str, int]":
-        """``path``'s name and the descriptor of its directory: what every call of the commit names it by."""
-        return os.path.basename(path), self.directories[os.path.dirname(path)]
+    def _at(self, path: str) -> "tuple[str, int | None]":
+        """``path``'s name and the descriptor of its directory: what every call of the commit names it by (once
+        :meth:`close` has closed them, the path itself)."""
+        at = self.directories.get(os.path.dirname(path))
+        return path if at is None else os.path.basename(path), at
 
     def after_commit(self, what: str, step: "Callable[[], object]") -> None:
         """Run ``step``; once committed, a failure is recorded as ``what``
@@ -188,7 +107,8 @@ class Commit:
         for target, data, naming in self.files:
             with naming:
                 if (directory := os.path.dirname(target)) not in self.directories:
-                    self.directories[directory] = os.open(directory, _O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+                    with step_and_record():  # (a descriptor opened is one on the list, whatever signal comes)
+                        self.directories[directory] = os.open(directory, _O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
                 self.staged.append(tmp := fileio.stage(target, data))
                 try:  # (a rename keeps them: each file is checked before the commit, the checkpoint's too)
                     st = os.stat(os.path.basename(tmp), dir_fd=self.directories[directory], follow_symlinks=False)
@@ -247,8 +167,8 @@ class Commit:
                         backup.restore(strict=os.path.dirname(companion) != unsynced, into_empty=held is None)
                 except (Refused, OSError) as exc:
                     why = exc.message if isinstance(exc, Refused) else os_reason(exc)
-                    kept = f"; its old bytes are kept in {show_path(backup.link)}, which the next bob-run on it " \
-                        "removes" if backup.link is not None and os.path.lexists(backup.link) else ""
+                    kept = f"; its old bytes are kept in {show_path(where)}, which the next bob-run on it " \
+                        "removes" if (where := backup.kept_in()) is not None else ""
                     self.backups.remove(backup)  # (the only copy of the old file: close must not remove it)
                     unrestored.append((companion_about, backup.put_back, f"was rolled back, but its directory could "
                                        f"not be synced ({why}): the rollback may not survive a power loss"
@@ -265,9 +185,9 @@ class Commit:
                               code=code)
             raise
         self.committed = True
-        if not _holds(*self._at(main), self.placed[-1], main_data):  # (written in the instant before its rename)
-            self.problems.append("the new checkpoint was written by another process as it was committed: it does "
-                                 "not hold the bytes this run wrote, whose SHA-256 this report gives")
+        if not (held := _holds(*self._at(main), self.placed[-1], main_data)):  # (in the instant before its rename)
+            self.problems.append(f"the new checkpoint was {'written' if held is False else 'removed'} by another "
+                                 "process as it was committed: this report's SHA-256 is of the bytes this run wrote")
         pause_at("committed")
         self.after_commit(f"syncing the directory of {show_path(main)} (the new checkpoint may not survive a power loss)",
                           lambda: fsync_directory(self._at(main)[1], strict=True))
@@ -284,17 +204,19 @@ class Commit:
     def close(self) -> None:
         """Remove the backups and any temporary not renamed (idempotent). Before the commit a
         removal that fails is not raised: the refusal that stopped the run is the one to tell."""
-        for backup in self.backups:
-            with contextlib.suppress(OSError):  # (after the commit: recorded in problems)
-                self.after_commit(f"removing the backup link {show_path(backup.link or '')}", backup.discard)
-        self.backups = []
-        for tmp in self.staged:  # (one renamed just before a signal is no longer there: nothing happens)
-            with contextlib.suppress(OSError):
-                os.unlink(self._at(tmp)[0], dir_fd=self._at(tmp)[1])
-        self.staged = []
-        for directory in self.directories.values():
-            os.close(directory)
-        self.directories = {}
+        try:
+            for backup in self.backups:
+                with contextlib.suppress(OSError):  # (after the commit: recorded in problems)
+                    self.after_commit(f"removing the backup link {show_path(backup.link or '')}", backup.discard)
+            self.backups = []
+            for tmp in self.staged:  # (one renamed just before a signal is no longer there: nothing happens)
+                with contextlib.suppress(OSError):
+                    os.unlink(self._at(tmp)[0], dir_fd=self._at(tmp)[1])
+            self.staged = []
+        finally:  # (an exception in the middle of it, a signal's, leaves no descriptor open)
+            for directory in self.directories.values():
+                os.close(directory)
+            self.directories = {}
 
 
 def refuse_unsafe_target(target: str) -> None:
@@ -332,7 +254,7 @@ def replace_targets(files: "list[tuple[str, Any]]", keep: "Sequence[str]" = ()) 
     return targets
 
 
-def _holds(name: str, directory: int, placed: "tuple[int, int, int]", data: "bytes | bytearray") -> "bool | None":
+def _holds(name: str, directory: int | None, placed: "tuple[int, int, int]", data: "bytes | bytearray") -> "bool | None":
     """Whether ``name`` in ``directory`` (a descriptor) is still the file this run renamed there (``placed``: its
     device, inode and mtime) with the bytes it wrote: another process may have replaced it, or written into it
     (the same inode; a touch alone changes nothing). None: nothing is there now."""

@@ -171,7 +171,7 @@ def test_the_seeded_loop_finds_a_skipped_hard_link_refusal(monkeypatch: pytest.M
 
 
 def test_the_seeded_loop_finds_a_skipped_rollback(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bob.commit.Backup, "restore", lambda self: None)  # the old predictions never put back
+    monkeypatch.setattr(bob.commit.Backup, "restore", lambda self, *a, **k: None)  # the old predictions never put back
     result = seeded_loop("run", 400, seed=1)
     assert result.findings, "a failing checkpoint rename did not show a rollback that is skipped"
     assert "the files changed" in result.findings[0].message

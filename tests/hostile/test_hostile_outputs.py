@@ -389,7 +389,7 @@ def test_a_rollback_whose_directory_cannot_be_synced_says_so(work: Path, monkeyp
     stop's own exit code (the files are back): 130 for a Ctrl-C, 75 for a lock lost, not 2."""
     import errno
 
-    import bob.commit
+    import bob.backup
     from bob.commands import Refused, about
     from bob.commit import Commit
 
@@ -402,7 +402,7 @@ def test_a_rollback_whose_directory_cannot_be_synced_says_so(work: Path, monkeyp
         raise OSError(errno.EIO, os.strerror(errno.EIO), directory)
 
     def stopped() -> None:
-        monkeypatch.setattr(bob.commit, "fsync_directory", failing)
+        monkeypatch.setattr(bob.backup, "fsync_directory", failing)  # (the rollback's: bob.backup.Backup.restore)
         raise stop() if stop is KeyboardInterrupt else Refused("busy", code=75)
 
     refused = _stopped_before_its_commit(commit, stopped)
@@ -566,3 +566,151 @@ def test_a_proc_fd_link_to_a_deleted_file_replaces_no_file_named_after_it(work: 
         os.close(fd)
     assert "names a deleted file" in capsys.readouterr().err
     assert (work / "gone (deleted)").read_bytes() == b"precious"
+
+
+def test_a_rollback_removes_no_file_another_process_made_where_none_was(work: Path, monkeypatch) -> None:
+    """No predictions before the run; the new ones removed by another process, which then made its own there
+    while the run rolled back: the rollback (whose backup is "no file") removed the other process's file."""
+    import bob.commit
+    from bob.commands import Refused, about
+    from bob.commit import Commit
+
+    (work / "ck.bin").write_bytes(b"old ck.bin")
+    commit = Commit(str(work / "ck.bin"), b"new", about("--checkpoint", "ck.bin"), str(work / "pred.bin"), b"new",
+                    about("--predictions", "pred.bin"))
+    real = bob.commit._holds
+
+    def made_since(*args):
+        held = real(*args)
+        if held is None:  # the rollback's look: then the other process's file
+            (work / "pred.bin").write_bytes(b"theirs")
+        return held
+
+    def stopped() -> None:
+        (work / "pred.bin").unlink()
+        monkeypatch.setattr(bob.commit, "_holds", made_since)
+        raise Refused("busy", code=75)
+
+    assert _stopped_before_its_commit(commit, stopped).code == 75
+    assert (work / "pred.bin").read_bytes() == b"theirs" and (work / "ck.bin").read_bytes() == b"old ck.bin"
+
+
+def test_removed_predictions_are_put_back_where_hard_links_fail(work: Path, monkeypatch) -> None:
+    """Where hard links fail the backup is a copy; the new predictions removed by another process, the old
+    ones were to go back by a hard link, which fails there: not put back, the next run removing the copy."""
+    from bob.commands import Refused, about
+    from bob.commit import Commit
+
+    for name in ("ck.bin", "pred.bin"):
+        (work / name).write_bytes(b"old " + name.encode())
+    monkeypatch.setattr(os, "link", lambda *a, **k: (_ for _ in ()).throw(PermissionError(1, "no hard links")))
+    commit = Commit(str(work / "ck.bin"), b"new", about("--checkpoint", "ck.bin"), str(work / "pred.bin"), b"new",
+                    about("--predictions", "pred.bin"))
+
+    def stopped() -> None:
+        (work / "pred.bin").unlink()
+        raise Refused("busy", code=75)
+
+    assert _stopped_before_its_commit(commit, stopped).code == 75
+    assert (work / "pred.bin").read_bytes() == b"old pred.bin"
+    assert sorted(p.name for p in work.iterdir()) == ["ck.bin", "pred.bin", "rec.bin"]
+
+
+def test_a_backup_copy_keeps_the_owner_times_and_attributes(work: Path, monkeypatch) -> None:
+    """The copy made where hard links fail was the running user's (root's: a setuid file of another user's
+    became setuid root), with the copy's access time and no extended attributes."""
+    from bob.commit import Backup
+
+    target = work / "pred.bin"
+    target.write_bytes(b"old bytes")
+    attributes = True
+    try:
+        os.setxattr(target, "user.tag", b"kept")
+    except OSError:  # (a file system without user attributes: the rest still holds)
+        attributes = False
+    if os.geteuid() == 0:
+        os.chown(target, 4242, 4242)
+    os.chmod(target, 0o4750)
+    os.utime(target, ns=(10**18, 2 * 10**18))
+    before = os.stat(target)
+    monkeypatch.setattr(os, "link", lambda *a, **k: (_ for _ in ()).throw(PermissionError(1, "no hard links")))
+    backup = Backup(str(target))
+    target.write_bytes(b"new bytes")
+    backup.restore()
+    after = os.stat(target)
+    assert target.read_bytes() == b"old bytes"
+    assert (after.st_uid, after.st_gid, after.st_mode, after.st_atime_ns, after.st_mtime_ns) == (
+        before.st_uid, before.st_gid, before.st_mode, before.st_atime_ns, before.st_mtime_ns)
+    assert not attributes or os.getxattr(target, "user.tag") == b"kept"
+
+
+def test_an_old_file_not_put_back_is_named_where_its_moved_directory_is(work: Path, monkeypatch) -> None:
+    """The predictions' directory moved, then the old predictions could not be put back: the refusal said
+    nothing of where they are kept (it looked for the backup at the old path)."""
+    import errno
+
+    from bob.backup import Backup
+    from bob.commands import Refused, about
+    from bob.commit import Commit
+
+    (work / "out").mkdir()
+    for path in (work / "ck.bin", work / "out" / "pred.bin"):
+        path.write_bytes(b"old")
+    commit = Commit(str(work / "ck.bin"), b"new", about("--checkpoint", "ck.bin"), str(work / "out" / "pred.bin"),
+                    b"new", about("--predictions", "pred.bin"))
+
+    def stopped() -> None:
+        os.rename(work / "out", work / "moved")
+        monkeypatch.setattr(Backup, "restore", lambda *a, **k: (_ for _ in ()).throw(OSError(errno.EPERM, "no")))
+        raise Refused("busy", code=75)
+
+    message = _stopped_before_its_commit(commit, stopped).message
+    [kept] = [p for p in (work / "moved").iterdir() if p.name.startswith(".pred.bin.bob-tmp-")]
+    assert f"its old bytes are kept in {kept}," in message and kept.read_bytes() == b"old"
+
+
+def test_a_checkpoint_removed_as_it_is_committed_is_said_removed(work: Path, monkeypatch) -> None:
+    from bob.commands import about
+    from bob.commit import Commit
+
+    commit = Commit(str(work / "ck.bin"), b"new", about("--checkpoint", "ck.bin"), str(work / "pred.bin"), b"new",
+                    about("--predictions", "pred.bin"))
+    real = Commit._rename
+
+    def renamed_then_removed(self, tmp: str, target: str) -> None:
+        real(self, tmp, target)
+        if target.endswith("ck.bin"):
+            os.unlink(target)
+
+    monkeypatch.setattr(Commit, "_rename", renamed_then_removed)
+    try:
+        commit.stage()
+        commit.apply(lambda: None)
+    finally:
+        commit.close()
+    assert commit.problems[0].startswith("the new checkpoint was removed by another process as it was committed")
+
+
+def test_a_commit_closed_by_an_exception_closes_its_directories(work: Path, monkeypatch) -> None:
+    """An exception while close() removed a temporary (a signal's, in the library) left every directory
+    descriptor the commit had opened."""
+    from bob.commands import about
+    from bob.commit import Commit
+
+    commit = Commit(str(work / "ck.bin"), b"new", about("--checkpoint", "ck.bin"), str(work / "pred.bin"), b"new",
+                    about("--predictions", "pred.bin"))
+    commit.stage()
+    [directory] = commit.directories.values()
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "unlink", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        commit.close()
+    monkeypatch.undo()
+    with pytest.raises(OSError):
+        os.fstat(directory)
+    assert commit.directories == {}
+    commit.close()  # (idempotent: the temporaries, by their paths)
+    assert sorted(p.name for p in work.iterdir()) == ["rec.bin"]

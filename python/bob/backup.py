@@ -1,0 +1,126 @@
+"""The exact rollback of ``bob-run``'s commit (:mod:`bob.commit`): :class:`Backup` keeps the file a commit is
+about to replace, so that it can be put back, the very same file, or dropped. Standard library only."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+from bob.fileio import fsync_directory, temporary_name
+
+__all__ = ["Backup"]
+
+
+class Backup:
+    """Keep the file at ``target`` (a resolved path) so it can be put back exactly.
+
+    A hard link under a temporary name holds the old inode: :meth:`restore`
+    renames it back over the target (the very same bytes and mode, whatever
+    the size), :meth:`discard` drops it. Where hard links fail the backup is a
+    copy (its bytes, owner, mode, times and extended attributes). A target that
+    did not exist is restored by removing whatever was written there. Given
+    ``directory``, a descriptor of the target's directory, every call goes
+    through it: a directory moved meanwhile is the one its file is put back in.
+    """
+
+    def __init__(self, target: str, directory: int | None = None) -> None:
+        self.target = target
+        self.directory = directory
+        self.link: str | None = None  # (a path: the one a message shows)
+        self.copied: bool = False  # (a copy has no other name: put back by a rename)
+        self.put_back: bool = False
+        try:
+            os.stat(self._name(target), dir_fd=directory, follow_symlinks=False)
+        except FileNotFoundError:
+            return
+        link = temporary_name(target)
+        try:
+            os.link(self._name(target), self._name(link), src_dir_fd=directory, dst_dir_fd=directory)
+        except OSError:  # a filesystem without hard links: keep a copy instead, on disk before the rename
+            try:
+                self._copy(link)
+            except BaseException:  # (a full disk, a file size limit): no backup, and no part of one left
+                with contextlib.suppress(OSError):
+                    os.unlink(self._name(link), dir_fd=directory)
+                raise
+            self.copied = True
+        self.link = link
+
+    def _name(self, path: str) -> str:
+        """What names ``path`` to the calls: its name in :attr:`directory`, or the path itself."""
+        return path if self.directory is None else os.path.basename(path)
+
+    def _copy(self, link: str) -> None:
+        """The target's bytes, owner, mode, times and extended attributes into the new file ``link``, fsynced."""
+        import shutil
+
+        at, flags = self.directory, os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        old = os.open(self._name(self.target), os.O_RDONLY | flags, dir_fd=at)
+        try:
+            st = os.fstat(old)  # (before the read moves its access time)
+            new = os.open(self._name(link), os.O_WRONLY | os.O_CREAT | os.O_EXCL | flags, 0o600, dir_fd=at)
+            try:
+                with open(old, "rb", closefd=False) as source, open(new, "wb", closefd=False) as copy:
+                    shutil.copyfileobj(source, copy)
+                for key in _attribute_names(old):
+                    with contextlib.suppress(OSError):  # (one this user may not set: trusted.*, security.*)
+                        os.setxattr(new, key, os.getxattr(old, key))
+                if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):  # root keeping a user's file theirs
+                    with contextlib.suppress(OSError):  # (best effort, as bob.fileio.stage)
+                        os.fchown(new, st.st_uid, st.st_gid)  # before the mode: a chown clears setuid
+                os.fchmod(new, st.st_mode & 0o7777)
+                os.utime(new, ns=(st.st_atime_ns, st.st_mtime_ns))
+                os.fsync(new)
+            finally:
+                os.close(new)
+        finally:
+            os.close(old)
+
+    def restore(self, strict: bool = True, into_empty: bool = False) -> None:
+        """Put the old file back and sync its directory; a sync that fails (``strict``) is raised with
+        ``put_back`` set: the old file is there, but may not survive a power loss, and the report says so.
+        ``into_empty``: the target's name was found empty (another process removed this run's file); the old
+        file goes back as a new name there, so a file made there since stays (``FileExistsError``), and where
+        there was none, nothing is removed."""
+        if self.link is None:
+            if not into_empty:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self._name(self.target), dir_fd=self.directory)
+        elif into_empty and not self.copied:
+            os.link(self._name(self.link), self._name(self.target), src_dir_fd=self.directory,
+                    dst_dir_fd=self.directory)
+            with contextlib.suppress(OSError):  # (a second name left is the next run's to remove)
+                self.discard()
+        else:  # (a copy renamed into a name found empty: a file made there in that instant would be replaced)
+            os.replace(self._name(self.link), self._name(self.target), src_dir_fd=self.directory,
+                       dst_dir_fd=self.directory)
+            self.link = None
+        self.put_back = True
+        fsync_directory(os.path.dirname(self.target) if self.directory is None else self.directory, strict=strict)
+
+    def kept_in(self) -> str | None:
+        """The path of the old file's backup as it is now (its directory where the descriptor says it is, on
+        Linux), or None when there is none."""
+        if self.link is None:
+            return None
+        try:
+            os.stat(self._name(self.link), dir_fd=self.directory, follow_symlinks=False)
+        except OSError:
+            return None
+        with contextlib.suppress(OSError, TypeError):  # (no directory descriptor, or no /proc)
+            return os.path.join(os.readlink(f"/proc/self/fd/{self.directory}"), os.path.basename(self.link))
+        return self.link
+
+    def discard(self) -> None:
+        if self.link is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._name(self.link), dir_fd=self.directory)
+            self.link = None
+
+
+def _attribute_names(fd: int) -> list[str]:
+    """The names of a file's extended attributes; none where the file system or the system has none."""
+    try:
+        return os.listxattr(fd)
+    except (OSError, AttributeError):
+        return []
