@@ -62,12 +62,12 @@ class Backup:
             try:
                 with open(old, "rb", closefd=False) as source, open(new, "wb", closefd=False) as copy:
                     shutil.copyfileobj(source, copy)
+                if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):  # root keeping a user's file theirs
+                    with contextlib.suppress(OSError):  # (best effort, as bob.fileio.stage)
+                        os.fchown(new, st.st_uid, st.st_gid)  # first: a chown clears setuid and file capabilities
                 for key in _attribute_names(old):
                     with contextlib.suppress(OSError):  # (one this user may not set: trusted.*, security.*)
                         os.setxattr(new, key, os.getxattr(old, key))
-                if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):  # root keeping a user's file theirs
-                    with contextlib.suppress(OSError):  # (best effort, as bob.fileio.stage)
-                        os.fchown(new, st.st_uid, st.st_gid)  # before the mode: a chown clears setuid
                 os.fchmod(new, st.st_mode & 0o7777)
                 os.utime(new, ns=(st.st_atime_ns, st.st_mtime_ns))
                 os.fsync(new)

@@ -160,10 +160,10 @@ class Commit:
         except BaseException as stopped:
             unrestored = []  # every companion is put back that can be; each that cannot is said, and why
             for backup, companion_about, companion, placed, data in reversed(renamed):
-                if (held := _holds(*self._at(companion), placed, data)) is False:
-                    continue  # another process wrote it since: its file, left as it is (the backup dropped by close)
                 try:
                     with companion_about:  # the very same file, where this run's is or none is
+                        if (held := _holds(*self._at(companion), placed, data)) is False:
+                            continue  # another process wrote it since: its file, left as it is (the backup dropped)
                         backup.restore(strict=os.path.dirname(companion) != unsynced, into_empty=held is None)
                 except (Refused, OSError) as exc:
                     why = exc.message if isinstance(exc, Refused) else os_reason(exc)
@@ -185,9 +185,13 @@ class Commit:
                               code=code)
             raise
         self.committed = True
-        if not (held := _holds(*self._at(main), self.placed[-1], main_data)):  # (in the instant before its rename)
-            self.problems.append(f"the new checkpoint was {'written' if held is False else 'removed'} by another "
-                                 "process as it was committed: this report's SHA-256 is of the bytes this run wrote")
+        try:  # (written or removed in the instant before its rename: said, not undone)
+            if not (held := _holds(*self._at(main), self.placed[-1], main_data)):
+                self.problems.append(f"the new checkpoint was {'written' if held is False else 'removed'} by "
+                                     "another process as it was committed: this report's SHA-256 is of the bytes "
+                                     "this run wrote")
+        except OSError as exc:
+            self.problems.append(f"reading the new checkpoint back failed ({os_reason(exc)})")
         pause_at("committed")
         self.after_commit(f"syncing the directory of {show_path(main)} (the new checkpoint may not survive a power loss)",
                           lambda: fsync_directory(self._at(main)[1], strict=True))
@@ -217,6 +221,8 @@ class Commit:
             for directory in self.directories.values():
                 os.close(directory)
             self.directories = {}
+            for backup in self.backups:  # (a second close removes them by their paths)
+                backup.directory = None
 
 
 def refuse_unsafe_target(target: str) -> None:
@@ -254,28 +260,24 @@ def replace_targets(files: "list[tuple[str, Any]]", keep: "Sequence[str]" = ()) 
     return targets
 
 
-def _holds(name: str, directory: int | None, placed: "tuple[int, int, int]", data: "bytes | bytearray") -> "bool | None":
+def _holds(name: str, directory: "int | None", placed: "tuple[int, int, int]",
+           data: "bytes | bytearray") -> "bool | None":
     """Whether ``name`` in ``directory`` (a descriptor) is still the file this run renamed there (``placed``: its
     device, inode and mtime) with the bytes it wrote: another process may have replaced it, or written into it
-    (the same inode; a touch alone changes nothing). None: nothing is there now."""
+    (the same inode; a touch alone changes nothing). None: nothing is there now. A look that fails (EACCES, EIO)
+    is raised: it says nothing of whose file is there."""
     try:
         st = os.stat(name, dir_fd=directory, follow_symlinks=False)
     except FileNotFoundError:
         return None
-    except OSError:
-        return False
     if (st.st_dev, st.st_ino) != placed[:2]:
         return False
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=directory)
     except PermissionError:  # a file this user may write, not read (0200): its mtime and size tell
         return st.st_mtime_ns == placed[2] and st.st_size == len(data)
-    except OSError:
-        return False
     try:
         return fileio.read_to_end(fd, len(data), len(data)) == data
-    except OSError:
-        return False
     finally:
         os.close(fd)
 

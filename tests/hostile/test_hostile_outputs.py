@@ -714,3 +714,83 @@ def test_a_commit_closed_by_an_exception_closes_its_directories(work: Path, monk
     assert commit.directories == {}
     commit.close()  # (idempotent: the temporaries, by their paths)
     assert sorted(p.name for p in work.iterdir()) == ["rec.bin"]
+
+
+def test_a_rollback_that_cannot_look_at_a_file_keeps_the_old_one(work: Path, monkeypatch) -> None:
+    """A look during the rollback that failed (EIO, EACCES) was taken for another process's file: nothing put
+    back, and the backup, the only copy of the old predictions, removed with the temporaries, the refusal
+    saying nothing of it. Now said, and the old bytes kept."""
+    import errno
+
+    from bob.commands import Refused, about
+    from bob.commit import Commit
+
+    for name in ("ck.bin", "pred.bin"):
+        (work / name).write_bytes(b"old " + name.encode())
+    commit = Commit(str(work / "ck.bin"), b"new", about("--checkpoint", "ck.bin"), str(work / "pred.bin"), b"new",
+                    about("--predictions", "pred.bin"))
+    real = os.open
+
+    def failing_once(path, *args, **kwargs):
+        if os.fspath(path) == "pred.bin" and kwargs.get("dir_fd") is not None:
+            monkeypatch.setattr(os, "open", real)
+            raise OSError(errno.EIO, os.strerror(errno.EIO), path)
+        return real(path, *args, **kwargs)
+
+    def stopped() -> None:
+        monkeypatch.setattr(os, "open", failing_once)
+        raise Refused("busy", code=75)
+
+    message = _stopped_before_its_commit(commit, stopped).message
+    [kept] = [p for p in work.iterdir() if p.name.startswith(".pred.bin.bob-tmp-")]
+    assert f"could not be put back (input/output error); its old bytes are kept in {kept}," in message
+    assert kept.read_bytes() == b"old pred.bin"
+
+
+def test_a_checkpoint_that_cannot_be_read_back_is_said_so(work: Path, monkeypatch) -> None:
+    """The read-back after the commit failing (EIO) was said as another process's write."""
+    import errno
+
+    from bob.commands import about
+    from bob.commit import Commit
+
+    commit = Commit(str(work / "ck.bin"), b"new", about("--checkpoint", "ck.bin"), str(work / "pred.bin"), b"new",
+                    about("--predictions", "pred.bin"))
+    real, renamed = os.open, []
+    real_rename = Commit._rename
+
+    def failing(path, *args, **kwargs):
+        if renamed and os.fspath(path) == "ck.bin":
+            raise OSError(errno.EIO, os.strerror(errno.EIO), path)
+        return real(path, *args, **kwargs)
+
+    def rename(self, tmp: str, target: str) -> None:  # (from the checkpoint's rename on, its open fails)
+        real_rename(self, tmp, target)
+        if target.endswith("ck.bin"):
+            renamed.append(target)
+
+    monkeypatch.setattr(os, "open", failing)
+    monkeypatch.setattr(Commit, "_rename", rename)
+    try:
+        commit.stage()
+        commit.apply(lambda: None)
+    finally:
+        commit.close()
+    assert commit.committed and commit.problems == ["reading the new checkpoint back failed (input/output error)"]
+
+
+def test_a_backup_copy_sets_its_attributes_after_its_owner(work: Path, monkeypatch) -> None:
+    """The copy's extended attributes were set before its owner: a chown clears security.capability."""
+    from bob.commit import Backup
+
+    target = work / "pred.bin"
+    target.write_bytes(b"old bytes")
+    os.setxattr(target, "user.tag", b"kept")
+    calls: list[str] = []
+    monkeypatch.setattr(os, "geteuid", lambda: 4242)  # (another user's file, as root would see it)
+    for name in ("fchown", "setxattr"):
+        monkeypatch.setattr(os, name, lambda *a, _name=name, _real=getattr(os, name): (calls.append(_name),
+                                                                                       _real(*a))[1])
+    monkeypatch.setattr(os, "link", lambda *a, **k: (_ for _ in ()).throw(PermissionError(1, "no hard links")))
+    Backup(str(target)).discard()
+    assert calls == ["fchown", "setxattr"]
