@@ -49,7 +49,7 @@ import stat
 from numbers import Real
 
 from bob.formats.constants import LEARNER_NAMES, LEARNER_PREFIX, PLANE_NAMES, learner_floats
-from bob.text import (INT_SHOWN_BITS, f32_json, f32_text, float_text, int_text, json_number, one_line, repr_text,
+from bob.text import (INT_SHOWN_BITS, bounded, f32_json, f32_text, float_text, int_text, json_number, one_line, repr_text,
                       show_bytes)
 
 TYPE_CHECKING = False
@@ -153,7 +153,7 @@ def shown_kind(value: Any) -> str:
     int too large to write in digits, :func:`int_text`'s words alone (``an integer of 16610 bits``)."""
     if type(value) is int and value.bit_length() > INT_SHOWN_BITS:
         return int_text(value)
-    return one_line(f"{type(value).__name__} {repr_text(value)}")[:80]
+    return bounded(one_line(f"{type(value).__name__} {repr_text(value)}"))
 
 
 def byte_buffer(data: Any, name: str, *, flat: bool = False, core: bool = False, str_hint: bool = True) -> memoryview:

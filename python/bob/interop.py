@@ -41,6 +41,7 @@ from bob.formats.constants import PLANE_DTYPE, PLANE_NAMES, U64_MAX
 from bob.formats.contract import CONTRACT_FIELDS, V1, Contract
 from bob.formats.files import as_bytes, read_format_file
 from bob.interop_archive import METADATA_MEMBER, npz_parts, safetensors_parts
+from bob.text import bounded
 
 if TYPE_CHECKING:  # pragma: no cover
     from bob.formats.checkpoint import Checkpoint
@@ -107,7 +108,7 @@ def _decimal(meta: dict[str, str], key: str) -> int:
     if not (text.isascii() and text.isdigit() and len(text) <= len(str(U64_MAX)) and (text == "0" or text[0] != "0")
             and int(text) <= U64_MAX):
         raise BadValue(f"metadata.{key}", f"a decimal integer from 0 to {U64_MAX}, as bob writes it",
-                       actual=repr(text)[:80])
+                       actual=bounded(repr(text)))
     return int(text)
 
 
@@ -118,7 +119,7 @@ def _contract(meta: dict[str, str]) -> Contract:
         if isinstance(getattr(V1, name), bytes):
             text = meta.get(key)  # (missing: refused as such, not read as "" that differs from the contract)
             if text is None or len(text) % 2 or not _LOWER_HEX.issuperset(text):
-                raise BadValue(f"metadata.{key}", "a contract string, as lowercase hex", actual=repr(text)[:80])
+                raise BadValue(f"metadata.{key}", "a contract string, as lowercase hex", actual=bounded(repr(text)))
             fields[name] = bytes.fromhex(text)
         else:
             fields[name] = _decimal(meta, key)
@@ -127,7 +128,7 @@ def _contract(meta: dict[str, str]) -> Contract:
         raise mismatch
     if meta.get("contract.identity_sha256") != _identity(contract):
         raise BadValue("metadata.contract.identity_sha256", "the SHA-256 of the contract fields",
-                       expected=_identity(contract), actual=repr(meta.get("contract.identity_sha256"))[:80])
+                       expected=_identity(contract), actual=bounded(repr(meta.get("contract.identity_sha256"))))
     return contract
 
 
@@ -137,10 +138,10 @@ def _checkpoint(meta: dict[str, str], planes: "dict[str, Any]", what: str, for_r
     describe, checked as an envelope would be; ``make`` is :class:`~bob.Checkpoint`."""
     if meta.get("format") != FORMAT:
         raise NotABobFile("metadata.format", f"this {what} is not a bob checkpoint export", expected=FORMAT,
-                          actual=repr(meta.get("format"))[:80])
+                          actual=bounded(repr(meta.get("format"))))
     if meta.get("version") != VERSION:
         raise BadValue("metadata.version", "unsupported export version", expected=VERSION,
-                       actual=repr(meta.get("version"))[:80])
+                       actual=bounded(repr(meta.get("version"))))
     for key in meta:
         if key not in METADATA_KEYS:
             raise BadValue(f"metadata.{key}"[:120], "not a key of a bob export")

@@ -32,6 +32,7 @@ from typing import Any
 
 from bob.errors import BadValue, FormatError, NotABobFile, Truncated
 from bob.formats.constants import CHUNK_BYTES, PLANE_DTYPE, PLANE_NAMES, VOCABULARY
+from bob.text import bounded
 
 __all__ = ["METADATA_MEMBER", "MAX_METADATA_CHARS", "MAX_NPY_HEADER", "MAX_ZIP_ENTRIES", "MAX_ZIP_DIRECTORY",
            "MAX_DIGITS", "npz_parts", "safetensors_parts", "parse_json"]
@@ -144,7 +145,7 @@ def _members(z: zipfile.ZipFile) -> dict[str, zipfile.ZipInfo]:
         name = name[:80]
         if name not in _MEMBER_LIMIT or info.filename != f"{name}.npy":
             raise BadValue(name or "npz.members", "a bob export holds the members P.npy, M.npy, V.npy and bob.npy only",
-                           actual=info.filename[:80])
+                           actual=bounded(info.filename))
         if name in found:
             raise BadValue(name, f"the member {name}.npy appears twice")
         if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED) or info.flag_bits & 1:
@@ -251,11 +252,11 @@ def _tensor(name: str, entry: Any) -> tuple[int, int]:
     if not (isinstance(entry, dict) and set(entry) == {"dtype", "shape", "data_offsets"}):
         raise BadValue(name, "a tensor is a dict of dtype, shape and data_offsets")
     if entry["dtype"] != "F32":
-        raise BadValue(name, "a plane is float32", expected="F32", actual=f"dtype {entry['dtype']!r}"[:80])
+        raise BadValue(name, "a plane is float32", expected="F32", actual=bounded(f"dtype {entry['dtype']!r}"))
     shape = entry["shape"]
     if not (isinstance(shape, list) and all(type(n) is int for n in shape) and tuple(shape) == _TABLE):
         raise BadValue(name, f"a plane is exported as its {VOCABULARY} x {VOCABULARY} table",
-                       expected=f"shape {list(_TABLE)}", actual=f"shape {shape!r}"[:80])
+                       expected=f"shape {list(_TABLE)}", actual=bounded(f"shape {shape!r}"))
     offsets = entry["data_offsets"]
     if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(n) is int for n in offsets)
             and 0 <= offsets[0] and offsets[1] - offsets[0] == CHUNK_BYTES):

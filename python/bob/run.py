@@ -133,11 +133,11 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     from bob.lock import lock_targets, release
     from bob.options import shown_argv
     from bob.signals import Deferral
-    from bob.text import one_line
+    from bob.text import bounded
 
     deferral = Deferral() if deferral is None else deferral
     deferral.check()  # a signal since bob-run began: nothing has been touched
-    shown = lambda pin: one_line(f"str '{shown_argv(pin)}'")[:80]  # noqa: E731 - argv's bytes, bounded as shown_kind
+    shown = lambda pin: bounded(f"str '{shown_argv(pin)}'")  # noqa: E731 - argv's bytes, bounded as shown_kind
     if expect_checkpoint is not None and (problem := pin_problem(expect_checkpoint, shown)) is not None:
         raise Refused(problem, option="--expect-checkpoint")
     outputs = _outputs(input_path, checkpoint_path, predictions_path, trace_path)

@@ -46,6 +46,7 @@ __all__ = [
     "show_byte",
     "show_path",
     "one_line",
+    "bounded",
     "f32_text",
     "f32_json",
     "float_text",
@@ -106,6 +107,12 @@ def _escape_char(ch: str) -> str:
     if code <= 0xFFFF:
         return f"\\u{code:04x}"
     return f"\\U{code:08x}"
+
+
+def bounded(text: str, room: int = 80) -> str:
+    """``text`` whole if it fits in ``room`` characters, else cut to fit and ended with ``...``: a value shown
+    in a refusal is never taken for the whole of a longer one."""
+    return text if len(text) <= room else f"{text[:room - 3]}..."
 
 
 def one_line(text: str) -> str:

@@ -400,7 +400,7 @@ def test_a_value_that_reads_like_argparse_s_words_or_runs_long_is_refused_as_any
                                        "not hex (pairs of 0-9a-f) (see bob-fixture --help)\n")
     assert main_of("bob-run")([*RUN_ARGS, "--expect-checkpoint", "a" * 70_000]) == 2
     assert capsys.readouterr().err == ("bob-run: refused: --expect-checkpoint: must be 64 hexadecimal digits (a "
-                                       "SHA-256, either case); got str '" + "a" * 75 + "\n")
+                                       "SHA-256, either case); got str '" + "a" * 72 + "...\n")
 
 
 def test_a_library_callers_pin_refusal_keeps_its_words() -> None:

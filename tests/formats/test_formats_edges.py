@@ -163,11 +163,12 @@ def test_layout_tables_escape_pipes_and_refuse_unknown_kinds() -> None:
             call("bogus")
 
 
-def test_a_shown_value_is_cut_at_80_characters() -> None:
+def test_a_shown_value_is_cut_at_80_characters_and_says_so() -> None:
+    """A value cut short ended where the cut fell, as if whole (a pasted `sha256sum` line lost its path)."""
     z = bob.Checkpoint.fresh()
     with pytest.raises(bob.FormatError) as info:
         bob.Checkpoint("7" * 200, z.p, z.m, z.v)
-    shown = "str '" + "7" * 75
+    shown = "str '" + "7" * 72 + "..."
     assert (info.value.actual, len(shown)) == (shown, 80)
 
 

@@ -762,7 +762,8 @@ def test_a_large_integer_inside_what_is_refused_is_said_by_its_size() -> None:
     with pytest.raises(bob.BadValue, match=r"^records: the records are 3 \(token, validity\) pairs \(got set <set "
                                            r"holding an integer too long to show>\)$"):
         bob.Predictions({(10**5000, 1), (0, 0), (1, 1)})  # type: ignore[arg-type]
-    assert shown_kind([[1, 2], 10**5000, "x" * 200]) == ("list [[1, 2], an integer of 16610 bits, '" + "x" * 200)[:80]
+    assert shown_kind([[1, 2], 10**5000, "x" * 200]) == ("list [[1, 2], an integer of 16610 bits, '" + "x" * 200)[:77] \
+        + "..."
 
 
 @pytest.mark.parametrize("value", [
@@ -771,11 +772,13 @@ def test_a_large_integer_inside_what_is_refused_is_said_by_its_size() -> None:
     np.arange(300), [1.5, "x" * 100, None], ("é", ("\n",)), fractions.Fraction(1, 3)])
 def test_a_value_of_the_wrong_kind_is_shown_as_it_was(value) -> None:
     """shown_kind's words for every value whose repr can be made are what they were: its type and its repr,
-    escaped and cut at 80 characters (repr_text walks a list or a tuple, and stops at what is shown)."""
+    escaped and cut at 80 characters, the cut said (repr_text walks a list or a tuple, and stops at what is
+    shown)."""
     from bob.errors import shown_kind
     from bob.text import one_line
 
-    assert shown_kind(value) == one_line(f"{type(value).__name__} {value!r}")[:80]
+    whole = one_line(f"{type(value).__name__} {value!r}")
+    assert shown_kind(value) == (whole if len(whole) <= 80 else whole[:77] + "...")
     inside: list = [1]
     inside.append(inside)
     assert shown_kind(inside) == "list [1, [...]]" and shown_kind(([inside],)) == "tuple ([[1, [...]]],)"
