@@ -178,14 +178,16 @@ BUGS: tuple[Bug, ...] = (
     Bug("dirsync-after-commit-missing", "files", "run", 1_500,
         "the checkpoint's directory is not fsynced after the commit rename: bob-run says it committed, and "
         "after a power loss the old checkpoint is back",
-        (("bob/commit.py", "lambda: fsync_directory(self._at(main)[1], strict=True))", "lambda: None)"),),
+        (("bob/commit.py", "lambda: fsync_directory(self.directories[os.path.dirname(main)], strict=True))",
+          "lambda: None)"),),
         property="the powerloss world: only the new pair once bob-run said it committed",
         test="tests/hostile/test_power_loss.py::test_every_crash_state_of_bob_run_resumes"),
     Bug("dirsync-after-commit-of-the-predictions", "files", "run", 1_500,
         "after the commit rename bob-run syncs the predictions' directory, not the checkpoint's: where the two "
         "lie apart, it says it committed, and after a power loss the old checkpoint is back",
-        (("bob/commit.py", "lambda: fsync_directory(self._at(main)[1], strict=True))",
-          "lambda: fsync_directory(self._at(self.files[0][0])[1], strict=True))"),),
+        (("bob/commit.py", "lambda: fsync_directory(self.directories[os.path.dirname(main)], strict=True))",
+          "lambda: fsync_directory(self.directories[os.path.dirname(self.files[0][0])], "
+          "strict=True))"),),
         property="the powerloss world through links (two directories): only the new pair once bob-run said it committed",
         test="tests/hostile/test_power_loss.py::test_every_crash_state_of_bob_run_resumes"),
     Bug("rollback-without-dirsync", "files", "run", 1_500,

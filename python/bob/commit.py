@@ -138,7 +138,7 @@ class Commit:
                 if os.path.dirname(companion) not in synced:  # checkpoint's too: one that cannot be is refused now)
                     with companion_about:
                         try:
-                            fsync_directory(self._at(companion)[1], strict=True)
+                            fsync_directory(self.directories[os.path.dirname(companion)], strict=True)
                         except OSError as exc:  # (a directory bob may write but not read, 0300)
                             unsynced = os.path.dirname(companion)
                             raise Refused(f"its directory could not be synced before the commit ({os_reason(exc)}); "
@@ -194,7 +194,7 @@ class Commit:
             self.problems.append(f"reading the new checkpoint back failed ({os_reason(exc)})")
         pause_at("committed")
         self.after_commit(f"syncing the directory of {show_path(main)} (the new checkpoint may not survive a power loss)",
-                          lambda: fsync_directory(self._at(main)[1], strict=True))
+                          lambda: fsync_directory(self.directories[os.path.dirname(main)], strict=True))
 
     def _rename(self, tmp: str, target: str) -> None:
         """Rename ``tmp`` over ``target``, in their directory; a temporary gone is another process's doing."""

@@ -320,9 +320,9 @@ def temporary_name(target: str, pid: int | None = None) -> str:
 
 def fsync_directory(directory: "str | int", strict: bool = False) -> None:
     """Sync a directory, given by its path or by a descriptor (a commit's ``O_PATH`` one: its "." is synced)."""
-    at = None if isinstance(directory, str) else directory
+    path, at = (directory or ".", None) if isinstance(directory, str) else (".", directory)
     try:
-        fd = os.open(directory or "." if at is None else ".", os.O_DIRECTORY | _CLOEXEC, dir_fd=at)
+        fd = os.open(path, os.O_DIRECTORY | _CLOEXEC, dir_fd=at)
         try:
             os.fsync(fd)
         finally:
