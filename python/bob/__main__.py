@@ -22,7 +22,8 @@ def main(argv: list[str] | None = None, *, until_exit: bool = False) -> int:
     (``bob.run.main``'s), as under ``python -m bob``."""
     argv = list(sys.argv[1:] if argv is None else argv)
     at = command_at(argv)
-    leading, command, rest = argv[:at], (argv[at:] or [""])[0], [*argv[:at], *argv[at + 1:]]
+    leading, command = argv[:at], (argv[at:] or [""])[0]
+    rest = [*(word for word in leading if word != "--"), *argv[at + 1:]]  # (-- before the command: its own)
     asked = "help" if {"-h", "--help"} & set(leading) else "version" if "--version" in leading else None
     if asked is not None:  # printed by the runner as every command prints its answer (--json's envelope)
         from bob.commands import Answered
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None, *, until_exit: bool = False) -> int:
         from bob.commands import Refused
         from bob.options import shown_argv
 
-        why = f"unknown command '{shown_argv(command)}'" if command else "no command given"
+        why = f"unknown command '{shown_argv(command)}'" if at < len(argv) else "no command given"
         return _own_answer(argv, Refused(f"{USAGE} ({why})"))
     return run(rest)
 

@@ -329,6 +329,11 @@ def test_python_m_bob_without_a_command_is_the_same_usage_error(argv: list[str],
     # its --json counts after a -- too, for its own answers (the runner's reading stopped at --)
     assert main(["--", "--version", "--json"]) == 0 and json.loads(capsys.readouterr().out)["version"] == "0.1.0"
     assert main(["nope", "--", "--json"]) == 2 and json.loads(capsys.readouterr().out)["exit_code"] == 2
+    # an empty word is a command given (it said "no command given"); a -- before the command is the dispatcher's
+    # (it went to the command, which then took every word after it for a positional argument)
+    assert main([""]) == 2 and "(unknown command '')" in capsys.readouterr().err
+    assert main(["--", "fixture", "--version", "--json"]) == 0 and json.loads(capsys.readouterr().out)["command"] \
+        == "bob-fixture"
 
 
 @pytest.mark.parametrize("prog", ["bob-run", "bob-fixture", "bob-inspect", "bob-qualify", "bob-fuzz"])
