@@ -332,6 +332,15 @@ def test_a_rollback_puts_back_every_file_it_can_and_says_which_it_could_not(work
     assert (work / "pred.bin").read_bytes() == b"old pred.bin" and (work / "ck.bin").read_bytes() == b"old ck.bin"
 
 
+def _committed(commit) -> None:
+    """``commit`` staged and applied, nothing stopping it (closed after)."""
+    try:
+        commit.stage()
+        commit.apply(lambda: None)
+    finally:
+        commit.close()
+
+
 def _stopped_before_its_commit(commit, stopped):
     """The refusal of ``commit`` staged and applied with ``stopped`` raising before its commit (closed after)."""
     from bob.commands import Refused
@@ -683,11 +692,7 @@ def test_a_checkpoint_removed_as_it_is_committed_is_said_removed(work: Path, mon
             os.unlink(target)
 
     monkeypatch.setattr(Commit, "_rename", renamed_then_removed)
-    try:
-        commit.stage()
-        commit.apply(lambda: None)
-    finally:
-        commit.close()
+    _committed(commit)
     assert commit.problems[0].startswith("the new checkpoint was removed by another process as it was committed")
 
 
@@ -771,11 +776,7 @@ def test_a_checkpoint_that_cannot_be_read_back_is_said_so(work: Path, monkeypatc
 
     monkeypatch.setattr(os, "open", failing)
     monkeypatch.setattr(Commit, "_rename", rename)
-    try:
-        commit.stage()
-        commit.apply(lambda: None)
-    finally:
-        commit.close()
+    _committed(commit)
     assert commit.committed and commit.problems == ["reading the new checkpoint back failed (input/output error)"]
 
 
