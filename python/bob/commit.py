@@ -147,8 +147,8 @@ class Commit:
             pause_at("predictions-renamed")
             for _, companion_about, companion, placed, data in [*renamed, (None, main_about, main_tmp, self.placed[-1],
                                                                        main_data)]:  # another writer's file: not ours
-                if not (held := _holds(*self._at(companion), placed, data)):
-                    with companion_about:
+                with companion_about:  # (a look that fails, EIO: refused naming the file too)
+                    if not (held := _holds(*self._at(companion), placed, data)):
                         raise Refused(f"its new file was {'written' if held is False else 'removed'} by another "
                                       "process during this run's commit; the checkpoint was not replaced",
                                       code=EXIT_BUSY)
@@ -214,8 +214,9 @@ class Commit:
                     self.after_commit(f"removing the backup link {show_path(backup.link or '')}", backup.discard)
             self.backups = []
             for tmp in self.staged:  # (one renamed just before a signal is no longer there: nothing happens)
+                name, at = self._at(tmp)
                 with contextlib.suppress(OSError):
-                    os.unlink(self._at(tmp)[0], dir_fd=self._at(tmp)[1])
+                    os.unlink(name, dir_fd=at)
             self.staged = []
         finally:  # (an exception in the middle of it, a signal's, leaves no descriptor open)
             for directory in self.directories.values():

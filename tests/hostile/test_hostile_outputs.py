@@ -795,3 +795,34 @@ def test_a_backup_copy_sets_its_attributes_after_its_owner(work: Path, monkeypat
     monkeypatch.setattr(os, "link", lambda *a, **k: (_ for _ in ()).throw(PermissionError(1, "no hard links")))
     Backup(str(target)).discard()
     assert calls == ["fchown", "setxattr"]
+
+
+def test_a_look_before_the_commit_that_fails_is_refused_naming_its_file(work: Path, monkeypatch) -> None:
+    """The check of the renamed predictions failing (EIO) raised a bare OSError naming no option."""
+    import errno
+
+    from bob.commands import Refused, about
+    from bob.commit import Commit
+
+    for name in ("ck.bin", "pred.bin"):
+        (work / name).write_bytes(b"old " + name.encode())
+    commit = Commit(str(work / "ck.bin"), b"new", about("--checkpoint", "ck.bin"), str(work / "pred.bin"), b"new",
+                    about("--predictions", "pred.bin"))
+    real_open, real_rename = os.open, Commit._rename
+
+    def failing_once(path, *args, **kwargs):
+        if os.fspath(path) == "pred.bin":
+            monkeypatch.setattr(os, "open", real_open)
+            raise OSError(errno.EIO, os.strerror(errno.EIO), path)
+        return real_open(path, *args, **kwargs)
+
+    def rename(self, tmp: str, target: str) -> None:  # (the predictions renamed: their check's open fails)
+        real_rename(self, tmp, target)
+        if target.endswith("pred.bin"):
+            monkeypatch.setattr(os, "open", failing_once)
+
+    monkeypatch.setattr(Commit, "_rename", rename)
+    with pytest.raises(Refused) as refused:
+        _committed(commit)
+    assert (refused.value.option, refused.value.message) == ("--predictions", "input/output error")
+    assert [(work / name).read_bytes() for name in ("ck.bin", "pred.bin")] == [b"old ck.bin", b"old pred.bin"]
