@@ -107,7 +107,7 @@ class Backup:
             os.stat(self._name(self.link), dir_fd=self.directory, follow_symlinks=False)
         except OSError:
             return None
-        with contextlib.suppress(OSError, TypeError):  # (no directory descriptor, or no /proc)
+        with contextlib.suppress(OSError):  # (no directory descriptor, or no /proc)
             return os.path.join(os.readlink(f"/proc/self/fd/{self.directory}"), os.path.basename(self.link))
         return self.link
 

@@ -39,7 +39,7 @@ from bob.backup import Backup
 from bob.commands import EXIT_BUSY, EXIT_INTERRUPTED, EXIT_REFUSED, Refused, about, os_reason
 from bob.fileio import TEMP_MARK, discard_temporary, fsync_directory
 from bob.lock import LOCK_TAG, clean_stale_temporaries, pause_at, temporary_pid
-from bob.signals import Deferral, printing, step_and_record
+from bob.signals import Deferral, printing
 from bob.text import own_stream, show_path
 
 _O_PATH = getattr(os, "O_PATH", os.O_RDONLY)  # (Linux: a directory this user may search, if not read, 0300)
@@ -107,15 +107,14 @@ class Commit:
         for target, data, naming in self.files:
             with naming:
                 if (directory := os.path.dirname(target)) not in self.directories:
-                    with step_and_record():  # (a descriptor opened is one on the list, whatever signal comes)
-                        self.directories[directory] = os.open(directory, _O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+                    self.directories[directory] = os.open(directory, _O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
                 self.staged.append(tmp := fileio.stage(target, data))
                 try:  # (a rename keeps them: each file is checked before the commit, the checkpoint's too)
                     st = os.stat(os.path.basename(tmp), dir_fd=self.directories[directory], follow_symlinks=False)
-                except FileNotFoundError:  # written where its directory was, and is no longer
+                except FileNotFoundError:  # written where its directory was, and is no longer; or removed since
                     discard_temporary(self.staged.pop())
-                    raise Refused("its directory was moved or replaced while this run wrote it; nothing was changed",
-                                  code=EXIT_BUSY) from None
+                    raise Refused(f"{_gone(directory, self.directories[directory])} while this run wrote it; nothing "
+                                  "was changed", code=EXIT_BUSY) from None
                 self.placed.append((st.st_dev, st.st_ino, st.st_mtime_ns))
         pause_at("staged")
 
@@ -185,13 +184,13 @@ class Commit:
                               code=code)
             raise
         self.committed = True
-        try:  # (written or removed in the instant before its rename: said, not undone)
+        def read_back() -> None:  # (written or removed in the instant before its rename: said, not undone)
             if not (held := _holds(*self._at(main), self.placed[-1], main_data)):
                 self.problems.append(f"the new checkpoint was {'written' if held is False else 'removed'} by "
                                      "another process as it was committed: this report's SHA-256 is of the bytes "
                                      "this run wrote")
-        except OSError as exc:
-            self.problems.append(f"reading the new checkpoint back failed ({os_reason(exc)})")
+
+        self.after_commit("reading the new checkpoint back", read_back)
         pause_at("committed")
         self.after_commit(f"syncing the directory of {show_path(main)} (the new checkpoint may not survive a power loss)",
                           lambda: fsync_directory(self.directories[os.path.dirname(main)], strict=True))
@@ -211,7 +210,8 @@ class Commit:
         try:
             for backup in self.backups:
                 with contextlib.suppress(OSError):  # (after the commit: recorded in problems)
-                    self.after_commit(f"removing the backup link {show_path(backup.link or '')}", backup.discard)
+                    where = backup.kept_in() or backup.link or ""  # (where its directory is now)
+                    self.after_commit(f"removing the backup link {show_path(where)}", backup.discard)
             self.backups = []
             for tmp in self.staged:  # (one renamed just before a signal is no longer there: nothing happens)
                 name, at = self._at(tmp)
@@ -259,6 +259,15 @@ def replace_targets(files: "list[tuple[str, Any]]", keep: "Sequence[str]" = ()) 
                 raise Refused("that is a file this command read; bob never replaces what it reads")
         targets.append(target)
     return targets
+
+
+def _gone(directory: str, descriptor: int) -> str:
+    """What became of a temporary not found through its directory's ``descriptor``: the directory moved away
+    from its path, or the file removed."""
+    with contextlib.suppress(OSError):
+        if os.path.samestat(os.fstat(descriptor), os.stat(directory)):
+            return "its new file was removed by another process"
+    return "its directory was moved or replaced"
 
 
 def _holds(name: str, directory: "int | None", placed: "tuple[int, int, int]",

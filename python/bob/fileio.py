@@ -318,9 +318,9 @@ def temporary_name(target: str, pid: int | None = None) -> str:
     return os.path.join(directory or ".", f"{sidecar_name(name, TEMP_MARK)}{pid}-{os.urandom(6).hex()}")
 
 
-def fsync_directory(directory: "str | int", strict: bool = False) -> None:
+def fsync_directory(directory: "str | os.PathLike[str] | int", strict: bool = False) -> None:
     """Sync a directory, given by its path or by a descriptor (a commit's ``O_PATH`` one: its "." is synced)."""
-    path, at = (directory or ".", None) if isinstance(directory, str) else (".", directory)
+    path, at = (".", directory) if isinstance(directory, int) else (os.fspath(directory) or ".", None)
     try:
         fd = os.open(path, os.O_DIRECTORY | _CLOEXEC, dir_fd=at)
         try:

@@ -196,7 +196,8 @@ def _npy(f: Any, name: str) -> bytes:
         ok = descr == PLANE_DTYPE and type(shape) is tuple and all(type(n) is int for n in shape) and shape == _TABLE
     if not ok or header["fortran_order"] is not False:
         raise BadValue(name, "the array bob exports", expected=want,
-                       actual=f"descr {descr!r}, shape {shape!r}, fortran_order {header['fortran_order']!r}"[:120])
+                       actual=bounded(f"descr {descr!r}, shape {shape!r}, fortran_order {header['fortran_order']!r}",
+                                      120))
     data = _read(f, size, name)
     if f.read(1):
         raise Truncated(name, "the member holds more than its .npy header says")
@@ -261,7 +262,7 @@ def _tensor(name: str, entry: Any) -> tuple[int, int]:
     if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(n) is int for n in offsets)
             and 0 <= offsets[0] and offsets[1] - offsets[0] == CHUNK_BYTES):
         raise BadValue(name, "data_offsets are [begin, end] of the plane's bytes, inside the data",
-                       actual=repr(offsets)[:80])
+                       actual=bounded(repr(offsets)))
     return offsets[0], offsets[1]
 
 

@@ -420,6 +420,12 @@ def test_a_tensor_entry_that_is_no_plane(trained, change, field) -> None:
     st_refused(_entries(trained, change), bob.BadValue, field)
 
 
+def test_long_data_offsets_are_shown_cut_and_said_so(trained) -> None:
+    """A hundred offsets were shown as their first 80 characters, ending "..., 20, 21, 2" as if whole."""
+    err = st_refused(_entries(trained, lambda h: h["V"].update(data_offsets=list(range(100)))), bob.BadValue, "V")
+    assert len(err.actual) == 80 and err.actual.endswith("...")
+
+
 def test_tensors_that_overlap_or_leave_a_gap(trained) -> None:
     def overlap(h):
         h["M"]["data_offsets"] = h["P"]["data_offsets"]

@@ -826,3 +826,57 @@ def test_a_look_before_the_commit_that_fails_is_refused_naming_its_file(work: Pa
         _committed(commit)
     assert (refused.value.option, refused.value.message) == ("--predictions", "input/output error")
     assert [(work / name).read_bytes() for name in ("ck.bin", "pred.bin")] == [b"old ck.bin", b"old pred.bin"]
+
+
+def test_a_read_back_that_runs_out_of_memory_after_the_commit_is_recorded(work: Path, monkeypatch) -> None:
+    """The read-back of the committed checkpoint raised what is not an OSError (MemoryError: it allocates the
+    checkpoint's size) out of a run that had committed: exit 1, where a caller retrying on it advances twice."""
+    import bob.commit
+    from bob.commands import about
+    from bob.commit import Commit
+
+    commit = Commit(str(work / "ck.bin"), b"new", about("--checkpoint", "ck.bin"), str(work / "pred.bin"), b"new",
+                    about("--predictions", "pred.bin"))
+    real = Commit._rename
+
+    def rename(self, tmp: str, target: str) -> None:  # (the checkpoint renamed: its read-back runs out)
+        real(self, tmp, target)
+        if target.endswith("ck.bin"):
+            monkeypatch.setattr(bob.commit, "_holds", lambda *a: (_ for _ in ()).throw(MemoryError("no room")))
+
+    monkeypatch.setattr(Commit, "_rename", rename)
+    _committed(commit)
+    assert commit.committed and commit.problems == ["reading the new checkpoint back failed (MemoryError: no room)"]
+
+
+def test_a_temporary_removed_as_it_is_staged_is_said_removed(work: Path, monkeypatch) -> None:
+    """The predictions' temporary removed by another process just after it was written: bob-run said its
+    directory was moved or replaced, which it was not."""
+    import bob.commit
+    from bob.commands import Refused, about
+    from bob.commit import Commit
+
+    real = bob.commit.fileio.stage
+
+    def staged_then_removed(target, data, *args, **kwargs):
+        tmp = real(target, data, *args, **kwargs)
+        if target.endswith("pred.bin"):
+            os.unlink(tmp)
+        return tmp
+
+    monkeypatch.setattr(bob.commit.fileio, "stage", staged_then_removed)
+    commit = Commit(str(work / "ck.bin"), b"new", about("--checkpoint", "ck.bin"), str(work / "pred.bin"), b"new",
+                    about("--predictions", "pred.bin"))
+    with pytest.raises(Refused) as refused:
+        _committed(commit)
+    assert refused.value.message == "its new file was removed by another process while this run wrote it; nothing " \
+        "was changed"
+    assert sorted(p.name for p in work.iterdir()) == ["rec.bin"]
+
+
+def test_a_directory_is_synced_by_any_path_given(tmp_path: Path) -> None:
+    """fsync_directory took anything but a str for a descriptor: a pathlib path raised TypeError."""
+    from bob.fileio import fsync_directory
+
+    fsync_directory(tmp_path, strict=True)
+    fsync_directory(os.fsencode(tmp_path), strict=True)
