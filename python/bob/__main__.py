@@ -25,6 +25,12 @@ def main(argv: list[str] | None = None, *, until_exit: bool = False) -> int:
     leading, command = argv[:at], (argv[at:] or [""])[0]
     rest = [*(word for word in leading if word != "--"), *argv[at + 1:]]  # (-- before the command: its own)
     asked = "help" if {"-h", "--help"} & set(leading) else "version" if "--version" in leading else None
+    before = leading[:next(i for i, word in enumerate(leading + ["-h"]) if word in ("-h", "--help", "--version"))]
+    if asked is not None and (unknown := [word for word in before if word not in ("--json", "--debug", "--")]):
+        from bob.commands import Refused  # (--js --version: refused as any command refuses it)
+        from bob.options import shown_argv
+
+        return _own_answer(argv, Refused(f"{USAGE} (unrecognized arguments: {shown_argv(' '.join(unknown))})"))
     if asked is not None:  # printed by the runner as every command prints its answer (--json's envelope)
         from bob.commands import Answered
         from bob.distribution import version

@@ -30,7 +30,7 @@ import os
 import sys
 
 from bob.options import count_option, integer_option, number_option, seconds_option, shown_argv, \
-    with_unknown_words
+    answered, with_unknown_words
 from bob.refusals import EXIT_BUSY, EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED, EXIT_SOFTWARE, \
     EXIT_UNEXPECTED, RESOURCE_ERRNOS, Refused, os_reason, the_machine_ran_out
 from bob.text import emit, json_text, note, show_path, tolerant_streams
@@ -359,8 +359,8 @@ def _run(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]", work:
             if args is None:
                 try:
                     args = (parser := build_parser()).parse_args(argv)
-                except Answered as asked:
-                    args = asked
+                except Answered as asked:  # (not if a word before --help or --version is unknown)
+                    args = answered(parser, argv, asked)
                 except Refused as exc:  # argparse names missing arguments first: the unknown ones beside them
                     raise with_unknown_words(parser, argv, exc) from None
             if isinstance(args, Answered):

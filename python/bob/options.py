@@ -14,10 +14,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     import argparse
     from collections.abc import Callable
-    from typing import Any
+    from typing import Any, TypeVar
 
+    T = TypeVar("T")
 __all__ = ["number_option", "seconds_option", "integer_option", "count_option", "MOST_ULP", "MOST_ATOL", "shown_argv",
-           "with_unknown_words"]
+           "with_unknown_words", "answered"]
 
 # The bounds of --ulp and --atol (bob-inspect diff), and of bob.diff's ulp and atol (bob.ulp.tolerance):
 MOST_ULP = 2**32  # past any two float32 values' distance on bob.ulp's ordered line
@@ -105,26 +106,36 @@ def with_unknown_words(parser: "argparse.ArgumentParser", argv: "list[str]", ref
                    option=refusal.option) if unknown else refusal
 
 
+def answered(parser: "argparse.ArgumentParser", argv: "list[str]", answer: "T") -> "T":
+    """``answer`` (to ``--help`` or ``--version``) unless a word before it is one bob does not take: argparse
+    answers as it meets the option and reports unknown words only at the end ('bob-run --js --version' printed
+    the version). The command line up to the answering word is read as without it, and refused as that is."""
+    end = next((i for i, word in enumerate(argv) if word in ("-h", "--help", "--version", "--")), len(argv))
+    _nothing_required(parser)
+    parser.parse_args(argv[:end])  # (its words were read once already: no value's refusal is new here)
+    return answer
+
+
 def _unknown_words(parser: "argparse.ArgumentParser", argv: "list[str]") -> "list[str]":
-    """What argparse leaves of ``argv`` once nothing is required, in the command or a subcommand (a word a
-    REMAINDER takes is never one); bob's parsers have no action that a second reading would repeat."""
+    """What argparse leaves of ``argv`` once nothing is required (a word a REMAINDER takes is never one)."""
+    _nothing_required(parser)
+    try:
+        return list(parser.parse_known_args(argv)[1])
+    except Refused:
+        return []
+
+
+def _nothing_required(parser: "argparse.ArgumentParser") -> None:
+    """No argument required any more, in the command or a subcommand: the parser is read again for the words it
+    does not know (bob's parsers have no action that a second reading would repeat)."""
     import argparse
 
-    required: "list[Any]" = []
     parsers, seen = [parser], set()
     while parsers:
         if id(p := parsers.pop()) in seen:  # (an alias is the same parser)
             continue
         seen.add(id(p))
         everything: "list[Any]" = [*p._actions, *p._mutually_exclusive_groups]
-        required += [a for a in everything if a.required]
-        parsers += [c for a in p._actions if isinstance(a, argparse._SubParsersAction) for c in a.choices.values()]
-    try:
-        for a in required:
+        for a in everything:
             a.required = False
-        return list(parser.parse_known_args(argv)[1])
-    except Refused:
-        return []
-    finally:
-        for a in required:
-            a.required = True
+        parsers += [c for a in p._actions if isinstance(a, argparse._SubParsersAction) for c in a.choices.values()]

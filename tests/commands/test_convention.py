@@ -125,6 +125,18 @@ def test_version(argv: list[str], capsys) -> None:
     assert (rc, out, err) == (0, VERSION_LINE.format(prog=prog), "")
 
 
+@pytest.mark.parametrize("argv", [[p] for p in PROGRAMS] + SUBCOMMANDS, ids=" ".join)
+def test_an_unknown_word_before_version_or_help_is_refused_as_without_them(argv: list[str], capsys) -> None:
+    """argparse answers --version and --help as it meets them, and reports the words it does not know only at
+    the end: ``bob-run --js --version`` printed the version, exit 0. The first word decides, as for getopt."""
+    prog, rest = argv[0], argv[1:]
+    for asked in ("--version", "--help", "-h"):
+        rc, out, err = call(prog, [*rest, "--js", asked], capsys)
+        assert (rc, out) == (2, "") and "usage: unrecognized arguments: --js (see " in err, (asked, err)
+    rc, out, err = call(prog, [*rest, "--version", "--js"], capsys)
+    assert (rc, out, err) == (0, VERSION_LINE.format(prog=prog), "")
+
+
 def test_version_of_a_parser_used_outside_the_runner_is_printed(capsys) -> None:
     """The shared options on a caller's own parser: --version printed nothing once the runner printed it."""
     from bob import commands
@@ -334,6 +346,10 @@ def test_python_m_bob_without_a_command_is_the_same_usage_error(argv: list[str],
     assert main([""]) == 2 and "(unknown command '')" in capsys.readouterr().err
     assert main(["--", "fixture", "--version", "--json"]) == 0 and json.loads(capsys.readouterr().out)["command"] \
         == "bob-fixture"
+    # a word it does not take before its --version or --help is refused, as every command refuses it
+    for asked in ("--version", "--help"):
+        assert main(["--jso", asked]) == 2 and "(unrecognized arguments: --jso)" in capsys.readouterr().err
+    assert main(["--version", "--jso"]) == 0 and capsys.readouterr().out == "bob 0.1.0\n"
 
 
 @pytest.mark.parametrize("prog", ["bob-run", "bob-fixture", "bob-inspect", "bob-qualify", "bob-fuzz"])
