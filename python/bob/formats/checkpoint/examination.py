@@ -176,8 +176,7 @@ def examine_by_schema(data: bytes, *, for_resume: bool = True, plane_digests: "l
     chunks after a canonical header, if computed already (used only if the chunks lie there)."""
     data = as_bytes(data, "the checkpoint")
     ex = Examination(size=len(data), magic=data[_MAGIC])
-    if _header_parsed(data, ex) and _header_findings(ex) and _table_findings(data, ex) \
-            and _payload_findings(data, ex, plane_digests):
+    if _header_findings(data, ex) and _payload_findings(data, ex, plane_digests):
         h = ex.header
         assert h is not None
         ex.planes = planes = plane_views(data, h.header_bytes)
@@ -186,9 +185,10 @@ def examine_by_schema(data: bytes, *, for_resume: bool = True, plane_digests: "l
     return ex
 
 
-def _header_parsed(data: bytes, ex: Examination) -> bool:
-    """Steps 1-2 (magic, size bound, the header in file order, ``header_bytes``
-    against the header's length); False when nothing after them can be located."""
+def _header_findings(data: bytes, ex: Examination) -> bool:
+    """Steps 1-4 (magic, size bound, the header in file order, ``header_bytes`` against the header's length, header
+    digest, contract fields); False when nothing after them can be located, or ``payload_bytes`` or ``chunk_bytes``
+    leave the planes unplaced."""
     from bob.formats.checkpoint.schema import ENVELOPE_HEADER
     from bob.formats.schema import parse
 
@@ -220,14 +220,8 @@ def _header_parsed(data: bytes, ex: Examination) -> bool:
                             expected=f"at least {end} (a multiple of {HEADER_ALIGNMENT})", actual=h.header_bytes,
                             offset=ENVELOPE_HEAD["header_bytes"].offset))
         return False
-    return True
-
-
-def _header_findings(ex: Examination) -> bool:
-    """Steps 3-4 (header digest, contract fields); False when ``payload_bytes``
-    or ``chunk_bytes`` leave the planes unplaced."""
-    lay, out, contract = ex.layout, ex.findings, ex.contract
-    assert lay is not None and contract is not None and ex.header_raw is not None
+    lay, contract = ex.layout, ex.contract
+    assert lay is not None and contract is not None
     # -- 3. header digest
     ex.computed_header_digest = hashlib_sha256(ex.header_raw)
     if ex.computed_header_digest != ex.header_digest:
@@ -240,8 +234,9 @@ def _header_findings(ex: Examination) -> bool:
     return not any(m.field in ("payload_bytes", "chunk_bytes") for m in mismatches)
 
 
-def _table_findings(data: bytes, ex: Examination) -> bool:
-    """Steps 5-6 (the chunk table, the padding); they never stop the examination."""
+def _payload_findings(data: bytes, ex: Examination, plane_digests: "list[bytes] | None") -> bool:
+    """Steps 5-8 (the chunk table, the padding, exact size, each chunk's SHA-256); False when the file is too short
+    to hold the planes."""
     h, lay, out = ex.header, ex.layout, ex.findings
     assert h is not None and lay is not None
     end, hb, n = lay.header_length, h.header_bytes, len(data)
@@ -263,15 +258,6 @@ def _table_findings(data: bytes, ex: Examination) -> bool:
     if not PADDING.ok(pad):
         k = len(pad) - len(pad.lstrip(b"\0"))
         out.append(PADDING.finding(pad[k], offset=end + k, index=k))
-    return True
-
-
-def _payload_findings(data: bytes, ex: Examination, plane_digests: "list[bytes] | None") -> bool:
-    """Steps 7-8 (exact size, each chunk's SHA-256); False when the file is
-    too short to hold the planes."""
-    h, lay, out, n = ex.header, ex.layout, ex.findings, len(data)
-    assert h is not None and lay is not None
-    hb = h.header_bytes
     # -- 7. exact size
     want_size = hb + PAYLOAD_BYTES
     if n != want_size:
