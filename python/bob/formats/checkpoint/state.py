@@ -36,7 +36,9 @@ def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", heade
         if (found := first_bad(rule, i)) is not None:
             count, k = found
             at = None if header_bytes is None else chunk_offset(header_bytes, i) + SCALAR_BYTES * k
-            out.append(rule.finding(_value(planes[i], k), offset=at, index=k, count=count, cell=cell_name(k), **words))
+            # The value from its bits: right in any floating-point environment.
+            bits = int(np.asarray(planes[i], dtype=np.float32).reshape(-1).view(np.uint32)[k])
+            out.append(rule.finding(f32_from_bits(bits), offset=at, index=k, count=count, cell=cell_name(k), **words))
 
     for i, name in enumerate(PLANE_NAMES):
         value_finding(FINITE, i, field=name, plane=name)
@@ -62,11 +64,6 @@ def finite_range(plane: Any) -> "tuple[float, float] | None":
     low, high = float(finite.min()), float(finite.max())
     signs = np.signbit(finite[finite == 0]) if low == 0 or high == 0 else np.array([], bool)
     return (-0.0 if low == 0 and signs.any() else low), (0.0 if high == 0 and not signs.all() else high)
-
-
-def _value(plane: Any, k: int) -> float:
-    """Value ``k`` of a plane, from its bits (right in any floating-point environment)."""
-    return f32_from_bits(int(np.asarray(plane, dtype=np.float32).reshape(-1).view(np.uint32)[k]))
 
 
 class ResumableState(Protocol):
