@@ -122,9 +122,22 @@ NEGATIVE_ZERO_BITS = F32_SIGN - (1 << 32)  # -0.0 as an int32 (the least); every
 NEGATIVE_INFINITY_BITS = (F32_SIGN | F32_EXPONENT) - (1 << 32)  # -inf; from it down to -0.0 (excluded), the negatives
 
 
-def _int_bits(np: "Any", plane: "Any") -> "Any":
-    """The plane's float32 values' bit patterns, as int32."""
-    return np.asarray(plane, dtype=np.float32).view(np.int32)
+def _negative(np: "Any", plane: "Any") -> "Any":
+    """Below zero: from -inf to the smallest negative subnormal (not -0.0, not a NaN)."""
+    bits = np.asarray(plane, dtype=np.float32).view(np.int32)
+    signed = np.less(bits, 0)  # the sign bit: these, -0.0 and the NaNs with it; a V bob wrote has none
+    if not signed.any():
+        return signed
+    return np.logical_and(np.less_equal(bits, NEGATIVE_INFINITY_BITS), np.greater(bits, NEGATIVE_ZERO_BITS))
+
+
+def _not_zero(np: "Any", plane: "Any") -> "Any":
+    """Neither +0.0 nor -0.0."""
+    bits = np.asarray(plane, dtype=np.float32).view(np.int32)
+    any_bit = np.not_equal(bits, 0)  # all but +0.0; a fresh state's moments have none
+    if not any_bit.any():
+        return any_bit
+    return np.not_equal(np.bitwise_and(bits, F32_MAGNITUDE), 0)
 
 
 FINITE: ValueRule = ValueRule("P, M, V", math.isfinite,
@@ -132,28 +145,11 @@ FINITE: ValueRule = ValueRule("P, M, V", math.isfinite,
                               error=StateRefused, bad=lambda np, plane: np.logical_not(np.isfinite(plane)))
 V_NOT_NEGATIVE: ValueRule = ValueRule("V", lambda x: not x < 0,
                                       "{count} negative value(s) in plane V (a second moment is never negative); "
-                                      "the first at {cell}", ">= 0", error=StateRefused,
-                                      bad=lambda np, plane: _negative(np, _int_bits(np, plane)))
+                                      "the first at {cell}", ">= 0", error=StateRefused, bad=_negative)
 MOMENTS_ZERO_AT_STEP_0: ValueRule = ValueRule(
     "step", lambda step, moment: step != 0 or moment == 0,
     "step is 0 but plane {plane} is not all zero ({count} non-zero value(s); the first at {cell})",
-    "M and V all zero at step 0", error=StateRefused, bad=lambda np, plane: _not_zero(np, _int_bits(np, plane)))
-
-
-def _negative(np: "Any", bits: "Any") -> "Any":
-    """Below zero: from -inf to the smallest negative subnormal (not -0.0, not a NaN)."""
-    signed = np.less(bits, 0)  # the sign bit: these, -0.0 and the NaNs with it; a V bob wrote has none
-    if not signed.any():
-        return signed
-    return np.logical_and(np.less_equal(bits, NEGATIVE_INFINITY_BITS), np.greater(bits, NEGATIVE_ZERO_BITS))
-
-
-def _not_zero(np: "Any", bits: "Any") -> "Any":
-    """Neither +0.0 nor -0.0."""
-    any_bit = np.not_equal(bits, 0)  # all but +0.0; a fresh state's moments have none
-    if not any_bit.any():
-        return any_bit
-    return np.not_equal(np.bitwise_and(bits, F32_MAGNITUDE), 0)
+    "M and V all zero at step 0", error=StateRefused, bad=_not_zero)
 
 
 ROOM_FOR_UPDATES: ValueRule = ValueRule("step", lambda step: step <= U64_MAX - UPDATES_PER_INVOCATION,
