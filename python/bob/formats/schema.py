@@ -87,8 +87,7 @@ def schema_fields(fields: "dict[str, Field]", docs: "dict[str, str]",
     big; the schema adds what a value must be."""
     wrap = wrap or {}
     assert set(docs) == set(fields) and set(wrap) <= set(fields), "every field documented, no stray rule"
-    plain = {name: construct_of(field) for name, field in fields.items()}
-    return [name / (wrap[name](sc) if name in wrap else sc) * docs[name] for name, sc in plain.items()]
+    return [name / wrap.get(name, lambda sc: sc)(construct_of(field)) * docs[name] for name, field in fields.items()]
 
 
 # -- Custom constructs
