@@ -111,11 +111,7 @@ def checkpoint_report(data: bytes | None, read_problems: list[FormatError], *, p
     partial = ex.partial_header if ex is not None else None
     known = ex.header if ex is not None and ex.header is not None else dict(partial or ())
     step = ex.step if ex is not None else None
-    planes = note = None
-    if ex is not None and ex.planes is not None:
-        planes = ex.planes
-    elif fresh:
-        planes, note = fresh_planes()
+    planes, note = fresh_planes() if fresh else (ex.planes if ex is not None else None, None)
     report.update(
         fresh=fresh, step=step, invocations=None if step is None else step // UPDATES_PER_INVOCATION,
         magic=None if fresh or ex is None else magic_report(ex.magic, CHECKPOINT_MAGIC),
