@@ -178,6 +178,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], Result]] = {
 
 
 def _checkpoint_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE")
     p.add_argument("--rows", metavar="BYTES",
                    help="context bytes given as text (e.g. abc): show each row's top-5 next bytes")
     p.add_argument("--rows-hex", metavar="HEX", help="context bytes as hex (e.g. 61,62 or 6162)")
@@ -198,14 +199,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_common_options(parser)
     sub = parser.add_subparsers(dest="command", metavar=f"{{{','.join(COMMANDS)}}} | FILE")
-    for name, kw in (("checkpoint", dict(aliases=["ckpt"], help="a checkpoint: header, contract, chunk table, "
-                                         "plane statistics, problems")),
-                     ("input", dict(help="an input record: pairs, context counts, targets table, prompts")),
-                     ("predictions", dict(aliases=["pred"], help="a predictions file: the three records"))):
-        p = sub.add_parser(name, **kw)
-        p.add_argument("file", metavar="FILE")
-        if name == "checkpoint":
-            _checkpoint_options(p)
+    _checkpoint_options(sub.add_parser("checkpoint", aliases=["ckpt"], help="a checkpoint: header, contract, "
+                                       "chunk table, plane statistics, problems"))
+    p = sub.add_parser("input", help="an input record: pairs, context counts, targets table, prompts")
+    p.add_argument("file", metavar="FILE")
+    p = sub.add_parser("predictions", aliases=["pred"], help="a predictions file: the three records")
+    p.add_argument("file", metavar="FILE")
     p = sub.add_parser("diff", help="two checkpoints compared: header fields and planes (exit 1 when they differ)")
     p.add_argument("a", metavar="A")
     p.add_argument("b", metavar="B")
@@ -228,9 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("schema", help="layout tables from the construct schemas")
     p.add_argument("kind", nargs="?", metavar="{" + ",".join((*kinds.FORMATS, kinds.TRACE)) + "}",
                    type=lambda text: ALIASES.get(text, text))
-    p = sub.add_parser("auto", prog=PROG)  # `bob-inspect FILE`: not listed in the help, nor named in its usage
-    p.add_argument("file", metavar="FILE")
-    _checkpoint_options(p)
+    _checkpoint_options(sub.add_parser("auto", prog=PROG))  # `bob-inspect FILE`: not in the help, nor its usage
     for p in dict.fromkeys(sub.choices.values()):  # each command once (an alias names the same parser)
         add_common_options(p, json_help="print one JSON object (stable keys) instead of text")
     return parser
