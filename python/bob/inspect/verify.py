@@ -124,14 +124,12 @@ def verify_file(path: str) -> dict[str, Any]:
         unreadable = [{"error": "Refused", "kind": "unreadable", "field": "path", "index": None, "offset": None,
                        "message": refused.message, "expected": None, "actual": None, "text": f"path: {refused.message}",
                        "chunk": None}]
-    report, found, ex = begin("verify", path, data, findings, False, examine)
+    read, found, ex = begin("verify", path, data, findings, False, examine)
     problems = unreadable + [_with_chunk(f.to_dict()) for f in found]
-    for key in ("command", "auto", "kind"):
-        report.pop(key)
-    report["size"] = None if unreadable else report["size"]  # (a directory's or a FIFO's own size: not read)
-    report.update(ok=not problems, fresh=report["size"] == 0 and not problems, problems=problems,
-                  problem_count=len(problems), diagnosis=diagnosis(ex, problems) if ex is not None else [])
-    return report
+    size = None if unreadable else read["size"]  # (a directory's or a FIFO's own size: not read)
+    return {"file": read["file"], "size": size, "sha256": read["sha256"], "ok": not problems,
+            "fresh": size == 0 and not problems, "problems": problems, "problem_count": len(problems),
+            "diagnosis": diagnosis(ex, problems) if ex is not None else []}
 
 
 def render_verify(files: list[dict[str, Any]]) -> list[str]:
