@@ -89,7 +89,6 @@ METADATA_KEYS = ("format", "version", "step", "header_bytes", *(f"contract.{name
 
 
 def metadata(checkpoint: "Checkpoint") -> dict[str, str]:
-    """The metadata an export carries (see the module's documentation)."""
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -174,7 +173,6 @@ def safetensors_bytes(checkpoint: "Checkpoint", *, for_resume: bool = True) -> b
 
 
 def from_safetensors_bytes(data: bytes, make: "type[Checkpoint]", *, for_resume: bool = True) -> "Checkpoint":
-    """The checkpoint a safetensors file's bytes hold, checked (see the module)."""
     safetensors_library()
     return _checkpoint(*safetensors_parts(as_bytes(data, "data")), "safetensors file", for_resume, make)
 
@@ -205,7 +203,6 @@ def npz_bytes(checkpoint: "Checkpoint", *, for_resume: bool = True) -> bytes:
 
 
 def from_npz_bytes(data: bytes, make: "type[Checkpoint]", *, for_resume: bool = True) -> "Checkpoint":
-    """The checkpoint an ``.npz`` file's bytes hold, checked (see the module)."""
     return _checkpoint(*npz_parts(as_bytes(data, "data")), ".npz file", for_resume, make)
 
 

@@ -275,7 +275,6 @@ def quick_args(argv: list[str]) -> "Any | None":
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The ``bob-inspect`` entry point; returns the exit code."""
     argv = route(list(sys.argv[1:] if argv is None else argv))
     return run_command(PROG, build_parser, _work, argv, unexpected_code=EXIT_SOFTWARE, subcommands=SUBCOMMANDS,
                        quick=quick_args)

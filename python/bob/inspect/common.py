@@ -49,7 +49,6 @@ def read(path: str, limit: int, magic: "tuple[bytes, str] | None", valid: int, o
 
 def read_checkpoint(path: str, option: str | None = None,
                     peeked: "tuple[bytes, int, bool] | None" = None) -> tuple[bytes | None, list[FormatError]]:
-    """:func:`read` of a checkpoint (``checkpoint``, ``diff``, ``verify``, ``trace --checkpoints``)."""
     return read(path, MAX_CHECKPOINT_BYTES, CHECKPOINT_FILE, MAX_CHECKPOINT_BYTES, option, peeked)
 
 
@@ -76,7 +75,6 @@ def file_size(path: str) -> int | None:
 
 
 def add_note(report: dict[str, Any], note: str) -> None:
-    """``note`` in the report's ``note``, after the one it has (joined by ``; ``)."""
     report["note"] = f"{report['note']}; {note}" if report.get("note") else note
 
 
@@ -88,7 +86,6 @@ def base(command: str, path: str, data: bytes | None, auto: bool) -> dict[str, A
 
 
 def magic_report(found: bytes, magic: bytes) -> dict[str, Any]:
-    """A file's first bytes against its format's magic."""
     return {"text": escape_bytes(found), "hex": found.hex(), "ok": found == magic}
 
 

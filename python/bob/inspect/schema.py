@@ -14,7 +14,6 @@ SCHEMA_KINDS = {"input": ("input", "bob-input", 1), "checkpoint": ("envelope", "
 
 
 def schema_report(kinds: list[str]) -> dict[str, Any]:
-    """The layout tables of ``kinds`` (keys of :data:`SCHEMA_KINDS`)."""
     formats = []
     for kind in kinds:
         name, format_name, version = SCHEMA_KINDS[kind]
