@@ -11,16 +11,14 @@ from bob.fileio import same_file
 from bob.inspect.common import Refused, add_note
 from bob.text import escape_bytes, show_path
 
-FORMATS = {".safetensors": "safetensors", ".npz": "npz"}
-
 
 def export_format(out: str) -> str:
     ext = os.path.splitext(out)[1].lower()
-    if ext not in FORMATS:
+    if ext not in (".safetensors", ".npz"):
         shown = f'"{escape_bytes(os.fsencode(ext))}"' if ext else "files without a suffix"  # (quoted: ".npz " shows)
         raise Refused(f"cannot write {shown}; "
                       "the format comes from the suffix: .safetensors or .npz", option="--export", path=out)
-    return FORMATS[ext]
+    return ext[1:]
 
 
 def check_export(out: str, inspected: str) -> None:
