@@ -30,10 +30,6 @@ SUBCOMMANDS = {**{c: c for c in COMMANDS}, **{a: n for a, n in ALIASES.items() i
 Result = tuple[dict[str, Any], list[str], int]
 
 
-def _code(report: dict[str, Any]) -> int:
-    return EXIT_OK if report["ok"] else EXIT_PROBLEMS
-
-
 def rows_bytes(args: argparse.Namespace) -> bytes:
     """The context bytes of ``--rows`` and ``--rows-hex``, in order, each once."""
     out = bytearray()
@@ -87,7 +83,7 @@ def cmd_checkpoint(args: argparse.Namespace, *, peeked: "tuple[bytes, int, bool]
         written.append((export, exported[0], about("--export", export)))
         report["export"] = exported[1]
     replace_all(written, keep=[args.file])  # both staged first; the file read checked again
-    return report, render_checkpoint(report), _code(report)
+    return report, render_checkpoint(report), EXIT_OK if report["ok"] else EXIT_PROBLEMS
 
 
 def cmd_file(kind: str, path: str, *, peeked: "tuple[bytes, int, bool] | None" = None) -> Result:
@@ -101,7 +97,7 @@ def cmd_file(kind: str, path: str, *, peeked: "tuple[bytes, int, bool] | None" =
         from bob.inspect.trace import READ, render_trace_file as render, trace_file_report as make
     data, problems = read(path, *READ, peeked=peeked)
     report = make(data, problems, path=path, auto=peeked is not None)
-    return report, render(report), _code(report)
+    return report, render(report), EXIT_OK if report["ok"] else EXIT_PROBLEMS
 
 
 def cmd_diff(args: argparse.Namespace) -> Result:
