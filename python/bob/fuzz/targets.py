@@ -15,6 +15,7 @@ import bob
 from bob.errors import FormatError, StateRefused
 from bob.formats.constants import MAX_CHECKPOINT_BYTES
 from bob.formats.kinds import FORMATS
+from bob.fuzz.digests import shared_digests
 from bob.fuzz.properties import PropertyFailed, quietly, require
 from bob.signals import step_and_record
 
@@ -109,14 +110,8 @@ def input_target(data: bytes) -> None:
         require(tuple(words) == tuple(record.prompt_words), "prompt words differ")
 
 
+@shared_digests()  # each plane's SHA-256 computed once, whichever property asks
 def checkpoint_target(data: bytes) -> None:
-    from bob.fuzz.digests import shared_digests
-
-    with shared_digests():  # each plane's SHA-256 computed once, whichever property asks
-        _checkpoint_properties(data)
-
-
-def _checkpoint_properties(data: bytes) -> None:
     import numpy as np
 
     from bob.formats import checkpoint as canonical
