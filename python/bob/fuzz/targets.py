@@ -15,6 +15,7 @@ import bob
 from bob.errors import FormatError, StateRefused
 from bob.formats.constants import MAX_CHECKPOINT_BYTES
 from bob.formats.kinds import FORMATS
+from bob.fuzz import oracle
 from bob.fuzz.digests import shared_digests
 from bob.fuzz.properties import PropertyFailed, quietly, require
 from bob.signals import step_and_record
@@ -83,8 +84,6 @@ def _as_the_contract_says(fmt: str, err: BaseException | None, want) -> None:
 
 def _judged(fmt: str, load: Callable, findings: Callable, data: bytes):
     """``load(data)`` (the object, or None) held to the contract oracle and to bob's findings list."""
-    from bob.fuzz import oracle
-
     obj, refusal = _load(load, data)
     _as_the_contract_says(fmt, refusal, oracle.check(fmt, data))
     listed = findings(data)
@@ -116,7 +115,6 @@ def checkpoint_target(data: bytes) -> None:
 
     from bob.formats import checkpoint as canonical
     from bob.formats.checkpoint import examine_by_schema
-    from bob.fuzz import oracle
 
     # Two readings of bob, one of the oracle. bob: every finding for resuming (what
     # load_checkpoint(data) raises the first of), and the loader for reading, which must raise the
