@@ -149,7 +149,6 @@ def _envelope(data: bytes) -> Tuple[int, Optional[list]]:
         return data[at - size:at]
 
     def number(size: int, field: str, index: Optional[int] = None) -> int:
-        """An unsigned little-endian integer of ``size`` bytes."""
         return int.from_bytes(take(size, field, index), "little")
 
     if number(8, "version") != 1:

@@ -186,5 +186,4 @@ def check_safetensors(data: bytes, for_resume: bool = True) -> Optional[str]:
 
 
 def check_export(fmt: str, data: bytes, for_resume: bool = True) -> Optional[str]:
-    """The verdict on ``data`` as ``fmt`` (``npz`` or ``safetensors``)."""
     return (check_npz if fmt == "npz" else check_safetensors)(data, for_resume)

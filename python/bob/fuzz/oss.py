@@ -22,7 +22,6 @@ def harness(name: str) -> str:
 
 
 def _zip(path: Path, files: "list[Path]") -> None:
-    """A seed corpus of ``files``, when there are any."""
     if files:
         with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
             for i, f in enumerate(files):

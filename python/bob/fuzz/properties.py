@@ -23,7 +23,6 @@ class PropertyFailed(AssertionError):
 
 
 def require(condition: object, message: str) -> None:
-    """Raise :class:`PropertyFailed` with ``message`` unless ``condition`` holds."""
     __tracebackhide__ = True  # a finding's key is the property that called this, not this line
     if not condition:
         raise PropertyFailed(message)
