@@ -155,8 +155,10 @@ class _Run:
         require(pred_new or not ck_new, f"{where}: a new checkpoint beside the old predictions")
         return ck_new, pred_new
 
-    def said(self, rc: int, out: str, err: str, ck_new: bool, pred_new: bool) -> dict:
-        """What bob-run said is what happened; its exit is what the world requires."""
+    def said(self, rc: int, out: str, err: str, ck_new: bool, pred_new: bool) -> None:
+        """What bob-run said is what happened; its exit is what the world requires; it left no file but its own
+        (a lock file whose removal failed, and what a failing clean-up after the commit named, excepted), no
+        descriptor open."""
         where, w = self.where, self.w
         said = f"{where}: bob-run exited {rc}: {err.strip()[-200:]}"
         require("Traceback" not in out + err, f"{where}: bob-run printed a traceback")
@@ -192,7 +194,14 @@ class _Run:
                     f"{where}: the second name changed")
         if w.layout == "symlinks":
             require(self.ck_arg.is_symlink() and self.pred_arg.is_symlink(), f"{where}: a link was replaced")
-        return doc
+        faults = self.faults
+        failed = faults.failed if faults is not None and faults.failed else ("", "")
+        lock_left = self.w.other == "locked" or (failed[0] == "unlink" and str(failed[1]).endswith(LOCK_TAG))
+        told = " ".join(doc.get("problems_after_commit") or []) if rc == 0 else ""
+        left = [name for name in self.left(lock=lock_left) if name not in told]
+        require(not left, f"{where}: bob-run left other files: {left}")
+        require(faults is None or not faults.left_open,
+                f"{where}: bob-run left descriptors open ({faults.left_open if faults else ''})")
 
     def library_said(self, rc: int, crashed: bool, ck_new: bool, pred_new: bool) -> None:
         """The library writers: what docs/fuzzing.md's writer row requires of them; nothing left but by a crash."""
@@ -206,18 +215,6 @@ class _Run:
                 f"{where}: a link was replaced")
         left = [] if crashed else self.left()
         require(not left, f"{where}: the library writers left other files: {left}")
-
-    def nothing_left(self, rc: int, doc: dict) -> None:
-        """No file left but the run's own (a lock file whose removal failed, and what a failing
-        clean-up after the commit named, excepted), no descriptor left open."""
-        faults = self.faults
-        failed = faults.failed if faults is not None and faults.failed else ("", "")
-        lock_left = self.w.other == "locked" or (failed[0] == "unlink" and str(failed[1]).endswith(LOCK_TAG))
-        told = " ".join(doc.get("problems_after_commit") or []) if rc == 0 else ""
-        left = [name for name in self.left(lock=lock_left) if name not in told]
-        require(not left, f"{self.where}: bob-run left other files: {left}")
-        require(faults is None or not faults.left_open,
-                f"{self.where}: bob-run left descriptors open ({faults.left_open if faults else ''})")
 
     def next_run(self, start: tuple, refused: bool) -> tuple:
         """The exit and the pair of a next bob-run from the pair ``start``: refused with it untouched,
@@ -288,6 +285,6 @@ def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: P
     if writer is _library_main:
         run.library_said(rc, crashed, ck_new, pred_new)
     elif not crashed:
-        run.nothing_left(rc, run.said(rc, out, err, ck_new, pred_new))
+        run.said(rc, out, err, ck_new, pred_new)
     if crashed and not raced:  # (after a crash a racer was the next run)
         run.after_crash(quietly, run_main)
