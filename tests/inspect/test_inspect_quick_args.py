@@ -51,3 +51,13 @@ def test_a_checkpoint_report_imports_no_argparse(files: Path) -> None:
               "sys.exit(code)")
     done = subprocess.run([sys.executable, "-c", script, str(files / "ck2.bin")], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("argv", [["--rows", "ab", "--version"], ["--heatmap", "h.png", "--json", "--version"],
+                                  ["--export", "x.npz", "--help"]])
+def test_help_or_version_after_a_files_option_is_answered_not_taken_for_a_command(argv: list[str], capsys) -> None:
+    """``bob-inspect --rows ab --version`` took ``ab`` for a command ("invalid choice", naming the command
+    metavar as the option and listing the hidden ``auto``): FILE's options go with the FILE form's parser."""
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert ("0.1.0" if "--version" in argv else "usage: bob-inspect") in out and "auto" not in out, out

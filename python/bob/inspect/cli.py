@@ -238,8 +238,8 @@ def route(argv: list[str]) -> list[str]:
         return argv
     i = 0
     while i < len(argv) and argv[i] != "--":
-        if argv[i] in ("-h", "--help", "--version"):
-            return argv
+        if argv[i] in ("-h", "--help", "--version"):  # the command's own, unless FILE's options came first
+            return argv if set(argv[:i]) <= set(_FLAGS) else ["auto"] + argv
         if argv[i] in SUBCOMMANDS:
             return [argv[i]] + argv[:i] + argv[i + 1:]
         if not argv[i].startswith("-") or argv[i] == "-":  # FILE
