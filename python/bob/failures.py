@@ -9,7 +9,10 @@ place that says so, with what this module gives it:
   that reports running out of memory, built before the work starts, so
   that reporting it allocates nothing of note (:meth:`LastWords.say`
   writes the prepared bytes when even the ordinary report fails);
-* :func:`drawing`: matplotlib and Pillow out of memory said as such (they
+* :func:`drawing`: started only where :data:`DRAWING_HEADROOM` bytes are
+  free (NumPy, out of address space in a ufunc's buffers with the GIL
+  released, sets its MemoryError without a thread state: SIGSEGV, no
+  report), and matplotlib and Pillow out of memory said as such (they
   raise their own ValueError or OSError);
 * :func:`load_numpy`: NumPy imported before the work, where address space
   is limited (``ulimit -v``) only after :data:`NUMPY_HEADROOM` bytes were
@@ -35,12 +38,16 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Callable, Iterator
 
-__all__ = ["OUT_OF_MEMORY", "NUMPY_HEADROOM", "LastWords", "load_numpy", "room_to_load", "out_of_memory", "drawing"]
+__all__ = ["OUT_OF_MEMORY", "NUMPY_HEADROOM", "DRAWING_HEADROOM", "LastWords", "load_numpy", "room_to_load",
+           "out_of_memory", "drawing"]
 
 OUT_OF_MEMORY = "out of memory"  # the message's start: a parent reading a child's --json tells it by this
 # NumPy and one OpenBLAS thread's buffers take about 80 MiB of address space as they load (one more
 # buffer, about 32 MiB, for each further thread): found free before NumPy is imported.
 NUMPY_HEADROOM = 160 << 20
+# A figure drawn and encoded (its fonts' cache built on a first run) takes up to about 70 MiB: found free
+# before drawing starts, so that drawing never runs out midway.
+DRAWING_HEADROOM = 128 << 20
 _BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
@@ -121,7 +128,10 @@ def out_of_memory(exc: BaseException) -> bool:
 def drawing() -> "Iterator[None]":
     """Around matplotlib's and Pillow's drawing only: out of memory they raise their own ValueError ("Input
     array could not be made C-contiguous") or OSError (an encoder's), which is a MemoryError, the original
-    chained, where no address space is left (:func:`room_to_load`); anywhere else these stay what they are."""
+    chained, where no address space is left (:func:`room_to_load`); anywhere else these stay what they are.
+    A MemoryError at once where :data:`DRAWING_HEADROOM` is not free (see the module)."""
+    if not room_to_load(DRAWING_HEADROOM):
+        raise MemoryError(f"less than {DRAWING_HEADROOM >> 20} MiB of address space left to draw")
     try:
         yield
     except (ValueError, OSError) as exc:

@@ -364,7 +364,7 @@ def test_a_heatmap_the_drawing_library_cannot_allocate_is_out_of_memory(pair, mo
         raise error
 
     monkeypatch.setattr(Figure, "savefig", failing)
-    monkeypatch.setattr(failures, "room_to_load", lambda size=0: room)
+    monkeypatch.setattr(failures, "room_to_load", lambda size=0: room or size == failures.DRAWING_HEADROOM)
     code = main(["checkpoint", str(pair / "a.bob"), "--heatmap", str(pair / "h.png")])
     err = capsys.readouterr().err
     assert code == commands.EXIT_SOFTWARE and not (pair / "h.png").exists()
@@ -387,7 +387,26 @@ def test_the_qualify_plots_out_of_address_space_are_out_of_memory(monkeypatch, e
     monkeypatch.setattr(failures, "room_to_load", lambda size=0: True)
     with pytest.raises(type(error)):
         report.plots(result)
-    monkeypatch.setattr(failures, "room_to_load", lambda size=0: False)
+    monkeypatch.setattr(failures, "room_to_load", lambda size=0: size == failures.DRAWING_HEADROOM)  # (at the start)
     with pytest.raises(MemoryError) as raised:
         report.plots(result)
     assert raised.value.__cause__ is error
+
+
+def test_no_drawing_starts_without_its_headroom(pair, monkeypatch, capsys) -> None:
+    """NumPy out of address space in a ufunc's buffers (matplotlib normalising the image) sets its MemoryError
+    with the GIL released: SIGSEGV, no report (a limit about 12 MB above NumPy's headroom). A drawing starts
+    only where DRAWING_HEADROOM is free, so it never runs out midway: short of it, exit 70 before any of it."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    from bob.inspect.cli import main
+
+    def started(*_args, **_kwargs):
+        raise AssertionError("the drawing started")
+
+    monkeypatch.setattr(Figure, "__init__", started)
+    monkeypatch.setattr(failures, "room_to_load", lambda size=0: size < failures.DRAWING_HEADROOM)
+    code = main(["checkpoint", str(pair / "a.bob"), "--heatmap", str(pair / "h.png")])
+    assert code == commands.EXIT_SOFTWARE and not (pair / "h.png").exists()
+    assert capsys.readouterr().err.startswith(f"bob-inspect: {failures.OUT_OF_MEMORY}")
