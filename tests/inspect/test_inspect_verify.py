@@ -97,6 +97,13 @@ def test_a_cut_file_names_the_chunk_it_ends_in(cli, tmp_path: Path, i: int) -> N
                               f"(bytes {chunk(i).start}..{chunk(i).stop - 1})"]
 
 
+@pytest.mark.parametrize("i", range(len(PLANE_NAMES)))
+def test_a_file_cut_at_a_chunks_start_is_not_said_to_end_inside_it(cli, tmp_path: Path, i: int) -> None:
+    [r] = verify(cli, write(tmp_path, "cut.bob", GOOD[:chunk(i).start]), code=2)
+    assert r["diagnosis"] == [f"the file ends where chunk {PLANE_NAMES[i]} begins (byte {chunk(i).start}): "
+                              "none of its bytes are there"]
+
+
 @pytest.mark.parametrize("size", [1, 5, 7, 20, 300, 420, 447])
 def test_a_file_cut_inside_its_header_is_said_so_never_a_digest_mismatch(cli, tmp_path: Path, size: int) -> None:
     """A cut inside a header field (420: inside the header's digest, which was never compared) is a cut

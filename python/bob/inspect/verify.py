@@ -80,7 +80,9 @@ def _cut(ex: Examination, problems: list[dict[str, Any]], mismatch: bool) -> lis
         hb = None  # (a cut is told against header_bytes only when the table agrees with it)
     if short is not None and hb is not None and short < chunk_offset(hb, len(PLANE_NAMES)):
         for i, name in enumerate(PLANE_NAMES):
-            if chunk_offset(hb, i) <= short < chunk_offset(hb, i + 1):
+            if chunk_offset(hb, i) == short:  # (cut at a chunk's start: not inside it, none of it is there)
+                said.append(f"the file ends where chunk {name} begins (byte {short}): none of its bytes are there")
+            elif chunk_offset(hb, i) < short < chunk_offset(hb, i + 1):
                 said.append(f"the file ends inside chunk {name}, {chunk_offset(hb, i + 1) - short} bytes before that "
                             f"chunk's end (bytes {chunk_offset(hb, i)}..{chunk_offset(hb, i + 1) - 1})")
         if short < hb:
