@@ -206,3 +206,25 @@ def test_a_failure_after_the_commit_is_reported_as_a_commit(tmp_path: Path, caps
     assert rc == 0, f"bob-run committed but exited {rc}"
     told = capsys.readouterr().err.strip().splitlines()[-1]
     assert "the invocation committed step 20" in told and "removing the backup link" in told and "(injected)" in told
+
+
+@pytest.mark.parametrize("limit", [6, 7, 8, 40])
+def test_a_world_without_descriptors_to_spare_is_no_verdict(limit: int, tmp_path: Path) -> None:
+    """Under ``ulimit -n`` a world's bob-run failed to open a file ("too many open files": a failing replay, exit
+    1), or its racer could not open the pipe the run waited on (a hang no signal ended), and the scratch stayed.
+    Short of WORLD_DESCRIPTORS free it is the machine's (exit 70, no verdict), and nothing is left."""
+    import resource
+    import subprocess
+    import sys
+
+    data = bytearray(RECORD)
+    data[470:472], data[1436] = b"Z\x92", 0x92  # one pair and its widened target: a cleaner meets the commit
+    assert str(world.world_of(bytes(data))) == "world symlinks, cleaner at committed"
+    (tmp_path / "input.bin").write_bytes(data)
+    (scratch := tmp_path / "tmp").mkdir()
+    done = subprocess.run([sys.executable, "-m", "bob", "fuzz", "replay", "--target", "run", "input.bin"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, TMPDIR=str(scratch), PYTHONPATH=str(ROOT / "python")),
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit)))
+    assert done.returncode == 70 and "no verdict" in done.stderr, (done.returncode, done.stdout, done.stderr)
+    assert list(scratch.iterdir()) == []

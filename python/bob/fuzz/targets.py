@@ -4,8 +4,11 @@ seeded loop, ``bob-fuzz replay`` and the OSS-Fuzz harnesses run them (what each 
 from __future__ import annotations
 
 import atexit
+import errno
 import functools
 import json
+import os
+import resource
 import shutil
 import tempfile
 from pathlib import Path
@@ -205,10 +208,18 @@ def inspect_target(data: bytes) -> None:
             _the_envelope(out, rc)
 
 
+WORLD_DESCRIPTORS = 64
+"""Descriptors a world needs free (bob-run's files, locks and directories, a racer's pipe and thread): with fewer,
+the machine's shortage (an open bob-run fails, a racer that cannot meet it) would be taken for bob's."""
+
+
 def run_target(data: bytes) -> None:
     from bob.fuzz.mutator import format_of
     from bob.fuzz.world import run_in_world
 
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]  # (the listing takes one: EMFILE too, no verdict)
+    if limit != resource.RLIM_INFINITY and limit - len(os.listdir("/proc/self/fd")) < WORLD_DESCRIPTORS:
+        raise OSError(errno.EMFILE, f"fewer than {WORLD_DESCRIPTORS} descriptors free for a world (ulimit -n {limit})")
     # data is the record when it starts like one, else the checkpoint; the other file is the golden one
     if format_of(data) == "input":
         record, checkpoint = data, (golden_dir() / "checkpoint-abracadabra-step10.bin").read_bytes()
