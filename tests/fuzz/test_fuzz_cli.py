@@ -129,6 +129,33 @@ def test_replay_escapes_a_target_s_message_and_refuses_a_file_gone_since_it_was_
     assert capsys.readouterr().err == f"bob-fuzz: refused: PATH {golden}: no such file or directory\n"
 
 
+def fails_and_removes_the_next(data: bytes) -> None:
+    """Fails on b"bad" and, as another process would, removes the file replayed after it."""
+    if data == b"bad":
+        os.unlink(os.environ["BOB_TEST_REMOVED"])
+        raise AssertionError("planted")
+
+
+@pytest.mark.parametrize("first", [b"bad", b"ok"])
+def test_replay_keeps_what_it_found_when_a_later_file_is_gone(first: bytes, tmp_path: Path, capsys,
+                                                               monkeypatch) -> None:
+    """A file gone since it was listed was refused at once, and the failure already found was dropped (exit 2,
+    nothing said of it). The rest is replayed; a failure found is reported, exit 1, with the file not replayed;
+    without one, the refusal stands (exit 2)."""
+    (tmp_path / "a.bin").write_bytes(first)
+    (tmp_path / "b.bin").write_bytes(b"ok")
+    (tmp_path / "c.bin").write_bytes(b"bad")
+    monkeypatch.setenv("BOB_TEST_REMOVED", str(tmp_path / ("b.bin" if first == b"bad" else "a.bin")))
+    code = main(["--json", "replay", "--target", f"{__name__}:fails_and_removes_the_next", str(tmp_path)])
+    document = json.loads(capsys.readouterr().out)
+    if first == b"ok":  # (c.bin removes a.bin, replayed already: nothing missed)
+        assert code == 1 and document["not_replayed"] == [] and document["failed"] == 1
+        return
+    assert code == 1 and document["failed"] == 2 and document["passed"] == 0, document
+    [gone] = document["not_replayed"]
+    assert gone["path"] == str(tmp_path / "b.bin") and gone["option"] == "PATH", gone
+
+
 def test_check_escapes_the_reader_s_command_and_the_manifest_s_names(corpus: Path, capsys) -> None:
     assert main(["check", "--format", "predictions", "--corpus", str(corpus), "--", "sh", "-c", "exit 0",
                  "\x1b[31mRED\nx", "{}"]) == 1

@@ -194,17 +194,24 @@ def cmd_replay(args: argparse.Namespace) -> Outcome:
         files += [(f, _target_of(f, args.target)) for f in listed]
     if not files:
         raise Refused("no files to replay", option="PATH", path=args.paths[0])
-    verdicts = []
+    verdicts, unread = [], []
     with Progress(PROG, "replay", len(files)) as progress, stdout_on_stderr():
         for f, name in files:
-            with about("PATH", f):  # (one that went away since: refused, not a failing replay)
-                verdicts.append(replay_file(f, name))
+            try:
+                with about("PATH", f):  # (one that went away since: refused, not a failing replay)
+                    verdicts.append(replay_file(f, name))
+            except Refused as exc:  # refused once the rest is replayed, unless a failure was found
+                unread.append(exc)
             progress.advance()
     failed = sum(not v.passed for v in verdicts)
+    if unread and not failed:
+        raise unread[0]
     lines = [f"{'PASS' if v.passed else 'FAIL'}  {v.target}  {show_path(v.path)}"
              + ("" if v.passed else f"  {one_line(v.message)}") for v in verdicts]
-    lines.append(f"{PROG} replay: {len(verdicts) - failed} passed, {failed} failed")
-    data = {"passed": len(verdicts) - failed, "failed": failed,
+    lines += [f"NOT REPLAYED  {exc.text}" for exc in unread]
+    lines.append(f"{PROG} replay: {len(verdicts) - failed} passed, {failed} failed"
+                 + f", {len(unread)} not replayed" * bool(unread))
+    data = {"passed": len(verdicts) - failed, "failed": failed, "not_replayed": [exc.to_dict() for exc in unread],
             "files": [{"path": show_path(v.path), "target": v.target, "passed": v.passed, "message": one_line(v.message)}
                       for v in verdicts]}
     return Outcome(EXIT_FOUND if failed else EXIT_OK, data, "\n".join(lines))
