@@ -129,6 +129,26 @@ def test_replay_escapes_a_target_s_message_and_refuses_a_file_gone_since_it_was_
     assert capsys.readouterr().err == f"bob-fuzz: refused: PATH {golden}: no such file or directory\n"
 
 
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no str")
+
+
+def fails_unprintably(data: bytes) -> None:
+    raise _Unprintable()
+
+
+def test_a_failure_whose_message_cannot_be_made_is_still_a_failure(tmp_path: Path, capsys) -> None:
+    """An exception whose ``__str__`` raises ended replay and the seeded loop with "unexpected error" (exit 70),
+    the failure lost; it is a failure like any other, said so."""
+    golden = str(GOLDEN / "input-abracadabra.bin")
+    assert main(["replay", golden, "--target", f"{__name__}:fails_unprintably"]) == 1
+    assert "_Unprintable: (its message could not be made: RuntimeError)" in capsys.readouterr().out
+    assert main(["run", f"{__name__}:fails_unprintably", "--engine", "loop", "--runs", "3", "--format", "input",
+                 "--artifacts", str(tmp_path / "found")]) == 1
+    assert "its message could not be made" in capsys.readouterr().out
+
+
 def fails_and_removes_the_next(data: bytes) -> None:
     """Fails on b"bad" and, as another process would, removes the file replayed after it."""
     if data == b"bad":

@@ -147,8 +147,12 @@ def failure(run: "Callable[[bytes], None]", data: bytes) -> BaseException | None
 
 
 def failure_message(exc: BaseException) -> str:
-    """``Type: the message's first line``."""
-    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    """``Type: the message's first line`` (a message that cannot be made, its ``__str__`` failing: said so)."""
+    try:
+        said = str(exc)
+    except Exception as why:  # noqa: BLE001 - the target's own object: its failure is the finding, not the harness's
+        said = f"(its message could not be made: {type(why).__name__})"
+    return f"{type(exc).__name__}: {said.splitlines()[0] if said else ''}"
 
 
 @dataclass
