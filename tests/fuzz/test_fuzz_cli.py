@@ -149,6 +149,28 @@ def test_a_failure_whose_message_cannot_be_made_is_still_a_failure(tmp_path: Pat
     assert "its message could not be made" in capsys.readouterr().out
 
 
+_CALLS: list[bytes] = []
+
+
+def fails_then_runs_out(data: bytes) -> None:
+    _CALLS.append(data)
+    if len(_CALLS) == 1:
+        raise AssertionError("planted")
+    if len(_CALLS) == 3:
+        raise MemoryError
+
+
+def test_the_seeded_loop_running_out_keeps_what_it_found(tmp_path: Path, capsys) -> None:
+    """Out of memory after a finding ended the loop with "out of memory" (exit 70), the finding and its saved
+    input unsaid. The machine's shortage stops the loop; what it found is reported (exit 1), the stop noted."""
+    _CALLS.clear()
+    code = main(["--json", "run", f"{__name__}:fails_then_runs_out", "--engine", "loop", "--runs", "10",
+                 "--format", "input", "--artifacts", str(tmp_path / "found")])
+    document = json.loads(capsys.readouterr().out)
+    assert code == 1 and document["executions"] == 3 and len(document["findings"]) == 1, document
+    assert document["findings"][0]["path"] and document["notes"] == ["stopped at execution 3: out of memory"]
+
+
 def fails_and_removes_the_next(data: bytes) -> None:
     """Fails on b"bad" and, as another process would, removes the file replayed after it."""
     if data == b"bad":

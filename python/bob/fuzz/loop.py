@@ -7,8 +7,8 @@ import os
 import random
 import time
 
-from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignResult, failure, failure_message, load_target, \
-    read_input, seed_paths
+from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignResult, MachineRanOut, failure, failure_message, \
+    load_target, read_input, seed_paths
 from bob.fuzz.properties import exception_key
 
 __all__ = ["seeded_loop"]
@@ -50,7 +50,14 @@ def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None
             if name in ("input", "checkpoint"):
                 hits += recognized(data, name)
             result.executions = i + 1
-            if (exc := failure(run, data)) is not None:  # as replay: SystemExit too, out of memory not
+            try:
+                exc = failure(run, data)  # as replay: SystemExit too, out of memory not
+            except (MemoryError, MachineRanOut) as ran_out:  # the machine's: no verdict, what was found stands
+                if not result.findings:
+                    raise
+                result.notes.append(f"stopped at execution {i + 1}: {str(ran_out) or 'out of memory'}")
+                break
+            if exc is not None:
                 result.add(data, failure_message(exc), exception_key(exc), artifacts)
                 if stop_on_finding:
                     break
