@@ -119,9 +119,18 @@ def room_to_load(size: int = 16 << 20) -> bool:
 def out_of_memory(exc: BaseException) -> bool:
     """Whether ``exc`` is the machine's want of memory: a MemoryError, ENOMEM, or a module that could not be
     loaded (an extension's segments not mapped, CPython's own allocation: SystemError) where no address space
-    is left. The runner asks it, and the scripts of an import that failed before the runner could."""
-    return isinstance(exc, MemoryError) or getattr(exc, "errno", None) == errno.ENOMEM or (
-        isinstance(exc, (ImportError, SystemError)) and not room_to_load())
+    is left; or an error raised while one of these was handled (zipfile closing a BytesIO that a failed write
+    left closed: "ValueError: I/O operation on closed file."). The runner asks it, and the scripts of an import
+    that failed before the runner could."""
+    seen: "list[BaseException]" = []
+    each: "BaseException | None" = exc
+    while each is not None and each not in seen:
+        if isinstance(each, MemoryError) or getattr(each, "errno", None) == errno.ENOMEM or (
+                isinstance(each, (ImportError, SystemError)) and not room_to_load()):
+            return True
+        seen.append(each)
+        each = each.__cause__ or each.__context__
+    return False
 
 
 @contextlib.contextmanager
