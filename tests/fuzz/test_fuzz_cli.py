@@ -773,3 +773,12 @@ def test_a_target_the_machine_ran_out_under_is_no_finding(tmp_path: Path, capsys
     error = json.loads(capsys.readouterr().out)["error"]
     assert error["exit_code"] == 70 and "no space left on device" in error["message"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.bin"]
+
+
+@pytest.mark.parametrize("argv", [["minimize", "x.bin", "--timeout", "0.05"],
+                                  ["check", "--format", "input", "--timeout", "0.05", "--", "true"]])
+def test_a_timeout_below_a_tenth_of_a_second_is_refused(argv: list[str], capsys) -> None:
+    """--timeout 1e-300 was taken: every candidate "timed out" as it started, and minimize wrote a file of zeros
+    that passes its target as the input's minimized failure."""
+    assert main(argv) == 2
+    assert "--timeout: must be a finite number of seconds >= 0.1" in capsys.readouterr().err

@@ -17,6 +17,7 @@ from bob.text import one_line, show_path
 PROG = "bob-fuzz"
 MAX_SECONDS = 30 * 24 * 3600.0  # a month: past that a number of seconds is a typo
 SEED_MAX = 2**32 - 1  # libFuzzer's -seed is an unsigned int
+MIN_TIMEOUT = 0.1  # seconds: below, a scheduler's delay is a "timeout" (minimize shrank a fast failure to zeros)
 
 
 def max_jobs() -> int:
@@ -75,7 +76,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="where to write the smaller file, atomically (default PATH.min)")
     mz.add_argument("--max-tries", type=count_option("--max-tries", maximum=10**7), default=2000, metavar="N",
                     help="candidates run at most (default %(default)s)")
-    mz.add_argument("--timeout", type=seconds_option("--timeout", positive=True, maximum=MAX_SECONDS), default=60.0,
+    mz.add_argument("--timeout", type=seconds_option("--timeout", minimum=MIN_TIMEOUT, maximum=MAX_SECONDS), default=60.0,
                     metavar="SECONDS", help="per candidate: longer is a hang (a failure of its own)")
 
     cf = sub.add_parser("conformance", help="write the labelled conformance corpus with manifest.json")
@@ -86,7 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     ck.add_argument("--format", required=True, type=_format, metavar="{input,checkpoint,predictions}")
     ck.add_argument("--corpus", metavar="DIR", help="a corpus written by `bob-fuzz conformance` "
                     "(default: a fresh one in a temporary directory)")
-    ck.add_argument("--timeout", type=seconds_option("--timeout", positive=True, maximum=MAX_SECONDS), default=30.0,
+    ck.add_argument("--timeout", type=seconds_option("--timeout", minimum=MIN_TIMEOUT, maximum=MAX_SECONDS), default=30.0,
                     metavar="SECONDS", help="per file")
     ck.add_argument("reader", nargs=argparse.REMAINDER, metavar="-- COMMAND {}")
     for command in sub.choices.values():
