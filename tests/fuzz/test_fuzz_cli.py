@@ -255,6 +255,26 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def test_check_refuses_a_corpus_file_changed_or_removed_never_calls_it_a_disagreement(corpus: Path, tmp_path: Path,
+                                                                                      capsys) -> None:
+    """check believed the manifest of a file whose bytes changed since (bob's own reader then "refuses what bob
+    accepts", exit 1) or that was removed while it ran. Each entry carries its file's SHA-256, checked before any
+    reader runs and after each: refused by name (exit 2)."""
+    import shutil
+
+    copy = tmp_path / "c"
+    shutil.copytree(corpus, copy)
+    reader = [sys.executable, "-m", "bob.fuzz.conformance", "predictions", "{}"]
+    (copy / "predictions" / "accepted" / "all-invalid.bin").write_bytes(b"garbage")
+    assert main(["check", "--format", "predictions", "--corpus", str(copy), "--", *reader]) == 2
+    assert "all-invalid.bin: is not the file manifest.json labels (another SHA-256)" in capsys.readouterr().err
+    shutil.rmtree(copy)
+    shutil.copytree(corpus, copy)
+    removing = ["sh", "-c", f'rm "$1"; exec "$0" -m bob.fuzz.conformance predictions "$1"', sys.executable, "{}"]
+    assert main(["check", "--format", "predictions", "--corpus", str(copy), "--", *removing]) == 2
+    assert ": no such file" in capsys.readouterr().err
+
+
 def test_conformance_corpus_is_labelled_and_grouped_by_field(corpus: Path) -> None:
     from bob.fuzz.conformance import judge
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import random
@@ -119,7 +120,8 @@ def write_corpus(outdir: "str | os.PathLike[str]", *, seed: int = 20261130,
         with about("OUTDIR", path.parent):  # the directory or file it could not make (a file in the way, a full
             make_directory(root / sub, made)  # disk, ulimit -f), not OUTDIR
         files.append((os.fspath(path), data, about("OUTDIR", path)))
-        entries.append({"file": str(sub / f"{name}.bin"), "format": fmt, **verdict})
+        entries.append({"file": str(sub / f"{name}.bin"), "format": fmt, **verdict,
+                        "sha256": hashlib.sha256(data).hexdigest()})
 
     try:
         with Progress("bob-fuzz", "conformance", sum(ATTEMPTS.values())) as progress:  # (ended on errors too)
@@ -190,16 +192,28 @@ def open_corpus(corpus: "str | os.PathLike[str]") -> list[dict[str, Any]]:
         ours = document.get("format") == "bob-conformance-1" and isinstance(files, list) and all(
             isinstance(e["file"], str) and e["format"] in FORMATS and e["verdict"] in ("accept", "refuse")
             and isinstance(e.get("field", 0), (str, type(None))) and isinstance(e.get("fields", []), list)
+            and isinstance(e.get("sha256", ""), str)
             and "\0" not in e["file"] and os.path.realpath(os.path.join(corpus, e["file"])).startswith(inside)
             for e in files)
     except (ValueError, KeyError, TypeError, RecursionError):
         ours = False
     if not ours:
         raise Refused("manifest.json is not a bob-conformance-1 manifest", option="--corpus", path=manifest)
-    for e in files:  # each a regular file of the corpus that bob can read, before any reader runs
-        with about("--corpus", Path(corpus) / e["file"]):
-            read_input(Path(corpus) / e["file"])
+    for e in files:  # before any reader runs
+        _as_labelled(corpus, e)
     return files
+
+
+def _as_labelled(corpus: "str | os.PathLike[str]", entry: dict[str, Any]) -> None:
+    """The entry's file is a regular file of the corpus that bob can read, holding the bytes the manifest labels
+    (its ``sha256``, where the manifest gives one): a file changed or removed is refused, never a disagreement."""
+    path = Path(corpus) / entry["file"]
+    with about("--corpus", path):
+        data = read_input(path)
+    digest = hashlib.sha256(data).hexdigest()
+    if entry.get("sha256", digest) != digest:
+        raise Refused("is not the file manifest.json labels (another SHA-256): changed since the corpus was written",
+                      option="--corpus", path=path)
 
 
 def _bounded_output() -> None:
@@ -261,6 +275,7 @@ def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | Non
         with Progress("bob-fuzz", f"check {fmt}", len(files)) as progress:  # ends its line, if one was shown
             for e in files:
                 verdict, field = _reader_verdict(command, Path(root) / e["file"], timeout)
+                _as_labelled(root, e)  # (as the reader read it: not changed or removed meanwhile)
                 row = by_field.setdefault(e["field"] or "(accepted)", {"files": 0, "agree": 0, "disagree": 0})
                 row["files"] += 1
                 problem = None
