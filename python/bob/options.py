@@ -5,6 +5,7 @@ converters with the rest of the shared runner. Standard library only."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 from bob.refusals import Refused
@@ -13,7 +14,7 @@ from bob.text import show_path
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     import argparse
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from typing import Any, TypeVar
 
     T = TypeVar("T")
@@ -111,31 +112,37 @@ def answered(parser: "argparse.ArgumentParser", argv: "list[str]", answer: "T") 
     answers as it meets the option and reports unknown words only at the end ('bob-run --js --version' printed
     the version). The command line up to the answering word is read as without it, and refused as that is."""
     end = next((i for i, word in enumerate(argv) if word in ("-h", "--help", "--version", "--")), len(argv))
-    _nothing_required(parser)
-    parser.parse_args(argv[:end])  # (its words were read once already: no value's refusal is new here)
+    with _nothing_required(parser):
+        parser.parse_args(argv[:end])  # (its words were read once already: no value's refusal is new here)
     return answer
 
 
 def _unknown_words(parser: "argparse.ArgumentParser", argv: "list[str]") -> "list[str]":
     """What argparse leaves of ``argv`` once nothing is required (a word a REMAINDER takes is never one)."""
-    _nothing_required(parser)
-    try:
+    with _nothing_required(parser), contextlib.suppress(Refused):
         return list(parser.parse_known_args(argv)[1])
-    except Refused:
-        return []
+    return []
 
 
-def _nothing_required(parser: "argparse.ArgumentParser") -> None:
-    """No argument required any more, in the command or a subcommand: the parser is read again for the words it
-    does not know (bob's parsers have no action that a second reading would repeat)."""
+@contextlib.contextmanager
+def _nothing_required(parser: "argparse.ArgumentParser") -> "Iterator[None]":
+    """No argument required, in the command or a subcommand, for the block: the parser is read again for the
+    words it does not know (bob's parsers have no action that a second reading would repeat)."""
     import argparse
 
+    required: "list[Any]" = []
     parsers, seen = [parser], set()
     while parsers:
         if id(p := parsers.pop()) in seen:  # (an alias is the same parser)
             continue
         seen.add(id(p))
         everything: "list[Any]" = [*p._actions, *p._mutually_exclusive_groups]
-        for a in everything:
-            a.required = False
+        required += [a for a in everything if a.required]
         parsers += [c for a in p._actions if isinstance(a, argparse._SubParsersAction) for c in a.choices.values()]
+    try:
+        for a in required:
+            a.required = False
+        yield
+    finally:
+        for a in required:
+            a.required = True

@@ -270,6 +270,22 @@ def test_a_mistyped_option_before_a_subcommand_is_named_too(capsys) -> None:
         "usage: unrecognized arguments: --bogus; the following arguments are required: target (see bob-fuzz run --help)")
 
 
+def test_reading_a_callers_parser_for_unknown_words_leaves_what_it_requires() -> None:
+    """with_unknown_words and answered read the parser again with nothing required: the caller's parser came
+    back with nothing required, so its next parse_args([]) passed without --input."""
+    from bob.commands import Refused, argument_parser
+    from bob.options import answered, with_unknown_words
+
+    parser = argument_parser(prog="wrap")
+    parser.add_argument("--input", required=True)
+    with pytest.raises(Refused) as missing:
+        parser.parse_args(["--inpt", "a"])
+    assert "--inpt" in with_unknown_words(parser, ["--inpt", "a"], missing.value).message
+    assert answered(parser, ["--version"], "answer") == "answer"
+    with pytest.raises(Refused, match="the following arguments are required: --input"):
+        parser.parse_args([])
+
+
 def test_a_library_callers_parser_reads_as_argparse_does() -> None:
     """Only the runner names unknown words beside missing ones: a parser's own parse_known_args leaves them
     to its caller, reads an iterator, and runs an action once."""
