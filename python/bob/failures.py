@@ -129,7 +129,7 @@ def out_of_memory(exc: BaseException) -> bool:
                 isinstance(each, (ImportError, SystemError)) and not room_to_load()):
             return True
         seen.append(each)
-        each = each.__cause__ or each.__context__
+        each = each.__cause__ or (None if each.__suppress_context__ else each.__context__)  # (raise … from None)
     return False
 
 

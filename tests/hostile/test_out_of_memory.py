@@ -439,3 +439,20 @@ def test_an_error_raised_while_running_out_was_handled_is_out_of_memory(pair, mo
     err = capsys.readouterr().err
     assert code == commands.EXIT_SOFTWARE and not (pair / "out.npz").exists()
     assert err.startswith(f"bob-inspect: {failures.OUT_OF_MEMORY}"), err
+
+
+def test_an_error_raised_from_none_while_running_out_is_its_own() -> None:
+    """``raise X from None`` inside an ``except MemoryError`` says X is not the shortage's: not out of memory."""
+    def raised(suppress: bool) -> BaseException:
+        try:
+            try:
+                raise MemoryError
+            except MemoryError:
+                if suppress:
+                    raise ValueError("its own") from None
+                raise ValueError("while running out")
+        except ValueError as exc:
+            return exc
+        raise AssertionError("unreachable")
+
+    assert failures.out_of_memory(raised(False)) and not failures.out_of_memory(raised(True))
