@@ -104,6 +104,34 @@ def test_jobs_beyond_the_descriptor_limit_are_refused_naming_jobs(tmp_path: Path
     assert run.returncode == 2 and error["option"] == "--jobs" and "too many open files; ask fewer" in error["message"]
 
 
+@needs_atheris
+def test_a_campaign_short_of_descriptors_for_a_world_is_no_verdict_never_a_finding(tmp_path: Path) -> None:
+    """The run target short of WORLD_DESCRIPTORS raises the machine's OSError; an atheris worker raised it as a
+    crash, written and reported as a finding against bob (exit 1). Now the worker ends with no verdict and the
+    campaign is the machine's (exit 70), no artifact written."""
+    import resource
+
+    run = subprocess.run([sys.executable, "-m", "bob", "fuzz", "run", "run", "--runs", "3", "--seed", "1",
+                          "--corpus", str(tmp_path / "c"), "--artifacts", str(tmp_path / "a"), "--json"],
+                         capture_output=True, text=True, timeout=300,
+                         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (60, 60)))
+    error = json.loads(run.stdout)["error"]
+    assert run.returncode == 70 and "fewer than 64 descriptors free for a world" in error["message"], run.stdout
+    assert [name for name in os.listdir(tmp_path / "a") if not name.startswith(".")] == []  # (.logs: the workers')
+
+
+def test_a_world_without_proc_is_run_not_failed(tmp_path: Path) -> None:
+    """The world's count of free descriptors reads /proc/self/fd: without /proc (a mount namespace without it)
+    every execution failed with FileNotFoundError. It is not counted there."""
+    golden = Path(__file__).resolve().parents[2] / "python" / "bob" / "data" / "golden" / "input-abracadabra.bin"
+    script = (f'mount -t tmpfs none /proc && exec "{sys.executable}" -m bob fuzz replay --target run "{golden}"')
+    if subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode:
+        pytest.skip("needs a user and mount namespace (unshare -rm)")
+    run = subprocess.run(["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path, env=dict(os.environ, TMPDIR=str(tmp_path)))
+    assert run.returncode == 0 and "1 passed" in run.stdout, (run.stdout, run.stderr[-500:])
+
+
 def test_a_planted_bug_is_found_under_pythonoptimize(tmp_path: Path) -> None:
     env = dict(os.environ, PYTHONOPTIMIZE="1", PYTHONPATH=f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
     stripped = subprocess.run([sys.executable, "-c", "assert False"], env=env)

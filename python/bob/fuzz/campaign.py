@@ -23,8 +23,8 @@ from typing import Iterator
 from bob import signals
 from bob.commands import Refused, about, os_reason, output_directory
 from bob.fileio import make_directory, refuse_if_working_directory_gone, write_atomic
-from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignDisplay, CampaignResult, Finding, fast_path_stats, \
-    read_input, seed_paths
+from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignDisplay, CampaignResult, Finding, MachineRanOut, \
+    fast_path_stats, read_input, seed_paths
 from bob.fuzz.dictionary import write_dict
 from bob.text import note
 
@@ -42,6 +42,7 @@ STATUS = re.compile(r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+) corp: (\d+)/\S+.*?e
 WRITTEN = "Test unit written to "  # then the path, which may hold any byte: the worker's own directory says
 EXECUTED = re.compile(r"stat::number_of_executed_units:\s*(\d+)")
 KEY_LINE = "bob-fuzz failure key: "  # a worker's line naming the failure it is about to raise
+RAN_OUT_LINE = "bob-fuzz no verdict: "  # then why: a worker that ran out of room (a full disk, no descriptor) ends
 # The prelude a libFuzzer process runs around a target: a campaign's worker (its spec in argv[1]) and,
 # with the spec written in, an OSS-Fuzz harness (bob.fuzz.oss)
 WORKER = r"""
@@ -52,8 +53,8 @@ harness = ["bob.fuzz." + m for m in ("mutator", "structural", "dictionary", "cam
                                      "loop")]
 # Every bob import inside: a module imported before it would run uninstrumented (the targets' own branches too)
 with atheris.instrument_imports(include=["bob"], exclude=harness):
-    from bob.fuzz.campaign import KEY_LINE
-    from bob.fuzz.common import die_with_parent, load_target
+    from bob.fuzz.campaign import KEY_LINE, RAN_OUT_LINE
+    from bob.fuzz.common import OUT_OF_ROOM, die_with_parent, load_target, os_reason
     from bob.fuzz.properties import exception_key
     from bob.signals import Interrupted
     from bob.fuzz import mutator, targets
@@ -74,6 +75,9 @@ def one(data):
     except Interrupted as exc:  # a signal the target's command took: the campaign ends this worker
         os._exit(exc.exit_code)
     except BaseException as exc:
+        if isinstance(exc, OSError) and exc.errno in OUT_OF_ROOM:  # the machine's, never a finding (as failure())
+            print(RAN_OUT_LINE + os_reason(exc), flush=True)
+            os._exit(70)
         print(KEY_LINE + exception_key(exc), flush=True)
         raise
 # atheris.Mutate is looked up at each call: Setup replaces it with the engine's own
@@ -174,6 +178,7 @@ class _Campaign:
         self.start = time.monotonic()
         self.selector = selectors.DefaultSelector()
         self.overdue = False
+        self.ran_out = ""  # why a worker ended with no verdict (RAN_OUT_LINE), if one did
         self.env = dict(os.environ)  # the workers': their TMPDIR in scratch, for what they leave when ended
         self.seeds = ""  # a scratch directory, made when the workers start
 
@@ -235,6 +240,8 @@ class _Campaign:
                 w.executions, w.coverage, w.features, w.exec_per_s = int(m[1]), int(m[3]), int(m[4]), int(m[6])
             elif line.startswith(KEY_LINE):
                 w.last_key = line[len(KEY_LINE):].strip()
+            elif line.startswith(RAN_OUT_LINE):
+                self.ran_out = line[len(RAN_OUT_LINE):].strip()
             elif "Uncaught Python exception" in line:
                 w.last_error = ""  # the next line is the exception, then its traceback
             elif w.last_error == "" and line.strip():
@@ -372,4 +379,6 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
                       "every worker ended", code=128 + signum)
     if stopped is not None:
         raise KeyboardInterrupt
+    if c.ran_out and not result.findings:  # (with findings: they stand, the worker's end noted)
+        raise MachineRanOut(f"the machine ran out while the target ran ({c.ran_out}); no verdict")
     return result

@@ -218,7 +218,8 @@ def run_target(data: bytes) -> None:
     from bob.fuzz.world import run_in_world
 
     limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]  # (the listing takes one: EMFILE too, no verdict)
-    if limit != resource.RLIM_INFINITY and limit - len(os.listdir("/proc/self/fd")) < WORLD_DESCRIPTORS:
+    if limit != resource.RLIM_INFINITY and os.path.isdir("/proc/self/fd") \
+            and limit - len(os.listdir("/proc/self/fd")) < WORLD_DESCRIPTORS:  # (no /proc: not counted)
         raise OSError(errno.EMFILE, f"fewer than {WORLD_DESCRIPTORS} descriptors free for a world (ulimit -n {limit})")
     # data is the record when it starts like one, else the checkpoint; the other file is the golden one
     if format_of(data) == "input":
