@@ -24,17 +24,17 @@ def main(argv: list[str] | None = None, *, until_exit: bool = False) -> int:
     at = command_at(argv)
     leading, command = argv[:at], (argv[at:] or [""])[0]
     rest = [*(word for word in leading if word != "--"), *argv[at + 1:]]  # (-- before the command: its own)
-    asked = "help" if {"-h", "--help"} & set(leading) else "version" if "--version" in leading else None
-    before = leading[:next(i for i, word in enumerate(leading + ["-h"]) if word in ("-h", "--help", "--version"))]
-    if asked is not None and (unknown := [word for word in before if word not in ("--json", "--debug", "--")]):
-        from bob.commands import Refused  # (--js --version: refused as any command refuses it)
+    from bob.options import ANSWERING  # (every command imports it: bob.commands does)
+
+    at_answer = next((i for i, word in enumerate(leading) if word in ANSWERING), None)  # the first word decides
+    if at_answer is not None:  # printed by the runner as every command prints its answer (--json's envelope)
+        from bob.commands import Answered, Refused
+        from bob.distribution import version
         from bob.options import shown_argv
 
-        return _own_answer(argv, Refused(f"{USAGE} (unrecognized arguments: {shown_argv(' '.join(unknown))})"))
-    if asked is not None:  # printed by the runner as every command prints its answer (--json's envelope)
-        from bob.commands import Answered
-        from bob.distribution import version
-
+        if unknown := [word for word in leading[:at_answer] if word not in ("--json", "--debug", "--")]:
+            return _own_answer(argv, Refused(f"{USAGE} (unrecognized arguments: {shown_argv(' '.join(unknown))})"))
+        asked = "version" if leading[at_answer] == "--version" else "help"
         value, text = (USAGE, USAGE) if asked == "help" else (version(), f"bob {version()}")
         what = "the help" if asked == "help" else "the summary"  # (named if stdout cannot take it)
         return _own_answer(leading, Answered({asked: value}, text, what))

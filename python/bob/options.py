@@ -18,8 +18,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from typing import Any, TypeVar
 
     T = TypeVar("T")
+
 __all__ = ["number_option", "seconds_option", "integer_option", "count_option", "MOST_ULP", "MOST_ATOL", "shown_argv",
-           "with_unknown_words", "answered"]
+           "with_unknown_words", "answered", "ANSWERING"]
+
+ANSWERING = ("-h", "--help", "--version")  # the options a command answers, whatever else its command line asks
 
 # The bounds of --ulp and --atol (bob-inspect diff), and of bob.diff's ulp and atol (bob.ulp.tolerance):
 MOST_ULP = 2**32  # past any two float32 values' distance on bob.ulp's ordered line
@@ -111,7 +114,7 @@ def answered(parser: "argparse.ArgumentParser", argv: "list[str]", answer: "T") 
     """``answer`` (to ``--help`` or ``--version``) unless a word before it is one bob does not take: argparse
     answers as it meets the option and reports unknown words only at the end ('bob-run --js --version' printed
     the version). The command line up to the answering word is read as without it, and refused as that is."""
-    end = next((i for i, word in enumerate(argv) if word in ("-h", "--help", "--version", "--")), len(argv))
+    end = next((i for i, word in enumerate(argv) if word in ANSWERING or word == "--"), len(argv))
     with _nothing_required(parser):
         parser.parse_args(argv[:end])  # (its words were read once already: no value's refusal is new here)
     return answer

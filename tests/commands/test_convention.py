@@ -366,6 +366,7 @@ def test_python_m_bob_without_a_command_is_the_same_usage_error(argv: list[str],
     for asked in ("--version", "--help"):
         assert main(["--jso", asked]) == 2 and "(unrecognized arguments: --jso)" in capsys.readouterr().err
     assert main(["--version", "--jso"]) == 0 and capsys.readouterr().out == "bob 0.1.0\n"
+    assert main(["--version", "--help"]) == 0 and capsys.readouterr().out == "bob 0.1.0\n"  # (the first decides)
 
 
 @pytest.mark.parametrize("prog", ["bob-run", "bob-fixture", "bob-inspect", "bob-qualify", "bob-fuzz"])

@@ -15,7 +15,7 @@ from bob.formats.constants import VOCABULARY
 from bob.commands import EXIT_FOUND, EXIT_SOFTWARE, Outcome, about, add_common_options, argument_parser, run_command
 from bob.distribution import install_hint
 from bob.fileio import same_file
-from bob.options import MOST_ATOL, MOST_ULP, count_option, number_option
+from bob.options import ANSWERING, MOST_ATOL, MOST_ULP, count_option, number_option
 from bob.text import escape_bytes, one_line, show_path
 
 from bob.inspect.common import EXIT_OK, EXIT_PROBLEMS, PROG, Refused, add_note, peek, plural, read, read_checkpoint
@@ -238,7 +238,7 @@ def route(argv: list[str]) -> list[str]:
         return argv
     i = 0
     while i < len(argv) and argv[i] != "--":
-        if argv[i] in ("-h", "--help", "--version"):  # the command's own, unless FILE's options came first
+        if argv[i] in ANSWERING:  # the command's own, unless FILE's options came first
             return argv if set(argv[:i]) <= set(_FLAGS) else ["auto"] + argv
         if argv[i] in SUBCOMMANDS:
             return [argv[i]] + argv[:i] + argv[i + 1:]
