@@ -54,7 +54,7 @@ harness = ["bob.fuzz." + m for m in ("mutator", "structural", "dictionary", "cam
 # Every bob import inside: a module imported before it would run uninstrumented (the targets' own branches too)
 with atheris.instrument_imports(include=["bob"], exclude=harness):
     from bob.fuzz.campaign import KEY_LINE, RAN_OUT_LINE
-    from bob.fuzz.common import OUT_OF_ROOM, die_with_parent, load_target, os_reason
+    from bob.fuzz.common import MachineRanOut, die_with_parent, failure, load_target
     from bob.fuzz.properties import exception_key
     from bob.signals import Interrupted
     from bob.fuzz import mutator, targets
@@ -71,15 +71,15 @@ def one(data):
             from bob.fileio import write_atomic
             write_atomic(stats_path, json.dumps(count).encode())
     try:
-        run(bytes(data))
+        found = failure(run, bytes(data))
     except Interrupted as exc:  # a signal the target's command took: the campaign ends this worker
         os._exit(exc.exit_code)
-    except BaseException as exc:
-        if isinstance(exc, OSError) and exc.errno in OUT_OF_ROOM:  # the machine's, never a finding (as failure())
-            print(RAN_OUT_LINE + os_reason(exc), flush=True)
-            os._exit(70)
-        print(KEY_LINE + exception_key(exc), flush=True)
-        raise
+    except MachineRanOut as exc:  # the machine's (a full disk, no descriptor): no verdict, never a finding
+        print(RAN_OUT_LINE + str(exc), flush=True)
+        os._exit(70)
+    if found is not None:
+        print(KEY_LINE + exception_key(found), flush=True)
+        raise found
 # atheris.Mutate is looked up at each call: Setup replaces it with the engine's own
 mutate = mutator.custom_mutator(fmt, lambda d, n: atheris.Mutate(d, n), targets.accepted_seeds(fmt))
 atheris.Setup(spec["argv"], one, custom_mutator=mutate)
@@ -380,5 +380,5 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
     if stopped is not None:
         raise KeyboardInterrupt
     if c.ran_out and not result.findings:  # (with findings: they stand, the worker's end noted)
-        raise MachineRanOut(f"the machine ran out while the target ran ({c.ran_out}); no verdict")
+        raise MachineRanOut(c.ran_out)
     return result
