@@ -33,6 +33,19 @@ CHUNK_KEYS = {"index", "plane", "tag", "offset", "length", "sha256", "computed_s
 PROBLEM_KEYS = {"error", "kind", "field", "index", "offset", "message", "expected", "actual", "text"}
 
 
+def test_a_valid_checkpoint_bob_run_will_not_replace_is_not_said_resumable(cli, files, tmp_path: Path) -> None:
+    """"bob-run can resume it" was said of a read-only or hard-linked checkpoint, which bob-run refuses (exit 2):
+    the state resumes, the file is not replaced, and the verdict says which, in bob-run's words."""
+    (tmp_path / "ro.bin").write_bytes((files / "ck1.bin").read_bytes())
+    (tmp_path / "ro.bin").chmod(0o444)
+    (tmp_path / "linked.bin").write_bytes((files / "ck1.bin").read_bytes())
+    os.link(tmp_path / "linked.bin", tmp_path / "second-name.bin")
+    for name, why in (("ro.bin", "it is read-only (mode 0444)"), ("linked.bin", "it has 2 hard links")):
+        verdict = cli.json("checkpoint", str(tmp_path / name))["verdict"]
+        said = f"; its state resumes, but bob-run (as this user) will not replace this file: {why}"
+        assert said in verdict and "can resume it" not in verdict, verdict
+
+
 def test_ckpt_human_on_a_clean_checkpoint(cli, files):
     out = cli.text("ckpt", str(files / "ck3.bin"))
     assert '  magic         "BOB-CKPT"  ok' in out
