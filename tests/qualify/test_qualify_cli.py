@@ -84,12 +84,12 @@ def test_a_child_bob_run_out_of_space_is_no_failed_check(code, monkeypatch, tmp_
     reason = os_reason(OSError(number, os.strerror(number)))
     for message in (reason, f"its lock file /t/.model.bob.bob-lock cannot be used: {reason}; nothing was changed"):
         said = json.dumps({"command": "bob-run", "error": {"message": message}, "exit_code": 2, "ok": False})
-        monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 2, said, "bob-run: …"))
+        monkeypatch.setattr(processes, "finished", lambda *a: subprocess.CompletedProcess(a, 2, said, "bob-run: …"))
         with pytest.raises(OSError) as raised:  # (a full disk meets the lock file first: it was a failed check)
             processes.run_once(processes.RunFiles(tmp_path))
         assert raised.value.errno == number
     refused = json.dumps({"command": "bob-run", "error": {"message": "no such file or directory"}, "exit_code": 2})
-    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 2, refused, "bob-run: ..."))
+    monkeypatch.setattr(processes, "finished", lambda *a: subprocess.CompletedProcess(a, 2, refused, "bob-run: ..."))
     with pytest.raises(processes.ProcessFailed):  # any other refusal stays a failed check
         processes.run_once(processes.RunFiles(tmp_path))
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import bob
-from bob.qualify import checks, kernels, kill, vector
+from bob.qualify import checks, kernels, kill, processes, vector
 from bob.qualify.verdict import PERTURB_ENV, first_plane_difference, losses_agree, perturbation
 
 
@@ -224,12 +224,21 @@ def test_a_signal_during_a_racing_kill_ends_the_racing_run_too(monkeypatch) -> N
             self.events.append(("wait", None))
             return -9
 
+        def kill(self) -> None:
+            self.send_signal(9)
+
+        def __enter__(self) -> "Run":
+            return self
+
+        def __exit__(self, *exc) -> None:  # (as Popen's: its pipes closed, and waited for)
+            self.wait()
+
     def interrupted(seconds) -> None:
         raise signals.Interrupted(15)
 
     monkeypatch.setattr(kill, "POINTS", {})  # the racing kills only
     monkeypatch.setattr(kill, "_one_run_seconds", lambda record, command: 0.1)
-    monkeypatch.setattr(kill.subprocess, "Popen", Run)
+    monkeypatch.setattr(processes.subprocess, "Popen", Run)  # (the child is started there, for every check)
     monkeypatch.setattr(kill.time, "sleep", interrupted)
     with pytest.raises(signals.Interrupted):
         kill.check_commit_kill(seed=1, races=1)
@@ -248,3 +257,30 @@ def test_a_relative_report_path_after_the_working_directory_was_deleted_is_refus
     gone.rmdir()
     with pytest.raises(FileNotFoundError, match="a relative path, and the working directory no longer exists"):
         report.write_report(Path("rq"), dict(RESULT), images={})
+
+
+def test_a_signal_as_a_child_bob_run_is_spawned_leaves_no_child_running(monkeypatch, tmp_path) -> None:
+    """SIGTERM while subprocess spawned a bob-run (bob-qualify signalled as its first temporary directory
+    appeared): the exception left subprocess before it knew the child, which went on writing into the
+    directory bob-qualify was removing (a CI run found the directory left). It acts once the child is known."""
+    import signal
+
+    from bob import signals
+
+    real, children = subprocess.Popen, []
+
+    def spawning(argv, **kwargs):
+        children.append(real(["sleep", "30"]))
+        os.kill(os.getpid(), signal.SIGTERM)  # arrives as the child is spawned
+        return children[-1]
+
+    monkeypatch.setattr(processes.subprocess, "Popen", spawning)
+    replaced = signals.install()
+    try:
+        with pytest.raises(signals.Interrupted):
+            processes.run_once(processes.RunFiles(tmp_path))
+    finally:
+        signals.restore(replaced)
+        for child in children:
+            child.kill()
+    assert children and children[0].returncode == -signal.SIGKILL  # killed and reaped by bob-qualify

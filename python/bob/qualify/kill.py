@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import random
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Callable
 
 import bob
 from bob.qualify.checks import locate, section8_record
-from bob.qualify.processes import ProcessFailed, RunFiles, bob_run_command, child_environment, run_once
+from bob.qualify.processes import ProcessFailed, RunFiles, bob_run_command, finished, run_once, started
 from bob.qualify.verdict import Verdict
 from bob.signals import scratch_directory
 
@@ -115,7 +114,7 @@ def _one_run_seconds(record: bytes, command: list[str]) -> float:
 
 
 def check_commit_kill(seed: int, races: int, tick: Callable[[], None] = lambda: None) -> list[Verdict]:
-    started = time.perf_counter()
+    began = time.perf_counter()
     record = section8_record()
     series = _series(record, 3)
     command = bob_run_command()
@@ -132,20 +131,14 @@ def check_commit_kill(seed: int, races: int, tick: Callable[[], None] = lambda: 
             files.checkpoint.write_bytes(series[1])
             if point is not None:
                 argv = [sys.executable, "-c", _LAUNCHER, point] + files.arguments()
-                done = subprocess.run(argv, capture_output=True, encoding="utf-8", env=child_environment(),
-                                      timeout=60)
+                done = finished(argv, 60)
                 if done.returncode != -signal.SIGKILL:
                     problem = Verdict(CHECK, False, f"{label}: the launcher was not killed "
                                                     f"(exit {done.returncode}): {done.stderr.strip()[-300:]}")
                     break
             else:
-                process = subprocess.Popen(command + files.arguments(), stdout=subprocess.DEVNULL,
-                                           stderr=subprocess.DEVNULL, env=child_environment())
-                try:
-                    time.sleep(rng.uniform(0.3, 1.1) * duration)  # most land inside the run, some after it
-                finally:  # (a signal that ends bob-qualify here ends this run too, before its directory goes)
-                    process.send_signal(signal.SIGKILL)
-                    process.wait()
+                with started(command + files.arguments(), output=False):  # (SIGKILLed at the block's end: a
+                    time.sleep(rng.uniform(0.3, 1.1) * duration)  # signal ending bob-qualify here too)
             problem, state = _after_kill(label, files, series, command, POINTS.get(point or ""))
             if problem:
                 break
@@ -159,5 +152,5 @@ def check_commit_kill(seed: int, races: int, tick: Callable[[], None] = lambda: 
                  "one_run_seconds": duration})
     if verdict.ok:
         verdict.summary += f" (races left the old file {left['old']} times, the new one {left['new']})"
-    verdict.seconds = time.perf_counter() - started
+    verdict.seconds = time.perf_counter() - began
     return [verdict]

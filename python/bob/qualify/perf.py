@@ -20,7 +20,7 @@ from bob import core
 from bob.formats.constants import VOCABULARY
 from bob.qualify.checks import section8_record
 from bob.qualify.kernels import configurations
-from bob.qualify.processes import RunFiles, bob_run_command, child_environment, run_once
+from bob.qualify.processes import RunFiles, bob_run_command, run_once, started
 from bob.signals import scratch_directory
 
 UPDATES_PER_SAMPLE = 20
@@ -57,7 +57,6 @@ def kernel_speeds(rounds: int, tick: Callable[[], None] = lambda: None) -> list[
 def process_speeds(rounds: int, tick: Callable[[], None] = lambda: None) -> dict[str, Any]:
     """Wall seconds of a whole ``bob-run`` (resuming a step-10 checkpoint) and of ``python -c pass``."""
     command = bob_run_command()
-    env = child_environment()
     with scratch_directory("bob-qualify-perf-") as directory:
         files = RunFiles(Path(directory))
         files.record.write_bytes(section8_record())
@@ -72,8 +71,9 @@ def process_speeds(rounds: int, tick: Callable[[], None] = lambda: None) -> dict
             for name in order:
                 files.checkpoint.write_bytes(checkpoint)  # every bob-run does the same invocation
                 began = time.perf_counter()
-                subprocess.run(runs[name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                               check=True, timeout=60)
+                with started(runs[name], output=False) as proc:
+                    if proc.wait(timeout=60):
+                        raise subprocess.CalledProcessError(proc.returncode, runs[name])
                 samples[name].append(time.perf_counter() - began)
             tick()
     bob_run, python = _summary(samples["bob-run"]), _summary(samples["python -c pass"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -9,6 +10,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 
 def bob_run_command() -> list[str]:
@@ -24,6 +26,33 @@ def child_environment() -> dict[str, str]:
     from bob.qualify.verdict import PERTURB_ENV
 
     return {k: v for k, v in os.environ.items() if k != PERTURB_ENV}
+
+
+@contextlib.contextmanager
+def started(argv: list[str], *, output: bool = True) -> "Iterator[subprocess.Popen[str]]":
+    """``argv`` as a child (in :func:`child_environment`, its output piped or dropped) that never outlives the
+    block: spawned whole before a SIGINT, SIGTERM or SIGHUP acts, and killed and waited for however the block
+    ends. (A signal that arrived while subprocess spawned it left it running, writing into the directory
+    bob-qualify was removing; after one arriving later subprocess waits a quarter of a second, not for its end.)"""
+    from bob.signals import step_and_record
+
+    pipe, proc = subprocess.PIPE if output else subprocess.DEVNULL, None
+    try:
+        with step_and_record():  # (the signal acts at its end, the child known)
+            proc = subprocess.Popen(argv, stdout=pipe, stderr=pipe, encoding="utf-8", env=child_environment())
+        yield proc
+    finally:
+        if proc is not None:
+            proc.kill()
+            with proc:  # (its pipes closed, and waited for)
+                pass
+
+
+def finished(argv: list[str], timeout: float) -> "subprocess.CompletedProcess[str]":
+    """``argv`` run to its end (``subprocess.run``'s, its output captured) through :func:`started`."""
+    with started(argv) as proc:
+        out, err = proc.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 @dataclass(frozen=True)
@@ -82,7 +111,7 @@ def _shortage(done: "subprocess.CompletedProcess[str]") -> BaseException | None:
 def run_once(files: RunFiles, command: list[str] | None = None, timeout: float = 60.0) -> dict:
     """One ``bob-run`` process on ``files``; its JSON summary. Raises :class:`ProcessFailed`."""
     argv = (command or bob_run_command()) + files.arguments()
-    done = subprocess.run(argv, capture_output=True, encoding="utf-8", timeout=timeout, env=child_environment())
+    done = finished(argv, timeout)
     if done.returncode != 0:
         if (shortage := _shortage(done)) is not None:  # the machine's, not a failed check
             raise shortage
