@@ -317,7 +317,7 @@ def test_a_child_bob_run_out_of_memory_is_no_failed_check(monkeypatch, tmp_path)
     from bob.qualify import processes
 
     said = '{"command": "bob-run", "error": {"message": "out of memory: ..."}, "exit_code": 1, "ok": false}'
-    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 1, said, "bob-run: oom"))
+    monkeypatch.setattr(processes, "finished", lambda *a: subprocess.CompletedProcess(a, 1, said, "bob-run: oom"))
     with pytest.raises(MemoryError):
         processes.run_once(processes.RunFiles(tmp_path))
 
