@@ -781,6 +781,19 @@ def test_a_reader_that_prints_without_end_is_ended_by_the_output_limit(corpus: P
     assert {d["problem"] for d in report["disagreements"]} == {"crash"}  # (not "timeout": ended by the limit)
 
 
+def test_the_table_says_how_many_disagreements_it_does_not_list(corpus: Path, monkeypatch) -> None:
+    """Past the 50 it names, the table stopped without a word: a reader failing 300 files looked like one
+    failing 50."""
+    from bob.fuzz import conformance
+
+    monkeypatch.setattr(conformance, "LISTED", 2)
+    report = conformance.check("predictions", ["true", "{}"], corpus=corpus)  # (accepts what bob refuses)
+    lines, disagreeing = conformance.render_table(report).splitlines(), len(report["disagreements"])
+    assert disagreeing > 3
+    assert lines[-1] == f"  and {disagreeing - 2} more (--json lists every one)"
+    assert len([line for line in lines if line.startswith("  ") and ": " in line]) == 2
+
+
 @pytest.mark.parametrize("command", ["replay", "minimize"])
 def test_a_target_the_machine_ran_out_under_is_no_finding(tmp_path: Path, capsys, monkeypatch, command: str) -> None:
     """A full TMPDIR (or ulimit -f) under a target was its failure: a failing replay (exit 1), and a

@@ -34,6 +34,7 @@ __all__ = ["FORMATS", "open_corpus", "judge", "write_corpus", "check", "render_t
 PER_FIELD = 3  # refused examples kept per (format, field)
 ATTEMPTS = {"input": 600, "predictions": 600, "checkpoint": 400}
 OUTPUT_LIMIT = 64 << 20  # bytes a reader may print per file (a hex dump of the largest file is 2 MiB)
+LISTED = 50  # disagreements the table names one by one (--json has them all)
 
 
 def judge(fmt: str, data: bytes) -> dict[str, Any]:
@@ -301,7 +302,9 @@ def render_table(report: dict[str, Any]) -> str:
     lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
     lines.append(f"{report['agreements']} of {report['files']} files agree, "
                  f"{len(report['disagreements'])} disagree")
-    lines += [f"  {show_path(d['file'])}: {d['problem']}" for d in report["disagreements"][:50]]
+    lines += [f"  {show_path(d['file'])}: {d['problem']}" for d in report["disagreements"][:LISTED]]
+    if len(report["disagreements"]) > LISTED:
+        lines.append(f"  and {len(report['disagreements']) - LISTED} more (--json lists every one)")
     return "\n".join(lines)
 
 
