@@ -4,11 +4,13 @@ checkpoints, the fresh state, --heatmap."""
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 import shutil
 import struct
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +46,61 @@ def test_a_valid_checkpoint_bob_run_will_not_replace_is_not_said_resumable(cli, 
         verdict = cli.json("checkpoint", str(tmp_path / name))["verdict"]
         said = f"; its state resumes, but bob-run (as this user) will not replace this file: {why}"
         assert said in verdict and "can resume it" not in verdict, verdict
+
+
+def test_an_empty_checkpoint_bob_run_will_not_replace_is_not_said_a_fresh_start(cli, tmp_path: Path) -> None:
+    """A zero-byte checkpoint got "a fresh run's checkpoint" (and verify "bob-run starts fresh from it") where
+    bob-run refuses it (read-only, another hard link); verify said nothing of a valid file bob-run refuses either."""
+    (tmp_path / "ro.bob").write_bytes(b"")
+    (tmp_path / "ro.bob").chmod(0o444)
+    (tmp_path / "linked.bob").write_bytes(b"")
+    os.link(tmp_path / "linked.bob", tmp_path / "second-name.bob")
+    (tmp_path / "valid-ro.bob").write_bytes((GOLDEN / "checkpoint-abracadabra-step10.bin").read_bytes())
+    (tmp_path / "valid-ro.bob").chmod(0o444)
+    for name, why in (("ro.bob", "it is read-only (mode 0444)"), ("linked.bob", "it has 2 hard links")):
+        said = f"bob-run (as this user) will not replace this file: {why}"
+        verdict = cli.json("checkpoint", str(tmp_path / name))["verdict"]
+        assert verdict.startswith("OK: zero bytes, a fresh run's checkpoint") and f"; but {said}" in verdict
+        diagnosis = cli.json("verify", str(tmp_path / name))["checkpoints"][0]["diagnosis"]
+        assert len(diagnosis) == 1 and diagnosis[0].startswith(said), diagnosis
+        assert cli.text("verify", str(tmp_path / name)).splitlines()[:2] == [f"{tmp_path / name}: OK (empty)",
+                                                                           f"  = {diagnosis[0]}"]
+    diagnosis = cli.json("verify", str(tmp_path / "valid-ro.bob"))["checkpoints"][0]["diagnosis"]
+    assert len(diagnosis) == 1 and diagnosis[0].startswith("bob-run (as this user) will not replace this file: it is "
+                                                           "read-only (mode 0444)"), diagnosis
+
+
+def test_a_checkpoint_in_a_directory_this_user_cannot_write_is_not_said_resumable(request) -> None:
+    """bob-run makes the replacement in the file's directory: in one this user cannot write, it refuses."""
+    from bob.inspect.checkpoint import checkpoint_report
+    from bob.inspect.verify import verify_file
+
+    home = Path(tempfile.mkdtemp())  # (0700 under pytest's root-only directory: here root's 0755, nobody's to read)
+    request.addfinalizer(lambda: shutil.rmtree(home))
+    home.chmod(0o755)
+    files = {"valid.bob": (GOLDEN / "checkpoint-abracadabra-step10.bin").read_bytes(), "empty.bob": b""}
+    for name, data in files.items():
+        (home / name).write_bytes(data)
+        os.chown(home / name, 65534, 65534)  # (theirs to replace, but for the directory)
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # user nobody, in a forked child
+        code = 99
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            said = [checkpoint_report(data, [], path=str(home / name))[0]["verdict"] for name, data in files.items()]
+            os.write(write, json.dumps([*said, verify_file(str(home / "valid.bob"))["diagnosis"]]).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        valid, empty, diagnosis = json.loads(pipe.read())
+    assert os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]) == 0
+    said = f"bob-run (as this user) will not replace this file: its directory {home} cannot be written"
+    assert valid.endswith(f"; its state resumes, but {said}") and empty.endswith(f"; but {said}")
+    assert diagnosis == [said]
 
 
 def test_ckpt_human_on_a_clean_checkpoint(cli, files):

@@ -16,10 +16,9 @@ from bob.formats.checkpoint import Examination, examine, finite_range
 from bob.formats.constants import CHECKPOINT_MAGIC, LEARNER_NAMES, UPDATES_PER_INVOCATION, VOCABULARY, learner_floats
 from bob.formats.contract import CONTRACT_FIELDS, PLANE_NAMES, V1
 from bob.formats.layout import F32
-from bob.inspect.common import TOP_K, add_note, begin, file_size, finish, magic_report, plural, read_checkpoint
-from bob.fileio import replace_target
+from bob.inspect.common import TOP_K, add_note, begin, file_size, finish, magic_report, not_replaced, plural, \
+    read_checkpoint
 from bob.invocation import unadvanceable
-from bob.refusals import os_reason
 from bob.text import escape_bytes, f32_json, show_byte, show_path
 
 
@@ -129,26 +128,19 @@ def checkpoint_report(data: bytes | None, read_problems: list[FormatError], *, p
         report.update(_header_report(ex, {(p.field, p.index) for p in problems}))
     else:
         report.update(dict.fromkeys(("contract", "header_digest", "chunk_count", "chunks")))
-    if fresh:
-        ok = "OK: zero bytes, a fresh run's checkpoint (step 0, the state bob-seed-v1 makes)"
+    if fresh:  # (bob-run starts fresh from it only where it may replace it, as for any other valid file)
+        why = not_replaced(path)
+        ok = "OK: zero bytes, a fresh run's checkpoint (step 0, the state bob-seed-v1 makes)" + (f"; but {why}"
+                                                                                              if why else "")
     else:  # (a step it can never advance is a valid file that bob-run refuses to run from, whatever the record)
         dead_end = unadvanceable(step) if isinstance(step, int) else None
+        why = None if dead_end is not None else not_replaced(path)
         ok = (f"OK: a valid bob v1 checkpoint at step {step} ({plural(report['invocations'], 'invocation')}); "
-              + (_resumed(path) if dead_end is None else dead_end.message))
+              + (dead_end.message if dead_end else f"its state resumes, but {why}" if why else "bob-run can resume it"))
     if rows and planes is None:  # (the rows asked for: said, in JSON too, not only a null)
         add_note(report, "--rows: not available (the planes could not be read)")
     finish(report, problems, ok, "bob-run refuses this checkpoint")
     return report, (planes[0] if planes is not None else None)
-
-
-def _resumed(path: str) -> str:
-    """What bob-run does with a valid checkpoint at ``path``: it resumes it, unless it will not replace the file
-    there (read-only, other hard links: :func:`bob.fileio.replace_target`, as bob-run asks it)."""
-    try:
-        replace_target(path)
-    except OSError as exc:  # (its reason said as bob-run says it)
-        return f"its state resumes, but bob-run (as this user) will not replace this file: {os_reason(exc)}"
-    return "bob-run can resume it"
 
 
 def _side(path: str, name: str) -> Side:

@@ -9,7 +9,7 @@ import os
 from typing import Any, Callable
 
 from bob.errors import FormatError
-from bob.fileio import FileTooLarge, read_bounded
+from bob.fileio import FileTooLarge, read_bounded, replace_target
 from bob.formats.constants import MAX_CHECKPOINT_BYTES
 from bob.formats.files import CHECKPOINT_FILE, read_format_file, too_large
 from bob.text import escape_bytes, show_path
@@ -18,7 +18,7 @@ from bob.commands import EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED as EXIT_PROBLEM
 
 __all__ = ["EXIT_OK", "EXIT_UNEXPECTED", "EXIT_PROBLEMS", "EXIT_INTERRUPTED", "Refused", "os_reason", "read", "PROG",
            "TOP_K", "base", "finish", "plural", "add_note", "peek", "file_size", "read_checkpoint", "begin",
-           "magic_report"]
+           "magic_report", "not_replaced"]
 
 PROG = "bob-inspect"
 TOP_K = 5  # next bytes shown per row (--rows)
@@ -106,3 +106,15 @@ def finish(report: dict[str, Any], problems: list[FormatError], ok_verdict: str,
 
 def plural(n: int, word: str) -> str:
     return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+def not_replaced(path: str) -> str | None:
+    """Why bob-run (as this user) will not replace the valid checkpoint at ``path``, in bob-run's words, or None:
+    what bob-run asks (:func:`bob.fileio.replace_target`: read-only, other hard links), and whether the directory
+    where it makes the replacement can be written (a read-only mount, another user's directory)."""
+    try:
+        directory = os.path.dirname(replace_target(path))
+    except OSError as exc:
+        return f"bob-run (as this user) will not replace this file: {os_reason(exc)}"
+    return None if os.access(directory, os.W_OK) else \
+        f"bob-run (as this user) will not replace this file: its directory {show_path(directory)} cannot be written"

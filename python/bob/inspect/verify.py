@@ -13,7 +13,7 @@ from bob.formats.contract import V1
 from bob.formats.rules import HEADER_BYTES, chunk_offset
 from bob.invocation import unadvanceable
 from bob.refusals import the_machine_ran_out
-from bob.inspect.common import Refused, begin, plural, read_checkpoint
+from bob.inspect.common import Refused, begin, not_replaced, plural, read_checkpoint
 
 __all__ = ["verify_file", "diagnosis", "render_verify"]
 
@@ -129,15 +129,18 @@ def verify_file(path: str) -> dict[str, Any]:
     read, found, ex = begin("verify", path, data, findings, False, examine)
     problems = unreadable + [_with_chunk(f.to_dict()) for f in found]
     size = None if unreadable else read["size"]  # (a directory's or a FIFO's own size: not read)
+    said = diagnosis(ex, problems) if ex is not None else []
+    if not problems and not said and (why := not_replaced(path)):  # (as bob-inspect checkpoint's verdict says it)
+        said.append(why)
     return {"file": read["file"], "size": size, "sha256": read["sha256"], "ok": not problems,
             "fresh": size == 0 and not problems, "problems": problems, "problem_count": len(problems),
-            "diagnosis": diagnosis(ex, problems) if ex is not None else []}
+            "diagnosis": said}
 
 
 def render_verify(files: list[dict[str, Any]]) -> list[str]:
     lines = []
     for r in files:
-        ok = "OK (empty: bob-run starts fresh from it)" if r["fresh"] else "OK"
+        ok = "OK" if not r["fresh"] else "OK (empty)" if r["diagnosis"] else "OK (empty: bob-run starts fresh from it)"
         lines.append(f"{r['file']}: " + (ok if r["ok"] else plural(r["problem_count"], "problem")))
         lines.extend(f"  - {p['text']}" for p in r["problems"])
         lines.extend(f"  = {d}" for d in r["diagnosis"])
