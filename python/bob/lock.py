@@ -116,7 +116,7 @@ class TargetLock:
     def __enter__(self) -> "TargetLock":
         deadline = time.monotonic() + self.wait_seconds
         for _attempt in range(_RETRIES):
-            fd, writable = self._open()
+            fd, writable, created = self._open()
             locked = False
             try:
                 # before waiting: a hard link to the checkpoint is refused at once
@@ -134,7 +134,7 @@ class TargetLock:
                     os.ftruncate(fd, 0)
                     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
             except BaseException as exc:
-                if locked:  # ours to remove: nobody else holds it
+                if locked or (created and _takes(fd)):  # ours to remove: nobody else holds it (or could: no flock)
                     self.fd, self.identity = fd, _identity(os.fstat(fd))
                     self.__exit__()
                 else:
@@ -146,14 +146,14 @@ class TargetLock:
             return self
         raise self._unusable(f"it was replaced more than {_RETRIES} times while bob-run tried to lock it")
 
-    def _open(self) -> "tuple[int, bool]":
-        """A descriptor of the lock file, never through a link, and whether it is writable."""
+    def _open(self) -> "tuple[int, bool, bool]":
+        """A descriptor of the lock file, never through a link; whether it is writable, and this run created it."""
         nofollow = os.O_NOFOLLOW
         while True:
             for flags, writable in ((os.O_RDWR, True), (os.O_RDONLY, False)):
                 try:
                     fd, _ = open_regular(self.path, flags | nofollow)
-                    return fd, writable
+                    return fd, writable, False
                 except FileNotFoundError:
                     break
                 except PermissionError:  # someone else's lock file: flock needs no write access
@@ -164,7 +164,7 @@ class TargetLock:
                 raise self._unusable("this user may not open it (only its owner or the directory's may remove it)")
             try:
                 fd, _ = open_regular(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | nofollow)
-                return fd, True
+                return fd, True, True
             except FileExistsError:  # another run created it first: open theirs
                 continue
             except OSError as exc:
@@ -228,6 +228,20 @@ class TargetLock:
             pass
         os.close(self.fd)  # releases the flock
         self.fd = None
+
+
+def _takes(fd: int) -> bool:
+    """Whether this run may remove the lock file it created but did not lock (it failed first): it locks it now, or
+    flock fails there (ENOLCK, EIO: no run can hold it). Not when another run has locked it since."""
+    try:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except Exception:  # noqa: BLE001 - flock unusable here (or fcntl not importable: out of memory, descriptors)
+        pass
+    return True
 
 
 def place(path: str) -> "tuple[int, int, str] | None":

@@ -697,16 +697,47 @@ def test_a_lock_file_its_holder_removed_since_it_was_opened_is_opened_again(tmp_
     calls = []
 
     def opened_then_removed(self):
-        fd, writable = real(self)
+        fd, writable, created = real(self)
         if not calls:
             os.unlink(self.path)  # its holder's __exit__, between this open and the checks
         calls.append(fd)
-        return fd, writable
+        return fd, writable, created
 
     monkeypatch.setattr(bob.lock.TargetLock, "_open", opened_then_removed)
     with lock:
         assert os.path.exists(lock.path) and len(calls) == 2
     assert not os.path.exists(lock.path)
+
+
+@pytest.mark.parametrize("flock_error", [errno.ENOLCK, errno.EIO, None])  # None: fcntl cannot be imported
+def test_a_lock_file_this_run_made_but_could_not_lock_is_removed(work: Path, monkeypatch, capsys,
+                                                                 flock_error: "int | None") -> None:
+    """A file system where flock fails (ENOLCK) kept a new empty lock file after every refused run, each of which
+    said "nothing was changed"; a lock file another run holds is still never removed."""
+    import fcntl
+
+    def failing(fd: int, operation: int) -> None:
+        raise OSError(flock_error, os.strerror(flock_error))
+
+    if flock_error is None:
+        monkeypatch.setitem(sys.modules, "fcntl", None)
+    else:
+        monkeypatch.setattr(fcntl, "flock", failing)
+    assert bob.run.main(argv(work)) == (2 if flock_error else 1)
+    assert sorted(os.listdir(work)) == ["rec.bin"], capsys.readouterr().err
+    monkeypatch.undo()
+    lock, theirs = bob.lock.TargetLock(str(work / "ck.bin"), 0.0), []
+
+    def locked_by_another_run_then_failing(self, fd: int, deadline: float) -> None:
+        theirs.append(os.open(self.path, os.O_RDONLY))  # another run opened the new file and locked it first
+        fcntl.flock(theirs[0], fcntl.LOCK_EX)
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(bob.lock.TargetLock, "_wait_for", locked_by_another_run_then_failing)
+    with pytest.raises(bob.commands.Refused, match="input/output error"):
+        lock.__enter__()
+    assert os.path.exists(lock.path)  # theirs now: never removed under them
+    os.close(theirs[0])
 
 
 @pytest.mark.parametrize("through", ["ck.bin", "link"])
