@@ -115,7 +115,8 @@ def _metadata(value: Any) -> dict[str, str]:
 
 def _zip_directory(data: bytes) -> int:
     """The end record, found as :mod:`zipfile` finds it (in a file that starts as a zip, anywhere: to name the bytes
-    after it), its entries and directory size bounded, the file's last bytes; the directory's offset."""
+    after it), its entries and directory size bounded, the file's last bytes; the directory's offset (-1 where the
+    record's offset is not where its size puts the directory)."""
     at = len(data) - _END_RECORD.size
     if at < 0 or data[at:at + 4] != b"PK\x05\x06" or data[-2:] != b"\0\0":  # not an end record without a comment
         at = data.rfind(b"PK\x05\x06", 0 if data[:4] == b"PK\x03\x04" else max(0, at - (1 << 16)))
@@ -134,7 +135,7 @@ def _zip_directory(data: bytes) -> int:
     if end != len(data):  # (zipfile reads past bytes after it)
         raise Truncated("npz", "the zip's end of central directory record (and its comment) ends the file",
                         expected=end, actual=len(data), offset=min(end, len(data)))
-    return start
+    return start if start == at - size else -1  # (zipfile reads it at at - size: there, or where no member ends)
 
 
 def _members(z: zipfile.ZipFile) -> dict[str, zipfile.ZipInfo]:
@@ -211,7 +212,10 @@ def _layout(data: bytes, infos: list[zipfile.ZipInfo], directory: int) -> None:
     for info in sorted(infos, key=lambda i: i.header_offset):
         if info.header_offset != at:
             break
-        at += _LOCAL_HEADER.size + sum(_LOCAL_HEADER.unpack_from(data, at)[-2:]) + info.compress_size
+        begin = at + _LOCAL_HEADER.size + sum(_LOCAL_HEADER.unpack_from(data, at)[-2:])
+        at = begin + info.compress_size
+        if _unread(data[begin:at], info):  # bytes in the member's span that zipfile never reads
+            break
         if info.flag_bits & 8:  # a signature or none, the CRC, both sizes in 8 or 4 bytes (the longest form first)
             forms = (sign + struct.pack(f"<L2{w}", info.CRC, info.compress_size, info.file_size)
                      for w in "QL" for sign in (b"PK\x07\x08", b""))
@@ -220,6 +224,16 @@ def _layout(data: bytes, infos: list[zipfile.ZipInfo], directory: int) -> None:
         if at == directory:
             return
     raise Truncated("npz", "bytes that are none of the zip's members nor its directory start here", offset=at)
+
+
+def _unread(raw: bytes, info: zipfile.ZipInfo) -> bool:
+    """Whether the member's compressed bytes ``raw`` hold more than its data: a stored member's past its size, a
+    deflated member's after the end of its stream."""
+    if info.compress_type == zipfile.ZIP_STORED:
+        return len(raw) != info.file_size
+    inflate = zlib.decompressobj(-zlib.MAX_WBITS)
+    inflate.decompress(raw, info.file_size + 1)
+    return not inflate.eof or bool(inflate.unused_data)
 
 
 def npz_parts(data: bytes) -> tuple[dict[str, str], dict[str, bytes]]:

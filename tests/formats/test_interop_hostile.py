@@ -13,6 +13,7 @@ import struct
 import subprocess
 import sys
 import zipfile
+import zlib
 
 import numpy as np
 import pytest
@@ -263,6 +264,65 @@ def test_bytes_outside_the_archive_s_parts_are_refused_naming_their_offset(train
         err = npz_refused(bad, bob.Truncated, "npz")
         assert err.offset == offset, err
         assert oracle_interop.check_npz(bad) is not None
+
+
+LOCAL, CENTRAL = struct.Struct("<4s5H3L2H"), struct.Struct("<4s6H3L5HLL")  # (the zip's headers, no signature check)
+
+
+def by_hand(entries: dict, *, method: int = 0, tails: dict | None = None, shift: int = 0) -> tuple[bytes, bytes, int]:
+    """(the members, their directory, its offset) of a zip made by hand: each member stored (``method`` 0) or
+    deflated (8), ``tails[name]`` bytes after its data counted in its compressed size, the directory's member
+    offsets ``shift`` bytes past where they are."""
+    body = directory = b""
+    for name, data in entries.items():
+        deflate = zlib.compressobj(wbits=-15)
+        raw = (data if method == 0 else deflate.compress(data) + deflate.flush()) + (tails or {}).get(name, b"")
+        crc, n = zlib.crc32(data), name.encode()
+        directory += CENTRAL.pack(b"PK\1\2", 20, 20, 0, method, 0, 0x21, crc, len(raw), len(data), len(n), 0, 0, 0, 0,
+                                  0, len(body) + shift) + n
+        body += LOCAL.pack(b"PK\3\4", 20, 0, method, 0, 0x21, crc, len(raw), len(data), len(n), 0) + n + raw
+    return body, directory, len(body)
+
+
+def end_record(count: int, size: int, start: int) -> bytes:
+    return struct.pack("<4s4H2LH", b"PK\5\6", 0, 0, count, count, size, start, 0)
+
+
+@pytest.mark.parametrize("method", [0, 8])
+def test_bytes_in_a_member_s_span_past_its_data_are_refused(trained, method: int) -> None:
+    """A member whose compressed size counts bytes after its data (a stored one's size, a deflated stream's end),
+    which zipfile never reads: a place to hide bytes inside an export, accepted."""
+    from bob.fuzz import oracle_interop
+
+    entries = members(trained)
+    body, directory, start = by_hand(entries, method=method)
+    assert interop.from_npz_bytes(body + directory + end_record(4, len(directory), start), bob.Checkpoint) == trained
+    body, directory, start = by_hand(entries, method=method, tails={"P.npy": b"HIDDEN PAYLOAD " * 20})
+    bad = body + directory + end_record(4, len(directory), start)
+    with zipfile.ZipFile(io.BytesIO(bad)) as z:
+        assert z.read("P.npy") == entries["P.npy"]  # (zipfile reads it as if the bytes were not there)
+        offsets = [i.header_offset for i in z.infolist()]
+        after_p = offsets[z.namelist().index("P.npy") + 1]  # (the refusal names where P's span ends)
+    assert npz_refused(bad, bob.Truncated, "npz").offset == after_p
+    assert oracle_interop.check_npz(bad) is not None
+
+
+def test_a_directory_the_end_record_places_inside_a_member_is_refused(trained) -> None:
+    """zipfile reads the directory at the end record's offset minus its size: a size too large puts it inside the
+    last member's data, where a directory entry can hide, the other entries' offsets moved to match."""
+    from bob.fuzz import oracle_interop
+
+    entries, hidden = members(trained), CENTRAL.size + len("P.npy")
+    entries = {name: entries[name] for name in ("P.npy", "M.npy", "bob.npy", "V.npy")}
+    p_entry = by_hand(entries, shift=hidden)[1][:hidden]
+    entries["V.npy"] = entries["V.npy"][:-hidden] + p_entry  # P's directory entry as V's last bytes
+    body, directory, start = by_hand(entries, shift=hidden)
+    rest = directory[hidden:]
+    bad = body + rest + end_record(4, len(rest) + hidden, start)
+    with zipfile.ZipFile(io.BytesIO(bad)) as z:
+        assert sorted(z.namelist()) == sorted(entries) and z.read("M.npy") == entries["M.npy"]
+    assert npz_refused(bad, bob.Truncated, "npz").offset == start
+    assert oracle_interop.check_npz(bad) is not None
 
 
 # --------------------------------------------------------------------------- #

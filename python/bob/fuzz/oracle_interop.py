@@ -11,6 +11,7 @@ import io
 import json
 import struct
 import zipfile
+import zlib
 from typing import Optional
 
 from bob.fuzz.oracle import CHUNK, PLANES, SIZES, STRINGS, U64_MAX, VOCABULARY, header_bytes_ok, state_verdict
@@ -82,14 +83,19 @@ def _end_record(data: bytes) -> int:
 
 
 def _tiled(data: bytes, infos: list, directory: int) -> None:
-    """From offset 0 to the directory nothing but the members, each its local header and data, then, if its flag
-    bit 3 says so, a data descriptor (PK 7 8 or not, the CRC, both sizes in 4 or 8 bytes each)."""
+    """From offset 0 to the directory nothing but the members, each its local header and data (no byte past what it
+    holds), then, if its flag bit 3 says so, a data descriptor (PK 7 8 or not, the CRC, both sizes in 4 or 8 bytes
+    each)."""
     infos = sorted(infos, key=lambda i: i.header_offset)
     if infos[0].header_offset != 0:
         raise Bad("bytes before the first member")
     for i, end in zip(infos, [i.header_offset for i in infos[1:]] + [directory]):
         n, m = struct.unpack_from("<HH", data, i.header_offset + 26)
         start = i.header_offset + 30 + n + m + i.compress_size
+        inflate, stored = zlib.decompressobj(-15), data[start - i.compress_size:start]
+        whole = stored if i.compress_type == 0 else inflate.decompress(stored, i.file_size + 1)
+        if len(whole) != i.file_size or (i.compress_type and (not inflate.eof or inflate.unused_data)):
+            raise Bad(f"bytes in the member {i.filename} past its data")
         gap = data[start:end] if start <= end else b"overlap"
         bodies = (gap, gap[4:] if gap[:4] == b"PK\x07\x08" else b"")
         if gap and not (i.flag_bits & 8 and any(len(b) in (12, 20) and struct.unpack(
