@@ -781,6 +781,34 @@ def test_a_reader_that_prints_without_end_is_ended_by_the_output_limit(corpus: P
     assert {d["problem"] for d in report["disagreements"]} == {"crash"}  # (not "timeout": ended by the limit)
 
 
+def test_a_signal_as_a_reader_is_spawned_leaves_no_reader_running(corpus: Path, monkeypatch) -> None:
+    """SIGTERM while subprocess spawned check's reader: the exception left before its process group was known,
+    and the reader (in a session of its own, out of a terminal's reach) ran on after bob-fuzz exited 143."""
+    import signal
+    import subprocess
+
+    from bob import signals
+    from bob.fuzz import conformance
+
+    real, children = subprocess.Popen, []
+
+    def spawning(argv, **kwargs):
+        children.append(real(["sleep", "30"], start_new_session=True))
+        os.kill(os.getpid(), signal.SIGTERM)  # arrives as the reader is spawned
+        return children[-1]
+
+    monkeypatch.setattr(conformance.subprocess, "Popen", spawning)
+    replaced = signals.install()
+    try:
+        with pytest.raises(signals.Interrupted):
+            conformance.check("predictions", ["cat", "{}"], corpus=corpus)
+    finally:
+        signals.restore(replaced)
+        for child in children:
+            child.kill()
+    assert children and children[0].returncode == -signal.SIGKILL  # its group killed, and reaped, by check
+
+
 def test_the_table_says_how_many_disagreements_it_does_not_list(corpus: Path, monkeypatch) -> None:
     """Past the 50 it names, the table stopped without a word: a reader failing 300 files looked like one
     failing 50."""

@@ -26,6 +26,7 @@ from bob.formats.constants import EMPTY_PROMPT, MAX_CHECKPOINT_BYTES, MAX_HEADER
 from bob.formats.kinds import ALIASES, FORMATS
 from bob.fuzz.common import read_input
 from bob.fuzz.targets import golden_dir
+from bob.children import spawned
 from bob.signals import scratch_directory
 from bob.text import one_line, show_path
 
@@ -230,19 +231,16 @@ def _reader_verdict(command: list[str], path: Path, timeout: float) -> tuple[str
     # Its own process group, ended with it, and its output in a file, not a pipe: a child it leaves
     # running in that group neither outlives the check nor holds the verdict up until the timeout.
     with tempfile.TemporaryFile() as out:
-        try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.DEVNULL,
-                                    start_new_session=True, preexec_fn=_bounded_output)
-        except OSError as exc:
-            raise Refused(f"cannot run the reader: {os_reason(exc)}", option="COMMAND", path=argv[0]) from None
-        try:
-            code: int | None = proc.wait(timeout=timeout)
+        code: int | None = None
+        try:  # (never outliving the check, a signal's included: spawned)
+            with spawned(argv, end=lambda proc: os.killpg(proc.pid, signal.SIGKILL), stdin=subprocess.DEVNULL,
+                         stdout=out, stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=_bounded_output) \
+                    as proc:
+                code = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            code = None
-        finally:
-            with contextlib.suppress(OSError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            pass
+        except OSError as exc:  # (only its spawning raises one)
+            raise Refused(f"cannot run the reader: {os_reason(exc)}", option="COMMAND", path=argv[0]) from None
         out.seek(0)
         first = out.readline(1 << 16).strip()
     if code is None or code < 0:

@@ -31,21 +31,12 @@ def child_environment() -> dict[str, str]:
 @contextlib.contextmanager
 def started(argv: list[str], *, output: bool = True) -> "Iterator[subprocess.Popen[str]]":
     """``argv`` as a child (in :func:`child_environment`, its output piped or dropped) that never outlives the
-    block: spawned whole before a SIGINT, SIGTERM or SIGHUP acts, and killed and waited for however the block
-    ends. (A signal that arrived while subprocess spawned it left it running, writing into the directory
-    bob-qualify was removing; after one arriving later subprocess waits a quarter of a second, not for its end.)"""
-    from bob.signals import step_and_record
+    block (:class:`bob.signals.spawned`: a bob-run left running wrote into the directory bob-qualify removed)."""
+    from bob.children import spawned
 
-    pipe, proc = subprocess.PIPE if output else subprocess.DEVNULL, None
-    try:
-        with step_and_record():  # (the signal acts at its end, the child known)
-            proc = subprocess.Popen(argv, stdout=pipe, stderr=pipe, encoding="utf-8", env=child_environment())
+    pipe = subprocess.PIPE if output else subprocess.DEVNULL
+    with spawned(argv, stdout=pipe, stderr=pipe, encoding="utf-8", env=child_environment()) as proc:
         yield proc
-    finally:
-        if proc is not None:
-            proc.kill()
-            with proc:  # (its pipes closed, and waited for)
-                pass
 
 
 def finished(argv: list[str], timeout: float) -> "subprocess.CompletedProcess[str]":
