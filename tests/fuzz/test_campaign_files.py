@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
@@ -197,6 +198,25 @@ def test_a_sigint_the_campaign_ignores_by_inheritance_its_workers_engine_ignores
         campaign.run_campaign("predictions", runs=10, corpus=str(tmp_path / "c"), artifacts=str(tmp_path / "a"),
                               live=False)
     assert [a for a in started[0] if a.startswith("-handle_")] == flags
+
+
+@pytest.mark.parametrize("failing", ["write_atomic", "make_directory"])
+def test_a_full_disk_as_the_scratch_is_made_is_the_artifacts_refusal(tmp_path: Path, monkeypatch,
+                                                                     failing: str) -> None:
+    """The scratch directories and the seeds' copies live in --artifacts: a full disk (or ulimit -f) there was
+    "unexpected error: OSError" (exit 70) naming no option, where writing bob.dict beside them is refused."""
+    from bob.commands import Refused
+    from bob.fuzz import campaign
+
+    def full(path, *args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os.fspath(path))
+
+    monkeypatch.setattr(campaign, failing, full)
+    with pytest.raises(Refused) as refused:
+        campaign.run_campaign("predictions", runs=10, corpus=str(tmp_path / "c"), artifacts=str(tmp_path / "a"),
+                              live=False)
+    assert refused.value.option == "--artifacts" and refused.value.message == "no space left on device"
+    assert str(refused.value.path).startswith(str(tmp_path / "a" / ".logs"))
 
 
 def test_a_campaign_stopped_by_a_signal_keeps_its_workers_logs(tmp_path: Path, monkeypatch) -> None:

@@ -402,6 +402,24 @@ def test_a_target_module_that_prints_as_it_is_imported_leaves_stdout_one_object(
     assert "imported chatty" in run.stderr
 
 
+@pytest.mark.parametrize("code", [0, 3])
+@pytest.mark.parametrize("command", [["replay", "IN", "--target", "quits:target"],
+                                     ["run", "quits:target", "--engine", "loop", "--runs", "2", "--artifacts", "A"]])
+def test_a_target_module_that_exits_as_it_is_imported_is_refused(tmp_path: Path, monkeypatch, capsys, code: int,
+                                                                 command: list[str]) -> None:
+    """A script's sys.exit (or argparse) run as bob-fuzz imported its target ended bob-fuzz silently: exit 0,
+    "every replay passed", with nothing replayed and no --json object."""
+    (tmp_path / "quits.py").write_text(f"import sys\nsys.exit({code})\ndef target(data):\n    pass\n")
+    (tmp_path / "IN").write_bytes(b"abc")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "quits", raising=False)
+    assert main([*command, "--json"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["option"] in ("--target", "TARGET") and error["message"] == (
+        f"usage: importing 'quits' ended it (SystemExit {code}); a target's module must not exit as it is imported")
+
+
 def test_minimize_says_the_machine_ran_out_of_memory_rather_than_minimize_a_crash(tmp_path: Path) -> None:
     """A target out of memory ended minimize's worker (exit 1): "crash: exit 1" was minimized and written."""
     (tmp_path / "greedy.py").write_text('def target(data):\n    if b"A" in data:\n        bytearray(1 << 40)\n')

@@ -315,11 +315,12 @@ class _Campaign:
 
     def watch(self, display: CampaignDisplay) -> None:
         """Start the workers, then read them, showing the totals every half second, until none is left."""
-        self.seeds, self.env["TMPDIR"] = self.scratch("seeds"), self.scratch("tmp")
-        for w in self.workers:
-            w.crash_dir = self.scratch(f"crash{w.index}")
-        for i, f in enumerate(seed_paths(self.name, self.fmt)):  # (a module:function target: its format's files)
-            write_atomic(os.path.join(self.seeds, f"{i:03d}-{f.name}"), read_input(f))
+        with about("--artifacts", self.logs):  # (a full disk or ulimit -f as the scratch is made: the option's)
+            self.seeds, self.env["TMPDIR"] = self.scratch("seeds"), self.scratch("tmp")
+            for w in self.workers:
+                w.crash_dir = self.scratch(f"crash{w.index}")
+            for i, f in enumerate(seed_paths(self.name, self.fmt)):  # (a module:function target: its format's files)
+                write_atomic(os.path.join(self.seeds, f"{i:03d}-{f.name}"), read_input(f))
         for w in self.workers:
             try:
                 self.launch(w)

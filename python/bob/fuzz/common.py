@@ -44,6 +44,9 @@ def load_target(spec: str, fmt: str | None = None) -> "tuple[Callable[[bytes], N
     try:
         with contextlib.redirect_stdout(sys.stderr):  # (what its import prints too; fd 1: stdout_on_stderr's)
             function = getattr(importlib.import_module(module), name)
+    except SystemExit as exc:  # (a script's sys.exit or argparse run as it is imported: never the command's end)
+        raise ImportError(f"importing '{shown_argv(module)}' ended it (SystemExit {exc.code!r}); a target's module "
+                          "must not exit as it is imported") from None
     except (ImportError, AttributeError) as exc:  # Python's words quote a name as code points: argv's bytes instead
         said = str(exc)
         for word in {module, name, getattr(exc, "name", None) or name}:  # (as repr or between quotes)
