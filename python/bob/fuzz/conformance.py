@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import bob
+from bob.children import spawned
 from bob.commands import EXIT_SOFTWARE, Refused, about, os_reason
 from bob.errors import FormatError
 from bob.fileio import (FileTooLarge, make_directory, read_bounded, refuse_if_working_directory_gone,
@@ -26,7 +28,6 @@ from bob.formats.constants import EMPTY_PROMPT, MAX_CHECKPOINT_BYTES, MAX_HEADER
 from bob.formats.kinds import ALIASES, FORMATS
 from bob.fuzz.common import read_input
 from bob.fuzz.targets import golden_dir
-from bob.children import spawned
 from bob.signals import scratch_directory
 from bob.text import one_line, show_path
 
@@ -218,19 +219,39 @@ def _as_labelled(corpus: "str | os.PathLike[str]", entry: dict[str, Any]) -> Non
                       option="--corpus", path=path)
 
 
+def _output_bound() -> int:
+    soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]  # (never above the ulimit -f it inherits)
+    return soft if 0 <= soft < OUTPUT_LIMIT else OUTPUT_LIMIT
+
+
 def _bounded_output() -> None:
     """(In the reader, before it runs.) Past :data:`OUTPUT_LIMIT` bytes a file it writes ends it (SIGXFSZ, a crash)."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)  # (never above the ulimit -f it inherits)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (soft if 0 <= soft < OUTPUT_LIMIT else OUTPUT_LIMIT, hard))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (_output_bound(), resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+
+def _reserved(out: Any) -> None:
+    """The room for all the reader may print, held on the disk before it runs (Linux's fallocate, the file's size
+    kept): a full TMPDIR is then bob's own temporary that cannot be made (exit 70), never a reader that could not
+    print what it accepted (a correct reader called wrong)."""
+    import ctypes
+
+    fallocate, size = getattr(ctypes.CDLL(None, use_errno=True), "fallocate", None), _output_bound()  # (Linux's)
+    if fallocate is not None and fallocate(out.fileno(), 1, ctypes.c_int64(0), ctypes.c_int64(size)) and \
+            (err := ctypes.get_errno()) != errno.EOPNOTSUPP:  # (1: FALLOC_FL_KEEP_SIZE; a file system without it)
+        raise Refused(f"its temporary file for the reader's output ({size} bytes in "
+                      f"{show_path(tempfile.gettempdir())}): {os_reason(OSError(err, os.strerror(err)))}",
+                      code=EXIT_SOFTWARE)
 
 
 def _reader_verdict(command: list[str], path: Path, timeout: float) -> tuple[str, str | None]:
-    argv = [a.replace("{}", str(path)) for a in command]
+    shown = f".{os.sep}{path}" if str(path).startswith("-") else str(path)  # (a corpus -n: no option to the reader)
+    argv = [a.replace("{}", shown) for a in command]
     if not any("{}" in a for a in command):
-        argv.append(str(path))
+        argv.append(shown)
     # Its own process group, ended with it, and its output in a file, not a pipe: a child it leaves
     # running in that group neither outlives the check nor holds the verdict up until the timeout.
     with tempfile.TemporaryFile() as out:
+        _reserved(out)
         code: int | None = None
         try:  # (never outliving the check, a signal's included: spawned)
             with spawned(argv, end=lambda proc: os.killpg(proc.pid, signal.SIGKILL), stdin=subprocess.DEVNULL,
