@@ -20,7 +20,9 @@ class spawned:
 
     def __init__(self, argv: list[str], *, end: Callable[[subprocess.Popen[Any]], object] | None = None,
                  **popen: Any) -> None:
-        self.argv, self.end, self.popen = argv, end, popen
+        self.argv: list[str] = argv
+        self.end: Callable[[subprocess.Popen[Any]], object] | None = end
+        self.popen: dict[str, Any] = popen
         self.proc: subprocess.Popen[Any] | None = None
 
     def __enter__(self) -> subprocess.Popen[Any]:
