@@ -134,7 +134,7 @@ class TargetLock:
                     os.ftruncate(fd, 0)
                     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
             except BaseException as exc:
-                if locked or (created and _takes(fd)):  # ours to remove: nobody else holds it (or could: no flock)
+                if locked or (created and _takes(fd)):  # ours to remove: nobody else holds it
                     self.fd, self.identity = fd, _identity(os.fstat(fd))
                     self.__exit__()
                 else:
@@ -231,16 +231,17 @@ class TargetLock:
 
 
 def _takes(fd: int) -> bool:
-    """Whether this run may remove the lock file it created but did not lock (it failed first): it locks it now, or
-    flock fails there (ENOLCK, EIO: no run can hold it). Not when another run has locked it since."""
+    """Whether this run may remove the lock file it created but did not lock (a signal or failure came first): it locks
+    it now, or the file system has no flock (no run can hold it); not where another may (ENOLCK, EIO: an NFS client
+    without lockd; fcntl not importable: this process's shortage): that file is the next run's to remove."""
     try:
         import fcntl
 
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+    except OSError as exc:
+        return exc.errno in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL)
+    except Exception:  # noqa: BLE001 - (ImportError, MemoryError)
         return False
-    except Exception:  # noqa: BLE001 - flock unusable here (or fcntl not importable: out of memory, descriptors)
-        pass
     return True
 
 

@@ -709,23 +709,36 @@ def test_a_lock_file_its_holder_removed_since_it_was_opened_is_opened_again(tmp_
     assert not os.path.exists(lock.path)
 
 
-@pytest.mark.parametrize("flock_error", [errno.ENOLCK, errno.EIO, None])  # None: fcntl cannot be imported
-def test_a_lock_file_this_run_made_but_could_not_lock_is_removed(work: Path, monkeypatch, capsys,
-                                                                 flock_error: "int | None") -> None:
-    """A file system where flock fails (ENOLCK) kept a new empty lock file after every refused run, each of which
-    said "nothing was changed"; a lock file another run holds is still never removed."""
+@pytest.mark.parametrize("failure", ["EOPNOTSUPP", "signal", "ENOLCK", "EIO", "no fcntl"])
+def test_a_lock_file_this_run_made_is_removed_only_where_no_other_run_can_hold_it(work: Path, monkeypatch, capsys,
+                                                                                 failure: str) -> None:
+    """A run refused or interrupted between creating its lock file and locking it left the file, saying nothing was
+    changed: it is removed where this run can lock it now or the file system has no flock. Where flock may fail for
+    this run alone (ENOLCK, EIO: an NFS client without lockd; fcntl not importable) another run may hold it: left."""
     import fcntl
 
     def failing(fd: int, operation: int) -> None:
-        raise OSError(flock_error, os.strerror(flock_error))
+        raise OSError(getattr(errno, failure), os.strerror(getattr(errno, failure)))
 
-    if flock_error is None:
-        monkeypatch.setitem(sys.modules, "fcntl", None)
+    def interrupted(self, fd: int, deadline: float) -> None:
+        raise KeyboardInterrupt
+
+    if failure == "signal":
+        monkeypatch.setattr(bob.lock.TargetLock, "_wait_for", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            bob.lock.TargetLock(str(work / "ck.bin"), 0.0).__enter__()
     else:
-        monkeypatch.setattr(fcntl, "flock", failing)
-    assert bob.run.main(argv(work)) == (2 if flock_error else 1)
-    assert sorted(os.listdir(work)) == ["rec.bin"], capsys.readouterr().err
-    monkeypatch.undo()
+        monkeypatch.setattr(fcntl, "flock", failing) if failure != "no fcntl" else \
+            monkeypatch.setitem(sys.modules, "fcntl", None)
+        assert bob.run.main(argv(work)) == (1 if failure == "no fcntl" else 2), capsys.readouterr().err
+    left = sorted(os.listdir(work))
+    assert left == (["rec.bin"] if failure in ("EOPNOTSUPP", "signal") else [".ck.bin.bob-lock", "rec.bin"]), left
+
+
+def test_a_lock_file_another_run_locked_first_is_left_to_it(work: Path, monkeypatch) -> None:
+    """The lock file this run created, opened and locked by another run before this one failed: never removed."""
+    import fcntl
+
     lock, theirs = bob.lock.TargetLock(str(work / "ck.bin"), 0.0), []
 
     def locked_by_another_run_then_failing(self, fd: int, deadline: float) -> None:

@@ -31,7 +31,7 @@ def child_environment() -> dict[str, str]:
 @contextlib.contextmanager
 def started(argv: list[str], *, output: bool = True) -> "Iterator[subprocess.Popen[str]]":
     """``argv`` as a child (in :func:`child_environment`, its output piped or dropped) that never outlives the
-    block (:class:`bob.signals.spawned`: a bob-run left running wrote into the directory bob-qualify removed)."""
+    block (:class:`bob.children.spawned`: a bob-run left running wrote into the directory bob-qualify removed)."""
     from bob.children import spawned
 
     pipe = subprocess.PIPE if output else subprocess.DEVNULL
