@@ -4,17 +4,17 @@
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
 import json
 import os
 import random
 import resource
+import select
 import shlex
 import signal
 import subprocess
 import sys
-import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -219,28 +219,10 @@ def _as_labelled(corpus: "str | os.PathLike[str]", entry: dict[str, Any]) -> Non
                       option="--corpus", path=path)
 
 
-def _output_bound() -> int:
-    soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]  # (never above the ulimit -f it inherits)
-    return soft if 0 <= soft < OUTPUT_LIMIT else OUTPUT_LIMIT
-
-
 def _bounded_output() -> None:
     """(In the reader, before it runs.) Past :data:`OUTPUT_LIMIT` bytes a file it writes ends it (SIGXFSZ, a crash)."""
-    resource.setrlimit(resource.RLIMIT_FSIZE, (_output_bound(), resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
-
-
-def _reserved(out: Any) -> None:
-    """The room for all the reader may print, held on the disk before it runs (Linux's fallocate, the file's size
-    kept): a full TMPDIR is then bob's own temporary that cannot be made (exit 70), never a reader that could not
-    print what it accepted (a correct reader called wrong)."""
-    import ctypes
-
-    fallocate, size = getattr(ctypes.CDLL(None, use_errno=True), "fallocate", None), _output_bound()  # (Linux's)
-    if fallocate is not None and fallocate(out.fileno(), 1, ctypes.c_int64(0), ctypes.c_int64(size)) and \
-            (err := ctypes.get_errno()) != errno.EOPNOTSUPP:  # (1: FALLOC_FL_KEEP_SIZE; a file system without it)
-        raise Refused(f"its temporary file for the reader's output ({size} bytes in "
-                      f"{show_path(tempfile.gettempdir())}): {os_reason(OSError(err, os.strerror(err)))}",
-                      code=EXIT_SOFTWARE)
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)  # (never above the ulimit -f it inherits)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (soft if 0 <= soft < OUTPUT_LIMIT else OUTPUT_LIMIT, hard))
 
 
 def _reader_verdict(command: list[str], path: Path, timeout: float) -> tuple[str, str | None]:
@@ -248,29 +230,49 @@ def _reader_verdict(command: list[str], path: Path, timeout: float) -> tuple[str
     argv = [a.replace("{}", shown) for a in command]
     if not any("{}" in a for a in command):
         argv.append(shown)
-    # Its own process group, ended with it, and its output in a file, not a pipe: a child it leaves
-    # running in that group neither outlives the check nor holds the verdict up until the timeout.
-    with tempfile.TemporaryFile() as out:
-        _reserved(out)
-        code: int | None = None
-        try:  # (never outliving the check, a signal's included: spawned)
-            with spawned(argv, end=lambda proc: os.killpg(proc.pid, signal.SIGKILL), stdin=subprocess.DEVNULL,
-                         stdout=out, stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=_bounded_output) \
-                    as proc:
-                code = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            pass
-        except OSError as exc:  # (only its spawning raises one)
-            raise Refused(f"cannot run the reader: {os_reason(exc)}", option="COMMAND", path=argv[0]) from None
-        out.seek(0)
-        first = out.readline(1 << 16).strip()
+    code, printed = _ran(argv, timeout)
     if code is None or code < 0:
         return "timeout" if code is None else "crash", None
     said: Any = None
     with contextlib.suppress(ValueError, RecursionError):  # a line that is no JSON, or nested past the stack
-        said = json.loads(first)
+        said = json.loads(printed.split(b"\n", 1)[0].strip())
     field = said.get("field") if isinstance(said, dict) and isinstance(said.get("field"), str) else None
     return ("accept" if code == 0 else "refuse"), field
+
+
+def _ran(argv: list[str], timeout: float) -> tuple[int | None, bytes]:
+    """The reader's exit status (None: past ``timeout``) and the first 64 KiB it printed. It runs in a process group
+    of its own, ended with it (a child it leaves there neither outlives the check nor holds the verdict up), and
+    what it prints is read from a pipe (a file in a full TMPDIR failed a correct reader that printed); past
+    :data:`OUTPUT_LIMIT` bytes it is killed (a crash), as a file it writes ends it there."""
+    read, write = os.pipe()
+    head, seen, code = b"", 0, None
+    try:
+        with spawned(argv, end=lambda proc: os.killpg(proc.pid, signal.SIGKILL), stdin=subprocess.DEVNULL,
+                     stdout=write, stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=_bounded_output) \
+                as proc:
+            os.close(write)
+            write, deadline = -1, time.monotonic() + timeout
+            while (code := proc.poll()) is not None or (left := deadline - time.monotonic()) > 0:
+                ready = select.select([read], [], [], 0 if code is not None else min(left, 0.05))[0]
+                chunk = os.read(read, 1 << 16) if ready else b""
+                if not chunk and (code is not None or ready):  # exited, all read; or its output ended: wait for it
+                    code = code if code is not None else proc.wait(timeout=max(left, 0))
+                    break
+                head, seen = (head + chunk)[:1 << 16], seen + len(chunk)
+                if seen > OUTPUT_LIMIT:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    code = proc.wait()
+                    break
+    except subprocess.TimeoutExpired:
+        code = None
+    except OSError as exc:  # (only its spawning raises one)
+        raise Refused(f"cannot run the reader: {os_reason(exc)}", option="COMMAND", path=argv[0]) from None
+    finally:
+        for fd in (read, write):
+            if fd >= 0:
+                os.close(fd)
+    return code, head
 
 
 def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | None" = None,
