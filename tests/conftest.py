@@ -253,3 +253,32 @@ def make_special(kind: str, path: Path) -> None:
             os.mknod(path, 0o600 | stat.S_IFBLK, os.makedev(7, 0))  # a loop device node, never opened
         else:
             os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # a /dev/null of our own
+
+
+def signalled_as_spawned(monkeypatch: pytest.MonkeyPatch, run: Callable[[], object]) -> object:
+    """``run()`` under bob's signal handlers, a SIGTERM arriving as the first child it spawns is spawned (a
+    ``sleep`` in a session of its own in its place): ``run`` must end Interrupted. That child, for the caller
+    to check bob ended and reaped it (``returncode == -SIGKILL``)."""
+    import signal
+    import subprocess
+
+    from bob import signals
+
+    real, children = subprocess.Popen, []
+
+    def spawning(argv, **kwargs):
+        children.append(real(["sleep", "30"], start_new_session=True))
+        os.kill(os.getpid(), signal.SIGTERM)  # arrives as the child is spawned
+        return children[-1]
+
+    monkeypatch.setattr(subprocess, "Popen", spawning)
+    replaced = signals.install()
+    try:
+        with pytest.raises(signals.Interrupted):
+            run()
+    finally:
+        signals.restore(replaced)
+        for child in children:
+            child.kill()
+    assert children
+    return children[0]

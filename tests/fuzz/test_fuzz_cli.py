@@ -802,29 +802,11 @@ def test_a_reader_that_prints_without_end_is_ended_by_the_output_limit(corpus: P
 def test_a_signal_as_a_reader_is_spawned_leaves_no_reader_running(corpus: Path, monkeypatch) -> None:
     """SIGTERM while subprocess spawned check's reader: the exception left before its process group was known,
     and the reader (in a session of its own, out of a terminal's reach) ran on after bob-fuzz exited 143."""
-    import signal
-    import subprocess
-
-    from bob import signals
     from bob.fuzz import conformance
+    from conftest import signalled_as_spawned
 
-    real, children = subprocess.Popen, []
-
-    def spawning(argv, **kwargs):
-        children.append(real(["sleep", "30"], start_new_session=True))
-        os.kill(os.getpid(), signal.SIGTERM)  # arrives as the reader is spawned
-        return children[-1]
-
-    monkeypatch.setattr(conformance.subprocess, "Popen", spawning)
-    replaced = signals.install()
-    try:
-        with pytest.raises(signals.Interrupted):
-            conformance.check("predictions", ["cat", "{}"], corpus=corpus)
-    finally:
-        signals.restore(replaced)
-        for child in children:
-            child.kill()
-    assert children and children[0].returncode == -signal.SIGKILL  # its group killed, and reaped, by check
+    child = signalled_as_spawned(monkeypatch, lambda: conformance.check("predictions", ["cat", "{}"], corpus=corpus))
+    assert child.returncode == -signal.SIGKILL  # its group killed, and reaped, by check
 
 
 def test_a_full_tmpdir_never_makes_a_correct_reader_wrong(corpus: Path, tmp_path: Path, monkeypatch) -> None:

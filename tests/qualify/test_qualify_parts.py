@@ -265,22 +265,7 @@ def test_a_signal_as_a_child_bob_run_is_spawned_leaves_no_child_running(monkeypa
     directory bob-qualify was removing (a CI run found the directory left). It acts once the child is known."""
     import signal
 
-    from bob import signals
+    from conftest import signalled_as_spawned
 
-    real, children = subprocess.Popen, []
-
-    def spawning(argv, **kwargs):
-        children.append(real(["sleep", "30"]))
-        os.kill(os.getpid(), signal.SIGTERM)  # arrives as the child is spawned
-        return children[-1]
-
-    monkeypatch.setattr(processes.subprocess, "Popen", spawning)
-    replaced = signals.install()
-    try:
-        with pytest.raises(signals.Interrupted):
-            processes.run_once(processes.RunFiles(tmp_path))
-    finally:
-        signals.restore(replaced)
-        for child in children:
-            child.kill()
-    assert children and children[0].returncode == -signal.SIGKILL  # killed and reaped by bob-qualify
+    child = signalled_as_spawned(monkeypatch, lambda: processes.run_once(processes.RunFiles(tmp_path)))
+    assert child.returncode == -signal.SIGKILL  # killed and reaped by bob-qualify
