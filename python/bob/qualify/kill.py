@@ -21,7 +21,7 @@ from typing import Callable
 
 import bob
 from bob.qualify.checks import locate, section8_record
-from bob.qualify.processes import ProcessFailed, RunFiles, bob_run_command, finished, run_once, started
+from bob.qualify.processes import ProcessFailed, RunFiles, bob_run_command, finished, raise_shortage, run_once, started
 from bob.qualify.verdict import Verdict
 from bob.signals import scratch_directory
 
@@ -133,6 +133,7 @@ def check_commit_kill(seed: int, races: int, tick: Callable[[], None] = lambda: 
                 argv = [sys.executable, "-c", _LAUNCHER, point] + files.arguments()
                 done = finished(argv, 60)
                 if done.returncode != -signal.SIGKILL:
+                    raise_shortage(done)  # (a full disk, no memory: the machine's, not a failed check)
                     problem = Verdict(CHECK, False, f"{label}: the launcher was not killed "
                                                     f"(exit {done.returncode}): {done.stderr.strip()[-300:]}")
                     break

@@ -20,7 +20,7 @@ from bob import core
 from bob.formats.constants import VOCABULARY
 from bob.qualify.checks import section8_record
 from bob.qualify.kernels import configurations
-from bob.qualify.processes import RunFiles, bob_run_command, run_once, started
+from bob.qualify.processes import RunFiles, bob_run_command, raise_shortage, run_once, started
 from bob.signals import scratch_directory
 
 UPDATES_PER_SAMPLE = 20
@@ -71,9 +71,11 @@ def process_speeds(rounds: int, tick: Callable[[], None] = lambda: None) -> dict
             for name in order:
                 files.checkpoint.write_bytes(checkpoint)  # every bob-run does the same invocation
                 began = time.perf_counter()
-                with started(runs[name], output=False) as proc:
-                    if proc.wait(timeout=60):
-                        raise subprocess.CalledProcessError(proc.returncode, runs[name])
+                with started(runs[name]) as proc:
+                    out, err = proc.communicate(timeout=60)
+                if proc.returncode:
+                    raise_shortage(subprocess.CompletedProcess(runs[name], proc.returncode, out, err))
+                    raise subprocess.CalledProcessError(proc.returncode, runs[name])
                 samples[name].append(time.perf_counter() - began)
             tick()
     bob_run, python = _summary(samples["bob-run"]), _summary(samples["python -c pass"])

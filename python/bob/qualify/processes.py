@@ -99,13 +99,19 @@ def _shortage(done: "subprocess.CompletedProcess[str]") -> BaseException | None:
     return None
 
 
+def raise_shortage(done: "subprocess.CompletedProcess[str]") -> None:
+    """Raise the machine's shortage a failed ``bob-run --json`` reported (:func:`_shortage`): every caller that
+    judges a bob-run's exit status asks this first, so that running out is never a failed check."""
+    if (shortage := _shortage(done)) is not None:
+        raise shortage
+
+
 def run_once(files: RunFiles, command: list[str] | None = None, timeout: float = 60.0) -> dict:
     """One ``bob-run`` process on ``files``; its JSON summary. Raises :class:`ProcessFailed`."""
     argv = (command or bob_run_command()) + files.arguments()
     done = finished(argv, timeout)
     if done.returncode != 0:
-        if (shortage := _shortage(done)) is not None:  # the machine's, not a failed check
-            raise shortage
+        raise_shortage(done)  # the machine's, not a failed check
         raise ProcessFailed(f"{' '.join(argv[:3])} … exited {done.returncode}: {done.stderr.strip()[-400:]}")
     try:
         return json.loads(done.stdout)
