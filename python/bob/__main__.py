@@ -13,8 +13,9 @@ USAGE = "usage: python -m bob {run,fixture,inspect,qualify,fuzz} [options]"
 
 def command_at(argv: list[str]) -> int:
     """Where the command is in ``argv``: its first word not an option (the options before it are
-    ``python -m bob``'s own); ``len(argv)`` when there is none."""
-    return next((i for i, word in enumerate(argv) if not word.startswith("-")), len(argv))
+    ``python -m bob``'s own), or the word after ``--`` whatever it is; ``len(argv)`` when there is none."""
+    return next((i + (word == "--") for i, word in enumerate(argv) if word == "--" or not word.startswith("-")),
+                len(argv))
 
 
 def main(argv: list[str] | None = None, *, until_exit: bool = False) -> int:

@@ -354,8 +354,10 @@ def test_python_m_bob_without_a_command_is_the_same_usage_error(argv: list[str],
     assert main(["--json", "--version"]) == 0 and json.loads(capsys.readouterr().out)["command"] == "python -m bob"
     assert main(["--json", "fixture", "--version"]) == 0 and json.loads(capsys.readouterr().out)["version"] == "0.1.0"
     assert main(["--json"]) == 2 and "(no command given)" in capsys.readouterr().err
-    # its --json counts after a -- too, for its own answers (the runner's reading stopped at --)
-    assert main(["--", "--version", "--json"]) == 0 and json.loads(capsys.readouterr().out)["version"] == "0.1.0"
+    # its --json counts after a -- too, for its own answers (the runner's reading stopped at --); the word after
+    # a -- is the command, whatever it looks like, as every command takes it for an operand (--version answered)
+    assert main(["--", "--version", "--json"]) == 2 and "(unknown command '--version')" in \
+        json.loads(capsys.readouterr().out)["error"]["message"]
     assert main(["nope", "--", "--json"]) == 2 and json.loads(capsys.readouterr().out)["exit_code"] == 2
     # an empty word is a command given (it said "no command given"); a -- before the command is the dispatcher's
     # (it went to the command, which then took every word after it for a positional argument)
@@ -670,8 +672,9 @@ def test_qualify_with_stdout_closed_or_full_says_so_once(stream: str, tmp_path: 
     else:
         with open("/dev/full", "wb") as full:
             done = _run_real("bob-qualify", ["--quick", "--seed", "2", "--json"], tmp_path, stdout=full, env=env)
-    assert (done.returncode, done.stderr) == (0, b"bob-qualify: the summary could not be printed (stdout is closed "
-                                                 b"or full)\n")
+    said = "its output (seed 2: reproduce with --seed 2)" if stream == "closed" else "the summary"  # (its seed line)
+    assert (done.returncode, done.stderr.decode()) == (0, f"bob-qualify: {said} could not be printed (stdout is closed "
+                                                          "or full)\n")
 
 
 @pytest.mark.parametrize("stream", ["closed", "full"])
@@ -687,8 +690,9 @@ def test_qualify_with_stdout_closed_still_says_what_it_wrote(tmp_path: Path, str
             done = _run_real("bob-qualify", argv, tmp_path, stdout=full, env=env)
     names = ("qualify.json", "loss-curves.png", "us-per-update.png")
     written = ", ".join(str(tmp_path / "rq" / name) for name in names)
-    assert (done.returncode, done.stderr.decode()) == (0, "bob-qualify: the summary could not be printed (stdout is "
-                                                          f"closed or full)\nbob-qualify: wrote {written}, but its "
+    assert (done.returncode, done.stderr.decode()) == (0, "bob-qualify: its output (seed 2: reproduce with --seed 2) "
+                                                          "could not be printed (stdout is closed or full)\n"
+                                                          f"bob-qualify: wrote {written}, but its "
                                                           "summary could not be printed (stdout is closed or full)\n")
 
 

@@ -94,6 +94,29 @@ def test_a_child_bob_run_out_of_space_is_no_failed_check(code, monkeypatch, tmp_
         processes.run_once(processes.RunFiles(tmp_path))
 
 
+@pytest.mark.parametrize("where", ["commit-kill", "performance"])
+def test_a_disk_that_fills_later_is_no_failed_check(where, monkeypatch):
+    """Only a check's first bob-run asked whether it failed for want of space: a disk full by the time of the
+    commit-kill check's fixed-moment kills, or of the performance processes, was a failed check (exit 1)."""
+    import contextlib
+
+    from bob.qualify import kill, perf
+
+    said = json.dumps({"command": "bob-run", "error": {"message": "no space left on device"}, "exit_code": 2})
+
+    class Full:
+        returncode = 2
+
+        def communicate(self, timeout: float) -> tuple[str, str]:
+            return said, "bob-run: refused: --checkpoint model.bob: no space left on device"
+
+    monkeypatch.setattr(kill, "finished", lambda argv, timeout: subprocess.CompletedProcess(argv, 2,
+                                                                                          *Full().communicate(0)))
+    monkeypatch.setattr(perf, "started", lambda argv, **kw: contextlib.nullcontext(Full()))
+    with pytest.raises(OSError, match="could not write its files"):
+        kill.check_commit_kill(seed=1, races=0) if where == "commit-kill" else perf.process_speeds(1)
+
+
 def test_a_perturbed_kernel_result_fails_naming_check_kernel_threads_plane_and_index(capsys, monkeypatch):
     kernel = bob.core.kernels()[-1]  # the widest this CPU has
     code, out, err = run_main(["--quick", "--seed", "5"], capsys, monkeypatch, perturb=f"{kernel}:3")
@@ -250,6 +273,24 @@ def test_a_broken_stdout_does_not_change_the_verdict():
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0 and b"Traceback" not in err
     assert b"could not be printed" in err
+
+
+def test_a_seed_line_stdout_cannot_take_is_said_with_its_seed_on_stderr(monkeypatch, capsys):
+    """With stdout closed or full the seed line was lost and stderr said only "the summary could not be printed":
+    a run cut short could not be reproduced."""
+    from bob import signals
+    from bob.qualify import runner
+
+    def cut_short(*args, **kwargs):
+        raise signals.Interrupted(15)
+
+    monkeypatch.setattr(runner, "qualify", cut_short)
+    monkeypatch.delenv(PERTURB_ENV, raising=False)
+    with open("/dev/full", "w", encoding="utf-8") as full:
+        monkeypatch.setattr(sys, "stdout", full)
+        assert cli.main(["--quick", "--seed", "77"]) == 143
+    assert "bob-qualify: its output (seed 77: reproduce with --seed 77) could not be printed (stdout is closed or " \
+           "full)" in capsys.readouterr().err
 
 
 def test_report_files_linked_to_one_file_are_refused_before_the_checks_run(tmp_path, capsys, monkeypatch):

@@ -88,7 +88,8 @@ def _work(args: argparse.Namespace) -> Outcome:
     plan = runner.PLANS[args.mode]
     err = Console(stderr=True)
     if not args.json:  # first, so the seed is known even if the run is cut short
-        emit(PROG, f"bob-qualify {plan.mode}: seed {seed} (reproduce with --seed {seed})")
+        emit(PROG, f"bob-qualify {plan.mode}: seed {seed} (reproduce with --seed {seed})",
+             what=f"its output (seed {seed}: reproduce with --seed {seed})")  # (the seed said on stderr, then)
     elif args.seed is None:  # (on stderr: stdout holds the --json object alone)
         note(PROG, f"seed {seed} (reproduce with --seed {seed})")
     if perturb is not None:
