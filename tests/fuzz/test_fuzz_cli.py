@@ -809,6 +809,45 @@ def test_a_signal_as_a_reader_is_spawned_leaves_no_reader_running(corpus: Path, 
     assert child.returncode == -signal.SIGKILL  # its group killed, and reaped, by check
 
 
+def test_a_reader_s_pipe_past_descriptor_1023_is_read(tmp_path: Path) -> None:
+    """Started with over a thousand descriptors open, check's pipe lay past select's FD_SETSIZE: "unexpected error:
+    ValueError: filedescriptor out of range in select()" (exit 70) for any reader."""
+    from bob.fuzz.conformance import _reader_verdict
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1100:
+        pytest.skip(f"ulimit -n allows {hard} descriptors")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1100) if hard == resource.RLIM_INFINITY else hard, hard))
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1030)]
+    try:
+        assert _reader_verdict(["sh", "-c", "echo '{\"field\": \"magic\"}'; exit 2"], tmp_path / "f", 30) == \
+            ("refuse", "magic")
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_output_past_the_limit_after_the_reader_exited_is_no_refusal(tmp_path: Path, monkeypatch) -> None:
+    """What comes once the reader has exited is a child's that left its group: past the limit, bob killed the
+    reader's group, gone by then (ESRCH), and refused the reader ("cannot run the reader: no such process")."""
+    import contextlib
+
+    from bob.fuzz import conformance
+
+    real = conformance.spawned
+
+    @contextlib.contextmanager
+    def exited_first(argv, **kwargs):  # (the reader has exited, its output still in the pipe, as bob looks)
+        with real(argv, **kwargs) as proc:
+            proc.wait()
+            yield proc
+
+    monkeypatch.setattr(conformance, "spawned", exited_first)
+    monkeypatch.setattr(conformance, "OUTPUT_LIMIT", 10)
+    assert conformance._reader_verdict(["sh", "-c", "head -c 100 /dev/zero"], tmp_path / "f", 30) == ("accept", None)
+
+
 def test_a_full_tmpdir_never_makes_a_correct_reader_wrong(corpus: Path, tmp_path: Path, monkeypatch) -> None:
     """The reader printed into a temporary file: in a full TMPDIR a correct reader that printed after its verdict
     failed (ENOSPC) and was said to refuse what bob accepts. What it prints is read from a pipe now."""

@@ -246,7 +246,8 @@ def _ran(argv: list[str], timeout: float) -> tuple[int | None, bytes]:
     what it prints is read from a pipe (a file in a full TMPDIR failed a correct reader that printed); past
     :data:`OUTPUT_LIMIT` bytes it is killed (a crash), as a file it writes ends it there."""
     read, write = os.pipe()
-    head, seen, code = b"", 0, None
+    head, seen, code, poller = b"", 0, None, select.poll()  # (select.select: no descriptor past 1023, FD_SETSIZE)
+    poller.register(read, select.POLLIN)
     try:
         with spawned(argv, end=lambda proc: os.killpg(proc.pid, signal.SIGKILL), stdin=subprocess.DEVNULL,
                      stdout=write, stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=_bounded_output) \
@@ -254,15 +255,16 @@ def _ran(argv: list[str], timeout: float) -> tuple[int | None, bytes]:
             os.close(write)
             write, deadline = -1, time.monotonic() + timeout
             while (code := proc.poll()) is not None or (left := deadline - time.monotonic()) > 0:
-                ready = select.select([read], [], [], 0 if code is not None else min(left, 0.05))[0]
+                ready = poller.poll(0 if code is not None else min(left, 0.05) * 1000)
                 chunk = os.read(read, 1 << 16) if ready else b""
                 if not chunk and (code is not None or ready):  # exited, all read; or its output ended: wait for it
                     code = code if code is not None else proc.wait(timeout=max(left, 0))
                     break
                 head, seen = (head + chunk)[:1 << 16], seen + len(chunk)
-                if seen > OUTPUT_LIMIT:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    code = proc.wait()
+                if seen > OUTPUT_LIMIT:  # (once it exited, what comes is a child's that left its group: its own)
+                    if code is None:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                        code = proc.wait()
                     break
     except subprocess.TimeoutExpired:
         code = None
