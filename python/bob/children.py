@@ -1,15 +1,16 @@
-"""Children that never outlive the block that starts them, whatever signal arrives: bob-qualify's bob-runs and
-bob-fuzz check's readers."""
+"""Children that never outlive the block that starts them, whatever signal arrives (bob-qualify's bob-runs and
+bob-fuzz check's readers), and waiting for what children print."""
 
 from __future__ import annotations
 
+import select
 import subprocess
 from collections.abc import Callable
 from typing import Any
 
 from bob.signals import step_and_record
 
-__all__ = ["spawned"]
+__all__ = ["spawned", "readable"]
 
 
 class spawned:
@@ -42,3 +43,11 @@ class spawned:
                 pass
             with self.proc:  # (its pipes closed, and waited for)
                 pass
+
+
+def readable(stream: Any, timeout: float) -> bool:
+    """Whether ``stream`` (a descriptor or a file) has something to read, or its end, within ``timeout`` seconds: by
+    poll, not select, which takes no descriptor past 1023 (a process started with more open: ValueError)."""
+    poller = select.poll()
+    poller.register(stream, select.POLLIN)
+    return bool(poller.poll(max(timeout, 0.0) * 1000))

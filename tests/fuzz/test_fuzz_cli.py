@@ -809,23 +809,36 @@ def test_a_signal_as_a_reader_is_spawned_leaves_no_reader_running(corpus: Path, 
     assert child.returncode == -signal.SIGKILL  # its group killed, and reaped, by check
 
 
-def test_a_reader_s_pipe_past_descriptor_1023_is_read(tmp_path: Path) -> None:
-    """Started with over a thousand descriptors open, check's pipe lay past select's FD_SETSIZE: "unexpected error:
-    ValueError: filedescriptor out of range in select()" (exit 70) for any reader."""
-    from bob.fuzz.conformance import _reader_verdict
-
+@contextlib.contextmanager
+def _past_descriptor_1023():
+    """Over a thousand descriptors open, so that the next pipe lies past select's FD_SETSIZE."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard != resource.RLIM_INFINITY and hard < 1100:
         pytest.skip(f"ulimit -n allows {hard} descriptors")
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1100) if hard == resource.RLIM_INFINITY else hard, hard))
     held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1030)]
     try:
-        assert _reader_verdict(["sh", "-c", "echo '{\"field\": \"magic\"}'; exit 2"], tmp_path / "f", 30) == \
-            ("refuse", "magic")
+        yield
     finally:
         for fd in held:
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_pipes_past_descriptor_1023_are_read(tmp_path: Path) -> None:
+    """Started with over a thousand descriptors open, check's pipe to its reader and minimize's to its worker lay
+    past select's FD_SETSIZE: "unexpected error: ValueError: filedescriptor out of range in select()" (exit 70)."""
+    from bob.fuzz.conformance import _reader_verdict
+    from bob.fuzz.replay import _Runner
+
+    with _past_descriptor_1023():
+        assert _reader_verdict(["sh", "-c", "echo '{\"field\": \"magic\"}'; exit 2"], tmp_path / "f", 30) == \
+            ("refuse", "magic")
+        runner = _Runner("input", 60, str(tmp_path))
+        try:
+            assert runner.signature(b"no input record") is None  # (refused well: the target's property holds)
+        finally:
+            runner.close()
 
 
 def test_output_past_the_limit_after_the_reader_exited_is_no_refusal(tmp_path: Path, monkeypatch) -> None:

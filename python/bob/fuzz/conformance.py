@@ -9,7 +9,6 @@ import json
 import os
 import random
 import resource
-import select
 import shlex
 import signal
 import subprocess
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import bob
-from bob.children import spawned
+from bob.children import readable, spawned
 from bob.commands import EXIT_SOFTWARE, Refused, about, os_reason
 from bob.errors import FormatError
 from bob.fileio import (FileTooLarge, make_directory, read_bounded, refuse_if_working_directory_gone,
@@ -246,8 +245,7 @@ def _ran(argv: list[str], timeout: float) -> tuple[int | None, bytes]:
     what it prints is read from a pipe (a file in a full TMPDIR failed a correct reader that printed); past
     :data:`OUTPUT_LIMIT` bytes it is killed (a crash), as a file it writes ends it there."""
     read, write = os.pipe()
-    head, seen, code, poller = b"", 0, None, select.poll()  # (select.select: no descriptor past 1023, FD_SETSIZE)
-    poller.register(read, select.POLLIN)
+    head, seen, code = b"", 0, None
     try:
         with spawned(argv, end=lambda proc: os.killpg(proc.pid, signal.SIGKILL), stdin=subprocess.DEVNULL,
                      stdout=write, stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=_bounded_output) \
@@ -255,7 +253,7 @@ def _ran(argv: list[str], timeout: float) -> tuple[int | None, bytes]:
             os.close(write)
             write, deadline = -1, time.monotonic() + timeout
             while (code := proc.poll()) is not None or (left := deadline - time.monotonic()) > 0:
-                ready = poller.poll(0 if code is not None else min(left, 0.05) * 1000)
+                ready = readable(read, 0 if code is not None else min(left, 0.05))
                 chunk = os.read(read, 1 << 16) if ready else b""
                 if not chunk and (code is not None or ready):  # exited, all read; or its output ended: wait for it
                     code = code if code is not None else proc.wait(timeout=max(left, 0))

@@ -6,13 +6,13 @@ import contextlib
 import errno
 import json
 import os
-import select
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Callable, Iterator, NamedTuple
 
+from bob.children import readable
 from bob.fuzz.common import INPUT_LIMIT, MachineRanOut, failure, failure_message, load_target, read_input
 from bob.fuzz.properties import exception_key
 from bob.fuzz.targets import TARGETS
@@ -192,7 +192,7 @@ class _Runner:
                                                     stdout=subprocess.PIPE, stderr=errors,
                                                     env=dict(os.environ, TMPDIR=self.tmp))
                 assert proc.stdout is not None
-                ready = select.select([proc.stdout], [], [], wait := max(self.timeout, STARTUP))[0]
+                ready = readable(proc.stdout, wait := max(self.timeout, STARTUP))
                 if (line := proc.stdout.readline() if ready else b"") != b"ready\n":  # no candidate yet: no finding
                     ended = self.close()[len("crash: "):]
                     how = ended if ready else f"not ready in {wait:g} s"
@@ -206,7 +206,7 @@ class _Runner:
             proc.stdin.flush()
         except BrokenPipeError:
             return self.close(kill=False)
-        if not select.select([proc.stdout], [], [], self.timeout)[0]:  # the worker writes its line whole
+        if not readable(proc.stdout, self.timeout):  # the worker writes its line whole
             self.close()
             return "timeout"
         line = proc.stdout.readline()  # no line, or part of one: the worker died
