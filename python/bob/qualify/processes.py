@@ -78,32 +78,25 @@ class ProcessFailed(Exception):
 SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 
-def _shortage(done: "subprocess.CompletedProcess[str]") -> BaseException | None:
-    """The machine's shortage a failed ``bob-run --json`` reported, as the error it stands for (out of memory:
-    ``MemoryError``; a full disk or the file-size limit: the ``OSError`` bob-run refused), else None."""
+def raise_shortage(done: "subprocess.CompletedProcess[str]") -> None:
+    """Raise the machine's shortage a failed ``bob-run --json`` reported, as the error it stands for (out of memory:
+    ``MemoryError``; a full disk or the file-size limit: the ``OSError`` bob-run refused): every caller that judges
+    a bob-run's exit status asks this first, so that running out is never a failed check."""
     from bob.commands import os_reason
     from bob.failures import OUT_OF_MEMORY
 
     try:
         message = json.loads(done.stdout)["error"]["message"]
     except (ValueError, KeyError, TypeError):
-        return None
+        return
     if not isinstance(message, str):
-        return None
+        return
     if message.startswith(OUT_OF_MEMORY):
-        return MemoryError(f"bob-run ran out of memory: {done.stderr.strip()[-200:]}")
+        raise MemoryError(f"bob-run ran out of memory: {done.stderr.strip()[-200:]}")
     for code in SPACE_ERRNOS:  # the reason alone, or after what it is about (a lock file: "… cannot be used: …")
         reason = os_reason(OSError(code, os.strerror(code)))
         if message == reason or f": {reason}" in message:
-            return OSError(code, f"bob-run could not write its files ({os.strerror(code)})")
-    return None
-
-
-def raise_shortage(done: "subprocess.CompletedProcess[str]") -> None:
-    """Raise the machine's shortage a failed ``bob-run --json`` reported (:func:`_shortage`): every caller that
-    judges a bob-run's exit status asks this first, so that running out is never a failed check."""
-    if (shortage := _shortage(done)) is not None:
-        raise shortage
+            raise OSError(code, f"bob-run could not write its files ({os.strerror(code)})")
 
 
 def run_once(files: RunFiles, command: list[str] | None = None, timeout: float = 60.0) -> dict:
