@@ -176,6 +176,8 @@ def byte_buffer(data: Any, name: str, *, flat: bool = False, core: bool = False,
             view = memoryview(data)
         except TypeError:
             pass
+    if view is not None and "O" in "".join(view.format.split(":")[::2]):  # (not in a field's name, between colons)
+        raise TypeError(f"{name} must be bytes; a buffer of Python objects holds their addresses, not bytes")
     if view is not None:
         return (view.cast("B") if view.c_contiguous else memoryview(view.tobytes())) if flat else view
     if core:

@@ -130,6 +130,19 @@ def test_a_door_given_no_bytes_names_what_it_wanted(call, message) -> None:
     assert str(info.value) == message
 
 
+def test_a_buffer_of_python_objects_is_no_bytes(tmp_path) -> None:
+    # Its buffer holds the objects' addresses, which differ in every process: never a file's bytes.
+    objects = np.array([object(), "x", 3], dtype=object)
+    for call, name in [(lambda: bob.load_checkpoint(objects), "the checkpoint"),
+                       (lambda: build_input(objects, PROMPTS), "the corpus"),
+                       (lambda: bob.write_atomic(tmp_path / "out.bin", objects), "the data to write")]:
+        with pytest.raises(TypeError, match=f"^{name} must be bytes; a buffer of Python objects"):
+            call()
+    assert not (tmp_path / "out.bin").exists()
+    named = np.zeros(2, dtype=[("Obj", "<i4")])  # an "O" in a field's name is no object
+    assert bob.checkpoint_findings(named)[0].field == "magic"
+
+
 @pytest.mark.parametrize("data", ["text", 5, None])
 def test_write_atomic_given_no_bytes_writes_nothing(tmp_path, data) -> None:
     target = tmp_path / "out.bin"
