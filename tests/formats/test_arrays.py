@@ -105,6 +105,18 @@ def test_other_dtypes_byte_orders_and_read_only_arrays_are_converted(trained) ->
     assert not np.shares_memory(ck.v, frozen)
 
 
+def test_a_misaligned_plane_is_converted_so_the_core_can_train_it(trained) -> None:
+    # A float32 view one byte into a buffer: the core reads planes in place and refuses it, so
+    # the checkpoint takes its own aligned copy, as of a strided view.
+    misaligned = np.frombuffer(bytearray(4 * 65536 + 4), np.uint8)[1:1 + 4 * 65536].view(np.float32)
+    misaligned[:] = trained.p
+    assert not misaligned.flags.aligned
+    ck = bob.Checkpoint(trained.step, misaligned, trained.m.copy(), trained.v.copy())
+    assert ck.p.flags.aligned and not np.shares_memory(ck.p, misaligned) and ck == trained
+    record = bob.build_input(CORPUS, [b"abra", b"cad", b""])
+    assert bob.invoke(record, ck).checkpoint == bob.invoke(record, trained).checkpoint
+
+
 def test_buffers_and_foreign_arrays_are_taken(trained) -> None:
     p = array.array("f", trained.p.tobytes())
     m = DLPackOnly(trained.m_table.copy())

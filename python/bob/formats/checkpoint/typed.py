@@ -47,7 +47,7 @@ def _plane(value: Any, name: str) -> np.ndarray:
     """A plane as :class:`Checkpoint` holds it, from what it takes (which it
     shares, which it converts: its docstring)."""
     if type(value) is np.ndarray and value.dtype == np.float32 and value.shape == (PARAMETER_COUNT,) \
-            and value.flags.c_contiguous and value.flags.writeable:
+            and value.flags.c_contiguous and value.flags.writeable and value.flags.aligned:
         return value  # the planes bob itself makes (loaders, bob.invoke): nothing to convert
     if is_masked(value):  # D22: a plane has no mask
         raise BadValue(name, f"{_A_PLANE}, without a mask; a masked array is refused (pass np.ma.getdata "
@@ -70,7 +70,7 @@ def _plane(value: Any, name: str) -> np.ndarray:
     if arr.shape not in ((PARAMETER_COUNT,), TABLE_SHAPE):
         raise BadValue(name, f"a plane holds {PARAMETER_COUNT} values (flat, or {VOCABULARY} x {VOCABULARY})",
                        expected=f"shape ({PARAMETER_COUNT},) or {TABLE_SHAPE}", actual=f"shape {arr.shape}")
-    if arr.dtype != np.float32 or not arr.flags.c_contiguous or not arr.flags.writeable \
+    if arr.dtype != np.float32 or not arr.flags.c_contiguous or not arr.flags.writeable or not arr.flags.aligned \
             or isinstance(value, np.ndarray) and type(value) is not np.ndarray:  # (a subclass: D22)
         if arr.dtype.kind not in "fiu":
             raise BadValue(name, "a plane holds float32 values", actual=f"dtype {arr.dtype}")
