@@ -30,8 +30,9 @@ import zipfile
 import zlib
 from typing import Any
 
-from bob.errors import BadValue, FormatError, NotABobFile, Truncated
+from bob.errors import BadValue, FormatError, IntegrityError, NotABobFile, Truncated
 from bob.formats.constants import CHUNK_BYTES, PLANE_DTYPE, PLANE_NAMES, VOCABULARY
+from bob.formats.files import starts_like
 from bob.text import bounded
 
 __all__ = ["METADATA_MEMBER", "MAX_METADATA_CHARS", "MAX_NPY_HEADER", "MAX_ZIP_ENTRIES", "MAX_ZIP_DIRECTORY",
@@ -124,7 +125,7 @@ def _zip_directory(data: bytes) -> int:
         if data[:4] == b"PK\x03\x04":  # a zip's first member, without the record that ends every zip: cut short
             raise Truncated("npz", "the file ends before the zip's end of central directory record",
                             expected=at + _END_RECORD.size if at >= 0 else f"more than {len(data)}", actual=len(data))
-        raise NotABobFile("npz", "not a zip archive (no end of central directory)")
+        raise NotABobFile("npz", f"not a zip archive (no end of central directory){starts_like(data)}")
     entries, size, start, comment = _END_RECORD.unpack_from(data, at)[4:]
     if at >= 20 and data[at - 20:at - 16] == b"PK\x06\x07":
         raise BadValue("npz", "a bob export is no zip64 archive")
@@ -252,6 +253,8 @@ def npz_parts(data: bytes) -> tuple[dict[str, str], dict[str, bytes]]:
         raise
     except (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError, NotImplementedError, struct.error,
             OverflowError, ValueError, OSError) as exc:  # zipfile's refusals (a negative seek: ValueError)
+        if str(exc).startswith("Bad CRC-32"):  # (zipfile's words at the end of the member read: ``name``)
+            raise IntegrityError(name, "the member's bytes do not match its CRC-32: a damaged archive") from None
         raise NotABobFile("npz", f"not an .npz archive bob reads ({type(exc).__name__}: {exc})"[:200]) from None
     try:
         text = raw.pop(METADATA_MEMBER).decode("utf-32-le").rstrip("\0")
@@ -282,13 +285,16 @@ def _tensor(name: str, entry: Any) -> tuple[int, int]:
 
 def safetensors_parts(data: bytes) -> tuple[dict[str, str], dict[str, memoryview]]:
     """(the metadata, each plane's little-endian float32 bytes) of a safetensors bob export, bounded."""
+    if len(data) < 8:  # (no magic tells a file cut short from none: as any file not read as safetensors)
+        raise NotABobFile("safetensors", "not a safetensors file bob reads (shorter than its 8-byte header length)",
+                          expected="at least 8 bytes", actual=len(data))
     length = int.from_bytes(data[:8], "little")
-    if len(data) < 8 or length > min(MAX_METADATA_CHARS, len(data) - 8):
-        if len(data) >= 8 and length <= MAX_METADATA_CHARS and data[8:9] in (b"", b"{"):
+    if length > min(MAX_METADATA_CHARS, len(data) - 8):
+        if length <= MAX_METADATA_CHARS and data[8:9] in (b"", b"{"):
             raise Truncated("safetensors.header", "the file ends inside the header", expected=8 + length,
                             actual=len(data), offset=8)
         raise NotABobFile("safetensors", "not a safetensors file bob reads (its header length: "
-                          f"at most {MAX_METADATA_CHARS} bytes, inside the file)", actual=length)
+                          f"at most {MAX_METADATA_CHARS} bytes, inside the file){starts_like(data)}", actual=length)
     try:
         text = data[8:8 + length].decode("utf-8")
     except UnicodeDecodeError:

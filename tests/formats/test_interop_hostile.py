@@ -177,7 +177,7 @@ def test_a_missing_metadata_member_is_not_a_bob_export(trained) -> None:
 def test_a_corrupt_member_is_refused(trained) -> None:
     data = bytearray(archive(members(trained)))
     data[data.index(b"\x93NUMPY", 100) + 200] ^= 1  # a byte of a plane: the CRC no longer holds
-    npz_refused(bytes(data), bob.NotABobFile, "npz")
+    npz_refused(bytes(data), bob.IntegrityError, "P")  # the member named, as zipfile's words do not
 
 
 class Pipe(io.RawIOBase):
@@ -422,6 +422,17 @@ def test_a_contract_string_in_another_spelling_is_refused(trained) -> None:
                                   struct.pack("<Q", 100) + b"[1]"])  # (no header's start: no file bob reads)
 def test_a_header_length_out_of_bounds(head) -> None:
     st_refused(head, bob.NotABobFile, "safetensors")
+
+
+def test_a_file_shorter_than_the_header_length_shows_no_length(trained) -> None:
+    err = st_refused(interop.safetensors_bytes(trained)[:7], bob.NotABobFile, "safetensors")
+    assert (err.expected, err.actual) == ("at least 8 bytes", 7), err
+
+
+def test_a_bob_checkpoint_given_to_an_import_is_named(trained) -> None:
+    envelope = trained.to_bytes()
+    for err in (st_refused(envelope, bob.NotABobFile, "safetensors"), npz_refused(envelope, bob.NotABobFile, "npz")):
+        assert "this file starts like a bob checkpoint (bob-envelope)" in str(err), err
 
 
 def test_a_safetensors_file_cut_short_is_truncated(trained) -> None:

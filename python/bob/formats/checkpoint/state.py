@@ -88,9 +88,11 @@ def refuse_unresumable(checkpoint: "ResumableState", what: str) -> None:
     checkpoint it would refuse to resume unless asked (``for_resume=False``)."""
     findings = resume_findings(checkpoint)
     if findings:
-        first = findings[0]
+        first = findings[0]  # (another contract: every reader refuses its file, for_resume or not)
+        anyway = ("writes it anyway, a file every bob reader refuses" if first.kind == "contract-mismatch"
+                  else "takes it anyway")
         raise type(first)(
             first.field,
             f"{first.message}; bob would refuse to resume it, so {what} refuses it too "
-            "(for_resume=False takes it anyway, for a test file)",
+            f"(for_resume=False {anyway}, for a test file)",
             expected=first.expected, actual=first.actual, offset=first.offset, index=first.index)
