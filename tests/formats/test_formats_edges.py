@@ -28,7 +28,10 @@ from conftest import CORPUS, GOLDEN, PROMPTS
     (TRACE_MAGIC, TRACE_BYTES, TRACE),
     (TRACE_MAGIC, 3, TRACE),  # a trace cut short is still a trace (its report names the cut)
     (TRACE_MAGIC, PREDICTION_BYTES, TRACE),
-    (b"BOB-TRC", 7, None),
+    (b"BOB-TRC", 7, TRACE),  # cut inside one magic: that kind, whose reader says where (D1)
+    (b"BOB-C", 5, CHECKPOINT),
+    (b"BOB-", 4, None),  # the start of every magic: no kind
+    (b"BOB-TRCX", 8, None),
     (b"\0" * 8, PREDICTION_BYTES, PREDICTIONS),
     (b"\0" * 8, PREDICTION_BYTES + 1, None),
     (b"abc", 3, None),

@@ -272,6 +272,10 @@ def test_an_empty_file_is_a_fresh_checkpoint(cli, files):
     assert -0.01 <= r["planes"]["P"]["min"] and r["planes"]["P"]["max"] < 0.01
     assert r["planes"]["M"]["zeros"] == r["planes"]["V"]["zeros"] == 65_536
     assert "a fresh run's checkpoint" in cli.text("ckpt", str(files / "empty.bin"))
+    # told from no magic: said, since an empty trace, record or predictions file is one too (their commands say so)
+    assert r["note"] == ("every empty file is read as a checkpoint; bob-inspect input|predictions|trace FILE reads "
+                         "it as one of those")
+    assert cli.json("ckpt", str(files / "empty.bin"))["note"] is None
 
 
 # --------------------------------------------------------------------------- #

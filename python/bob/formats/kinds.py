@@ -35,4 +35,7 @@ def detect_kind(head: bytes, size: int) -> str | None:
     that many), or ``None`` when it is none of bob's formats."""
     if size == 0:
         return CHECKPOINT
+    cut = [kind for magic, kind in _BY_MAGIC.items() if size < MAGIC_BYTES and magic.startswith(bytes(head[:size]))]
+    if len(cut) == 1:  # cut short inside one magic: that kind, whose reader says where it ends
+        return cut[0]
     return _BY_MAGIC.get(bytes(head[:MAGIC_BYTES]), PREDICTIONS if size == PREDICTION_BYTES else None)

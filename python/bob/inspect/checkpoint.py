@@ -137,6 +137,9 @@ def checkpoint_report(data: bytes | None, read_problems: list[FormatError], *, p
         why = None if dead_end is not None else not_replaced(path)
         ok = (f"OK: a valid bob v1 checkpoint at step {step} ({plural(report['invocations'], 'invocation')}); "
               + (dead_end.message if dead_end else f"its state resumes, but {why}" if why else "bob-run can resume it"))
+    if fresh and auto:  # (an empty trace, input or predictions file too: bob-inspect FILE cannot tell)
+        add_note(report, "every empty file is read as a checkpoint; bob-inspect input|predictions|trace FILE reads "
+                 "it as one of those")
     if rows and planes is None:  # (the rows asked for: said, in JSON too, not only a null)
         add_note(report, "--rows: not available (the planes could not be read)")
     finish(report, problems, ok, "bob-run refuses this checkpoint")
