@@ -103,7 +103,7 @@ class BobFile:
         raise NotImplementedError  # pragma: no cover - each format's own
 
     def __eq__(self, other: object) -> bool:
-        """Equal objects are one file: the bytes say it all (a trace's NaN loss, a diverged run, equals itself).
+        """Equal objects are one file: the bytes say it all.
         Used where the format's dataclass leaves ``eq=False`` (the input record, the trace)."""
         return self.to_bytes() == other.to_bytes() if isinstance(other, type(self)) else NotImplemented
 

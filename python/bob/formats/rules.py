@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["ValueRule", "INPUT_VERSION", "TARGET_AGREES", "PROMPT_WORD", "ENVELOPE_VERSION", "HEADER_BYTES",
            "CHUNK_COUNT", "CHUNK_TAG", "CHUNK_OFFSET", "CHUNK_LENGTH", "PADDING", "FINITE", "V_NOT_NEGATIVE",
            "MOMENTS_ZERO_AT_STEP_0", "ROOM_FOR_UPDATES", "chunk_offset", "VALIDITY", "TOKEN", "INVALID_TOKEN",
-           "TRACE_VERSION_RULE", "TRACE_STEP_BEFORE", "TRACE_UPDATE_COUNT", "TRACE_CONTRACT", "TRACE_STEP", "RULES",
+           "TRACE_VERSION_RULE", "TRACE_STEP_BEFORE", "TRACE_UPDATE_COUNT", "TRACE_CONTRACT", "TRACE_STEP", "TRACE_LOSS", "RULES",
            "prompt_word_ok"]
 
 class ValueRule:
@@ -176,12 +176,14 @@ TRACE_STEP_BEFORE: ValueRule = ValueRule("step_before", lambda s: s <= U64_MAX -
                                          f"at most {U64_MAX - TRACE_UPDATES}")
 TRACE_STEP: ValueRule = ValueRule("entries.step", lambda step, want: step == want,
                                   "entry i is the update that makes step step_before + i + 1", "step_before + i + 1")
+TRACE_LOSS: ValueRule = ValueRule("entries.loss", lambda loss: loss >= 0, "a mean cross-entropy (§6.4) is never "
+                                  "negative or NaN (+inf: a pair's target of probability 0)", "at least 0")
 
 RULES: "dict[str, tuple[ValueRule, ...]]" = {
     "input": (INPUT_VERSION, TARGET_AGREES, PROMPT_WORD),
     "envelope": (ENVELOPE_VERSION, HEADER_BYTES, CHUNK_COUNT, CHUNK_TAG, CHUNK_OFFSET, CHUNK_LENGTH, PADDING,
                  FINITE, V_NOT_NEGATIVE, MOMENTS_ZERO_AT_STEP_0, ROOM_FOR_UPDATES),
     "predictions": (VALIDITY, TOKEN, INVALID_TOKEN),
-    "trace": (TRACE_VERSION_RULE, TRACE_UPDATE_COUNT, TRACE_CONTRACT, TRACE_STEP_BEFORE, TRACE_STEP),
+    "trace": (TRACE_VERSION_RULE, TRACE_UPDATE_COUNT, TRACE_CONTRACT, TRACE_STEP_BEFORE, TRACE_STEP, TRACE_LOSS),
 }
 """Each format's value rules, in the order its ``examine`` checks them (the docs' rule tables)."""

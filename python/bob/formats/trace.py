@@ -21,7 +21,8 @@ from bob.formats.contract import V1
 from bob.formats.files import BobFile, Examined, as_bytes, magic_finding
 from bob.formats.layout import (DIGEST_BYTES, TRACE_BODY_BYTES, TRACE_BYTES, TRACE_DIGEST_BYTES, TRACE_ENTRY,
                                 TRACE_ENTRY_FIELDS, TRACE_HEAD, TRACE_HEAD_STRUCT)
-from bob.formats.rules import TRACE_CONTRACT, TRACE_STEP, TRACE_STEP_BEFORE, TRACE_UPDATE_COUNT, TRACE_VERSION_RULE
+from bob.formats.rules import TRACE_CONTRACT, TRACE_LOSS, TRACE_STEP, TRACE_STEP_BEFORE, TRACE_UPDATE_COUNT, \
+    TRACE_VERSION_RULE
 from bob.formats.schema import END, Sha256Of, Table, parse, ruled, schema_fields
 from bob.text import json_number
 
@@ -125,6 +126,8 @@ class Trace(BobFile):
         for i, entry in enumerate(entries):
             if not TRACE_STEP.ok(entry.step, self.step_before + i + 1):
                 raise TRACE_STEP.finding(entry.step, expected=self.step_before + i + 1, index=i)
+            if not TRACE_LOSS.ok(entry.loss):
+                raise TRACE_LOSS.finding(entry.loss, index=i, given=True)
             if len(entry.digests) != len(PLANE_NAMES) or any(len(d) != TRACE_DIGEST_BYTES for d in entry.digests):
                 raise BadValue("entries.digests",
                                f"an entry holds the {TRACE_DIGEST_BYTES}-byte XXH3-128 of P, M and V", index=i)
@@ -214,11 +217,13 @@ def examine(data: bytes) -> TraceExamination:
                                                   offset=TRACE_HEAD["contract_sha256"].offset))
     if not (room := TRACE_STEP_BEFORE.ok(head.step_before)):  # (then no entry's step can be right: not one each)
         ex.findings.append(TRACE_STEP_BEFORE.finding(head.step_before, offset=TRACE_HEAD["step_before"].offset))
-    for i, entry in enumerate(head.entries if room else ()):
-        want = head.step_before + i + 1
-        if not TRACE_STEP.ok(entry.step, want):
-            offset = TRACE_HEAD_STRUCT.size + i * TRACE_ENTRY.size + TRACE_ENTRY_FIELDS["step"].offset
-            ex.findings.append(TRACE_STEP.finding(entry.step, expected=want, offset=offset, index=i))
+    for i, entry in enumerate(head.entries):
+        at, want = TRACE_HEAD_STRUCT.size + i * TRACE_ENTRY.size, head.step_before + i + 1
+        if room and not TRACE_STEP.ok(entry.step, want):
+            ex.findings.append(TRACE_STEP.finding(entry.step, expected=want, offset=at + TRACE_ENTRY_FIELDS["step"].offset,
+                                                  index=i))
+        if not TRACE_LOSS.ok(entry.loss):
+            ex.findings.append(TRACE_LOSS.finding(entry.loss, offset=at + TRACE_ENTRY_FIELDS["loss"].offset, index=i))
     if not ex.findings:
         entries = tuple(TraceEntry(e.step, e.loss, tuple(e[n] for n in PLANE_NAMES)) for e in head.entries)
         ex.trace = Trace._trusted(contract_sha256=head.contract_sha256, input_sha256=head.input_sha256,
