@@ -267,6 +267,20 @@ def test_inspect_trace_names_the_update_then_the_plane_and_index(tmp_path: Path,
     assert library["checkpoints"]["first"]["index"] == 1234 and library["first_divergence"]["planes"] == ["P"]
 
 
+def test_the_library_s_refusal_of_one_of_two_names_the_argument() -> None:
+    """Two traces, or two checkpoints, refused in the same words: a note names the one refused (the command
+    names its path)."""
+    a, other, trace_b = diverged()
+    cut = a.trace_bytes()[:700]
+    for args, kwargs, named in [((a.trace, cut), {}, "b"), ((cut, a.trace), {}, "a"),
+                                ((a.trace, trace_b), {"checkpoints": (a.checkpoint, a.checkpoint.to_bytes()[:9])},
+                                 "checkpoints[1]"),
+                                ((a.trace, trace_b), {"checkpoints": (other, other)}, "checkpoints[0]")]:
+        with pytest.raises(bob.FormatError) as info:
+            bob.diff(*args, **kwargs)
+        assert info.value.__notes__ == [f"(refusing the argument {named})"], (named, info.value)
+
+
 def test_inspect_trace_refuses_with_exit_2_naming_the_path_and_field(tmp_path: Path, cli) -> None:
     a, other, _ = diverged()
     good = tmp_path / "a.trace"

@@ -12,11 +12,12 @@ state of its trace, are refused (:class:`~bob.errors.BadValue`, naming the field
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
-from typing import Any
+from typing import Any, Iterator
 
-from bob.errors import BadValue, buffer_bytes, ordered_items, shown_kind
+from bob.errors import BadValue, FormatError, buffer_bytes, ordered_items, shown_kind
 from bob.formats.constants import PLANE_NAMES, TRACE_MAGIC, cell_name
 from bob.formats.trace import Trace, load_trace, read_trace_file
 from bob.text import json_number
@@ -43,17 +44,27 @@ def is_trace(value: Any) -> bool:
     return False
 
 
+@contextlib.contextmanager
+def _refusing(name: str) -> Iterator[None]:
+    """A :class:`~bob.FormatError` raised in the block names, in a note, the argument it refuses: of two
+    traces or two checkpoints, the message alone cannot say which (``bob.diff(a, b)``)."""
+    try:
+        yield
+    except FormatError as exc:
+        exc.add_note(f"(refusing the argument {name})")
+        raise
+
+
 def trace_of(value: Any, name: str = "trace") -> Trace:
     """A :class:`~bob.Trace` from itself, a trace file's bytes or a path (read through the bounded reader);
     anything else a ``TypeError`` naming the argument ``name``."""
     if isinstance(value, Trace):
         return value
-    if (data := buffer_bytes(value)) is not None:
-        return load_trace(data)
-    if not isinstance(value, (str, os.PathLike)):
+    if (data := buffer_bytes(value)) is None and not isinstance(value, (str, os.PathLike)):
         raise TypeError(f"{name} is compared as a trace: a bob.Trace, a trace file's bytes or a path, "
                         f"not {type(value).__name__}")
-    return read_trace_file(value)
+    with _refusing(name):
+        return read_trace_file(value) if data is None else load_trace(data)
 
 
 def state_of(checkpoint: Any, name: str = "checkpoint") -> "tuple[int, tuple[Any, Any, Any]]":
@@ -62,15 +73,16 @@ def state_of(checkpoint: Any, name: str = "checkpoint") -> "tuple[int, tuple[Any
     not resume)."""
     from bob.formats.checkpoint import Checkpoint, load_checkpoint, read_checkpoint_file
 
-    if isinstance(checkpoint, Checkpoint):
-        c = checkpoint
-        checkpoint = Checkpoint(c.step, c.p, c.m, c.v, c.header_bytes, c.contract)  # planes as they are written
-    elif isinstance(checkpoint, (str, os.PathLike)):
-        checkpoint = read_checkpoint_file(checkpoint, for_resume=False)
-    elif (data := buffer_bytes(checkpoint)) is not None:
-        checkpoint = load_checkpoint(data, for_resume=False)
-    else:
-        raise TypeError(f"{name} must be a Checkpoint, its bytes or a path; got {shown_kind(checkpoint)}")
+    with _refusing(name):
+        if isinstance(checkpoint, Checkpoint):
+            c = checkpoint
+            checkpoint = Checkpoint(c.step, c.p, c.m, c.v, c.header_bytes, c.contract)  # planes as they are written
+        elif isinstance(checkpoint, (str, os.PathLike)):
+            checkpoint = read_checkpoint_file(checkpoint, for_resume=False)
+        elif (data := buffer_bytes(checkpoint)) is not None:
+            checkpoint = load_checkpoint(data, for_resume=False)
+        else:
+            raise TypeError(f"{name} must be a Checkpoint, its bytes or a path; got {shown_kind(checkpoint)}")
     return checkpoint.step, (checkpoint.p, checkpoint.m, checkpoint.v)
 
 
@@ -108,8 +120,9 @@ def _states(a: Trace, b: Trace, checkpoints: "tuple[Any, Any]", files: "tuple[An
     """The two checkpoints compared, each first held to its trace."""
     pair = checkpoint_pair(checkpoints)
     (step_a, planes_a), (step_b, planes_b) = (state_of(c, f"checkpoints[{i}]") for i, c in enumerate(pair))
-    entry_of(a, step_a, planes_a)
-    entry_of(b, step_b, planes_b)
+    for i, (trace, step, planes) in enumerate(((a, step_a, planes_a), (b, step_b, planes_b))):
+        with _refusing(f"checkpoints[{i}]"):
+            entry_of(trace, step, planes)
     if step_a != step_b:
         raise BadValue("step", "the two checkpoints are states after different updates; give one of each run after "
                        "the same update", expected=step_a, actual=step_b)
