@@ -89,10 +89,13 @@ class LastWords:
 
     def say(self) -> int:
         """Write the prepared report (nothing is allocated but the calls); the exit code."""
+        for stream in (sys.stderr, sys.stdout):  # what they hold goes first
+            try:
+                stream.flush()
+            except (OSError, ValueError, MemoryError, AttributeError):  # (AttributeError: a stream never open, None)
+                pass
         for fd, data in ((2, self.line), (1, self.document)):
             try:
-                for stream in (sys.stderr, sys.stdout):
-                    stream.flush()
                 if data:
                     os.write(fd, data)
             except (OSError, ValueError, MemoryError):

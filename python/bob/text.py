@@ -257,7 +257,17 @@ def tolerant_streams() -> None:
     """stdout and stderr write what their encoding cannot hold as escapes
     (``\\u2026``, ``\\xb5``) instead of raising ``UnicodeEncodeError``
     (``PYTHONIOENCODING=ascii``, a C locale): degraded, never lost. An encoding that holds no text at all
-    (``PYTHONIOENCODING=undefined``) is replaced by ASCII."""
+    (``PYTHONIOENCODING=undefined``) is replaced by ASCII. A standard descriptor the process started
+    without (``2>&-``) is opened on /dev/null: a file bob opens would take its number, and what is written
+    to it (a native panic's message, :class:`bob.failures.LastWords`) would go into that file."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            try:  # (the lowest number free: this one, those below it held already)
+                os.set_inheritable(os.open(os.devnull, os.O_RDWR), True)
+            except OSError:  # (no descriptor to spare: as it was)
+                pass
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
         try:

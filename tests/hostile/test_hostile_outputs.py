@@ -120,6 +120,23 @@ def test_bob_inspect_with_a_closed_stdout_is_one_line_not_a_traceback(work: Path
     assert out.returncode == 0 and b"Traceback" not in out.stderr and out.stderr.count(b"\n") == 1
 
 
+def test_a_command_started_without_its_standard_descriptors_keeps_its_files_off_their_numbers(work: Path) -> None:
+    """Started with 0, 1 and 2 closed, bob-run's lock file took fd 2, where a native panic's message or the
+    out-of-memory report is written: /dev/null holds the three numbers now, inherited by a child as streams."""
+    script = ("import os, sys, bob.invocation, bob.run\n"
+              "real = bob.invocation.advance\n"
+              "def seen(*a, **k):\n"
+              "    with open(sys.argv[1], 'w') as f:\n"
+              "        f.write(' '.join(os.readlink(f'/proc/self/fd/{n}') + str(os.get_inheritable(n)) for n in (0, 1, 2)))\n"
+              "    return real(*a, **k)\n"
+              "bob.invocation.advance = seen\n"
+              "sys.exit(bob.run.main(sys.argv[2:]))")
+    closed = subprocess.run([sys.executable, "-c", script, str(work / "seen.txt"), *run_args(work)[1:]],
+                            preexec_fn=lambda: [os.close(n) for n in (0, 1, 2)], timeout=60)
+    assert closed.returncode == 0 and bob.read_checkpoint_file(work / "ck.bin").step == U
+    assert (work / "seen.txt").read_text() == "/dev/nullTrue /dev/nullTrue /dev/nullTrue"
+
+
 # ------------------------------------------------------------------ rollback ---
 def test_failed_checkpoint_write_restores_old_predictions_exactly(work: Path, monkeypatch, capsys) -> None:
     """The predictions are replaced first; if the checkpoint then cannot be

@@ -456,3 +456,15 @@ def test_an_error_raised_from_none_while_running_out_is_its_own() -> None:
         raise AssertionError("unreachable")
 
     assert failures.out_of_memory(raised(False)) and not failures.out_of_memory(raised(True))
+
+
+def test_the_last_words_are_said_when_the_process_started_without_stdout(monkeypatch, capfd) -> None:
+    """sys.stdout is None in a process started with it closed: the flush before the words raised AttributeError,
+    past the report, where the words of an out-of-memory report are one line and the exit code."""
+    words = failures.LastWords("bob-run", "bob-run", 1, False)
+    try:
+        monkeypatch.setattr(sys, "stdout", None)
+        assert words.say() == 1
+    finally:
+        words.done()
+    assert capfd.readouterr().err == f"bob-run: {words.message}\n"
