@@ -9,6 +9,7 @@ puts this directory on ``sys.path``); there is deliberately one conftest.py.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -282,3 +283,24 @@ def signalled_as_spawned(monkeypatch: pytest.MonkeyPatch, run: Callable[[], obje
             child.kill()
     assert children
     return children[0]
+
+
+@contextlib.contextmanager
+def tmpfs(path: Path, size: str, *, full: bool = False) -> Iterator[Path]:
+    """A tmpfs of ``size`` mounted at ``path`` (made here) for the block, filled first when ``full`` (a disk that
+    runs out); a test that cannot mount one here is skipped."""
+    import subprocess
+
+    path.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True)
+    if done.returncode:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        if full:
+            with contextlib.suppress(OSError), open(path / "filler", "wb") as filler:  # (until the disk is full)
+                while True:
+                    filler.write(bytes(4096))
+                    filler.flush()
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)

@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
 
 __all__ = ["EXIT_OK", "EXIT_UNEXPECTED", "EXIT_FOUND", "EXIT_REFUSED", "EXIT_SOFTWARE", "EXIT_BUSY",
-           "EXIT_INTERRUPTED", "RESOURCE_ERRNOS", "Refused", "os_reason", "the_machine_ran_out"]
+           "EXIT_INTERRUPTED", "RESOURCE_ERRNOS", "PATH_MAX", "Refused", "os_reason", "the_machine_ran_out"]
 
 EXIT_OK = 0
 EXIT_UNEXPECTED = 1

@@ -15,6 +15,7 @@ finds a planted bug: the properties raise ``PropertyFailed``.
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -211,3 +212,55 @@ def test_a_campaign_shorter_than_a_display_tick_reports_its_coverage(tmp_path: P
                          capture_output=True, text=True, timeout=180)
     result = json.loads(run.stdout)
     assert run.returncode == 0 and result["coverage"] > 0 and result["features"] > 0, run
+
+
+@needs_atheris
+def test_a_corpus_the_disk_could_not_hold_is_said_never_counted(tmp_path: Path) -> None:
+    """libFuzzer does not check its writes: on a full disk the corpus took empty files named by the SHA-1 of inputs
+    they do not hold, counted as the corpus, exit 0 and nothing said (the next campaign read them as its corpus)."""
+    from conftest import tmpfs
+
+    with tmpfs(tmp_path / "disk", "48k", full=True) as disk:
+        run = subprocess.run([sys.executable, "-m", "bob", "fuzz", "run", "input", "--time", "2", "--seed", "1",
+                              "--corpus", str(disk / "c"), "--artifacts", str(tmp_path / "a"), "--json"],
+                             capture_output=True, text=True, timeout=180)
+        result = json.loads(run.stdout)
+        left = os.listdir(disk / "c")
+    assert run.returncode == 0 and result["corpus"] == len(left) == 0, run.stdout
+    assert re.fullmatch(r"\d+ inputs the engine added to --corpus were not written whole \(a full disk\?\) and were "
+                        r"removed", result["notes"][0]), result["notes"]
+
+
+@needs_atheris
+@pytest.mark.parametrize("option", ["--corpus", "--artifacts"])
+def test_a_directory_too_deep_for_the_engine_s_files_is_refused_first(tmp_path: Path, option: str) -> None:
+    """Every corpus entry (a 40-byte name) or finding (crash-<40>) past the path limit was dropped by the engine
+    unsaid: "corpus 0" and exit 0, or a crash with no finding."""
+    size = {"--corpus": 4080, "--artifacts": 4030}[option]  # (room for the directory, and what bob makes in it)
+    whole, rest = divmod(size - len(str(tmp_path)) - 1, 201)
+    deep = tmp_path.joinpath(*["d" * 200] * whole, "e" * rest)
+    assert len(str(deep)) == size
+    paths = {"--corpus": str(tmp_path / "c"), "--artifacts": str(tmp_path / "a"), option: str(deep)}
+    run = subprocess.run([sys.executable, "-m", "bob", "fuzz", "run", "input", "--runs", "10", "--json",
+                          *(word for pair in paths.items() for word in pair)], capture_output=True, text=True,
+                         timeout=180)
+    error = json.loads(run.stdout)["error"]
+    assert run.returncode == 2 and error["option"] == option, run.stdout
+    assert error["message"].startswith("the engine could not write its files in it: file name too long (a path of ")
+    assert os.listdir(tmp_path) == []  # (what it made, removed)
+
+
+def test_a_failing_input_the_engine_could_not_write_whole_is_a_finding_without_an_input(tmp_path: Path) -> None:
+    """A crash file written on a full disk is empty or cut: its bytes are not the input that failed (its name, the
+    SHA-1, says so), so it is no finding's input; the failure the worker reported stands."""
+    from bob.fuzz import campaign
+
+    c = campaign._Campaign("input", 1, None, 1, str(tmp_path / "c"), str(tmp_path / "a"), None, None, None, 20)
+    worker = campaign._Worker(0, last_error="ValueError: planted", last_key="ValueError at target.py:1")
+    (tmp_path / "crash-86f7e437faa5a7fce15d1ddcb9eaeaea377667b8").write_bytes(b"")  # (the SHA-1 of b"a")
+    c.collect(str(tmp_path / "crash-86f7e437faa5a7fce15d1ddcb9eaeaea377667b8"), worker)
+    (finding,) = c.result.findings
+    assert (finding.path, finding.message, finding.key) == ("", "ValueError: planted", "ValueError at target.py:1")
+    assert c.result.notes == ["the engine could not write a failing input whole (crash-86f7e437faa5a7fce15d1ddcb9eaea"
+                              "ea377667b8; a full disk?): its finding has no input"]
+    assert [p.name for p in (tmp_path / "a").iterdir()] == [".logs"]  # (no artifact of bytes that never failed)

@@ -20,7 +20,7 @@ import pytest
 
 from bob.fuzz.cli import main
 from bob.fuzz.targets import TARGETS
-from conftest import GOLDEN
+from conftest import GOLDEN, tmpfs
 
 HERE = Path(__file__).resolve().parent
 LAX_READER = """
@@ -868,23 +868,13 @@ def test_a_full_tmpdir_never_makes_a_correct_reader_wrong(corpus: Path, tmp_path
 
     from bob.fuzz import conformance
 
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(disk)], capture_output=True).returncode:
-        pytest.skip("cannot mount a tmpfs here")
-    try:
-        with contextlib.suppress(OSError), open(disk / "filler", "wb") as filler:  # (until the disk is full)
-            while True:
-                filler.write(bytes(4096))
-                filler.flush()
+    with tmpfs(tmp_path / "disk", "256k", full=True) as disk:
         monkeypatch.setattr(tempfile, "tempdir", str(disk))
         reader = [sys.executable, "-c", "import subprocess, sys; code = subprocess.call([sys.executable, '-m', "
                   "'bob.fuzz.conformance', 'predictions', sys.argv[1]]); sys.stdout.write('x' * 100_000); "
                   "sys.stdout.flush(); sys.exit(code)", "{}"]  # (bob's verdict, then 100 KB printed)
         report = conformance.check("predictions", reader, corpus=corpus)
         assert report["disagreements"] == [] and report["files"] > 5
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
 def test_a_corpus_path_that_starts_with_a_dash_reaches_the_reader_as_a_path(corpus: Path, tmp_path: Path,

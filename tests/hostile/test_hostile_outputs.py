@@ -18,7 +18,7 @@ import pytest
 
 import bob
 from bob.formats.constants import UPDATES_PER_INVOCATION as U
-from conftest import CORPUS, PROMPTS
+from conftest import CORPUS, PROMPTS, tmpfs
 
 BIN = Path(sys.executable).parent
 
@@ -176,15 +176,8 @@ def test_failed_checkpoint_write_removes_predictions_that_did_not_exist(work: Pa
 @pytest.fixture
 def small_disk(tmp_path: Path):
     """A 1.6 MB tmpfs: room for one checkpoint and a large predictions file, not for a second checkpoint."""
-    mount = tmp_path / f"disk-{uuid.uuid4().hex[:6]}"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1600k", "tmpfs", str(mount)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
+    with tmpfs(tmp_path / f"disk-{uuid.uuid4().hex[:6]}", "1600k") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def test_a_full_disk_loses_nothing(small_disk: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -24,7 +25,7 @@ from bob import signals
 from bob.commands import Refused, about, os_reason, output_directory
 from bob.fileio import make_directory, refuse_if_working_directory_gone, write_atomic
 from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignDisplay, CampaignResult, Finding, MachineRanOut, \
-    fast_path_stats, read_input, seed_paths
+    fast_path_stats, read_input, refuse_unless_fits, remove_unwritten, seed_paths
 from bob.fuzz.dictionary import write_dict
 from bob.text import note
 
@@ -159,11 +160,15 @@ class _Campaign:
                 raise Refused("the engine takes its paths as UTF-8 text, and this one (its links resolved) is not",
                               option=option, path=path) from None
         self.corpus = Path(output_directory("--corpus", corpus)).resolve()
+        refuse_unless_fits("--corpus", corpus, self.corpus, "0" * 40)  # (an entry: the SHA-1 of its input)
+        self.before = set(os.listdir(self.corpus))  # (what the engine adds is checked at the end)
         self.artifacts = Path(output_directory("--artifacts", artifacts)).resolve()
         if self.corpus in (self.artifacts, *self.artifacts.parents):  # (what it made goes: run_command)
             raise Refused("is the --corpus directory or inside it, where the engine reads every file as an input "
                           "(findings and logs too)", option="--artifacts", path=artifacts)
-        self.logs = self.artifacts / ".logs"
+        self.logs = self.artifacts / ".logs"  # its longest file: a worker's finding in the scratch (scratch())
+        refuse_unless_fits("--artifacts", artifacts, self.logs / f"{SCRATCH}{os.getpid()}-{'x' * 8}" / f"crash{jobs}",
+                           "slow-unit-" + "0" * 40)
         output_directory("--artifacts", self.logs)  # (removed with the artifacts' when the command fails)
         self.scratch_home, self.held = "", contextlib.ExitStack()  # made with the workers, held while it runs
         with _holding(str(self.logs)):  # what a campaign ended by SIGKILL left: no one holds it (a pid proves
@@ -274,16 +279,20 @@ class _Campaign:
             data = read_input(path)
         except OSError:
             return
-        w.found = True
-        kind = Path(path).name.split("-")[0]
-        if Path(path).name.startswith(("oom-", "timeout-", "slow-unit-")) and _passes_outside(self.target, path, self.env):
+        w.found, name = True, Path(path).name
+        if not (whole := hashlib.sha1(data).hexdigest() == name[-40:]):  # (named by its input's SHA-1: a full disk
+            # left it empty or cut; the failure the worker said stands, these bytes are not its input)
+            self.result.notes.append(f"the engine could not write a failing input whole ({name}; a full disk?): "
+                                     "its finding has no input")
+        kind = name.split("-")[0]
+        if whole and name.startswith(("oom-", "timeout-", "slow-unit-")) and _passes_outside(self.target, path, self.env):
             self.result.discarded.append(Finding(path, f"{kind} in the engine only: the input passes when "
                                                  "replayed in a fresh process"))
             return
         message = w.last_error or "the target crashed (see the worker log in .logs/)"
         key = w.last_key or ("crash: " + kind)
         w.last_error = w.last_key = None
-        self.result.add(data, message, key, self.artifacts)
+        self.result.add(data if whole else None, message, key, self.artifacts)
 
     def relaunch(self, w: _Worker) -> None:
         """A worker that ended: a finding, or the end of a generation; start its next one if it may."""
@@ -371,6 +380,9 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
             c.held.close()
             if c.scratch_home:
                 shutil.rmtree(c.scratch_home, ignore_errors=True)
+    if lost := remove_unwritten(c.corpus, c.before):
+        c.result.notes.append(f"{lost} inputs the engine added to --corpus were not written whole (a full disk?) "
+                              "and were removed")
     result = c.tally()  # (a campaign shorter than a display tick: its last status lines too)
     for said in result.notes if stopped is not None else []:  # (a log that could not be saved: on stderr)
         note("bob-fuzz", said)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from bob.commands import RESOURCE_ERRNOS, Refused, about, os_reason
+from bob.refusals import PATH_MAX
 from bob.fileio import FileTooLarge, read_bounded, write_atomic
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, PREDICTION_BYTES
 from bob.options import shown_argv  # (a spec is argv's: its bytes shown as a refusal shows a path's)
@@ -25,7 +26,7 @@ from bob.fuzz.targets import TARGETS, seed_files
 
 __all__ = ["MAX_LEN", "DEFAULT_MAX_LEN", "INPUT_LIMIT", "Finding", "CampaignResult", "CampaignDisplay",
            "load_target", "seed_paths", "die_with_parent", "read_input", "fast_path_stats", "failure", "failure_message",
-           "stdout_on_stderr", "MachineRanOut", "OUT_OF_ROOM"]
+           "stdout_on_stderr", "MachineRanOut", "OUT_OF_ROOM", "refuse_unless_fits", "remove_unwritten"]
 
 MAX_LEN = {"input": 4096, "predictions": 4 * PREDICTION_BYTES, "core": 4096}
 DEFAULT_MAX_LEN = MAX_CHECKPOINT_BYTES + 64  # a little past the largest checkpoint a reader accepts
@@ -82,6 +83,26 @@ def fast_path_stats(target: str, fmt: str | None) -> str | None:
     with about("BOB_FUZZ_FAST_PATH_STATS", stats):
         write_atomic(f"{stats}.0.0", b'{"executions": 0, "recognized": 0}')
     return stats
+
+
+def refuse_unless_fits(option: str, given: str, directory: "str | os.PathLike[str]", name: str) -> None:
+    """Refuse ``option`` (``given``) when a file ``name`` the engine writes in ``directory`` passes the system's
+    limit on a path: libFuzzer drops such a write unsaid, as it leaves a file empty or cut on a full disk."""
+    if len(os.fsencode(path := os.path.join(directory, name))) >= PATH_MAX:
+        why = os_reason(OSError(errno.ENAMETOOLONG, "file name too long", path))
+        raise Refused(f"the engine could not write its files in it: {why}", option=option, path=given)
+
+
+def remove_unwritten(corpus: Path, before: "set[str]") -> int:
+    """Remove what the engine added to ``corpus`` (not ``before``) that does not hold the input its name says; how many."""
+    lost = 0
+    for entry in os.scandir(corpus) if corpus.is_dir() else ():
+        if entry.name not in before and len(entry.name) == 40 and not entry.name.strip("0123456789abcdef"):
+            with contextlib.suppress(OSError):
+                if hashlib.sha1(read_input(entry.path)).hexdigest() != entry.name:
+                    os.unlink(entry.path)
+                    lost += 1
+    return lost
 
 
 def die_with_parent(parent: int | None = None) -> None:
@@ -193,17 +214,19 @@ class CampaignResult:
     def as_dict(self) -> dict[str, Any]:  # bob-fuzz run --json
         return dict(asdict(self), findings=[dict(asdict(f), where=f.where) for f in self.findings])
 
-    def add(self, data: bytes, message: str, key: str, artifacts: "str | os.PathLike[str] | None") -> None:
-        """Count a failing input; a new failure is a finding, its input written to ``artifacts``
+    def add(self, data: bytes | None, message: str, key: str, artifacts: "str | os.PathLike[str] | None") -> None:
+        """Count a failing input; a new failure is a finding, its input (None: not known) written to ``artifacts``
         (``<target>-<sha256 prefix>.bin`` and a ``.txt`` of its message and key) when that is given."""
         self.crashes += 1
         for f in self.findings:
             if f.key == key:  # the same failure again gets no second artifact
                 f.count += 1
                 return
-        name = f"{self.target.replace(':', '_').replace('.', '_')}-{hashlib.sha256(data).hexdigest()[:16]}.bin"
+        if data is None:
+            artifacts = None  # (its input lost: the finding stands, said in a note)
+        name = f"{self.target.replace(':', '_').replace('.', '_')}-{hashlib.sha256(data or b'').hexdigest()[:16]}.bin"
         self.findings.append(found := Finding("" if artifacts is None else str(Path(artifacts) / name), message, key))
-        if artifacts is not None:
+        if artifacts is not None and data is not None:
             from bob.commit import replace_all
 
             said = f"{message}\n{key}\n".encode("utf-8", "backslashreplace")
