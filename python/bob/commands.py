@@ -142,7 +142,7 @@ def argument_parser(*, epilog: str | None = None, **kwargs: Any) -> "argparse.Ar
             option = None
             if message.startswith("argument ") and ": " in message:
                 named, message = message[len("argument "):].split(": ", 1)
-                option = named.split("/")[0]
+                option = None if named.startswith("{") else named.split("/")[0]  # ({run,replay,…}: the command word)
             if message.startswith(ignored := "ignored explicit argument ") and message.endswith(("'", '"')):
                 import ast  # (--json=x: argparse's repr, where no subclass reaches) read back, shown once below
 

@@ -334,6 +334,14 @@ def test_a_usage_error_is_one_line_and_the_same_envelope(argv: list[str], capsys
             assert document["error"]["message"].startswith("usage: ")
 
 
+def test_an_unknown_command_word_names_no_option(capsys) -> None:
+    """README's `option`: an option, an operand's name, or null; argparse named bob-fuzz's command words by their
+    list ("{targets,run,replay,…}")."""
+    rc, out, _ = call("bob-fuzz", ["bogus", "--json"], capsys)
+    error = json.loads(out)["error"]
+    assert rc == 2 and error["option"] is None and error["message"].startswith("usage: invalid choice: 'bogus'")
+
+
 @pytest.mark.parametrize("argv", [[], ["nope"], ["--json"]], ids=["nothing", "nope", "--json"])
 def test_python_m_bob_without_a_command_is_the_same_usage_error(argv: list[str], capsys) -> None:
     """The dispatcher's own usage errors follow the convention (it printed its usage on stdout for no
