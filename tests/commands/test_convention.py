@@ -267,7 +267,7 @@ def test_a_mistyped_option_is_named_even_when_a_required_argument_is_missing(arg
 def test_a_mistyped_option_before_a_subcommand_is_named_too(capsys) -> None:
     rc, out, err = call("bob-fuzz", ["--bogus", "run"], capsys)
     assert rc == 2 and err.splitlines()[-1].endswith(
-        "usage: unrecognized arguments: --bogus; the following arguments are required: target (see bob-fuzz run --help)")
+        "usage: unrecognized arguments: --bogus; the following arguments are required: TARGET (see bob-fuzz run --help)")
 
 
 def test_reading_a_callers_parser_for_unknown_words_leaves_what_it_requires() -> None:

@@ -478,6 +478,15 @@ def test_the_seeded_loop_seeds_a_module_target_with_its_formats_files(tmp_path: 
     assert [f.message for f in seeded_loop("size_bug:target", 30, fmt="checkpoint").findings] == ["AssertionError: big"]
 
 
+@pytest.mark.parametrize("target, fmt", [("checkpoint", "input"), ("core", "input"), ("run", "predictions")])
+def test_a_named_target_given_another_format_is_refused(target: str, fmt: str, capsys) -> None:
+    """The checkpoint target was fuzzed with input records' seeds and mutations, its summary still "checkpoint"."""
+    assert main(["run", target, "--format", fmt, "--engine", "loop", "--runs", "3", "--json"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["option"] == "--format" and error["message"].startswith(f"usage: target {target} reads "), error
+    assert main(["run", "checkpoint", "--format", "ckpt", "--engine", "loop", "--runs", "3"]) == 0  # (its own)
+
+
 def test_a_finding_whose_input_cannot_be_saved_is_still_reported(tmp_path: Path) -> None:
     """Under ulimit -f (or on a full disk) the finding's .txt could not be written: exit 70, "unexpected
     error: OSError: [Errno 27] File too large", the finding gone from the report and its .bin left alone."""

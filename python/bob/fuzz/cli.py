@@ -48,7 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("targets", help="list the targets and the property each checks")
 
     r = sub.add_parser("run", help="a coverage-guided campaign (atheris/libFuzzer)")
-    r.add_argument("target", help="a target name, or package.module:function")
+    r.add_argument("target", metavar="TARGET", help="a target name, or package.module:function")
     when = r.add_mutually_exclusive_group()
     when.add_argument("--time", type=seconds_option("--time", positive=True, maximum=MAX_SECONDS),
                       metavar="SECONDS", help="how long (default 60 s)")
@@ -135,7 +135,9 @@ def cmd_run(args: argparse.Namespace) -> Outcome:
     from bob.fuzz.common import stdout_on_stderr
     from bob.fuzz.loop import seeded_loop
 
-    _known_target(args.target, args.format, "TARGET")
+    _known_target(args.target, None, "TARGET")
+    if args.format is not None:  # (a named target's format is its own)
+        _known_target(args.target, args.format, "--format")
     if args.engine == "loop":
         if args.runs is None:
             raise Refused("usage: --engine loop needs --runs N", option="--runs")

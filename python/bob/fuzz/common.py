@@ -38,7 +38,10 @@ def load_target(spec: str, fmt: str | None = None) -> "tuple[Callable[[bytes], N
     """(function, format) for a registered target name or a ``package.module:function`` spec."""
     if spec in TARGETS:
         t = TARGETS[spec]
-        return t.run, t.format if fmt is None else fmt
+        if fmt not in (None, t.format):  # (its seeds and mutations are its own format's: another would be fuzzed)
+            raise ValueError(f"target {spec} reads {t.format or 'bytes of no format'}; a format is named for a "
+                             "package.module:function target")
+        return t.run, t.format
     if ":" not in spec:
         raise ValueError(f"unknown target '{shown_argv(spec)}'; one of {', '.join(TARGETS)} or package.module:function")
     module, _, name = spec.partition(":")
