@@ -260,13 +260,15 @@ def tolerant_streams() -> None:
     (``PYTHONIOENCODING=undefined``) is replaced by ASCII. A standard descriptor the process started
     without (``2>&-``) is opened on /dev/null: a file bob opens would take its number, and what is written
     to it (a native panic's message, :class:`bob.failures.LastWords`) would go into that file."""
-    for fd in (0, 1, 2):
+    for fd, name in enumerate(("stdin", "stdout", "stderr")):
         try:
             os.fstat(fd)
         except OSError:
-            try:  # (the lowest number free: this one, those below it held already)
-                os.set_inheritable(os.open(os.devnull, os.O_RDWR), True)
-            except OSError:  # (no descriptor to spare: as it was)
+            try:  # a stream whose descriptor was closed under it is gone, as one closed at start (None): what it
+                if getattr(getattr(sys, name), "fileno", lambda: -1)() == fd:  # would write is lost, and said so
+                    setattr(sys, name, None)
+                os.set_inheritable(os.open(os.devnull, os.O_RDWR), True)  # (the lowest number free: this one)
+            except (OSError, ValueError):  # (no descriptor to spare: as it was)
                 pass
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
