@@ -60,7 +60,7 @@ __all__ = [
     "FormatError", "NotABobFile", "Truncated", "IntegrityError", "ContractMismatch", "BadValue", "StateRefused",
     "ERROR_CLASSES", "show_bytes", "show_value", "show_learner", "integer_value", "integer_field", "real_value",
     "ordered_items", "flag_value", "buffer_bytes", "shown_kind", "byte_buffer", "as_bytes", "f32_text", "int_text",
-    "NotARegularFile", "NotReplaceable", "FileTooLarge",
+    "NotARegularFile", "NotReplaceable", "FileTooLarge", "field_at",
 ]
 
 
@@ -192,6 +192,12 @@ def as_bytes(data: Any, name: str) -> bytes:
     return data if type(data) is bytes else byte_buffer(data, name).tobytes()
 
 
+def field_at(field: str, index: "int | None") -> str:
+    """A field with its index, as every report spells it: ``chunk_table[0].digest``, ``V[300]``."""
+    head, dot, rest = field.partition(".")
+    return field if index is None else f"{head}[{index}]{dot}{rest}"
+
+
 class FormatError(ValueError):
     """bytes refused by one of bob's formats; names the field that failed."""
 
@@ -219,10 +225,7 @@ class FormatError(ValueError):
     @property
     def where(self) -> str:
         """``field[index] at offset N``, the part of the message that locates the failure."""
-        text = self.field
-        if self.index is not None:
-            head, dot, rest = text.partition(".")
-            text = f"{head}[{self.index}]{dot}{rest}"
+        text = field_at(self.field, self.index)
         if self.offset is not None:
             text += f" at offset {self.offset}"
         return text

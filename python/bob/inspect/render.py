@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bob.errors import field_at
 from bob.formats.constants import CHECKPOINT_MAGIC, UPDATES_PER_INVOCATION
 from bob.formats.layout import CANONICAL_HEADER_BYTES
 from bob.inspect.common import PROG, TOP_K, plural
@@ -226,8 +227,7 @@ def render_diffable(r: dict[str, Any]) -> list[str]:
                 L.append(f"plane {name} {what}{value}: context {m['context_text']}, next {m['next_text']}: "
                          f"A {a} | B {b}")
     for key in ("a", "b"):  # by field and kind: a message may give byte offsets
-        L += [f"problem in {key}: {p['field']}" + (f"[{p['index']}]" if p.get("index") is not None else "")
-              + f": {p['kind']}" for p in r[key]["problems"]]
+        L += [f"problem in {key}: {field_at(p['field'], p.get('index'))}: {p['kind']}" for p in r[key]["problems"]]
     meaningful = len(L) > 2 + sum(line.endswith(": same") for line in L)
     L.append("verdict: " + ("equal" if r["equal"] else "not compared" if r["identical"] is None
                             else "different" if meaningful else "the same step, contract and planes in another layout"))
