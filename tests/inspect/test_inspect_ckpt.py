@@ -265,6 +265,21 @@ def test_an_unparsable_header_still_shows_the_fields_read_before_the_problem(cli
     assert "f32[lr=0.05, beta1=0.9, beta2=0.999, eps=1e-08, weight_decay=0.01]" in out
 
 
+def test_a_step_past_whole_invocations_is_said_alike_in_the_step_line_and_the_verdict(cli, tmp_path):
+    ck = bob.Checkpoint.fresh()
+    ck.step = 33
+    ck.write(tmp_path / "s33.bob")
+    out = cli.text(str(tmp_path / "s33.bob"))
+    assert "  step          33 (3 invocations + 3 updates)\n" in out
+    assert "verdict: OK: a valid bob v1 checkpoint at step 33 (3 invocations + 3 updates); " in out
+
+
+def test_a_file_cut_inside_the_magic_reads_as_cut_not_wrong(cli, tmp_path):
+    (tmp_path / "cut.bin").write_bytes(b"BOB-C")
+    out = cli.text(str(tmp_path / "cut.bin"), code=2)
+    assert '  magic         "BOB-C"  cut short (expected "BOB-CKPT")\n' in out and "WRONG" not in out
+
+
 def test_an_empty_file_is_a_fresh_checkpoint(cli, files):
     r = cli.json(str(files / "empty.bin"))
     assert r["command"] == "bob-inspect checkpoint" and r["auto"] is True and r["fresh"] is True and r["ok"] is True

@@ -16,8 +16,8 @@ from bob.formats.checkpoint import Examination, examine, finite_range
 from bob.formats.constants import CHECKPOINT_MAGIC, LEARNER_NAMES, UPDATES_PER_INVOCATION, VOCABULARY, learner_floats
 from bob.formats.contract import CONTRACT_FIELDS, PLANE_NAMES, V1
 from bob.formats.layout import F32
-from bob.inspect.common import TOP_K, add_note, begin, file_size, finish, magic_report, not_replaced, plural, \
-    read_checkpoint
+from bob.inspect.common import TOP_K, add_note, begin, file_size, finish, invocations_text, magic_report, \
+    not_replaced, read_checkpoint
 from bob.invocation import unadvanceable
 from bob.text import escape_bytes, f32_json, show_byte, show_path
 
@@ -135,7 +135,7 @@ def checkpoint_report(data: bytes | None, read_problems: list[FormatError], *, p
     else:  # (a step it can never advance is a valid file that bob-run refuses to run from, whatever the record)
         dead_end = unadvanceable(step) if isinstance(step, int) else None
         why = None if dead_end is not None else not_replaced(path)
-        ok = (f"OK: a valid bob v1 checkpoint at step {step} ({plural(report['invocations'], 'invocation')}); "
+        ok = (f"OK: a valid bob v1 checkpoint at step {step} ({invocations_text(step or 0)}); "  # (no step: not used)
               + (dead_end.message if dead_end else f"its state resumes, but {why}" if why else "bob-run can resume it"))
     if fresh and auto:  # (an empty trace, input or predictions file too: bob-inspect FILE cannot tell)
         add_note(report, "every empty file is read as a checkpoint; bob-inspect input|predictions|trace FILE reads "

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from bob.errors import FormatError
 from bob.fileio import FileTooLarge, read_bounded, replace_target
-from bob.formats.constants import MAX_CHECKPOINT_BYTES
+from bob.formats.constants import MAX_CHECKPOINT_BYTES, UPDATES_PER_INVOCATION
 from bob.formats.files import CHECKPOINT_FILE, read_format_file, too_large
 from bob.text import escape_bytes, show_path
 
@@ -18,7 +18,7 @@ from bob.commands import EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED as EXIT_PROBLEM
 
 __all__ = ["EXIT_OK", "EXIT_UNEXPECTED", "EXIT_PROBLEMS", "EXIT_INTERRUPTED", "Refused", "os_reason", "read", "PROG",
            "TOP_K", "base", "finish", "plural", "add_note", "peek", "file_size", "read_checkpoint", "begin",
-           "magic_report", "not_replaced"]
+           "magic_report", "not_replaced", "invocations_text"]
 
 PROG = "bob-inspect"
 TOP_K = 5  # next bytes shown per row (--rows)
@@ -106,6 +106,12 @@ def finish(report: dict[str, Any], problems: list[FormatError], ok_verdict: str,
 
 def plural(n: int, word: str) -> str:
     return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+def invocations_text(step: int) -> str:
+    """A step in invocations, and the updates past the last whole one: ``3 invocations + 3 updates``."""
+    extra = step % UPDATES_PER_INVOCATION
+    return plural(step // UPDATES_PER_INVOCATION, "invocation") + (f" + {plural(extra, 'update')}" if extra else "")
 
 
 def not_replaced(path: str) -> str | None:

@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from bob.errors import field_at
-from bob.formats.constants import CHECKPOINT_MAGIC, UPDATES_PER_INVOCATION
+from bob.formats.constants import CHECKPOINT_MAGIC
 from bob.formats.layout import CANONICAL_HEADER_BYTES
-from bob.inspect.common import PROG, TOP_K, plural
+from bob.inspect.common import PROG, TOP_K, invocations_text, plural
 from bob.text import f32_text, show_bytes
 
 
@@ -31,7 +31,8 @@ def file_report(r: dict[str, Any], width: int, body: list[str], magic: bytes | N
         L.append(f"  {'file':<{width}}{r['size']} bytes" + (f", sha256 {r['sha256']}" if r["sha256"] else ""))
     m = r.get("magic")
     if magic is not None and m is not None:
-        state = "ok" if m["ok"] else f"WRONG (expected {show_bytes(magic)})"
+        cut = magic.startswith(bytes.fromhex(m["hex"]))  # (a file that ends inside it: its problem says where)
+        state = "ok" if m["ok"] else f"{'cut short' if cut else 'WRONG'} (expected {show_bytes(magic)})"
         L.append(f"  {'magic':<{width}}\"{m['text']}\"  {state}")
     L += body
     if r["problems"]:
@@ -58,9 +59,7 @@ def _header_lines(r: dict[str, Any]) -> list[str]:
         L.append(f"  header_bytes  {r['header_bytes']} (header {r['header_length']} bytes, "
                  + (f"padding {padding})" if padding >= 0 else f"{-padding} more than header_bytes)"))
     if r["step"] is not None and not r["fresh"] and r["partial_header"] is None:
-        extra = r["step"] % UPDATES_PER_INVOCATION
-        L.append(f"  step          {r['step']} ({plural(r['invocations'], 'invocation')}"
-                 + (f" + {plural(extra, 'update')}" if extra else "") + ")")
+        L.append(f"  step          {r['step']} ({invocations_text(r['step'])})")
     return L
 
 
