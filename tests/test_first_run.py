@@ -34,7 +34,7 @@ def test_the_prerequisites_are_the_projects_own() -> None:
         python = tomllib.load(f)["project"]["requires-python"]
     with open(ROOT / "Cargo.toml", "rb") as f:
         rust = tomllib.load(f)["workspace"]["package"]["rust-version"]
-    section = _section("The two commands")
+    section = _section("The two set-up commands")
     (line,) = [p for p in section.split("\n\n") if p.startswith("Prerequisites:")]
     assert f"Rust ≥ {rust}" in line and f"CPython ≥ {python.removeprefix('>=')}" in line
     assert "network" in line and "PyPI" in line and "crates.io" in line
@@ -54,7 +54,7 @@ def test_every_locked_crate_builds_with_the_stated_rust() -> None:
 
 
 def test_the_set_up_is_two_commands() -> None:
-    assert [line.split()[0] for line in _sh_block(_section("The two commands"))] == [
+    assert [line.split()[0] for line in _sh_block(_section("The two set-up commands"))] == [
         "scripts/demo.sh", "scripts/test.sh"]
 
 
