@@ -223,7 +223,7 @@ def test_a_checkpoint_read_as_predictions_is_named_too(tmp_path) -> None:
     was only "larger than any valid one" (the likely slip: the two paths given the other way round)."""
     checkpoint = bob.invoke(build_input(CORPUS, PROMPTS), b"", threads=1).checkpoint
     checkpoint.write(tmp_path / "model.bob")
-    with pytest.raises(bob.Truncated, match=r"^file_size at offset 24: the file is larger than any valid one \(24 bytes\); this "
+    with pytest.raises(bob.Truncated, match=r"^file_size: the file is larger than any valid one \(24 bytes\); this "
                                             r"file starts like a bob checkpoint \(bob-envelope\); it was not read"):
         bob.read_predictions_file(tmp_path / "model.bob")
 

@@ -48,7 +48,7 @@ def too_large(big: FileTooLarge, limit: int, magic: "tuple[bytes, str] | None") 
             return problem
     like = starts_like(big.head) if magic is None else ""  # (past the magic's finding: its own format's magic)
     return Truncated("file_size", f"the file is larger than any valid one ({limit} bytes){like}; it was not read",
-                     expected=f"at most {limit}", actual=big.size, offset=limit)
+                     expected=f"at most {limit}", actual=big.size)
 
 
 # A format's first bytes: the magic (the predictions have none).
