@@ -122,11 +122,18 @@ def real_value(value: Any) -> float | None:
 
 
 def buffer_bytes(value: Any) -> bytes | None:
-    """Any buffer's bytes (an ndarray's too: D24), or None (a ``str`` is a path or text, never bytes)."""
+    """Any buffer's bytes (an ndarray's too: D24), or None (a ``str`` is a path or text, never bytes; a buffer of
+    Python objects holds their addresses)."""
     try:
-        return None if isinstance(value, str) else memoryview(value).tobytes()
+        view = None if isinstance(value, str) else memoryview(value)
     except TypeError:
         return None
+    return None if view is None or _of_objects(view) else view.tobytes()
+
+
+def _of_objects(view: memoryview) -> bool:
+    """Whether ``view`` holds Python objects (``O`` in its struct format, not in a field's name between colons)."""
+    return "O" in "".join(view.format.split(":")[::2])
 
 
 def flag_value(value: Any, name: str) -> bool:
@@ -176,7 +183,7 @@ def byte_buffer(data: Any, name: str, *, flat: bool = False, core: bool = False,
             view = memoryview(data)
         except TypeError:
             pass
-    if view is not None and "O" in "".join(view.format.split(":")[::2]):  # (not in a field's name, between colons)
+    if view is not None and _of_objects(view):
         raise TypeError(f"{name} must be bytes; a buffer of Python objects holds their addresses, not bytes")
     if view is not None:
         return (view.cast("B") if view.c_contiguous else memoryview(view.tobytes())) if flat else view

@@ -139,6 +139,8 @@ def test_a_buffer_of_python_objects_is_no_bytes(tmp_path) -> None:
         with pytest.raises(TypeError, match=f"^{name} must be bytes; a buffer of Python objects"):
             call()
     assert not (tmp_path / "out.bin").exists()
+    with pytest.raises(TypeError, match="^a is a bob.Checkpoint, a Trace, a file's bytes or a path, not ndarray$"):
+        bob.diff(objects, b"")  # (bob.errors.buffer_bytes: the doors that take a path or bytes)
     named = np.zeros(2, dtype=[("Obj", "<i4")])  # an "O" in a field's name is no object
     assert bob.checkpoint_findings(named)[0].field == "magic"
 
