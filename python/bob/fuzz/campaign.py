@@ -25,7 +25,7 @@ from bob import signals
 from bob.commands import Refused, about, os_reason, output_directory
 from bob.fileio import make_directory, refuse_if_working_directory_gone, write_atomic
 from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignDisplay, CampaignResult, Finding, MachineRanOut, \
-    fast_path_stats, read_input, refuse_unless_fits, remove_unwritten, seed_paths
+    fast_path_stats, read_input, refuse_unless_fits, seed_paths, unwritten
 from bob.fuzz.dictionary import write_dict
 from bob.text import note
 
@@ -380,9 +380,9 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
             c.held.close()
             if c.scratch_home:
                 shutil.rmtree(c.scratch_home, ignore_errors=True)
-    if lost := remove_unwritten(c.corpus, c.before):
-        c.result.notes.append(f"{lost} inputs the engine added to --corpus were not written whole (a full disk?) "
-                              "and were removed")
+    if lost := unwritten(c.corpus, c.before):
+        c.result.notes.append(f"{lost} entries added to --corpus do not hold the input their name says (the engine's "
+                              "writes on a full disk?); left as they are")
     result = c.tally()  # (a campaign shorter than a display tick: its last status lines too)
     for said in result.notes if stopped is not None else []:  # (a log that could not be saved: on stderr)
         note("bob-fuzz", said)

@@ -26,7 +26,7 @@ from bob.fuzz.targets import TARGETS, seed_files
 
 __all__ = ["MAX_LEN", "DEFAULT_MAX_LEN", "INPUT_LIMIT", "Finding", "CampaignResult", "CampaignDisplay",
            "load_target", "seed_paths", "die_with_parent", "read_input", "fast_path_stats", "failure", "failure_message",
-           "stdout_on_stderr", "MachineRanOut", "OUT_OF_ROOM", "refuse_unless_fits", "remove_unwritten"]
+           "stdout_on_stderr", "MachineRanOut", "OUT_OF_ROOM", "refuse_unless_fits", "unwritten"]
 
 MAX_LEN = {"input": 4096, "predictions": 4 * PREDICTION_BYTES, "core": 4096}
 DEFAULT_MAX_LEN = MAX_CHECKPOINT_BYTES + 64  # a little past the largest checkpoint a reader accepts
@@ -96,15 +96,14 @@ def refuse_unless_fits(option: str, given: str, directory: "str | os.PathLike[st
         raise Refused(f"the engine could not write its files in it: {why}", option=option, path=given)
 
 
-def remove_unwritten(corpus: Path, before: "set[str]") -> int:
-    """Remove what the engine added to ``corpus`` (not ``before``) that does not hold the input its name says; how many."""
+def unwritten(corpus: Path, before: "set[str]") -> int:
+    """How many entries added to ``corpus`` (not ``before``) under a SHA-1 name do not hold the input it names (the
+    engine's writes on a full disk; left as they are: one may be a file another process is writing)."""
     lost = 0
     for entry in os.scandir(corpus) if corpus.is_dir() else ():
         if entry.name not in before and len(entry.name) == 40 and not entry.name.strip("0123456789abcdef"):
             with contextlib.suppress(OSError):
-                if hashlib.sha1(read_input(entry.path)).hexdigest() != entry.name:
-                    os.unlink(entry.path)
-                    lost += 1
+                lost += hashlib.sha1(read_input(entry.path)).hexdigest() != entry.name
     return lost
 
 
