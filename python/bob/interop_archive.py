@@ -243,18 +243,19 @@ def npz_parts(data: bytes) -> tuple[dict[str, str], dict[str, bytes]]:
     directory = _zip_directory(data)
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:
-            members = _members(z)
-            raw = {}
+            members, raw, name = _members(z), {}, None
             for name, info in members.items():
                 with z.open(info) as f:
                     raw[name] = _npy(f, name)
+            name = None  # (every member read: what follows is no member's damage)
             _layout(data, list(members.values()), directory)
     except FormatError:
         raise
     except (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError, NotImplementedError, struct.error,
             OverflowError, ValueError, OSError) as exc:  # zipfile's refusals (a negative seek: ValueError)
-        if str(exc).startswith("Bad CRC-32"):  # (zipfile's words at the end of the member read: ``name``)
-            raise IntegrityError(name, "the member's bytes do not match its CRC-32: a damaged archive") from None
+        if name is not None and (isinstance(exc, zlib.error) or str(exc).startswith("Bad CRC-32")):  # (zipfile's
+            raise IntegrityError(name, "the member's bytes are damaged (their deflate stream or CRC-32 does not "
+                                 "hold)") from None  # words at the end of the member ``name``, or zlib's within it)
         raise NotABobFile("npz", f"not an .npz archive bob reads ({type(exc).__name__}: {exc})"[:200]) from None
     try:
         text = raw.pop(METADATA_MEMBER).decode("utf-32-le").rstrip("\0")

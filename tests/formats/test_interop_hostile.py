@@ -178,6 +178,10 @@ def test_a_corrupt_member_is_refused(trained) -> None:
     data = bytearray(archive(members(trained)))
     data[data.index(b"\x93NUMPY", 100) + 200] ^= 1  # a byte of a plane: the CRC no longer holds
     npz_refused(bytes(data), bob.IntegrityError, "P")  # the member named, as zipfile's words do not
+    deflated = archive(members(trained), zipfile.ZIP_DEFLATED)  # (np.savez_compressed's: zlib finds most damage)
+    start = deflated.index(b"P.npy") + 5
+    for at in (start + k for k in (0, 36, 72, 1434, 4026, 15300)):  # (zlib's errors before: NotABobFile, "npz")
+        npz_refused(deflated[:at] + bytes([deflated[at] ^ 0x55]) + deflated[at + 1:], bob.IntegrityError, "P")
 
 
 class Pipe(io.RawIOBase):
