@@ -240,10 +240,10 @@ def _unread(raw: bytes, info: zipfile.ZipInfo) -> bool:
 def npz_parts(data: bytes) -> tuple[dict[str, str], dict[str, bytes]]:
     """(the metadata, each plane's little-endian float32 bytes) of an ``.npz`` bob export, bounded (see the
     module)."""
-    directory = _zip_directory(data)
+    directory, name = _zip_directory(data), None  # (name: the member being read, whose damage zlib or a CRC finds)
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:
-            members, raw, name = _members(z), {}, None
+            members, raw = _members(z), {}
             for name, info in members.items():
                 with z.open(info) as f:
                     raw[name] = _npy(f, name)

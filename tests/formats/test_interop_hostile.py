@@ -184,6 +184,17 @@ def test_a_corrupt_member_is_refused(trained) -> None:
         npz_refused(deflated[:at] + bytes([deflated[at] ^ 0x55]) + deflated[at + 1:], bob.IntegrityError, "P")
 
 
+def test_every_byte_of_the_directory_damaged_is_a_format_error(trained) -> None:
+    """A central directory zipfile cannot open raised UnboundLocalError (the member being read, unset yet)."""
+    data, refused = interop.npz_bytes(trained), 0
+    for at in range(data.index(b"PK\x01\x02"), len(data)):
+        try:  # (a byte zipfile never reads, a time or an attribute: the same checkpoint)
+            assert interop.from_npz_bytes(data[:at] + bytes([data[at] ^ 0x10]) + data[at + 1:], bob.Checkpoint) == trained
+        except bob.FormatError:
+            refused += 1
+    assert refused > 100
+
+
 class Pipe(io.RawIOBase):
     """A stream zipfile cannot seek: it writes each member's sizes after its data, in a data descriptor."""
 
