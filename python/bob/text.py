@@ -259,16 +259,21 @@ def tolerant_streams() -> None:
     (``PYTHONIOENCODING=ascii``, a C locale): degraded, never lost. An encoding that holds no text at all
     (``PYTHONIOENCODING=undefined``) is replaced by ASCII. A standard descriptor the process started
     without (``2>&-``) is opened on /dev/null: a file bob opens would take its number, and what is written
-    to it (a native panic's message, :class:`bob.failures.LastWords`) would go into that file."""
-    for fd, name in enumerate(("stdin", "stdout", "stderr")):
+    to it (a native panic's message, :class:`bob.failures.LastWords`) would go into that file. A ``sys.stdout``
+    on fd 1 closed under it becomes None, as one closed at start: its result is said to be lost, not written
+    to /dev/null."""
+    for fd in (0, 1, 2):
         try:
             os.fstat(fd)
         except OSError:
-            try:  # a stream whose descriptor was closed under it is gone, as one closed at start (None): what it
-                if getattr(getattr(sys, name), "fileno", lambda: -1)() == fd:  # would write is lost, and said so
-                    setattr(sys, name, None)
+            try:
+                if fd == 1 and sys.stdout is not None and sys.stdout.fileno() == 1:
+                    sys.stdout = None
+            except (AttributeError, OSError, ValueError):  # (a StringIO, a closed stream: not on fd 1)
+                pass
+            try:
                 os.set_inheritable(os.open(os.devnull, os.O_RDWR), True)  # (the lowest number free: this one)
-            except (OSError, ValueError):  # (no descriptor to spare: as it was)
+            except OSError:  # (no descriptor to spare: as it was)
                 pass
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)

@@ -137,6 +137,17 @@ def test_a_command_started_without_its_standard_descriptors_keeps_its_files_off_
     assert (work / "seen.txt").read_text() == "/dev/nullTrue /dev/nullTrue /dev/nullTrue"
 
 
+def test_a_closed_descriptor_is_held_whatever_stream_python_has_for_it(tmp_path: Path) -> None:
+    """A caller's stdout a StringIO (redirect_stdout) over a closed fd 1: the probe of its fileno raised, and fd 1
+    stayed free for the next file bob opened (a target's print from C then went into it)."""
+    script = ("import io, os, sys; os.close(1); sys.stdout = io.StringIO()\n"
+              "from bob.text import tolerant_streams; tolerant_streams()\n"
+              "fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT)\n"
+              "os.write(2, f'{fd} {os.readlink(\"/proc/self/fd/1\")} {type(sys.stdout).__name__}'.encode())")
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "f")], capture_output=True, text=True, timeout=30)
+    assert done.stderr == "3 /dev/null StringIO", done.stderr
+
+
 # ------------------------------------------------------------------ rollback ---
 def test_failed_checkpoint_write_restores_old_predictions_exactly(work: Path, monkeypatch, capsys) -> None:
     """The predictions are replaced first; if the checkpoint then cannot be
