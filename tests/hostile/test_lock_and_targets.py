@@ -204,7 +204,6 @@ def test_a_deleted_working_directory_is_refused_naming_the_option(work: Path) ->
                                      ["bob-fuzz", "conformance", "ck"],
                                      ["bob-fuzz", "check", "--format", "input", "--corpus", "ck", "--", "true"],
                                      ["bob-fuzz", "check", "--format", "input", "--", "./ck", "{}"],
-                                     ["bob-fuzz", "check", "--format", "input", "--", "sh", "./ck", "{}"],
                                      ["bob-fuzz", "run", "input", "--engine", "loop", "--runs", "1", "--artifacts", "ck"],
                                      pytest.param(["bob-fuzz", "run", "input", "--runs", "1", "--corpus", "ck"], marks=pytest.mark.skipif(
                                          importlib.util.find_spec("atheris") is None, reason="the fuzz extra"))])

@@ -282,9 +282,9 @@ def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | Non
 
     if corpus is not None and not os.fspath(corpus):  # (Path("") is the working directory)
         raise Refused("an empty path", option="--corpus", path=corpus)
-    for word in (w for w in command if os.sep in w):  # (./reader, python ./reader.py once the working directory
-        with about("COMMAND", word):  # is gone: said as for every path)
-            refuse_if_working_directory_gone(word)
+    if os.sep in command[0]:  # (./reader once the working directory is gone: said as for every path; the other
+        with about("COMMAND", command[0]):  # words are the reader's to read, a sed script's slashes no path)
+            refuse_if_working_directory_gone(command[0])
     fresh = scratch_directory("bob-conformance-") if corpus is None else contextlib.nullcontext(os.fspath(corpus))
     with fresh as root:  # a corpus given is refused (open_corpus) before the reader runs once
         if corpus is None:
