@@ -485,6 +485,9 @@ def test_a_named_target_given_another_format_is_refused(target: str, fmt: str, c
     error = json.loads(capsys.readouterr().out)["error"]
     assert error["option"] == "--format" and error["message"].startswith(f"usage: target {target} reads "), error
     assert main(["run", "checkpoint", "--format", "ckpt", "--engine", "loop", "--runs", "3"]) == 0  # (its own)
+    from bob.fuzz.loop import seeded_loop
+
+    assert seeded_loop("checkpoint", 3, fmt="ckpt").executions == 3  # (a library caller's alias too)
 
 
 def test_a_finding_whose_input_cannot_be_saved_is_still_reported(tmp_path: Path) -> None:

@@ -274,6 +274,27 @@ def test_a_step_past_whole_invocations_is_said_alike_in_the_step_line_and_the_ve
     assert "verdict: OK: a valid bob v1 checkpoint at step 33 (3 invocations + 3 updates); " in out
 
 
+def test_a_heatmap_s_title_gives_the_step_as_the_report_does(cli, tmp_path, monkeypatch):
+    import bob.inspect.heatmap
+
+    pytest.importorskip("matplotlib")
+    titles = []
+    monkeypatch.setattr(bob.inspect.heatmap, "draw_heatmap", lambda plane, path, title: titles.append(title) or
+                        (b"png", {"path": str(path)}))
+    ck = bob.Checkpoint.fresh()
+    ck.step = 33
+    ck.write(tmp_path / "s33.bob")
+    cli.json(str(tmp_path / "s33.bob"), "--heatmap", str(tmp_path / "h.png"))
+    assert titles == ["s33.bob: P at step 33 (3 invocations + 3 updates)"]
+
+
+def test_verify_s_diagnosis_spells_the_field_as_its_problem_does(cli, tmp_path):
+    (tmp_path / "cut.bin").write_bytes((GOLDEN / "checkpoint-abracadabra-step10.bin").read_bytes()[:380])
+    out = cli.text("verify", str(tmp_path / "cut.bin"), code=2)
+    assert "  - chunk_table[2].length at offset 375: the file ends inside this field" in out
+    assert "  = the file ends inside its header, in chunk_table[2].length (at offset 375)\n" in out
+
+
 def test_a_file_cut_inside_the_magic_reads_as_cut_not_wrong(cli, tmp_path):
     (tmp_path / "cut.bin").write_bytes(b"BOB-C")
     out = cli.text(str(tmp_path / "cut.bin"), code=2)

@@ -382,8 +382,9 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
                 shutil.rmtree(c.scratch_home, ignore_errors=True)
     if lost := unwritten(c.corpus, c.before):
         c.result.notes.append(f"{lost} entries added to --corpus do not hold the input their name says (the engine's "
-                              "writes on a full disk?); left as they are")
+                              "writes on a full disk?); left as they are, not counted in the corpus")
     result = c.tally()  # (a campaign shorter than a display tick: its last status lines too)
+    result.corpus -= lost
     for said in result.notes if stopped is not None else []:  # (a log that could not be saved: on stderr)
         note("bob-fuzz", said)
     signum = getattr(stopped, "signum", signals.ENDING[0])

@@ -20,6 +20,7 @@ from bob.commands import RESOURCE_ERRNOS, Refused, about, os_reason
 from bob.refusals import PATH_MAX
 from bob.fileio import FileTooLarge, read_bounded, write_atomic
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, PREDICTION_BYTES
+from bob.formats.kinds import ALIASES
 from bob.options import shown_argv  # (a spec is argv's: its bytes shown as a refusal shows a path's)
 from bob.text import write_whole  # (a closed, full or broken stderr drops a progress line, never the run)
 from bob.fuzz.targets import TARGETS, seed_files
@@ -37,7 +38,7 @@ OUT_OF_ROOM = RESOURCE_ERRNOS | {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}  # a t
 def load_target(spec: str, fmt: str | None = None) -> "tuple[Callable[[bytes], None], str | None]":
     """(function, format) for a registered target name or a ``package.module:function`` spec."""
     if spec in TARGETS:
-        t = TARGETS[spec]
+        t, fmt = TARGETS[spec], ALIASES.get(fmt or "", fmt)  # (ckpt, pred, envelope: as the command line takes them)
         if fmt not in (None, t.format):  # (its seeds and mutations are its own format's: another would be fuzzed)
             raise ValueError(f"target {spec} reads {t.format or 'bytes of no format'}; a format is named for a "
                              "package.module:function target")

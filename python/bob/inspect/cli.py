@@ -18,7 +18,8 @@ from bob.fileio import same_file
 from bob.options import ANSWERING, MOST_ATOL, MOST_ULP, count_option, number_option
 from bob.text import escape_bytes, one_line, show_path
 
-from bob.inspect.common import EXIT_OK, EXIT_PROBLEMS, PROG, Refused, add_note, peek, plural, read, read_checkpoint
+from bob.inspect.common import EXIT_OK, EXIT_PROBLEMS, PROG, Refused, add_note, invocations_text, peek, plural, read, \
+    read_checkpoint
 from bob.inspect.export import check_export, export_checkpoint
 
 if TYPE_CHECKING:  # pragma: no cover - argparse is imported only to build the parser
@@ -75,8 +76,8 @@ def cmd_checkpoint(args: argparse.Namespace, *, peeked: "tuple[bytes, int, bool]
         # the file has problems (they are reported); there is nothing to draw
         add_note(report, "no heatmap: the P plane could not be read")
     elif heatmap is not None:
-        title = (f"{show_path(os.path.basename(args.file))}: P at step {report['step']} "
-                 f"({plural(report['invocations'], 'invocation')})")
+        title = f"{show_path(os.path.basename(args.file))}: P at step {report['step']} " \
+            f"({invocations_text(report['step'])})"
         image, report["heatmap"] = draw_heatmap(p_plane, heatmap, title)
         written.append((heatmap, image, about("--heatmap", heatmap)))
     if export is not None and (exported := export_checkpoint(report, data, export)) is not None:

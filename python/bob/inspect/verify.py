@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from bob.errors import FormatError
+from bob.errors import FormatError, field_at
 from bob.formats.checkpoint import Examination, examine
 from bob.formats.constants import PLANE_NAMES, STRING_LIMIT
 from bob.formats.contract import V1
@@ -98,7 +98,8 @@ def _cut(ex: Examination, problems: list[dict[str, Any]], mismatch: bool) -> lis
     if cut is None:
         return said + ["the header (its contract fields or its chunk table) does not match the header's digest"] * (
             mismatch)
-    where = "its magic" if cut["field"] == "file_size" else f"{cut['field']} (at offset {cut['offset']})"
+    where = "its magic" if cut["field"] == "file_size" else \
+        f"{field_at(cut['field'], cut['index'])} (at offset {cut['offset']})"
     damaged = isinstance(cut["actual"], int) and cut["actual"] > STRING_LIMIT  # a string no header holds
     return said + [f"a length in the header, in {where}, is {cut['actual']} bytes, more than any string the contract "
                    "holds: damaged, not a file cut short" if damaged else f"the file ends inside its header, in {where}"]
