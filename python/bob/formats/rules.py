@@ -23,8 +23,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["ValueRule", "INPUT_VERSION", "TARGET_AGREES", "PROMPT_WORD", "ENVELOPE_VERSION", "HEADER_BYTES",
            "CHUNK_COUNT", "CHUNK_TAG", "CHUNK_OFFSET", "CHUNK_LENGTH", "PADDING", "FINITE", "V_NOT_NEGATIVE",
            "MOMENTS_ZERO_AT_STEP_0", "ROOM_FOR_UPDATES", "chunk_offset", "VALIDITY", "TOKEN", "INVALID_TOKEN",
-           "TRACE_VERSION_RULE", "TRACE_STEP_BEFORE", "TRACE_UPDATE_COUNT", "TRACE_CONTRACT", "TRACE_STEP", "TRACE_LOSS", "RULES",
-           "prompt_word_ok"]
+           "TRACE_VERSION_RULE", "TRACE_STEP_BEFORE", "TRACE_UPDATE_COUNT", "TRACE_CONTRACT", "TRACE_STEP", "TRACE_LOSS",
+           "RULES", "prompt_word_ok"]
 
 class ValueRule:
     """One rule: ``field`` must satisfy ``ok``; a value that does not is refused

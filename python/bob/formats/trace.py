@@ -220,8 +220,8 @@ def examine(data: bytes) -> TraceExamination:
     for i, entry in enumerate(head.entries):
         at, want = TRACE_HEAD_STRUCT.size + i * TRACE_ENTRY.size, head.step_before + i + 1
         if room and not TRACE_STEP.ok(entry.step, want):
-            ex.findings.append(TRACE_STEP.finding(entry.step, expected=want, offset=at + TRACE_ENTRY_FIELDS["step"].offset,
-                                                  index=i))
+            step_at = at + TRACE_ENTRY_FIELDS["step"].offset
+            ex.findings.append(TRACE_STEP.finding(entry.step, expected=want, offset=step_at, index=i))
         if not TRACE_LOSS.ok(entry.loss):
             ex.findings.append(TRACE_LOSS.finding(entry.loss, offset=at + TRACE_ENTRY_FIELDS["loss"].offset, index=i))
     if not ex.findings:

@@ -284,8 +284,8 @@ class _Campaign:
             # left it empty or cut; the failure the worker said stands, these bytes are not its input)
             self.result.notes.append(f"the engine could not write a failing input whole ({name}; a full disk?): "
                                      "its finding has no input")
-        kind = name.split("-")[0]
-        if whole and name.startswith(("oom-", "timeout-", "slow-unit-")) and _passes_outside(self.target, path, self.env):
+        kind, resource_stop = name.split("-")[0], name.startswith(("oom-", "timeout-", "slow-unit-"))
+        if whole and resource_stop and _passes_outside(self.target, path, self.env):
             self.result.discarded.append(Finding(path, f"{kind} in the engine only: the input passes when "
                                                  "replayed in a fresh process"))
             return
