@@ -15,7 +15,7 @@ from typing import Any, Callable, ClassVar, Self
 from bob.errors import FormatError, NotABobFile, Truncated, as_bytes
 from bob.fileio import FileTooLarge, read_bounded, write_atomic
 from bob.formats.constants import CHECKPOINT_MAGIC, INPUT_MAGIC, TRACE_MAGIC
-from bob.formats.kinds import MAGIC_BYTES
+from bob.formats.kinds import MAGIC_BYTES, ends_inside
 
 __all__ = ["read_format_file", "too_large", "INPUT_FILE", "CHECKPOINT_FILE", "KNOWN_MAGICS", "magic_finding",
            "starts_like", "as_bytes", "Examined", "BobFile"]
@@ -69,7 +69,7 @@ def magic_finding(data: bytes, magic: bytes, what: str) -> FormatError | None:
     head = data[: len(magic)]
     if head == magic:
         return None
-    if len(head) < len(magic) and magic.startswith(head):
+    if ends_inside(head, magic):
         return Truncated("file_size", f"the file ends inside the magic of {what}",
                          expected=f"at least {len(magic)} bytes", actual=f"{len(data)} bytes", offset=0)
     other = KNOWN_MAGICS.get(head)

@@ -8,7 +8,7 @@ from bob.formats.constants import CHECKPOINT_MAGIC, INPUT_MAGIC, PREDICTION_BYTE
 from bob.text import show_bytes
 
 __all__ = ["CHECKPOINT", "INPUT", "PREDICTIONS", "TRACE", "KINDS", "FORMATS", "ALIASES", "MAGIC_BYTES", "KIND_RULES",
-           "detect_kind"]
+           "detect_kind", "ends_inside"]
 
 CHECKPOINT = "checkpoint"
 INPUT = "input"
@@ -29,13 +29,18 @@ KIND_RULES = (f"a checkpoint starts {show_bytes(CHECKPOINT_MAGIC)}, an input rec
 _BY_MAGIC = {CHECKPOINT_MAGIC: CHECKPOINT, INPUT_MAGIC: INPUT, TRACE_MAGIC: TRACE}
 
 
+def ends_inside(head: bytes, magic: bytes) -> bool:
+    """Whether a file whose bytes are ``head`` ends inside ``magic`` (D1: cut short, not another file)."""
+    return len(head) < len(magic) and magic.startswith(head)
+
+
 def detect_kind(head: bytes, size: int) -> str | None:
     """``"checkpoint"``, ``"input"``, ``"trace"`` or ``"predictions"`` for a file of ``size`` bytes starting
     with ``head`` (at least its first :data:`MAGIC_BYTES` bytes, when it has
     that many), or ``None`` when it is none of bob's formats."""
     if size == 0:
         return CHECKPOINT
-    cut = [kind for magic, kind in _BY_MAGIC.items() if size < MAGIC_BYTES and magic.startswith(bytes(head[:size]))]
+    cut = [kind for magic, kind in _BY_MAGIC.items() if ends_inside(bytes(head[:size]), magic)]
     if len(cut) == 1:  # cut short inside one magic: that kind, whose reader says where it ends
         return cut[0]
     return _BY_MAGIC.get(bytes(head[:MAGIC_BYTES]), PREDICTIONS if size == PREDICTION_BYTES else None)

@@ -10,6 +10,7 @@ from typing import Any
 
 from bob.errors import field_at
 from bob.formats.constants import CHECKPOINT_MAGIC
+from bob.formats.kinds import ends_inside
 from bob.formats.layout import CANONICAL_HEADER_BYTES
 from bob.inspect.common import PROG, TOP_K, invocations_text, plural
 from bob.text import f32_text, show_bytes
@@ -31,7 +32,7 @@ def file_report(r: dict[str, Any], width: int, body: list[str], magic: bytes | N
         L.append(f"  {'file':<{width}}{r['size']} bytes" + (f", sha256 {r['sha256']}" if r["sha256"] else ""))
     m = r.get("magic")
     if magic is not None and m is not None:
-        cut = magic.startswith(bytes.fromhex(m["hex"]))  # (a file that ends inside it: its problem says where)
+        cut = ends_inside(bytes.fromhex(m["hex"]), magic)  # (its problem says where the file ends)
         state = "ok" if m["ok"] else f"{'cut short' if cut else 'WRONG'} (expected {show_bytes(magic)})"
         L.append(f"  {'magic':<{width}}\"{m['text']}\"  {state}")
     L += body
