@@ -488,6 +488,9 @@ def test_a_named_target_given_another_format_is_refused(target: str, fmt: str, c
     from bob.fuzz.loop import seeded_loop
 
     assert seeded_loop("checkpoint", 3, fmt="ckpt").executions == 3  # (a library caller's alias too)
+    from bob.fuzz.common import load_target
+
+    assert load_target("bob.fuzz.targets:input_target", "pred")[1] == "predictions"  # (a module's, as the command's)
 
 
 def test_a_finding_whose_input_cannot_be_saved_is_still_reported(tmp_path: Path) -> None:
