@@ -2,7 +2,7 @@
 //! hands them out, the core's own pool, and how many threads a call uses.
 //! Which thread runs a share changes no bit.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use super::rows::block_rows;
@@ -98,9 +98,15 @@ pub(super) fn wait_awake_for_helpers(helpers_working: &AtomicUsize) {
 /// memory but none of its threads (a `ProcessPoolExecutor` worker): work
 /// sent there would wait for ever, so in a process other than the one that
 /// started the pool there is none, and calls run on the caller's thread.
+/// A child forked while another thread was starting it has that start half
+/// done and nobody to finish it: it is never waited for (a `OnceLock`'s
+/// `get_or_init` would wait for ever in that child). While one thread of
+/// this process starts it, the others' calls run on their own threads too.
 pub(super) fn pool() -> Option<&'static rayon::ThreadPool> {
     static POOL: OnceLock<(u32, Option<rayon::ThreadPool>)> = OnceLock::new();
-    let (started_in, pool) = POOL.get_or_init(|| {
+    static STARTED_BY: AtomicU32 = AtomicU32::new(0); // the pid whose thread starts it (0: nobody yet)
+    let here = std::process::id();
+    if POOL.get().is_none() && STARTED_BY.compare_exchange(0, here, Ordering::AcqRel, Ordering::Acquire).is_ok() {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let asked = std::env::var("RAYON_NUM_THREADS").ok().and_then(|s| s.trim().parse::<usize>().ok());
         let size = asked.filter(|&n| n > 0).map_or(cpus, |n| n.min(cpus));
@@ -110,9 +116,9 @@ pub(super) fn pool() -> Option<&'static rayon::ThreadPool> {
             .start_handler(|_| block_process_signals())
             .build()
             .ok();
-        (std::process::id(), pool)
-    });
-    pool.as_ref().filter(|_| *started_in == std::process::id())
+        let _ = POOL.set((here, pool)); // (only this thread of this process sets it)
+    }
+    POOL.get().and_then(|(started_in, pool)| pool.as_ref().filter(|_| *started_in == here))
 }
 
 /// A pool thread takes none of the signals sent to the process: the kernel
