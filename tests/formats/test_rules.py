@@ -79,3 +79,11 @@ def test_a_float32_is_read_from_its_bits_exactly() -> None:
         got = f32_from_bits(bits)
         assert math.copysign(1.0, got) == math.copysign(1.0, want), hex(bits)
         assert (math.isnan(got) and math.isnan(want)) or got == want, (hex(bits), got, want)
+
+
+def test_every_rule_is_worded_in_ascii() -> None:
+    """A refusal is one line of printable ASCII (bob.text.one_line escapes every other character): a rule worded
+    with a "§" read "(\\xa76.4)" in every refusal of it."""
+    for rule in (value for value in vars(rules).values() if isinstance(value, rules.ValueRule)):
+        for text in (rule.message, rule.given, str(rule.expected)):
+            assert text.isascii() and text.isprintable(), (rule.field, text)

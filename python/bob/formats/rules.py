@@ -101,7 +101,7 @@ CHUNK_COUNT: ValueRule = ValueRule("chunk_count", lambda n: n == len(CHUNK_TAGS)
 CHUNK_TAG: ValueRule = ValueRule("chunk_table.tag", lambda tag, index: tag == CHUNK_TAGS[index],
                       "chunk {index} is plane {plane}", "P, M, V in order")
 CHUNK_OFFSET: ValueRule = ValueRule("chunk_table.offset", lambda offset, want: offset == want,
-                         "chunk i starts at header_bytes + i * chunk_bytes", "header_bytes + i × chunk_bytes")
+                         "chunk i starts at header_bytes + i * chunk_bytes", "header_bytes + i * chunk_bytes")
 CHUNK_LENGTH: ValueRule = ValueRule("chunk_table.length", lambda length: length == CHUNK_BYTES,
                          "each chunk is chunk_bytes long", CHUNK_BYTES)
 PADDING: ValueRule = ValueRule("padding", lambda pad: pad.count(0) == len(pad), "padding bytes are zero", 0)
@@ -176,7 +176,7 @@ TRACE_STEP_BEFORE: ValueRule = ValueRule("step_before", lambda s: s <= U64_MAX -
                                          f"at most {U64_MAX - TRACE_UPDATES}")
 TRACE_STEP: ValueRule = ValueRule("entries.step", lambda step, want: step == want,
                                   "entry i is the update that makes step step_before + i + 1", "step_before + i + 1")
-TRACE_LOSS: ValueRule = ValueRule("entries.loss", lambda loss: loss >= 0, "a mean cross-entropy (§6.4) is never "
+TRACE_LOSS: ValueRule = ValueRule("entries.loss", lambda loss: loss >= 0, "a mean cross-entropy (section 6.4) is never "
                                   "negative or NaN (+inf: a pair's target of probability 0)", "at least 0")
 
 RULES: "dict[str, tuple[ValueRule, ...]]" = {

@@ -200,7 +200,7 @@ def _predict(r: Reader, rows: int, core) -> None:
                                            for t, v in out), f"predict gave {out} for {words}")
     if isinstance(plane, np.ndarray) and plane.dtype.kind == "f" and plane.dtype.itemsize == 4:
         want = reference_predict(np.asarray(plane, dtype=np.float32).ravel().tolist(), side, words)
-        require(list(out) == want, f"predict gave {out} for {words}; §4 says {want}")
+        require(list(out) == want, f"predict gave {out} for {words}; section 4 says {want}")
 
 
 def core_target(data: bytes) -> None:
