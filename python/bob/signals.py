@@ -36,7 +36,7 @@ import _signal  # type: ignore[import-not-found]  # the C module under signal; i
 
 __all__ = ["ENDING", "Interrupted", "install", "restore", "Deferral", "signal_name", "taken", "script_held",
            "run_script", "Reporting", "interruption_in", "printing", "printed", "until_exit", "writing",
-           "scratch_directory", "step_and_record"]
+           "scratch_directory", "step_and_record", "temporary_directory"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -303,6 +303,24 @@ class step_and_record:
                 self.deferral.check()  # (chained to the block's error)
 
 
+def temporary_directory(prefix: str) -> str:
+    """``tempfile.mkdtemp(prefix=prefix)``, except that where tempfile finds no usable temporary directory (its
+    4-byte test write failed in each: a full disk, ``ulimit -f 0``, a read-only one) the directory is made in the
+    first one that exists, so that the write that fails there says why (ENOSPC, EFBIG, EROFS), where tempfile's
+    FileNotFoundError said only ENOENT: read as a failed check, not the machine's shortage."""
+    import os
+    import tempfile
+
+    try:
+        return tempfile.mkdtemp(prefix=prefix)
+    except FileNotFoundError:
+        candidates: "list[str]" = getattr(tempfile, "_candidate_tempdir_list", list)()  # (TMPDIR, /tmp, ...: the ones it tried)
+        home = next((d for d in candidates if os.path.isdir(d)), None)
+        if tempfile.tempdir is not None or home is None:
+            raise
+        return tempfile.mkdtemp(prefix=prefix, dir=home)
+
+
 class scratch_directory:
     """``with scratch_directory(prefix) as path``: a new temporary directory, removed whole when the block
     ends, bob-qualify's and bob-fuzz's. A SIGINT, SIGTERM or SIGHUP that arrives as it is made waits until it has
@@ -318,12 +336,10 @@ class scratch_directory:
         self.prefix, self.path = prefix, ""
 
     def __enter__(self) -> str:
-        import tempfile
-
         made = Deferral()
         made.begin()
         try:
-            self.path = tempfile.mkdtemp(prefix=self.prefix)
+            self.path = temporary_directory(self.prefix)
             if made.pending:
                 _remove_tree(self.path)
         finally:

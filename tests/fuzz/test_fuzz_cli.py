@@ -536,8 +536,7 @@ def mkdtemp(**kw):
     made = real(**kw)
     os.kill(os.getpid(), signal.SIGTERM)  # bob's handler runs as this call returns
     return made
-targets.tempfile = type(sys)("tempfile")
-targets.tempfile.mkdtemp = mkdtemp
+tempfile.mkdtemp = mkdtemp
 signals.install()
 try:
     targets._scratch()

@@ -10,7 +10,6 @@ import json
 import os
 import resource
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Callable, NamedTuple
 
@@ -21,7 +20,7 @@ from bob.formats.kinds import FORMATS
 from bob.fuzz import oracle
 from bob.fuzz.digests import shared_digests
 from bob.fuzz.properties import PropertyFailed, quietly, require
-from bob.signals import step_and_record
+from bob.signals import step_and_record, temporary_directory
 
 __all__ = ["Target", "TARGETS", "get", "preload", "accepted_seeds", "check_error", "golden_dir", "seed_files", "quietly"]
 
@@ -170,7 +169,7 @@ def _scratch() -> Path:
     """The command targets' files: one private temporary directory per process, removed when the process
     exits (a worker ended from outside cannot: its campaign makes its TMPDIR and removes that)."""
     with step_and_record():  # (a Ctrl-C as it is made acts once its removal is registered)
-        path = tempfile.mkdtemp(prefix="bob-fuzz-")
+        path = temporary_directory("bob-fuzz-")
         atexit.register(shutil.rmtree, path, True)
     return Path(path)
 
