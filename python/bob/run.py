@@ -338,12 +338,12 @@ def main(argv: list[str] | None = None, *, until_exit: bool = False) -> int:
     # handler that raised anywhere could be swallowed (an exception raised
     # inside an import's callback is only printed), or cut a step in half.
     deferral.begin()
-    committed: list[str] = []
+    committed: list[str] = []  # once committed: what was committed, then the signals its summary names
     try:
         code = run_command(PROG, run_parser, lambda args: _work(args, deferral, committed), argv, quick=quick_args,
                            interrupted="interrupted; nothing was changed", numpy=False)
-        if committed and deferral.pending:  # too late to undo: say what is true, and end as a completed run
-            names = " and ".join(dict.fromkeys(signals.signal_name(s) for s in deferral.pending))
+        if committed[1:]:  # too late to undo: say what is true, and end as a completed run
+            names = " and ".join(dict.fromkeys(committed[1:]))
             note(PROG, f"{names} arrived during the commit; {committed[0]}, so bob-run finished (exit 0)")
         return code
     finally:
@@ -366,6 +366,7 @@ def _work(args: "QuickArgs | argparse.Namespace", deferral: "Deferral", committe
     for problem in result["problems_after_commit"]:  # the invocation happened: exit 0, and say what else is true
         note(PROG, f"{committed[0]}, but {problem}")
     result["signals_after_commit"] = [signal_name(s) for s in deferral.pending]
+    committed.extend(result["signals_after_commit"])  # the ones stderr names too: a later one is only recorded
     return Outcome(EXIT_OK, result, _human_summary(result), committed=committed[0])
 
 

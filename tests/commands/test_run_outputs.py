@@ -498,3 +498,27 @@ def test_command_line_refusals_in_words(work: Path, capsys) -> None:
     assert capsys.readouterr().err == (f"bob-run: refused: usage: unrecognized arguments: xxinput {work / 'rec.bin'}; "
                                        "the following arguments are required: --input (see bob-run --help)\n")
     assert not (work / "ck.bin").exists()
+
+
+SIGNAL_AS_THE_SUMMARY_IS_WRITTEN = """
+import os, signal, sys
+import bob.run as run
+made = run._human_summary
+def summary(result):  # the result's signals_after_commit taken: this one comes after it
+    os.kill(os.getpid(), signal.SIGTERM)
+    return made(result)
+run._human_summary = summary
+sys.exit(run.main(sys.argv[1:], until_exit=True))
+"""
+
+
+def test_a_signal_after_the_summary_is_taken_is_only_recorded_on_stderr_as_in_json(work: Path) -> None:
+    """stderr said "SIGTERM arrived during the commit" where the JSON's signals_after_commit, taken a moment
+    before, was empty (README: a signal after that is only recorded)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", SIGNAL_AS_THE_SUMMARY_IS_WRITTEN, *argv(work, "--json")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and json.loads(done.stdout)["signals_after_commit"] == [], done.stdout
+    assert done.stderr == ""
