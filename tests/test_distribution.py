@@ -9,6 +9,8 @@ checkout's bootstrap command, installed it is pip with ``bob-fp32``
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 import sys
@@ -100,7 +102,26 @@ def test_qualify_report_without_matplotlib_names_the_bootstrap_command(tmp_path)
             f"sys.exit(main(['--quick', '--report', {str(tmp_path / 'r')!r}]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 2, out.stderr
-    assert f"({ROOT}/scripts/bootstrap.sh plot)" in out.stderr
+    assert out.stderr.endswith(f"needs matplotlib (the optional extra plot): {ROOT}/scripts/bootstrap.sh plot\n")
+
+
+@pytest.mark.parametrize("command, option", [(["qualify", "--quick"], "--report"),
+                                             (["inspect", "ckpt", "CK"], "--heatmap")])
+def test_a_matplotlib_that_does_not_import_is_refused_before_any_work(tmp_path, command, option):
+    """A matplotlib installed but broken (its Pillow, say) passed bob-qualify's check, which only looked for the
+    package: the whole run was done, then lost to the import (exit 70, no verdict, no option named)."""
+    broken = tmp_path / "site" / "PIL"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("raise ImportError('cannot import name _imaging from PIL')\n")
+    (tmp_path / "ck.bin").write_bytes(b"")
+    argv = [str(tmp_path / "ck.bin") if word == "CK" else word for word in command]
+    out = subprocess.run([sys.executable, "-m", "bob", *argv, option, str(tmp_path / "out"), "--json"],
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": f"{tmp_path / 'site'}{os.pathsep}{PACKAGE.parent}"})
+    error = json.loads(out.stdout)["error"]
+    assert out.returncode == 2 and error["option"] == option, out.stdout
+    assert "does not import here (cannot import name _imaging from PIL)" in error["message"]
+    assert "seed" not in out.stderr and not (tmp_path / "out").exists()  # (bob-qualify says its seed as it starts)
 
 
 def test_fuzz_run_without_atheris_names_the_bootstrap_command():

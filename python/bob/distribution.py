@@ -8,8 +8,9 @@ them to it): in a source checkout it names the checkout's bootstrap command,
 which builds the native core and installs the extra into its ``.venv``;
 anywhere else, ``pip install 'bob-fp32[EXTRA]'``.
 
-Also the distribution's version (``--version``), and :func:`quiet_plot_directories`
-for the ``plot`` extra. Standard library only, and imported only when a hint or
+Also the distribution's version (``--version``), and :func:`plotting_problem` and
+:func:`quiet_plot_directories` for the ``plot`` extra. Standard library only (but
+matplotlib, which the extra's check imports), and imported only when a hint or
 the version is shown, or a plot drawn.
 """
 
@@ -21,7 +22,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     import logging
 
-__all__ = ["DISTRIBUTION", "EXTRAS", "checkout", "install_hint", "quiet_plot_directories", "version"]
+__all__ = ["DISTRIBUTION", "EXTRAS", "checkout", "install_hint", "plotting_problem", "quiet_plot_directories",
+           "version"]
 
 DISTRIBUTION = "bob-fp32"
 EXTRAS = ("plot", "fuzz", "interop")  # pyproject.toml's [project.optional-dependencies]
@@ -70,6 +72,22 @@ def quiet_plot_directories() -> None:
     import logging
 
     logging.getLogger("matplotlib").addFilter(_not_about_directories)  # (added once however often called)
+
+
+def plotting_problem() -> str | None:
+    """Why the ``plot`` extra cannot draw here, said before a command does any work, or None. matplotlib is
+    imported (with the Agg backend every drawing of bob's uses): one that is installed but does not import (a
+    broken Pillow, say) was found only once a whole run was done, and ended it as unexpected."""
+    quiet_plot_directories()
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # files only, never a window
+        import matplotlib.pyplot  # noqa: F401
+    except ImportError as exc:
+        broken = "" if exc.name == "matplotlib" else f", which does not import here ({exc})"
+        return f"needs matplotlib (the optional extra plot){broken}: {install_hint('plot')}"
+    return None
 
 
 def _not_about_directories(record: logging.LogRecord) -> bool:

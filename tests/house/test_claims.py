@@ -22,8 +22,8 @@ def test_only_bob_core_and_the_binding_fuzz_target_import_the_extension() -> Non
     assert importers("bob._core", modules()) == {"core.py", "fuzz/core_target.py"}
 
 
-def test_matplotlib_is_imported_by_the_heatmap_and_the_qualification_report_only() -> None:
-    assert importers("matplotlib", modules()) == {"inspect/heatmap.py", "qualify/report.py"}
+def test_matplotlib_is_imported_by_the_heatmap_the_qualification_report_and_the_plot_extra_s_check_only() -> None:
+    assert importers("matplotlib", modules()) == {"inspect/heatmap.py", "qualify/report.py", "distribution.py"}
 
 
 def test_the_import_finder_sees_imports_inside_functions(tmp_path: Path) -> None:

@@ -244,10 +244,3 @@ def test_the_oracle_import_check_can_fail() -> None:
     planted = "import struct\nfrom bob.formats import constants\nfrom . import layout\nimport bob.errors as e\n"
     assert _bob_imports(planted) == ["bob.formats", ".", "bob.errors"]
 
-
-def test_only_the_heatmap_module_imports_matplotlib() -> None:
-    users = [str(p.relative_to(ROOT)) for p in python_modules() if "matplotlib" in p.read_text(encoding="utf-8")
-             and any(line.lstrip().startswith(("import matplotlib", "from matplotlib"))
-                     for line in p.read_text(encoding="utf-8").splitlines())]
-    allowed = {"python/bob/inspect/heatmap.py", "python/bob/qualify/report.py"}
-    assert set(users) <= allowed, users

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from bob.distribution import install_hint, quiet_plot_directories
+from bob.distribution import plotting_problem
 from bob.environment import in_default_environment
 from bob.failures import drawing
 from bob.fileio import same_file
@@ -28,11 +28,8 @@ TICK_STEP = 32
 
 def check_heatmap(out: str, inspected: str) -> None:
     """Refuse, before anything is read, a heatmap without matplotlib or onto the inspected file itself."""
-    quiet_plot_directories()
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise Refused(f"needs matplotlib (the optional extra plot): {install_hint('plot')}", option="--heatmap") from None
+    if (problem := plotting_problem()) is not None:
+        raise Refused(problem, option="--heatmap")
     if same_file(out, inspected):
         raise Refused("that is the checkpoint being inspected; bob-inspect never replaces what it reads",
                       option="--heatmap", path=out)

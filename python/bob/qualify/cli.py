@@ -23,7 +23,7 @@ from bob.commands import (
     output_directory,
     run_command,
 )
-from bob.distribution import install_hint
+from bob.distribution import install_hint, plotting_problem
 from bob.text import emit, note
 from bob.options import shown_argv
 
@@ -68,8 +68,8 @@ def _work(args: argparse.Namespace) -> Outcome:
     from bob.qualify.verdict import PERTURB_ENV, perturbation  # (NumPy: imported by the runner first)
 
     if args.report is not None:
-        if not report.plotting_available():
-            raise Refused(f"draws plots with matplotlib, which is not installed ({install_hint('plot')})",
+        if (problem := plotting_problem()) is not None:
+            raise Refused(problem,
                           option="--report", path=args.report)
         output_directory("--report", args.report)
         from bob.commit import replace_targets  # (only with --report: not on every start)

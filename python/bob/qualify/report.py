@@ -1,8 +1,8 @@
 """How a qualification is shown: live progress and the summary table (rich),
 the JSON object, and ``--report DIR`` (the JSON plus PNG plots).
 
-One of the two modules of bob that import matplotlib (the other is
-:mod:`bob.inspect.heatmap`; ``tests/house/test_house.py`` holds that), and
+One of the two modules of bob that draw with matplotlib (the other is
+:mod:`bob.inspect.heatmap`; ``tests/house/test_claims.py`` holds that), and
 only inside :func:`plots`, behind the optional ``plot`` extra.
 """
 
@@ -172,12 +172,6 @@ def print_human(result: dict[str, Any], console: Console) -> None:
     else:
         console.print(Text(f"NOT QUALIFIED: {len(result['failures'])} check(s) failed ({seconds:.1f} s)",
                            style="bold red"))
-
-
-def plotting_available() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("matplotlib") is not None
 
 
 def write_report(directory: Path, result: dict[str, Any], command: str = "bob-qualify",
