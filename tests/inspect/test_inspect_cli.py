@@ -199,6 +199,16 @@ def test_usage_errors_exit_2(cli, files):
     assert cli.run("--help").stdout.startswith(b"usage: bob-inspect")
 
 
+def test_no_command_and_no_file_is_one_usage_error_with_or_without_json(cli):
+    """``bob-inspect --json`` alone said "the following arguments are required: FILE", bob-inspect alone
+    "give a command or a FILE" (README: one refusal, in text and in JSON alike)."""
+    said = "usage: give a command or a FILE (see bob-inspect --help)"
+    assert cli.run(code=2).stderr.decode() == f"bob-inspect: refused: {said}\n"
+    for flags in (["--json"], ["--debug", "--json"]):
+        assert cli.run(*flags, code=2).stderr.decode() == f"bob-inspect: refused: {said}\n"
+    assert cli.json(code=2)["error"]["message"] == said
+
+
 def test_the_last_guard_escapes_only_lines_a_terminal_would_not_print():
     from bob.inspect.cli import _guard
 

@@ -234,8 +234,9 @@ _VALUE_OPTIONS = ("--rows", "--rows-hex", "--heatmap", "--export")
 
 
 def route(argv: list[str]) -> list[str]:
-    """Put the command first; with no command (``bob-inspect [--json] FILE``) it is ``auto``."""
-    if not argv:
+    """Put the command first; with no command (``bob-inspect [--json] FILE``) it is ``auto``; with neither
+    command nor FILE (nothing, or only ``--json``/``--debug``) none, which :func:`_work` refuses."""
+    if set(argv) <= set(_FLAGS):
         return argv
     i = 0
     while i < len(argv) and argv[i] != "--":
