@@ -263,6 +263,9 @@ def test_an_unparsable_header_still_shows_the_fields_read_before_the_problem(cli
     out = cli.text("ckpt", str(path), code=2)
     assert "header: unreadable after 'learner' (see the problems); the fields read before it:" in out
     assert "f32[lr=0.05, beta1=0.9, beta2=0.999, eps=1e-08, weight_decay=0.01]" in out
+    cut = tmp_path / "cut.bin"  # read no further than the magic: no list of fields read before (it was empty)
+    cut.write_bytes(raw[:12])
+    assert "header: unreadable after 'magic' (see the problems)\n" in cli.text("ckpt", str(cut), code=2)
 
 
 def test_a_step_past_whole_invocations_is_said_alike_in_the_step_line_and_the_verdict(cli, tmp_path):
