@@ -9,6 +9,7 @@ import copy
 import fractions
 import json
 import pickle
+import re
 import sys
 import warnings
 from array import array
@@ -218,6 +219,9 @@ def test_predictions_of_another_size_are_refused_whole() -> None:
     assert refusal(lambda: bob.load_predictions(CHECKPOINT_MAGIC + bytes(40))) == truncated | {
         "message": f"predictions are exactly 24 bytes; this file starts like {like}", "actual": 48,
         "text": f"file_size: predictions are exactly 24 bytes; this file starts like {like} (expected 24, got 48)"}
+    for magic, like in KNOWN_MAGICS.items():  # 24 bytes of another format: its first finding says what it is
+        with pytest.raises(bob.BadValue, match=rf"^validity\[0\] at offset 4: .*; this file starts like {re.escape(like)}"):
+            bob.load_predictions(magic + bytes(16))
 
 
 def test_a_checkpoint_read_as_predictions_is_named_too(tmp_path) -> None:

@@ -136,6 +136,10 @@ def examine(data: bytes) -> PredictionsExamination:
     ex.records = [(rec.token, rec.validity) for rec in parsed.records]
     for i, (token, validity) in enumerate(ex.records):
         ex.findings.extend(_record_problems(i, token, validity))
+    if (like := starts_like(data)) and ex.findings:  # (always: a magic's letters are no validity) say what it is
+        first = ex.findings[0]
+        ex.findings[0] = type(first)(first.field, first.message + like, expected=first.expected,
+                                     actual=first.actual, offset=first.offset, index=first.index)
     if not ex.findings:
         ex.predictions = Predictions._trusted(records=tuple(ex.records))
     return ex
