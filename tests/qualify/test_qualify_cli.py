@@ -127,7 +127,7 @@ def test_a_perturbed_kernel_result_fails_naming_check_kernel_threads_plane_and_i
     assert failed, out
     assert "FAILED kernels: differs from the scalar transcription on case 0" in text
     assert f"kernel {kernel}, threads 3, plane P, index {kernels.PERTURBED_INDEX}" in text
-    assert "reproduce with: bob-qualify --seed 5 --quick" in text
+    assert f"reproduce with: {PERTURB_ENV}={kernel}:3 bob-qualify --seed 5 --quick" in text  # (without it: passes)
     assert PERTURB_ENV in err  # the hook says it is on
 
     code, out, _ = run_main(["--quick", "--seed", "5", "--json"], capsys, monkeypatch, perturb=f"{kernel}:3")
@@ -179,7 +179,7 @@ def test_a_width_too_narrow_for_the_report_is_80_columns(columns, capsys, monkey
     code, out, _ = run_main(["--quick", "--seed", "5"], capsys, monkeypatch, perturb=f"{kernel}:3")
     text = " ".join(out.split())
     assert code == 1 and "FAILED kernels: differs from the scalar transcription on case 0" in text, out
-    assert "reproduce with: bob-qualify --seed 5 --quick NOT QUALIFIED: 1 check(s) failed" in text
+    assert f"reproduce with: {PERTURB_ENV}={kernel}:3 bob-qualify --seed 5 --quick NOT QUALIFIED: 1 check(s) failed" in text
     assert max(len(line) for line in out.splitlines()) == 80  # (the summary table's)
 
 

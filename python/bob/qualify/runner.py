@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from bob.commands import RESOURCE_ERRNOS
 from bob.qualify.processes import SPACE_ERRNOS
-from bob.qualify.verdict import Verdict
+from bob.qualify.verdict import PERTURB_ENV, Verdict
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,8 @@ def qualify(plan: Plan, seed: int, *, perturb: tuple[str, int] | None = None,
         "mode": plan.mode,
         "plan": asdict(plan),
         "seed": seed,
-        "reproduce": f"bob-qualify --seed {seed}" + ("" if plan.mode == "default" else f" --{plan.mode}"),
+        "reproduce": ("" if perturb is None else f"{PERTURB_ENV}={perturb[0]}:{perturb[1]} ")  # (the hook's failure)
+                     + f"bob-qualify --seed {seed}" + ("" if plan.mode == "default" else f" --{plan.mode}"),
         "perturbation": None if perturb is None else {"kernel": perturb[0], "threads": perturb[1]},
         "thread_counts": kernels.thread_counts(),
         "checks": [v.to_dict() for v in verdicts],
