@@ -54,9 +54,12 @@ def test_a_damaged_trace_names_each_problem_by_field_and_offset(tmp_path: Path, 
     assert code == 2 and set(doc) == FILE_KEYS and doc["error"] is None
     assert [(p["field"], p["offset"]) for p in doc["problems"]][:2] == [
         ("digest", TRACE_BODY_BYTES), ("entries.step", TRACE_HEAD["update_count"].end)]
-    assert doc["problem_count"] == 1 + TRACE_UPDATES and doc["entries"] is None and doc["step_before"] is None
+    assert doc["problem_count"] == 1 + TRACE_UPDATES
+    # reported in full, as the bytes read (README): they were all null, the problems alone said which entry
+    assert doc["step_before"] == bob.load_trace(trace_bytes()).step_before ^ 1 and len(doc["entries"]) == TRACE_UPDATES
     assert main([str(path)]) == 2
-    assert f"entries[0].step at offset {TRACE_HEAD['update_count'].end}" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"entries[0].step at offset {TRACE_HEAD['update_count'].end}" in out and "updates (step, loss" in out
 
 
 def test_a_trace_cut_short_and_checkpoint_options_on_a_trace(tmp_path: Path, capsys) -> None:
@@ -64,6 +67,7 @@ def test_a_trace_cut_short_and_checkpoint_options_on_a_trace(tmp_path: Path, cap
     path.write_bytes(trace_bytes()[:TRACE_HEAD["input_sha256"].offset + 3])
     code, doc = inspect_json(capsys, str(path))
     assert code == 2 and [(p["field"], p["kind"]) for p in doc["problems"]] == [("input_sha256", "truncated")]
+    assert doc["entries"] is None and doc["step_before"] is None  # (a layout that does not read: nothing shown)
     code, doc = inspect_json(capsys, str(path), "--rows", "a")
     assert code == 2 and "it is a trace" in doc["error"]["message"]
     code, doc = inspect_json(capsys, "trace", str(path), "--checkpoints", "a", "b")

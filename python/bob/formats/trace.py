@@ -187,11 +187,13 @@ class Trace(BobFile):
 
 @dataclass
 class TraceExamination(Examined):
-    """What a reader found in a trace's bytes: ``findings`` (:func:`examine`'s order), a valid file's :class:`Trace`."""
+    """What a reader found in a trace's bytes: ``findings`` (:func:`examine`'s order), a valid file's :class:`Trace`,
+    and ``read``, the trace as its whole layout reads, problems or not (what a report shows)."""
 
     size: int
     findings: list[FormatError] = field(default_factory=list)
     trace: Trace | None = None
+    read: Trace | None = None
 
 
 def examine(data: bytes) -> TraceExamination:
@@ -209,6 +211,9 @@ def examine(data: bytes) -> TraceExamination:
         ex.findings.append(problem)
         return ex
     head, digest = parsed.header.value, hashlib.sha256(parsed.header.data).digest()
+    entries = tuple(TraceEntry(e.step, e.loss, tuple(e[n] for n in PLANE_NAMES)) for e in head.entries)
+    ex.read = Trace._trusted(contract_sha256=head.contract_sha256, input_sha256=head.input_sha256,
+                             step_before=head.step_before, entries=entries)
     if digest != parsed.digest:
         ex.findings.append(IntegrityError("digest", "the trace's bytes do not match its digest (changed or damaged)",
                                           expected=digest.hex(), actual=parsed.digest.hex(), offset=TRACE_BODY_BYTES))
@@ -224,10 +229,7 @@ def examine(data: bytes) -> TraceExamination:
             ex.findings.append(TRACE_STEP.finding(entry.step, expected=want, offset=step_at, index=i))
         if not TRACE_LOSS.ok(entry.loss):
             ex.findings.append(TRACE_LOSS.finding(entry.loss, offset=at + TRACE_ENTRY_FIELDS["loss"].offset, index=i))
-    if not ex.findings:
-        entries = tuple(TraceEntry(e.step, e.loss, tuple(e[n] for n in PLANE_NAMES)) for e in head.entries)
-        ex.trace = Trace._trusted(contract_sha256=head.contract_sha256, input_sha256=head.input_sha256,
-                                  step_before=head.step_before, entries=entries)
+    ex.trace = None if ex.findings else ex.read
     return ex
 
 
