@@ -284,7 +284,7 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
     if checkpoint is not None and not isinstance(checkpoint, Checkpoint):  # its bytes taken once: what is
         checkpoint = as_bytes(checkpoint, "the checkpoint")  # pinned and digested is what is trained
     if expect is not None:  # (after the record, before the checkpoint: §7's order, bob-run's)
-        check_pin(b"" if checkpoint is None else checkpoint, expect, "expect")  # (None: a fresh start)
+        check_pin(b"" if checkpoint is None else checkpoint, expect, "expect")  # (None: a missing file, never pinned)
     if isinstance(checkpoint, Checkpoint):  # checked as built (its fields may have been reassigned): not mutated
         checkpoint = Checkpoint(checkpoint.step, checkpoint.p, checkpoint.m, checkpoint.v, checkpoint.header_bytes,
                                 checkpoint.contract)
