@@ -93,7 +93,7 @@ def test_a_predict_taking_the_last_of_equal_maxima_is_found(monkeypatch: pytest.
 
     monkeypatch.setattr(_core, "predict", predict)
     result = seeded_loop("core", 3000, seed=9)
-    assert result.findings and "§4 says" in result.findings[0].message
+    assert result.findings and "section 4 says" in result.findings[0].message
 
 
 # A long run, crossing every regime change: a 24 × 24 table (not a power of two: the kernels'
