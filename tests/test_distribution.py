@@ -130,3 +130,14 @@ def test_fuzz_run_without_atheris_names_the_bootstrap_command():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 2, out.stderr
     assert f"`{ROOT}/scripts/bootstrap.sh fuzz`" in out.stderr
+
+
+def test_the_plot_extra_s_check_leaves_a_library_caller_s_backend_as_it_was(tmp_path):
+    """The check chose the Agg backend (and imported pyplot) in the caller's process: a notebook's plt.show()
+    after bob-inspect --heatmap as a library showed nothing."""
+    pytest.importorskip("matplotlib")
+    code = ("import sys, matplotlib; matplotlib.use('svg'); from bob.inspect import main; "
+            f"main(['ckpt', {str(PACKAGE / 'data' / 'golden' / 'checkpoint-abracadabra-step10.bin')!r}, "
+            f"'--heatmap', {str(tmp_path / 'h.png')!r}]); print(matplotlib.get_backend(), 'matplotlib.pyplot' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split()[-2:] == ["svg", "False"] and (tmp_path / "h.png").exists(), out.stderr

@@ -76,14 +76,12 @@ def quiet_plot_directories() -> None:
 
 def plotting_problem() -> str | None:
     """Why the ``plot`` extra cannot draw here, said before a command does any work, or None. matplotlib is
-    imported (with the Agg backend every drawing of bob's uses): one that is installed but does not import (a
-    broken Pillow, say) was found only once a whole run was done, and ended it as unexpected."""
+    imported, and its Figure (no backend chosen, no pyplot: a library caller's own are left as they are): one
+    that is installed but does not import (a broken Pillow, say) was found only once a whole run was done."""
     quiet_plot_directories()
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")  # files only, never a window
-        import matplotlib.pyplot  # noqa: F401
+        import matplotlib  # noqa: F401 - first: a missing one is then the ImportError named "matplotlib"
+        import matplotlib.figure  # noqa: F401
     except ImportError as exc:
         broken = "" if exc.name == "matplotlib" else f", which does not import here ({exc})"
         return f"needs matplotlib (the optional extra plot){broken}: {install_hint('plot')}"
