@@ -36,7 +36,7 @@ import _signal  # type: ignore[import-not-found]  # the C module under signal; i
 
 __all__ = ["ENDING", "Interrupted", "install", "restore", "Deferral", "signal_name", "taken", "script_held",
            "run_script", "Reporting", "interruption_in", "printing", "printed", "until_exit", "writing",
-           "scratch_directory", "step_and_record", "temporary_directory"]
+           "step_and_record"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -301,99 +301,3 @@ class step_and_record:
             self.deferral.end()
             if kind is None or not issubclass(kind, KeyboardInterrupt):
                 self.deferral.check()  # (chained to the block's error)
-
-
-def temporary_directory(prefix: str) -> str:
-    """``tempfile.mkdtemp(prefix=prefix)``, except that where tempfile finds no usable temporary directory (its
-    4-byte test write failed in each: a full disk, ``ulimit -f 0``, a read-only one) the directory is made in the
-    first one that exists, so that the write that fails there says why (ENOSPC, EFBIG, EROFS), where tempfile's
-    FileNotFoundError said only ENOENT: read as a failed check, not the machine's shortage."""
-    import os
-    import tempfile
-
-    try:
-        return tempfile.mkdtemp(prefix=prefix)
-    except FileNotFoundError:
-        candidates: "list[str]" = getattr(tempfile, "_candidate_tempdir_list", list)()  # (TMPDIR, /tmp, ...: the ones it tried)
-        home = next((d for d in candidates if os.path.isdir(d)), None)
-        if tempfile.tempdir is not None or home is None:
-            raise
-        return tempfile.mkdtemp(prefix=prefix, dir=home)
-
-
-class scratch_directory:
-    """``with scratch_directory(prefix) as path``: a new temporary directory, removed whole when the block
-    ends, bob-qualify's and bob-fuzz's. A SIGINT, SIGTERM or SIGHUP that arrives as it is made waits until it has
-    a name (then it is removed, and the signal acts), and one that arrives while it is removed waits until it is
-    gone (``tempfile.TemporaryDirectory``'s removal was cut short by one, leaving a check's 786 KB checkpoint
-    behind); the removal: :func:`_remove_tree`."""
-
-    prefix: str
-    path: str
-    """The directory, once the block has begun."""
-
-    def __init__(self, prefix: str) -> None:
-        self.prefix, self.path = prefix, ""
-
-    def __enter__(self) -> str:
-        made = Deferral()
-        made.begin()
-        try:
-            self.path = temporary_directory(self.prefix)
-            if made.pending:
-                _remove_tree(self.path)
-        finally:
-            made.end()
-        made.check()
-        return self.path
-
-    def __exit__(self, kind: "type[BaseException] | None", value: "BaseException | None", traceback: object) -> None:
-        deferral = Deferral()  # (a signal already ending the command: one more during the removal is only recorded)
-        deferral.begin()
-        try:
-            _remove_tree(self.path)
-        finally:
-            deferral.end()
-        if kind is None or not issubclass(kind, KeyboardInterrupt):
-            deferral.check()  # raised once the directory is gone (chained to an error in the block: it ends all)
-
-
-def _remove_tree(path: str) -> None:
-    """``path`` removed whole as far as it can be (a tree left behind is not the command's failure): by
-    ``shutil.rmtree``, then what that left, bottom up with one directory open at a time and never through a
-    link: out of descriptors (``ulimit -n``: rmtree holds one a level), or a directory a reader made read-only."""
-    import os
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)
-    if os.path.lexists(path):
-        for top, dirs, files in os.walk(path, topdown=False):
-            if top == path or not os.path.islink(top):  # (one swapped for a link since it was listed: left)
-                for name in files + dirs:
-                    _remove(os.path.join(top, name))
-        _remove(path)
-
-
-def _remove(path: str) -> None:
-    """A file, a link or an empty directory, if it can be removed; its directory made writable once if it
-    was read-only (as ``tempfile.TemporaryDirectory`` does)."""
-    import os
-    import stat
-
-    for attempt in range(2):
-        try:
-            if os.path.isdir(path) and not os.path.islink(path):
-                os.rmdir(path)
-            else:
-                os.unlink(path)
-            return
-        except PermissionError:
-            parent = os.path.dirname(path)
-            if attempt or os.path.islink(parent):
-                return
-            try:
-                os.chmod(parent, stat.S_IRWXU)
-            except OSError:
-                return
-        except OSError:
-            return

@@ -22,7 +22,7 @@ HERE = Path(__file__).resolve().parent
 FUZZ = HERE.parents[1] / "python" / "bob" / "fuzz"
 CAMPAIGN_MODULES = ("campaign.py", "replay.py", "cli.py", "conformance.py", "common.py", "loop.py")
 # (module, call): the campaign's own scratch directories (ARTIFACTS/.logs/scratch-<pid>-…), removed whole
-# (the minimizer's workers' TMPDIR and check's corpus: bob.signals.scratch_directory).
+# (the minimizer's workers' TMPDIR and check's corpus: bob.scratch.scratch_directory).
 ALLOWED = {("campaign.py", "shutil.rmtree(d, ignore_errors=True)"),
            ("campaign.py", "shutil.rmtree(c.scratch_home, ignore_errors=True)"),
            ("campaign.py", "os.open(directory, os.O_RDONLY | os.O_CLOEXEC)")}  # a directory, for its flock

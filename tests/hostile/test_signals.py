@@ -740,7 +740,7 @@ def test_a_signal_while_a_scratch_directory_is_removed_waits_until_it_is_gone(mo
     """A SIGTERM in the middle of removing a check's directory ended the removal, leaving its files in
     $TMPDIR (tempfile.TemporaryDirectory); it is raised once the directory is gone, also after an error
     in the block (which a check catches: the signal was lost, and the qualification went on)."""
-    from bob import signals
+    from bob import scratch, signals
     from bob.qualify.processes import ProcessFailed
 
     real = shutil.rmtree
@@ -752,7 +752,7 @@ def test_a_signal_while_a_scratch_directory_is_removed_waits_until_it_is_gone(mo
     replaced = signals.install()
     try:
         with pytest.raises(signals.Interrupted) as info:
-            with signals.scratch_directory("bob-qualify-") as directory:
+            with scratch.scratch_directory("bob-qualify-") as directory:
                 Path(directory, "model.bob").write_bytes(bytes(1000))
                 monkeypatch.setattr(shutil, "rmtree", interrupted_rmtree)
                 if block_fails:
@@ -769,7 +769,7 @@ def test_a_scratch_directory_out_of_descriptors_is_still_removed_whole(tmp_path:
     into exit 70). Two descriptors to spare here, a tree seven levels deep: it is removed all the same."""
     child = """
 import os, resource, sys
-from bob.signals import scratch_directory
+from bob.scratch import scratch_directory
 with scratch_directory(sys.argv[1]) as directory:
     deep = os.path.join(directory, *"abcdef")
     os.makedirs(deep)
@@ -841,7 +841,7 @@ def test_a_signal_as_a_scratch_directory_is_made_leaves_none(tmp_path: Path, mon
     """A SIGTERM as mkdtemp's directory was made, before its name was bound, left it in TMPDIR for good."""
     import tempfile
 
-    from bob import signals
+    from bob import scratch, signals
 
     real = tempfile.mkdtemp
 
@@ -856,7 +856,7 @@ def test_a_signal_as_a_scratch_directory_is_made_leaves_none(tmp_path: Path, mon
     replaced = signals.install()
     try:
         with pytest.raises(signals.Interrupted):
-            with signals.scratch_directory("bob-scratch-"):
+            with scratch.scratch_directory("bob-scratch-"):
                 pytest.fail("the block ran")
     finally:
         signals.restore(replaced)
@@ -871,7 +871,7 @@ def test_what_rmtree_leaves_of_a_scratch_directory_is_removed_but_never_through_
     import shutil
     import tempfile
 
-    from bob import signals
+    from bob import scratch
 
     victim = tmp_path / "victim"
     victim.mkdir()
@@ -896,7 +896,7 @@ def test_what_rmtree_leaves_of_a_scratch_directory_is_removed_but_never_through_
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr(tempfile, "tempdir", None)  # (TMPDIR read again: what a failure leaves is pytest's)
     monkeypatch.setattr(shutil, "rmtree", lambda *args, **kwargs: None)
-    with signals.scratch_directory("bob-scratch-") as directory:
+    with scratch.scratch_directory("bob-scratch-") as directory:
         (Path(directory) / "ro" / "deep").mkdir(parents=True)
         (Path(directory) / "ro" / "file").write_bytes(b"x")
         (Path(directory) / "swap").mkdir()

@@ -73,6 +73,28 @@ def test_a_file_size_limit_is_the_machine_s_shortage_not_a_failed_check(limit: i
     assert error["exit_code"] == 70 and "File too large" in error["message"], error
 
 
+TEMPORARY_UNDER_NO_FILE_SIZE = """
+import os, resource, sys
+from bob.scratch import temporary_directory
+resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+made = temporary_directory("bob-x-")
+print(made)
+os.rmdir(made)
+"""
+
+
+@pytest.mark.parametrize("tmpdir", ["/proc", "relative"])
+def test_a_scratch_directory_under_ulimit_f_0_is_made_where_one_can_be_made_and_named_whole(tmp_path, tmpdir):
+    """tempfile's candidates all fail its test write: the directory is made in the first that takes one (TMPDIR=/proc
+    takes none: it named /proc/bob-x-... as missing) and named by its absolute path (a relative TMPDIR's was not)."""
+    (tmp_path / "relative").mkdir()
+    done = subprocess.run([sys.executable, "-c", TEMPORARY_UNDER_NO_FILE_SIZE], capture_output=True, text=True,
+                          cwd=tmp_path, env={**os.environ, "TMPDIR": tmpdir}, timeout=60)
+    made = done.stdout.strip()
+    assert done.returncode == 0 and os.path.isabs(made) and not made.startswith("/proc/"), done.stderr
+    assert tmpdir == "/proc" or made.startswith(f"{tmp_path / 'relative'}/bob-x-"), made
+
+
 @pytest.mark.parametrize("code", ["ENOSPC", "EDQUOT", "EFBIG"])
 def test_a_child_bob_run_out_of_space_is_no_failed_check(code, monkeypatch, tmp_path):
     import errno

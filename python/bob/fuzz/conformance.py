@@ -27,7 +27,7 @@ from bob.formats.constants import EMPTY_PROMPT, MAX_CHECKPOINT_BYTES, MAX_HEADER
 from bob.formats.kinds import ALIASES, FORMATS
 from bob.fuzz.common import read_input
 from bob.fuzz.targets import golden_dir
-from bob.signals import scratch_directory
+from bob.scratch import scratch_directory
 from bob.text import one_line, show_path
 
 __all__ = ["FORMATS", "open_corpus", "judge", "write_corpus", "check", "render_table", "reader_main"]

@@ -16,7 +16,7 @@ from bob.children import readable
 from bob.fuzz.common import INPUT_LIMIT, MachineRanOut, failure, failure_message, load_target, read_input
 from bob.fuzz.properties import exception_key
 from bob.fuzz.targets import TARGETS
-from bob.signals import scratch_directory
+from bob.scratch import scratch_directory
 
 __all__ = ["Verdict", "files_under", "infer_target", "read_input", "replay_file", "replay", "failure_of",
            "signature_of", "minimize_out_of_process", "skipped", "INPUT_LIMIT", "RUST_TARGETS"]

@@ -20,7 +20,8 @@ from bob.formats.kinds import FORMATS
 from bob.fuzz import oracle
 from bob.fuzz.digests import shared_digests
 from bob.fuzz.properties import PropertyFailed, quietly, require
-from bob.signals import step_and_record, temporary_directory
+from bob.scratch import temporary_directory
+from bob.signals import step_and_record
 
 __all__ = ["Target", "TARGETS", "get", "preload", "accepted_seeds", "check_error", "golden_dir", "seed_files", "quietly"]
 

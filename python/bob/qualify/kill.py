@@ -23,7 +23,7 @@ import bob
 from bob.qualify.checks import locate, section8_record
 from bob.qualify.processes import ProcessFailed, RunFiles, bob_run_command, finished, raise_shortage, run_once, started
 from bob.qualify.verdict import Verdict
-from bob.signals import scratch_directory
+from bob.scratch import scratch_directory
 
 CHECK = "commit-kill"
 TEMPORARY_MARK = ".bob-tmp-"

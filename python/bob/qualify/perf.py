@@ -21,7 +21,7 @@ from bob.formats.constants import VOCABULARY
 from bob.qualify.checks import section8_record
 from bob.qualify.kernels import configurations
 from bob.qualify.processes import RunFiles, bob_run_command, raise_shortage, run_once, started
-from bob.signals import scratch_directory
+from bob.scratch import scratch_directory
 
 UPDATES_PER_SAMPLE = 20
 

@@ -17,7 +17,7 @@ from bob.qualify import vector
 from bob.qualify.checks import locate
 from bob.qualify.processes import ProcessFailed, RunFiles, bob_run_command, run_once
 from bob.qualify.verdict import Verdict, first_byte_difference, losses_agree
-from bob.signals import scratch_directory
+from bob.scratch import scratch_directory
 
 CHECK = "resume"
 
