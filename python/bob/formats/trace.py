@@ -188,12 +188,12 @@ class Trace(BobFile):
 @dataclass
 class TraceExamination(Examined):
     """What a reader found in a trace's bytes: ``findings`` (:func:`examine`'s order), a valid file's :class:`Trace`,
-    and ``read``, the trace as its whole layout reads, problems or not (what a report shows)."""
+    and ``read``, what its whole layout holds, problems or not (:meth:`Trace.as_dict`'s keys: what a report shows)."""
 
     size: int
     findings: list[FormatError] = field(default_factory=list)
     trace: Trace | None = None
-    read: Trace | None = None
+    read: dict[str, Any] | None = None
 
 
 def examine(data: bytes) -> TraceExamination:
@@ -212,8 +212,9 @@ def examine(data: bytes) -> TraceExamination:
         return ex
     head, digest = parsed.header.value, hashlib.sha256(parsed.header.data).digest()
     entries = tuple(TraceEntry(e.step, e.loss, tuple(e[n] for n in PLANE_NAMES)) for e in head.entries)
-    ex.read = Trace._trusted(contract_sha256=head.contract_sha256, input_sha256=head.input_sha256,
-                             step_before=head.step_before, entries=entries)
+    trace = Trace._trusted(contract_sha256=head.contract_sha256, input_sha256=head.input_sha256,
+                           step_before=head.step_before, entries=entries)  # (a Trace only once no rule refuses it)
+    ex.read = trace.as_dict()
     if digest != parsed.digest:
         ex.findings.append(IntegrityError("digest", "the trace's bytes do not match its digest (changed or damaged)",
                                           expected=digest.hex(), actual=parsed.digest.hex(), offset=TRACE_BODY_BYTES))
@@ -222,6 +223,7 @@ def examine(data: bytes) -> TraceExamination:
                                                   offset=TRACE_HEAD["contract_sha256"].offset))
     if not (room := TRACE_STEP_BEFORE.ok(head.step_before)):  # (then no entry's step can be right: not one each)
         ex.findings.append(TRACE_STEP_BEFORE.finding(head.step_before, offset=TRACE_HEAD["step_before"].offset))
+        ex.read["step_after"] = None  # (no u64)
     for i, entry in enumerate(head.entries):
         at, want = TRACE_HEAD_STRUCT.size + i * TRACE_ENTRY.size, head.step_before + i + 1
         if room and not TRACE_STEP.ok(entry.step, want):
@@ -229,7 +231,7 @@ def examine(data: bytes) -> TraceExamination:
             ex.findings.append(TRACE_STEP.finding(entry.step, expected=want, offset=step_at, index=i))
         if not TRACE_LOSS.ok(entry.loss):
             ex.findings.append(TRACE_LOSS.finding(entry.loss, offset=at + TRACE_ENTRY_FIELDS["loss"].offset, index=i))
-    ex.trace = None if ex.findings else ex.read
+    ex.trace = None if ex.findings else trace
     return ex
 
 
