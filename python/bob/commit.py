@@ -36,7 +36,7 @@ import os
 
 from bob import fileio
 from bob.backup import Backup
-from bob.commands import EXIT_BUSY, EXIT_INTERRUPTED, EXIT_REFUSED, Refused, about, os_reason
+from bob.commands import EXIT_BUSY, EXIT_INTERRUPTED, EXIT_REFUSED, RESOURCE_ERRNOS, Refused, about, os_reason
 from bob.fileio import TEMP_MARK, discard_temporary, fsync_directory
 from bob.lock import LOCK_TAG, clean_stale_temporaries, pause_at, temporary_pid
 from bob.signals import Deferral, printing
@@ -284,7 +284,9 @@ def _holds(name: str, directory: "int | None", placed: "tuple[int, int, int]",
         return False
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=directory)
-    except PermissionError:  # a file this user may write, not read (0200): its mtime and size tell
+    except OSError as exc:  # a file this user may write, not read (0200), or no descriptor left: mtime and size tell
+        if not isinstance(exc, PermissionError) and exc.errno not in RESOURCE_ERRNOS:
+            raise
         return st.st_mtime_ns == placed[2] and st.st_size == len(data)
     try:
         return fileio.read_to_end(fd, len(data), len(data)) == data

@@ -412,6 +412,35 @@ def test_every_file_that_cannot_be_put_back_is_kept_and_named(work: Path, monkey
     assert (work / "ck.bin").read_bytes() == b"old ck.bin"
 
 
+def test_a_rollback_out_of_descriptors_still_puts_every_file_back(work: Path, monkeypatch) -> None:
+    """Out of descriptors before the commit (EMFILE: another process lowered the limit, or ENFILE), the rollback
+    could not open the new files to see they were still this run's, and put none back: the new predictions and
+    trace stayed beside the old checkpoint. Putting a file back takes no descriptor; its stat tells."""
+    import errno
+
+    import bob.commit
+    from bob.commands import about
+    from bob.commit import Commit
+
+    for name in ("ck.bin", "pred.bin", "run.trace"):
+        (work / name).write_bytes(b"old " + name.encode())
+    commit = Commit(str(work / "ck.bin"), b"new", about("--checkpoint", "ck.bin"), str(work / "pred.bin"), b"new",
+                    about("--predictions", "pred.bin"), ((str(work / "run.trace"), b"new", about("--trace", "t")),))
+
+    def no_descriptor(*args, **kwargs):
+        raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+
+    def stopped() -> None:
+        monkeypatch.setattr(bob.commit.os, "open", no_descriptor)
+        raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+
+    refused = _stopped_before_its_commit(commit, stopped)
+    monkeypatch.undo()
+    assert {p.name: p.read_bytes() for p in work.iterdir() if p.name != "rec.bin"} == {
+        "ck.bin": b"old ck.bin", "pred.bin": b"old pred.bin", "run.trace": b"old run.trace"}
+    assert refused.message.count("was rolled back, but its directory could not be synced (too many open files)") == 2
+
+
 @pytest.mark.parametrize("stop, code, cause", [(KeyboardInterrupt, 130, "stopped"), ("busy", 75, "busy")])
 def test_a_rollback_whose_directory_cannot_be_synced_says_so(work: Path, monkeypatch, stop, code, cause) -> None:
     """The old predictions were put back, but their directory's sync failed (EIO): the run said "the
