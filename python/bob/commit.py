@@ -185,12 +185,16 @@ class Commit:
             raise
         self.committed = True
         def read_back() -> None:  # (written or removed in the instant before its rename: said, not undone)
-            if not (held := _holds(*self._at(main), self.placed[-1], main_data)):
-                self.problems.append(f"the new checkpoint was {'written' if held is False else 'removed'} by "
-                                     "another process as it was committed: this report's SHA-256 is of the bytes "
-                                     "this run wrote")
+            for _, naming, path, placed, data in [(None, main_about, main, self.placed[-1], main_data), *renamed]:
+                if held := _holds(*self._at(path), placed, data):
+                    continue
+                how = "written" if held is False else "removed"
+                self.problems.append(f"the new checkpoint was {how} by another process as it was committed: this "
+                                     "report's SHA-256 is of the bytes this run wrote" if path == main else
+                                     f"{naming.option} {show_path(naming.path)}: its new file was {how} by another "
+                                     "process as the checkpoint was committed")
 
-        self.after_commit("reading the new checkpoint back", read_back)
+        self.after_commit("reading the new files back", read_back)
         pause_at("committed")
         self.after_commit(f"syncing the directory of {show_path(main)} (the new checkpoint may not survive a power loss)",
                           lambda: fsync_directory(self.directories[os.path.dirname(main)], strict=True))

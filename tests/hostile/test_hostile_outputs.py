@@ -827,7 +827,7 @@ def test_a_checkpoint_that_cannot_be_read_back_is_said_so(work: Path, monkeypatc
     monkeypatch.setattr(os, "open", failing)
     monkeypatch.setattr(Commit, "_rename", rename)
     _committed(commit)
-    assert commit.committed and commit.problems == ["reading the new checkpoint back failed (input/output error)"]
+    assert commit.committed and commit.problems == ["reading the new files back failed (input/output error)"]
 
 
 def test_a_backup_copy_sets_its_attributes_after_its_owner(work: Path, monkeypatch) -> None:
@@ -896,7 +896,7 @@ def test_a_read_back_that_runs_out_of_memory_after_the_commit_is_recorded(work: 
 
     monkeypatch.setattr(Commit, "_rename", rename)
     _committed(commit)
-    assert commit.committed and commit.problems == ["reading the new checkpoint back failed (MemoryError: no room)"]
+    assert commit.committed and commit.problems == ["reading the new files back failed (MemoryError: no room)"]
 
 
 def test_a_temporary_removed_as_it_is_staged_is_said_removed(work: Path, monkeypatch) -> None:

@@ -348,6 +348,25 @@ def test_the_predictions_touched_during_the_commit_are_still_its_own(work: Path)
     assert code == 0 and bob.load_checkpoint((work / "ck.bin").read_bytes()).step == U
 
 
+@pytest.mark.parametrize("change", ["removed", "written"])
+def test_the_predictions_changed_as_the_checkpoint_is_committed_are_said(work: Path, change: str) -> None:
+    """Another process removed or rewrote the new predictions after the last check: bob-run said exit 0 and
+    nothing, its predictions_hex not what the file holds (only the checkpoint was read back)."""
+    def change_the_predictions() -> None:
+        if change == "removed":
+            os.unlink(work / "pred.bin")
+        else:
+            (work / "pred.bin").write_bytes(bytes(24))
+
+    with race.Meeting("checked", change_the_predictions) as meeting:
+        run = subprocess.run([sys.executable, "-m", "bob", "run", *argv(work)], env=meeting.env,
+                             capture_output=True, text=True, timeout=120)
+    assert meeting.met and run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["problems_after_commit"] == [
+        f"--predictions {work / 'pred.bin'}: its new file was {change} by another process as the checkpoint was "
+        "committed"]
+
+
 def test_the_checkpoint_written_as_it_is_committed_is_said(work: Path) -> None:
     """Another process wrote into the staged checkpoint after the last check: bob-run said exit 0 with the
     SHA-256 of bytes the file does not hold. It still commits (that instant is past its checks), and says so."""
