@@ -99,7 +99,7 @@ class Commit:
         except Exception as exc:
             if not self.committed:
                 raise
-            reason = os_reason(exc) if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
+            reason = os_reason(exc) if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}".rstrip(": ")
             self.problems.append(f"{what} failed ({reason})")
 
     def stage(self) -> None:

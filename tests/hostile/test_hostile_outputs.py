@@ -878,7 +878,9 @@ def test_a_look_before_the_commit_that_fails_is_refused_naming_its_file(work: Pa
     assert [(work / name).read_bytes() for name in ("ck.bin", "pred.bin")] == [b"old ck.bin", b"old pred.bin"]
 
 
-def test_a_read_back_that_runs_out_of_memory_after_the_commit_is_recorded(work: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("error, said", [(MemoryError("no room"), "MemoryError: no room"),
+                                         (MemoryError(), "MemoryError")])  # (it was "MemoryError: ")
+def test_a_read_back_that_runs_out_of_memory_after_the_commit_is_recorded(work: Path, monkeypatch, error, said) -> None:
     """The read-back of the committed checkpoint raised what is not an OSError (MemoryError: it allocates the
     checkpoint's size) out of a run that had committed: exit 1, where a caller retrying on it advances twice."""
     import bob.commit
@@ -892,11 +894,11 @@ def test_a_read_back_that_runs_out_of_memory_after_the_commit_is_recorded(work: 
     def rename(self, tmp: str, target: str) -> None:  # (the checkpoint renamed: its read-back runs out)
         real(self, tmp, target)
         if target.endswith("ck.bin"):
-            monkeypatch.setattr(bob.commit, "_holds", lambda *a: (_ for _ in ()).throw(MemoryError("no room")))
+            monkeypatch.setattr(bob.commit, "_holds", lambda *a: (_ for _ in ()).throw(error))
 
     monkeypatch.setattr(Commit, "_rename", rename)
     _committed(commit)
-    assert commit.committed and commit.problems == ["reading the new files back failed (MemoryError: no room)"]
+    assert commit.committed and commit.problems == [f"reading the new files back failed ({said})"]
 
 
 def test_a_temporary_removed_as_it_is_staged_is_said_removed(work: Path, monkeypatch) -> None:
