@@ -107,7 +107,11 @@ class Commit:
         for target, data, naming in self.files:
             with naming:
                 if (directory := os.path.dirname(target)) not in self.directories:
-                    self.directories[directory] = os.open(directory, _O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+                    try:  # (its files were read from it, under the lock)
+                        self.directories[directory] = os.open(directory, _O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+                    except FileNotFoundError:
+                        raise Refused("its directory was moved or removed by another process while this run held "
+                                      "its lock; nothing was changed", code=EXIT_BUSY) from None
                 self.staged.append(tmp := fileio.stage(target, data))
                 try:  # (a rename keeps them: each file is checked before the commit, the checkpoint's too)
                     st = os.stat(os.path.basename(tmp), dir_fd=self.directories[directory], follow_symlinks=False)

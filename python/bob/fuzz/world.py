@@ -31,7 +31,7 @@ LAYOUTS = ("plain", "plain", "symlinks", "symlinks", "symlinks", "hardlink-check
            "same-file")
 FAULTS = ("none", "fail", "fail", "crash")
 OTHERS = ("none", "none", "none", "none", "locked", "racer", "cleaner", "powerloss")
-MAX_CALL = 40
+MAX_CALL = 42
 """k is drawn from 1..MAX_CALL: the calls a completed bob-run makes in a world (a checkpoint and predictions there)."""
 ENTRY_CALLS_DRAWN = 7
 """or, counting only the calls that change a directory entry, from 1..ENTRY_CALLS_DRAWN (a run makes 6)."""
