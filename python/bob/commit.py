@@ -32,11 +32,12 @@ The temporaries a killed writer left are removed by
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 
 from bob import fileio
 from bob.backup import Backup
-from bob.commands import EXIT_BUSY, EXIT_INTERRUPTED, EXIT_REFUSED, RESOURCE_ERRNOS, Refused, about, os_reason
+from bob.commands import EXIT_BUSY, EXIT_INTERRUPTED, EXIT_REFUSED, Refused, about, os_reason
 from bob.fileio import TEMP_MARK, discard_temporary, fsync_directory
 from bob.lock import LOCK_TAG, clean_stale_temporaries, pause_at, temporary_pid
 from bob.signals import Deferral, printing
@@ -99,7 +100,8 @@ class Commit:
         except Exception as exc:
             if not self.committed:
                 raise
-            reason = os_reason(exc) if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}".rstrip(": ")
+            reason = os_reason(exc) if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}" if str(exc) \
+                else type(exc).__name__
             self.problems.append(f"{what} failed ({reason})")
 
     def stage(self) -> None:
@@ -107,11 +109,7 @@ class Commit:
         for target, data, naming in self.files:
             with naming:
                 if (directory := os.path.dirname(target)) not in self.directories:
-                    try:  # (its files were read from it, under the lock)
-                        self.directories[directory] = os.open(directory, _O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-                    except FileNotFoundError:
-                        raise Refused("its directory was moved or removed by another process while this run held "
-                                      "its lock; nothing was changed", code=EXIT_BUSY) from None
+                    self.directories[directory] = os.open(directory, _O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
                 self.staged.append(tmp := fileio.stage(target, data))
                 try:  # (a rename keeps them: each file is checked before the commit, the checkpoint's too)
                     st = os.stat(os.path.basename(tmp), dir_fd=self.directories[directory], follow_symlinks=False)
@@ -188,20 +186,23 @@ class Commit:
                               code=code)
             raise
         self.committed = True
-        def read_back() -> None:  # (written or removed in the instant before its rename: said, not undone)
-            for _, naming, path, placed, data in [(None, main_about, main, self.placed[-1], main_data), *renamed]:
-                if held := _holds(*self._at(path), placed, data):
-                    continue
-                how = "written" if held is False else "removed"
-                self.problems.append(f"the new checkpoint was {how} by another process as it was committed: this "
-                                     "report's SHA-256 is of the bytes this run wrote" if path == main else
-                                     f"{naming.option} {show_path(naming.path)}: its new file was {how} by another "
-                                     "process as the checkpoint was committed")
-
-        self.after_commit("reading the new files back", read_back)
+        for _, naming, path, placed, data in [(None, main_about, main, self.placed[-1], main_data), *reversed(renamed)]:
+            what = "the new checkpoint" if path == main else f"the new {naming.option} {show_path(naming.path)}"
+            self.after_commit(f"reading {what} back", functools.partial(self._read_back, naming, path, placed, data))
         pause_at("committed")
         self.after_commit(f"syncing the directory of {show_path(main)} (the new checkpoint may not survive a power loss)",
                           lambda: fsync_directory(self.directories[os.path.dirname(main)], strict=True))
+
+    def _read_back(self, naming: about, path: str, placed: "tuple[int, int, int]", data: "bytes | bytearray") -> None:
+        """A file written or removed by another process in the instant before the checkpoint's rename: said, not
+        undone (``problems``)."""
+        if (held := _holds(*self._at(path), placed, data)):
+            return
+        how = "written" if held is False else "removed"
+        self.problems.append(f"the new checkpoint was {how} by another process as it was committed: this report's "
+                             "SHA-256 is of the bytes this run wrote" if path == self.files[-1][0] else
+                             f"{naming.option} {show_path(naming.path)}: its new file was {how} by another process "
+                             "as the checkpoint was committed")
 
     def _rename(self, tmp: str, target: str) -> None:
         """Rename ``tmp`` over ``target``, in their directory; a temporary gone is another process's doing."""
@@ -292,9 +293,7 @@ def _holds(name: str, directory: "int | None", placed: "tuple[int, int, int]",
         return False
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=directory)
-    except OSError as exc:  # a file this user may write, not read (0200), or no descriptor left: mtime and size tell
-        if not isinstance(exc, PermissionError) and exc.errno not in RESOURCE_ERRNOS:
-            raise
+    except PermissionError:  # a file this user may write, not read (0200): its mtime and size tell
         return st.st_mtime_ns == placed[2] and st.st_size == len(data)
     try:
         return fileio.read_to_end(fd, len(data), len(data)) == data

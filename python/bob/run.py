@@ -32,6 +32,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     import argparse
 
+    from bob.lock import TargetLock
     from bob.run_options import QuickArgs
     from bob.signals import Deferral
 
@@ -179,12 +180,23 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
             commit.apply(lambda: _unchanged(outputs[:1], read_from, locks, deferral))  # the last word: the checkpoint
         finally:
             commit.close()
+    except Refused as refused:
+        _moved_under_the_lock(refused, locks)
+        raise
     finally:
         release(locks)
 
     summary = _summary(step_before, step_after, losses, prompt_words, records, checkpoint_path,
                        sha256(checkpoint_data), predictions_path, prediction_bytes, cleaned, commit.problems, fresh)
     return summary if trace_path is None else {**summary, "trace_file": show_path(trace_path)}
+
+
+def _moved_under_the_lock(refused: Refused, locks: "list[TargetLock]") -> None:
+    """A refusal of a run whose target's directory another process moved or replaced under its lock is that
+    (exit 75, nothing changed: :meth:`TargetLock.still_held`), not the path it left behind (exit 2)."""
+    if refused.code != EXIT_BUSY:
+        for lock in locks:
+            lock.still_held()
 
 
 def _version(path: str) -> "tuple[int, ...] | None":

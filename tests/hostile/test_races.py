@@ -348,19 +348,30 @@ def test_the_predictions_touched_during_the_commit_are_still_its_own(work: Path)
     assert code == 0 and bob.load_checkpoint((work / "ck.bin").read_bytes()).step == U
 
 
-def test_a_directory_moved_away_while_the_run_holds_its_lock_is_busy_not_a_bad_path(tmp_path: Path) -> None:
-    """The targets' directory renamed once the locks were taken: bob-run refused "--predictions ...: no such file or
-    directory" (exit 2, a bad path to a script) where another process changed its files under its lock (exit 75)."""
+@pytest.mark.parametrize("point", ["locked", "staged"])
+@pytest.mark.parametrize("replaced", [False, True])
+def test_a_directory_moved_away_while_the_run_holds_its_lock_is_busy_not_a_bad_path(tmp_path: Path, point: str,
+                                                                                    replaced: bool) -> None:
+    """The targets' directory renamed (or replaced by a file) once the locks were taken: bob-run refused
+    "--predictions ...: no such file or directory" (or "not a directory"), exit 2, a bad path to a script, where
+    another process changed its files under its lock (exit 75, nothing changed)."""
     (work := tmp_path / "run").mkdir()
     (work / "rec.bin").write_bytes(RECORD)
-    assert subprocess.run([sys.executable, "-m", "bob", "run", *argv(work)], capture_output=True).returncode == 0
+    assert subprocess.run([sys.executable, "-m", "bob", "run", *argv(work)], capture_output=True,
+                          timeout=120).returncode == 0
     before = {p.name: p.read_bytes() for p in work.iterdir()}
-    with race.Meeting("locked", lambda: os.rename(work, tmp_path / "moved")) as meeting:
+
+    def move() -> None:
+        os.rename(work, tmp_path / "moved")
+        if replaced:
+            work.write_bytes(b"")
+
+    with race.Meeting(point, move) as meeting:
         run = subprocess.run([sys.executable, "-m", "bob", "run", *argv(work)], env=meeting.env,
                              capture_output=True, text=True, timeout=120)
     assert meeting.met and run.returncode == 75, run.stdout
-    assert "moved or removed by another process" in json.loads(run.stdout)["error"]["message"]
-    assert {p.name: p.read_bytes() for p in (tmp_path / "moved").iterdir()} == before and not work.exists()
+    assert "was deleted or replaced while this run held it" in json.loads(run.stdout)["error"]["message"]
+    assert {p.name: p.read_bytes() for p in (tmp_path / "moved").iterdir()} == before  # (no temporary, no lock)
 
 
 @pytest.mark.parametrize("change", ["removed", "written"])
