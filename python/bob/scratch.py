@@ -21,7 +21,6 @@ def temporary_directory(prefix: str) -> str:
     failed check, not the machine's shortage. The directory is then made in the first of tempfile's candidates
     that takes it, so the write that fails there says why (EFBIG, ENOSPC); where none does, the first such
     shortage is raised, else tempfile's error."""
-
     try:
         return tempfile.mkdtemp(prefix=prefix)
     except FileNotFoundError as none_usable:
@@ -77,7 +76,6 @@ def _remove_tree(path: str) -> None:
     """``path`` removed whole as far as it can be (a tree left behind is not the command's failure): by
     ``shutil.rmtree``, then what that left, bottom up with one directory open at a time and never through a
     link: out of descriptors (``ulimit -n``: rmtree holds one a level), or a directory a reader made read-only."""
-
     shutil.rmtree(path, ignore_errors=True)
     if os.path.lexists(path):
         for top, dirs, files in os.walk(path, topdown=False):
@@ -90,7 +88,6 @@ def _remove_tree(path: str) -> None:
 def _remove(path: str) -> None:
     """A file, a link or an empty directory, if it can be removed; its directory made writable once if it
     was read-only (as ``tempfile.TemporaryDirectory`` does)."""
-
     for attempt in range(2):
         try:
             if os.path.isdir(path) and not os.path.islink(path):

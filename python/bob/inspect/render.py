@@ -50,7 +50,8 @@ def _header_lines(r: dict[str, Any]) -> list[str]:
     if r["partial_header"] is not None:
         fields = r["partial_header"][1:]  # the magic is shown above
         last = r["partial_header"][-1]["field"]
-        L.append(f"header: unreadable after '{last}' (see the problems)" + ("; the fields read before it:" * bool(fields)))
+        before = "; the fields read before it:" if fields else ""  # (none: the magic alone was read)
+        L.append(f"header: unreadable after '{last}' (see the problems){before}")
         width = max([len(f["field"]) for f in fields] + [12])
         L.extend(f"  {f['field']:<{width}}  {f['text']}" for f in fields)
     elif r["version"] is not None:

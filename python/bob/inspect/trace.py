@@ -80,7 +80,7 @@ def trace_file_report(data: bytes | None, read_problems: "list[FormatError]", *,
     problems (each naming its field and offset); ``data`` is None when the file was too large."""
     report, problems, ex = begin("trace", path, data, read_problems, auto, examine)
     trace = ex.trace if ex is not None else None
-    shown = ex.read if ex is not None and ex.read is not None else {}  # identity and entries, with problems too
+    shown = (ex.read if ex is not None else None) or {}  # identity and entries, with problems too
     report.update({key: shown.get(key) for key in ("contract_sha256", "input_sha256", "step_before", "step_after",
                                                    "entries")})
     steps = f"steps {trace.step_before} to {trace.step_after}" if trace else ""

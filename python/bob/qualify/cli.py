@@ -69,8 +69,7 @@ def _work(args: argparse.Namespace) -> Outcome:
 
     if args.report is not None:
         if (problem := plotting_problem()) is not None:
-            raise Refused(problem,
-                          option="--report", path=args.report)
+            raise Refused(problem, option="--report", path=args.report)
         output_directory("--report", args.report)
         from bob.commit import replace_targets  # (only with --report: not on every start)
 
