@@ -243,4 +243,3 @@ def test_the_oracle_imports_nothing_from_bob() -> None:
 def test_the_oracle_import_check_can_fail() -> None:
     planted = "import struct\nfrom bob.formats import constants\nfrom . import layout\nimport bob.errors as e\n"
     assert _bob_imports(planted) == ["bob.formats", ".", "bob.errors"]
-
