@@ -63,6 +63,7 @@ def test_a_damaged_trace_names_each_problem_by_field_and_offset(tmp_path: Path, 
     data[TRACE_HEAD["step_before"].offset:TRACE_HEAD["step_before"].end] = b"\xff" * 8  # no step after it is a u64
     path.write_bytes(bytes(data))
     assert inspect_json(capsys, str(path))[1]["step_after"] is None  # (it showed 2**64 + 9)
+    assert main([str(path)]) == 2 and "  step_after       -\n" in capsys.readouterr().out  # (the text's none, not None)
 
 
 def test_a_trace_cut_short_and_checkpoint_options_on_a_trace(tmp_path: Path, capsys) -> None:

@@ -91,7 +91,8 @@ def trace_file_report(data: bytes | None, read_problems: "list[FormatError]", *,
 def render_trace_file(r: dict[str, Any]) -> list[str]:
     L = []
     if r["entries"] is not None:
-        L += [f"  {name:<16} {r[name]}" for name in ("contract_sha256", "input_sha256", "step_before", "step_after")]
+        L += [f"  {name:<16} {'-' if r[name] is None else r[name]}"  # (- as the tables say none: no u64 step after)
+              for name in ("contract_sha256", "input_sha256", "step_before", "step_after")]
         L.append("updates (step, loss before it, XXH3-128 of each plane after it)")
         L.append(f"  {'step':>8}  {'loss':>12}  " + "  ".join(f"{n:<{DIGEST_SHOWN}}" for n in PLANE_NAMES))
         L += [f"  {e['step']:>8}  {float(e['loss']):>12.6f}  " + "  ".join(e[n][:DIGEST_SHOWN] for n in PLANE_NAMES)
