@@ -117,13 +117,12 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     Every refusal is a :class:`bob.commands.Refused` naming the option and path.
     The invocation is committed exactly when the checkpoint's rename succeeds
     (:mod:`bob.commit`). ``deferral`` is begun (``main`` begins it at its
-    start) at the latest before the lock is taken, and left open, so the
-    caller decides when signals act again; a signal that arrives before the commit
-    is raised as :class:`bob.signals.Interrupted` at the next safe point
-    (the lock's wait, after the updates, just before the commit), with
-    everything rolled back. ``expect_checkpoint`` pins the checkpoint (:func:`_read_state`).
-    ``trace_path`` (``--trace``): the trace of the updates (formats/trace.md),
-    committed with the pair (:class:`bob.commit.Commit`).
+    start) at the latest before the lock is taken, and left open, so the caller
+    decides when signals act again; a signal that arrives before the commit is
+    raised as :class:`bob.signals.Interrupted` at the next safe point (the lock's
+    wait, after the updates, just before the commit), with everything rolled back.
+    ``expect_checkpoint`` pins the checkpoint (:func:`_read_state`); ``trace_path``
+    (``--trace``): the trace of the updates (formats/trace.md), committed with the pair.
     """
     from bob.commit import Commit
     from bob.lock import clean_stale_temporaries
@@ -151,11 +150,12 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     # the code that removes it.
     deferral.begin()
     locks = lock_targets(outputs, wait_seconds, deferral)
+    cleaned: "list[str]" = []
     try:
         deferral.check()
         named = [input_path, *(path for _, path, _ in outputs)]  # (a file named like a temporary is still the user's)
-        cleaned = [p for _, _, target in outputs
-                   for p in clean_stale_temporaries(target, holding_lock=True, keep=named)]
+        for _, _, target in outputs:
+            cleaned += clean_stale_temporaries(target, holding_lock=True, keep=named)
         for option, path, target in outputs:
             with about(option, path):  # now that no backup link of a killed run is a second name
                 refuse_unreplaceable(target)
@@ -180,8 +180,8 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
             commit.apply(lambda: _unchanged(outputs[:1], read_from, locks, deferral))  # the last word: the checkpoint
         finally:
             commit.close()
-    except Refused as refused:
-        _moved_under_the_lock(refused, locks)
+    except BaseException as ended:
+        _ended_before_its_summary(ended, locks, cleaned)
         raise
     finally:
         release(locks)
@@ -191,12 +191,15 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     return summary if trace_path is None else {**summary, "trace_file": show_path(trace_path)}
 
 
-def _moved_under_the_lock(refused: Refused, locks: "list[TargetLock]") -> None:
+def _ended_before_its_summary(ended: BaseException, locks: "list[TargetLock]", cleaned: "list[str]") -> None:
     """A refusal of a run whose target's directory another process moved or replaced under its lock is that
-    (exit 75, nothing changed: :meth:`TargetLock.still_held`), not the path it left behind (exit 2)."""
-    if refused.code != EXIT_BUSY:
+    (exit 75, nothing changed: :meth:`TargetLock.still_held`), not the path it left behind (exit 2); what the
+    clean-up removed is said however the run ends (a refusal, a signal)."""
+    if isinstance(ended, Refused) and ended.code != EXIT_BUSY:
         for lock in locks:
             lock.still_held()
+    if cleaned:
+        note("bob-run", "removed the temporaries a killed run left: " + ", ".join(map(show_path, cleaned)))
 
 
 def _version(path: str) -> "tuple[int, ...] | None":

@@ -389,6 +389,16 @@ def test_stale_temporaries_of_dead_runs_are_removed(work: Path) -> None:
     assert str(stale) in out["stale_temporaries_removed"]
 
 
+def test_a_refused_run_says_which_stale_temporaries_it_removed(work: Path) -> None:
+    """The clean-up comes before the checkpoint is read: a run refused after it says what it removed."""
+    stale = work / ".ck.bin.bob-tmp-999999999-deadbeef0000"
+    stale.write_bytes(b"half a checkpoint")
+    (work / "ck.bin").write_bytes(b"not a checkpoint")
+    done = run(work, "--json", check=2)
+    assert not stale.exists() and json.loads(done.stdout)["error"]["option"] == "--checkpoint"
+    assert f"bob-run: removed the temporaries a killed run left: {stale}\n" in done.stderr
+
+
 def test_a_run_holding_the_lock_removes_its_targets_temporaries_whoever_left_them(work: Path) -> None:
     """Under the checkpoint's lock no other bob-run writes these targets, and a
     pid proves nothing (a process in another PID namespace, or a reused pid),
