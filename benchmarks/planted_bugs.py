@@ -218,8 +218,8 @@ BUGS: tuple[Bug, ...] = (
     Bug("trace-temporary-left", "files", "run", 1_500,
         "the next bob-run cleans up what a dead one left beside the checkpoint and the predictions, not "
         "beside the trace: after a crash during a traced commit, the dead run's trace temporary stays",
-        (("bob/run.py", "cleaned = [p for _, _, target in outputs\n",
-          "cleaned = [p for _, _, target in outputs[:2]\n"),),
+        (("bob/run.py", "        for _, _, target in outputs:\n            cleaned += clean_stale",
+          "        for _, _, target in outputs[:2]:\n            cleaned += clean_stale"),),
         property="the powerloss world with --trace: the next bob-run leaves nothing of the dead run",
         test="tests/hostile/test_power_loss.py"),
     Bug("kernel-bc2-early", "core", "core", 6_000,
