@@ -14,7 +14,8 @@ the array ``bob``) is string to string::
     format          "bob-checkpoint"      version   "1"
     step            decimal u64           header_bytes  decimal
     contract.NAME   each §2 field: a string field as lowercase hex, a number as decimal
-    contract.identity_sha256   SHA-256 of the fields, to compare at a glance
+    contract.identity_sha256   the SHA-256 of the §2 fields as a checkpoint header stores them: a
+                               trace's contract_sha256 and bob-qualify's identity_sha256 (hex)
 
 exactly these keys, each once, every decimal as bob writes it (no sign, no
 leading zero).
@@ -25,7 +26,6 @@ needs only NumPy.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -40,6 +40,7 @@ from bob.errors import BadValue, NotABobFile, Truncated
 from bob.formats.constants import PLANE_DTYPE, PLANE_NAMES, U64_MAX
 from bob.formats.contract import CONTRACT_FIELDS, V1, Contract
 from bob.formats.files import as_bytes, read_format_file
+from bob.formats.trace import contract_sha256
 from bob.interop_archive import METADATA_MEMBER, npz_parts, safetensors_parts
 from bob.text import bounded
 
@@ -76,10 +77,6 @@ def safetensors_library() -> Any:
     return safetensors.numpy
 
 
-def _identity(contract: Contract) -> str:
-    return hashlib.sha256(json.dumps(_contract_fields(contract), sort_keys=True).encode()).hexdigest()
-
-
 def _contract_fields(contract: Contract) -> dict[str, str]:
     return {f"contract.{name}": v.hex() if isinstance(v, bytes) else str(v) for name, v in asdict(contract).items()}
 
@@ -95,7 +92,7 @@ def metadata(checkpoint: "Checkpoint") -> dict[str, str]:
         "step": str(checkpoint.step),
         "header_bytes": str(checkpoint.header_bytes),
         **_contract_fields(checkpoint.contract),
-        "contract.identity_sha256": _identity(checkpoint.contract),
+        "contract.identity_sha256": contract_sha256(checkpoint.contract).hex(),
     }
 
 
@@ -125,9 +122,9 @@ def _contract(meta: dict[str, str]) -> Contract:
     contract = Contract(**fields)
     for mismatch in contract.mismatch_findings():
         raise mismatch
-    if meta.get("contract.identity_sha256") != _identity(contract):
-        raise BadValue("metadata.contract.identity_sha256", "the SHA-256 of the contract fields",
-                       expected=_identity(contract), actual=bounded(repr(meta.get("contract.identity_sha256"))))
+    if meta.get("contract.identity_sha256") != (identity := contract_sha256(contract).hex()):
+        raise BadValue("metadata.contract.identity_sha256", "the SHA-256 of the contract as a header stores it",
+                       expected=identity, actual=bounded(repr(meta.get("contract.identity_sha256"))))
     return contract
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import struct
@@ -96,6 +97,15 @@ def test_the_safetensors_library_reads_the_planes_and_the_metadata(trained, tmp_
     assert meta == interop.metadata(trained)
 
 
+def test_one_contract_digest_in_an_export_a_trace_and_bob_qualify() -> None:
+    """One identity, one digest: the §2 fields as a header holds them (they were three serialisations)."""
+    from bob.qualify.machine import contract_identity
+
+    trace = bob.invoke(bob.build_input(CORPUS, PROMPTS).to_bytes(), b"", threads=1, trace=True).trace
+    digest = interop.metadata(bob.Checkpoint.fresh())["contract.identity_sha256"]
+    assert digest == trace.contract_sha256.hex() == contract_identity()["identity_sha256"]
+
+
 def test_numpy_reads_the_npz_without_pickle(trained, tmp_path) -> None:
     path = tmp_path / "ck.npz"
     trained.to_npz(path)
@@ -159,11 +169,11 @@ def _spoiled(trained, change) -> tuple[dict, dict]:
 
 def _with_learner(meta: dict, learner: bytes, identity: bool) -> None:
     meta["contract.learner"] = learner.hex()
-    if identity:
-        fields = {k: v for k, v in meta.items() if k.startswith("contract.") and k != "contract.identity_sha256"}
-        import hashlib
-
-        meta["contract.identity_sha256"] = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
+    if identity:  # (a trace's contract_sha256 of that contract: the §2 fields as a header holds them)
+        strings = [bytes.fromhex(meta[f"contract.{name}"]) for name in ("state", "learner", "data", "seed")]
+        sizes = [int(meta[f"contract.{name}"]) for name in ("payload_bytes", "chunk_bytes", "updates_per_invocation")]
+        meta["contract.identity_sha256"] = hashlib.sha256(b"".join(struct.pack("<I", len(s)) + s for s in strings)
+                                                          + struct.pack("<3Q", *sizes)).hexdigest()
 
 
 OTHER_LEARNER = LEARNER_PREFIX + struct.pack("<5f", 0.5, 0.9, 0.999, 1e-8, 0.01)

@@ -28,6 +28,8 @@ END = b"PK\x05\x06"
 CONTRACT = {f"contract.{name}": text.hex() for name, text in STRINGS}
 CONTRACT.update({f"contract.{name}": str(size) for name, size in SIZES})
 KEYS = {"format", "version", "step", "header_bytes", "contract.identity_sha256", *CONTRACT}
+IDENTITY = hashlib.sha256(b"".join(struct.pack("<I", len(text)) + text for _, text in STRINGS)  # §2 as a header holds it
+                          + b"".join(struct.pack("<Q", size) for _, size in SIZES)).hexdigest()
 # §5: the header's own length (magic, version, header_bytes, step, the strings, the sizes, the chunk table,
 # the digest): header_bytes is at least this.
 HEADER_END = 32 + sum(4 + len(text) for _, text in STRINGS) + 8 * len(SIZES) + 4 + len(PLANES) * 52 + 32
@@ -58,7 +60,7 @@ def _state(meta: object, planes: list, for_resume: bool) -> None:
         raise Bad("format or version")
     if any(meta[key] != text for key, text in CONTRACT.items()):
         raise Bad("contract")
-    if meta["contract.identity_sha256"] != hashlib.sha256(json.dumps(CONTRACT, sort_keys=True).encode()).hexdigest():
+    if meta["contract.identity_sha256"] != IDENTITY:
         raise Bad("identity")
     step = _decimal(meta["step"], U64_MAX)
     hb = _decimal(meta["header_bytes"], U64_MAX)

@@ -10,22 +10,14 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
-import struct
 import sys
 from typing import Any
 
 from bob import core
 from bob.distribution import DISTRIBUTION
 from bob.formats.contract import contract_document
-from bob.formats.constants import (
-    CHUNK_BYTES,
-    DATA,
-    LEARNER,
-    PAYLOAD_BYTES,
-    SEED,
-    STATE,
-    UPDATES_PER_INVOCATION,
-)
+from bob.formats.constants import DATA, LEARNER, SEED, STATE
+from bob.formats.trace import contract_sha256
 
 # The flags bob-core's run-time dispatch reads (kernel.rs: is_x86_feature_detected).
 KERNEL_FLAGS = {"avx2": ("avx2",), "avx512": ("avx512f", "avx512vl", "avx2")}
@@ -51,15 +43,13 @@ def _cpuinfo() -> tuple[str, set[str]]:
 def contract_identity() -> dict[str, Any]:
     """The contract this build implements: its name and a digest of the
     identities and sizes a checkpoint must carry (§2)."""
-    sizes = struct.pack("<3Q", PAYLOAD_BYTES, CHUNK_BYTES, UPDATES_PER_INVOCATION)
-    identity = b"\n".join((STATE, LEARNER, DATA, SEED, sizes))
     return {
         "document": f"bob v1, errata of 2026-11-30 ({contract_document()})",
         "state": STATE.decode("ascii"),
         "learner_f32_hex": LEARNER[-20:].hex(),
         "data": DATA.decode("ascii"),
         "seed": SEED.decode("ascii"),
-        "identity_sha256": hashlib.sha256(identity).hexdigest(),
+        "identity_sha256": contract_sha256().hex(),  # (a trace's contract_sha256, an export's identity)
     }
 
 
