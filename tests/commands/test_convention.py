@@ -180,6 +180,9 @@ def test_loop_engine_refuses_a_corpus_it_would_ignore(work, capsys) -> None:
     error = json.loads(out)["error"]
     assert rc == 2 and error["option"] == "--corpus" and "keeps no corpus" in error["message"]
     assert not list(work.root.glob("*artifacts"))
+    rc, out, err = call("bob-fuzz", ["run", "predictions", "--engine", "loop", "--runs", "1", "--jobs", "2",
+                                     "--artifacts", work.fresh("artifacts"), "--json"], capsys)  # (one process ran)
+    assert rc == 2 and json.loads(out)["error"]["option"] == "--jobs"
 
 
 @pytest.mark.parametrize("prog, argv, option", [

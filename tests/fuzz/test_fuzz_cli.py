@@ -9,6 +9,7 @@ import io
 import json
 import os
 import resource
+import shlex
 import signal
 import subprocess
 import sys
@@ -418,6 +419,60 @@ def test_a_target_module_that_exits_as_it_is_imported_is_refused(tmp_path: Path,
     error = json.loads(capsys.readouterr().out)["error"]
     assert error["option"] in ("--target", "TARGET") and error["message"] == (
         f"usage: importing 'quits' ended it (SystemExit {code}); a target's module must not exit as it is imported")
+
+
+@pytest.mark.parametrize("module, said", [("broken", "raised SyntaxError: "), (".relative", "raised TypeError: "),
+                                          ("raising", "raised RuntimeError: at import")])
+def test_a_target_module_whose_import_fails_is_refused_naming_the_target(tmp_path: Path, monkeypatch, capsys,
+                                                                         module: str, said: str) -> None:
+    """A SyntaxError, a relative module name or any exception as the target's module was imported: exit 70, an
+    "unexpected error" for the user's own module."""
+    (tmp_path / "broken.py").write_text("def target(:\n")
+    (tmp_path / "raising.py").write_text("raise RuntimeError('at import')\n")
+    (tmp_path / "IN").write_bytes(b"abc")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    assert main(["replay", "IN", "--target", f"{module}:target", "--json"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["option"] == "--target" and error["message"].startswith(f"usage: importing '{module}' {said}")
+
+
+def test_replay_passes_over_no_file_it_is_given_and_follows_no_link_out(tmp_path: Path, monkeypatch, capsys) -> None:
+    """A file in a directory that happened to be named like a Rust target (cases/predict) was dropped unsaid,
+    and a file's link out of the directory given was replayed (only a directory's was refused)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cases" / "predict").mkdir(parents=True)
+    (tmp_path / "cases" / "predict" / "case.bin").write_bytes(b"junk")
+    assert main(["replay", "cases/predict/case.bin", "--json"]) == 2
+    assert "no target for this file" in json.loads(capsys.readouterr().out)["error"]["message"]
+    rust = tmp_path / "fuzz" / "regressions" / "kernels"
+    rust.mkdir(parents=True)
+    (rust / "case.bin").write_bytes(b"junk")
+    assert main(["replay", str(rust / "case.bin"), "--json"]) == 2
+    assert "cargo test" in json.loads(capsys.readouterr().out)["error"]["message"]
+    assert main(["replay", str(tmp_path / "fuzz"), "--json"]) == 2  # (in a directory: left for cargo, unsaid)
+    assert json.loads(capsys.readouterr().out)["error"]["message"] == "no files to replay"
+    tree = tmp_path / "tree" / "input" / "accepted"
+    tree.mkdir(parents=True)
+    (tree / "out.bin").symlink_to(tmp_path / "cases" / "predict" / "case.bin")
+    assert main(["replay", "tree", "--json"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["path"] == "tree/input/accepted/out.bin" and "a link out of the directory" in error["message"]
+
+
+def test_the_reproduce_lines_paste_into_a_shell(tmp_path: Path, monkeypatch, capsys) -> None:
+    """An artifacts directory starting with - or a path with a space: the line printed was no command a shell runs."""
+    (tmp_path / "fails.py").write_text("def target(data):\n    raise ValueError('found')\n")
+    (tmp_path / "IN").write_bytes(b"abc")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "fails:target", "--format", "input", "--engine", "loop", "--runs", "1", "--artifacts=-a"]) == 1
+    line = next(x for x in capsys.readouterr().out.splitlines() if "reproduce:" in x).split("reproduce: ")[1]
+    assert shlex.split(line)[:3] == ["bob-fuzz", "replay", "./-a/" + os.listdir(tmp_path / "-a")[0].split(".")[0]
+                                     + ".bin"] and shlex.split(line)[3:] == ["--target", "fails:target"]
+    assert main(["minimize", "IN", "--target", "fails:target", "--output", "my out.bin"]) == 0
+    line = capsys.readouterr().out.split("reproduce: ")[1].strip()
+    assert shlex.split(line) == ["bob-fuzz", "replay", "my out.bin", "--target", "fails:target"]
 
 
 def test_minimize_says_the_machine_ran_out_of_memory_rather_than_minimize_a_crash(tmp_path: Path) -> None:

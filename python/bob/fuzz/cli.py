@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from collections import Counter
 from typing import Any
@@ -143,6 +144,8 @@ def cmd_run(args: argparse.Namespace) -> Outcome:
             raise Refused("usage: --engine loop needs --runs N", option="--runs")
         if args.corpus is not None:  # (it would be ignored: a user would look there for a corpus)
             raise Refused("usage: --engine loop keeps no corpus; --corpus goes with atheris", option="--corpus")
+        if args.jobs != 1:  # (nor would it share its runs between workers)
+            raise Refused("usage: --engine loop runs in this one process; --jobs goes with atheris", option="--jobs")
         artifacts = output_directory("--artifacts", args.artifacts)
         with stdout_on_stderr():
             result = seeded_loop(args.target, args.runs, args.seed or 0, fmt=args.format, stop_on_finding=False,
@@ -162,11 +165,17 @@ def cmd_run(args: argparse.Namespace) -> Outcome:
              f"coverage {result.coverage}, corpus {result.corpus}{share}, {len(result.findings)} finding(s)"
              + (f" ({result.crashes} failing inputs)" if result.crashes > len(result.findings) else "")]
     lines += [f"  {one_line(f.message)}\n    at {one_line(f.where)}"  # (a target's words: escaped)
-              + (f"\n    reproduce: {PROG} replay {show_path(f.path)} --target {one_line(args.target)}" if f.path else "")
+              + (f"\n    reproduce: {_replay_command(f.path, args.target)}" if f.path else "")
               for f in result.findings]  # (an input not saved: no command to reproduce it)
     lines += [f"  not counted: {show_path(f.path)}: {one_line(f.message)}" for f in result.discarded]
     lines += [f"  note: {one_line(note)}" for note in result.notes]
     return Outcome(EXIT_FOUND if result.findings else EXIT_OK, result.as_dict(), "\n".join(lines))
+
+
+def _replay_command(path: str, target: str) -> str:
+    """The command replaying ``path``, each word as a shell takes it (a path starting with ``-`` as ``./-…``)."""
+    shown = show_path(os.path.join(".", path) if path.startswith("-") else path)
+    return f"{PROG} replay {shlex.quote(shown)} --target {shlex.quote(one_line(target))}"
 
 
 def _target_of(path: Any, given: str | None) -> str:
@@ -195,6 +204,9 @@ def cmd_replay(args: argparse.Namespace) -> Outcome:
         for f in listed if os.path.isdir(path) else [path]:
             with about("PATH", f):  # a regular file bob can read, or refused before anything starts
                 read_input(f)
+        if not listed and not os.path.isdir(path):  # a file named is replayed or refused, never passed over
+            raise Refused("a Rust target's file: `cargo test -p bob-core --test fuzz_replay` replays it (or name a "
+                          "--target)", option="PATH", path=path)
         files += [(f, _target_of(f, args.target)) for f in listed]
     if not files:
         raise Refused("no files to replay", option="PATH", path=args.paths[0])
@@ -246,7 +258,7 @@ def cmd_minimize(args: argparse.Namespace) -> Outcome:
          "failure": failure, "tries": tries}
     text = (f"{PROG} minimize: {len(data)} -> {len(small)} bytes ({d['input_nonzero_bytes']} -> "
             f"{d['output_nonzero_bytes']} not zero) in {tries} tries: {show_path(output)} ({failure})\n"
-            f"  reproduce: bob-fuzz replay {show_path(output)} --target {name}")
+            f"  reproduce: {_replay_command(output, name)}")
     return Outcome(EXIT_OK, d, text, committed=f"wrote {show_path(output)}")
 
 

@@ -58,6 +58,8 @@ def load_target(spec: str, fmt: str | None = None) -> "tuple[Callable[[bytes], N
         for word in {module, name, getattr(exc, "name", None) or name}:  # (as repr or between quotes)
             said = said.replace(repr(word), f"'{word}'").replace(f"'{word}'", f"'{shown_argv(word)}'")
         raise type(exc)(said) from None
+    except Exception as exc:  # noqa: BLE001 - its import failing (a SyntaxError, a relative name): the user's module
+        raise ImportError(f"importing '{shown_argv(module)}' raised {type(exc).__name__}: {exc}") from None
     if not callable(function):
         raise ValueError(f"target '{shown_argv(spec)}' is no function (a {type(function).__name__})")
 

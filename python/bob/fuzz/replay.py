@@ -49,8 +49,7 @@ def files_under(paths: "list[str | os.PathLike[str]]") -> Iterator[Path]:
         for directory, subdirectories, names in os.walk(p, onerror=_unreadable, followlinks=True):
             if directory.count(os.sep) - top > _DEEPEST:  # one answer on every Python (3.11's os.walk recursed out)
                 raise OSError(errno.ELOOP, f"directories nested more than {_DEEPEST} levels deep", os.fspath(p))
-            if os.path.commonpath([tree, os.path.realpath(directory)]) != tree:  # (never the machine's whole tree)
-                raise OSError(errno.EXDEV, "a link out of the directory given: name where it leads as a PATH", directory)
+            _inside(tree, directory)  # (never the machine's whole tree)
             st = os.stat(directory)  # a linked directory is walked once (a link back up: not again)
             if (st.st_dev, st.st_ino) in seen:
                 subdirectories[:] = []
@@ -58,13 +57,21 @@ def files_under(paths: "list[str | os.PathLike[str]]") -> Iterator[Path]:
             seen.add((st.st_dev, st.st_ino))
             subdirectories[:] = sorted((d for d in subdirectories if not d.startswith(".")),  # a directory's own
                                        key=lambda d: (os.path.islink(os.path.join(directory, d)), d))  # name first
-            found += [Path(directory, n) for n in names if not n.startswith(".")]
+            _inside(tree, *(files := [os.path.join(directory, n) for n in names if not n.startswith(".")]))
+            found += [Path(f) for f in files]  # (a file's link out of the tree refused as a directory's is)
         yield from (f for f in sorted(found) if f.suffix not in (".txt", ".md", ".json"))  # (a FIFO too: refused)
 
 
+def _inside(tree: str, *paths: str) -> None:
+    """The ``OSError`` of a link out of ``tree``, if one of ``paths`` leads out of it once links are followed."""
+    for path in (p for p in paths if os.path.commonpath([tree, os.path.realpath(p)]) != tree):
+        raise OSError(errno.EXDEV, "a link out of the directory given: name where it leads as a PATH", path)
+
+
 def skipped(path: Path) -> bool:
-    """The Rust targets' files (``fuzz/regressions/kernels`` …): replayed by cargo, not here."""
-    return path.parent.name in RUST_TARGETS
+    """The Rust targets' files (``fuzz/regressions/kernels``, ``fuzz/corpus/kernels`` …): replayed by cargo, not
+    here (a directory of another name, ``cases/predict``, is no Rust target's)."""
+    return path.parent.name in RUST_TARGETS and path.parent.parent.name in ("regressions", "corpus")
 
 
 def infer_target(path: "str | os.PathLike[str]") -> str | None:
