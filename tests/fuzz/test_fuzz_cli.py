@@ -358,13 +358,31 @@ def test_a_reader_naming_the_wrong_field_disagrees(corpus: Path, tmp_path: Path)
     assert refused and all(d["problem"] == "names field 'nonsense'" for d in refused)
 
 
+def test_a_reader_s_first_line_past_what_is_kept_is_a_disagreement(corpus: Path, tmp_path: Path) -> None:
+    """A first line past 64 KiB was cut, read as no JSON, and its wrong field agreed."""
+    from bob.fuzz.conformance import check
+
+    reader = tmp_path / "long.py"
+    reader.write_text("import json, sys\nprint(json.dumps({'field': 'nonsense', 'pad': 'x' * 70000}))\nsys.exit(1)\n")
+    report = check("predictions", [sys.executable, str(reader), "{}"], corpus=corpus)
+    refused = [d for d in report["disagreements"] if d["bob"] == "refuse"]
+    assert refused and all(d["problem"] == "its first line passes 64 KiB" for d in refused)
+
+
+def test_a_check_over_its_temporary_corpus_names_a_reader_that_changes_it(tmp_path: Path, capsys) -> None:
+    """The refusal named --corpus, which was not given, and a path in bob's own temporary directory, gone since."""
+    assert main(["check", "--format", "predictions", "--json", "--", "sh", "-c", ': > "$1"', "_", "{}"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert (error["option"], error["path"]) == ("COMMAND", "sh") and "of the temporary corpus it read" in error["message"]
+
+
 def test_a_reader_s_line_nested_past_python_s_stack_is_no_field_named(corpus: Path, tmp_path: Path) -> None:
-    """The reader's first line is the reader's: JSON nested 20,000 deep judges it by its exit, as any
-    line that is not a JSON object, and ends nothing (it was an unexpected RecursionError, exit 70)."""
+    """The reader's first line is the reader's: JSON nested 6,000 deep (60,000 bytes, within the 64 KiB kept) judges
+    it by its exit, as any line that is not a JSON object, and ends nothing (it was an unexpected RecursionError)."""
     from bob.fuzz.conformance import check
 
     reader = tmp_path / "deep.py"
-    reader.write_text("import sys\nprint('{\"field\": ' * 20000)\nsys.exit(1)\n")
+    reader.write_text("import sys\nprint('{\"field\": ' * 6000)\nsys.exit(1)\n")
     report = check("predictions", [sys.executable, str(reader), "{}"], corpus=corpus)
     assert report["disagreements"] and {d["reader_field"] for d in report["disagreements"]} == {None}
     assert {d["problem"] for d in report["disagreements"]} == {"refuses what bob accepts"}
@@ -473,6 +491,19 @@ def test_the_reproduce_lines_paste_into_a_shell(tmp_path: Path, monkeypatch, cap
     assert main(["minimize", "IN", "--target", "fails:target", "--output", "my out.bin"]) == 0
     line = capsys.readouterr().out.split("reproduce: ")[1].strip()
     assert shlex.split(line) == ["bob-fuzz", "replay", "my out.bin", "--target", "fails:target"]
+
+
+def test_minimize_refuses_an_output_it_cannot_write_before_any_candidate_runs(tmp_path: Path, monkeypatch,
+                                                                               capsys) -> None:
+    """The candidates ran first (hours, at the defaults), then the write was refused and the result lost."""
+    (tmp_path / "counts.py").write_text("import os\ndef target(data):\n    open(os.environ['RAN'], 'a').write('x')\n"
+                                        "    raise ValueError('found')\n")
+    (tmp_path / "IN").write_bytes(b"abc")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RAN", str(tmp_path / "ran"))
+    assert main(["minimize", "IN", "--target", "counts:target", "--output", "/sys/kernel/IN.min", "--json"]) == 2
+    assert json.loads(capsys.readouterr().out)["error"]["option"] == "--output" and not (tmp_path / "ran").exists()
 
 
 def test_minimize_says_the_machine_ran_out_of_memory_rather_than_minimize_a_crash(tmp_path: Path) -> None:

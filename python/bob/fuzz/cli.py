@@ -7,6 +7,7 @@ import argparse
 import os
 import shlex
 import sys
+import tempfile
 from collections import Counter
 from typing import Any
 
@@ -248,6 +249,8 @@ def cmd_minimize(args: argparse.Namespace) -> Outcome:
     if same_file(args.path, target):
         raise Refused("is the file being minimized; bob-fuzz never replaces what it reads", option="--output",
                       path=output)
+    with about("--output", output):  # its directory takes a file (O_TMPFILE: none left): before hours of candidates
+        tempfile.TemporaryFile(dir=os.path.dirname(target) or ".").close()
     small, failure, tries = minimize_out_of_process(name, data, max_tries=args.max_tries, timeout=args.timeout)
     if failure is None:
         raise Refused("the input does not fail its target; nothing to minimize", option="PATH", path=args.path)

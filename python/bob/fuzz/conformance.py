@@ -36,6 +36,7 @@ PER_FIELD = 3  # refused examples kept per (format, field)
 ATTEMPTS = {"input": 600, "predictions": 600, "checkpoint": 400}
 OUTPUT_LIMIT = 64 << 20  # bytes a reader may print per file (a hex dump of the largest file is 2 MiB)
 LISTED = 50  # disagreements the table names one by one (--json has them all)
+HEAD, LINE_CUT = 1 << 16, "(a first line past 64 KiB)"  # what is kept of a reader's output; its field when cut there
 
 
 def judge(fmt: str, data: bytes) -> dict[str, Any]:
@@ -233,8 +234,10 @@ def _reader_verdict(command: list[str], path: Path, timeout: float) -> tuple[str
     if code is None or code < 0:
         return "timeout" if code is None else "crash", None
     said: Any = None
+    if len(first := printed.split(b"\n", 1)[0]) >= HEAD:  # cut where _ran stops keeping it: its field unread
+        return ("accept" if code == 0 else "refuse"), LINE_CUT
     with contextlib.suppress(ValueError, RecursionError):  # a line that is no JSON, or nested past the stack
-        said = json.loads(printed.split(b"\n", 1)[0].strip())
+        said = json.loads(first.strip())
     field = said.get("field") if isinstance(said, dict) and isinstance(said.get("field"), str) else None
     return ("accept" if code == 0 else "refuse"), field
 
@@ -258,7 +261,7 @@ def _ran(argv: list[str], timeout: float) -> tuple[int | None, bytes]:
                 if not chunk and (code is not None or ready):  # exited, all read; or its output ended: wait for it
                     code = code if code is not None else proc.wait(timeout=max(left, 0))
                     break
-                head, seen = (head + chunk)[:1 << 16], seen + len(chunk)
+                head, seen = (head + chunk)[:HEAD], seen + len(chunk)
                 if seen > OUTPUT_LIMIT:  # (once it exited, what comes is a child's that left its group: its own)
                     if code is None:
                         os.killpg(proc.pid, signal.SIGKILL)
@@ -300,14 +303,19 @@ def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | Non
         with Progress("bob-fuzz", f"check {fmt}", len(files)) as progress:  # ends its line, if one was shown
             for e in files:
                 verdict, field = _reader_verdict(command, Path(root) / e["file"], timeout)
-                _as_labelled(root, e)  # (as the reader read it: not changed or removed meanwhile)
+                try:
+                    _as_labelled(root, e)  # (as the reader read it: not changed or removed meanwhile)
+                except Refused as exc:  # bob's temporary corpus, gone with the check: the reader changed it
+                    raise exc if corpus is not None else Refused(f"changed or removed {e['file']} of the temporary "
+                                                                 f"corpus it read: {exc.message}", option="COMMAND",
+                                                                 path=command[0]) from None
                 row = by_field.setdefault(e["field"] or "(accepted)", {"files": 0, "agree": 0, "disagree": 0})
                 row["files"] += 1
                 problem = None
                 if verdict != e["verdict"]:
                     problem = verdict if verdict in ("crash", "timeout") else f"{verdict}s what bob {e['verdict']}s"
                 elif verdict == "refuse" and field is not None and field not in (e.get("fields") or [e["field"]]):
-                    problem = f"names field {field!r}"
+                    problem = "its first line passes 64 KiB" if field == LINE_CUT else f"names field {field!r}"
                 row["agree" if problem is None else "disagree"] += 1
                 if problem is not None:
                     disagreements.append({"file": e["file"], "field": e["field"], "bob": e["verdict"],
