@@ -199,6 +199,24 @@ def test_replay_keeps_what_it_found_when_a_later_file_is_gone(first: bytes, tmp_
     assert gone["path"] == str(tmp_path / "b.bin") and gone["option"] == "PATH", gone
 
 
+def test_replay_keeps_every_verdict_when_one_file_runs_the_machine_out_of_memory(tmp_path: Path, monkeypatch,
+                                                                                  capsys) -> None:
+    """One target's MemoryError ended the replay (exit 70, no file named) and dropped the failure already found."""
+    (tmp_path / "greedy.py").write_text('def target(data):\n    if data == b"A":\n        bytearray(1 << 62)\n'
+                                        '    if data == b"C":\n        raise ValueError("a real failure")\n')
+    for name in "BCA":
+        (tmp_path / f"{name}.bin").write_bytes(name.encode())
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    assert main(["replay", "B.bin", "C.bin", "A.bin", "--target", "greedy:target", "--json"]) == 1
+    document = json.loads(capsys.readouterr().out)
+    assert (document["passed"], document["failed"]) == (1, 1)
+    [ran_out] = document["not_replayed"]
+    assert (ran_out["path"], ran_out["exit_code"]) == ("A.bin", 70) and "out of memory" in ran_out["message"]
+    assert main(["replay", "B.bin", "A.bin", "--target", "greedy:target", "--json"]) == 70  # (no failure: the machine's)
+    assert json.loads(capsys.readouterr().out)["error"]["path"] == "A.bin"
+
+
 def test_check_escapes_the_reader_s_command_and_the_manifest_s_names(corpus: Path, capsys) -> None:
     assert main(["check", "--format", "predictions", "--corpus", str(corpus), "--", "sh", "-c", "exit 0",
                  "\x1b[31mRED\nx", "{}"]) == 1
@@ -611,6 +629,25 @@ def test_a_check_over_its_own_temporary_corpus_ends_on_a_signal(tmp_path: Path, 
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signum and json.loads(out)["exit_code"] == 128 + signum, (out, err)
     assert list(scratch.iterdir()) == []
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_seeded_loop_ended_by_a_signal_says_the_findings_it_wrote(tmp_path: Path, signum: int) -> None:
+    """Its findings' inputs were written to --artifacts, and the run said only that it was interrupted."""
+    (tmp_path / "slow.py").write_text("import time\ndef target(data):\n    time.sleep(0.01)\n"
+                                      "    raise ValueError('found')\n")
+    proc = subprocess.Popen([sys.executable, "-m", "bob", "fuzz", "run", "slow:target", "--format", "input", "--engine",
+                             "loop", "--runs", "100000", "--artifacts", "arts", "--json"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"))
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob("arts/*.txt")) and time.monotonic() < deadline:  # the finding written whole
+        time.sleep(0.02)
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=60)
+    [found] = tmp_path.glob("arts/*.bin")
+    assert proc.returncode == 128 + signum and json.loads(out)["exit_code"] == 128 + signum, (out, err)
+    assert f"bob-fuzz: found before the stop: arts/{found.name} (ValueError: found)\n" in err
 
 
 SIGNAL_AS_THE_SCRATCH_IS_MADE = """

@@ -25,9 +25,8 @@ from bob import signals
 from bob.commands import Refused, about, os_reason, output_directory
 from bob.fileio import make_directory, refuse_if_working_directory_gone, write_atomic
 from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignDisplay, CampaignResult, Finding, MachineRanOut, \
-    fast_path_stats, read_input, refuse_unless_fits, seed_paths, unwritten
+    fast_path_stats, read_input, refuse_unless_fits, seed_paths, tell_when_stopped, unwritten
 from bob.fuzz.dictionary import write_dict
-from bob.text import note
 
 __all__ = ["run_campaign", "WORKER", "KEY_LINE"]
 
@@ -385,8 +384,8 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
                               "writes on a full disk?); left as they are, not counted in the corpus")
     result = c.tally()  # (a campaign shorter than a display tick: its last status lines too)
     result.corpus -= lost
-    for said in result.notes if stopped is not None else []:  # (a log that could not be saved: on stderr)
-        note("bob-fuzz", said)
+    if stopped is not None:  # (a log that could not be saved, the findings written: on stderr)
+        tell_when_stopped(result)
     signum = getattr(stopped, "signum", signals.ENDING[0])
     if stopped is not None and signum != signals.ENDING[0]:
         raise Refused(f"stopped by {signals.signal_name(signum)} after {result.executions} executions; "

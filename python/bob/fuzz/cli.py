@@ -192,7 +192,7 @@ def _target_of(path: Any, given: str | None) -> str:
 
 
 def cmd_replay(args: argparse.Namespace) -> Outcome:
-    from bob.fuzz.common import stdout_on_stderr
+    from bob.fuzz.common import MachineRanOut, stdout_on_stderr
     from bob.fuzz.replay import files_under, read_input, replay_file, skipped
     from bob.progress import Progress
 
@@ -219,6 +219,9 @@ def cmd_replay(args: argparse.Namespace) -> Outcome:
                     verdicts.append(replay_file(f, name))
             except Refused as exc:  # refused once the rest is replayed, unless a failure was found
                 unread.append(exc)
+            except (MemoryError, MachineRanOut) as exc:  # the machine's, for this file: the others' verdicts stand
+                unread.append(Refused(str(exc) or "the machine ran out of memory while the target ran; no verdict",
+                                      option="PATH", path=f, code=EXIT_SOFTWARE))
             progress.advance()
     failed = sum(not v.passed for v in verdicts)
     if unread and not failed:

@@ -22,12 +22,12 @@ from bob.fileio import FileTooLarge, read_bounded, write_atomic
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, PREDICTION_BYTES
 from bob.formats.kinds import ALIASES
 from bob.options import shown_argv  # (a spec is argv's: its bytes shown as a refusal shows a path's)
-from bob.text import write_whole  # (a closed, full or broken stderr drops a progress line, never the run)
+from bob.text import note, one_line, show_path, write_whole  # (a closed or full stderr drops a line, never the run)
 from bob.fuzz.targets import TARGETS, seed_files
 
 __all__ = ["MAX_LEN", "DEFAULT_MAX_LEN", "INPUT_LIMIT", "Finding", "CampaignResult", "CampaignDisplay",
            "load_target", "seed_paths", "die_with_parent", "read_input", "fast_path_stats", "failure", "failure_message",
-           "stdout_on_stderr", "MachineRanOut", "OUT_OF_ROOM", "refuse_unless_fits", "unwritten"]
+           "stdout_on_stderr", "MachineRanOut", "OUT_OF_ROOM", "refuse_unless_fits", "unwritten", "tell_when_stopped"]
 
 MAX_LEN = {"input": 4096, "predictions": 4 * PREDICTION_BYTES, "core": 4096}
 DEFAULT_MAX_LEN = MAX_CHECKPOINT_BYTES + 64  # a little past the largest checkpoint a reader accepts
@@ -242,6 +242,13 @@ class CampaignResult:
             except Refused as exc:  # the finding stands, its input unsaved (ulimit -f, a full disk)
                 found.path = ""
                 self.notes.append(f"a finding's input was not saved: {exc.text}")
+
+
+def tell_when_stopped(result: CampaignResult) -> None:
+    """On stderr, as a signal ends a campaign or a loop: its notes, and each finding's input written so far."""
+    for said in result.notes + [f"found before the stop: {show_path(f.path)} ({one_line(f.message)})"
+                                for f in result.findings if f.path]:
+        note("bob-fuzz", said)
 
 
 class CampaignDisplay:

@@ -8,7 +8,7 @@ import random
 import time
 
 from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignResult, MachineRanOut, failure, failure_message, \
-    load_target, read_input, seed_paths
+    load_target, read_input, seed_paths, tell_when_stopped
 from bob.fuzz.properties import exception_key
 
 __all__ = ["seeded_loop"]
@@ -37,30 +37,34 @@ def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None
     result = CampaignResult(target)
     hits = 0
     start = time.monotonic()
-    with Progress("bob-fuzz", f"run {target}", runs, after=2.0 if progress else float("inf")) as shown:
-        for i in range(runs):
-            shown.advance(extra=f"{len(result.findings)} findings")
-            base = seeds[rnd.randrange(len(seeds))]
-            if name == "core":
-                data = rnd.randbytes(rnd.randrange(64))
-            elif accepted and rnd.random() < 0.6:
-                data = mutate_canonical(accepted[rnd.randrange(len(accepted))], rnd, name)
-            else:
-                data = mutator(base, limit, rnd.getrandbits(32))
-            if name in ("input", "checkpoint"):
-                hits += recognized(data, name)
-            result.executions = i + 1
-            try:
-                exc = failure(run, data)  # as replay: SystemExit too, out of memory not
-            except (MemoryError, MachineRanOut) as ran_out:  # the machine's: no verdict, what was found stands
-                if not result.findings:
-                    raise
-                result.notes.append(f"stopped at execution {i + 1}: {str(ran_out) or 'out of memory'}")
-                break
-            if exc is not None:
-                result.add(data, failure_message(exc), exception_key(exc), artifacts)
-                if stop_on_finding:
+    try:
+        with Progress("bob-fuzz", f"run {target}", runs, after=2.0 if progress else float("inf")) as shown:
+            for i in range(runs):
+                shown.advance(extra=f"{len(result.findings)} findings")
+                base = seeds[rnd.randrange(len(seeds))]
+                if name == "core":
+                    data = rnd.randbytes(rnd.randrange(64))
+                elif accepted and rnd.random() < 0.6:
+                    data = mutate_canonical(accepted[rnd.randrange(len(accepted))], rnd, name)
+                else:
+                    data = mutator(base, limit, rnd.getrandbits(32))
+                if name in ("input", "checkpoint"):
+                    hits += recognized(data, name)
+                result.executions = i + 1
+                try:
+                    exc = failure(run, data)  # as replay: SystemExit too, out of memory not
+                except (MemoryError, MachineRanOut) as ran_out:  # the machine's: no verdict, what was found stands
+                    if not result.findings:
+                        raise
+                    result.notes.append(f"stopped at execution {i + 1}: {str(ran_out) or 'out of memory'}")
                     break
+                if exc is not None:
+                    result.add(data, failure_message(exc), exception_key(exc), artifacts)
+                    if stop_on_finding:
+                        break
+    except KeyboardInterrupt:  # a signal: the findings written so far are said, not only the stop
+        tell_when_stopped(result)
+        raise
     result.seconds = time.monotonic() - start
     if name in ("input", "checkpoint") and result.executions:
         result.fast_path_share = hits / result.executions
