@@ -57,8 +57,9 @@ def main() -> None:
     lines = [
         "# Core scaling",
         "",
-        f"Core scaling ({args.rounds} interleaved rounds; {load_line()}; kernel {_core.resolved_kernel('auto')}). Reproduce: "
-        "`.venv/bin/python benchmarks/bench_scaling.py`.",
+        f"Core scaling ({args.rounds} interleaved rounds; {load_line()}; kernel {_core.resolved_kernel('auto')}; "
+        "V is the vocabulary, the planes V × V). Reproduce (it rewrites this page and docs/scaling.png): "
+        f"`.venv/bin/python benchmarks/bench_scaling.py --rounds {args.rounds}`.",
         "",
         "| V | µs/update, 1 thread (median / min) | µs/update, 2 threads (median / min) | "
         "ns/parameter 1 thr (median) | ns/parameter 2 thr (median) | 2-thread speedup (median / min) |",

@@ -99,6 +99,24 @@ def test_the_packaged_section8_vector_is_the_contracts():
     assert vector.LOSSES == {10: conftest.LOSSES_10, 20: conftest.LOSSES_20}
 
 
+def test_the_formats_check_imports_the_golden_exports(tmp_path, monkeypatch):
+    """golden/interop/ was shipped and never checked ("every golden file"): an export that imports as another
+    checkpoint, or is refused, fails the check by name."""
+    import shutil
+
+    from bob.qualify import checks
+
+    golden = tmp_path / "golden"
+    shutil.copytree(checks.golden_directory(), golden)
+    monkeypatch.setattr(checks, "golden_directory", lambda: golden)
+    [verdict] = checks.check_golden()
+    assert verdict.ok and verdict.details["accepted"] == len(list(golden.glob("*.bin"))) + 2
+    npz = golden / "interop" / "checkpoint-abracadabra-step10-deflated.npz"
+    npz.write_bytes(npz.read_bytes()[:-1])
+    [verdict] = checks.check_golden()
+    assert not verdict.ok and verdict.details["problems"][0].startswith(f"interop/{npz.name}: refused: ")
+
+
 RESULT = {"qualified": False, "exit_code": 1,
           "fingerprint": {"auto_kernel": "scalar", "cpu_model": "a CPU", "cpu_count": 2},
           "loss_curves": {"vector": [5.5, 5.4, 5.3]},

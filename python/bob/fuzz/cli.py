@@ -58,7 +58,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--jobs", type=count_option("--jobs", maximum=max_jobs()), default=1, metavar="N",
                    help=f"worker processes sharing one corpus (1 to {max_jobs()} here: twice the usable CPUs)")
     r.add_argument("--corpus", metavar="DIR", help="the corpus directory (default .bob-fuzz/TARGET/corpus)")
-    r.add_argument("--artifacts", default="fuzz-artifacts", metavar="DIR", help="where findings are written")
+    r.add_argument("--artifacts", default="fuzz-artifacts", metavar="DIR", help="for findings (default %(default)s)")
     r.add_argument("--seed", type=integer_option("--seed", minimum=0, maximum=SEED_MAX), metavar="N",
                    help="seed the engine (and the mutator) for a repeatable run")
     r.add_argument("--format", type=_format, metavar="{input,checkpoint,predictions}",

@@ -192,6 +192,25 @@ def _refused_problem(name: str, data: bytes, sidecar: dict) -> str | None:
     return f"refused/{name}: accepted, but must be refused on {expected[0]['field']!r}"
 
 
+def _exports_problems(interop: Path, checkpoint: bytes) -> tuple[list[str], int]:
+    """The golden exports (``interop/``) import as the step-10 checkpoint (safetensors with the extra only);
+    the problems, and how many were imported."""
+    from bob.interop import MissingExtra
+
+    problems, imported = [], 0
+    for entry in sorted(interop.iterdir(), key=lambda e: e.name):
+        try:
+            load = bob.Checkpoint.from_npz if entry.suffix == ".npz" else bob.Checkpoint.from_safetensors
+            if load(entry).to_bytes() != checkpoint:
+                problems.append(f"interop/{entry.name}: imports as another checkpoint than the step-10 one")
+        except MissingExtra:  # (not this build's to qualify: the extra is not installed)
+            continue
+        except bob.FormatError as err:
+            problems.append(f"interop/{entry.name}: refused: {err}")
+        imported += 1
+    return problems, imported
+
+
 def check_golden(tick: Tick = lambda: None) -> list[Verdict]:
     """Every shipped golden file loads, verifies and round-trips; every refused one is refused by name."""
     started = time.perf_counter()
@@ -212,6 +231,8 @@ def check_golden(tick: Tick = lambda: None) -> list[Verdict]:
     checkpoint = (root / "checkpoint-abracadabra-step10.bin").read_bytes()
     if sha256(checkpoint) != vector.CHECKPOINT_SHA256[10]:
         problems.append("checkpoint-abracadabra-step10.bin is not §8's step-10 checkpoint")
+    exports = _exports_problems(root / "interop", checkpoint)
+    problems, accepted = problems + exports[0], accepted + exports[1]
     if sha256((root / "input-abracadabra.bin").read_bytes()) != vector.RECORD_SHA256:
         problems.append("input-abracadabra.bin is not §8's record")
     if accepted == 0 or refused == 0:
