@@ -4,9 +4,11 @@ allocated or converted (:mod:`bob.interop` checks what they say). Each refusal i
 :class:`~bob.FormatError` naming the member, the tensor or the metadata key:
 
 * ``.npz``: the zip's end record (no zip64, bounded entries and directory, the file's last
-  bytes) before the directory is parsed; from the directory alone, each member's name (``P.npy``,
-  ``M.npy``, ``V.npy``, ``bob.npy``, each once), compression (stored or deflated) and declared
-  size; then each ``.npy`` header (version 1.0 or 2.0, bounded, a literal dict of exactly
+  bytes, its two counts of entries equal) before the directory is parsed; from the directory alone, each
+  member's name (``P.npy``, ``M.npy``, ``V.npy``, ``bob.npy``, each once), compression (stored or deflated)
+  and declared size, and as many entries as the record counts; each member's local header saying what the
+  directory says (flags, compression; without flag bit 3, the CRC-32 and each size, or 0xFFFFFFFF for zip64's):
+  where they differ another zip reader reads other bytes than zipfile; then each ``.npy`` header (version 1.0 or 2.0, bounded, a literal dict of exactly
   ``descr``, ``fortran_order`` and ``shape``) before data that must be exactly what it says;
   no byte outside the members, the directory and the end record (formats/DECISIONS.md D28);
 * safetensors: the header's length (bounded, inside the file), its UTF-8 JSON, then each
@@ -114,10 +116,10 @@ def _metadata(value: Any) -> dict[str, str]:
 # -- .npz
 
 
-def _zip_directory(data: bytes) -> int:
+def _zip_directory(data: bytes) -> tuple[int, int]:
     """The end record, found as :mod:`zipfile` finds it (in a file that starts as a zip, anywhere: to name the bytes
     after it), its entries and directory size bounded, the file's last bytes; the directory's offset (-1 where the
-    record's offset is not where its size puts the directory)."""
+    record's offset is not where its size puts the directory) and how many entries the record counts."""
     at = len(data) - _END_RECORD.size
     if at < 0 or data[at:at + 4] != b"PK\x05\x06" or data[-2:] != b"\0\0":  # not an end record without a comment
         at = data.rfind(b"PK\x05\x06", 0 if data[:4] == b"PK\x03\x04" else max(0, at - (1 << 16)))
@@ -126,9 +128,12 @@ def _zip_directory(data: bytes) -> int:
             raise Truncated("npz", "the file ends before the zip's end of central directory record",
                             expected=at + _END_RECORD.size if at >= 0 else f"more than {len(data)}", actual=len(data))
         raise NotABobFile("npz", f"not a zip archive (no end of central directory){starts_like(data)}")
-    entries, size, start, comment = _END_RECORD.unpack_from(data, at)[4:]
+    on_disk, entries, size, start, comment = _END_RECORD.unpack_from(data, at)[3:]
     if at >= 20 and data[at - 20:at - 16] == b"PK\x06\x07":
         raise BadValue("npz", "a bob export is no zip64 archive")
+    if on_disk != entries:  # (one archive, one disk: other readers count either)
+        raise BadValue("npz.central_directory", "the end record counts the directory's entries once, as they are",
+                       expected=entries, actual=on_disk, offset=at + 8)
     if entries > MAX_ZIP_ENTRIES or size > MAX_ZIP_DIRECTORY:
         raise Truncated("npz.central_directory", f"a bob export has 4 members in at most {MAX_ZIP_DIRECTORY} bytes",
                         actual=f"{entries} entries, {size} bytes")
@@ -136,7 +141,8 @@ def _zip_directory(data: bytes) -> int:
     if end != len(data):  # (zipfile reads past bytes after it)
         raise Truncated("npz", "the zip's end of central directory record (and its comment) ends the file",
                         expected=end, actual=len(data), offset=min(end, len(data)))
-    return start if start == at - size else -1  # (zipfile reads it at at - size: there, or where no member ends)
+    return (start if start == at - size else -1), entries  # (zipfile reads it at at - size: there, or where no
+    # member ends)
 
 
 def _members(z: zipfile.ZipFile) -> dict[str, zipfile.ZipInfo]:
@@ -213,7 +219,13 @@ def _layout(data: bytes, infos: list[zipfile.ZipInfo], directory: int) -> None:
     for info in sorted(infos, key=lambda i: i.header_offset):
         if info.header_offset != at:
             break
-        begin = at + _LOCAL_HEADER.size + sum(_LOCAL_HEADER.unpack_from(data, at)[-2:])
+        local = _LOCAL_HEADER.unpack_from(data, at)
+        crc, *sizes = local[6:9]  # (after the data with flag 8; a size 0xFFFFFFFF: in zip64's extra field)
+        if (local[2], local[3]) != (info.flag_bits, info.compress_type) or not info.flag_bits & 8 and (crc != info.CRC
+                or any(n not in (size, 0xFFFFFFFF) for n, size in zip(sizes, (info.compress_size, info.file_size)))):
+            raise BadValue(info.filename[:-4], "the member's local header says what the directory says (its flags, "
+                           "compression, CRC-32 and sizes): other readers read the one, zipfile the other", offset=at)
+        begin = at + _LOCAL_HEADER.size + sum(local[-2:])
         at = begin + info.compress_size
         if _unread(data[begin:at], info):  # bytes in the member's span that zipfile never reads
             break
@@ -240,10 +252,13 @@ def _unread(raw: bytes, info: zipfile.ZipInfo) -> bool:
 def npz_parts(data: bytes) -> tuple[dict[str, str], dict[str, bytes]]:
     """(the metadata, each plane's little-endian float32 bytes) of an ``.npz`` bob export, bounded (see the
     module)."""
-    directory, name = _zip_directory(data), None  # (name: the member being read, whose damage zlib or a CRC finds)
-    try:
+    (directory, entries), name = _zip_directory(data), None  # (name: the member being read, whose damage zlib
+    try:  # or a CRC finds)
         with zipfile.ZipFile(io.BytesIO(data)) as z:
             members, raw = _members(z), {}
+            if len(z.infolist()) != entries:  # (zipfile reads the directory to its end: Info-ZIP trusts the count)
+                raise BadValue("npz.central_directory", "the end record counts the directory's entries",
+                               expected=len(z.infolist()), actual=entries)
             for name, info in members.items():
                 with z.open(info) as f:
                     raw[name] = _npy(f, name)

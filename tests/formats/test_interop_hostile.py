@@ -133,6 +133,31 @@ def test_a_zip64_end_record_is_refused(trained) -> None:
     npz_refused(data[:end] + locator + data[end:], bob.BadValue, "npz")
 
 
+@pytest.mark.parametrize("on_disk, total", [(0, 0), (3, 3), (5, 5), (4, 3), (3, 4)])
+def test_an_end_record_that_miscounts_the_directory_is_refused(trained, on_disk: int, total: int) -> None:
+    """zipfile reads the directory to its end whatever the record counts; Info-ZIP trusts the count (unzip -t:
+    "expected central file header signature not found"): bob and zipfile accepted what other readers read otherwise."""
+    from bob.fuzz import oracle_interop
+
+    data = bytearray(archive(members(trained)))
+    struct.pack_into("<2H", data, data.rindex(b"PK\x05\x06") + 8, on_disk, total)
+    npz_refused(bytes(data), bob.BadValue, "npz.central_directory")
+    assert oracle_interop.check_npz(bytes(data)) is not None
+
+
+@pytest.mark.parametrize("field, at, value", [("method", 8, 8), ("crc", 14, 0), ("size", 22, 1), ("flags", 6, 8)])
+def test_a_local_header_that_says_another_member_than_the_directory_is_refused(trained, field: str, at: int,
+                                                                              value: int) -> None:
+    """A member's local header said deflated while the directory said stored (unzip -t: bad CRC): accepted. The
+    first member here is bob.npy."""
+    from bob.fuzz import oracle_interop
+
+    data = bytearray(archive(members(trained)))
+    (struct.pack_into("<H", data, at, value) if at < 14 else struct.pack_into("<L", data, at, value))
+    assert npz_refused(bytes(data), bob.BadValue, "bob").offset == 0
+    assert oracle_interop.check_npz(bytes(data)) is not None
+
+
 def test_too_many_entries_are_refused_from_the_end_record(trained) -> None:
     many = [(f"x{i}.npy", b"") for i in range(interop_archive.MAX_ZIP_ENTRIES + 1)]
     npz_refused(archive(many), bob.Truncated, "npz.central_directory")

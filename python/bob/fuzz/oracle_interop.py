@@ -70,18 +70,18 @@ def _state(meta: object, planes: list, for_resume: bool) -> None:
         raise Bad("state")
 
 
-def _end_record(data: bytes) -> int:
+def _end_record(data: bytes) -> tuple[int, int]:
     at = len(data) - 22
     if not (at >= 0 and data[at:at + 4] == END and data[-2:] == b"\0\0"):
         at = data.rfind(END, max(0, len(data) - 22 - (1 << 16)))
     if at < 0 or len(data) - at < 22 or (at >= 20 and data[at - 20:at - 16] == b"PK\x06\x07"):
         raise Bad("end record")
-    entries, size, start, comment = struct.unpack_from("<HIIH", data, at + 10)
-    if entries > ZIP_ENTRIES or size > ZIP_DIRECTORY:
+    on_disk, entries, size, start, comment = struct.unpack_from("<HHIIH", data, at + 8)
+    if on_disk != entries or entries > ZIP_ENTRIES or size > ZIP_DIRECTORY:
         raise Bad("directory too large")
     if at + 22 + comment != len(data) or start + size != at:
         raise Bad("bytes after the end record or before the directory")
-    return start
+    return start, entries
 
 
 def _tiled(data: bytes, infos: list, directory: int) -> None:
@@ -92,6 +92,10 @@ def _tiled(data: bytes, infos: list, directory: int) -> None:
     if infos[0].header_offset != 0:
         raise Bad("bytes before the first member")
     for i, end in zip(infos, [i.header_offset for i in infos[1:]] + [directory]):
+        flags, method, crc, *sizes = struct.unpack_from("<HH4x3L", data, i.header_offset + 6)
+        if (flags, method) != (i.flag_bits, i.compress_type) or not flags & 8 and (
+                crc != i.CRC or sizes[0] not in (i.compress_size, 2**32 - 1) or sizes[1] not in (i.file_size, 2**32 - 1)):
+            raise Bad(f"the local header of {i.filename} says another member")
         n, m = struct.unpack_from("<HH", data, i.header_offset + 26)
         start = i.header_offset + 30 + n + m + i.compress_size
         inflate, stored = zlib.decompressobj(-15), data[start - i.compress_size:start]
@@ -133,9 +137,11 @@ def check_npz(data: bytes, for_resume: bool = True) -> Optional[str]:
     """None when bob accepts ``data`` as an ``.npz`` export, else why not."""
     limits = {**dict.fromkeys(PLANES, 12 + NPY_HEADER + CHUNK), "bob": 12 + NPY_HEADER + 4 * METADATA_CHARS}
     try:
-        directory = _end_record(data)
+        directory, entries = _end_record(data)
         with zipfile.ZipFile(io.BytesIO(data)) as z:
             infos = z.infolist()
+            if len(infos) != entries:
+                raise Bad("the end record's count of entries")
             names = [i.filename for i in infos]
             if sorted(names) != ["M.npy", "P.npy", "V.npy", "bob.npy"]:
                 raise Bad(f"members {names[:6]}")
