@@ -120,8 +120,8 @@ def _contract(meta: dict[str, str]) -> Contract:
         else:
             fields[name] = _decimal(meta, key)
     contract = Contract(**fields)
-    for mismatch in contract.mismatch_findings():
-        raise mismatch
+    for m in contract.mismatch_findings():  # named as the file names it: by its metadata key
+        raise type(m)(f"metadata.contract.{m.field}", m.message, expected=m.expected, actual=m.actual) from None
     if meta.get("contract.identity_sha256") != (identity := contract_sha256(contract).hex()):
         raise BadValue("metadata.contract.identity_sha256", "the SHA-256 of the contract as a header stores it",
                        expected=identity, actual=bounded(repr(meta.get("contract.identity_sha256"))))

@@ -197,7 +197,8 @@ SPOILS = [
     (lambda t, m: m.update(header_bytes="100"), bob.BadValue, "header_bytes"),
     (lambda t, m: m.update({"contract.seed": "zz"}), bob.BadValue, "metadata.contract.seed"),
     (lambda t, m: m.pop("contract.seed"), bob.BadValue, "metadata.contract.seed"),  # missing: not a mismatch
-    (lambda t, m: _with_learner(m, OTHER_LEARNER, identity=True), bob.ContractMismatch, "learner"),
+    (lambda t, m: _with_learner(m, OTHER_LEARNER, identity=True), bob.ContractMismatch,
+     "metadata.contract.learner"),  # (by its key: it named the envelope's field)
     (lambda t, m: m.update({"contract.identity_sha256": "0" * 64}), bob.BadValue,
      "metadata.contract.identity_sha256"),
     (lambda t, m: t["P"].__setitem__((0, 0), np.nan), bob.StateRefused, "P"),
