@@ -807,7 +807,8 @@ def test_a_campaign_whose_target_ends_its_process_ends(work, tmpdir_watched) -> 
     """A worker that exited 0 before its first execution was started again, for ever (--runs never
     reached): now it ends without a finding, said in a note, as a worker that dies does."""
     done = _run_real("bob-fuzz", ["run", "convention_targets:exits", "--format", "input", "--runs", "10", "--jobs",
-                                  "1", "--artifacts", work.fresh("artifacts"), "--json"], tmpdir_watched)
+                                  "1", "--artifacts", work.fresh("artifacts"), "--corpus", work.fresh("corpus"),
+                                  "--json"], tmpdir_watched)  # (no default corpus in the checkout)
     report = json.loads(done.stdout)
     assert done.returncode == 0 and report["executions"] == 0 and report["findings"] == []
     assert report["notes"] == ["worker 1 ended (exit 0) without a finding: .logs/convention_targets_exits-worker0.log "

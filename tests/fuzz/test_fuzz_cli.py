@@ -583,8 +583,9 @@ def test_the_seeded_loop_seeds_a_module_target_with_its_formats_files(tmp_path: 
 
 
 @pytest.mark.parametrize("target, fmt", [("checkpoint", "input"), ("core", "input"), ("run", "predictions")])
-def test_a_named_target_given_another_format_is_refused(target: str, fmt: str, capsys) -> None:
+def test_a_named_target_given_another_format_is_refused(target: str, fmt: str, capsys, tmp_path, monkeypatch) -> None:
     """The checkpoint target was fuzzed with input records' seeds and mutations, its summary still "checkpoint"."""
+    monkeypatch.chdir(tmp_path)  # (its default --artifacts, never in the checkout)
     assert main(["run", target, "--format", fmt, "--engine", "loop", "--runs", "3", "--json"]) == 2
     error = json.loads(capsys.readouterr().out)["error"]
     assert error["option"] == "--format" and error["message"].startswith(f"usage: target {target} reads "), error
