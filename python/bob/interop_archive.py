@@ -3,13 +3,13 @@ export's header, checked against what a bob export can be before anything is dec
 allocated or converted (:mod:`bob.interop` checks what they say). Each refusal is a
 :class:`~bob.FormatError` naming the member, the tensor or the metadata key:
 
-* ``.npz``: the zip's end record (no zip64, bounded entries and directory, the file's last
-  bytes, its two counts of entries equal) before the directory is parsed; from the directory alone, each
-  member's name (``P.npy``, ``M.npy``, ``V.npy``, ``bob.npy``, each once), compression (stored or deflated)
-  and declared size, and as many entries as the record counts; each member's local header saying what the
-  directory says (flags, compression; without flag bit 3, the CRC-32 and each size, or 0xFFFFFFFF for zip64's):
-  where they differ another zip reader reads other bytes than zipfile; then each ``.npy`` header (version 1.0 or 2.0, bounded, a literal dict of exactly
-  ``descr``, ``fortran_order`` and ``shape``) before data that must be exactly what it says;
+* ``.npz``: the zip's end record (no zip64, bounded entries and directory, the file's last bytes, both
+  counts of entries equal) before the directory is parsed; from the directory alone, each member's name
+  (``P.npy``, ``M.npy``, ``V.npy``, ``bob.npy``, each once), compression (stored or deflated) and size, as
+  many as the record counts; each local header saying what the directory says (flags, compression; unless
+  flag bit 3, the CRC-32 and sizes, 0xFFFFFFFF for zip64's), or other zip readers read other bytes; then
+  each ``.npy`` header (version 1.0 or 2.0, bounded, a literal dict of exactly ``descr``, ``fortran_order``
+  and ``shape``) before data that must be exactly what it says;
   no byte outside the members, the directory and the end record (formats/DECISIONS.md D28);
 * safetensors: the header's length (bounded, inside the file), its UTF-8 JSON, then each
   tensor (``F32``, the table's shape, offsets that tile the data from its start to its end);
@@ -200,7 +200,7 @@ def _npy(f: Any, name: str) -> bytes:
         want, size = "one unicode string ('<UN', shape ())", 4 * int(chars.group(1)) if chars else 0
         ok = chars is not None and size <= 4 * MAX_METADATA_CHARS and type(shape) is tuple and shape == ()
     else:
-        want, size = f"float32 ({PLANE_DTYPE!r}), shape {_TABLE}", CHUNK_BYTES
+        want, size = f"float32 ({PLANE_DTYPE!r}), shape {_TABLE}, C order (np.ascontiguousarray(p, '<f4'))", CHUNK_BYTES
         ok = descr == PLANE_DTYPE and type(shape) is tuple and all(type(n) is int for n in shape) and shape == _TABLE
     if not ok or header["fortran_order"] is not False:
         raise BadValue(name, "the array bob exports", expected=want,

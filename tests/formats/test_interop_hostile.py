@@ -399,7 +399,8 @@ def test_an_npy_header_that_is_no_header_dict(trained, header) -> None:
                                                         ("<f4", (256.0, 256), False), ("<f4", [256, 256], False)])
 def test_an_npy_array_that_is_no_plane(trained, descr, shape, fortran) -> None:
     data = npy(descr, shape, bytes(256 * 256 * 4), fortran=fortran)
-    npz_refused(_member(trained, "V.npy", data), bob.BadValue, "V")
+    refusal = npz_refused(_member(trained, "V.npy", data), bob.BadValue, "V")
+    assert "np.ascontiguousarray(p, '<f4')" in str(refusal)  # (how a NumPy user writes one: it did not say)
 
 
 def test_a_member_shorter_than_its_header_says(trained) -> None:
