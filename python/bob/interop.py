@@ -11,14 +11,16 @@ checkpoint's methods call this module, which never imports the checkpoint back.
 The metadata (safetensors' ``__metadata__``; in ``.npz`` the JSON text of
 the array ``bob``) is string to string::
 
-    format          "bob-checkpoint"      version   "1"
+    format          "bob-checkpoint"      version   "2"
     step            decimal u64           header_bytes  decimal
     contract.NAME   each §2 field: a string field as lowercase hex, a number as decimal
     contract.identity_sha256   the SHA-256 of the §2 fields as a checkpoint header stores them: a
                                trace's contract_sha256 and bob-qualify's identity_sha256 (hex)
 
 exactly these keys, each once, every decimal as bob writes it (no sign, no
-leading zero).
+leading zero). Version "1", which earlier builds wrote, is read too: the same
+keys, its identity_sha256 the SHA-256 of the JSON of the contract.NAME keys
+and values (sorted keys, ``json.dumps``'s separators).
 
 safetensors is the optional extra ``interop`` (:class:`MissingExtra` without it); ``.npz``
 needs only NumPy.
@@ -26,6 +28,7 @@ needs only NumPy.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -52,7 +55,8 @@ __all__ = ["FORMAT", "MissingExtra", "metadata", "safetensors_bytes", "from_safe
            "read_npz"]
 
 FORMAT = "bob-checkpoint"
-VERSION = "1"
+VERSION = "2"
+READ_VERSIONS = ("1", VERSION)  # 1: its contract.identity_sha256 hashed the fields' JSON
 # The largest file an import reads. A bob export is under 800 KB (three planes
 # and their metadata); room for four times that lets a file with an extra or a
 # wider array be refused naming the array rather than as too large.
@@ -122,8 +126,10 @@ def _contract(meta: dict[str, str]) -> Contract:
     contract = Contract(**fields)
     for m in contract.mismatch_findings():  # named as the file names it: by its metadata key
         raise type(m)(f"metadata.contract.{m.field}", m.message, expected=m.expected, actual=m.actual) from None
-    if meta.get("contract.identity_sha256") != (identity := contract_sha256(contract).hex()):
-        raise BadValue("metadata.contract.identity_sha256", "the SHA-256 of the contract as a header stores it",
+    identity = contract_sha256(contract).hex() if meta["version"] == VERSION else hashlib.sha256(
+        json.dumps(_contract_fields(contract), sort_keys=True).encode()).hexdigest()  # (version 1's)
+    if meta.get("contract.identity_sha256") != identity:
+        raise BadValue("metadata.contract.identity_sha256", f"the SHA-256 of the contract (version {meta['version']})",
                        expected=identity, actual=bounded(repr(meta.get("contract.identity_sha256"))))
     return contract
 
@@ -135,8 +141,8 @@ def _checkpoint(meta: dict[str, str], planes: "dict[str, Any]", what: str, for_r
     if meta.get("format") != FORMAT:
         raise NotABobFile("metadata.format", f"this {what} is not a bob checkpoint export", expected=FORMAT,
                           actual=bounded(repr(meta.get("format"))))
-    if meta.get("version") != VERSION:
-        raise BadValue("metadata.version", "unsupported export version", expected=VERSION,
+    if meta.get("version") not in READ_VERSIONS:
+        raise BadValue("metadata.version", "unsupported export version", expected=" or ".join(READ_VERSIONS),
                        actual=bounded(repr(meta.get("version"))))
     for key in meta:
         if key not in METADATA_KEYS:

@@ -6,10 +6,10 @@ allocated or converted (:mod:`bob.interop` checks what they say). Each refusal i
 * ``.npz``: the zip's end record (no zip64, bounded entries and directory, the file's last bytes, both
   counts of entries equal) before the directory is parsed; from the directory alone, each member's name
   (``P.npy``, ``M.npy``, ``V.npy``, ``bob.npy``, each once), compression (stored or deflated) and size, as
-  many as the record counts; each local header saying what the directory says (flags, compression; unless
-  flag bit 3, the CRC-32 and sizes, 0xFFFFFFFF for zip64's), or other zip readers read other bytes; then
-  each ``.npy`` header (version 1.0 or 2.0, bounded, a literal dict of exactly ``descr``, ``fortran_order``
-  and ``shape``) before data that must be exactly what it says;
+  many as the record counts; then each ``.npy`` header (version 1.0 or 2.0, bounded, a literal dict of
+  exactly ``descr``, ``fortran_order`` and ``shape``) before data that must be exactly what it says; then
+  each local header saying what the directory says (flags, compression, the CRC-32 and sizes: those of
+  zip64's extra field for 0xFFFFFFFF, zero too after flag bit 3), or other zip readers read other bytes;
   no byte outside the members, the directory and the end record (formats/DECISIONS.md D28);
 * safetensors: the header's length (bounded, inside the file), its UTF-8 JSON, then each
   tensor (``F32``, the table's shape, offsets that tile the data from its start to its end);
@@ -220,12 +220,10 @@ def _layout(data: bytes, infos: list[zipfile.ZipInfo], directory: int) -> None:
         if info.header_offset != at:
             break
         local = _LOCAL_HEADER.unpack_from(data, at)
-        crc, *sizes = local[6:9]  # (after the data with flag 8; a size 0xFFFFFFFF: in zip64's extra field)
-        if (local[2], local[3]) != (info.flag_bits, info.compress_type) or not info.flag_bits & 8 and (crc != info.CRC
-                or any(n not in (size, 0xFFFFFFFF) for n, size in zip(sizes, (info.compress_size, info.file_size)))):
+        begin = at + _LOCAL_HEADER.size + sum(local[-2:])
+        if not _local_says(local, data[begin - local[-1]:begin], info):
             raise BadValue(info.filename[:-4], "the member's local header says what the directory says (its flags, "
                            "compression, CRC-32 and sizes): other readers read the one, zipfile the other", offset=at)
-        begin = at + _LOCAL_HEADER.size + sum(local[-2:])
         at = begin + info.compress_size
         if _unread(data[begin:at], info):  # bytes in the member's span that zipfile never reads
             break
@@ -237,6 +235,21 @@ def _layout(data: bytes, infos: list[zipfile.ZipInfo], directory: int) -> None:
         if at == directory:
             return
     raise Truncated("npz", "bytes that are none of the zip's members nor its directory start here", offset=at)
+
+
+def _local_says(local: tuple, extra: bytes, info: zipfile.ZipInfo) -> bool:
+    """Whether a member's local header (its fields, its extra field) says what its directory entry says: the flags,
+    the compression, the CRC-32 and both sizes (0xFFFFFFFF: zip64's extra field's; each zero too after flag bit 3)."""
+    zip64: tuple = ()
+    while len(extra) >= 4:  # (tag, size, data) blocks; zip64's: the size, then the compressed size
+        tag, size = struct.unpack_from("<2H", extra)
+        zip64 = struct.unpack_from("<2Q", extra, 4) if tag == 1 and size >= 16 and len(extra) >= 20 else zip64
+        extra = extra[4 + size:]
+    big = dict(zip((8, 7), zip64))  # (the local header's field for each)
+    said = [(local[k] if local[k] != 0xFFFFFFFF or k == 6 else big.get(k), whole) for k, whole in
+            ((6, info.CRC), (7, info.compress_size), (8, info.file_size))]
+    return (local[2], local[3]) == (info.flag_bits, info.compress_type) and all(
+        mine == whole or info.flag_bits & 8 and mine == 0 for mine, whole in said)
 
 
 def _unread(raw: bytes, info: zipfile.ZipInfo) -> bool:

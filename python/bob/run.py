@@ -194,12 +194,12 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
 def _ended_before_its_summary(ended: BaseException, locks: "list[TargetLock]", cleaned: "list[str]") -> None:
     """A refusal of a run whose target's directory another process moved or replaced under its lock is that
     (exit 75, nothing changed: :meth:`TargetLock.still_held`), not the path it left behind (exit 2); what the
-    clean-up removed is said however the run ends (a refusal, a signal)."""
+    clean-up removed is said however the run ends (a refusal, a signal, a lock lost), first."""
+    if cleaned:
+        note("bob-run", "removed the stale temporaries beside its targets: " + ", ".join(map(show_path, cleaned)))
     if isinstance(ended, Refused) and ended.code != EXIT_BUSY:
         for lock in locks:
             lock.still_held()
-    if cleaned:
-        note("bob-run", "removed the temporaries a killed run left: " + ", ".join(map(show_path, cleaned)))
 
 
 def _version(path: str) -> "tuple[int, ...] | None":

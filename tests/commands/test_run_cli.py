@@ -396,7 +396,7 @@ def test_a_refused_run_says_which_stale_temporaries_it_removed(work: Path) -> No
     (work / "ck.bin").write_bytes(b"not a checkpoint")
     done = run(work, "--json", check=2)
     assert not stale.exists() and json.loads(done.stdout)["error"]["option"] == "--checkpoint"
-    assert f"bob-run: removed the temporaries a killed run left: {stale}\n" in done.stderr
+    assert f"bob-run: removed the stale temporaries beside its targets: {stale}\n" in done.stderr
 
 
 def test_a_run_holding_the_lock_removes_its_targets_temporaries_whoever_left_them(work: Path) -> None:

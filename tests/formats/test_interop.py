@@ -106,6 +106,29 @@ def test_one_contract_digest_in_an_export_a_trace_and_bob_qualify() -> None:
     assert digest == trace.contract_sha256.hex() == contract_identity()["identity_sha256"]
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_an_export_of_version_1_is_read_with_its_own_identity_digest(trained, tmp_path, fmt) -> None:
+    """Version 1 (earlier builds) hashed the contract fields' JSON: its exports were refused once the digest became a
+    trace's contract_sha256 (version 2). Read with its own digest, and with that one only."""
+    from bob.fuzz.oracle_interop import check_export
+
+    tensors, meta = _spoiled(trained, lambda t, m: None)
+    fields = {k: v for k, v in meta.items() if k.startswith("contract.") and k != "contract.identity_sha256"}
+    meta.update(version="1", **{"contract.identity_sha256": hashlib.sha256(json.dumps(fields, sort_keys=True)
+                                                                           .encode()).hexdigest()})
+    data = _safetensors_file(tensors, meta) if fmt == "safetensors" else _npz_file({**tensors, "bob": np.array(
+        json.dumps(meta))})
+    (tmp_path / f"x.{fmt}").write_bytes(data)
+    assert load(fmt, tmp_path / f"x.{fmt}") == trained and check_export(fmt, data, True) is None
+    meta["version"] = "2"  # (version 2 with version 1's digest: refused, by bob and the oracle)
+    data = _safetensors_file(tensors, meta) if fmt == "safetensors" else _npz_file({**tensors, "bob": np.array(
+        json.dumps(meta))})
+    (tmp_path / f"x.{fmt}").write_bytes(data)
+    with pytest.raises(bob.BadValue, match="metadata.contract.identity_sha256"):
+        load(fmt, tmp_path / f"x.{fmt}")
+    assert check_export(fmt, data, True) is not None
+
+
 def test_numpy_reads_the_npz_without_pickle(trained, tmp_path) -> None:
     path = tmp_path / "ck.npz"
     trained.to_npz(path)
@@ -187,7 +210,7 @@ SPOILS = [
     (lambda t, m: t.update(P=t["P"].reshape(-1)), bob.BadValue, "P"),
     (lambda t, m: t.update(P=t["P"].reshape(128, 512)), bob.BadValue, "P"),
     (lambda t, m: m.update(format="gguf"), bob.NotABobFile, "metadata.format"),
-    (lambda t, m: m.update(version="2"), bob.BadValue, "metadata.version"),
+    (lambda t, m: m.update(version="3"), bob.BadValue, "metadata.version"),
     (lambda t, m: m.update(step="ten"), bob.BadValue, "metadata.step"),
     (lambda t, m: m.update(step="-1"), bob.BadValue, "metadata.step"),
     (lambda t, m: m.update(step=str(1 << 64)), bob.BadValue, "metadata.step"),

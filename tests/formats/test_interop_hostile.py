@@ -158,6 +158,27 @@ def test_a_local_header_that_says_another_member_than_the_directory_is_refused(t
     assert oracle_interop.check_npz(bytes(data)) is not None
 
 
+@pytest.mark.parametrize("change", ["no zip64 field", "zip64 sizes"])
+def test_a_local_header_s_zip64_sizes_say_what_the_directory_says(trained, change: str) -> None:
+    """A local size of 0xFFFFFFFF was taken on trust: with no zip64 extra field behind it, or one holding other sizes
+    (np.savez writes 0xFFFFFFFF and the sizes there), other readers read other bytes (unzip -t: bad CRC)."""
+    from bob.fuzz import oracle_interop
+
+    out = io.BytesIO()
+    np.savez(out, **{name[:-4]: np.load(io.BytesIO(data)) for name, data in members(trained).items()})
+    data = bytearray(out.getvalue())
+    assert interop.from_npz_bytes(bytes(data), bob.Checkpoint) == trained  # (as np.savez wrote it: read)
+    at = zipfile.ZipFile(io.BytesIO(bytes(data))).infolist()[0].header_offset
+    name, extra = struct.unpack_from("<2H", data, at + 26)
+    assert struct.unpack_from("<2L", data, at + 18) == (0xFFFFFFFF, 0xFFFFFFFF) and extra >= 20
+    if change == "no zip64 field":
+        struct.pack_into("<H", data, at + 30 + name, 0x7075)  # (another block's tag: no zip64 field)
+    else:
+        struct.pack_into("<2Q", data, at + 30 + name + 4, 16, 16)
+    npz_refused(bytes(data), bob.BadValue, zipfile.ZipFile(io.BytesIO(bytes(data))).infolist()[0].filename[:-4])
+    assert oracle_interop.check_npz(bytes(data)) is not None
+
+
 def test_too_many_entries_are_refused_from_the_end_record(trained) -> None:
     many = [(f"x{i}.npy", b"") for i in range(interop_archive.MAX_ZIP_ENTRIES + 1)]
     npz_refused(archive(many), bob.Truncated, "npz.central_directory")

@@ -387,6 +387,16 @@ def test_a_reader_s_first_line_past_what_is_kept_is_a_disagreement(corpus: Path,
     assert refused and all(d["problem"] == "its first line passes 64 KiB" for d in refused)
 
 
+def test_a_reader_s_long_first_line_that_is_no_json_object_is_judged_by_its_verdicts(corpus: Path, tmp_path: Path) -> None:
+    """Only a JSON object cut at 64 KiB names a field unread: a long line of anything else was a disagreement."""
+    from bob.fuzz.conformance import check
+
+    reader = tmp_path / "chatty.py"
+    reader.write_text("import subprocess, sys\nprint('0' * 70000)\nsys.exit(subprocess.run([sys.executable, '-m', "
+                      "'bob.fuzz.conformance', 'predictions', sys.argv[1]], stdout=subprocess.DEVNULL).returncode)\n")
+    assert check("predictions", [sys.executable, str(reader), "{}"], corpus=corpus)["disagreements"] == []
+
+
 def test_a_check_over_its_temporary_corpus_names_a_reader_that_changes_it(tmp_path: Path, capsys) -> None:
     """The refusal named --corpus, which was not given, and a path in bob's own temporary directory, gone since."""
     assert main(["check", "--format", "predictions", "--json", "--", "sh", "-c", ': > "$1"', "_", "{}"]) == 2
@@ -473,6 +483,19 @@ def test_a_target_module_whose_import_fails_is_refused_naming_the_target(tmp_pat
     assert error["option"] == "--target" and error["message"].startswith(f"usage: importing '{module}' {said}")
 
 
+@pytest.mark.parametrize("raised", ["MemoryError()", "OSError(errno.EMFILE, 'too many open files')"])
+def test_a_target_module_that_runs_the_machine_out_as_it_is_imported_is_the_machine_s(tmp_path: Path, monkeypatch,
+                                                                                     capsys, raised: str) -> None:
+    """Out of memory or descriptors as the target's module was imported: the machine's (exit 70), not the user's
+    usage (exit 2, "importing 'hog' raised MemoryError: ")."""
+    (tmp_path / "hog.py").write_text(f"import errno\nraise {raised}\n")
+    (tmp_path / "IN").write_bytes(b"abc")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    assert main(["replay", "IN", "--target", "hog:target", "--json"]) == 70
+    assert "usage" not in json.loads(capsys.readouterr().out)["error"]["message"]
+
+
 def test_replay_passes_over_no_file_it_is_given_and_follows_no_link_out(tmp_path: Path, monkeypatch, capsys) -> None:
     """A file in a directory that happened to be named like a Rust target (cases/predict) was dropped unsaid,
     and a file's link out of the directory given was replayed (only a directory's was refused)."""
@@ -509,6 +532,12 @@ def test_the_reproduce_lines_paste_into_a_shell(tmp_path: Path, monkeypatch, cap
     assert main(["minimize", "IN", "--target", "fails:target", "--output", "my out.bin"]) == 0
     line = capsys.readouterr().out.split("reproduce: ")[1].strip()
     assert shlex.split(line) == ["bob-fuzz", "replay", "my out.bin", "--target", "fails:target"]
+    name = "donn\xe9es 'q' \\ \udcff.bin"  # (UTF-8, a quote, a backslash, a byte that is no UTF-8)
+    assert main(["minimize", "IN", "--target", "fails:target", "--output", name]) == 0
+    line = capsys.readouterr().out.split("reproduce: ")[1].strip()
+    said = subprocess.run(["bash", "-c", f"printf '%s\\0' {line}"], capture_output=True, check=True).stdout
+    assert line.isascii() and said.split(b"\0")[:5] == [b"bob-fuzz", b"replay", os.fsencode(name), b"--target",
+                                                          b"fails:target"]
 
 
 def test_minimize_refuses_an_output_it_cannot_write_before_any_candidate_runs(tmp_path: Path, monkeypatch,

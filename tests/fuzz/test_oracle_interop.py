@@ -44,7 +44,7 @@ def _npz(trained, **changes) -> bytes:
 
 
 @pytest.mark.parametrize("changes", [{"step": "020"}, {"step": str(2 ** 64)}, {"header_bytes": "100"},
-                                     {"header_bytes": "384"}, {"version": "2"}, {"extra": "x"},
+                                     {"header_bytes": "384"}, {"version": "3"}, {"extra": "x"},
                                      {"contract.seed": V1.seed.hex().upper()}])
 def test_the_oracle_refuses_metadata_bob_must_refuse(trained, changes) -> None:
     assert oracle_interop.check_npz(_npz(trained, **changes)) is not None

@@ -175,8 +175,15 @@ def cmd_run(args: argparse.Namespace) -> Outcome:
 
 def _replay_command(path: str, target: str) -> str:
     """The command replaying ``path``, each word as a shell takes it (a path starting with ``-`` as ``./-…``)."""
-    shown = show_path(os.path.join(".", path) if path.startswith("-") else path)
-    return f"{PROG} replay {shlex.quote(shown)} --target {shlex.quote(one_line(target))}"
+    return f"{PROG} replay {_word(os.path.join('.', path) if path.startswith('-') else path)} --target {_word(target)}"
+
+
+def _word(text: str) -> str:
+    """``text`` as one shell word in printable ASCII: quoted, or as ``$'…'`` with ``\\xNN`` for any other byte."""
+    raw = os.fsencode(text)
+    if all(0x20 <= b < 0x7F for b in raw):
+        return shlex.quote(text)
+    return "$'" + "".join(chr(b) if 0x20 <= b < 0x7F and b not in b"'\\" else f"\\x{b:02x}" for b in raw) + "'"
 
 
 def _target_of(path: Any, given: str | None) -> str:

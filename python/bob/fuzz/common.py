@@ -59,6 +59,8 @@ def load_target(spec: str, fmt: str | None = None) -> "tuple[Callable[[bytes], N
             said = said.replace(repr(word), f"'{word}'").replace(f"'{word}'", f"'{shown_argv(word)}'")
         raise type(exc)(said) from None
     except Exception as exc:  # noqa: BLE001 - its import failing (a SyntaxError, a relative name): the user's module
+        if isinstance(exc, MemoryError) or isinstance(exc, OSError) and exc.errno in OUT_OF_ROOM:
+            raise  # (the machine's, as it imported: exit 70, never the user's usage)
         raise ImportError(f"importing '{shown_argv(module)}' raised {type(exc).__name__}: {exc}") from None
     if not callable(function):
         raise ValueError(f"target '{shown_argv(spec)}' is no function (a {type(function).__name__})")

@@ -234,7 +234,8 @@ def _reader_verdict(command: list[str], path: Path, timeout: float) -> tuple[str
     if code is None or code < 0:
         return "timeout" if code is None else "crash", None
     said: Any = None
-    if len(first := printed.split(b"\n", 1)[0]) >= HEAD:  # cut where _ran stops keeping it: its field unread
+    if len(first := printed.split(b"\n", 1)[0]) >= HEAD and first.lstrip().startswith(b"{"):  # an object cut where
+        # _ran stops keeping it: the field it names unread (a line that is no object: verdicts alone, as ever)
         return ("accept" if code == 0 else "refuse"), LINE_CUT
     with contextlib.suppress(ValueError, RecursionError):  # a line that is no JSON, or nested past the stack
         said = json.loads(first.strip())

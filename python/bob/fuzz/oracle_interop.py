@@ -28,8 +28,9 @@ END = b"PK\x05\x06"
 CONTRACT = {f"contract.{name}": text.hex() for name, text in STRINGS}
 CONTRACT.update({f"contract.{name}": str(size) for name, size in SIZES})
 KEYS = {"format", "version", "step", "header_bytes", "contract.identity_sha256", *CONTRACT}
-IDENTITY = hashlib.sha256(b"".join(struct.pack("<I", len(text)) + text for _, text in STRINGS)  # §2 as a header holds it
-                          + b"".join(struct.pack("<Q", size) for _, size in SIZES)).hexdigest()
+IDENTITY = {"2": hashlib.sha256(b"".join(struct.pack("<I", len(text)) + text for _, text in STRINGS)  # §2 as a header
+                               + b"".join(struct.pack("<Q", size) for _, size in SIZES)).hexdigest(),  # holds it
+            "1": hashlib.sha256(json.dumps(CONTRACT, sort_keys=True).encode()).hexdigest()}  # (earlier builds')
 # §5: the header's own length (magic, version, header_bytes, step, the strings, the sizes, the chunk table,
 # the digest): header_bytes is at least this.
 HEADER_END = 32 + sum(4 + len(text) for _, text in STRINGS) + 8 * len(SIZES) + 4 + len(PLANES) * 52 + 32
@@ -56,11 +57,11 @@ def _state(meta: object, planes: list, for_resume: bool) -> None:
     """The metadata (string to string) and the planes' bytes: a state bob accepts."""
     if not isinstance(meta, dict) or set(meta) != KEYS or not all(isinstance(v, str) for v in meta.values()):
         raise Bad("metadata keys or values")
-    if meta["format"] != "bob-checkpoint" or meta["version"] != "1":
+    if meta["format"] != "bob-checkpoint" or meta["version"] not in ("1", "2"):
         raise Bad("format or version")
     if any(meta[key] != text for key, text in CONTRACT.items()):
         raise Bad("contract")
-    if meta["contract.identity_sha256"] != IDENTITY:
+    if meta["contract.identity_sha256"] != IDENTITY[meta["version"]]:
         raise Bad("identity")
     step = _decimal(meta["step"], U64_MAX)
     hb = _decimal(meta["header_bytes"], U64_MAX)
@@ -92,11 +93,17 @@ def _tiled(data: bytes, infos: list, directory: int) -> None:
     if infos[0].header_offset != 0:
         raise Bad("bytes before the first member")
     for i, end in zip(infos, [i.header_offset for i in infos[1:]] + [directory]):
-        flags, method, crc, *sizes = struct.unpack_from("<HH4x3L", data, i.header_offset + 6)
-        if (flags, method) != (i.flag_bits, i.compress_type) or not flags & 8 and (
-                crc != i.CRC or sizes[0] not in (i.compress_size, 2**32 - 1) or sizes[1] not in (i.file_size, 2**32 - 1)):
+        flags, method, crc, csize, usize, n, m = struct.unpack_from("<HH4x3L2H", data, i.header_offset + 6)
+        extra, big = data[i.header_offset + 30 + n:i.header_offset + 30 + n + m], dict[str, int]()
+        while len(extra) >= 4:  # zip64's block (tag 1): the size, then the compressed size
+            tag, size = struct.unpack_from("<HH", extra)
+            big = dict(zip("uc", struct.unpack_from("<QQ", extra, 4))) if tag == 1 and 16 <= size <= len(extra) - 4 \
+                else big
+            extra = extra[4 + size:]
+        stated = (crc, big.get("c") if csize == 2**32 - 1 else csize, big.get("u") if usize == 2**32 - 1 else usize)
+        if (flags, method) != (i.flag_bits, i.compress_type) or any(
+                s != want and not (flags & 8 and s == 0) for s, want in zip(stated, (i.CRC, i.compress_size, i.file_size))):
             raise Bad(f"the local header of {i.filename} says another member")
-        n, m = struct.unpack_from("<HH", data, i.header_offset + 26)
         start = i.header_offset + 30 + n + m + i.compress_size
         inflate, stored = zlib.decompressobj(-15), data[start - i.compress_size:start]
         whole = stored if i.compress_type == 0 else inflate.decompress(stored, i.file_size + 1)
