@@ -240,12 +240,17 @@ def _layout(data: bytes, infos: list[zipfile.ZipInfo], directory: int) -> None:
 def _local_says(local: tuple, extra: bytes, info: zipfile.ZipInfo) -> bool:
     """Whether a member's local header (its fields, its extra field) says what its directory entry says: the flags,
     the compression, the CRC-32 and both sizes (0xFFFFFFFF: zip64's extra field's; each zero too after flag bit 3)."""
-    zip64: tuple = ()
-    while len(extra) >= 4:  # (tag, size, data) blocks; zip64's: the size, then the compressed size
+    zip64: list[tuple] = []  # its zip64 blocks (tag 1) in the extra field's (tag, size, data) blocks, each read as
+    while len(extra) >= 4:  # the size, then the compressed size (a local header's holds both)
         tag, size = struct.unpack_from("<2H", extra)
-        zip64 = struct.unpack_from("<2Q", extra, 4) if tag == 1 and size >= 16 and len(extra) >= 20 else zip64
+        if size > len(extra) - 4:  # (a block past the field: readers part ways, Info-ZIP refuses it)
+            return False
+        zip64 += [struct.unpack_from("<2Q", extra, 4)] if tag == 1 and size >= 16 else [()] * (tag == 1)
         extra = extra[4 + size:]
-    big = dict(zip((8, 7), zip64))  # (the local header's field for each)
+    masked = [local[k] == 0xFFFFFFFF for k in (7, 8)]
+    if len(zip64) > 1 or any(masked) and not (all(masked) and zip64 and zip64[0]):  # (both sizes, from one block)
+        return False
+    big = dict(zip((8, 7), zip64[0])) if zip64 else {}  # (the local header's field for each)
     said = [(local[k] if local[k] != 0xFFFFFFFF or k == 6 else big.get(k), whole) for k, whole in
             ((6, info.CRC), (7, info.compress_size), (8, info.file_size))]
     return (local[2], local[3]) == (info.flag_bits, info.compress_type) and all(

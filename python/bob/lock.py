@@ -213,7 +213,7 @@ class TargetLock:
         """Refuse (exit 75) if the lock path is no longer the file this run locked."""
         if identity(self.path, follow_symlinks=False) != self.identity:
             raise Refused(f"its lock file {show_path(self.path)} was deleted or replaced while this run held it; "
-                          "another bob-run may be at work on this file, so nothing was changed",
+                          "another bob-run may be at work on this file, so nothing was committed",
                           option=self.option, path=self.shown, code=EXIT_BUSY)
 
     def __exit__(self, *exc: object) -> None:

@@ -158,7 +158,7 @@ def test_a_local_header_that_says_another_member_than_the_directory_is_refused(t
     assert oracle_interop.check_npz(bytes(data)) is not None
 
 
-@pytest.mark.parametrize("change", ["no zip64 field", "zip64 sizes"])
+@pytest.mark.parametrize("change", ["no zip64 field", "zip64 sizes", "block past the field", "one size masked"])
 def test_a_local_header_s_zip64_sizes_say_what_the_directory_says(trained, change: str) -> None:
     """A local size of 0xFFFFFFFF was taken on trust: with no zip64 extra field behind it, or one holding other sizes
     (np.savez writes 0xFFFFFFFF and the sizes there), other readers read other bytes (unzip -t: bad CRC)."""
@@ -173,10 +173,31 @@ def test_a_local_header_s_zip64_sizes_say_what_the_directory_says(trained, chang
     assert struct.unpack_from("<2L", data, at + 18) == (0xFFFFFFFF, 0xFFFFFFFF) and extra >= 20
     if change == "no zip64 field":
         struct.pack_into("<H", data, at + 30 + name, 0x7075)  # (another block's tag: no zip64 field)
-    else:
+    elif change == "zip64 sizes":
         struct.pack_into("<2Q", data, at + 30 + name + 4, 16, 16)
+    elif change == "block past the field":  # (Info-ZIP: "EF block length exceeds remaining EF data")
+        struct.pack_into("<H", data, at + 30 + name + 2, 17)
+    else:  # the compressed size masked alone: Info-ZIP reads it from the block's first slot, bob from its second
+        size = struct.unpack_from("<Q", data, at + 30 + name + 4)[0]
+        struct.pack_into("<L", data, at + 22, size)
+        struct.pack_into("<Q", data, at + 30 + name + 4, size - 1000)
     npz_refused(bytes(data), bob.BadValue, zipfile.ZipFile(io.BytesIO(bytes(data))).infolist()[0].filename[:-4])
     assert oracle_interop.check_npz(bytes(data)) is not None
+
+
+def test_a_local_header_with_two_zip64_fields_is_refused(trained) -> None:
+    """The first of two zip64 blocks is Info-ZIP's (a wrong one here: bad CRC), the last was bob's and the oracle's."""
+    from bob.fuzz import oracle_interop
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:  # zipfile adds its own zip64 block after the extra field given
+        for name, data in members(trained).items():
+            info = zipfile.ZipInfo(name)
+            info.extra = struct.pack("<2H2Q", 1, 16, len(data) + 1, len(data) + 1) if name == "P.npy" else b""
+            with z.open(info, "w", force_zip64=True) as f:
+                f.write(data)
+    npz_refused(out.getvalue(), bob.BadValue, "P")
+    assert oracle_interop.check_npz(out.getvalue()) is not None
 
 
 def test_too_many_entries_are_refused_from_the_end_record(trained) -> None:

@@ -94,12 +94,17 @@ def _tiled(data: bytes, infos: list, directory: int) -> None:
         raise Bad("bytes before the first member")
     for i, end in zip(infos, [i.header_offset for i in infos[1:]] + [directory]):
         flags, method, crc, csize, usize, n, m = struct.unpack_from("<HH4x3L2H", data, i.header_offset + 6)
-        extra, big = data[i.header_offset + 30 + n:i.header_offset + 30 + n + m], dict[str, int]()
-        while len(extra) >= 4:  # zip64's block (tag 1): the size, then the compressed size
+        extra, blocks = data[i.header_offset + 30 + n:i.header_offset + 30 + n + m], []
+        while len(extra) >= 4:  # zip64's block (tag 1): the size, then the compressed size, both in a local header
             tag, size = struct.unpack_from("<HH", extra)
-            big = dict(zip("uc", struct.unpack_from("<QQ", extra, 4))) if tag == 1 and 16 <= size <= len(extra) - 4 \
-                else big
+            if size > len(extra) - 4:
+                raise Bad(f"an extra field block of {i.filename} runs past the field")
+            blocks += [extra[4:4 + size]] if tag == 1 else []
             extra = extra[4 + size:]
+        masked = (csize == 2**32 - 1, usize == 2**32 - 1)
+        if len(blocks) > 1 or any(masked) and not (all(masked) and blocks and len(blocks[0]) >= 16):
+            raise Bad(f"the zip64 sizes of {i.filename}'s local header")
+        big = dict(zip("uc", struct.unpack_from("<QQ", blocks[0]))) if blocks and len(blocks[0]) >= 16 else {}
         stated = (crc, big.get("c") if csize == 2**32 - 1 else csize, big.get("u") if usize == 2**32 - 1 else usize)
         if (flags, method) != (i.flag_bits, i.compress_type) or any(
                 s != want and not (flags & 8 and s == 0) for s, want in zip(stated, (i.CRC, i.compress_size, i.file_size))):
