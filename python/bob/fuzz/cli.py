@@ -199,6 +199,7 @@ def _target_of(path: Any, given: str | None) -> str:
 
 
 def cmd_replay(args: argparse.Namespace) -> Outcome:
+    from bob.failures import OUT_OF_MEMORY
     from bob.fuzz.common import MachineRanOut, stdout_on_stderr
     from bob.fuzz.replay import files_under, read_input, replay_file, skipped
     from bob.progress import Progress
@@ -227,8 +228,8 @@ def cmd_replay(args: argparse.Namespace) -> Outcome:
             except Refused as exc:  # refused once the rest is replayed, unless a failure was found
                 unread.append(exc)
             except (MemoryError, MachineRanOut) as exc:  # the machine's, for this file: the others' verdicts stand
-                unread.append(Refused(str(exc) or "the machine ran out of memory while the target ran; no verdict",
-                                      option="PATH", path=f, code=EXIT_SOFTWARE))
+                said = str(exc) if isinstance(exc, MachineRanOut) else f"{OUT_OF_MEMORY} while the target ran; no verdict"
+                unread.append(Refused(said, option="PATH", path=f, code=EXIT_SOFTWARE))
             progress.advance()
     failed = sum(not v.passed for v in verdicts)
     if unread and not failed:
