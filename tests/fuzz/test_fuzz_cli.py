@@ -366,25 +366,16 @@ def test_a_lax_reader_is_caught_and_its_fields_named(corpus: Path, tmp_path: Pat
         assert rows[field][2] == "0", (field, table)
 
 
-def test_a_reader_naming_the_wrong_field_disagrees(corpus: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("pad, problem", [(0, "names field 'nonsense'"), (70000, "its first line passes 64 KiB")])
+def test_a_reader_naming_the_wrong_field_disagrees(corpus: Path, tmp_path: Path, pad: int, problem: str) -> None:
+    """A first line past the 64 KiB kept was cut, read as no JSON, and its wrong field agreed."""
     from bob.fuzz.conformance import check
 
     reader = tmp_path / "wrong_field.py"
-    reader.write_text("import json, sys\nprint(json.dumps({'field': 'nonsense'}))\nsys.exit(1)\n")
+    reader.write_text(f"import json, sys\nprint(json.dumps({{'field': 'nonsense', 'pad': 'x' * {pad}}}))\nsys.exit(1)\n")
     report = check("predictions", [sys.executable, str(reader), "{}"], corpus=corpus)
     refused = [d for d in report["disagreements"] if d["bob"] == "refuse"]
-    assert refused and all(d["problem"] == "names field 'nonsense'" for d in refused)
-
-
-def test_a_reader_s_first_line_past_what_is_kept_is_a_disagreement(corpus: Path, tmp_path: Path) -> None:
-    """A first line past 64 KiB was cut, read as no JSON, and its wrong field agreed."""
-    from bob.fuzz.conformance import check
-
-    reader = tmp_path / "long.py"
-    reader.write_text("import json, sys\nprint(json.dumps({'field': 'nonsense', 'pad': 'x' * 70000}))\nsys.exit(1)\n")
-    report = check("predictions", [sys.executable, str(reader), "{}"], corpus=corpus)
-    refused = [d for d in report["disagreements"] if d["bob"] == "refuse"]
-    assert refused and all(d["problem"] == "its first line passes 64 KiB" for d in refused)
+    assert refused and all(d["problem"] == problem for d in refused)
 
 
 def test_a_reader_s_long_first_line_that_is_no_json_object_is_judged_by_its_verdicts(corpus: Path, tmp_path: Path) -> None:
