@@ -15,7 +15,7 @@ __all__ = ["COMMIT_CALLS", "ENTRY_CALLS", "ERRNO_OF", "Crash", "OsFaults", "OsPa
 
 COMMIT_CALLS = ("open", "write", "fsync", "fchmod", "replace", "rename", "link", "unlink", "close")
 ENTRY_CALLS = ("replace", "rename", "link", "unlink")
-"""The calls that change a directory entry (a commit makes seven: the fuzzer's narrow draw)."""
+"""The calls that change a directory entry (a commit makes six, eight with --trace: the fuzzer's narrow draw)."""
 
 ERRNO_OF = dict.fromkeys(COMMIT_CALLS, errno.EIO) | {  # fsync: a write-back that failed; close: NFS reports one
     "open": errno.ENOSPC,  # no room for a new inode (O_CREAT), or the directory entry

@@ -264,9 +264,9 @@ fn seed_check_values() {
     assert_eq!(bob_core::fnv1a64(SEED), 0x0f26_cba9_a23c_695c);
     let mut p = vec![0f32; 65_536];
     initialize(&mut p, SEED);
-    // The contract lists 0xbba89c70 0x3c19ecf0 0xbacb1e7b 0x3b9554d4, which its
-    // own formula and its own plane SHA-256 (checked below) both contradict:
-    // see formats/contract-errata.md. These are the words the formula gives.
+    // §6.1's check words as its erratum of 2026-11-30 prints them: the words its
+    // formula gives, whose whole plane has the SHA-256 checked below (an earlier
+    // printing's differed from both: formats/contract-errata.md, E1).
     assert_eq!(&bits(&p[..4]), &[0xbba8_4a70, 0x3c19_eff0, 0xbaca_6d7b, 0x3b9b_54d4]);
     let bytes: Vec<u8> = p.iter().flat_map(|x| x.to_le_bytes()).collect();
     let digest = Sha256::digest(&bytes);
