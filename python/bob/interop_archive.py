@@ -141,8 +141,7 @@ def _zip_directory(data: bytes) -> tuple[int, int]:
     if end != len(data):  # (zipfile reads past bytes after it)
         raise Truncated("npz", "the zip's end of central directory record (and its comment) ends the file",
                         expected=end, actual=len(data), offset=min(end, len(data)))
-    return (start if start == at - size else -1), entries  # (zipfile reads it at at - size: there, or where no
-    # member ends)
+    return (start if start == at - size else -1), entries  # (zipfile reads it at at - size; -1: where no member ends)
 
 
 def _members(z: zipfile.ZipFile) -> dict[str, zipfile.ZipInfo]:
@@ -240,21 +239,22 @@ def _layout(data: bytes, infos: list[zipfile.ZipInfo], directory: int) -> None:
 def _local_says(local: tuple, extra: bytes, info: zipfile.ZipInfo) -> bool:
     """Whether a member's local header (its fields, its extra field) says what its directory entry says: the flags,
     the compression, the CRC-32 and both sizes (0xFFFFFFFF: zip64's extra field's; each zero too after flag bit 3)."""
-    zip64: list[tuple] = []  # its zip64 blocks (tag 1) in the extra field's (tag, size, data) blocks, each read as
-    while len(extra) >= 4:  # the size, then the compressed size (a local header's holds both)
+    zip64: list[bytes] = []  # the zip64 blocks (tag 1) among the extra field's (tag, size, data) blocks
+    while len(extra) >= 4:
         tag, size = struct.unpack_from("<2H", extra)
         if size > len(extra) - 4:  # (a block past the field: readers part ways, Info-ZIP refuses it)
             return False
-        zip64 += [struct.unpack_from("<2Q", extra, 4)] if tag == 1 and size >= 16 else [()] * (tag == 1)
+        zip64 += [extra[4:4 + size]] * (tag == 1)
         extra = extra[4 + size:]
-    masked = [local[k] == 0xFFFFFFFF for k in (7, 8)]
-    if len(zip64) > 1 or any(masked) and not (all(masked) and zip64 and zip64[0]):  # (both sizes, from one block)
+    crc, compressed, size = local[6:9]
+    masked = (compressed == 0xFFFFFFFF, size == 0xFFFFFFFF)
+    if len(zip64) > 1 or any(masked) and not (all(masked) and zip64 and len(zip64[0]) >= 16):  # both, one block
         return False
-    big = dict(zip((8, 7), zip64[0])) if zip64 else {}  # (the local header's field for each)
-    said = [(local[k] if local[k] != 0xFFFFFFFF or k == 6 else big.get(k), whole) for k, whole in
-            ((6, info.CRC), (7, info.compress_size), (8, info.file_size))]
+    if all(masked):  # (a local header's zip64 block: the size, then the compressed size)
+        size, compressed = struct.unpack_from("<2Q", zip64[0])
     return (local[2], local[3]) == (info.flag_bits, info.compress_type) and all(
-        mine == whole or info.flag_bits & 8 and mine == 0 for mine, whole in said)
+        mine == whole or info.flag_bits & 8 and mine == 0
+        for mine, whole in ((crc, info.CRC), (compressed, info.compress_size), (size, info.file_size)))
 
 
 def _unread(raw: bytes, info: zipfile.ZipInfo) -> bool:
@@ -270,8 +270,8 @@ def _unread(raw: bytes, info: zipfile.ZipInfo) -> bool:
 def npz_parts(data: bytes) -> tuple[dict[str, str], dict[str, bytes]]:
     """(the metadata, each plane's little-endian float32 bytes) of an ``.npz`` bob export, bounded (see the
     module)."""
-    (directory, entries), name = _zip_directory(data), None  # (name: the member being read, whose damage zlib
-    try:  # or a CRC finds)
+    (directory, entries), name = _zip_directory(data), None  # (name: the member read, whose damage zlib or CRC finds)
+    try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:
             members, raw = _members(z), {}
             if len(z.infolist()) != entries:  # (zipfile reads the directory to its end: Info-ZIP trusts the count)
