@@ -50,7 +50,11 @@ class NotAnArray(TypeError):
 
     def __init__(self, name: str, reason: str) -> None:
         super().__init__(f"{name}: {reason}")
-        self.reason = reason
+        self.name: str = name
+        self.reason: str = reason
+
+    def __reduce__(self) -> "tuple[type[NotAnArray], tuple[str, str]]":  # its arguments: it pickles and copies
+        return type(self), (self.name, self.reason)
 
 
 def is_masked(value: object) -> bool:

@@ -183,6 +183,16 @@ def initialize(p: "PlaneLike", seed: bytes = SEED) -> None:
     _core.initialize(_plane(p, "p", writes=True), _bytes(seed, "seed"))
 
 
+def _buffer(value: Any) -> "memoryview | None":
+    """A memoryview of ``value`` if it is a buffer that is neither an array (with a ``dtype``) nor a torch tensor."""
+    if hasattr(value, "dtype") or hasattr(value, "__dlpack__"):
+        return None
+    try:
+        return memoryview(value)
+    except TypeError:
+        return None
+
+
 def _pair_buffer(pairs: "PairsLike | Iterable[int]", name: str) -> "Any":
     """Contexts or targets as a C-contiguous uint8 or uint32 buffer.
 
@@ -194,10 +204,10 @@ def _pair_buffer(pairs: "PairsLike | Iterable[int]", name: str) -> "Any":
     values: Any = pairs
     if isinstance(values, (bytes, bytearray)):
         return values
-    if isinstance(values, memoryview) or hasattr(values, "typecode"):  # array.array too
-        view = memoryview(values)
+    view = _buffer(values)  # a memoryview, array.array, mmap, ctypes array, PickleBuffer: not a NumPy array
+    if view is not None:
         if view.c_contiguous and (view.format, view.itemsize) in (("B", 1), ("I", 4)):
-            return values  # what the binding reads as it is
+            return view  # what the binding reads as it is
         import numpy as np  # any other integers (an array('H'), a strided view): read as values
 
         values = np.asarray(view)

@@ -100,8 +100,8 @@ def integer_value(value: Any) -> int | None:
     a bool), else None. Every door of the library that takes an integer asks
     this and refuses by name what is not one: nothing is ``int()``-ed, so 1.5
     is refused, never taken for 1."""
-    if isinstance(value, bool):
-        return None
+    if isinstance(value, int):  # (not a bool) its own value, as range() takes it, whatever its __index__ says
+        return None if isinstance(value, bool) else int.__index__(value)
     try:
         whole = type(value).__index__(value)
     except (AttributeError, TypeError):  # no __index__ (a float, a str), or a NumPy bool's refusal

@@ -293,6 +293,27 @@ def test_pairs_may_be_bytes_or_uint32_and_give_the_same_bits():
     assert results[0] == results[1] == results[2]
 
 
+def test_bob_core_takes_pairs_from_any_buffer():
+    """An mmap or a PickleBuffer of the pairs' bytes was iterated item by item and refused
+    ("contexts[0] must be an integer ... got bytes"), though bob._core reads them as any buffer."""
+    import ctypes
+    import mmap
+    import pickle
+    from array import array
+
+    ctx, tgt = (a.astype(np.uint8).tobytes() for a in pairs())
+    mapped = mmap.mmap(-1, len(ctx))
+    mapped.write(ctx)
+    forms = [mapped, pickle.PickleBuffer(bytearray(ctx)), (ctypes.c_uint8 * len(ctx)).from_buffer_copy(ctx),
+             array("B", ctx), array("I", list(ctx)), memoryview(ctx)]
+    results = []
+    for form in [ctx, *forms]:
+        p, m, v = planes()
+        losses = bob.core.train(p, m, v, form, tgt, 0, 2, threads=1)
+        results.append((p.tobytes(), losses))
+    assert results == [results[0]] * len(results)
+
+
 def test_pairs_of_another_dtype_are_refused_by_name():
     p, m, v = planes()
     ctx, tgt = pairs()

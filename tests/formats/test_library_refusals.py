@@ -10,6 +10,7 @@ import fractions
 import json
 import pickle
 import re
+import subprocess
 import sys
 import warnings
 from array import array
@@ -75,8 +76,15 @@ def test_input_record_refusals() -> None:
     c, t, w = record.contexts, record.targets, record.prompt_words
     assert refusal(lambda: bob.InputRecord(c[:5], t, w)) == bad_value(
         "contexts", "must hold 256 bytes", "(256,)", "(5,)")
+    # the first value that is no byte, by its index (a list's past int64, an array's), or the array's dtype
     assert refusal(lambda: bob.InputRecord(c, np.full(256, 300), w)) == bad_value(
-        "targets", "values must be bytes (integers 0 to 255)")
+        "targets", "values must be bytes (integers 0 to 255)", actual=300, index=0)
+    assert refusal(lambda: bob.InputRecord([7] * 255 + [-1], t, w)) == bad_value(
+        "contexts", "values must be bytes (integers 0 to 255)", actual=-1, index=255)
+    assert refusal(lambda: bob.InputRecord([7, 10**5000] + [0] * 254, t, w)) == bad_value(
+        "contexts", "values must be bytes (integers 0 to 255)", actual="an integer of 16610 bits", index=1)
+    assert refusal(lambda: bob.InputRecord(c, t.astype(np.float32), w)) == bad_value(
+        "targets", "values must be bytes (integers 0 to 255)", actual="dtype float32")
     assert refusal(lambda: bob.InputRecord(c, t, (1, 2))) == bad_value(
         "prompt_words", "there are exactly 3 prompts", 3, 2)
     assert refusal(lambda: bob.InputRecord(c, t, (1, 2, 256))) == bad_value(
@@ -295,6 +303,24 @@ class _LyingIndex:
         return self.value
 
 
+class _IntWithAnotherIndex(int):
+    def __index__(self):  # noqa: PLE0305 - Python itself (range, slicing, operator.index) takes the int's value
+        return 5
+
+
+def test_an_int_subclass_is_its_own_value_whatever_its_index_says() -> None:
+    """bob asked type(value).__index__: Step(20) wrote step 5, trained at step 5 and made token 5 of 97."""
+    checkpoint = bob.invoke(build_input(CORPUS, PROMPTS), b"", threads=1).checkpoint
+    twenty = _IntWithAnotherIndex(20)
+    assert len(range(twenty)) == 20 and bob.Checkpoint(twenty, checkpoint.p, checkpoint.m, checkpoint.v).step == 20
+    assert bob.Predictions(((_IntWithAnotherIndex(97), 1), (0, 0), (0, 0))).tokens == (97, 0, 0)
+    planes = [[plane.copy() for plane in (checkpoint.p, checkpoint.m, checkpoint.v)] for _ in range(2)]
+    record = build_input(CORPUS, PROMPTS)
+    for (p, m, v), step in zip(planes, (twenty, 20)):
+        bob.core.train(p, m, v, record.contexts, record.targets, step, 1, threads=1)
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(*planes))
+
+
 @pytest.mark.parametrize("lie", [10.5, "10", None])
 def test_an_index_that_returns_no_int_is_no_integer(lie: object) -> None:
     """An __index__ returning 10.5 made a checkpoint of step 10.5; a token of one, construct's own error."""
@@ -407,6 +433,35 @@ def test_what_reads_the_planes_whole_is_refused_while_another_thread_trains_them
         if refused:
             break
     assert refused > 0
+
+
+def test_a_checkpoint_is_refused_while_bob_core_trains_it_with_bob_core_not_imported() -> None:
+    """Checkpoint took the core's read loans only once bob.core was imported: bob._core.train's planes,
+    shared with a Checkpoint, were written torn (a file of no state of the run, its digests holding)."""
+    script = """if True:
+        import sys, threading
+        from bob import _core
+        import bob
+        assert "bob.core" not in sys.modules
+        p, m, v = _core.initial_planes(b"bob-seed-v1")
+        checkpoint = bob.Checkpoint(5, p, m, v)
+        pairs = (bytes(range(256)), bytes(k * 7 % 256 for k in range(256)))
+        training = threading.Thread(target=lambda: _core.train((p, m, v), pairs, 5, 30000))
+        training.start()
+        while training.is_alive():  # until the train holds its planes
+            try:
+                _core.reading(P=p).release()
+            except BufferError:
+                break
+        try:
+            checkpoint.to_bytes(for_resume=False)
+        except BufferError as exc:
+            print(exc)
+        training.join()
+    """
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("P is in use by another call of bob's core")
 
 
 def test_a_train_of_planes_being_written_is_refused() -> None:

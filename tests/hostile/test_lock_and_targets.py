@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import bob
+import bob.arrays
 import bob.lock
 import bob.run
 from bob.formats.constants import UPDATES_PER_INVOCATION as U
@@ -471,7 +472,7 @@ def test_public_objects_and_errors_pickle_and_copy_to_equal_objects() -> None:
               bob.fileio.NotARegularFile("/dev/null", 0o20666), bob.fileio.FileTooLarge(9, b"BOB"),
               bob.fileio.NotReplaceable("/x", "read-only"), bob.core.CoreError("P"),
               bob.core.NativeCoreUnavailable("gone"), Refused("m", option="--checkpoint", path="/p", field="f"),
-              Interrupted(15)]
+              Interrupted(15), bob.arrays.NotAnArray("P", "on cuda:0")]
     for error in errors:
         for twin in (pickle.loads(pickle.dumps(error)), copy.copy(error), copy.deepcopy(error)):
             assert type(twin) is type(error) and str(twin) == str(error) and twin.args == error.args

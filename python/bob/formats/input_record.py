@@ -73,8 +73,11 @@ def _byte_table(value: Any, name: str) -> np.ndarray:
         raise BadValue(name, f"must hold {PAIRS} bytes ({type(exc).__name__})", actual=shown_kind(value)) from None
     if arr.shape != (PAIRS,):
         raise BadValue(name, f"must hold {PAIRS} bytes", expected=(PAIRS,), actual=str(arr.shape))
-    if arr.dtype != np.uint8 and (arr.dtype.kind not in "iu" or (arr.size and (arr.min() < 0 or arr.max() > 255))):
-        raise BadValue(name, "values must be bytes (integers 0 to 255)")
+    if arr.dtype != np.uint8:  # the dtype, or the first value that is no byte (a list's past int64: objects)
+        if arr.dtype.kind not in "iu" and given is None:
+            raise BadValue(name, "values must be bytes (integers 0 to 255)", actual=f"dtype {arr.dtype}")
+        if (bad := np.flatnonzero(np.less(arr, 0) | np.greater(arr, 255))).size:
+            raise BadValue(name, "values must be bytes (integers 0 to 255)", actual=int(arr[bad[0]]), index=int(bad[0]))
     return np.frombuffer(arr.astype(np.uint8).tobytes(), np.uint8)
 
 

@@ -82,8 +82,11 @@ def _plane(value: Any, name: str) -> np.ndarray:
 def _lent(**planes: Any) -> Any:
     """The core's read loans on ``planes`` (:func:`bob.core.reading`) for a ``with`` block: no train of them
     meanwhile, so a copy, a comparison or a file holds one state, the one checked."""
-    core = sys.modules.get("bob.core")  # (not loaded: no train of them can be running)
-    return core.reading(**planes) if core is not None else contextlib.nullcontext()
+    if "bob._core" not in sys.modules:  # (not loaded: no train of them can be running; loaded, through
+        return contextlib.nullcontext()  # bob.core or by itself, one may be)
+    from bob import core
+
+    return core.reading(**planes)
 
 
 _COPIES = threading.local()  # each thread's buffer for to_bytes's copy of the planes: a new one each call costs
