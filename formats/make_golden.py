@@ -176,11 +176,23 @@ def build(with_checkpoint: bool = True) -> dict[str, bytes]:
     return out
 
 
+MANIFEST = "SHA256SUMS"
+
+
+def with_manifest(files: dict[str, bytes]) -> dict[str, bytes]:
+    """``files`` and ``SHA256SUMS`` (``sha256sum``'s lines) of them and of the exports in ``interop/``, which
+    other libraries wrote: the whole of what the package ships, which bob-qualify holds a package to."""
+    interop = os.path.join(GOLDEN, "interop")
+    listed = {**files, **{f"interop/{n}": open(os.path.join(interop, n), "rb").read() for n in os.listdir(interop)}}
+    lines = "".join(f"{sha(data)}  {name}\n" for name, data in sorted(listed.items()))
+    return {**files, MANIFEST: lines.encode("ascii")}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare with python/bob/data/golden/ instead of writing")
     args = parser.parse_args(argv)
-    files = build()
+    files = with_manifest(build())
     status = 0
     for name, data in sorted(files.items()):
         path = os.path.join(GOLDEN, name)

@@ -160,8 +160,8 @@ def test_golden_refused_file(name):
 
 
 def test_generator_reproduces_the_committed_files(core, make_golden):
-    files = make_golden.build()
-    on_disk = set(VALID) | {n[:-4] + ".json" for n in VALID}
+    files = make_golden.with_manifest(make_golden.build())
+    on_disk = set(VALID) | {n[:-4] + ".json" for n in VALID} | {"SHA256SUMS"}
     on_disk |= {f"refused/{n}" for n in REFUSED} | {f"refused/{n[:-4]}.json" for n in REFUSED}
     assert set(files) == on_disk
     for name, data in files.items():

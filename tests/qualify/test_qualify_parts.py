@@ -41,6 +41,31 @@ def test_losses_agree_within_tolerance_only():
     assert losses_agree([1.0, float("inf")], [1.0, float("inf")])
     assert not losses_agree([1.0], [1.0 + 1e-9])
     assert not losses_agree([1.0], [1.0, 2.0])
+    nan, inf = float("nan"), float("inf")  # a NaN or an infinity against a number agreed (a tolerance of inf)
+    assert losses_agree([nan, -inf], [nan, -inf])
+    for expected, actual in ((5.5, nan), (nan, 5.5), (5.5, inf), (inf, 5.5), (5.5, -inf), (inf, -inf), (inf, nan)):
+        assert not losses_agree([expected], [actual]), (expected, actual)
+
+
+@pytest.mark.parametrize("loss", [float("nan"), float("inf"), float("-inf")])
+def test_a_section8_series_with_a_loss_that_is_no_number_misses_it(loss) -> None:
+    """A NaN loss passed §8's loss check (`abs(nan - first) > tolerance` is False)."""
+    record = checks.section8_record()
+    files, predictions, losses = checks.scalar_series(record, 2)
+    assert checks._vector_series("public-vector/invoke", files, predictions, losses, files) is None
+    for at in (0, -1):
+        bad = [list(series) for series in losses]
+        bad[1][at] = loss
+        verdict = checks._vector_series("public-vector/invoke", files, predictions, bad, files)
+        assert verdict is not None and not verdict.ok and "losses of the invocation ending at step 20" in verdict.summary
+
+
+def test_a_bob_run_summary_s_non_finite_losses_are_read_as_numbers(tmp_path, monkeypatch) -> None:
+    """bob-run --json spells a NaN loss "nan": the §8 comparison failed as "the check could not run: TypeError"."""
+    summary = '{"losses": ["nan", "inf", 5.5], "step": 10}'
+    monkeypatch.setattr(processes, "finished", lambda argv, timeout: subprocess.CompletedProcess(argv, 0, summary, ""))
+    losses = processes.run_once(processes.RunFiles(tmp_path), ["bob-run"])["losses"]
+    assert [repr(x) for x in losses] == ["nan", "inf", "5.5"]
 
 
 def test_the_perturbation_hook_is_off_unless_set():
@@ -114,7 +139,40 @@ def test_the_formats_check_imports_the_golden_exports(tmp_path, monkeypatch):
     npz = golden / "interop" / "checkpoint-abracadabra-step10-deflated.npz"
     npz.write_bytes(npz.read_bytes()[:-1])
     [verdict] = checks.check_golden()
-    assert not verdict.ok and verdict.details["problems"][0].startswith(f"interop/{npz.name}: refused: ")
+    assert not verdict.ok and verdict.details["problems"][0] == (
+        f"interop/{npz.name} is not the file the package shipped (its SHA-256 is not SHA256SUMS's)")
+    assert verdict.details["problems"][1].startswith(f"interop/{npz.name}: refused: ")
+
+
+def test_a_package_missing_golden_files_is_not_qualified_on_the_ones_left(tmp_path, monkeypatch):
+    """Three golden pairs and the safetensors export deleted: "5 golden files load ...; 3 refused ones", QUALIFIED.
+    SHA256SUMS lists what the package ships; an export not imported for want of the extra is said."""
+    import shutil
+
+    from bob.interop import MissingExtra
+
+    golden, shipped = tmp_path / "golden", checks.golden_directory()
+    shutil.copytree(shipped, golden)
+    monkeypatch.setattr(checks, "golden_directory", lambda: golden)
+    gone = ["interop/checkpoint-abracadabra-step10.safetensors", "predictions-mixed.bin", "predictions-mixed.json"]
+    for name in gone:
+        (golden / name).unlink()
+    [verdict] = checks.check_golden()
+    assert not verdict.ok and [p.split(",")[0] for p in verdict.details["problems"]] == sorted(gone)
+    (golden / "SHA256SUMS").unlink()
+    [verdict] = checks.check_golden()
+    assert verdict.summary == "SHA256SUMS, the list of the golden files the package ships, is missing"
+
+    shutil.rmtree(golden)
+    shutil.copytree(shipped, golden)
+
+    def no_extra(*_args, **_kwargs):
+        raise MissingExtra("safetensors")
+
+    monkeypatch.setattr(bob.Checkpoint, "from_safetensors", no_extra)
+    [verdict] = checks.check_golden()
+    assert verdict.ok and verdict.summary.endswith(
+        "; not imported without the interop extra: interop/checkpoint-abracadabra-step10.safetensors")
 
 
 RESULT = {"qualified": False, "exit_code": 1,
@@ -287,3 +345,26 @@ def test_a_signal_as_a_child_bob_run_is_spawned_leaves_no_child_running(monkeypa
 
     child = signalled_as_spawned(monkeypatch, lambda: processes.run_once(processes.RunFiles(tmp_path)))
     assert child.returncode == -signal.SIGKILL  # killed and reaped by bob-qualify
+
+
+def test_a_child_bob_run_is_the_bob_being_qualified_not_one_its_own_path_finds_first(tmp_path) -> None:
+    """`python -m bob qualify` run in another copy of bob ran the installed bob-run, which imported the installed
+    bob: a build whose bob-run wrote zero predictions was QUALIFIED, and the fingerprint named the installed
+    distribution. A child now imports this process's bob; the fingerprint says where it came from."""
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(os.path.dirname(bob.__file__), copy / "bob", ignore=shutil.ignore_patterns("__pycache__"))
+    run_py = copy / "bob" / "run.py"
+    run_py.write_text(run_py.read_text(encoding="utf-8") + "\nprint('the copy')\n", encoding="utf-8")
+    script = ("import json; from bob.qualify import machine, processes as p; "
+              "print(json.dumps([p.finished(p.bob_run_command() + ['--version'], 60).stdout, "
+              "p.finished([p.sys.executable, '-m', 'bob', 'run', '--version'], 60).stdout, "
+              "machine._core_build()['installed_from']]))")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSAFEPATH")}
+    done = subprocess.run([sys.executable, "-c", script], cwd=copy, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    installed, as_module, installed_from = __import__("json").loads(done.stdout)
+    assert installed.startswith("the copy\n") and as_module.startswith("the copy\n")
+    assert installed_from == f"not an installed distribution: bob imported from {copy}"

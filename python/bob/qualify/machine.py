@@ -8,16 +8,20 @@ identity, Python and the native core's build.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import platform
 import sys
 from typing import Any
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 from bob import core
 from bob.distribution import DISTRIBUTION
 from bob.formats.contract import contract_document
 from bob.formats.constants import DATA, LEARNER, SEED, STATE
 from bob.formats.trace import contract_sha256
+from bob.qualify.processes import package_root
 
 # The flags bob-core's run-time dispatch reads (kernel.rs: is_x86_feature_detected).
 KERNEL_FLAGS = {"avx2": ("avx2",), "avx512": ("avx512f", "avx512vl", "avx2")}
@@ -65,16 +69,25 @@ def _core_build() -> dict[str, Any]:
         from importlib import metadata
 
         dist = metadata.distribution(DISTRIBUTION)
+        direct = json.loads(dist.read_text("direct_url.json") or "{}")
+        editable = direct.get("dir_info", {}).get("editable") is True
+        home = url2pathname(urlparse(direct["url"]).path) if editable else str(dist.locate_file("bob"))
+        if not _within(os.path.join(package_root(), "bob"), home):  # the installed distribution is not the bob imported
+            raise LookupError(home)
         info["distribution_version"] = dist.version
         wheel = dist.read_text("WHEEL") or ""
         info["wheel_tags"] = [line.split(":", 1)[1].strip() for line in wheel.splitlines()
                               if line.startswith("Tag:")]
-        direct = dist.read_text("direct_url.json")
-        info["installed_from"] = "a source checkout (editable)" if direct and '"editable": true' in direct \
-            else "a wheel"
+        info["installed_from"] = "a source checkout (editable)" if editable else "a wheel"
     except Exception:  # noqa: BLE001 - metadata is informative only; a missing piece is not a failure
         info["distribution_version"] = None
+        info["installed_from"] = f"not an installed distribution: bob imported from {package_root()}"
     return info
+
+
+def _within(path: str, directory: str) -> bool:
+    path, directory = os.path.realpath(path), os.path.realpath(directory)
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
 def fingerprint() -> dict[str, Any]:

@@ -21,11 +21,28 @@ def bob_run_command() -> list[str]:
     return [sys.executable, "-m", "bob", "run"]
 
 
+def package_root() -> str:
+    """The directory the ``bob`` package this process runs was imported from."""
+    import bob
+
+    return os.path.dirname(os.path.dirname(os.path.abspath(bob.__file__ or "")))
+
+
 def child_environment() -> dict[str, str]:
-    """This environment without the qualification's own test hook."""
+    """This environment without the qualification's own test hook, in which a child imports the bob being
+    qualified (this process's), not another copy its own path finds first (a checkout in its working directory,
+    an installed one): no working or script directory on its path (``PYTHONSAFEPATH``), and this bob's
+    directory first on ``PYTHONPATH`` unless it is a site directory, which comes after ``PYTHONPATH`` as here."""
+    import site
+
     from bob.qualify.verdict import PERTURB_ENV
 
-    return {k: v for k, v in os.environ.items() if k != PERTURB_ENV}
+    env = {k: v for k, v in os.environ.items() if k != PERTURB_ENV}
+    env["PYTHONSAFEPATH"] = "1"
+    root, sites = package_root(), [*site.getsitepackages(), site.getusersitepackages()]
+    if not any(os.path.realpath(root) == os.path.realpath(d) for d in sites):
+        env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+    return env
 
 
 @contextlib.contextmanager
@@ -107,6 +124,8 @@ def run_once(files: RunFiles, command: list[str] | None = None, timeout: float =
         raise_shortage(done)  # the machine's, not a failed check
         raise ProcessFailed(f"{' '.join(argv[:3])} … exited {done.returncode}: {done.stderr.strip()[-400:]}")
     try:
-        return json.loads(done.stdout)
-    except ValueError:
-        raise ProcessFailed(f"bob-run printed no JSON summary: {done.stdout[-200:]!r}") from None
+        summary = json.loads(done.stdout)
+        summary["losses"] = [float(loss) for loss in summary["losses"]]  # (a NaN, an infinity: spelled "nan", "inf")
+    except (ValueError, KeyError, TypeError):
+        raise ProcessFailed(f"bob-run printed no JSON summary with its losses: {done.stdout[-200:]!r}") from None
+    return summary
