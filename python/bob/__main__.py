@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None, *, until_exit: bool = False) -> int:
             return _own_answer(argv, Refused(f"{USAGE} (unrecognized arguments: {shown_argv(' '.join(unknown))})"))
         asked = "version" if leading[at_answer] == "--version" else "help"
         value, text = (USAGE, USAGE) if asked == "help" else (version(), f"bob {version()}")
-        what = "the help" if asked == "help" else "the summary"  # (named if stdout cannot take it)
+        what = f"the {asked}"  # (named if stdout cannot take it)
         return _own_answer(leading, Answered({asked: value}, text, what))
     if command == "run":
         from bob.run import main as run_main

@@ -227,7 +227,7 @@ def add_common_options(parser: "argparse.ArgumentParser", *, json_help: str = "p
         def __call__(self, parser, namespace, values, option_string=None):
             from bob.distribution import version
 
-            asked = Answered({"version": version()}, f"{prog} {version()}", "the summary")
+            asked = Answered({"version": version()}, f"{prog} {version()}", "the version")
             if not _made:  # a parser used outside run_command (which prints it, --json included): print it here
                 emit(prog, asked.outcome.text)
             raise asked

@@ -769,7 +769,7 @@ def test_json_before_the_subcommand_is_json(argv: list[str], tmp_path: Path) -> 
     assert done.returncode == 0 and json.loads(done.stdout)["command"] == "bob-fuzz targets"
 
 
-@pytest.mark.parametrize("flag, said", [("--help", "the help"), ("--version", "the summary")])
+@pytest.mark.parametrize("flag, said", [("--help", "the help"), ("--version", "the version")])
 @pytest.mark.parametrize("prog", ["bob-inspect", "python -m bob"])
 @pytest.mark.parametrize("stream", ["full", "closed"])
 def test_help_and_version_to_a_full_or_closed_stdout_say_so_in_one_line(flag: str, said: str, prog: str, stream: str,
