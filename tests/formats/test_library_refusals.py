@@ -85,6 +85,8 @@ def test_input_record_refusals() -> None:
         "contexts", "values must be bytes (integers 0 to 255)", actual="an integer of 16610 bits", index=1)
     assert refusal(lambda: bob.InputRecord(c, t.astype(np.float32), w)) == bad_value(
         "targets", "values must be bytes (integers 0 to 255)", actual="dtype float32")
+    mixed = refusal(lambda: bob.InputRecord([2**64 - 1, -1] + [0] * 254, t, w))  # (NumPy's float64 said 2**64)
+    assert (mixed["field"], mixed["index"], mixed["actual"]) == ("contexts", 0, 2**64 - 1)
     assert refusal(lambda: bob.InputRecord(c, t, (1, 2))) == bad_value(
         "prompt_words", "there are exactly 3 prompts", 3, 2)
     assert refusal(lambda: bob.InputRecord(c, t, (1, 2, 256))) == bad_value(
@@ -462,6 +464,14 @@ def test_a_checkpoint_is_refused_while_bob_core_trains_it_with_bob_core_not_impo
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("P is in use by another call of bob's core")
+
+
+def test_a_checkpoint_is_written_with_the_native_core_blocked() -> None:
+    """sys.modules["bob._core"] = None (a blocked module) made to_bytes import bob.core for its loans, and fail."""
+    script = ("import sys; sys.modules['bob._core'] = None\n"
+              "import numpy as np, bob; z = np.zeros(65536, np.float32); print(len(bob.Checkpoint(10, z, z, z).to_bytes()))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (0, "786880\n"), done.stderr
 
 
 def test_a_train_of_planes_being_written_is_refused() -> None:

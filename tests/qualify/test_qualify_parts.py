@@ -66,6 +66,10 @@ def test_a_bob_run_summary_s_non_finite_losses_are_read_as_numbers(tmp_path, mon
     monkeypatch.setattr(processes, "finished", lambda argv, timeout: subprocess.CompletedProcess(argv, 0, summary, ""))
     losses = processes.run_once(processes.RunFiles(tmp_path), ["bob-run"])["losses"]
     assert [repr(x) for x in losses] == ["nan", "inf", "5.5"]
+    for no_loss in ('"5.5"', "true", '"1_0"', "null"):  # (float() took a string of digits and a bool)
+        summary = '{"losses": [%s], "step": 10}' % no_loss
+        with pytest.raises(processes.ProcessFailed, match="no JSON summary with its losses"):
+            processes.run_once(processes.RunFiles(tmp_path), ["bob-run"])
 
 
 def test_the_perturbation_hook_is_off_unless_set():

@@ -65,15 +65,15 @@ def _byte_table(value: Any, name: str) -> np.ndarray:
     array_like = isinstance(value, (bytes, bytearray, memoryview, np.ndarray)) or hasattr(value, "__array__") \
         or hasattr(value, "typecode")  # (an array.array)
     given = None if array_like else ordered_items(value)
-    if given is not None:  # a list, a range: each item an integer (a bool mixed in is no byte), as the core reads
-        value = [integer_field(v, name, "a byte value is an integer", i) for i, v in enumerate(given)]
+    if given is not None:  # a list, a range: each item an integer (a bool is no byte), as given (never a float64)
+        value = np.array([integer_field(v, name, "a byte value is an integer", i) for i, v in enumerate(given)], object)
     try:
         arr = np.frombuffer(value, np.uint8) if isinstance(value, (bytes, bytearray)) else np.asarray(value)
     except (TypeError, ValueError) as exc:  # a ragged list, an object NumPy cannot read
         raise BadValue(name, f"must hold {PAIRS} bytes ({type(exc).__name__})", actual=shown_kind(value)) from None
     if arr.shape != (PAIRS,):
         raise BadValue(name, f"must hold {PAIRS} bytes", expected=(PAIRS,), actual=str(arr.shape))
-    if arr.dtype != np.uint8:  # the dtype, or the first value that is no byte (a list's past int64: objects)
+    if arr.dtype != np.uint8:  # the dtype, or the first value that is no byte
         if arr.dtype.kind not in "iu" and given is None:
             raise BadValue(name, "values must be bytes (integers 0 to 255)", actual=f"dtype {arr.dtype}")
         if (bad := np.flatnonzero(np.less(arr, 0) | np.greater(arr, 255))).size:

@@ -116,6 +116,15 @@ def raise_shortage(done: "subprocess.CompletedProcess[str]") -> None:
             raise OSError(code, f"bob-run could not write its files ({os.strerror(code)})")
 
 
+def _loss(value: object) -> float:
+    """A loss as bob-run's JSON spells it: a number, or "nan", "inf", "-inf" (:func:`bob.text.json_number`)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if value in ("nan", "inf", "-inf"):
+        return float(value)
+    raise ValueError(f"no loss: {value!r}")
+
+
 def run_once(files: RunFiles, command: list[str] | None = None, timeout: float = 60.0) -> dict:
     """One ``bob-run`` process on ``files``; its JSON summary. Raises :class:`ProcessFailed`."""
     argv = (command or bob_run_command()) + files.arguments()
@@ -125,7 +134,7 @@ def run_once(files: RunFiles, command: list[str] | None = None, timeout: float =
         raise ProcessFailed(f"{' '.join(argv[:3])} … exited {done.returncode}: {done.stderr.strip()[-400:]}")
     try:
         summary = json.loads(done.stdout)
-        summary["losses"] = [float(loss) for loss in summary["losses"]]  # (a NaN, an infinity: spelled "nan", "inf")
+        summary["losses"] = [_loss(loss) for loss in summary["losses"]]
     except (ValueError, KeyError, TypeError):
         raise ProcessFailed(f"bob-run printed no JSON summary with its losses: {done.stdout[-200:]!r}") from None
     return summary

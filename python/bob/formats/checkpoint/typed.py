@@ -82,8 +82,8 @@ def _plane(value: Any, name: str) -> np.ndarray:
 def _lent(**planes: Any) -> Any:
     """The core's read loans on ``planes`` (:func:`bob.core.reading`) for a ``with`` block: no train of them
     meanwhile, so a copy, a comparison or a file holds one state, the one checked."""
-    if "bob._core" not in sys.modules:  # (not loaded: no train of them can be running; loaded, through
-        return contextlib.nullcontext()  # bob.core or by itself, one may be)
+    if sys.modules.get("bob._core") is None:  # (not loaded, or blocked: no train of them can be running;
+        return contextlib.nullcontext()  # loaded, through bob.core or by itself, one may be)
     from bob import core
 
     return core.reading(**planes)
