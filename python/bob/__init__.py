@@ -83,7 +83,7 @@ _LAZY = {
     "diff": "bob.analysis",
     # files
     "write_atomic": "bob.fileio",
-    "clean_stale_temporaries": "bob.lock",
+    "clean_stale_temporaries": "bob.temporaries",
 }
 _RENAMED = {"examine_checkpoint": "examine"}
 
@@ -142,7 +142,7 @@ if not TYPE_CHECKING:
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only; `X as X` marks a re-export
     from bob.analysis import diff as diff
     from bob.analysis import probabilities as probabilities
-    from bob.lock import clean_stale_temporaries as clean_stale_temporaries
+    from bob.temporaries import clean_stale_temporaries as clean_stale_temporaries
     from bob.fileio import write_atomic as write_atomic
     from bob.formats.checkpoint import Examination as Examination
     from bob.formats.checkpoint import checkpoint_findings as checkpoint_findings

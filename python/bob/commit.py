@@ -26,7 +26,7 @@ replaced; :mod:`bob.lock` also holds the race hook (:func:`bob.lock.pause_at`)
 that waits at each point of the commit window.
 
 The temporaries a killed writer left are removed by
-:func:`bob.lock.clean_stale_temporaries`. Standard library only.
+:func:`bob.temporaries.clean_stale_temporaries`. Standard library only.
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ from bob import fileio
 from bob.backup import Backup
 from bob.commands import EXIT_BUSY, EXIT_INTERRUPTED, EXIT_REFUSED, Refused, about, os_reason
 from bob.fileio import TEMP_MARK, discard_temporary, fsync_directory
-from bob.lock import LOCK_TAG, clean_stale_temporaries, pause_at, temporary_pid
+from bob.lock import LOCK_TAG, pause_at
+from bob.temporaries import clean_stale_temporaries, temporary_pid
 from bob.signals import Deferral, printing
 from bob.text import own_stream, show_path
 
@@ -81,6 +82,7 @@ class Commit:
         self.placed: list[tuple[int, int, int]] = []  # each temporary's device, inode and mtime as written
         self.backups: list[Backup] = []
         self.committed = False
+        self.lost: bool = False  # a rollback left a file not put back: something changed, whatever stopped it
         self.problems: list[str] = []
         # each target's directory, opened once: every later call goes through it (a directory moved meanwhile
         # keeps its files, its backups and its temporaries, and a run's report of them stays true)
@@ -175,6 +177,7 @@ class Commit:
                                        f"not be synced ({why}): the rollback may not survive a power loss"
                                        if backup.put_back else f"could not be put back ({why}){kept}"))
             if unrestored:
+                self.lost = not all(back for _, back, _ in unrestored)
                 (first, _, how), *others = unrestored
                 also = "".join(f"; {naming.option} {show_path(naming.path)} {it}" for naming, _, it in others)
                 code = EXIT_REFUSED  # (a file not put back: something changed)

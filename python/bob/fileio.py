@@ -24,7 +24,7 @@ same treatment:
 * **Atomic.** :func:`write_atomic` writes a temporary file beside the target, fsyncs it, renames it over the
   target and fsyncs the directory; on any failure the target is byte-identical, the temporary file is gone and
   an OS error names the target. A SIGKILL leaves at worst a temporary ``.{name}.bob-tmp-{pid}-{random}``, which
-  ``bob-run`` removes under its targets' locks, and :func:`bob.lock.clean_stale_temporaries` once its writer is
+  ``bob-run`` removes under its targets' locks, and :func:`bob.temporaries.clean_stale_temporaries` once its writer is
   dead (the exact rollback of a commit: :class:`bob.backup.Backup`).
 * **Names within NAME_MAX.** Every name bob puts beside a target (temporaries, the lock) comes from
   :func:`sidecar_name`: a target's name over 214 bytes (NAME_MAX less ``_TAG_ROOM`` and the dot) keeps a prefix

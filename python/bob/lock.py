@@ -3,7 +3,7 @@
 ``bob-run`` locks every file it replaces (the checkpoint, the predictions,
 the trace): an exclusive ``flock`` on ``.{name}.bob-lock`` beside each
 resolved target (:class:`TargetLock`), taken in one order (:func:`lock_targets`).
-So under its locks every temporary beside a target is its own or a dead run's,
+So under its locks every temporary beside a target is its own or a dead run's (:mod:`bob.temporaries`),
 and two runs that share any file exclude each other. A lock is what it claims:
 
 * opened without following links, without creating over anything, and it
@@ -26,9 +26,7 @@ and two runs that share any file exclude each other. A lock is what it claims:
 
 A lock file is removed when its holder is done (a SIGKILLed holder leaves
 it; the next run locks and removes it). The temporaries a killed writer left
-are removed too: :func:`clean_stale_temporaries` (also the library's
-``bob.clean_stale_temporaries``) removes those whose writer is dead, and
-under the lock all of the target's. Standard library only.
+are :mod:`bob.temporaries`'. Standard library only.
 
 **The race hook** :func:`pause_at`, inert unless ``BOB_COMMIT_PAUSE=POINT:FIFO``
 is set: at POINT (:data:`COMMIT_WINDOW`, or ``waiting``: the lock first found
@@ -41,23 +39,18 @@ from __future__ import annotations
 
 import errno
 import os
-import stat
 import time
 
-from bob import fileio
 from bob.commands import EXIT_BUSY, Refused, os_reason
-from bob.errors import flag_value
-from bob.fileio import TEMP_MARK, identity, open_regular, same_file, sidecar_name
+from bob.fileio import identity, open_regular, same_file, sidecar_name
 from bob.text import exact_text, own_stream, show_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
-    from typing import Sequence
-
     from bob.signals import Deferral
 
 __all__ = ["LOCK_TAG", "lock_path_for", "TargetLock", "lock_targets", "release", "refuse_if_lock_of", "COMMIT_WINDOW",
-           "PAUSE_ENV", "pause_at", "place", "temporary_pid", "clean_stale_temporaries", "lock_held"]
+           "PAUSE_ENV", "pause_at", "place"]
 
 LOCK_TAG = ".bob-lock"
 _MOST_LOCK_BYTES = 32  # a lock file holds nothing but its holder's pid and a newline
@@ -112,6 +105,7 @@ class TargetLock:
         self.deferral = deferral  # open while bob-run waits: checked between two tries
         self.fd: int | None = None
         self.identity: tuple[int, int] | None = None
+        self.let_go: bool = False  # a lock file let go of, no longer the path's: another process at work there
 
     def __enter__(self) -> "TargetLock":
         deadline = time.monotonic() + self.wait_seconds
@@ -126,10 +120,9 @@ class TargetLock:
                 self._wait_for(fd, deadline)
                 locked = True
                 held = _identity(os.fstat(fd))
-                if identity(self.path, follow_symlinks=False) != held:  # its holder removed it: lock the path's file
-                    os.close(fd)
+                if identity(self.path, follow_symlinks=False) != held or self._checked(fd) is None:
+                    self._let_go(fd, created)  # its holder removed it (or its directory moved): the path's file next
                     continue
-                self._checked(fd)
                 if writable:
                     os.ftruncate(fd, 0)
                     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
@@ -145,6 +138,15 @@ class TargetLock:
             self.fd, self.identity = fd, held
             return self
         raise self._unusable(f"it was replaced more than {_RETRIES} times while bob-run tried to lock it")
+
+    def _let_go(self, fd: int, created: bool) -> None:
+        """Close a locked file that is no longer the lock path's; one this run created, removed where it is now."""
+        self.let_go = True
+        if created:
+            self.fd, self.identity = fd, _identity(os.fstat(fd))
+            self.__exit__()
+        else:
+            os.close(fd)
 
     def _open(self) -> "tuple[int, bool, bool]":
         """A descriptor of the lock file, never through a link; whether it is writable, and this run created it."""
@@ -168,13 +170,17 @@ class TargetLock:
             except FileExistsError:  # another run created it first: open theirs
                 continue
             except OSError as exc:
+                if isinstance(exc, FileNotFoundError) and self.let_go:  # (its directory moved since it was found)
+                    raise Refused(f"its lock file {show_path(self.path)} went with its directory while bob-run took "
+                                  "it; another process is at work there, so nothing was changed",
+                                  option=self.option, path=self.shown, code=EXIT_BUSY) from None
                 raise self._unusable(_reason(exc)) from None
 
     def _checked(self, fd: int, first: bool = False) -> "os.stat_result | None":
         """The lock file as found (``first``: also holding nothing but a pid, and None if it was removed
         since it was opened), refused otherwise."""
         st = os.fstat(fd)
-        if first and st.st_nlink == 0:
+        if st.st_nlink == 0:  # (removed since it was opened, or locked)
             return None
         if st.st_nlink != 1:
             raise self._unusable(f"it has {st.st_nlink} hard links (a lock file has one; bob never truncates "
@@ -310,91 +316,3 @@ def refuse_if_lock_of(outputs: "tuple[tuple[str, str, str], ...]") -> None:
             if other != option and same_file(target, lock_path_for(other_target)):  # (a bind mount too)
                 whose = "the checkpoint's lock file" if other == "--checkpoint" else f"the lock file of {other}"
                 raise Refused(f"names {whose}; choose another path", option=option, path=path)
-
-
-def temporary_pid(tail: str) -> int | None:
-    """The pid in what follows ``.bob-tmp-`` in a temporary's name (``{pid}-{12 hex}``), or None for other text
-    (a user's file named after a target; "²" is a digit to ``str``)."""
-    pid, _, token = tail.partition("-")
-    return int(pid) if pid.isascii() and pid.isdigit() and len(token) == 12 and not token.strip("0123456789abcdef") \
-        else None
-
-
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, OverflowError):  # (past any pid: no process)
-        return False
-    except OSError:  # PermissionError: someone else's live process
-        return True
-    return True
-
-
-def clean_stale_temporaries(path: "str | os.PathLike[str]", *, holding_lock: bool = False,
-                            keep: "Sequence[str | os.PathLike[str]]" = ()) -> list[str]:
-    """Remove the temporary files :func:`bob.fileio.write_atomic` (and this commit) left beside ``path``'s
-    target whose writing process is dead; return the paths removed.
-
-    Temporaries of live processes (this one included) are left alone: a pid
-    is all a writer without a lock can judge by. So is every temporary of a
-    target whose lock may be held (:func:`lock_held`, asked just before each
-    removal: in another PID namespace a live bob-run's pid looks dead, and
-    its backups are the only copies of the old files). ``holding_lock``:
-    the caller holds the target's lock (``bob-run``), so every temporary of
-    the target is stale, whoever left it (a pid says nothing across PID namespaces).
-    A name ``keep`` gives is left alone (:func:`bob.lock.place`: links followed, bind mounts seen through).
-    """
-    holding_lock = flag_value(holding_lock, "holding_lock")  # ("False" would remove live writers' files)
-    fileio.refuse_if_working_directory_gone(path)  # ("" is no file: it named the working directory's own)
-    try:
-        target = os.path.realpath(os.fsdecode(path))  # (a bytes path as write_atomic takes it)
-        kept = {place(os.path.realpath(os.fsdecode(given))) for given in keep}
-    except (OSError, ValueError):  # pragma: no cover
-        return []
-    directory, name = os.path.split(target)
-    prefix = sidecar_name(name, TEMP_MARK)
-    removed: list[str] = []
-    try:
-        entries, home = os.listdir(directory or "."), os.stat(directory or ".")
-    except OSError:
-        return removed
-    for entry in entries:
-        if not entry.startswith(prefix):
-            continue
-        if (pid := temporary_pid(entry[len(prefix):])) is None:  # (only temporary_name's: never another
-            continue  # target's temporary)
-        if not holding_lock and (pid == os.getpid() or _pid_alive(pid) or lock_held(target)):
-            continue  # (a bob-run removes its temporaries before it gives up its lock: one left once it is free is stale)
-        full = os.path.join(directory, entry)
-        if (home.st_dev, home.st_ino, entry) in kept:
-            continue
-        try:
-            if stat.S_ISREG((st := os.lstat(full)).st_mode) and own_stream(st) is None:  # (never what it prints to)
-                os.unlink(full)
-                removed.append(full)
-        except OSError:
-            continue
-    return removed
-
-
-def lock_held(target: str) -> bool:
-    """Whether a bob-run may hold ``target``'s lock: its lock file is locked, or cannot be examined (another
-    user's this one cannot read, anything but a regular file). Asked without creating the file, for an instant
-    (a shared ``flock``, given up at once): a bob-run that tries its lock in that instant may find it busy."""
-    import fcntl
-
-    try:
-        fd, _ = open_regular(lock_path_for(target), os.O_RDONLY | os.O_NOFOLLOW)
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return True
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        return False
-    except OSError:  # (BlockingIOError: held)
-        return True
-    finally:
-        os.close(fd)

@@ -125,7 +125,7 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     (``--trace``): the trace of the updates (formats/trace.md), committed with the pair.
     """
     from bob.commit import Commit
-    from bob.lock import clean_stale_temporaries
+    from bob.temporaries import clean_stale_temporaries
     from bob.fileio import refuse_unreplaceable
     from bob.formats import canonical
     from bob.formats.checkpoint import pin_problem, sha256
@@ -145,12 +145,12 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     with about("--input", input_path, "input record"):
         contexts, targets, prompt_words = _read_record(input_path)
 
-    # From the lock on (from the start, under main), a signal acts only at the
-    # checks here and in the lock's wait: never between creating a file and
-    # the code that removes it.
+    # From the lock on (from the start, under main), a signal acts only at the checks here and in the
+    # lock's wait: never between creating a file and the code that removes it.
     deferral.begin()
     locks = lock_targets(outputs, wait_seconds, deferral)
     cleaned: "list[str]" = []
+    commit: "Commit | None" = None
     try:
         deferral.check()
         named = [input_path, *(path for _, path, _ in outputs)]  # (a file named like a temporary is still the user's)
@@ -181,7 +181,7 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
         finally:
             commit.close()
     except BaseException as ended:
-        _ended_before_its_summary(ended, locks, cleaned)
+        _ended_before_its_summary(ended, locks, cleaned, lost=commit is not None and commit.lost)
         raise
     finally:
         release(locks)
@@ -191,13 +191,15 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     return summary if trace_path is None else {**summary, "trace_file": show_path(trace_path)}
 
 
-def _ended_before_its_summary(ended: BaseException, locks: "list[TargetLock]", cleaned: "list[str]") -> None:
+def _ended_before_its_summary(ended: BaseException, locks: "list[TargetLock]", cleaned: "list[str]",
+                              lost: bool = False) -> None:
     """A refusal of a run whose target's directory another process moved or replaced under its lock is that
-    (exit 75, nothing changed: :meth:`TargetLock.still_held`), not the path it left behind (exit 2); what the
+    (exit 75, nothing changed: :meth:`TargetLock.still_held`), not the path it left behind (exit 2), unless the
+    commit ``lost`` a file (one not put back: that refusal names it and where its old bytes are); what the
     clean-up removed is said however the run ends (a refusal, a signal, a lock lost), first."""
     if cleaned:
         note("bob-run", "removed the stale temporaries beside its targets: " + ", ".join(map(show_path, cleaned)))
-    if isinstance(ended, Refused) and ended.code != EXIT_BUSY:
+    if isinstance(ended, Refused) and ended.code != EXIT_BUSY and not lost:
         for lock in locks:
             lock.still_held()
 

@@ -379,7 +379,8 @@ def test_the_clean_up_asks_the_lock_without_making_or_keeping_it(work: Path, loc
     counts as held."""
     import fcntl
 
-    from bob.lock import clean_stale_temporaries, lock_path_for
+    from bob.lock import lock_path_for
+    from bob.temporaries import clean_stale_temporaries
 
     target = work / "ck.bin"
     target.write_bytes(b"x")

@@ -755,6 +755,48 @@ def test_a_lock_file_another_run_locked_first_is_left_to_it(work: Path, monkeypa
     os.close(theirs[0])
 
 
+def test_a_lock_file_deleted_as_it_is_taken_is_taken_again(work: Path, monkeypatch) -> None:
+    """Deleted between the check that it is still the path's file and the check of its links, a lock file was
+    refused as having "0 hard links (a lock file has one ...)", exit 2, where the run should lock the next one."""
+    real, calls = bob.lock.identity, []
+
+    def deleted_right_after(path, **kwargs):
+        found = real(path, **kwargs)
+        calls.append(path)
+        if len(calls) == 1:
+            os.unlink(path)  # as another process would, after this run compared it with the file it locked
+        return found
+
+    monkeypatch.setattr(bob.lock, "identity", deleted_right_after)
+    lock = bob.lock.TargetLock(str(work / "ck.bin"), 0.0).__enter__()
+    try:
+        assert os.path.exists(lock.path) and lock.let_go
+        assert bob.lock.identity(lock.path, follow_symlinks=False) == lock.identity
+    finally:
+        lock.__exit__()
+    assert sorted(os.listdir(work)) == ["rec.bin"]
+
+
+def test_a_directory_moved_as_its_lock_is_taken_is_busy_and_keeps_no_lock_file(tmp_path: Path, monkeypatch) -> None:
+    """The directory moved as the run locked the file it had created there: the run let go of that file without
+    removing it (left in the moved directory), then refused "no such file or directory", exit 2 (75 when the same
+    move came a moment later)."""
+    here, moved = tmp_path / "here", tmp_path / "moved"
+    here.mkdir()
+    real = bob.lock.identity
+
+    def moved_first(path, **kwargs):
+        if here.exists():
+            here.rename(moved)
+        return real(path, **kwargs)
+
+    monkeypatch.setattr(bob.lock, "identity", moved_first)
+    with pytest.raises(bob.commands.Refused) as refused:
+        bob.lock.TargetLock(str(here / "ck.bin"), 0.0).__enter__()
+    assert refused.value.code == 75 and "went with its directory while bob-run took it" in refused.value.message
+    assert os.listdir(moved) == []
+
+
 @pytest.mark.parametrize("through", ["ck.bin", "link"])
 def test_a_path_renamed_over_while_it_is_resolved_is_no_changed_link(tmp_path: Path, monkeypatch,
                                                                      through: str) -> None:

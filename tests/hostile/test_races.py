@@ -408,3 +408,32 @@ def test_the_checkpoint_written_as_it_is_committed_is_said(work: Path) -> None:
     [problem] = json.loads(run.stdout)["problems_after_commit"]
     assert problem.startswith("the new checkpoint was written by another process as it was committed")
     assert (work / "ck.bin").read_bytes()[:7] == b"foreign"
+
+
+def test_a_file_not_put_back_is_said_even_when_the_run_s_lock_was_lost_too(work: Path) -> None:
+    """Its lock files deleted by another process of its user, a second run took the locks and removed the first
+    one's temporaries, its backup of the old predictions among them (DECISIONS.md: under the lock every temporary
+    is stale). The first run, rolled back without it, said its lock was lost, "so nothing was committed": the
+    refusal naming the file not put back was replaced by that one."""
+    old = bob.invoke(RECORD, b"", threads=1)
+    (work / "ck.bin").write_bytes(old.checkpoint_bytes())
+    (work / "pred.bin").write_bytes(old.predictions_bytes())
+
+    def take_the_deleted_locks() -> subprocess.CompletedProcess:
+        for name in ("ck.bin", "pred.bin"):
+            Path(bob.lock.lock_path_for(str(work / name))).unlink()
+        pinned = [*argv(work), "--expect-checkpoint", "0" * 64]  # (refused after its clean-up: nothing written)
+        return subprocess.run([sys.executable, "-m", "bob", "run", *pinned], env=race.child_env(),
+                              capture_output=True, text=True, timeout=120)
+
+    with race.Meeting("predictions-renamed", take_the_deleted_locks) as meeting:
+        run = subprocess.run([sys.executable, "-m", "bob", "run", *argv(work)], env=meeting.env, capture_output=True,
+                             text=True, timeout=120)
+    second = meeting.result
+    assert second.returncode == 2 and "removed the stale temporaries beside its targets" in second.stderr
+    error = json.loads(run.stdout)["error"]
+    assert meeting.met and run.returncode == 2 and (error["option"], error["path"]) == ("--predictions",
+                                                                                          str(work / "pred.bin"))
+    assert error["message"].startswith("the run stopped before its commit (") and error["message"].endswith(
+        "and this file could not be put back (no such file or directory); the checkpoint was not replaced")
+    assert (work / "ck.bin").read_bytes() == old.checkpoint_bytes()

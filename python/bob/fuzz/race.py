@@ -104,7 +104,7 @@ def second_run(argv: list[str], where: str | None = None) -> "subprocess.Popen[s
     return proc
 
 
-_CLEAN = ("import bob, bob.lock, json, sys; bob.lock._pid_alive = lambda pid: False\n"
+_CLEAN = ("import bob, bob.temporaries, json, sys; bob.temporaries._pid_alive = lambda pid: False\n"
           "print(json.dumps([bob.clean_stale_temporaries(p) for p in sys.argv[1:]]))")
 
 
