@@ -38,6 +38,7 @@ import os
 from bob import fileio
 from bob.backup import Backup
 from bob.commands import EXIT_BUSY, EXIT_INTERRUPTED, EXIT_REFUSED, Refused, about, os_reason
+from bob.refusals import RESOURCE_ERRNOS
 from bob.fileio import TEMP_MARK, discard_temporary, fsync_directory
 from bob.lock import LOCK_TAG, pause_at
 from bob.temporaries import clean_stale_temporaries, temporary_pid
@@ -112,7 +113,12 @@ class Commit:
             with naming:
                 if (directory := os.path.dirname(target)) not in self.directories:
                     self.directories[directory] = os.open(directory, _O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-                self.staged.append(tmp := fileio.stage(target, data))
+                try:
+                    self.staged.append(tmp := fileio.stage(target, data))
+                except OSError as exc:  # (the process's shortage, memory or descriptors: the runner's, as it is)
+                    if exc.errno in RESOURCE_ERRNOS:
+                        raise
+                    raise Refused(f"its new file could not be written: {os_reason(exc)}; nothing was changed") from None
                 try:  # (a rename keeps them: each file is checked before the commit, the checkpoint's too)
                     st = os.stat(os.path.basename(tmp), dir_fd=self.directories[directory], follow_symlinks=False)
                 except FileNotFoundError:  # written where its directory was, and is no longer; or removed since

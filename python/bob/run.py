@@ -226,8 +226,8 @@ def _unchanged(files: "tuple[tuple[str, str, str], ...]", read_from: "dict[str, 
         lock.still_held()
     for option, path, target in files:
         if _resolved(path) not in (None, target) or _version(target) != read_from[target]:
-            raise Refused("was changed or replaced by another process while this run trained; nothing was changed",
-                          option=option, path=path, code=EXIT_BUSY)
+            raise Refused("was changed, replaced or removed by another process since this run read it; nothing "
+                          "was changed", option=option, path=path, code=EXIT_BUSY)
 
 
 def _resolved(path: str) -> "str | None":

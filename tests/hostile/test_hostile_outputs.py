@@ -167,7 +167,8 @@ def test_failed_checkpoint_write_restores_old_predictions_exactly(work: Path, mo
     code = main(run_args(work)[1:])
     err = capsys.readouterr().err
     assert code == 2
-    assert err == f"bob-run: refused: --checkpoint {work / 'ck.bin'}: no space left on device\n"
+    assert err == (f"bob-run: refused: --checkpoint {work / 'ck.bin'}: its new file could not be written: no space "
+                   "left on device; nothing was changed\n")
     assert (work / "pred.bin").read_bytes() == old_predictions
     assert os.stat(work / "pred.bin").st_mode & 0o777 == 0o640
     assert (work / "ck.bin").read_bytes() == old_checkpoint
@@ -284,7 +285,8 @@ def test_a_failed_predictions_write_leaves_the_checkpoint_unchanged(work: Path, 
     fail_writes_to(monkeypatch, "pred.bin", errno.ENOSPC)
     assert main(run_args(work)[1:]) == 2
     err = capsys.readouterr().err
-    assert err == f"bob-run: refused: --predictions {work / 'pred.bin'}: no space left on device\n"
+    assert err == (f"bob-run: refused: --predictions {work / 'pred.bin'}: its new file could not be written: no space "
+                   "left on device; nothing was changed\n")
     assert (work / "ck.bin").read_bytes() == old_checkpoint
     assert (work / "pred.bin").read_bytes() == b"old"
     assert not [p for p in work.iterdir() if ".bob-tmp-" in p.name]
@@ -934,3 +936,19 @@ def test_a_directory_is_synced_by_any_path_given(tmp_path: Path) -> None:
 
     fsync_directory(tmp_path, strict=True)
     fsync_directory(os.fsencode(tmp_path), strict=True)
+
+
+def test_a_run_under_a_file_size_limit_says_its_new_file_could_not_be_written(work: Path) -> None:
+    """`ulimit -f 100`: "--checkpoint ck.bin: file too large", which read as if the user's checkpoint were."""
+    import resource
+
+    first = bob.invoke(bob.read_input_file(work / "rec.bin"))
+    first.checkpoint.write(work / "ck.bin")
+    done = subprocess.run(run_args(work, "--json"), capture_output=True, text=True, timeout=120,
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (100 << 10, 100 << 10)))
+    error = json.loads(done.stdout)["error"]
+    assert (done.returncode, error["option"], error["message"]) == (2, "--checkpoint", (
+        "its new file could not be written: file too large (the file-size limit, ulimit -f, or the largest file its "
+        "file system holds); nothing was changed"))
+    assert (work / "ck.bin").read_bytes() == first.checkpoint_bytes() and not (work / "pred.bin").exists()
+    assert sorted(p.name for p in work.iterdir()) == ["ck.bin", "rec.bin"]

@@ -437,3 +437,20 @@ def test_a_file_not_put_back_is_said_even_when_the_run_s_lock_was_lost_too(work:
     assert error["message"].startswith("the run stopped before its commit (") and error["message"].endswith(
         "and this file could not be put back (no such file or directory); the checkpoint was not replaced")
     assert (work / "ck.bin").read_bytes() == old.checkpoint_bytes()
+
+
+def test_a_checkpoint_removed_during_the_commit_is_said_removed_since_it_was_read(work: Path) -> None:
+    """It was "changed or replaced by another process while this run trained": the run had trained long before,
+    and nothing had replaced the file. The old predictions are back, and no checkpoint is made up."""
+    old = bob.invoke(RECORD, b"", threads=1)
+    (work / "ck.bin").write_bytes(old.checkpoint_bytes())
+    (work / "pred.bin").write_bytes(old.predictions_bytes())
+    with race.Meeting("predictions-renamed", lambda: (work / "ck.bin").unlink()) as meeting:
+        run = subprocess.run([sys.executable, "-m", "bob", "run", *argv(work)], env=meeting.env, capture_output=True,
+                             text=True, timeout=120)
+    error = json.loads(run.stdout)["error"]
+    assert meeting.met and run.returncode == 75 and error["option"] == "--checkpoint"
+    assert error["message"] == ("was changed, replaced or removed by another process since this run read it; "
+                                "nothing was changed")
+    assert sorted(p.name for p in work.iterdir()) == ["pred.bin", "rec.bin"]
+    assert (work / "pred.bin").read_bytes() == old.predictions_bytes()
