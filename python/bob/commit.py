@@ -118,6 +118,9 @@ class Commit:
                 except OSError as exc:  # (the process's shortage, memory or descriptors: the runner's, as it is)
                     if exc.errno in RESOURCE_ERRNOS:
                         raise
+                    if isinstance(exc, FileNotFoundError):  # (its directory, found a moment ago, moved away)
+                        raise Refused(f"{_gone(directory, self.directories[directory])} while this run wrote "
+                                      "it; nothing was changed", code=EXIT_BUSY) from None
                     raise Refused(f"its new file could not be written: {os_reason(exc)}; nothing was changed") from None
                 try:  # (a rename keeps them: each file is checked before the commit, the checkpoint's too)
                     st = os.stat(os.path.basename(tmp), dir_fd=self.directories[directory], follow_symlinks=False)

@@ -105,7 +105,7 @@ class TargetLock:
         self.deferral = deferral  # open while bob-run waits: checked between two tries
         self.fd: int | None = None
         self.identity: tuple[int, int] | None = None
-        self.let_go: bool = False  # a lock file let go of, no longer the path's: another process at work there
+        self.let_go: bool = False  # a lock file it created let go of, no longer the path's: another process at work
 
     def __enter__(self) -> "TargetLock":
         deadline = time.monotonic() + self.wait_seconds
@@ -140,8 +140,9 @@ class TargetLock:
         raise self._unusable(f"it was replaced more than {_RETRIES} times while bob-run tried to lock it")
 
     def _let_go(self, fd: int, created: bool) -> None:
-        """Close a locked file that is no longer the lock path's; one this run created, removed where it is now."""
-        self.let_go = True
+        """Close a locked file that is no longer the lock path's; one this run created, removed where it is now
+        (``let_go``: a path then without a directory is that directory moved away, not one never there)."""
+        self.let_go = self.let_go or created
         if created:
             self.fd, self.identity = fd, _identity(os.fstat(fd))
             self.__exit__()

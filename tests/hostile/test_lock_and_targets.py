@@ -797,6 +797,28 @@ def test_a_directory_moved_as_its_lock_is_taken_is_busy_and_keeps_no_lock_file(t
     assert os.listdir(moved) == []
 
 
+def test_a_directory_gone_after_another_run_s_lock_was_let_go_of_is_no_move(tmp_path: Path, monkeypatch) -> None:
+    """A lock file another run made, let go of (its holder removed it), then its directory removed: "went with its
+    directory while bob-run took it" (75), though nothing moved. As a run that found no directory: exit 2."""
+    import shutil
+
+    here = tmp_path / "here"
+    here.mkdir()
+    lock_file = here / ".ck.bin.bob-lock"
+    lock_file.write_bytes(b"")  # another run's
+    real = bob.lock.identity
+
+    def gone(path, **kwargs):
+        shutil.rmtree(here, ignore_errors=True)
+        return real(path, **kwargs)
+
+    monkeypatch.setattr(bob.lock, "identity", gone)
+    with pytest.raises(bob.commands.Refused) as refused:
+        bob.lock.TargetLock(str(here / "ck.bin"), 0.0).__enter__()
+    assert refused.value.code == 2 and refused.value.message.endswith("cannot be used: no such file or directory; "
+                                                                      "nothing was changed")
+
+
 @pytest.mark.parametrize("through", ["ck.bin", "link"])
 def test_a_path_renamed_over_while_it_is_resolved_is_no_changed_link(tmp_path: Path, monkeypatch,
                                                                      through: str) -> None:

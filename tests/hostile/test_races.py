@@ -454,3 +454,24 @@ def test_a_checkpoint_removed_during_the_commit_is_said_removed_since_it_was_rea
                                 "nothing was changed")
     assert sorted(p.name for p in work.iterdir()) == ["pred.bin", "rec.bin"]
     assert (work / "pred.bin").read_bytes() == old.predictions_bytes()
+
+
+def test_a_directory_moved_away_as_a_new_file_is_staged_is_busy(work: Path, monkeypatch) -> None:
+    """The directory away for the instant its temporary was created (by path, not through the directory's
+    descriptor): "its new file could not be written: no such file or directory", exit 2, where the same move a
+    moment later is exit 75."""
+    from bob import fileio
+    from bob.run import main
+
+    real, away = fileio._create_temporary, work.with_name(work.name + "-away")
+
+    def moved_for_a_moment(target, made):
+        work.rename(away)
+        try:
+            return real(target, made)
+        finally:
+            away.rename(work)
+
+    monkeypatch.setattr(fileio, "_create_temporary", moved_for_a_moment)
+    assert main(argv(work)[1:]) == 75
+    assert sorted(p.name for p in work.iterdir()) == ["rec.bin"]
