@@ -86,6 +86,14 @@ def exits(data: bytes) -> None:
     os._exit(0)
 
 
+def killed(data: bytes) -> None:
+    """Ends its process by SIGKILL on every input (the kernel's, as when memory runs out: no exception)."""
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 not_a_function = 5
 
 

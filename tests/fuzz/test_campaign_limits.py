@@ -93,8 +93,8 @@ def test_jobs_beyond_the_process_limit_are_refused_and_the_started_end() -> None
 
 @needs_atheris
 def test_jobs_beyond_the_descriptor_limit_are_refused_naming_jobs(tmp_path: Path) -> None:
-    """Workers a descriptor limit leaves unstarted are --jobs's refusal (exit 2, "ask fewer"), not the machine's
-    shortage that the runner reports as unexpected (the OSError was behind the refusal)."""
+    """Workers a descriptor limit leaves unstarted are --jobs's refusal (exit 2, "ask fewer" once one started), not
+    the machine's shortage that the runner reports as unexpected (the OSError was behind the refusal)."""
     import resource
 
     run = subprocess.run([sys.executable, "-m", "bob", "fuzz", "run", "predictions", "--jobs", "4", "--runs", "50",
@@ -102,7 +102,9 @@ def test_jobs_beyond_the_descriptor_limit_are_refused_naming_jobs(tmp_path: Path
                          capture_output=True, text=True, timeout=180,
                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (8, 8)))  # (3.13: 4 start in 10)
     error = json.loads(run.stdout)["error"]
-    assert run.returncode == 2 and error["option"] == "--jobs" and "too many open files; ask fewer" in error["message"]
+    said = re.fullmatch(r"cannot start worker (\d) of 4: too many open files; (.*)", error["message"])
+    assert run.returncode == 2 and error["option"] == "--jobs" and said, error
+    assert said[2] == ("not even one can start here" if said[1] == "1" else "ask fewer")  # (3.11: not one here)
 
 
 @needs_atheris
@@ -267,3 +269,43 @@ def test_a_failing_input_the_engine_could_not_write_whole_is_a_finding_without_a
     assert c.result.notes == ["the engine could not write a failing input whole (crash-86f7e437faa5a7fce15d1ddcb9eaea"
                               "ea377667b8; a full disk?): its finding has no input"]
     assert [p.name for p in (tmp_path / "a").iterdir()] == [".logs"]  # (no artifact of bytes that never failed)
+
+
+@needs_atheris
+def test_a_worker_killed_by_a_signal_is_said_killed_by_it(tmp_path: Path) -> None:
+    """The note said "worker 1 ended (exit -9)": Python's way of saying SIGKILL."""
+    tests = Path(__file__).resolve().parent.parent / "commands"
+    run = subprocess.run([sys.executable, "-m", "bob", "fuzz", "run", "convention_targets:killed", "--format", "input",
+                          "--runs", "10", "--jobs", "1", "--corpus", str(tmp_path / "c"), "--artifacts",
+                          str(tmp_path / "a"), "--json"], capture_output=True, text=True, timeout=180,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(tests), os.environ.get("PYTHONPATH",
+                                                                                                     "")])))
+    report = json.loads(run.stdout)
+    assert report["notes"] == ["worker 1 ended (killed by SIGKILL) without a finding: "
+                               ".logs/convention_targets_killed-worker0.log says why"], run.stdout
+
+
+@needs_atheris
+def test_one_job_the_descriptor_limit_cannot_start_is_not_told_to_ask_fewer(tmp_path: Path) -> None:
+    """`ulimit -n 6` with --jobs 1: "cannot start worker 1 of 1: too many open files; ask fewer" (of one job)."""
+    import resource
+
+    run = subprocess.run([sys.executable, "-m", "bob", "fuzz", "run", "input", "--jobs", "1", "--runs", "50",
+                          "--corpus", str(tmp_path / "c"), "--artifacts", str(tmp_path / "a"), "--json"],
+                         capture_output=True, text=True, timeout=180,
+                         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (6, 6)))
+    error = json.loads(run.stdout)["error"]
+    assert run.returncode == 2 and error["option"] == "--jobs" and error["message"].startswith(
+        "cannot start worker 1 of 1: ") and error["message"].endswith("; not even one can start here"), error
+
+
+def test_a_corpus_inside_the_artifacts_logs_is_refused(tmp_path: Path) -> None:
+    """The engine read bob-fuzz's own dictionary and worker logs as inputs, and the next campaign on those
+    artifacts swept its scratch-* entries out of that corpus."""
+    artifacts = tmp_path / "a"
+    run = subprocess.run([sys.executable, "-m", "bob", "fuzz", "run", "input", "--runs", "5", "--artifacts",
+                          str(artifacts), "--corpus", str(artifacts / ".logs" / "corpus"), "--json"],
+                         capture_output=True, text=True, timeout=180)
+    error = json.loads(run.stdout)["error"]
+    assert run.returncode == 2 and (error["option"], error["message"]) == (
+        "--corpus", "is inside --artifacts' .logs/, bob-fuzz's own files"), error

@@ -49,8 +49,7 @@ WORKER = r"""
 import json, os, sys
 spec = json.loads(sys.argv[1])
 import atheris
-harness = ["bob.fuzz." + m for m in ("mutator", "structural", "dictionary", "campaign", "common", "cli", "replay",
-                                     "loop")]
+harness = ["bob.fuzz." + m for m in ("mutator", "structural", "dictionary", "campaign", "common", "cli", "replay", "loop")]
 # Every bob import inside: a module imported before it would run uninstrumented (the targets' own branches too)
 with atheris.instrument_imports(include=["bob"], exclude=harness):
     from bob.fuzz.campaign import KEY_LINE, RAN_OUT_LINE
@@ -166,6 +165,8 @@ class _Campaign:
             raise Refused("is the --corpus directory or inside it, where the engine reads every file as an input "
                           "(findings and logs too)", option="--artifacts", path=artifacts)
         self.logs = self.artifacts / ".logs"  # its longest file: a worker's finding in the scratch (scratch())
+        if self.logs in (self.corpus, *self.corpus.parents):  # (the next campaign sweeps its scratch-* entries)
+            raise Refused("is inside --artifacts' .logs/, bob-fuzz's own files", option="--corpus", path=corpus)
         refuse_unless_fits("--artifacts", artifacts, self.logs / f"{SCRATCH}{os.getpid()}-{'x' * 8}" / f"crash{jobs}",
                            "slow-unit-" + "0" * 40)
         output_directory("--artifacts", self.logs)  # (removed with the artifacts' when the command fails)
@@ -300,8 +301,10 @@ class _Campaign:
         result = self.result  # (exit 0 before any execution: the target ended the process, os._exit(0))
         crashed_unseen = (w.proc.returncode != 0 or not ran) and not w.found
         if crashed_unseen and not self.overdue:
-            result.notes.append(f"worker {w.index + 1} ended (exit {w.proc.returncode}) without a finding: "
-                                f".logs/{self.name}-worker{w.index}.log says why")
+            rc = w.proc.returncode
+            how = next((f"killed by {s.name}" for s in signal.Signals if s == -rc), f"exit {rc}")  # (Python's -9)
+            result.notes.append(f"worker {w.index + 1} ended ({how}) without a finding: .logs/{self.name}-worker"
+                                f"{w.index}.log says why")
         try:  # (a crash without an artifact would only repeat itself)
             if not (crashed_unseen or len(result.findings) >= self.max_findings or result.crashes >= MAX_CRASHES):
                 self.launch(w)
@@ -335,8 +338,8 @@ class _Campaign:
                 continue
             except OSError as exc:  # a process limit, no memory or descriptors: refused, the started ended
                 why = os_reason(exc)
-            raise Refused(f"cannot start worker {w.index + 1} of {len(self.workers)}: {why}; ask fewer",
-                          option="--jobs")  # (raised past the OSError: --jobs's refusal, exit 2, never the machine's)
+            raise Refused(f"cannot start worker {w.index + 1} of {len(self.workers)}: {why}; " + ("ask fewer" if w.index
+                          else "not even one can start here"), option="--jobs")  # (past the OSError: exit 2, not 70)
         result, shown = self.result, 0.0
         while self.selector.get_map():
             for key, _ in self.selector.select(0.5):
