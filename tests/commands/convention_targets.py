@@ -94,6 +94,23 @@ def killed(data: bytes) -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+_FORKED: list[int] = []
+
+
+def forks_a_sleeper(data: bytes) -> None:
+    """Forks, once a process, a child that sleeps a minute holding the worker's output; its pid in $BOB_TEST_PIDS."""
+    import os
+    import time
+
+    if not _FORKED:
+        _FORKED.append(os.fork())
+        if _FORKED[0] == 0:
+            time.sleep(60)
+            os._exit(0)
+        with open(os.environ["BOB_TEST_PIDS"], "a", encoding="ascii") as pids:
+            pids.write(f"{_FORKED[0]}\n")
+
+
 not_a_function = 5
 
 

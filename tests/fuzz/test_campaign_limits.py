@@ -14,6 +14,7 @@ finds a planted bug: the properties raise ``PropertyFailed``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import os
@@ -309,3 +310,23 @@ def test_a_corpus_inside_the_artifacts_logs_is_refused(tmp_path: Path) -> None:
     error = json.loads(run.stdout)["error"]
     assert run.returncode == 2 and (error["option"], error["message"]) == (
         "--corpus", "is inside --artifacts' .logs/, bob-fuzz's own files"), error
+
+
+@needs_atheris
+def test_a_target_s_forked_child_does_not_hold_the_campaign_past_its_time(tmp_path: Path) -> None:
+    """A forked child kept the worker's pipe open: a 5 s campaign ran 91 s, until the child ended, and said its
+    workers "still running 60 s past --time were ended". Each worker leads its process group, ended with it."""
+    tests = Path(__file__).resolve().parent.parent / "commands"
+    pids = tmp_path / "pids"
+    started = time.monotonic()
+    run = subprocess.run([sys.executable, "-m", "bob", "fuzz", "run", "convention_targets:forks_a_sleeper", "--format",
+                          "input", "--time", "3", "--jobs", "1", "--corpus", str(tmp_path / "c"), "--artifacts",
+                          str(tmp_path / "a"), "--json"], capture_output=True, text=True, timeout=180,
+                         env=dict(os.environ, BOB_TEST_PIDS=str(pids),
+                                  PYTHONPATH=os.pathsep.join([str(tests), os.environ.get("PYTHONPATH", "")])))
+    took = time.monotonic() - started
+    report = json.loads(run.stdout)
+    assert run.returncode == 0 and took < 40 and not any("past --time" in n for n in report["notes"]), (took, report)
+    for pid in map(int, pids.read_text(encoding="ascii").split()):  # gone, or a zombie its new parent has not reaped
+        with contextlib.suppress(FileNotFoundError):
+            assert Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z", pid

@@ -27,6 +27,7 @@ from bob.fileio import make_directory, refuse_if_working_directory_gone, write_a
 from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignDisplay, CampaignResult, Finding, MachineRanOut, \
     fast_path_stats, read_input, refuse_unless_fits, seed_paths, tell_when_stopped, unwritten
 from bob.fuzz.dictionary import write_dict
+from bob.fuzz.replay import passes_outside
 
 __all__ = ["run_campaign", "WORKER", "KEY_LINE"]
 
@@ -105,16 +106,6 @@ class _Worker:
     log: deque[str] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
 
 
-def _passes_outside(target: str, path: str, env: "dict[str, str]") -> bool:
-    """Whether ``path`` passes its target when replayed in a fresh process (within 120 s)."""
-    try:
-        done = subprocess.run([sys.executable, "-m", "bob.fuzz.cli", "replay", path, "--target", target],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120, env=env)
-    except subprocess.TimeoutExpired:
-        return False
-    return done.returncode == 0
-
-
 @contextlib.contextmanager
 def _holding(directory: str, flags: int = 0) -> Iterator[None]:
     """``directory``'s exclusive flock for the block (``fcntl.LOCK_NB`` in ``flags``: a BlockingIOError if held)."""
@@ -127,18 +118,24 @@ def _holding(directory: str, flags: int = 0) -> Iterator[None]:
 
 
 def _end_workers(workers: "list[_Worker]", grace: float = 3.0) -> None:
-    """SIGTERM to every running worker, SIGKILL to any still there after ``grace`` seconds."""
+    """SIGTERM to every running worker and what it started (its process group, which a worker leads), SIGKILL to
+    any still there after ``grace`` seconds, and to what an ended worker left holding its pipe (a forked child)."""
     running = [w.proc for w in workers if w.proc is not None and w.proc.poll() is None]
     for proc in running:
-        with contextlib.suppress(OSError):
-            proc.terminate()
+        _signal_group(proc, signal.SIGTERM)
     deadline = time.monotonic() + grace
     for proc in running:
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    for w in workers:
+        if w.proc is not None and (w.proc.poll() is None or w.proc.stdout and not w.proc.stdout.closed):
+            _signal_group(w.proc, signal.SIGKILL)
+            w.proc.wait()
+
+
+def _signal_group(proc: "subprocess.Popen[bytes]", signum: int) -> None:
+    with contextlib.suppress(OSError):  # (none left)
+        os.killpg(proc.pid, signum)
 
 
 class _Campaign:
@@ -227,8 +224,8 @@ class _Campaign:
         spec = json.dumps({"target": self.target, "format": self.fmt, "argv": argv, "parent": os.getpid(),
                            "fast_path_stats": f"{self.stats}.{w.index}.{w.generation}" if self.stats else None})
         # atheris prints an uncaught exception on stdout, libFuzzer its status on stderr: read both
-        w.proc = subprocess.Popen([sys.executable, "-c", WORKER, spec], stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, env=dict(self.env, PYTHONUNBUFFERED="1"))
+        w.proc = subprocess.Popen([sys.executable, "-c", WORKER, spec], stdout=subprocess.PIPE, start_new_session=True,
+                                  stderr=subprocess.STDOUT, env=dict(self.env, PYTHONUNBUFFERED="1"))  # (its group)
         assert w.proc.stdout is not None
         self.selector.register(w.proc.stdout, selectors.EVENT_READ, w)
 
@@ -285,7 +282,7 @@ class _Campaign:
             self.result.notes.append(f"the engine could not write a failing input whole ({name}; a full disk?): "
                                      "its finding has no input")
         kind, resource_stop = name.split("-")[0], name.startswith(("oom-", "timeout-", "slow-unit-"))
-        if whole and resource_stop and _passes_outside(self.target, path, self.env):
+        if whole and resource_stop and passes_outside(self.target, path, self.env):
             self.result.discarded.append(Finding(path, f"{kind} in the engine only: the input passes when "
                                                  "replayed in a fresh process"))
             return
@@ -344,6 +341,9 @@ class _Campaign:
         while self.selector.get_map():
             for key, _ in self.selector.select(0.5):
                 self.read(key.data)
+            for w in self.workers:  # ended, its pipe held by what it started (a target's forked child): that ends
+                if w.proc is not None and w.proc.poll() is not None and w.proc.stdout and not w.proc.stdout.closed:
+                    _signal_group(w.proc, signal.SIGKILL)
             if time.monotonic() - shown >= 0.5:
                 shown = time.monotonic()
                 self.tally()

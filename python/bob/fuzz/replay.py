@@ -19,7 +19,7 @@ from bob.fuzz.targets import TARGETS
 from bob.scratch import scratch_directory
 
 __all__ = ["Verdict", "files_under", "infer_target", "read_input", "replay_file", "replay", "failure_of",
-           "signature_of", "minimize_out_of_process", "skipped", "INPUT_LIMIT", "RUST_TARGETS"]
+           "passes_outside", "signature_of", "minimize_out_of_process", "skipped", "INPUT_LIMIT", "RUST_TARGETS"]
 
 RUST_TARGETS = ("kernels", "predict", "resume")  # fuzz/regressions/<these>: cargo test -p bob-core --test fuzz_replay
 STARTUP = 120.0  # seconds a minimizer's worker may take to start and load its target (apart from --timeout)
@@ -99,6 +99,16 @@ def signature_of(run: Callable[[bytes], None], data: bytes) -> str | None:
     """None when ``run(data)`` passes, else the failure's identity (:func:`bob.fuzz.properties.exception_key`)."""
     exc = failure(run, data)
     return None if exc is None else exception_key(exc)
+
+
+def passes_outside(target: str, path: str, env: "dict[str, str]") -> bool:
+    """Whether ``path`` passes its target when replayed in a fresh process (within 120 s)."""
+    try:
+        done = subprocess.run([sys.executable, "-m", "bob.fuzz.cli", "replay", path, "--target", target],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120, env=env)
+    except subprocess.TimeoutExpired:
+        return False
+    return done.returncode == 0
 
 
 def replay_file(path: Path, target: str | None = None) -> Verdict:
