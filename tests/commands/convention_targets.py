@@ -94,6 +94,21 @@ def killed(data: bytes) -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+def out_of_memory(data: bytes) -> None:
+    """Raises MemoryError on every input, as a target does when the machine has no memory left for it."""
+    raise MemoryError
+
+
+def aborts_in_the_engine(data: bytes) -> None:
+    """Aborts (SIGABRT, no exception) in a libFuzzer worker only, as atheris does when it cannot map its counters;
+    passes anywhere else."""
+    import os
+    import sys
+
+    if "atheris" in sys.modules:
+        os.abort()
+
+
 _FORKED: list[int] = []
 
 

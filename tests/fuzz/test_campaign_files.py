@@ -25,7 +25,7 @@ CAMPAIGN_MODULES = ("campaign.py", "replay.py", "cli.py", "conformance.py", "com
 # (the minimizer's workers' TMPDIR and check's corpus: bob.scratch.scratch_directory).
 ALLOWED = {("campaign.py", "shutil.rmtree(d, ignore_errors=True)"),
            ("campaign.py", "shutil.rmtree(c.scratch_home, ignore_errors=True)"),
-           ("campaign.py", "os.open(directory, os.O_RDONLY | os.O_CLOEXEC)")}  # a directory, for its flock
+           ("common.py", "os.open(directory, os.O_RDONLY | os.O_CLOEXEC)")}  # a directory, for its flock (holding_flock)
 
 
 def _file_access(monkeypatch: pytest.MonkeyPatch):

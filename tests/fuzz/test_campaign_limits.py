@@ -330,3 +330,32 @@ def test_a_target_s_forked_child_does_not_hold_the_campaign_past_its_time(tmp_pa
     for pid in map(int, pids.read_text(encoding="ascii").split()):  # gone, or a zombie its new parent has not reaped
         with contextlib.suppress(FileNotFoundError):
             assert Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z", pid
+
+
+def _campaign(tmp_path: Path, target: str, *more: str) -> "subprocess.CompletedProcess[str]":
+    tests = Path(__file__).resolve().parent.parent / "commands"
+    return subprocess.run([sys.executable, "-m", "bob", "fuzz", "run", f"convention_targets:{target}", "--format",
+                           "input", "--jobs", "1", "--corpus", str(tmp_path / "c"), "--artifacts", str(tmp_path / "a"),
+                           "--json", *more], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(tests), os.environ.get("PYTHONPATH",
+                                                                                                      "")])))
+
+
+@needs_atheris
+def test_a_target_out_of_memory_in_a_campaign_is_the_machine_s_never_a_finding(tmp_path: Path) -> None:
+    """A MemoryError escaped the worker as a crash: exit 1, a finding whose replay passed."""
+    run = _campaign(tmp_path, "out_of_memory", "--runs", "20")
+    report = json.loads(run.stdout)
+    assert run.returncode == 70 and report["error"]["message"].startswith("out of memory as the target ran"), report
+    assert not list((tmp_path / "a").glob("*.bin"))
+
+
+@needs_atheris
+def test_a_crash_of_the_engine_alone_is_not_counted(tmp_path: Path) -> None:
+    """A worker that aborted with no exception of the target's (atheris unable to map its counters) was a finding
+    "the target crashed", whose replay passed: now it is replayed first, as a resource stop is, and not counted."""
+    run = _campaign(tmp_path, "aborts_in_the_engine", "--runs", "20")
+    report = json.loads(run.stdout)
+    assert run.returncode == 0 and report["findings"] == [], report
+    assert report["discarded"] and {f["message"] for f in report["discarded"]} == {
+        "crash in the engine only: the input passes when replayed in a fresh process"}, report

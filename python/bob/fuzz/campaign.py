@@ -19,13 +19,12 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 from bob import signals
 from bob.commands import Refused, about, os_reason, output_directory
 from bob.fileio import make_directory, refuse_if_working_directory_gone, write_atomic
 from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignDisplay, CampaignResult, Finding, MachineRanOut, \
-    fast_path_stats, read_input, refuse_unless_fits, seed_paths, tell_when_stopped, unwritten
+    fast_path_stats, holding_flock, read_input, refuse_unless_fits, seed_paths, tell_when_stopped, unwritten
 from bob.fuzz.dictionary import write_dict
 from bob.fuzz.replay import passes_outside
 
@@ -74,8 +73,9 @@ def one(data):
         found = failure(run, bytes(data))
     except Interrupted as exc:  # a signal the target's command took: the campaign ends this worker
         os._exit(exc.exit_code)
-    except MachineRanOut as exc:  # the machine's (a full disk, no descriptor): no verdict, never a finding
-        print(RAN_OUT_LINE + str(exc), flush=True)
+    except (MachineRanOut, MemoryError) as exc:  # the machine's (memory, a full disk, no descriptor): no verdict
+        said = str(exc) if isinstance(exc, MachineRanOut) else "out of memory as the target ran; no verdict"
+        print(RAN_OUT_LINE + said, flush=True)
         os._exit(70)
     if found is not None:
         print(KEY_LINE + exception_key(found), flush=True)
@@ -104,17 +104,6 @@ class _Worker:
     crash_dir: str = ""  # where the engine writes this worker's failing inputs (a scratch directory)
     collected: set[tuple[str, int]] = field(default_factory=set)  # (name, mtime) of the files read from it
     log: deque[str] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
-
-
-@contextlib.contextmanager
-def _holding(directory: str, flags: int = 0) -> Iterator[None]:
-    """``directory``'s exclusive flock for the block (``fcntl.LOCK_NB`` in ``flags``: a BlockingIOError if held)."""
-    fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | flags)
-        yield
-    finally:
-        os.close(fd)
 
 
 def _end_workers(workers: "list[_Worker]", grace: float = 3.0) -> None:
@@ -168,9 +157,9 @@ class _Campaign:
                            "slow-unit-" + "0" * 40)
         output_directory("--artifacts", self.logs)  # (removed with the artifacts' when the command fails)
         self.scratch_home, self.held = "", contextlib.ExitStack()  # made with the workers, held while it runs
-        with _holding(str(self.logs)):  # what a campaign ended by SIGKILL left: no one holds it (a pid proves
+        with holding_flock(str(self.logs)):  # what a campaign ended by SIGKILL left: no one holds it (a pid proves
             for d in self.logs.glob(f"{SCRATCH}*"):  # nothing across PID namespaces, two containers on one volume)
-                with contextlib.suppress(OSError), _holding(str(d), fcntl.LOCK_NB):
+                with contextlib.suppress(OSError), holding_flock(str(d), fcntl.LOCK_NB):
                     shutil.rmtree(d, ignore_errors=True)
         self.dict_path = self.logs / "bob.dict"
         with about("--artifacts", artifacts):  # (a full disk: the option's refusal)
@@ -190,10 +179,10 @@ class _Campaign:
     def scratch(self, what: str) -> str:
         """A new directory in the campaign's scratch directory, which it holds while it runs and removes at its end."""
         if not self.scratch_home:
-            with _holding(str(self.logs)):  # (never swept between its making and its holding)
+            with holding_flock(str(self.logs)):  # (never swept between its making and its holding)
                 with signals.step_and_record():  # (kept for the removal at the campaign's end before a Ctrl-C acts)
                     self.scratch_home = tempfile.mkdtemp(prefix=f"{SCRATCH}{os.getpid()}-", dir=self.logs)
-                self.held.enter_context(_holding(self.scratch_home))
+                self.held.enter_context(holding_flock(self.scratch_home))
         make_directory(path := os.path.join(self.scratch_home, what))
         return path
 
@@ -281,8 +270,9 @@ class _Campaign:
             # left it empty or cut; the failure the worker said stands, these bytes are not its input)
             self.result.notes.append(f"the engine could not write a failing input whole ({name}; a full disk?): "
                                      "its finding has no input")
-        kind, resource_stop = name.split("-")[0], name.startswith(("oom-", "timeout-", "slow-unit-"))
-        if whole and resource_stop and passes_outside(self.target, path, self.env):
+        kind = name.split("-")[0]  # a resource stop, or a failure no exception of the target's said (the engine's?)
+        if whole and (kind in ("oom", "timeout", "slow") or not w.last_key) and passes_outside(self.target, path,
+                                                                                              self.env):
             self.result.discarded.append(Finding(path, f"{kind} in the engine only: the input passes when "
                                                  "replayed in a fresh process"))
             return

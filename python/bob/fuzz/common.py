@@ -27,7 +27,8 @@ from bob.fuzz.targets import TARGETS, seed_files
 
 __all__ = ["MAX_LEN", "DEFAULT_MAX_LEN", "INPUT_LIMIT", "Finding", "CampaignResult", "CampaignDisplay",
            "load_target", "seed_paths", "die_with_parent", "read_input", "fast_path_stats", "failure", "failure_message",
-           "stdout_on_stderr", "MachineRanOut", "OUT_OF_ROOM", "refuse_unless_fits", "unwritten", "tell_when_stopped"]
+           "stdout_on_stderr", "MachineRanOut", "OUT_OF_ROOM", "refuse_unless_fits", "unwritten", "tell_when_stopped",
+           "holding_flock"]
 
 MAX_LEN = {"input": 4096, "predictions": 4 * PREDICTION_BYTES, "core": 4096}
 DEFAULT_MAX_LEN = MAX_CHECKPOINT_BYTES + 64  # a little past the largest checkpoint a reader accepts
@@ -133,6 +134,17 @@ def read_input(path: "str | os.PathLike[str]") -> bytes:
     if data is None:
         raise FileNotFoundError(2, "no such file", os.fspath(path))
     return data
+
+
+@contextlib.contextmanager
+def holding_flock(directory: str, flags: int = 0) -> Iterator[None]:
+    """``directory``'s exclusive flock for the block (``fcntl.LOCK_NB`` in ``flags``: a BlockingIOError if held)."""
+    fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | flags)
+        yield
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager
