@@ -193,7 +193,9 @@ class Commit:
                 if all(back for _, back, _ in unrestored):  # every file back, a sync alone failed: the stop's own code
                     code = stopped.code if isinstance(stopped, Refused) else getattr(
                         stopped, "exit_code", EXIT_INTERRUPTED if isinstance(stopped, KeyboardInterrupt) else code)
-                raise Refused(f"the run stopped before its commit ({str(stopped) or 'stopped'}), and this file {how}"
+                cause = str(stopped).rsplit("; ", 1)[0] if isinstance(stopped, Refused) else str(stopped)  # (its
+                # outcome, "nothing was committed", is no longer true: this refusal's own follows)
+                raise Refused(f"the run stopped before its commit ({cause or 'stopped'}), and this file {how}"
                               f"{also}; the checkpoint was not replaced", option=first.option, path=first.path,
                               code=code)
             raise

@@ -436,6 +436,7 @@ def test_a_file_not_put_back_is_said_even_when_the_run_s_lock_was_lost_too(work:
                                                                                           str(work / "pred.bin"))
     assert error["message"].startswith("the run stopped before its commit (") and error["message"].endswith(
         "and this file could not be put back (no such file or directory); the checkpoint was not replaced")
+    assert "nothing was committed" not in error["message"]  # (the stop's own outcome, quoted, said it was)
     assert (work / "ck.bin").read_bytes() == old.checkpoint_bytes()
 
 
