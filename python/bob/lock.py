@@ -96,9 +96,11 @@ class TargetLock:
     """
 
     def __init__(self, target: str, wait_seconds: float, deferral: "Deferral | None" = None,
-                 option: str = "--checkpoint", shown: "str | None" = None, asked: "float | None" = None) -> None:
+                 option: str = "--checkpoint", shown: "str | None" = None, asked: "float | None" = None,
+                 found: bool = False) -> None:
         self.path: str = lock_path_for(target)
         self.asked: float = wait_seconds if asked is None else asked  # --wait's seconds, all of a run's locks within them
+        self.found: bool = found  # the caller found the directory (lock_targets, for bob-run): gone now, it went
         self.option: str = option
         self.shown: str = target if shown is None else shown  # named in a refusal
         self.wait_seconds = wait_seconds
@@ -171,10 +173,10 @@ class TargetLock:
             except FileExistsError:  # another run created it first: open theirs
                 continue
             except OSError as exc:
-                if isinstance(exc, FileNotFoundError) and self.let_go:  # (its directory moved since it was found)
-                    raise Refused(f"its lock file {show_path(self.path)} went with its directory while bob-run took "
-                                  "it; another process is at work there, so nothing was changed",
-                                  option=self.option, path=self.shown, code=EXIT_BUSY) from None
+                if isinstance(exc, FileNotFoundError) and (self.let_go or self.found):  # (gone since it was found)
+                    raise Refused(f"its directory was moved or removed by another process while bob-run took its "
+                                  f"lock {show_path(self.path)}; nothing was changed", option=self.option,
+                                  path=self.shown, code=EXIT_BUSY) from None
                 raise self._unusable(_reason(exc)) from None
 
     def _checked(self, fd: int, first: bool = False) -> "os.stat_result | None":
@@ -278,7 +280,7 @@ def lock_targets(outputs: "tuple[tuple[str, str, str], ...]", wait_seconds: floa
     try:
         for _, (option, path, target) in sorted(places.items()):
             left = max(0.0, deadline - time.monotonic())
-            locks.append(TargetLock(target, left, deferral, option, path, asked=wait_seconds).__enter__())
+            locks.append(TargetLock(target, left, deferral, option, path, asked=wait_seconds, found=True).__enter__())
     except BaseException:
         release(locks)
         raise

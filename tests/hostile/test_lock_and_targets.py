@@ -793,7 +793,8 @@ def test_a_directory_moved_as_its_lock_is_taken_is_busy_and_keeps_no_lock_file(t
     monkeypatch.setattr(bob.lock, "identity", moved_first)
     with pytest.raises(bob.commands.Refused) as refused:
         bob.lock.TargetLock(str(here / "ck.bin"), 0.0).__enter__()
-    assert refused.value.code == 75 and "went with its directory while bob-run took it" in refused.value.message
+    assert refused.value.code == 75 and refused.value.message.startswith(
+        "its directory was moved or removed by another process while bob-run took its lock ")
     assert os.listdir(moved) == []
 
 
@@ -817,6 +818,31 @@ def test_a_directory_gone_after_another_run_s_lock_was_let_go_of_is_no_move(tmp_
         bob.lock.TargetLock(str(here / "ck.bin"), 0.0).__enter__()
     assert refused.value.code == 2 and refused.value.message.endswith("cannot be used: no such file or directory; "
                                                                       "nothing was changed")
+
+
+def test_a_directory_removed_while_bob_run_takes_its_locks_is_busy(tmp_path: Path, monkeypatch, capsys) -> None:
+    """The predictions' directory removed once the checkpoint's lock was taken (or the other way round): exit 2,
+    "its lock file ... cannot be used: no such file or directory", where bob-run had found it a moment before."""
+    import shutil
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    bob.build_input(CORPUS, PROMPTS).write(tmp_path / "rec.bin")
+    paths = {"--checkpoint": tmp_path / "a" / "ck.bin", "--predictions": tmp_path / "b" / "pred.bin"}
+    real = bob.lock.TargetLock.__enter__
+
+    def the_other_directory_removed(self):
+        taken = real(self)
+        other = next(p for option, p in paths.items() if option != self.option)
+        shutil.rmtree(other.parent, ignore_errors=True)
+        return taken
+
+    monkeypatch.setattr(bob.lock.TargetLock, "__enter__", the_other_directory_removed)
+    code = bob.run.main(["--input", str(tmp_path / "rec.bin"), "--checkpoint", str(paths["--checkpoint"]),
+                         "--predictions", str(paths["--predictions"])])
+    err = capsys.readouterr().err
+    assert code == 75 and "its directory was moved or removed by another process while bob-run took its lock" in err
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) in (["a", "rec.bin"], ["b", "rec.bin"])
 
 
 @pytest.mark.parametrize("through", ["ck.bin", "link"])
