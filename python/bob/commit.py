@@ -119,15 +119,13 @@ class Commit:
                     if exc.errno in RESOURCE_ERRNOS:
                         raise
                     if isinstance(exc, FileNotFoundError):  # (its directory, found a moment ago, moved away)
-                        raise Refused(f"{_gone(directory, self.directories[directory])} while this run wrote "
-                                      "it; nothing was changed", code=EXIT_BUSY) from None
+                        raise _gone(directory, self.directories[directory]) from None
                     raise Refused(f"its new file could not be written: {os_reason(exc)}; nothing was changed") from None
                 try:  # (a rename keeps them: each file is checked before the commit, the checkpoint's too)
                     st = os.stat(os.path.basename(tmp), dir_fd=self.directories[directory], follow_symlinks=False)
                 except FileNotFoundError:  # written where its directory was, and is no longer; or removed since
                     discard_temporary(self.staged.pop())
-                    raise Refused(f"{_gone(directory, self.directories[directory])} while this run wrote it; nothing "
-                                  "was changed", code=EXIT_BUSY) from None
+                    raise _gone(directory, self.directories[directory]) from None
                 self.placed.append((st.st_dev, st.st_ino, st.st_mtime_ns))
         pause_at("staged")
 
@@ -284,13 +282,14 @@ def replace_targets(files: "list[tuple[str, Any]]", keep: "Sequence[str]" = ()) 
     return targets
 
 
-def _gone(directory: str, descriptor: int) -> str:
-    """What became of a temporary not found through its directory's ``descriptor``: the directory moved away
-    from its path, or the file removed."""
+def _gone(directory: str, descriptor: int) -> Refused:
+    """The refusal (75) of a temporary not found, or not made, through its directory's ``descriptor``: the
+    directory moved away from its path, or the file removed."""
+    what = "its directory was moved or replaced"
     with contextlib.suppress(OSError):
         if os.path.samestat(os.fstat(descriptor), os.stat(directory)):
-            return "its new file was removed by another process"
-    return "its directory was moved or replaced"
+            what = "its new file was removed by another process"
+    return Refused(f"{what} while this run wrote it; nothing was changed", code=EXIT_BUSY)
 
 
 def _holds(name: str, directory: "int | None", placed: "tuple[int, int, int]",

@@ -100,14 +100,14 @@ class TargetLock:
                  found: bool = False) -> None:
         self.path: str = lock_path_for(target)
         self.asked: float = wait_seconds if asked is None else asked  # --wait's seconds, all of a run's locks within them
-        self.found: bool = found  # the caller found the directory (lock_targets, for bob-run): gone now, it went
+        self.found: bool = found  # the caller found the directory (lock_targets, for bob-run), or this lock made a
+        # file in it: gone now, it went
         self.option: str = option
         self.shown: str = target if shown is None else shown  # named in a refusal
         self.wait_seconds = wait_seconds
         self.deferral = deferral  # open while bob-run waits: checked between two tries
         self.fd: int | None = None
         self.identity: tuple[int, int] | None = None
-        self.let_go: bool = False  # a lock file it created let go of, no longer the path's: another process at work
 
     def __enter__(self) -> "TargetLock":
         deadline = time.monotonic() + self.wait_seconds
@@ -143,8 +143,8 @@ class TargetLock:
 
     def _let_go(self, fd: int, created: bool) -> None:
         """Close a locked file that is no longer the lock path's; one this run created, removed where it is now
-        (``let_go``: a path then without a directory is that directory moved away, not one never there)."""
-        self.let_go = self.let_go or created
+        (and its directory ``found``: a path then without a directory is that directory gone, not one never there)."""
+        self.found = self.found or created
         if created:
             self.fd, self.identity = fd, _identity(os.fstat(fd))
             self.__exit__()
@@ -173,7 +173,7 @@ class TargetLock:
             except FileExistsError:  # another run created it first: open theirs
                 continue
             except OSError as exc:
-                if isinstance(exc, FileNotFoundError) and (self.let_go or self.found):  # (gone since it was found)
+                if isinstance(exc, FileNotFoundError) and self.found:  # (gone since it was found)
                     raise Refused(f"its directory was moved or removed by another process while bob-run took its "
                                   f"lock {show_path(self.path)}; nothing was changed", option=self.option,
                                   path=self.shown, code=EXIT_BUSY) from None
