@@ -76,17 +76,17 @@ def prompt_word_ok(word: int) -> bool:
 
 
 # ------------------------------------------------------------------ bob-input v1 (§3)
-INPUT_VERSION: ValueRule = ValueRule("version", lambda v: v == 1, "unsupported input record version", 1)
-TARGET_AGREES: ValueRule = ValueRule("targets", lambda widened, target: widened == target,
+INPUT_VERSION = ValueRule("version", lambda v: v == 1, "unsupported input record version", 1)
+TARGET_AGREES = ValueRule("targets", lambda widened, target: widened == target,
                           "the widened target differs from the pair's target", "the pair's target")
-PROMPT_WORD: ValueRule = ValueRule("prompt_words", prompt_word_ok,
+PROMPT_WORD = ValueRule("prompt_words", prompt_word_ok,
                         f"a prompt word is a byte (< {VOCABULARY}) or 0xFFFFFFFF for an empty prompt",
                         f"< {VOCABULARY} or 0xffffffff",
                         given=f"a prompt word is a byte (< {VOCABULARY}) or 0xFFFFFFFF")
 
 # ------------------------------------------------------------------ bob-envelope v1 (§5)
-ENVELOPE_VERSION: ValueRule = ValueRule("version", lambda v: v == 1, "unsupported envelope version", 1)
-HEADER_BYTES: ValueRule = ValueRule("header_bytes", lambda v: v % HEADER_ALIGNMENT == 0 and v <= MAX_HEADER_BYTES,
+ENVELOPE_VERSION = ValueRule("version", lambda v: v == 1, "unsupported envelope version", 1)
+HEADER_BYTES = ValueRule("header_bytes", lambda v: v % HEADER_ALIGNMENT == 0 and v <= MAX_HEADER_BYTES,
                          f"header_bytes must be a multiple of {HEADER_ALIGNMENT} and at most {MAX_HEADER_BYTES}",
                          f"a multiple of {HEADER_ALIGNMENT}, at most {MAX_HEADER_BYTES}")
 
@@ -96,15 +96,14 @@ def chunk_offset(header_bytes: int, index: int, chunk_bytes: int = CHUNK_BYTES) 
     return header_bytes + index * chunk_bytes
 
 
-CHUNK_COUNT: ValueRule = ValueRule("chunk_count", lambda n: n == len(CHUNK_TAGS), "there is one chunk per plane",
-                        len(CHUNK_TAGS))
-CHUNK_TAG: ValueRule = ValueRule("chunk_table.tag", lambda tag, index: tag == CHUNK_TAGS[index],
-                      "chunk {index} is plane {plane}", "P, M, V in order")
-CHUNK_OFFSET: ValueRule = ValueRule("chunk_table.offset", lambda offset, want: offset == want,
+CHUNK_COUNT = ValueRule("chunk_count", lambda n: n == len(CHUNK_TAGS), "there is one chunk per plane", len(CHUNK_TAGS))
+CHUNK_TAG = ValueRule("chunk_table.tag", lambda tag, index: tag == CHUNK_TAGS[index], "chunk {index} is plane {plane}",
+                      "P, M, V in order")
+CHUNK_OFFSET = ValueRule("chunk_table.offset", lambda offset, want: offset == want,
                          "chunk i starts at header_bytes + i * chunk_bytes", "header_bytes + i * chunk_bytes")
-CHUNK_LENGTH: ValueRule = ValueRule("chunk_table.length", lambda length: length == CHUNK_BYTES,
-                         "each chunk is chunk_bytes long", CHUNK_BYTES)
-PADDING: ValueRule = ValueRule("padding", lambda pad: pad.count(0) == len(pad), "padding bytes are zero", 0)
+CHUNK_LENGTH = ValueRule("chunk_table.length", lambda length: length == CHUNK_BYTES, "each chunk is chunk_bytes long",
+                         CHUNK_BYTES)
+PADDING = ValueRule("padding", lambda pad: pad.count(0) == len(pad), "padding bytes are zero", 0)
 
 # ------------------------------------------------------------------ the state, for resuming (§5)
 # The NumPy forms hold in any floating-point environment. A float comparison
@@ -140,44 +139,38 @@ def _not_zero(np: "Any", plane: "Any") -> "Any":
     return np.not_equal(np.bitwise_and(bits, F32_MAGNITUDE), 0)
 
 
-FINITE: ValueRule = ValueRule("P, M, V", math.isfinite,
-                              "{count} non-finite value(s) in plane {plane}; the first at {cell}", "finite",
-                              error=StateRefused, bad=lambda np, plane: np.logical_not(np.isfinite(plane)))
-V_NOT_NEGATIVE: ValueRule = ValueRule("V", lambda x: not x < 0,
-                                      "{count} negative value(s) in plane V (a second moment is never negative); "
-                                      "the first at {cell}", ">= 0", error=StateRefused, bad=_negative)
-MOMENTS_ZERO_AT_STEP_0: ValueRule = ValueRule(
+FINITE = ValueRule("P, M, V", math.isfinite, "{count} non-finite value(s) in plane {plane}; the first at {cell}",
+                   "finite", error=StateRefused, bad=lambda np, plane: np.logical_not(np.isfinite(plane)))
+V_NOT_NEGATIVE = ValueRule("V", lambda x: not x < 0, "{count} negative value(s) in plane V (a second moment is never "
+                           "negative); the first at {cell}", ">= 0", error=StateRefused, bad=_negative)
+MOMENTS_ZERO_AT_STEP_0 = ValueRule(
     "step", lambda step, moment: step != 0 or moment == 0,
     "step is 0 but plane {plane} is not all zero ({count} non-zero value(s); the first at {cell})",
     "M and V all zero at step 0", error=StateRefused, bad=_not_zero)
-
-
-ROOM_FOR_UPDATES: ValueRule = ValueRule("step", lambda step: step <= U64_MAX - UPDATES_PER_INVOCATION,
-                                        f"no room for the next {UPDATES_PER_INVOCATION} updates in a u64",
-                                        f"at most {U64_MAX - UPDATES_PER_INVOCATION}", error=StateRefused)
+ROOM_FOR_UPDATES = ValueRule("step", lambda step: step <= U64_MAX - UPDATES_PER_INVOCATION,
+                             f"no room for the next {UPDATES_PER_INVOCATION} updates in a u64",
+                             f"at most {U64_MAX - UPDATES_PER_INVOCATION}", error=StateRefused)
 
 # ------------------------------------------------------------------ predictions (§4)
-VALIDITY: ValueRule = ValueRule("validity", lambda v: v in (0, 1), "validity is 0 or 1", "0 or 1")
-TOKEN: ValueRule = ValueRule("token", lambda t: t < VOCABULARY, f"a token is a byte (< {VOCABULARY})",
-                             f"< {VOCABULARY}")
-INVALID_TOKEN: ValueRule = ValueRule("token", lambda token, validity: validity != 0 or token == 0,
+VALIDITY = ValueRule("validity", lambda v: v in (0, 1), "validity is 0 or 1", "0 or 1")
+TOKEN = ValueRule("token", lambda t: t < VOCABULARY, f"a token is a byte (< {VOCABULARY})", f"< {VOCABULARY}")
+INVALID_TOKEN = ValueRule("token", lambda token, validity: validity != 0 or token == 0,
                           "an invalid prediction (validity 0) has token 0", 0)
 
 # ------------------------------------------------------------------ bob-trace v1 (formats/trace.md)
-TRACE_VERSION_RULE: ValueRule = ValueRule("version", lambda v: v == TRACE_VERSION, "unsupported trace version",
-                                          TRACE_VERSION)
-TRACE_UPDATE_COUNT: ValueRule = ValueRule("update_count", lambda n: n == TRACE_UPDATES,
-                                          "a trace holds one invocation: one entry per update", TRACE_UPDATES)
-TRACE_CONTRACT: ValueRule = ValueRule("contract_sha256", lambda digest, v1: digest == v1, "a trace of a run under "
-                                      "another contract", "bob v1's (bob.formats.trace.contract_sha256())",
-                                      error=ContractMismatch)
-TRACE_STEP_BEFORE: ValueRule = ValueRule("step_before", lambda s: s <= U64_MAX - TRACE_UPDATES,
-                                         "entry i's step, step_before + i + 1, would pass 2**64 - 1",
-                                         f"at most {U64_MAX - TRACE_UPDATES}")
-TRACE_STEP: ValueRule = ValueRule("entries.step", lambda step, want: step == want,
-                                  "entry i is the update that makes step step_before + i + 1", "step_before + i + 1")
-TRACE_LOSS: ValueRule = ValueRule("entries.loss", lambda loss: loss >= 0, "a mean cross-entropy (section 6.4) is never "
-                                  "negative or NaN (+inf: a pair's target of probability 0)", "at least 0")
+TRACE_VERSION_RULE = ValueRule("version", lambda v: v == TRACE_VERSION, "unsupported trace version", TRACE_VERSION)
+TRACE_UPDATE_COUNT = ValueRule("update_count", lambda n: n == TRACE_UPDATES,
+                               "a trace holds one invocation: one entry per update", TRACE_UPDATES)
+TRACE_CONTRACT = ValueRule("contract_sha256", lambda digest, v1: digest == v1,
+                           "a trace of a run under another contract", "bob v1's (bob.formats.trace.contract_sha256())",
+                           error=ContractMismatch)
+TRACE_STEP_BEFORE = ValueRule("step_before", lambda s: s <= U64_MAX - TRACE_UPDATES,
+                              "entry i's step, step_before + i + 1, would pass 2**64 - 1",
+                              f"at most {U64_MAX - TRACE_UPDATES}")
+TRACE_STEP = ValueRule("entries.step", lambda step, want: step == want,
+                       "entry i is the update that makes step step_before + i + 1", "step_before + i + 1")
+TRACE_LOSS = ValueRule("entries.loss", lambda loss: loss >= 0, "a mean cross-entropy (section 6.4) is never negative "
+                       "or NaN (+inf: a pair's target of probability 0)", "at least 0")
 
 RULES: "dict[str, tuple[ValueRule, ...]]" = {
     "input": (INPUT_VERSION, TARGET_AGREES, PROMPT_WORD),
