@@ -379,11 +379,9 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
     result.corpus -= lost
     if stopped is not None:  # (a log that could not be saved, the findings written: on stderr)
         tell_when_stopped(result)
-    signum = getattr(stopped, "signum", signals.ENDING[0])
-    if stopped is not None and signum != signals.ENDING[0]:
-        raise Refused(f"stopped by {signals.signal_name(signum)} after {result.executions} executions; "
-                      "every worker ended", code=128 + signum)
-    if stopped is not None:
+        if (signum := getattr(stopped, "signum", signals.ENDING[0])) != signals.ENDING[0]:
+            raise Refused(f"stopped by {signals.signal_name(signum)} after {result.executions} executions; "
+                          "every worker ended", code=128 + signum)
         raise KeyboardInterrupt
     if c.ran_out and not result.findings:  # (with findings: they stand, the worker's end noted)
         raise MachineRanOut(c.ran_out)

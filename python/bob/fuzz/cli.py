@@ -78,8 +78,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="where to write the smaller file, atomically (default PATH.min)")
     mz.add_argument("--max-tries", type=count_option("--max-tries", maximum=10**7), default=2000, metavar="N",
                     help="candidates run at most (default %(default)s)")
-    mz.add_argument("--timeout", type=seconds_option("--timeout", minimum=MIN_TIMEOUT, maximum=MAX_SECONDS), default=60.0,
-                    metavar="SECONDS", help="per candidate: longer is a hang (a failure of its own)")
+    timeout = seconds_option("--timeout", minimum=MIN_TIMEOUT, maximum=MAX_SECONDS)
+    mz.add_argument("--timeout", type=timeout, default=60.0, metavar="SECONDS",
+                    help="per candidate: longer is a hang (a failure of its own)")
 
     cf = sub.add_parser("conformance", help="write the labelled conformance corpus with manifest.json")
     cf.add_argument("outdir", metavar="OUTDIR")
@@ -89,8 +90,7 @@ def _parser() -> argparse.ArgumentParser:
     ck.add_argument("--format", required=True, type=_format, metavar="{input,checkpoint,predictions}")
     ck.add_argument("--corpus", metavar="DIR", help="a corpus written by `bob-fuzz conformance` "
                     "(default: a fresh one in a temporary directory)")
-    ck.add_argument("--timeout", type=seconds_option("--timeout", minimum=MIN_TIMEOUT, maximum=MAX_SECONDS), default=30.0,
-                    metavar="SECONDS", help="per file")
+    ck.add_argument("--timeout", type=timeout, default=30.0, metavar="SECONDS", help="per file")
     ck.add_argument("reader", nargs=argparse.REMAINDER, metavar="-- COMMAND {}")
     for command in sub.choices.values():
         add_common_options(command)
@@ -140,13 +140,13 @@ def cmd_run(args: argparse.Namespace) -> Outcome:
     _known_target(args.target, None, "TARGET")
     if args.format is not None:  # (a named target's format is its own)
         _known_target(args.target, args.format, "--format")
-    if args.engine == "loop":
-        if args.runs is None:
-            raise Refused("usage: --engine loop needs --runs N", option="--runs")
-        if args.corpus is not None:  # (it would be ignored: a user would look there for a corpus)
-            raise Refused("usage: --engine loop keeps no corpus; --corpus goes with atheris", option="--corpus")
-        if args.jobs != 1:  # (nor would it share its runs between workers)
-            raise Refused("usage: --engine loop runs in this one process; --jobs goes with atheris", option="--jobs")
+    if args.engine == "loop":  # (--corpus would be ignored, a user looking there for one; nor would --jobs share runs)
+        for option, wrong, said in (
+                ("--runs", args.runs is None, "needs --runs N"),
+                ("--corpus", args.corpus is not None, "keeps no corpus; --corpus goes with atheris"),
+                ("--jobs", args.jobs != 1, "runs in this one process; --jobs goes with atheris")):
+            if wrong:
+                raise Refused(f"usage: --engine loop {said}", option=option)
         artifacts = output_directory("--artifacts", args.artifacts)
         with stdout_on_stderr():
             result = seeded_loop(args.target, args.runs, args.seed or 0, fmt=args.format, stop_on_finding=False,

@@ -25,8 +25,8 @@ from bob.options import shown_argv  # (a spec is argv's: its bytes shown as a re
 from bob.text import note, one_line, show_path, write_whole  # (a closed or full stderr drops a line, never the run)
 from bob.fuzz.targets import TARGETS, seed_files
 
-__all__ = ["MAX_LEN", "DEFAULT_MAX_LEN", "INPUT_LIMIT", "Finding", "CampaignResult", "CampaignDisplay",
-           "load_target", "seed_paths", "die_with_parent", "read_input", "fast_path_stats", "failure", "failure_message",
+__all__ = ["MAX_LEN", "DEFAULT_MAX_LEN", "INPUT_LIMIT", "Finding", "CampaignResult", "CampaignDisplay", "load_target",
+           "seed_paths", "die_with_parent", "read_input", "fast_path_stats", "failure", "failure_message",
            "stdout_on_stderr", "MachineRanOut", "OUT_OF_ROOM", "refuse_unless_fits", "unwritten", "tell_when_stopped",
            "holding_flock"]
 
@@ -238,12 +238,10 @@ class CampaignResult:
         """Count a failing input; a new failure is a finding, its input (None: not known) written to ``artifacts``
         (``<target>-<sha256 prefix>.bin`` and a ``.txt`` of its message and key) when that is given."""
         self.crashes += 1
-        for f in self.findings:
-            if f.key == key:  # the same failure again gets no second artifact
-                f.count += 1
-                return
-        if data is None:
-            artifacts = None  # (its input lost: the finding stands, said in a note)
+        if same := next((f for f in self.findings if f.key == key), None):  # (the same failure: no second artifact)
+            same.count += 1
+            return
+        artifacts = None if data is None else artifacts  # (its input lost: the finding stands, said in a note)
         name = f"{self.target.replace(':', '_').replace('.', '_')}-{hashlib.sha256(data or b'').hexdigest()[:16]}.bin"
         self.findings.append(found := Finding("" if artifacts is None else str(Path(artifacts) / name), message, key))
         if artifacts is not None and data is not None:
