@@ -55,11 +55,8 @@ class Contract:
     def mismatches(self, other: "Contract | None" = None) -> list[tuple[str, Any, Any]]:
         """``(field, expected, actual)`` for every field where ``self`` differs from ``other`` (bob v1)."""
         reference = V1 if other is None else other
-        return [
-            (f.name, getattr(reference, f.name), getattr(self, f.name))
-            for f in fields(self)
-            if getattr(self, f.name) != getattr(reference, f.name)
-        ]
+        return [(f.name, getattr(reference, f.name), getattr(self, f.name)) for f in fields(self)
+                if getattr(self, f.name) != getattr(reference, f.name)]
 
     def mismatch_findings(self, offset_of: "Callable[[str], int | None]" = lambda name: None) -> list[ContractMismatch]:
         """Every reader's refusal of another contract: a ContractMismatch per field that differs from v1's."""

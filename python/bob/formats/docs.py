@@ -47,16 +47,11 @@ def sample(kind: str) -> bytes:
     raise ValueError(f"unknown format kind {kind!r}; one of {', '.join(KINDS)}")
 
 
-def schema(kind: str):
-    """The construct schema of ``kind`` (a valid kind: :func:`layout_rows` checks it with :func:`sample`)."""
-    module, name = _SCHEMAS[kind]
-    return getattr(__import__(module, fromlist=[name]), name)
-
-
 def layout_rows(kind: str) -> list[FieldRow]:
-    """The layout table of ``kind`` (``input``, ``envelope``, ``predictions``, ``trace``)."""
+    """The layout table of ``kind`` (``input``, ``envelope``, ``predictions``, ``trace``), over :func:`sample`."""
     data = sample(kind)  # (an unknown kind: its ValueError)
-    return layout(schema(kind), data)
+    module, name = _SCHEMAS[kind]
+    return layout(getattr(__import__(module, fromlist=[name]), name), data)
 
 
 def markdown_table(rows: list[FieldRow]) -> str:
