@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import struct
 
-from bob.formats.constants import (CHUNK_BYTES, DATA, INPUT_MAGIC, LEARNER, PAYLOAD_BYTES, PREDICTION_BYTES,
-                                   RECORD_BYTES, SEED, STATE, TRACE_MAGIC, TRACE_UPDATES, TRACE_VERSION,
-                                   UPDATES_PER_INVOCATION)
+from bob.formats.constants import (CHUNK_BYTES, DATA, INPUT_FORMAT_VERSION, INPUT_MAGIC, LEARNER, PAYLOAD_BYTES,
+                                   PREDICTION_BYTES, RECORD_BYTES, SEED, STATE, TRACE_MAGIC, TRACE_UPDATES,
+                                   TRACE_VERSION, UPDATES_PER_INVOCATION)
 from bob.formats.layout import INPUT, PREDICTION_RECORD, TRACE_ENTRY, TRACE_HEAD_STRUCT, U32, U64
 from bob.formats.rules import PROMPT_WORD, TARGET_AGREES
 
@@ -22,8 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["recognize_record", "predictions_bytes", "record_bytes", "contract_identity", "trace_bytes", "run_trace"]
 
-VERSION = 1
-_RECORD_HEAD = INPUT_MAGIC + U64.pack(VERSION)
+_RECORD_HEAD = INPUT_MAGIC + U64.pack(INPUT_FORMAT_VERSION)
 _PAIRS = INPUT["pairs"]
 _TARGETS = INPUT["targets"]
 _WORDS = INPUT["prompt_words"]

@@ -17,9 +17,8 @@ from construct import Const, Rebuild, Struct
 
 from bob.arrays import is_masked
 from bob.errors import BadValue, FormatError, Truncated, integer_field, ordered_items, shown_kind
-from bob.formats.contract import EMPTY_PROMPT, PROMPTS, RECORD_BYTES, VOCABULARY
 from bob.formats.canonical import record_bytes
-from bob.formats.constants import INPUT_MAGIC
+from bob.formats.constants import EMPTY_PROMPT, INPUT_FORMAT_VERSION, INPUT_MAGIC, PROMPTS, RECORD_BYTES, VOCABULARY
 from bob.formats.files import INPUT_FILE, BobFile, Examined, as_bytes, magic_finding
 from bob.formats.layout import INPUT, WORD_DTYPE
 from bob.formats.rules import INPUT_VERSION, PROMPT_WORD, TARGET_AGREES
@@ -34,7 +33,7 @@ PAIRS = VOCABULARY  # 256 pairs, K in the contract
 INPUT_RECORD = Struct(
     *schema_fields(INPUT, {
         "magic": "ASCII `BOB-INPT`",
-        "version": "format version, u64 = 1",
+        "version": f"format version, u64 = {INPUT_FORMAT_VERSION}",
         "pairs": f"{VOCABULARY} pairs `(byte u8, target u8)`, in corpus order",
         "targets": f"{VOCABULARY} × u32: pair i's target, widened",
         "prompt_words": f"{PROMPTS} × u32: each prompt's last byte, or `0xFFFFFFFF` for an empty prompt",
@@ -142,7 +141,7 @@ class InputRecord(BobFile):
         counts = self.context_counts()
         return {
             "format": "bob-input",
-            "version": 1,
+            "version": INPUT_FORMAT_VERSION,
             "size": len(raw),
             "sha256": hashlib.sha256(raw).hexdigest(),
             "pairs": [list(p) for p in self.pairs],

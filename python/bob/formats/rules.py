@@ -12,8 +12,9 @@ from __future__ import annotations
 import math
 
 from bob.errors import BadValue, ContractMismatch, FormatError, StateRefused
-from bob.formats.constants import (CHUNK_BYTES, CHUNK_TAGS, EMPTY_PROMPT, MAX_HEADER_BYTES, TRACE_UPDATES,
-                                   TRACE_VERSION, U64_MAX, UPDATES_PER_INVOCATION, VOCABULARY)
+from bob.formats.constants import (CHUNK_BYTES, CHUNK_TAGS, EMPTY_PROMPT, ENVELOPE_FORMAT_VERSION, INPUT_FORMAT_VERSION,
+                                   MAX_HEADER_BYTES, TRACE_UPDATES, TRACE_VERSION, U64_MAX, UPDATES_PER_INVOCATION,
+                                   VOCABULARY)
 from bob.formats.layout import F32_EXPONENT, F32_MAGNITUDE, F32_SIGN, HEADER_ALIGNMENT
 
 TYPE_CHECKING = False
@@ -76,7 +77,8 @@ def prompt_word_ok(word: int) -> bool:
 
 
 # ------------------------------------------------------------------ bob-input v1 (§3)
-INPUT_VERSION = ValueRule("version", lambda v: v == 1, "unsupported input record version", 1)
+INPUT_VERSION = ValueRule("version", lambda v: v == INPUT_FORMAT_VERSION, "unsupported input record version",
+                          INPUT_FORMAT_VERSION)
 TARGET_AGREES = ValueRule("targets", lambda widened, target: widened == target,
                           "the widened target differs from the pair's target", "the pair's target")
 PROMPT_WORD = ValueRule("prompt_words", prompt_word_ok,
@@ -85,7 +87,8 @@ PROMPT_WORD = ValueRule("prompt_words", prompt_word_ok,
                         given=f"a prompt word is a byte (< {VOCABULARY}) or 0xFFFFFFFF")
 
 # ------------------------------------------------------------------ bob-envelope v1 (§5)
-ENVELOPE_VERSION = ValueRule("version", lambda v: v == 1, "unsupported envelope version", 1)
+ENVELOPE_VERSION = ValueRule("version", lambda v: v == ENVELOPE_FORMAT_VERSION, "unsupported envelope version",
+                             ENVELOPE_FORMAT_VERSION)
 HEADER_BYTES = ValueRule("header_bytes", lambda v: v % HEADER_ALIGNMENT == 0 and v <= MAX_HEADER_BYTES,
                          f"header_bytes must be a multiple of {HEADER_ALIGNMENT} and at most {MAX_HEADER_BYTES}",
                          f"a multiple of {HEADER_ALIGNMENT}, at most {MAX_HEADER_BYTES}")

@@ -10,8 +10,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from bob.formats.contract import Contract
 
-from bob.formats.constants import (CHECKPOINT_MAGIC, CHUNK_BYTES, CHUNK_TAGS, DATA, LEARNER, PAYLOAD_BYTES, SEED, STATE,
-                                   UPDATES_PER_INVOCATION)
+from bob.formats.constants import (CHECKPOINT_MAGIC, CHUNK_BYTES, CHUNK_TAGS, DATA, ENVELOPE_FORMAT_VERSION, LEARNER,
+                                   PAYLOAD_BYTES, SEED, STATE, UPDATES_PER_INVOCATION)
 from bob.formats.layout import (CANONICAL_CHECKPOINT_BYTES, CANONICAL_HEADER_BYTES, CHUNK_ENTRY, CONTRACT_STRINGS,
                                 DIGEST_BYTES, ENVELOPE_HEAD, ENVELOPE_HEAD_STRUCT, ENVELOPE_TAIL, U32,
                                 aligned_header_bytes, envelope_layout)
@@ -22,12 +22,11 @@ __all__ = ["HEADER_BYTES", "CHECKPOINT_BYTES", "envelope_header", "checkpoint_he
            "recognize_checkpoint", "header_fields", "header_length", "canonical_header_bytes", "sha256",
            "hashlib_sha256", "pin_problem", "check_pin"]
 
-VERSION = 1
 HEADER_BYTES = CANONICAL_HEADER_BYTES
 CHECKPOINT_BYTES = CANONICAL_CHECKPOINT_BYTES
 STRINGS = (STATE, LEARNER, DATA, SEED)  # in CONTRACT_STRINGS' order
 _STEP = ENVELOPE_HEAD["step"]
-_BEFORE_STEP = ENVELOPE_HEAD_STRUCT.pack(CHECKPOINT_MAGIC, VERSION, HEADER_BYTES, 0)[:_STEP.offset]
+_BEFORE_STEP = ENVELOPE_HEAD_STRUCT.pack(CHECKPOINT_MAGIC, ENVELOPE_FORMAT_VERSION, HEADER_BYTES, 0)[:_STEP.offset]
 
 
 def header_length(contract: "Contract | None" = None) -> int:
@@ -116,7 +115,7 @@ def envelope_header(step: int, chunk_digests: "list[bytes]", header_bytes: int =
     """The ``header_bytes``-long envelope header (digest and zero padding included), packed
     with :mod:`bob.formats.layout`'s packers; the values are the caller's to check."""
     body = b"".join((
-        ENVELOPE_HEAD_STRUCT.pack(CHECKPOINT_MAGIC, VERSION, header_bytes, step),
+        ENVELOPE_HEAD_STRUCT.pack(CHECKPOINT_MAGIC, ENVELOPE_FORMAT_VERSION, header_bytes, step),
         *(U32.pack(len(s)) + s for s in strings),
         ENVELOPE_TAIL.pack(payload_bytes, chunk_bytes, updates, len(CHUNK_TAGS)),
         *(CHUNK_ENTRY.pack(tag, chunk_offset(header_bytes, i, chunk_bytes), chunk_bytes, digest)
@@ -185,7 +184,7 @@ def recognize_checkpoint(data: "bytes | bytearray", digest: "Callable[[Any], byt
 def header_fields(step: int, digests: "list[bytes]") -> "dict[str, Any]":
     """The canonical header's fields for ``step`` and the planes' digests, as the schema's parse gives them."""
     return {
-        "magic": CHECKPOINT_MAGIC, "version": VERSION, "header_bytes": HEADER_BYTES, "step": step,
+        "magic": CHECKPOINT_MAGIC, "version": ENVELOPE_FORMAT_VERSION, "header_bytes": HEADER_BYTES, "step": step,
         **dict(zip(CONTRACT_STRINGS, STRINGS)),
         "payload_bytes": PAYLOAD_BYTES, "chunk_bytes": CHUNK_BYTES, "updates_per_invocation": UPDATES_PER_INVOCATION,
         "chunk_count": len(CHUNK_TAGS),

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from construct import Bytes, Const, RawCopy, Rebuild, Struct, Terminated, len_, this
 
-from bob.formats.constants import (CHECKPOINT_MAGIC, CHUNK_BYTES, CHUNK_TAGS, MAX_HEADER_BYTES, PARAMETER_COUNT,
-                                   PAYLOAD_BYTES, STRING_LIMIT, UPDATES_PER_INVOCATION, VOCABULARY)
-from bob.formats.layout import CHUNK_ENTRY_FIELDS, CONTRACT_STRINGS, DIGEST_BYTES, ENVELOPE_HEAD, ENVELOPE_TAIL_FIELDS
+from bob.formats.constants import (CHECKPOINT_MAGIC, CHUNK_BYTES, CHUNK_TAGS, ENVELOPE_FORMAT_VERSION, MAX_HEADER_BYTES,
+                                   PARAMETER_COUNT, PAYLOAD_BYTES, STRING_LIMIT, UPDATES_PER_INVOCATION, VOCABULARY)
+from bob.formats.layout import (CHUNK_ENTRY_FIELDS, CONTRACT_STRINGS, DIGEST_BYTES, ENVELOPE_HEAD, ENVELOPE_TAIL_FIELDS,
+                                HEADER_ALIGNMENT)
 from bob.formats.rules import ENVELOPE_VERSION
 from bob.formats.rules import HEADER_BYTES as HEADER_BYTES_RULE
 from bob.formats.schema import LengthPrefixed, Sha256Of, Table, ZeroPadding, ruled, schema_fields
@@ -34,8 +35,8 @@ _STRING_DOCS = {
 HEADER_BODY = Struct(
     *schema_fields(ENVELOPE_HEAD, {
         "magic": "ASCII `BOB-CKPT`",
-        "version": "format version, u64 = 1",
-        "header_bytes": f"file offset of plane P: a multiple of 64, at most {MAX_HEADER_BYTES:,}",
+        "version": f"format version, u64 = {ENVELOPE_FORMAT_VERSION}",
+        "header_bytes": f"file offset of plane P: a multiple of {HEADER_ALIGNMENT}, at most {MAX_HEADER_BYTES:,}",
         "step": "updates completed so far, u64",
     }, {
         "magic": lambda sc: Const(CHECKPOINT_MAGIC, sc),

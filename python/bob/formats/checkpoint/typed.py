@@ -26,7 +26,7 @@ from bob.formats.constants import (LEARNER_FLOATS, MAX_CHECKPOINT_BYTES, MAX_HEA
                                    PLANE_NAMES, U64_MAX, UPDATES_PER_INVOCATION, VOCABULARY)
 from bob.formats.contract import V1, Contract
 from bob.formats.files import CHECKPOINT_FILE, as_bytes, read_format_file
-from bob.formats.layout import PLANE_DTYPE, WORD_DTYPE
+from bob.formats.layout import HEADER_ALIGNMENT, PLANE_DTYPE, WORD_DTYPE
 from bob.formats.rules import HEADER_BYTES as HEADER_BYTES_RULE
 from bob.text import f32_text
 
@@ -97,8 +97,8 @@ def _header_bytes(value: Any, contract: Contract) -> int:
     hb = integer_field(value, "header_bytes", "header_bytes is an integer")
     need = header_length(contract)
     if not HEADER_BYTES_RULE.ok(hb) or hb < need:  # the reader's rule, and room for this contract's header
-        raise BadValue("header_bytes", f"a multiple of 64, at least the header's {need} bytes, at most {MAX_HEADER_BYTES}",
-                       actual=hb)
+        raise BadValue("header_bytes", f"a multiple of {HEADER_ALIGNMENT}, at least the header's {need} bytes, at most "
+                       f"{MAX_HEADER_BYTES}", actual=hb)
     return hb
 
 
