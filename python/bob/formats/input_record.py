@@ -137,17 +137,11 @@ class InputRecord(BobFile):
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready description (the golden vectors' ``.json``)."""
-        raw = self.to_bytes()
-        counts = self.context_counts()
-        return {
-            "format": "bob-input",
-            "version": INPUT_FORMAT_VERSION,
-            "size": len(raw),
-            "sha256": hashlib.sha256(raw).hexdigest(),
-            "pairs": [list(p) for p in self.pairs],
-            "prompt_words": list(self.prompt_words),
-            "context_counts": {str(r): int(counts[r]) for r in np.nonzero(counts)[0]},
-        }
+        raw, counts = self.to_bytes(), self.context_counts()
+        return {"format": "bob-input", "version": INPUT_FORMAT_VERSION, "size": len(raw),
+                "sha256": hashlib.sha256(raw).hexdigest(), "pairs": [list(p) for p in self.pairs],
+                "prompt_words": list(self.prompt_words),
+                "context_counts": {str(r): int(counts[r]) for r in np.nonzero(counts)[0]}}
 
     def __reduce__(self) -> "tuple[Any, tuple[bytes]]":  # a copy or a pickle is built again: read-only tables
         return load_input, (self.to_bytes(),)

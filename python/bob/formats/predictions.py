@@ -97,16 +97,10 @@ class Predictions(BobFile):
 
     def as_dict(self) -> dict[str, Any]:
         raw = self.to_bytes()
-        return {
-            "format": "bob-predictions",
-            "size": len(raw),
-            "sha256": hashlib.sha256(raw).hexdigest(),
-            "hex": raw.hex(),
-            "records": [
-                {"token": t, "validity": v, "byte": (chr(t) if v and 0x20 <= t < 0x7F else None)}
-                for t, v in self.records
-            ],
-        }
+        return {"format": "bob-predictions", "size": len(raw), "sha256": hashlib.sha256(raw).hexdigest(),
+                "hex": raw.hex(),
+                "records": [{"token": t, "validity": v, "byte": (chr(t) if v and 0x20 <= t < 0x7F else None)}
+                            for t, v in self.records]}
 
 
 @dataclass
