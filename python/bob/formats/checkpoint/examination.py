@@ -159,12 +159,11 @@ def examine(data: bytes, *, for_resume: bool = True) -> Examination:
         digests = chunk_digests(memoryview(data)[HEADER_BYTES:], hashlib_sha256)
         step = sealed_step(data, digests, hashlib_sha256)
         if step is not None:
-            fields = header_fields(step, digests)
             at, planes = CANONICAL.header_digest, plane_views(data, HEADER_BYTES)
             stored = data[at:at + DIGEST_BYTES]
-            ex = Examination(size=len(data), header=HeaderFields.of(fields),
-                             header_raw=data[:at], header_digest=stored, computed_header_digest=stored,
-                             planes=planes, chunk_digests=tuple(digests), magic=data[_MAGIC])
+            ex = Examination(size=len(data), header=HeaderFields.of(header_fields(step, digests)), header_raw=data[:at],
+                             header_digest=stored, computed_header_digest=stored, planes=planes,
+                             chunk_digests=tuple(digests), magic=data[_MAGIC])
             if for_resume:
                 ex.findings.extend(state_findings(step, planes, HEADER_BYTES))
             return ex
@@ -211,8 +210,7 @@ def _header_findings(data: bytes, ex: Examination) -> bool:
         ex.unparsed = data
         return False
     h = ex.header = HeaderFields.of(parsed.header.value)
-    ex.header_raw = parsed.header.data
-    ex.header_digest = parsed.header_digest
+    ex.header_raw, ex.header_digest = parsed.header.data, parsed.header_digest
     end = ex.header_end
     assert end is not None
     if h.header_bytes < end:
