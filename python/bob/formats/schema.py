@@ -145,9 +145,6 @@ class Rule(Subconstruct):
             raise self.rule.finding(value, offset=offset, index=index)
         return value
 
-    def _build(self, obj, stream, context, path):
-        return self.subcon._build(obj, stream, context, path)
-
 
 def ruled(rule: ValueRule) -> Callable[[Construct], Construct]:
     """A ``schema_fields`` wrapper that gives a field its rule."""

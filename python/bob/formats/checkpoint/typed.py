@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import copyreg
-import hashlib
 import os
 import sys
 import threading
@@ -211,8 +210,7 @@ class Checkpoint:
         """
         return self._bytes("Checkpoint.to_bytes", header_bytes, for_resume)
 
-    def _loans(self) -> Any:
-        """:func:`_lent` on the planes."""
+    def _loans(self) -> Any:  # _lent on the planes
         return _lent(P=self.p, M=self.m, V=self.v)
 
     def _bytes(self, what: str, header_bytes: int | None, for_resume: bool) -> bytes:  # to_bytes, for ``what``
@@ -371,7 +369,7 @@ def describe_envelope(data: bytes) -> dict[str, Any]:
     shown = {name: learner if name == "learner" else value.decode() if isinstance(value, bytes) else value
              for name, value in asdict(contract).items()}
     return {"format": "bob-envelope", "version": h.version, "size": ex.size,
-            "sha256": hashlib.sha256(as_bytes(data, "the checkpoint")).hexdigest(), "header_bytes": h.header_bytes,
+            "sha256": hashlib_sha256(as_bytes(data, "the checkpoint")).hex(), "header_bytes": h.header_bytes,
             "header_length": ex.header_end, "step": h.step, "invocations": h.step // UPDATES_PER_INVOCATION,
             "contract": shown, "chunk_count": h.chunk_count,
             "chunk_table": [{"tag": e.tag.rstrip(b"\0").decode(), "offset": e.offset, "length": e.length,
