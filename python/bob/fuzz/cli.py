@@ -23,8 +23,7 @@ MIN_TIMEOUT = 0.1  # seconds: below, a scheduler's delay is a "timeout" (minimiz
 
 
 def max_jobs() -> int:
-    """What ``--jobs`` may ask: this machine's usable CPUs, times two (a
-    worker waits on I/O and on its reloads), never fewer than 2."""
+    """What ``--jobs`` may ask: twice this machine's usable CPUs (a worker waits on I/O and its reloads), at least 2."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover - not Linux
