@@ -78,13 +78,11 @@ def infer_target(path: "str | os.PathLike[str]") -> str | None:
     """The target of a file from where bob puts files, or None: a campaign's corpus ``.bob-fuzz/TARGET/corpus/…``,
     ``fuzz/regressions/TARGET/…``, a conformance corpus's ``FORMAT/accepted/…`` or ``FORMAT/refused/FIELD/…``,
     or an artifact's name prefix ``TARGET-<sha>.bin``."""
-    parts = Path(os.path.abspath(path)).parts
-    for i in range(len(parts) - 2, 0, -1):  # the innermost layout wins
-        if parts[i] in ("accepted", "refused") and parts[i - 1] in TARGETS:
-            return parts[i - 1]
-    for i in range(len(parts) - 2, -1, -1):
-        if parts[i] in (".bob-fuzz", "regressions") and parts[i + 1] in TARGETS:
-            return parts[i + 1]
+    parts = Path(os.path.abspath(path)).parts  # (parts[0] is "/": never a layout's, so parts[-1] is never looked at)
+    for layout, at in ((("accepted", "refused"), -1), ((".bob-fuzz", "regressions"), 1)):  # the target before, after
+        for i in range(len(parts) - 2, -1, -1):  # the innermost layout wins
+            if parts[i] in layout and parts[i + at] in TARGETS:
+                return parts[i + at]
     p = Path(path)
     return next((part for part in (p.parent.name, p.name.split("-")[0]) if part in TARGETS), None)
 
