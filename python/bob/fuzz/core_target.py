@@ -5,22 +5,16 @@ from __future__ import annotations
 
 import bisect
 import math
+import sys
 from typing import Callable, Sequence
 
 import numpy as np
 
 from bob.formats.constants import EMPTY_PROMPT, LEARNER_HYPERPARAMETERS, U64_MAX, VOCABULARY
-from bob.formats.layout import F32
 from bob.fuzz.properties import PropertyFailed, require
 
 __all__ = ["core_target", "Reader", "REGIME_STEPS", "draw_step", "powi", "bias_correction", "regime_steps",
            "reference_predict"]
-
-_TINY = 2.2250738585072014e-308  # the smallest normal binary64
-
-
-def _f32(x: float) -> float:
-    return F32.unpack(F32.pack(x))[0]
 
 
 def powi(b: float, t: int) -> float:
@@ -36,15 +30,15 @@ def powi(b: float, t: int) -> float:
 
 def bias_correction(beta: float, t: int) -> float:
     """``f32(1.0 − powi(f64(β), t))``."""
-    return _f32(1.0 - powi(beta, t))
+    return float(np.float32(1.0 - powi(beta, t)))
 
 
 def regime_steps() -> tuple[int, ...]:
     """The steps (``t − 1``) at which a bias correction changes regime, for bob's β1 and β2."""
     out = set()
-    for beta in (_f32(LEARNER_HYPERPARAMETERS[1]), _f32(LEARNER_HYPERPARAMETERS[2])):
+    for beta in (float(np.float32(b)) for b in LEARNER_HYPERPARAMETERS[1:3]):
         # 1 − β^t rounds to 1.0 in f32; β^t subnormal in f64; β^t zero in f64 (each monotone in t)
-        for holds in (lambda t: bias_correction(beta, t) == 1.0, lambda t: powi(beta, t) < _TINY,
+        for holds in (lambda t: bias_correction(beta, t) == 1.0, lambda t: powi(beta, t) < sys.float_info.min,
                       lambda t: powi(beta, t) == 0.0):
             out.add(bisect.bisect_left(range(1 << 40), True, key=holds) - 1)  # the least t that holds, − 1
     return tuple(sorted(out))

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from bob.fuzz.faults import OsPatch
+from bob.fuzz.faults import ENTRY_CALLS, OsPatch
 from bob.fuzz.properties import invoked, quietly, require
 from bob.lock import LOCK_TAG, lock_path_for
 from bob.refusals import EXIT_BUSY
@@ -122,8 +122,7 @@ def snapshot(root: Path) -> tuple[Image, dict[tuple[int, int], int]]:
 class Recorder(OsPatch):
     """``with Recorder(root) as r: …`` logs in ``r.ops`` every change bob makes under ``root``."""
 
-    names: tuple[str, ...] = ("open", "write", "pwrite", "ftruncate", "fsync", "replace", "rename", "link", "unlink",
-                              "close")
+    names: tuple[str, ...] = ("open", "write", "pwrite", "ftruncate", "fsync", *ENTRY_CALLS, "close")
 
     def __init__(self, root: Path) -> None:
         self.root: str = os.path.realpath(root)
@@ -134,8 +133,7 @@ class Recorder(OsPatch):
 
     def wrap(self, name: str, real: Callable[..., Any]) -> Callable[..., Any]:
         """Each call's record: by its path (open; a directory entry's) or by its descriptor (the others)."""
-        record = self._open if name == "open" else self._entry_call if name in ("replace", "rename", "link",
-                                                                                "unlink") else self._fd_call
+        record = self._open if name == "open" else self._entry_call if name in ENTRY_CALLS else self._fd_call
         return functools.partial(record, real, {"replace": "rename", "pwrite": "write"}.get(name, name))
 
     def _path(self, path: Any, dir_fd: int | None) -> str:

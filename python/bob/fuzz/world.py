@@ -194,14 +194,13 @@ class _Run:
                     f"{where}: the second name changed")
         if w.layout == "symlinks":
             require(self.ck_arg.is_symlink() and self.pred_arg.is_symlink(), f"{where}: a link was replaced")
-        faults = self.faults
-        failed = faults.failed if faults is not None and faults.failed else ("", "")
-        lock_left = self.w.other == "locked" or (failed[0] == "unlink" and str(failed[1]).endswith(LOCK_TAG))
+        failed, at = (self.faults and self.faults.failed) or ("", "")
+        lock_left = w.other == "locked" or (failed == "unlink" and str(at).endswith(LOCK_TAG))
         told = " ".join(doc.get("problems_after_commit") or []) if rc == 0 else ""
         left = [name for name in self.left(lock=lock_left) if name not in told]
         require(not left, f"{where}: bob-run left other files: {left}")
-        require(faults is None or not faults.left_open,
-                f"{where}: bob-run left descriptors open ({faults.left_open if faults else ''})")
+        left_open = self.faults.left_open if self.faults else []
+        require(not left_open, f"{where}: bob-run left descriptors open ({left_open})")
 
     def library_said(self, rc: int, crashed: bool, ck_new: bool, pred_new: bool) -> None:
         """The library writers: what docs/fuzzing.md's writer row requires of them; nothing left but by a crash."""
