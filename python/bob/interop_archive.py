@@ -179,8 +179,7 @@ def _read(f: Any, n: int, name: str) -> bytes:
 
 
 def _npy(f: Any, name: str) -> bytes:
-    """A member's data, after its header is checked (a plane: float32 in the table's shape; the metadata: one
-    unicode string)."""
+    """A member's data, after its ``.npy`` header is checked (see the module)."""
     magic = _read(f, len(_NPY_MAGIC) + 2, name)
     if magic[:len(_NPY_MAGIC)] != _NPY_MAGIC or magic[len(_NPY_MAGIC):] not in (b"\1\0", b"\2\0"):
         raise BadValue(name, "an .npy array of version 1.0 or 2.0", actual=magic)
@@ -237,8 +236,7 @@ def _layout(data: bytes, infos: list[zipfile.ZipInfo], directory: int) -> None:
 
 
 def _local_says(local: tuple, extra: bytes, info: zipfile.ZipInfo) -> bool:
-    """Whether a member's local header (its fields, its extra field) says what its directory entry says: the flags,
-    the compression, the CRC-32 and both sizes (0xFFFFFFFF: zip64's extra field's; each zero too after flag bit 3)."""
+    """Whether a member's local header (its fields, its extra field) says what its directory entry says (the module)."""
     zip64: list[bytes] = []  # the zip64 blocks (tag 1) among the extra field's (tag, size, data) blocks
     while len(extra) >= 4:
         tag, size = struct.unpack_from("<2H", extra)
@@ -268,8 +266,7 @@ def _unread(raw: bytes, info: zipfile.ZipInfo) -> bool:
 
 
 def npz_parts(data: bytes) -> tuple[dict[str, str], dict[str, bytes]]:
-    """(the metadata, each plane's little-endian float32 bytes) of an ``.npz`` bob export, bounded (see the
-    module)."""
+    """(the metadata, each plane's little-endian float32 bytes) of an ``.npz`` bob export, bounded (see the module)."""
     (directory, entries), name = _zip_directory(data), None  # (name: the member read, whose damage zlib or CRC finds)
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:

@@ -66,8 +66,7 @@ def _zoom(ax, table, masked, moved, cols, cmap, limit) -> None:
               aspect="auto")
     ax.set_yticks(range(moved.size), [_byte_label(int(b)) for b in moved], fontsize=8)
     ax.set_xticks(range(cols.size), [_byte_label(int(b)) for b in cols], rotation=90, fontsize=8)
-    ax.set_xlabel("next byte (the columns these rows favour)")
-    ax.set_ylabel("context byte")
+    ax.set(xlabel="next byte (the columns these rows favour)", ylabel="context byte")
     ax.set_title(f"zoom: the {moved.size} row(s) that left the initialization (|P| > {INIT_BOUND}),\n"
                  "logit and softmax probability in each cell", fontsize=10)
     if moved.size * cols.size > LABELLED_CELLS:
@@ -137,8 +136,7 @@ def heatmap_figure(p_plane, title: str) -> "tuple[Any, dict[str, Any]]":
     ticks = list(range(0, VOCABULARY, TICK_STEP)) + [VOCABULARY - 1]
     ax_full.set_xticks(ticks, [_byte_label(t) for t in ticks], rotation=90, fontsize=7)
     ax_full.set_yticks(ticks, [_byte_label(t) for t in ticks], fontsize=7)
-    ax_full.set_xlabel("next byte")
-    ax_full.set_ylabel("context byte")
+    ax_full.set(xlabel="next byte", ylabel="context byte")
     ax_full.set_title(f"P: all {VOCABULARY} x {VOCABULARY} logits (row = context byte)", fontsize=10)
     if moved.size:
         _zoom(ax_rows, table, masked, moved, cols, cmap, limit)

@@ -52,22 +52,18 @@ def input_report(data: bytes | None, read_problems: list[FormatError], *, path: 
         report.update(dict.fromkeys(RECORD_KEYS))
     else:
         ctx, tgt = ex.contexts, ex.targets
-        report["pairs"] = [[int(a), int(b)] for a, b in zip(ctx, tgt)]
         chained = bool(np.array_equal(tgt[:-1], ctx[1:]))
-        report["chained"] = chained
-        report["sequence"] = escape_bytes(bytes(ctx) + bytes(tgt[-1:])) if chained else None
         counts = np.bincount(ctx, minlength=VOCABULARY)
-        report["context_counts"] = {str(int(r)): int(counts[r]) for r in np.flatnonzero(counts)}
-        report["transitions"] = _transitions(ctx, tgt, counts)
-        bad = ex.target_mismatches
-        report["targets_agree"] = not bad
-        report["target_mismatches"] = [
-            {"index": i, "pair_target": int(tgt[i]), "table": ex.widened[i]} for i in bad
-        ]
-        report["prompts"] = [
-            {"index": i, "word": w, "hex": f"0x{w:08x}", "empty": w == EMPTY_PROMPT, "ok": PROMPT_WORD.ok(w),
-             "byte": w if w < VOCABULARY else None, "text": show_byte(w) if w < VOCABULARY else None}
-            for i, w in enumerate(ex.prompt_words)]
+        report.update(
+            pairs=[[int(a), int(b)] for a, b in zip(ctx, tgt)], chained=chained,
+            sequence=escape_bytes(bytes(ctx) + bytes(tgt[-1:])) if chained else None,
+            context_counts={str(int(r)): int(counts[r]) for r in np.flatnonzero(counts)},
+            transitions=_transitions(ctx, tgt, counts), targets_agree=not ex.target_mismatches,
+            target_mismatches=[{"index": i, "pair_target": int(tgt[i]), "table": ex.widened[i]}
+                               for i in ex.target_mismatches],
+            prompts=[{"index": i, "word": w, "hex": f"0x{w:08x}", "empty": w == EMPTY_PROMPT, "ok": PROMPT_WORD.ok(w),
+                      "byte": w if w < VOCABULARY else None, "text": show_byte(w) if w < VOCABULARY else None}
+                     for i, w in enumerate(ex.prompt_words)])
     return finish(report, problems, "OK: a valid bob-input v1 record", "bob-run refuses this input record")
 
 
