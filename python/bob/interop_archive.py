@@ -148,8 +148,7 @@ def _members(z: zipfile.ZipFile) -> dict[str, zipfile.ZipInfo]:
     """Every member by name, from the central directory alone."""
     found: dict[str, zipfile.ZipInfo] = {}
     for info in z.infolist():
-        name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
-        name = name[:80]
+        name = info.filename.removesuffix(".npy")[:80]
         if name not in _MEMBER_LIMIT or info.filename != f"{name}.npy":
             raise BadValue(name or "npz.members", "a bob export holds the members P.npy, M.npy, V.npy and bob.npy only",
                            actual=bounded(info.filename))
