@@ -102,8 +102,7 @@ def metadata(checkpoint: "Checkpoint") -> dict[str, str]:
 
 def _decimal(meta: dict[str, str], key: str) -> int:
     """A u64 decimal as bob writes it (no sign, no leading zero), its length checked before it is converted."""
-    text = meta.get(key)
-    if text is None:
+    if (text := meta.get(key)) is None:
         raise BadValue(f"metadata.{key}", "a bob export names it", expected="a decimal integer")
     if not (text.isascii() and text.isdigit() and len(text) <= len(str(U64_MAX)) and (text == "0" or text[0] != "0")
             and int(text) <= U64_MAX):

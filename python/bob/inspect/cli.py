@@ -153,8 +153,7 @@ def cmd_schema(args: argparse.Namespace) -> Result:
 def cmd_auto(args: argparse.Namespace) -> Result:
     """``bob-inspect FILE``: the kind from :func:`bob.formats.kinds.detect_kind`."""
     peeked = head, size, partial = peek(args.file)  # (read once: the report is of these bytes)
-    kind = kinds.detect_kind(head, size)
-    if kind is None:
+    if (kind := kinds.detect_kind(head, size)) is None:
         raise Refused(f"not a bob file ({'at least ' * partial}{plural(size, 'byte')} starting \""
                       f"{escape_bytes(head[:kinds.MAGIC_BYTES])}\"; {kinds.KIND_RULES})", path=args.file)
     args.command_key = f"{PROG} {kind}"  # its refusal, interruption or error is the subcommand's, as its report

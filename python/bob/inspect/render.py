@@ -30,8 +30,7 @@ def file_report(r: dict[str, Any], width: int, body: list[str], magic: bytes | N
     L = [f"{PROG} {r['kind']}: {r['file']}"]
     if r["size"] is not None:
         L.append(f"  {'file':<{width}}{r['size']} bytes" + (f", sha256 {r['sha256']}" if r["sha256"] else ""))
-    m = r.get("magic")
-    if magic is not None and m is not None:
+    if magic is not None and (m := r.get("magic")) is not None:
         cut = ends_inside(bytes.fromhex(m["hex"]), magic)  # (its problem says where the file ends)
         state = "ok" if m["ok"] else f"{'cut short' if cut else 'WRONG'} (expected {show_bytes(magic)})"
         L.append(f"  {'magic':<{width}}\"{m['text']}\"  {state}")
@@ -120,8 +119,7 @@ def render_checkpoint(r: dict[str, Any]) -> list[str]:
     L += _header_lines(r)
     if r["contract"] is not None:
         L += _contract_lines(r["contract"])
-    if r["header_digest"] is not None:
-        d = r["header_digest"]
+    if (d := r["header_digest"]) is not None:
         L.append(f"header digest   {d['stored']}  {_checked(d['ok'])}")
         if d["ok"] is False:
             L.append(f"  computed      {d['computed']}")
@@ -135,8 +133,7 @@ def render_checkpoint(r: dict[str, Any]) -> list[str]:
         L += _row_lines(r["rows"])
     if r["heatmap"] is not None:
         L.append(f"heatmap written to {r['heatmap']['path']}")
-    if r["export"] is not None:
-        e = r["export"]
+    if (e := r["export"]) is not None:
         L.append(f"exported to {e['path']} ({e['format']}, {e['size']} bytes, sha256 {e['sha256']})")
     return file_report(r, 14, L, CHECKPOINT_MAGIC)
 
@@ -153,8 +150,7 @@ def _plane_diff_lines(name: str, d: dict[str, Any]) -> list[str]:
          f"A {g(f['a'], 9)} (0x{f['a_hex']}), B {g(f['b'], 9)} (0x{f['b_hex']})"
          + (f", {f['ulp']} ulp" if f["ulp"] is not None else "")]
     for what, key in (("largest |A-B|", "max_abs_diff"), ("largest ULP distance", "max_ulp")):
-        m = d[key]
-        if m is not None:
+        if (m := d[key]) is not None:
             value = m["value"] if key == "max_ulp" else g(m["value"], 9)  # a ULP distance is an integer
             L.append(f"     {what} {value} at index {m['index']} "
                      f"= (context {m['context_text']}, next {m['next_text']})")

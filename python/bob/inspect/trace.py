@@ -62,12 +62,10 @@ def trace_report(path_a: str, path_b: str, checkpoints: "list[str] | None" = Non
 def render_trace(report: dict[str, Any]) -> list[str]:
     lines = [f"{side.upper()} {report[side]['file']}: steps {report[side]['step_before']} to "
              f"{report[side]['step_after']}" for side in ("a", "b")]
-    d = report["first_divergence"]
-    if d is not None:
+    if (d := report["first_divergence"]) is not None:
         lines.append(f"first diverging update: {d['update']} (to step {d['step']}); digests differ for "
                      f"{', '.join(d['planes'])}; loss before it A {float(d['loss_a']):.6f}, B {float(d['loss_b']):.6f}")
-    states = report["checkpoints"]
-    if states is not None and states["first"] is not None:
+    if (states := report["checkpoints"]) is not None and states["first"] is not None:
         f = states["first"]
         lines.append(f"checkpoints at step {states['step']}: plane {f['plane']} index {f['index']} "
                      f"({cell_name(f['index'])}): A {f['a']} ({f['a_hex']}), B {f['b']} ({f['b_hex']})")
