@@ -233,14 +233,13 @@ def _reader_verdict(command: list[str], path: Path, timeout: float) -> tuple[str
     code, printed = _ran(argv, timeout)
     if code is None or code < 0:
         return "timeout" if code is None else "crash", None
-    said: Any = None
+    verdict, said = ("accept" if code == 0 else "refuse"), None
     if len(first := printed.split(b"\n", 1)[0]) >= HEAD and first.lstrip().startswith(b"{"):  # an object cut where
         # _ran stops keeping it: the field it names unread (a line that is no object: verdicts alone, as ever)
-        return ("accept" if code == 0 else "refuse"), LINE_CUT
+        return verdict, LINE_CUT
     with contextlib.suppress(ValueError, RecursionError):  # a line that is no JSON, or nested past the stack
         said = json.loads(first.strip())
-    field = said.get("field") if isinstance(said, dict) and isinstance(said.get("field"), str) else None
-    return ("accept" if code == 0 else "refuse"), field
+    return verdict, said.get("field") if isinstance(said, dict) and isinstance(said.get("field"), str) else None
 
 
 def _ran(argv: list[str], timeout: float) -> tuple[int | None, bytes]:
@@ -248,14 +247,12 @@ def _ran(argv: list[str], timeout: float) -> tuple[int | None, bytes]:
     of its own, ended with it (a child it leaves there neither outlives the check nor holds the verdict up), and
     what it prints is read from a pipe (a file in a full TMPDIR failed a correct reader that printed); past
     :data:`OUTPUT_LIMIT` bytes it is killed (a crash), as a file it writes ends it there."""
-    read, write = os.pipe()
     head, seen, code = b"", 0, None
     try:
         with spawned(argv, end=lambda proc: os.killpg(proc.pid, signal.SIGKILL), stdin=subprocess.DEVNULL,
-                     stdout=write, stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=_bounded_output) \
-                as proc:
-            os.close(write)
-            write, deadline = -1, time.monotonic() + timeout
+                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
+                     preexec_fn=_bounded_output) as proc:
+            read, deadline = proc.stdout.fileno(), time.monotonic() + timeout  # type: ignore[union-attr]
             while (code := proc.poll()) is not None or (left := deadline - time.monotonic()) > 0:
                 ready = readable(read, 0 if code is not None else min(left, 0.05))
                 chunk = os.read(read, 1 << 16) if ready else b""
@@ -272,10 +269,6 @@ def _ran(argv: list[str], timeout: float) -> tuple[int | None, bytes]:
         code = None
     except OSError as exc:  # (only its spawning raises one)
         raise Refused(f"cannot run the reader: {os_reason(exc)}", option="COMMAND", path=argv[0]) from None
-    finally:
-        for fd in (read, write):
-            if fd >= 0:
-                os.close(fd)
     return code, head
 
 

@@ -13,8 +13,7 @@ from bob.formats.kinds import FORMATS
 from bob.formats.layout import CONTRACT_STRINGS, DIGEST_BYTES, ENVELOPE_HEAD, INPUT, PREDICTION_FIELDS, \
     PREDICTION_RECORD, U32, U64, Field, aligned_header_bytes, envelope_layout
 from bob.formats.rules import HEADER_BYTES, chunk_offset
-from bob.fuzz.dictionary import CONTRACT_STRINGS as CONTRACT_VALUES
-from bob.fuzz.dictionary import FLOAT_BITS, INTERESTING_INTS
+from bob.fuzz.dictionary import CONTRACT_STRINGS as CONTRACT_VALUES, FLOAT_BITS, INTERESTING_INTS
 from bob.fuzz.structural import refresh_digests, string_lengths, structural_mutate
 
 __all__ = ["FORMATS", "string_lengths", "Spot", "spots", "field_names", "format_of", "mutate", "mutate_field",
@@ -171,9 +170,9 @@ def mutate_field(data: bytes, rnd: random.Random, fmt: str, name: str | None = N
 BYTE_OPS = ("flip", "set", "insert", "delete", "truncate", "extend", "duplicate")
 
 
-def byte_mutation(data: bytearray, rnd: random.Random, op: str | None = None) -> None:
+def byte_mutation(data: bytearray, rnd: random.Random) -> None:
     """One blind byte-level edit of ``data`` in place."""
-    op = op or rnd.choice(BYTE_OPS)
+    op = rnd.choice(BYTE_OPS)
     n = len(data)
     if op == "flip" and n:
         data[rnd.randrange(n)] ^= 1 << rnd.randrange(8)

@@ -104,8 +104,7 @@ def _tiled(data: bytes, infos: list, directory: int) -> None:
         masked = (csize == 2**32 - 1, usize == 2**32 - 1)
         if len(blocks) > 1 or any(masked) and not (all(masked) and blocks and len(blocks[0]) >= 16):
             raise Bad(f"the zip64 sizes of {i.filename}'s local header")
-        big = dict(zip("uc", struct.unpack_from("<QQ", blocks[0]))) if blocks and len(blocks[0]) >= 16 else {}
-        stated = (crc, big.get("c") if csize == 2**32 - 1 else csize, big.get("u") if usize == 2**32 - 1 else usize)
+        stated = (crc, *struct.unpack_from("<QQ", blocks[0])[::-1]) if all(masked) else (crc, csize, usize)
         if (flags, method) != (i.flag_bits, i.compress_type) or any(
                 s != want and not (flags & 8 and s == 0) for s, want in zip(stated, (i.CRC, i.compress_size, i.file_size))):
             raise Bad(f"the local header of {i.filename} says another member")
