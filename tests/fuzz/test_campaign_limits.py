@@ -359,3 +359,29 @@ def test_a_crash_of_the_engine_alone_is_not_counted(tmp_path: Path) -> None:
     assert run.returncode == 0 and report["findings"] == [], report
     assert report["discarded"] and {f["message"] for f in report["discarded"]} == {
         "crash in the engine only: the input passes when replayed in a fresh process"}, report
+
+
+@needs_atheris
+def test_a_hang_is_said_as_one_and_its_reproduce_line_ends(tmp_path: Path, monkeypatch, capsys) -> None:
+    """An input the engine ended as a hang (its -timeout), whose replay outside ran past 120 s too, was a finding
+    "the target crashed", and the reproduce line printed for it, a bare replay, never ended."""
+    import hashlib
+    import shlex
+
+    from bob.fuzz import campaign
+    from bob.fuzz.cli import main
+
+    c = campaign._Campaign("input", 1.0, None, 1, str(tmp_path / "c"), str(tmp_path / "a"), None, None, None, 20)
+    worker = campaign._Worker(0, crash_dir=str(tmp_path / "crash"))
+    os.mkdir(worker.crash_dir)
+    hung = tmp_path / "crash" / f"timeout-{hashlib.sha1(b'hangs').hexdigest()}"
+    hung.write_bytes(b"hangs")
+    monkeypatch.setattr(campaign, "passes_outside", lambda *args: False)  # (its replay outside ran 120 s)
+    c.collect(str(hung), worker)
+    [found] = c.result.findings
+    assert found.key == "crash: timeout" and found.message == (
+        "the target hung (past the engine's -timeout of 60 s) (see the worker log in .logs/)"), found
+    monkeypatch.setattr(campaign, "run_campaign", lambda *args, **kwargs: c.result)
+    assert main(["run", "input", "--time", "1"]) == 1
+    line = capsys.readouterr().out.split("reproduce: ")[1].strip()
+    assert shlex.split(line) == ["timeout", "120", "bob-fuzz", "replay", found.path, "--target", "input"], line

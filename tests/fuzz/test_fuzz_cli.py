@@ -1086,3 +1086,15 @@ def test_a_timeout_below_a_tenth_of_a_second_is_refused(argv: list[str], capsys)
     that passes its target as the input's minimized failure."""
     assert main(argv) == 2
     assert "--timeout: must be a finite number of seconds >= 0.1" in capsys.readouterr().err
+
+
+def test_a_minimized_hang_is_reproduced_by_a_command_that_ends(tmp_path: Path, monkeypatch, capsys) -> None:
+    """minimize said a hang's failure, "timeout", and printed a bare replay of it, which never ended."""
+    (tmp_path / "hangs.py").write_text("import time\ndef target(data):\n    time.sleep(600)\n")
+    (tmp_path / "IN").write_bytes(b"abc")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.chdir(tmp_path)
+    assert main(["minimize", "IN", "--target", "hangs:target", "--timeout", "0.5", "--max-tries", "1"]) == 0
+    line = capsys.readouterr().out.split("reproduce: ")[1].strip()
+    assert shlex.split(line) == ["timeout", "0.5", "bob-fuzz", "replay", "IN.min", "--target", "hangs:target"], line

@@ -35,6 +35,7 @@ __all__ = ["run_campaign", "WORKER", "KEY_LINE"]
 GENERATION = {"checkpoint": 20_000, "inspect": 20_000, "run": 20_000}
 RSS_LIMIT_MB = 6144
 LOG_LINES = 20_000  # a worker's log keeps its last lines, over every generation of this campaign
+HANG = 60  # seconds an input may run in a worker before the engine ends it as a hang (its -timeout)
 OVERTIME = 60  # seconds past --time (the engine's -max_total_time, plus its start-up) before workers are ended
 MAX_CRASHES = 50  # workers are relaunched after a failing input until this many, then the campaign ends
 SCRATCH = "scratch-"  # ARTIFACTS/.logs/scratch-<pid>-…: a campaign's seeds and the engine's crash files
@@ -191,9 +192,9 @@ class _Campaign:
         left = self.remaining_time()
         if left is not None and left < 1 and w.generation:  # (a first one runs a second: --time 0.5 too)
             return
-        argv = ["bob-fuzz", str(self.corpus), self.seeds, f"-artifact_prefix={w.crash_dir}/",
-                f"-dict={self.dict_path}", f"-max_len={self.max_len}", "-timeout=60", f"-rss_limit_mb={RSS_LIMIT_MB}",
-                "-reload=1", "-print_final_stats=1", "-len_control=0"]
+        argv = ["bob-fuzz", str(self.corpus), self.seeds, f"-artifact_prefix={w.crash_dir}/", f"-dict={self.dict_path}",
+                f"-max_len={self.max_len}", f"-timeout={HANG}", f"-rss_limit_mb={RSS_LIMIT_MB}", "-reload=1",
+                "-print_final_stats=1", "-len_control=0"]
         if left is not None:
             argv.append(f"-max_total_time={max(1, int(left))}")
         if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:  # ignored here (`cmd &` in a script): by the engine
@@ -276,7 +277,8 @@ class _Campaign:
             self.result.discarded.append(Finding(path, f"{kind} in the engine only: the input passes when "
                                                  "replayed in a fresh process"))
             return
-        message = w.last_error or "the target crashed (see the worker log in .logs/)"
+        message = w.last_error or (f"the target hung (past the engine's -timeout of {HANG} s)" if kind == "timeout"
+                                   else "the target crashed") + " (see the worker log in .logs/)"
         key = w.last_key or ("crash: " + kind)
         w.last_error = w.last_key = None
         self.result.add(data if whole else None, message, key, self.artifacts)

@@ -135,6 +135,7 @@ def cmd_run(args: argparse.Namespace) -> Outcome:
     from bob.fuzz.campaign import run_campaign
     from bob.fuzz.common import stdout_on_stderr
     from bob.fuzz.loop import seeded_loop
+    from bob.fuzz.replay import OUTSIDE_SECONDS
 
     _known_target(args.target, None, "TARGET")
     if args.format is not None:  # (a named target's format is its own)
@@ -164,17 +165,20 @@ def cmd_run(args: argparse.Namespace) -> Outcome:
     lines = [f"{PROG} run {args.target}: {result.executions} executions in {result.seconds:.0f} s, "
              f"coverage {result.coverage}, corpus {result.corpus}{share}, {len(result.findings)} finding(s)"
              + (f" ({result.crashes} failing inputs)" if result.crashes > len(result.findings) else "")]
-    lines += [f"  {one_line(f.message)}\n    at {one_line(f.where)}"  # (a target's words: escaped)
-              + (f"\n    reproduce: {_replay_command(f.path, args.target)}" if f.path else "")
-              for f in result.findings]  # (an input not saved: no command to reproduce it)
+    for f in result.findings:  # (a target's words: escaped; an input not saved: no command to reproduce it)
+        hang = OUTSIDE_SECONDS if f.key == "crash: timeout" else 0  # (the campaign's replay of it ran that long)
+        lines.append(f"  {one_line(f.message)}\n    at {one_line(f.where)}"
+                     + (f"\n    reproduce: {_replay_command(f.path, args.target, hang)}" if f.path else ""))
     lines += [f"  not counted: {show_path(f.path)}: {one_line(f.message)}" for f in result.discarded]
     lines += [f"  note: {one_line(note)}" for note in result.notes]
     return Outcome(EXIT_FOUND if result.findings else EXIT_OK, result.as_dict(), "\n".join(lines))
 
 
-def _replay_command(path: str, target: str) -> str:
-    """The command replaying ``path``, each word as a shell takes it (a path starting with ``-`` as ``./-…``)."""
-    return f"{PROG} replay {_word(os.path.join('.', path) if path.startswith('-') else path)} --target {_word(target)}"
+def _replay_command(path: str, target: str, hang: float = 0.0) -> str:
+    """The command replaying ``path``, each word as a shell takes it (a path starting with ``-`` as ``./-…``); a
+    hang's under coreutils' ``timeout``, which ends it after ``hang`` seconds (exit 124), as replay never would."""
+    word = _word(os.path.join(".", path) if path.startswith("-") else path)
+    return f"timeout {hang:g} " * (hang > 0) + f"{PROG} replay {word} --target {_word(target)}"
 
 
 def _word(text: str) -> str:
@@ -271,7 +275,7 @@ def cmd_minimize(args: argparse.Namespace) -> Outcome:
          "failure": failure, "tries": tries}
     text = (f"{PROG} minimize: {len(data)} -> {len(small)} bytes ({d['input_nonzero_bytes']} -> "
             f"{d['output_nonzero_bytes']} not zero) in {tries} tries: {show_path(output)} ({failure})\n"
-            f"  reproduce: {_replay_command(output, name)}")
+            f"  reproduce: {_replay_command(output, name, args.timeout * (failure == 'timeout'))}")
     return Outcome(EXIT_OK, d, text, committed=f"wrote {show_path(output)}")
 
 

@@ -19,11 +19,13 @@ from bob.fuzz.targets import TARGETS
 from bob.scratch import scratch_directory
 
 __all__ = ["Verdict", "files_under", "infer_target", "read_input", "replay_file", "replay", "failure_of",
-           "passes_outside", "signature_of", "minimize_out_of_process", "skipped", "INPUT_LIMIT", "RUST_TARGETS"]
+           "passes_outside", "OUTSIDE_SECONDS", "signature_of", "minimize_out_of_process", "skipped", "INPUT_LIMIT",
+           "RUST_TARGETS"]
 
 RUST_TARGETS = ("kernels", "predict", "resume")  # fuzz/regressions/<these>: cargo test -p bob-core --test fuzz_replay
 STARTUP = 120.0  # seconds a minimizer's worker may take to start and load its target (apart from --timeout)
 _DEEPEST = 100  # directory levels under a path replay walks: a corpus has a few
+OUTSIDE_SECONDS = 120  # a replay in a fresh process, judging a campaign's keyless crash or hang: longer fails
 
 
 class Verdict(NamedTuple):
@@ -100,10 +102,11 @@ def signature_of(run: Callable[[bytes], None], data: bytes) -> str | None:
 
 
 def passes_outside(target: str, path: str, env: "dict[str, str]") -> bool:
-    """Whether ``path`` passes its target when replayed in a fresh process (within 120 s)."""
+    """Whether ``path`` passes its target when replayed in a fresh process (within :data:`OUTSIDE_SECONDS`)."""
     try:
         done = subprocess.run([sys.executable, "-m", "bob.fuzz.cli", "replay", path, "--target", target],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120, env=env)
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=OUTSIDE_SECONDS,
+                              env=env)
     except subprocess.TimeoutExpired:
         return False
     return done.returncode == 0
