@@ -359,12 +359,14 @@ def test_a_crash_of_the_engine_alone_is_not_counted(tmp_path: Path) -> None:
     assert run.returncode == 0 and report["findings"] == [], report
     assert report["discarded"] and {f["message"] for f in report["discarded"]} == {
         "crash in the engine only: the input passes when replayed in a fresh process"}, report
+    assert {f["path"] for f in report["discarded"]} == {""}, report  # (it named a file in the scratch, then gone)
 
 
 @needs_atheris
 def test_a_hang_is_said_as_one_and_its_reproduce_line_ends(tmp_path: Path, monkeypatch, capsys) -> None:
     """An input the engine ended as a hang (its -timeout), whose replay outside ran past 120 s too, was a finding
-    "the target crashed", and the reproduce line printed for it, a bare replay, never ended."""
+    "the target crashed", and the reproduce line printed for it, a bare replay, never ended. An input not counted was
+    named by its path in the campaign's scratch, removed as the campaign ends."""
     import hashlib
     import shlex
 
@@ -381,7 +383,13 @@ def test_a_hang_is_said_as_one_and_its_reproduce_line_ends(tmp_path: Path, monke
     [found] = c.result.findings
     assert found.key == "crash: timeout" and found.message == (
         "the target hung (past the engine's -timeout of 60 s) (see the worker log in .logs/)"), found
+    passes = tmp_path / "crash" / f"oom-{hashlib.sha1(b'passes').hexdigest()}"
+    passes.write_bytes(b"passes")
+    monkeypatch.setattr(campaign, "passes_outside", lambda *args: True)
+    c.collect(str(passes), worker)
     monkeypatch.setattr(campaign, "run_campaign", lambda *args, **kwargs: c.result)
     assert main(["run", "input", "--time", "1"]) == 1
-    line = capsys.readouterr().out.split("reproduce: ")[1].strip()
+    out = capsys.readouterr().out
+    line = out.split("reproduce: ")[1].split("\n")[0]
     assert shlex.split(line) == ["timeout", "120", "bob-fuzz", "replay", found.path, "--target", "input"], line
+    assert "  not counted: oom in the engine only: the input passes when replayed in a fresh process\n" in out, out

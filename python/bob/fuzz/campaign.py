@@ -274,8 +274,8 @@ class _Campaign:
         kind = name.split("-")[0]  # a resource stop, or a failure no exception of the target's said (the engine's?)
         if whole and (kind in ("oom", "timeout", "slow") or not w.last_key) and passes_outside(self.target, path,
                                                                                               self.env):
-            self.result.discarded.append(Finding(path, f"{kind} in the engine only: the input passes when "
-                                                 "replayed in a fresh process"))
+            self.result.discarded.append(Finding("", f"{kind} in the engine only: the input passes when "  # (no
+                                                 "replayed in a fresh process"))  # path: the scratch goes at the end)
             return
         message = w.last_error or (f"the target hung (past the engine's -timeout of {HANG} s)" if kind == "timeout"
                                    else "the target crashed") + " (see the worker log in .logs/)"

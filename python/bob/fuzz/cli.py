@@ -169,7 +169,7 @@ def cmd_run(args: argparse.Namespace) -> Outcome:
         hang = OUTSIDE_SECONDS if f.key == "crash: timeout" else 0  # (the campaign's replay of it ran that long)
         lines.append(f"  {one_line(f.message)}\n    at {one_line(f.where)}"
                      + (f"\n    reproduce: {_replay_command(f.path, args.target, hang)}" if f.path else ""))
-    lines += [f"  not counted: {show_path(f.path)}: {one_line(f.message)}" for f in result.discarded]
+    lines += [f"  not counted: {one_line(f.message)}" for f in result.discarded]
     lines += [f"  note: {one_line(note)}" for note in result.notes]
     return Outcome(EXIT_FOUND if result.findings else EXIT_OK, result.as_dict(), "\n".join(lines))
 
