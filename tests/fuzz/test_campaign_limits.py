@@ -393,3 +393,25 @@ def test_a_hang_is_said_as_one_and_its_reproduce_line_ends(tmp_path: Path, monke
     line = out.split("reproduce: ")[1].split("\n")[0]
     assert shlex.split(line) == ["timeout", "120", "bob-fuzz", "replay", found.path, "--target", "input"], line
     assert "  not counted: oom in the engine only: the input passes when replayed in a fresh process\n" in out, out
+
+
+@needs_atheris
+def test_the_mutator_out_of_memory_in_a_campaign_is_the_machine_s(tmp_path: Path) -> None:
+    """A MemoryError in bob's custom mutator ended the worker with a note, and the campaign exited 0 (its workers
+    all ended early, nothing found): it is the machine's, as the target's own MemoryError is (exit 70)."""
+    (tmp_path / "no_memory_to_mutate.py").write_text(
+        "import bob.fuzz.mutator\n"
+        "def _out_of_memory(*args, **kwargs):\n"
+        "    def mutate(data, max_size, seed):\n"
+        "        raise MemoryError\n"
+        "    return mutate\n"
+        "bob.fuzz.mutator.custom_mutator = _out_of_memory  # (the worker makes its mutator once its target is loaded)\n"
+        "def target(data):\n"
+        "    pass\n")
+    run = subprocess.run([sys.executable, "-m", "bob", "fuzz", "run", "no_memory_to_mutate:target", "--format",
+                          "input", "--runs", "200", "--corpus", str(tmp_path / "c"), "--artifacts",
+                          str(tmp_path / "a"), "--json"], capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path),
+                                                                           os.environ.get("PYTHONPATH", "")])))
+    report = json.loads(run.stdout)
+    assert run.returncode == 70 and report["error"]["message"].startswith("out of memory as the mutator ran"), report

@@ -83,7 +83,13 @@ def one(data):
         raise found
 # atheris.Mutate is looked up at each call: Setup replaces it with the engine's own
 mutate = mutator.custom_mutator(fmt, lambda d, n: atheris.Mutate(d, n), targets.accepted_seeds(fmt))
-atheris.Setup(spec["argv"], one, custom_mutator=mutate)
+def mutate_or_end(data, max_size, seed):
+    try:
+        return mutate(data, max_size, seed)
+    except MemoryError:  # the machine's too, as the target's own: no verdict
+        print(RAN_OUT_LINE + "out of memory as the mutator ran; no verdict", flush=True)
+        os._exit(70)
+atheris.Setup(spec["argv"], one, custom_mutator=mutate_or_end)
 atheris.Fuzz()
 """
 
