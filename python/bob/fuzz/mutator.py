@@ -170,9 +170,9 @@ def mutate_field(data: bytes, rnd: random.Random, fmt: str, name: str | None = N
 BYTE_OPS = ("flip", "set", "insert", "delete", "truncate", "extend", "duplicate")
 
 
-def byte_mutation(data: bytearray, rnd: random.Random) -> None:
+def byte_mutation(data: bytearray, rnd: random.Random, op: str | None = None) -> None:
     """One blind byte-level edit of ``data`` in place."""
-    op = rnd.choice(BYTE_OPS)
+    op = op or rnd.choice(BYTE_OPS)
     n = len(data)
     if op == "flip" and n:
         data[rnd.randrange(n)] ^= 1 << rnd.randrange(8)
