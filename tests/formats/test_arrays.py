@@ -172,6 +172,15 @@ def test_other_shapes_are_refused_naming_the_plane(trained, shape) -> None:
         assert info.value.expected == "shape (65536,) or (256, 256)"
 
 
+@pytest.mark.parametrize("given, said", [(b"\x00" * 4, "bytes b'\\x00\\x00\\x00\\x00'"), (None, "NoneType None"),
+                                         (3.5, "float 3.5")])
+def test_a_plane_given_as_no_array_is_said_as_what_it_is(trained, given, said) -> None:
+    """bytes, None or a number were refused as "got shape ()", the shape NumPy gives what is not a sequence."""
+    with pytest.raises(bob.BadValue) as info:
+        bob.Checkpoint(trained.step, trained.p, given, trained.v)
+    assert info.value.field == "M" and info.value.actual == said, info.value
+
+
 def test_a_foreign_array_that_cannot_be_read_is_refused_naming_the_plane(trained) -> None:
     with pytest.raises(bob.BadValue) as info:
         bob.Checkpoint(trained.step, trained.p, OnAnotherDevice(), trained.v)

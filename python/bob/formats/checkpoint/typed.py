@@ -68,7 +68,8 @@ def _plane(value: Any, name: str) -> np.ndarray:
             raise BadValue(name, f"{_A_PLANE}: each value a number", actual=shown_kind(items[k]), index=k)
     if arr.shape not in ((PARAMETER_COUNT,), TABLE_SHAPE):
         raise BadValue(name, f"a plane holds {PARAMETER_COUNT} values (flat, or {VOCABULARY} x {VOCABULARY})",
-                       expected=f"shape ({PARAMETER_COUNT},) or {TABLE_SHAPE}", actual=f"shape {arr.shape}")
+                       expected=f"shape ({PARAMETER_COUNT},) or {TABLE_SHAPE}",
+                       actual=f"shape {arr.shape}" if arr.ndim else shown_kind(value))  # (bytes: no "shape ()")
     if arr.dtype != np.float32 or not arr.flags.c_contiguous or not arr.flags.writeable or not arr.flags.aligned \
             or isinstance(value, np.ndarray) and type(value) is not np.ndarray:  # (a subclass: D22)
         if arr.dtype.kind not in "fiu":
