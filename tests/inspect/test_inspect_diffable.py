@@ -34,6 +34,19 @@ def test_the_same_meaning_in_another_layout_reads_the_same(cli, tmp_path: Path) 
     assert layout_only.splitlines()[-1] == "verdict: the same step, contract and planes in another layout"
 
 
+def test_a_fresh_file_against_its_planes_at_another_step_is_different(cli, tmp_path: Path) -> None:
+    """An empty file (the fresh state) against a checkpoint of the fresh planes at step 20: the verdict read
+    "the same step, contract and planes in another layout" (a fresh side's header is not compared)."""
+    (tmp_path / "fresh.bob").write_bytes(b"")
+    fresh = bob.Checkpoint.fresh()
+    later = write(tmp_path, "fresh20.bob", bob.Checkpoint(20, fresh.p, fresh.m, fresh.v))
+    at_0 = write(tmp_path, "fresh0.bob", fresh)
+    assert cli.text("diff", "--diffable", str(tmp_path / "fresh.bob"), later, code=1).splitlines()[-1] == \
+        "verdict: different"
+    assert cli.text("diff", "--diffable", str(tmp_path / "fresh.bob"), at_0, code=1).splitlines()[-1] == \
+        "verdict: the same step, contract and planes in another layout"
+
+
 def test_diff_u_of_two_outputs_shows_only_what_changed(cli, tmp_path: Path) -> None:
     touched = STEP20.copy()
     touched.v[0] = np.float32(0.5)  # one more V value differs; P and M as before

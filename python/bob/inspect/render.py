@@ -225,7 +225,8 @@ def render_diffable(r: dict[str, Any]) -> list[str]:
                          f"A {a} | B {b}")
     for key in ("a", "b"):  # by field and kind: a message may give byte offsets
         L += [f"problem in {key}: {field_at(p['field'], p.get('index'))}: {p['kind']}" for p in r[key]["problems"]]
-    meaningful = len(L) > 2 + sum(line.endswith(": same") for line in L)
+    steps = {0 if r[key]["fresh"] else r[key]["step"] for key in "ab"}  # (a fresh side's header is not compared)
+    meaningful = len(steps) > 1 or len(L) > 2 + sum(line.endswith(": same") for line in L)
     L.append("verdict: " + ("equal" if r["equal"] else "not compared" if r["identical"] is None
                             else "different" if meaningful else "the same step, contract and planes in another layout"))
     return L
