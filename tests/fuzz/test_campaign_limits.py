@@ -382,7 +382,7 @@ def test_a_hang_is_said_as_one_and_its_reproduce_line_ends(tmp_path: Path, monke
     c.collect(str(hung), worker)
     [found] = c.result.findings
     assert found.key == "crash: timeout" and found.message == (
-        "the target hung (past the engine's -timeout of 60 s) (see the worker log in .logs/)"), found
+        "the target hung past the engine's -timeout of 60 s (see the worker log in .logs/)"), found
     passes = tmp_path / "crash" / f"oom-{hashlib.sha1(b'passes').hexdigest()}"
     passes.write_bytes(b"passes")
     monkeypatch.setattr(campaign, "passes_outside", lambda *args: True)

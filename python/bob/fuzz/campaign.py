@@ -283,7 +283,7 @@ class _Campaign:
             self.result.discarded.append(Finding("", f"{kind} in the engine only: the input passes when "  # (no
                                                  "replayed in a fresh process"))  # path: the scratch goes at the end)
             return
-        message = w.last_error or (f"the target hung (past the engine's -timeout of {HANG} s)" if kind == "timeout"
+        message = w.last_error or (f"the target hung past the engine's -timeout of {HANG} s" if kind == "timeout"
                                    else "the target crashed") + " (see the worker log in .logs/)"
         key = w.last_key or ("crash: " + kind)
         w.last_error = w.last_key = None
