@@ -101,8 +101,12 @@ def shown_argv(text: str) -> str:
 
 def with_unknown_words(parser: "argparse.ArgumentParser", argv: "list[str]", refusal: Refused) -> Refused:
     """A usage error about missing arguments that also names the words of ``argv`` argparse does not know,
-    which it reports only once none is missing ('bob-run --inpt a' said only that --input was required);
+    which it reports only once none is missing ('bob-run --inpt a' said only that --input was required); an option
+    given no value says how to give one that starts with '-' (argparse takes ``--prompt -a`` for two options);
     any other ``refusal`` as it is."""
+    if refusal.message.startswith("usage: expected one argument") and refusal.option:
+        return Refused(refusal.message.replace("argument", f"argument; give one starting with '-' as "
+                                               f"{refusal.option}=VALUE", 1), option=refusal.option)
     if not refusal.message.startswith(("usage: the following arguments", "usage: one of the arguments")):
         return refusal
     unknown = " ".join(shown_argv(word) if word else "''" for word in _unknown_words(parser, argv))  # ('' seen)

@@ -337,6 +337,20 @@ def test_a_usage_error_is_one_line_and_the_same_envelope(argv: list[str], capsys
             assert document["error"]["message"].startswith("usage: ")
 
 
+@pytest.mark.parametrize("prog, argv, option", [
+    ("bob-fixture", ["--text", "ab", "--prompt", "-a", "--prompt", "b", "--prompt", "c", "--output", "r.bin"],
+     "--prompt"),
+    ("bob-run", ["--input", "-r.bin", "--checkpoint", "ck.bin", "--predictions", "p.bin"], "--input"),
+    ("bob-fuzz", ["minimize", "x.bin", "--output", "-x.min"], "--output")])
+def test_a_value_starting_with_a_dash_is_said_how_to_give(prog, argv, option, capsys) -> None:
+    """argparse takes `--prompt -a` for two options: the refusal said only "expected one argument", though one was
+    given (a prompt, a path starting with '-')."""
+    rc, out, _ = call(prog, argv + ["--json"], capsys)
+    error = json.loads(out)["error"]
+    assert rc == 2 and error["option"] == option and error["message"].startswith(
+        f"usage: expected one argument; give one starting with '-' as {option}=VALUE"), error
+
+
 def test_an_unknown_command_word_names_no_option(capsys) -> None:
     """README's `option`: an option, an operand's name, or null; argparse named bob-fuzz's command words by their
     list ("{targets,run,replay,…}")."""
