@@ -105,7 +105,7 @@ def with_unknown_words(parser: "argparse.ArgumentParser", argv: "list[str]", ref
     given no value says how to give one that starts with '-' (argparse takes ``--prompt -a`` for two options);
     any other ``refusal`` as it is."""
     if refusal.message.startswith("usage: expected one argument") and refusal.option:
-        return Refused(refusal.message.replace("argument", f"argument; give one starting with '-' as "
+        return Refused(refusal.message.replace("argument", f"argument; a value that starts with '-' goes as "
                                                f"{refusal.option}=VALUE", 1), option=refusal.option)
     if not refusal.message.startswith(("usage: the following arguments", "usage: one of the arguments")):
         return refusal

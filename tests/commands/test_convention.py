@@ -348,7 +348,7 @@ def test_a_value_starting_with_a_dash_is_said_how_to_give(prog, argv, option, ca
     rc, out, _ = call(prog, argv + ["--json"], capsys)
     error = json.loads(out)["error"]
     assert rc == 2 and error["option"] == option and error["message"].startswith(
-        f"usage: expected one argument; give one starting with '-' as {option}=VALUE"), error
+        f"usage: expected one argument; a value that starts with '-' goes as {option}=VALUE"), error
 
 
 def test_an_unknown_command_word_names_no_option(capsys) -> None:
