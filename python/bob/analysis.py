@@ -187,7 +187,8 @@ def _verdict(report: dict[str, Any]) -> str:
             parts.append("the planes could not be compared")
         if report["header"]["compared"]:
             nd = len(report["header"]["differences"])
-            parts.append(f"{plural(nd, 'header field')} differ" + ("s" if nd == 1 else ""))
+            parts.append(f"{plural(nd, 'header field')} differ" + ("s" if nd == 1 else "") if nd
+                         else "the header fields are equal")  # (a file's size alone differs: its problem says)
         elif report["planes"] is not None:  # a zero-byte checkpoint has none: the same state in other bytes
             parts.append("the headers not compared")
         verdict = "different: " + "; ".join(parts)

@@ -80,6 +80,14 @@ def test_diff_names_header_fields_and_the_files_problems(cli, files):
                                                                                     "chunk_table.digest"]
 
 
+def test_a_file_one_byte_longer_says_its_header_is_equal(cli, files, tmp_path):
+    """The size alone differs (a byte appended): the verdict read "0 header fields differ"."""
+    (tmp_path / "longer.bin").write_bytes((files / "ck1.bin").read_bytes() + b"x")
+    r = cli.json("diff", str(files / "ck1.bin"), str(tmp_path / "longer.bin"), code=2)
+    assert r["verdict"] == ("different: the planes are identical; the header fields are equal (and B has 1 "
+                            "problem)"), r["verdict"]
+
+
 def test_diff_against_the_fresh_state(cli, files):
     r = cli.json("diff", str(files / "empty.bin"), str(files / "ck1.bin"), code=1)
     assert r["a"]["fresh"] is True and r["header"] == {"compared": False, "differences": None}
