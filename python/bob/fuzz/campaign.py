@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bob import signals
-from bob.children import readable
 from bob.commands import Refused, about, os_reason, output_directory
 from bob.fileio import make_directory, refuse_if_working_directory_gone, write_atomic
 from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignDisplay, CampaignResult, Finding, MachineRanOut, \
@@ -176,7 +175,7 @@ class _Campaign:
         self.workers = [_Worker(i) for i in range(max(1, jobs))]
         self.start = time.monotonic()
         self.selector = selectors.DefaultSelector()
-        self.overdue = False  # the workers ended by the campaign (past --time, or stopped): none is started again
+        self.overdue = False
         self.ran_out = ""  # why a worker ended with no verdict (RAN_OUT_LINE), if one did
         self.env = dict(os.environ)  # the workers': their TMPDIR in scratch, for what they leave when ended
         self.seeds = ""  # a scratch directory, made when the workers start
@@ -197,7 +196,7 @@ class _Campaign:
     def launch(self, w: _Worker) -> None:
         """Start worker ``w``'s next generation, if anything is left to run."""
         left = self.remaining_time()
-        if self.overdue or left is not None and left < 1 and w.generation:  # (a first runs a second: --time 0.5)
+        if left is not None and left < 1 and w.generation:  # (a first one runs a second: --time 0.5 too)
             return
         argv = ["bob-fuzz", str(self.corpus), self.seeds, f"-artifact_prefix={w.crash_dir}/", f"-dict={self.dict_path}",
                 f"-max_len={self.max_len}", f"-timeout={HANG}", f"-rss_limit_mb={RSS_LIMIT_MB}", "-reload=1",
@@ -214,7 +213,8 @@ class _Campaign:
             share = min(share, runs_left) if share else runs_left
         if share:
             argv.append(f"-runs={share}")
-        w.found, w.generation = False, w.generation + 1
+        w.found = False
+        w.generation += 1
         seed = 0 if self.seed is None else (self.seed * 1000 + 100 * w.generation + w.index + 1) % 2**32
         argv.append(f"-seed={seed}")
         spec = json.dumps({"target": self.target, "format": self.fmt, "argv": argv, "parent": os.getpid(),
@@ -371,11 +371,7 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
     finally:
         signals.restore(replaced)
         try:
-            c.overdue = True
             _end_workers(c.workers)
-            for w in c.workers:  # what each said as it ended: libFuzzer's final stats (the executions it made)
-                while w.proc and w.proc.stdout and not w.proc.stdout.closed and readable(w.proc.stdout, 1.0):
-                    c.read(w)
             for w in [w for w in c.workers if w.log and stopped is not None]:  # stopped mid-read: as far as it went
                 c.save_log(w)
             display.close()
