@@ -391,7 +391,8 @@ def test_a_hang_is_said_as_one_and_its_reproduce_line_ends(tmp_path: Path, monke
     assert main(["run", "input", "--time", "1"]) == 1
     out = capsys.readouterr().out
     line = out.split("reproduce: ")[1].split("\n")[0]
-    assert shlex.split(line) == ["timeout", "120", "bob-fuzz", "replay", found.path, "--target", "input"], line
+    assert shlex.split(line) == ["timeout", "-k", "5", "120", "bob-fuzz", "replay", found.path, "--target", "input"], \
+        line
     assert "  not counted: oom in the engine only: the input passes when replayed in a fresh process\n" in out, out
 
 

@@ -1091,10 +1091,17 @@ def test_a_timeout_below_a_tenth_of_a_second_is_refused(argv: list[str], capsys)
 def test_a_minimized_hang_is_reproduced_by_a_command_that_ends(tmp_path: Path, monkeypatch, capsys) -> None:
     """minimize said a hang's failure, "timeout", and printed a bare replay of it, which never ended."""
     (tmp_path / "hangs.py").write_text("import time\ndef target(data):\n    time.sleep(600)\n")
+    (tmp_path / "spins.py").write_text("def target(data):\n    sum(range(10 ** 12))  # (in C: no signal handler)\n")
     (tmp_path / "IN").write_bytes(b"abc")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.chdir(tmp_path)
     assert main(["minimize", "IN", "--target", "hangs:target", "--timeout", "0.5", "--max-tries", "1"]) == 0
     line = capsys.readouterr().out.split("reproduce: ")[1].strip()
-    assert shlex.split(line) == ["timeout", "0.5", "bob-fuzz", "replay", "IN.min", "--target", "hangs:target"], line
+    assert shlex.split(line) == ["timeout", "-k", "5", "0.5", "bob-fuzz", "replay", "IN.min", "--target",
+                                 "hangs:target"], line
+    spins = line.replace("hangs:target", "spins:target").replace(" 0.5 ", " 5 ")  # (its start-up over by then)
+    native = subprocess.run(["bash", "-c", f"{spins}; exit $?"], capture_output=True,  # ($?, as a shell says it)
+                            timeout=60, env=dict(os.environ, PATH=os.pathsep.join([os.path.dirname(sys.executable),
+                                                                                    os.environ["PATH"]])))
+    assert native.returncode in (124, 137), native  # (a hang in native code: killed 5 s after its SIGTERM)
