@@ -188,7 +188,7 @@ class Commit:
                 (first, _, how), *others = unrestored
                 also = "".join(f"; {naming.option} {show_path(naming.path)} {it}" for naming, _, it in others)
                 code = EXIT_REFUSED  # (a file not put back: something changed)
-                if all(back for _, back, _ in unrestored):  # every file back, a sync alone failed: the stop's own code
+                if not self.lost:  # every file back, a sync alone failed: the stop's own code
                     code = stopped.code if isinstance(stopped, Refused) else getattr(
                         stopped, "exit_code", EXIT_INTERRUPTED if isinstance(stopped, KeyboardInterrupt) else code)
                 cause = str(stopped).rsplit("; ", 1)[0] if isinstance(stopped, Refused) else str(stopped)  # (its
