@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 from bob.commands import EXIT_OK, Outcome, Refused, about, add_common_options, argument_parser, run_command
 from bob.formats.constants import PROMPTS
+from bob.options import hex_bytes
 from bob.text import show_path
 
 PROG = "bob-fixture"
@@ -30,16 +31,10 @@ def fixture_parser() -> "argparse.ArgumentParser":
 
         def __call__(self, parser, namespace, values, option_string=None):
             prompts = getattr(namespace, self.dest) or []
-            if option_string == "--prompt-hex":
-                try:
-                    value = bytes.fromhex(values)
-                except ValueError:
-                    # (raw: the parser's error shows a usage error's argv once, shown_argv)
-                    raise argparse.ArgumentError(self, f"{values} is not hex (pairs of 0-9a-f)") from None
-            else:
-                value = os.fsencode(values)
+            value = hex_bytes(option_string, values) if option_string == "--prompt-hex" else os.fsencode(values)
             prompts.append(value)
             setattr(namespace, self.dest, prompts)
+            namespace.prompt_options = getattr(namespace, "prompt_options", set()) | {option_string}
 
     parser = argument_parser(
         prog=PROG,
@@ -119,7 +114,8 @@ def _work(args) -> Outcome:
     prompts = args.prompts or []
     if len(prompts) != PROMPTS:
         raise Refused(f"usage: exactly {PROMPTS} prompts are needed (--prompt and --prompt-hex together), "
-                      f"got {len(prompts)}", option="--prompt", field="prompts")
+                      f"got {len(prompts)}", field="prompts",
+                      option="--prompt-hex" if getattr(args, "prompt_options", None) == {"--prompt-hex"} else "--prompt")
     args.prompts = prompts
     summary = build(args)
     return Outcome(EXIT_OK, summary,

@@ -9,7 +9,7 @@ import contextlib
 import math
 
 from bob.refusals import Refused
-from bob.text import show_path
+from bob.text import bounded, show_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -19,8 +19,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
     T = TypeVar("T")
 
-__all__ = ["number_option", "seconds_option", "integer_option", "count_option", "MOST_ULP", "MOST_ATOL", "shown_argv",
-           "with_unknown_words", "answered", "ANSWERING"]
+__all__ = ["number_option", "seconds_option", "integer_option", "count_option", "hex_bytes", "MOST_ULP", "MOST_ATOL",
+           "shown_argv", "with_unknown_words", "answered", "ANSWERING"]
 
 ANSWERING = ("-h", "--help", "--version")  # the options a command answers, whatever else its command line asks
 
@@ -89,6 +89,22 @@ def integer_option(option: str, *, minimum: int, maximum: int, what: str = "an i
 def count_option(option: str, *, minimum: int = 1, maximum: int = 10**12) -> "Callable[[str], int]":
     """An argparse ``type``: a count (``--runs``, ``--jobs`` …) in ``[minimum, maximum]``."""
     return integer_option(option, minimum=minimum, maximum=maximum, what="a whole number")
+
+
+def hex_bytes(option: str, text: str) -> bytes:
+    """The bytes a command-line value writes in hex (``--rows-hex``, ``--prompt-hex``): whole bytes, each a pair of
+    digits, case aside; between bytes nothing or a separator (blanks, ``,`` or ``:``), each token perhaps after a
+    ``0x`` (``6162``, ``61,62``, ``0x61 0x62``); anything else (``6,1`` is not 61) a refusal naming ``option``."""
+    import re
+
+    tokens = [re.sub(r"^0x", "", t, flags=re.IGNORECASE) for t in re.split(r"[\s,:]+", text)]
+    try:
+        if any(len(t) % 2 for t in tokens):
+            raise ValueError(text)
+        return bytes.fromhex("".join(tokens))
+    except ValueError:
+        raise Refused(f"{bounded(shown_argv(text))} is not hex (pairs of digits 0-9a-f, as 6162, 61,62 or 0x61 0x62)",
+                      option=option) from None
 
 
 def shown_argv(text: str) -> str:

@@ -416,7 +416,7 @@ CHOICE = "usage: invalid choice: '{}' (choose from "
 # door: (the program, its argv around the odd value {}, the words the refusal quotes it in)
 QUOTED_ARGV = {
     "bob-fixture --prompt-hex": ("bob-fixture", [*FIXTURE_ARGS, "--prompt-hex", "{}"],
-                                 "--prompt-hex: usage: {} is not hex (pairs of 0-9a-f) (see bob-fixture --help)"),
+                                 "--prompt-hex: {} is not hex (pairs of digits 0-9a-f, as 6162, 61,62 or 0x61 0x62)"),
     "bob-fuzz COMMAND": ("bob-fuzz", ["{}"], CHOICE + "'targets', 'run', "),
     "python -m bob fuzz COMMAND": ("python -m bob", ["fuzz", "{}"], CHOICE + "'targets', 'run', "),
     "bob-fuzz run --engine": ("bob-fuzz", ["run", "input", "--engine", "{}"],
@@ -461,8 +461,10 @@ def test_a_value_that_reads_like_argparse_s_words_or_runs_long_is_refused_as_any
     bytes for 70,000 characters), where every other refusal bounds the value it shows, as shown_kind does."""
     monkeypatch.chdir(tmp_path)
     assert main_of("bob-fixture")([*FIXTURE_ARGS, "--prompt-hex", "ignored explicit argument 00"]) == 2
-    assert capsys.readouterr().err == ("bob-fixture: refused: --prompt-hex: usage: ignored explicit argument 00 is "
-                                       "not hex (pairs of 0-9a-f) (see bob-fixture --help)\n")
+    assert capsys.readouterr().err == ("bob-fixture: refused: --prompt-hex: ignored explicit argument 00 is not hex "
+                                       "(pairs of digits 0-9a-f, as 6162, 61,62 or 0x61 0x62)\n")
+    assert main_of("bob-fixture")([*FIXTURE_ARGS, "--prompt-hex", "x" * 70_000]) == 2
+    assert capsys.readouterr().err.startswith("bob-fixture: refused: --prompt-hex: " + "x" * 77 + "... is not hex")
     assert main_of("bob-run")([*RUN_ARGS, "--expect-checkpoint", "a" * 70_000]) == 2
     assert capsys.readouterr().err == ("bob-run: refused: --expect-checkpoint: must be 64 hexadecimal digits (a "
                                        "SHA-256, either case); got str '" + "a" * 72 + "...\n")

@@ -163,6 +163,25 @@ def test_fixture_names_prompt_hex_in_its_refusal(tmp_path: Path) -> None:
     assert json.loads(out.stdout)["error"]["option"] == "--prompt-hex" and "zz is not hex" in out.stderr
 
 
+def test_fixture_reads_prompt_hex_as_bob_inspect_reads_rows_hex(tmp_path: Path) -> None:
+    """--prompt-hex took blanks and uppercase (bytes.fromhex) while its refusal said "pairs of 0-9a-f", and
+    --rows-hex took 0x and commas too: one reader now, bob.options.hex_bytes, whose refusal says what it takes."""
+    out = tmp_path / "r.bin"
+    cmd("bob-fixture", "--text", "abc", "--prompt-hex", "0x61,62", "--prompt-hex", "6 1", "--prompt-hex", "",
+        "--output", str(out), check=2)
+    cmd("bob-fixture", "--text", "abc", "--prompt-hex", "0x61,62", "--prompt-hex", "0A:ff", "--prompt-hex", "",
+        "--output", str(out))
+    assert bob.load_input(out.read_bytes()).to_bytes() == bob.build_input(b"abc", [b"ab", b"\n\xff", b""]).to_bytes()
+
+
+def test_fixture_names_the_prompt_option_given_when_the_count_is_wrong(tmp_path: Path) -> None:
+    """Two --prompt-hex and no --prompt: the refusal named --prompt, an option not given."""
+    for words, option in ((["--prompt-hex", "61"] * 2, "--prompt-hex"), (["--prompt-hex", "61", "--prompt", "b"],
+                                                                         "--prompt"), ([], "--prompt")):
+        out = cmd("bob-fixture", "--text", "abc", *words, "--output", str(tmp_path / "r.bin"), "--json", check=2)
+        assert json.loads(out.stdout)["error"]["option"] == option, out.stdout
+
+
 def test_fixture_reads_a_corpus_file(tmp_path: Path) -> None:
     (tmp_path / "corpus").write_bytes(bytes(range(256)) * 2)
     cmd("bob-fixture", "--corpus", str(tmp_path / "corpus"), "--prompt", "a", "--prompt", "b", "--prompt", "c",

@@ -6,7 +6,6 @@ epilog's: 1 is ``diff``'s and ``trace``'s "they differ", so anything unexpected 
 from __future__ import annotations
 
 import os
-import re
 import sys
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -15,7 +14,7 @@ from bob.formats.constants import VOCABULARY
 from bob.commands import EXIT_FOUND, EXIT_SOFTWARE, Outcome, about, add_common_options, argument_parser, run_command
 from bob.distribution import install_hint
 from bob.fileio import same_file
-from bob.options import ANSWERING, MOST_ATOL, MOST_ULP, count_option, number_option
+from bob.options import ANSWERING, MOST_ATOL, MOST_ULP, count_option, hex_bytes, number_option
 from bob.text import escape_bytes, one_line, show_path
 
 from bob.inspect.common import EXIT_OK, EXIT_PROBLEMS, PROG, Refused, add_note, invocations_text, peek, plural, read, \
@@ -37,16 +36,7 @@ def rows_bytes(args: argparse.Namespace) -> bytes:
     if args.rows is not None:
         out += os.fsencode(args.rows) or _no_bytes("--rows")
     if args.rows_hex is not None:
-        # separators between tokens, a 0x only where a token starts (60x1 is not hex), and whole bytes
-        # in each token (6,1 is not 61)
-        tokens = [re.sub(r"^0x", "", t, flags=re.IGNORECASE) for t in re.split(r"[\s,:]+", args.rows_hex)]
-        try:
-            if any(len(t) % 2 for t in tokens):
-                raise ValueError(args.rows_hex)
-            out += bytes.fromhex("".join(tokens)) or _no_bytes("--rows-hex")
-        except ValueError:
-            raise Refused(f"{escape_bytes(os.fsencode(args.rows_hex))} is not hex (pairs of 0-9a-f)",
-                          option="--rows-hex") from None
+        out += hex_bytes("--rows-hex", args.rows_hex) or _no_bytes("--rows-hex")
     return bytes(dict.fromkeys(out))
 
 
