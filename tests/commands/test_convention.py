@@ -821,14 +821,14 @@ def test_a_target_that_is_no_function_is_a_usage_error(work, capsys) -> None:
 @pytest.mark.skipif(__import__("importlib.util").util.find_spec("atheris") is None, reason="the fuzz extra")
 def test_a_campaign_whose_target_ends_its_process_ends(work, tmpdir_watched) -> None:
     """A worker that exited 0 before its first execution was started again, for ever (--runs never
-    reached): now it ends without a finding, said in a note, as a worker that dies does."""
+    reached); then it ended without a finding, and the campaign, in which no input had run, exited 0 as one that
+    found nothing. It is no verdict now (exit 70), naming the worker's end."""
     done = _run_real("bob-fuzz", ["run", "convention_targets:exits", "--format", "input", "--runs", "10", "--jobs",
                                   "1", "--artifacts", work.fresh("artifacts"), "--corpus", work.fresh("corpus"),
                                   "--json"], tmpdir_watched)  # (no default corpus in the checkout)
-    report = json.loads(done.stdout)
-    assert done.returncode == 0 and report["executions"] == 0 and report["findings"] == []
-    assert report["notes"] == ["worker 1 ended (exit 0) without a finding: .logs/convention_targets_exits-worker0.log "
-                               "says why"]
+    assert done.returncode == 70 and json.loads(done.stdout)["error"]["message"] == (
+        "no verdict: no input ran to its end (worker 1 ended (exit 0) without a finding: "
+        ".logs/convention_targets_exits-worker0.log says why)"), done.stdout
 
 
 @pytest.mark.parametrize("argv, code, said", [

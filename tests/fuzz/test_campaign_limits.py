@@ -281,9 +281,39 @@ def test_a_worker_killed_by_a_signal_is_said_killed_by_it(tmp_path: Path) -> Non
                           str(tmp_path / "a"), "--json"], capture_output=True, text=True, timeout=180,
                          env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(tests), os.environ.get("PYTHONPATH",
                                                                                                      "")])))
-    report = json.loads(run.stdout)
-    assert report["notes"] == ["worker 1 ended (killed by SIGKILL) without a finding: "
-                               ".logs/convention_targets_killed-worker0.log says why"], run.stdout
+    assert run.returncode == 70 and json.loads(run.stdout)["error"]["message"] == (
+        "no verdict: no input ran to its end (worker 1 ended (killed by SIGKILL) without a finding: "
+        ".logs/convention_targets_killed-worker0.log says why)"), run.stdout
+
+
+def test_a_generation_the_target_ended_is_not_started_again(tmp_path: Path) -> None:
+    """A target that ended its worker with exit 0 (os._exit) after some executions had its worker started again,
+    for as long as --time or --runs allowed; only one that did so before its first was noted and left. A generation
+    the engine ended says its final stats; one without them is the target's end, whenever it came."""
+    from types import SimpleNamespace
+
+    from bob.fuzz import campaign
+
+    c = campaign._Campaign("input", 1, None, 1, str(tmp_path / "c"), str(tmp_path / "a"), None, None, None, 20)
+    launched: list = []
+    c.launch = launched.append  # type: ignore[method-assign]
+    worker = c.workers[0]
+    worker.proc, worker.executions = SimpleNamespace(returncode=0), 2048  # type: ignore[assignment]
+    c.relaunch(worker)
+    assert launched == [] and c.result.notes == ["worker 1 ended (exit 0) without a finding: .logs/input-worker0.log "
+                                                 "says why"] and worker.executions_done == 2048
+    worker.finished = True  # (stat::number_of_executed_units read: the engine's own end)
+    c.relaunch(worker)
+    assert launched == [worker] and len(c.result.notes) == 1
+
+
+def test_a_status_line_without_coverage_still_counts_executions() -> None:
+    """libFuzzer prints cov:, ft: and corp: only once there is some: a target of no instrumented code (a
+    module:function target calling no bob code) showed 0 executions, and a campaign stopped by a signal said so."""
+    from bob.fuzz.campaign import STATUS
+
+    assert STATUS.match("#1024\tpulse  exec/s: 512 rss: 41Mb").groups() == ("1024", None, None, "512")
+    assert STATUS.match("#2\tINITED cov: 7 ft: 9 corp: 1/1b exec/s: 0 rss: 30Mb").groups() == ("2", "7", "9", "0")
 
 
 @needs_atheris

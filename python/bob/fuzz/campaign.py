@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bob import signals
-from bob.commands import Refused, about, os_reason, output_directory
+from bob.commands import EXIT_SOFTWARE, Refused, about, os_reason, output_directory
 from bob.fileio import make_directory, refuse_if_working_directory_gone, write_atomic
 from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignDisplay, CampaignResult, Finding, MachineRanOut, \
     fast_path_stats, holding_flock, read_input, refuse_unless_fits, seed_paths, tell_when_stopped, unwritten
@@ -39,7 +39,8 @@ HANG = 60  # seconds an input may run in a worker before the engine ends it as a
 OVERTIME = 60  # seconds past --time (the engine's -max_total_time, plus its start-up) before workers are ended
 MAX_CRASHES = 50  # workers are relaunched after a failing input until this many, then the campaign ends
 SCRATCH = "scratch-"  # ARTIFACTS/.logs/scratch-<pid>-…: a campaign's seeds and the engine's crash files
-STATUS = re.compile(r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+) corp: (\d+)/\S+.*?exec/s: (\d+)")
+# (cov:, ft: and corp: only once there is some: a target of no instrumented code has none)
+STATUS = re.compile(r"^#(\d+)\s+\w+(?:\s+cov: (\d+))?(?:\s+ft: (\d+))?.*?exec/s: (\d+)")
 WRITTEN = "Test unit written to "  # then the path, which may hold any byte: the worker's own directory says
 EXECUTED = re.compile(r"stat::number_of_executed_units:\s*(\d+)")
 KEY_LINE = "bob-fuzz failure key: "  # a worker's line naming the failure it is about to raise
@@ -107,6 +108,7 @@ class _Worker:
     last_error: str | None = None
     last_key: str | None = None
     found: bool = False  # this generation wrote an artifact
+    finished: bool = False  # this generation's engine ended as it does (its final stats), not the target the process
     generation: int = 0
     crash_dir: str = ""  # where the engine writes this worker's failing inputs (a scratch directory)
     collected: set[tuple[str, int]] = field(default_factory=set)  # (name, mtime) of the files read from it
@@ -213,7 +215,7 @@ class _Campaign:
             share = min(share, runs_left) if share else runs_left
         if share:
             argv.append(f"-runs={share}")
-        w.found = False
+        w.found = w.finished = False
         w.generation += 1
         seed = 0 if self.seed is None else (self.seed * 1000 + 100 * w.generation + w.index + 1) % 2**32
         argv.append(f"-seed={seed}")
@@ -235,7 +237,7 @@ class _Campaign:
         for line in (raw.decode("utf-8", "backslashreplace").rstrip("\r\n") + "\n" for raw in lines):
             w.log.append(line)
             if m := STATUS.match(line):
-                w.executions, w.coverage, w.features, w.exec_per_s = int(m[1]), int(m[3]), int(m[4]), int(m[6])
+                w.executions, w.coverage, w.features, w.exec_per_s = (int(g or 0) for g in m.groups())
             elif line.startswith(KEY_LINE):
                 w.last_key = line[len(KEY_LINE):].strip()
             elif line.startswith(RAN_OUT_LINE):
@@ -245,7 +247,7 @@ class _Campaign:
             elif w.last_error == "" and line.strip():
                 w.last_error = line.strip()
             elif executed := EXECUTED.search(line):
-                w.executions = max(w.executions, int(executed[1]))
+                w.executions, w.finished = max(w.executions, int(executed[1])), True
             elif WRITTEN in line:  # (one input failing again is written again, under the same name)
                 for name, mtime in sorted({(e.name, e.stat().st_mtime_ns) for e in os.scandir(w.crash_dir)}
                                           - w.collected):
@@ -292,9 +294,9 @@ class _Campaign:
     def relaunch(self, w: _Worker) -> None:
         """A worker that ended: a finding, or the end of a generation; start its next one if it may."""
         assert w.proc is not None
-        ran, w.executions_done, w.executions = w.executions, w.executions_done + w.executions, 0
-        result = self.result  # (exit 0 before any execution: the target ended the process, os._exit(0))
-        crashed_unseen = (w.proc.returncode != 0 or not ran) and not w.found
+        w.executions_done, w.executions = w.executions_done + w.executions, 0
+        result = self.result  # (exit 0 with no final stats: the target ended the process, os._exit(0))
+        crashed_unseen = (w.proc.returncode != 0 or not w.finished) and not w.found
         if crashed_unseen and not self.overdue:
             rc = w.proc.returncode
             how = next((f"killed by {s.name}" for s in signal.Signals if s == -rc), f"exit {rc}")  # (Python's -9)
@@ -393,4 +395,6 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
         raise KeyboardInterrupt
     if c.ran_out and not result.findings:  # (with findings: they stand, the worker's end noted)
         raise MachineRanOut(c.ran_out)
+    if not (result.findings or result.executions) and (ended := [n for n in result.notes if "without a finding" in n]):
+        raise Refused(f"no verdict: no input ran to its end ({ended[0]})", code=EXIT_SOFTWARE)  # (not exit 0: "none")
     return result
