@@ -4,9 +4,9 @@ allocated or converted (:mod:`bob.interop` checks what they say). Each refusal i
 :class:`~bob.FormatError` naming the member, the tensor or the metadata key:
 
 * ``.npz``: the zip's end record (no zip64, bounded entries and directory, the file's last bytes, both
-  counts of entries equal) before the directory is parsed; from the directory alone, each member's name
-  (``P.npy``, ``M.npy``, ``V.npy``, ``bob.npy``, each once), compression (stored or deflated) and size, as
-  many as the record counts; then each ``.npy`` header (version 1.0 or 2.0, bounded, a literal dict of
+  counts of entries equal) before the directory is parsed; from the directory alone, each member's name as stored
+  (``P.npy``, ``M.npy``, ``V.npy``, ``bob.npy``, each once, no second name), compression (stored or deflated) and
+  size, as many as the record counts; then each ``.npy`` header (version 1.0 or 2.0, bounded, a literal dict of
   exactly ``descr``, ``fortran_order`` and ``shape``) before data that must be exactly what it says; then
   each local header saying what the directory says (flags, compression, the CRC-32 and sizes: those of
   zip64's extra field for 0xFFFFFFFF, zero too after flag bit 3), or other zip readers read other bytes;
@@ -56,6 +56,8 @@ _LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # a member's, before its name, extra
 # A string (to its closing quote or the text's end: a match never fails, so one pass) or a bracket
 _TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]', re.S)
 _UNICODE_DESCR = re.compile(r"<U([1-9][0-9]{0,5})")
+# Info-ZIP's Unicode Path block: a second name, which unzip and Python 3.12's zipfile read in place of the entry's own
+_UNICODE_PATH, _SECOND_NAME = 0x7075, "a member has one name: no Info-ZIP Unicode Path block (0x7075) in its extra field"
 
 
 # -- JSON, bounded
@@ -148,10 +150,12 @@ def _members(z: zipfile.ZipFile) -> dict[str, zipfile.ZipInfo]:
     """Every member by name, from the central directory alone."""
     found: dict[str, zipfile.ZipInfo] = {}
     for info in z.infolist():
-        name = info.filename.removesuffix(".npy")[:80]
-        if name not in _MEMBER_LIMIT or info.filename != f"{name}.npy":
+        name = info.orig_filename.removesuffix(".npy")[:80]  # (as stored: filename is cut at a NUL, or Unicode Path's)
+        if name not in _MEMBER_LIMIT or info.orig_filename != f"{name}.npy":
             raise BadValue(name or "npz.members", "a bob export holds the members P.npy, M.npy, V.npy and bob.npy only",
-                           actual=bounded(info.filename))
+                           actual=bounded(info.orig_filename))
+        if _UNICODE_PATH in dict(_blocks(info.extra)):
+            raise BadValue(name, _SECOND_NAME)
         if name in found:
             raise BadValue(name, f"the member {name}.npy appears twice")
         if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED) or info.flag_bits & 1:
@@ -218,7 +222,9 @@ def _layout(data: bytes, infos: list[zipfile.ZipInfo], directory: int) -> None:
             break
         local = _LOCAL_HEADER.unpack_from(data, at)
         begin = at + _LOCAL_HEADER.size + sum(local[-2:])
-        if not _local_says(local, data[begin - local[-1]:begin], info):
+        if _UNICODE_PATH in dict(blocks := _blocks(data[begin - local[-1]:begin])):
+            raise BadValue(info.filename[:-4], _SECOND_NAME, offset=at)
+        if not _local_says(local, blocks, info):
             raise BadValue(info.filename[:-4], "the member's local header says what the directory says (its flags, "
                            "compression, CRC-32 and sizes): other readers read the one, zipfile the other", offset=at)
         at = begin + info.compress_size
@@ -234,18 +240,23 @@ def _layout(data: bytes, infos: list[zipfile.ZipInfo], directory: int) -> None:
     raise Truncated("npz", "bytes that are none of the zip's members nor its directory start here", offset=at)
 
 
-def _local_says(local: tuple, extra: bytes, info: zipfile.ZipInfo) -> bool:
-    """Whether a member's local header (its fields, its extra field) says what its directory entry says (the module)."""
-    zip64: list[bytes] = []  # the zip64 blocks (tag 1) among the extra field's (tag, size, data) blocks
+def _blocks(extra: bytes) -> list[tuple[int, bytes]]:
+    """An extra field's (tag, data) blocks, one past the field's end as tag -1 (readers part ways, Info-ZIP refuses it)."""
+    blocks = []
     while len(extra) >= 4:
         tag, size = struct.unpack_from("<2H", extra)
-        if size > len(extra) - 4:  # (a block past the field: readers part ways, Info-ZIP refuses it)
-            return False
-        zip64 += [extra[4:4 + size]] * (tag == 1)
+        blocks.append((tag if size <= len(extra) - 4 else -1, extra[4:4 + size]))
         extra = extra[4 + size:]
+    return blocks
+
+
+def _local_says(local: tuple, blocks: list[tuple[int, bytes]], info: zipfile.ZipInfo) -> bool:
+    """Whether a member's local header (its fields, its extra field's ``blocks``) says what its directory entry says
+    (the module)."""
+    zip64 = [data for tag, data in blocks if tag == 1]
     crc, compressed, size = local[6:9]
     masked = (compressed == 0xFFFFFFFF, size == 0xFFFFFFFF)
-    if len(zip64) > 1 or any(masked) and not (all(masked) and zip64 and len(zip64[0]) >= 16):  # both, one block
+    if len(zip64) > 1 or -1 in dict(blocks) or any(masked) and not (all(masked) and zip64 and len(zip64[0]) >= 16):  # both, one block
         return False
     if all(masked):  # (a local header's zip64 block: the size, then the compressed size)
         size, compressed = struct.unpack_from("<2Q", zip64[0])

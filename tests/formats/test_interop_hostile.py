@@ -200,6 +200,46 @@ def test_a_local_header_with_two_zip64_fields_is_refused(trained) -> None:
     assert oracle_interop.check_npz(out.getvalue()) is not None
 
 
+def _unicode_path(stored: str, shown: str) -> bytes:
+    """Info-ZIP's Unicode Path block (0x7075): version 1, the CRC-32 of the name stored, the name to show instead."""
+    body = struct.pack("<BL", 1, zlib.crc32(stored.encode())) + shown.encode()
+    return struct.pack("<2H", 0x7075, len(body)) + body
+
+
+def test_a_member_with_a_second_name_is_refused(trained) -> None:
+    """P.npy and M.npy each carrying a Unicode Path block naming the other: Python 3.11's zipfile ignores the block,
+    3.12's (and unzip) read it, so the same bytes imported as two checkpoints (P and M swapped), on the Python versions
+    bob supports. Refused whether the block is in the directory or only in the local header."""
+    from bob.fuzz import oracle_interop
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for name, data in members(trained).items():
+            info = zipfile.ZipInfo(name)
+            info.extra = {"P.npy": _unicode_path("P.npy", "M.npy"), "M.npy": _unicode_path("M.npy", "P.npy")}.get(
+                name, b"")
+            z.writestr(info, data)
+    error = npz_refused(out.getvalue(), bob.BadValue, "P")
+    assert "Unicode Path" in str(error) and oracle_interop.check_npz(out.getvalue()) is not None
+    local_only = bytearray(out.getvalue())  # the directory's block made another tag: the local header's still there
+    for stored, shown in (("P.npy", "M.npy"), ("M.npy", "P.npy")):
+        at = local_only.rfind(_unicode_path(stored, shown))
+        local_only[at:at + 2] = struct.pack("<H", 0x7076)
+    error = npz_refused(bytes(local_only), bob.BadValue, "P")
+    where = zipfile.ZipFile(io.BytesIO(bytes(local_only))).getinfo("P.npy").header_offset  # (its local header's)
+    assert "Unicode Path" in str(error) and error.offset == where and oracle_interop.check_npz(bytes(local_only))
+
+
+def test_a_member_name_with_a_nul_is_refused_as_stored(trained) -> None:
+    """zipfile cuts a name at its first NUL: P.npy\\0hidden was read as P.npy (readers that keep the bytes see no P)."""
+    from bob.fuzz import oracle_interop
+
+    data = archive({("P.npyXhidden" if k == "P.npy" else k): v for k, v in members(trained).items()})
+    data = data.replace(b"P.npyXhidden", b"P.npy\0hidden")
+    error = npz_refused(data, bob.BadValue, "P.npy\\x00hidden")  # (escaped, as every field is)
+    assert "(got P.npy\\x00hidden)" in str(error) and oracle_interop.check_npz(data) is not None
+
+
 def test_too_many_entries_are_refused_from_the_end_record(trained) -> None:
     many = [(f"x{i}.npy", b"") for i in range(interop_archive.MAX_ZIP_ENTRIES + 1)]
     npz_refused(archive(many), bob.Truncated, "npz.central_directory")

@@ -94,13 +94,7 @@ def _tiled(data: bytes, infos: list, directory: int) -> None:
         raise Bad("bytes before the first member")
     for i, end in zip(infos, [i.header_offset for i in infos[1:]] + [directory]):
         flags, method, crc, csize, usize, n, m = struct.unpack_from("<HH4x3L2H", data, i.header_offset + 6)
-        extra, blocks = data[i.header_offset + 30 + n:i.header_offset + 30 + n + m], []
-        while len(extra) >= 4:  # zip64's block (tag 1): the size, then the compressed size, both in a local header
-            tag, size = struct.unpack_from("<HH", extra)
-            if size > len(extra) - 4:
-                raise Bad(f"an extra field block of {i.filename} runs past the field")
-            blocks += [extra[4:4 + size]] if tag == 1 else []
-            extra = extra[4 + size:]
+        blocks = _zip64(data[i.header_offset + 30 + n:i.header_offset + 30 + n + m], i)
         masked = (csize == 2**32 - 1, usize == 2**32 - 1)
         if len(blocks) > 1 or any(masked) and not (all(masked) and blocks and len(blocks[0]) >= 16):
             raise Bad(f"the zip64 sizes of {i.filename}'s local header")
@@ -118,6 +112,19 @@ def _tiled(data: bytes, infos: list, directory: int) -> None:
         if gap and not (i.flag_bits & 8 and any(len(b) in (12, 20) and struct.unpack(
                 "<L2Q" if len(b) == 20 else "<3L", b) == (i.CRC, i.compress_size, i.file_size) for b in bodies)):
             raise Bad(f"bytes after the member {i.filename}")
+
+
+def _zip64(extra: bytes, i: zipfile.ZipInfo) -> list:
+    """An extra field's zip64 blocks (tag 1: in a local header the size, then the compressed size); no block past the
+    field, none a second name (Info-ZIP's Unicode Path, 0x7075)."""
+    blocks = []
+    while len(extra) >= 4:
+        tag, size = struct.unpack_from("<HH", extra)
+        if size > len(extra) - 4 or tag == 0x7075:
+            raise Bad(f"an extra field block of {i.filename} runs past the field or names it again")
+        blocks += [extra[4:4 + size]] if tag == 1 else []
+        extra = extra[4 + size:]
+    return blocks
 
 
 def _npy(member: bytes, metadata: bool) -> bytes:
@@ -153,10 +160,11 @@ def check_npz(data: bytes, for_resume: bool = True) -> Optional[str]:
             infos = z.infolist()
             if len(infos) != entries:
                 raise Bad("the end record's count of entries")
-            names = [i.filename for i in infos]
+            names = [i.orig_filename for i in infos]  # (as stored: filename is cut at a NUL)
             if sorted(names) != ["M.npy", "P.npy", "V.npy", "bob.npy"]:
                 raise Bad(f"members {names[:6]}")
             for i in infos:
+                _zip64(i.extra, i)
                 if i.compress_type not in (0, 8) or i.flag_bits & 1 or i.file_size > limits[i.filename[:-4]]:
                     raise Bad(f"member {i.filename}")
             members = {i.filename[:-4]: _npy(z.read(i), i.filename == "bob.npy") for i in infos}
