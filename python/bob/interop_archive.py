@@ -367,5 +367,6 @@ def safetensors_parts(data: bytes) -> tuple[dict[str, str], dict[str, memoryview
             raise Truncated(name, "the file ends inside this tensor's bytes", expected=8 + length + end,
                             actual=len(data), offset=8 + length + begin)
     if end != len(body):
-        raise Truncated("safetensors", "the file holds bytes past its tensors'", expected=end, actual=len(body))
+        raise Truncated("safetensors", "the file holds bytes past its tensors'", expected=end, actual=len(body),
+                        offset=8 + length + end)
     return meta, {name: body[begin:stop] for name, (begin, stop) in spans.items()}

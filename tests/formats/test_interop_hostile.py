@@ -627,8 +627,10 @@ def test_tensors_that_overlap_or_leave_a_gap(trained) -> None:
     assert "follow one another" in err.message
 
 
-def test_bytes_past_the_tensors(trained) -> None:
-    st_refused(safetensors(planes(trained), interop.metadata(trained), tail=b"\0"), bob.Truncated, "safetensors")
+def test_bytes_past_the_tensors_are_refused_at_their_offset(trained) -> None:
+    """The refusal named no offset, where the one of a file ending inside a tensor names it."""
+    whole = safetensors(planes(trained), interop.metadata(trained))
+    assert st_refused(whole + b"\0", bob.Truncated, "safetensors").offset == len(whole)
 
 
 def test_every_refusal_reads_in_bounded_memory_and_the_limits_allow_a_valid_export(trained) -> None:
