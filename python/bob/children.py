@@ -1,16 +1,21 @@
 """Children that never outlive the block that starts them, whatever signal arrives (bob-qualify's bob-runs and
-bob-fuzz check's readers), and waiting for what children print."""
+bob-fuzz check's readers), ending a child's process group (bob-fuzz's workers and readers), and waiting for what
+children print."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import select
+import signal
 import subprocess
+import time
 from collections.abc import Callable
 from typing import Any
 
 from bob.signals import step_and_record
 
-__all__ = ["spawned", "readable"]
+__all__ = ["spawned", "readable", "signal_group", "end_groups"]
 
 
 class spawned:
@@ -51,3 +56,25 @@ def readable(stream: Any, timeout: float) -> bool:
     poller = select.poll()
     poller.register(stream, select.POLLIN)
     return bool(poller.poll(max(timeout, 0.0) * 1000))
+
+
+def signal_group(proc: subprocess.Popen[Any], signum: int) -> None:
+    """``signum`` to the process group ``proc`` leads (started with ``start_new_session``), if any of it is left."""
+    with contextlib.suppress(OSError):  # (none left)
+        os.killpg(proc.pid, signum)
+
+
+def end_groups(procs: list[subprocess.Popen[Any]], grace: float = 3.0) -> None:
+    """SIGTERM to the group of each process still running (what it started, with it), SIGKILL to any still there
+    after ``grace`` seconds and to the group of one whose output is still held (a child it forked); each waited for."""
+    running = [proc for proc in procs if proc.poll() is None]
+    for proc in running:
+        signal_group(proc, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for proc in running:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    for proc in procs:
+        if proc.poll() is None or proc.stdout and not proc.stdout.closed:
+            signal_group(proc, signal.SIGKILL)
+            proc.wait()

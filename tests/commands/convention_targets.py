@@ -126,6 +126,24 @@ def forks_a_sleeper(data: bytes) -> None:
             pids.write(f"{_FORKED[0]}\n")
 
 
+def forks_a_printing_session_leader(data: bytes) -> None:
+    """Forks, once a process, a child that leaves the worker's process group (setsid) and prints for a minute on
+    the worker's output; its pid in $BOB_TEST_PIDS."""
+    import os
+    import time
+
+    if not _FORKED:
+        _FORKED.append(os.fork())
+        if _FORKED[0] == 0:
+            os.setsid()
+            for _ in range(1200):
+                os.write(1, b"still here\n")
+                time.sleep(0.05)
+            os._exit(0)
+        with open(os.environ["BOB_TEST_PIDS"], "a", encoding="ascii") as pids:
+            pids.write(f"{_FORKED[0]}\n")
+
+
 not_a_function = 5
 
 

@@ -19,6 +19,7 @@ import json
 import re
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -360,6 +361,32 @@ def test_a_target_s_forked_child_does_not_hold_the_campaign_past_its_time(tmp_pa
     for pid in map(int, pids.read_text(encoding="ascii").split()):  # gone, or a zombie its new parent has not reaped
         with contextlib.suppress(FileNotFoundError):
             assert Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z", pid
+
+
+@needs_atheris
+def test_a_process_a_target_started_outside_its_group_does_not_hold_the_campaign(tmp_path: Path) -> None:
+    """A child that left the worker's process group (setsid) and kept printing on its output held a 3 s campaign for
+    as long as it printed (a minute here; for ever, for one that never ends). It is read no more a second after the
+    worker ended, said in a note."""
+    tests = Path(__file__).resolve().parent.parent / "commands"
+    pids = tmp_path / "pids"
+    started = time.monotonic()
+    try:
+        run = subprocess.run([sys.executable, "-m", "bob", "fuzz", "run",
+                              "convention_targets:forks_a_printing_session_leader", "--format", "input", "--time", "3",
+                              "--jobs", "1", "--corpus", str(tmp_path / "c"), "--artifacts", str(tmp_path / "a"),
+                              "--json"], capture_output=True, text=True, timeout=180,
+                             env=dict(os.environ, BOB_TEST_PIDS=str(pids),
+                                      PYTHONPATH=os.pathsep.join([str(tests), os.environ.get("PYTHONPATH", "")])))
+    finally:
+        for pid in map(int, pids.read_text(encoding="ascii").split() if pids.exists() else ()):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    took = time.monotonic() - started
+    report = json.loads(run.stdout)
+    assert run.returncode == 0 and took < 40, (took, report)
+    assert "worker 1 ended, its output held by a process it started outside its process group: no longer read, " \
+        "that process left running" in report["notes"], report
 
 
 def _campaign(tmp_path: Path, target: str, *more: str) -> "subprocess.CompletedProcess[str]":

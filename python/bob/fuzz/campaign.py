@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bob import signals
+from bob.children import end_groups, signal_group
 from bob.commands import EXIT_SOFTWARE, Refused, about, os_reason, output_directory
 from bob.fileio import make_directory, refuse_if_working_directory_gone, write_atomic
 from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignDisplay, CampaignResult, Finding, MachineRanOut, \
@@ -109,31 +110,11 @@ class _Worker:
     last_key: str | None = None
     found: bool = False  # this generation wrote an artifact
     finished: bool = False  # this generation's engine ended as it does (its final stats), not the target the process
+    held_since: float = 0.0  # when its pipe was first seen held past its end (by a process it started)
     generation: int = 0
     crash_dir: str = ""  # where the engine writes this worker's failing inputs (a scratch directory)
     collected: set[tuple[str, int]] = field(default_factory=set)  # (name, mtime) of the files read from it
     log: deque[str] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
-
-
-def _end_workers(workers: "list[_Worker]", grace: float = 3.0) -> None:
-    """SIGTERM to every running worker and what it started (its process group, which a worker leads), SIGKILL to
-    any still there after ``grace`` seconds, and to what an ended worker left holding its pipe (a forked child)."""
-    running = [w.proc for w in workers if w.proc is not None and w.proc.poll() is None]
-    for proc in running:
-        _signal_group(proc, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    for proc in running:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-    for w in workers:
-        if w.proc is not None and (w.proc.poll() is None or w.proc.stdout and not w.proc.stdout.closed):
-            _signal_group(w.proc, signal.SIGKILL)
-            w.proc.wait()
-
-
-def _signal_group(proc: "subprocess.Popen[bytes]", signum: int) -> None:
-    with contextlib.suppress(OSError):  # (none left)
-        os.killpg(proc.pid, signum)
 
 
 class _Campaign:
@@ -215,7 +196,7 @@ class _Campaign:
             share = min(share, runs_left) if share else runs_left
         if share:
             argv.append(f"-runs={share}")
-        w.found = w.finished = False
+        w.found, w.finished, w.held_since = False, False, 0.0
         w.generation += 1
         seed = 0 if self.seed is None else (self.seed * 1000 + 100 * w.generation + w.index + 1) % 2**32
         argv.append(f"-seed={seed}")
@@ -227,13 +208,24 @@ class _Campaign:
         assert w.proc.stdout is not None
         self.selector.register(w.proc.stdout, selectors.EVENT_READ, w)
 
-    def read(self, w: _Worker) -> None:
+    def read(self, w: _Worker, held: bool = False) -> None:
         """What worker ``w`` wrote since the last read: its status, its failure's key and message, its
-        artifacts; at the end of its output, its log saved and its next generation started."""
+        artifacts; at the end of its output, its log saved and its next generation started. ``held``: it ended, and
+        its pipe is held by a process it started outside its group (setsid): what is in the pipe, then its end."""
         assert w.proc is not None and w.proc.stdout is not None
-        chunk = os.read(w.proc.stdout.fileno(), 1 << 16)
+        chunk, fd = b"", w.proc.stdout.fileno()
+        if held:  # (the worker's last words are in the pipe, at most its size, among the holder's)
+            os.set_blocking(fd, False)
+            with contextlib.suppress(BlockingIOError):
+                while len(chunk) < 1 << 20 and (more := os.read(fd, 1 << 16)):
+                    chunk += more
+            said = (f"worker {w.index + 1} ended, its output held by a process it started outside its process group: "
+                    "no longer read, that process left running")  # (once: each generation may leave one)
+            self.result.notes += [] if said in self.result.notes else [said]
+        else:
+            chunk = os.read(fd, 1 << 16)
         lines = (w.partial + chunk).splitlines(keepends=True)
-        w.partial = lines.pop() if chunk and lines and not lines[-1].endswith((b"\n", b"\r")) else b""
+        w.partial = lines.pop() if chunk and not held and lines and not lines[-1].endswith((b"\n", b"\r")) else b""
         for line in (raw.decode("utf-8", "backslashreplace").rstrip("\r\n") + "\n" for raw in lines):
             w.log.append(line)
             if m := STATUS.match(line):
@@ -253,7 +245,7 @@ class _Campaign:
                                           - w.collected):
                     w.collected.add((name, mtime))
                     self.collect(os.path.join(w.crash_dir, name), w)
-        if not chunk:
+        if not chunk or held:
             self.selector.unregister(w.proc.stdout)
             w.proc.stdout.close()
             w.proc.wait()
@@ -341,9 +333,12 @@ class _Campaign:
         while self.selector.get_map():
             for key, _ in self.selector.select(0.5):
                 self.read(key.data)
-            for w in self.workers:  # ended, its pipe held by what it started (a target's forked child): that ends
+            for w in self.workers:  # ended, its pipe held by what it started (a target's forked child): that ends,
                 if w.proc is not None and w.proc.poll() is not None and w.proc.stdout and not w.proc.stdout.closed:
-                    _signal_group(w.proc, signal.SIGKILL)
+                    signal_group(w.proc, signal.SIGKILL)  # and one outside its group is read no more a second on
+                    w.held_since = w.held_since or time.monotonic()
+                    if time.monotonic() - w.held_since > 1:
+                        self.read(w, held=True)
             if time.monotonic() - shown >= 0.5:
                 shown = time.monotonic()
                 self.tally()
@@ -352,7 +347,7 @@ class _Campaign:
             if left is not None and left < -OVERTIME and not self.overdue:  # a worker that hangs does not
                 self.overdue = True  # hold the campaign
                 result.notes.append(f"workers still running {OVERTIME} s past --time were ended")
-                _end_workers(self.workers)
+                end_groups([w.proc for w in self.workers if w.proc is not None])
 
 
 def run_campaign(target: str, *, seconds: float | None = None, runs: int | None = None, jobs: int = 1,
@@ -373,7 +368,7 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
     finally:
         signals.restore(replaced)
         try:
-            _end_workers(c.workers)
+            end_groups([w.proc for w in c.workers if w.proc is not None])
             for w in [w for w in c.workers if w.log and stopped is not None]:  # stopped mid-read: as far as it went
                 c.save_log(w)
             display.close()

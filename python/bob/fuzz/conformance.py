@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import bob
-from bob.children import readable, spawned
+from bob.children import readable, signal_group, spawned
 from bob.commands import EXIT_SOFTWARE, Refused, about, os_reason
 from bob.errors import FormatError
 from bob.fileio import (FileTooLarge, make_directory, read_bounded, refuse_if_working_directory_gone,
@@ -249,7 +249,7 @@ def _ran(argv: list[str], timeout: float) -> tuple[int | None, bytes]:
     :data:`OUTPUT_LIMIT` bytes it is killed (a crash), as a file it writes ends it there."""
     head, seen, code = b"", 0, None
     try:
-        with spawned(argv, end=lambda proc: os.killpg(proc.pid, signal.SIGKILL), stdin=subprocess.DEVNULL,
+        with spawned(argv, end=lambda proc: signal_group(proc, signal.SIGKILL), stdin=subprocess.DEVNULL,
                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
                      preexec_fn=_bounded_output) as proc:
             read, deadline = proc.stdout.fileno(), time.monotonic() + timeout  # type: ignore[union-attr]
@@ -262,7 +262,7 @@ def _ran(argv: list[str], timeout: float) -> tuple[int | None, bytes]:
                 head, seen = (head + chunk)[:HEAD], seen + len(chunk)
                 if seen > OUTPUT_LIMIT:  # (once it exited, what comes is a child's that left its group: its own)
                     if code is None:
-                        os.killpg(proc.pid, signal.SIGKILL)
+                        signal_group(proc, signal.SIGKILL)
                         code = proc.wait()
                     break
     except subprocess.TimeoutExpired:
