@@ -173,7 +173,9 @@ class TargetLock:
             except FileExistsError:  # another run created it first: open theirs
                 continue
             except OSError as exc:
-                if isinstance(exc, FileNotFoundError) and self.found:  # (gone since it was found)
+                if isinstance(exc, FileNotFoundError) and self.found:  # the directory gone since it was found, or
+                    if os.path.isdir(os.path.dirname(self.path)):  # one where no file is made (/proc): no race
+                        raise self._unusable("its directory makes no new file (no such file or directory)") from None
                     raise Refused(f"its directory was moved or removed by another process while bob-run took its "
                                   f"lock {show_path(self.path)}; nothing was changed", option=self.option,
                                   path=self.shown, code=EXIT_BUSY) from None

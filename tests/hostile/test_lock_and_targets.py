@@ -845,6 +845,22 @@ def test_a_directory_removed_while_bob_run_takes_its_locks_is_busy(tmp_path: Pat
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) in (["a", "rec.bin"], ["b", "rec.bin"])
 
 
+@pytest.mark.skipif(not os.path.isfile("/proc/version"), reason="no /proc here")
+@pytest.mark.parametrize("option, path", [("--trace", "/proc/version"), ("--trace", "/proc/bob-none.trace"),
+                                          ("--predictions", "/proc/version")])
+def test_a_directory_where_no_file_is_made_is_no_race(tmp_path: Path, capsys, option: str, path: str) -> None:
+    """A target in /proc: creating its lock file there fails with ENOENT, and bob-run said "its directory was moved
+    or removed by another process" (exit 75, try again later), though nothing had moved: exit 2, the lock named."""
+    bob.build_input(CORPUS, PROMPTS).write(tmp_path / "rec.bin")
+    argv = {"--input": str(tmp_path / "rec.bin"), "--checkpoint": str(tmp_path / "ck.bin"),
+            "--predictions": str(tmp_path / "pred.bin"), option: path}
+    code = bob.run.main([word for pair in argv.items() for word in pair])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(f"bob-run: refused: {option} {path}: its lock file /proc/.") and err.endswith(
+        "cannot be used: its directory makes no new file (no such file or directory); nothing was changed\n"), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rec.bin"]
+
+
 @pytest.mark.parametrize("through", ["ck.bin", "link"])
 def test_a_path_renamed_over_while_it_is_resolved_is_no_changed_link(tmp_path: Path, monkeypatch,
                                                                      through: str) -> None:
