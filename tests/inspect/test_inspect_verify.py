@@ -172,8 +172,8 @@ def test_a_damaged_header_bytes_is_not_called_a_cut(cli, tmp_path: Path) -> None
     raw[at:at + 8] = (HB + 64).to_bytes(8, "little")
     [r] = verify(cli, write(tmp_path, "hb.bob", bytes(raw)), code=2)
     assert r["diagnosis"] == [f"header_bytes ({HB + 64}) is damaged: the chunk table and the file's size put chunk P "
-                              f"at {HB}", "the header (its contract fields or its chunk table) does not match the "
-                              "header's digest"]
+                              f"at {HB}", "the header (a field, its chunk table or the digest itself) does not match "
+                              "the header's digest"]
 
 
 def test_what_the_digests_cannot_tell_apart_is_said_both_ways(cli, tmp_path: Path) -> None:
@@ -192,8 +192,8 @@ def test_what_the_digests_cannot_tell_apart_is_said_both_ways(cli, tmp_path: Pat
                                     "their places; the header's digest is that of the table before)"]
     assert stepped["diagnosis"] == ["chunks P and M are swapped, or the digests of entries P and M of the chunk table "
                                     "are (the header does not match its digest: either may have moved)",
-                                    "the header (its contract fields or its chunk table) does not match the header's "
-                                    "digest"]
+                                    "the header (a field, its chunk table or the digest itself) does not match the "
+                                    "header's digest"]
 
 
 def test_a_cut_file_of_another_contract_is_a_cut_not_a_damaged_length(cli, tmp_path: Path) -> None:
@@ -215,8 +215,8 @@ def test_a_header_bytes_the_table_contradicts_tells_no_cut_against_it(cli, tmp_p
     raw[at:at + 8] = (HB + 64).to_bytes(8, "little")
     [r] = verify(cli, write(tmp_path, "hb.bob", bytes(raw[:len(raw) - cut])), code=2)
     assert r["diagnosis"] == ([f"header_bytes ({HB + 64}) is damaged: the chunk table and the file's size put chunk P "
-                               f"at {HB}"] if cut == 0 else []) + ["the header (its contract fields or its chunk "
-                                                                   "table) does not match the header's digest"]
+                               f"at {HB}"] if cut == 0 else []) + ["the header (a field, its chunk table or the "
+                                                                   "digest itself) does not match the header's digest"]
 
 
 def test_a_header_bytes_lowered_in_a_wider_file_is_named(cli, tmp_path: Path) -> None:
@@ -280,7 +280,8 @@ def test_a_chunk_table_that_does_not_match_its_header(cli, tmp_path: Path) -> No
     raw[GOOD.index(hashlib.sha256(GOOD[chunk(1)]).digest())] ^= 0x01  # M's digest in the chunk table
     [r] = verify(cli, write(tmp_path, "table.bob", bytes(raw)), code=2)
     assert "header_digest" in [p["field"] for p in r["problems"]]
-    assert "the header (its contract fields or its chunk table) does not match the header's digest" in r["diagnosis"]
+    assert "the header (a field, its chunk table or the digest itself) does not match the header's digest" in \
+        r["diagnosis"]
 
 
 def test_each_file_is_judged_on_its_own(cli, tmp_path: Path) -> None:

@@ -96,8 +96,8 @@ def _cut(ex: Examination, problems: list[dict[str, Any]], mismatch: bool) -> lis
                        f"contract's string is {len(getattr(V1, wrong[0]))}, so what follows it is read from the wrong "
                        "offsets"]
     if cut is None:
-        return said + ["the header (its contract fields or its chunk table) does not match the header's digest"] * (
-            mismatch)
+        return said + ["the header (a field, its chunk table or the digest itself) does not match the header's "
+                       "digest"] * mismatch
     where = "its magic" if cut["field"] == "file_size" else \
         f"{field_at(cut['field'], cut['index'])} (at offset {cut['offset']})"
     damaged = isinstance(cut["actual"], int) and cut["actual"] > STRING_LIMIT  # a string no header holds
