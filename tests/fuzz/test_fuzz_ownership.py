@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import struct
 import subprocess
@@ -87,6 +88,8 @@ def test_no_worker_outlives_its_campaign(how: str, tmp_path: Path) -> None:
     code = {"SIGTERM": 128 + 15, "SIGHUP": 128 + 1, "SIGINT": 130}[how]
     assert proc.returncode == code and b"Traceback" not in err, err
     assert err.decode().strip().splitlines()[-1].startswith("bob-fuzz: ")
+    assert re.search(rf"bob-fuzz: (refused: )?stopped by {how} after [0-9]+ executions; every worker ended\n",
+                     err.decode()), err  # (a Ctrl-C said no count: the last line, "interrupted", alone)
     assert [p.name for p in (artifacts / ".logs").iterdir() if p.name.startswith("scratch-")] == []
 
 

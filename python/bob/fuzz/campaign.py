@@ -24,6 +24,7 @@ from bob import signals
 from bob.children import end_groups, signal_group
 from bob.commands import EXIT_SOFTWARE, Refused, about, os_reason, output_directory
 from bob.fileio import make_directory, refuse_if_working_directory_gone, write_atomic
+from bob.text import note
 from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignDisplay, CampaignResult, Finding, MachineRanOut, \
     fast_path_stats, holding_flock, read_input, refuse_unless_fits, seed_paths, tell_when_stopped, unwritten
 from bob.fuzz.dictionary import write_dict
@@ -384,9 +385,11 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
     result.corpus -= lost
     if stopped is not None:  # (a log that could not be saved, the findings written: on stderr)
         tell_when_stopped(result)
-        if (signum := getattr(stopped, "signum", signals.ENDING[0])) != signals.ENDING[0]:
-            raise Refused(f"stopped by {signals.signal_name(signum)} after {result.executions} executions; "
-                          "every worker ended", code=128 + signum)
+        said = f"stopped by {signals.signal_name(signum := getattr(stopped, 'signum', signal.SIGINT))} after " \
+               f"{result.executions} executions; every worker ended"
+        if signum != signal.SIGINT:
+            raise Refused(said, code=128 + signum)
+        note("bob-fuzz", said)  # (then "interrupted": a Ctrl-C stays a KeyboardInterrupt to a library caller)
         raise KeyboardInterrupt
     if c.ran_out and not result.findings:  # (with findings: they stand, the worker's end noted)
         raise MachineRanOut(c.ran_out)
