@@ -313,8 +313,27 @@ def test_a_status_line_without_coverage_still_counts_executions() -> None:
     module:function target calling no bob code) showed 0 executions, and a campaign stopped by a signal said so."""
     from bob.fuzz.campaign import STATUS
 
-    assert STATUS.match("#1024\tpulse  exec/s: 512 rss: 41Mb").groups() == ("1024", None, None, "512")
-    assert STATUS.match("#2\tINITED cov: 7 ft: 9 corp: 1/1b exec/s: 0 rss: 30Mb").groups() == ("2", "7", "9", "0")
+    assert STATUS.match("#1024\tpulse  exec/s: 512 rss: 41Mb").groups() == ("1024", "pulse", None, None, "512")
+    assert STATUS.match("#2\tINITED cov: 7 ft: 9 corp: 1/1b exec/s: 0 rss: 30Mb").groups() == (
+        "2", "INITED", "7", "9", "0")
+
+
+@needs_atheris
+def test_an_input_of_the_corpus_that_fails_as_the_engine_starts_ends_its_worker(tmp_path: Path) -> None:
+    """An input in --corpus that fails stopped every new generation as it started: the worker was started again
+    until 50 failing inputs (for a hang, 60 s each and 120 s replayed: hours). It is one finding and a note now."""
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "boom").write_bytes(b"boom")
+    (tmp_path / "fails_on_boom.py").write_text("def target(data):\n    if data == b'boom':\n        raise ValueError"
+                                              "('boom')\n")
+    run = subprocess.run([sys.executable, "-m", "bob", "fuzz", "run", "fails_on_boom:target", "--format", "input",
+                          "--runs", "100000", "--corpus", str(tmp_path / "corpus"), "--artifacts", str(tmp_path / "a"),
+                          "--json"], capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path),
+                                                                           os.environ.get("PYTHONPATH", "")])))
+    report = json.loads(run.stdout)
+    assert run.returncode == 1 and report["crashes"] == 1 and len(report["findings"]) == 1, report
+    assert report["notes"] == ["worker 1 not restarted: a --corpus or seed input fails as it starts"], report
 
 
 @needs_atheris

@@ -42,7 +42,7 @@ OVERTIME = 60  # seconds past --time (the engine's -max_total_time, plus its sta
 MAX_CRASHES = 50  # workers are relaunched after a failing input until this many, then the campaign ends
 SCRATCH = "scratch-"  # ARTIFACTS/.logs/scratch-<pid>-…: a campaign's seeds and the engine's crash files
 # (cov:, ft: and corp: only once there is some: a target of no instrumented code has none)
-STATUS = re.compile(r"^#(\d+)\s+\w+(?:\s+cov: (\d+))?(?:\s+ft: (\d+))?.*?exec/s: (\d+)")
+STATUS = re.compile(r"^#(\d+)\s+(\w+)(?:\s+cov: (\d+))?(?:\s+ft: (\d+))?.*?exec/s: (\d+)")
 WRITTEN = "Test unit written to "  # then the path, which may hold any byte: the worker's own directory says
 EXECUTED = re.compile(r"stat::number_of_executed_units:\s*(\d+)")
 KEY_LINE = "bob-fuzz failure key: "  # a worker's line naming the failure it is about to raise
@@ -112,6 +112,7 @@ class _Worker:
     found: bool = False  # this generation wrote an artifact
     finished: bool = False  # this generation's engine ended as it does (its final stats), not the target the process
     held_since: float = 0.0  # when its pipe was first seen held past its end (by a process it started)
+    inited: bool = False  # this generation ran the corpus and the seeds through (libFuzzer's INITED)
     generation: int = 0
     crash_dir: str = ""  # where the engine writes this worker's failing inputs (a scratch directory)
     collected: set[tuple[str, int]] = field(default_factory=set)  # (name, mtime) of the files read from it
@@ -157,12 +158,9 @@ class _Campaign:
             write_dict(self.dict_path)
         self.result = CampaignResult(target)
         self.workers = [_Worker(i) for i in range(max(1, jobs))]
-        self.start = time.monotonic()
-        self.selector = selectors.DefaultSelector()
-        self.overdue = False
+        self.start, self.selector, self.overdue = time.monotonic(), selectors.DefaultSelector(), False
         self.ran_out = ""  # why a worker ended with no verdict (RAN_OUT_LINE), if one did
-        self.env = dict(os.environ)  # the workers': their TMPDIR in scratch, for what they leave when ended
-        self.seeds = ""  # a scratch directory, made when the workers start
+        self.env, self.seeds = dict(os.environ), ""  # the workers' (their TMPDIR in the scratch); seeds: made with them
 
     def remaining_time(self) -> float | None:
         return None if self.seconds is None else self.seconds - (time.monotonic() - self.start)
@@ -197,7 +195,7 @@ class _Campaign:
             share = min(share, runs_left) if share else runs_left
         if share:
             argv.append(f"-runs={share}")
-        w.found, w.finished, w.held_since = False, False, 0.0
+        w.found, w.finished, w.held_since, w.inited = False, False, 0.0, False
         w.generation += 1
         seed = 0 if self.seed is None else (self.seed * 1000 + 100 * w.generation + w.index + 1) % 2**32
         argv.append(f"-seed={seed}")
@@ -230,7 +228,8 @@ class _Campaign:
         for line in (raw.decode("utf-8", "backslashreplace").rstrip("\r\n") + "\n" for raw in lines):
             w.log.append(line)
             if m := STATUS.match(line):
-                w.executions, w.coverage, w.features, w.exec_per_s = (int(g or 0) for g in m.groups())
+                w.executions, w.coverage, w.features, w.exec_per_s = (int(g or 0) for g in m.group(1, 3, 4, 5))
+                w.inited = w.inited or m[2] == "INITED"
             elif line.startswith(KEY_LINE):
                 w.last_key = line[len(KEY_LINE):].strip()
             elif line.startswith(RAN_OUT_LINE):
@@ -289,14 +288,17 @@ class _Campaign:
         assert w.proc is not None
         w.executions_done, w.executions = w.executions_done + w.executions, 0
         result = self.result  # (exit 0 with no final stats: the target ended the process, os._exit(0))
-        crashed_unseen = (w.proc.returncode != 0 or not w.finished) and not w.found
+        crashed_unseen = (w.proc.returncode != 0 or not w.finished) and not w.found  # (it would only repeat itself)
         if crashed_unseen and not self.overdue:
             rc = w.proc.returncode
             how = next((f"killed by {s.name}" for s in signal.Signals if s == -rc), f"exit {rc}")  # (Python's -9)
             result.notes.append(f"worker {w.index + 1} ended ({how}) without a finding: .logs/{self.name}-worker"
                                 f"{w.index}.log says why")
-        try:  # (a crash without an artifact would only repeat itself)
-            if not (crashed_unseen or len(result.findings) >= self.max_findings or result.crashes >= MAX_CRASHES):
+        if at_start := w.found and not w.inited:  # (each generation would stop on it: a hang every 60 s, for hours)
+            result.notes.append(f"worker {w.index + 1} not restarted: a --corpus or seed input fails as it starts")
+        try:
+            if not (crashed_unseen or at_start or len(result.findings) >= self.max_findings
+                    or result.crashes >= MAX_CRASHES):
                 self.launch(w)
         except OSError as exc:
             result.notes.append(f"worker {w.index + 1} could not be restarted: {os_reason(exc)}")
