@@ -15,7 +15,7 @@ from typing import Any
 
 from bob.signals import step_and_record
 
-__all__ = ["spawned", "readable", "signal_group", "end_groups"]
+__all__ = ["spawned", "readable", "drained", "signal_group", "end_groups"]
 
 
 class spawned:
@@ -56,6 +56,19 @@ def readable(stream: Any, timeout: float) -> bool:
     poller = select.poll()
     poller.register(stream, select.POLLIN)
     return bool(poller.poll(max(timeout, 0.0) * 1000))
+
+
+def drained(fd: int, most: int) -> tuple[bytes, bool]:
+    """What the pipe ``fd`` holds now, at most ``most`` bytes (never waiting for more: ``fd`` is made non-blocking),
+    and whether its end was read (no writer left)."""
+    os.set_blocking(fd, False)
+    data = b""
+    with contextlib.suppress(BlockingIOError):
+        while len(data) < most:
+            if not (more := os.read(fd, min(1 << 16, most - len(data)))):
+                return data, True
+            data += more
+    return data, False
 
 
 def signal_group(proc: subprocess.Popen[Any], signum: int) -> None:

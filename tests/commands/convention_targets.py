@@ -86,6 +86,14 @@ def exits(data: bytes) -> None:
     os._exit(0)
 
 
+def terminates_itself(data: bytes) -> None:
+    """Sends its process SIGTERM on every input (the engine's own handler ends it, final stats and all, exit 72)."""
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
 def killed(data: bytes) -> None:
     """Ends its process by SIGKILL on every input (the kernel's, as when memory runs out: no exception)."""
     import os
@@ -99,13 +107,18 @@ def out_of_memory(data: bytes) -> None:
     raise MemoryError
 
 
+_CALLS: list[bytes] = []
+
+
 def aborts_in_the_engine(data: bytes) -> None:
-    """Aborts (SIGABRT, no exception) in a libFuzzer worker only, as atheris does when it cannot map its counters;
-    passes anywhere else."""
+    """Aborts (SIGABRT, no exception) in a libFuzzer worker only, as atheris does when it cannot map its counters, at
+    its 50th input (past the seeds) and once ($BOB_TEST_MARKER: a file made as it does); passes anywhere else."""
     import os
     import sys
 
-    if "atheris" in sys.modules:
+    _CALLS.append(data)
+    if "atheris" in sys.modules and len(_CALLS) == 50 and not os.path.exists(os.environ["BOB_TEST_MARKER"]):
+        open(os.environ["BOB_TEST_MARKER"], "x").close()
         os.abort()
 
 

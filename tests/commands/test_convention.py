@@ -827,7 +827,7 @@ def test_a_campaign_whose_target_ends_its_process_ends(work, tmpdir_watched) -> 
                                   "1", "--artifacts", work.fresh("artifacts"), "--corpus", work.fresh("corpus"),
                                   "--json"], tmpdir_watched)  # (no default corpus in the checkout)
     assert done.returncode == 70 and json.loads(done.stdout)["error"]["message"] == (
-        "no verdict: no input ran to its end (worker 1 ended (exit 0) without a finding: "
+        "no verdict: every worker ended before its engine did (worker 1 ended (exit 0) without a finding: "
         ".logs/convention_targets_exits-worker0.log says why)"), done.stdout
 
 

@@ -283,8 +283,54 @@ def test_a_worker_killed_by_a_signal_is_said_killed_by_it(tmp_path: Path) -> Non
                          env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(tests), os.environ.get("PYTHONPATH",
                                                                                                      "")])))
     assert run.returncode == 70 and json.loads(run.stdout)["error"]["message"] == (
-        "no verdict: no input ran to its end (worker 1 ended (killed by SIGKILL) without a finding: "
+        "no verdict: every worker ended before its engine did (worker 1 ended (killed by SIGKILL) without a finding: "
         ".logs/convention_targets_killed-worker0.log says why)"), run.stdout
+
+
+@needs_atheris
+@pytest.mark.parametrize("target", ["terminates_itself", "exits_at_its_third_input"])
+def test_a_campaign_whose_every_worker_the_target_ended_is_no_verdict(tmp_path: Path, target: str) -> None:
+    """A target that sent itself SIGTERM was exit 0, "nothing found": the engine's handler printed its final stats,
+    the interrupted input counted as executed. One that ended its process at its third input was "no input ran to its
+    end", though two had. Neither engine ran to its own end: no verdict, whatever the count."""
+    (tmp_path / "third.py").write_text("import os\ncalls = []\ndef exits_at_its_third_input(data):\n"
+                                       "    calls.append(data)\n    if len(calls) == 3:\n        os._exit(0)\n")
+    tests = Path(__file__).resolve().parent.parent / "commands"
+    module = "convention_targets" if target == "terminates_itself" else "third"
+    run = subprocess.run([sys.executable, "-m", "bob", "fuzz", "run", f"{module}:{target}", "--format", "input", "--runs", "100", "--jobs", "2", "--corpus",
+                          str(tmp_path / "c"), "--artifacts", str(tmp_path / "a"), "--json"], capture_output=True,
+                         text=True, timeout=180, env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                             [str(tests), str(tmp_path), os.environ.get("PYTHONPATH", "")])))
+    error = json.loads(run.stdout)["error"]
+    assert run.returncode == 70 and error["message"].startswith("no verdict: every worker ended before its engine did "
+                                                                "(worker "), run
+    other = 2 if error["message"].startswith("no verdict: every worker ended before its engine did (worker 1") else 1
+    assert f"bob-fuzz: worker {other} ended (" in run.stderr, run.stderr  # (the other worker's note, on stderr)
+
+
+def test_a_worker_read_late_is_not_said_held(tmp_path: Path) -> None:
+    """A worker whose pipe was read more than a second after it ended (the campaign busy replaying another's
+    finding) was said to be held by a process it started outside its group, "left running": only a pipe still
+    open, its end not read, is."""
+    from types import SimpleNamespace
+
+    from bob.fuzz import campaign
+
+    c = campaign._Campaign("input", 1, None, 1, str(tmp_path / "c"), str(tmp_path / "a"), None, None, None, 20)
+    c.launch = lambda w: None  # type: ignore[method-assign]
+    for still_open in (False, True):
+        read, write = os.pipe()
+        os.write(write, b"#2\tINITED exec/s: 0 rss: 30Mb\nDone 2 runs\n")
+        if not still_open:
+            os.close(write)
+        worker = c.workers[0]
+        worker.proc = SimpleNamespace(stdout=open(read, "rb"), returncode=0, wait=lambda: 0)  # type: ignore[assignment]
+        c.selector.register(worker.proc.stdout, campaign.selectors.EVENT_READ, worker)
+        c.read(worker, held=True)
+        assert worker.proc.stdout.closed and worker.inited
+        assert any("outside its process group" in n for n in c.result.notes) == still_open, c.result.notes
+        if still_open:
+            os.close(write)
 
 
 def test_a_generation_the_target_ended_is_not_started_again(tmp_path: Path) -> None:
@@ -427,10 +473,11 @@ def test_a_target_out_of_memory_in_a_campaign_is_the_machine_s_never_a_finding(t
 
 
 @needs_atheris
-def test_a_crash_of_the_engine_alone_is_not_counted(tmp_path: Path) -> None:
+def test_a_crash_of_the_engine_alone_is_not_counted(tmp_path: Path, monkeypatch) -> None:
     """A worker that aborted with no exception of the target's (atheris unable to map its counters) was a finding
     "the target crashed", whose replay passed: now it is replayed first, as a resource stop is, and not counted."""
-    run = _campaign(tmp_path, "aborts_in_the_engine", "--runs", "20")
+    monkeypatch.setenv("BOB_TEST_MARKER", str(tmp_path / "aborted"))  # (once: the next generation runs to its end)
+    run = _campaign(tmp_path, "aborts_in_the_engine", "--runs", "200")
     report = json.loads(run.stdout)
     assert run.returncode == 0 and report["findings"] == [], report
     assert report["discarded"] and {f["message"] for f in report["discarded"]} == {

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bob import signals
-from bob.children import end_groups, signal_group
+from bob.children import drained, end_groups, signal_group
 from bob.commands import EXIT_SOFTWARE, Refused, about, os_reason, output_directory
 from bob.fileio import make_directory, refuse_if_working_directory_gone, write_atomic
 from bob.text import note
@@ -159,7 +159,8 @@ class _Campaign:
         self.result = CampaignResult(target)
         self.workers = [_Worker(i) for i in range(max(1, jobs))]
         self.start, self.selector, self.overdue = time.monotonic(), selectors.DefaultSelector(), False
-        self.ran_out = ""  # why a worker ended with no verdict (RAN_OUT_LINE), if one did
+        self.ran_out, self.clean_ends = "", 0  # why a worker ended with no verdict (RAN_OUT_LINE); generations that
+        # ended as the engine ends (its final stats, exit 0)
         self.env, self.seeds = dict(os.environ), ""  # the workers' (their TMPDIR in the scratch); seeds: made with them
 
     def remaining_time(self) -> float | None:
@@ -212,17 +213,13 @@ class _Campaign:
         artifacts; at the end of its output, its log saved and its next generation started. ``held``: it ended, and
         its pipe is held by a process it started outside its group (setsid): what is in the pipe, then its end."""
         assert w.proc is not None and w.proc.stdout is not None
-        chunk, fd = b"", w.proc.stdout.fileno()
         if held:  # (the worker's last words are in the pipe, at most its size, among the holder's)
-            os.set_blocking(fd, False)
-            with contextlib.suppress(BlockingIOError):
-                while len(chunk) < 1 << 20 and (more := os.read(fd, 1 << 16)):
-                    chunk += more
+            chunk, ended = drained(w.proc.stdout.fileno(), 1 << 20)  # (its end: it was read late, nothing held it)
             said = (f"worker {w.index + 1} ended, its output held by a process it started outside its process group: "
                     "no longer read, that process left running")  # (once: each generation may leave one)
-            self.result.notes += [] if said in self.result.notes else [said]
+            self.result.notes += [] if ended or said in self.result.notes else [said]
         else:
-            chunk = os.read(fd, 1 << 16)
+            chunk = os.read(w.proc.stdout.fileno(), 1 << 16)
         lines = (w.partial + chunk).splitlines(keepends=True)
         w.partial = lines.pop() if chunk and not held and lines and not lines[-1].endswith((b"\n", b"\r")) else b""
         for line in (raw.decode("utf-8", "backslashreplace").rstrip("\r\n") + "\n" for raw in lines):
@@ -288,6 +285,7 @@ class _Campaign:
         assert w.proc is not None
         w.executions_done, w.executions = w.executions_done + w.executions, 0
         result = self.result  # (exit 0 with no final stats: the target ended the process, os._exit(0))
+        self.clean_ends += w.proc.returncode == 0 and w.finished
         crashed_unseen = (w.proc.returncode != 0 or not w.finished) and not w.found  # (it would only repeat itself)
         if crashed_unseen and not self.overdue:
             rc = w.proc.returncode
@@ -393,8 +391,10 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
             raise Refused(said, code=128 + signum)
         note("bob-fuzz", said)  # (then "interrupted": a Ctrl-C stays a KeyboardInterrupt to a library caller)
         raise KeyboardInterrupt
-    if c.ran_out and not result.findings:  # (with findings: they stand, the worker's end noted)
-        raise MachineRanOut(c.ran_out)
-    if not (result.findings or result.executions) and (ended := [n for n in result.notes if "without a finding" in n]):
-        raise Refused(f"no verdict: no input ran to its end ({ended[0]})", code=EXIT_SOFTWARE)  # (not exit 0: "none")
+    ended = [n for n in result.notes if n.startswith("worker")] if not (result.findings or c.clean_ends) else []
+    if not result.findings and (c.ran_out or ended):  # no verdict (never exit 0, "nothing found"): the notes first
+        why = c.ran_out or f"no verdict: every worker ended before its engine did ({ended[0]})"
+        for said in [n for n in result.notes if n not in why]:  # (the refusal's own line names one)
+            note("bob-fuzz", said)
+        raise MachineRanOut(why) if c.ran_out else Refused(why, code=EXIT_SOFTWARE)
     return result
