@@ -1105,3 +1105,123 @@ def test_a_minimized_hang_is_reproduced_by_a_command_that_ends(tmp_path: Path, m
                             timeout=60, env=dict(os.environ, PATH=os.pathsep.join([os.path.dirname(sys.executable),
                                                                                     os.environ["PATH"]])))
     assert native.returncode in (124, 137), native  # (a hang in native code: killed 5 s after its SIGTERM)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_a_target_swallows_still_ends_replay(tmp_path: Path, signum: int) -> None:
+    """A target with a bare except caught the signal bob raised in it: replay went on and said PASS, exit 0. A
+    signal taken while a target ran ends the command, whatever the target did with it."""
+    (tmp_path / "swallows.py").write_text("import time\ndef target(data):\n    try:\n        time.sleep(20)\n"
+                                          "    except BaseException:\n        pass\n")
+    (tmp_path / "x.bin").write_bytes(b"x")
+    proc = subprocess.Popen([sys.executable, "-m", "bob", "fuzz", "replay", str(tmp_path / "x.bin"), "--target",
+                             "swallows:target", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path),
+                                                                              os.environ.get("PYTHONPATH", "")])))
+    time.sleep(3)  # (the target is sleeping)
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signum and not json.loads(out)["ok"], (proc.returncode, out, err)
+
+
+MISBEHAVING = """
+import os, time
+calls = []
+def fork_then_exit(data):
+    child = os.fork()
+    if child == 0:
+        time.sleep(60)
+        os._exit(0)
+    with open(os.environ["BOB_TEST_PIDS"], "a") as pids:
+        pids.write(f"{child}\\n")
+    os._exit(3)
+def stateful(data):
+    calls.append(data)
+    if b"X" in data or len(calls) > 5:
+        raise ValueError("x")
+"""
+
+
+def _minimize(tmp_path: Path, target: str, *more: str) -> "subprocess.CompletedProcess[str]":
+    (tmp_path / "misbehaving.py").write_text(MISBEHAVING)
+    (tmp_path / "x.bin").write_bytes(b"aXb" * 60)
+    return subprocess.run([sys.executable, "-m", "bob", "fuzz", "minimize", str(tmp_path / "x.bin"), "--target",
+                           f"misbehaving:{target}", "--output", str(tmp_path / "x.min"), "--json", *more],
+                          capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, BOB_TEST_PIDS=str(tmp_path / "pids"), PYTHONPATH=os.pathsep.join(
+                              [str(tmp_path), os.environ.get("PYTHONPATH", "")])))
+
+
+def test_minimize_of_a_target_that_forks_then_crashes_says_the_crash_and_ends_the_child(tmp_path: Path) -> None:
+    """The forked child held the worker's results pipe: each candidate waited out --timeout and was called a hang
+    ("timeout"), and every child outlived minimize. The worker's end is the answer; its group ends with it."""
+    started = time.monotonic()
+    run = _minimize(tmp_path, "fork_then_exit", "--timeout", "20", "--max-tries", "3")
+    report = json.loads(run.stdout)
+    assert run.returncode == 0 and report["failure"] == "crash: exit 3", report
+    assert time.monotonic() - started < 40, "a candidate waited out --timeout"
+    for pid in map(int, (tmp_path / "pids").read_text().split()):
+        with contextlib.suppress(FileNotFoundError):  # (gone, or a zombie its new parent has not reaped yet)
+            assert Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z", pid
+
+
+def test_minimize_of_a_target_that_keeps_state_writes_nothing_that_passes_alone(tmp_path: Path) -> None:
+    """Candidates run one after another in a worker: a target failing on its sixth call whatever the input made
+    the empty file "fail the same way", written, though it passes alone. The result is run alone, as the input
+    was: it must fail so, or nothing is written (exit 2)."""
+    run = _minimize(tmp_path, "stateful", "--max-tries", "50")
+    error = json.loads(run.stdout)["error"]
+    assert run.returncode == 2 and error["option"] == "PATH" and error["message"].startswith(
+        "the minimized input does not fail its target alone, in a fresh worker"), error
+    assert not (tmp_path / "x.min").exists()
+
+
+def test_a_checkpoint_is_shrunk_with_its_digests_made_its_own() -> None:
+    """Every zeroed chunk of a checkpoint broke a digest, so a failure that needs a valid checkpoint kept none:
+    786,880 bytes in, 786,880 out, unchanged. A candidate is tried again with its digests refreshed."""
+    import bob
+    from bob.fuzz.replay import shrink
+    from bob.fuzz.structural import refresh_digests
+
+    checkpoint = (GOLDEN / "checkpoint-abracadabra-step10.bin").read_bytes()
+
+    def same(data: bytes) -> bool:  # a failure that needs a checkpoint bob reads, with P's first value as it is
+        try:
+            return bob.load_checkpoint(data).planes["P"][0] == bob.load_checkpoint(checkpoint).planes["P"][0]
+        except bob.FormatError:
+            return False
+
+    assert shrink(checkpoint, same, 60) == (checkpoint, 60)
+    small, _ = shrink(checkpoint, same, 60, refresh_digests)
+    assert same(small) and len(small) - small.count(0) < (len(checkpoint) - checkpoint.count(0)) // 2
+
+
+def test_a_reader_the_process_limit_cannot_start_is_the_machine_s(tmp_path: Path, monkeypatch) -> None:
+    """`ulimit -u` reached (fork: EAGAIN) was exit 2, a refusal of the reader; a descriptor limit was exit 70. Both
+    are the machine's."""
+    import errno
+
+    from bob.commands import Refused
+    from bob.fuzz import conformance
+
+    def no_process(*args, **kwargs):
+        raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(conformance.subprocess, "Popen", no_process)
+    with pytest.raises(Refused) as refused:
+        conformance._reader_verdict(["true", "{}"], tmp_path / "f", 30)
+    assert refused.value.code == 70 and refused.value.option == "COMMAND", refused.value
+
+
+def test_check_shows_a_reader_s_bytes_as_every_command_line_value_is_shown(corpus: Path, tmp_path: Path,
+                                                                          capsys) -> None:
+    """A reader named with a byte that is no UTF-8 was shown as \\udcff, in the table and in JSON."""
+    reader = os.path.join(os.fsencode(tmp_path), b"r\xff")
+    with open(reader, "w") as script:
+        script.write("#!/bin/sh\nexit 0\n")
+    os.chmod(reader, 0o755)
+    for extra in ([], ["--json"]):
+        main(["check", "--format", "predictions", "--corpus", str(corpus), *extra, "--", os.fsdecode(reader), "{}"])
+        out = capsys.readouterr().out
+        shown = json.loads(out)["reader"] if extra else out
+        assert "udcff" not in shown and "r\\xff" in shown, out

@@ -252,7 +252,7 @@ def cmd_replay(args: argparse.Namespace) -> Outcome:
 def cmd_minimize(args: argparse.Namespace) -> Outcome:
     from bob.commit import replace_all
     from bob.fileio import replace_target, same_file
-    from bob.fuzz.replay import minimize_out_of_process, read_input
+    from bob.fuzz.replay import NotAlone, minimize_out_of_process, read_input
 
     with about("PATH", args.path):
         data = read_input(args.path)
@@ -266,7 +266,10 @@ def cmd_minimize(args: argparse.Namespace) -> Outcome:
                       path=output)
     with about("--output", output):  # its directory takes a file (O_TMPFILE: none left): before hours of candidates
         tempfile.TemporaryFile(dir=os.path.dirname(target) or ".").close()
-    small, failure, tries = minimize_out_of_process(name, data, max_tries=args.max_tries, timeout=args.timeout)
+    try:
+        small, failure, tries = minimize_out_of_process(name, data, max_tries=args.max_tries, timeout=args.timeout)
+    except NotAlone as exc:
+        raise Refused(str(exc), option="PATH", path=args.path) from None
     if failure is None:
         raise Refused("the input does not fail its target; nothing to minimize", option="PATH", path=args.path)
     replace_all([(output, small, about("--output", output))], keep=[args.path])  # (a link to it planted since)

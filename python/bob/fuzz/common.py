@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator
 
 from bob.commands import RESOURCE_ERRNOS, Refused, about, os_reason
 from bob.refusals import PATH_MAX
+from bob.signals import Interrupted, taken
 from bob.fileio import FileTooLarge, read_bounded, write_atomic
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, PREDICTION_BYTES
 from bob.formats.kinds import ALIASES
@@ -179,6 +180,7 @@ def failure(run: "Callable[[bytes], None]", data: bytes) -> BaseException | None
     """What ``run(data)`` let escape, or None: any exception is a failure (a pyo3 panic and ``SystemExit``
     are BaseExceptions), except Ctrl-C and running out of memory or room, the machine's (bob-fuzz exits 70)."""
     __tracebackhide__ = True  # (a failure's key names the target's frame)
+    before, found = len(taken()), None
     try:
         run(data)
     except (KeyboardInterrupt, MemoryError):
@@ -186,8 +188,10 @@ def failure(run: "Callable[[bytes], None]", data: bytes) -> BaseException | None
     except BaseException as exc:  # noqa: BLE001 - any escape is the verdict
         if isinstance(exc, OSError) and exc.errno in OUT_OF_ROOM:
             raise MachineRanOut(f"the machine ran out while the target ran ({os_reason(exc)}); no verdict") from exc
-        return exc
-    return None
+        found = exc
+    if arrived := taken()[before:]:  # a signal the target caught (a bare except) was this process's: it ends
+        raise Interrupted(arrived[0])
+    return found
 
 
 def failure_message(exc: BaseException) -> str:

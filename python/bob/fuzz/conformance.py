@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -19,13 +20,14 @@ from typing import Any
 
 import bob
 from bob.children import readable, signal_group, spawned
-from bob.commands import EXIT_SOFTWARE, Refused, about, os_reason
+from bob.commands import EXIT_REFUSED, EXIT_SOFTWARE, Refused, about, os_reason
 from bob.errors import FormatError
 from bob.fileio import (FileTooLarge, make_directory, read_bounded, refuse_if_working_directory_gone,
                         remove_empty_directories)
 from bob.formats.constants import EMPTY_PROMPT, MAX_CHECKPOINT_BYTES, MAX_HEADER_BYTES, VOCABULARY
 from bob.formats.kinds import ALIASES, FORMATS
 from bob.fuzz.common import read_input
+from bob.options import shown_argv
 from bob.fuzz.targets import golden_dir
 from bob.scratch import scratch_directory
 from bob.text import one_line, show_path
@@ -267,8 +269,9 @@ def _ran(argv: list[str], timeout: float) -> tuple[int | None, bytes]:
                     break
     except subprocess.TimeoutExpired:
         code = None
-    except OSError as exc:  # (only its spawning raises one)
-        raise Refused(f"cannot run the reader: {os_reason(exc)}", option="COMMAND", path=argv[0]) from None
+    except OSError as exc:  # (only its spawning raises one: a process limit is the machine's, as no descriptor is)
+        raise Refused(f"cannot run the reader: {os_reason(exc)}", option="COMMAND", path=argv[0],
+                      code=EXIT_SOFTWARE if exc.errno == errno.EAGAIN else EXIT_REFUSED) from None
     return code, head
 
 
@@ -315,7 +318,7 @@ def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | Non
                     disagreements.append({"file": e["file"], "field": e["field"], "bob": e["verdict"],
                                           "reader": verdict, "reader_field": field, "problem": problem})
                 progress.advance(extra=f"{len(disagreements)} disagreeing")
-    return {"format": fmt, "reader": one_line(shlex.join(command)), "files": len(files),  # (escaped: the user's bytes)
+    return {"format": fmt, "reader": shown_argv(shlex.join(command)), "files": len(files),  # (argv's bytes, escaped)
             "agreements": len(files) - len(disagreements), "disagreements": disagreements, "by_field": by_field}
 
 

@@ -6,19 +6,23 @@ import contextlib
 import errno
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Callable, Iterator, NamedTuple
 
-from bob.children import readable
+from bob.children import readable, signal_group
+from bob.formats.constants import CHECKPOINT_MAGIC
 from bob.fuzz.common import INPUT_LIMIT, MachineRanOut, failure, failure_message, load_target, read_input
 from bob.fuzz.properties import exception_key
+from bob.fuzz.structural import refresh_digests
 from bob.fuzz.targets import TARGETS
 from bob.scratch import scratch_directory
 
-__all__ = ["Verdict", "files_under", "infer_target", "read_input", "replay_file", "replay", "failure_of",
+__all__ = ["Verdict", "NotAlone", "files_under", "infer_target", "read_input", "replay_file", "replay", "failure_of",
            "passes_outside", "OUTSIDE_SECONDS", "signature_of", "minimize_out_of_process", "skipped", "INPUT_LIMIT",
            "RUST_TARGETS"]
 
@@ -127,28 +131,36 @@ def replay(paths: "list[str | os.PathLike[str]]", target: str | None = None) -> 
     return [replay_file(f, target) for f in files_under(paths) if target is not None or not skipped(f)]
 
 
-def shrink(data: bytes, same: Callable[[bytes], bool], max_tries: int) -> tuple[bytes, int]:
+def shrink(data: bytes, same: Callable[[bytes], bool], max_tries: int,
+           seal: Callable[[bytes], bytes] = bytes) -> tuple[bytes, int]:
     """The simplest input ``same`` keeps, in at most ``max_tries`` calls of ``same``: chunks zeroed, then
-    deleted (docs/fuzzing.md's ``minimize``); chunks already zero cost no call."""
+    deleted (docs/fuzzing.md's ``minimize``); chunks already zero cost no call. A candidate ``same`` rejects is
+    tried again ``seal``-ed, where that changes it (a checkpoint's digests made its own again)."""
     tries, best = 0, data
+
+    def kept(candidate: bytes) -> bool:
+        nonlocal tries, best
+        for form in dict.fromkeys((candidate, seal(candidate))):
+            if tries < max_tries:
+                tries += 1
+                if same(form):
+                    best = form
+                    return True
+        return False
+
     chunk = max(len(best) // 2, 1)
     while chunk and tries < max_tries:
         for at in range(0, len(best), chunk):
             piece = best[at:at + chunk]
             if tries < max_tries and piece.count(0) < len(piece):
-                candidate = best[:at] + bytes(len(piece)) + best[at + chunk:]
-                tries += 1
-                if same(candidate):
-                    best = candidate
+                kept(best[:at] + bytes(len(piece)) + best[at + chunk:])
         chunk //= 2
     chunk = max(len(best) // 2, 1)
     while chunk >= 1 and tries < max_tries:
         at, shrunk = 0, False
         while at < len(best) and tries < max_tries:
-            candidate = best[:at] + best[at + chunk:]
-            tries += 1
-            if same(candidate):
-                best, shrunk = candidate, True
+            if kept(best[:at] + best[at + chunk:]):
+                shrunk = True
             else:
                 at += chunk
         if not shrunk:
@@ -193,6 +205,11 @@ class _OutOfMemory(MachineRanOut):
     """The worker's target ran out of memory."""
 
 
+class NotAlone(ValueError):
+    """The minimized input fails its target only after other candidates ran in the same worker (a target that keeps
+    state from one input to the next): alone, in a fresh worker, it does not fail the same way."""
+
+
 class _Runner:
     """Candidates run one at a time in a worker process; a crash or a hang is a failure of its
     own (``crash: signal N``, ``timeout``), and the next candidate gets a new worker. The workers'
@@ -207,8 +224,8 @@ class _Runner:
             self.close(kill=False)
             with tempfile.TemporaryFile(dir=self.tmp) as errors:  # its stderr (a pipe the target could fill)
                 self.proc = proc = subprocess.Popen([sys.executable, "-c", WORKER, self.target], stdin=subprocess.PIPE,
-                                                    stdout=subprocess.PIPE, stderr=errors,
-                                                    env=dict(os.environ, TMPDIR=self.tmp))
+                                                    stdout=subprocess.PIPE, stderr=errors, start_new_session=True,
+                                                    env=dict(os.environ, TMPDIR=self.tmp))  # (its group: close ends it)
                 assert proc.stdout is not None
                 ready = readable(proc.stdout, wait := max(self.timeout, STARTUP))
                 if (line := proc.stdout.readline() if ready else b"") != b"ready\n":  # no candidate yet: no finding
@@ -224,9 +241,13 @@ class _Runner:
             proc.stdin.flush()
         except BrokenPipeError:
             return self.close(kill=False)
-        if not readable(proc.stdout, self.timeout):  # the worker writes its line whole
-            self.close()
-            return "timeout"
+        deadline = time.monotonic() + self.timeout
+        while not readable(proc.stdout, min(0.1, deadline - time.monotonic())):  # the worker writes its line whole
+            if proc.poll() is not None:  # ended, its pipe held by a child the target forked: its end is the answer
+                return self.close(kill=False)
+            if time.monotonic() >= deadline:
+                self.close()
+                return "timeout"
         line = proc.stdout.readline()  # no line, or part of one: the worker died
         said = json.loads(line) if line.endswith(b"\n") else self.close(kill=False)
         if isinstance(said, dict):
@@ -238,8 +259,8 @@ class _Runner:
         proc, self.proc = self.proc, None
         if proc is None:
             return ""
-        if kill and proc.poll() is None:
-            proc.kill()
+        if kill or proc.poll() is not None:  # (and what the target started in the worker's group: ended with it)
+            signal_group(proc, signal.SIGKILL)
         code = proc.wait()
         for stream in filter(None, (proc.stdin, proc.stdout)):
             with contextlib.suppress(OSError):
@@ -268,7 +289,13 @@ def minimize_out_of_process(target: str, data: bytes, *, max_tries: int = 2000,
                     except _OutOfMemory:  # a candidate's (a size it asks for): not the input's failure
                         return False
 
-                small, tries = shrink(data, same, max_tries)
-            return small, want, tries + 1
+                seal = refresh_digests if data.startswith(CHECKPOINT_MAGIC) else bytes
+                small, tries = shrink(data, same, max_tries, seal)
+            runner.close()
+            if small != data and runner.signature(small) != want:  # (in a fresh worker, as the input was first)
+                raise NotAlone("the minimized input does not fail its target alone, in a fresh worker (the target "
+                               "keeps state from one input to the next): no smaller file is known to fail; nothing "
+                               "written")
+            return small, want, tries + 1 + (small != data)  # (the input alone, the candidates, the result alone)
         finally:
             runner.close()
