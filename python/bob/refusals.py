@@ -81,6 +81,7 @@ def os_reason(exc: OSError) -> str:
     if exc.errno == errno.ENAMETOOLONG and size >= PATH_MAX:  # a short name in a deep working directory; the
         whole = " from /" if os.path.isabs(os.fsdecode(exc.filename)) else ""  # path refused: a prefix, maybe
         reason += f" (a path of {size} bytes{whole}; the system allows {PATH_MAX - 1})"
-    if exc.errno == errno.EFBIG:  # (a write past a limit: never a file too large for bob to read)
+    if exc.errno == errno.EFBIG and exc.strerror == os.strerror(errno.EFBIG):  # (the system's: a write past a limit;
+        # bob's own, a file too large for it to read, says so in its own words)
         reason += " (the file-size limit, ulimit -f, or the largest file its file system holds)"
     return one_line(reason[:1].lower() + reason[1:])

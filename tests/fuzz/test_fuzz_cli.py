@@ -1225,3 +1225,56 @@ def test_check_shows_a_reader_s_bytes_as_every_command_line_value_is_shown(corpu
         out = capsys.readouterr().out
         shown = json.loads(out)["reader"] if extra else out
         assert "udcff" not in shown and "r\\xff" in shown, out
+
+
+def test_a_reader_s_first_line_of_64_kib_is_read_whole(tmp_path: Path) -> None:
+    """A first line of exactly 65,536 bytes, then its end, was "its first line passes 64 KiB"; 65,535 was read."""
+    from bob.fuzz import conformance
+
+    line = '{"field": "token", "pad": "' + "a" * (65_536 - len('{"field": "token", "pad": ""}')) + '"}'
+    assert len(line) == 65_536
+    (tmp_path / "line").write_text(line + "\n")
+    assert conformance._reader_verdict(["sh", "-c", f"cat {tmp_path / 'line'}; exit 1", "{}"], tmp_path / "f",
+                                       30) == ("refuse", "token")
+    (tmp_path / "line").write_text(line[:-2] + "aa\"}\n")  # (65,537 bytes: past it, cut)
+    assert conformance._reader_verdict(["sh", "-c", f"cat {tmp_path / 'line'}; exit 1", "{}"], tmp_path / "f",
+                                       30) == ("refuse", conformance.LINE_CUT)
+
+
+def test_a_file_too_large_to_replay_is_not_said_to_be_a_write_past_a_limit(tmp_path: Path, capsys) -> None:
+    """A PATH over 64 MiB was refused "(the file-size limit, ulimit -f, or the largest file its file system
+    holds)": the words of a failed write, for a file bob would not read."""
+    big = tmp_path / "big.bin"
+    with open(big, "wb") as f:
+        f.truncate((64 << 20) + 1)
+    assert main(["replay", str(big), "--target", "input"]) == 2
+    err = capsys.readouterr().err
+    assert "more than any target reads" in err and "ulimit" not in err, err
+
+
+def test_replay_reads_each_file_where_it_was_listed_whatever_the_target_does(tmp_path: Path) -> None:
+    """A target that changed the working directory made replay read the next relative path from there."""
+    for where, byte in (("here", b"A"), ("elsewhere", b"X")):
+        (tmp_path / where / "cd1").mkdir(parents=True)
+        for name in ("1.bin", "2.bin"):
+            (tmp_path / where / "cd1" / name).write_bytes(byte)
+    (tmp_path / "moves.py").write_text(f"import os\ndef target(data):\n    os.chdir({str(tmp_path / 'elsewhere')!r})\n"
+                                       "    if data == b'X':\n        raise ValueError('an X')\n")
+    run = subprocess.run([sys.executable, "-m", "bob", "fuzz", "replay", "cd1", "--target", "moves:target"],
+                         cwd=tmp_path / "here", capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path),
+                                                                           os.environ.get("PYTHONPATH", "")])))
+    assert run.returncode == 0 and "2 passed, 0 failed" in run.stdout, run
+
+
+def test_a_target_printing_with_stderr_closed_does_not_fail(tmp_path: Path) -> None:
+    """With stderr closed, a target's print went to sys.stderr, None: "AttributeError: 'NoneType' object has no
+    attribute 'write'", a failure of the target's own."""
+    (tmp_path / "prints.py").write_text("import sys\ndef target(data):\n    sys.stdout.write('hello\\n')\n")
+    (tmp_path / "x.bin").write_bytes(b"x")
+    run = subprocess.run([sys.executable, "-m", "bob", "fuzz", "replay", str(tmp_path / "x.bin"), "--target",
+                          "prints:target", "--json"], capture_output=True, text=True, timeout=120,
+                         preexec_fn=lambda: os.close(2),
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path),
+                                                                           os.environ.get("PYTHONPATH", "")])))
+    assert run.returncode == 0 and json.loads(run.stdout)["passed"] == 1, run

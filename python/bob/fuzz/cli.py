@@ -220,15 +220,16 @@ def cmd_replay(args: argparse.Namespace) -> Outcome:
         if not listed and not os.path.isdir(path):  # a file named is replayed or refused, never passed over
             raise Refused("a Rust target's file: `cargo test -p bob-core --test fuzz_replay` replays it (or name a "
                           "--target)", option="PATH", path=path)
-        files += [(f, _target_of(f, args.target)) for f in listed]
+        files += [(f, _target_of(f, args.target), os.path.abspath(f)) for f in listed]  # (read there: a target's
+        # os.chdir aside)
     if not files:
         raise Refused("no files to replay", option="PATH", path=args.paths[0])
     verdicts, unread = [], []
     with Progress(PROG, "replay", len(files)) as progress, stdout_on_stderr():
-        for f, name in files:
+        for f, name, where in files:
             try:
                 with about("PATH", f):  # (one that went away since: refused, not a failing replay)
-                    verdicts.append(replay_file(f, name))
+                    verdicts.append(replay_file(where, name)._replace(path=str(f)))
             except Refused as exc:  # refused once the rest is replayed, unless a failure was found
                 unread.append(exc)
             except (MemoryError, MachineRanOut) as exc:  # the machine's, for this file: the others' verdicts stand

@@ -69,7 +69,7 @@ def load_target(spec: str, fmt: str | None = None) -> "tuple[Callable[[bytes], N
 
     def printing_to_stderr(data: bytes) -> None:  # stdout is the command's: one JSON object under --json
         __tracebackhide__ = True  # (a failure's key names the target's frame: exception_key)
-        with contextlib.redirect_stdout(sys.stderr):  # (fd 1: stdout_on_stderr, around the command's targets)
+        with contextlib.redirect_stdout(sys.stderr or io.StringIO()):  # (fd 1: stdout_on_stderr; no stderr: nowhere)
             function(data)
 
     return printing_to_stderr, fmt
@@ -131,7 +131,8 @@ def read_input(path: "str | os.PathLike[str]") -> bytes:
     try:
         data = read_bounded(path, INPUT_LIMIT)
     except FileTooLarge:
-        raise OSError(27, f"larger than {INPUT_LIMIT} bytes, more than any target reads", os.fspath(path)) from None
+        raise OSError(errno.EFBIG, f"larger than {INPUT_LIMIT} bytes, more than any target reads",
+                      os.fspath(path)) from None
     if data is None:
         raise FileNotFoundError(2, "no such file", os.fspath(path))
     return data

@@ -236,7 +236,7 @@ def _reader_verdict(command: list[str], path: Path, timeout: float) -> tuple[str
     if code is None or code < 0:
         return "timeout" if code is None else "crash", None
     verdict, said = ("accept" if code == 0 else "refuse"), None
-    if len(first := printed.split(b"\n", 1)[0]) >= HEAD and first.lstrip().startswith(b"{"):  # an object cut where
+    if len(first := printed.split(b"\n", 1)[0]) > HEAD and first.lstrip().startswith(b"{"):  # an object cut where
         # _ran stops keeping it: the field it names unread (a line that is no object: verdicts alone, as ever)
         return verdict, LINE_CUT
     with contextlib.suppress(ValueError, RecursionError):  # a line that is no JSON, or nested past the stack
@@ -261,7 +261,7 @@ def _ran(argv: list[str], timeout: float) -> tuple[int | None, bytes]:
                 if not chunk and (code is not None or ready):  # exited, all read; or its output ended: wait for it
                     code = code if code is not None else proc.wait(timeout=max(left, 0))
                     break
-                head, seen = (head + chunk)[:HEAD], seen + len(chunk)
+                head, seen = (head + chunk)[:HEAD + 1], seen + len(chunk)  # (+ 1: a line of 64 KiB, then its end)
                 if seen > OUTPUT_LIMIT:  # (once it exited, what comes is a child's that left its group: its own)
                     if code is None:
                         signal_group(proc, signal.SIGKILL)

@@ -116,7 +116,7 @@ def passes_outside(target: str, path: str, env: "dict[str, str]") -> bool:
     return done.returncode == 0
 
 
-def replay_file(path: Path, target: str | None = None) -> Verdict:
+def replay_file(path: "str | os.PathLike[str]", target: str | None = None) -> Verdict:
     name = target or infer_target(path)
     if name is None:
         return Verdict(str(path), None, False, "no target: name one with --target (or keep the file in a "
