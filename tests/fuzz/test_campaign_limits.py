@@ -379,7 +379,7 @@ def test_an_input_of_the_corpus_that_fails_as_the_engine_starts_ends_its_worker(
                                                                            os.environ.get("PYTHONPATH", "")])))
     report = json.loads(run.stdout)
     assert run.returncode == 1 and report["crashes"] == 1 and len(report["findings"]) == 1, report
-    assert report["notes"] == ["worker 1 not restarted: a --corpus or seed input fails as it starts"], report
+    assert report["notes"] == ["worker 1 not restarted: an input its engine runs as it starts fails"], report
 
 
 @needs_atheris

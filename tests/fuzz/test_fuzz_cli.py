@@ -1135,6 +1135,9 @@ def fork_then_exit(data):
     with open(os.environ["BOB_TEST_PIDS"], "a") as pids:
         pids.write(f"{child}\\n")
     os._exit(3)
+def closes_its_output_then_hangs(data):
+    os.closerange(3, 256)
+    time.sleep(120)
 def stateful(data):
     calls.append(data)
     if b"X" in data or len(calls) > 5:
@@ -1163,6 +1166,14 @@ def test_minimize_of_a_target_that_forks_then_crashes_says_the_crash_and_ends_th
     for pid in map(int, (tmp_path / "pids").read_text().split()):
         with contextlib.suppress(FileNotFoundError):  # (gone, or a zombie its new parent has not reaped yet)
             assert Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z", pid
+
+
+def test_minimize_of_a_target_that_closes_its_output_then_hangs_ends_at_its_timeout(tmp_path: Path) -> None:
+    """The worker's output ended but the worker lived on: minimize waited for its end with no limit (a target that
+    sleeps for ever held minimize for ever). It is a hang past --timeout, as any."""
+    started = time.monotonic()
+    run = _minimize(tmp_path, "closes_its_output_then_hangs", "--timeout", "2", "--max-tries", "2")
+    assert json.loads(run.stdout)["failure"] == "timeout" and time.monotonic() - started < 60, run
 
 
 def test_minimize_of_a_target_that_keeps_state_writes_nothing_that_passes_alone(tmp_path: Path) -> None:
@@ -1215,16 +1226,18 @@ def test_a_reader_the_process_limit_cannot_start_is_the_machine_s(tmp_path: Path
 
 def test_check_shows_a_reader_s_bytes_as_every_command_line_value_is_shown(corpus: Path, tmp_path: Path,
                                                                           capsys) -> None:
-    """A reader named with a byte that is no UTF-8 was shown as \\udcff, in the table and in JSON."""
+    """A reader named with a byte that is no UTF-8 was shown as \\udcff, in the table and in JSON; quotes and
+    backslashes stay as typed, so the line pastes into a shell."""
     reader = os.path.join(os.fsencode(tmp_path), b"r\xff")
     with open(reader, "w") as script:
         script.write("#!/bin/sh\nexit 0\n")
     os.chmod(reader, 0o755)
     for extra in ([], ["--json"]):
-        main(["check", "--format", "predictions", "--corpus", str(corpus), *extra, "--", os.fsdecode(reader), "{}"])
+        main(["check", "--format", "predictions", "--corpus", str(corpus), *extra, "--", os.fsdecode(reader), "{}",
+              'say "q\\"'])
         out = capsys.readouterr().out
         shown = json.loads(out)["reader"] if extra else out
-        assert "udcff" not in shown and "r\\xff" in shown, out
+        assert "udcff" not in shown and "r\\xff" in shown and """'say "q\\"'""" in shown, out
 
 
 def test_a_reader_s_first_line_of_64_kib_is_read_whole(tmp_path: Path) -> None:
@@ -1265,6 +1278,17 @@ def test_replay_reads_each_file_where_it_was_listed_whatever_the_target_does(tmp
                          env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path),
                                                                            os.environ.get("PYTHONPATH", "")])))
     assert run.returncode == 0 and "2 passed, 0 failed" in run.stdout, run
+    # and as the kernel reads it: link/../x.bin is the file beside where the link leads (as os.path.abspath has it,
+    # the one beside the link), in a working directory of any depth
+    (tmp_path / "real" / "sub").mkdir(parents=True)
+    (tmp_path / "real" / "x.bin").write_bytes(b"X")
+    (tmp_path / "here" / "x.bin").write_bytes(b"A")
+    (tmp_path / "here" / "link").symlink_to(tmp_path / "real" / "sub")
+    run = subprocess.run([sys.executable, "-m", "bob", "fuzz", "replay", "link/../x.bin", "--target", "moves:target"],
+                         cwd=tmp_path / "here", capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path),
+                                                                           os.environ.get("PYTHONPATH", "")])))
+    assert run.returncode == 1 and "FAIL  moves:target  link/../x.bin  ValueError: an X" in run.stdout, run
 
 
 def test_a_target_printing_with_stderr_closed_does_not_fail(tmp_path: Path) -> None:

@@ -159,8 +159,8 @@ class _Campaign:
         self.result = CampaignResult(target)
         self.workers = [_Worker(i) for i in range(max(1, jobs))]
         self.start, self.selector, self.overdue = time.monotonic(), selectors.DefaultSelector(), False
-        self.ran_out, self.clean_ends = "", 0  # why a worker ended with no verdict (RAN_OUT_LINE); generations that
-        # ended as the engine ends (its final stats, exit 0)
+        self.ran_out, self.ran_inputs = "", 0  # why a worker ended with no verdict (RAN_OUT_LINE); generations that
+        # ran inputs to their end: past the engine's start (INITED), or to the engine's own end (final stats, exit 0)
         self.env, self.seeds = dict(os.environ), ""  # the workers' (their TMPDIR in the scratch); seeds: made with them
 
     def remaining_time(self) -> float | None:
@@ -285,7 +285,7 @@ class _Campaign:
         assert w.proc is not None
         w.executions_done, w.executions = w.executions_done + w.executions, 0
         result = self.result  # (exit 0 with no final stats: the target ended the process, os._exit(0))
-        self.clean_ends += w.proc.returncode == 0 and w.finished
+        self.ran_inputs += w.inited or w.proc.returncode == 0 and w.finished
         crashed_unseen = (w.proc.returncode != 0 or not w.finished) and not w.found  # (it would only repeat itself)
         if crashed_unseen and not self.overdue:
             rc = w.proc.returncode
@@ -293,7 +293,7 @@ class _Campaign:
             result.notes.append(f"worker {w.index + 1} ended ({how}) without a finding: .logs/{self.name}-worker"
                                 f"{w.index}.log says why")
         if at_start := w.found and not w.inited:  # (each generation would stop on it: a hang every 60 s, for hours)
-            result.notes.append(f"worker {w.index + 1} not restarted: a --corpus or seed input fails as it starts")
+            result.notes.append(f"worker {w.index + 1} not restarted: an input its engine runs as it starts fails")
         try:
             if not (crashed_unseen or at_start or len(result.findings) >= self.max_findings
                     or result.crashes >= MAX_CRASHES):
@@ -391,7 +391,7 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
             raise Refused(said, code=128 + signum)
         note("bob-fuzz", said)  # (then "interrupted": a Ctrl-C stays a KeyboardInterrupt to a library caller)
         raise KeyboardInterrupt
-    ended = [n for n in result.notes if n.startswith("worker")] if not (result.findings or c.clean_ends) else []
+    ended = [n for n in result.notes if n.startswith("worker")] if not (result.findings or c.ran_inputs) else []
     if not result.findings and (c.ran_out or ended):  # no verdict (never exit 0, "nothing found"): the notes first
         why = c.ran_out or f"no verdict: every worker ended before its engine did ({ended[0]})"
         for said in [n for n in result.notes if n not in why]:  # (the refusal's own line names one)

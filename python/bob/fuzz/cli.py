@@ -4,12 +4,13 @@ codes."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import sys
 import tempfile
 from collections import Counter
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from bob.commands import (EXIT_FOUND, EXIT_OK, EXIT_SOFTWARE, Outcome, Refused, about, add_common_options,
                           argument_parser, count_option, integer_option, output_directory, run_command, seconds_option)
@@ -202,6 +203,21 @@ def _target_of(path: Any, given: str | None) -> str:
     return name
 
 
+@contextlib.contextmanager
+def _working_directory_kept() -> "Iterator[Callable[[], None]]":
+    """A function that puts the working directory back where it is now, whatever a target did to it (by a
+    descriptor: however deep, whatever a link in a path given resolves to; none left, or none: nothing to keep)."""
+    try:
+        here = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        yield lambda: None
+        return
+    try:
+        yield lambda: os.fchdir(here)
+    finally:
+        os.close(here)
+
+
 def cmd_replay(args: argparse.Namespace) -> Outcome:
     from bob.failures import OUT_OF_MEMORY
     from bob.fuzz.common import MachineRanOut, stdout_on_stderr
@@ -220,16 +236,16 @@ def cmd_replay(args: argparse.Namespace) -> Outcome:
         if not listed and not os.path.isdir(path):  # a file named is replayed or refused, never passed over
             raise Refused("a Rust target's file: `cargo test -p bob-core --test fuzz_replay` replays it (or name a "
                           "--target)", option="PATH", path=path)
-        files += [(f, _target_of(f, args.target), os.path.abspath(f)) for f in listed]  # (read there: a target's
-        # os.chdir aside)
+        files += [(f, _target_of(f, args.target)) for f in listed]
     if not files:
         raise Refused("no files to replay", option="PATH", path=args.paths[0])
     verdicts, unread = [], []
-    with Progress(PROG, "replay", len(files)) as progress, stdout_on_stderr():
-        for f, name, where in files:
+    with Progress(PROG, "replay", len(files)) as progress, stdout_on_stderr(), _working_directory_kept() as keep:
+        for f, name in files:
+            keep()  # (each path read from where it was listed: a target's os.chdir undone)
             try:
                 with about("PATH", f):  # (one that went away since: refused, not a failing replay)
-                    verdicts.append(replay_file(where, name)._replace(path=str(f)))
+                    verdicts.append(replay_file(f, name))
             except Refused as exc:  # refused once the rest is replayed, unless a failure was found
                 unread.append(exc)
             except (MemoryError, MachineRanOut) as exc:  # the machine's, for this file: the others' verdicts stand

@@ -27,7 +27,6 @@ from bob.fileio import (FileTooLarge, make_directory, read_bounded, refuse_if_wo
 from bob.formats.constants import EMPTY_PROMPT, MAX_CHECKPOINT_BYTES, MAX_HEADER_BYTES, VOCABULARY
 from bob.formats.kinds import ALIASES, FORMATS
 from bob.fuzz.common import read_input
-from bob.options import shown_argv
 from bob.fuzz.targets import golden_dir
 from bob.scratch import scratch_directory
 from bob.text import one_line, show_path
@@ -318,7 +317,8 @@ def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | Non
                     disagreements.append({"file": e["file"], "field": e["field"], "bob": e["verdict"],
                                           "reader": verdict, "reader_field": field, "problem": problem})
                 progress.advance(extra=f"{len(disagreements)} disagreeing")
-    return {"format": fmt, "reader": shown_argv(shlex.join(command)), "files": len(files),  # (argv's bytes, escaped)
+    shown = os.fsencode(shlex.join(command)).decode("ascii", "backslashreplace")  # (argv's bytes: \xff, not \udcff)
+    return {"format": fmt, "reader": one_line(shown), "files": len(files),  # (escaped: the user's bytes)
             "agreements": len(files) - len(disagreements), "disagreements": disagreements, "by_field": by_field}
 
 

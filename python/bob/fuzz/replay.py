@@ -116,7 +116,7 @@ def passes_outside(target: str, path: str, env: "dict[str, str]") -> bool:
     return done.returncode == 0
 
 
-def replay_file(path: "str | os.PathLike[str]", target: str | None = None) -> Verdict:
+def replay_file(path: Path, target: str | None = None) -> Verdict:
     name = target or infer_target(path)
     if name is None:
         return Verdict(str(path), None, False, "no target: name one with --target (or keep the file in a "
@@ -261,11 +261,17 @@ class _Runner:
             return ""
         if kill or proc.poll() is not None:  # (and what the target started in the worker's group: ended with it)
             signal_group(proc, signal.SIGKILL)
-        code = proc.wait()
+        try:  # (one whose output ended lives on a --timeout at the most: a target that closed it, then hangs)
+            code = proc.wait(timeout=self.timeout)
+            how = f"crash: signal {-code}" if code < 0 else f"crash: exit {code}"
+        except subprocess.TimeoutExpired:
+            signal_group(proc, signal.SIGKILL)
+            proc.wait()
+            how = "timeout"
         for stream in filter(None, (proc.stdin, proc.stdout)):
             with contextlib.suppress(OSError):
                 stream.close()
-        return f"crash: signal {-code}" if code < 0 else f"crash: exit {code}"
+        return how
 
 
 def minimize_out_of_process(target: str, data: bytes, *, max_tries: int = 2000,
