@@ -206,7 +206,7 @@ def _target_of(path: Any, given: str | None) -> str:
 @contextlib.contextmanager
 def _working_directory_kept() -> "Iterator[Callable[[], None]]":
     """A function that puts the working directory back where it is now, whatever a target did to it (by a
-    descriptor: however deep, whatever a link in a path given resolves to; none left, or none: nothing to keep)."""
+    descriptor: however deep, and as the kernel resolved each path given; with none left, nothing to return to)."""
     try:
         here = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
