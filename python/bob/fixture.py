@@ -113,9 +113,9 @@ def build(args) -> dict:
 def _work(args) -> Outcome:
     prompts = args.prompts or []
     if len(prompts) != PROMPTS:
+        only_hex = getattr(args, "prompt_options", None) == {"--prompt-hex"}
         raise Refused(f"usage: exactly {PROMPTS} prompts are needed (--prompt and --prompt-hex together), "
-                      f"got {len(prompts)}", field="prompts",
-                      option="--prompt-hex" if getattr(args, "prompt_options", None) == {"--prompt-hex"} else "--prompt")
+                      f"got {len(prompts)}", field="prompts", option="--prompt-hex" if only_hex else "--prompt")
     args.prompts = prompts
     summary = build(args)
     return Outcome(EXIT_OK, summary,

@@ -57,7 +57,8 @@ _LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # a member's, before its name, extra
 _TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]', re.S)
 _UNICODE_DESCR = re.compile(r"<U([1-9][0-9]{0,5})")
 # Info-ZIP's Unicode Path block: a second name, which unzip and Python 3.12's zipfile read in place of the entry's own
-_UNICODE_PATH, _SECOND_NAME = 0x7075, "a member has one name: no Info-ZIP Unicode Path block (0x7075) in its extra field"
+_UNICODE_PATH = 0x7075
+_SECOND_NAME = "a member has one name: no Info-ZIP Unicode Path block (0x7075) in its extra field"
 
 
 # -- JSON, bounded
@@ -241,7 +242,8 @@ def _layout(data: bytes, infos: list[zipfile.ZipInfo], directory: int) -> None:
 
 
 def _blocks(extra: bytes) -> list[tuple[int, bytes]]:
-    """An extra field's (tag, data) blocks, one past the field's end as tag -1 (readers part ways, Info-ZIP refuses it)."""
+    """An extra field's (tag, data) blocks, one past the field's end as tag -1 (readers part ways, Info-ZIP
+    refuses it)."""
     blocks = []
     while len(extra) >= 4:
         tag, size = struct.unpack_from("<2H", extra)
@@ -256,7 +258,9 @@ def _local_says(local: tuple, blocks: list[tuple[int, bytes]], info: zipfile.Zip
     zip64 = [data for tag, data in blocks if tag == 1]
     crc, compressed, size = local[6:9]
     masked = (compressed == 0xFFFFFFFF, size == 0xFFFFFFFF)
-    if len(zip64) > 1 or -1 in dict(blocks) or any(masked) and not (all(masked) and zip64 and len(zip64[0]) >= 16):  # both, one block
+    if len(zip64) > 1 or -1 in dict(blocks):  # (a block past the field; two zip64 blocks)
+        return False
+    if any(masked) and not (all(masked) and zip64 and len(zip64[0]) >= 16):  # both, one block
         return False
     if all(masked):  # (a local header's zip64 block: the size, then the compressed size)
         size, compressed = struct.unpack_from("<2Q", zip64[0])
