@@ -1,10 +1,7 @@
-"""The contract oracle: bob v1's three formats read again, straight from the contract.
-
-A second reader written from the contract (``python/bob/data/contract/bob-v1.md``) §3–§5 and, where it leaves room,
-``formats/DECISIONS.md`` D1–D10, with the standard library only: it imports nothing from ``bob`` and restates every
-number it needs (a house test holds it to that), so a rule all of bob's readers get wrong the same way disagrees with
-it. Each check returns ``None`` to accept, or the **first** refused field in the contract's order as ``(field, index)``,
-with bob's field names (``FIELD_NAMES``; docs/fuzzing.md, "The contract oracle")."""
+"""The contract oracle: bob v1's three formats read again, straight from the contract (``data/contract/bob-v1.md``
+§3–§5; ``formats/DECISIONS.md`` D1–D10 where it leaves room), with the standard library only and nothing of ``bob``,
+so a rule all of bob's readers get wrong the same way disagrees with it (docs/fuzzing.md, "The contract oracle": its
+verdicts, its field names, the house test that holds it)."""
 
 from __future__ import annotations
 
@@ -114,8 +111,7 @@ class Refused(Exception):
 
 
 def check_checkpoint(data: bytes, for_resume: bool = True) -> Verdict:
-    """§5: zero bytes are a fresh run; otherwise the envelope, checked in the contract's order;
-    for resuming, then the state."""
+    """§5: zero bytes are a fresh run; else the envelope, in the contract's order, then (for resuming) the state."""
     return checkpoint_verdicts(data)[1 if for_resume else 0]
 
 
