@@ -19,8 +19,7 @@ VOCABULARY = 256
 PROMPTS = 3
 RECORD_SIZE = 1564  # 16 + 2·256 + 4·256 + 4·3
 EMPTY = 0xFFFF_FFFF
-PARAMETERS = VOCABULARY * VOCABULARY
-CHUNK = PARAMETERS * 4
+CHUNK = VOCABULARY * VOCABULARY * 4  # a plane: 256 × 256 binary32 values
 PAYLOAD = 3 * CHUNK
 UPDATES = 10
 U64_MAX = 2 ** 64 - 1
@@ -71,8 +70,7 @@ def _magic(data: bytes, magic: bytes) -> Verdict:
 
 def check_input(data: bytes) -> Verdict:
     """§3: magic, size, version, each widened target, each prompt word."""
-    bad = _magic(data, b"BOB-INPT")
-    if bad:
+    if bad := _magic(data, b"BOB-INPT"):
         return bad
     if len(data) != RECORD_SIZE:
         return ("file_size", None)
@@ -130,8 +128,7 @@ def _envelope(data: bytes) -> Tuple[int, Optional[list]]:
     n = len(data)
     if n == 0:
         return 0, None
-    bad = _magic(data, b"BOB-CKPT")
-    if bad:
+    if bad := _magic(data, b"BOB-CKPT"):
         raise Refused(*bad)
     if n > HEADER_MAX + PAYLOAD:  # "file size before reading it whole"
         raise Refused("file_size")
@@ -230,13 +227,11 @@ def state_verdict(step: int, planes: List[Tuple[bytes, int]]) -> Verdict:
     for name, plane in zip(PLANES, planes):
         top = _bytes(plane, 3)
         if b"\x7f" in top or b"\xff" in top:  # an exponent that may be all ones: look closer
-            non_finite = int.from_bytes(top.translate(_EXPONENT_HIGH), "little") & _lane(plane, 2, _TOP_BIT)
-            if non_finite:
+            if non_finite := int.from_bytes(top.translate(_EXPONENT_HIGH), "little") & _lane(plane, 2, _TOP_BIT):
                 return (name, _first(non_finite))
     v = planes[2]
     if not top.isascii():  # (top is V's) some sign bit is set: is that value below zero (not −0.0)?
-        negative = _lane(v, 3, _TOP_BIT) & _not_zero(v)
-        if negative:
+        if negative := _lane(v, 3, _TOP_BIT) & _not_zero(v):
             return ("V", _first(negative))
     if (step == 0 and (_not_zero(planes[1]) or _not_zero(v))) or step > U64_MAX - UPDATES:  # −0.0 counts as zero
         return ("step", None)
