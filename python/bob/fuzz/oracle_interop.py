@@ -1,7 +1,5 @@
-"""The contract oracle's view of an interop export (``.npz``, safetensors): None for a file bob must
-accept, else a few words saying why it must be refused. Written from ``bob.interop``'s documented keys,
-dtypes and read limits over :mod:`bob.fuzz.oracle`'s sizes, strings and state rules, with ``zipfile``,
-``ast`` and ``json`` only and none of bob's readers (docs/fuzzing.md)."""
+"""The contract oracle's view of an interop export (``.npz``, safetensors): None for a file bob must accept, else
+a few words saying why not; from ``bob.interop``'s documented rules, none of its readers (docs/fuzzing.md, interop)."""
 
 from __future__ import annotations
 
