@@ -244,10 +244,8 @@ def _reader_verdict(command: list[str], path: Path, timeout: float) -> tuple[str
 
 
 def _ran(argv: list[str], timeout: float) -> tuple[int | None, bytes]:
-    """The reader's exit status (None: past ``timeout``) and the first 64 KiB it printed. It runs in a process group
-    of its own, ended with it (a child it leaves there neither outlives the check nor holds the verdict up), and
-    what it prints is read from a pipe (a file in a full TMPDIR failed a correct reader that printed); past
-    :data:`OUTPUT_LIMIT` bytes it is killed (a crash), as a file it writes ends it there."""
+    """The reader's exit status (None: past ``timeout``) and the first 64 KiB it printed; why a process group of its
+    own, a pipe and :data:`OUTPUT_LIMIT` (a crash past it): docs/fuzzing.md, "The conformance corpus"."""
     head, seen, code = b"", 0, None
     try:
         with spawned(argv, end=lambda proc: signal_group(proc, signal.SIGKILL), stdin=subprocess.DEVNULL,
