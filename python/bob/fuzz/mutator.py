@@ -213,8 +213,7 @@ def mutate(data: bytes, rnd: random.Random, fmt: str | None = None, *, count: in
 
 
 def mutate_canonical(data: bytes, rnd: random.Random, fmt: str | None = None) -> bytes:
-    """A mutation that keeps ``data`` a file the fast path recognizes, most of the time (a fifth of the
-    time one more field changes, which the fast path must then refuse); other formats: :func:`mutate`."""
+    """``data`` mutated, mostly still a file the fast path recognizes (docs/fuzzing.md); others: :func:`mutate`."""
     fmt = fmt or format_of(data)
     if fmt == "checkpoint":
         names = ["step", *PLANE_NAMES]
@@ -244,10 +243,8 @@ def recognized(data: bytes, kind: str) -> bool:
 
 def custom_mutator(fmt: str | None, engine_mutate: Callable[[bytes, int], bytes] | None = None,
                    canonical_bases: Sequence[bytes] = ()):
-    """A libFuzzer custom mutator ``(data, max_size, seed) -> bytes`` mixing the engine's own mutations
-    (``engine_mutate``, e.g. ``atheris.Mutate``), the fast-path-keeping, structural and field-aware ones.
-    A coverage-guided corpus keeps few files the fast path recognizes, so the fast-path-keeping share
-    starts from one of ``canonical_bases`` (accepted files) whenever the input is not recognized."""
+    """A libFuzzer custom mutator ``(data, max_size, seed) -> bytes`` mixing the engine's own (``engine_mutate``,
+    e.g. ``atheris.Mutate``) and bob's; why ``canonical_bases``: docs/fuzzing.md, "The field-aware mutator"."""
 
     def mutator(data: bytes, max_size: int, seed: int) -> bytes:
         rnd = random.Random(seed)
