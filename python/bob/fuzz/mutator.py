@@ -167,12 +167,9 @@ def mutate_field(data: bytes, rnd: random.Random, fmt: str, name: str | None = N
     return bytes(out), spot.name
 
 
-BYTE_OPS = ("flip", "set", "insert", "delete", "truncate", "extend", "duplicate")
-
-
 def byte_mutation(data: bytearray, rnd: random.Random, op: str | None = None) -> None:
     """One blind byte-level edit of ``data`` in place."""
-    op = op or rnd.choice(BYTE_OPS)
+    op = op or rnd.choice(("flip", "set", "insert", "delete", "truncate", "extend", "duplicate"))
     n = len(data)
     if op == "flip" and n:
         data[rnd.randrange(n)] ^= 1 << rnd.randrange(8)
