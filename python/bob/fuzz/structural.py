@@ -80,8 +80,7 @@ def _place_chunks(out: bytearray, lay: EnvelopeLayout, start: int, size: int) ->
 
 
 def _set_header_bytes(out: bytearray, lay: EnvelopeLayout, old: int, rnd: random.Random) -> None:
-    """The header grown or shrunk: padding, planes and chunk offsets moved; now and then a non-zero
-    byte in the grown padding."""
+    """The header grown or shrunk: padding, planes and chunk offsets moved; now and then a non-zero padding byte."""
     least = aligned_header_bytes(lay.header_length)
     r = rnd.random()
     hb = (least if r < 0.2 else MAX_HEADER_BYTES if r < 0.35 else MAX_HEADER_BYTES + HEADER_ALIGNMENT if r < 0.4
@@ -94,8 +93,7 @@ def _set_header_bytes(out: bytearray, lay: EnvelopeLayout, old: int, rnd: random
 
 
 def _move_chunks(out: bytearray, lay: EnvelopeLayout, hb: int, rnd: random.Random) -> None:
-    """The three chunk table entries moved together (one delta, or another chunk size, with the
-    contract's sizes half the time)."""
+    """The chunk entries moved by one delta, or re-laid for another chunk size (half the time stated as chunk_bytes)."""
     if rnd.random() < 0.5:
         delta = rnd.choice((HEADER_ALIGNMENT, -HEADER_ALIGNMENT, 1, -1, CHUNK_BYTES, -hb, rnd.getrandbits(16)))
         _place_chunks(out, lay, hb + delta, CHUNK_BYTES)
