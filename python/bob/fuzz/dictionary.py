@@ -38,8 +38,7 @@ FLOAT_BITS = {
     **{name: U32.unpack(F32.pack(value))[0] for name, value in
        [*zip(LEARNER_NAMES, LEARNER_HYPERPARAMETERS), ("1e30", 1e30), ("-86.5", -86.5)]},
 }
-"""binary32 bit patterns: ±0, ±1, ±FLT_MAX, ±FLT_MIN, subnormals, ±inf, NaNs with payloads, bob's
-own hyper-parameters, a value near exp's cut-off."""
+"""binary32 bit patterns, by name (-86.5: a value near exp's cut-off)."""
 
 CONTRACT_STRINGS = (STATE, LEARNER, DATA, SEED)
 
