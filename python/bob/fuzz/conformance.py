@@ -327,8 +327,7 @@ def render_table(report: dict[str, Any]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = [f"bob-fuzz check {report['format']}: {one_line(report['reader'])}"]
     lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
-    lines.append(f"{report['agreements']} of {report['files']} files agree, "
-                 f"{len(report['disagreements'])} disagree")
+    lines.append(f"{report['agreements']} of {report['files']} files agree, {len(report['disagreements'])} disagree")
     lines += [f"  {show_path(d['file'])}: {d['problem']}" for d in report["disagreements"][:LISTED]]
     if len(report["disagreements"]) > LISTED:
         lines.append(f"  and {len(report['disagreements']) - LISTED} more (--json lists every one)")
