@@ -30,13 +30,8 @@ __all__ = ["construct_of", "schema_fields", "LengthPrefixed", "END", "Rule", "ru
 class _TrackingStream(io.BytesIO):
     """A BytesIO that remembers where the last read started and how much it asked for."""
 
-    __slots__ = ("last_offset", "last_request", "size")
-
-    def __init__(self, data: bytes) -> None:
-        super().__init__(data)
-        self.size = len(data)
-        self.last_offset = 0
-        self.last_request = -1
+    last_offset = 0
+    last_request = -1
 
     def read(self, n: int | None = -1) -> bytes:
         self.last_offset = self.tell()
@@ -212,7 +207,7 @@ def parse(schema: Construct, data: bytes) -> Container:
     except StreamError as exc:
         field, index = field_from_path(exc.path or "")
         need = stream.last_request
-        have = max(0, stream.size - stream.last_offset)
+        have = max(0, len(data) - stream.last_offset)
         raise Truncated(field, f"the file ends inside this field ({have} bytes remain)",
                         expected=(f"{need} bytes" if need >= 0 else None), actual=f"{have} bytes",
                         offset=stream.last_offset, index=index) from None
@@ -221,7 +216,7 @@ def parse(schema: Construct, data: bytes) -> Container:
         name = type(exc).__name__
         if name == "TerminatedError":
             raise Truncated("file_size", "bytes follow the end of the format",  # where the first extra byte is
-                            actual=stream.size, offset=stream.last_offset) from None
+                            actual=len(data), offset=stream.last_offset) from None
         if name == "ConstError" and field == "magic":
             raise NotABobFile(field, "this is not the expected bob format", offset=0) from None
         message = str(exc).splitlines()[-1] if str(exc) else name
