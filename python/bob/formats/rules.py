@@ -109,17 +109,11 @@ CHUNK_LENGTH = ValueRule("chunk_table.length", lambda length: length == CHUNK_BY
 PADDING = ValueRule("padding", lambda pad: pad.count(0) == len(pad), "padding bytes are zero", 0)
 
 # ------------------------------------------------------------------ the state, for resuming (§5)
-# The NumPy forms hold in any floating-point environment. A float comparison
-# obeys the calling thread's: under denormals-are-zero (which an extension
-# built with -ffast-math sets when it is imported) a subnormal compares as
-# zero, so `plane < 0` would pass a negative subnormal V and `plane != 0` a
-# subnormal moment at step 0. So those two judge the values' bit patterns
-# (binary32 as int32: the sign bit makes it negative); whether a value is
-# finite does not depend on subnormals, and `isfinite` is kept. The core
-# checks in the default environment (D17); these agree with it whatever the
-# environment (tests/hostile/test_floating_point_environment.py). NumPy's
-# functions, not its operators: under the fuzzer's instrumentation (atheris
-# 3.0.0) every `array < 0` leaked its 64 KiB result (docs/fuzzing.md, benchmarks/bench_fuzz.py).
+# The NumPy forms hold in any floating-point environment (formats/DECISIONS.md D17): under denormals-are-zero a
+# subnormal compares as zero, so `plane < 0` would pass a negative subnormal V and `plane != 0` a subnormal moment at
+# step 0; those two judge the bit patterns (binary32 as int32: the sign bit makes it negative), and `isfinite`, which
+# subnormals do not change, is kept (tests/hostile/test_floating_point_environment.py). NumPy's functions, not its
+# operators: docs/fuzzing.md (atheris kept every `array < 0`'s 64 KiB result; benchmarks/bench_fuzz.py).
 NEGATIVE_ZERO_BITS = F32_SIGN - (1 << 32)  # -0.0 as an int32 (the least); every other signed value is above it
 NEGATIVE_INFINITY_BITS = (F32_SIGN | F32_EXPONENT) - (1 << 32)  # -inf; from it down to -0.0 (excluded), the negatives
 
