@@ -49,25 +49,20 @@ def hashlib_sha256(data: Any) -> bytes:
     return hashlib.sha256(data).digest()
 
 
-def _digest_function() -> "Callable[[Any], bytes]":
-    # The core's SHA-256 spares bob-run hashlib's import (bob.core.sha256);
-    # without the core, hashlib gives the same digests. Bound on first use,
-    # so importing this module (Checkpoint.to_bytes does) loads no core.
-    try:
-        from bob.core import sha256 as digest
-    except ImportError:  # pragma: no cover - the core is not built
-        return hashlib_sha256
-    return digest
-
-
-_digest = None
+_digest: "Callable[[Any], bytes] | None" = None
 
 
 def sha256(data: Any) -> bytes:
     """SHA-256 of a bytes-like object (the core's when it is built, else hashlib's)."""
+    # The core's SHA-256 spares bob-run hashlib's import (bob.core.sha256); without the core, hashlib gives the
+    # same digests. Bound on first use, so importing this module (Checkpoint.to_bytes does) loads no core.
     global _digest
     if _digest is None:
-        _digest = _digest_function()
+        try:
+            from bob.core import sha256 as core_sha256
+        except ImportError:  # pragma: no cover - the core is not built
+            core_sha256 = hashlib_sha256
+        _digest = core_sha256
     return _digest(data)
 
 
