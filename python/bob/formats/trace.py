@@ -164,10 +164,7 @@ class Trace(BobFile):
         ``other``'s, or None when every digest agrees; ``other`` must be a trace
         of the same run (else :meth:`refuse_other_run`'s refusal)."""
         self.refuse_other_run(other)
-        for i, (mine, theirs) in enumerate(zip(self.entries, other.entries)):
-            if mine.digests != theirs.digests:
-                return i
-        return None
+        return next((i for i, (a, b) in enumerate(zip(self.entries, other.entries)) if a.digests != b.digests), None)
 
     def to_bytes(self) -> bytes:
         return trace_bytes(self.contract_sha256, self.input_sha256, self.step_before, self.losses,
