@@ -166,11 +166,11 @@ def _members(z: zipfile.ZipFile) -> dict[str, zipfile.ZipInfo]:
             raise Truncated(name, "larger than a bob export's member can be", expected=_MEMBER_LIMIT[name],
                             actual=info.file_size)
         found[name] = info
-    for name in (METADATA_MEMBER, *PLANE_NAMES):
+    if METADATA_MEMBER not in found:
+        raise NotABobFile("metadata.format", "this .npz file is not a bob checkpoint export",
+                          expected="the member bob.npy", actual="no bob metadata")
+    for name in PLANE_NAMES:
         if name not in found:
-            if name == METADATA_MEMBER:
-                raise NotABobFile("metadata.format", "this .npz file is not a bob checkpoint export",
-                                  expected="the member bob.npy", actual="no bob metadata")
             raise BadValue(name, f"a bob export holds the arrays P, M and V; {name} is missing")
     return found
 
