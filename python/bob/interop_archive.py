@@ -3,14 +3,12 @@ export's header, checked against what a bob export can be before anything is dec
 allocated or converted (:mod:`bob.interop` checks what they say). Each refusal is a
 :class:`~bob.FormatError` naming the member, the tensor or the metadata key:
 
-* ``.npz``: the zip's end record (no zip64, bounded entries and directory, the file's last bytes, both
-  counts of entries equal) before the directory is parsed; from the directory alone, each member's name as stored
-  (``P.npy``, ``M.npy``, ``V.npy``, ``bob.npy``, each once, no second name), compression (stored or deflated) and
-  size, as many as the record counts; then each ``.npy`` header (version 1.0 or 2.0, bounded, a literal dict of
-  exactly ``descr``, ``fortran_order`` and ``shape``) before data that must be exactly what it says; then
-  each local header saying what the directory says (flags, compression, the CRC-32 and sizes: those of
-  zip64's extra field for 0xFFFFFFFF, zero too after flag bit 3), or other zip readers read other bytes;
-  no byte outside the members, the directory and the end record (formats/DECISIONS.md D28);
+* ``.npz``: the zip's end record (no zip64, bounded entries and directory, the file's last bytes) before the
+  directory is parsed; from the directory alone, each member's name as stored (``P.npy``, ``M.npy``, ``V.npy``,
+  ``bob.npy``, each once), compression (stored or deflated) and size; then each ``.npy`` header (version 1.0 or 2.0,
+  bounded, a literal dict of exactly ``descr``, ``fortran_order`` and ``shape``) before data that must be exactly
+  what it says; then, as formats/DECISIONS.md D28 gives them, the local headers against the directory (no second
+  name) and no byte outside the members, the directory and the end record;
 * safetensors: the header's length (bounded, inside the file), its UTF-8 JSON, then each
   tensor (``F32``, the table's shape, offsets that tile the data from its start to its end);
 * the metadata: bounded, nesting checked before it is parsed, every key once, every value a
@@ -254,7 +252,7 @@ def _blocks(extra: bytes) -> list[tuple[int, bytes]]:
 
 def _local_says(local: tuple, blocks: list[tuple[int, bytes]], info: zipfile.ZipInfo) -> bool:
     """Whether a member's local header (its fields, its extra field's ``blocks``) says what its directory entry says
-    (the module)."""
+    (formats/DECISIONS.md D28)."""
     zip64 = [data for tag, data in blocks if tag == 1]
     crc, compressed, size = local[6:9]
     masked = (compressed == 0xFFFFFFFF, size == 0xFFFFFFFF)
