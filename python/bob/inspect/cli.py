@@ -25,8 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover - argparse is imported only to build the p
     import argparse
 
 COMMANDS = ("checkpoint", "input", "predictions", "diff", "trace", "verify", "schema")
-ALIASES = dict(kinds.ALIASES)  # the old names: ckpt, pred (and envelope) still work
-SUBCOMMANDS = {**{c: c for c in COMMANDS}, **{a: n for a, n in ALIASES.items() if a != "envelope"}}
+SUBCOMMANDS = {**{c: c for c in COMMANDS}, **{a: n for a, n in kinds.ALIASES.items() if a != "envelope"}}
 Result = tuple[dict[str, Any], list[str], int]
 
 
@@ -212,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("files", nargs="+", metavar="FILE")
     p = sub.add_parser("schema", help="layout tables from the construct schemas")
     p.add_argument("kind", nargs="?", metavar="{" + ",".join((*kinds.FORMATS, kinds.TRACE)) + "}",
-                   type=lambda text: ALIASES.get(text, text))
+                   type=lambda text: kinds.ALIASES.get(text, text))
     _checkpoint_options(sub.add_parser("auto", prog=PROG))  # `bob-inspect FILE`: not in the help, nor its usage
     for p in dict.fromkeys(sub.choices.values()):  # each command once (an alias names the same parser)
         add_common_options(p, json_help="print one JSON object (stable keys) instead of text")
