@@ -35,8 +35,7 @@ def lazy_names(module: str, names: "dict[str, str]", renamed: "dict[str, str] | 
     namespace = sys.modules[module].__dict__
 
     def __getattr__(name: str) -> Any:
-        source = names.get(name)
-        if source is None:
+        if (source := names.get(name)) is None:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
         # __import__ rather than importlib.import_module: importing importlib
         # (and the warnings module it pulls in) is a share of bob-run's start-up.

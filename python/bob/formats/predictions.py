@@ -73,8 +73,7 @@ class Predictions(BobFile):
             if token < 0 or validity < 0:
                 raise BadValue("token" if token < 0 else "validity", "values are u32", index=i,
                                actual=min(token, validity))
-            problems = _record_problems(i, token, validity)
-            if problems:
+            if problems := _record_problems(i, token, validity):
                 raise problems[0]
         object.__setattr__(self, "records", tuple(records))
 

@@ -52,8 +52,7 @@ def field_from_path(path: str) -> tuple[str, int | None]:
     index = None
     for part in path.split(" -> ")[1:]:
         part = part.strip()
-        m = _INDEX.search(part)
-        if m:
+        if m := _INDEX.search(part):
             index = int(m.group(1))
             part = _INDEX.sub("", part)
         if not part or part == "header" or (names and names[-1] == part):

@@ -194,8 +194,7 @@ def _header_findings(data: bytes, ex: Examination) -> bool:
     n, out = len(data), ex.findings
     if n == 0:
         return False  # a fresh run's checkpoint
-    problem = magic_finding(data, *CHECKPOINT_FILE)
-    if problem is not None:
+    if (problem := magic_finding(data, *CHECKPOINT_FILE)) is not None:
         out.append(problem)
         return False
     if n > MAX_CHECKPOINT_BYTES:

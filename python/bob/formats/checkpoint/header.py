@@ -89,16 +89,14 @@ def check_pin(data: Any, pin: Any, name: str) -> "bytes | None":
     alone). Returns the bytes it pinned, taken once: the caller reads those, never ``data`` again."""
     from bob.errors import IntegrityError, as_bytes
 
-    problem = pin_problem(pin)
-    if problem is not None:
+    if (problem := pin_problem(pin)) is not None:
         raise (TypeError if not isinstance(pin, str) else ValueError)(f"{name} {problem}")
     if data is None:
         return None
     data, want = as_bytes(data, "the checkpoint"), pin.lower()
     if not len(data):
         raise IntegrityError(name, "a missing or empty checkpoint (a fresh start) is not the pinned one", expected=want)
-    digest = sha256(data).hex()
-    if digest != want:
+    if (digest := sha256(data).hex()) != want:
         raise IntegrityError(name, "the checkpoint's SHA-256 is not the pinned one", expected=want, actual=digest)
     return data
 

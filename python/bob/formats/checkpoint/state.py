@@ -86,8 +86,7 @@ def resume_findings(checkpoint: "ResumableState") -> list[FormatError]:
 def refuse_unresumable(checkpoint: "ResumableState", what: str) -> None:
     """Raise the first of :func:`resume_findings` for the writer ``what``: bob writes no
     checkpoint it would refuse to resume unless asked (``for_resume=False``)."""
-    findings = resume_findings(checkpoint)
-    if findings:
+    if findings := resume_findings(checkpoint):
         first = findings[0]  # (another contract: every reader refuses its file, for_resume or not)
         anyway = ("writes it anyway, a file every bob reader refuses" if first.kind == "contract-mismatch"
                   else "takes it anyway")
