@@ -130,7 +130,6 @@ class OsFaults(OsPatch):
     def __exit__(self, *exc: object) -> None:
         super().__exit__()
         self.left_open = sorted(self._open_fds)
-        self._open_fds.clear()
         for fd in self.left_open if self.mode == "crash" and self.hit else ():
             with contextlib.suppress(OSError):
                 os.close(fd)

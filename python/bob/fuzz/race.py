@@ -49,7 +49,6 @@ class Meeting:
     there; ``result``: what ``meet`` gave. The pipe is in ``where`` (a world's scratch, removed however a run ends)."""
 
     def __init__(self, point: str, meet: Callable[[], object], where: str | None = None) -> None:
-        self.point: str = point
         self.meet: Callable[[], object] = meet
         self._dir = tempfile.TemporaryDirectory(prefix="bob-race-", dir=where)
         self.fifo: str = os.path.join(self._dir.name, "pause")
