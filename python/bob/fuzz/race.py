@@ -27,9 +27,7 @@ def child_env(pause: str | None = None) -> dict[str, str]:
     source = str(Path(__file__).resolve().parents[2])  # the directory this bob is imported from
     env = {k: v for k, v in os.environ.items() if k != PAUSE_ENV}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [source, env.get("PYTHONPATH")]))
-    if pause is not None:
-        env[PAUSE_ENV] = pause
-    return env
+    return env if pause is None else {**env, PAUSE_ENV: pause}
 
 
 def _opened(fifo: str, alive: Callable[[], bool]) -> int | None:
