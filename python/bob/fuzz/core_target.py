@@ -71,7 +71,6 @@ def draw_step(byte: Callable[[], int], specials: Sequence[int]) -> int:
     return specials[byte() % len(specials)]
 
 
-DOCUMENTED = (TypeError, ValueError, OverflowError)  # CoreError is a ValueError
 _STEPS = (0, 1, 9, 10, 11, U64_MAX - 10, U64_MAX - 9, U64_MAX - 1, U64_MAX, U64_MAX + 1, -1, 1 << 63)
 _WORDS = (0, 1, 255, VOCABULARY, 0xFFFFFFFF, 0xFFFFFFFE, 1 << 32, -1, 1 << 64)
 _THREADS = (0, 1, 2, 3, 64, -1, 1 << 31, 1 << 64)
@@ -222,7 +221,7 @@ def core_target(data: bytes) -> None:
             require(0 <= _core.fnv1a64(r.raw(r.byte())) <= U64_MAX, "fnv1a64 is not a u64")
         else:
             _core.resolved_kernel(r.pick(tuple(kernels) + ("auto", "", "nope")))
-    except DOCUMENTED:
+    except (TypeError, ValueError, OverflowError):  # documented (CoreError is a ValueError)
         pass
     except BaseException as exc:  # noqa: BLE001 - a panic is a BaseException: exactly what is looked for
         if isinstance(exc, (KeyboardInterrupt, PropertyFailed, MemoryError)):
