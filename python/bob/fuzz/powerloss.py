@@ -79,12 +79,11 @@ class Image:
         """The bytes at ``directory/name``, through symbolic links; None if nothing is there."""
         directory, name = os.path.split(os.path.join(directory, name))  # (a name may hold a directory)
         for _ in range(40):
-            if (directory, name) in self.links:
-                target = os.path.join(directory, self.links[(directory, name)])
-                directory, name = os.path.split(os.path.normpath(target))
-                continue
-            node = self.entries.get((directory, name))
-            return None if node is None else bytes(self.nodes.get(node, b""))
+            if (directory, name) not in self.links:
+                node = self.entries.get((directory, name))
+                return None if node is None else bytes(self.nodes.get(node, b""))
+            target = os.path.join(directory, self.links[(directory, name)])
+            directory, name = os.path.split(os.path.normpath(target))
         return None
 
     def materialize(self, root: Path, old_root: str) -> None:
