@@ -14,9 +14,8 @@ _SMALL = 4096  # below this a hash costs less than the look-up
 
 
 class DigestMemo:
-    """SHA-256 digests by content (``hashes`` counts the ones actually computed). A slice of a ``bytes``
-    object (a ``memoryview``, as the readers pass the planes) is first looked up by where it lies — the
-    same object, offset and length — which costs nothing; anything else, by its bytes (compared in full)."""
+    """SHA-256 digests by place, then by content (docs/fuzzing.md, "Memory and speed of the checkpoint target"):
+    a place is a ``memoryview`` slice of a ``bytes`` (the readers' planes). ``hashes`` counts the ones computed."""
 
     def __init__(self, sha256: Any = None) -> None:
         self._sha256 = sha256 or hashlib.sha256

@@ -1,9 +1,8 @@
-"""The power-loss checker (docs/fuzzing.md, "Power loss"): what a POSIX file system may leave of a run that lost power.
+"""The power-loss checker (docs/fuzzing.md, "Power loss"; after ALICE, Pillai et al., OSDI 2014, and CrashMonkey).
 
-After ALICE (Pillai et al., OSDI 2014) and CrashMonkey: :class:`Recorder` logs the calls of the ``os`` functions
-that change files as operations on *inodes* (a new file gets a fresh number: a reused inode number is not the old
-file). Chosen over ``strace`` and an LD_PRELOAD shim: no tool the CI machine may lack, exactly bob's calls in
-order, and in process. :func:`crash_states` keeps or drops each write whole.
+:class:`Recorder` gives a new file a fresh inode number (a reused one is not the old file); it wraps ``os`` rather
+than use ``strace`` or an LD_PRELOAD shim: no tool the CI machine may lack, exactly bob's calls in order, and in
+process. :func:`crash_states` keeps or drops each write whole.
 """
 
 from __future__ import annotations

@@ -119,17 +119,14 @@ def checkpoint_target(data: bytes) -> None:
     from bob.formats import checkpoint as canonical
     from bob.formats.checkpoint import examine_by_schema
 
-    # Two readings of bob, one of the oracle. bob: every finding for resuming (what
-    # load_checkpoint(data) raises the first of), and the loader for reading, which must raise the
-    # first of those findings that is not a state check (D7: the state checks are StateRefused).
+    # Two readings of bob (the findings for resuming, the loader for reading), one of the oracle (docs/fuzzing.md)
     findings = bob.checkpoint_findings(data)
     for err in findings:
         check_error(err, data)
     strict_refusal = findings[0] if findings else None
     reading = [f for f in findings if not isinstance(f, StateRefused)]
     first = reading[0] if reading else None
-    # The loader's refusal is checked unless it equals the finding checked above in everything its
-    # text is made of (it is that finding, raised by a second reading).
+    # (its refusal's form is checked only if it differs from that finding: it is that finding, read again)
     loose, loose_refusal = _load(bob.load_checkpoint, data, lambda err: _equal_refusals(err, first), for_resume=False)
     if not _equal_refusals(loose_refusal, first, ("field", "index", "offset")):  # the finding put first, raised
         raise PropertyFailed(f"load_checkpoint(for_resume=False) raised {loose_refusal!r}, the findings for "

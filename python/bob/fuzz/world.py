@@ -1,9 +1,5 @@
-"""The ``run`` target's world: links, failing writes, crashes, a second process and power loss around ``bob-run``.
-
-Each execution runs ``bob-run --json`` (or the library writers) in process in one world drawn from the input's
-CRC-32 and holds there the invariants docs/fuzzing.md's table of the axes gives, each row cited by its cell
-below (:mod:`bob.fuzz.powerloss` judges a power loss).
-"""
+"""The ``run`` target's world: links, failing writes, crashes, a second process and power loss around ``bob-run``
+(docs/fuzzing.md, "The ``run`` target's world"; :mod:`bob.fuzz.powerloss` judges a power loss)."""
 
 from __future__ import annotations
 
