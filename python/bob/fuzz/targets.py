@@ -205,9 +205,7 @@ def inspect_target(data: bytes) -> None:
             _the_envelope(out, rc)
 
 
-WORLD_DESCRIPTORS = 64
-"""Descriptors a world needs free (bob-run's files, locks and directories, a racer's pipe and thread): with fewer,
-the machine's shortage (an open bob-run fails, a racer that cannot meet it) would be taken for bob's."""
+WORLD_DESCRIPTORS = 64  # free for bob-run's files, locks and directories, a racer's pipe and thread (docs/fuzzing.md)
 
 
 def run_target(data: bytes) -> None:
