@@ -68,9 +68,8 @@ def world_of(data: bytes) -> World:
         return w._replace(fault="none", layout=("plain", "symlinks")[(crc >> 17) & 1],
                           trace=w.writer == "bob-run" and bool((crc >> 19) & 1),
                           lock_lost=w.writer == "bob-run" and bool((crc >> 20) & 1))
-    if w.other != "none":  # the lock holder, the racer and the cleaner meet bob-run's lock and commit
-        w = w._replace(writer="bob-run")
-    return w
+    # the lock holder, the racer and the cleaner meet bob-run's lock and commit
+    return w if w.other == "none" else w._replace(writer="bob-run")
 
 
 def library_writer(argv: list[str]) -> int:
