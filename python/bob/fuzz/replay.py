@@ -95,25 +95,22 @@ def infer_target(path: "str | os.PathLike[str]") -> str | None:
 
 def failure_of(run: Callable[[bytes], None], data: bytes) -> str | None:
     """None when ``run(data)`` passes, else the failure as ``Type: message`` (first line)."""
-    exc = failure(run, data)
-    return None if exc is None else failure_message(exc)
+    return None if (exc := failure(run, data)) is None else failure_message(exc)
 
 
 def signature_of(run: Callable[[bytes], None], data: bytes) -> str | None:
     """None when ``run(data)`` passes, else the failure's identity (:func:`bob.fuzz.properties.exception_key`)."""
-    exc = failure(run, data)
-    return None if exc is None else exception_key(exc)
+    return None if (exc := failure(run, data)) is None else exception_key(exc)
 
 
 def passes_outside(target: str, path: str, env: "dict[str, str]") -> bool:
     """Whether ``path`` passes its target when replayed in a fresh process (within :data:`OUTSIDE_SECONDS`)."""
     try:
-        done = subprocess.run([sys.executable, "-m", "bob.fuzz.cli", "replay", path, "--target", target],
+        return subprocess.run([sys.executable, "-m", "bob.fuzz.cli", "replay", path, "--target", target],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=OUTSIDE_SECONDS,
-                              env=env)
+                              env=env).returncode == 0
     except subprocess.TimeoutExpired:
         return False
-    return done.returncode == 0
 
 
 def replay_file(path: Path, target: str | None = None) -> Verdict:
@@ -121,8 +118,7 @@ def replay_file(path: Path, target: str | None = None) -> Verdict:
     if name is None:
         return Verdict(str(path), None, False, "no target: name one with --target (or keep the file in a "
                                                "directory named after its target)")
-    run, _ = load_target(name)
-    failure = failure_of(run, read_input(path))  # (a file that cannot be read: its OSError, no verdict)
+    failure = failure_of(load_target(name)[0], read_input(path))  # (a file it cannot read: its OSError, no verdict)
     return Verdict(str(path), name, failure is None, failure or "ok")
 
 
