@@ -32,8 +32,7 @@ from bob.fuzz.replay import passes_outside
 
 __all__ = ["run_campaign", "WORKER", "KEY_LINE"]
 
-# Under atheris a worker's memory grows with the 786,880-byte inputs: workers on the big-input targets
-# run in generations of this many executions, restarted on the same corpus, below -rss_limit_mb.
+# Big-input workers run in generations of this many executions, below -rss_limit_mb (docs/fuzzing.md, "Commands")
 GENERATION = {"checkpoint": 20_000, "inspect": 20_000, "run": 20_000}
 RSS_LIMIT_MB = 6144
 LOG_LINES = 20_000  # a worker's log keeps its last lines, over every generation of this campaign
@@ -47,8 +46,7 @@ WRITTEN = "Test unit written to "  # then the path, which may hold any byte: the
 EXECUTED = re.compile(r"stat::number_of_executed_units:\s*(\d+)")
 KEY_LINE = "bob-fuzz failure key: "  # a worker's line naming the failure it is about to raise
 RAN_OUT_LINE = "bob-fuzz no verdict: "  # then why: a worker that ran out of room (a full disk, no descriptor) ends
-# The prelude a libFuzzer process runs around a target: a campaign's worker (its spec in argv[1]) and,
-# with the spec written in, an OSS-Fuzz harness (bob.fuzz.oss)
+# The prelude libFuzzer runs around a target: a campaign's worker (its spec in argv[1]), or bob.fuzz.oss's harness
 WORKER = r"""
 import json, os, sys
 spec = json.loads(sys.argv[1])

@@ -177,8 +177,7 @@ def cmd_run(args: argparse.Namespace) -> Outcome:
 
 def _replay_command(path: str, target: str, hang: float = 0.0) -> str:
     """The command replaying ``path``, each word as a shell takes it (a path starting with ``-`` as ``./-…``); a
-    hang's under coreutils' ``timeout``, which ends it after ``hang`` seconds (exit 124), as replay never would, and
-    kills it 5 s later (exit 137) if native code holds the signal off."""
+    hang's under coreutils' ``timeout`` for ``hang`` seconds, as replay never would (docs/fuzzing.md, "Commands")."""
     word = _word(os.path.join(".", path) if path.startswith("-") else path)
     return f"timeout -k 5 {hang:g} " * (hang > 0) + f"{PROG} replay {word} --target {_word(target)}"
 

@@ -85,9 +85,8 @@ def seed_paths(name: str, fmt: str | None = None, *, root: Path | None = None) -
 
 
 def fast_path_stats(target: str, fmt: str | None) -> str | None:
-    """``BOB_FUZZ_FAST_PATH_STATS`` (docs/fuzzing.md) when ``target``'s workers will write it: each
-    worker's first file is written here, before anything starts, so a file bob cannot write is
-    a refusal naming the variable, not a finding against bob."""
+    """``BOB_FUZZ_FAST_PATH_STATS`` when ``target``'s workers will write it, its ``.0.0`` written now, before
+    anything starts (docs/fuzzing.md, "Ten-minute campaigns": why)."""
     stats = os.environ.get("BOB_FUZZ_FAST_PATH_STATS")
     if not stats or load_target(target, fmt)[1] not in ("input", "checkpoint"):
         return None

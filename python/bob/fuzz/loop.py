@@ -18,9 +18,8 @@ def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None
                 stop_on_finding: bool = True, artifacts: "str | os.PathLike[str] | None" = None,
                 progress: bool = False) -> CampaignResult:
     """``runs`` executions of ``target`` over seeded mutations of its seeds; deterministic. A failure is a
-    finding once per key (:meth:`CampaignResult.add`: its first input written to ``artifacts`` when given).
-    ``progress``: say on stderr how far the loop is, past two seconds. ``fast_path_share`` (input, checkpoint):
-    the share of executions whose bytes the fast path recognized, i.e. that reached the differential assertion."""
+    finding once per key (:meth:`CampaignResult.add`: its first input written to ``artifacts`` when given);
+    ``progress``: how far, on stderr past 2 s; ``fast_path_share``: docs/fuzzing.md, "The field-aware mutator"."""
     from bob.fuzz.mutator import custom_mutator, mutate_canonical, recognized
     from bob.fuzz.targets import accepted_seeds
     from bob.progress import Progress

@@ -129,9 +129,8 @@ def replay(paths: "list[str | os.PathLike[str]]", target: str | None = None) -> 
 
 def shrink(data: bytes, same: Callable[[bytes], bool], max_tries: int,
            seal: Callable[[bytes], bytes] = bytes) -> tuple[bytes, int]:
-    """The simplest input ``same`` keeps, in at most ``max_tries`` calls of ``same``: chunks zeroed, then
-    deleted (docs/fuzzing.md's ``minimize``); chunks already zero cost no call. A candidate ``same`` rejects is
-    tried again ``seal``-ed, where that changes it (a checkpoint's digests made its own again)."""
+    """The simplest input ``same`` keeps, in at most ``max_tries`` calls of ``same`` (docs/fuzzing.md's
+    ``minimize``); chunks already zero cost no call, and a rejected candidate is tried again ``seal``-ed."""
     tries, best = 0, data
 
     def kept(candidate: bytes) -> bool:
@@ -202,8 +201,7 @@ class _OutOfMemory(MachineRanOut):
 
 
 class NotAlone(ValueError):
-    """The minimized input fails its target only after other candidates ran in the same worker (a target that keeps
-    state from one input to the next): alone, in a fresh worker, it does not fail the same way."""
+    """The minimized input fails its target only after other candidates ran in its worker, not alone in a fresh one."""
 
 
 class _Runner:
@@ -272,9 +270,8 @@ class _Runner:
 
 def minimize_out_of_process(target: str, data: bytes, *, max_tries: int = 2000,
                             timeout: float = 60.0) -> tuple[bytes, str | None, int]:
-    """``(smaller, failure, tries)``: ``data`` shrunk while it fails the same way (:func:`signature_of`,
-    or the same crash or hang), each candidate in a worker process, so a native crash or a hang
-    ends the candidate, not the minimizer. ``failure`` is None (nothing shrunk) when ``data`` passes."""
+    """``(smaller, failure, tries)``: ``data`` shrunk while it fails the same way (:func:`signature_of`, or the same
+    crash or hang) by :class:`_Runner`'s workers; ``failure`` is None (nothing shrunk) when ``data`` passes."""
     from bob.progress import Progress
 
     with scratch_directory("bob-fuzz-minimize-") as tmp:
