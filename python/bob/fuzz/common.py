@@ -40,8 +40,7 @@ OUT_OF_ROOM = RESOURCE_ERRNOS | {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}  # a t
 def load_target(spec: str, fmt: str | None = None) -> "tuple[Callable[[bytes], None], str | None]":
     """(function, format) for a registered target name or a ``package.module:function`` spec."""
     fmt = ALIASES.get(fmt or "", fmt)  # (ckpt, pred, envelope: as the command line takes them, for either kind)
-    if spec in TARGETS:
-        t = TARGETS[spec]
+    if t := TARGETS.get(spec):  # (a Target, a NamedTuple: never false)
         if fmt not in (None, t.format):  # (its seeds and mutations are its own format's: another would be fuzzed)
             raise ValueError(f"target {spec} reads {t.format or 'bytes of no format'}; a format is named for a "
                              "package.module:function target")

@@ -60,8 +60,7 @@ def quietly(fn: "Callable[[list[str]], int]", argv: "list[str]") -> "tuple[int, 
             except SystemExit as exc:
                 rc = exc.code if isinstance(exc.code, int) else 2
     finally:
-        arrived = taken()[before:]
-        if arrived:
+        if arrived := taken()[before:]:
             raise Interrupted(arrived[0])  # noqa: B012 - replaces a crash the world injected: the signal wins
     return rc, out.getvalue(), err.getvalue()
 
