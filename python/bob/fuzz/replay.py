@@ -176,8 +176,7 @@ from bob.fuzz.targets import preload
 die_with_parent()
 run, _ = load_target(sys.argv[1])
 preload()
-results.write("ready\n")  # (a candidate's time starts here: not the interpreter's, bob's or the targets' imports)
-results.flush()
+print("ready", file=results, flush=True)  # (candidates are timed from here, past every import: bob's, the target's)
 os.dup2(null, 2)  # started: what a target writes on stderr goes nowhere, as its stdout does
 source = sys.stdin.buffer
 while True:
@@ -191,8 +190,7 @@ while True:
         said = {"machine": str(exc)}
     except MemoryError:  # (nor is running out of memory: the input's is the machine's, a candidate's its own)
         said = {"machine": "the machine ran out of memory while the target ran; no verdict", "memory": True}
-    results.write(json.dumps(said) + "\n")
-    results.flush()
+    print(json.dumps(said), file=results, flush=True)
 """
 
 
