@@ -206,10 +206,8 @@ def failure_message(exc: BaseException) -> str:
 class Finding:
     path: str
     message: str
-    key: str = ""
-    """What makes two failures one: :func:`bob.fuzz.properties.exception_key`."""
-    count: int = 1
-    """How many failing inputs had this key."""
+    key: str = ""  # what makes two failures one: bob.fuzz.properties.exception_key
+    count: int = 1  # how many failing inputs had this key
 
     @property
     def where(self) -> str:
@@ -227,10 +225,8 @@ class CampaignResult:
     corpus: int = 0
     seconds: float = 0.0
     findings: list[Finding] = field(default_factory=list)
-    crashes: int = 0
-    """Every failing input the engine stopped on (the same failure found again included)."""
-    discarded: list[Finding] = field(default_factory=list)
-    """Resource artifacts (out of memory, timeout) that do not reproduce outside the engine."""
+    crashes: int = 0  # every failing input the engine stopped on (the same failure found again included)
+    discarded: list[Finding] = field(default_factory=list)  # the engine's stops that pass replayed outside it
     fast_path_share: float | None = None
     notes: list[str] = field(default_factory=list)
 
