@@ -44,9 +44,8 @@ def _unreadable(exc: OSError) -> None:
 
 
 def files_under(paths: "list[str | os.PathLike[str]]") -> Iterator[Path]:
-    """The files named, and every file under the directories named (sorted; hidden ones and notes skipped; a
-    linked directory inside the one named followed, each directory once; a link out of it refused);
-    a directory under them that cannot be listed raises its ``OSError``."""
+    """The files named, and every file under the directories named, sorted (docs/fuzzing.md's ``replay``: what is
+    skipped, followed, refused); a directory under them that cannot be listed raises its ``OSError``."""
     for p in map(Path, paths):
         if not p.is_dir():
             yield p
