@@ -95,16 +95,14 @@ def fast_path_stats(target: str, fmt: str | None) -> str | None:
 
 
 def refuse_unless_fits(option: str, given: str, directory: "str | os.PathLike[str]", name: str) -> None:
-    """Refuse ``option`` (``given``) when a file ``name`` the engine writes in ``directory`` passes the system's
-    limit on a path: libFuzzer drops such a write unsaid, as it leaves a file empty or cut on a full disk."""
+    """Refuse ``option`` (``given``) if the engine's file ``name`` in ``directory`` passes PATH_MAX: docs/fuzzing.md."""
     if len(os.fsencode(path := os.path.join(directory, name))) >= PATH_MAX:
         why = os_reason(OSError(errno.ENAMETOOLONG, "file name too long", path))
         raise Refused(f"the engine could not write its files in it: {why}", option=option, path=given)
 
 
 def unwritten(corpus: Path, before: "set[str]") -> int:
-    """How many entries added to ``corpus`` (not ``before``) under a SHA-1 name do not hold the input it names (the
-    engine's writes on a full disk; left as they are: one may be a file another process is writing)."""
+    """How many entries added to ``corpus`` (not ``before``) have a SHA-1 name not their input's: docs/fuzzing.md."""
     lost = 0
     for entry in os.scandir(corpus) if corpus.is_dir() else ():
         if entry.name not in before and len(entry.name) == 40 and not entry.name.strip("0123456789abcdef"):
