@@ -28,8 +28,7 @@ def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None
     name = target.replace(":", "_")
     seeds = [read_input(p) for p in seed_paths(name, fmt)] or [b""]
     rnd = random.Random(seed)
-    # The fast-path differential only asserts on bytes the fast path recognizes:
-    # most mutations start from an accepted file and keep it canonical.
+    # most mutations keep an accepted file canonical: the differential asserts only on what the fast path recognizes
     accepted = accepted_seeds(name) if name in ("input", "checkpoint") else []
     mutator = custom_mutator(fmt, None)
     limit = MAX_LEN.get(name, DEFAULT_MAX_LEN)
