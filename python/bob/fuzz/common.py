@@ -95,7 +95,8 @@ def fast_path_stats(target: str, fmt: str | None) -> str | None:
 
 
 def refuse_unless_fits(option: str, given: str, directory: "str | os.PathLike[str]", name: str) -> None:
-    """Refuse ``option`` (``given``) if the engine's file ``name`` in ``directory`` passes PATH_MAX: docs/fuzzing.md."""
+    """Refuse ``option`` (``given``) if the engine's file ``name`` in ``directory`` passes PATH_MAX: libFuzzer drops
+    such a write unsaid, as it leaves a file empty or cut on a full disk."""
     if len(os.fsencode(path := os.path.join(directory, name))) >= PATH_MAX:
         why = os_reason(OSError(errno.ENAMETOOLONG, "file name too long", path))
         raise Refused(f"the engine could not write its files in it: {why}", option=option, path=given)

@@ -1,7 +1,7 @@
-"""The contract oracle: bob v1's three formats read again, straight from the contract (``data/contract/bob-v1.md``
-§3–§5; ``formats/DECISIONS.md`` D1–D10 where it leaves room), with the standard library only and nothing of ``bob``,
-so a rule all of bob's readers get wrong the same way disagrees with it (docs/fuzzing.md, "The contract oracle": its
-verdicts, its field names, the house test that holds it)."""
+"""The contract oracle: bob v1's three formats read again, straight from the contract
+(``python/bob/data/contract/bob-v1.md`` §3–§5; ``formats/DECISIONS.md`` D1–D10 where it leaves room), with the
+standard library only and nothing of ``bob``, so a rule all of bob's readers get wrong the same way disagrees with
+it (docs/fuzzing.md, "The contract oracle": its verdicts, its field names, the house test that holds it)."""
 
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ FAULTS = ("none", "fail", "fail", "crash")
 OTHERS = ("none", "none", "none", "none", "locked", "racer", "cleaner", "powerloss")
 MAX_CALL = 42
 """k is drawn from 1..MAX_CALL: the calls a completed bob-run makes in a world (a checkpoint and predictions there)."""
-ENTRY_CALLS_DRAWN = 7  # or, counting only the calls that change a directory entry, from 1..7 (a run makes 6)
+ENTRY_CALLS_DRAWN = 7  # or, counting only the calls that change a directory entry, from 1 to this (a run makes 6)
 
 MODE = 0o640  # not the umask's default: a replaced file must keep its mode
 POWER_LOSS_STATES = 6  # crash states judged per power-loss execution, beside every state after the whole run
