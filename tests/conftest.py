@@ -15,6 +15,7 @@ import json
 import os
 import struct
 import sys
+import time
 from pathlib import Path
 from collections.abc import Iterator
 from typing import Callable, NamedTuple
@@ -283,6 +284,20 @@ def signalled_as_spawned(monkeypatch: pytest.MonkeyPatch, run: Callable[[], obje
             child.kill()
     assert children
     return children[0]
+
+
+def gone(pid: int, within: float) -> bool:
+    """Whether process ``pid`` ends (or is a zombie nobody reaps: a container's first process) within the time."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 @contextlib.contextmanager

@@ -22,13 +22,13 @@ class spawned:
     """``with spawned(argv, **popen) as proc:`` a ``subprocess.Popen`` child that never outlives the block: spawned
     whole before a SIGINT, SIGTERM or SIGHUP acts (one that arrived while subprocess spawned it left the exception
     before anyone knew the child, which ran on), and ended (``end(proc)``, else killed) and waited for however the
-    block ends."""
+    block ends; on Linux, killed too when this process ends where no block end runs (SIGKILL)."""
 
     def __init__(self, argv: list[str], *, end: Callable[[subprocess.Popen[Any]], object] | None = None,
                  **popen: Any) -> None:
         self.argv: list[str] = argv
         self.end: Callable[[subprocess.Popen[Any]], object] | None = end
-        self.popen: dict[str, Any] = popen
+        self.popen: dict[str, Any] = {**popen, "preexec_fn": _dying_with_this_process(popen.get("preexec_fn"))}
         self.proc: subprocess.Popen[Any] | None = None
 
     def __enter__(self) -> subprocess.Popen[Any]:
@@ -48,6 +48,27 @@ class spawned:
                 pass
             with self.proc:  # (its pipes closed, and waited for)
                 pass
+
+
+def _dying_with_this_process(then: Callable[[], object] | None) -> Callable[[], object] | None:
+    """A ``preexec_fn``: the child gets SIGKILL when the thread that spawns it ends, with this process however it
+    ends (Linux's PR_SET_PDEATHSIG: a SIGKILL, which no handler sees, left a reader or a bob-run running); then
+    ``then()``. Elsewhere, ``then``."""
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # (found now: the child only calls it)
+    except (ImportError, OSError, AttributeError, MemoryError):  # pragma: no cover - not Linux, no ctypes
+        return then
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # (this process ended before the call: the child ends as it would have)
+            os.kill(os.getpid(), signal.SIGKILL)
+        if then is not None:
+            then()
+    return preexec
 
 
 def readable(stream: Any, timeout: float) -> bool:

@@ -21,7 +21,7 @@ import pytest
 
 from bob.fuzz.cli import main
 from bob.fuzz.targets import TARGETS
-from conftest import GOLDEN, tmpfs
+from conftest import GOLDEN, gone, tmpfs
 
 HERE = Path(__file__).resolve().parent
 LAX_READER = """
@@ -966,6 +966,30 @@ def test_a_signal_as_a_reader_is_spawned_leaves_no_reader_running(corpus: Path, 
 
     child = signalled_as_spawned(monkeypatch, lambda: conformance.check("predictions", ["cat", "{}"], corpus=corpus))
     assert child.returncode == -signal.SIGKILL  # its group killed, and reaped, by check
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_reader_ends_when_check_is_killed(corpus: Path, tmp_path: Path) -> None:
+    """SIGKILL of ``bob-fuzz check``, which no handler sees, left its reader running (a session of its own, out of a
+    terminal's reach) for as long as the reader lived. The reader now gets SIGKILL as check ends, however it ends."""
+    pid_file = tmp_path / "reader.pid"
+    reader = [sys.executable, "-c", f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); "
+              "time.sleep(120)", "{}"]
+    check = subprocess.Popen([sys.executable, "-m", "bob", "fuzz", "check", "--format", "predictions", "--corpus",
+                              str(corpus), "--", *reader], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        reader_pid = int(pid_file.read_text())
+        check.kill()
+        check.wait()
+        assert gone(reader_pid, 10), "the reader outlived the check killed by SIGKILL"
+    finally:
+        check.kill()
+        check.wait()
+        with contextlib.suppress(ProcessLookupError, ValueError, FileNotFoundError):
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
 
 
 @contextlib.contextmanager

@@ -351,6 +351,33 @@ def test_a_signal_as_a_child_bob_run_is_spawned_leaves_no_child_running(monkeypa
     assert child.returncode == -signal.SIGKILL  # killed and reaped by bob-qualify
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_child_bob_run_ends_when_bob_qualify_is_killed() -> None:
+    """SIGKILL of bob-qualify, which no handler sees, left its child running (writing into a directory nobody
+    would remove). A child now gets SIGKILL as bob-qualify ends, however it ends."""
+    import signal
+
+    from conftest import gone
+
+    script = ("import sys, time\nfrom bob.qualify import processes\n"
+              "with processes.started([sys.executable, '-c', 'import time; time.sleep(120)'], output=False) as p:\n"
+              "    print(p.pid, flush=True)\n    time.sleep(120)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    child = None
+    try:
+        child = int(parent.stdout.readline())  # type: ignore[union-attr]
+        parent.kill()
+        parent.wait()
+        assert gone(child, 10), "the child outlived bob-qualify killed by SIGKILL"
+    finally:
+        parent.kill()
+        parent.wait()
+        parent.stdout.close()  # type: ignore[union-attr]
+        if child is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
+
+
 def test_a_child_bob_run_is_the_bob_being_qualified_not_one_its_own_path_finds_first(tmp_path) -> None:
     """`python -m bob qualify` run in another copy of bob ran the installed bob-run, which imported the installed
     bob: a build whose bob-run wrote zero predictions was QUALIFIED, and the fingerprint named the installed
