@@ -1,6 +1,6 @@
 """Children that never outlive the block that starts them, whatever signal arrives (bob-qualify's bob-runs and
-bob-fuzz check's readers), ending a child's process group (bob-fuzz's workers and readers), and waiting for what
-children print."""
+bob-fuzz check's readers), nor bob (its workers too), ending a child's process group (bob-fuzz's workers and
+readers), and waiting for what children print."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from bob.signals import step_and_record
 
-__all__ = ["spawned", "readable", "drained", "signal_group", "end_groups"]
+__all__ = ["spawned", "ends_with_this_process", "readable", "drained", "signal_group", "end_groups"]
 
 
 class spawned:
@@ -28,7 +28,7 @@ class spawned:
                  **popen: Any) -> None:
         self.argv: list[str] = argv
         self.end: Callable[[subprocess.Popen[Any]], object] | None = end
-        self.popen: dict[str, Any] = {**popen, "preexec_fn": _dying_with_this_process(popen.get("preexec_fn"))}
+        self.popen: dict[str, Any] = {**popen, "preexec_fn": ends_with_this_process(popen.get("preexec_fn"))}
         self.proc: subprocess.Popen[Any] | None = None
 
     def __enter__(self) -> subprocess.Popen[Any]:
@@ -50,7 +50,7 @@ class spawned:
                 pass
 
 
-def _dying_with_this_process(then: Callable[[], object] | None) -> Callable[[], object] | None:
+def ends_with_this_process(then: Callable[[], object] | None = None) -> Callable[[], object] | None:
     """A ``preexec_fn``: the child gets SIGKILL when the thread that spawns it ends, with this process however it
     ends (Linux's PR_SET_PDEATHSIG: a SIGKILL, which no handler sees, left a reader or a bob-run running); then
     ``then()``. Elsewhere, ``then``."""

@@ -992,6 +992,33 @@ def test_a_reader_ends_when_check_is_killed(corpus: Path, tmp_path: Path) -> Non
             os.kill(int(pid_file.read_text()), signal.SIGKILL)
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_hanging_candidate_s_worker_ends_when_minimize_is_killed(tmp_path: Path) -> None:
+    """SIGKILL of ``bob-fuzz minimize`` while its worker runs a candidate that hangs: the worker (a session of its
+    own) gets SIGKILL as minimize ends, as every child bob starts does (bob.children.ends_with_this_process)."""
+    pid_file = tmp_path / "worker.pid"
+    (tmp_path / "hangs.py").write_text(f"import os, time\ndef run(data):\n    open({str(pid_file)!r}, 'w')"
+                                       ".write(str(os.getpid()))\n    time.sleep(120)\n", encoding="utf-8")
+    (tmp_path / "in.bin").write_bytes(b"x")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    minimize = subprocess.Popen([sys.executable, "-m", "bob", "fuzz", "minimize", str(tmp_path / "in.bin"),
+                                 "--target", "hangs:run", "--timeout", "100"], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        worker = int(pid_file.read_text())
+        minimize.kill()
+        minimize.wait()
+        assert gone(worker, 10), "the worker outlived minimize killed by SIGKILL"
+    finally:
+        minimize.kill()
+        minimize.wait()
+        with contextlib.suppress(ProcessLookupError, ValueError, FileNotFoundError):
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+
 @contextlib.contextmanager
 def _past_descriptor_1023():
     """Over a thousand descriptors open, so that the next pipe lies past select's FD_SETSIZE."""

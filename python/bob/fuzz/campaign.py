@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bob import signals
-from bob.children import drained, end_groups, signal_group
+from bob.children import drained, end_groups, ends_with_this_process, signal_group
 from bob.commands import EXIT_SOFTWARE, Refused, about, os_reason, output_directory
 from bob.fileio import make_directory, refuse_if_working_directory_gone, write_atomic
 from bob.text import note
@@ -55,11 +55,10 @@ harness = ["bob.fuzz." + m for m in ("mutator", "structural", "dictionary", "cam
 # Every bob import inside: a module imported before it would run uninstrumented (the targets' own branches too)
 with atheris.instrument_imports(include=["bob"], exclude=harness):
     from bob.fuzz.campaign import KEY_LINE, RAN_OUT_LINE
-    from bob.fuzz.common import MachineRanOut, die_with_parent, failure, load_target
+    from bob.fuzz.common import MachineRanOut, failure, load_target
     from bob.fuzz.properties import exception_key
     from bob.signals import Interrupted
     from bob.fuzz import mutator, targets
-    die_with_parent(spec.get("parent"))
     targets.preload()
     run, fmt = load_target(spec["target"], spec.get("format"))
 count = {"executions": 0, "recognized": 0}
@@ -198,11 +197,12 @@ class _Campaign:
         w.generation += 1
         seed = 0 if self.seed is None else (self.seed * 1000 + 100 * w.generation + w.index + 1) % 2**32
         argv.append(f"-seed={seed}")
-        spec = json.dumps({"target": self.target, "format": self.fmt, "argv": argv, "parent": os.getpid(),
+        spec = json.dumps({"target": self.target, "format": self.fmt, "argv": argv,
                            "fast_path_stats": f"{self.stats}.{w.index}.{w.generation}" if self.stats else None})
         # atheris prints an uncaught exception on stdout, libFuzzer its status on stderr: read both
         w.proc = subprocess.Popen([sys.executable, "-c", WORKER, spec], stdout=subprocess.PIPE, start_new_session=True,
-                                  stderr=subprocess.STDOUT, env=dict(self.env, PYTHONUNBUFFERED="1"))  # (its group)
+                                  stderr=subprocess.STDOUT, env=dict(self.env, PYTHONUNBUFFERED="1"),  # (its group)
+                                  preexec_fn=ends_with_this_process())
         assert w.proc.stdout is not None
         self.selector.register(w.proc.stdout, selectors.EVENT_READ, w)
 

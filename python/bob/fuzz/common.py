@@ -10,7 +10,6 @@ import hashlib
 import importlib
 import io
 import os
-import signal
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -27,7 +26,7 @@ from bob.text import note, one_line, show_path, write_whole  # (a closed or full
 from bob.fuzz.targets import TARGETS, seed_files
 
 __all__ = ["MAX_LEN", "DEFAULT_MAX_LEN", "INPUT_LIMIT", "Finding", "CampaignResult", "CampaignDisplay", "load_target",
-           "seed_paths", "die_with_parent", "read_input", "fast_path_stats", "failure", "failure_message",
+           "seed_paths", "read_input", "fast_path_stats", "failure", "failure_message",
            "stdout_on_stderr", "MachineRanOut", "OUT_OF_ROOM", "refuse_unless_fits", "unwritten", "tell_when_stopped",
            "holding_flock"]
 
@@ -110,17 +109,6 @@ def unwritten(corpus: Path, before: "set[str]") -> int:
             with contextlib.suppress(OSError):
                 lost += hashlib.sha1(read_input(entry.path)).hexdigest() != entry.name
     return lost
-
-
-def die_with_parent(parent: int | None = None) -> None:
-    """End this process (SIGKILL) when its parent dies (``PR_SET_PDEATHSIG`` on Linux);
-    end now if ``parent`` is given and is not our parent any more."""
-    with contextlib.suppress(OSError, AttributeError):  # (not Linux: no prctl)
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
-    if parent is not None and os.getppid() != parent:
-        os._exit(1)
 
 
 def read_input(path: "str | os.PathLike[str]") -> bytes:

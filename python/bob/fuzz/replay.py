@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator, NamedTuple
 
-from bob.children import readable, signal_group
+from bob.children import ends_with_this_process, readable, signal_group
 from bob.formats.constants import CHECKPOINT_MAGIC
 from bob.fuzz.common import INPUT_LIMIT, MachineRanOut, failure, failure_message, load_target, read_input
 from bob.fuzz.properties import exception_key
@@ -169,10 +169,9 @@ import json, os, sys
 results = os.fdopen(os.dup(1), "w", encoding="utf-8")
 null = os.open(os.devnull, os.O_WRONLY)
 os.dup2(null, 1)
-from bob.fuzz.common import MachineRanOut, die_with_parent, load_target
+from bob.fuzz.common import MachineRanOut, load_target
 from bob.fuzz.replay import signature_of
 from bob.fuzz.targets import preload
-die_with_parent()
 run, _ = load_target(sys.argv[1])
 preload()
 print("ready", file=results, flush=True)  # (candidates are timed from here, past every import: bob's, the target's)
@@ -216,7 +215,8 @@ class _Runner:
             with tempfile.TemporaryFile(dir=self.tmp) as errors:  # its stderr (a pipe the target could fill)
                 self.proc = proc = subprocess.Popen([sys.executable, "-c", WORKER, self.target], stdin=subprocess.PIPE,
                                                     stdout=subprocess.PIPE, stderr=errors, start_new_session=True,
-                                                    env=dict(os.environ, TMPDIR=self.tmp))  # (its group: close ends it)
+                                                    env=dict(os.environ, TMPDIR=self.tmp),  # (its group: close ends it)
+                                                    preexec_fn=ends_with_this_process())
                 assert proc.stdout is not None
                 ready = readable(proc.stdout, wait := max(self.timeout, STARTUP))
                 if (line := proc.stdout.readline() if ready else b"") != b"ready\n":  # no candidate yet: no finding
