@@ -995,7 +995,7 @@ def test_a_reader_ends_when_check_is_killed(corpus: Path, tmp_path: Path) -> Non
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 def test_a_hanging_candidate_s_worker_ends_when_minimize_is_killed(tmp_path: Path) -> None:
     """SIGKILL of ``bob-fuzz minimize`` while its worker runs a candidate that hangs: the worker (a session of its
-    own) gets SIGKILL as minimize ends, as every child bob starts does (bob.children.ends_with_this_process)."""
+    own) gets SIGKILL as minimize ends, as check's readers and the campaign's workers do (bob.children)."""
     pid_file = tmp_path / "worker.pid"
     (tmp_path / "hangs.py").write_text(f"import os, time\ndef run(data):\n    open({str(pid_file)!r}, 'w')"
                                        ".write(str(os.getpid()))\n    time.sleep(120)\n", encoding="utf-8")

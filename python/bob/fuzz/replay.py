@@ -107,7 +107,7 @@ def passes_outside(target: str, path: str, env: "dict[str, str]") -> bool:
     try:
         return subprocess.run([sys.executable, "-m", "bob.fuzz.cli", "replay", path, "--target", target],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=OUTSIDE_SECONDS,
-                              env=env).returncode == 0
+                              env=env, preexec_fn=ends_with_this_process()).returncode == 0
     except subprocess.TimeoutExpired:
         return False
 
