@@ -255,12 +255,11 @@ def _local_says(local: tuple, blocks: list[tuple[int, bytes]], info: zipfile.Zip
     (formats/DECISIONS.md D28)."""
     zip64 = [data for tag, data in blocks if tag == 1]
     crc, compressed, size = local[6:9]
-    masked = (compressed == 0xFFFFFFFF, size == 0xFFFFFFFF)
     if len(zip64) > 1 or -1 in dict(blocks):  # (a block past the field; two zip64 blocks)
         return False
-    if any(masked) and not (all(masked) and zip64 and len(zip64[0]) >= 16):  # both, one block
-        return False
-    if all(masked):  # (a local header's zip64 block: the size, then the compressed size)
+    if 0xFFFFFFFF in (compressed, size):  # both masked, one block: the size, then the compressed size
+        if compressed != size or not zip64 or len(zip64[0]) < 16:
+            return False
         size, compressed = struct.unpack_from("<2Q", zip64[0])
     return (local[2], local[3]) == (info.flag_bits, info.compress_type) and all(
         mine == whole or info.flag_bits & 8 and mine == 0
