@@ -198,14 +198,13 @@ def _npy(f: Any, name: str) -> bytes:
     if name == METADATA_MEMBER:
         chars = _UNICODE_DESCR.fullmatch(descr) if isinstance(descr, str) else None
         want, size = "one unicode string ('<UN', shape ())", 4 * int(chars.group(1)) if chars else 0
-        ok = chars is not None and size <= 4 * MAX_METADATA_CHARS and type(shape) is tuple and shape == ()
+        ok = 0 < size <= 4 * MAX_METADATA_CHARS and shape == ()  # (a literal equal to () is the tuple)
     else:
         want, size = f"float32 ({PLANE_DTYPE!r}), shape {_TABLE}, C order (np.ascontiguousarray(p, '<f4'))", CHUNK_BYTES
-        ok = descr == PLANE_DTYPE and type(shape) is tuple and all(type(n) is int for n in shape) and shape == _TABLE
+        ok = descr == PLANE_DTYPE and shape == _TABLE and all(type(n) is int for n in shape)  # (256.0 == 256)
     if not ok or header["fortran_order"] is not False:
-        raise BadValue(name, "the array bob exports", expected=want,
-                       actual=bounded(f"descr {descr!r}, shape {shape!r}, fortran_order {header['fortran_order']!r}",
-                                      120))
+        raise BadValue(name, "the array bob exports", expected=want, actual=bounded(
+            f"descr {descr!r}, shape {shape!r}, fortran_order {header['fortran_order']!r}", 120))
     data = _read(f, size, name)
     if f.read(1):
         raise Truncated(name, "the member holds more than its .npy header says")
