@@ -28,6 +28,7 @@ import re
 import struct
 import zipfile
 import zlib
+from itertools import accumulate
 from typing import Any
 
 from bob.errors import BadValue, FormatError, IntegrityError, NotABobFile, Truncated
@@ -64,11 +65,8 @@ _SECOND_NAME = "a member has one name: no Info-ZIP Unicode Path block (0x7075) i
 
 def _depth(text: str) -> int:
     """How deep ``text``'s arrays and objects nest (strings left out), without parsing it."""
-    depth = deepest = 0
-    for token in _TOKEN.finditer(text):
-        depth += {"[": 1, "{": 1, "]": -1, "}": -1}.get(token.group()[0], 0)
-        deepest = max(deepest, depth)
-    return deepest
+    steps = ({"[": 1, "{": 1, "]": -1, "}": -1}.get(token.group()[0], 0) for token in _TOKEN.finditer(text))
+    return max(accumulate(steps, initial=0))
 
 
 def parse_json(text: str, field: str, depth: int) -> Any:
