@@ -210,8 +210,7 @@ def _npy(f: Any, name: str) -> bytes:
 
 
 def _layout(data: bytes, infos: list[zipfile.ZipInfo], directory: int) -> None:
-    """The members one after another from offset 0, each its local header, its data and (when its flags say so) a
-    data descriptor, then the directory: a byte anywhere else, which zipfile would skip, is refused by its offset."""
+    """The members one after another from offset 0, then the directory, no byte elsewhere (formats/DECISIONS.md D28)."""
     at = 0
     for info in sorted(infos, key=lambda i: i.header_offset):
         if info.header_offset != at:
@@ -248,8 +247,7 @@ def _blocks(extra: bytes) -> list[tuple[int, bytes]]:
 
 
 def _local_says(local: tuple, blocks: list[tuple[int, bytes]], info: zipfile.ZipInfo) -> bool:
-    """Whether a member's local header (its fields, its extra field's ``blocks``) says what its directory entry says
-    (formats/DECISIONS.md D28)."""
+    """Whether a member's local header (its fields, its extra field's ``blocks``) says what the directory says (D28)."""
     zip64 = [data for tag, data in blocks if tag == 1]
     crc, compressed, size = local[6:9]
     if len(zip64) > 1 or -1 in dict(blocks):  # (a block past the field; two zip64 blocks)
