@@ -55,17 +55,15 @@ def judge(fmt: str, data: bytes) -> dict[str, Any]:
 def _accepted(fmt: str) -> list[tuple[str, bytes]]:
     out = [(p.stem, read_input(p)) for p in sorted(golden_dir().glob(f"{fmt}*.bin"))]
     if fmt == "input":
-        out.append(("built-two-bytes", bob.build_input(b"ab", [b"", b"", b""]).to_bytes()))
-        out.append(("built-all-bytes", bob.build_input(bytes(range(255, -1, -1)), [b"\xff", b"\0", b"x"]).to_bytes()))
-    elif fmt == "predictions":
-        out.append(("all-invalid", bob.Predictions(((0, 0), (0, 0), (0, 0))).to_bytes()))
-        out.append(("edge-tokens", bob.Predictions(((0, 1), (255, 1), (0, 0))).to_bytes()))
-    else:
-        ck = bob.load_checkpoint(out[0][1])
-        out.append(("fresh-zero-bytes", b""))
-        out.append(("wide-header-512", ck.to_bytes(header_bytes=512)))
-        out.append(("fresh-state-step0", bob.Checkpoint.fresh().to_bytes()))
-    return out
+        return out + [
+            ("built-two-bytes", bob.build_input(b"ab", [b"", b"", b""]).to_bytes()),
+            ("built-all-bytes", bob.build_input(bytes(range(255, -1, -1)), [b"\xff", b"\0", b"x"]).to_bytes())]
+    if fmt == "predictions":
+        return out + [("all-invalid", bob.Predictions(((0, 0), (0, 0), (0, 0))).to_bytes()),
+                      ("edge-tokens", bob.Predictions(((0, 1), (255, 1), (0, 0))).to_bytes())]
+    return out + [("fresh-zero-bytes", b""),
+                  ("wide-header-512", bob.load_checkpoint(out[0][1]).to_bytes(header_bytes=512)),
+                  ("fresh-state-step0", bob.Checkpoint.fresh().to_bytes())]
 
 
 def _edges(fmt: str, base: bytes) -> list[tuple[str, bytes]]:
