@@ -304,8 +304,7 @@ def cmd_conformance(args: argparse.Namespace) -> Outcome:
     outdir = output_directory("OUTDIR", args.outdir)
     with about("OUTDIR", outdir):
         entries = write_corpus(outdir)
-    counts = {f"{fmt} {verdict}": n for (fmt, verdict), n in sorted(Counter((e["format"], e["verdict"])
-                                                                             for e in entries).items())}
+    counts = dict(sorted(Counter(f"{e['format']} {e['verdict']}" for e in entries).items()))
     text = (f"{PROG} conformance: {len(entries)} files in {show_path(outdir)} (manifest.json): " +
             ", ".join(f"{k} {n}" for k, n in counts.items()))
     return Outcome(EXIT_OK, {"outdir": show_path(outdir), "files": len(entries), "counts": counts}, text,
