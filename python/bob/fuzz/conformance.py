@@ -319,10 +319,9 @@ def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | Non
 
 
 def render_table(report: dict[str, Any]) -> str:
-    rows = [("field", "files", "agree", "disagree")]
-    rows += [(one_line(f), str(r["files"]), str(r["agree"]), str(r["disagree"]))
-             for f, r in sorted(report["by_field"].items())]
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    rows: list[tuple[str, ...]] = [("field", "files", "agree", "disagree")]  # (the header names each count)
+    rows += [(one_line(f), *(str(r[k]) for k in rows[0][1:])) for f, r in sorted(report["by_field"].items())]
+    widths = [max(map(len, column)) for column in zip(*rows)]
     lines = [f"bob-fuzz check {report['format']}: {one_line(report['reader'])}"]
     lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
     lines.append(f"{report['agreements']} of {report['files']} files agree, {len(report['disagreements'])} disagree")
