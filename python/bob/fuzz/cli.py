@@ -274,12 +274,11 @@ def cmd_minimize(args: argparse.Namespace) -> Outcome:
     name = _target_of(args.path, args.target)
     _known_target(name)
     output = args.path + ".min" if args.output is None else args.output  # ("" is a path, refused as such)
-    with about("--output", output):
+    with about("--output", output):  # (last: its directory takes a file, O_TMPFILE none left: before hours of tries)
         target = replace_target(output)
-    if same_file(args.path, target):
-        raise Refused("is the file being minimized; bob-fuzz never replaces what it reads", option="--output",
-                      path=output)
-    with about("--output", output):  # its directory takes a file (O_TMPFILE: none left): before hours of candidates
+        if same_file(args.path, target):
+            raise Refused("is the file being minimized; bob-fuzz never replaces what it reads", option="--output",
+                          path=output)
         tempfile.TemporaryFile(dir=os.path.dirname(target) or ".").close()
     try:
         small, failure, tries = minimize_out_of_process(name, data, max_tries=args.max_tries, timeout=args.timeout)
