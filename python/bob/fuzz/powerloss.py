@@ -55,12 +55,9 @@ class Image:
 
     def apply(self, op: Op) -> None:
         data = self.nodes.setdefault(op.node, bytearray())  # a renamed inode none of whose data reached the disk: empty
-        if op.kind in _DATA_OPS:
+        if op.kind in _DATA_OPS:  # zeros up to the offset; a truncation (its data empty) drops all past it
             data.extend(bytes(max(0, op.offset - len(data))))
-            if op.kind == "truncate":
-                del data[op.offset:]
-            else:
-                data[op.offset:op.offset + len(op.data)] = op.data
+            data[op.offset:None if op.kind == "truncate" else op.offset + len(op.data)] = op.data
         if op.kind in ("rename", "unlink") and self.entries.get(op.entry) == op.node:
             del self.entries[op.entry]
         if op.kind in ("create", "rename", "link"):
