@@ -196,18 +196,14 @@ class Recorder(OsPatch):
 def durable_before(ops: list[Op], k: int) -> list[bool]:
     """Which of the first ``k`` operations POSIX has made durable by the time of a crash after them: a write or
     truncation once its file is fsynced; a directory entry once its directory is (for a rename, both)."""
-    synced: set[int | str] = set()  # inodes and directories
-    durable = [False] * k
-    for i in range(k - 1, -1, -1):  # walk back: an fsync covers what came before it
-        op = ops[i]
+    synced: set[int | str] = set()  # inodes and directories (an fsync is durable as what it syncs)
+    durable = []
+    for op in reversed(ops[:k]):  # walk back: an fsync covers what came before it
         if op.kind in ("fsync", "fsyncdir"):
             synced.add(op.node if op.kind == "fsync" else op.entry[0])
-            durable[i] = True
-        elif op.kind in _ENTRY_OPS:
-            durable[i] = {d for d, _ in (op.entry, op.target) if d} <= synced
-        else:
-            durable[i] = op.node in synced
-    return durable
+        durable.append(op.node in synced if op.kind in (*_DATA_OPS, "fsync")
+                       else {d for d, _ in (op.entry, op.target) if d} <= synced)
+    return durable[::-1]
 
 
 def crash_states(image: Image, ops: list[Op]) -> Iterator[tuple[int, tuple[int, ...], Image]]:
