@@ -132,10 +132,9 @@ class _Run:
 
     def left(self, lock: bool = False) -> list[str]:
         """The names in the tree, relative to it, that are not the run's own (``lock``: nor its lock files)."""
-        own = [self.dir / "record.bin", self.ck, self.pred, self.ck_arg, self.pred_arg, self.home, self.second]
-        own += [Path(lock_path_for(str(p))) for p in (self.ck, self.pred)] if lock else []
-        return sorted({str(p.relative_to(self.dir)) for p in self.dir.rglob("*")}
-                      - {str(p.relative_to(self.dir)) for p in own if p is not None})
+        own = {self.dir / "record.bin", self.ck, self.pred, self.ck_arg, self.pred_arg, self.home, self.second}
+        own |= {Path(lock_path_for(str(p))) for p in (self.ck, self.pred)} if lock else set()
+        return sorted(str(p.relative_to(self.dir)) for p in set(self.dir.rglob("*")) - own)
 
     def files_now(self) -> tuple[bool, bool]:
         """Each file old or new, whole, the pair consistent: (checkpoint new, predictions new)."""
