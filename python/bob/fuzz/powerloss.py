@@ -73,13 +73,11 @@ class Image:
 
     def read(self, directory: str, name: str) -> bytes | None:
         """The bytes at ``directory/name``, through symbolic links; None if nothing is there."""
-        directory, name = os.path.split(os.path.join(directory, name))  # (a name may hold a directory)
+        path = os.path.join(directory, name)  # (a name may hold a directory)
         for _ in range(40):
-            if (directory, name) not in self.links:
-                node = self.entries.get((directory, name))
-                return None if node is None else bytes(self.nodes.get(node, b""))
-            target = os.path.join(directory, self.links[(directory, name)])
-            directory, name = os.path.split(os.path.normpath(target))
+            if (entry := os.path.split(path)) not in self.links:
+                return None if (node := self.entries.get(entry)) is None else bytes(self.nodes.get(node, b""))
+            path = os.path.normpath(os.path.join(entry[0], self.links[entry]))
         return None
 
     def materialize(self, root: Path, old_root: str) -> None:
