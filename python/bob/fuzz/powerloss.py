@@ -148,7 +148,7 @@ class Recorder(OsPatch):
         entry = self._entry(full := self._path(path, dir_fd))
         existed = os.path.lexists(full) if entry[0] else True
         fd = real(path, flags, mode, dir_fd=dir_fd)
-        if entry[0]:
+        if entry[0] or os.path.realpath(full) == self.root:  # (the root's entry is outside it)
             st = os.fstat(fd)
             if stat.S_ISDIR(st.st_mode):
                 self._fds[fd] = (-1, os.path.realpath(full))
@@ -160,8 +160,6 @@ class Recorder(OsPatch):
                     self.ops.append(Op("create", node, entry))
                 elif flags & os.O_TRUNC:
                     self.ops.append(Op("truncate", node, offset=0))
-        elif os.path.realpath(full) == self.root:
-            self._fds[fd] = (-1, self.root)
         return fd
 
     def _fd_call(self, real, kind, fd, *args):
