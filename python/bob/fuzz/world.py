@@ -175,8 +175,7 @@ class _Run:
             require(verdict is None, f"bob-run wrote predictions the contract refuses: {verdict}")
         else:
             require(not ck_new and not pred_new, f"{said}, but the files changed")
-        if self.refusal_expected:
-            require(rc != 0, f"{where}: bob-run accepted what it must refuse")
+        require(not self.refusal_expected or rc != 0, f"{where}: bob-run accepted what it must refuse")
         if w.fault == "none" and w.other == "locked":
             require(rc == BUSY or (self.refusal_expected and rc == REFUSED), said)
         elif w.fault == "none":
