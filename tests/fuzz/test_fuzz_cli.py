@@ -982,6 +982,8 @@ def test_a_reader_ends_when_check_is_killed(corpus: Path, tmp_path: Path) -> Non
         while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
             time.sleep(0.05)
         reader_pid = int(pid_file.read_text())
+        with open(f"/proc/{reader_pid}/stat", "rb") as f:  # (check's own child: the one it must take with it)
+            assert int(f.read().rsplit(b")", 1)[1].split()[1]) == check.pid
         check.kill()
         check.wait()
         assert gone(reader_pid, 10), "the reader outlived the check killed by SIGKILL"
@@ -1009,6 +1011,7 @@ def test_a_hanging_candidate_s_worker_ends_when_minimize_is_killed(tmp_path: Pat
         while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
             time.sleep(0.05)
         worker = int(pid_file.read_text())
+        assert worker != minimize.pid  # (a worker of its own, not the target run in minimize)
         minimize.kill()
         minimize.wait()
         assert gone(worker, 10), "the worker outlived minimize killed by SIGKILL"

@@ -357,6 +357,7 @@ def test_a_child_bob_run_ends_when_bob_qualify_is_killed() -> None:
     would remove). A child now gets SIGKILL as bob-qualify ends, however it ends."""
     import signal
 
+    from bob.children import readable
     from conftest import gone
 
     script = ("import sys, time\nfrom bob.qualify import processes\n"
@@ -365,6 +366,7 @@ def test_a_child_bob_run_ends_when_bob_qualify_is_killed() -> None:
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     child = None
     try:
+        assert readable(parent.stdout, 60), "no child started"
         child = int(parent.stdout.readline())  # type: ignore[union-attr]
         parent.kill()
         parent.wait()
