@@ -31,15 +31,10 @@ _ESCAPED_BYTE = re.compile(r"\\x[0-9a-f]{2}|.")  # one token per byte of escaped
 def _transitions(ctx: np.ndarray, tgt: np.ndarray, counts: np.ndarray) -> list[dict[str, Any]]:
     h = np.bincount(ctx.astype(np.int64) * VOCABULARY + tgt, minlength=VOCABULARY * VOCABULARY)
     h = h.reshape(VOCABULARY, VOCABULARY)
-    out = []
-    for r in np.flatnonzero(counts):
-        nxt = np.flatnonzero(h[r])
-        nxt = nxt[np.argsort(-h[r][nxt], kind="stable")]
-        out.append({
-            "context": int(r), "text": show_byte(int(r)), "count": int(counts[r]),
-            "next": [{"byte": int(j), "text": show_byte(int(j)), "count": int(h[r][j])} for j in nxt],
-        })
-    return out
+    return [{"context": int(r), "text": show_byte(int(r)), "count": int(counts[r]),  # next bytes: most counted first
+             "next": [{"byte": int(j), "text": show_byte(int(j)), "count": int(h[r][j])}
+                      for j in np.argsort(-h[r], kind="stable")[:np.count_nonzero(h[r])]]}
+            for r in np.flatnonzero(counts)]
 
 
 def input_report(data: bytes | None, read_problems: list[FormatError], *, path: str,
