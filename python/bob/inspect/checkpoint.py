@@ -68,17 +68,12 @@ def p_table(p_plane) -> np.ndarray:
 def rows_report(p_plane, contexts: bytes) -> list[dict[str, Any]]:
     """For each context byte: the top-5 next bytes of its P row with their probabilities
     (a float64 softmax of the row; ties towards the lower byte, as §4's argmax)."""
-    table = p_table(p_plane)
-    out = []
-    for c in contexts:
-        row = table[c]
-        prob = softmax_rows([row])[0]  # None for a row with non-finite values
-        top = None if prob is None else [
-            {"next": int(j), "text": show_byte(int(j)), "probability": float(prob[j]), "logit": f32_json(row[j])}
-            for j in np.argsort(-row.astype(np.float64), kind="stable")[:TOP_K]]
-        out.append({"context": c, "text": show_byte(c), "finite": prob is not None,
-                    "non_finite": int((~np.isfinite(row)).sum()), "top": top})
-    return out
+    rows = p_table(p_plane)[list(contexts)]
+    return [{"context": c, "text": show_byte(c), "finite": prob is not None,  # prob: None for a non-finite value
+             "non_finite": int((~np.isfinite(row)).sum()), "top": None if prob is None else [
+                 {"next": int(j), "text": show_byte(int(j)), "probability": float(prob[j]), "logit": f32_json(row[j])}
+                 for j in np.argsort(-row.astype(np.float64), kind="stable")[:TOP_K]]}
+            for c, row, prob in zip(contexts, rows, softmax_rows(rows))]
 
 
 def _header_report(ex: Examination, failed: set[tuple[str, int | None]]) -> dict[str, Any]:
