@@ -124,9 +124,8 @@ def checkpoint_report(data: bytes | None, read_problems: list[FormatError], *, p
     else:
         report.update(dict.fromkeys(("contract", "header_digest", "chunk_count", "chunks")))
     if fresh:  # (bob-run starts fresh from it only where it may replace it, as for any other valid file)
-        why = not_replaced(path)
-        ok = "OK: zero bytes, a fresh run's checkpoint (step 0, the state bob-seed-v1 makes)" + (f"; but {why}"
-                                                                                              if why else "")
+        ok = "OK: zero bytes, a fresh run's checkpoint (step 0, the state bob-seed-v1 makes)" + (
+            f"; but {why}" if (why := not_replaced(path)) else "")
     else:  # (a step it can never advance is a valid file that bob-run refuses to run from, whatever the record)
         dead_end = unadvanceable(step) if isinstance(step, int) else None
         why = None if dead_end is not None else not_replaced(path)

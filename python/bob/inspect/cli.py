@@ -249,9 +249,8 @@ def quick_args(argv: list[str]) -> "Any | None":
     which parses it and prints its usual messages."""
     if len(argv) < 2 or SUBCOMMANDS.get(argv[0], argv[0]) not in _ONE_FILE:
         return None
-    rest = argv[1:]
-    flags = [a for a in rest if a in _FLAGS]
-    files = [a for a in rest if a not in _FLAGS]
+    flags = [a for a in argv[1:] if a in _FLAGS]
+    files = [a for a in argv[1:] if a not in _FLAGS]
     if len(files) != 1 or files[0].startswith("-") or len(set(flags)) != len(flags):
         return None
     from types import SimpleNamespace  # (already imported with typing: no start-up cost)
