@@ -96,9 +96,8 @@ def render_input(r: dict[str, Any]) -> list[str]:
     if r["pairs"] is not None:
         L += _pair_lines(r)
         L.append(f"context counts ({len(r['context_counts'])} distinct context bytes; next bytes by count)")
-        for t in r["transitions"]:
-            nxt = ", ".join(f"{n['text']} x{n['count']}" for n in t["next"])
-            L.append(f"  {t['text']:>6} x{t['count']:<4} -> {nxt}")
+        L += [f"  {t['text']:>6} x{t['count']:<4} -> " + ", ".join(f"{n['text']} x{n['count']}" for n in t["next"])
+              for t in r["transitions"]]
         L += _target_lines(r)
         L.append("prompts")
         for p in r["prompts"]:

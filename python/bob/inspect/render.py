@@ -179,8 +179,7 @@ def render_diff(r: dict[str, Any]) -> list[str]:
         L.append(f"header: {len(h['differences'])} field(s) differ")
         width = max(len(d["field"]) for d in h["differences"])
         for d in h["differences"]:
-            L.append(f"  {d['field']:<{width}}  A {d['a']}")
-            L.append(f"  {'':<{width}}  B {d['b']}")
+            L += [f"  {d['field']:<{width}}  A {d['a']}", f"  {'':<{width}}  B {d['b']}"]
     if r["planes"] is None:
         L.append("planes: not compared (a file's planes could not be read)")
     else:
