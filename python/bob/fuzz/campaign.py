@@ -163,16 +163,6 @@ class _Campaign:
     def remaining_time(self) -> float | None:
         return None if self.seconds is None else self.seconds - (time.monotonic() - self.start)
 
-    def scratch(self, what: str) -> str:
-        """A new directory in the campaign's scratch directory, which it holds while it runs and removes at its end."""
-        if not self.scratch_home:
-            with holding_flock(str(self.logs)):  # (never swept between its making and its holding)
-                with signals.step_and_record():  # (kept for the removal at the campaign's end before a Ctrl-C acts)
-                    self.scratch_home = tempfile.mkdtemp(prefix=f"{SCRATCH}{os.getpid()}-", dir=self.logs)
-                self.held.enter_context(holding_flock(self.scratch_home))
-        make_directory(path := os.path.join(self.scratch_home, what))
-        return path
-
     def launch(self, w: _Worker) -> None:
         """Start worker ``w``'s next generation, if anything is left to run."""
         left = self.remaining_time()
@@ -315,9 +305,15 @@ class _Campaign:
     def watch(self, display: CampaignDisplay) -> None:
         """Start the workers, then read them, showing the totals every half second, until none is left."""
         with about("--artifacts", self.logs):  # (a full disk or ulimit -f as the scratch is made: the option's)
-            self.seeds, self.env["TMPDIR"] = self.scratch("seeds"), self.scratch("tmp")
+            with holding_flock(str(self.logs)):  # the scratch, held while the campaign runs, removed at its end
+                with signals.step_and_record():  # (kept for that removal before a Ctrl-C acts)
+                    self.scratch_home = tempfile.mkdtemp(prefix=f"{SCRATCH}{os.getpid()}-", dir=self.logs)
+                self.held.enter_context(holding_flock(self.scratch_home))  # (never swept between the two)
+            self.seeds, self.env["TMPDIR"] = (os.path.join(self.scratch_home, d) for d in ("seeds", "tmp"))
             for w in self.workers:
-                w.crash_dir = self.scratch(f"crash{w.index}")
+                w.crash_dir = os.path.join(self.scratch_home, f"crash{w.index}")
+            for made in (self.seeds, self.env["TMPDIR"], *(w.crash_dir for w in self.workers)):
+                make_directory(made)
             for i, f in enumerate(seed_paths(self.name, self.fmt)):  # (a module:function target: its format's files)
                 write_atomic(os.path.join(self.seeds, f"{i:03d}-{f.name}"), read_input(f))
         for w in self.workers:
