@@ -150,14 +150,12 @@ def shrink(data: bytes, same: Callable[[bytes], bool], max_tries: int,
                 kept(best[:at] + bytes(len(piece)) + best[at + chunk:])
         chunk //= 2
     chunk = max(len(best) // 2, 1)
-    while chunk >= 1 and tries < max_tries:
-        at, shrunk = 0, False
+    while chunk and tries < max_tries:
+        at, length = 0, len(best)
         while at < len(best) and tries < max_tries:
-            if kept(best[:at] + best[at + chunk:]):
-                shrunk = True
-            else:
+            if not kept(best[:at] + best[at + chunk:]):
                 at += chunk
-        if not shrunk:
+        if len(best) == length:  # (nothing deleted: each deletion kept shortens it, as seal keeps a length)
             chunk //= 2
     return best, tries
 
