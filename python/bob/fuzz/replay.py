@@ -269,27 +269,22 @@ def minimize_out_of_process(target: str, data: bytes, *, max_tries: int = 2000,
     crash or hang) by :class:`_Runner`'s workers; ``failure`` is None (nothing shrunk) when ``data`` passes."""
     from bob.progress import Progress
 
-    with scratch_directory("bob-fuzz-minimize-") as tmp:
-        runner = _Runner(target, timeout, tmp)
-        try:
-            want = runner.signature(data)
-            if want is None:
-                return data, None, 1
-            with Progress("bob-fuzz", "minimize", max_tries) as progress:
-                def same(candidate: bytes) -> bool:
-                    progress.advance(extra=f"{len(candidate)} bytes")
-                    try:
-                        return runner.signature(candidate) == want
-                    except _OutOfMemory:  # a candidate's (a size it asks for): not the input's failure
-                        return False
+    with scratch_directory("bob-fuzz-minimize-") as tmp, contextlib.closing(_Runner(target, timeout, tmp)) as runner:
+        want = runner.signature(data)
+        if want is None:
+            return data, None, 1
+        with Progress("bob-fuzz", "minimize", max_tries) as progress:
+            def same(candidate: bytes) -> bool:
+                progress.advance(extra=f"{len(candidate)} bytes")
+                try:
+                    return runner.signature(candidate) == want
+                except _OutOfMemory:  # a candidate's (a size it asks for): not the input's failure
+                    return False
 
-                seal = refresh_digests if data.startswith(CHECKPOINT_MAGIC) else bytes
-                small, tries = shrink(data, same, max_tries, seal)
-            runner.close()
-            if small != data and runner.signature(small) != want:  # (in a fresh worker, as the input was first)
-                raise NotAlone("the minimized input does not fail its target alone, in a fresh worker (the target "
-                               "keeps state from one input to the next): no smaller file is known to fail; nothing "
-                               "written")
-            return small, want, tries + 1 + (small != data)  # (the input alone, the candidates, the result alone)
-        finally:
-            runner.close()
+            seal = refresh_digests if data.startswith(CHECKPOINT_MAGIC) else bytes
+            small, tries = shrink(data, same, max_tries, seal)
+        runner.close()
+        if small != data and runner.signature(small) != want:  # (in a fresh worker, as the input was first)
+            raise NotAlone("the minimized input does not fail its target alone, in a fresh worker (the target keeps "
+                           "state from one input to the next): no smaller file is known to fail; nothing written")
+        return small, want, tries + 1 + (small != data)  # (the input alone, the candidates, the result alone)
