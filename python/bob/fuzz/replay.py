@@ -270,8 +270,7 @@ def minimize_out_of_process(target: str, data: bytes, *, max_tries: int = 2000,
     from bob.progress import Progress
 
     with scratch_directory("bob-fuzz-minimize-") as tmp, contextlib.closing(_Runner(target, timeout, tmp)) as runner:
-        want = runner.signature(data)
-        if want is None:
+        if (want := runner.signature(data)) is None:
             return data, None, 1
         with Progress("bob-fuzz", "minimize", max_tries) as progress:
             def same(candidate: bytes) -> bool:
