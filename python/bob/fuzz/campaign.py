@@ -264,9 +264,8 @@ class _Campaign:
             return
         message = w.last_error or (f"the target hung past the engine's -timeout of {HANG} s" if kind == "timeout"
                                    else "the target crashed") + " (see the worker log in .logs/)"
-        key = w.last_key or ("crash: " + kind)
+        self.result.add(data if whole else None, message, w.last_key or "crash: " + kind, self.artifacts)
         w.last_error = w.last_key = None
-        self.result.add(data if whole else None, message, key, self.artifacts)
 
     def relaunch(self, w: _Worker) -> None:
         """A worker that ended: a finding, or the end of a generation; start its next one if it may."""
