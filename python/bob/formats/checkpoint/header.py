@@ -161,17 +161,14 @@ def sealed_step(data: "bytes | bytearray", digests: "list[bytes]",
     """The step, if ``data``'s header is, byte for byte, the canonical one rebuilt from its
     step and the planes' ``digests``; else None."""
     (step,) = _STEP.unpack(data)
-    if data[:HEADER_BYTES] != checkpoint_header(step, digests, digest):
-        return None
-    return step
+    return step if data[:HEADER_BYTES] == checkpoint_header(step, digests, digest) else None
 
 
 def recognize_checkpoint(data: "bytes | bytearray", digest: "Callable[[Any], bytes] | None" = None) -> int | None:
     """The step, if ``data`` is exactly a canonical checkpoint with every digest holding;
     else None (let the schema judge)."""
-    if not has_canonical_prefix(data):
-        return None
-    return sealed_step(data, chunk_digests(memoryview(data)[HEADER_BYTES:], digest), digest)
+    return (sealed_step(data, chunk_digests(memoryview(data)[HEADER_BYTES:], digest), digest)
+            if has_canonical_prefix(data) else None)
 
 
 def header_fields(step: int, digests: "list[bytes]") -> "dict[str, Any]":
