@@ -256,17 +256,12 @@ def walk(sc: Construct, value: Any, offset: int, name: str, docs: str, rows: lis
     docs = own_docs or docs
     if isinstance(sc, RawCopy):
         return walk(sc.subcon, value.value, offset, name, docs, rows)
-    if isinstance(sc, Struct):
+    if isinstance(sc, (Struct, Array)):  # its parts one after another (a Struct's by name: None for an unnamed one)
+        parts = ([(sub, value.get(_unwrap(sub)[1]), name, "") for sub in sc.subcons] if isinstance(sc, Struct)
+                 else [(sc.subcon, item, f"{name}[{i}]", docs) for i, item in enumerate(value)])
         pos = offset
-        for sub in sc.subcons:
-            _, subname, _ = _unwrap(sub)
-            subvalue = value.get(subname) if subname else None
-            pos += walk(sub, subvalue, pos, name, "", rows)
-        return pos - offset
-    if isinstance(sc, Array):
-        pos = offset
-        for i, item in enumerate(value):
-            pos += walk(sc.subcon, item, pos, f"{name}[{i}]", docs, rows)
+        for sub, subvalue, subname, subdocs in parts:
+            pos += walk(sub, subvalue, pos, subname, subdocs, rows)
         return pos - offset
     if isinstance(sc, type(Terminated)):
         return 0
