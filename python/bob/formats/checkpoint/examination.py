@@ -241,15 +241,12 @@ def _payload_findings(data: bytes, ex: Examination, plane_digests: "list[bytes] 
     if not CHUNK_COUNT.ok(h.chunk_count):
         out.append(CHUNK_COUNT.finding(h.chunk_count, offset=lay.fields["chunk_count"].offset))
     for i, entry in enumerate(h.chunk_table[:len(CHUNK_TAGS)]):
-        if not CHUNK_TAG.ok(entry.tag, i):
-            out.append(CHUNK_TAG.finding(entry.tag, expected=CHUNK_TAGS[i], offset=lay.chunk_field(i, "tag").offset,
-                                         index=i, plane=PLANE_NAMES[i]))
         want = chunk_offset(hb, i)
-        if not CHUNK_OFFSET.ok(entry.offset, want):
-            out.append(CHUNK_OFFSET.finding(entry.offset, expected=want, offset=lay.chunk_field(i, "offset").offset,
-                                            index=i))
-        if not CHUNK_LENGTH.ok(entry.length):
-            out.append(CHUNK_LENGTH.finding(entry.length, offset=lay.chunk_field(i, "length").offset, index=i))
+        for name, rule, args, words in (("tag", CHUNK_TAG, (i,), {"expected": CHUNK_TAGS[i], "plane": PLANE_NAMES[i]}),
+                                        ("offset", CHUNK_OFFSET, (want,), {"expected": want}),
+                                        ("length", CHUNK_LENGTH, (), {})):  # (field, rule, its arguments, words)
+            if not rule.ok(entry[name], *args):
+                out.append(rule.finding(entry[name], offset=lay.chunk_field(i, name).offset, index=i, **words))
     # -- 6. padding
     pad = data[end:min(hb, n)]
     if not PADDING.ok(pad):
