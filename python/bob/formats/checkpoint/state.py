@@ -26,10 +26,7 @@ def state_findings(step: int, planes: "Sequence[np.ndarray] | np.ndarray", heade
         """(how many values of the plane break ``rule``, the index of the first)."""
         assert rule.bad is not None  # every plane rule has its array form
         mask = rule.bad(np, planes[plane])
-        if not mask.any():  # a good plane (the common case) skips building the list of indices
-            return None
-        bad = np.flatnonzero(mask)
-        return int(bad.size), int(bad[0])
+        return (int(np.count_nonzero(mask)), int(mask.argmax())) if mask.any() else None
 
     def value_finding(rule: ValueRule, i: int, **words: Any) -> None:
         """The finding of plane ``i``'s first value that breaks ``rule``, placed at that value."""
