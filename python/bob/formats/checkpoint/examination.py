@@ -157,16 +157,13 @@ def examine(data: bytes, *, for_resume: bool = True) -> Examination:
     digests = None
     if has_canonical_prefix(data):  # bob's own file: findings 1-8 cannot occur once its bytes are rebuilt
         digests = chunk_digests(memoryview(data)[HEADER_BYTES:], hashlib_sha256)
-        step = sealed_step(data, digests, hashlib_sha256)
-        if step is not None:
+        if (step := sealed_step(data, digests, hashlib_sha256)) is not None:
             at, planes = CANONICAL.header_digest, plane_views(data, HEADER_BYTES)
             stored = data[at:at + DIGEST_BYTES]
-            ex = Examination(size=len(data), header=HeaderFields.of(header_fields(step, digests)), header_raw=data[:at],
-                             header_digest=stored, computed_header_digest=stored, planes=planes,
-                             chunk_digests=tuple(digests), magic=data[_MAGIC])
-            if for_resume:
-                ex.findings.extend(state_findings(step, planes, HEADER_BYTES))
-            return ex
+            return Examination(size=len(data), header=HeaderFields.of(header_fields(step, digests)),
+                               header_raw=data[:at], header_digest=stored, computed_header_digest=stored, planes=planes,
+                               chunk_digests=tuple(digests), magic=data[_MAGIC],
+                               findings=state_findings(step, planes, HEADER_BYTES) if for_resume else [])
     return examine_by_schema(data, for_resume=for_resume, plane_digests=digests)
 
 
