@@ -113,9 +113,8 @@ def _fields(*spec: "tuple[str, int | str]") -> dict[str, Field]:
     out: dict[str, Field] = {}
     at = 0
     for name, form in spec:
-        size = struct.calcsize(form) if isinstance(form, str) else form
-        out[name] = Field(at, size, form if isinstance(form, str) else None)
-        at += size
+        out[name] = field = Field(at, struct.calcsize(form), form) if isinstance(form, str) else Field(at, form)
+        at = field.end
     return out
 
 
