@@ -203,15 +203,13 @@ def parse(schema: Construct, data: bytes) -> Container:
         return schema.parse_stream(stream)
     except FormatError:
         raise
-    except StreamError as exc:
-        field, index = field_from_path(exc.path or "")
-        need = stream.last_request
-        have = max(0, len(data) - stream.last_offset)
-        raise Truncated(field, f"the file ends inside this field ({have} bytes remain)",
-                        expected=(f"{need} bytes" if need >= 0 else None), actual=f"{have} bytes",
-                        offset=stream.last_offset, index=index) from None
     except ConstructError as exc:
         field, index = field_from_path(exc.path or "")
+        if isinstance(exc, StreamError):
+            need, have = stream.last_request, max(0, len(data) - stream.last_offset)
+            raise Truncated(field, f"the file ends inside this field ({have} bytes remain)",
+                            expected=(f"{need} bytes" if need >= 0 else None), actual=f"{have} bytes",
+                            offset=stream.last_offset, index=index) from None
         name = type(exc).__name__
         if name == "TerminatedError":
             raise Truncated("file_size", "bytes follow the end of the format",  # where the first extra byte is
