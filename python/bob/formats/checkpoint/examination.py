@@ -124,8 +124,7 @@ class Examination(Examined):
 
     @property
     def contract(self) -> Contract | None:
-        h = self.header
-        return None if h is None else Contract(**{name: h[name] for name in CONTRACT_FIELDS})
+        return None if (h := self.header) is None else Contract(**{name: h[name] for name in CONTRACT_FIELDS})
 
     def header_rows(self) -> list[FieldRow]:
         """The layout of this file's header (offset, size, field, meaning), from the schema."""
@@ -138,10 +137,8 @@ class Examination(Examined):
 
     def offset_of(self, name: str) -> int | None:
         """Where field ``name`` starts (a contract string: its length prefix)."""
-        layout = self.layout
-        if layout is None:
-            return None
-        entry = layout.fields.get(f"{name}.length") or layout.fields.get(name)
+        fields = {} if (layout := self.layout) is None else layout.fields
+        entry = fields.get(f"{name}.length") or fields.get(name)
         return None if entry is None else entry.offset
 
 
