@@ -224,8 +224,7 @@ class Checkpoint:
             if planes is None:  # save, makes its own)
                 planes = np.empty((len(PLANE_NAMES), PARAMETER_COUNT), PLANE_DTYPE)  # little-endian, as the file
             try:
-                for row, plane in zip(planes, live):
-                    row[...] = plane
+                np.stack(live, out=planes)
                 if flag_value(for_resume, "for_resume"):
                     refuse_unresumable(Checkpoint(step, planes[0], planes[1], planes[2], own, c), what)
                 hb = _header_bytes(own if header_bytes is None else header_bytes, c)
