@@ -125,8 +125,7 @@ def checkpoint_header(step: int, chunk_digests: "list[bytes]", digest: "Callable
 
 def chunk_digests(planes: memoryview, digest: "Callable[[Any], bytes] | None" = None) -> list[bytes]:
     """The SHA-256 of each plane in ``planes`` (P, M, V as bytes, contiguous)."""
-    digest = digest or sha256
-    return [digest(planes[i * CHUNK_BYTES:(i + 1) * CHUNK_BYTES]) for i in range(len(CHUNK_TAGS))]
+    return [(digest or sha256)(planes[i * CHUNK_BYTES:(i + 1) * CHUNK_BYTES]) for i in range(len(CHUNK_TAGS))]
 
 
 def seal_checkpoint(step: int, checkpoint: bytearray) -> bytearray:
