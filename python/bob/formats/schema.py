@@ -53,11 +53,9 @@ def field_from_path(path: str) -> tuple[str, int | None]:
     for part in path.split(" -> ")[1:]:
         part = part.strip()
         if m := _INDEX.search(part):
-            index = int(m.group(1))
-            part = _INDEX.sub("", part)
-        if not part or part == "header" or (names and names[-1] == part):
-            continue
-        names.append(part)
+            index, part = int(m.group(1)), _INDEX.sub("", part)
+        if part and part != "header" and not (names and names[-1] == part):
+            names.append(part)
     return (".".join(names) or "file"), index
 
 
