@@ -144,9 +144,7 @@ def build_checkpoint(step: int, planes: Any) -> bytearray:
     view = memoryview(planes).cast("B")
     if len(view) != PAYLOAD_BYTES:
         raise ValueError(f"planes are {PAYLOAD_BYTES} bytes, got {len(view)}")
-    out = bytearray(CHECKPOINT_BYTES)
-    out[HEADER_BYTES:] = view
-    return seal_checkpoint(step, out)
+    return seal_checkpoint(step, bytearray(HEADER_BYTES) + view)
 
 
 def has_canonical_prefix(data: "bytes | bytearray") -> bool:
