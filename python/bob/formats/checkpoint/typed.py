@@ -143,16 +143,14 @@ class Checkpoint:
                            actual=shown_kind(self.step) if step is None else step)
         if not isinstance(self.contract, Contract):
             raise BadValue("contract", "a bob.Contract", actual=shown_kind(self.contract))
-        header_bytes = _header_bytes(self.header_bytes, self.contract)
-        return step, header_bytes, self.contract, planes[0], planes[1], planes[2]
+        return step, _header_bytes(self.header_bytes, self.contract), self.contract, planes[0], planes[1], planes[2]
 
     @classmethod
     def fresh(cls) -> "Checkpoint":
         """The fresh state at step 0 (§6.1), made by the native core."""
         from bob import core  # lazily: parsing never needs the core
 
-        p, m, v = core.initial_planes(V1.seed, VOCABULARY)
-        return cls(0, p, m, v)
+        return cls(0, *core.initial_planes(V1.seed, VOCABULARY))
 
     @classmethod
     def _of(cls, ex: Examination) -> "Checkpoint":
