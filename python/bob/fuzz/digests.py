@@ -92,11 +92,8 @@ def shared_digests() -> Iterator[DigestMemo]:
     # bytes); the examination calls parse and the layout
     stand_ins = {(hashlib, "sha256"): memo.sha256, (header, "_digest"): lambda data: memo.sha256(data).digest(),
                  (schema, "parse"): parse, (examination, "envelope_layout"): layout, (header, "envelope_layout"): layout}
-    real = {place: getattr(*place) for place in stand_ins}
-    for (owner, name), value in stand_ins.items():
-        setattr(owner, name, value)
-    try:
-        yield memo
-    finally:
-        for (owner, name), value in real.items():
+    with contextlib.ExitStack() as given_back:
+        for (owner, name), value in stand_ins.items():
+            given_back.callback(setattr, owner, name, getattr(owner, name))
             setattr(owner, name, value)
+        yield memo
