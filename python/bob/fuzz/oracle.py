@@ -172,13 +172,10 @@ def _envelope(data: bytes) -> Tuple[int, Optional[list]]:
             raise Refused(name)
     if count != len(TAGS):
         raise Refused("chunk_count")
-    for i, (tag, offset, length, _) in enumerate(table):
-        if tag != TAGS[i]:
-            raise Refused("chunk_table.tag", i)
-        if offset != hb + i * CHUNK:
-            raise Refused("chunk_table.offset", i)
-        if length != CHUNK:
-            raise Refused("chunk_table.length", i)
+    for i, entry in enumerate(table):  # each entry's tag, offset and length, in that order
+        for name, got, want in zip(("tag", "offset", "length"), entry, (TAGS[i], hb + i * CHUNK, CHUNK)):
+            if got != want:
+                raise Refused(f"chunk_table.{name}", i)
     padding = data[header_end:min(hb, n)]
     if padding.strip(b"\0"):
         raise Refused("padding", len(padding) - len(padding.lstrip(b"\0")))  # the first non-zero byte
