@@ -61,18 +61,16 @@ def _once(real: Callable[..., Any], key: Callable[..., Any]) -> Callable[..., An
     seen: dict[Any, tuple[Any, BaseException | None, tuple]] = {}
 
     def call(*args: Any) -> Any:
-        k = key(*args)
-        if k is None:
+        if (k := key(*args)) is None:
             return real(*args)
         if k not in seen:
             try:
                 seen[k] = (real(*args), None, args)
             except Exception as exc:
                 seen[k] = (None, exc, args)
-        result, refusal, _ = seen[k]
-        if refusal is not None:
+        if (refusal := seen[k][1]) is not None:
             raise refusal
-        return result
+        return seen[k][0]
 
     return call
 
