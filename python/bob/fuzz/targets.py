@@ -234,9 +234,8 @@ def interop_target(data: bytes) -> None:
     from bob import interop
     from bob.fuzz.oracle_interop import check_export
 
-    formats = (("npz", interop.from_npz_bytes, interop.npz_bytes),
-               ("safetensors", interop.from_safetensors_bytes, interop.safetensors_bytes))
-    for fmt, load, export in formats:
+    for fmt, load, export in (("npz", interop.from_npz_bytes, interop.npz_bytes),
+                              ("safetensors", interop.from_safetensors_bytes, interop.safetensors_bytes)):
         for for_resume in (True, False):
             checkpoint, _ = _load(load, data, make=bob.Checkpoint, for_resume=for_resume)
             why = check_export(fmt, data, for_resume)
