@@ -172,8 +172,7 @@ def _train(r: Reader, rows: int, kernels, core) -> None:
     copies = [np.array(x, dtype=np.float32) if isinstance(x, np.ndarray) else x for x in (p, m, v)]
     losses = core.train((p, m, v), (contexts, targets), step, updates, threads=threads, kernel=kernel)
     if kernel != "scalar" and all(isinstance(x, np.ndarray) for x in copies):
-        scalar_losses = core.train((copies[0], copies[1], copies[2]), (contexts, targets), step, updates,
-                                   threads=1, kernel="scalar")
+        scalar_losses = core.train(tuple(copies), (contexts, targets), step, updates, threads=1, kernel="scalar")
         # The loss is reported, not stored (contract §6.4): compared as bob-core's own tests do.
         require(len(losses) == len(scalar_losses) and all(
             a == b or abs(a - b) <= 1e-12 * max(abs(b), 1.0) or (math.isnan(a) and math.isnan(b))
