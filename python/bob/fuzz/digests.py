@@ -77,9 +77,7 @@ def _once(real: Callable[..., Any], key: Callable[..., Any]) -> Callable[..., An
 
 @contextlib.contextmanager
 def shared_digests() -> Iterator[DigestMemo]:
-    """Within the block, every ``hashlib.sha256`` call and the fast path's SHA-256 go through
-    one :class:`DigestMemo`, the checkpoint examination's ``parse(schema, data)`` is computed once
-    per (schema, bytes object), and ``envelope_layout`` once per string lengths."""
+    """Within the block, SHA-256 (one :class:`DigestMemo`), the header's parse and its layout shared, as above."""
     from bob.formats import schema
     from bob.formats.checkpoint import examination, header
 
