@@ -134,8 +134,7 @@ def checkpoint_target(data: bytes) -> None:
     for_reading, for_resuming = oracle.checkpoint_verdicts(data)
     _as_the_contract_says("checkpoint (reading)", loose_refusal, for_reading)
     _as_the_contract_says("checkpoint (resuming)", strict_refusal, for_resuming)
-    if strict_refusal is None:
-        require(loose is not None, "accepted for resuming but refused for reading")
+    require(strict_refusal is not None or loose is not None, "accepted for resuming but refused for reading")
     if loose is not None and data:
         require(loose.to_bytes(for_resume=False) == data, "an accepted checkpoint does not round-trip")
     step = canonical.recognize_checkpoint(data)
