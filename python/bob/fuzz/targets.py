@@ -295,10 +295,9 @@ def preload() -> None:
 
 
 def get(name: str) -> Target:
-    try:
-        return TARGETS[name]
-    except KeyError:
-        raise ValueError(f"unknown target {name!r}; one of {', '.join(TARGETS)}") from None
+    if name not in TARGETS:
+        raise ValueError(f"unknown target {name!r}; one of {', '.join(TARGETS)}")
+    return TARGETS[name]
 
 
 def seed_files(name: str) -> list[Path]:
