@@ -163,8 +163,7 @@ def predictions_target(data: bytes) -> None:
 
 @functools.cache
 def _scratch() -> Path:
-    """The command targets' files: one private temporary directory per process, removed when the process
-    exits (a worker ended from outside cannot: its campaign makes its TMPDIR and removes that)."""
+    """The command targets' files: one private temporary directory per process (docs/fuzzing.md, "Commands")."""
     with step_and_record():  # (a Ctrl-C as it is made acts once its removal is registered)
         path = temporary_directory("bob-fuzz-")
         atexit.register(shutil.rmtree, path, True)
