@@ -199,8 +199,7 @@ def mutate(data: bytes, rnd: random.Random, fmt: str | None = None, *, count: in
     out = bytearray(data)
     for _ in range(count if count is not None else rnd.randrange(1, 4)):
         if fmt is not None and rnd.random() < field_ratio:
-            table = [s for s in spots(bytes(out), fmt) if only is None or s.name in only]
-            if table:
+            if table := [s for s in spots(bytes(out), fmt) if only is None or s.name in only]:
                 _mutate_spot(out, rnd.choice(table), rnd)
                 continue
         byte_mutation(out, rnd)
