@@ -137,8 +137,7 @@ def checkpoint_target(data: bytes) -> None:
     require(strict_refusal is not None or loose is not None, "accepted for resuming but refused for reading")
     if loose is not None and data:
         require(loose.to_bytes(for_resume=False) == data, "an accepted checkpoint does not round-trip")
-    step = canonical.recognize_checkpoint(data)
-    if step is not None:
+    if (step := canonical.recognize_checkpoint(data)) is not None:
         # The readers take the canonical path for such a file too: judge it by the schema itself.
         by_schema = examine_by_schema(data, for_resume=False)
         require(by_schema.ok, "the fast path recognizes a checkpoint the schemas refuse")
@@ -155,8 +154,7 @@ def checkpoint_target(data: bytes) -> None:
 def predictions_target(data: bytes) -> None:
     from bob.formats import canonical
 
-    pred = _judged("predictions", bob.load_predictions, bob.predictions_findings, data)
-    if pred is not None:
+    if (pred := _judged("predictions", bob.load_predictions, bob.predictions_findings, data)) is not None:
         require(pred.to_bytes() == data, "accepted predictions do not round-trip")
         require(canonical.predictions_bytes(list(pred.records)) == data, "the fast path builds other bytes")
 
@@ -181,8 +179,7 @@ def _the_envelope(text: str, rc: int) -> None:
     require(isinstance(document, dict) and shared <= set(document), said)
     require(document["ok"] is (rc == 0) and type(document["exit_code"]) is int and document["exit_code"] == rc
             and str(document["command"]).startswith("bob-inspect"), said)
-    error = document["error"]
-    if error is not None:
+    if (error := document["error"]) is not None:
         keys = [set(Refused("").to_dict()), set(Refused("", detail={"": ""}).to_dict())]
         require(rc != 0 and set(document) == shared and isinstance(error, dict) and set(error) in keys
                 and error["exit_code"] == rc, said)
