@@ -138,8 +138,7 @@ def _mutate_spot(out: bytearray, spot: Spot, rnd: random.Random) -> None:
         else:
             out[at:at + DIGEST_BYTES] = bytes(DIGEST_BYTES) if r < 0.7 else hashlib.sha256(rnd.randbytes(1)).digest()
     elif kind == "padding":
-        k = at + rnd.randrange(spot.size)
-        if k < len(out):
+        if (k := at + rnd.randrange(spot.size)) < len(out):
             out[k] = rnd.randrange(1, 1 << 8)
     elif kind == "plane":  # special binary32 values at the plane's first, last or a random index
         count = spot.size // 4
@@ -262,8 +261,7 @@ def custom_mutator(fmt: str | None, engine_mutate: Callable[[bytes, int], bytes]
             if rnd.random() < 0.25:
                 out = mutate(out, rnd, kind, count=1, refresh=1.0)
         else:
-            size = FIXED_SIZES.get(kind or "")
-            if size is not None and len(data) != size and rnd.random() < 0.5:
+            if (size := FIXED_SIZES.get(kind or "")) is not None and len(data) != size and rnd.random() < 0.5:
                 # The corpus drifts to short inputs, where no field lies: give the field-aware
                 # edits a file of the format's size again.
                 sized = [b for b in canonical_bases if len(b) == size] or [bytes(size)]
