@@ -46,8 +46,7 @@ def _placed(data: bytes, planes: bool = False) -> "tuple[EnvelopeLayout, int] | 
 def refresh_digests(data: bytes) -> bytes:
     """A checkpoint with its chunk digests and header digest recomputed for its own header
     (chunk ``i`` at ``header_bytes + i × CHUNK_BYTES``); unchanged when its header cannot place them."""
-    placed = _placed(data, planes=True)
-    if placed is None or placed[1] < placed[0].header_length:
+    if (placed := _placed(data, planes=True)) is None or placed[1] < placed[0].header_length:
         return data
     lay, hb = placed
     out = bytearray(data)
@@ -155,8 +154,7 @@ def structural_mutate(data: bytes, rnd: random.Random, fmt: str | None, op: str 
     if op not in _OPERATIONS:
         raise ValueError(f"unknown structural operation {op!r}; one of {', '.join(CHECKPOINT_OPS)}")
     edit, planes = _OPERATIONS[op]
-    placed = _placed(data, planes)
-    if placed is None:
+    if (placed := _placed(data, planes)) is None:
         return data
     out = bytearray(data)
     edit(out, *placed, rnd)
