@@ -138,9 +138,9 @@ BUGS: tuple[Bug, ...] = (
         "the canonical path (bob-run's and the readers') does not compare the chunk table: it accepts a checkpoint whose "
         "planes no longer match their digests",
         (("bob/formats/checkpoint/header.py",
-          "if data[:HEADER_BYTES] != checkpoint_header(step, digests, digest):",
-          "from bob.formats.layout import CANONICAL\n"
-          "    if data[:CANONICAL.chunk_table] != checkpoint_header(step, digests, digest)[:CANONICAL.chunk_table]:"),),
+          "return step if data[:HEADER_BYTES] == checkpoint_header(step, digests, digest) else None",
+          "from bob.formats.layout import CANONICAL\n    table = CANONICAL.chunk_table\n"
+          "    return step if data[:table] == checkpoint_header(step, digests, digest)[:table] else None"),),
         property="fast path against the schemas"),
     Bug("backup-link-left", "files", "run", 300,
         "after every successful bob-run a hard link of the old predictions is left beside the new ones",
