@@ -968,6 +968,23 @@ def test_a_signal_as_a_reader_is_spawned_leaves_no_reader_running(corpus: Path, 
     assert child.returncode == -signal.SIGKILL  # its group killed, and reaped, by check
 
 
+def _killed_with_a_child(argv: list[str], pid_file: Path, env: "dict[str, str] | None" = None) -> tuple[int, int, int]:
+    """``argv`` started, then SIGKILLed once the child it starts wrote its pid into ``pid_file`` (60 s at most):
+    (that child's pid, its parent's pid as it ran, the killed process's pid)."""
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        child = int(pid_file.read_text())
+        with open(f"/proc/{child}/stat", "rb") as f:
+            parent = int(f.read().rsplit(b")", 1)[1].split()[1])
+    finally:
+        proc.kill()
+        proc.wait()
+    return child, parent, proc.pid
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 def test_a_reader_ends_when_check_is_killed(corpus: Path, tmp_path: Path) -> None:
     """SIGKILL of ``bob-fuzz check``, which no handler sees, left its reader running (a session of its own, out of a
@@ -975,23 +992,14 @@ def test_a_reader_ends_when_check_is_killed(corpus: Path, tmp_path: Path) -> Non
     pid_file = tmp_path / "reader.pid"
     reader = [sys.executable, "-c", f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); "
               "time.sleep(120)", "{}"]
-    check = subprocess.Popen([sys.executable, "-m", "bob", "fuzz", "check", "--format", "predictions", "--corpus",
-                              str(corpus), "--", *reader], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    child, parent, check = _killed_with_a_child([sys.executable, "-m", "bob", "fuzz", "check", "--format",
+                                                 "predictions", "--corpus", str(corpus), "--", *reader], pid_file)
     try:
-        deadline = time.monotonic() + 60
-        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        reader_pid = int(pid_file.read_text())
-        with open(f"/proc/{reader_pid}/stat", "rb") as f:  # (check's own child: the one it must take with it)
-            assert int(f.read().rsplit(b")", 1)[1].split()[1]) == check.pid
-        check.kill()
-        check.wait()
-        assert gone(reader_pid, 10), "the reader outlived the check killed by SIGKILL"
+        assert parent == check  # (check's own child: the one it must take with it)
+        assert gone(child, 10), "the reader outlived the check killed by SIGKILL"
     finally:
-        check.kill()
-        check.wait()
-        with contextlib.suppress(ProcessLookupError, ValueError, FileNotFoundError):
-            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGKILL)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
@@ -1003,23 +1011,15 @@ def test_a_hanging_candidate_s_worker_ends_when_minimize_is_killed(tmp_path: Pat
                                        ".write(str(os.getpid()))\n    time.sleep(120)\n", encoding="utf-8")
     (tmp_path / "in.bin").write_bytes(b"x")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
-    minimize = subprocess.Popen([sys.executable, "-m", "bob", "fuzz", "minimize", str(tmp_path / "in.bin"),
-                                 "--target", "hangs:run", "--timeout", "100"], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    child, parent, minimize = _killed_with_a_child([sys.executable, "-m", "bob", "fuzz", "minimize",
+                                                    str(tmp_path / "in.bin"), "--target", "hangs:run",
+                                                    "--timeout", "100"], pid_file, env)
     try:
-        deadline = time.monotonic() + 60
-        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        worker = int(pid_file.read_text())
-        assert worker != minimize.pid  # (a worker of its own, not the target run in minimize)
-        minimize.kill()
-        minimize.wait()
-        assert gone(worker, 10), "the worker outlived minimize killed by SIGKILL"
+        assert parent == minimize  # (a worker of its own, not the target run in minimize)
+        assert gone(child, 10), "the worker outlived minimize killed by SIGKILL"
     finally:
-        minimize.kill()
-        minimize.wait()
-        with contextlib.suppress(ProcessLookupError, ValueError, FileNotFoundError):
-            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGKILL)
 
 
 @contextlib.contextmanager
