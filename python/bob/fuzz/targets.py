@@ -291,9 +291,10 @@ def preload() -> None:
 
 
 def get(name: str) -> Target:
-    if name not in TARGETS:
-        raise ValueError(f"unknown target {name!r}; one of {', '.join(TARGETS)}")
-    return TARGETS[name]
+    try:
+        return TARGETS[name]
+    except KeyError:
+        raise ValueError(f"unknown target {name!r}; one of {', '.join(TARGETS)}") from None
 
 
 def seed_files(name: str) -> list[Path]:
