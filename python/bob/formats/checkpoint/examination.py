@@ -191,10 +191,12 @@ def _header_findings(data: bytes, ex: Examination) -> bool:
     if (problem := magic_finding(data, *CHECKPOINT_FILE)) is not None:
         out.append(problem)
         return False
-    try:  # a file too large for any header is refused as one whose header did not parse
-        if n > MAX_CHECKPOINT_BYTES:
-            why = f"a checkpoint is never larger than {MAX_HEADER_BYTES} + {PAYLOAD_BYTES} bytes"
-            raise Truncated("file_size", why, expected=f"at most {MAX_CHECKPOINT_BYTES}", actual=n)
+    if n > MAX_CHECKPOINT_BYTES:
+        out.append(Truncated("file_size", f"a checkpoint is never larger than {MAX_HEADER_BYTES} + {PAYLOAD_BYTES} bytes",
+                             expected=f"at most {MAX_CHECKPOINT_BYTES}", actual=n))
+        ex.unparsed = data
+        return False
+    try:
         parsed = parse(ENVELOPE_HEADER, data)
     except FormatError as exc:
         out.append(exc)
