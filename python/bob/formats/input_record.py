@@ -179,15 +179,17 @@ def examine(data: bytes) -> InputExamination:
     """Check ``data`` as a bob-input v1 record and collect every finding."""
     data = as_bytes(data, "the input record")
     ex = InputExamination(size=len(data), magic=data[INPUT["magic"].slice])
-    try:
-        if (problem := magic_finding(data, *INPUT_FILE)) is not None:
-            raise problem
-        if len(data) != RECORD_BYTES:
-            raise Truncated("file_size", f"an input record is exactly {RECORD_BYTES} bytes", expected=RECORD_BYTES,
+    problem = magic_finding(data, *INPUT_FILE)
+    if problem is None and len(data) != RECORD_BYTES:
+        problem = Truncated("file_size", f"an input record is exactly {RECORD_BYTES} bytes", expected=RECORD_BYTES,
                             actual=len(data))
-        rec = parse(INPUT_RECORD, data)
-    except FormatError as exc:
-        ex.findings.append(exc)
+    if problem is None:
+        try:
+            rec = parse(INPUT_RECORD, data)
+        except FormatError as exc:
+            problem = exc
+    if problem is not None:
+        ex.findings.append(problem)
         return ex
     ex.version = rec.version
     ex.contexts, ex.targets = (np.frombuffer(rec.pairs[k::2], np.uint8) for k in (0, 1))  # read-only for good

@@ -198,12 +198,14 @@ def examine(data: bytes) -> TraceExamination:
     then the steps'."""
     data = as_bytes(data, "the trace")
     ex = TraceExamination(size=len(data))
-    try:
-        if (problem := magic_finding(data, *TRACE_FILE)) is not None:
-            raise problem
-        parsed = parse(TRACE, data)
-    except FormatError as exc:
-        ex.findings.append(exc)
+    problem = magic_finding(data, *TRACE_FILE)
+    if problem is None:
+        try:
+            parsed = parse(TRACE, data)
+        except FormatError as exc:
+            problem = exc
+    if problem is not None:
+        ex.findings.append(problem)
         return ex
     head, digest = parsed.header.value, hashlib.sha256(parsed.header.data).digest()
     entries = tuple(TraceEntry(e.step, e.loss, tuple(e[n] for n in PLANE_NAMES)) for e in head.entries)
