@@ -248,3 +248,22 @@ def test_a_file_shorter_than_its_magic(load, what: str) -> None:
         "message": f"the file ends inside the magic of {what}", "expected": "at least 8 bytes", "actual": "3 bytes",
         "text": f"file_size at offset 0: the file ends inside the magic of {what} (expected at least 8 bytes, "
                 "got 3 bytes)"}
+
+
+def test_a_finding_examine_files_carries_nothing_of_the_caller() -> None:
+    """examine builds its findings and never raises them: a magic, size or oversize finding raised inside the try
+    that files it carried the traceback of its raise (a cycle with the examination and the file's bytes, freed only
+    by the cycle collector) and, examined while the caller handled an exception, that exception as its
+    ``__context__``, which bob's refusals follow to tell the machine's shortage (an EMFILE became the file's)."""
+    from bob.formats import input_record, trace
+    from bob.formats.constants import MAX_CHECKPOINT_BYTES
+
+    cases = ((input_record.examine, b"XXXX-not-an-input"), (input_record.examine, b"BOB-INPT" + bytes(10)),
+             (trace.examine, b"XXXX-not-a-trace"),
+             (checkpoint.examine, b"BOB-CKPT" + bytes(MAX_CHECKPOINT_BYTES)))
+    for examine, data in cases:
+        try:
+            raise OSError(24, "Too many open files")
+        except OSError:
+            finding = examine(data).findings[0]
+        assert (finding.__traceback__, finding.__context__) == (None, None), (examine.__module__, finding)

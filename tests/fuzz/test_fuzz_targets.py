@@ -146,3 +146,14 @@ def test_the_inspect_target_holds_json_to_the_shared_envelope(refused: bool, pla
     monkeypatch.setattr(targets, "quietly", planted)
     with pytest.raises(AssertionError, match="envelope"):
         get("inspect").run(data)
+
+
+def test_an_unknown_target_s_refusal_carries_nothing_of_the_caller() -> None:
+    """Asked for while its caller handles an exception, an unknown target's ValueError prints alone: no "During
+    handling of the above exception" naming the caller's (its context suppressed, as ``from None`` does)."""
+    try:
+        raise OSError(24, "Too many open files")
+    except OSError:
+        with pytest.raises(ValueError, match="unknown target 'nope'") as refused:
+            get("nope")
+    assert refused.value.__suppress_context__ and refused.value.__cause__ is None
