@@ -1010,7 +1010,8 @@ def test_a_hanging_candidate_s_worker_ends_when_minimize_is_killed(tmp_path: Pat
     (tmp_path / "hangs.py").write_text(f"import os, time\ndef run(data):\n    open({str(pid_file)!r}, 'w')"
                                        ".write(str(os.getpid()))\n    time.sleep(120)\n", encoding="utf-8")
     (tmp_path / "in.bin").write_bytes(b"x")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+               TMPDIR=str(tmp_path))  # (the scratch a SIGKILL leaves: the test's)
     child, parent, minimize = _killed_with_a_child([sys.executable, "-m", "bob", "fuzz", "minimize",
                                                     str(tmp_path / "in.bin"), "--target", "hangs:run",
                                                     "--timeout", "100"], pid_file, env)
