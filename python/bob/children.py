@@ -5,6 +5,7 @@ readers), and waiting for what children print."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import select
 import signal
@@ -50,14 +51,20 @@ class spawned:
                 pass
 
 
+@functools.cache
+def _prctl() -> Callable[..., int]:
+    """libc's ``prctl``, looked up once for every child (a failed look-up is not kept: tried again)."""
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True).prctl
+
+
 def ends_with_this_process(then: Callable[[], object] | None = None) -> Callable[[], object] | None:
     """A ``preexec_fn``: the child gets SIGKILL when the thread that spawns it ends, with this process however it
     ends (Linux's PR_SET_PDEATHSIG: a SIGKILL, which no handler sees, left a reader or a bob-run running); then
     ``then()``. Elsewhere, ``then``."""
     try:
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl  # (found now: the child only calls it)
+        prctl = _prctl()  # (found here: the child only calls it)
     except (ImportError, OSError, AttributeError, MemoryError):  # pragma: no cover - not Linux, no ctypes
         return then
     parent = os.getpid()
