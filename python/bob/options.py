@@ -93,15 +93,17 @@ def count_option(option: str, *, minimum: int = 1, maximum: int = 10**12) -> "Ca
 
 def hex_bytes(option: str, text: str) -> bytes:
     """The bytes a command-line value writes in hex (``--rows-hex``, ``--prompt-hex``): whole bytes, each a pair of
-    digits, case aside; between bytes nothing or a separator (blanks, ``,`` or ``:``), each token perhaps after a
-    ``0x`` (``6162``, ``61,62``, ``0x61 0x62``); anything else (``6,1`` is not 61) a refusal naming ``option``."""
+    digits, case aside; between bytes nothing or a separator (ASCII blanks, ``,`` or ``:``), each token perhaps after a
+    ``0x`` (``6162``, ``61,62``, ``0x61 0x62``); anything else (``6,1`` is not 61, ``0x`` alone no byte) a refusal
+    naming ``option``."""
     import re
 
-    tokens = [re.sub(r"^0x", "", t, flags=re.IGNORECASE) for t in re.split(r"[\s,:]+", text)]
+    tokens = re.split(r"[ \t\n\r\f\v,:]+", text)  # (ASCII blanks: \\s took U+3000 and \x1c too)
+    digits = [t[2:] if t[:2] in ("0x", "0X") else t for t in tokens]
     try:
-        if any(len(t) % 2 for t in tokens):
+        if any(len(d) % 2 or (t and not d) for t, d in zip(tokens, digits)):  # (a bare 0x is no byte, not nothing)
             raise ValueError(text)
-        return bytes.fromhex("".join(tokens))
+        return bytes.fromhex("".join(digits))
     except ValueError:
         raise Refused(f"{bounded(shown_argv(text))} is not hex (pairs of digits 0-9a-f, as 6162, 61,62 or 0x61 0x62)",
                       option=option) from None

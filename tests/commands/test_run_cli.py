@@ -174,6 +174,18 @@ def test_fixture_reads_prompt_hex_as_bob_inspect_reads_rows_hex(tmp_path: Path) 
     assert bob.load_input(out.read_bytes()).to_bytes() == bob.build_input(b"abc", [b"ab", b"\n\xff", b""]).to_bytes()
 
 
+def test_a_bare_0x_or_a_separator_outside_ascii_is_no_hex(tmp_path: Path) -> None:
+    """--prompt-hex 0x wrote the empty prompt (a 0x with no digits read as no byte), and U+3000 or \\x1c between
+    two bytes was taken as a blank (re's \\s): each is refused now, naming the option."""
+    for value, shown in (("0x", "0x"), ("61 0X", "61 0X"), ("61\u300062", "61\\xe3\\x80\\x8062"),
+                         ("61\x1c62", "61\\x1c62")):
+        out = cmd("bob-fixture", "--text", "abc", "--prompt-hex", value, "--prompt", "b", "--prompt", "c", "--output",
+                  str(tmp_path / "r.bin"), "--json", check=2)
+        assert json.loads(out.stdout)["error"]["option"] == "--prompt-hex", out.stdout
+        assert f"--prompt-hex: {shown} is not hex" in out.stderr, out.stderr
+    assert not (tmp_path / "r.bin").exists()
+
+
 def test_fixture_names_the_prompt_option_given_when_the_count_is_wrong(tmp_path: Path) -> None:
     """Two --prompt-hex and no --prompt: the refusal named --prompt, an option not given."""
     for words, option in ((["--prompt-hex", "61"] * 2, "--prompt-hex"), (["--prompt-hex", "61", "--prompt", "b"],
