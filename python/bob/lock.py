@@ -305,12 +305,19 @@ def _reason(exc: OSError) -> str:
 
 
 def _read_holder(fd: int) -> str:
-    """The holder's pid for a refusal, from a whole line only: one cut short (a file size limit) is another pid."""
+    """The holder's pid for a refusal, from a whole line only (one cut short, by a file size limit, is another pid)
+    and of a live process: a holder that may only read the file writes no pid, and the one there is an earlier
+    holder's, perhaps gone (or of another pid namespace)."""
     try:
         text = os.pread(fd, _MOST_LOCK_BYTES, 0).decode("ascii", "replace")
-    except OSError:
+        if not (text.endswith("\n") and text[:-1].isdigit() and int(text) > 0):
+            return ""
+        os.kill(int(text), 0)
+    except PermissionError:  # alive, another user's
+        pass
+    except (OSError, OverflowError):  # (no such process; past any pid)
         return ""
-    return f" (pid {text[:-1]})" if text.endswith("\n") and text[:-1].isdigit() else ""
+    return f" (pid {text[:-1]})"
 
 
 def refuse_if_lock_of(outputs: "tuple[tuple[str, str, str], ...]") -> None:

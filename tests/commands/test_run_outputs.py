@@ -161,13 +161,13 @@ def hold_lock(work: Path, pid_text: bytes) -> int:
 
 
 def test_a_held_lock_names_its_holder_and_the_way_out(work: Path, capsys) -> None:
-    fd = hold_lock(work, b"4242\n")
+    fd = hold_lock(work, b"%d\n" % os.getpid())  # (a live process: a dead holder's pid is not named)
     try:
         started = time.monotonic()
         assert main(argv(work, "--wait", "0.3")) == 75
         assert time.monotonic() - started >= 0.3  # it waited as long as asked, then gave up
         err = capsys.readouterr().err
-        assert err == (f"bob-run: --checkpoint {work / 'ck.bin'}: in use by another bob-run (pid 4242); nothing was "
+        assert err == (f"bob-run: --checkpoint {work / 'ck.bin'}: in use by another bob-run (pid {os.getpid()}); nothing was "
                        "changed (still in use after --wait 0.3)\n")  # (not "use --wait": it was used)
         assert main(argv(work, "--wait", "0.01234567")) == 75  # the seconds given, not six digits of them
         assert "(still in use after --wait 0.01234567)" in capsys.readouterr().err

@@ -950,14 +950,25 @@ def test_a_directory_is_refused_as_one_even_when_descriptors_run_out(work: Path,
                                                   "regular file\n")
 
 
-@pytest.mark.parametrize("held, shown", [(b"20351\n", " (pid 20351)"), (b"20", ""), (b"", ""), (b"\0\0\0", "")])
+def _a_dead_pid() -> int:
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+@pytest.mark.parametrize("held, shown", [(b"LIVE\n", " (pid LIVE)"), (b"20", ""), (b"", ""), (b"\0\0\0", ""),
+                                         (b"DEAD\n", ""), (b"4194305\n", ""), (b"0\n", ""), (b"9" * 31 + b"\n", "")])
 def test_a_busy_lock_names_its_holder_only_from_a_whole_pid(tmp_path: Path, held: bytes, shown: str) -> None:
     """A holder's pid cut short (a file size limit of 2 bytes left "20" of 20351) was named as pid 20,
-    which may be another live process."""
+    which may be another live process; a pid of no live process (a holder that may only read the file writes
+    none, and the one there is an earlier holder's) was named as the holder's."""
     import fcntl
 
     import bob.commands
 
+    live = str(os.getpid())
+    held = held.replace(b"LIVE", live.encode()).replace(b"DEAD", b"%d" % _a_dead_pid())
+    shown = shown.replace("LIVE", live)
     target = str(tmp_path / "ck.bin")
     fd = os.open(bob.lock.lock_path_for(target), os.O_RDWR | os.O_CREAT, 0o644)
     try:
