@@ -43,15 +43,15 @@ from bob.fileio import TEMP_MARK, discard_temporary, fsync_directory
 from bob.lock import LOCK_TAG, pause_at
 from bob.temporaries import clean_stale_temporaries, temporary_pid
 from bob.signals import Deferral, printing
-from bob.text import own_stream, show_path
+from bob.text import own_stream, show_bytes, show_path
 
 _O_PATH = getattr(os, "O_PATH", os.O_RDONLY)  # (Linux: a directory this user may search, if not read, 0300)
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any, Callable, Sequence
 
-__all__ = ["Backup", "Commit", "replace_all", "replace_targets", "refuse_unsafe_target", "temporary_pid",
-           "clean_stale_temporaries"]
+__all__ = ["Backup", "Commit", "replace_all", "replace_targets", "refuse_unsafe_target", "refuse_replacing_a_checkpoint",
+           "temporary_pid", "clean_stale_temporaries"]
 
 
 class Commit:
@@ -109,6 +109,9 @@ class Commit:
 
     def stage(self) -> None:
         """Write every new file as an fsynced temporary; nothing visible changes."""
+        for target, data, naming in self.files:
+            with naming:
+                refuse_replacing_a_checkpoint(target, data)
         for target, data, naming in self.files:
             with naming:
                 if (directory := os.path.dirname(target)) not in self.directories:
@@ -263,6 +266,27 @@ def refuse_unsafe_target(target: str) -> None:
                           "replaced; name another, or send the stream elsewhere")
 
 
+def refuse_replacing_a_checkpoint(target: str, data: "bytes | bytearray") -> None:
+    """A file that holds a bob checkpoint (it starts with the magic) is replaced only by a checkpoint: the trained
+    state is the one file no command makes again, and predictions, a trace, a record or an export named onto it (a
+    slip of the argv) would take it unsaid. A file this user may not read is not judged (it cannot be told)."""
+    from bob.formats.constants import CHECKPOINT_MAGIC
+
+    if bytes(data[:len(CHECKPOINT_MAGIC)]) == CHECKPOINT_MAGIC:
+        return
+    try:
+        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (FileNotFoundError, PermissionError):
+        return
+    try:
+        head = os.pread(fd, len(CHECKPOINT_MAGIC), 0)
+    finally:
+        os.close(fd)
+    if head == CHECKPOINT_MAGIC:
+        raise Refused(f"holds a bob checkpoint (it starts {show_bytes(CHECKPOINT_MAGIC)}), which only a checkpoint "
+                      "replaces; nothing was changed (name another path, or remove that file first)")
+
+
 def replace_targets(files: "list[tuple[str, Any]]", keep: "Sequence[str]" = ()) -> list[str]:
     """Each ``(path, naming)``'s :func:`bob.fileio.replace_target`, inside its ``naming``; a path that
     names the same file as an earlier one (two links to one file) is refused: one would overwrite the other;
@@ -329,6 +353,9 @@ def replace_all(files: "list[tuple[str, bytes, Any]]", keep: "Sequence[str]" = (
         return []
     targets, deferral = replace_targets([(path, naming) for path, _, naming in files], keep), Deferral()
     staged: list[str] = []
+    for target, (_, data, naming) in zip(targets, files):
+        with naming:
+            refuse_replacing_a_checkpoint(target, data)
     try:
         for target, (_, data, naming) in zip(targets, files):
             with naming:

@@ -5,6 +5,7 @@ test compares the entire output, so a changed word, field or value fails."""
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -523,3 +524,49 @@ def test_a_signal_after_the_summary_is_taken_is_only_recorded_on_stderr_as_in_js
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and json.loads(done.stdout)["signals_after_commit"] == [], done.stdout
     assert done.stderr == ""
+
+
+# (the program, its argv with {ck} where a checkpoint's path goes, the option that names it)
+CHECKPOINT_NAMED_AS_ANOTHER_OUTPUT = {
+    "bob-run --predictions": ("bob-run", ["--input", "{rec}", "--checkpoint", "{new}", "--predictions", "{ck}"],
+                              "--predictions"),
+    "bob-run --trace": ("bob-run", ["--input", "{rec}", "--checkpoint", "{new}", "--predictions", "{new}.p",
+                                    "--trace", "{ck}"], "--trace"),
+    "bob-fixture --output": ("bob-fixture", ["--text", "abc", "--prompt", "a", "--prompt", "b", "--prompt", "",
+                                             "--output", "{ck}"], "--output"),
+    "bob-inspect --export": ("bob-inspect", ["checkpoint", "{new}.bin", "--export", "{ck}"], "--export"),
+}
+
+
+@pytest.mark.parametrize("door", CHECKPOINT_NAMED_AS_ANOTHER_OUTPUT)
+def test_a_checkpoint_named_as_another_output_is_refused_and_kept(door: str, tmp_path: Path, capsys) -> None:
+    """--predictions, --trace, --output or --export naming a checkpoint (a slip of the argv) replaced the trained
+    state with predictions, a trace, a record or an export, exit 0 and nothing said; only a checkpoint replaces one."""
+    from conftest import GOLDEN, main_of
+
+    prog, words, option = CHECKPOINT_NAMED_AS_ANOTHER_OUTPUT[door]
+    ck = tmp_path / ("ck.npz" if option == "--export" else "ck.bob")
+    ck.write_bytes(golden := (GOLDEN / "checkpoint-abracadabra-step10.bin").read_bytes())
+    (tmp_path / "new.bin").write_bytes(golden)  # (what --export reads)
+    fill = {"rec": str(GOLDEN / "input-abracadabra.bin"), "new": str(tmp_path / "new"), "ck": str(ck)}
+    before = sorted(os.listdir(tmp_path))
+    capsys.readouterr()
+    assert main_of(prog)([w.format(**fill) for w in words] + ["--json"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert (error["option"], error["path"]) == (option, str(ck)), error
+    assert error["message"] == ('holds a bob checkpoint (it starts "BOB-CKPT"), which only a checkpoint replaces; '
+                                "nothing was changed (name another path, or remove that file first)")
+    assert ck.read_bytes() == golden and sorted(os.listdir(tmp_path)) == before
+
+
+def test_a_checkpoint_still_replaces_a_checkpoint_and_a_file_of_another_kind_is_replaced(tmp_path: Path) -> None:
+    """The rule is the checkpoint's alone: bob-run replaces its own checkpoint, and predictions over a record or
+    an empty file as before."""
+    from conftest import GOLDEN
+
+    ck, pred = tmp_path / "ck.bob", tmp_path / "pred.bin"
+    ck.write_bytes((GOLDEN / "checkpoint-abracadabra-step10.bin").read_bytes())
+    pred.write_bytes((GOLDEN / "input-abracadabra.bin").read_bytes())
+    assert main(["--input", str(GOLDEN / "input-abracadabra.bin"), "--checkpoint", str(ck), "--predictions",
+                 str(pred)]) == 0
+    assert hashlib.sha256(ck.read_bytes()).hexdigest() == CKPT_20_SHA256 and len(pred.read_bytes()) == 24

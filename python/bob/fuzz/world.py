@@ -27,7 +27,7 @@ LAYOUTS = ("plain", "plain", "symlinks", "symlinks", "symlinks", "hardlink-check
            "same-file")
 FAULTS = ("none", "fail", "fail", "crash")
 OTHERS = ("none", "none", "none", "none", "locked", "racer", "cleaner", "powerloss")
-MAX_CALL = 42
+MAX_CALL = 44
 """k is drawn from 1..MAX_CALL: the calls a completed bob-run makes in a world (a checkpoint and predictions there)."""
 ENTRY_CALLS_DRAWN = 7  # or, counting only the calls that change a directory entry, from 1 to this (a run makes 6)
 
@@ -247,7 +247,8 @@ def run_in_world(data: bytes, record: bytes, checkpoint: bytes, want, scratch: P
     run = _Run(world_of(data), record, checkpoint, want, scratch)
     if run.w.other == "powerloss" and want is not None:  # one whole run recorded, a sample of its crash states
         shutil.rmtree(scratch / "powerloss", ignore_errors=True)
-        sc = powerloss.record_run(scratch / "powerloss" / "run", record, checkpoint, run.old_pred,
+        old_pred = None if run.w.layout == "same-file" else run.old_pred  # (a checkpoint's bytes: refused there)
+        sc = powerloss.record_run(scratch / "powerloss" / "run", record, checkpoint, old_pred,
                                   links=run.w.layout == "symlinks", trace=run.w.trace, lock_lost=run.w.lock_lost,
                                   writer=library_writer if run.w.writer == "library" else None)
         powerloss.check_states(sc, scratch / "powerloss" / "next", sample=POWER_LOSS_STATES, seed=zlib.crc32(data))
