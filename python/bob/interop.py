@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bob import fileio  # (its write_atomic looked up at each write)
-from bob.errors import BadValue, NotABobFile, Truncated
+from bob.errors import BadValue, FormatError, NotABobFile, Truncated
 from bob.formats.constants import PLANE_DTYPE, PLANE_NAMES, U64_MAX
 from bob.formats.contract import CONTRACT_FIELDS, V1, Contract
 from bob.formats.files import as_bytes, read_format_file
@@ -151,9 +151,15 @@ def _checkpoint(meta: dict[str, str], planes: "dict[str, Any]", what: str, for_r
     header_bytes = _decimal(meta, "header_bytes")
     # each plane copied into its own array, and its bytes let go at once (the peak: one plane's bytes more)
     tables = [np.frombuffer(planes.pop(name), dtype=PLANE_DTYPE).astype(np.float32) for name in PLANE_NAMES]
-    checkpoint = make(step, tables[0], tables[1], tables[2], header_bytes, contract)
-    checkpoint._refuse_unwritable(f"importing a {what}", for_resume)
-    return checkpoint
+    try:
+        checkpoint = make(step, tables[0], tables[1], tables[2], header_bytes, contract)
+        checkpoint._refuse_unwritable(f"importing a {what}", for_resume)
+        return checkpoint
+    except FormatError as exc:  # a metadata value out of range: named as the file names it, by its key
+        if exc.field not in ("step", "header_bytes"):
+            raise
+        renamed = type(exc)(f"metadata.{exc.field}", exc.message, expected=exc.expected, actual=exc.actual)
+    raise renamed  # (outside the except: with no context, as every other refusal here)
 
 
 def safetensors_bytes(checkpoint: "Checkpoint", *, for_resume: bool = True) -> bytes:

@@ -215,9 +215,11 @@ SPOILS = [
     (lambda t, m: m.update(step="-1"), bob.BadValue, "metadata.step"),
     (lambda t, m: m.update(step=str(1 << 64)), bob.BadValue, "metadata.step"),
     (lambda t, m: m.pop("step"), bob.BadValue, "metadata.step"),
-    (lambda t, m: m.update(step=str(U64_MAX)), bob.StateRefused, "step"),  # no room for 10 more updates
-    (lambda t, m: m.update(step="0"), bob.StateRefused, "step"),  # M and V are not zero at step 0
-    (lambda t, m: m.update(header_bytes="100"), bob.BadValue, "header_bytes"),
+    # a value out of range is named by its key too, as one in the wrong form (it named the envelope's field)
+    (lambda t, m: m.update(step=str(U64_MAX)), bob.StateRefused, "metadata.step"),  # no room for 10 more updates
+    (lambda t, m: m.update(step="0"), bob.StateRefused, "metadata.step"),  # M and V are not zero at step 0
+    (lambda t, m: m.update(header_bytes="100"), bob.BadValue, "metadata.header_bytes"),
+    (lambda t, m: m.update(header_bytes="65600"), bob.BadValue, "metadata.header_bytes"),
     (lambda t, m: m.update({"contract.seed": "zz"}), bob.BadValue, "metadata.contract.seed"),
     (lambda t, m: m.pop("contract.seed"), bob.BadValue, "metadata.contract.seed"),  # missing: not a mismatch
     (lambda t, m: _with_learner(m, OTHER_LEARNER, identity=True), bob.ContractMismatch,
