@@ -32,6 +32,7 @@ The temporaries a killed writer left are removed by
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import os
 
@@ -50,8 +51,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any, Callable, Sequence
 
-__all__ = ["Backup", "Commit", "replace_all", "replace_targets", "refuse_unsafe_target", "refuse_replacing_a_checkpoint",
-           "temporary_pid", "clean_stale_temporaries"]
+__all__ = ["Backup", "Commit", "replace_all", "replace_targets", "refuse_unsafe_target",
+           "refuse_replacing_a_checkpoint", "temporary_pid", "clean_stale_temporaries"]
 
 
 class Commit:
@@ -227,6 +228,10 @@ class Commit:
         except FileNotFoundError:
             raise Refused("its new file was removed by another process during this run's commit; the checkpoint "
                           "was not replaced", code=EXIT_BUSY) from None
+        except OSError as exc:
+            if exc.errno in RESOURCE_ERRNOS:
+                raise
+            raise _not_renamed(exc, "the checkpoint was not replaced") from None
 
     def close(self) -> None:
         """Remove the backups and any temporary not renamed (idempotent). Before the commit a
@@ -306,6 +311,13 @@ def replace_targets(files: "list[tuple[str, Any]]", keep: "Sequence[str]" = ()) 
     return targets
 
 
+def _not_renamed(exc: OSError, outcome: str) -> Refused:
+    """A rename over a target that failed (EBUSY: a mount point, a file mounted over it or it over another), and
+    what that leaves (``outcome``)."""
+    mount = ": a mount point, which no rename replaces" if exc.errno == errno.EBUSY else ""
+    return Refused(f"its new file could not be renamed over it ({os_reason(exc)}{mount}); {outcome}")
+
+
 def _gone(directory: str, descriptor: int) -> Refused:
     """The refusal (75) of a temporary not found, or not made, through its directory's ``descriptor``: the
     directory moved away from its path, or the file removed."""
@@ -366,10 +378,10 @@ def replace_all(files: "list[tuple[str, bytes, Any]]", keep: "Sequence[str]" = (
                 try:
                     os.replace(tmp, target)
                 except OSError as exc:
-                    if not i:
+                    if exc.errno in RESOURCE_ERRNOS:
                         raise
                     replaced = ", ".join(show_path(path) for path, _, _ in files[:i])
-                    raise Refused(f"{os_reason(exc)} ({replaced} replaced already)") from None
+                    raise _not_renamed(exc, f"{replaced} replaced already" if i else "nothing was changed") from None
         if outcome:
             printing()  # all replaced: a signal that came during the renames, or comes now, changes nothing said
     finally:

@@ -265,7 +265,8 @@ def test_a_directory_that_refuses_renames_and_removals_is_refused_by_name(work: 
     monkeypatch.setattr(os, "replace", append_only(real_replace))
     monkeypatch.setattr(os, "unlink", append_only(real_unlink))
     assert main(run_args(work)[1:]) == 2
-    assert capsys.readouterr().err == f"bob-run: refused: --predictions {work / 'pred.bin'}: operation not permitted\n"
+    assert capsys.readouterr().err == (f"bob-run: refused: --predictions {work / 'pred.bin'}: its new file could not "
+                                       "be renamed over it (operation not permitted); the checkpoint was not replaced\n")
     monkeypatch.undo()
     assert (work / "pred.bin").read_bytes() == b"old" and not (work / "ck.bin").exists()
     assert [p.name for p in work.iterdir() if ".bob-tmp-" in p.name and not p.name.startswith(".pred.bin")] == []
@@ -497,9 +498,40 @@ def test_files_replaced_together_say_which_were_replaced_when_a_rename_fails(wor
     with pytest.raises(Refused) as refused:
         bob.commit.replace_all([(str(work / n), b"new", about("--report", work / n)) for n in names])
     assert refused.value.path == str(work / names[failing])
-    assert refused.value.message == "device or resource busy" + ("" if not failing else f" ({work / 'a.json'} "
-                                                                                          "replaced already)")
+    assert refused.value.message == ("its new file could not be renamed over it (device or resource busy: a mount "
+                                     "point, which no rename replaces); " + (f"{work / 'a.json'} replaced already"
+                                                                             if failing else "nothing was changed"))
     assert not [p for p in work.iterdir() if ".bob-tmp-" in p.name]
+
+
+@pytest.mark.parametrize("failing", ["pred.bin", "ck.bin"])
+def test_bob_run_says_a_rename_refused_by_a_mount_point_and_what_it_left(work: Path, monkeypatch, capsys,
+                                                                           failing: str) -> None:
+    """A checkpoint or predictions that is a mount point (EBUSY at the rename) was refused as a bare "device or
+    resource busy", not saying that nothing was committed (the predictions renamed first are put back)."""
+    import errno
+
+    import bob.commit
+    from bob.run import main
+
+    real = os.replace
+
+    def busy(source, target, **kwargs):
+        if os.fspath(target) == failing:
+            raise OSError(errno.EBUSY, os.strerror(errno.EBUSY), source, target)
+        return real(source, target, **kwargs)
+
+    (work / "ck.bin").write_bytes(b"")
+    (work / "pred.bin").write_bytes(b"old pred.bin")
+    monkeypatch.setattr(bob.commit.os, "replace", busy)
+    assert main(["--input", str(work / "rec.bin"), "--checkpoint", str(work / "ck.bin"), "--predictions",
+                 str(work / "pred.bin")]) == 2
+    option = "--checkpoint" if failing == "ck.bin" else "--predictions"
+    assert capsys.readouterr().err == (f"bob-run: refused: {option} {work / failing}: its new file could not be renamed "
+                                       "over it (device or resource busy: a mount point, which no rename replaces); "
+                                       "the checkpoint was not replaced\n")
+    assert (work / "pred.bin").read_bytes() == b"old pred.bin" and (work / "ck.bin").read_bytes() == b""
+    assert sorted(p.name for p in work.iterdir()) == ["ck.bin", "pred.bin", "rec.bin"]
 
 
 def test_files_replaced_together_are_refused_when_two_name_one_file(work: Path) -> None:
