@@ -500,7 +500,12 @@ def test_replay_passes_over_no_file_it_is_given_and_follows_no_link_out(tmp_path
     (rust / "case.bin").write_bytes(b"junk")
     assert main(["replay", str(rust / "case.bin"), "--json"]) == 2
     assert "cargo test" in json.loads(capsys.readouterr().out)["error"]["message"]
-    assert main(["replay", str(tmp_path / "fuzz"), "--json"]) == 2  # (in a directory: left for cargo, unsaid)
+    assert main(["replay", str(tmp_path / "fuzz"), "--json"]) == 2  # (in a directory: left for cargo, and said so)
+    assert json.loads(capsys.readouterr().out)["error"]["message"] == (
+        "no files to replay; those there are the Rust targets' (`cargo test -p bob-core --test fuzz_replay` replays "
+        "them, or name a --target)")
+    (tmp_path / "empty").mkdir()
+    assert main(["replay", str(tmp_path / "empty"), "--json"]) == 2  # (none at all: nothing more to say)
     assert json.loads(capsys.readouterr().out)["error"]["message"] == "no files to replay"
     tree = tmp_path / "tree" / "input" / "accepted"
     tree.mkdir(parents=True)

@@ -224,10 +224,12 @@ def cmd_replay(args: argparse.Namespace) -> Outcome:
 
     if args.target is not None:
         _known_target(args.target)
-    files = []
+    files, rust = [], 0
     for path in args.paths:
         with about("PATH", path):  # (a directory under it that cannot be listed)
-            listed = [f for f in files_under([path]) if args.target or not skipped(f)]
+            found = list(files_under([path]))
+            listed = [f for f in found if args.target or not skipped(f)]
+            rust += len(found) - len(listed)
         for f in listed if os.path.isdir(path) else [path]:
             with about("PATH", f):  # a regular file bob can read, or refused before anything starts
                 read_input(f)
@@ -236,7 +238,8 @@ def cmd_replay(args: argparse.Namespace) -> Outcome:
                           "--target)", option="PATH", path=path)
         files += [(f, _target_of(f, args.target)) for f in listed]
     if not files:
-        raise Refused("no files to replay", option="PATH", path=args.paths[0])
+        raise Refused("no files to replay" + "; those there are the Rust targets' (`cargo test -p bob-core --test "
+                      "fuzz_replay` replays them, or name a --target)" * bool(rust), option="PATH", path=args.paths[0])
     verdicts, unread = [], []
     with Progress(PROG, "replay", len(files)) as progress, stdout_on_stderr(), _working_directory_kept() as keep:
         for f, name in files:
