@@ -68,7 +68,7 @@ def seconds_option(option: str, *, minimum: float = 0.0, positive: bool = False,
 
 def integer_option(option: str, *, minimum: int, maximum: int, what: str = "an integer") -> "Callable[[str], int]":
     """An argparse ``type``: a whole number (decimal, leading zeros and all, as ``seq -w`` writes
-    them; or with a base prefix, ``0x``…) in ``[minimum, maximum]``; ``1.5``, ``nan``, ``1e309`` or
+    them; or with a base prefix, ``0x``, ``0o``, ``0b``; a sign allowed) in ``[minimum, maximum]``; ``1.5``, ``nan``, ``1e309`` or
     a value out of range is a :class:`~bob.refusals.Refused` naming ``option``."""
 
     def convert(text: str) -> int:
