@@ -263,6 +263,20 @@ def test_two_swapped_chunk_table_entries_are_not_called_swapped_chunks(cli, tmp_
                               "(the chunks are in their places)"]
 
 
+@pytest.mark.parametrize("sealed", [True, False])
+def test_entries_swapped_but_for_their_tags_are_not_called_swapped_chunks(cli, tmp_path: Path, sealed: bool) -> None:
+    """Entries P and V exchanged but for their tags (offset, length and digest): the offsets it found wrong rule out
+    moved chunks, which keep their entries' offsets, yet it said "chunks P and V are swapped, or the digests ..."."""
+    a, b = (slice(CANONICAL.chunk_field(k, "offset").offset, CANONICAL.chunk_field(k, "digest").end) for k in (0, 2))
+    raw = bytearray(GOOD)
+    raw[a], raw[b] = GOOD[b], GOOD[a]
+    if sealed:
+        raw[CANONICAL.header_digest:CANONICAL.header_length] = hashlib.sha256(raw[:CANONICAL.header_digest]).digest()
+    [r] = verify(cli, write(tmp_path, "table.bob", bytes(raw)), code=2)
+    assert r["diagnosis"] == ["entries P and V of the chunk table are swapped (the chunks are in their places)"] + [
+        "the header (a field, its chunk table or the digest itself) does not match the header's digest"] * (not sealed)
+
+
 def test_a_rotation_of_the_chunk_table_entries_is_named_entry_by_entry(cli, tmp_path: Path) -> None:
     """The entries rotated whole, the chunks in their places: it was diagnosed as chunks moved."""
     entries = [slice(CANONICAL.chunk_field(k, "tag").offset, CANONICAL.chunk_field(k, "digest").end) for k in range(3)]

@@ -47,7 +47,8 @@ def _moved(ex: Examination, problems: list[dict[str, Any]]) -> tuple[list[str], 
     digest finding is the table's field: ``actual`` what the table holds, ``expected`` the chunk's SHA-256)."""
     stored = {p["index"]: p["actual"] for p in problems if p.get("field") == _DIGEST_FIELD}
     held = {p["index"]: p["expected"] for p in problems if p.get("field") == _DIGEST_FIELD}
-    tags = {p["index"]: (p["expected"], p["actual"]) for p in problems if p.get("field") == "chunk_table.tag"}
+    entry = {f: {p["index"]: (p["expected"], p["actual"]) for p in problems if p.get("field") == f}  # (a chunk
+             for f in ("chunk_table.tag", "chunk_table.offset")}  # moved leaves each entry's tag and offset right)
     lay, raw = ex.layout, bytearray(ex.header_raw or b"")  # each exchanged entry given back its chunk's digest:
     for j in {j for i in held for j in stored if j != i and stored[j] == held[i]} if lay is not None else ():
         raw[lay.chunk_field(j, "digest").slice] = bytes.fromhex(held[j])  # type: ignore[union-attr]
@@ -56,7 +57,7 @@ def _moved(ex: Examination, problems: list[dict[str, Any]]) -> tuple[list[str], 
     said = []
     for i, actual in sorted(held.items()):
         for j in sorted(j for j, expected in stored.items() if j != i and expected == actual):
-            entries = i in tags and j in tags and tags[j][1] == tags[i][0]  # entry j, tag and all, is chunk i's
+            entries = any(i in e and j in e and e[j][1] == e[i][0] for e in entry.values())  # entry j is chunk i's
             one, pair = _MOVED["digests" if digests else "entries" if entries else "either" if changed else "chunks"]
             if held.get(j) != stored[i] or i < j:  # each holding the other's: said once, for the pair
                 said.append((one if held.get(j) != stored[i] else pair).format(a=PLANE_NAMES[i], b=PLANE_NAMES[j]))
