@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import itertools
 import os
 
 from bob import fileio
@@ -110,9 +111,6 @@ class Commit:
 
     def stage(self) -> None:
         """Write every new file as an fsynced temporary; nothing visible changes."""
-        for target, data, naming in self.files:
-            with naming:
-                refuse_replacing_a_checkpoint(target, data)
         for target, data, naming in self.files:
             with naming:
                 if (directory := os.path.dirname(target)) not in self.directories:
@@ -271,37 +269,47 @@ def refuse_unsafe_target(target: str) -> None:
                           "replaced; name another, or send the stream elsewhere")
 
 
-def refuse_replacing_a_checkpoint(target: str, data: "bytes | bytearray") -> None:
-    """A file that holds a bob checkpoint (it starts with the magic) is replaced only by a checkpoint: the trained
-    state is the one file no command makes again, and predictions, a trace, a record or an export named onto it (a
-    slip of the argv) would take it unsaid. A file this user may not read is not judged (it cannot be told)."""
+def refuse_replacing_a_checkpoint(target: str, data: "bytes | bytearray | None" = None) -> None:
+    """A file that holds a bob checkpoint (it starts with the magic) is replaced only by a checkpoint (``data``; None:
+    no checkpoint, or not known before the work): the trained state is the one file no command makes again, and
+    predictions, a trace, a record, an export or a report named onto it (a slip of the argv) would take it unsaid.
+    A file that cannot be told (this user may not read it; another process holds a lease on it) is not judged."""
     from bob.formats.constants import CHECKPOINT_MAGIC
 
-    if bytes(data[:len(CHECKPOINT_MAGIC)]) == CHECKPOINT_MAGIC:
+    if data is not None and bytes(data[:len(CHECKPOINT_MAGIC)]) == CHECKPOINT_MAGIC:
         return
     try:
         fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except (FileNotFoundError, PermissionError):
+        try:
+            head = os.pread(fd, len(CHECKPOINT_MAGIC), 0)
+        finally:
+            with contextlib.suppress(OSError):  # (read: a close that reports a failure changes nothing here)
+                os.close(fd)
+    except (FileNotFoundError, PermissionError, BlockingIOError):
         return
-    try:
-        head = os.pread(fd, len(CHECKPOINT_MAGIC), 0)
-    finally:
-        os.close(fd)
+    except OSError as exc:
+        if exc.errno in RESOURCE_ERRNOS:
+            raise
+        raise Refused(f"could not be read to tell whether it holds a checkpoint ({os_reason(exc)}); nothing was "
+                      "changed") from None
     if head == CHECKPOINT_MAGIC:
         raise Refused(f"holds a bob checkpoint (it starts {show_bytes(CHECKPOINT_MAGIC)}), which only a checkpoint "
                       "replaces; nothing was changed (name another path, or remove that file first)")
 
 
-def replace_targets(files: "list[tuple[str, Any]]", keep: "Sequence[str]" = ()) -> list[str]:
+def replace_targets(files: "list[tuple[str, Any]]", keep: "Sequence[str]" = (),
+                    data: "Sequence[bytes | bytearray | None]" = ()) -> list[str]:
     """Each ``(path, naming)``'s :func:`bob.fileio.replace_target`, inside its ``naming``; a path that
     names the same file as an earlier one (two links to one file) is refused: one would overwrite the other;
     so is one that names a file the command read (``keep``), now that its target is fixed (a link planted
-    since the command's first look would otherwise be followed onto it)."""
+    since the command's first look would otherwise be followed onto it), and a checkpoint that its ``data`` (by
+    default none) is not (:func:`refuse_replacing_a_checkpoint`)."""
     targets: list[str] = []
-    for path, naming in files:
+    for (path, naming), written in itertools.zip_longest(files, data[:len(files)]):
         with naming:
             target = fileio.replace_target(path)
             refuse_unsafe_target(target)
+            refuse_replacing_a_checkpoint(target, written)
             for (earlier, _), other in zip(files, targets):
                 if fileio.same_file(other, target):
                     raise Refused(f"names the same file as {show_path(earlier)}; each needs its own")
@@ -363,11 +371,8 @@ def replace_all(files: "list[tuple[str, bytes, Any]]", keep: "Sequence[str]" = (
     is refused. The targets."""
     if not files:
         return []
-    targets, deferral = replace_targets([(path, naming) for path, _, naming in files], keep), Deferral()
-    staged: list[str] = []
-    for target, (_, data, naming) in zip(targets, files):
-        with naming:
-            refuse_replacing_a_checkpoint(target, data)
+    targets = replace_targets([(path, naming) for path, _, naming in files], keep, [data for _, data, _ in files])
+    deferral, staged = Deferral(), list[str]()
     try:
         for target, (_, data, naming) in zip(targets, files):
             with naming:
@@ -378,7 +383,7 @@ def replace_all(files: "list[tuple[str, bytes, Any]]", keep: "Sequence[str]" = (
                 try:
                     os.replace(tmp, target)
                 except OSError as exc:
-                    if exc.errno in RESOURCE_ERRNOS:
+                    if exc.errno in RESOURCE_ERRNOS and not i:  # (the machine's, as the runner tells it)
                         raise
                     replaced = ", ".join(show_path(path) for path, _, _ in files[:i])
                     raise _not_renamed(exc, f"{replaced} replaced already" if i else "nothing was changed") from None

@@ -114,17 +114,15 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
               expect_checkpoint: "str | None" = None, trace_path: "str | None" = None) -> dict:
     """One invocation (§7) on files; returns its summary as a JSON-ready dict.
 
-    Every refusal is a :class:`bob.commands.Refused` naming the option and path.
-    The invocation is committed exactly when the checkpoint's rename succeeds
-    (:mod:`bob.commit`). ``deferral`` is begun (``main`` begins it at its
-    start) at the latest before the lock is taken, and left open, so the caller
-    decides when signals act again; a signal that arrives before the commit is
-    raised as :class:`bob.signals.Interrupted` at the next safe point (the lock's
-    wait, after the updates, just before the commit), with everything rolled back.
-    ``expect_checkpoint`` pins the checkpoint (:func:`_read_state`); ``trace_path``
-    (``--trace``): the trace of the updates (formats/trace.md), committed with the pair.
+    Every refusal is a :class:`bob.commands.Refused` naming the option and path. The invocation is committed
+    exactly when the checkpoint's rename succeeds (:mod:`bob.commit`). ``deferral`` is begun (``main`` begins it
+    at its start) at the latest before the lock is taken, and left open, so the caller decides when signals act
+    again; a signal that arrives before the commit is raised as :class:`bob.signals.Interrupted` at the next safe
+    point (the lock's wait, after the updates, just before the commit), with everything rolled back.
+    ``expect_checkpoint`` pins the checkpoint (:func:`_read_state`); ``trace_path`` (``--trace``): the trace of
+    the updates (formats/trace.md), committed with the pair.
     """
-    from bob.commit import Commit
+    from bob.commit import Commit, refuse_replacing_a_checkpoint
     from bob.temporaries import clean_stale_temporaries
     from bob.fileio import refuse_unreplaceable
     from bob.formats import canonical
@@ -159,6 +157,8 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
         for option, path, target in outputs:
             with about(option, path):  # now that no backup link of a killed run is a second name
                 refuse_unreplaceable(target)
+                if option != "--checkpoint":  # (under the lock: no other bob-run's checkpoint there since)
+                    refuse_replacing_a_checkpoint(target)
         read_from = {target: _version(target) for _, _, target in outputs}  # what the commit may replace
         with about("--checkpoint", checkpoint_path, "checkpoint"):
             step_before, buffer, header_bytes, fresh = _read_state(checkpoint_target, expect_checkpoint,

@@ -559,6 +559,70 @@ def test_a_checkpoint_named_as_another_output_is_refused_and_kept(door: str, tmp
     assert ck.read_bytes() == golden and sorted(os.listdir(tmp_path)) == before
 
 
+def test_a_checkpoint_is_refused_before_the_work_where_what_is_written_comes_after_it(tmp_path: Path, capsys,
+                                                                                      monkeypatch) -> None:
+    """bob-fuzz minimize and bob-qualify --report were refused only once every try, or the whole qualification,
+    had run (minimize's result then written nowhere): both are refused before it now."""
+    import bob.fuzz.replay
+    import bob.qualify.runner
+    from conftest import GOLDEN, main_of
+
+    golden = (GOLDEN / "checkpoint-abracadabra-step10.bin").read_bytes()
+    (tmp_path / "finding.bin").write_bytes(golden[:2000])
+    (tmp_path / "finding.bin.min").write_bytes(golden)
+    (tmp_path / "report").mkdir()
+    (tmp_path / "report" / "qualify.json").write_bytes(golden)
+
+    def never(*args, **kwargs):
+        raise AssertionError("the work began")
+
+    monkeypatch.setattr(bob.fuzz.replay, "minimize_out_of_process", never)
+    monkeypatch.setattr(bob.qualify.runner, "qualify", never)
+    for prog, words, option, path in (
+            ("bob-fuzz", ["minimize", str(tmp_path / "finding.bin"), "--target", "checkpoint"], "--output",
+             tmp_path / "finding.bin.min"),
+            ("bob-qualify", ["--quick", "--report", str(tmp_path / "report")], "--report",
+             tmp_path / "report" / "qualify.json")):
+        capsys.readouterr()
+        assert main_of(prog)([*words, "--json"]) == 2, prog
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert (error["option"], error["path"]) == (option, str(path)) and "holds a bob checkpoint" in error["message"]
+        assert path.read_bytes() == golden
+
+
+def test_a_checkpoint_that_cannot_be_told_is_not_judged_and_a_failed_look_is_said(tmp_path: Path, capsys,
+                                                                                monkeypatch) -> None:
+    """The look at a file in the way: one this user may not read, or under another process's lease (EAGAIN), is
+    not judged (replaced, as before); any other failure (EIO) is a refusal saying what it was looking for, the
+    file kept."""
+    import errno
+
+    import bob.commit
+    from conftest import GOLDEN
+
+    record, pred = str(GOLDEN / "input-abracadabra.bin"), tmp_path / "pred.bin"
+    argv = ["--input", record, "--checkpoint", str(tmp_path / "ck.bob"), "--predictions", str(pred), "--json"]
+    real_open = os.open
+    for err, code in ((errno.EIO, 2), (errno.EACCES, 0), (errno.EAGAIN, 0)):
+        pred.write_bytes(b"BOB-CKPT" + bytes(100))
+        (tmp_path / "ck.bob").unlink(missing_ok=True)
+
+        def look(path, flags, *rest, **kw):
+            if os.fspath(path) == str(pred) and flags & os.O_NONBLOCK:
+                raise OSError(err, os.strerror(err), path)
+            return real_open(path, flags, *rest, **kw)
+
+        monkeypatch.setattr(bob.commit.os, "open", look)
+        capsys.readouterr()
+        assert main(argv) == code, err
+        out = json.loads(capsys.readouterr().out)
+        if code:
+            assert out["error"]["message"] == ("could not be read to tell whether it holds a checkpoint (input/output "
+                                               "error); nothing was changed")
+        assert len(pred.read_bytes()) == (24 if code == 0 else 108)
+        monkeypatch.undo()
+
+
 def test_a_checkpoint_still_replaces_a_checkpoint_and_a_file_of_another_kind_is_replaced(tmp_path: Path) -> None:
     """The rule is the checkpoint's alone: bob-run replaces its own checkpoint, and predictions over a record or
     an empty file as before."""

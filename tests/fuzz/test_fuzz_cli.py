@@ -507,6 +507,8 @@ def test_replay_passes_over_no_file_it_is_given_and_follows_no_link_out(tmp_path
     (tmp_path / "empty").mkdir()
     assert main(["replay", str(tmp_path / "empty"), "--json"]) == 2  # (none at all: nothing more to say)
     assert json.loads(capsys.readouterr().out)["error"]["message"] == "no files to replay"
+    assert main(["replay", str(tmp_path / "empty"), str(tmp_path / "fuzz"), "--json"]) == 2
+    assert json.loads(capsys.readouterr().out)["error"]["path"] == str(tmp_path / "fuzz")  # (where they are)
     tree = tmp_path / "tree" / "input" / "accepted"
     tree.mkdir(parents=True)
     (tree / "out.bin").symlink_to(tmp_path / "cases" / "predict" / "case.bin")

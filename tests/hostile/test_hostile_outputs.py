@@ -478,29 +478,36 @@ def test_a_rollback_whose_directory_cannot_be_synced_says_so(work: Path, monkeyp
 
 
 @pytest.mark.parametrize("failing", [0, 1])
-def test_files_replaced_together_say_which_were_replaced_when_a_rename_fails(work: Path, monkeypatch, failing) -> None:
+@pytest.mark.parametrize("err", ["EBUSY", "ENOMEM"])
+def test_files_replaced_together_say_which_were_replaced_when_a_rename_fails(work: Path, monkeypatch, failing,
+                                                                             err: str) -> None:
     """bob.commit.replace_all (a report, a heatmap with its export): a rename failing (EBUSY) was an
-    unexpected error naming a temporary, and said nothing of the file renamed before it."""
+    unexpected error naming a temporary, and said nothing of the file renamed before it; the machine's shortage
+    (ENOMEM) at the first is raised as it is (the runner's to tell), at a later one said with what it left."""
     import errno
 
     import bob.commit
     from bob.commands import Refused, about
+    from bob.refusals import the_machine_ran_out
 
-    names = ["a.json", "b.png"]
+    names, code = ["a.json", "b.png"], getattr(errno, err)
     real = os.replace
 
     def busy(source, target):
         if os.fspath(target).endswith(names[failing]):
-            raise OSError(errno.EBUSY, os.strerror(errno.EBUSY), source, target)
+            raise OSError(code, os.strerror(code), source, target)
         return real(source, target)
 
     monkeypatch.setattr(bob.commit.os, "replace", busy)
     with pytest.raises(Refused) as refused:
         bob.commit.replace_all([(str(work / n), b"new", about("--report", work / n)) for n in names])
+    said = "device or resource busy: a mount point, which no rename replaces" if err == "EBUSY" else \
+        "cannot allocate memory"
     assert refused.value.path == str(work / names[failing])
-    assert refused.value.message == ("its new file could not be renamed over it (device or resource busy: a mount "
-                                     "point, which no rename replaces); " + (f"{work / 'a.json'} replaced already"
-                                                                             if failing else "nothing was changed"))
+    assert the_machine_ran_out(refused.value) == (err == "ENOMEM")  # (then exit 70, the runner's)
+    assert refused.value.message == ("cannot allocate memory" if (err, failing) == ("ENOMEM", 0) else
+                                     f"its new file could not be renamed over it ({said}); " + (
+                                         f"{work / 'a.json'} replaced already" if failing else "nothing was changed"))
     assert not [p for p in work.iterdir() if ".bob-tmp-" in p.name]
 
 

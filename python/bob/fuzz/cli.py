@@ -224,12 +224,12 @@ def cmd_replay(args: argparse.Namespace) -> Outcome:
 
     if args.target is not None:
         _known_target(args.target)
-    files, rust = [], 0
+    files, rust = [], []
     for path in args.paths:
         with about("PATH", path):  # (a directory under it that cannot be listed)
             found = list(files_under([path]))
             listed = [f for f in found if args.target or not skipped(f)]
-            rust += len(found) - len(listed)
+            rust += [path] * (len(found) > len(listed))
         for f in listed if os.path.isdir(path) else [path]:
             with about("PATH", f):  # a regular file bob can read, or refused before anything starts
                 read_input(f)
@@ -239,7 +239,8 @@ def cmd_replay(args: argparse.Namespace) -> Outcome:
         files += [(f, _target_of(f, args.target)) for f in listed]
     if not files:
         raise Refused("no files to replay" + "; those there are the Rust targets' (`cargo test -p bob-core --test "
-                      "fuzz_replay` replays them, or name a --target)" * bool(rust), option="PATH", path=args.paths[0])
+                      "fuzz_replay` replays them, or name a --target)" * bool(rust), option="PATH",
+                      path=(rust or args.paths)[0])  # (the one that holds them)
     verdicts, unread = [], []
     with Progress(PROG, "replay", len(files)) as progress, stdout_on_stderr(), _working_directory_kept() as keep:
         for f, name in files:
@@ -268,7 +269,7 @@ def cmd_replay(args: argparse.Namespace) -> Outcome:
 
 
 def cmd_minimize(args: argparse.Namespace) -> Outcome:
-    from bob.commit import replace_all
+    from bob.commit import refuse_replacing_a_checkpoint, replace_all
     from bob.fileio import replace_target, same_file
     from bob.fuzz.replay import NotAlone, minimize_out_of_process, read_input
 
@@ -282,6 +283,7 @@ def cmd_minimize(args: argparse.Namespace) -> Outcome:
         if same_file(args.path, target):
             raise Refused("is the file being minimized; bob-fuzz never replaces what it reads", option="--output",
                           path=output)
+        refuse_replacing_a_checkpoint(target)  # (what it will write is not known yet)
         tempfile.TemporaryFile(dir=os.path.dirname(target) or ".").close()
     try:
         small, failure, tries = minimize_out_of_process(name, data, max_tries=args.max_tries, timeout=args.timeout)
