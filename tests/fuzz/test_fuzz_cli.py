@@ -1151,7 +1151,8 @@ def test_a_timeout_below_a_tenth_of_a_second_is_refused(argv: list[str], capsys)
 
 
 def test_a_minimized_hang_is_reproduced_by_a_command_that_ends(tmp_path: Path, monkeypatch, capsys) -> None:
-    """minimize said a hang's failure, "timeout", and printed a bare replay of it, which never ended."""
+    """minimize said a hang's failure, "timeout", and printed a bare replay of it, which never ended; then one
+    under --timeout alone (0.5 s), which a replay's own start-up outlasts: 124 for an input that does not hang."""
     (tmp_path / "hangs.py").write_text("import time\ndef target(data):\n    time.sleep(600)\n")
     (tmp_path / "spins.py").write_text("def target(data):\n    sum(range(10 ** 12))  # (in C: no signal handler)\n")
     (tmp_path / "IN").write_bytes(b"abc")
@@ -1160,9 +1161,9 @@ def test_a_minimized_hang_is_reproduced_by_a_command_that_ends(tmp_path: Path, m
     monkeypatch.chdir(tmp_path)
     assert main(["minimize", "IN", "--target", "hangs:target", "--timeout", "0.5", "--max-tries", "1"]) == 0
     line = capsys.readouterr().out.split("reproduce: ")[1].strip()
-    assert shlex.split(line) == ["timeout", "-k", "5", "0.5", "bob-fuzz", "replay", "IN.min", "--target",
-                                 "hangs:target"], line
-    spins = line.replace("hangs:target", "spins:target").replace(" 0.5 ", " 5 ")  # (its start-up over by then)
+    assert shlex.split(line) == ["timeout", "-k", "5", "120", "bob-fuzz", "replay", "IN.min", "--target",
+                                 "hangs:target"], line  # (the campaign's limit for a replay: OUTSIDE_SECONDS)
+    spins = line.replace("hangs:target", "spins:target").replace(" 120 ", " 5 ")  # (its start-up over by then)
     native = subprocess.run(["bash", "-c", f"{spins}; exit $?"], capture_output=True,  # ($?, as a shell says it)
                             timeout=60, env=dict(os.environ, PATH=os.pathsep.join([os.path.dirname(sys.executable),
                                                                                     os.environ["PATH"]])))

@@ -271,7 +271,7 @@ def cmd_replay(args: argparse.Namespace) -> Outcome:
 def cmd_minimize(args: argparse.Namespace) -> Outcome:
     from bob.commit import refuse_replacing_a_checkpoint, replace_all
     from bob.fileio import replace_target, same_file
-    from bob.fuzz.replay import NotAlone, minimize_out_of_process, read_input
+    from bob.fuzz.replay import OUTSIDE_SECONDS, NotAlone, minimize_out_of_process, read_input
 
     with about("PATH", args.path):
         data = read_input(args.path)
@@ -296,9 +296,10 @@ def cmd_minimize(args: argparse.Namespace) -> Outcome:
     d = {"input_bytes": len(data), "output_bytes": len(small), "input_nonzero_bytes": len(data) - data.count(0),
          "output_nonzero_bytes": len(small) - small.count(0), "output": show_path(output), "target": name,
          "failure": failure, "tries": tries}
+    hang = max(args.timeout, OUTSIDE_SECONDS) * (failure == "timeout")  # (a replay starts its process first)
     text = (f"{PROG} minimize: {len(data)} -> {len(small)} bytes ({d['input_nonzero_bytes']} -> "
             f"{d['output_nonzero_bytes']} not zero) in {tries} tries: {show_path(output)} ({failure})\n"
-            f"  reproduce: {_replay_command(output, name, args.timeout * (failure == 'timeout'))}")
+            f"  reproduce: {_replay_command(output, name, hang)}")
     return Outcome(EXIT_OK, d, text, committed=f"wrote {show_path(output)}")
 
 
