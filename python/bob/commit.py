@@ -270,10 +270,11 @@ def refuse_unsafe_target(target: str) -> None:
 
 
 def refuse_replacing_a_checkpoint(target: str, data: "bytes | bytearray | None" = None) -> None:
-    """A file that holds a bob checkpoint (it starts with the magic) is replaced only by a checkpoint (``data``; None:
-    no checkpoint, or not known before the work): the trained state is the one file no command makes again, and
-    predictions, a trace, a record, an export or a report named onto it (a slip of the argv) would take it unsaid.
-    A file that cannot be told (this user may not read it; another process holds a lease on it) is not judged."""
+    """A file that holds a bob checkpoint (it starts with the magic) is replaced only by a checkpoint (``data``, or
+    what stands for it before the work; None: no checkpoint): the trained state is the one file no command makes
+    again, and predictions, a trace, a record, an export or a report named onto it (a slip of the argv) would take
+    it unsaid. A file this user may not read cannot be told, and is not judged; one that cannot be read now (EIO;
+    EAGAIN: another process holds a lease on it) is refused."""
     from bob.formats.constants import CHECKPOINT_MAGIC
 
     if data is not None and bytes(data[:len(CHECKPOINT_MAGIC)]) == CHECKPOINT_MAGIC:
@@ -285,13 +286,14 @@ def refuse_replacing_a_checkpoint(target: str, data: "bytes | bytearray | None" 
         finally:
             with contextlib.suppress(OSError):  # (read: a close that reports a failure changes nothing here)
                 os.close(fd)
-    except (FileNotFoundError, PermissionError, BlockingIOError):
+    except (FileNotFoundError, PermissionError):
         return
     except OSError as exc:
         if exc.errno in RESOURCE_ERRNOS:
             raise
-        raise Refused(f"could not be read to tell whether it holds a checkpoint ({os_reason(exc)}); nothing was "
-                      "changed") from None
+        lease = ": another process holds a lease on it" if exc.errno == errno.EAGAIN else ""
+        raise Refused(f"could not be read to tell whether it holds a checkpoint ({os_reason(exc)}{lease}); "
+                      "nothing was changed") from None
     if head == CHECKPOINT_MAGIC:
         raise Refused(f"holds a bob checkpoint (it starts {show_bytes(CHECKPOINT_MAGIC)}), which only a checkpoint "
                       "replaces; nothing was changed (name another path, or remove that file first)")
@@ -299,11 +301,10 @@ def refuse_replacing_a_checkpoint(target: str, data: "bytes | bytearray | None" 
 
 def replace_targets(files: "list[tuple[str, Any]]", keep: "Sequence[str]" = (),
                     data: "Sequence[bytes | bytearray | None]" = ()) -> list[str]:
-    """Each ``(path, naming)``'s :func:`bob.fileio.replace_target`, inside its ``naming``; a path that
-    names the same file as an earlier one (two links to one file) is refused: one would overwrite the other;
-    so is one that names a file the command read (``keep``), now that its target is fixed (a link planted
-    since the command's first look would otherwise be followed onto it), and a checkpoint that its ``data`` (by
-    default none) is not (:func:`refuse_replacing_a_checkpoint`)."""
+    """Each ``(path, naming)``'s :func:`bob.fileio.replace_target`, inside its ``naming``; refused: a path naming the
+    same file as an earlier one (two links to one file: one would overwrite the other), or a file the command read
+    (``keep``: a link planted since its first look would be followed onto it), or a checkpoint that its ``data``
+    (none by default) is not (:func:`refuse_replacing_a_checkpoint`)."""
     targets: list[str] = []
     for (path, naming), written in itertools.zip_longest(files, data[:len(files)]):
         with naming:
@@ -320,8 +321,7 @@ def replace_targets(files: "list[tuple[str, Any]]", keep: "Sequence[str]" = (),
 
 
 def _not_renamed(exc: OSError, outcome: str) -> Refused:
-    """A rename over a target that failed (EBUSY: a mount point, a file mounted over it or it over another), and
-    what that leaves (``outcome``)."""
+    """A rename over a target that failed (EBUSY: a mount point, either way), and what that leaves (``outcome``)."""
     mount = ": a mount point, which no rename replaces" if exc.errno == errno.EBUSY else ""
     return Refused(f"its new file could not be renamed over it ({os_reason(exc)}{mount}); {outcome}")
 

@@ -568,7 +568,7 @@ def test_a_checkpoint_is_refused_before_the_work_where_what_is_written_comes_aft
     from conftest import GOLDEN, main_of
 
     golden = (GOLDEN / "checkpoint-abracadabra-step10.bin").read_bytes()
-    (tmp_path / "finding.bin").write_bytes(golden[:2000])
+    (tmp_path / "finding.bin").write_bytes(golden[8:2000])  # (no checkpoint: nor will its minimization be one)
     (tmp_path / "finding.bin.min").write_bytes(golden)
     (tmp_path / "report").mkdir()
     (tmp_path / "report" / "qualify.json").write_bytes(golden)
@@ -590,11 +590,25 @@ def test_a_checkpoint_is_refused_before_the_work_where_what_is_written_comes_aft
         assert path.read_bytes() == golden
 
 
+def test_a_checkpoint_finding_minimized_again_replaces_its_last_result(tmp_path: Path, capsys, monkeypatch) -> None:
+    """A finding that starts BOB-CKPT, minimized twice into its PATH.min: refused the second time (the old result
+    held the magic, and what minimize would write was taken for no checkpoint). The input stands for it now."""
+    import bob.fuzz.replay
+    from conftest import GOLDEN, main_of
+
+    golden = (GOLDEN / "checkpoint-abracadabra-step10.bin").read_bytes()
+    (tmp_path / "finding.bin").write_bytes(golden)
+    (tmp_path / "finding.bin.min").write_bytes(golden)
+    monkeypatch.setattr(bob.fuzz.replay, "minimize_out_of_process", lambda name, data, **kw: (data[:8], "Error", 3))
+    assert main_of("bob-fuzz")(["minimize", str(tmp_path / "finding.bin"), "--target", "checkpoint", "--json"]) == 0
+    assert (tmp_path / "finding.bin.min").read_bytes() == b"BOB-CKPT"
+
+
 def test_a_checkpoint_that_cannot_be_told_is_not_judged_and_a_failed_look_is_said(tmp_path: Path, capsys,
                                                                                 monkeypatch) -> None:
-    """The look at a file in the way: one this user may not read, or under another process's lease (EAGAIN), is
-    not judged (replaced, as before); any other failure (EIO) is a refusal saying what it was looking for, the
-    file kept."""
+    """The look at a file in the way: one this user may not open for reading is not judged (replaced, as before);
+    any other failure (EIO; EAGAIN, another process's lease, which a review found replaced) is a refusal saying
+    what it was looking for, the file kept."""
     import errno
 
     import bob.commit
@@ -603,7 +617,7 @@ def test_a_checkpoint_that_cannot_be_told_is_not_judged_and_a_failed_look_is_sai
     record, pred = str(GOLDEN / "input-abracadabra.bin"), tmp_path / "pred.bin"
     argv = ["--input", record, "--checkpoint", str(tmp_path / "ck.bob"), "--predictions", str(pred), "--json"]
     real_open = os.open
-    for err, code in ((errno.EIO, 2), (errno.EACCES, 0), (errno.EAGAIN, 0)):
+    for err, code in ((errno.EIO, 2), (errno.EACCES, 0), (errno.EAGAIN, 2)):
         pred.write_bytes(b"BOB-CKPT" + bytes(100))
         (tmp_path / "ck.bob").unlink(missing_ok=True)
 
@@ -617,8 +631,10 @@ def test_a_checkpoint_that_cannot_be_told_is_not_judged_and_a_failed_look_is_sai
         assert main(argv) == code, err
         out = json.loads(capsys.readouterr().out)
         if code:
-            assert out["error"]["message"] == ("could not be read to tell whether it holds a checkpoint (input/output "
-                                               "error); nothing was changed")
+            said = "input/output error" if err == errno.EIO else \
+                "resource temporarily unavailable: another process holds a lease on it"
+            assert out["error"]["message"] == (f"could not be read to tell whether it holds a checkpoint ({said}); "
+                                               "nothing was changed")
         assert len(pred.read_bytes()) == (24 if code == 0 else 108)
         monkeypatch.undo()
 

@@ -87,6 +87,25 @@ def test_two_runs_on_two_checkpoints_sharing_the_predictions_exclude_each_other(
     assert sorted(p.name for p in work.iterdir()) == ["ck.bin", "pred.bin", "rec.bin"]
 
 
+@pytest.mark.parametrize("option", ["--predictions", "--trace"])
+def test_a_checkpoint_committed_while_another_run_waits_to_write_over_it_is_kept(work: Path, option: str) -> None:
+    """A second run waiting for the lock of a file it would write predictions or a trace to, while the first
+    commits a checkpoint there: the look at what the file holds is under the lock, after the wait (before it,
+    the file was no checkpoint yet, and the second run replaced the first one's new checkpoint)."""
+    over = str(work / "ck.bin")
+    other = ["--json", "--input", str(work / "rec.bin"), "--checkpoint", str(work / "other.ck"), "--predictions",
+             over if option == "--predictions" else str(work / "other.pred"),
+             *["--trace", over] * (option == "--trace")]
+    first, second = first_run_meets(work, "locked", lambda: race.second_run(other))
+    out, err = second.communicate(timeout=120)
+    error = json.loads(out)["error"]
+    assert (first, second.returncode) == (0, 2), err
+    assert (error["option"], error["path"]) == (option, str(work / "ck.bin"))
+    assert error["message"].startswith("holds a bob checkpoint")
+    assert (work / "ck.bin").read_bytes() == bob.invoke(RECORD, b"", threads=1).checkpoint_bytes()
+    assert sorted(p.name for p in work.iterdir()) == ["ck.bin", "pred.bin", "rec.bin"]
+
+
 @pytest.mark.parametrize("name,option", [("pred.bin", "--predictions"), ("run.trace", "--trace")])
 def test_a_companion_s_lock_file_deleted_while_held_stops_the_run(work: Path, name: str, option: str) -> None:
     """Each lock is checked before the commit, not only the checkpoint's: the predictions' or the trace's lock
