@@ -310,12 +310,12 @@ def replace_targets(files: "list[tuple[str, Any]]", keep: "Sequence[str]" = (),
         with naming:
             target = fileio.replace_target(path)
             refuse_unsafe_target(target)
-            refuse_replacing_a_checkpoint(target, written)
             for (earlier, _), other in zip(files, targets):
                 if fileio.same_file(other, target):
                     raise Refused(f"names the same file as {show_path(earlier)}; each needs its own")
             if any(fileio.same_file(read, target) for read in keep):
                 raise Refused("that is a file this command read; bob never replaces what it reads")
+            refuse_replacing_a_checkpoint(target, written)  # (what it is, once it is none of those)
         targets.append(target)
     return targets
 
