@@ -447,6 +447,30 @@ def test_a_directory_the_end_record_places_inside_a_member_is_refused(trained) -
     assert oracle_interop.check_npz(bad) is not None
 
 
+def test_a_member_a_newer_zipfile_refuses_as_overlapped_is_refused_where_the_layout_says(trained,
+                                                                                          monkeypatch) -> None:
+    """zipfile from 3.11.8 and 3.12.2 on (gh-109858) refuses an overlapped member at its open, in its own words:
+    the hidden directory entry above was NotABobFile ("Overlapped entries ... (possible zip bomb)") there, and
+    Truncated at its offset on 3.11.7. The layout, checked then, says where on either."""
+    real = zipfile.ZipFile.open
+
+    def newer(self, name, *args, **kwargs):
+        if getattr(name, "filename", name) == "V.npy":
+            raise zipfile.BadZipFile("Overlapped entries: 'V.npy' (possible zip bomb)")
+        return real(self, name, *args, **kwargs)
+
+    entries, hidden = members(trained), CENTRAL.size + len("P.npy")
+    entries = {name: entries[name] for name in ("P.npy", "M.npy", "bob.npy", "V.npy")}
+    entries["V.npy"] = entries["V.npy"][:-hidden] + by_hand(entries, shift=hidden)[1][:hidden]
+    body, directory, start = by_hand(entries, shift=hidden)
+    bad = body + directory[hidden:] + end_record(4, len(directory), start)
+    good = archive(members(trained))  # (one whose layout holds: zipfile's words, as before)
+    monkeypatch.setattr(zipfile.ZipFile, "open", newer)
+    assert npz_refused(bad, bob.Truncated, "npz").offset == start
+    with pytest.raises(bob.NotABobFile, match="Overlapped entries"):
+        interop.from_npz_bytes(good, bob.Checkpoint)
+
+
 # --------------------------------------------------------------------------- #
 # .npz: each member's .npy header, before its data
 # --------------------------------------------------------------------------- #
