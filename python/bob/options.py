@@ -68,8 +68,8 @@ def seconds_option(option: str, *, minimum: float = 0.0, positive: bool = False,
 
 def integer_option(option: str, *, minimum: int, maximum: int, what: str = "an integer") -> "Callable[[str], int]":
     """An argparse ``type``: a whole number (decimal, leading zeros and all, as ``seq -w`` writes
-    them; or with a base prefix, ``0x``, ``0o``, ``0b``; a sign allowed) in ``[minimum, maximum]``; ``1.5``, ``nan``, ``1e309`` or
-    a value out of range is a :class:`~bob.refusals.Refused` naming ``option``."""
+    them; or with a base prefix, ``0x``, ``0o``, ``0b``; a sign allowed) in ``[minimum, maximum]``;
+    ``1.5``, ``nan``, ``1e309`` or a value out of range is a :class:`~bob.refusals.Refused` naming ``option``."""
 
     def convert(text: str) -> int:
         value: int | None = None
@@ -98,7 +98,7 @@ def hex_bytes(option: str, text: str) -> bytes:
     naming ``option``."""
     import re
 
-    tokens = re.split(r"[ \t\n\r\f\v,:]+", text)  # (ASCII blanks: \\s took U+3000 and \x1c too)
+    tokens = re.split(r"[ \t\n\r\f\v,:]+", text)  # (ASCII blanks: re's \s took U+3000 and \x1c too)
     digits = [t[2:] if t[:2] in ("0x", "0X") else t for t in tokens]
     try:
         if any(len(d) % 2 or (t and not d) for t, d in zip(tokens, digits)):  # (a bare 0x is no byte, not nothing)
