@@ -79,12 +79,16 @@ def plotting_problem() -> str | None:
     imported, and its Figure (no backend chosen, no pyplot: a library caller's own are left as they are): one
     that is installed but does not import (a broken Pillow, say) was found only once a whole run was done."""
     quiet_plot_directories()
-    try:
+    backend = os.environ.pop("MPLBACKEND", None)  # (matplotlib's import refuses one it has not, ValueError: Jupyter's
+    try:  # inline one where matplotlib-inline is not installed; bob draws into files, with no backend of the user's)
         import matplotlib  # noqa: F401 - first: a missing one is then the ImportError named "matplotlib"
         import matplotlib.figure  # noqa: F401
     except ImportError as exc:
         broken = "" if exc.name == "matplotlib" else f", which does not import here ({exc})"
         return f"needs matplotlib (the optional extra plot){broken}: {install_hint('plot')}"
+    finally:
+        if backend is not None:  # (for the children, and a library caller's pyplot later)
+            os.environ["MPLBACKEND"] = backend
     return None
 
 

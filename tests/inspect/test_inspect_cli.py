@@ -276,6 +276,20 @@ def test_an_empty_output_path_is_refused_not_taken_for_no_output(tmp_path: Path,
     assert (error["option"], error["path"]) == (option, "") and sorted(tmp_path.iterdir()) == before
 
 
+@pytest.mark.parametrize("backend", ["module://matplotlib_inline.backend_inline", "garbage"])
+def test_a_heatmap_is_drawn_whatever_backend_the_environment_names(tmp_path: Path, backend: str) -> None:
+    """MPLBACKEND naming a backend matplotlib has not (Jupyter's inline one without matplotlib-inline): its import
+    raised ValueError, and --heatmap (and bob-qualify --report) ended 70, unexpected. bob draws into files."""
+    from conftest import GOLDEN
+
+    pytest.importorskip("matplotlib")
+    run = subprocess.run([sys.executable, "-m", "bob", "inspect", str(GOLDEN / "checkpoint-abracadabra-step10.bin"),
+                          "--heatmap", str(tmp_path / "h.png"), "--json"], capture_output=True, text=True,
+                         env={**os.environ, "MPLBACKEND": backend}, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "h.png").read_bytes().startswith(b"\x89PNG")
+
+
 def test_the_notes_of_a_heatmap_and_an_export_not_made_are_both_kept(cli, tmp_path) -> None:
     """A checkpoint cut short with --heatmap and --export: the export's note replaced the heatmap's, and
     said "nothing was written" also where the heatmap was written."""
