@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 from bob.text import write_whole as _write
@@ -33,7 +34,7 @@ class Progress:
         self.stream: TextIO | None = sys.stderr if stream is None else stream
         self.tty: bool
         try:
-            self.tty = bool(self.stream is not None and self.stream.isatty())
+            self.tty = bool(self.stream is not None and self.stream.isatty()) and os.environ.get("TERM") != "dumb"
         except (ValueError, OSError):
             self.tty = False
         self.clock: Callable[[], float] = time.monotonic

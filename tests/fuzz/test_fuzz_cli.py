@@ -820,7 +820,20 @@ def terminal(monkeypatch) -> _Terminal:
             super().__init__(*args, **{**kwargs, "after": 0.0, "stream": shown})
 
     monkeypatch.setattr(bob.progress, "Progress", AtOnce)  # (the commands import it when they run)
+    monkeypatch.setenv("TERM", "xterm")  # (a terminal that moves its cursor, whatever runs the suite)
     return shown
+
+
+def test_a_dumb_terminal_gets_plain_progress_lines(monkeypatch, terminal: _Terminal) -> None:
+    """TERM=dumb (an editor's shell buffer) showed the line rewritten in place, its erase code raw (bob-qualify's
+    progress, rich's, did not): plain lines there, as in a pipe."""
+    import bob.progress
+
+    monkeypatch.setenv("TERM", "dumb")
+    with bob.progress.Progress("bob-fuzz", "check", 2) as progress:
+        progress.advance()
+        progress.advance()
+    assert terminal.getvalue() == "bob-fuzz check: 1/2, 0 s\nbob-fuzz check: 2/2, 0 s (done)\n", terminal.getvalue()
 
 
 def test_a_conformance_corpus_cut_short_on_a_terminal_ends_its_progress_line(tmp_path: Path, monkeypatch,
