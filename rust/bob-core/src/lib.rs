@@ -254,8 +254,9 @@ fn predict_checked(p: &[f32], vocabulary: usize, prompt_words: &[u32]) -> Result
     Ok(out)
 }
 
-/// Why a state may not be resumed (§5): the first problem found, scanning
-/// P, M, V in order and each plane by rising index.
+/// Why a state may not be resumed (§5): the first problem found, one rule at
+/// a time (as Python checks them), each across P, M, V in order and each
+/// plane by rising index.
 #[derive(Clone, Debug, PartialEq)]
 pub enum StateProblem {
     /// A plane holds NaN or an infinity at `index`.
