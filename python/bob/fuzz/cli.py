@@ -43,7 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argument_parser(prog=PROG, description="Fuzz bob's formats, commands and native core; write and check "
                         "a conformance corpus for other implementations.",
                         epilog="exit codes: 0 nothing found, 1 found something (a finding, a failing replay, a "
-                        "disagreement), 2 refused or a usage error, 70 unexpected")
+                        "disagreement), 2 refused or a usage error, 70 unexpected or no verdict")
     add_common_options(p)
     sub = p.add_subparsers(dest="command", required=True, metavar="{targets,run,replay,minimize,conformance,check}")
 
