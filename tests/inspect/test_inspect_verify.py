@@ -97,6 +97,17 @@ def test_a_cut_file_names_the_chunk_it_ends_in(cli, tmp_path: Path, i: int) -> N
                               f"(bytes {chunk(i).start}..{chunk(i).stop - 1})"]
 
 
+@pytest.mark.parametrize("damaged", range(len(PLANE_NAMES) - 1))
+def test_a_cut_file_still_names_a_damaged_chunk_it_holds_whole(cli, tmp_path: Path, damaged: int) -> None:
+    raw = bytearray(GOOD)
+    raw[chunk(damaged).start + 1000] ^= 0x04
+    [r] = verify(cli, write(tmp_path, "cut.bob", bytes(raw[:chunk(2).start + 100])), code=2)
+    assert [(p["field"], p["chunk"]) for p in r["problems"]] == [("file_size", None),
+                                                                  ("chunk_table.digest", PLANE_NAMES[damaged])]
+    shown = cli.json("checkpoint", str(tmp_path / "cut.bob"), code=2)["chunks"]
+    assert [c["digest_ok"] for c in shown] == [i != damaged for i in range(2)] + [None]
+
+
 @pytest.mark.parametrize("i", range(len(PLANE_NAMES)))
 def test_a_file_cut_at_a_chunks_start_is_not_said_to_end_inside_it(cli, tmp_path: Path, i: int) -> None:
     [r] = verify(cli, write(tmp_path, "cut.bob", GOOD[:chunk(i).start]), code=2)

@@ -78,7 +78,7 @@ def rows_report(p_plane, contexts: bytes) -> list[dict[str, Any]]:
 
 def _header_report(ex: Examination, failed: set[tuple[str, int | None]]) -> dict[str, Any]:
     """The contract, the header's digest and the chunk table of a header that parsed."""
-    h, computed, digests = ex.header, ex.computed_header_digest, ex.chunk_digests
+    h, computed, digests = ex.header, ex.computed_header_digest, ex.chunk_digests or ()
     assert h is not None and ex.contract is not None and ex.header_digest is not None
     return {
         "contract": {"matches_v1": ex.contract.is_v1,
@@ -91,9 +91,9 @@ def _header_report(ex: Examination, failed: set[tuple[str, int | None]]) -> dict
         "chunks": [{
             "index": i, "plane": PLANE_NAMES[i] if i < len(PLANE_NAMES) else None, "tag": escape_bytes(entry.tag),
             "offset": entry.offset, "length": entry.length, "sha256": entry.digest.hex(),
-            "computed_sha256": digests[i].hex() if digests is not None else None,
+            "computed_sha256": digests[i].hex() if i < len(digests) else None,
             **{f"{key}_ok": (f"chunk_table.{key}", i) not in failed for key in ("tag", "offset", "length")},
-            "digest_ok": None if digests is None else ("chunk_table.digest", i) not in failed,
+            "digest_ok": None if i >= len(digests) else ("chunk_table.digest", i) not in failed,
         } for i, entry in enumerate(h.chunk_table)],
     }
 

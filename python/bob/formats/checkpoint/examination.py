@@ -63,7 +63,7 @@ class Examination(Examined):
     header_digest: bytes | None = None
     computed_header_digest: bytes | None = None
     planes: np.ndarray | None = None
-    chunk_digests: tuple[bytes, ...] | None = None
+    chunk_digests: tuple[bytes, ...] | None = None  # the SHA-256 of each chunk the file holds whole, in order
     magic: bytes = b""
     # The bytes whose header did not parse (None otherwise): kept so that
     # partial_header, which only bob-inspect shows, is computed when asked
@@ -251,11 +251,10 @@ def _payload_findings(data: bytes, ex: Examination, plane_digests: "list[bytes] 
     if n != want_size:
         out.append(Truncated("file_size", "the file is header_bytes + payload_bytes long",
                              expected=want_size, actual=n))
-        if n < want_size:
-            return False
-    # -- 8. chunk digests
+    # -- 8. chunk digests: of every chunk the file holds whole (a short file's first chunks too: every problem)
     if plane_digests is None or hb != HEADER_BYTES or n != CHECKPOINT_BYTES:  # else: these ranges, hashed already
-        plane_digests = chunk_digests(memoryview(data)[hb:], hashlib_sha256)
+        whole = sum(chunk_offset(hb, i + 1) <= n for i in range(len(CHUNK_TAGS)))
+        plane_digests = chunk_digests(memoryview(data)[hb:], hashlib_sha256)[:whole]
     ex.chunk_digests = digests = tuple(plane_digests)
     for i, (entry, digest) in enumerate(zip(h.chunk_table, digests)):
         if entry.digest != digest:
@@ -264,7 +263,7 @@ def _payload_findings(data: bytes, ex: Examination, plane_digests: "list[bytes] 
                 f"plane {PLANE_NAMES[i]} (bytes {chunk_offset(hb, i)}..{chunk_offset(hb, i + 1) - 1}) "
                 "does not match the chunk table's SHA-256",
                 expected=digest, actual=entry.digest, offset=lay.chunk_field(i, "digest").offset, index=i))
-    return True
+    return n >= want_size
 
 
 def checkpoint_findings(data: bytes, *, for_resume: bool = True) -> list[FormatError]:
