@@ -25,7 +25,7 @@ import numpy as np
 from bob.environment import in_default_environment
 from bob.errors import BadValue, FormatError, StateRefused, buffer_bytes, integer_value, show_value, shown_kind
 from bob.formats.checkpoint import examine
-from bob.formats.constants import MAX_CHECKPOINT_BYTES, PLANE_NAMES, VOCABULARY
+from bob.formats.constants import MAX_CHECKPOINT_BYTES, PAYLOAD_BYTES, PLANE_NAMES, VOCABULARY
 from bob.formats.layout import CONTRACT_STRINGS
 from bob.inspect.common import file_size, plural
 from bob.text import exact_text, show_byte, show_path
@@ -156,12 +156,13 @@ def _first_differing_offset(data_a: bytes, data_b: bytes) -> int:
     return int(where[0]) if where.size else n  # else: one file is a prefix of the other
 
 
-def _equal(report: dict[str, Any]) -> bool:
+def _equal(report: dict[str, Any], rest_same: bool) -> bool:
     """Identical, or (with a tolerance) the planes within it and the header the
-    same but for the digests (which the planes' values determine)."""
+    same but for the digests (which the planes' values determine); ``rest_same``:
+    the bytes in neither (the padding, any past the planes) are the same."""
     if report["identical"]:
         return True
-    if report["tolerance"] is None or report["planes"] is None or not report["header"]["compared"]:
+    if report["tolerance"] is None or report["planes"] is None or not report["header"]["compared"] or not rest_same:
         return False
     header_same = all("digest" in d["field"] for d in report["header"]["differences"])
     return header_same and all(d["beyond_tolerance"] == 0 for d in report["planes"].values())
@@ -230,7 +231,8 @@ class Side:
         return cls(show_path(value), data, [], len(data))
 
 
-def _examined(side: Side) -> tuple[dict[str, Any], dict[str, Any] | None, Any]:
+def _examined(side: Side) -> tuple[dict[str, Any], dict[str, Any] | None, Any, bytes | None]:
+    """The side's report, header fields, planes and the bytes in none of them (None: no header)."""
     data = side.data
     ex = examine(data, for_resume=True) if data is not None else None
     problems = side.problems + (ex.findings if ex is not None else [])
@@ -247,8 +249,11 @@ def _examined(side: Side) -> tuple[dict[str, Any], dict[str, Any] | None, Any]:
         "step": None if ex is None else ex.step,
         "problems": [p.to_dict() for p in problems],
     }
-    header = header_values(ex) if ex is not None and ex.header is not None else None
-    return report, header, planes
+    header = rest = None
+    if ex is not None and ex.header is not None and (lay := ex.layout) is not None and data is not None:
+        header, hb = header_values(ex), ex.header.header_bytes
+        rest = data[lay.header_length:hb] + data[hb + PAYLOAD_BYTES:]
+    return report, header, planes, rest
 
 
 @in_default_environment
@@ -256,8 +261,8 @@ def compare(a: Side, b: Side, *, ulp: int | None = None, atol: float | None = No
     """The comparison of two checkpoints (:func:`diff`, from :class:`Side` s);
     ``equal`` when identical or, given ``ulp`` and/or ``atol``, within that
     tolerance (:func:`beyond`)."""
-    side_a, head_a, planes_a = _examined(a)
-    side_b, head_b, planes_b = _examined(b)
+    side_a, head_a, planes_a, rest_a = _examined(a)
+    side_b, head_b, planes_b, rest_b = _examined(b)
     data_a, data_b = a.data, b.data
     report: dict[str, Any] = {"command": "diff", "a": side_a, "b": side_b}
     both = (data_a, data_b) if data_a is not None and data_b is not None else None  # (None: a file not read whole)
@@ -273,7 +278,7 @@ def compare(a: Side, b: Side, *, ulp: int | None = None, atol: float | None = No
         if planes_a is not None and planes_b is not None else None
     )
     report["tolerance"] = None if ulp is None and atol is None else {"ulp": ulp, "atol": atol}
-    report["equal"] = _equal(report)
+    report["equal"] = _equal(report, rest_a == rest_b)
     report["problems_found"] = bool(side_a["problems"] or side_b["problems"])
     report["ok"] = not report["problems_found"]
     report["verdict"] = _verdict(report)

@@ -56,6 +56,13 @@ def test_diff_within_a_tolerance_is_equal(cli, files):
     assert "every plane value within 0.5 absolute" in cli.text("diff", a, b, "--atol", "0.5")
     # a tolerance never hides a header field the planes do not determine
     assert cli.json("diff", str(files / "ck1.bin"), str(files / "ck2.bin"), "--atol", "1e30", code=1)["equal"] is False
+    # nor a byte in no field: the padding differs, the fields and planes do not (no "only the digests differ")
+    padded = bytearray((files / "ck3.bin").read_bytes())
+    padded[447] = 1
+    (files / "padded.bin").write_bytes(padded)
+    r = cli.json("diff", a, str(files / "padded.bin"), "--ulp", "3", code=2)
+    assert r["equal"] is False and r["header"]["differences"] == [] and r["first_differing_offset"] == 447
+    assert "only the digests differ" not in cli.text("diff", a, str(files / "padded.bin"), "--ulp", "3", code=2)
 
 
 def test_diff_of_two_invocations_and_of_identical_files(cli, files):
