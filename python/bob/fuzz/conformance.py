@@ -24,7 +24,8 @@ from bob.commands import EXIT_REFUSED, EXIT_SOFTWARE, Refused, about, os_reason
 from bob.errors import FormatError
 from bob.fileio import (FileTooLarge, make_directory, read_bounded, refuse_if_working_directory_gone,
                         remove_empty_directories)
-from bob.formats.constants import EMPTY_PROMPT, MAX_CHECKPOINT_BYTES, MAX_HEADER_BYTES, VOCABULARY
+from bob.formats.constants import (EMPTY_PROMPT, MAX_CHECKPOINT_BYTES, MAX_HEADER_BYTES, U64_MAX,
+                                   UPDATES_PER_INVOCATION, VOCABULARY)
 from bob.formats.kinds import ALIASES, FORMATS
 from bob.fuzz.common import read_input
 from bob.fuzz.targets import golden_dir
@@ -80,16 +81,28 @@ def _edges(fmt: str, base: bytes) -> list[tuple[str, bytes]]:
     if fmt == "input":
         word = INPUT["prompt_words"].item(0)
         return [("edge-prompt-word-vocabulary", patched((U32, word, VOCABULARY))),
-                ("edge-prompt-word-empty-less-1", patched((U32, word, EMPTY_PROMPT - 1)))]
+                ("edge-prompt-word-empty-less-1", patched((U32, word, EMPTY_PROMPT - 1))),
+                ("edge-version-high-word", patched((U64, INPUT["version"].offset, 2**32 + 1)))]
     if fmt == "predictions":
         token, validity = (PREDICTION_FIELDS[name].offset for name in ("token", "validity"))
         return [("edge-token-vocabulary", patched((U32, token, VOCABULARY), (U32, validity, 1))),
                 ("edge-token-without-validity", patched((U32, token, 1), (U32, validity, 0)))]
-    moment = bob.Checkpoint.fresh()
-    moment.m[0] = 1.0
-    return [("edge-header-bytes-largest", bob.load_checkpoint(base).to_bytes(header_bytes=MAX_HEADER_BYTES)),
+    def state(step: int, *values: "tuple[str, float]") -> bytes:  # the golden state, or the fresh one at step 0
+        c = bob.Checkpoint.fresh() if step == 0 else bob.load_checkpoint(base)
+        c.step = step
+        for plane, value in values:
+            getattr(c, plane)[9] = value
+        return c.to_bytes(for_resume=False)
+
+    room, inf = U64_MAX - UPDATES_PER_INVOCATION, float("inf")  # (D7: -0.0 is zero, never negative; inf non-finite)
+    return [("edge-P-infinity", state(10, ("p", inf))), ("edge-V-minus-infinity", state(10, ("v", -inf))),
+            ("edge-V-minus-zero", state(10, ("v", -0.0))), ("edge-step0-V-subnormal", state(0, ("v", 1e-45))),
+            ("edge-step0-moments-minus-zero", state(0, ("m", -0.0), ("v", -0.0))),
+            ("edge-step0-moment", state(0, ("m", 1.0))),
+            ("edge-step-room-last", state(room)), ("edge-step-room-over", state(room + 1)),
+            ("edge-cut-in-state-string", base[:40]), ("edge-magic-prefix", base[:5]),
+            ("edge-header-bytes-largest", bob.load_checkpoint(base).to_bytes(header_bytes=MAX_HEADER_BYTES)),
             ("edge-header-bytes-over", patched((U64, ENVELOPE_HEAD["header_bytes"].offset, MAX_HEADER_BYTES + 64))),
-            ("edge-step0-moment", moment.to_bytes(for_resume=False)),
             ("edge-over-the-size-bound", base + bytes(MAX_CHECKPOINT_BYTES + 1 - len(base))),
             ("edge-short-not-bob", bytes(16))]
 
