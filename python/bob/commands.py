@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import sys
 
-from bob.options import count_option, integer_option, number_option, seconds_option, shown_argv, \
+from bob.options import ANSWERING, count_option, integer_option, number_option, seconds_option, shown_argv, \
     answered, with_unknown_words
 from bob.refusals import EXIT_BUSY, EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED, EXIT_SOFTWARE, \
     EXIT_UNEXPECTED, RESOURCE_ERRNOS, Refused, os_reason, the_machine_ran_out
@@ -276,10 +276,10 @@ def _flag(argv: "list[str]", name: str) -> bool:
 def command_of(prog: str, argv: "list[str]", subcommands: "dict[str, str] | None") -> str:
     """The ``command`` key: ``prog``, and the subcommand's own name when the command
     line has one (its first word that is not an option, if that is a subcommand or an alias of one: a word
-    after it may be an option's value)."""
+    after it may be an option's value; none after ``--help`` or ``--version``, which the command answers)."""
     if subcommands:
         for word in argv:
-            if word == "--":
+            if word == "--" or word in ANSWERING:
                 break
             if not word.startswith("-") or word == "-":
                 return f"{prog} {subcommands[word]}" if word in subcommands else prog

@@ -412,6 +412,14 @@ def test_the_command_key_is_not_an_options_value(cli, argv):
     assert cli.json(*argv, code=2)["command"] == "bob-inspect"
 
 
+@pytest.mark.parametrize("argv", [["--help", "diff"], ["--version", "ckpt"], ["-h", "trace"]])
+def test_a_subcommand_after_the_answering_option_is_not_the_command_key(cli, argv):
+    """bob-inspect answers --help or --version before it reads a subcommand: the answer is bob-inspect's (its
+    key said "bob-inspect diff" over bob-inspect's own usage)."""
+    r = cli.json(*argv)
+    assert r["command"] == "bob-inspect" and r["exit_code"] == 0
+
+
 @pytest.mark.parametrize("option", ["--rows", "--rows-hex"])
 def test_an_empty_rows_option_on_a_checkpoint_is_refused_too(cli, files, option):
     """On a checkpoint an empty --rows was taken for no option (exit 0), where another kind of file refused it."""
