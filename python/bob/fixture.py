@@ -9,7 +9,6 @@ read: a multi-gigabyte file or an endless stream costs nothing more.
 from __future__ import annotations
 
 import os
-import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -130,4 +129,6 @@ def fixture_main(argv: list[str] | None = None) -> int:
 main = fixture_main
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(fixture_main())
+    from bob.signals import run_module
+
+    run_module(fixture_main)

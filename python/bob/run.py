@@ -26,7 +26,6 @@ Only the standard library is imported up front.
 from __future__ import annotations
 
 import os
-import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -388,4 +387,6 @@ def _work(args: "QuickArgs | argparse.Namespace", deferral: "Deferral", committe
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    from bob.signals import run_module
+
+    run_module(lambda: main(until_exit=True))

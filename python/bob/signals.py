@@ -35,12 +35,13 @@ import sys
 import _signal  # type: ignore[import-not-found]  # the C module under signal; it has no stub
 
 __all__ = ["ENDING", "Interrupted", "install", "restore", "Deferral", "signal_name", "taken", "script_held",
-           "run_script", "Reporting", "interruption_in", "printing", "printed", "until_exit", "writing",
+           "run_script", "run_module", "Reporting", "interruption_in", "printing", "printed", "until_exit", "writing",
            "step_and_record"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Callable, Iterable
+    from typing import NoReturn
 
 ENDING = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
 _NAMES = {_signal.SIGINT: "SIGINT", _signal.SIGTERM: "SIGTERM", _signal.SIGHUP: "SIGHUP"}
@@ -152,6 +153,14 @@ def run_script(main: "Callable[[], int]", parent_mask: "Iterable[int]") -> int:
         return getattr(exc, "exit_code", 128 + _signal.SIGINT)
     finally:
         _signal.pthread_sigmask(_signal.SIG_BLOCK, script_held)
+
+
+def run_module(main: "Callable[[], int]") -> "NoReturn":
+    """``python -m bob.run`` and ``python -m bob.fixture``: ``main()`` as :func:`run_script` runs an installed
+    command's, so that the status it printed is the process's (a signal in the teardown ended it 143 after an ok
+    JSON); the hold comes after the module's own imports, a signal during them is CPython's."""
+    parent_mask = _signal.pthread_sigmask(_signal.SIG_BLOCK, ENDING)
+    sys.exit(run_script(main, parent_mask))
 
 
 class Reporting:

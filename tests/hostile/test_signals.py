@@ -906,3 +906,21 @@ def test_what_rmtree_leaves_of_a_scratch_directory_is_removed_but_never_through_
         monkeypatch.setattr(os, "scandir", scandir)
     monkeypatch.undo()
     assert swapped and not os.path.lexists(directory) and (victim / "precious.txt").read_bytes() == b"keep"
+
+
+@pytest.mark.parametrize("module", ["bob.run", "bob.fixture"])
+def test_python_m_a_command_module_keeps_its_printed_status_through_the_teardown(tmp_path: Path, module: str) -> None:
+    """``python -m bob.run`` ended 143 after printing an ok JSON and committing, when a SIGTERM came in the
+    interpreter's teardown (here: an atexit hook sends it); it now holds the signals after main, as the
+    installed scripts and ``python -m bob`` do."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text("import atexit, os, signal\n"
+                                           "atexit.register(lambda: os.kill(os.getpid(), signal.SIGTERM))\n")
+    bob.build_input(b"abracadabra", [b"a", b"b", b""]).write(tmp_path / "r.bin")
+    args = (["--input", "r.bin", "--checkpoint", "c.bob", "--predictions", "p.bin"] if module == "bob.run" else
+            ["--text", "abc", "--prompt", "a", "--prompt", "b", "--prompt", "", "--output", "f.bin"])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hook), str(Path(bob.__file__).parent.parent)])}
+    done = subprocess.run([sys.executable, "-m", module, "--json", *args], cwd=tmp_path, env=env,
+                          capture_output=True, timeout=120)
+    assert json.loads(done.stdout)["ok"] is True and done.returncode == 0, (done.returncode, done.stderr)
