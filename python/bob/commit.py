@@ -21,9 +21,8 @@ The caller runs all of it inside a :class:`bob.signals.Deferral`, so SIGINT,
 SIGTERM and SIGHUP never cut a step in half, and :attr:`Commit.committed`
 says which side of the commit the run ended on.
 
-The locks that guard it are :class:`bob.lock.TargetLock` objects, one a file
-replaced; :mod:`bob.lock` also holds the race hook (:func:`bob.lock.pause_at`)
-that waits at each point of the commit window.
+The locks that guard it are :class:`bob.lock.TargetLock` objects, one a file replaced; :mod:`bob.lock`
+also holds the race hook (:func:`bob.lock.pause_at`) that waits at each point of the commit window.
 
 The temporaries a killed writer left are removed by
 :func:`bob.temporaries.clean_stale_temporaries`. Standard library only.
@@ -247,7 +246,8 @@ class Commit:
             self.staged = []
         finally:  # (an exception in the middle of it, a signal's, leaves no descriptor open)
             for directory in self.directories.values():
-                os.close(directory)
+                with contextlib.suppress(OSError):  # (close frees it whatever it says; nothing is written through it)
+                    os.close(directory)
             self.directories = {}
             for backup in self.backups:  # (a second close removes them by their paths)
                 backup.directory = None

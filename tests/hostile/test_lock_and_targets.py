@@ -998,3 +998,31 @@ def test_a_read_only_mount_is_said_as_one_not_as_a_want_of_rights(tmp_path: Path
     with pytest.raises(fileio.NotReplaceable) as unreplaceable:
         fileio.replace_target(tmp_path / "ck.bin")
     assert unreplaceable.value.strerror == "its file system is mounted read-only"
+
+
+def test_a_close_that_fails_after_the_commit_changes_nothing_that_was_said(work: Path, monkeypatch, capsys) -> None:
+    """close(2) may report a deferred write's error (EDQUOT, EIO: NFS, FUSE) yet frees the descriptor: a lock's
+    or a commit directory's close failing after the checkpoint's rename was exit 1, 'unexpected error', with the
+    invocation committed and the locks not yet released left behind."""
+    import stat
+
+    assert bob.run.main(argv(work, pred="p0.bin")) == 0
+    capsys.readouterr()
+    real_close, failed, before = os.close, [], (work / "ck.bin").stat().st_ino
+
+    def close_then_fail(fd: int) -> None:
+        committed = (work / "ck.bin").stat().st_ino != before  # (a close before it is the refusal's to tell)
+        ours = committed and (stat.S_ISDIR(os.fstat(fd).st_mode) or os.readlink(f"/proc/self/fd/{fd}").endswith("lock"))
+        real_close(fd)
+        if ours:
+            failed.append(fd)
+            raise OSError(errno.EDQUOT, os.strerror(errno.EDQUOT))
+
+    monkeypatch.setattr(os, "close", close_then_fail)
+    code = bob.run.main(["--json", *argv(work)])
+    monkeypatch.undo()
+    said = capsys.readouterr()
+    assert code == 0, said
+    out = json.loads(said.out)
+    assert out["ok"] is True and failed and step_of(work / "ck.bin") == 2 * U
+    assert sorted(p.name for p in work.iterdir()) == ["ck.bin", "p0.bin", "pred.bin", "rec.bin"]  # no lock left
