@@ -248,7 +248,7 @@ def workdir(root: Path) -> Path:
     entries[4] = entries[4]._replace(digests=(bytes(16),) + entries[4].digests[1:])
     trace = step20.trace
     (root / "other.trace").write_bytes(bob.Trace(trace.contract_sha256, trace.input_sha256, trace.step_before,
-                                                 tuple(entries)).to_bytes())
+                                                 trace.start, tuple(entries)).to_bytes())
     (root / "corpus" / "predictions" / "accepted").mkdir(parents=True, exist_ok=True)
     shutil.copyfile(PREDICTIONS, root / "corpus" / "predictions" / "accepted" / "golden.bin")
     (root / "corpus" / "manifest.json").write_text(json.dumps({"format": "bob-conformance-1", "files": [

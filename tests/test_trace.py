@@ -23,7 +23,7 @@ from bob.run import main as run_main
 from conftest import CORPUS, PROMPTS
 
 # The layout written out by hand (formats/trace.md), independent of bob.formats.layout.
-HEAD = struct.Struct("<8sQ32s32sQQ")
+HEAD = struct.Struct("<8sQ32s32sQ16s16s16sQ")  # then the state resumed: P, M, V
 ENTRY = struct.Struct("<Qd16s16s16s")
 
 
@@ -36,10 +36,15 @@ def d16(data: bytes) -> bytes:
     return sha(data)[:16]
 
 
-def hand_made(step_before: int = 0, *, magic: bytes = b"BOB-TRCE", version: int = 1, count: int = 10,
-              steps: "list[int] | None" = None, contract: bytes = b"", record: bytes = b"rec") -> bytes:
+E0 = HEAD.size  # where the entries start
+
+
+def hand_made(step_before: int = 0, *, magic: bytes = b"BOB-TRCE", version: int = 2, count: int = 10,
+              steps: "list[int] | None" = None, contract: bytes = b"", record: bytes = b"rec",
+              start: bytes = b"") -> bytes:
     steps = steps or [step_before + i + 1 for i in range(count)]
-    body = HEAD.pack(magic, version, contract or sha(contract_identity()), sha(record), step_before, count)
+    body = HEAD.pack(magic, version, contract or sha(contract_identity()), sha(record), step_before,
+                     *(d16(start + b"%s%d" % (n, step_before)) for n in (b"P", b"M", b"V")), count)
     body += b"".join(ENTRY.pack(s, 5.0 - i / 8, d16(b"P%d" % s), d16(b"M%d" % s), d16(b"V%d" % s))
                      for i, s in enumerate(steps))
     return body + sha(body)
@@ -51,7 +56,7 @@ def resealed(data: bytes) -> bytes:
 
 def test_a_hand_made_trace_reads_back_field_by_field() -> None:
     data = hand_made(7)
-    assert len(data) == HEAD.size + UPDATES_PER_INVOCATION * ENTRY.size + 32 == 768
+    assert len(data) == HEAD.size + UPDATES_PER_INVOCATION * ENTRY.size + 32 == 816
     trace = load_trace(data)
     assert trace.step_before == 7 and trace.step_after == 7 + UPDATES_PER_INVOCATION
     assert trace.entries[0] == TraceEntry(8, 5.0, (d16(b"P8"), d16(b"M8"), d16(b"V8")))
@@ -65,18 +70,19 @@ def test_a_hand_made_trace_reads_back_field_by_field() -> None:
     (b"NOTATRCE" + hand_made()[8:], NotABobFile, "magic", 0),
     (b"BOB-T", Truncated, "file_size", 0),
     (hand_made()[:60], Truncated, "input_sha256", 48),  # cut short inside the identity
-    (hand_made()[:96 + 3 * 64 + 20], Truncated, "entries.P", 96 + 3 * 64 + 16),  # inside entry 3
-    (hand_made()[:-1], Truncated, "digest", 736),
-    (hand_made() + b"\0", Truncated, "file_size", 768),
-    (hand_made(version=2), BadValue, "version", 8),
-    (hand_made(count=9, steps=list(range(1, 10))), BadValue, "update_count", 88),
+    (hand_made()[:E0 + 3 * 64 + 20], Truncated, "entries.P", E0 + 3 * 64 + 16),  # inside entry 3
+    (hand_made()[:-1], Truncated, "digest", 784),
+    (hand_made() + b"\0", Truncated, "file_size", 816),
+    (hand_made(version=1), BadValue, "version", 8),
+    (hand_made(count=9, steps=list(range(1, 10))), BadValue, "update_count", 136),
     # no run makes 10 updates from this step: the head is refused, not the entry whose step wrapped
     (hand_made(2**64 - 5, steps=[(2**64 - 5 + i + 1) % 2**64 for i in range(10)]), BadValue, "step_before", 80),
-    (resealed(hand_made()[:96] + struct.pack("<Q", 99) + hand_made()[104:]), BadValue, "entries.step", 96),
-    *[(resealed(hand_made()[:168] + struct.pack("<d", loss) + hand_made()[176:]), BadValue, "entries.loss", 168)
+    (resealed(hand_made()[:E0] + struct.pack("<Q", 99) + hand_made()[E0 + 8:]), BadValue, "entries.step", E0),
+    *[(resealed(hand_made()[:E0 + 72] + struct.pack("<d", loss) + hand_made()[E0 + 80:]), BadValue, "entries.loss",
+       E0 + 72)
       for loss in (-1.0, -5e-324, float("nan"), float("-inf"))],  # (entry 1's: what no mean cross-entropy is)
-    (hand_made()[:-1] + bytes([hand_made()[-1] ^ 1]), IntegrityError, "digest", 736),
-    (hand_made()[:200] + bytes([hand_made()[200] ^ 1]) + hand_made()[201:], IntegrityError, "digest", 736),
+    (hand_made()[:-1] + bytes([hand_made()[-1] ^ 1]), IntegrityError, "digest", 784),
+    (hand_made()[:200] + bytes([hand_made()[200] ^ 1]) + hand_made()[201:], IntegrityError, "digest", 784),
 ])
 def test_a_reader_refuses_naming_the_field_and_offset(data, error, field, offset) -> None:
     findings = trace_findings(data)
@@ -89,12 +95,13 @@ def test_a_reader_refuses_naming_the_field_and_offset(data, error, field, offset
 def test_every_loss_bob_can_write_is_read() -> None:
     """§6.4's mean of -log p over the pairs: +0.0 and -0.0 (every p is 1), +inf (a p of 0), a subnormal."""
     for loss in (0.0, -0.0, float("inf"), 5e-324, 1e308):
-        data = resealed(hand_made()[:168] + struct.pack("<d", loss) + hand_made()[176:])
+        data = resealed(hand_made()[:E0 + 72] + struct.pack("<d", loss) + hand_made()[E0 + 80:])
         assert trace_findings(data) == [] and load_trace(data).to_bytes() == data
-    entries = load_trace(hand_made()).entries
+    made = load_trace(hand_made())
+    entries = made.entries
     with pytest.raises(BadValue, match=r"^entries\[2\]\.loss: a mean cross-entropy"):
-        bob.Trace(sha(contract_identity()), sha(b"rec"), 0, (*entries[:2], entries[2]._replace(loss=-1.0),
-                                                             *entries[3:]))
+        bob.Trace(sha(contract_identity()), sha(b"rec"), 0, made.start, (*entries[:2], entries[2]._replace(loss=-1.0),
+                                                                         *entries[3:]))
 
 
 def test_a_damaged_step_before_past_every_run_keeps_the_digest_s_finding_first() -> None:
@@ -103,18 +110,19 @@ def test_a_damaged_step_before_past_every_run_keeps_the_digest_s_finding_first()
     data = bytearray(hand_made(2**64 - 21))
     data[80] ^= 0x10
     findings = trace_findings(bytes(data))
-    assert [(type(f), f.field, f.offset) for f in findings] == [(IntegrityError, "digest", 736),
+    assert [(type(f), f.field, f.offset) for f in findings] == [(IntegrityError, "digest", 784),
                                                                 (BadValue, "step_before", 80)]
     assert str(findings[1]).startswith("step_before at offset 80: entry i's step, step_before + i + 1, would pass")
 
 
 def test_a_trace_of_another_contract_is_refused_by_name_as_a_checkpoint_is() -> None:
-    """(It was "OK: a valid bob-trace v1 trace".)"""
+    """(It was "OK: a valid bob-trace v1 trace", of the version before.)"""
     other = hand_made(contract=sha(b"another contract"))
     findings = trace_findings(other)
     assert [(type(f), f.field, f.offset) for f in findings] == [(ContractMismatch, "contract_sha256", 16)]
     with pytest.raises(ContractMismatch, match="^contract_sha256: a trace of a run under another contract"):
-        bob.Trace(sha(b"another contract"), sha(b"record"), 0, load_trace(hand_made()).entries)
+        made = load_trace(hand_made())
+        bob.Trace(sha(b"another contract"), sha(b"record"), 0, made.start, made.entries)
     with pytest.raises(ContractMismatch):
         bob.diff(hand_made(), other)
 
@@ -133,7 +141,7 @@ def test_a_trace_of_another_run_is_refused_by_its_identity_field(other, field, o
 
 def test_the_first_diverging_update_is_named() -> None:
     a = hand_made()
-    at = 96 + 4 * 64 + 16 + 16  # entry 4's M digest
+    at = E0 + 4 * 64 + 16 + 16  # entry 4's M digest
     b = resealed(a[:at] + d16(b"other") + a[at + 16:])
     assert load_trace(a).first_divergence(load_trace(b)) == 4
     report = bob.diff(a, b)
@@ -245,7 +253,7 @@ def diverged() -> "tuple[bob.Invocation, bob.Checkpoint, Trace]":
     other.p[1234] = np.nextafter(other.p[1234], np.float32(1))
     entries = list(a.trace.entries)
     entries[-1] = entries[-1]._replace(digests=(bob.core.xxh3_128_each([other.p])[0],) + entries[-1].digests[1:])
-    return a, other, Trace(a.trace.contract_sha256, a.trace.input_sha256, 0, tuple(entries))
+    return a, other, Trace(a.trace.contract_sha256, a.trace.input_sha256, 0, a.trace.start, tuple(entries))
 
 
 def test_inspect_trace_names_the_update_then_the_plane_and_index(tmp_path: Path, cli) -> None:
@@ -285,7 +293,7 @@ def test_inspect_trace_refuses_with_exit_2_naming_the_path_and_field(tmp_path: P
     a, other, _ = diverged()
     good = tmp_path / "a.trace"
     good.write_bytes(a.trace_bytes())
-    (tmp_path / "cut.trace").write_bytes(a.trace_bytes()[:700])
+    (tmp_path / "cut.trace").write_bytes(a.trace_bytes()[:748])
     (tmp_path / "other.trace").write_bytes(bob.invoke(RECORD, a.checkpoint, trace=True).trace_bytes())
     a.checkpoint.write(tmp_path / "a.ck")
     other.write(tmp_path / "b.ck")
@@ -320,8 +328,9 @@ def test_a_state_damaged_after_one_update_is_named_at_that_update(core) -> None:
 
         losses = traced_train(*planes, state.contexts, state.targets, state.step, UPDATES_PER_INVOCATION, digests,
                               kernel="scalar", after=damage)
-        entries = tuple(TraceEntry(state.step + i + 1, x, d) for i, (x, d) in enumerate(zip(losses, digests)))
-        traced = Trace(reference.contract_sha256, reference.input_sha256, state.step, entries)
+        entries = tuple(TraceEntry(state.step + i + 1, x, d) for i, (x, d) in enumerate(zip(losses, digests[1:])))
+        traced = Trace(reference.contract_sha256, reference.input_sha256, state.step, digests[0], entries)
+        assert traced.start == reference.start
         assert reference.first_divergence(traced) == damaged
         assert traced.entries[damaged].digests[:2] == reference.entries[damaged].digests[:2]  # only V differs there
     assert kernels.first_diverging_update(state, core.kernels()[-1], 2) == {"first_diverging_update": None}
@@ -358,14 +367,15 @@ def test_the_constructor_takes_bytes_and_integers_only() -> None:
     """An int was taken for its zero bytes (bytes(32)), and "5" or 5.7 for a step (int() of it)."""
     trace = load_trace(hand_made())
     with pytest.raises(TypeError, match="^input_sha256 must be bytes"):
-        Trace(trace.contract_sha256, 32, 0, trace.entries)  # type: ignore[arg-type]
+        Trace(trace.contract_sha256, 32, 0, trace.start, trace.entries)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="^entries.digests must be bytes"):
-        Trace(trace.contract_sha256, trace.input_sha256, 0, [(e.step, e.loss, (16, 16, 16)) for e in trace.entries])
+        Trace(trace.contract_sha256, trace.input_sha256, 0, trace.start,
+              [(e.step, e.loss, (16, 16, 16)) for e in trace.entries])
     for step in (str, float):
         with pytest.raises(BadValue, match=r"^entries\[0\].step: an integer"):
-            Trace(trace.contract_sha256, trace.input_sha256, 0, [(step(e.step), e.loss, e.digests)
-                                                                 for e in trace.entries])
-    assert Trace(trace.contract_sha256, trace.input_sha256, 0, trace.entries) == trace
+            Trace(trace.contract_sha256, trace.input_sha256, 0, trace.start, [(step(e.step), e.loss, e.digests)
+                                                                              for e in trace.entries])
+    assert Trace(trace.contract_sha256, trace.input_sha256, 0, trace.start, trace.entries) == trace
 
 
 @pytest.mark.parametrize("step_before", [-1, 2**64 - UPDATES_PER_INVOCATION, 1.0, True, "0"])
@@ -376,9 +386,9 @@ def test_the_constructor_refuses_a_step_before_no_trace_holds(step_before) -> No
     entries = [(i + 1 + (step_before if type(step_before) is int else 0), e.loss, e.digests)
                for i, e in enumerate(trace.entries)]
     with pytest.raises(BadValue, match=r"^step_before: an integer from 0 to 2\*\*64 - 1 - 10"):
-        Trace(trace.contract_sha256, trace.input_sha256, step_before, entries)
+        Trace(trace.contract_sha256, trace.input_sha256, step_before, trace.start, entries)
     last = 2**64 - 1 - UPDATES_PER_INVOCATION
-    made = Trace(trace.contract_sha256, trace.input_sha256, np.uint64(last),
+    made = Trace(trace.contract_sha256, trace.input_sha256, np.uint64(last), trace.start,
                  [(last + i + 1, e.loss, e.digests) for i, e in enumerate(trace.entries)])
     assert load_trace(made.to_bytes()) == made and type(made.step_before) is int
 
@@ -394,7 +404,7 @@ def test_the_constructor_names_the_entry_field_it_refuses(entry, field) -> None:
     integer loss raised ValueError, TypeError or OverflowError naming nothing."""
     trace = load_trace(hand_made())
     with pytest.raises(BadValue, match="^" + field):
-        Trace(trace.contract_sha256, trace.input_sha256, 0, [entry, *trace.entries[1:]])
+        Trace(trace.contract_sha256, trace.input_sha256, 0, trace.start, [entry, *trace.entries[1:]])
 
 
 def test_two_traces_held_to_checkpoints_judge_their_planes_as_written() -> None:
@@ -432,3 +442,30 @@ def test_a_non_finite_loss_is_json_ready_and_checkpoints_is_never_a_path_split_i
     for given in ("ab", "model.bob", b"ab", tmp_path):
         with pytest.raises(TypeError, match=f"^checkpoints is a pair: one state of each run; got {type(given).__name__}"):
             bob.diff(a, a, checkpoints=given)
+
+
+def test_runs_that_resumed_different_states_part_before_update_1_even_when_the_first_update_erases_it(
+        tmp_path: Path, cli) -> None:
+    """A -0.0 moment where the other state has +0.0: the first update makes both +0.0, and every entry agrees.
+    The traces said "same"; the state each run resumed is in its trace, so they part before update 1."""
+    start = bob.invoke(RECORD).checkpoint
+    assert np.signbit(start.m[0]) == 0
+    other = start.copy()
+    other.m[0] = -0.0
+    a, b = bob.invoke(RECORD, start, trace=True), bob.invoke(RECORD, other, trace=True)
+    assert a.checkpoint_bytes() == b.checkpoint_bytes() and a.trace.entries == b.trace.entries
+    report = bob.diff(a.trace, b.trace)
+    assert report["same"] is False and report["first_divergence"] == {
+        "update": 0, "step": 10, "loss_a": None, "loss_b": None, "planes": ["M"]}
+    assert report["verdict"] == "the runs resumed different states at step 10: M differs before the first update"
+    for name, data in (("a.trace", a.trace_bytes()), ("b.trace", b.trace_bytes())):
+        (tmp_path / name).write_bytes(data)
+    start.write(tmp_path / "a.ck", for_resume=False)
+    other.write(tmp_path / "b.ck", for_resume=False)
+    shown = cli.json("trace", str(tmp_path / "a.trace"), str(tmp_path / "b.trace"), "--checkpoints",
+                     str(tmp_path / "a.ck"), str(tmp_path / "b.ck"), code=1)  # the states resumed: the first cell
+    assert shown["checkpoints"]["step"] == 10 and shown["checkpoints"]["first"]["plane"] == "M"
+    assert shown["checkpoints"]["first"]["index"] == 0
+    assert "the states resumed (step 10) differ: digests differ for M" in cli.text(
+        "trace", str(tmp_path / "a.trace"), str(tmp_path / "b.trace"), code=1)
+    assert load_trace(a.trace_bytes()).start == tuple(bob.core.xxh3_128_each([start.p, start.m, start.v]))

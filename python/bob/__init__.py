@@ -22,7 +22,7 @@ Formats (contract ``bob-v1`` §3–§5; the document itself: ``bob.contract_docu
     Checkpoint.write(path) / InputRecord.write(path) / Predictions.write(path)  # atomic
     bob.input_findings(data) / bob.checkpoint_findings(data, *, for_resume=True)
     bob.predictions_findings(data) -> list[FormatError]
-    bob.load_trace(data) -> Trace / bob.read_trace_file(path) / bob.trace_findings(data)  # bob-trace v1
+    bob.load_trace(data) -> Trace / bob.read_trace_file(path) / bob.trace_findings(data)  # bob-trace v2
     bob.write_atomic(path, data) / bob.clean_stale_temporaries(path)
 
 For people and other tools::

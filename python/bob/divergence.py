@@ -88,17 +88,19 @@ def state_of(checkpoint: Any, name: str = "checkpoint") -> "tuple[int, tuple[Any
 
 def entry_of(trace: Trace, step: int, planes: "tuple[Any, Any, Any]") -> int:
     """The index of the entry of ``trace`` whose state these are (the step after
-    it and each plane's digest), or a refusal naming what does not match."""
+    it and each plane's digest; -1: the state it resumed), or a refusal naming what does not match."""
     from bob import core
 
     index = step - trace.step_before - 1
-    if not 0 <= index < len(trace.entries):
-        raise BadValue("step", "this checkpoint is no state of its trace: no update of the trace makes its step",
-                       expected=f"{trace.step_before + 1} to {trace.step_after}", actual=step)
-    for name, got, want in zip(PLANE_NAMES, core.xxh3_128_each(list(planes)), trace.entries[index].digests):
+    if not -1 <= index < len(trace.entries):
+        raise BadValue("step", "this checkpoint is no state of its trace: it neither resumes it nor is made by one "
+                       "of its updates", expected=f"{trace.step_before} to {trace.step_after}", actual=step)
+    where = "resumes" if index < 0 else f"records after the update to step {step}"
+    for name, got, want in zip(PLANE_NAMES, core.xxh3_128_each(list(planes)),
+                               trace.start if index < 0 else trace.entries[index].digests):
         if got != want:
             raise BadValue(name, f"this checkpoint is no state of its trace: plane {name} is not the one the trace "
-                           f"records after the update to step {step}", expected=want.hex(), actual=got.hex())
+                           f"{where}", expected=want.hex(), actual=got.hex())
     return index
 
 
@@ -140,13 +142,17 @@ def compare_traces(a: Trace, b: Trace, *, checkpoints: "tuple[Any, Any] | None" 
                    checkpoint_files: "tuple[str | None, str | None]" = (None, None)) -> dict[str, Any]:
     """The comparison of two traces of one run (the report ``bob-inspect trace --json`` prints)."""
     index = a.first_divergence(b)  # refuses a trace of another run
+    resumed = [n for n, da, db in zip(PLANE_NAMES, a.start, b.start) if da != db]  # (update 0: before the first)
     report: dict[str, Any] = {
         "command": "trace", "a": _side(a, files[0]), "b": _side(b, files[1]),
         "identity": {"contract_sha256": a.contract_sha256.hex(), "input_sha256": a.input_sha256.hex(),
                      "step_before": a.step_before},
-        "same": index is None, "first_divergence": None, "checkpoints": None,
+        "same": index is None and not resumed, "first_divergence": None, "checkpoints": None,
     }
-    if index is not None:
+    if resumed:
+        report["first_divergence"] = {"update": 0, "step": a.step_before, "loss_a": None, "loss_b": None,
+                                      "planes": resumed}
+    elif index is not None:
         ea, eb = a.entries[index], b.entries[index]
         report["first_divergence"] = {
             "update": index + 1, "step": ea.step, "loss_a": json_number(ea.loss), "loss_b": json_number(eb.loss),
@@ -161,11 +167,14 @@ def compare_traces(a: Trace, b: Trace, *, checkpoints: "tuple[Any, Any] | None" 
 def _verdict(report: dict[str, Any]) -> str:
     d = report["first_divergence"]
     if d is None:
-        verdict = f"same: every update's digests agree (steps {report['a']['step_before']} to {report['a']['step_after']})"
+        verdict = (f"same: the states resumed and every update's digests agree (steps {report['a']['step_before']} "
+                   f"to {report['a']['step_after']})")
     else:
         planes = " and ".join(d["planes"])
         verdict = (f"the runs part at update {d['update']} (the update to step {d['step']}): "
-                   f"{planes} {'differs' if len(d['planes']) == 1 else 'differ'} after it")
+                   f"{planes} {'differs' if len(d['planes']) == 1 else 'differ'} after it") if d["update"] else (
+            f"the runs resumed different states at step {d['step']}: {planes} "
+            f"{'differs' if len(d['planes']) == 1 else 'differ'} before the first update")
     states = report["checkpoints"]
     if states is not None and states["first"] is not None:
         f = states["first"]

@@ -60,7 +60,7 @@ def advance(p, m, v, contexts, targets, prompt_words: Sequence[int], step: int, 
     bob would refuse to read is ever written. The buffers then hold the
     refused state; callers train on copies (``invoke``) or discard them
     (``bob-run``). With ``digests`` (a list), the updates are traced:
-    :func:`traced_train` appends the digests (XXH3-128) of P, M and V after each.
+    :func:`traced_train` appends the digests (XXH3-128) of P, M and V before them, then after each.
     """
     from bob import core  # no fallback: NativeCoreUnavailable propagates
 
@@ -100,20 +100,23 @@ def unadvanceable(step: int) -> "StateRefused | None":
 def traced_train(p, m, v, contexts, targets, step: int, updates: int, digests: "list[tuple[bytes, bytes, bytes]]",
                  *, threads: int = 0, kernel: str = "auto", after: "Callable[[int], None] | None" = None,
                  ) -> "list[float]":
-    """``bob.core.train`` one update per call, appending to ``digests`` the
-    XXH3-128 of P, M and V after each (the core's; formats/trace.md); returns the losses. The
-    same bits as one call of ``updates`` updates: each update depends only
-    on the state and its own step. ``after(i)`` (bob-qualify's test hook)
-    runs after update ``i`` (0-based), before its digests."""
+    """``bob.core.train`` one update per call, appending to ``digests`` the XXH3-128 of P, M and V before the first,
+    then after each (the core's; formats/trace.md); returns the losses. The same bits as one call of ``updates``
+    updates: each update depends only on the state and its own step. ``after(i)`` (bob-qualify's test hook) runs
+    after update ``i`` (0-based), before its digests."""
     from bob import core
 
+    def state() -> None:  # (after the updates so far)
+        p_digest, m_digest, v_digest = core.xxh3_128_each([p, m, v])
+        digests.append((p_digest, m_digest, v_digest))
+
     losses: list[float] = []
+    state()  # the state resumed
     for done in range(updates):
         losses += core.train(p, m, v, contexts, targets, step + done, 1, threads=threads, kernel=kernel)
         if after is not None:
             after(done)
-        p_digest, m_digest, v_digest = core.xxh3_128_each([p, m, v])
-        digests.append((p_digest, m_digest, v_digest))
+        state()
     return losses
 
 
@@ -244,7 +247,7 @@ class Invocation:
         return self.predictions.to_bytes()
 
     def trace_bytes(self) -> bytes:
-        """The trace file (bob-trace v1), byte for byte what ``bob-run --trace`` writes;
+        """The trace file (bob-trace v2), byte for byte what ``bob-run --trace`` writes;
         only for ``invoke(..., trace=True)``."""
         if self.trace is None:
             raise ValueError("this invocation was not traced; call bob.invoke(..., trace=True)")
@@ -313,9 +316,10 @@ def _trace_of(record: "InputRecord", start: "Checkpoint", losses: "Sequence[floa
 
     from bob.formats.trace import Trace, TraceEntry, contract_sha256
 
-    step_before = start.step - len(digests)
-    entries = tuple(TraceEntry(step_before + i + 1, float(loss), d) for i, (loss, d) in enumerate(zip(losses, digests)))
-    return Trace(contract_sha256(start.contract), hashlib.sha256(record.to_bytes()).digest(), step_before, entries)
+    step_before, (resumed, *after) = start.step - len(losses), digests
+    entries = tuple(TraceEntry(step_before + i + 1, float(x), d) for i, (x, d) in enumerate(zip(losses, after)))
+    return Trace(contract_sha256(start.contract), hashlib.sha256(record.to_bytes()).digest(), step_before, resumed,
+                 entries)
 
 
 def _checked_planes(contract: "Contract", step: int, planes: "Any") -> "Any":

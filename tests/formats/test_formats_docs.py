@@ -41,7 +41,7 @@ def test_rows_tile_the_file(kind):
         assert row.offset == pos, row
         assert row.meaning, f"{row.field} has no meaning in the schema"
         pos += row.size
-    assert pos == {"input": 1564, "envelope": 786_880, "predictions": 24, "trace": 768}[kind]
+    assert pos == {"input": 1564, "envelope": 786_880, "predictions": 24, "trace": 816}[kind]
 
 
 def test_input_schema_is_the_contract_table():

@@ -600,7 +600,8 @@ def test_a_traces_entries_are_a_sequence(entries) -> None:
     put first."""
     trace = bob.invoke(build_input(CORPUS, PROMPTS), trace=True).trace
     with pytest.raises(bob.BadValue, match=r"^entries: the entries are 10 \(step, loss, digests\)"):
-        bob.Trace(trace.contract_sha256, trace.input_sha256, 0, set(trace.entries) if entries == "set" else entries)
+        bob.Trace(trace.contract_sha256, trace.input_sha256, 0, trace.start,
+                  set(trace.entries) if entries == "set" else entries)
 
 
 def test_diff_takes_any_buffer_as_a_checkpoints_bytes() -> None:
@@ -734,7 +735,7 @@ def test_a_trace_is_compared_with_a_trace(other) -> None:
 def _trace_with(w: dict, step_before: int = 0, first_step: int | None = None) -> bob.Trace:
     t = w["trace"]
     entries = t.entries if first_step is None else (t.entries[0]._replace(step=first_step), *t.entries[1:])
-    return bob.Trace(t.contract_sha256, t.input_sha256, step_before, entries)
+    return bob.Trace(t.contract_sha256, t.input_sha256, step_before, t.start, entries)
 
 
 _BAD, _CORE = bob.BadValue, bob.core.CoreError
@@ -837,7 +838,7 @@ def test_a_large_integer_inside_what_is_refused_is_said_by_its_size() -> None:
 
     trace = bob.invoke(build_input(CORPUS, PROMPTS), threads=1, trace=True).trace
     with pytest.raises(bob.BadValue) as info:
-        bob.Trace(trace.contract_sha256, trace.input_sha256, 0, ((10**5000, 1.0), *trace.entries[1:]))
+        bob.Trace(trace.contract_sha256, trace.input_sha256, 0, trace.start, ((10**5000, 1.0), *trace.entries[1:]))
     assert str(info.value) == ("entries[0]: an entry is (step, loss, (P, M, V digests)) "
                                "(got tuple (an integer of 16610 bits, 1.0))")
     with pytest.raises(TypeError, match=r"^contexts\[0\] must be an integer \(a byte value\); got list \[an integer "

@@ -97,7 +97,7 @@ def build(d: Path) -> None:
         shutil.copy(GOLDEN / "refused" / f"{name}.bin", d / f"{name}.bin")
     hand = tuple((21 + i, 2.0 - i / 8, (bytes([i]) * 16, bytes([i + 1]) * 16, bytes([i + 2]) * 16))
                  for i in range(TRACE_UPDATES))
-    trace = bob.Trace(contract_sha256(), b"\x22" * 32, 20, hand).to_bytes()
+    trace = bob.Trace(contract_sha256(), b"\x22" * 32, 20, (b"\x33" * 16,) * 3, hand).to_bytes()
     (d / "hand.trace").write_bytes(trace)
     (d / "cut.trace").write_bytes(trace[:70])
     damaged = bytearray(trace)
@@ -108,7 +108,7 @@ def build(d: Path) -> None:
     other.p[1234] = np.nextafter(other.p[1234], np.float32(1))
     entries = list(a.trace.entries)
     entries[-1] = entries[-1]._replace(digests=(bob.core.xxh3_128_each([other.p])[0],) + entries[-1].digests[1:])
-    bob.Trace(a.trace.contract_sha256, a.trace.input_sha256, 0, tuple(entries)).write(d / "b.trace")
+    bob.Trace(a.trace.contract_sha256, a.trace.input_sha256, 0, a.trace.start, tuple(entries)).write(d / "b.trace")
     other.write(d / "b.ck")
     (d / "sub").mkdir()
 

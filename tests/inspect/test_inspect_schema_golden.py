@@ -17,12 +17,12 @@ def test_schema_tables_come_from_the_schemas(cli):
     r = cli.json("schema")
     assert [(f["kind"], f["format"], f["version"]) for f in r["formats"]] == [
         ("input", "bob-input", 1), ("checkpoint", "bob-envelope", 1), ("predictions", "bob-predictions", None),
-        ("trace", "bob-trace", 1)]
+        ("trace", "bob-trace", 2)]
     for f, kind in zip(r["formats"], ("input", "envelope", "predictions", "trace"), strict=True):
         assert f["fields"] == [dict(offset=x.offset, size=x.size, field=x.field, meaning=x.meaning)
                                for x in layout_rows(kind)]
     sizes = {f["kind"]: f["size"] for f in r["formats"]}
-    assert sizes == {"input": 1564, "checkpoint": 786_880, "predictions": 24, "trace": 768}
+    assert sizes == {"input": 1564, "checkpoint": 786_880, "predictions": 24, "trace": 816}
     env = {x["field"]: (x["offset"], x["size"]) for x in r["formats"][1]["fields"]}
     assert env["header_digest"] == (415, 32) and env["P"] == (448, CHUNK)
     assert cli.json("schema", "pred")["formats"][0]["fields"][1]["field"] == "records[0].validity"

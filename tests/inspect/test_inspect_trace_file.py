@@ -14,13 +14,13 @@ from bob.formats.trace import contract_sha256
 from bob.inspect.cli import main
 
 FILE_KEYS = {"command", "ok", "exit_code", "error", "file", "auto", "kind", "size", "sha256", "contract_sha256",
-             "input_sha256", "step_before", "step_after", "entries", "problems", "problem_count", "verdict"}
+             "input_sha256", "step_before", "step_after", "start", "entries", "problems", "problem_count", "verdict"}
 
 
 def trace_bytes() -> bytes:
     entries = tuple((21 + i, 2.0 - i / 8, (bytes([i]) * 16, bytes([i + 1]) * 16, bytes([i + 2]) * 16))
                     for i in range(TRACE_UPDATES))
-    return bob.Trace(contract_sha256(), b"\x22" * 32, 20, entries).to_bytes()
+    return bob.Trace(contract_sha256(), b"\x22" * 32, 20, (b"\x33" * 16,) * 3, entries).to_bytes()
 
 
 def inspect_json(capsys, *argv: str) -> tuple[int, dict]:
@@ -42,7 +42,7 @@ def test_a_valid_trace_is_reported_with_its_identity_and_updates(tmp_path: Path,
     assert main([*form, str(path)]) == 0
     text = capsys.readouterr().out
     assert "        22      1.875000  " + "  ".join(bytes([1 + k]).hex() * 8 for k in range(3)) in text
-    assert "verdict: OK: a valid bob-trace v1 trace" in text
+    assert "verdict: OK: a valid bob-trace v2 trace" in text
 
 
 def test_a_damaged_trace_names_each_problem_by_field_and_offset(tmp_path: Path, capsys) -> None:

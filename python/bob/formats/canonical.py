@@ -69,12 +69,15 @@ def contract_identity(strings: "tuple[bytes, ...]" = (STATE, LEARNER, DATA, SEED
 
 def trace_bytes(contract_sha256: bytes, input_sha256: bytes, step_before: int, losses: "Sequence[float]",
                 digests: "Sequence[tuple[bytes, bytes, bytes]]", digest: "Callable[[Any], bytes]") -> bytes:
-    """The bob-trace v1 file (formats/trace.md) of one invocation (``digest``: the SHA-256 function)."""
-    if len(losses) != TRACE_UPDATES or len(digests) != TRACE_UPDATES:
-        raise ValueError(f"a trace has {TRACE_UPDATES} entries, got {len(losses)} losses and {len(digests)} digests")
-    body = TRACE_HEAD_STRUCT.pack(TRACE_MAGIC, TRACE_VERSION, contract_sha256, input_sha256, step_before,
+    """The bob-trace v2 file (formats/trace.md) of one invocation: ``digests`` of P, M and V before its first
+    update, then after each (``digest``: the SHA-256 function)."""
+    if len(losses) != TRACE_UPDATES or len(digests) != TRACE_UPDATES + 1:
+        raise ValueError(f"a trace has {TRACE_UPDATES} losses and {TRACE_UPDATES + 1} digests, got {len(losses)} and "
+                         f"{len(digests)}")
+    resumed, *after = digests
+    body = TRACE_HEAD_STRUCT.pack(TRACE_MAGIC, TRACE_VERSION, contract_sha256, input_sha256, step_before, *resumed,
                                   TRACE_UPDATES) + b"".join(
-        TRACE_ENTRY.pack(step_before + i + 1, loss, *planes) for i, (loss, planes) in enumerate(zip(losses, digests)))
+        TRACE_ENTRY.pack(step_before + i + 1, loss, *planes) for i, (loss, planes) in enumerate(zip(losses, after)))
     return body + digest(body)
 
 

@@ -40,7 +40,7 @@ MAX_HEADER_BYTES = 65_536
 MAX_CHECKPOINT_BYTES = MAX_HEADER_BYTES + PAYLOAD_BYTES  # never read more than this
 STRING_LIMIT = 4_096  # every contract string's length prefix is at most this
 U64_MAX = (1 << 64) - 1
-TRACE_VERSION = 1
+TRACE_VERSION = 2  # bob-trace v2 (v1 had no digests of the state resumed)
 TRACE_UPDATES = UPDATES_PER_INVOCATION  # a trace holds one invocation: one entry per update
 
 # The learner contract's shape: its text, then five f32 hyper-parameters.

@@ -43,7 +43,7 @@ def sample(kind: str) -> bytes:
 
         zero = bytes(TRACE_DIGEST_BYTES)  # (any digests: the sample is for its layout)
         return trace_bytes(contract_sha256(), hashlib_sha256(b""), 0, [0.0] * TRACE_UPDATES,
-                           [(zero, zero, zero)] * TRACE_UPDATES, hashlib_sha256)
+                           [(zero, zero, zero)] * (TRACE_UPDATES + 1), hashlib_sha256)
     raise ValueError(f"unknown format kind {kind!r}; one of {', '.join(KINDS)}")
 
 

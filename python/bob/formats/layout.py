@@ -138,18 +138,20 @@ PREDICTION_FIELDS = _fields(("token", "<I"), ("validity", "<I"))
 PREDICTION_RECORD = packer(PREDICTION_FIELDS)  # token u32, validity u32
 assert PREDICTION_RECORD.size * PROMPTS == PREDICTION_BYTES
 
-# ----------------------------------------------------------------- bob-trace v1 (formats/trace.md)
+# ----------------------------------------------------------------- bob-trace v2 (formats/trace.md)
+TRACE_DIGEST_BYTES = 16  # XXH3-128, a plane's digest in a trace (formats/trace.md says why not SHA-256)
 TRACE_HEAD = _fields(
     ("magic", len(TRACE_MAGIC)),
     ("version", "<Q"),
     ("contract_sha256", DIGEST_BYTES),
     ("input_sha256", DIGEST_BYTES),
     ("step_before", "<Q"),
+    *((f"start_{name}", TRACE_DIGEST_BYTES) for name in PLANE_NAMES),
     ("update_count", "<Q"),
 )
-"""The trace's identity: whose run it is (contract, input record, first step) and how many entries follow."""
+"""The trace's identity (whose run it is: contract, input record, first step), the state it resumed (the XXH3-128
+of P, M and V before its first update) and how many entries follow."""
 TRACE_HEAD_STRUCT = packer(TRACE_HEAD)
-TRACE_DIGEST_BYTES = 16  # XXH3-128, a plane's digest in a trace (formats/trace.md says why not SHA-256)
 TRACE_ENTRY_FIELDS = _fields(("step", "<Q"), ("loss", F64.format),
                              *((name, TRACE_DIGEST_BYTES) for name in PLANE_NAMES))
 """One update: the step after it, its loss (f64 bits) and the XXH3-128 of P, M and V after it."""

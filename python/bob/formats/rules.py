@@ -154,7 +154,7 @@ TOKEN = ValueRule("token", lambda t: t < VOCABULARY, f"a token is a byte (< {VOC
 INVALID_TOKEN = ValueRule("token", lambda token, validity: validity != 0 or token == 0,
                           "an invalid prediction (validity 0) has token 0", 0)
 
-# ------------------------------------------------------------------ bob-trace v1 (formats/trace.md)
+# ------------------------------------------------------------------ bob-trace v2 (formats/trace.md)
 TRACE_VERSION_RULE = ValueRule("version", lambda v: v == TRACE_VERSION, "unsupported trace version", TRACE_VERSION)
 TRACE_UPDATE_COUNT = ValueRule("update_count", lambda n: n == TRACE_UPDATES,
                                "a trace holds one invocation: one entry per update", TRACE_UPDATES)

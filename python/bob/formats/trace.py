@@ -1,4 +1,4 @@
-"""``bob-trace`` v1: where a run went, update by update (specified in ``formats/trace.md``).
+"""``bob-trace`` v2: where a run went, update by update (specified in ``formats/trace.md``).
 
 ``bob-run --trace`` and ``bob.invoke(..., trace=True)`` write it, built without construct
 by :func:`bob.formats.canonical.trace_bytes`; this module reads it.
@@ -48,6 +48,8 @@ TRACE = Struct(
             "contract_sha256": "SHA-256 of the §2 contract as a checkpoint header stores it (formats/trace.md)",
             "input_sha256": "SHA-256 of the input record the run learned from",
             "step_before": "updates completed before the run's first update, u64",
+            **{f"start_{n}": f"XXH3-128 of plane {n} before the first update (big-endian): the state resumed"
+               for n in PLANE_NAMES},
             "update_count": f"u64 = {TRACE_UPDATES}: one entry per update of the invocation",
         }, {
             "magic": lambda sc: Const(TRACE_MAGIC, sc),
@@ -59,7 +61,7 @@ TRACE = Struct(
     "digest" / Sha256Of(this.header.data) * "SHA-256 of every byte before it",
     END,
 )
-"""The bob-trace v1 schema (``TRACE_BYTES``), built from :mod:`bob.formats.layout`'s ``TRACE_*`` tables."""
+"""The bob-trace v2 schema (``TRACE_BYTES``), built from :mod:`bob.formats.layout`'s ``TRACE_*`` tables."""
 
 assert TRACE.sizeof() == TRACE_BYTES
 
@@ -96,11 +98,13 @@ def _entry(entry: Any, i: int) -> TraceEntry:
 
 @dataclass(frozen=True, eq=False)
 class Trace(BobFile):
-    """A bob-trace v1 trace: the run's identity and one :class:`TraceEntry` per update."""
+    """A bob-trace v2 trace: the run's identity, the ``start`` it resumed (the XXH3-128 of P, M and V) and one
+    :class:`TraceEntry` per update."""
 
     contract_sha256: bytes
     input_sha256: bytes
     step_before: int
+    start: tuple[bytes, bytes, bytes]
     entries: tuple[TraceEntry, ...]
 
     def __post_init__(self) -> None:
@@ -116,6 +120,11 @@ class Trace(BobFile):
             raise BadValue("step_before", f"an integer from 0 to 2**64 - 1 - {TRACE_UPDATES}",
                            actual=shown_kind(self.step_before) if step_before is None else step_before)
         object.__setattr__(self, "step_before", step_before)
+        start = ordered_items(self.start)  # the state resumed
+        digests = None if start is None else tuple(as_bytes(d, "start") for d in start)
+        if digests is None or len(digests) != len(PLANE_NAMES) or any(len(d) != TRACE_DIGEST_BYTES for d in digests):
+            raise BadValue("start", f"the {TRACE_DIGEST_BYTES}-byte XXH3-128 of P, M and V", actual=shown_kind(start))
+        object.__setattr__(self, "start", digests)
         given = ordered_items(self.entries)
         if given is None:
             raise BadValue("entries", f"the entries are {TRACE_UPDATES} (step, loss, digests)",
@@ -161,14 +170,15 @@ class Trace(BobFile):
 
     def first_divergence(self, other: "Trace") -> int | None:
         """The index (0-based) of the first entry whose digests differ from
-        ``other``'s, or None when every digest agrees; ``other`` must be a trace
-        of the same run (else :meth:`refuse_other_run`'s refusal)."""
+        ``other``'s, or None when every entry's digests agree (the states resumed,
+        ``start``, are not entries: :func:`bob.diff` compares them first); ``other``
+        must be a trace of the same run (else :meth:`refuse_other_run`'s refusal)."""
         self.refuse_other_run(other)
         return next((i for i, (a, b) in enumerate(zip(self.entries, other.entries)) if a.digests != b.digests), None)
 
     def to_bytes(self) -> bytes:
         return trace_bytes(self.contract_sha256, self.input_sha256, self.step_before, self.losses,
-                           [e.digests for e in self.entries], lambda b: hashlib.sha256(b).digest())
+                           [self.start, *(e.digests for e in self.entries)], lambda b: hashlib.sha256(b).digest())
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready description (a non-finite loss as ``"nan"``, ``"inf"``, ``"-inf"``)."""
@@ -176,6 +186,7 @@ class Trace(BobFile):
             "format": "bob-trace", "version": TRACE_VERSION,
             "contract_sha256": self.contract_sha256.hex(), "input_sha256": self.input_sha256.hex(),
             "step_before": self.step_before, "step_after": self.step_after,
+            "start": {n: d.hex() for n, d in zip(PLANE_NAMES, self.start)},
             "entries": [{"step": e.step, "loss": json_number(e.loss),
                          **{n: d.hex() for n, d in zip(PLANE_NAMES, e.digests)}}
                         for e in self.entries],
@@ -194,7 +205,7 @@ class TraceExamination(Examined):
 
 
 def examine(data: bytes) -> TraceExamination:
-    """Every finding of ``data`` as a bob-trace v1 file: the layout's refusal alone, or the digest's, the contract's
+    """Every finding of ``data`` as a bob-trace v2 file: the layout's refusal alone, or the digest's, the contract's
     then the steps'."""
     data = as_bytes(data, "the trace")
     ex = TraceExamination(size=len(data))
@@ -210,7 +221,8 @@ def examine(data: bytes) -> TraceExamination:
     head, digest = parsed.header.value, hashlib.sha256(parsed.header.data).digest()
     entries = tuple(TraceEntry(e.step, e.loss, tuple(e[n] for n in PLANE_NAMES)) for e in head.entries)
     trace = Trace._trusted(contract_sha256=head.contract_sha256, input_sha256=head.input_sha256,
-                           step_before=head.step_before, entries=entries)  # (a Trace only once no rule refuses it)
+                           step_before=head.step_before, start=tuple(head[f"start_{n}"] for n in PLANE_NAMES),
+                           entries=entries)  # (a Trace only once no rule refuses it)
     ex.read = trace.as_dict()
     if digest != parsed.digest:
         ex.findings.append(IntegrityError("digest", "the trace's bytes do not match its digest (changed or damaged)",
@@ -233,12 +245,12 @@ def examine(data: bytes) -> TraceExamination:
 
 
 def trace_findings(data: bytes) -> list[FormatError]:
-    """Every problem with ``data`` as a bob-trace v1 file; empty if it is valid."""
+    """Every problem with ``data`` as a bob-trace v2 file; empty if it is valid."""
     return examine(data).findings
 
 
 def load_trace(data: bytes) -> Trace:
-    """Parse and check a bob-trace v1 file; raise the first finding."""
+    """Parse and check a bob-trace v2 file; raise the first finding."""
     return Trace.from_bytes(data)
 
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from bob.formats.constants import ENVELOPE_FORMAT_VERSION, INPUT_FORMAT_VERSION, TRACE_VERSION
 from bob.formats.docs import layout_rows
 
 # kind: bob.formats.docs' name of its schema, the format's name and its version (the predictions have none)
-SCHEMA_KINDS = {"input": ("input", "bob-input", 1), "checkpoint": ("envelope", "bob-envelope", 1),
-                "predictions": ("predictions", "bob-predictions", None), "trace": ("trace", "bob-trace", 1)}
+SCHEMA_KINDS = {"input": ("input", "bob-input", INPUT_FORMAT_VERSION),
+                "checkpoint": ("envelope", "bob-envelope", ENVELOPE_FORMAT_VERSION),
+                "predictions": ("predictions", "bob-predictions", None), "trace": ("trace", "bob-trace", TRACE_VERSION)}
 
 
 def schema_report(kinds: list[str]) -> dict[str, Any]:

@@ -62,7 +62,9 @@ def trace_report(path_a: str, path_b: str, checkpoints: "list[str] | None" = Non
 def render_trace(report: dict[str, Any]) -> list[str]:
     lines = [f"{side.upper()} {report[side]['file']}: steps {report[side]['step_before']} to "
              f"{report[side]['step_after']}" for side in ("a", "b")]
-    if (d := report["first_divergence"]) is not None:
+    if (d := report["first_divergence"]) is not None and not d["update"]:
+        lines.append(f"the states resumed (step {d['step']}) differ: digests differ for {', '.join(d['planes'])}")
+    elif d is not None:
         lines.append(f"first diverging update: {d['update']} (to step {d['step']}); digests differ for "
                      f"{', '.join(d['planes'])}; loss before it A {float(d['loss_a']):.6f}, B {float(d['loss_b']):.6f}")
     if (states := report["checkpoints"]) is not None and states["first"] is not None:
@@ -80,9 +82,9 @@ def trace_file_report(data: bytes | None, read_problems: "list[FormatError]", *,
     trace = ex.trace if ex is not None else None
     shown = (ex.read if ex is not None else None) or {}  # identity and entries, with problems too
     report.update({key: shown.get(key) for key in ("contract_sha256", "input_sha256", "step_before", "step_after",
-                                                   "entries")})
+                                                   "start", "entries")})
     steps = f"steps {trace.step_before} to {trace.step_after}" if trace else ""
-    return finish(report, problems, f"OK: a valid bob-trace v1 trace ({steps}, "
+    return finish(report, problems, f"OK: a valid bob-trace v2 trace ({steps}, "
                   f"{plural(len(trace.entries) if trace else 0, 'update')})", "a reader refuses this trace")
 
 
@@ -91,6 +93,7 @@ def render_trace_file(r: dict[str, Any]) -> list[str]:
     if r["entries"] is not None:
         L += [f"  {name:<16} {'-' if r[name] is None else r[name]}"  # (- as the tables say none: no u64 step after)
               for name in ("contract_sha256", "input_sha256", "step_before", "step_after")]
+        L.append(f"  {'start':<16} " + "  ".join(f"{n} {r['start'][n][:DIGEST_SHOWN]}" for n in PLANE_NAMES))
         L.append("updates (step, loss before it, XXH3-128 of each plane after it)")
         L.append(f"  {'step':>8}  {'loss':>12}  " + "  ".join(f"{n:<{DIGEST_SHOWN}}" for n in PLANE_NAMES))
         L += [f"  {e['step']:>8}  {float(e['loss']):>12.6f}  " + "  ".join(e[n][:DIGEST_SHOWN] for n in PLANE_NAMES)

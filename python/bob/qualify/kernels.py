@@ -161,8 +161,8 @@ def kernel_trace(state: State, kernel: str, threads: int, flip: bool) -> Trace:
     losses = traced_train(*planes, state.contexts, state.targets, state.step, UPDATES_PER_INVOCATION, digests,
                           threads=threads, kernel=kernel, after=lambda i: _flip(planes) if flip and i == last else None)
     record = record_bytes(state.contexts.tobytes(), state.targets.tobytes(), (EMPTY_PROMPT,) * PROMPTS)
-    entries = tuple(TraceEntry(state.step + i + 1, loss, d) for i, (loss, d) in enumerate(zip(losses, digests)))
-    return Trace(contract_sha256(), hashlib.sha256(record).digest(), state.step, entries)
+    entries = tuple(TraceEntry(state.step + i + 1, loss, d) for i, (loss, d) in enumerate(zip(losses, digests[1:])))
+    return Trace(contract_sha256(), hashlib.sha256(record).digest(), state.step, digests[0], entries)
 
 
 def first_diverging_update(state: State, kernel: str, threads: int, *, flip: bool = False) -> "dict[str, Any]":
