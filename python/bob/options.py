@@ -19,8 +19,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
     T = TypeVar("T")
 
-__all__ = ["number_option", "seconds_option", "integer_option", "count_option", "hex_bytes", "MOST_ULP", "MOST_ATOL",
-           "shown_argv", "with_unknown_words", "answered", "ANSWERING"]
+__all__ = ["number_option", "seconds_option", "integer_option", "count_option", "checked_text", "hex_bytes", "MOST_ULP",
+           "MOST_ATOL", "shown_argv", "with_unknown_words", "answered", "ANSWERING"]
 
 ANSWERING = ("-h", "--help", "--version")  # the options a command answers, whatever else its command line asks
 
@@ -89,6 +89,18 @@ def integer_option(option: str, *, minimum: int, maximum: int, what: str = "an i
 def count_option(option: str, *, minimum: int = 1, maximum: int = 10**12) -> "Callable[[str], int]":
     """An argparse ``type``: a count (``--runs``, ``--jobs`` …) in ``[minimum, maximum]``."""
     return integer_option(option, minimum=minimum, maximum=maximum, what="a whole number")
+
+
+def checked_text(check: "Callable[[str], object]") -> "Callable[[str], str]":
+    """An argparse ``type`` that refuses a word as ``check`` does and keeps it as given (the command reads it again,
+    also from a command line argparse never reads): a bad value before ``--help`` or ``--version`` is refused there
+    as everywhere (:func:`answered` reads the words before them again)."""
+
+    def checked(text: str) -> str:
+        check(text)
+        return text
+
+    return checked
 
 
 def hex_bytes(option: str, text: str) -> bytes:

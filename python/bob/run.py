@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 from bob.commands import EXIT_BUSY, EXIT_OK, Outcome, Refused, about, run_command
 from bob.lock import lock_path_for  # noqa: F401 - where tests and tools have always found it
-from bob.run_options import PROG, quick_args, run_parser, wait_seconds
+from bob.run_options import PROG, quick_args, refuse_bad_pin, run_parser, wait_seconds
 from bob.text import note, show_byte, show_path
 
 
@@ -125,18 +125,14 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     from bob.temporaries import clean_stale_temporaries
     from bob.fileio import refuse_unreplaceable
     from bob.formats import canonical
-    from bob.formats.checkpoint import pin_problem, sha256
+    from bob.formats.checkpoint import sha256
     from bob.invocation import advance, buffer_planes, sealed_buffer
     from bob.lock import lock_targets, release
-    from bob.options import shown_argv
     from bob.signals import Deferral
-    from bob.text import bounded
 
     deferral = Deferral() if deferral is None else deferral
     deferral.check()  # a signal since bob-run began: nothing has been touched
-    shown = lambda pin: bounded(f"str '{shown_argv(pin)}'")  # noqa: E731 - argv's bytes, bounded as shown_kind
-    if expect_checkpoint is not None and (problem := pin_problem(expect_checkpoint, shown)) is not None:
-        raise Refused(problem, option="--expect-checkpoint")
+    refuse_bad_pin(expect_checkpoint)
     outputs = _outputs(input_path, checkpoint_path, predictions_path, trace_path)
     (_, _, checkpoint_target), (_, _, predictions_target), *traced = outputs
     with about("--input", input_path, "input record"):

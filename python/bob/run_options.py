@@ -4,13 +4,14 @@ invocation's work, BENCHMARKS.md)."""
 
 from __future__ import annotations
 
-from bob.commands import add_common_options, argument_parser, seconds_option
+from bob.commands import Refused, add_common_options, argument_parser, seconds_option
+from bob.options import checked_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     import argparse
 
-__all__ = ["PROG", "run_parser", "QuickArgs", "quick_args", "wait_seconds"]
+__all__ = ["PROG", "run_parser", "QuickArgs", "quick_args", "refuse_bad_pin", "wait_seconds"]
 
 PROG = "bob-run"
 
@@ -29,9 +30,9 @@ def run_parser() -> "argparse.ArgumentParser":
     parser.add_argument("--predictions", required=True, metavar="PRED", help=f"written atomically ({PREDICTION_BYTES} bytes)")
     parser.add_argument("--trace", metavar="TRACE",
                         help="also write the trace of the updates (formats/trace.md), committed with the pair")
-    parser.add_argument("--wait", default="0", metavar="SECONDS",
+    parser.add_argument("--wait", default="0", metavar="SECONDS", type=checked_text(wait_seconds),
                         help="wait this long for files another bob-run holds (default: refuse at once, exit 75)")
-    parser.add_argument("--expect-checkpoint", metavar="SHA256",
+    parser.add_argument("--expect-checkpoint", metavar="SHA256", type=checked_text(refuse_bad_pin),
                         help="refuse (exit 2), training nothing, unless CKPT's SHA-256 is this one (64 hex digits, "
                         "either case: the checkpoint_sha256 of the last run's --json); a missing or empty CKPT never is")
     add_common_options(parser, json_help="print the summary (or the refusal) as one JSON object")
@@ -90,6 +91,16 @@ def quick_args(argv: list[str]) -> "QuickArgs | None":
     if None in (values["input"], values["checkpoint"], values["predictions"]):
         return None
     return QuickArgs(values)
+
+
+def refuse_bad_pin(pin: "str | None") -> None:
+    """``--expect-checkpoint``: a SHA-256's 64 hexadecimal digits (either case), or the refusal naming the option."""
+    from bob.formats.checkpoint import pin_problem
+    from bob.options import shown_argv
+    from bob.text import bounded
+
+    if pin is not None and (problem := pin_problem(pin, lambda p: bounded(f"str '{shown_argv(p)}'"))) is not None:
+        raise Refused(problem, option="--expect-checkpoint")  # (argv's bytes shown, bounded as shown_kind)
 
 
 def wait_seconds(text: str) -> float:

@@ -137,6 +137,19 @@ def test_an_unknown_word_before_version_or_help_is_refused_as_without_them(argv:
     assert (rc, out, err) == (0, VERSION_LINE.format(prog=prog), "")
 
 
+@pytest.mark.parametrize("argv, option", [(["bob-run", "--wait", "nan"], "--wait"),
+                                          (["bob-run", "--expect-checkpoint", "zz"], "--expect-checkpoint"),
+                                          (["bob-inspect", "checkpoint", "--rows-hex", "zz"], "--rows-hex"),
+                                          (["bob-qualify", "--seed", "nan"], "--seed")])
+def test_a_bad_value_before_version_or_help_is_refused_on_every_command(argv: list[str], option: str,
+                                                                          capsys) -> None:
+    """``bob-run --wait nan --version`` printed the version (exit 0) where ``bob-qualify --seed nan --version``
+    was refused: the values a command checked in its own code were not read before the answer."""
+    for asked in ("--version", "--help"):
+        rc, out, err = call(argv[0], [*argv[1:], asked], capsys)
+        assert (rc, out) == (2, "") and f"refused: {option}: " in err, (asked, err)
+
+
 def test_version_of_a_parser_used_outside_the_runner_is_printed(capsys) -> None:
     """The shared options on a caller's own parser: --version printed nothing once the runner printed it."""
     from bob import commands

@@ -14,7 +14,7 @@ from bob.formats.constants import VOCABULARY
 from bob.commands import EXIT_FOUND, EXIT_SOFTWARE, Outcome, about, add_common_options, argument_parser, run_command
 from bob.distribution import install_hint
 from bob.fileio import same_file
-from bob.options import ANSWERING, MOST_ATOL, MOST_ULP, count_option, hex_bytes, number_option
+from bob.options import ANSWERING, MOST_ATOL, MOST_ULP, checked_text, count_option, hex_bytes, number_option
 from bob.text import escape_bytes, one_line, show_path
 
 from bob.inspect.common import EXIT_OK, EXIT_PROBLEMS, PROG, Refused, add_note, invocations_text, peek, plural, read, \
@@ -166,7 +166,8 @@ def _checkpoint_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE")
     p.add_argument("--rows", metavar="BYTES",
                    help="context bytes given as text (e.g. abc): show each row's top-5 next bytes")
-    p.add_argument("--rows-hex", metavar="HEX", help="context bytes as hex (e.g. 61,62 or 6162)")
+    p.add_argument("--rows-hex", metavar="HEX", help="context bytes as hex (e.g. 61,62 or 6162)",
+                   type=checked_text(lambda text: hex_bytes("--rows-hex", text)))  # (empty: refused by rows_bytes)
     p.add_argument("--heatmap", metavar="OUT.png",
                    help=f"draw the {VOCABULARY} x {VOCABULARY} P table (needs matplotlib: {install_hint('plot')})")
     p.add_argument("--export", metavar="OUT.safetensors|OUT.npz",
