@@ -123,7 +123,8 @@ class TargetLock:
                 self._wait_for(fd, deadline)
                 locked = True
                 held = _identity(os.fstat(fd))
-                if identity(self.path, follow_symlinks=False) != held or self._checked(fd) is None:
+                if identity(self.path, follow_symlinks=False) != held or self._checked(fd, first=True) is None:
+                    # (first again: a holder's file written over in place while this run waited is not truncated)
                     self._let_go(fd, created)  # its holder removed it (or its directory moved): the path's file next
                     continue
                 if writable:
@@ -193,8 +194,7 @@ class TargetLock:
                                  "another file's name)")
         if (stream := own_stream(st)) is not None:  # (its holder removes it: what this run prints would go with it)
             raise self._unusable(f"it is the file this command's standard {stream} goes to")
-        held = os.pread(fd, _MOST_LOCK_BYTES + 1, 0) if first else b""
-        if len(held) > _MOST_LOCK_BYTES or held.strip(b"0123456789\n\0"):  # (NULs: a pid lost to a power cut)
+        if first and not _only_a_pid(os.pread(fd, _MOST_LOCK_BYTES + 1, 0)):
             raise self._unusable(f"it holds {st.st_size} bytes that are not a pid (a lock file holds at most its "
                                  "holder's pid; bob never truncates or removes another file)")
         return st
@@ -234,13 +234,20 @@ class TargetLock:
         try:  # (its directory moved since: where its descriptor says it is now, on Linux)
             here = self.path if identity(self.path, follow_symlinks=False) == self.identity else \
                 os.readlink(f"/proc/self/fd/{self.fd}")
-            if identity(here, follow_symlinks=False) == self.identity:
+            ours = _only_a_pid(os.pread(self.fd, _MOST_LOCK_BYTES + 1, 0))  # (else written over in place: kept)
+            if ours and identity(here, follow_symlinks=False) == self.identity:
                 os.unlink(here)  # while still locked: a waiter on this inode sees it gone and retries
         except OSError:  # gone already, or not ours to remove (another user's, in a sticky directory)
             pass
         with contextlib.suppress(OSError):  # (a deferred write's error, NFS, FUSE: the flock is released, and the
             os.close(self.fd)  # pid it may not have written is read by no one; the run's outcome stands)
         self.fd = None
+
+
+def _only_a_pid(held: bytes) -> bool:
+    """Whether a lock file's bytes are what a lock file holds: a pid, or nothing (NULs: a pid lost to a power cut);
+    anything else was written there by someone else, and is never truncated or removed."""
+    return len(held) <= _MOST_LOCK_BYTES and not held.strip(b"0123456789\n\0")
 
 
 def _takes(fd: int) -> bool:

@@ -1026,3 +1026,45 @@ def test_a_close_that_fails_after_the_commit_changes_nothing_that_was_said(work:
     out = json.loads(said.out)
     assert out["ok"] is True and failed and step_of(work / "ck.bin") == 2 * U
     assert sorted(p.name for p in work.iterdir()) == ["ck.bin", "p0.bin", "pred.bin", "rec.bin"]  # no lock left
+
+
+def test_a_lock_file_written_over_in_place_while_held_is_kept_whole(work: Path, monkeypatch) -> None:
+    """A checkpoint copied over a held lock file in place (cp keeps the inode): the holder removed it as its
+    own when it ended, and a waiter truncated it to write its pid. Neither does now: the file is kept whole."""
+    import fcntl
+
+    assert bob.run.main(argv(work)) == 0
+    lock = work / ".ck.bin.bob-lock"
+    other = (work / "ck.bin").read_bytes()
+    real_advance = bob.invocation.advance
+
+    def advance_then_overwrite(*args, **kwargs):
+        result = real_advance(*args, **kwargs)
+        with open(lock, "r+b") as f:  # in place: the very file this run holds
+            f.write(other)
+        return result
+
+    monkeypatch.setattr(bob.invocation, "advance", advance_then_overwrite)
+    assert bob.run.main(argv(work)) == 0  # the run stands; its lock file, written over, is not removed
+    assert lock.read_bytes() == other
+    monkeypatch.undo()
+    # a waiter: the holder's file is written over while the waiter waits, then let go
+    lock.write_bytes(b"12345\n")
+    holder = os.open(lock, os.O_RDWR)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    outcome: dict = {}
+
+    def wait() -> None:
+        try:
+            with bob.lock.TargetLock(str(work / "ck.bin"), 20.0):
+                outcome["took"] = True
+        except bob.commands.Refused as exc:
+            outcome["refused"] = str(exc)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    time.sleep(0.5)  # (it found a pid and waits on the flock)
+    os.pwrite(holder, other, 0)
+    os.close(holder)
+    waiter.join(30)
+    assert "bytes that are not a pid" in outcome.get("refused", "") and lock.read_bytes() == other
