@@ -44,11 +44,18 @@ fn an_idle_pool_sleeps_and_uses_no_cpu() {
     }
     let pool: Vec<_> = threads().into_iter().filter(|(name, _)| name.starts_with("bob-core-")).collect();
     assert!(!pool.is_empty(), "the 2-thread calls started the core's pool");
-    // Far past rayon's few rounds of yielding, even on a loaded machine.
-    std::thread::sleep(Duration::from_millis(200));
-    let awake: Vec<_> =
-        threads().into_iter().filter(|(name, state)| name.starts_with("bob-core-") && *state != 'S').collect();
-    assert!(awake.is_empty(), "pool threads not asleep a while after the last call: {awake:?}");
+    // Rayon's threads yield a few rounds, then sleep: on a loaded machine a yielding thread can wait its turn
+    // (state R) for a while, so they are looked at until all sleep, for up to 10 s; one that spins never does.
+    let asleep_by = std::time::Instant::now() + Duration::from_secs(10);
+    let mut awake: Vec<_>;
+    loop {
+        std::thread::sleep(Duration::from_millis(50));
+        awake = threads().into_iter().filter(|(name, state)| name.starts_with("bob-core-") && *state != 'S').collect();
+        if awake.is_empty() || std::time::Instant::now() > asleep_by {
+            break;
+        }
+    }
+    assert!(awake.is_empty(), "pool threads not asleep 10 s after the last call: {awake:?}");
     let before = process_ticks();
     std::thread::sleep(Duration::from_secs(1));
     let used = process_ticks() - before;
