@@ -469,3 +469,13 @@ def test_runs_that_resumed_different_states_part_before_update_1_even_when_the_f
     assert "the states resumed (step 10) differ: digests differ for M" in cli.text(
         "trace", str(tmp_path / "a.trace"), str(tmp_path / "b.trace"), code=1)
     assert load_trace(a.trace_bytes()).start == tuple(bob.core.xxh3_128_each([start.p, start.m, start.v]))
+
+
+@pytest.mark.parametrize("start", [{"P": 1}, 5, b"x" * 48, (b"x" * 16,) * 2, (b"x" * 16, b"x" * 16, b"x" * 15)])
+def test_the_constructor_names_the_start_it_refuses(start) -> None:
+    """A dict, an int or the three digests run together in one bytes were shown as "NoneType None", or were a
+    TypeError about an int."""
+    trace = load_trace(hand_made())
+    with pytest.raises(BadValue, match=r"^start: the 16-byte XXH3-128 of P, M and V \(got ") as info:
+        Trace(trace.contract_sha256, trace.input_sha256, 0, start, trace.entries)
+    assert "NoneType" not in str(info.value)

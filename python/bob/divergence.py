@@ -1,10 +1,10 @@
 """Where two runs part: two traces of one run compared (``bob.diff`` on traces,
 ``bob-inspect trace``), formats/trace.md.
 
-The first entry whose digests differ is the first update after which the two
-states are not the same bits; the planes whose digests differ there are
-named. Given a checkpoint of each run that is a state of its trace (its step
-and its planes' XXH3-128 digests those of one entry), the two states are compared value
+States resumed whose digests differ part the runs before their first update; else the first entry whose
+digests differ is the first update after which the two states are not the same bits; the planes whose digests
+differ there are named. Given a checkpoint of each run that is a state of its trace (its step and its planes'
+XXH3-128 digests those of the state resumed or of one entry), the two states are compared value
 by value (:func:`bob.ulp.plane_diff`) and the first plane and index
 that differ are named. A trace of another run, and a checkpoint that is no
 state of its trace, are refused (:class:`~bob.errors.BadValue`, naming the field).
@@ -126,8 +126,8 @@ def _states(a: Trace, b: Trace, checkpoints: "tuple[Any, Any]", files: "tuple[An
         with _refusing(f"checkpoints[{i}]"):
             entry_of(trace, step, planes)
     if step_a != step_b:
-        raise BadValue("step", "the two checkpoints are states after different updates; give one of each run after "
-                       "the same update", expected=step_a, actual=step_b)
+        raise BadValue("step", "the two checkpoints are states at different steps; give one of each run at the same "
+                       "step", expected=step_a, actual=step_b)
     first = None
     for name, pa, pb in zip(PLANE_NAMES, planes_a, planes_b):
         found = plane_diff(pa, pb)["first"]

@@ -264,7 +264,7 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
     refused with a :class:`~bob.FormatError` naming the field; a
     ``Checkpoint`` object is checked for resuming the same way. ``threads``
     (0: what the machine offers) changes no bit of the result. ``trace``:
-    also record each update's loss and a digest (XXH3-128) of P, M and V after
+    also record a digest (XXH3-128) of P, M and V as resumed, then each update's loss and their digests after
     it (``Invocation.trace``, formats/trace.md); the result is the same bits.
     ``expect`` pins the checkpoint's bytes (64 hexadecimal digits, either
     case): bytes whose SHA-256 is another, or zero bytes, are refused before

@@ -140,6 +140,8 @@ def test_an_unknown_word_before_version_or_help_is_refused_as_without_them(argv:
 @pytest.mark.parametrize("argv, option", [(["bob-run", "--wait", "nan"], "--wait"),
                                           (["bob-run", "--expect-checkpoint", "zz"], "--expect-checkpoint"),
                                           (["bob-inspect", "checkpoint", "--rows-hex", "zz"], "--rows-hex"),
+                                          (["bob-inspect", "checkpoint", "--rows-hex", ""], "--rows-hex"),
+                                          (["bob-inspect", "checkpoint", "--rows", ""], "--rows"),
                                           (["bob-qualify", "--seed", "nan"], "--seed")])
 def test_a_bad_value_before_version_or_help_is_refused_on_every_command(argv: list[str], option: str,
                                                                           capsys) -> None:

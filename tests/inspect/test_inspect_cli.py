@@ -374,6 +374,10 @@ def test_a_checkpoint_option_given_empty_on_another_kind_is_refused(cli, files, 
     """`bob-inspect rec.bin --heatmap ''` was exit 0: an empty value was taken for no option at all.
     The refusal names the option given (it named all four), and FILE as its path."""
     r = cli.json(str(files / "rec.bin"), option, "", code=2)
+    if option.startswith("--rows"):  # (refused as it is read, before --help too: an empty list of rows is none)
+        assert (r["error"]["option"], r["error"]["message"]) == (option, "no context bytes given (an empty value is "
+                                                                 "not \"no rows\": leave the option out)")
+        return
     assert (r["error"]["path"], r["error"]["message"]) == (str(files / "rec.bin"), "not a checkpoint (it is an "
                                                            f"input record); {option} applies to checkpoints")
 

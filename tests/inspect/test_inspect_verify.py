@@ -108,6 +108,16 @@ def test_a_cut_file_still_names_a_damaged_chunk_it_holds_whole(cli, tmp_path: Pa
     assert [c["digest_ok"] for c in shown] == [i != damaged for i in range(2)] + [None]
 
 
+def test_a_header_bytes_damaged_upward_blames_no_chunk_digest(cli, tmp_path: Path) -> None:
+    """header_bytes 448 -> 512 makes the file look short; the chunks it holds whole are not where that
+    header_bytes places them, so their digests are not checked there (they were called mismatches)."""
+    raw = bytearray(GOOD)
+    raw[16:24] = (512).to_bytes(8, "little")
+    [r] = verify(cli, write(tmp_path, "hb.bob", bytes(raw)), code=2)
+    assert "chunk_table.digest" not in [p["field"] for p in r["problems"]] and "file_size" in [
+        p["field"] for p in r["problems"]]
+
+
 @pytest.mark.parametrize("i", range(len(PLANE_NAMES)))
 def test_a_file_cut_at_a_chunks_start_is_not_said_to_end_inside_it(cli, tmp_path: Path, i: int) -> None:
     [r] = verify(cli, write(tmp_path, "cut.bob", GOOD[:chunk(i).start]), code=2)

@@ -120,10 +120,11 @@ class Trace(BobFile):
             raise BadValue("step_before", f"an integer from 0 to 2**64 - 1 - {TRACE_UPDATES}",
                            actual=shown_kind(self.step_before) if step_before is None else step_before)
         object.__setattr__(self, "step_before", step_before)
-        start = ordered_items(self.start)  # the state resumed
-        digests = None if start is None else tuple(as_bytes(d, "start") for d in start)
+        start = None if isinstance(self.start, (bytes, bytearray, memoryview, str)) else ordered_items(self.start)
+        digests = None if start is None else tuple(as_bytes(d, "start") for d in start)  # (the state resumed)
         if digests is None or len(digests) != len(PLANE_NAMES) or any(len(d) != TRACE_DIGEST_BYTES for d in digests):
-            raise BadValue("start", f"the {TRACE_DIGEST_BYTES}-byte XXH3-128 of P, M and V", actual=shown_kind(start))
+            raise BadValue("start", f"the {TRACE_DIGEST_BYTES}-byte XXH3-128 of P, M and V",
+                           actual=shown_kind(self.start))
         object.__setattr__(self, "start", digests)
         given = ordered_items(self.entries)
         if given is None:

@@ -164,10 +164,10 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], Result]] = {
 
 def _checkpoint_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE")
-    p.add_argument("--rows", metavar="BYTES",
+    p.add_argument("--rows", metavar="BYTES", type=checked_text(lambda text: os.fsencode(text) or _no_bytes("--rows")),
                    help="context bytes given as text (e.g. abc): show each row's top-5 next bytes")
     p.add_argument("--rows-hex", metavar="HEX", help="context bytes as hex (e.g. 61,62 or 6162)",
-                   type=checked_text(lambda text: hex_bytes("--rows-hex", text)))  # (empty: refused by rows_bytes)
+                   type=checked_text(lambda text: hex_bytes("--rows-hex", text) or _no_bytes("--rows-hex")))
     p.add_argument("--heatmap", metavar="OUT.png",
                    help=f"draw the {VOCABULARY} x {VOCABULARY} P table (needs matplotlib: {install_hint('plot')})")
     p.add_argument("--export", metavar="OUT.safetensors|OUT.npz",
@@ -206,7 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("a", metavar="A")
     p.add_argument("b", metavar="B", nargs="?", help="without B: the report of trace A alone")
     p.add_argument("--checkpoints", nargs=2, metavar=("CA", "CB"),
-                   help="a checkpoint of each run after the same update: the first plane and index that differ")
+                   help="a checkpoint of each run at the same step (resumed or made by an update): the first plane "
+                        "and index that differ")
     p = sub.add_parser("verify", help="checkpoints checked whole, each on its own: every problem with its chunk "
                        "or field (exit 2 when any file has one)")
     p.add_argument("files", nargs="+", metavar="FILE")

@@ -12,19 +12,21 @@
 //! the plain scalar transcription (`bob_core::scalar`) on the contract's
 //! shape (vocabulary 256, every row live, 10 updates, one thread).
 //!
-//! Threshold, measured with this test on the development machine (AVX-512,
-//! 2 noisy cores): vectorised, AVX2 is 6.9-8x and AVX-512 12-14x faster than
-//! the transcription; built with LLVM's loop and SLP vectorisers off
+//! Threshold, measured with this test on two machines of 2 noisy cores: vectorised, AVX2 is 6.9-8x and
+//! AVX-512 12-14x faster than the transcription on an AVX-512 Intel host, and AVX2 3.4x on an AMD EPYC
+//! without AVX-512; built with LLVM's loop and SLP vectorisers off
 //! (`RUSTFLAGS="-C llvm-args=-vectorize-loops=false -C
 //! llvm-args=-vectorize-slp=false"`, which also slows the transcription's own
 //! auto-vectorised AdamW loop), both copies are only 1.4-1.5x faster (the
-//! blocking alone). The test asks for 3.5x: more than twice the unvectorised
-//! ratio, and about half the slowest vectorised one, so it separates the two
-//! with room for noise either way. The obvious "generous" 2x would sit too
-//! close to an unvectorised build. It catches a copy that has lost its
-//! vectorisation wholesale, not a small slowdown: BENCHMARKS.md tracks those.
+//! blocking alone). The test asks for 2.5x: about 1.7 times the unvectorised
+//! ratio, and three quarters of the slowest vectorised one, near their geometric
+//! mean, so it separates the two with room for noise either way (3.5x, the line
+//! once drawn from the Intel host alone, failed every run on the EPYC). It
+//! catches a copy that has lost its vectorisation wholesale, not a small
+//! slowdown: BENCHMARKS.md tracks those.
 //!
-//! Noise: each side is the best of several runs, taken alternately (scalar,
+//! Noise: a measurement below the line is taken again, up to three in all. In each, each side is the best
+//! of several runs, taken alternately (scalar,
 //! fast, scalar, fast...), so a burst of load elsewhere on the machine slows
 //! a few samples of both rather than all samples of one. The best run is the
 //! one least disturbed; a ratio of minima is stable where a ratio of means is
@@ -36,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use bob_core::{initialize, train, Kernel, Options, Planes, BOB_V1_ADAMW, SEED};
 
-const MIN_SPEEDUP: f64 = 3.5;
+const MIN_SPEEDUP: f64 = 2.5;
 const N: usize = 256;
 const UPDATES: u64 = 10;
 const CALLS: u64 = 1;
@@ -74,20 +76,41 @@ fn avx2_and_avx512_copies_are_vectorised() {
     for &k in &fast {
         time_once(k, &contexts, &targets);
     }
+    // Up to three measurements, until each copy passes: load on a shared machine can take a whole
+    // measurement below the line now and then (3.4x once, under a full test suite beside it); an
+    // unvectorised copy stays near 1.5x in every one.
+    let mut failures = vec![String::new()];
+    for _attempt in 0..3 {
+        if failures.is_empty() {
+            break;
+        }
+        failures = measured_failures(&fast, &contexts, &targets);
+    }
+    assert!(
+        failures.is_empty(),
+        "{}; a vectorised copy measures about 7x (AVX2) or 12x (AVX-512) and an unvectorised one about 1.5x: \
+         the kernel has most likely stopped being vectorised (see this file's header)",
+        failures.join("; ")
+    );
+}
+
+/// One measurement: each fast copy's speedup over the transcription, best runs against best runs; the
+/// copies below MIN_SPEEDUP.
+fn measured_failures(fast: &[Kernel], contexts: &[u32], targets: &[u32]) -> Vec<String> {
     let mut scalar_best = Duration::MAX;
     let mut fast_best = vec![Duration::MAX; fast.len()];
     for _ in 0..9 {
-        scalar_best = scalar_best.min(time_once(Kernel::Scalar, &contexts, &targets));
-        for (best, &k) in fast_best.iter_mut().zip(&fast) {
+        scalar_best = scalar_best.min(time_once(Kernel::Scalar, contexts, targets));
+        for (best, &k) in fast_best.iter_mut().zip(fast) {
             // Fast runs are short: take several per round so that their
             // minimum is as well sampled as the scalar one.
             for _ in 0..4 {
-                *best = (*best).min(time_once(k, &contexts, &targets));
+                *best = (*best).min(time_once(k, contexts, targets));
             }
         }
     }
     let mut failures = Vec::new();
-    for (best, &k) in fast_best.iter().zip(&fast) {
+    for (best, &k) in fast_best.iter().zip(fast) {
         let ratio = scalar_best.as_secs_f64() / best.as_secs_f64();
         eprintln!(
             "{}: {:.0} us per update, scalar transcription {:.0} us: {ratio:.1}x (need {MIN_SPEEDUP}x)",
@@ -99,10 +122,5 @@ fn avx2_and_avx512_copies_are_vectorised() {
             failures.push(format!("{} is only {ratio:.1}x faster than the scalar transcription", k.name()));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{}; a vectorised copy measures about 7x (AVX2) or 12x (AVX-512) and an unvectorised one about 1.5x: \
-         the kernel has most likely stopped being vectorised (see this file's header)",
-        failures.join("; ")
-    );
+    failures
 }

@@ -251,7 +251,9 @@ def _payload_findings(data: bytes, ex: Examination, plane_digests: "list[bytes] 
     if n != want_size:
         out.append(Truncated("file_size", "the file is header_bytes + payload_bytes long",
                              expected=want_size, actual=n))
-    # -- 8. chunk digests: of every chunk the file holds whole (a short file's first chunks too: every problem)
+    # -- 8. chunk digests, of every chunk the file holds whole (a short file's too: every problem; not where its
+    if n < want_size and any(f.field == "chunk_table.offset" for f in out):  # table says header_bytes is damaged)
+        return False
     if plane_digests is None or hb != HEADER_BYTES or n != CHECKPOINT_BYTES:  # else: these ranges, hashed already
         whole = sum(chunk_offset(hb, i + 1) <= n for i in range(len(CHUNK_TAGS)))
         plane_digests = chunk_digests(memoryview(data)[hb:], hashlib_sha256)[:whole]
