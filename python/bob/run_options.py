@@ -5,7 +5,7 @@ invocation's work, BENCHMARKS.md)."""
 from __future__ import annotations
 
 from bob.commands import Refused, add_common_options, argument_parser, seconds_option
-from bob.options import checked_text
+from bob.options import checked_text, shown_argv
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -96,7 +96,6 @@ def quick_args(argv: list[str]) -> "QuickArgs | None":
 def refuse_bad_pin(pin: "str | None") -> None:
     """``--expect-checkpoint``: a SHA-256's 64 hexadecimal digits (either case), or the refusal naming the option."""
     from bob.formats.checkpoint import pin_problem
-    from bob.options import shown_argv
     from bob.text import bounded
 
     if pin is not None and (problem := pin_problem(pin, lambda p: bounded(f"str '{shown_argv(p)}'"))) is not None:
