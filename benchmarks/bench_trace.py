@@ -8,7 +8,7 @@ elsewhere on the machine slows both alike; the table gives median and
 minimum wall time and the median's ratio to the untraced run (aim: under
 1.10). A second table times the part that changes, in one process: an
 invocation's updates in one call of the core against one update per call
-with the XXH3-128 of P, M and V after each (``bob.invocation.traced_train``).
+with the XXH3-128 of P, M and V before the first and after each (``bob.invocation.traced_train``).
 """
 
 from __future__ import annotations
