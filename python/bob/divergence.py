@@ -170,11 +170,10 @@ def _verdict(report: dict[str, Any]) -> str:
         verdict = (f"same: the states resumed and every update's digests agree (steps {report['a']['step_before']} "
                    f"to {report['a']['step_after']})")
     else:
-        planes = " and ".join(d["planes"])
-        verdict = (f"the runs part at update {d['update']} (the update to step {d['step']}): "
-                   f"{planes} {'differs' if len(d['planes']) == 1 else 'differ'} after it") if d["update"] else (
-            f"the runs resumed different states at step {d['step']}: {planes} "
-            f"{'differs' if len(d['planes']) == 1 else 'differ'} before the first update")
+        differ = " and ".join(d["planes"]) + (" differs" if len(d["planes"]) == 1 else " differ")
+        verdict = (f"the runs part at update {d['update']} (the update to step {d['step']}): {differ} after it"
+                   if d["update"] else f"the runs resumed different states at step {d['step']}: {differ} before the "
+                   "first update")
     states = report["checkpoints"]
     if states is not None and states["first"] is not None:
         f = states["first"]
