@@ -232,8 +232,10 @@ def add_common_options(parser: "argparse.ArgumentParser", *, json_help: str = "p
                 emit(prog, asked.outcome.text)
             raise asked
 
-    parser.add_argument("--json", action="store_true", help=json_help)
-    parser.add_argument("--debug", action="store_true", help="show a traceback for unexpected errors")
+    # (no default: a subcommand's parser would reset what was given before it, bob-inspect --json FORMAT)
+    parser.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help=json_help)
+    parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show a traceback for unexpected errors")
     parser.add_argument("--version", action=Version, help="print bob's version and exit")
 
 
@@ -366,8 +368,10 @@ def _run(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]", work:
             if isinstance(args, Answered):
                 outcome = args.outcome
             else:
-                args.json = as_json = as_json or bool(getattr(args, "json", False))  # (before a subcommand too)
-                args.debug = debug = debug or bool(getattr(args, "debug", False))
+                # the parser's word, not the scan's: a --json in a reader's command (bob-fuzz check) is the reader's
+                args.json = as_json = bool(getattr(args, "json", False))
+                args.debug = debug = bool(getattr(args, "debug", False))
+                last_words.document = last_words.document if as_json else b""
                 outcome = work(args)
     except Refused as exc:
         return refuse(exc)

@@ -374,6 +374,16 @@ def test_a_lax_reader_is_caught_and_its_fields_named(corpus: Path, tmp_path: Pat
         assert rows[field][2] == "0", (field, table)
 
 
+def test_a_json_in_the_readers_command_is_the_readers_even_without_dashes(corpus: Path, capsys) -> None:
+    """bob-fuzz's own output was JSON when the reader's command, given without ``--``, held ``--json``
+    (a reader that accepts every file: exit 1, its disagreements)."""
+    code = main(["check", "--format", "predictions", "--corpus", str(corpus), "sh", "-c", "exit 0", "--json", "{}"])
+    out = capsys.readouterr().out
+    assert code == 1 and out.startswith("bob-fuzz check predictions: sh -c 'exit 0' --json ") and "{\"" not in out
+    assert main(["check", "--format", "predictions", "--corpus", str(corpus), "--json", "sh", "-c", "exit 0", "{}"]) == 1
+    assert json.loads(capsys.readouterr().out)["reader"] == "sh -c 'exit 0' '{}'"
+
+
 @pytest.mark.parametrize("pad, problem", [(0, "names field 'nonsense'"), (70000, "its first line passes 64 KiB")])
 def test_a_reader_naming_the_wrong_field_disagrees(corpus: Path, tmp_path: Path, pad: int, problem: str) -> None:
     """A first line past the 64 KiB kept was cut, read as no JSON, and its wrong field agreed."""
