@@ -234,6 +234,8 @@ def test_success_as_text_and_as_json(command, prog, argv, code, work, capsys) ->
     assert rc == code and err == ""
     assert out.count("\n") == 1
     shared_keys(json.loads(out), command, code)
+    if "--" not in args:  # a lone -- ends the options on every command, with a positional after it or none
+        assert call(prog, [*args, "--"], capsys)[0] == code
 
 
 def _before_dashes(argv: list[str], *extra: str) -> list[str]:
@@ -653,7 +655,7 @@ def _run_real(prog: str, argv: list[str], tmpdir: Path, *, stdout=subprocess.PIP
 
 
 # A plain progress line (bob.progress): shown after two seconds of a phase, so present or not as the machine's load
-PROGRESS_LINE = re.compile(r"^bob-[a-z]+ [^:\n]+: \d+(/\d+)?( \([^)\n]*\))?, \d+ s( \(done\))?\n", re.M)
+PROGRESS_LINE = re.compile(r"^bob-[a-z]+ [^\n]+: \d+(/\d+)?( \([^)\n]*\))?, \d+ s( \(done\))?\n", re.M)
 
 
 def _stderr(done: subprocess.CompletedProcess) -> str:
