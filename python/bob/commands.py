@@ -29,8 +29,8 @@ from __future__ import annotations
 import os
 import sys
 
-from bob.options import ANSWERING, count_option, integer_option, number_option, seconds_option, shown_argv, \
-    answered, with_unknown_words
+from bob.options import count_option, integer_option, number_option, seconds_option, shown_argv, answered, \
+    with_unknown_words, command_of, given_before_dashes
 from bob.refusals import EXIT_BUSY, EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED, EXIT_SOFTWARE, \
     EXIT_UNEXPECTED, RESOURCE_ERRNOS, Refused, os_reason, the_machine_ran_out
 from bob.text import emit, json_text, note, show_path, tolerant_streams
@@ -154,6 +154,10 @@ def argument_parser(*, epilog: str | None = None, **kwargs: Any) -> "argparse.Ar
                 choices = ", ".join(map(repr, action.choices))
                 raise argparse.ArgumentError(action, f"invalid choice: '{value}' (choose from {choices})")
 
+        def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+            parsed, extras = super().parse_known_args(args, namespace)
+            return parsed, extras[1:] if extras[:1] == ["--"] else extras  # the options' end no positional took
+
         def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
             parsed, extras = self.parse_known_args(args, namespace)
             if extras:  # words left over: refused by the subcommand that was given them, its help named
@@ -271,23 +275,6 @@ def unexpected(prog: str, exc: BaseException, *, debug: bool, as_json: bool, cod
     return fail(prog, Refused(message, code=code), as_json=as_json, command=command)
 
 
-def _flag(argv: "list[str]", name: str) -> bool:
-    return name in argv[: argv.index("--")] if "--" in argv else name in argv
-
-
-def command_of(prog: str, argv: "list[str]", subcommands: "dict[str, str] | None") -> str:
-    """The ``command`` key: ``prog``, and the subcommand's own name when the command
-    line has one (its first word that is not an option, if that is a subcommand or an alias of one: a word
-    after it may be an option's value; none after ``--help`` or ``--version``, which the command answers)."""
-    if subcommands:
-        for word in argv:
-            if word == "--" or word in ANSWERING:
-                break
-            if not word.startswith("-") or word == "-":
-                return f"{prog} {subcommands[word]}" if word in subcommands else prog
-    return prog
-
-
 def run_command(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]", work: "Callable[[Any], Outcome]",
                 argv: "list[str] | None" = None, *, unexpected_code: int = EXIT_UNEXPECTED,
                 interrupted: str = "interrupted", subcommands: "dict[str, str] | None" = None,
@@ -331,7 +318,7 @@ def _run(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]", work:
 
     tolerant_streams()
     argv = sys.argv[1:] if argv is None else list(argv)
-    as_json, debug = _flag(argv, "--json"), _flag(argv, "--debug")
+    as_json, debug = given_before_dashes(argv, "--json"), given_before_dashes(argv, "--debug")
     name = command_of(prog, argv, subcommands)
     last_words = LastWords(prog, name, unexpected_code, as_json)  # out of memory: reported without allocating
 

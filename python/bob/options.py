@@ -1,7 +1,8 @@
 """The typed option converters every command's parser uses: each number finite and in range, and
 anything else a :class:`~bob.refusals.Refused` naming the option (``nan``, ``inf``, ``1e309``, ``-1``,
-``soon``, ``1.5`` for a count), and the words of a usage error. :mod:`bob.commands` exports the
-converters with the rest of the shared runner. Standard library only."""
+``soon``, ``1.5`` for a count), the words of a usage error, and what a command line says before its
+parser reads it (its ``command`` key, a ``--json``). :mod:`bob.commands` exports the converters with the
+rest of the shared runner. Standard library only."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ if TYPE_CHECKING:  # pragma: no cover
     T = TypeVar("T")
 
 __all__ = ["number_option", "seconds_option", "integer_option", "count_option", "checked_text", "hex_bytes", "MOST_ULP",
-           "MOST_ATOL", "shown_argv", "with_unknown_words", "answered", "ANSWERING"]
+           "MOST_ATOL", "shown_argv", "with_unknown_words", "answered", "ANSWERING",
+           "command_of", "given_before_dashes"]
 
 ANSWERING = ("-h", "--help", "--version")  # the options a command answers, whatever else its command line asks
 
@@ -183,3 +185,22 @@ def _nothing_required(parser: "argparse.ArgumentParser") -> "Iterator[None]":
     finally:
         for a in required:
             a.required = True
+
+
+def given_before_dashes(argv: "list[str]", name: str) -> bool:
+    """Whether ``name`` is a word of ``argv`` before its ``--`` (the options' end), if any: what a command
+    line says before its parser has read it (``--json`` for a usage error's envelope)."""
+    return name in argv[: argv.index("--")] if "--" in argv else name in argv
+
+
+def command_of(prog: str, argv: "list[str]", subcommands: "dict[str, str] | None") -> str:
+    """The ``command`` key: ``prog``, and the subcommand's own name when the command
+    line has one (its first word that is not an option, if that is a subcommand or an alias of one: a word
+    after it may be an option's value; none after ``--help`` or ``--version``, which the command answers)."""
+    if subcommands:
+        for word in argv:
+            if word == "--" or word in ANSWERING:
+                break
+            if not word.startswith("-") or word == "-":
+                return f"{prog} {subcommands[word]}" if word in subcommands else prog
+    return prog
