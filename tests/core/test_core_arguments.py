@@ -133,13 +133,18 @@ OUT_OF_MEMORY = r"""
 import resource, sys
 import numpy as np
 import bob.core
-resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+from bob import _core
+big = np.zeros(200_000_000, np.uint8) if sys.argv[1] == "pairs" else None
+words = [0] * 4_000_000 if sys.argv[1] in ("prompt words", "predictions") else None  # 32 MB, made before the limit
+used = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
+# room for neither the words' 16 MB copy nor the predictions' 32 MB, or for the copy alone
+limit = used + ((24 if sys.argv[1] == "predictions" else 8) << 20) if words else 1 << 30
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 call = {
     "initial_planes": lambda: bob.core.initial_planes(vocabulary=20_000),  # 3 planes of 1.6 GB
     "pairs": lambda: bob.core.train(*bob.core.initial_planes(), big, big, 0, 1),  # 4 bytes a pair, copied out
-    "prompt words": lambda: bob.core.predict(bob.core.initial_planes()[0], [0] * 40_000_000),
-}[sys.argv[1]]
-big = np.zeros(200_000_000, np.uint8) if sys.argv[1] == "pairs" else None
+    "prompt words": lambda: _core.predict(np.zeros(65536, np.float32), words),  # (bob.core's checks: seconds)
+}.get(sys.argv[1], lambda: _core.predict(np.zeros(65536, np.float32), words))
 try:
     call()
 except Exception as exc:  # a MemoryError is an Exception: not pyo3's PanicException (a BaseException)
@@ -147,8 +152,10 @@ except Exception as exc:  # a MemoryError is an Exception: not pyo3's PanicExcep
 """
 
 
-@pytest.mark.parametrize("what", ["initial_planes", "pairs", "prompt words"])
-def test_out_of_memory_in_the_binding_is_a_memory_error(what: str) -> None:
+@pytest.mark.parametrize("what, said", [("initial_planes", "no memory for P"), ("pairs", "no memory for the pairs"),
+                                        ("prompt words", "no memory for prompt_words"),
+                                        ("predictions", "no memory for the predictions")])
+def test_out_of_memory_in_the_binding_is_a_memory_error(what: str, said: str) -> None:
     """An allocation the binding makes for its caller fails as MemoryError (an Exception),
     never as a panic ("panicked at", a BaseException) or the process aborted."""
     import subprocess
@@ -156,7 +163,61 @@ def test_out_of_memory_in_the_binding_is_a_memory_error(what: str) -> None:
 
     done = subprocess.run([sys.executable, "-c", OUT_OF_MEMORY, what], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "panicked at" not in done.stderr, done.stderr[-2000:]
-    assert done.stdout.startswith("MemoryError "), done.stdout + done.stderr[-2000:]
+    assert done.stdout.startswith(f"MemoryError {said}"), done.stdout + done.stderr[-2000:]
+
+
+NO_PYTHON_MEMORY = r"""
+import _testcapi
+import numpy as np
+from bob import _core
+p = _core.initial_planes(b"seed")[0]
+bad_v = np.full(65536, -1.0, np.float32)
+words = [k % 257 if k % 257 < 256 else 0xFFFFFFFF for k in range(300)]  # (made here: only the call allocates)
+buffers = [k.to_bytes(4, "little") for k in range(300)]
+calls = {
+    "predict": lambda: _core.predict(p, words),
+    "train": lambda: _core.train(_core.initial_planes(b"s", vocabulary=2), (b"\0\1", b"\1\0"), 0, 300),
+    "xxh3_128_each": lambda: _core.xxh3_128_each(buffers),
+    "initial_planes": lambda: [a.tobytes() for a in _core.initial_planes(b"seed", vocabulary=3)],
+    "resume_problem": lambda: _core.resume_problem(p, p, bad_v, 1, 1),
+    "kernels": _core.kernels,
+    "resolved_kernel": _core.resolved_kernel,
+    "fnv1a64": lambda: _core.fnv1a64(b"abc"),
+    "sha256": lambda: _core.sha256(b"abc"),
+}
+for name, call in calls.items():
+    want, raised = call(), 0
+    for first in range(400):  # the first-th allocation Python makes in the call fails, and only that one
+        _testcapi.set_nomemory(first, first + 1)
+        try:
+            got = call()
+        except MemoryError:
+            raised += 1
+            continue
+        finally:
+            _testcapi.remove_mem_hooks()
+        assert got == want, (name, first)
+    print(name, raised)
+"""
+
+
+def test_a_result_python_has_no_memory_for_is_a_memory_error() -> None:
+    """Each result the binding returns (a list of predictions, losses or digests, the planes, a
+    problem's tuple, a name, a digest) is made with Python's memory: pyo3's own conversions panicked
+    ("PyObject pointer is null") where Python had none, and the panic's report could abort the process.
+    One failed allocation at each point of each call is a MemoryError, or the call did not need it
+    and its result is the same; a refused plane's buffer is a MemoryError too, not a TypeError."""
+    import subprocess
+    import sys
+
+    testcapi = pytest.importorskip("_testcapi")  # (CPython's, in every build this project's CI uses)
+    assert hasattr(testcapi, "set_nomemory")
+    done = subprocess.run([sys.executable, "-c", NO_PYTHON_MEMORY], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "panicked at" not in done.stderr, done.stderr[-2000:]
+    raised = dict(line.split() for line in done.stdout.splitlines())
+    assert list(raised) == ["predict", "train", "xxh3_128_each", "initial_planes", "resume_problem", "kernels",
+                            "resolved_kernel", "fnv1a64", "sha256"]
+    assert all(int(count) > 0 for count in raised.values()), raised  # each reached an allocation that failed
 
 
 def test_pairs_in_any_integer_container_are_read_as_values() -> None:

@@ -126,8 +126,17 @@ pub(crate) fn plane_readable(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Pla
     plane_of(obj, name, "a float32 buffer")
 }
 
+/// The buffer `obj` exports (the inner `Err`: why it exports none), or the MemoryError of an exporter that
+/// had no memory to describe its buffer: passed on as it is, never called the object's fault.
+pub(crate) fn exported(obj: &Bound<'_, PyAny>) -> PyResult<PyResult<PyUntypedBuffer>> {
+    match PyUntypedBuffer::get(obj) {
+        Err(err) if err.is_instance_of::<PyMemoryError>(obj.py()) => Err(err),
+        given => Ok(given),
+    }
+}
+
 fn plane_of(obj: &Bound<'_, PyAny>, name: &str, wanted: &str) -> PyResult<Plane> {
-    let buffer = PyUntypedBuffer::get(obj).map_err(|refused| {
+    let buffer = exported(obj)?.map_err(|refused| {
         let kind = obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "an object".into());
         // An object that exports a buffer the request refuses says why (a 0-d array: its shape is null).
         let why = match pyo3::types::PyMemoryView::from(obj).and_then(|view| view.getattr("ndim")?.extract::<usize>()) {
@@ -249,7 +258,7 @@ pub(crate) fn contiguous_bytes(buffer: &PyUntypedBuffer) -> Option<&[u8]> {
 /// The pairs' contexts or targets: a C-contiguous buffer of uint8 (bytes,
 /// bytearray, a uint8 array) or uint32 values, copied out (they are small).
 pub(crate) fn pair_words(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<u32>> {
-    let buffer = PyUntypedBuffer::get(obj).map_err(|_| {
+    let buffer = exported(obj)?.map_err(|_| {
         PyTypeError::new_err(format!("{name} must be a buffer of uint8 or uint32 values (bytes or a numpy array)"))
     })?;
     let bytes =
@@ -270,13 +279,6 @@ pub(crate) fn pair_words(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<u32
         "{name} must hold uint8 or uint32 values in this machine's byte order; got {}",
         describe_format(buffer.format(), buffer.item_size())
     )))
-}
-
-/// `count` float32 zeros, or MemoryError naming the plane.
-pub(crate) fn zeros(count: usize, name: &'static str) -> PyResult<Vec<f32>> {
-    let mut values = bob_core::try_vec(count, name).map_err(core_error)?;
-    values.resize(count, 0.0);
-    Ok(values)
 }
 
 /// A sequence of u32 words copied out into memory reserved first (MemoryError

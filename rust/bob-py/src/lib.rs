@@ -6,19 +6,19 @@
 
 mod buffers;
 mod reading;
+mod results;
 
 use buffers::{
-    check_length, check_planes, check_shape, contiguous_bytes, loan, overlaps, pair_words, plane, plane_readable,
-    words, zeros, Lent, Loans,
+    check_length, check_planes, check_shape, contiguous_bytes, exported, loan, overlaps, pair_words, plane,
+    plane_readable, words, Lent, Loans,
 };
 
 use bob_core::{Kernel, Options, StateProblem, BOB_V1_ADAMW};
-use numpy::PyArray1;
-use pyo3::buffer::PyUntypedBuffer;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyString, PyTuple};
 
 // Registered under its full import path, so that `CoreError.__module__` is
 // "bob._core" and pickle can find the class again when it loads an instance.
@@ -73,8 +73,8 @@ fn in_default_environment(function: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
 
 /// FNV-1a-64 of `data` (contract §6.1).
 #[pyfunction]
-fn fnv1a64(data: &[u8]) -> u64 {
-    bob_core::fnv1a64(data)
+fn fnv1a64<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    results::int(py, bob_core::fnv1a64(data))
 }
 
 /// SHA-256 of any C-contiguous buffer (bytes, bytearray, a memoryview of
@@ -83,14 +83,14 @@ fn fnv1a64(data: &[u8]) -> u64 {
 /// uses the CPU's SHA extensions when it has them. The GIL stays held: the
 /// caller's buffer must not change while it is read.
 #[pyfunction]
-fn sha256<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+fn sha256<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     use sha2::Digest;
-    let buffer = PyUntypedBuffer::get(data)
+    let buffer = exported(data)?
         .map_err(|_| PyTypeError::new_err("sha256 needs a bytes-like object (bytes, bytearray, memoryview)"))?;
     let bytes = contiguous_bytes(&buffer).ok_or_else(|| PyValueError::new_err("sha256 needs a C-contiguous buffer"))?;
     let _loans = Loans::take(&[("data", bytes.as_ptr() as usize, bytes.len(), false)])?;
     let digest = sha2::Sha256::digest(bytes);
-    Ok(PyBytes::new(py, &digest))
+    results::bytes(py, &digest)
 }
 
 /// XXH3-128 of each C-contiguous buffer in `buffers`, as 16-byte strings in
@@ -99,25 +99,26 @@ fn sha256<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py,
 /// and not SHA-256). The GIL is released; the caller's buffers must not change
 /// meanwhile (bob's do not: the core trains them only between two calls).
 #[pyfunction]
-fn xxh3_128_each<'py>(py: Python<'py>, buffers: Vec<Bound<'py, PyAny>>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
-    let held = buffers
-        .iter()
-        .map(|b| {
-            PyUntypedBuffer::get(b)
-                .map_err(|_| PyTypeError::new_err("xxh3_128_each needs bytes-like objects (bytes, bytearray, memoryview)"))
-        })
-        .collect::<PyResult<Vec<_>>>()?;
-    let slices = held
-        .iter()
-        .map(|b| contiguous_bytes(b).ok_or_else(|| PyValueError::new_err("xxh3_128_each needs C-contiguous buffers")))
-        .collect::<PyResult<Vec<&[u8]>>>()?;
-    let _loans = slices
-        .iter()
-        .map(|s| Loans::take(&[("a buffer", s.as_ptr() as usize, s.len(), false)]))
-        .collect::<PyResult<Vec<Loans>>>()?;
-    let digests: Vec<[u8; 16]> =
-        py.detach(|| slices.iter().map(|s| xxhash_rust::xxh3::xxh3_128(s).to_be_bytes()).collect());
-    Ok(digests.iter().map(|d| PyBytes::new(py, d)).collect())
+fn xxh3_128_each<'py>(py: Python<'py>, buffers: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    // (each Vec made fallibly, as every allocation the binding makes for its caller: Rust's own would abort)
+    let sequence = buffers.cast::<pyo3::types::PySequence>().ok().filter(|b| !b.is_instance_of::<PyString>());
+    let buffers = sequence.ok_or_else(|| PyTypeError::new_err("xxh3_128_each needs a sequence of bytes-like objects"))?;
+    let count = buffers.len()?;
+    let mut held = bob_core::try_vec(count, "the buffers").map_err(core_error)?;
+    let mut digests: Vec<[u8; 16]> = bob_core::try_vec(count, "the digests").map_err(core_error)?;
+    for k in 0..count {
+        held.push(exported(&buffers.get_item(k)?)?.map_err(|_| {
+            PyTypeError::new_err("xxh3_128_each needs bytes-like objects (bytes, bytearray, memoryview)")
+        })?);
+    }
+    let mut lent = bob_core::try_vec(count, "the buffers' loans").map_err(core_error)?;
+    for buffer in held.iter() {
+        let s = contiguous_bytes(buffer)
+            .ok_or_else(|| PyValueError::new_err("xxh3_128_each needs C-contiguous buffers"))?;
+        lent.push((s, Loans::take(&[("a buffer", s.as_ptr() as usize, s.len(), false)])?));
+    }
+    py.detach(|| digests.extend(lent.iter().map(|(s, _)| xxhash_rust::xxh3::xxh3_128(s).to_be_bytes())));
+    results::list(py, &digests, |py, d| results::bytes(py, d))
 }
 
 /// Fill the float32 buffer `p` in place with the seeded initialization (§6.1).
@@ -138,29 +139,42 @@ fn initialize(py: Python<'_>, p: &Bound<'_, PyAny>, seed: &Bound<'_, PyBytes>) -
     Ok(())
 }
 
-type Plane1<'py> = Bound<'py, PyArray1<f32>>;
-
 const _: () = assert!(bob_core::VOCABULARY == 256, "initial_planes' default vocabulary");
+
+/// `numpy.zeros`, looked up at the first call (bob-run's start-up does not import numpy) from names
+/// made fallibly: rust-numpy's constructors panic when Python has no memory, where a call of numpy's
+/// own raises its MemoryError.
+static NUMPY_ZEROS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// New float32 NumPy arrays P, M, V for a vocabulary of `vocabulary`: P
 /// seeded from `seed` (§6.1), M and V +0.0.
 #[pyfunction]
 // A literal default, so that the text signature (and `inspect.signature`)
-// shows it; the assertion below keeps it equal to the core's constant.
+// shows it; the assertion above keeps it equal to the core's constant.
 #[pyo3(signature = (seed, vocabulary = 256))]
-fn initial_planes<'py>(
-    py: Python<'py>,
-    seed: &Bound<'py, PyBytes>,
-    vocabulary: usize,
-) -> PyResult<(Plane1<'py>, Plane1<'py>, Plane1<'py>)> {
+fn initial_planes<'py>(py: Python<'py>, seed: &Bound<'py, PyBytes>, vocabulary: usize) -> PyResult<Bound<'py, PyAny>> {
     let count = vocabulary
         .checked_mul(vocabulary)
         .filter(|&c| c > 0)
         .ok_or_else(|| PyValueError::new_err(format!("vocabulary {vocabulary} gives no table")))?;
-    // Allocated here, fallibly: numpy's own constructors panic when it has no memory.
-    let (mut p, m, v) = (zeros(count, "P")?, zeros(count, "M")?, zeros(count, "V")?);
-    bob_core::initialize(&mut p, seed.as_bytes());
-    Ok((PyArray1::from_vec(py, p), PyArray1::from_vec(py, m), PyArray1::from_vec(py, v)))
+    let name = |name: &str| -> PyResult<Bound<'py, PyString>> { Ok(results::text(py, name)?.cast_into()?) };
+    let zeros =
+        NUMPY_ZEROS.get_or_try_init(py, || py.import(name("numpy")?)?.getattr(name("zeros")?).map(Bound::unbind))?;
+    let shape = results::tuple(py, [results::int(py, count as u64)?, name("float32")?.into_any()])?;
+    let shape = shape.cast_into::<PyTuple>()?;
+    let made = |what: &'static str| {
+        zeros.bind(py).call1(&shape).map_err(|err| match err.is_instance_of::<PyMemoryError>(py) {
+            true => core_error(bob_core::CoreError::OutOfMemory { what, count }), // (said as the core says it)
+            false => err,
+        })
+    };
+    let (p, m, v) = (made("P")?, made("M")?, made("V")?);
+    let lent = plane(&p, "P")?;
+    let loans = Loans::take(&[loan(&lent, "P", true)])?;
+    // SAFETY: `lent` holds P's buffer, made just now and seen by no other code, until after the call.
+    bob_core::initialize(unsafe { Lent(lent.ptr, lent.len).slice() }, seed.as_bytes());
+    drop((loans, lent));
+    results::tuple(py, [p, m, v])
 }
 
 /// Make `updates` AdamW updates in place on the float32 buffers
@@ -179,7 +193,7 @@ fn train<'py>(
     updates: u64,
     threads: usize,
     kernel: &str,
-) -> PyResult<Vec<f64>> {
+) -> PyResult<Bound<'py, PyAny>> {
     let ((p, m, v), (contexts, targets)) = (planes, pairs);
     let (p, m, v, contexts, targets) = (&p, &m, &v, &contexts, &targets);
     let kernel = kernel_named(kernel)?;
@@ -238,13 +252,20 @@ fn train<'py>(
         }
     }
     drop((loans, pp, mp, vp));
-    Ok(losses)
+    // (no memory for the list: said as memory that ran out after the last update)
+    let out_of_memory = || bob_core::CoreError::OutOfMemory { what: "losses", count: losses.len() };
+    results::list(py, &losses, |py, &loss| results::float(py, loss))
+        .map_err(|_| after_updates(py, out_of_memory(), done))
 }
 
 /// (token, validity) for each prompt word (contract §4); 0xFFFFFFFF is the
 /// empty prompt. P is any float32 buffer; read-only is fine.
 #[pyfunction]
-fn predict(p: &Bound<'_, PyAny>, prompt_words: &Bound<'_, PyAny>) -> PyResult<Vec<(u32, u32)>> {
+fn predict<'py>(
+    py: Python<'py>,
+    p: &Bound<'py, PyAny>,
+    prompt_words: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
     let prompt_words = words(prompt_words, "prompt_words")?;
     let p = plane_readable(p, "P")?;
     check_shape(&p, "P")?;
@@ -252,7 +273,10 @@ fn predict(p: &Bound<'_, PyAny>, prompt_words: &Bound<'_, PyAny>) -> PyResult<Ve
     // SAFETY: the buffer is held by `p` for this call, and no mutable
     // reference to it exists while the slice is read.
     let values = unsafe { Lent(p.ptr, p.len).slice_ref() };
-    bob_core::predict(values, &prompt_words).map_err(core_error)
+    let predictions = bob_core::predict(values, &prompt_words).map_err(core_error)?;
+    results::list(py, &predictions, |py, &(token, valid)| {
+        results::tuple(py, [results::int(py, token.into())?, results::int(py, valid.into())?])
+    })
 }
 
 /// The first reason the state P, M, V at `step` may not be resumed for
@@ -263,14 +287,15 @@ fn predict(p: &Bound<'_, PyAny>, prompt_words: &Bound<'_, PyAny>) -> PyResult<Ve
 /// is checked: one call for a checked copy.
 #[pyfunction]
 #[pyo3(signature = (p, m, v, step, updates, *, into = None))]
-fn resume_problem(
-    p: &Bound<'_, PyAny>,
-    m: &Bound<'_, PyAny>,
-    v: &Bound<'_, PyAny>,
+fn resume_problem<'py>(
+    py: Python<'py>,
+    p: &Bound<'py, PyAny>,
+    m: &Bound<'py, PyAny>,
+    v: &Bound<'py, PyAny>,
     step: u64,
     updates: u64,
-    into: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Option<(&'static str, &'static str, usize)>> {
+    into: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
     let (pp, mp, vp) = (plane_readable(p, "P")?, plane_readable(m, "M")?, plane_readable(v, "V")?);
     check_planes(&pp, &mp, &vp)?;
     let _loans = Loans::take(&[loan(&pp, "P", false), loan(&mp, "M", false), loan(&vp, "V", false)])?;
@@ -298,27 +323,32 @@ fn resume_problem(
             bob_core::copy_resumable_state(p, m, v, out, step, updates).map_err(core_error)?
         }
     };
-    Ok(problem.map(|problem| match problem {
-        StateProblem::NonFinite { plane, index, .. } => ("non_finite", plane, index),
-        StateProblem::NegativeSecondMoment { index, .. } => ("negative", "V", index),
-        StateProblem::MomentsAtStepZero { plane, index, .. } => ("moments_at_step_zero", plane, index),
-        StateProblem::NoRoomForUpdates { .. } => ("no_room", "", 0),
-    }))
+    let (check, plane, index) = match problem {
+        None => return Ok(py.None().into_bound(py)),
+        Some(StateProblem::NonFinite { plane, index, .. }) => ("non_finite", plane, index),
+        Some(StateProblem::NegativeSecondMoment { index, .. }) => ("negative", "V", index),
+        Some(StateProblem::MomentsAtStepZero { plane, index, .. }) => ("moments_at_step_zero", plane, index),
+        Some(StateProblem::NoRoomForUpdates { .. }) => ("no_room", "", 0),
+    };
+    results::tuple(py, [results::text(py, check)?, results::text(py, plane)?, results::int(py, index as u64)?])
 }
 
 /// The kernel `kernel` resolves to on this CPU ("avx512", "avx2" or
 /// "portable"; "scalar" only for "scalar" itself).
 #[pyfunction]
 #[pyo3(signature = (kernel = "auto"))]
-fn resolved_kernel(kernel: &str) -> PyResult<&'static str> {
-    Ok(kernel_named(kernel)?.resolve().name())
+fn resolved_kernel<'py>(py: Python<'py>, kernel: &str) -> PyResult<Bound<'py, PyAny>> {
+    results::text(py, kernel_named(kernel)?.resolve().name())
 }
 
 /// The kernels this CPU can run, by name: the scalar reference first, then
 /// the fast ones, narrowest instruction set first. "auto" is not listed.
 #[pyfunction]
-fn kernels() -> Vec<&'static str> {
-    Kernel::ALL.into_iter().filter(|k| k.is_available()).map(Kernel::name).collect()
+fn kernels(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    let available = Kernel::ALL.into_iter().filter(|k| k.is_available()).map(Kernel::name);
+    let mut names = bob_core::try_vec(Kernel::ALL.len(), "the kernels' names").map_err(core_error)?;
+    names.extend(available);
+    results::list(py, &names, |py, name| results::text(py, name))
 }
 
 /// Seconds per update of the fused-loop floor (`bob_core::floor`) at
@@ -328,14 +358,19 @@ fn kernels() -> Vec<&'static str> {
 /// against it in one process; not part of the API.
 #[pyfunction]
 #[pyo3(name = "_fused_loop_floor", signature = (threads, kernel = "auto", updates_in = 0))]
-fn fused_loop_floor(py: Python<'_>, threads: usize, kernel: &str, updates_in: u64) -> PyResult<f64> {
+fn fused_loop_floor<'py>(
+    py: Python<'py>,
+    threads: usize,
+    kernel: &str,
+    updates_in: u64,
+) -> PyResult<Bound<'py, PyAny>> {
     use bob_core::floor::{time, Floor, State, FLOOR_PASSES};
     let kernel = kernel_named(kernel)?;
     let timed = py.detach(move || {
         let state = State::new(bob_core::VOCABULARY, updates_in).map_err(core_error)?;
         time(kernel, Floor::FusedLoop, &state, threads).map_err(PyErr::from)
     });
-    Ok(timed?.as_secs_f64() / FLOOR_PASSES as f64)
+    results::float(py, timed?.as_secs_f64() / FLOOR_PASSES as f64)
 }
 
 /// bob's native core: the training math of contract §6 (bob-core) over

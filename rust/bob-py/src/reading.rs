@@ -5,7 +5,7 @@ use pyo3::buffer::PyUntypedBuffer;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::buffers::{extent, Loans};
+use crate::buffers::{exported, extent, Loans};
 
 /// Read loans on buffers (the planes P, M and V), held until the object is released (or leaves a `with` block): a
 /// `train` of them meanwhile, in another thread, is refused with `BufferError`, and so is taking them while
@@ -47,7 +47,7 @@ pub(crate) fn reading(planes: Option<&Bound<'_, PyDict>>) -> PyResult<Reading> {
     let (mut spans, mut exports) = (Vec::new(), Vec::new());
     for (name, obj) in planes.map(|d| d.iter().collect::<Vec<_>>()).unwrap_or_default() {
         let name: String = name.extract()?;
-        if let Ok(buffer) = PyUntypedBuffer::get(&obj) {
+        if let Ok(buffer) = exported(&obj)? {
             spans.push((name, extent(&buffer))); // (what is no buffer, a list, is never trained: no loan)
             exports.push(buffer);
         }
