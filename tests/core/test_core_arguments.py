@@ -174,9 +174,25 @@ p = _core.initial_planes(b"seed")[0]
 bad_v = np.full(65536, -1.0, np.float32)
 words = [k % 257 if k % 257 < 256 else 0xFFFFFFFF for k in range(300)]  # (made here: only the call allocates)
 buffers = [k.to_bytes(4, "little") for k in range(300)]
+def train():  # the losses and planes; a MemoryError's planes are as it says: as before, or after updates_done
+    planes = _core.initial_planes(b"s", vocabulary=2)
+    try:
+        losses = _core.train(planes, (b"\0\1", b"\1\0"), 0, 300)
+    except MemoryError as exc:
+        _testcapi.remove_mem_hooks()  # (the checks allocate)
+        done = getattr(exc, "updates_done", 0)
+        assert done == 0 or (done == 300 and "the planes hold the state after the 300 updates" in str(exc)), exc
+        assert [a.tobytes() for a in planes] == (trained if done else [a.tobytes() for a in fresh]), exc
+        raise
+    _testcapi.remove_mem_hooks()
+    return losses, [a.tobytes() for a in planes]
+
+
+fresh = _core.initial_planes(b"s", vocabulary=2)
+trained = train()[1]
 calls = {
     "predict": lambda: _core.predict(p, words),
-    "train": lambda: _core.train(_core.initial_planes(b"s", vocabulary=2), (b"\0\1", b"\1\0"), 0, 300),
+    "train": train,
     "xxh3_128_each": lambda: _core.xxh3_128_each(buffers),
     "initial_planes": lambda: [a.tobytes() for a in _core.initial_planes(b"seed", vocabulary=3)],
     "resume_problem": lambda: _core.resume_problem(p, p, bad_v, 1, 1),

@@ -253,7 +253,7 @@ fn train<'py>(
     }
     drop((loans, pp, mp, vp));
     // (no memory for the list: said as memory that ran out after the last update)
-    let out_of_memory = || bob_core::CoreError::OutOfMemory { what: "losses", count: losses.len() };
+    let out_of_memory = || bob_core::CoreError::OutOfMemory { what: "the losses", count: losses.len() };
     results::list(py, &losses, |py, &loss| results::float(py, loss))
         .map_err(|_| after_updates(py, out_of_memory(), done))
 }
