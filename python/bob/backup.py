@@ -7,6 +7,7 @@ import contextlib
 import os
 
 from bob.fileio import fsync_directory, temporary_name
+from bob.refusals import RESOURCE_ERRNOS, Refused, os_reason
 
 __all__ = ["Backup"]
 
@@ -39,10 +40,13 @@ class Backup:
         except OSError:  # a filesystem without hard links: keep a copy instead, on disk before the rename
             try:
                 self._copy(link)
-            except BaseException:  # (a full disk, a file size limit): no backup, and no part of one left
+            except BaseException as exc:  # (a full disk, a file size limit): no backup, and no part of one left
                 with contextlib.suppress(OSError):
                     os.unlink(self._name(link), dir_fd=directory)
-                raise
+                if not isinstance(exc, OSError) or exc.errno in RESOURCE_ERRNOS:  # (the process's: the runner's)
+                    raise
+                raise Refused(f"its old file could not be kept for a rollback (a copy, where a hard link failed: "
+                              f"{os_reason(exc)}); nothing was changed") from None
             self.copied = True
         self.link = link
 

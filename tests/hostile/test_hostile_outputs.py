@@ -559,6 +559,7 @@ def test_files_replaced_together_are_refused_when_two_name_one_file(work: Path) 
 def test_a_backup_copied_where_hard_links_fail_is_on_disk_before_it_is_needed(work: Path, monkeypatch) -> None:
     """On a filesystem without hard links the backup is a copy: fsynced, so a power loss after a rollback
     does not leave a truncated file where the old one was put back."""
+    from bob.commands import Refused
     from bob.commit import Backup
 
     (work / "pred.bin").write_bytes(b"old predictions")
@@ -633,6 +634,7 @@ def test_a_backup_copy_that_fails_leaves_no_part_of_itself(work: Path, monkeypat
     import errno
     import shutil
 
+    from bob.commands import Refused
     from bob.commit import Backup
 
     (work / "pred.bin").write_bytes(b"old predictions")
@@ -644,9 +646,29 @@ def test_a_backup_copy_that_fails_leaves_no_part_of_itself(work: Path, monkeypat
 
     monkeypatch.setattr(os, "link", lambda *a, **k: (_ for _ in ()).throw(PermissionError(1, "no hard links")))
     monkeypatch.setattr(shutil, "copyfileobj", cut_short)
-    with pytest.raises(OSError, match="too large"):
+    with pytest.raises(Refused, match=r"^its old file could not be kept for a rollback \(a copy, where a hard link "
+                       r"failed: file too large \(the file-size limit, .*\)\); nothing was changed$"):
         Backup(str(work / "pred.bin"))
     assert sorted(p.name for p in work.iterdir()) == ["pred.bin", "rec.bin"]
+
+
+def test_a_run_whose_backup_can_be_neither_linked_nor_copied_says_nothing_was_changed(work: Path, monkeypatch,
+                                                                                    capsys) -> None:
+    """A hard link refused and a full disk for the copy: the refusal named the file and the disk, not the outcome."""
+    import errno
+    import shutil
+
+    from bob.run import main
+
+    assert main(run_args(work)[1:]) == 0
+    before = sorted((p.name, p.read_bytes()) for p in work.iterdir())
+    capsys.readouterr()
+    monkeypatch.setattr(os, "link", lambda *a, **k: (_ for _ in ()).throw(PermissionError(1, "no hard links")))
+    monkeypatch.setattr(shutil, "copyfileobj", lambda *a: (_ for _ in ()).throw(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))))
+    assert main(run_args(work)[1:]) == 2
+    assert capsys.readouterr().err.endswith(": its old file could not be kept for a rollback (a copy, where a hard "
+                                            "link failed: no space left on device); nothing was changed\n")
+    assert sorted((p.name, p.read_bytes()) for p in work.iterdir()) == before
 
 
 @pytest.mark.parametrize("option", ["--predictions", "--checkpoint"])
