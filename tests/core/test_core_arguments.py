@@ -152,7 +152,7 @@ except Exception as exc:  # a MemoryError is an Exception: not pyo3's PanicExcep
 """
 
 
-@pytest.mark.parametrize("what, said", [("initial_planes", "no memory for P"), ("pairs", "no memory for the pairs"),
+@pytest.mark.parametrize("what, said", [("initial_planes", "Unable to allocate"), ("pairs", "no memory for the pairs"),
                                         ("prompt words", "no memory for prompt_words"),
                                         ("predictions", "no memory for the predictions")])
 def test_out_of_memory_in_the_binding_is_a_memory_error(what: str, said: str) -> None:
@@ -234,6 +234,36 @@ def test_a_result_python_has_no_memory_for_is_a_memory_error() -> None:
     assert list(raised) == ["predict", "train", "xxh3_128_each", "initial_planes", "resume_problem", "kernels",
                             "resolved_kernel", "fnv1a64", "sha256"]
     assert all(int(count) > 0 for count in raised.values()), raised  # each reached an allocation that failed
+
+
+def test_the_digests_take_each_buffer_a_sequence_yields_and_refuse_what_is_none() -> None:
+    """xxh3_128_each reads its sequence as pyo3's extraction of a Vec did: what iterating it yields (a len()
+    that says more is not believed), NumPy arrays of objects or of rows included; a str or a mapping is no
+    sequence of buffers. Made fallible, it had taken only lists and tuples."""
+    class Lying:
+        def __len__(self) -> int:
+            return 5
+
+        def __getitem__(self, k: int) -> bytes:
+            if k >= 2:
+                raise IndexError(k)
+            return b"abc"
+
+    abc = bob.core.xxh3_128_each([b"abc"])[0]
+    assert bob.core.xxh3_128_each(np.array([b"abc", b"abc"], dtype=object)) == [abc, abc]
+    assert bob.core.xxh3_128_each(np.frombuffer(b"abcabc", np.uint8).reshape(2, 3)) == [abc, abc]
+    assert bob.core.xxh3_128_each(Lying()) == [abc, abc]
+    assert bob.core.xxh3_128_each([b"abc"] * 40_000) == [abc] * 40_000  # (one loan for all: was quadratic)
+    for none in ("abc", {"a": b"abc"}, 5):
+        with pytest.raises(TypeError, match="^xxh3_128_each needs a sequence of bytes-like objects$"):
+            bob.core.xxh3_128_each(none)
+
+
+@pytest.mark.parametrize("vocabulary", [2**31, 2**32 - 1])
+def test_planes_past_any_memory_are_a_memory_error_naming_p(vocabulary: int) -> None:
+    """NumPy refuses such a size with a ValueError ("array is too big") before it allocates."""
+    with pytest.raises(MemoryError, match=r"^no memory for P \(\d+ values\); nothing was changed$"):
+        bob.core.initial_planes(vocabulary=vocabulary)
 
 
 def test_pairs_in_any_integer_container_are_read_as_values() -> None:

@@ -281,6 +281,11 @@ pub(crate) fn pair_words(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<u32
     )))
 }
 
+/// An empty Vec with room for `count` values, or MemoryError naming `what` (Rust's own allocation would abort).
+pub(crate) fn try_vec<T>(count: usize, what: &'static str) -> PyResult<Vec<T>> {
+    bob_core::try_vec(count, what).map_err(core_error)
+}
+
 /// A sequence of u32 words copied out into memory reserved first (MemoryError
 /// when there is none; an allocation of Rust's own would abort the process).
 pub(crate) fn words(obj: &Bound<'_, PyAny>, name: &'static str) -> PyResult<Vec<u32>> {

@@ -10,7 +10,7 @@ mod results;
 
 use buffers::{
     check_length, check_planes, check_shape, contiguous_bytes, exported, loan, overlaps, pair_words, plane,
-    plane_readable, words, Lent, Loans,
+    plane_readable, try_vec, words, Lent, Loans,
 };
 
 use bob_core::{Kernel, Options, StateProblem, BOB_V1_ADAMW};
@@ -48,10 +48,16 @@ fn after_updates(py: Python<'_>, err: bob_core::CoreError, done: u64) -> PyErr {
     if done == 0 || !memory {
         return core_error(err);
     }
-    let said = format!("the planes hold the state after the {done} updates made before it (updates_done)");
-    let err = PyMemoryError::new_err(err.to_string().replace("nothing was changed", &said));
+    let err_said = said_after_updates(&err, done);
+    let err = PyMemoryError::new_err(err_said);
     let _ = err.value(py).setattr("updates_done", done); // (its words say it too, if even that cannot be set)
     err
+}
+
+/// A core error's words, the planes holding the state after `done` updates where it says "nothing was changed".
+fn said_after_updates(err: &bob_core::CoreError, done: u64) -> String {
+    let said = format!("the planes hold the state after the {done} updates made before it (updates_done)");
+    err.to_string().replace("nothing was changed", &said)
 }
 
 fn kernel_named(name: &str) -> PyResult<Kernel> {
@@ -101,23 +107,27 @@ fn sha256<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py,
 #[pyfunction]
 fn xxh3_128_each<'py>(py: Python<'py>, buffers: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     // (each Vec made fallibly, as every allocation the binding makes for its caller: Rust's own would abort)
-    let sequence = buffers.cast::<pyo3::types::PySequence>().ok().filter(|b| !b.is_instance_of::<PyString>());
-    let buffers = sequence.ok_or_else(|| PyTypeError::new_err("xxh3_128_each needs a sequence of bytes-like objects"))?;
-    let count = buffers.len()?;
-    let mut held = bob_core::try_vec(count, "the buffers").map_err(core_error)?;
-    let mut digests: Vec<[u8; 16]> = bob_core::try_vec(count, "the digests").map_err(core_error)?;
-    for k in 0..count {
-        held.push(exported(&buffers.get_item(k)?)?.map_err(|_| {
+    // SAFETY: a live object. (What pyo3's extraction of a Vec took: a sequence, not a str; as many as it yields.)
+    if buffers.is_instance_of::<PyString>() || unsafe { pyo3::ffi::PySequence_Check(buffers.as_ptr()) } == 0 {
+        return Err(PyTypeError::new_err("xxh3_128_each needs a sequence of bytes-like objects"));
+    }
+    let mut held = try_vec(buffers.len().unwrap_or(0), "the buffers")?;
+    for item in buffers.try_iter()? {
+        let more = || core_error(bob_core::CoreError::OutOfMemory { what: "the buffers", count: usize::MAX });
+        held.try_reserve(1).map_err(|_| more())?;
+        held.push(exported(&item?)?.map_err(|_| {
             PyTypeError::new_err("xxh3_128_each needs bytes-like objects (bytes, bytearray, memoryview)")
         })?);
     }
-    let mut lent = bob_core::try_vec(count, "the buffers' loans").map_err(core_error)?;
+    let (mut slices, mut ranges) = (try_vec(held.len(), "the buffers")?, try_vec(held.len(), "the loans")?);
     for buffer in held.iter() {
         let s = contiguous_bytes(buffer)
             .ok_or_else(|| PyValueError::new_err("xxh3_128_each needs C-contiguous buffers"))?;
-        lent.push((s, Loans::take(&[("a buffer", s.as_ptr() as usize, s.len(), false)])?));
+        (slices.push(s), ranges.push(("a buffer", s.as_ptr() as usize, s.len(), false)));
     }
-    py.detach(|| digests.extend(lent.iter().map(|(s, _)| xxhash_rust::xxh3::xxh3_128(s).to_be_bytes())));
+    let _loans = Loans::take(&ranges)?; // (one call for all: the loans' list is scanned once)
+    let mut digests: Vec<[u8; 16]> = try_vec(held.len(), "the digests")?;
+    py.detach(|| digests.extend(slices.iter().map(|s| xxhash_rust::xxh3::xxh3_128(s).to_be_bytes())));
     results::list(py, &digests, |py, d| results::bytes(py, d))
 }
 
@@ -157,18 +167,17 @@ fn initial_planes<'py>(py: Python<'py>, seed: &Bound<'py, PyBytes>, vocabulary: 
         .checked_mul(vocabulary)
         .filter(|&c| c > 0)
         .ok_or_else(|| PyValueError::new_err(format!("vocabulary {vocabulary} gives no table")))?;
+    if count > isize::MAX as usize / std::mem::size_of::<f32>() {
+        // (numpy's own refusal of that size is a ValueError)
+        return Err(core_error(bob_core::CoreError::OutOfMemory { what: "P", count }));
+    }
     let name = |name: &str| -> PyResult<Bound<'py, PyString>> { Ok(results::text(py, name)?.cast_into()?) };
     let zeros =
         NUMPY_ZEROS.get_or_try_init(py, || py.import(name("numpy")?)?.getattr(name("zeros")?).map(Bound::unbind))?;
     let shape = results::tuple(py, [results::int(py, count as u64)?, name("float32")?.into_any()])?;
     let shape = shape.cast_into::<PyTuple>()?;
-    let made = |what: &'static str| {
-        zeros.bind(py).call1(&shape).map_err(|err| match err.is_instance_of::<PyMemoryError>(py) {
-            true => core_error(bob_core::CoreError::OutOfMemory { what, count }), // (said as the core says it)
-            false => err,
-        })
-    };
-    let (p, m, v) = (made("P")?, made("M")?, made("V")?);
+    let made = || zeros.bind(py).call1(&shape); // (numpy's MemoryError says the size it could not allocate)
+    let (p, m, v) = (made()?, made()?, made()?);
     let lent = plane(&p, "P")?;
     let loans = Loans::take(&[loan(&lent, "P", true)])?;
     // SAFETY: `lent` holds P's buffer, made just now and seen by no other code, until after the call.
@@ -213,6 +222,10 @@ fn train<'py>(
         // Refused whole, before the first chunk could change a value.
         return Err(core_error(bob_core::CoreError::StepOverflow { step, updates }));
     }
+    // No memory for the list of losses once the updates are made is said as their own MemoryError would be; made
+    // now, while nothing has changed, as Python may have no memory for it then.
+    let lost = bob_core::CoreError::OutOfMemory { what: "the losses", count: usize::try_from(updates).unwrap_or(0) };
+    let no_list = results::memory_error(py, &said_after_updates(&lost, updates), "updates_done", updates)?;
     let mut losses: Vec<f64> = Vec::new();
     losses.try_reserve_exact(usize::try_from(updates).unwrap_or(usize::MAX)).map_err(|_| {
         PyMemoryError::new_err(format!("no memory for the {updates} losses of {updates} updates; nothing was changed"))
@@ -252,10 +265,7 @@ fn train<'py>(
         }
     }
     drop((loans, pp, mp, vp));
-    // (no memory for the list: said as memory that ran out after the last update)
-    let out_of_memory = || bob_core::CoreError::OutOfMemory { what: "the losses", count: losses.len() };
-    results::list(py, &losses, |py, &loss| results::float(py, loss))
-        .map_err(|_| after_updates(py, out_of_memory(), done))
+    results::list(py, &losses, |py, &loss| results::float(py, loss)).map_err(|_| PyErr::from_value(no_list))
 }
 
 /// (token, validity) for each prompt word (contract §4); 0xFFFFFFFF is the

@@ -84,3 +84,23 @@ pub(crate) fn tuple<'py, const N: usize>(
     }
     Ok(made)
 }
+
+/// A MemoryError saying `message`, with `name` = `number` set on it, made now: to be raised later, where Python
+/// may have no memory left to make one (pyo3 builds the exceptions made in Rust as they are raised, and panics
+/// when it cannot).
+pub(crate) fn memory_error<'py>(
+    py: Python<'py>,
+    message: &str,
+    name: &str,
+    number: u64,
+) -> PyResult<Bound<'py, PyAny>> {
+    let args = tuple(py, [text(py, message)?])?;
+    // SAFETY: the type is CPython's; `args` a live tuple. A new reference or NULL with an exception set.
+    let made = owned(py, unsafe { ffi::PyObject_Call(ffi::PyExc_MemoryError, args.as_ptr(), std::ptr::null_mut()) })?;
+    let (name, number) = (text(py, name)?, int(py, number)?);
+    // SAFETY: three live objects; -1 with an exception set when it fails.
+    if unsafe { ffi::PyObject_SetAttr(made.as_ptr(), name.as_ptr(), number.as_ptr()) } != 0 {
+        return Err(PyErr::fetch(py));
+    }
+    Ok(made)
+}
