@@ -30,7 +30,7 @@ import os
 import sys
 
 from bob.options import count_option, integer_option, number_option, seconds_option, shown_argv, answered, \
-    with_unknown_words, command_of, given_before_dashes
+    with_unknown_words, command_of, given_before_dashes, flag_read, leftover
 from bob.refusals import EXIT_BUSY, EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED, EXIT_SOFTWARE, \
     EXIT_UNEXPECTED, RESOURCE_ERRNOS, Refused, os_reason, the_machine_ran_out
 from bob.text import emit, json_text, note, show_path, tolerant_streams
@@ -154,13 +154,10 @@ def argument_parser(*, epilog: str | None = None, **kwargs: Any) -> "argparse.Ar
                 choices = ", ".join(map(repr, action.choices))
                 raise argparse.ArgumentError(action, f"invalid choice: '{value}' (choose from {choices})")
 
-        def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
-            parsed, extras = super().parse_known_args(args, namespace)
-            return parsed, extras[1:] if extras[:1] == ["--"] else extras  # the options' end no positional took
-
         def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
             parsed, extras = self.parse_known_args(args, namespace)
-            if extras:  # words left over: refused by the subcommand that was given them, its help named
+            # words left over: refused by the subcommand that was given them, its help named
+            if extras := leftover(sys.argv[1:] if args is None else list(args), extras):
                 subs = [a for a in self._actions if isinstance(a, argparse._SubParsersAction)]
                 chosen = subs[0].choices.get(getattr(parsed, subs[0].dest, None) or "") if subs else None
                 (chosen or self).error(f"unrecognized arguments: {' '.join(extras)}")
@@ -351,6 +348,7 @@ def _run(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]", work:
                 except Answered as asked:  # (not if a word before --help or --version is unknown)
                     args = answered(parser, argv, asked)
                 except Refused as exc:  # argparse names missing arguments first: the unknown ones beside them
+                    as_json = read if (read := flag_read(parser, argv, "json")) is not None else as_json
                     raise with_unknown_words(parser, argv, exc) from None
             if isinstance(args, Answered):
                 outcome = args.outcome

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["number_option", "seconds_option", "integer_option", "count_option", "checked_text", "hex_bytes", "MOST_ULP",
            "MOST_ATOL", "shown_argv", "with_unknown_words", "answered", "ANSWERING",
-           "command_of", "given_before_dashes"]
+           "command_of", "given_before_dashes", "flag_read", "leftover"]
 
 ANSWERING = ("-h", "--help", "--version")  # the options a command answers, whatever else its command line asks
 
@@ -158,9 +158,27 @@ def answered(parser: "argparse.ArgumentParser", argv: "list[str]", answer: "T") 
 
 def _unknown_words(parser: "argparse.ArgumentParser", argv: "list[str]") -> "list[str]":
     """What argparse leaves of ``argv`` once nothing is required (a word a REMAINDER takes is never one)."""
-    with _nothing_required(parser), contextlib.suppress(Refused):
-        return list(parser.parse_known_args(argv)[1])
-    return []
+    read = _read_leniently(parser, argv)
+    return [] if read is None else leftover(argv, read[1])
+
+
+def leftover(argv: "list[str]", extras: "list[str]") -> "list[str]":
+    """The words argparse left of ``argv``, but for its options' end: the first ``--``, left only where no
+    positional came to take what follows it (every ``--`` of ``argv`` is among them)."""
+    return extras[1:] if extras[:1] == ["--"] and extras.count("--") == argv.count("--") else extras
+
+
+def flag_read(parser: "argparse.ArgumentParser", argv: "list[str]", dest: str) -> "bool | None":
+    """Whether the parser, reading ``argv`` with nothing required, sets the flag ``dest`` (``json``: a usage error's
+    envelope, not a ``--json`` inside bob-fuzz check's reader command); None if it cannot read it even so."""
+    read = _read_leniently(parser, argv)
+    return None if read is None else bool(getattr(read[0], dest, False))
+
+
+def _read_leniently(parser: "argparse.ArgumentParser", argv: "list[str]") -> "tuple[Any, list[str]] | None":
+    with _nothing_required(parser), contextlib.suppress(Refused, SystemExit):  # (SystemExit: --help, --version)
+        return parser.parse_known_args(argv)
+    return None
 
 
 @contextlib.contextmanager

@@ -5,17 +5,17 @@
 #![deny(missing_docs)]
 
 mod buffers;
+mod digests;
 mod reading;
 mod results;
 
 use buffers::{
-    check_length, check_planes, check_shape, contiguous_bytes, exported, loan, overlaps, pair_words, plane,
-    plane_readable, try_vec, words, Lent, Loans,
+    check_length, check_planes, check_shape, loan, overlaps, pair_words, plane, plane_readable, words, Lent, Loans,
 };
 
 use bob_core::{Kernel, Options, StateProblem, BOB_V1_ADAMW};
 use pyo3::create_exception;
-use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyString, PyTuple};
@@ -81,54 +81,6 @@ fn in_default_environment(function: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
 #[pyfunction]
 fn fnv1a64<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     results::int(py, bob_core::fnv1a64(data))
-}
-
-/// SHA-256 of any C-contiguous buffer (bytes, bytearray, a memoryview of
-/// one), as 32 bytes. bob-run's fast path hashes with this instead of
-/// `hashlib`, whose import loads OpenSSL (a tenth of a run); the `sha2` crate
-/// uses the CPU's SHA extensions when it has them. The GIL stays held: the
-/// caller's buffer must not change while it is read.
-#[pyfunction]
-fn sha256<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    use sha2::Digest;
-    let buffer = exported(data)?
-        .map_err(|_| PyTypeError::new_err("sha256 needs a bytes-like object (bytes, bytearray, memoryview)"))?;
-    let bytes = contiguous_bytes(&buffer).ok_or_else(|| PyValueError::new_err("sha256 needs a C-contiguous buffer"))?;
-    let _loans = Loans::take(&[("data", bytes.as_ptr() as usize, bytes.len(), false)])?;
-    let digest = sha2::Sha256::digest(bytes);
-    results::bytes(py, &digest)
-}
-
-/// XXH3-128 of each C-contiguous buffer in `buffers`, as 16-byte strings in
-/// order (xxHash's canonical form: the 128-bit value big-endian): the planes
-/// after each update of a traced run (formats/trace.md says why this digest
-/// and not SHA-256). The GIL is released; the caller's buffers must not change
-/// meanwhile (bob's do not: the core trains them only between two calls).
-#[pyfunction]
-fn xxh3_128_each<'py>(py: Python<'py>, buffers: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    // (each Vec made fallibly, as every allocation the binding makes for its caller: Rust's own would abort)
-    // SAFETY: a live object. (What pyo3's extraction of a Vec took: a sequence, not a str; as many as it yields.)
-    if buffers.is_instance_of::<PyString>() || unsafe { pyo3::ffi::PySequence_Check(buffers.as_ptr()) } == 0 {
-        return Err(PyTypeError::new_err("xxh3_128_each needs a sequence of bytes-like objects"));
-    }
-    let mut held = try_vec(buffers.len().unwrap_or(0), "the buffers")?;
-    for item in buffers.try_iter()? {
-        let more = || core_error(bob_core::CoreError::OutOfMemory { what: "the buffers", count: usize::MAX });
-        held.try_reserve(1).map_err(|_| more())?;
-        held.push(exported(&item?)?.map_err(|_| {
-            PyTypeError::new_err("xxh3_128_each needs bytes-like objects (bytes, bytearray, memoryview)")
-        })?);
-    }
-    let (mut slices, mut ranges) = (try_vec(held.len(), "the buffers")?, try_vec(held.len(), "the loans")?);
-    for buffer in held.iter() {
-        let s = contiguous_bytes(buffer)
-            .ok_or_else(|| PyValueError::new_err("xxh3_128_each needs C-contiguous buffers"))?;
-        (slices.push(s), ranges.push(("a buffer", s.as_ptr() as usize, s.len(), false)));
-    }
-    let _loans = Loans::take(&ranges)?; // (one call for all: the loans' list is scanned once)
-    let mut digests: Vec<[u8; 16]> = try_vec(held.len(), "the digests")?;
-    py.detach(|| digests.extend(slices.iter().map(|s| xxhash_rust::xxh3::xxh3_128(s).to_be_bytes())));
-    results::list(py, &digests, |py, d| results::bytes(py, d))
 }
 
 /// Fill the float32 buffer `p` in place with the seeded initialization (§6.1).
@@ -392,8 +344,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("UPDATES_PER_INVOCATION", bob_core::UPDATES_PER_INVOCATION)?;
     m.add_function(wrap_pyfunction!(fnv1a64, m)?)?;
     m.add_function(wrap_pyfunction!(in_default_environment, m)?)?;
-    m.add_function(wrap_pyfunction!(sha256, m)?)?;
-    m.add_function(wrap_pyfunction!(xxh3_128_each, m)?)?;
+    m.add_function(wrap_pyfunction!(digests::sha256, m)?)?;
+    m.add_function(wrap_pyfunction!(digests::xxh3_128_each, m)?)?;
     m.add_function(wrap_pyfunction!(initialize, m)?)?;
     m.add_function(wrap_pyfunction!(initial_planes, m)?)?;
     m.add_function(wrap_pyfunction!(resume_problem, m)?)?;
