@@ -15,13 +15,16 @@ torch tensor) is taken through a NumPy view of its memory
 (:mod:`bob.arrays`): training a CPU float32 tensor trains it in place.
 NumPy comes in only for the functions that make or convert arrays.
 
-Memory the binding allocates for its caller (the planes of
-:func:`initial_planes`, the pairs of :func:`train`, the words and the
-predictions of :func:`predict`) is reserved before use: when the allocator has
-none (``ulimit -v``, more than the address space), the call raises
-``MemoryError`` with nothing changed, never a panic (a long :func:`train`,
-made in chunks, that runs out after its first: with ``updates_done``, as a
-Ctrl-C's). A kernel that overcommits (Linux's default) may grant more than
+Memory the binding allocates for its caller (the pairs of :func:`train`, the
+words and the predictions of :func:`predict`, the planes of :func:`initial_planes`,
+by ``numpy.zeros``) is reserved before use, and what it returns (a list of
+predictions, losses or digests, the planes) is made with Python's memory by
+CPython's constructors: when either has none (``ulimit -v``, more than the
+address space), the call raises ``MemoryError`` with nothing changed, never a
+panic. A :func:`train` that runs out after its first chunk of updates, or has
+no memory for its list of losses once they are made, raises it with
+``updates_done`` (as a Ctrl-C's): the planes hold the state after those updates.
+A kernel that overcommits (Linux's default) may grant more than
 there is and end the process when the pages are first written
 (``initial_planes`` of a vocabulary in the tens of thousands asks for tens of
 GiB), as it would any program's.

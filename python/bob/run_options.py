@@ -85,7 +85,7 @@ def quick_args(argv: list[str]) -> "QuickArgs | None":
             if not items:
                 return None
             value = items.pop(0)
-        if value.startswith("-") and key != "wait":
+        if value.startswith("--") or (value.startswith("-") and key != "wait"):  # (--wait --json: argparse's)
             return None
         values[key] = value
     if None in (values["input"], values["checkpoint"], values["predictions"]):

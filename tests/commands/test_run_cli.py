@@ -104,6 +104,15 @@ def test_python_dash_m_runs_the_same_commands(tmp_path: Path) -> None:
     assert sha(tmp_path / "ck.bin") == CKPT_SHA_10
 
 
+@pytest.mark.parametrize("flag", ["--json", "--debug"])
+def test_an_option_of_bob_s_after_wait_is_no_value_of_it(work: Path, flag: str) -> None:
+    """bob-run's fast reading took ``--wait --json`` for a wait of "--json": the refusal was text, where
+    argparse's reading of the same line says the option has no value, in the envelope asked for."""
+    out = run(work, "--wait", flag, check=2)
+    assert "--wait: usage: expected one argument" in out.stderr
+    assert (json.loads(out.stdout)["error"]["option"] == "--wait") if flag == "--json" else out.stdout == ""
+
+
 def test_empty_checkpoint_file_is_a_fresh_run(work: Path) -> None:
     (work / "ck.bin").write_bytes(b"")
     run(work)

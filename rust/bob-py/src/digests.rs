@@ -36,10 +36,11 @@ pub(crate) fn xxh3_128_each<'py>(py: Python<'py>, buffers: &Bound<'py, PyAny>) -
     if buffers.is_instance_of::<PyString>() || unsafe { pyo3::ffi::PySequence_Check(buffers.as_ptr()) } == 0 {
         return Err(PyTypeError::new_err("xxh3_128_each needs a sequence of bytes-like objects"));
     }
-    let mut held = try_vec(buffers.len().unwrap_or(0), "the buffers")?;
+    // (room for what len() says, up to a bound: a len() that says more than the sequence yields is not believed)
+    let mut held = try_vec(buffers.len().unwrap_or(0).min(1 << 16), "the buffers")?;
     for item in buffers.try_iter()? {
-        let more = || core_error(bob_core::CoreError::OutOfMemory { what: "the buffers", count: usize::MAX });
-        held.try_reserve(1).map_err(|_| more())?;
+        let more = |count| core_error(bob_core::CoreError::OutOfMemory { what: "the buffers", count });
+        held.try_reserve(1).map_err(|_| more(held.len() + 1))?;
         held.push(exported(&item?)?.map_err(|_| {
             PyTypeError::new_err("xxh3_128_each needs bytes-like objects (bytes, bytearray, memoryview)")
         })?);

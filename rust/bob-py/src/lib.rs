@@ -48,10 +48,11 @@ fn after_updates(py: Python<'_>, err: bob_core::CoreError, done: u64) -> PyErr {
     if done == 0 || !memory {
         return core_error(err);
     }
-    let err_said = said_after_updates(&err, done);
-    let err = PyMemoryError::new_err(err_said);
-    let _ = err.value(py).setattr("updates_done", done); // (its words say it too, if even that cannot be set)
-    err
+    // (made by CPython's constructors: pyo3's own, when it raises one, panics if Python has no memory either)
+    match results::memory_error(py, &said_after_updates(&err, done), "updates_done", done) {
+        Ok(made) => PyErr::from_value(made),
+        Err(bare) => bare, // (Python's own MemoryError: no memory to say more)
+    }
 }
 
 /// A core error's words, the planes holding the state after `done` updates where it says "nothing was changed".
