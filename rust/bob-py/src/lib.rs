@@ -308,10 +308,8 @@ fn resolved_kernel<'py>(py: Python<'py>, kernel: &str) -> PyResult<Bound<'py, Py
 /// the fast ones, narrowest instruction set first. "auto" is not listed.
 #[pyfunction]
 fn kernels(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    let available = Kernel::ALL.into_iter().filter(|k| k.is_available()).map(Kernel::name);
-    let mut names = bob_core::try_vec(Kernel::ALL.len(), "the kernels' names").map_err(core_error)?;
-    names.extend(available);
-    results::list(py, &names, |py, name| results::text(py, name))
+    let names: Vec<&str> = Kernel::ALL.into_iter().filter(|k| k.is_available()).map(Kernel::name).collect();
+    results::list(py, &names, |py, name| results::text(py, name)) // (at most five: no reservation of its own)
 }
 
 /// Seconds per update of the fused-loop floor (`bob_core::floor`) at

@@ -13,9 +13,15 @@ fn owned<'py>(py: Python<'py>, ptr: *mut ffi::PyObject) -> PyResult<Bound<'py, P
     unsafe { Bound::from_owned_ptr_or_err(py, ptr) }
 }
 
+/// A Rust length as CPython's: a slice of values that are not zero-sized holds at most isize::MAX bytes,
+/// so its length always fits.
+fn slots(len: usize) -> ffi::Py_ssize_t {
+    len as ffi::Py_ssize_t
+}
+
 /// `item` put into slot `k` of the new list or tuple `into` (the slot taking its reference).
 fn put(py: Python<'_>, into: &Bound<'_, PyAny>, k: usize, item: Bound<'_, PyAny>, tuple: bool) -> PyResult<()> {
-    let k = k as ffi::Py_ssize_t; // (k < the length it was made with, itself a Py_ssize_t)
+    let k = slots(k); // (below the length it was made with)
     // SAFETY: `into` is a list (or tuple) just made with more than `k` slots, seen by no other code;
     // SetItem steals `item`'s reference, also on failure.
     let failed = unsafe {
@@ -37,9 +43,9 @@ pub(crate) fn list<'py, T>(
     items: &[T],
     make: impl Fn(Python<'py>, &T) -> PyResult<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let len = ffi::Py_ssize_t::try_from(items.len()).map_err(|_| pyo3::exceptions::PyMemoryError::new_err(""))?;
-    // SAFETY: PyList_New returns a new list of `len` empty slots, or NULL with MemoryError set.
-    let made = owned(py, unsafe { ffi::PyList_New(len) })?; // (dropped part-filled: its empty slots are skipped)
+    // SAFETY: PyList_New returns a new list of that many empty slots, or NULL with MemoryError set.
+    // (Dropped part-filled, on a later failure: its empty slots are skipped.)
+    let made = owned(py, unsafe { ffi::PyList_New(slots(items.len())) })?;
     for (k, item) in items.iter().enumerate() {
         put(py, &made, k, make(py, item)?, false)?;
     }
@@ -60,16 +66,14 @@ pub(crate) fn float(py: Python<'_>, value: f64) -> PyResult<Bound<'_, PyAny>> {
 
 /// The bytes `value`.
 pub(crate) fn bytes<'py>(py: Python<'py>, value: &[u8]) -> PyResult<Bound<'py, PyAny>> {
-    let len = ffi::Py_ssize_t::try_from(value.len()).map_err(|_| pyo3::exceptions::PyMemoryError::new_err(""))?;
-    // SAFETY: `value` is `len` readable bytes, copied by the constructor; as `int` otherwise.
-    owned(py, unsafe { ffi::PyBytes_FromStringAndSize(value.as_ptr().cast::<c_char>(), len) })
+    // SAFETY: `value` is that many readable bytes, copied by the constructor; as `int` otherwise.
+    owned(py, unsafe { ffi::PyBytes_FromStringAndSize(value.as_ptr().cast::<c_char>(), slots(value.len())) })
 }
 
 /// The str `value`.
 pub(crate) fn text<'py>(py: Python<'py>, value: &str) -> PyResult<Bound<'py, PyAny>> {
-    let len = ffi::Py_ssize_t::try_from(value.len()).map_err(|_| pyo3::exceptions::PyMemoryError::new_err(""))?;
-    // SAFETY: `value` is `len` bytes of UTF-8, copied by the constructor; as `int` otherwise.
-    owned(py, unsafe { ffi::PyUnicode_FromStringAndSize(value.as_ptr().cast::<c_char>(), len) })
+    // SAFETY: `value` is that many bytes of UTF-8, copied by the constructor; as `int` otherwise.
+    owned(py, unsafe { ffi::PyUnicode_FromStringAndSize(value.as_ptr().cast::<c_char>(), slots(value.len())) })
 }
 
 /// The tuple of `items`, made already.
@@ -78,7 +82,7 @@ pub(crate) fn tuple<'py, const N: usize>(
     items: [Bound<'py, PyAny>; N],
 ) -> PyResult<Bound<'py, PyAny>> {
     // SAFETY: PyTuple_New returns a new tuple of N empty slots, or NULL with MemoryError set.
-    let made = owned(py, unsafe { ffi::PyTuple_New(N as ffi::Py_ssize_t) })?;
+    let made = owned(py, unsafe { ffi::PyTuple_New(slots(N)) })?;
     for (k, item) in items.into_iter().enumerate() {
         put(py, &made, k, item, true)?;
     }
