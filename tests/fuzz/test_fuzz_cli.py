@@ -380,8 +380,8 @@ def test_a_json_in_the_readers_command_is_the_readers_even_without_dashes(corpus
     code = main(["check", "--format", "predictions", "--corpus", str(corpus), "sh", "-c", "exit 0", "--json", "{}"])
     out = capsys.readouterr().out
     assert code == 1 and out.startswith("bob-fuzz check predictions: sh -c 'exit 0' --json ") and "{\"" not in out
-    assert main(["check", "--format", "predictions", "--corpus", str(corpus), "--json", "sh", "-c", "exit 0", "{}"]) == 1
-    assert json.loads(capsys.readouterr().out)["reader"] == "sh -c 'exit 0' '{}'"
+    code = main(["check", "--format", "predictions", "--corpus", str(corpus), "--json", "sh", "-c", "exit 0", "{}"])
+    assert code == 1 and json.loads(capsys.readouterr().out)["reader"] == "sh -c 'exit 0' '{}'"
     # refused for a missing option: the reader's --json is still the reader's
     assert main(["check", "sh", "--json", "{}"]) == 2 and capsys.readouterr().out == ""  # (no --format)
 

@@ -664,7 +664,8 @@ def test_a_run_whose_backup_can_be_neither_linked_nor_copied_says_nothing_was_ch
     before = sorted((p.name, p.read_bytes()) for p in work.iterdir())
     capsys.readouterr()
     monkeypatch.setattr(os, "link", lambda *a, **k: (_ for _ in ()).throw(PermissionError(1, "no hard links")))
-    monkeypatch.setattr(shutil, "copyfileobj", lambda *a: (_ for _ in ()).throw(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))))
+    full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(shutil, "copyfileobj", lambda *a: (_ for _ in ()).throw(full))
     assert main(run_args(work)[1:]) == 2
     assert capsys.readouterr().err.endswith(": its old file could not be kept for a rollback (a copy, where a hard "
                                             "link failed: no space left on device); nothing was changed\n")
