@@ -141,3 +141,27 @@ def test_the_plot_extra_s_check_leaves_a_library_caller_s_backend_as_it_was(tmp_
             f"'--heatmap', {str(tmp_path / 'h.png')!r}]); print(matplotlib.get_backend(), 'matplotlib.pyplot' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.split()[-2:] == ["svg", "False"] and (tmp_path / "h.png").exists(), out.stderr
+
+
+def test_version_and_help_answer_where_numpy_does_not_import(tmp_path):
+    """A NumPy that raises as it is imported ended ``--version`` and ``--help`` with exit 70 on four of the five
+    commands (bob-run excepted): the runner loaded it before reading the command line. Any work still needs it."""
+    broken = tmp_path / "site" / "numpy"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("raise ImportError('this NumPy does not import')\n")
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path / 'site'}{os.pathsep}{PACKAGE.parent}"}
+
+    def bob(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "bob", *argv], capture_output=True, text=True, env=env,
+                              timeout=120)
+
+    for command in ("run", "fixture", "inspect", "qualify", "fuzz"):
+        out = bob(command, "--version")
+        assert (out.returncode, out.stdout) == (0, f"bob-{command} 0.1.0\n"), out.stderr
+        out = bob(command, "--help")
+        assert out.returncode == 0 and out.stdout.startswith(f"usage: bob-{command}"), out.stderr
+    out = bob("inspect", "checkpoint", str(tmp_path / "missing.bin"), "--json")
+    assert out.returncode == 70 and json.loads(out.stdout)["error"]["message"] == "this NumPy does not import"
+    assert out.stderr == "bob-inspect: this NumPy does not import\n"
+    out = bob("inspect", "checkpoint")  # (the user's mistake first)
+    assert out.returncode == 2 and "required: FILE" in out.stderr

@@ -285,7 +285,7 @@ def run_command(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]"
     whose code is :data:`EXIT_UNEXPECTED` (where exit 1 means "found something", unexpected has a code of
     its own) or that the machine's shortage is behind (:func:`bob.refusals.the_machine_ran_out`: its words
     kept). NumPy is loaded first (:func:`bob.failures.load_numpy`) unless ``numpy`` is false (bob-run's
-    start-up). ``subcommands`` (name or alias -> name) names the ``command`` key. ``quick(argv)`` reads
+    start-up); one that does not import is reported once the command line is read (``--version`` needs none). ``subcommands`` (name or alias -> name) names the ``command`` key. ``quick(argv)`` reads
     the common command lines without the parser (bob-run's start-up); it returns None for anything else.
 
     SIGTERM and SIGHUP end every command as Ctrl-C does (:func:`bob.signals.install`, until it returns):
@@ -338,8 +338,12 @@ def _run(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]", work:
     try:
         # NumPy's BLAS must not end the process itself; loaded before the script's hold on the signals is
         # released, so that a Ctrl-C is never lost inside NumPy's import (its ImportError).
-        if numpy:
-            load_numpy()
+        numpy_failed = None
+        try:
+            if numpy:
+                load_numpy()
+        except ImportError as exc:  # --version and --help answer without it; a usage error is the user's first
+            numpy_failed = exc
         with signals.Reporting():
             args = quick(argv) if quick is not None else None
             if args is None:
@@ -357,6 +361,8 @@ def _run(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]", work:
                 args.json = as_json = bool(getattr(args, "json", False))
                 args.debug = debug = bool(getattr(args, "debug", False))
                 last_words.document = last_words.document if as_json else b""
+                if numpy_failed is not None:
+                    raise numpy_failed
                 outcome = work(args)
     except Refused as exc:
         return refuse(exc)
