@@ -30,7 +30,7 @@ import os
 import sys
 
 from bob.options import count_option, integer_option, number_option, seconds_option, shown_argv, answered, \
-    with_unknown_words, command_of, given_before_dashes, flag_read, leftover
+    with_unknown_words, command_of, given_before_dashes, flag_read, leftover, subcommand_first
 from bob.refusals import EXIT_BUSY, EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED, EXIT_SOFTWARE, \
     EXIT_UNEXPECTED, RESOURCE_ERRNOS, Refused, os_reason, the_machine_ran_out
 from bob.text import emit, json_text, note, show_path, tolerant_streams
@@ -311,14 +311,13 @@ def _run(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]", work:
          argv: "list[str] | None", unexpected_code: int, interrupted: str, subcommands: "dict[str, str] | None",
          quick: "Callable[[list[str]], Any] | None", numpy: bool) -> int:
     from bob import signals
-    from bob.failures import LastWords, load_numpy, out_of_memory
+    from bob.failures import LastWords, numpy_import_error, out_of_memory
 
     tolerant_streams()
-    argv = sys.argv[1:] if argv is None else list(argv)
+    argv = subcommand_first(sys.argv[1:] if argv is None else list(argv), subcommands)
     as_json, debug = given_before_dashes(argv, "--json"), given_before_dashes(argv, "--debug")
     name = command_of(prog, argv, subcommands)
     last_words = LastWords(prog, name, unexpected_code, as_json)  # out of memory: reported without allocating
-
     args: Any = None
 
     def named() -> str:  # the command key, once the work has named its subcommand (bob-inspect FILE's kind)
@@ -336,14 +335,7 @@ def _run(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]", work:
         return refuse(Refused(said, code=getattr(exc, "exit_code", EXIT_INTERRUPTED)))
 
     try:
-        # NumPy's BLAS must not end the process itself; loaded before the script's hold on the signals is
-        # released, so that a Ctrl-C is never lost inside NumPy's import (its ImportError).
-        numpy_failed = None
-        try:
-            if numpy:
-                load_numpy()
-        except ImportError as exc:  # --version and --help answer without it; a usage error is the user's first
-            numpy_failed = exc
+        numpy_failed = numpy_import_error() if numpy else None  # (its BLAS must not end the process itself)
         with signals.Reporting():
             args = quick(argv) if quick is not None else None
             if args is None:

@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Callable, Iterator
 
 __all__ = ["OUT_OF_MEMORY", "NUMPY_HEADROOM", "DRAWING_HEADROOM", "LastWords", "load_numpy", "room_to_load",
-           "out_of_memory", "drawing"]
+           "out_of_memory", "drawing", "numpy_import_error"]
 
 OUT_OF_MEMORY = "out of memory"  # the message's start: a parent reading a child's --json tells it by this
 # NumPy and one OpenBLAS thread's buffers take about 80 MiB of address space as they load (one more
@@ -168,3 +168,14 @@ def load_numpy() -> None:
     finally:
         if unset:
             del os.environ["OPENBLAS_NUM_THREADS"]
+
+
+def numpy_import_error() -> "ImportError | None":
+    """:func:`load_numpy`, a NumPy that does not import returned, not raised: the runner loads NumPy before the
+    script's hold on the signals is released (a Ctrl-C is never lost inside its import) and raises this only once
+    the command line asks for work (``--version`` and ``--help`` answer without NumPy, a usage error comes first)."""
+    try:
+        load_numpy()
+    except ImportError as exc:
+        return exc
+    return None

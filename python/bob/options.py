@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["number_option", "seconds_option", "integer_option", "count_option", "checked_text", "hex_bytes", "MOST_ULP",
            "MOST_ATOL", "shown_argv", "with_unknown_words", "answered", "ANSWERING",
-           "command_of", "given_before_dashes", "flag_read", "leftover"]
+           "command_of", "given_before_dashes", "flag_read", "leftover", "subcommand_first"]
 
 ANSWERING = ("-h", "--help", "--version")  # the options a command answers, whatever else its command line asks
 
@@ -209,6 +209,16 @@ def given_before_dashes(argv: "list[str]", name: str) -> bool:
     """Whether ``name`` is a word of ``argv`` before its ``--`` (the options' end), if any: what a command
     line says before its parser has read it (``--json`` for a usage error's envelope)."""
     return name in argv[: argv.index("--")] if "--" in argv else name in argv
+
+
+def subcommand_first(argv: "list[str]", subcommands: "dict[str, str] | None") -> "list[str]":
+    """``argv`` with a ``--`` given before the subcommand moved after it (``bob-fuzz -- targets``: the options end,
+    the first word left is the subcommand, and what follows it stays operands). argparse took the ``--`` for it."""
+    end = argv.index("--") if subcommands and "--" in argv else -1
+    if 0 <= end < len(argv) - 1 and argv[end + 1] in (subcommands or {}) and \
+            all(word.startswith("-") and word != "-" for word in argv[:end]):  # (no subcommand given before it)
+        return [*argv[:end], argv[end + 1], "--", *argv[end + 2:]]
+    return argv
 
 
 def command_of(prog: str, argv: "list[str]", subcommands: "dict[str, str] | None") -> str:

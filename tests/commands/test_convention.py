@@ -239,6 +239,18 @@ def test_success_as_text_and_as_json(command, prog, argv, code, work, capsys) ->
         assert call(prog, [*args, "--", "--"], capsys)[0] == 2 or command == "bob-inspect schema"  # (a kind "--")
 
 
+def test_a_subcommand_after_dashes_is_the_subcommand(capsys) -> None:
+    """``bob-fuzz -- targets``: the options end, and the first word left names the subcommand (argparse took the
+    ``--`` for it: "invalid choice: '--'"). To bob-inspect, whose FILE may come first, that word is a FILE."""
+    assert call("bob-fuzz", ["--", "targets"], capsys)[:2] == call("bob-fuzz", ["targets"], capsys)[:2]
+    rc, out, _ = call("bob-fuzz", ["--json", "--", "targets"], capsys)
+    assert rc == 0 and json.loads(out)["command"] == "bob-fuzz targets"
+    rc, _, err = call("bob-fuzz", ["--", "targets", "--json"], capsys)  # (an operand: targets takes none)
+    assert rc == 2 and "unrecognized arguments: --json" in err, err
+    rc, _, err = call("bob-inspect", ["--", "checkpoint"], capsys)
+    assert rc == 2 and err == "bob-inspect: refused: checkpoint: no such file\n", err
+
+
 def _before_dashes(argv: list[str], *extra: str) -> list[str]:
     i = argv.index("--")
     return [*argv[:i], *extra, *argv[i:]]
