@@ -10,6 +10,8 @@ library —
 
 * the contract's §8 digests and hex (input record, predictions, checkpoint
   after 10 updates; the checkpoint needs the native core);
+* for the §8 invocation's trace, the contract's strings, §8's record and the
+  reference's planes and losses after each update (:func:`check_section8_trace`);
 * the independent NumPy reference in tests/reference.py (other valid files);
 * for the refused files, the findings written out by hand below.
 """
@@ -77,6 +79,28 @@ def section8_checkpoint_10() -> bytes:
     return bob.invoke(bob.build_input(b"abracadabra", [b"abra", b"cad", b""])).checkpoint_bytes()
 
 
+def check_section8_trace(trace: bytes, record: bytes, checkpoint: bytes) -> None:
+    """The §8 invocation's trace (formats/trace.md) read by hand: its identity from the contract's strings and
+    §8's record; its losses the reference's, bit for bit; its digests XXH3-128 (bob.core's, which
+    tests/test_trace.py holds to xxHash's published vectors) of the reference's planes before and after each
+    update, the last one those of the §8 checkpoint's planes."""
+    xxh3 = bob.core.xxh3_128_each
+    contract = b"".join(struct.pack("<I", len(s)) + s for s in (R.STATE_CONTRACT, R.LEARNER_CONTRACT,
+                                                                 R.DATA_CONTRACT, R.SEED_CONTRACT))
+    contract += struct.pack("<3Q", 786_432, 262_144, R.UPDATES_PER_INVOCATION)
+    assert trace[:144] == b"BOB-TRCE" + struct.pack("<Q", 2) + hashlib.sha256(contract).digest() + \
+        bytes.fromhex(RECORD_SHA256) + struct.pack("<Q", 0) + b"".join(xxh3(R.initial_planes())) + \
+        struct.pack("<Q", R.UPDATES_PER_INVOCATION), "the §8 trace's head differs from the reference's"
+    contexts, targets, _ = R.parse_fixture(record)
+    planes = R.initial_planes()
+    for i in range(R.UPDATES_PER_INVOCATION):
+        (loss,) = R.train(*planes, contexts, targets, i, 1)
+        entry = struct.pack("<Qd", i + 1, loss) + b"".join(xxh3(planes))
+        assert trace[144 + 64 * i:208 + 64 * i] == entry, f"the §8 trace's entry {i} differs from the reference's"
+    assert b"".join(xxh3(planes)) == b"".join(xxh3([checkpoint[448 + n * 262_144:][:262_144] for n in range(3)]))
+    assert len(trace) == 816 and trace[784:] == hashlib.sha256(trace[:784]).digest()
+
+
 def build(with_checkpoint: bool = True) -> dict[str, bytes]:
     """Every golden file: name -> bytes (the .json files included)."""
     out: dict[str, bytes] = {}
@@ -115,6 +139,10 @@ def build(with_checkpoint: bool = True) -> dict[str, bytes]:
         out["checkpoint-abracadabra-step10.bin"] = ckpt
         out["checkpoint-abracadabra-step10.json"] = dump(bob.load_checkpoint(ckpt).as_dict())
         header = ckpt[:CANONICAL_HEADER_BYTES]
+        trace = bob.invoke(record, trace=True).trace_bytes()
+        check_section8_trace(trace, raw, ckpt)
+        out["trace-abracadabra-step10.bin"] = trace
+        out["trace-abracadabra-step10.json"] = dump(bob.load_trace(trace).as_dict())
     else:
         header = None
 

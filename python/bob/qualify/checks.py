@@ -153,8 +153,10 @@ def _vector_by_bob_run(record: bytes, scalar: Series) -> Verdict:
 # Golden files
 # --------------------------------------------------------------------------- #
 
-_LOADERS = {"input": "load_input", "predictions": "load_predictions", "checkpoint": "load_checkpoint"}
-_FINDERS = {"input": "input_findings", "predictions": "predictions_findings", "checkpoint": "checkpoint_findings"}
+_LOADERS = {"input": "load_input", "predictions": "load_predictions", "checkpoint": "load_checkpoint",
+            "trace": "load_trace"}
+_FINDERS = {"input": "input_findings", "predictions": "predictions_findings", "checkpoint": "checkpoint_findings",
+            "trace": "trace_findings"}
 
 
 def golden_directory():
