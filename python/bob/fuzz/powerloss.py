@@ -220,12 +220,13 @@ def crash_states(image: Image, ops: list[Op]) -> Iterator[tuple[int, tuple[int, 
         volatile = [i for i in range(k) if not durable[i]]
         subsets = (itertools.combinations(volatile, r) for r in range(len(volatile) + 1))
         for kept in itertools.chain.from_iterable(subsets):
-            applied = [i for i in range(k) if durable[i] or i in kept]
-            state = Image(dict(image.entries), {}, image.links)
-            for i in (i for i in applied if ops[i].kind in _ENTRY_OPS):
-                state.apply(ops[i])
-            held = {n: content(n, tuple(i for i in applied if ops[i].node == n and ops[i].kind in _DATA_OPS))
-                    for n in set(state.entries.values())}
+            state, writes = Image(dict(image.entries), {}, image.links), {}  # type: Image, dict[int, list[int]]
+            for i in sorted(itertools.chain(itertools.compress(range(k), durable), kept)):  # (in order)
+                if ops[i].kind in _ENTRY_OPS:
+                    state.apply(ops[i])
+                elif ops[i].kind in _DATA_OPS:
+                    writes.setdefault(ops[i].node, []).append(i)
+            held = {n: content(n, tuple(writes.get(n, ()))) for n in set(state.entries.values())}
             state.nodes = {n: data for n, (data, _) in held.items()}
             files = {e: (e[1].endswith(LOCK_TAG), held[n][1]) for e, n in state.entries.items()}
             said = k == len(ops)  # the other files with which locks exist; the locks' bytes
@@ -306,6 +307,9 @@ def record_run(directory: Path, record: bytes, checkpoint: bytes | None, predict
                     committed=not lock_lost)
 
 
+_invoked = functools.lru_cache(maxsize=4)(invoked)  # a scenario's states hold two or three checkpoints: each once
+
+
 def check_state(sc: Scenario, k: int, kept: tuple[int, ...], state: Image, scratch: Path) -> None:
     """One crash state held to bob's promise (docs/fuzzing.md, "Power loss")."""
     from bob.run import main as run_main
@@ -337,7 +341,7 @@ def check_state(sc: Scenario, k: int, kept: tuple[int, ...], state: Image, scrat
         (scratch / home).mkdir(exist_ok=True)
     traced = sc.new_trace is not None
     # None: the next invocation is refused (a step with no room left), and so is the next bob-run
-    want = invoked(sc.record, ck or b"", trace=traced)
+    want = _invoked(sc.record, ck or b"", trace=traced)
     rc, out, err = quietly(run_main, _argv(scratch, traced))
     require(rc == (0 if want else 2), f"{where}: the next bob-run exited {rc}: {err.strip()[-300:]}")
     files = [scratch / _CHECKPOINT, scratch / _PREDICTIONS, *([scratch / _TRACE] if traced else [])]
