@@ -28,6 +28,7 @@ __all__ = ["Op", "Recorder", "crash_states", "check_states", "record_run", "Scen
 _ENTRY_OPS, _DATA_OPS = ("create", "rename", "link", "unlink"), ("write", "truncate")
 _CHECKPOINT, _PREDICTIONS, _TRACE = "model.bob", "predictions.bin", "traces/run.trace"  # (its own directory)
 _HOMES = {_CHECKPOINT: "targets", _PREDICTIONS: "outputs", _TRACE: "traces"}  # with links: each target's directory
+_invoked = functools.lru_cache(maxsize=4)(invoked)  # a scenario's states hold two or three checkpoints: each once
 
 
 @dataclass(frozen=True)
@@ -192,8 +193,7 @@ class Recorder(OsPatch):
 def durable_before(ops: list[Op], k: int) -> list[bool]:
     """Which of the first ``k`` operations POSIX has made durable by the time of a crash after them: a write or
     truncation once its file is fsynced; a directory entry once its directory is (for a rename, both)."""
-    synced: set[int | str] = set()  # inodes and directories (an fsync is durable as what it syncs)
-    durable = []
+    synced, durable = set(), []  # type: set[int | str], list[bool]  # (the inodes and directories fsynced)
     for op in reversed(ops[:k]):  # walk back: an fsync covers what came before it
         if op.kind in ("fsync", "fsyncdir"):
             synced.add(op.node if op.kind == "fsync" else op.entry[0])
@@ -207,9 +207,8 @@ def crash_states(image: Image, ops: list[Op]) -> Iterator[tuple[int, tuple[int, 
     ``kept`` (indices), judged once as docs/fuzzing.md's "Power loss" says."""
     seen: set[tuple[bool, frozenset]] = set()  # (said: only the whole run said anything, that it committed)
 
-    @functools.cache  # an inode's bytes after some of its writes are built once
+    @functools.cache  # an inode's bytes after these of its writes, and their digest: each built once
     def content(node: int, writes: tuple[int, ...]) -> tuple[bytearray, bytes]:
-        """An inode's bytes after these of its writes, and their digest."""
         one = Image({}, {node: bytearray(image.nodes.get(node, b""))})
         for i in writes:
             one.apply(ops[i])
@@ -266,7 +265,6 @@ def record_run(directory: Path, record: bytes, checkpoint: bytes | None, predict
     none; ``links``: symbolic links to the checkpoint in ``targets/`` and the predictions in ``outputs/``, two
     directories; ``trace``: ``--trace`` into ``traces/``, over ``old_trace``), recording what it does; the run
     must succeed, or with ``lock_lost`` (its lock deleted once the predictions are renamed) roll back (EXIT_BUSY)."""
-    import bob
     from bob import commit
     from bob.run import main as run_main
 
@@ -281,7 +279,7 @@ def record_run(directory: Path, record: bytes, checkpoint: bytes | None, predict
             (directory / (f"{_HOMES[name]}/{name}" if links else name)).write_bytes(data)
         if links:
             (directory / name).symlink_to(f"{_HOMES[name]}/{name}")
-    want = bob.invoke(record, checkpoint or b"", threads=1, trace=trace)
+    want = _invoked(record, checkpoint or b"", trace)  # (the next run's from the old checkpoint too)
     pause = commit.pause_at
 
     def deleting_the_lock(point: str) -> None:  # as another process would, at the race hook's point
@@ -306,8 +304,6 @@ def record_run(directory: Path, record: bytes, checkpoint: bytes | None, predict
                     want.checkpoint_bytes(), want.predictions_bytes(), want.trace_bytes() if trace else None, old_trace,
                     committed=not lock_lost)
 
-
-_invoked = functools.lru_cache(maxsize=4)(invoked)  # a scenario's states hold two or three checkpoints: each once
 
 
 def check_state(sc: Scenario, k: int, kept: tuple[int, ...], state: Image, scratch: Path) -> None:
