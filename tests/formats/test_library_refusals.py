@@ -448,7 +448,7 @@ def test_a_checkpoint_is_refused_while_bob_core_trains_it_with_bob_core_not_impo
         p, m, v = _core.initial_planes(b"bob-seed-v1")
         checkpoint = bob.Checkpoint(5, p, m, v)
         pairs = (bytes(range(256)), bytes(k * 7 % 256 for k in range(256)))
-        training = threading.Thread(target=lambda: _core.train((p, m, v), pairs, 5, 30000))
+        training = threading.Thread(target=lambda: _core.train((p, m, v), pairs, 5, 4000))  # (a second or more)
         training.start()
         while training.is_alive():  # until the train holds its planes
             try:
