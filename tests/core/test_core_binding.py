@@ -553,7 +553,7 @@ def test_a_child_made_by_fork_while_a_call_runs_does_not_inherit_the_call_s_loan
 
     p, m, v = planes()
     ctx, tgt = pairs()
-    thread = threading.Thread(target=lambda: _core.train((p, m, v), (ctx, tgt), 0, 30_000, threads=1))
+    thread = threading.Thread(target=lambda: _core.train((p, m, v), (ctx, tgt), 0, 3_000, threads=1))  # (a second)
     thread.start()
     lent = False
     while not lent and thread.is_alive():
@@ -570,9 +570,10 @@ def test_a_child_made_by_fork_while_a_call_runs_does_not_inherit_the_call_s_loan
             os._exit(0)
         except BaseException:
             os._exit(1)
+    still_training = thread.is_alive()  # (so the fork came while P was lent)
     _, status = os.waitpid(pid, 0)
     thread.join()
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert os.waitstatus_to_exitcode(status) == 0 and still_training
 
 
 def test_a_loan_holds_its_buffer_so_no_other_memory_is_refused_in_its_place():
