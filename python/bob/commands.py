@@ -285,8 +285,9 @@ def run_command(prog: str, build_parser: "Callable[[], argparse.ArgumentParser]"
     whose code is :data:`EXIT_UNEXPECTED` (where exit 1 means "found something", unexpected has a code of
     its own) or that the machine's shortage is behind (:func:`bob.refusals.the_machine_ran_out`: its words
     kept). NumPy is loaded first (:func:`bob.failures.load_numpy`) unless ``numpy`` is false (bob-run's
-    start-up); one that does not import is reported once the command line is read (``--version`` needs none). ``subcommands`` (name or alias -> name) names the ``command`` key. ``quick(argv)`` reads
-    the common command lines without the parser (bob-run's start-up); it returns None for anything else.
+    start-up); one that does not import is reported once the command line is read (``--version`` needs none).
+    ``subcommands`` (name or alias -> name) names the ``command`` key. ``quick(argv)`` reads the common
+    command lines without the parser (bob-run's start-up); it returns None for anything else.
 
     SIGTERM and SIGHUP end every command as Ctrl-C does (:func:`bob.signals.install`, until it returns):
     reported as the exit table says, its temporary files removed on the way out. A command that does not

@@ -62,7 +62,8 @@ def test_golden_valid_files_human_and_json(cli):
             assert r["context_counts"] == want["context_counts"]
             assert [p["word"] for p in r["prompts"]] == want["prompt_words"]
         elif want["format"] == "bob-trace":
-            assert r["command"] == "bob-inspect trace" and (r["start"], r["entries"]) == (want["start"], want["entries"])
+            assert r["command"] == "bob-inspect trace"
+            assert (r["start"], r["entries"]) == (want["start"], want["entries"])
         else:
             assert r["command"] == "bob-inspect predictions" and r["hex"] == want["hex"]
             assert [(x["token"], x["validity"]) for x in r["records"]] == [
