@@ -165,3 +165,9 @@ def test_version_and_help_answer_where_numpy_does_not_import(tmp_path):
     assert out.stderr == "bob-inspect: this NumPy does not import\n"
     out = bob("inspect", "checkpoint")  # (the user's mistake first)
     assert out.returncode == 2 and "required: FILE" in out.stderr
+    # an import a Ctrl-C cut short (its ImportError from the KeyboardInterrupt) is the interruption, as before
+    (broken / "__init__.py").write_text("try:\n    raise KeyboardInterrupt\nexcept KeyboardInterrupt as e:\n"
+                                        "    raise ImportError('cut short') from e\n")
+    out = subprocess.run([sys.executable, "-c", "import sys; from bob.inspect import main; sys.exit(main(['--version']))"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert (out.returncode, out.stdout, out.stderr) == (130, "", "bob-inspect: interrupted\n")

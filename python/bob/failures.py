@@ -173,9 +173,14 @@ def load_numpy() -> None:
 def numpy_import_error() -> "ImportError | None":
     """:func:`load_numpy`, a NumPy that does not import returned, not raised: the runner loads NumPy before the
     script's hold on the signals is released (a Ctrl-C is never lost inside its import) and raises this only once
-    the command line asks for work (``--version`` and ``--help`` answer without NumPy, a usage error comes first)."""
+    the command line asks for work (``--version`` and ``--help`` answer without NumPy, argparse's usage errors come
+    first). An ImportError an interruption is behind is raised at once: the interruption is reported."""
+    from bob.signals import interruption_in
+
     try:
         load_numpy()
     except ImportError as exc:
+        if interruption_in(exc) is not None:
+            raise
         return exc
     return None
