@@ -165,7 +165,9 @@ def _unknown_words(parser: "argparse.ArgumentParser", argv: "list[str]") -> "lis
 def leftover(argv: "list[str]", extras: "list[str]") -> "list[str]":
     """The words argparse left of ``argv``, but for its options' end: the first ``--``, left only where no
     positional came to take what follows it (every ``--`` of ``argv`` is among them)."""
-    return extras[1:] if extras[:1] == ["--"] and extras.count("--") == argv.count("--") else extras
+    if "--" in extras and extras.count("--") == argv.count("--"):  # (after an unknown word too: `--jso --`)
+        extras = extras[:extras.index("--")] + extras[extras.index("--") + 1:]
+    return extras
 
 
 def flag_read(parser: "argparse.ArgumentParser", argv: "list[str]", dest: str) -> "bool | None":

@@ -247,6 +247,9 @@ def test_a_subcommand_after_dashes_is_the_subcommand(capsys) -> None:
     assert rc == 0 and json.loads(out)["command"] == "bob-fuzz targets"
     rc, _, err = call("bob-fuzz", ["--", "targets", "--json"], capsys)  # (an operand: targets takes none)
     assert rc == 2 and "unrecognized arguments: --json" in err, err
+    for argv in (["--jso", "--", "targets"], ["--jso", "targets", "--"]):  # (the options' end is no unknown word)
+        assert call("bob-fuzz", argv, capsys)[2] == "bob-fuzz: refused: usage: unrecognized arguments: --jso " \
+                                                    "(see bob-fuzz targets --help)\n"
     rc, _, err = call("bob-inspect", ["--", "checkpoint"], capsys)
     assert rc == 2 and err == "bob-inspect: refused: checkpoint: no such file\n", err
 
