@@ -279,7 +279,7 @@ def record_run(directory: Path, record: bytes, checkpoint: bytes | None, predict
             (directory / (f"{_HOMES[name]}/{name}" if links else name)).write_bytes(data)
         if links:
             (directory / name).symlink_to(f"{_HOMES[name]}/{name}")
-    want = _invoked(record, checkpoint or b"", trace)  # (the next run's from the old checkpoint too)
+    want = _invoked(record, checkpoint or b"", trace=trace)  # (the next run's from the old checkpoint too)
     pause = commit.pause_at
 
     def deleting_the_lock(point: str) -> None:  # as another process would, at the race hook's point
