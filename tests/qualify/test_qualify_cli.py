@@ -37,8 +37,8 @@ def test_quick_json_qualifies_this_build_as_a_process():
     assert (result["command"], result["ok"], result["error"]) == ("bob-qualify", True, None)  # every command's keys
     assert result["seed"] == 11 and result["perturbation"] is None
     checks = {row["check"] for row in result["checks"]}
-    assert {"public-vector/record", "public-vector/invoke", "public-vector/bob-run", "formats", "kernels",
-            "resume"} <= checks
+    assert {"public-vector/record", "public-vector/invoke", "public-vector/bob-run", "public-vector/trace", "formats",
+            "kernels", "resume"} <= checks
     # Every kernel this CPU offers, at 1, 2, the CPU count and an odd count, and auto at 0.
     configs = {(row["kernel"], row["threads"]) for row in result["checks"] if row["check"] == "kernels"}
     counts = {1, 2, os.cpu_count()}

@@ -401,3 +401,27 @@ def test_a_child_bob_run_is_the_bob_being_qualified_not_one_its_own_path_finds_f
     installed, as_module, installed_from = __import__("json").loads(done.stdout)
     assert installed.startswith("the copy\n") and as_module.startswith("the copy\n")
     assert installed_from == f"not an installed distribution: bob imported from {copy}"
+
+
+def test_the_public_vector_s_trace_check_names_where_this_build_parts_from_the_golden_trace(tmp_path, monkeypatch):
+    """A build whose trace digests differ passed every check (the formats check only reads the golden trace): the
+    traced §8 invocation is compared with it as bob-inspect trace compares, and a missing one is said."""
+    import hashlib
+    import shutil
+
+    golden = tmp_path / "golden"
+    shutil.copytree(checks.golden_directory(), golden)
+    monkeypatch.setattr(checks, "golden_directory", lambda: golden)
+    record = checks.section8_record()
+    assert checks._vector_by_trace(record, ([], [], [])).ok
+    trace = golden / "trace-abracadabra-step10.bin"
+    data = bytearray(trace.read_bytes())
+    data[4 * 64 + 176] ^= 1  # (entry 4's M digest, the trace sealed again: a valid trace of another state)
+    data[784:] = hashlib.sha256(data[:784]).digest()
+    trace.write_bytes(bytes(data))
+    verdict = checks._vector_by_trace(record, ([], [], []))
+    assert not verdict.ok and verdict.summary == "the traced §8 invocation parts from the golden trace: the runs part " \
+                                                 "at update 5 (the update to step 5): M differs after it"
+    trace.unlink()
+    verdict = checks._vector_by_trace(record, ([], [], []))
+    assert not verdict.ok and verdict.summary.startswith("the golden §8 trace cannot be compared: ")

@@ -94,12 +94,13 @@ Series = tuple[list[bytes], list[bytes], list[list[float]]]  # checkpoint files,
 
 
 def check_public_vector(tick: Tick = lambda: None) -> list[Verdict]:
-    """§8 through the scalar reference, through ``bob.invoke`` and through two fresh ``bob-run`` processes."""
+    """§8 through the scalar reference, through ``bob.invoke`` and through two fresh ``bob-run`` processes; its
+    first invocation traced, against the golden trace."""
     started = time.perf_counter()  # the first check's time includes making the reference
     record = section8_record()
     scalar = scalar_series(record, 2)
     verdicts = []
-    for check in (_vector_by_scalar, _vector_by_invoke, _vector_by_bob_run):
+    for check in VECTOR_CHECKS:
         verdict = check(record, scalar)
         verdict.seconds = time.perf_counter() - started
         verdicts.append(verdict)
@@ -147,6 +148,21 @@ def _vector_by_bob_run(record: bytes, scalar: Series) -> Verdict:
                 check, True, "2 fresh bob-run processes give §8's files", kernel="auto", threads=0)
     verdict.details["command"] = command
     return verdict
+
+
+def _vector_by_trace(record: bytes, scalar: Series) -> Verdict:
+    check = "public-vector/trace"
+    try:  # (compared as bob-inspect trace compares: the states' digests; a loss is the platform's, §6.4)
+        report = bob.diff((golden_directory() / "trace-abracadabra-step10.bin").read_bytes(),
+                          bob.invoke(record, trace=True).trace_bytes())
+    except (OSError, bob.FormatError) as exc:
+        return Verdict(check, False, f"the golden §8 trace cannot be compared: {exc}")
+    if not report["same"]:
+        return Verdict(check, False, f"the traced §8 invocation parts from the golden trace: {report['verdict']}")
+    return Verdict(check, True, "a traced bob.invoke gives the golden §8 trace's digests", kernel="auto", threads=0)
+
+
+VECTOR_CHECKS = (_vector_by_scalar, _vector_by_invoke, _vector_by_bob_run, _vector_by_trace)  # one verdict each
 
 
 # --------------------------------------------------------------------------- #

@@ -72,7 +72,7 @@ def qualify(plan: Plan, seed: int, *, perturb: tuple[str, int] | None = None,
         timings[name] = time.perf_counter() - started
 
     fingerprint = machine.fingerprint()
-    phase("public vector", 3, checks.check_public_vector)
+    phase("public vector", len(checks.VECTOR_CHECKS), checks.check_public_vector)
     phase("formats", 1, checks.check_golden)
     phase("kernels × threads", plan.kernel_states,
           lambda tick: kernels.check_kernels(seed, plan.kernel_states, perturb=perturb, tick=tick))
