@@ -32,7 +32,9 @@
 //! one least disturbed; a ratio of minima is stable where a ratio of means is
 //! not. The test is alone in its test binary, so no other test of this crate
 //! competes with it for the two cores under `cargo test`. It also holds
-//! without `--release`: `profile.test` builds at opt-level 3.
+//! without `--release` (as `scripts/test.sh` runs it): `profile.test` builds at
+//! opt-level 3, where on the EPYC AVX2 measures 4.2-4.7x vectorised and 1.4x
+//! with the vectorisers off.
 
 use std::time::{Duration, Instant};
 
