@@ -163,10 +163,11 @@ def _unknown_words(parser: "argparse.ArgumentParser", argv: "list[str]") -> "lis
 
 
 def leftover(argv: "list[str]", extras: "list[str]") -> "list[str]":
-    """The words argparse left of ``argv``, but for its options' end: the first ``--``, left only where no
-    positional came to take what follows it (every ``--`` of ``argv`` is among them)."""
-    if "--" in extras and extras.count("--") == argv.count("--"):  # (after an unknown word too: `--jso --`)
-        extras = extras[:extras.index("--")] + extras[extras.index("--") + 1:]
+    """The words argparse left of ``argv``, but for its options' end: the first ``--``, when nothing follows it
+    (no positional came to take what follows it: every ``--`` of ``argv`` is among them). One that words follow
+    stays, which says why they are no options (``-- --input``)."""
+    if extras[-1:] == ["--"] and extras.count("--") == argv.count("--") == 1:  # (after an unknown word too)
+        return extras[:-1]
     return extras
 
 

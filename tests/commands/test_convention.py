@@ -246,7 +246,9 @@ def test_a_subcommand_after_dashes_is_the_subcommand(capsys) -> None:
     rc, out, _ = call("bob-fuzz", ["--json", "--", "targets"], capsys)
     assert rc == 0 and json.loads(out)["command"] == "bob-fuzz targets"
     rc, _, err = call("bob-fuzz", ["--", "targets", "--json"], capsys)  # (an operand: targets takes none)
-    assert rc == 2 and "unrecognized arguments: --json" in err, err
+    assert rc == 2 and "unrecognized arguments: -- --json (see" in err, err  # (the -- says why it is no option)
+    rc, _, err = call("bob-run", ["--jso", "--", "--input"], capsys)  # (without the --, "--input" contradicts itself)
+    assert rc == 2 and "unrecognized arguments: --jso -- --input; the following arguments are required: --input" in err
     for argv in (["--jso", "--", "targets"], ["--jso", "targets", "--"]):  # (the options' end is no unknown word)
         assert call("bob-fuzz", argv, capsys)[2] == "bob-fuzz: refused: usage: unrecognized arguments: --jso " \
                                                     "(see bob-fuzz targets --help)\n"
