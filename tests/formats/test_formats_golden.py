@@ -208,3 +208,10 @@ def test_a_golden_trace_s_losses_are_held_within_a_tolerance_never_bit_for_bit(c
         assert read(name) != data and make_golden.same_golden(name, read(name), data), name
     trace[200] ^= 1  # (entry 0's V digest)
     assert not make_golden.same_golden("trace-abracadabra-step10.bin", golden, bytes(trace))
+    # nor is a trace whose seal does not hold, a .json written another way, a trace line renamed or added
+    others = {"trace-abracadabra-step10.bin": [golden[:784] + bytes(32), golden[:700], golden + b"\0"],
+              "trace-abracadabra-step10.json": [json.dumps(read_json("trace-abracadabra-step10.json")).encode(), b"["],
+              "SHA256SUMS": [read("SHA256SUMS").replace(b"  trace-abracadabra-step10.bin", b"  trace-other.bin"),
+                             read("SHA256SUMS") + b"0" * 64 + b"  trace-more.bin\n"]}
+    for name, wrong in others.items():
+        assert not any(make_golden.same_golden(name, data, read(name)) for data in wrong), name
