@@ -425,3 +425,6 @@ def test_the_public_vector_s_trace_check_names_where_this_build_parts_from_the_g
     trace.unlink()
     verdict = checks._vector_by_trace(record, ([], [], []))
     assert not verdict.ok and verdict.summary.startswith("the golden §8 trace cannot be compared: ")
+    os.mkfifo(trace)  # (refused unread by bob's bounded reader, never waited on)
+    verdict = checks._vector_by_trace(record, ([], [], []))
+    assert not verdict.ok and "a FIFO (named pipe), not a regular file" in verdict.summary
