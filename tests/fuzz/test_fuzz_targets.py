@@ -31,6 +31,11 @@ def test_seed_corpus_and_regressions_pass(name: str) -> None:
     assert name == "core" or verdicts
 
 
+def test_the_inspect_target_is_seeded_with_every_kind_bob_inspect_reads() -> None:
+    """Its seeds had no trace, which bob-inspect recognises and reads as it does the other three."""
+    assert {p.name.split("-")[0] for p in seed_files("inspect")} == {"input", "checkpoint", "predictions", "trace"}
+
+
 def test_every_regression_directory_names_a_target() -> None:
     python_targets = {p.name for p in REGRESSIONS.iterdir() if p.is_dir()} - {"kernels", "predict", "resume"}
     assert python_targets <= set(TARGETS)

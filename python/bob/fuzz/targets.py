@@ -303,8 +303,8 @@ def seed_files(name: str) -> list[Path]:
     if name == "interop":
         return sorted((golden / "interop").glob("*"))
     files = sorted(golden.glob("*.bin")) + sorted((golden / "refused").glob("*.bin"))
-    wanted = {"input": ("input",), "checkpoint": ("checkpoint",), "predictions": ("predictions",),
-              "run": ("input", "checkpoint"), "inspect": ("input", "checkpoint", "predictions"), "core": ()}[name]
+    wanted = {"input": ("input",), "checkpoint": ("checkpoint",), "predictions": ("predictions",), "core": (),
+              "run": ("input", "checkpoint"), "inspect": ("input", "checkpoint", "predictions", "trace")}[name]
     return [f for f in files if f.name.startswith(wanted)]  # (no name starts with the empty tuple)
 
 
