@@ -171,11 +171,6 @@ VECTOR_CHECKS = (_vector_by_scalar, _vector_by_invoke, _vector_by_bob_run, _vect
 # Golden files
 # --------------------------------------------------------------------------- #
 
-_LOADERS = {"input": "load_input", "predictions": "load_predictions", "checkpoint": "load_checkpoint",
-            "trace": "load_trace"}
-_FINDERS = {"input": "input_findings", "predictions": "predictions_findings", "checkpoint": "checkpoint_findings",
-            "trace": "trace_findings"}
-
 
 def golden_directory():
     """The golden files shipped in the package (works from a wheel or a checkout)."""
@@ -183,11 +178,11 @@ def golden_directory():
 
 
 def _golden_problem(name: str, data: bytes, sidecar: dict) -> str | None:
-    kind = name.split("-")[0]
-    findings = getattr(bob, _FINDERS[kind])(data)
+    kind = name.split("-")[0]  # (bob's readers are named after it: load_KIND, KIND_findings)
+    findings = getattr(bob, f"{kind}_findings")(data)
     if findings:
         return f"{name}: refused by this build: {findings[0]}"
-    obj = getattr(bob, _LOADERS[kind])(data)
+    obj = getattr(bob, f"load_{kind}")(data)
     again = obj.to_bytes()
     if again != data:
         return f"{name}: does not round-trip (first difference at byte {first_byte_difference(data, again)})"
@@ -200,11 +195,11 @@ def _refused_problem(name: str, data: bytes, sidecar: dict) -> str | None:
     kind = name.split("-")[0]
     expected = sidecar["findings"]
     got = [{"error": type(f).__name__, "field": f.field, "index": f.index, "offset": f.offset}
-           for f in getattr(bob, _FINDERS[kind])(data)]
+           for f in getattr(bob, f"{kind}_findings")(data)]
     if got != expected:
         return f"refused/{name}: findings {got} are not the expected {expected}"
     try:
-        getattr(bob, _LOADERS[kind])(data)
+        getattr(bob, f"load_{kind}")(data)
     except bob.FormatError as exc:
         if type(exc).__name__ != expected[0]["error"] or exc.field != expected[0]["field"]:
             return f"refused/{name}: refused as {type(exc).__name__} on {exc.field!r}, expected " \
