@@ -358,6 +358,24 @@ def test_bob_s_reader_takes_the_format_aliases_and_refuses_another_command_line(
     assert capsys.readouterr().err == f"python -m bob.fuzz.conformance: cannot read {missing!a}: no such file\n"
 
 
+def test_bob_s_reader_loads_numpy_with_one_blas_thread() -> None:
+    """A reader runs once for each file: NumPy loaded bare started OpenBLAS's thread pool, whose start took about
+    as much CPU as reading the file. It is loaded as bob's commands load it (:func:`bob.failures.load_numpy`)."""
+    probe = ("import os, runpy, sys\n"
+             "class Probe:\n"
+             "    def find_spec(self, name, path=None, target=None):\n"
+             "        if name == 'numpy':\n"
+             "            print('as numpy loads:', os.environ.get('OPENBLAS_NUM_THREADS'), file=sys.stderr)\n"
+             "sys.meta_path.insert(0, Probe())\n"
+             "sys.argv[1:] = ['ckpt', sys.argv[1]]\n"
+             "runpy.run_module('bob.fuzz.conformance', run_name='__main__')\n")
+    threads = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")  # none named: bob's choice
+    env = {name: value for name, value in os.environ.items() if name not in threads}
+    proc = subprocess.run([sys.executable, "-c", probe, str(GOLDEN / "checkpoint-abracadabra-step10.bin")],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "as numpy loads: 1\n"), proc
+
+
 def test_a_lax_reader_is_caught_and_its_fields_named(corpus: Path, tmp_path: Path, capsys) -> None:
     from bob.formats.constants import INPUT_MAGIC, RECORD_BYTES
 

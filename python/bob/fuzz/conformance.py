@@ -22,6 +22,7 @@ import bob
 from bob.children import readable, signal_group, spawned
 from bob.commands import EXIT_REFUSED, EXIT_SOFTWARE, Refused, about, os_reason
 from bob.errors import FormatError
+from bob.failures import load_numpy
 from bob.fileio import (FileTooLarge, make_directory, read_bounded, refuse_if_working_directory_gone,
                         remove_empty_directories)
 from bob.formats.constants import (EMPTY_PROMPT, MAX_CHECKPOINT_BYTES, MAX_HEADER_BYTES, U64_MAX,
@@ -361,5 +362,6 @@ def reader_main(argv: list[str]) -> int:
     return 2
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # NumPy with one BLAS thread, as bob's commands load it: the pool's start cost
+    load_numpy()  # each file's process about as much CPU as reading the file
     sys.exit(reader_main(sys.argv[1:]))

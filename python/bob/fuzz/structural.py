@@ -15,8 +15,7 @@ from bob.formats.layout import CANONICAL, ENVELOPE_HEAD, HEADER_ALIGNMENT, INPUT
 from bob.formats.rules import chunk_offset
 from bob.fuzz.dictionary import CONTRACT_STRINGS as CONTRACT_VALUES
 
-__all__ = ["CHECKPOINT_OPS", "string_lengths", "refresh_digests", "any_step", "structural_mutate",
-           "rewiden_targets"]
+__all__ = ["CHECKPOINT_OPS", "string_lengths", "refresh_digests", "any_step", "structural_mutate", "rewiden_targets"]
 
 _STEP = ENVELOPE_HEAD["step"].offset
 _HEADER_BYTES = ENVELOPE_HEAD["header_bytes"].offset

@@ -249,8 +249,7 @@ def core_target(data: bytes) -> None:
 
 
 TARGETS: dict[str, Target] = {
-    t.name: t
-    for t in (
+    t.name: t for t in (
         Target("input", input_target, "load_input raises only FormatError, accepted records round-trip, "
                "the fast path agrees with the schema", "input"),
         Target("checkpoint", checkpoint_target, "load_checkpoint raises only FormatError, accepted files "
