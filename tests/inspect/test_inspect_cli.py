@@ -209,6 +209,21 @@ def test_no_command_and_no_file_is_one_usage_error_with_or_without_json(cli):
     assert cli.json(code=2)["error"]["message"] == said
 
 
+def test_a_mistyped_command_is_named_never_the_file_after_it(cli, files, tmp_path, monkeypatch):
+    """``bob-inspect chekpoint FILE`` took the typo for FILE and said "unrecognized arguments: FILE", blaming the
+    file. A first word that names no file, with another operand after it, is said as no command."""
+    monkeypatch.chdir(tmp_path)
+    ck = str(files / "ck1.bin")
+    said = ("usage: chekpoint is no command (checkpoint, input, predictions, diff, trace, verify, schema) and names "
+            "no file (see bob-inspect --help)")
+    assert cli.run("chekpoint", ck, code=2).stderr.decode() == f"bob-inspect: refused: {said}\n"
+    assert cli.json("chekpoint", "--rows", "a", ck, code=2)["error"]["message"] == said
+    assert "unrecognized arguments: x " in cli.run(ck, "x", code=2).stderr.decode()  # FILE there: x is the extra
+    (tmp_path / "chekpoint").write_bytes(b"")  # a file of that name: the word after it is the extra one
+    assert "unrecognized arguments: " + ck in cli.run("chekpoint", ck, code=2).stderr.decode()
+    assert cli.run("nothing-here", code=2).stderr.decode() == "bob-inspect: refused: nothing-here: no such file\n"
+
+
 def test_the_last_guard_escapes_only_lines_a_terminal_would_not_print():
     from bob.inspect.cli import _guard
 

@@ -216,10 +216,8 @@ def parse(schema: Construct, data: bytes) -> Container:
             raise NotABobFile(field, "this is not the expected bob format", offset=0) from None
         message = str(exc).splitlines()[-1] if str(exc) else name
         raise BadValue(field, message, offset=stream.last_offset, index=index) from None
-    except (struct.error, ArithmeticError, UnicodeDecodeError, IndexError, KeyError,
-            TypeError, ValueError) as exc:
-        raise BadValue("file", f"unreadable ({type(exc).__name__}: {exc})",
-                       offset=stream.tell()) from None
+    except (struct.error, ArithmeticError, UnicodeDecodeError, IndexError, KeyError, TypeError, ValueError) as exc:
+        raise BadValue("file", f"unreadable ({type(exc).__name__}: {exc})", offset=stream.tell()) from None
 
 
 # -- Layout tables

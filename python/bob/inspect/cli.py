@@ -177,12 +177,10 @@ def _checkpoint_options(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argument_parser(
-        prog=PROG,
-        description="Show bob's files (checkpoints, input records, predictions, traces) whole and readably, "
+        prog=PROG, description="Show bob's files (checkpoints, input records, predictions, traces) whole and readably, "
         "from the format schemas. `bob-inspect FILE` detects the kind from the magic. See docs/bob-inspect.md.",
         epilog="exit codes: 0 clean (diff: equal), 1 diff: the files differ (trace: the runs part), 2 a file has "
-        "problems / is refused / cannot be read (or a usage error), 70 unexpected",
-    )
+        "problems / is refused / cannot be read (or a usage error), 70 unexpected")
     add_common_options(parser)
     sub = parser.add_subparsers(dest="command", metavar=f"{{{','.join(COMMANDS)}}} | FILE")
     _checkpoint_options(sub.add_parser("checkpoint", aliases=["ckpt"], help="a checkpoint: header, contract, "
@@ -249,6 +247,10 @@ def quick_args(argv: list[str]) -> "Any | None":
     building the argparse parser, which costs a share of a report's whole process. Anything else (an option
     with a value, help, a repeated flag, a FILE that starts with ``-``) returns None and goes to argparse,
     which parses it and prints its usual messages."""
+    operands = [w for k, w in enumerate(argv[1:]) if not w.startswith("-") and argv[k] not in _VALUE_OPTIONS]
+    if argv[:1] == ["auto"] and operands[1:] and not set(ANSWERING) & set(argv) and not os.path.lexists(operands[0]):
+        raise Refused(f"usage: {show_path(operands[0])} is no command ({', '.join(COMMANDS)}) and names no file "
+                      f"(see {PROG} --help)")  # (a command mistyped: argparse blamed the file after it)
     if len(argv) < 2 or SUBCOMMANDS.get(argv[0], argv[0]) not in _ONE_FILE:
         return None
     flags = [a for a in argv[1:] if a in _FLAGS]
