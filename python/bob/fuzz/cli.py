@@ -197,7 +197,7 @@ def _target_of(path: Any, given: str | None) -> str:
     if name is None:
         raise Refused("usage: no target for this file: name one with --target (or keep it where bob puts it: "
                       ".bob-fuzz/TARGET/..., fuzz/regressions/TARGET/..., a conformance corpus's FORMAT/..., or name "
-                      "it as an artifact: TARGET-<sha>.bin)", option="--target", path=path)
+                      "it as an artifact: TARGET-<sha>.bin)", option="PATH", path=path)  # (never --target's value)
     return name
 
 
