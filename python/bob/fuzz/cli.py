@@ -53,7 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("target", metavar="TARGET", help="a target name, or package.module:function")
     when = r.add_mutually_exclusive_group()
     when.add_argument("--time", type=seconds_option("--time", positive=True, maximum=MAX_SECONDS),
-                      metavar="SECONDS", help="how long (default 60 s)")
+                      metavar="SECONDS", help="how long the engines run (default 60 s; their start-up comes on top)")
     when.add_argument("--runs", type=count_option("--runs"), metavar="N", help="how many executions, over all jobs")
     r.add_argument("--jobs", type=count_option("--jobs", maximum=max_jobs()), default=1, metavar="N",
                    help=f"worker processes sharing one corpus (1 to {max_jobs()} here: twice the usable CPUs)")
