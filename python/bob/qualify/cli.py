@@ -37,7 +37,7 @@ def parser() -> argparse.ArgumentParser:
                     "vector (bob.invoke and fresh bob-run processes), every kernel × thread count against the "
                     "scalar transcription of §6, fresh-process resume, the shipped golden files; plus a machine "
                     "fingerprint and a performance snapshot.",
-        epilog="exit codes: 0 qualified, 1 a check failed, 2 command line refused, 70 unexpected",
+        epilog="exit codes: 0 qualified, 1 a check failed, 2 the command line or a path refused, 70 unexpected",
     )
     modes = p.add_mutually_exclusive_group()
     modes.add_argument("--quick", action="store_const", dest="mode", const="quick",
