@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Callable, Iterator
 
 __all__ = ["OUT_OF_MEMORY", "NUMPY_HEADROOM", "DRAWING_HEADROOM", "LastWords", "load_numpy", "room_to_load",
-           "out_of_memory", "drawing", "numpy_import_error"]
+           "out_of_memory", "drawing", "numpy_import_error", "one_blas_thread"]
 
 OUT_OF_MEMORY = "out of memory"  # the message's start: a parent reading a child's --json tells it by this
 # NumPy and one OpenBLAS thread's buffers take about 80 MiB of address space as they load (one more
@@ -158,13 +158,21 @@ def load_numpy() -> None:
         return
     if not room_to_load(NUMPY_HEADROOM):
         raise MemoryError(f"less than {NUMPY_HEADROOM >> 20} MiB of address space left for NumPy")
+    with one_blas_thread():
+        import numpy
+
+        numpy.linalg.inv(numpy.eye(2))  # OpenBLAS's first call, within the headroom (see the module)
+
+
+@contextlib.contextmanager
+def one_blas_thread() -> "Iterator[None]":
+    """A NumPy first imported within loads OpenBLAS with one thread, unless the environment names another count
+    (bob needs no BLAS; a pool's start alone costs a short process as much CPU as its work)."""
     unset = not any(os.environ.get(name) for name in _BLAS_THREADS)
     if unset:
         os.environ["OPENBLAS_NUM_THREADS"] = "1"  # read once, as OpenBLAS loads; children keep their own
     try:
-        import numpy
-
-        numpy.linalg.inv(numpy.eye(2))  # OpenBLAS's first call, within the headroom (see the module)
+        yield
     finally:
         if unset:
             del os.environ["OPENBLAS_NUM_THREADS"]
