@@ -222,6 +222,8 @@ def test_a_mistyped_command_is_named_never_the_file_after_it(cli, files, tmp_pat
     (tmp_path / "chekpoint").write_bytes(b"")  # a file of that name: the word after it is the extra one
     assert "unrecognized arguments: " + ck in cli.run("chekpoint", ck, code=2).stderr.decode()
     assert cli.run("nothing-here", code=2).stderr.decode() == "bob-inspect: refused: nothing-here: no such file\n"
+    for argv in (["--", "diff", ck, ck], ["--ulp", "3", ck, ck], ["chekpoint", "nor-this"], ["", ck]):
+        assert "is no command" not in cli.run(*argv, code=2).stderr.decode(), argv  # (argparse's, as before)
 
 
 def test_the_last_guard_escapes_only_lines_a_terminal_would_not_print():

@@ -1,7 +1,8 @@
 """``bob-inspect``'s common command lines skip building the argparse parser
 (its import and its six subparsers are a share of a report's process): the
-quick reading must print exactly what argparse's reading prints, and anything
-it does not know goes to argparse."""
+quick reading must print exactly what argparse's reading prints (but for a
+mistyped command, which it names where argparse blamed the file after it), and
+anything it does not know goes to argparse."""
 
 from __future__ import annotations
 

@@ -246,11 +246,12 @@ def quick_args(argv: list[str]) -> "Any | None":
     """The common command lines (``COMMAND FILE [--json] [--debug]``, after :func:`route`), read without
     building the argparse parser, which costs a share of a report's whole process. Anything else (an option
     with a value, help, a repeated flag, a FILE that starts with ``-``) returns None and goes to argparse,
-    which parses it and prints its usual messages."""
-    operands = [w for k, w in enumerate(argv[1:]) if not w.startswith("-") and argv[k] not in _VALUE_OPTIONS]
-    if argv[:1] == ["auto"] and operands[1:] and not set(ANSWERING) & set(argv) and not os.path.lexists(operands[0]):
-        raise Refused(f"usage: {show_path(operands[0])} is no command ({', '.join(COMMANDS)}) and names no file "
-                      f"(see {PROG} --help)")  # (a command mistyped: argparse blamed the file after it)
+    which parses it and prints its usual messages; a mistyped command (``bob-inspect chekpoint FILE``) is named."""
+    words = [w for w in argv[1:] if w not in _FLAGS]
+    if argv[:1] == ["auto"] and len(words) > 1 and words[0][:1] not in ("", "-") and not os.path.lexists(words[0]) \
+            and not {"--", *ANSWERING} & set(argv) and any(map(os.path.lexists, words[1:])):
+        raise Refused(f"usage: {show_path(words[0])} is no command ({', '.join(COMMANDS)}) and names no file "
+                      f"(see {PROG} --help)")  # (a first word naming nothing, then a file: argparse blamed the file)
     if len(argv) < 2 or SUBCOMMANDS.get(argv[0], argv[0]) not in _ONE_FILE:
         return None
     flags = [a for a in argv[1:] if a in _FLAGS]
