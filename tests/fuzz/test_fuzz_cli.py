@@ -535,6 +535,9 @@ def test_replay_passes_over_no_file_it_is_given_and_follows_no_link_out(tmp_path
     error = json.loads(capsys.readouterr().out)["error"]  # the file's refusal, never said as --target's value
     assert "no target for this file" in error["message"] and (error["option"], error["path"]) == (
         "PATH", "cases/predict/case.bin")
+    assert main(["minimize", "cases/predict/case.bin", "--json"]) == 2  # (minimize's PATH too)
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert "no target for this file" in error["message"] and error["option"] == "PATH"
     rust = tmp_path / "fuzz" / "regressions" / "kernels"
     rust.mkdir(parents=True)
     (rust / "case.bin").write_bytes(b"junk")
