@@ -25,19 +25,20 @@ on_exit() {
 }
 trap on_exit EXIT
 trap 'exit 130' INT; trap 'exit 143' TERM; trap 'exit 129' HUP  # (so that on_exit runs)
-set -m  # each job started below leads a process group: ended whole, whatever it started (rustc, a test binary)
+beside() {  # "$@" as a job that leads its own process group: ended whole, whatever it started (rustc, a test binary)
+    set -m
+    "$@" &
+    set +m
+}
 # The Rust core's tests need no Python: they run while the set-up downloads packages and links the release
 # build, on one CPU. Cargo.toml's test profile (opt-level 3): no fat LTO to link each test binary with.
-cargo test --locked -p bob-core > "$rust_log" 2>&1 &
+beside cargo test --locked -p bob-core > "$rust_log" 2>&1
 rust=$!
-set +m
 scripts/bootstrap.sh test,plot,fuzz,interop   # test: a dependency group; fuzz: atheris, so the planted-bug campaign test runs; interop: safetensors
 # Beside mypy (one CPU), one pass of pytest's collection leaves the test modules' rewritten bytecode for the
 # workers, which would each rewrite them otherwise; what it meets, the run below reports.
-set -m
-env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -m pytest -q --collect-only -p no:cacheprovider >/dev/null 2>&1 &
+beside env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -m pytest -q --collect-only -p no:cacheprovider >/dev/null 2>&1
 warm=$!
-set +m
 .venv/bin/python -m mypy                       # python/bob, as configured in pyproject.toml
 wait "$warm" || true
 warm=""
