@@ -45,6 +45,7 @@ __all__ = [
     "show_bytes",
     "show_byte",
     "show_path",
+    "plural",
     "one_line",
     "bounded",
     "f32_text",
@@ -89,6 +90,11 @@ def show_byte(value: int) -> str:
     if 0x20 <= value < 0x7F and value not in (0x27, 0x5C):
         return f"'{chr(value)}'"
     return f"'\\x{value & 0xFF:02x}'"
+
+
+def plural(n: int, word: str) -> str:
+    """``1 byte``, ``2 bytes``: a count with its word."""
+    return f"{n} {word}{'s' if n != 1 else ''}"
 
 
 def show_path(path: "str | bytes | os.PathLike[str] | os.PathLike[bytes] | None") -> str:

@@ -51,7 +51,7 @@ def test_build_input_refusals() -> None:
         with pytest.raises(TypeError, match=r"^prompts is a list of 3 byte strings$"):
             build_input(CORPUS, unordered)  # type: ignore[arg-type]
     assert refusal(lambda: build_input(b"a", PROMPTS)) == bad_value(
-        "corpus", "a corpus needs at least 2 bytes", "at least 2 bytes", "1 bytes")
+        "corpus", "a corpus needs at least 2 bytes", "at least 2 bytes", "1 byte")  # (it said "1 bytes")
     assert refusal(lambda: build_input(CORPUS, PROMPTS[:2])) == bad_value(
         "prompts", "there are exactly 3 prompts", 3, 2)
 

@@ -16,6 +16,7 @@ from bob.errors import FormatError, NotABobFile, Truncated, as_bytes
 from bob.fileio import FileTooLarge, read_bounded, write_atomic
 from bob.formats.constants import CHECKPOINT_MAGIC, INPUT_MAGIC, TRACE_MAGIC
 from bob.formats.kinds import MAGIC_BYTES, ends_inside
+from bob.text import plural
 
 __all__ = ["read_format_file", "too_large", "INPUT_FILE", "CHECKPOINT_FILE", "KNOWN_MAGICS", "magic_finding",
            "starts_like", "as_bytes", "Examined", "BobFile"]
@@ -71,7 +72,7 @@ def magic_finding(data: bytes, magic: bytes, what: str) -> FormatError | None:
         return None
     if ends_inside(head, magic):
         return Truncated("file_size", f"the file ends inside the magic of {what}",
-                         expected=f"at least {len(magic)} bytes", actual=f"{len(data)} bytes", offset=0)
+                         expected=f"at least {len(magic)} bytes", actual=plural(len(data), "byte"), offset=0)
     other = KNOWN_MAGICS.get(head)
     message = f"this is {other}, not {what}" if other else f"not {what}: wrong magic"
     return NotABobFile("magic", message, expected=magic, actual=head, offset=0)

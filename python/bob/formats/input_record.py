@@ -23,6 +23,7 @@ from bob.formats.files import INPUT_FILE, BobFile, Examined, as_bytes, magic_fin
 from bob.formats.layout import INPUT, WORD_DTYPE
 from bob.formats.rules import INPUT_VERSION, PROMPT_WORD, TARGET_AGREES
 from bob.formats.schema import END, parse, ruled, schema_fields
+from bob.text import plural
 
 __all__ = ["INPUT_RECORD", "INPUT_MAGIC", "InputRecord", "InputExamination", "examine", "input_findings", "load_input",
            "read_input_file", "build_input", "prompt_word"]
@@ -234,7 +235,7 @@ def build_input(corpus: bytes, prompts: Sequence[bytes]) -> InputRecord:
         raise TypeError(f"prompts is a list of {PROMPTS} byte strings")
     if len(corpus) < 2:
         raise BadValue("corpus", "a corpus needs at least 2 bytes",
-                       expected="at least 2 bytes", actual=f"{len(corpus)} bytes")
+                       expected="at least 2 bytes", actual=plural(len(corpus), "byte"))
     if len(given) != PROMPTS:
         raise BadValue("prompts", f"there are exactly {PROMPTS} prompts", expected=PROMPTS, actual=len(given))
     words = []

@@ -12,7 +12,7 @@ from bob.errors import FormatError
 from bob.fileio import FileTooLarge, read_bounded, replace_target
 from bob.formats.constants import MAX_CHECKPOINT_BYTES, UPDATES_PER_INVOCATION
 from bob.formats.files import CHECKPOINT_FILE, read_format_file, too_large
-from bob.text import escape_bytes, show_path
+from bob.text import escape_bytes, plural, show_path
 
 from bob.commands import EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED as EXIT_PROBLEMS, EXIT_UNEXPECTED, Refused, os_reason
 
@@ -102,10 +102,6 @@ def finish(report: dict[str, Any], problems: list[FormatError], ok_verdict: str,
     report.update(problems=[p.to_dict() for p in problems], problem_count=len(problems), ok=not problems,
                   verdict=ok_verdict if not problems else f"{plural(len(problems), 'problem')}: {bad_verdict}")
     return report
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'s' if n != 1 else ''}"
 
 
 def invocations_text(step: int) -> str:
