@@ -89,7 +89,7 @@ def build(args) -> dict:
         target = replace_target(args.output)
     if args.corpus is not None:
         if same_file(args.corpus, target):
-            raise Refused("the same file as --corpus; each needs its own", option="--output", path=args.output)
+            raise Refused("names the same file as --corpus; each needs its own", option="--output", path=args.output)
         with about("--corpus", args.corpus):
             corpus, corpus_bytes = read_corpus(args.corpus)
     else:

@@ -269,7 +269,7 @@ def _outputs(input_path: str, checkpoint_path: str, predictions_path: str,
         (input_path, predictions_target, "--input", "--predictions", predictions_path),
     ):
         if same_file(a, b):  # refused naming the option of the file that would be replaced
-            raise Refused(f"the same file as {first}; each needs its own", option=option, path=path)
+            raise Refused(f"names the same file as {first}; each needs its own", option=option, path=path)
     outputs: "tuple[tuple[str, str, str], ...]" = (("--checkpoint", checkpoint_path, checkpoint_target),
                                                    ("--predictions", predictions_path, predictions_target))
     if trace_path is not None:

@@ -326,7 +326,7 @@ def test_checkpoint_in_a_missing_directory_is_refused(work: Path) -> None:
 
 def test_same_path_twice_is_refused(work: Path) -> None:
     out = run(work, check=2, pred="ck.bin")
-    assert f"--predictions {work / 'ck.bin'}: the same file as --checkpoint; each needs its own" in out.stderr
+    assert f"--predictions {work / 'ck.bin'}: names the same file as --checkpoint; each needs its own" in out.stderr
     assert_untouched(work, None, None)
 
 

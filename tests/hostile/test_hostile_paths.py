@@ -206,7 +206,7 @@ def test_a_link_to_the_input_is_a_collision_named_by_the_option_of_the_file_repl
     out = command("bob-run", "--input", work / "rec.bin", *(x for o, p in paths.items() for x in (o, p)), "--json")
     error = json.loads(out.stdout)["error"]
     assert out.returncode == 2 and (error["option"], error["path"]) == (option, str(work / "alias.bin"))
-    assert out.stderr.decode() == f"bob-run: refused: {option} {work / 'alias.bin'}: the same file as --input; " \
+    assert out.stderr.decode() == f"bob-run: refused: {option} {work / 'alias.bin'}: names the same file as --input; " \
         "each needs its own\n"
 
 
@@ -252,7 +252,7 @@ def test_fixture_output_onto_its_corpus_is_refused(work: Path) -> None:
     for output in (corpus, work / "alias.txt"):
         out = command("bob-fixture", "--corpus", corpus, "--output", output, "--prompt", "a", "--prompt", "b",
                       "--prompt", "")
-        assert out.returncode == 2 and b"--output " + bytes(output) + b": the same file as --corpus" in out.stderr
+        assert out.returncode == 2 and b"--output " + bytes(output) + b": names the same file as --corpus" in out.stderr
         assert corpus.read_bytes() == CORPUS * 10
 
 
@@ -392,7 +392,7 @@ def test_two_paths_through_a_bind_mount_to_one_new_file_are_one_file(work: Path)
         for option, said, extra in (
                 ("--trace", "names the same file as --predictions", ["--predictions", work / "p.bin", "--trace",
                                                                       seen / "p.bin"]),
-                ("--predictions", "the same file as --checkpoint", ["--predictions", seen / "new.bob"]),
+                ("--predictions", "names the same file as --checkpoint", ["--predictions", seen / "new.bob"]),
                 ("--predictions", "names the checkpoint's lock file", ["--predictions", seen / ".new.bob.bob-lock"])):
             out = command("bob-run", "--input", work / "rec.bin", "--checkpoint", work / "new.bob", *extra)
             assert out.returncode == 2 and f"{option} ".encode() in out.stderr and said.encode() in out.stderr, \
