@@ -305,7 +305,6 @@ def record_run(directory: Path, record: bytes, checkpoint: bytes | None, predict
                     committed=not lock_lost)
 
 
-
 def check_state(sc: Scenario, k: int, kept: tuple[int, ...], state: Image, scratch: Path) -> None:
     """One crash state held to bob's promise (docs/fuzzing.md, "Power loss")."""
     from bob.run import main as run_main
