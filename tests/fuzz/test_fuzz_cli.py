@@ -552,6 +552,13 @@ def test_replay_passes_over_no_file_it_is_given_and_follows_no_link_out(tmp_path
     assert json.loads(capsys.readouterr().out)["error"]["message"] == "no files to replay"
     assert main(["replay", str(tmp_path / "empty"), str(tmp_path / "fuzz"), "--json"]) == 2
     assert json.loads(capsys.readouterr().out)["error"]["path"] == str(tmp_path / "fuzz")  # (where they are)
+    (tmp_path / "fuzz" / "regressions" / "input").mkdir()  # beside others, counted: never read as all replayed
+    (tmp_path / "fuzz" / "regressions" / "input" / "case.bin").write_bytes(b"junk")
+    assert main(["replay", str(tmp_path / "fuzz")]) == 0
+    assert capsys.readouterr().out.endswith("1 passed, 0 failed, 1 passed over (the Rust targets': `cargo test -p "
+                                            "bob-core --test fuzz_replay` replays them)\n")
+    assert main(["replay", str(tmp_path / "fuzz"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["passed_over"] == 1
     tree = tmp_path / "tree" / "input" / "accepted"
     tree.mkdir(parents=True)
     (tree / "out.bin").symlink_to(tmp_path / "cases" / "predict" / "case.bin")

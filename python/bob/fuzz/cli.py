@@ -224,23 +224,23 @@ def cmd_replay(args: argparse.Namespace) -> Outcome:
 
     if args.target is not None:
         _known_target(args.target)
-    files, rust = [], []
+    cargo = "`cargo test -p bob-core --test fuzz_replay` replays"  # (the Rust targets' files: fuzz/regressions/kernels)
+    files, rust, passed_over = [], [], 0  # rust: the paths given under which some of those are passed over
     for path in args.paths:
         with about("PATH", path):  # (a directory under it that cannot be listed)
             found = list(files_under([path]))
             listed = [f for f in found if args.target or not skipped(f)]
             rust += [path] * (len(found) > len(listed))
+            passed_over += len(found) - len(listed)  # (said: a directory's summary never reads as all of it replayed)
         for f in listed if os.path.isdir(path) else [path]:
             with about("PATH", f):  # a regular file bob can read, or refused before anything starts
                 read_input(f)
         if not listed and not os.path.isdir(path):  # a file named is replayed or refused, never passed over
-            raise Refused("a Rust target's file: `cargo test -p bob-core --test fuzz_replay` replays it (or name a "
-                          "--target)", option="PATH", path=path)
+            raise Refused(f"a Rust target's file: {cargo} it (or name a --target)", option="PATH", path=path)
         files += [(f, _target_of(f, args.target)) for f in listed]
     if not files:
-        raise Refused("no files to replay" + "; those there are the Rust targets' (`cargo test -p bob-core --test "
-                      "fuzz_replay` replays them, or name a --target)" * bool(rust), option="PATH",
-                      path=(rust or args.paths)[0])  # (the one that holds them)
+        raise Refused("no files to replay" + f"; those there are the Rust targets' ({cargo} them, or name a --target)"
+                      * bool(rust), option="PATH", path=(rust or args.paths)[0])  # (the one that holds them)
     verdicts, unread = [], []
     with Progress(PROG, "replay", len(files)) as progress, stdout_on_stderr(), _working_directory_kept() as keep:
         for f, name in files:
@@ -260,11 +260,12 @@ def cmd_replay(args: argparse.Namespace) -> Outcome:
     lines = [f"{'PASS' if v.passed else 'FAIL'}  {v.target}  {show_path(v.path)}"
              + ("" if v.passed else f"  {one_line(v.message)}") for v in verdicts]
     lines += [f"NOT REPLAYED  {exc.text}" for exc in unread]
-    lines.append(f"{PROG} replay: {len(verdicts) - failed} passed, {failed} failed"
-                 + f", {len(unread)} not replayed" * bool(unread))
-    data = {"passed": len(verdicts) - failed, "failed": failed, "not_replayed": [exc.to_dict() for exc in unread],
-            "files": [{"path": show_path(v.path), "target": v.target, "passed": v.passed, "message": one_line(v.message)}
-                      for v in verdicts]}
+    lines.append(f"{PROG} replay: {len(verdicts) - failed} passed, {failed} failed" + f", {len(unread)} not replayed"
+                 * bool(unread) + f", {passed_over} passed over (the Rust targets': {cargo} them)" * bool(passed_over))
+    data = {"passed": len(verdicts) - failed, "failed": failed, "passed_over": passed_over, "not_replayed":
+            [exc.to_dict() for exc in unread], "files": [
+                {"path": show_path(v.path), "target": v.target, "passed": v.passed, "message": one_line(v.message)}
+                for v in verdicts]}
     return Outcome(EXIT_FOUND if failed else EXIT_OK, data, "\n".join(lines))
 
 

@@ -62,8 +62,7 @@ def favoured_columns(table, rows):
 
 
 def _zoom(ax, table, masked, moved, cols, cmap, limit) -> None:
-    ax.imshow(masked[np.ix_(moved, cols)], cmap=cmap, vmin=-limit, vmax=limit, interpolation="nearest",
-              aspect="auto")
+    ax.imshow(masked[np.ix_(moved, cols)], cmap=cmap, vmin=-limit, vmax=limit, interpolation="nearest", aspect="auto")
     ax.set_yticks(range(moved.size), [_byte_label(int(b)) for b in moved], fontsize=8)
     ax.set_xticks(range(cols.size), [_byte_label(int(b)) for b in cols], rotation=90, fontsize=8)
     ax.set(xlabel="next byte (the columns these rows favour)", ylabel="context byte")
