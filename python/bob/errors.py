@@ -202,7 +202,7 @@ def as_bytes(data: Any, name: str) -> bytes:
 def field_at(field: str, index: "int | None") -> str:
     """A field with its index, as every report spells it: ``chunk_table[0].digest``, ``V[300]``."""
     head, dot, rest = field.partition(".")
-    return field if index is None else f"{head}[{index}]{dot}{rest}"
+    return field if index is None else f"{head}[{int_text(index)}]{dot}{rest}"
 
 
 class FormatError(ValueError):
@@ -234,7 +234,7 @@ class FormatError(ValueError):
         """``field[index] at offset N``, the part of the message that locates the failure."""
         text = field_at(self.field, self.index)
         if self.offset is not None:
-            text += f" at offset {self.offset}"
+            text += f" at offset {int_text(self.offset)}"
         return text
 
     @property

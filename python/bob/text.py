@@ -181,8 +181,8 @@ int-to-str limit (a ValueError where the message was being made) and, without it
 
 def int_text(value: int) -> str:
     """An integer for a message: its digits up to :data:`INT_SHOWN_BITS` bits, else its sign and size
-    (``an integer of 16610 bits``, ``a negative integer of 16610 bits``)."""
-    if value.bit_length() <= INT_SHOWN_BITS:
+    (``an integer of 16610 bits``, ``a negative integer of 16610 bits``); a NumPy integer as ``str`` writes it."""
+    if not isinstance(value, int) or value.bit_length() <= INT_SHOWN_BITS:
         return str(value)
     return f"{'a negative' if value < 0 else 'an'} integer of {value.bit_length()} bits"
 

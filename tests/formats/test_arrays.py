@@ -82,6 +82,9 @@ def test_a_plane_reassigned_is_still_seen_through_its_table(trained) -> None:
     ck.v = ck.v_table.tolist()  # a nested list: converted when next looked at
     assert ck.v_table.shape == (256, 256) and isinstance(ck.v, np.ndarray)
     assert np.shares_memory(ck.v_table, ck.v) and ck == trained
+    ck.p, ck.m = trained.p_table.copy(), trained.m.tolist()  # flat, as planes says (it gave them as assigned)
+    assert all(p.shape == (65536,) and p.dtype == np.float32 for p in ck.planes.values()) and ck.planes["M"] is ck.m
+    assert ck == trained
 
 
 def test_a_checkpoint_takes_planes_flat_or_as_tables_and_shares_them(trained) -> None:

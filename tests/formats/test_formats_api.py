@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import pickle
 import subprocess
 import sys
+from dataclasses import fields
 
 import numpy as np
 import pytest
@@ -63,8 +65,6 @@ def test_public_names_resolve():
 def test_the_examinations_keep_their_fields_in_order():
     """The examinations are public dataclasses: a positional construction, a match pattern or a
     repr reads their fields in this order (a shared base once moved findings before magic)."""
-    from dataclasses import fields
-
     from bob.formats.checkpoint import Examination
     from bob.formats.input_record import InputExamination
     from bob.formats.predictions import PredictionsExamination
@@ -76,6 +76,19 @@ def test_the_examinations_keep_their_fields_in_order():
                      "Examination": ["size", "findings", "header"],
                      "PredictionsExamination": ["size", "findings", "records"],
                      "TraceExamination": ["size", "findings", "trace"]}
+
+
+def test_an_examination_is_equal_only_to_itself_and_never_raises_comparing() -> None:
+    """== of two examinations compared their planes (NumPy's ValueError: an array's truth value is ambiguous) and
+    their findings (exceptions, equal only to themselves): one reading's report is equal to itself alone."""
+    from bob.formats import input_record, predictions, trace
+
+    read = [bob.examine_checkpoint(b""), bob.examine_checkpoint(bob.Checkpoint.fresh().to_bytes()),
+            input_record.examine(bob.build_input(b"abc", [b"", b"", b""]).to_bytes()), input_record.examine(b"x"),
+            predictions.examine(bytes(24)), trace.examine(b"")]
+    for ex in read:
+        again = type(ex)(**{k: v for k, v in vars(ex).items() if k in {f.name for f in fields(ex)}})
+        assert ex == ex and ex != again and ex != copy.deepcopy(ex) and len({ex, again}) == 2
 
 
 def test_error_family():

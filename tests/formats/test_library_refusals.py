@@ -831,6 +831,19 @@ def test_an_integer_up_to_128_bits_is_shown_in_digits_and_a_larger_one_by_its_si
     assert show_value(2**64) == "18446744073709551616 (0x10000000000000000)" and show_value(0xFFFFFFFF) == "0xffffffff"
 
 
+def test_a_large_integer_a_caller_put_in_a_checkpoint_or_an_error_is_shown_by_its_size() -> None:
+    """repr of a Checkpoint whose step or header_bytes was reassigned so, and an error made with such an offset or
+    index, raised Python's int-to-str ValueError (a traceback of its own where one was being shown)."""
+    ck = bob.Checkpoint.fresh()
+    ck.step, ck.header_bytes = 10**5000, -(10**5000)
+    assert repr(ck) == ("Checkpoint(step=an integer of 16610 bits, invocations=an integer of 16607 bits, "
+                        "header_bytes=a negative integer of 16610 bits, contract=v1)")
+    ck.step = "x"
+    assert repr(ck).startswith("Checkpoint(step='x', header_bytes=a negative integer of 16610 bits, contract=Contract(")
+    assert str(bob.BadValue("f", "m", offset=10**5000, index=np.int64(3))) == "f[3] at offset an integer of 16610 bits: m"
+    assert bob.BadValue("f.g", "m", index=-(10**5000)).where == "f[a negative integer of 16610 bits].g"
+
+
 def test_a_large_integer_inside_what_is_refused_is_said_by_its_size() -> None:
     """A door that shows what it refuses (a Trace entry of the wrong shape, a set where a sequence belongs) made
     its repr, which raised for an integer past the limit inside it."""

@@ -79,7 +79,8 @@ def magic_finding(data: bytes, magic: bytes, what: str) -> FormatError | None:
 
 
 class Examined:
-    """The base of each format's examination: its ``findings`` and whether there are none."""
+    """The base of each format's examination: its ``findings`` and whether there are none. Each is one reading's
+    report, equal only to itself (a finding is an exception, a plane an array): files compare by their bytes."""
 
     findings: "list[FormatError]"
 

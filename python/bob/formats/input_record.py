@@ -154,7 +154,7 @@ class InputRecord(BobFile):
 # -- Reading
 
 
-@dataclass
+@dataclass(eq=False)
 class InputExamination(Examined):
     """What a reader found in an input record's bytes: every finding, in the contract's order,
     the fields as far as they could be read (``widened``: the u32 targets table) and the

@@ -102,7 +102,7 @@ class Predictions(BobFile):
                             for t, v in self.records]}
 
 
-@dataclass
+@dataclass(eq=False)
 class PredictionsExamination(Examined):
     """What a reader found in a predictions file's bytes: its findings, the ``records`` as read
     when the file has the right size, and the :class:`Predictions` of a valid file."""

@@ -194,7 +194,7 @@ class Trace(BobFile):
         }
 
 
-@dataclass
+@dataclass(eq=False)
 class TraceExamination(Examined):
     """What a reader found in a trace's bytes: ``findings`` (:func:`examine`'s order), a valid file's :class:`Trace`,
     and ``read``, what its whole layout holds, problems or not (:meth:`Trace.as_dict`'s keys: what a report shows)."""

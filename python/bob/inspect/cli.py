@@ -158,8 +158,7 @@ def cmd_auto(args: argparse.Namespace) -> Result:
 HANDLERS: dict[str, Callable[[argparse.Namespace], Result]] = {
     "checkpoint": cmd_checkpoint, "input": lambda args: cmd_file(kinds.INPUT, args.file),
     "predictions": lambda args: cmd_file(kinds.PREDICTIONS, args.file), "diff": cmd_diff, "trace": cmd_trace,
-    "verify": cmd_verify, "schema": cmd_schema, "auto": cmd_auto,
-}
+    "verify": cmd_verify, "schema": cmd_schema, "auto": cmd_auto}
 
 
 def _checkpoint_options(p: argparse.ArgumentParser) -> None:

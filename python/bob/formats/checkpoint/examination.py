@@ -50,7 +50,7 @@ class HeaderFields(dict[str, Any]):
         return fields
 
 
-@dataclass
+@dataclass(eq=False)
 class Examination(Examined):
     """What a reader found in a checkpoint's bytes: ``findings`` in the contract's order, and
     whatever could be read (``header`` None if it did not parse; ``planes``, read-only views,

@@ -27,7 +27,7 @@ from bob.formats.contract import V1, Contract
 from bob.formats.files import CHECKPOINT_FILE, as_bytes, read_format_file
 from bob.formats.layout import HEADER_ALIGNMENT, PLANE_DTYPE, WORD_DTYPE
 from bob.formats.rules import HEADER_BYTES as HEADER_BYTES_RULE
-from bob.text import f32_text
+from bob.text import f32_text, repr_text
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy.typing as npt
@@ -172,13 +172,15 @@ class Checkpoint:
 
     @property
     def planes(self) -> dict[str, npt.NDArray[np.float32]]:
-        """The flat planes by name: ``{"P": p, "M": m, "V": v}``."""
-        return {"P": self.p, "M": self.m, "V": self.v}
+        """The flat planes by name: ``{"P": p, "M": m, "V": v}``, each a plane reassigned since as its array now."""
+        return {name: self._flat(name.lower()) for name in PLANE_NAMES}
+
+    def _flat(self, attribute: str) -> npt.NDArray[np.float32]:
+        setattr(self, attribute, plane := _plane(getattr(self, attribute), attribute.upper()))  # (a list: its array)
+        return plane
 
     def _table(self, attribute: str) -> npt.NDArray[np.float32]:
-        plane = _plane(getattr(self, attribute), attribute.upper())  # a plane reassigned since: its array now
-        setattr(self, attribute, plane)
-        return plane.reshape(TABLE_SHAPE)  # a view: the plane is C-contiguous
+        return self._flat(attribute).reshape(TABLE_SHAPE)  # a view: the plane is C-contiguous
 
     @property
     def p_table(self) -> npt.NDArray[np.float32]:
@@ -198,7 +200,7 @@ class Checkpoint:
     @property
     def tables(self) -> dict[str, npt.NDArray[np.float32]]:
         """The table views by name: ``{"P": p_table, "M": m_table, "V": v_table}``."""
-        return {"P": self.p_table, "M": self.m_table, "V": self.v_table}
+        return {name: self._table(name.lower()) for name in PLANE_NAMES}
 
     def to_bytes(self, header_bytes: int | None = None, *, for_resume: bool = True) -> bytes:
         """The envelope file (``header_bytes``: the checkpoint's own by default).
@@ -320,11 +322,12 @@ class Checkpoint:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
+        step, header_bytes = repr_text(self.step), repr_text(self.header_bytes)  # (10**5000: by its size, as bob.text)
         try:
-            return (f"Checkpoint(step={self.step}, invocations={self.invocations}, "
-                    f"header_bytes={self.header_bytes}, contract={'v1' if self.contract.is_v1 else 'non-v1'})")
+            return (f"Checkpoint(step={step}, invocations={repr_text(self.invocations)}, "
+                    f"header_bytes={header_bytes}, contract={'v1' if self.contract.is_v1 else 'non-v1'})")
         except (TypeError, AttributeError):  # a field reassigned to what no checkpoint holds: shown as it is
-            return f"Checkpoint(step={self.step!r}, header_bytes={self.header_bytes!r}, contract={self.contract!r})"
+            return f"Checkpoint(step={step}, header_bytes={header_bytes}, contract={repr_text(self.contract)})"
 
 
 def load_checkpoint(data: bytes, *, for_resume: bool = True, expected_sha256: str | None = None) -> Checkpoint:
@@ -359,11 +362,8 @@ def describe_envelope(data: bytes) -> dict[str, Any]:
     # A valid file: every part was read, and its strings are the contract's (ASCII).
     h, contract, digest = ex.header, ex.contract, ex.header_digest
     assert h is not None and contract is not None and digest is not None and ex.planes is not None
-    learner = {
-        "text": h.learner[:-LEARNER_FLOATS.size].decode(),
-        **{k: float(f32_text(x)) for k, x in (contract.learner_hyperparameters or {}).items()},
-        "f32_hex": h.learner[-LEARNER_FLOATS.size:].hex(),
-    }
+    learner = {"text": h.learner[:-LEARNER_FLOATS.size].decode(), **{k: float(f32_text(x)) for k, x in (
+        contract.learner_hyperparameters or {}).items()}, "f32_hex": h.learner[-LEARNER_FLOATS.size:].hex()}
     shown = {name: learner if name == "learner" else value.decode() if isinstance(value, bytes) else value
              for name, value in asdict(contract).items()}
     return {"format": "bob-envelope", "version": h.version, "size": ex.size,
