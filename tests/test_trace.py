@@ -283,7 +283,9 @@ def test_the_library_s_refusal_of_one_of_two_names_the_argument() -> None:
     for args, kwargs, named in [((a.trace, cut), {}, "b"), ((cut, a.trace), {}, "a"),
                                 ((a.trace, trace_b), {"checkpoints": (a.checkpoint, a.checkpoint.to_bytes()[:9])},
                                  "checkpoints[1]"),
-                                ((a.trace, trace_b), {"checkpoints": (other, other)}, "checkpoints[0]")]:
+                                ((a.trace, trace_b), {"checkpoints": (other, other)}, "checkpoints[0]"),
+                                ((a.trace, bob.invoke(RECORD, a.checkpoint, trace=True).trace), {}, "b"),  # another run
+                                ((a.trace, trace_b), {"checkpoints": (a.checkpoint, b"")}, "checkpoints[1]")]:  # steps
         with pytest.raises(bob.FormatError) as info:
             bob.diff(*args, **kwargs)
         assert info.value.__notes__ == [f"(refusing the argument {named})"], (named, info.value)

@@ -125,9 +125,10 @@ def _states(a: Trace, b: Trace, checkpoints: "tuple[Any, Any]", files: "tuple[An
     for i, (trace, step, planes) in enumerate(((a, step_a, planes_a), (b, step_b, planes_b))):
         with _refusing(f"checkpoints[{i}]"):
             entry_of(trace, step, planes)
-    if step_a != step_b:
-        raise BadValue("step", "the two checkpoints are states at different steps; give one of each run at the same "
-                       "step", expected=step_a, actual=step_b)
+    with _refusing("checkpoints[1]"):  # (the second, as bob-inspect names its --checkpoints CB)
+        if step_a != step_b:
+            raise BadValue("step", "the two checkpoints are states at different steps; give one of each run at the "
+                           "same step", expected=step_a, actual=step_b)
     first = None
     for name, pa, pb in zip(PLANE_NAMES, planes_a, planes_b):
         found = plane_diff(pa, pb)["first"]
@@ -141,7 +142,8 @@ def compare_traces(a: Trace, b: Trace, *, checkpoints: "tuple[Any, Any] | None" 
                    files: "tuple[str | None, str | None]" = (None, None),
                    checkpoint_files: "tuple[str | None, str | None]" = (None, None)) -> dict[str, Any]:
     """The comparison of two traces of one run (the report ``bob-inspect trace --json`` prints)."""
-    index = a.first_divergence(b)  # refuses a trace of another run
+    with _refusing("b"):
+        index = a.first_divergence(b)  # refuses a trace of another run
     resumed = [n for n, da, db in zip(PLANE_NAMES, a.start, b.start) if da != db]  # (update 0: before the first)
     report: dict[str, Any] = {
         "command": "trace", "a": _side(a, files[0]), "b": _side(b, files[1]),
