@@ -5,10 +5,11 @@ allocated or converted (:mod:`bob.interop` checks what they say). Each refusal i
 
 * ``.npz``: the zip's end record (no zip64, bounded entries and directory, the file's last bytes) before the
   directory is parsed; from the directory alone, each member's name as stored (``P.npy``, ``M.npy``, ``V.npy``,
-  ``bob.npy``, each once), compression (stored or deflated) and size; then each ``.npy`` header (version 1.0 or 2.0,
-  bounded, a literal dict of exactly ``descr``, ``fortran_order`` and ``shape``) before data that must be exactly
-  what it says; then, as formats/DECISIONS.md D28 gives them, the local headers against the directory (no second
-  name) and no byte outside the members, the directory and the end record;
+  ``bob.npy``, each once) and compression (stored or deflated); then each ``.npy`` header (version 1.0 or 2.0,
+  bounded, a literal dict of exactly ``descr``, ``fortran_order`` and ``shape``: a float64 plane named as such), and
+  the member's size in the directory against it, before data that must be exactly what it says; then, as
+  formats/DECISIONS.md D28 gives them, the local headers against the directory (no second name) and no byte outside
+  the members, the directory and the end record;
 * safetensors: the header's length (bounded, inside the file), its UTF-8 JSON, then each
   tensor (``F32``, the table's shape, offsets that tile the data from its start to its end);
 * the metadata: bounded, nesting checked before it is parsed, every key once, every value a
@@ -47,9 +48,7 @@ MAX_ZIP_DIRECTORY = 4_096  # the central directory's bytes (a bob export's: abou
 MAX_DIGITS = 20  # U64_MAX has 20
 _TABLE = (VOCABULARY, VOCABULARY)
 _NPY_MAGIC = b"\x93NUMPY"
-_NPY_PREAMBLE = len(_NPY_MAGIC) + 2 + 4  # magic, version, the header's length (at most four bytes)
-_MEMBER_LIMIT = {**{name: _NPY_PREAMBLE + MAX_NPY_HEADER + CHUNK_BYTES for name in PLANE_NAMES},
-                 METADATA_MEMBER: _NPY_PREAMBLE + MAX_NPY_HEADER + 4 * MAX_METADATA_CHARS}
+_MEMBERS = (*PLANE_NAMES, METADATA_MEMBER)
 _END_RECORD = struct.Struct("<4s4H2LH")  # the zip's end of central directory
 _LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # a member's, before its name, extra field and data
 # A string (to its closing quote or the text's end: a match never fails, so one pass) or a bracket
@@ -148,7 +147,7 @@ def _members(z: zipfile.ZipFile) -> dict[str, zipfile.ZipInfo]:
     found: dict[str, zipfile.ZipInfo] = {}
     for info in z.infolist():
         name = info.orig_filename.removesuffix(".npy")[:80]  # (as stored: filename is cut at a NUL, or Unicode Path's)
-        if name not in _MEMBER_LIMIT or info.orig_filename != f"{name}.npy":
+        if name not in _MEMBERS or info.orig_filename != f"{name}.npy":
             raise BadValue(name or "npz.members", "a bob export holds the members P.npy, M.npy, V.npy and bob.npy only",
                            actual=bounded(info.orig_filename))
         if _UNICODE_PATH in dict(_blocks(info.extra)):
@@ -158,9 +157,6 @@ def _members(z: zipfile.ZipFile) -> dict[str, zipfile.ZipInfo]:
         if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED) or info.flag_bits & 1:
             raise BadValue(name, "a member is stored or deflated, not encrypted",
                            actual=f"compression {info.compress_type}, flags {info.flag_bits}")
-        if info.file_size > _MEMBER_LIMIT[name]:
-            raise Truncated(name, "larger than a bob export's member can be", expected=_MEMBER_LIMIT[name],
-                            actual=info.file_size)
         found[name] = info
     if METADATA_MEMBER not in found:
         raise NotABobFile("metadata.format", "this .npz file is not a bob checkpoint export",
@@ -178,12 +174,14 @@ def _read(f: Any, n: int, name: str) -> bytes:
     return got
 
 
-def _npy(f: Any, name: str) -> bytes:
-    """A member's data, after its ``.npy`` header is checked (see the module)."""
+def _npy(f: Any, name: str, declared: int) -> bytes:
+    """A member's data, after its ``.npy`` header is checked (see the module) against it and against ``declared``,
+    the member's size in the directory (a zip bomb: only its header unpacked)."""
     magic = _read(f, len(_NPY_MAGIC) + 2, name)
     if magic[:len(_NPY_MAGIC)] != _NPY_MAGIC or magic[len(_NPY_MAGIC):] not in (b"\1\0", b"\2\0"):
         raise BadValue(name, "an .npy array of version 1.0 or 2.0", actual=magic)
-    length = int.from_bytes(_read(f, 2 if magic[-2] == 1 else 4, name), "little")
+    width = 2 if magic[-2] == 1 else 4
+    length = int.from_bytes(_read(f, width, name), "little")
     if length > MAX_NPY_HEADER:
         raise Truncated(name, "the .npy header is longer than a bob export's", expected=MAX_NPY_HEADER, actual=length)
     try:
@@ -203,10 +201,10 @@ def _npy(f: Any, name: str) -> bytes:
     if not ok or header["fortran_order"] is not False:
         raise BadValue(name, "the array bob exports", expected=want, actual=bounded(
             f"descr {descr!r}, shape {shape!r}, fortran_order {header['fortran_order']!r}", 120))
-    data = _read(f, size, name)
-    if f.read(1):
-        raise Truncated(name, "the member holds more than its .npy header says")
-    return data
+    if (total := len(magic) + width + length + size) != declared:
+        raise Truncated(name, f"the member {'holds more than' if declared > total else 'ends before'} its .npy header "
+                        "says", expected=total, actual=declared)
+    return _read(f, size, name)
 
 
 def _layout(data: bytes, infos: list[zipfile.ZipInfo], directory: int) -> None:
@@ -284,7 +282,7 @@ def npz_parts(data: bytes) -> tuple[dict[str, str], dict[str, bytes]]:
             for name, info in members.items():
                 try:
                     with z.open(info) as f:
-                        raw[name] = _npy(f, name)
+                        raw[name] = _npy(f, name, info.file_size)
                 except zipfile.BadZipFile as exc:  # a newer zipfile's overlap check at open (gh-109858): the layout
                     if not str(exc).startswith("Overlapped entries"):  # says where, as on an older one (3.11.7)
                         raise

@@ -20,6 +20,7 @@ import pytest
 
 import bob
 from bob import interop, interop_archive
+from bob.formats.constants import CHUNK_BYTES
 
 CORPUS = b"abracadabra"
 U64_MAX = (1 << 64) - 1
@@ -266,13 +267,18 @@ def test_another_compression_is_refused_by_name(trained) -> None:
     npz_refused(archive(members(trained), zipfile.ZIP_BZIP2), bob.BadValue, "bob")
 
 
-def test_a_member_declaring_more_than_a_plane_is_refused_before_it_is_unpacked(trained, monkeypatch) -> None:
+def test_a_member_declaring_more_than_a_plane_is_refused_before_its_data_is_unpacked(trained, monkeypatch) -> None:
+    """Refused by its size in the directory once its .npy header is read: that header alone is unpacked (a float64
+    plane was refused by its size, before its header, as no array of the wrong type)."""
     bomb = npy("<f4", TABLE, bytes(64 << 20))  # 64 MiB of zeros: about 64 KiB deflated
     data = archive({**members(trained), "V.npy": bomb}, zipfile.ZIP_DEFLATED)
     assert len(data) < 1 << 20
-    monkeypatch.setattr(zipfile.ZipFile, "open", None)  # nothing is unpacked
+    unpacked, read = [], zipfile.ZipExtFile.read
+    monkeypatch.setattr(zipfile.ZipExtFile, "read", lambda f, n=-1: unpacked.append((f.name, got := read(f, n))) or got)
     err = npz_refused(data, bob.Truncated, "V")
-    assert err.actual == len(bomb)
+    assert err.actual == len(bomb) and err.expected == len(bomb) - (64 << 20) + CHUNK_BYTES
+    assert 0 < sum(len(got) for name, got in unpacked if name == "V.npy") <= len(bomb) - (64 << 20)  # its header
+    assert "the member holds more than its .npy header says" in str(err)
 
 
 def test_a_missing_metadata_member_is_not_a_bob_export(trained) -> None:
