@@ -284,10 +284,10 @@ def invoke(record: "InputRecord | bytes", checkpoint: "Checkpoint | bytes" = b""
         check_pin(None, expect, "expect")  # (its form, before anything is read: the arguments' checks come first)
     if not isinstance(record, InputRecord):
         record = load_input(record)
-    if checkpoint is not None and not isinstance(checkpoint, Checkpoint):  # its bytes taken once: what is
-        checkpoint = as_bytes(checkpoint, "the checkpoint")  # pinned and digested is what is trained
+    if not isinstance(checkpoint, Checkpoint):  # its bytes taken once: what is pinned and digested is what is
+        checkpoint = as_bytes(checkpoint, "the checkpoint")  # trained (None is no checkpoint, pinned or not)
     if expect is not None:  # (after the record, before the checkpoint: §7's order, bob-run's)
-        check_pin(b"" if checkpoint is None else checkpoint, expect, "expect")  # (None: a missing file, never pinned)
+        check_pin(checkpoint, expect, "expect")
     if isinstance(checkpoint, Checkpoint):  # checked as built (its fields may have been reassigned): not mutated
         checkpoint = Checkpoint(checkpoint.step, checkpoint.p, checkpoint.m, checkpoint.v, checkpoint.header_bytes,
                                 checkpoint.contract)

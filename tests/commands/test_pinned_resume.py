@@ -134,10 +134,13 @@ def test_invoke_refuses_what_is_not_pinned_before_training() -> None:
     assert bob.invoke(RECORD, CHECKPOINT, expect=PIN).step_after == bob.invoke(RECORD, CHECKPOINT).step_after
     flipped = bytearray(CHECKPOINT)
     flipped[-1] ^= 1
-    for data in (bytes(flipped), flipped, b"", None):  # (None, a fresh start, was "has no len()")
+    for data in (bytes(flipped), flipped, b""):
         with pytest.raises(IntegrityError) as refused:
             bob.invoke(RECORD, data, expect=PIN)
         assert refused.value.field == "expect"
+    for pin in (PIN, None):  # None is no checkpoint, pinned or not (pinned, it was refused as a fresh start)
+        with pytest.raises(TypeError, match=r"^the checkpoint must be bytes \(or a bytes-like object\), not NoneType$"):
+            bob.invoke(RECORD, None, expect=pin)  # type: ignore[arg-type]
     assert flipped[-1] == CHECKPOINT[-1] ^ 1  # the caller's bytes untouched
     with pytest.raises(ValueError, match=r"^expect must be 64 hexadecimal digits"):
         bob.invoke(RECORD, CHECKPOINT, expect="abc")
