@@ -24,8 +24,7 @@ says which side of the commit the run ended on.
 The locks that guard it are :class:`bob.lock.TargetLock` objects, one a file replaced; :mod:`bob.lock`
 also holds the race hook (:func:`bob.lock.pause_at`) that waits at each point of the commit window.
 
-The temporaries a killed writer left are removed by
-:func:`bob.temporaries.clean_stale_temporaries`. Standard library only.
+The temporaries a killed writer left: :func:`bob.temporaries.clean_stale_temporaries`. Standard library only.
 """
 
 from __future__ import annotations
@@ -35,6 +34,7 @@ import errno
 import functools
 import itertools
 import os
+import stat
 
 from bob import fileio
 from bob.backup import Backup
@@ -346,7 +346,7 @@ def _holds(name: str, directory: "int | None", placed: "tuple[int, int, int]",
         st = os.stat(name, dir_fd=directory, follow_symlinks=False)
     except FileNotFoundError:
         return None
-    if (st.st_dev, st.st_ino) != placed[:2]:
+    if (st.st_dev, st.st_ino) != placed[:2] or not stat.S_ISREG(st.st_mode):  # (a link given the freed inode number)
         return False
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=directory)

@@ -145,7 +145,7 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     cleaned: "list[str]" = []
     commit: "Commit | None" = None
     try:
-        deferral.check()
+        _unchanged(outputs, None, locks, deferral)  # (a link planted or re-pointed while this run waited for its locks)
         named = [input_path, *(path for _, path, _ in outputs)]  # (a file named like a temporary is still the user's)
         for _, _, target in outputs:
             cleaned += clean_stale_temporaries(target, holding_lock=True, keep=named)
@@ -211,16 +211,17 @@ def _version(path: str) -> "tuple[int, ...] | None":
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
-def _unchanged(files: "tuple[tuple[str, str, str], ...]", read_from: "dict[str, tuple[int, ...] | None]",
+def _unchanged(files: "tuple[tuple[str, str, str], ...]", read_from: "dict[str, tuple[int, ...] | None] | None",
                locks: list, deferral: "Deferral") -> None:
     """Nothing since the start: no signal, every lock still the run's, and each of ``files`` (option, path,
-    target) still the one its path named (no link re-pointed) and the file seen then (``read_from``: nothing
-    renamed, relinked, chmodded or rewritten)."""
+    target) still the one its path named (no link planted or re-pointed) and the file seen then (``read_from``, when
+    given: nothing renamed, relinked, chmodded or rewritten)."""
     deferral.check()
     for lock in locks:
         lock.still_held()
     for option, path, target in files:
-        if _resolved(path) not in (None, target) or _version(target) != read_from[target]:
+        if _resolved(path) not in (None, target) or os.path.islink(target) or (
+                read_from is not None and _version(target) != read_from[target]):
             raise Refused("was changed, replaced or removed by another process since this run read it; nothing "
                           "was changed", option=option, path=path, code=EXIT_BUSY)
 

@@ -367,6 +367,49 @@ def test_the_predictions_touched_during_the_commit_are_still_its_own(work: Path)
     assert code == 0 and bob.load_checkpoint((work / "ck.bin").read_bytes()).step == U
 
 
+@pytest.mark.parametrize("name, option", [("pred.bin", "--predictions"), ("run.trace", "--trace")])
+@pytest.mark.parametrize("to", ["victim", "itself"])
+def test_a_file_replaced_by_a_link_while_the_run_waited_for_its_lock_is_busy(work: Path, name: str, option: str,
+                                                                             to: str) -> None:
+    """A link put where the predictions (or the trace) were while bob-run waited for its locks: it refused "could not
+    be read to tell whether it holds a checkpoint (too many levels of symbolic links)", exit 2, a bad path to a
+    script, where another process changed the file it would replace (exit 75, nothing changed)."""
+    bob.invoke(RECORD, b"", threads=1).checkpoint.write(work / "ck.bin")
+    (work / name).write_bytes(b"old")
+    (work / "victim").write_bytes(b"VICTIM")
+    before = {p.name: p.read_bytes() for p in work.iterdir()}
+
+    def plant() -> None:
+        (work / name).unlink()
+        (work / name).symlink_to(to if to == "victim" else name)
+
+    with race.Meeting("locked", plant) as meeting:
+        run = subprocess.run([sys.executable, "-m", "bob", "run", *argv(work), "--trace", str(work / "run.trace")],
+                             env=meeting.env, capture_output=True, text=True, timeout=120)
+    assert meeting.met and run.returncode == 75, run.stdout + run.stderr
+    error = json.loads(run.stdout)["error"]
+    assert (error["option"], error["path"]) == (option, str(work / name))
+    assert "was changed, replaced or removed by another process" in error["message"]
+    (work / name).unlink()
+    assert {p.name: p.read_bytes() for p in work.iterdir() if p.name != name} == {
+        n: data for n, data in before.items() if n != name}  # (no temporary, no lock; the victim untouched)
+
+
+def test_a_link_given_the_inode_number_of_a_renamed_file_is_not_the_run_s_file(tmp_path: Path) -> None:
+    """ext4 gives a removed file's inode number to the next new one: a link put where bob-run had just renamed its
+    predictions was taken for its file, whose open then failed (ELOOP), and bob-run said it could not put the old
+    file back (exit 2). A link is another process's file (exit 75, as for any other)."""
+    from bob.commit import _holds
+
+    (tmp_path / "f").symlink_to("elsewhere")
+    st = os.lstat(tmp_path / "f")
+    directory = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert _holds("f", directory, (st.st_dev, st.st_ino, st.st_mtime_ns), b"elsewhere") is False
+    finally:
+        os.close(directory)
+
+
 @pytest.mark.parametrize("point", ["locked", "staged"])
 @pytest.mark.parametrize("replaced", [False, True])
 def test_a_directory_moved_away_while_the_run_holds_its_lock_is_busy_not_a_bad_path(tmp_path: Path, point: str,
