@@ -999,11 +999,11 @@ def test_a_read_only_mount_is_said_as_one_not_as_a_want_of_rights(tmp_path: Path
         fileio.replace_target(tmp_path / "ck.bin")
     assert unreplaceable.value.strerror == "its file system is mounted read-only"
     monkeypatch.setattr(os, "statvfs", lambda path: os.statvfs_result((4096,) * 8 + (0, 255)))
-    monkeypatch.setattr(os, "geteuid", lambda: 0)  # (root, on a writable mount: only chattr's attributes deny it)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)  # (root, on a writable mount: no mode denies it)
     with pytest.raises(fileio.NotReplaceable) as unreplaceable:
         fileio.replace_target(tmp_path / "ck.bin")
     assert unreplaceable.value.strerror.endswith(f"mode {os.stat(tmp_path / 'ck.bin').st_mode & 0o7777:04o}; root "
-                                                 "is denied by an attribute: immutable or append-only, lsattr shows it)")
+                                                 "is denied by more than a mode: an immutable or append-only attribute (lsattr), or the file server)")
 
 
 def test_a_close_that_fails_after_the_commit_changes_nothing_that_was_said(work: Path, monkeypatch, capsys) -> None:
