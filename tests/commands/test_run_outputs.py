@@ -562,7 +562,8 @@ def test_a_checkpoint_named_as_another_output_is_refused_and_kept(door: str, tmp
 def test_a_checkpoint_is_refused_before_the_work_where_what_is_written_comes_after_it(tmp_path: Path, capsys,
                                                                                       monkeypatch) -> None:
     """bob-fuzz minimize and bob-qualify --report were refused only once every try, or the whole qualification,
-    had run (minimize's result then written nowhere): both are refused before it now."""
+    had run (minimize's result then written nowhere; a checkpoint finding's too, its --output a checkpoint): both are
+    refused before it now."""
     import bob.fuzz.replay
     import bob.qualify.runner
     from conftest import GOLDEN, main_of
@@ -570,6 +571,8 @@ def test_a_checkpoint_is_refused_before_the_work_where_what_is_written_comes_aft
     golden = (GOLDEN / "checkpoint-abracadabra-step10.bin").read_bytes()
     (tmp_path / "finding.bin").write_bytes(golden[8:2000])  # (no checkpoint: nor will its minimization be one)
     (tmp_path / "finding.bin.min").write_bytes(golden)
+    (tmp_path / "ck-finding.bin").write_bytes(golden)  # (a checkpoint finding: its minimization may be none)
+    (tmp_path / "ck.bin").write_bytes(golden)
     (tmp_path / "report").mkdir()
     (tmp_path / "report" / "qualify.json").write_bytes(golden)
 
@@ -581,6 +584,8 @@ def test_a_checkpoint_is_refused_before_the_work_where_what_is_written_comes_aft
     for prog, words, option, path in (
             ("bob-fuzz", ["minimize", str(tmp_path / "finding.bin"), "--target", "checkpoint"], "--output",
              tmp_path / "finding.bin.min"),
+            ("bob-fuzz", ["minimize", str(tmp_path / "ck-finding.bin"), "--target", "checkpoint", "--output",
+                          str(tmp_path / "ck.bin")], "--output", tmp_path / "ck.bin"),
             ("bob-qualify", ["--quick", "--report", str(tmp_path / "report")], "--report",
              tmp_path / "report" / "qualify.json")):
         capsys.readouterr()

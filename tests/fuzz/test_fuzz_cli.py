@@ -404,13 +404,17 @@ def test_a_json_in_the_readers_command_is_the_readers_even_without_dashes(corpus
     assert main(["check", "sh", "--json", "{}"]) == 2 and capsys.readouterr().out == ""  # (no --format)
 
 
-@pytest.mark.parametrize("pad, problem", [(0, "names field 'nonsense'"), (70000, "its first line passes 64 KiB")])
-def test_a_reader_naming_the_wrong_field_disagrees(corpus: Path, tmp_path: Path, pad: int, problem: str) -> None:
-    """A first line past the 64 KiB kept was cut, read as no JSON, and its wrong field agreed."""
+@pytest.mark.parametrize("pad, blanks, problem", [(0, 0, "names field 'nonsense'"), (70000, 0, "its first line passes "
+                                                  "64 KiB"), (0, 70000, "its first line passes 64 KiB")])
+def test_a_reader_naming_the_wrong_field_disagrees(corpus: Path, tmp_path: Path, pad: int, blanks: int,
+                                                   problem: str) -> None:
+    """A first line past the 64 KiB kept was cut, read as no JSON, and its wrong field agreed (blanks before the
+    object: the cut kept them alone)."""
     from bob.fuzz.conformance import check
 
     reader = tmp_path / "wrong_field.py"
-    reader.write_text(f"import json, sys\nprint(json.dumps({{'field': 'nonsense', 'pad': 'x' * {pad}}}))\nsys.exit(1)\n")
+    reader.write_text(f"import json, sys\nprint(' ' * {blanks} + json.dumps({{'field': 'nonsense', 'pad': 'x' * {pad}}}))"
+                      "\nsys.exit(1)\n")
     report = check("predictions", [sys.executable, str(reader), "{}"], corpus=corpus)
     refused = [d for d in report["disagreements"] if d["bob"] == "refuse"]
     assert refused and all(d["problem"] == problem for d in refused)

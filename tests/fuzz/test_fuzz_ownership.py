@@ -421,7 +421,7 @@ def test_a_signal_a_command_deferred_ends_the_harness_even_when_the_world_crashe
                                        ("/etc/passwd", "not a bob-conformance-1 manifest"),
                                        ("predictions/missing.bin", "no such file"),
                                        ("predictions/fifo.bin", "not a regular file"),
-                                       ("predictions/link.bin", "not a bob-conformance-1 manifest"),
+                                       ("predictions/link.bin", "link.bin: leads out of the corpus"),
                                        ("predictions/a\0b", "not a bob-conformance-1 manifest"),
                                        ("deep", "not a bob-conformance-1 manifest")])
 def test_check_refuses_a_manifest_naming_a_file_outside_the_corpus_or_none(tmp_path: Path, capsys, name: str,

@@ -204,12 +204,12 @@ def open_corpus(corpus: "str | os.PathLike[str]") -> list[dict[str, Any]]:
     try:  # (not assert: the checks hold under python -O too)
         document = json.loads(text)
         files = document["files"]
-        inside = os.path.join(os.path.realpath(corpus), "")  # each file in the corpus, links resolved
+        inside = os.path.join(os.path.normpath(corpus), "")  # each file in the corpus by its name (a link: below)
         ours = document.get("format") == "bob-conformance-1" and isinstance(files, list) and all(
             isinstance(e["file"], str) and e["format"] in FORMATS and e["verdict"] in ("accept", "refuse")
             and isinstance(e.get("field", 0), (str, type(None))) and isinstance(e.get("fields", []), list)
             and isinstance(e.get("sha256", ""), str)
-            and "\0" not in e["file"] and os.path.realpath(os.path.join(corpus, e["file"])).startswith(inside)
+            and "\0" not in e["file"] and os.path.normpath(os.path.join(corpus, e["file"])).startswith(inside)
             for e in files)
     except (ValueError, KeyError, TypeError, RecursionError):
         ours = False
@@ -224,6 +224,8 @@ def _as_labelled(corpus: "str | os.PathLike[str]", entry: dict[str, Any]) -> Non
     """The entry's file is a regular file of the corpus that bob can read, holding the bytes the manifest labels
     (its ``sha256``, where the manifest gives one): a file changed or removed is refused, never a disagreement."""
     path = Path(corpus) / entry["file"]
+    if not os.path.realpath(path).startswith(os.path.join(os.path.realpath(corpus), "")):  # (a link planted since)
+        raise Refused("leads out of the corpus, whose files are its own", option="--corpus", path=path)
     with about("--corpus", path):
         data = read_input(path)
     digest = hashlib.sha256(data).hexdigest()
@@ -247,8 +249,8 @@ def _reader_verdict(command: list[str], path: Path, timeout: float) -> tuple[str
     if code is None or code < 0:
         return "timeout" if code is None else "crash", None
     verdict, said = ("accept" if code == 0 else "refuse"), None
-    if len(first := printed.split(b"\n", 1)[0]) > HEAD and first.lstrip().startswith(b"{"):  # an object cut where
-        # _ran stops keeping it: the field it names unread (a line that is no object: verdicts alone, as ever)
+    if len(first := printed.split(b"\n", 1)[0]) > HEAD and first.lstrip(b" \t\r")[:1] in (b"{", b""):  # an object
+        # (or blanks) cut where _ran stops keeping it: the field it names unread (no object: verdicts alone, as ever)
         return verdict, LINE_CUT
     with contextlib.suppress(ValueError, RecursionError):  # a line that is no JSON, or nested past the stack
         said = json.loads(first.strip())

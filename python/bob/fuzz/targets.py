@@ -248,25 +248,22 @@ def core_target(data: bytes) -> None:
     run(data)
 
 
-TARGETS: dict[str, Target] = {
-    t.name: t for t in (
-        Target("input", input_target, "load_input raises only FormatError, accepted records round-trip, "
-               "the fast path agrees with the schema", "input"),
-        Target("checkpoint", checkpoint_target, "load_checkpoint raises only FormatError, accepted files "
-               "round-trip, the fast path agrees with the schemas", "checkpoint"),
-        Target("predictions", predictions_target, "load_predictions raises only FormatError, accepted files "
-               "round-trip", "predictions"),
-        Target("inspect", inspect_target, "bob-inspect [--json] exits 0 or 2, no traceback, no raw control "
-               "character, --json is the shared envelope", None),
-        Target("run", run_target, "bob-run, among links, failing writes, crashes and a held lock, refuses exactly "
-               "when bob.invoke or the world says so and otherwise writes what bob.invoke computes; the files "
-               "old or new and consistent, its exit code true, nothing left behind", None),
-        Target("interop", interop_target, "the .npz and safetensors imports raise only FormatError, accept "
-               "exactly what the oracle does, and accepted exports round-trip", None),
-        Target("core", core_target, "the binding raises only CoreError/TypeError/ValueError/OverflowError, "
-               "never panics; fast kernels equal the scalar transcription", None),
-    )
-}
+TARGETS: dict[str, Target] = {t.name: t for t in (
+    Target("input", input_target, "load_input raises only FormatError, accepted records round-trip, "
+           "the fast path agrees with the schema", "input"),
+    Target("checkpoint", checkpoint_target, "load_checkpoint raises only FormatError, accepted files "
+           "round-trip, the fast path agrees with the schemas", "checkpoint"),
+    Target("predictions", predictions_target, "load_predictions raises only FormatError, accepted files "
+           "round-trip", "predictions"),
+    Target("inspect", inspect_target, "bob-inspect [--json] exits 0 or 2, no traceback, no raw control "
+           "character, --json is the shared envelope", None),
+    Target("run", run_target, "bob-run, among links, failing writes, crashes and a held lock, refuses exactly "
+           "when bob.invoke or the world says so and otherwise writes what bob.invoke computes; the files "
+           "old or new and consistent, its exit code true, nothing left behind", None),
+    Target("interop", interop_target, "the .npz and safetensors imports raise only FormatError, accept "
+           "exactly what the oracle does, and accepted exports round-trip", None),
+    Target("core", core_target, "the binding raises only CoreError/TypeError/ValueError/OverflowError, "
+           "never panics; fast kernels equal the scalar transcription", None))}
 
 
 def preload() -> None:
