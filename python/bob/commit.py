@@ -270,8 +270,8 @@ def refuse_unsafe_target(target: str) -> None:
 
 
 def refuse_replacing_a_checkpoint(target: str, data: "bytes | bytearray | None" = None) -> None:
-    """A file that holds a bob checkpoint (it starts with the magic) is replaced only by a checkpoint (``data``, or
-    what stands for it before the work; None: no checkpoint): the trained state is the one file no command makes
+    """A file that holds a bob checkpoint (it starts with the magic) is replaced only by a checkpoint (``data``; None:
+    no checkpoint, or bytes not made yet): the trained state is the one file no command makes
     again, and predictions, a trace, a record, an export or a report named onto it (a slip of the argv) would take
     it unsaid. A file this user may not read cannot be told, and is not judged; one that cannot be read now (EIO;
     EAGAIN: another process holds a lease on it) is refused."""

@@ -272,8 +272,8 @@ class FormatError(ValueError):
             "error": type(self).__name__,
             "kind": self.kind,
             "field": self.field,
-            "index": self.index,
-            "offset": self.offset,
+            "index": _jsonable(integer_value(self.index) or self.index, self.field),  # (10**5000: in words)
+            "offset": _jsonable(integer_value(self.offset) or self.offset, self.field),
             "message": one_line(self.message),
             "expected": _jsonable(self.expected, self.field),
             "actual": _jsonable(self.actual, self.field),

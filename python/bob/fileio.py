@@ -229,8 +229,7 @@ def refuse_unreplaceable(path: str, st: "os.stat_result | None" = None) -> None:
     if not os.access(path, os.W_OK):  # (on a file system mounted read-only, not for want of rights)
         raise NotReplaceable(path, "its file system is mounted read-only" if os.statvfs(path).f_flag & os.ST_RDONLY
                              else f"this user (uid {os.geteuid()}) cannot write it (its owner is uid {st.st_uid}, "
-                                  f"mode {st.st_mode & 0o7777:04o}" + "; not its mode: for root, an immutable or "
-                                  "append-only attribute (lsattr) or the file server" * (os.geteuid() == 0) + ")")
+                                  f"mode {st.st_mode & 0o7777:04o})")
     # In a sticky directory only the file's owner, the directory's or root may rename over it: a run
     # would otherwise fail halfway through its commit, with a backup link it could not remove.
     home = os.stat(os.path.dirname(os.path.realpath(path)))

@@ -26,6 +26,7 @@ Only the standard library is imported up front.
 from __future__ import annotations
 
 import os
+import stat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -200,7 +201,7 @@ def _ended_before_its_summary(ended: BaseException, locks: "list[TargetLock]", c
 
 
 def _version(path: str) -> "tuple[int, ...] | None":
-    """What tells the file read from another: its device, inode, size, mtime and ctime (an inode
+    """What tells the file read from another: its device, inode, size, mtime, ctime and mode (an inode
     number alone would not: a file rewritten in place keeps it, and ext4 gives a replaced file's
     number to the next new file). ``path`` is resolved: a link there now is another file (lstat).
     None when nothing is there."""
@@ -208,22 +209,25 @@ def _version(path: str) -> "tuple[int, ...] | None":
         st = os.lstat(path)
     except OSError:
         return None
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode
 
 
 def _unchanged(files: "tuple[tuple[str, str, str], ...]", read_from: "dict[str, tuple[int, ...] | None] | None",
                locks: list, deferral: "Deferral") -> None:
     """Nothing since the start: no signal, every lock still the run's, and each of ``files`` (option, path,
-    target) still the one its path named (no link planted or re-pointed) and the file seen then (``read_from``, when
-    given: nothing renamed, relinked, chmodded or rewritten)."""
+    target) still the one its path named (no link planted or re-pointed) and the file seen then (``read_from``: nothing
+    renamed, relinked, chmodded or rewritten), or, before it is read, a regular file or none (no link, FIFO or
+    directory put there while the run waited for its locks)."""
     deferral.check()
     for lock in locks:
         lock.still_held()
     for option, path, target in files:
-        if _resolved(path) not in (None, target) or os.path.islink(target) or (
-                read_from is not None and _version(target) != read_from[target]):
-            raise Refused("was changed, replaced or removed by another process since this run read it; nothing "
-                          "was changed", option=option, path=path, code=EXIT_BUSY)
+        now = _version(target)
+        if _resolved(path) not in (None, target) or (now != read_from[target] if read_from is not None
+                                                      else now is not None and not stat.S_ISREG(now[-1])):
+            raise Refused(f"was changed, replaced or removed by another process since this run "
+                          f"{'began' if read_from is None else 'read it'}; nothing was changed", option=option,
+                          path=path, code=EXIT_BUSY)
 
 
 def _resolved(path: str) -> "str | None":

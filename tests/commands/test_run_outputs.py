@@ -595,18 +595,29 @@ def test_a_checkpoint_is_refused_before_the_work_where_what_is_written_comes_aft
         assert path.read_bytes() == golden
 
 
-def test_a_checkpoint_finding_minimized_again_replaces_its_last_result(tmp_path: Path, capsys, monkeypatch) -> None:
-    """A finding that starts BOB-CKPT, minimized twice into its PATH.min: refused the second time (the old result
-    held the magic, and what minimize would write was taken for no checkpoint). The input stands for it now."""
+def test_a_checkpoint_finding_minimized_again_is_refused_before_its_tries(tmp_path: Path, capsys, monkeypatch) -> None:
+    """A finding that starts BOB-CKPT, minimized twice into its PATH.min (the first result held the magic): judged by
+    the input, the second run went on, to be refused after every try when its result held none (the result lost), and
+    --output PATH.min spelled out was refused where the default was not. What the tries make is unknown until they
+    end: a checkpoint where they would write is refused before them, however its path was given."""
     import bob.fuzz.replay
     from conftest import GOLDEN, main_of
 
     golden = (GOLDEN / "checkpoint-abracadabra-step10.bin").read_bytes()
     (tmp_path / "finding.bin").write_bytes(golden)
     (tmp_path / "finding.bin.min").write_bytes(golden)
-    monkeypatch.setattr(bob.fuzz.replay, "minimize_out_of_process", lambda name, data, **kw: (data[:8], "Error", 3))
-    assert main_of("bob-fuzz")(["minimize", str(tmp_path / "finding.bin"), "--target", "checkpoint", "--json"]) == 0
-    assert (tmp_path / "finding.bin.min").read_bytes() == b"BOB-CKPT"
+
+    def never(*args, **kwargs):
+        raise AssertionError("the tries began")
+
+    monkeypatch.setattr(bob.fuzz.replay, "minimize_out_of_process", never)
+    for output in ([], ["--output", str(tmp_path / "finding.bin.min")]):
+        capsys.readouterr()
+        assert main_of("bob-fuzz")(["minimize", str(tmp_path / "finding.bin"), "--target", "checkpoint", *output,
+                                    "--json"]) == 2
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert (error["option"], error["path"]) == ("--output", str(tmp_path / "finding.bin.min"))
+        assert "holds a bob checkpoint" in error["message"] and (tmp_path / "finding.bin.min").read_bytes() == golden
 
 
 def test_a_checkpoint_that_cannot_be_told_is_not_judged_and_a_failed_look_is_said(tmp_path: Path, capsys,

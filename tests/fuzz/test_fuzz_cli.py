@@ -404,20 +404,33 @@ def test_a_json_in_the_readers_command_is_the_readers_even_without_dashes(corpus
     assert main(["check", "sh", "--json", "{}"]) == 2 and capsys.readouterr().out == ""  # (no --format)
 
 
-@pytest.mark.parametrize("pad, blanks, problem", [(0, 0, "names field 'nonsense'"), (70000, 0, "its first line passes "
-                                                  "64 KiB"), (0, 70000, "its first line passes 64 KiB")])
-def test_a_reader_naming_the_wrong_field_disagrees(corpus: Path, tmp_path: Path, pad: int, blanks: int,
+CUT = "its first line passes 64 KiB"
+
+
+@pytest.mark.parametrize("before, pad, problem", [("", 0, "names field 'nonsense'"), ("", 70000, CUT),
+                                                  (" " * 70000, 0, CUT), ("\ufeff", 0, "names field 'nonsense'"),
+                                                  ("\ufeff", 70000, CUT)])
+def test_a_reader_naming_the_wrong_field_disagrees(corpus: Path, tmp_path: Path, before: str, pad: int,
                                                    problem: str) -> None:
     """A first line past the 64 KiB kept was cut, read as no JSON, and its wrong field agreed (blanks before the
-    object: the cut kept them alone)."""
+    object, the cut keeping them alone, or a UTF-8 byte order mark, which json.loads reads past: judged so too)."""
     from bob.fuzz.conformance import check
 
     reader = tmp_path / "wrong_field.py"
-    reader.write_text(f"import json, sys\nprint(' ' * {blanks} + json.dumps({{'field': 'nonsense', 'pad': 'x' * {pad}}}))"
-                      "\nsys.exit(1)\n")
+    reader.write_text(f"import json, sys\nsys.stdout.buffer.write(({before!r} + json.dumps({{'field': 'nonsense', "
+                      f"'pad': 'x' * {pad}}})).encode() + b'\\n')\nsys.exit(1)\n")
     report = check("predictions", [sys.executable, str(reader), "{}"], corpus=corpus)
     refused = [d for d in report["disagreements"] if d["bob"] == "refuse"]
     assert refused and all(d["problem"] == problem for d in refused)
+
+
+def test_a_corpus_named_from_inside_it_is_read(corpus: Path, monkeypatch, capsys) -> None:
+    """--corpus . (or a path that comes to it, predictions/..) was refused: "manifest.json is not a bob-conformance-1
+    manifest"."""
+    monkeypatch.chdir(corpus)
+    for named in (".", "predictions/.."):
+        assert main(["check", "--format", "predictions", "--corpus", named, "--json", "--", "sh", "-c", "exit 0"]) == 1
+        assert json.loads(capsys.readouterr().out)["files"] > 5  # (read, and its refused files disagree)
 
 
 def test_a_reader_s_long_first_line_that_is_no_json_object_is_judged_by_its_verdicts(corpus: Path, tmp_path: Path) -> None:

@@ -368,12 +368,13 @@ def test_the_predictions_touched_during_the_commit_are_still_its_own(work: Path)
 
 
 @pytest.mark.parametrize("name, option", [("pred.bin", "--predictions"), ("run.trace", "--trace")])
-@pytest.mark.parametrize("to", ["victim", "itself"])
+@pytest.mark.parametrize("to", ["victim", "itself", "a FIFO", "a directory"])
 def test_a_file_replaced_by_a_link_while_the_run_waited_for_its_lock_is_busy(work: Path, name: str, option: str,
                                                                              to: str) -> None:
     """A link put where the predictions (or the trace) were while bob-run waited for its locks: it refused "could not
     be read to tell whether it holds a checkpoint (too many levels of symbolic links)", exit 2, a bad path to a
-    script, where another process changed the file it would replace (exit 75, nothing changed)."""
+    script, where another process changed the file it would replace (exit 75, nothing changed); a FIFO was "illegal
+    seek", a directory "it has 2 hard links"."""
     bob.invoke(RECORD, b"", threads=1).checkpoint.write(work / "ck.bin")
     (work / name).write_bytes(b"old")
     (work / "victim").write_bytes(b"VICTIM")
@@ -381,7 +382,12 @@ def test_a_file_replaced_by_a_link_while_the_run_waited_for_its_lock_is_busy(wor
 
     def plant() -> None:
         (work / name).unlink()
-        (work / name).symlink_to(to if to == "victim" else name)
+        if to == "a FIFO":
+            os.mkfifo(work / name)
+        elif to == "a directory":
+            (work / name).mkdir()
+        else:
+            (work / name).symlink_to(to if to == "victim" else name)
 
     with race.Meeting("locked", plant) as meeting:
         run = subprocess.run([sys.executable, "-m", "bob", "run", *argv(work), "--trace", str(work / "run.trace")],
@@ -389,8 +395,9 @@ def test_a_file_replaced_by_a_link_while_the_run_waited_for_its_lock_is_busy(wor
     assert meeting.met and run.returncode == 75, run.stdout + run.stderr
     error = json.loads(run.stdout)["error"]
     assert (error["option"], error["path"]) == (option, str(work / name))
-    assert "was changed, replaced or removed by another process" in error["message"]
-    (work / name).unlink()
+    assert error["message"] == "was changed, replaced or removed by another process since this run began; nothing " \
+        "was changed"
+    (work / name).rmdir() if to == "a directory" else (work / name).unlink()
     assert {p.name: p.read_bytes() for p in work.iterdir() if p.name != name} == {
         n: data for n, data in before.items() if n != name}  # (no temporary, no lock; the victim untouched)
 

@@ -284,8 +284,7 @@ def cmd_minimize(args: argparse.Namespace) -> Outcome:
         if same_file(args.path, target):
             raise Refused("is the file being minimized; bob-fuzz never replaces what it reads", option="--output",
                           path=output)
-        # (before the tries: a checkpoint --output names; PATH.min, a last result, judged by the input standing for it)
-        refuse_replacing_a_checkpoint(target, data if args.output is None else None)
+        refuse_replacing_a_checkpoint(target)  # (what the tries make, checkpoint or not, is unknown: refused before)
         tempfile.TemporaryFile(dir=os.path.dirname(target) or ".").close()
     try:
         small, failure, tries = minimize_out_of_process(name, data, max_tries=args.max_tries, timeout=args.timeout)
