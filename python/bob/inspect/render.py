@@ -161,8 +161,8 @@ def render_diff(r: dict[str, Any]) -> list[str]:
     L = [f"{PROG} diff"]
     for key in ("a", "b"):
         s = r[key]
-        desc = ("zero bytes (fresh)" if s["fresh"]
-                else f"step {s['step']}" if s["step"] is not None else "unreadable header")
+        desc = ("zero bytes (fresh)" if s["fresh"] else f"step {s['step']}" if s["step"] is not None
+                else "unreadable header" if s["sha256"] else "not read")  # (no digest: too large to read)
         L.append(f"  {key.upper()}  {s['file']}: {s['size']} bytes, {desc}"
                  + (f", sha256 {s['sha256']}" if s["sha256"] else ""))
     L.append("identical" if r["identical"] else "bytes: not compared (a file could not be read whole)"
@@ -205,7 +205,7 @@ def render_diffable(r: dict[str, Any]) -> list[str]:
     for key in ("a", "b"):
         s = r[key]
         L.append(f"{key}: " + ("fresh" if s["fresh"] else f"step {s['step']}" if s["step"] is not None
-                               else "unreadable header"))
+                               else "unreadable header" if s["sha256"] else "not read"))
     h = r["header"]
     if h["compared"]:
         L += [f"header {d['field']}: A {d['a']} | B {d['b']}" for d in h["differences"]
