@@ -268,12 +268,12 @@ class FormatError(ValueError):
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready description (stable keys): error, kind, field, index, offset, message, expected, actual, text."""
+        index, offset = (value if integer_value(value) is None else integer_value(value)  # (NumPy's: Python's)
+                         for value in (self.index, self.offset))
         return {
-            "error": type(self).__name__,
-            "kind": self.kind,
-            "field": self.field,
-            "index": _jsonable(integer_value(self.index) or self.index, self.field),  # (10**5000: in words)
-            "offset": _jsonable(integer_value(self.offset) or self.offset, self.field),
+            "error": type(self).__name__, "kind": self.kind, "field": self.field,
+            "index": _jsonable(index, self.field),  # (10**5000: in words, as the text says it)
+            "offset": _jsonable(offset, self.field),
             "message": one_line(self.message),
             "expected": _jsonable(self.expected, self.field),
             "actual": _jsonable(self.actual, self.field),

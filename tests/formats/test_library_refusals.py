@@ -844,6 +844,8 @@ def test_a_large_integer_a_caller_put_in_a_checkpoint_or_an_error_is_shown_by_it
     assert str(error) == "f[3] at offset an integer of 16610 bits: m"
     assert json.loads(json.dumps(error.to_dict()))["offset"] == "an integer of 16610 bits"  # (json.dumps raised)
     assert error.to_dict()["index"] == 3 and type(error.to_dict()["index"]) is int
+    zero = bob.BadValue("P", "m", offset=np.uint64(0), index=np.int64(0)).to_dict()  # (0 is falsy: a NumPy zero too)
+    assert (zero["index"], zero["offset"]) == (0, 0) and json.dumps(zero)
     assert bob.BadValue("f.g", "m", index=-(10**5000)).where == "f[a negative integer of 16610 bits].g"
 
 
