@@ -146,7 +146,7 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     cleaned: "list[str]" = []
     commit: "Commit | None" = None
     try:
-        _unchanged(outputs, None, locks, deferral)  # (a link planted or re-pointed while this run waited for its locks)
+        _unchanged(outputs, None, locks, deferral)  # (a link, FIFO or directory put there while it waited for them)
         named = [input_path, *(path for _, path, _ in outputs)]  # (a file named like a temporary is still the user's)
         for _, _, target in outputs:
             cleaned += clean_stale_temporaries(target, holding_lock=True, keep=named)
