@@ -268,7 +268,7 @@ class FormatError(ValueError):
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready description (stable keys): error, kind, field, index, offset, message, expected, actual, text."""
-        index, offset = (value if integer_value(value) is None else integer_value(value)  # (NumPy's: Python's)
+        index, offset = (value if (whole := integer_value(value)) is None else whole  # (NumPy's: Python's)
                          for value in (self.index, self.offset))
         return {
             "error": type(self).__name__, "kind": self.kind, "field": self.field,
