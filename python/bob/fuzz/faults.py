@@ -1,7 +1,6 @@
-"""The crash-point mechanism (docs/fuzzing.md, "The ``run`` target's world"): act just before the k-th ``os``
-call a commit makes. Only the thread that entered the block is counted and faulted: another thread
-stands for another process (:mod:`bob.fuzz.race`'s pipe writer, which starts one).
-"""
+"""The crash-point mechanism (docs/fuzzing.md, "The ``run`` target's world"): act just before the k-th ``os`` call a
+commit makes. Only the thread that entered the block is counted and faulted: another thread stands for another process
+(:mod:`bob.fuzz.race`'s pipe writer, which starts one)."""
 
 from __future__ import annotations
 
@@ -47,9 +46,8 @@ class OsPatch:
 
 
 def before_os_call(signum: str, names: "tuple[str, ...]" = COMMIT_CALLS) -> str:
-    """A child's prologue: send itself ``signum`` (an expression) just before its k-th call
-    of one of ``names`` in ``os`` from the main thread, k = ``sys.argv[1]`` (an :class:`OsFaults`
-    in ``"signal"`` mode)."""
+    """A child's prologue: send itself ``signum`` (an expression) just before its k-th call of one of ``names`` in
+    ``os`` from the main thread, k = ``sys.argv[1]`` (an :class:`OsFaults` in ``"signal"`` mode)."""
     return f"""
 import os, signal, sys
 from bob.fuzz.faults import OsFaults

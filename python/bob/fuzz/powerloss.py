@@ -64,9 +64,6 @@ class Image:
         if op.kind in ("create", "rename", "link"):
             self.entries[op.entry if op.kind == "create" else op.target] = op.node
 
-    def files(self, directory: str) -> dict[str, bytes]:
-        return {name: bytes(self.nodes.get(node, b"")) for (d, name), node in self.entries.items() if d == directory}
-
     def listing(self) -> dict[tuple[str, str], Any]:
         """Each entry's bytes, or ``("link", target)`` for a symbolic link."""
         return {**{e: bytes(self.nodes.get(n, b"")) for e, n in self.entries.items()},
@@ -204,36 +201,44 @@ def durable_before(ops: list[Op], k: int) -> list[bool]:
 
 def crash_states(image: Image, ops: list[Op]) -> Iterator[tuple[int, tuple[int, ...], Image]]:
     """Every crash state ``(k, kept, image)``: a crash after ``k`` operations keeping the volatile ones
-    ``kept`` (indices), judged once as docs/fuzzing.md's "Power loss" says."""
-    seen: set[tuple[bool, frozenset]] = set()  # (said: only the whole run said anything, that it committed)
+    ``kept`` (indices), judged once as docs/fuzzing.md's "Power loss" says, at the first ``k`` that leaves it."""
+    seen, states = set(), set()  # type: set[tuple[bool, frozenset]], set[tuple[Any, ...]]
 
-    @functools.cache  # an inode's bytes after these of its writes, and their digest: each built once
-    def content(node: int, writes: tuple[int, ...]) -> tuple[bytearray, bytes]:
-        one = Image({}, {node: bytearray(image.nodes.get(node, b""))})
-        for i in writes:
+    @functools.cache  # what these operations leave (the entries; or ``node``'s bytes, with their digest): each once
+    def after(done: tuple[int, ...], node: int = -1) -> tuple[Image, bytes]:
+        one = Image(dict(image.entries), {node: bytearray(image.nodes.get(node, b""))})
+        for i in done:
             one.apply(ops[i])
-        return one.nodes[node], hashlib.sha256(one.nodes[node]).digest()
+        return one, hashlib.sha256(one.nodes[node]).digest()
 
     for k in range(len(ops) + 1):
+        said, newest = k == len(ops), ops[k - 1].kind if k else ""  # (said: only the whole run said anything)
+        if newest in ("fsync", "fsyncdir") and not said:  # a sync changes no file: its states were left before it
+            continue
         durable = durable_before(ops, k)
-        volatile = [i for i in range(k) if not durable[i]]
+        volatile = [i for i in range(k) if not durable[i]][:None if said or not k else -1]
         subsets = (itertools.combinations(volatile, r) for r in range(len(volatile) + 1))
-        for kept in itertools.chain.from_iterable(subsets):
-            state, writes = Image(dict(image.entries), {}, image.links), {}  # type: Image, dict[int, list[int]]
+        for kept in itertools.chain.from_iterable(subsets):  # (without the newest operation: a state left before it)
+            kept += () if said or not k else (k - 1,)
+            applied, writes = [], {}  # type: list[int], dict[int, list[int]]
             for i in sorted(itertools.chain(itertools.compress(range(k), durable), kept)):  # (in order)
                 if ops[i].kind in _ENTRY_OPS:
-                    state.apply(ops[i])
+                    applied.append(i)
                 elif ops[i].kind in _DATA_OPS:
                     writes.setdefault(ops[i].node, []).append(i)
-            held = {n: content(n, tuple(writes.get(n, ()))) for n in set(state.entries.values())}
-            state.nodes = {n: data for n, (data, _) in held.items()}
-            files = {e: (e[1].endswith(LOCK_TAG), held[n][1]) for e, n in state.entries.items()}
-            said = k == len(ops)  # the other files with which locks exist; the locks' bytes
+            named = after(tuple(applied))[0].entries
+            nodes = sorted(set(named.values()))
+            state = (said, tuple(applied), *((n, *writes.get(n, ())) for n in nodes))  # told apart before it is built
+            if state in states:
+                continue
+            states.add(state)
+            held = {n: after(tuple(writes.get(n, ())), n) for n in nodes}
+            files = {e: (e[1].endswith(LOCK_TAG), held[n][1]) for e, n in named.items()}
             keys = {(said, frozenset((e, None if lock else digest) for e, (lock, digest) in files.items())),
                     (said, frozenset((e, digest) for e, (lock, digest) in files.items() if lock))}
-            if not keys <= seen:
+            if not keys <= seen:  # the other files with which locks exist; the locks' bytes
                 seen |= keys
-                yield k, kept, state
+                yield k, kept, Image(dict(named), {n: one.nodes[n] for n, (one, _) in held.items()}, image.links)
 
 
 @dataclass

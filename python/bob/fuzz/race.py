@@ -1,7 +1,6 @@
-"""Deterministic races (docs/fuzzing.md, "Deterministic races"): a second process meets a ``bob-run`` at a
-chosen point of its commit (the race hook :func:`bob.lock.pause_at`), so what it meets is decided by the point,
-never by the scheduler.
-"""
+"""Deterministic races (docs/fuzzing.md, "Deterministic races"): a second process meets a ``bob-run`` at a chosen point
+of its commit (the race hook :func:`bob.lock.pause_at`), so what it meets is decided by the point, never by the
+scheduler."""
 
 from __future__ import annotations
 

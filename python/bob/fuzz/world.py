@@ -148,9 +148,8 @@ class _Run:
         return ck_new, pred_new
 
     def said(self, rc: int, out: str, err: str, ck_new: bool, pred_new: bool) -> None:
-        """What bob-run said is what happened; its exit is what the world requires; it left no file but its own
-        (a lock file whose removal failed, and what a failing clean-up after the commit named, excepted), no
-        descriptor open."""
+        """What bob-run said is what happened; its exit is what the world requires; it left no file but its own (a lock
+        file whose removal failed, and what a failing clean-up after the commit named, excepted), no descriptor open."""
         where, w = self.where, self.w
         said = f"{where}: bob-run exited {rc}: {err.strip()[-200:]}"
         require("Traceback" not in out + err, f"{where}: bob-run printed a traceback")

@@ -105,9 +105,8 @@ def draw_heatmap(p_plane, out: str, title: str) -> "tuple[bytes, dict[str, Any]]
 
 
 def heatmap_figure(p_plane, title: str) -> "tuple[Any, dict[str, Any]]":
-    """The P table as a matplotlib figure, and what it shows (``rows_shown``, ``non_finite_rows``):
-    the two panels and their colours of docs/bob-inspect.md, "--heatmap"; the whole table's axes is
-    ``fig.axes[0]``."""
+    """The P table as a matplotlib figure, and what it shows (``rows_shown``, ``non_finite_rows``): the two panels and
+    their colours of docs/bob-inspect.md, "--heatmap"; the whole table's axes is ``fig.axes[0]``."""
     from matplotlib import colormaps
     from matplotlib.figure import Figure
 

@@ -198,9 +198,8 @@ _LAYOUT_FIELDS = ("header_bytes", "header_digest", ".digest", ".offset", ".lengt
 
 
 def render_diffable(r: dict[str, Any]) -> list[str]:
-    """``diff --diffable``: one fact a line, keyed by field, plane and cell, never by a path, an
-    offset, a size or a digest that moves with the layout, so that ``diff -u`` of two such
-    outputs shows only what changed in meaning."""
+    """``diff --diffable``: one fact a line, keyed by field, plane and cell, never by a path, an offset, a size or a
+    digest that moves with the layout, so that ``diff -u`` of two such outputs shows only what changed in meaning."""
     L = []
     for key in ("a", "b"):
         s = r[key]
