@@ -658,3 +658,20 @@ def test_the_layout_names_every_module_and_package_of_bob() -> None:
     names += [f"{p.name}/" for p in package.iterdir() if (p / "__init__.py").exists()]
     missing = [n for n in names if not any(f"`python/bob/{n}`" in row or f"`{n}`" in row for row in rows)]
     assert missing == []
+
+
+def test_the_library_example_runs_and_writes_the_checkpoint_last(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """README's first library example, run as written: a crash between its two writes must leave the old
+    checkpoint (the next run writes both again), never the new one beside the old predictions."""
+    import bob
+
+    example = section(README, "## Library").split("```python\n", 1)[1].split("```", 1)[0]
+    written: list[str] = []
+    for kind in (bob.Checkpoint, bob.Predictions):
+        monkeypatch.setattr(kind, "write", lambda self, path, real=kind.write: (written.append(str(path)),
+                                                                               real(self, path))[1])
+    monkeypatch.chdir(tmp_path)
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(example, "README.md", "exec"), {})
+    assert written == ["predictions.bin", "model.bob"] and bob.read_checkpoint_file("model.bob").step == 10

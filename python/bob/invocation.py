@@ -13,8 +13,8 @@ writes, the schemas for the rest), :func:`buffer_planes` are its planes, and
 ::
 
     result = bob.invoke(record, checkpoint)      # checkpoint: b"" for a fresh run
+    result.predictions.write("predictions.bin")  # the checkpoint last: a crash between leaves the old one
     result.checkpoint.write("model.bob")
-    result.predictions.write("predictions.bin")
 """
 
 from __future__ import annotations
