@@ -1,15 +1,18 @@
 """The exact rollback of ``bob-run``'s commit (:mod:`bob.commit`): :class:`Backup` keeps the file a commit is
-about to replace, so that it can be put back, the very same file, or dropped. Standard library only."""
+about to replace, so that it can be put back, the very same file, or dropped; :func:`holds` says whether a target
+is still the file a commit put there, which :func:`rename_into_place` asks of a rename said to fail. Standard
+library only."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 
-from bob.fileio import fsync_directory, temporary_name
+from bob.fileio import fsync_directory, read_to_end, temporary_name
 from bob.refusals import RESOURCE_ERRNOS, Refused, os_reason
 
-__all__ = ["Backup"]
+__all__ = ["Backup", "holds", "rename_into_place"]
 
 
 class Backup:
@@ -128,3 +131,39 @@ def _attribute_names(fd: int) -> list[str]:
         return os.listxattr(fd)
     except (OSError, AttributeError):
         return []
+
+
+def holds(name: str, directory: "int | None", placed: "tuple[int, int, int]",
+          data: "bytes | bytearray") -> "bool | None":
+    """Whether ``name`` in ``directory`` (a descriptor) is still the file this run renamed there (``placed``: its
+    device, inode and mtime) with the bytes it wrote: another process may have replaced it, or written into it
+    (the same inode; a touch alone changes nothing). None: nothing is there now. A look that fails (EACCES, EIO)
+    is raised: it says nothing of whose file is there."""
+    try:
+        st = os.stat(name, dir_fd=directory, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    if (st.st_dev, st.st_ino) != placed[:2] or not stat.S_ISREG(st.st_mode):  # (a link given the freed inode number)
+        return False
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=directory)
+    except PermissionError:  # a file this user may write, not read (0200): its mtime and size tell
+        return st.st_mtime_ns == placed[2] and st.st_size == len(data)
+    try:
+        return read_to_end(fd, len(data), len(data)) == data
+    finally:
+        os.close(fd)
+
+
+def rename_into_place(tmp: str, name: str, directory: "int | None", placed: "tuple[int, int, int]",
+                      data: "bytes | bytearray") -> None:
+    """``os.replace`` of ``tmp`` (this run's new file: ``placed``, ``data``) over ``name`` in ``directory``. A rename
+    said to fail that was made (an NFS client's retried one, a FUSE daemon's late reply) was made: whose file
+    ``name`` is tells (:func:`holds`). The rename's error is raised otherwise."""
+    try:
+        os.replace(tmp, name, src_dir_fd=directory, dst_dir_fd=directory)
+    except OSError as exc:
+        with contextlib.suppress(OSError):  # (a look that fails: the rename's error stands)
+            if exc.errno not in RESOURCE_ERRNOS and holds(name, directory, placed, data):
+                return
+        raise

@@ -21,10 +21,9 @@ The caller runs all of it inside a :class:`bob.signals.Deferral`, so SIGINT,
 SIGTERM and SIGHUP never cut a step in half, and :attr:`Commit.committed`
 says which side of the commit the run ended on.
 
-The locks that guard it are :class:`bob.lock.TargetLock` objects, one a file replaced; :mod:`bob.lock`
-also holds the race hook (:func:`bob.lock.pause_at`) that waits at each point of the commit window.
-
-The temporaries a killed writer left: :func:`bob.temporaries.clean_stale_temporaries`. Standard library only.
+The locks that guard it are :class:`bob.lock.TargetLock` objects, one a file replaced; :mod:`bob.lock` also holds
+the race hook (:func:`bob.lock.pause_at`) that waits at each point of the commit window. The temporaries a killed
+writer left: :func:`bob.temporaries.clean_stale_temporaries`. Standard library only.
 """
 
 from __future__ import annotations
@@ -34,10 +33,9 @@ import errno
 import functools
 import itertools
 import os
-import stat
 
 from bob import fileio
-from bob.backup import Backup
+from bob.backup import Backup, holds, rename_into_place
 from bob.commands import EXIT_BUSY, EXIT_INTERRUPTED, EXIT_REFUSED, Refused, about, os_reason
 from bob.refusals import RESOURCE_ERRNOS
 from bob.fileio import TEMP_MARK, discard_temporary, fsync_directory
@@ -56,24 +54,19 @@ __all__ = ["Backup", "Commit", "replace_all", "replace_targets", "refuse_unsafe_
 
 
 class Commit:
-    """Replace the ``companions`` (the predictions, and the trace of
-    ``bob-run --trace``) and then ``main`` (the checkpoint), all resolved
-    targets; the main file's rename is the commit.
+    """Replace the ``companions`` (the predictions, and the trace of ``bob-run --trace``) and then ``main`` (the
+    checkpoint), all resolved targets; the main file's rename is the commit.
 
-    Each file comes with the :class:`bob.commands.about` that names it in a
-    refusal; ``companion``, ``companion_data``, ``companion_about`` is the
-    first companion, ``more`` any others as (target, data, about). :meth:`stage`
-    writes every temporary; :meth:`apply` renames the companions, last given
-    first, then calls ``before_commit`` and renames the main file (anything
-    raised before that rename rolls every companion back, the very same
-    files); :meth:`close` removes whatever is left. ``committed`` is True
-    from the moment the main rename returned.
+    Each file comes with the :class:`bob.commands.about` that names it in a refusal; ``companion``,
+    ``companion_data``, ``companion_about`` is the first companion, ``more`` any others as (target, data, about).
+    :meth:`stage` writes every temporary; :meth:`apply` renames the companions, last given first, then calls
+    ``before_commit`` and renames the main file (anything raised before that rename rolls every companion back,
+    the very same files); :meth:`close` removes whatever is left. ``committed`` is True from the moment the main
+    rename was made.
 
-    After that moment the invocation has happened, whatever fails next: the
-    steps that follow it (syncing the checkpoint's directory, removing the
-    backup links) go through :meth:`after_commit`, which records
-    a failure in ``problems`` for the caller to tell, instead of raising it
-    as if nothing had been done.
+    After that moment the invocation has happened, whatever fails next: the steps that follow it (syncing the
+    checkpoint's directory, removing the backup links) go through :meth:`after_commit`, which records a failure
+    in ``problems`` for the caller to tell, instead of raising it as if nothing had been done.
     """
 
     def __init__(self, main: str, main_data: "bytes | bytearray", main_about: about,
@@ -141,7 +134,7 @@ class Commit:
                 with companion_about:
                     backup = Backup(companion, self._at(companion)[1])
                     self.backups.append(backup)
-                    self._rename(tmp, companion)
+                    self._rename(tmp, companion, placed, data)
                 self.staged.remove(tmp)  # renamed: no temporary left to remove
                 renamed.append((backup, companion_about, companion, placed, data))
             synced = set()
@@ -159,21 +152,21 @@ class Commit:
             for _, companion_about, companion, placed, data in [*renamed, (None, main_about, main_tmp, self.placed[-1],
                                                                        main_data)]:  # another writer's file: not ours
                 with companion_about:  # (a look that fails, EIO: refused naming the file too)
-                    if not (held := _holds(*self._at(companion), placed, data)):
+                    if not (held := holds(*self._at(companion), placed, data)):
                         raise Refused(f"its new file was {'written' if held is False else 'removed'} by another "
                                       "process during this run's commit; the checkpoint was not replaced",
                                       code=EXIT_BUSY)
             before_commit()
             pause_at("checked")
             with main_about:
-                self._rename(main_tmp, main)  # the commit point
+                self._rename(main_tmp, main, self.placed[-1], main_data)  # the commit point
             self.staged.remove(main_tmp)
         except BaseException as stopped:
             unrestored = []  # every companion is put back that can be; each that cannot is said, and why
             for backup, companion_about, companion, placed, data in reversed(renamed):
                 try:
                     with companion_about:  # the very same file, where this run's is or none is
-                        if (held := _holds(*self._at(companion), placed, data)) is False:
+                        if (held := holds(*self._at(companion), placed, data)) is False:
                             continue  # another process wrote it since: its file, left as it is (the backup dropped)
                         backup.restore(strict=os.path.dirname(companion) != unsynced, into_empty=held is None)
                 except (Refused, OSError) as exc:
@@ -209,7 +202,7 @@ class Commit:
     def _read_back(self, naming: about, path: str, placed: "tuple[int, int, int]", data: "bytes | bytearray") -> None:
         """A file written or removed by another process in the instant before the checkpoint's rename: said, not
         undone (``problems``)."""
-        if (held := _holds(*self._at(path), placed, data)):
+        if (held := holds(*self._at(path), placed, data)):
             return
         how = "written" if held is False else "removed"
         self.problems.append(f"the new checkpoint was {how} by another process as it was committed: this report's "
@@ -217,11 +210,11 @@ class Commit:
                              f"{naming.option} {show_path(naming.path)}: its new file was {how} by another process "
                              "as the checkpoint was committed")
 
-    def _rename(self, tmp: str, target: str) -> None:
+    def _rename(self, tmp: str, target: str, placed: "tuple[int, int, int]", data: "bytes | bytearray") -> None:
         """Rename ``tmp`` over ``target``, in their directory; a temporary gone is another process's doing."""
         name, at = self._at(target)
         try:
-            os.replace(os.path.basename(tmp), name, src_dir_fd=at, dst_dir_fd=at)
+            rename_into_place(os.path.basename(tmp), name, at, placed, data)
         except FileNotFoundError:
             raise Refused("its new file was removed by another process during this run's commit; the checkpoint "
                           "was not replaced", code=EXIT_BUSY) from None
@@ -336,28 +329,6 @@ def _gone(directory: str, descriptor: int) -> Refused:
     return Refused(f"{what} while this run wrote it; nothing was changed", code=EXIT_BUSY)
 
 
-def _holds(name: str, directory: "int | None", placed: "tuple[int, int, int]",
-           data: "bytes | bytearray") -> "bool | None":
-    """Whether ``name`` in ``directory`` (a descriptor) is still the file this run renamed there (``placed``: its
-    device, inode and mtime) with the bytes it wrote: another process may have replaced it, or written into it
-    (the same inode; a touch alone changes nothing). None: nothing is there now. A look that fails (EACCES, EIO)
-    is raised: it says nothing of whose file is there."""
-    try:
-        st = os.stat(name, dir_fd=directory, follow_symlinks=False)
-    except FileNotFoundError:
-        return None
-    if (st.st_dev, st.st_ino) != placed[:2] or not stat.S_ISREG(st.st_mode):  # (a link given the freed inode number)
-        return False
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=directory)
-    except PermissionError:  # a file this user may write, not read (0200): its mtime and size tell
-        return st.st_mtime_ns == placed[2] and st.st_size == len(data)
-    try:
-        return fileio.read_to_end(fd, len(data), len(data)) == data
-    finally:
-        os.close(fd)
-
-
 def replace_all(files: "list[tuple[str, bytes, Any]]", keep: "Sequence[str]" = (), *,
                 outcome: bool = True) -> list[str]:
     """Replace each ``(path, data, naming)`` atomically: every path is checked
@@ -378,10 +349,11 @@ def replace_all(files: "list[tuple[str, bytes, Any]]", keep: "Sequence[str]" = (
             with naming:
                 fileio.stage(target, data, made=staged)
         deferral.begin()
-        for i, (tmp, target, (_, _, naming)) in enumerate(zip(staged, targets, files)):
+        for i, (tmp, target, (_, data, naming)) in enumerate(zip(staged, targets, files)):
             with naming:
                 try:
-                    os.replace(tmp, target)
+                    st = os.stat(tmp)
+                    rename_into_place(tmp, target, None, (st.st_dev, st.st_ino, st.st_mtime_ns), data)
                 except OSError as exc:
                     if exc.errno in RESOURCE_ERRNOS and not i:  # (the machine's, as the runner tells it)
                         raise

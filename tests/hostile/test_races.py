@@ -406,7 +406,7 @@ def test_a_link_given_the_inode_number_of_a_renamed_file_is_not_the_run_s_file(t
     """ext4 gives a removed file's inode number to the next new one: a link put where bob-run had just renamed its
     predictions was taken for its file, whose open then failed (ELOOP), and bob-run said it could not put the old
     file back (exit 2). A link is another process's file (exit 75, as for any other)."""
-    from bob.commit import _holds
+    from bob.backup import holds as _holds
 
     (tmp_path / "f").symlink_to("elsewhere")
     st = os.lstat(tmp_path / "f")
