@@ -150,12 +150,12 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
         named = [input_path, *(path for _, path, _ in outputs)]  # (a file named like a temporary is still the user's)
         for _, _, target in outputs:
             cleaned += clean_stale_temporaries(target, holding_lock=True, keep=named)
-        for option, path, target in outputs:
+        read_from = {target: _version(target) for _, _, target in outputs}  # what the commit may replace, before
+        for option, path, target in outputs:  # it is judged: a file moved there since is another process's (75)
             with about(option, path):  # now that no backup link of a killed run is a second name
                 refuse_unreplaceable(target)
                 if option != "--checkpoint":  # (under the lock: no other bob-run's checkpoint there since)
                     refuse_replacing_a_checkpoint(target)
-        read_from = {target: _version(target) for _, _, target in outputs}  # what the commit may replace
         with about("--checkpoint", checkpoint_path, "checkpoint"):
             step_before, buffer, header_bytes, fresh = _read_state(checkpoint_target, expect_checkpoint,
                                                                    checkpoint_path)

@@ -545,3 +545,34 @@ def test_a_directory_moved_away_as_a_new_file_is_staged_is_busy(work: Path, monk
     monkeypatch.setattr(fileio, "_create_temporary", moved_for_a_moment)
     assert main(argv(work)[1:]) == 75
     assert sorted(p.name for p in work.iterdir()) == ["rec.bin"]
+
+
+@pytest.mark.parametrize("moved", ["a checkpoint", "a file of two names"])
+def test_a_file_moved_onto_an_output_as_it_is_judged_is_another_process_s(work: Path, monkeypatch, capsys,
+                                                                         moved: str) -> None:
+    """The file each output path holds was recorded after it was judged (not a checkpoint, one name): a
+    checkpoint, or a file with a second name, moved onto --predictions in between was replaced, exit 0 (the
+    checkpoint lost, the names split). It is recorded first: the file moved there since is another process's,
+    75, every file as it was."""
+    import bob.commit
+    import bob.run
+
+    step10 = bob.invoke(RECORD, b"", threads=1).checkpoint_bytes()
+    (work / "ck.bin").write_bytes(step10)
+    (work / "pred.bin").write_bytes(b"old predictions")
+    (work / "precious").write_bytes(step10 if moved == "a checkpoint" else b"two names")
+    if moved != "a checkpoint":
+        os.link(work / "precious", work / "other name")
+    real = bob.commit.refuse_replacing_a_checkpoint
+
+    def judged_then_moved(target: str) -> None:  # another process, in the instant after the check
+        real(target)
+        os.replace(work / "precious", target)
+
+    monkeypatch.setattr(bob.commit, "refuse_replacing_a_checkpoint", judged_then_moved)  # (bob.run imports it late)
+    assert bob.run.main(argv(work)) == 75
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert (error["option"], error["path"]) == ("--predictions", str(work / "pred.bin"))
+    assert (work / "pred.bin").read_bytes() == (step10 if moved == "a checkpoint" else b"two names")
+    assert (work / "ck.bin").read_bytes() == step10
+    assert os.stat(work / "pred.bin").st_nlink == 1 + (moved != "a checkpoint")
