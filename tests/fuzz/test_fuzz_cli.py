@@ -988,8 +988,22 @@ def test_a_campaign_goes_on_whatever_its_stderr_is(monkeypatch) -> None:
         for stream in (None, full):
             monkeypatch.setattr(sys, "stderr", stream)
             display = CampaignDisplay("predictions", None)
-            display.update(result, 5)
+            display.update(result)
             display.close()
+
+
+def test_a_campaign_s_rate_is_its_executions_over_its_time(monkeypatch) -> None:
+    """The rate shown was the sum of libFuzzer's per-generation exec/s: "2342 execs (0/s)" in a campaign whose
+    workers each start a generation after each finding (0 in its first second)."""
+    import io
+
+    from bob.fuzz.common import CampaignDisplay, CampaignResult
+
+    result, err = CampaignResult("predictions"), io.StringIO()
+    result.executions, result.seconds = 2342, 11.0
+    monkeypatch.setattr(sys, "stderr", err)
+    CampaignDisplay("predictions", False).update(result)
+    assert err.getvalue().startswith("bob-fuzz predictions: 2342 execs (213/s), ")
 
 
 def test_check_s_own_temporary_corpus_that_cannot_be_written_is_the_machine_s(monkeypatch, capsys) -> None:

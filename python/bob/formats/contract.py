@@ -84,9 +84,8 @@ CONTRACT_FIELDS = tuple(f.name for f in fields(Contract))
 
 
 def contract_document() -> str:
-    """The path of the normative contract, bob v1 with its errata, as this bob
-    ships it: ``bob/data/contract/bob-v1.md`` inside the package (a wheel's or a
-    checkout's ``python/bob/``). tests/formats/test_contract_document.py holds
-    it identical to the design document it is copied from."""
+    """The path of the normative contract, bob v1 with its errata, as this bob ships it: ``bob/data/contract/bob-v1.md``
+    inside the package (a wheel's or a checkout's ``python/bob/``). tests/formats/test_contract_document.py holds it
+    identical to the design document it is copied from."""
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     return os.path.join(package, "data", "contract", "bob-v1.md")

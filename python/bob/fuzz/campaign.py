@@ -41,7 +41,7 @@ OVERTIME = 60  # seconds past --time (the engine's -max_total_time, plus its sta
 MAX_CRASHES = 50  # workers are relaunched after a failing input until this many, then the campaign ends
 SCRATCH = "scratch-"  # ARTIFACTS/.logs/scratch-<pid>-…: a campaign's seeds and the engine's crash files
 # (cov:, ft: and corp: only once there is some: a target of no instrumented code has none)
-STATUS = re.compile(r"^#(\d+)\s+(\w+)(?:\s+cov: (\d+))?(?:\s+ft: (\d+))?.*?exec/s: (\d+)")
+STATUS = re.compile(r"^#(\d+)\s+(\w+)(?:\s+cov: (\d+))?(?:\s+ft: (\d+))?.*?exec/s: \d+")
 WRITTEN = "Test unit written to "  # then the path, which may hold any byte: the worker's own directory says
 EXECUTED = re.compile(r"stat::number_of_executed_units:\s*(\d+)")
 KEY_LINE = "bob-fuzz failure key: "  # a worker's line naming the failure it is about to raise
@@ -101,7 +101,6 @@ class _Worker:
     executions: int = 0
     coverage: int = 0
     features: int = 0
-    exec_per_s: int = 0
     proc: "subprocess.Popen[bytes] | None" = None
     partial: bytes = b""  # the start of a line not yet ended
     last_error: str | None = None
@@ -213,7 +212,7 @@ class _Campaign:
         for line in (raw.decode("utf-8", "backslashreplace").rstrip("\r\n") + "\n" for raw in lines):
             w.log.append(line)
             if m := STATUS.match(line):
-                w.executions, w.coverage, w.features, w.exec_per_s = (int(g or 0) for g in m.group(1, 3, 4, 5))
+                w.executions, w.coverage, w.features = (int(g or 0) for g in m.group(1, 3, 4))
                 w.inited = w.inited or m[2] == "INITED"
             elif line.startswith(KEY_LINE):
                 w.last_key = line[len(KEY_LINE):].strip()
@@ -336,7 +335,7 @@ class _Campaign:
             if time.monotonic() - shown >= 0.5:
                 shown = time.monotonic()
                 self.tally()
-                display.update(result, sum(w.exec_per_s for w in self.workers))
+                display.update(result)
             left = self.remaining_time()
             if left is not None and left < -OVERTIME and not self.overdue:  # a worker that hangs does not
                 self.overdue = True  # hold the campaign

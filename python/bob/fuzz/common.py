@@ -263,8 +263,10 @@ class CampaignDisplay:
             self.live = Live(console=Console(stderr=True), refresh_per_second=2, transient=False)
             self.live.start()
 
-    def update(self, r: CampaignResult, rate: int) -> None:
-        """Show ``r`` (and the executions per second over all workers)."""
+    def update(self, r: CampaignResult) -> None:
+        """Show ``r``, with its executions a second since it began (libFuzzer's own rate is a generation's:
+        0 in the first second of each, and a worker starts one after each finding)."""
+        rate = round(r.executions / r.seconds) if r.seconds > 0 else 0
         if self.live is not None:
             from rich.table import Table
 
