@@ -6,7 +6,9 @@
 //! even where the target has FMA); no reassociation (row sums go through the
 //! pinned eight-lane order); no library `exp` or `pow`. The fast kernels only
 //! change *which elements run side by side*, never the operations an element
-//! sees, so every thread count and every instruction set gives the same bits.
+//! sees, so every thread count and every instruction set gives the same bits
+//! (on a state holding NaNs, the same bits but the NaNs' payloads:
+//! `formats/DECISIONS.md` D16; bob refuses such a state before training).
 //! The entry points compute in the IEEE default floating-point environment
 //! whatever the calling thread's is (see `environment.rs`).
 
