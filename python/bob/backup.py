@@ -58,17 +58,17 @@ class Backup:
         return path if self.directory is None else os.path.basename(path)
 
     def _copy(self, link: str) -> None:
-        """The target's bytes, owner, mode, times and extended attributes into the new file ``link``, fsynced."""
-        import shutil
-
+        """The target's bytes, owner, mode, times and extended attributes into the new file ``link``, fsynced
+        (through ``os``'s calls, as :func:`bob.fileio.stage` writes: what the power-loss checker records)."""
         at, flags = self.directory, os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
         old = os.open(self._name(self.target), os.O_RDONLY | flags, dir_fd=at)
         try:
             st = os.fstat(old)  # (before the read moves its access time)
             new = os.open(self._name(link), os.O_WRONLY | os.O_CREAT | os.O_EXCL | flags, 0o600, dir_fd=at)
             try:
-                with open(old, "rb", closefd=False) as source, open(new, "wb", closefd=False) as copy:
-                    shutil.copyfileobj(source, copy)
+                while chunk := memoryview(os.read(old, 1 << 20)):
+                    while chunk:
+                        chunk = chunk[os.write(new, chunk):]
                 if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):  # root keeping a user's file theirs
                     with contextlib.suppress(OSError):  # (best effort, as bob.fileio.stage)
                         os.fchown(new, st.st_uid, st.st_gid)  # first: a chown clears setuid and file capabilities

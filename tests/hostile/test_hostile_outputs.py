@@ -682,24 +682,35 @@ def test_a_traced_run_failing_at_any_os_call_keeps_the_old_trio_or_writes_the_ne
     assert faults.calls < k, "the run made more than 79 os calls"
 
 
+class _BackupOs:
+    """``os`` for bob.backup on a file system without hard links (EPERM), its copy's writes made by ``write``."""
+
+    def __init__(self, write) -> None:
+        self.write = write
+
+    def link(self, *args, **kwargs):
+        raise PermissionError(1, "no hard links")
+
+    def __getattr__(self, name: str):
+        return getattr(os, name)
+
+
 def test_a_backup_copy_that_fails_leaves_no_part_of_itself(work: Path, monkeypatch) -> None:
     """Where hard links fail, the backup is a copy; a copy cut short (a file size limit, a full disk)
     left its temporary, 800 KB of it under `ulimit -f`."""
     import errno
-    import shutil
 
+    import bob.backup
     from bob.commands import Refused
     from bob.commit import Backup
 
     (work / "pred.bin").write_bytes(b"old predictions")
-    real = shutil.copyfileobj
 
-    def cut_short(source, destination, *rest):
-        real(source, destination, *rest)
+    def cut_short(fd: int, data) -> int:
+        os.write(fd, data)
         raise OSError(errno.EFBIG, os.strerror(errno.EFBIG))
 
-    monkeypatch.setattr(os, "link", lambda *a, **k: (_ for _ in ()).throw(PermissionError(1, "no hard links")))
-    monkeypatch.setattr(shutil, "copyfileobj", cut_short)
+    monkeypatch.setattr(bob.backup, "os", _BackupOs(cut_short))
     with pytest.raises(Refused, match=r"^its old file could not be kept for a rollback \(a copy, where a hard link "
                        r"failed: file too large \(the file-size limit, .*\)\); nothing was changed$"):
         Backup(str(work / "pred.bin"))
@@ -710,16 +721,15 @@ def test_a_run_whose_backup_can_be_neither_linked_nor_copied_says_nothing_was_ch
                                                                                     capsys) -> None:
     """A hard link refused and a full disk for the copy: the refusal named the file and the disk, not the outcome."""
     import errno
-    import shutil
 
+    import bob.backup
     from bob.run import main
 
     assert main(run_args(work)[1:]) == 0
     before = sorted((p.name, p.read_bytes()) for p in work.iterdir())
     capsys.readouterr()
-    monkeypatch.setattr(os, "link", lambda *a, **k: (_ for _ in ()).throw(PermissionError(1, "no hard links")))
     full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-    monkeypatch.setattr(shutil, "copyfileobj", lambda *a: (_ for _ in ()).throw(full))
+    monkeypatch.setattr(bob.backup, "os", _BackupOs(lambda fd, data: (_ for _ in ()).throw(full)))
     assert main(run_args(work)[1:]) == 2
     assert capsys.readouterr().err.endswith(": its old file could not be kept for a rollback (a copy, where a hard "
                                             "link failed: no space left on device); nothing was changed\n")

@@ -67,6 +67,21 @@ def test_a_run_that_rolls_back_leaves_the_old_files_after_any_power_loss(tmp_pat
     assert judge_every_state(sc, tmp_path / "next") >= len(sc.ops)
 
 
+@pytest.mark.parametrize("lock_lost", [False, True], ids=["committed", "rolled-back"])
+def test_a_backup_copied_where_hard_links_fail_survives_any_power_loss(tmp_path: Path, lock_lost: bool,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where hard links fail the old predictions are kept as a copy, written through Python's io layer the
+    recorder does not see: a run that rolled back failed its own check (the recorder missed a call), and a
+    committed one was judged with the copy empty. It is written through ``os``'s calls, judged as any file."""
+    def no_link(*args, **kwargs):
+        raise OSError(errno.EPERM, os.strerror(errno.EPERM))
+
+    monkeypatch.setattr(os, "link", no_link)
+    sc = powerloss.record_run(tmp_path / "run", RECORD, *STATES["resumed"], lock_lost=lock_lost)
+    assert [op.kind for op in sc.ops].count("create") == 2 + 2 + 1  # (two locks, two temporaries, the copy)
+    assert judge_every_state(sc, tmp_path / "next") >= len(sc.ops)
+
+
 def test_every_crash_state_of_the_library_writers_resumes(tmp_path: Path) -> None:
     sc = powerloss.record_run(tmp_path / "run", RECORD, *STATES["resumed"], writer=library_writer)
     assert judge_every_state(sc, tmp_path / "next") > 0
