@@ -80,7 +80,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="candidates run at most (default %(default)s)")
     timeout = seconds_option("--timeout", minimum=MIN_TIMEOUT, maximum=MAX_SECONDS)
     mz.add_argument("--timeout", type=timeout, default=60.0, metavar="SECONDS",
-                    help="per candidate: longer is a hang (a failure of its own)")
+                    help="per candidate (default 60): longer is a hang (a failure of its own)")
 
     cf = sub.add_parser("conformance", help="write the labelled conformance corpus with manifest.json")
     cf.add_argument("outdir", metavar="OUTDIR")
@@ -90,7 +90,7 @@ def _parser() -> argparse.ArgumentParser:
     ck.add_argument("--format", required=True, type=_format, metavar="{input,checkpoint,predictions}")
     ck.add_argument("--corpus", metavar="DIR", help="a corpus written by `bob-fuzz conformance` "
                     "(default: a fresh one in a temporary directory)")
-    ck.add_argument("--timeout", type=timeout, default=30.0, metavar="SECONDS", help="per file")
+    ck.add_argument("--timeout", type=timeout, default=30.0, metavar="SECONDS", help="per file (default 30)")
     ck.add_argument("reader", nargs=argparse.REMAINDER, metavar="-- COMMAND {}")
     for command in sub.choices.values():
         add_common_options(command)
