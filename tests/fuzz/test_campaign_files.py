@@ -161,10 +161,10 @@ def test_a_corpus_removed_while_the_campaign_runs_is_a_note_not_an_unexpected_er
 
     corpus, real_update = tmp_path / "corpus", campaign.CampaignDisplay.update
 
-    def removing(self, result, rate) -> None:
+    def removing(self, result) -> None:
         if result.executions:  # (once inputs ran: past the engine's start, or the campaign is rightly no verdict)
             shutil.rmtree(corpus, ignore_errors=True)
-        real_update(self, result, rate)
+        real_update(self, result)
 
     monkeypatch.setattr(campaign.CampaignDisplay, "update", removing)
     result = campaign.run_campaign("predictions", runs=20_000, corpus=str(corpus), artifacts=str(tmp_path / "a"),
@@ -229,8 +229,8 @@ def test_a_campaign_stopped_by_a_signal_keeps_its_workers_logs(tmp_path: Path, m
 
     real_update = campaign.CampaignDisplay.update
 
-    def stopping(self, result, rate) -> None:
-        real_update(self, result, rate)
+    def stopping(self, result) -> None:
+        real_update(self, result)
         if result.executions:  # (the workers have said something)
             raise KeyboardInterrupt
 
@@ -251,8 +251,8 @@ def test_a_log_a_stopped_campaign_cannot_save_is_said_and_a_shortage_stays_unexp
 
     real_update, real_write = campaign.CampaignDisplay.update, campaign.write_atomic
 
-    def stopping(self, result, rate) -> None:
-        real_update(self, result, rate)
+    def stopping(self, result) -> None:
+        real_update(self, result)
         if result.executions:
             raise KeyboardInterrupt
 

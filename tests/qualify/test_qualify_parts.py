@@ -268,8 +268,8 @@ def test_a_signal_while_the_report_is_renamed_into_place_leaves_it_whole(tmp_pat
 
     renames = []
 
-    def replace(tmp, path, real=os.replace):
-        real(tmp, path)
+    def replace(tmp, path, real=os.replace, **at):
+        real(tmp, path, **at)
         renames.append(path)
         if len(renames) == 1:
             os.kill(os.getpid(), signal.SIGTERM)  # bob's handler runs as this call returns
