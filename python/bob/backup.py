@@ -163,7 +163,7 @@ def rename_into_place(tmp: str, name: str, directory: "int | None", placed: "tup
     try:
         os.replace(tmp, name, src_dir_fd=directory, dst_dir_fd=directory)
     except OSError as exc:
-        with contextlib.suppress(OSError):  # (a look that fails: the rename's error stands)
-            if exc.errno not in RESOURCE_ERRNOS and holds(name, directory, placed, data):
+        with contextlib.suppress(OSError, MemoryError):  # (a look that fails: the rename's error stands)
+            if holds(name, directory, placed, data):
                 return
         raise

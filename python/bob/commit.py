@@ -352,7 +352,7 @@ def replace_all(files: "list[tuple[str, bytes, Any]]", keep: "Sequence[str]" = (
         for i, (tmp, target, (_, data, naming)) in enumerate(zip(staged, targets, files)):
             with naming:
                 try:
-                    st = os.stat(tmp)
+                    st = os.stat(tmp, follow_symlinks=False)
                     rename_into_place(tmp, target, None, (st.st_dev, st.st_ino, st.st_mtime_ns), data)
                 except OSError as exc:
                     if exc.errno in RESOURCE_ERRNOS and not i:  # (the machine's, as the runner tells it)

@@ -541,7 +541,7 @@ def test_bob_run_says_a_rename_refused_by_a_mount_point_and_what_it_left(work: P
     assert sorted(p.name for p in work.iterdir()) == ["ck.bin", "pred.bin", "rec.bin"]
 
 
-@pytest.mark.parametrize("error", ["ENOENT", "EIO"])
+@pytest.mark.parametrize("error", ["ENOENT", "EIO", "ENOMEM"])
 @pytest.mark.parametrize("failing", ["pred.bin", "ck.bin"])
 def test_a_rename_made_but_said_to_fail_is_made(work: Path, monkeypatch, capsys, failing: str, error: str) -> None:
     """An NFS client's retried rename (ENOENT: the first one was made, its reply lost) or a FUSE daemon's late

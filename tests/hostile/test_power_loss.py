@@ -154,6 +154,17 @@ def test_the_crash_states_are_those_of_the_definition_in_its_order(tmp_path: Pat
     assert fast == list(_every_crash_state_plainly(sc.image, sc.ops)) and len(fast) > 50
 
 
+def test_the_crash_states_of_hand_made_operations_are_those_of_the_definition() -> None:
+    """An entry with no directory counts as durable at once (no recording makes one): the newest operation
+    is then no volatile one to keep, and every state of the definition is still built once."""
+    image = powerloss.Image({("d", "f"): 0}, {0: bytearray()})
+    ops = [powerloss.Op("write", 0, data=b"x"), powerloss.Op("create", 1, ("", "g")),
+           powerloss.Op("write", 1, data=b"y"), powerloss.Op("fsync", 0), powerloss.Op("rename", 1, ("", "g"),
+                                                                                        ("d", "h"))]
+    fast = [(k, kept, state.listing()) for k, kept, state in powerloss.crash_states(image, ops)]
+    assert fast == list(_every_crash_state_plainly(image, ops)) and len(fast) > 5
+
+
 class _WithoutFileFsync:
     """``os`` for bob.fileio, but an fsync of a regular file does nothing (a planted bug)."""
 

@@ -212,14 +212,14 @@ def crash_states(image: Image, ops: list[Op]) -> Iterator[tuple[int, tuple[int, 
         return one, hashlib.sha256(one.nodes[node]).digest()
 
     for k in range(len(ops) + 1):
-        said, newest = k == len(ops), ops[k - 1].kind if k else ""  # (said: only the whole run said anything)
-        if newest in ("fsync", "fsyncdir") and not said:  # a sync changes no file: its states were left before it
-            continue
-        durable = durable_before(ops, k)
-        volatile = [i for i in range(k) if not durable[i]][:None if said or not k else -1]
+        if 0 < k < len(ops) and ops[k - 1].kind in ("fsync", "fsyncdir"):  # a sync changes no file: its states
+            continue  # were left before it
+        said, durable = k == len(ops), durable_before(ops, k)  # (said: only the whole run said anything)
+        newest = () if said or not k or durable[k - 1] else (k - 1,)  # a state without it was left before it
+        volatile = [i for i in range(k) if not durable[i] and (i,) != newest]
         subsets = (itertools.combinations(volatile, r) for r in range(len(volatile) + 1))
-        for kept in itertools.chain.from_iterable(subsets):  # (without the newest operation: a state left before it)
-            kept += () if said or not k else (k - 1,)
+        for kept in itertools.chain.from_iterable(subsets):
+            kept += newest
             applied, writes = [], {}  # type: list[int], dict[int, list[int]]
             for i in sorted(itertools.chain(itertools.compress(range(k), durable), kept)):  # (in order)
                 if ops[i].kind in _ENTRY_OPS:
