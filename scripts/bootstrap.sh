@@ -44,14 +44,25 @@ print(",".join(chosen_extras))
 print("\n".join(requirements))
 PY
 )"
+# The commands are scripts whose first line pip makes `#!<checkout>/.venv/bin/python`, which Linux cuts at
+# the first space: in such a path they would not start, though everything else here would.
+case "$PWD" in *[[:space:]]*)
+    say "the checkout's path holds a space ($PWD): the commands' first line (#!$PWD/.venv/bin/python)"
+    say "cannot, so .venv/bin/bob-run would not start; move or clone the checkout to a path without one"
+    exit 1;;
+esac
 if [ ! -x .venv/bin/python ]; then
     say "creating .venv with $("$python" --version 2>&1)"
     "$python" -m venv .venv
+elif ! .venv/bin/python -m pip --version >/dev/null 2>&1; then  # (its making cut short, as by Ctrl-C)
+    say ".venv has no pip (its making was cut short?): remove it (rm -rf .venv), then run this again"
+    exit 1
 fi
 # Byte-compile the package, as a regular install does, so start-up is not
 # spent recompiling (some environments set PYTHONDONTWRITEBYTECODE).
 .venv/bin/python -m compileall -q python/bob >/dev/null
 export VIRTUAL_ENV="$PWD/.venv"
+unset CONDA_PREFIX  # (an active conda environment: maturin refuses to choose between the two; .venv is the one)
 export PATH="$VIRTUAL_ENV/bin:$PATH"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 extras="$(printf '%s\n' "$plan" | sed -n 1p)"
@@ -71,7 +82,7 @@ fi
 # The extension is built for the stable ABI (python/bob/_core.abi3.so); a
 # per-version build left by an older checkout would shadow it on import.
 rm -f python/bob/_core.cpython-*.so
-if [ -e target/release ]; then
+if [ -e "${CARGO_TARGET_DIR:-target}/release" ]; then
     say "building bob's native core (Rust, release mode) with maturin; cargo rebuilds only what changed"
 else
     say "building bob's native core (Rust, release mode) with maturin: the first build takes a minute or two"

@@ -102,6 +102,35 @@ def test_bootstrap_refuses_a_python_older_than_3_11_before_making_anything(tmp_p
     assert not (checkout / ".venv").exists()
 
 
+def test_bootstrap_refuses_a_checkout_path_with_a_space_before_making_anything(tmp_path: Path) -> None:
+    """pip makes each command's first line ``#!<checkout>/.venv/bin/python``, which Linux cuts at a space: the
+    set-up said "ready", then every command failed ("cannot execute: required file not found")."""
+    (tmp_path / "my dir").mkdir()
+    checkout = _bare_checkout(tmp_path / "my dir")
+    done = subprocess.run([str(checkout / "scripts" / "bootstrap.sh"), "test"], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 1 and f"the checkout's path holds a space ({checkout})" in done.stderr, done.stderr
+    assert "to a path without one" in done.stderr and not (checkout / ".venv").exists()
+
+
+def test_bootstrap_refuses_a_venv_without_pip_and_says_to_remove_it(tmp_path: Path) -> None:
+    """A first set-up stopped by Ctrl-C while venv installed pip left a .venv every later run failed on
+    ("No module named pip"), saying nothing of the .venv."""
+    checkout = _bare_checkout(tmp_path)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(checkout / ".venv")], check=True, timeout=300)
+    done = subprocess.run([str(checkout / "scripts" / "bootstrap.sh"), "test"], capture_output=True, text=True,
+                          timeout=300)
+    assert (done.returncode, done.stderr) == (1, "bootstrap: .venv has no pip (its making was cut short?): remove it "
+                                                 "(rm -rf .venv), then run this again\n")
+
+
+def test_bootstrap_builds_into_its_venv_whatever_conda_environment_is_active() -> None:
+    """With a conda environment active (CONDA_PREFIX set) maturin refused to choose between it and the
+    VIRTUAL_ENV the script sets. Read, not run: a run is a whole first build."""
+    bootstrap = (ROOT / "scripts" / "bootstrap.sh").read_text()
+    assert bootstrap.index("\nunset CONDA_PREFIX") < bootstrap.index("maturin develop")
+
+
 def test_bootstrap_and_demo_say_what_they_do() -> None:
     """The steps a first run waits on are announced (on stderr for the
     set-up, so demo.sh's silencing of its output keeps them)."""
