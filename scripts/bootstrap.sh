@@ -54,7 +54,7 @@ esac
 if [ ! -x .venv/bin/python ]; then
     say "creating .venv with $("$python" --version 2>&1)"
     "$python" -m venv .venv
-elif ! .venv/bin/python -m pip --version >/dev/null 2>&1; then  # (its making cut short, as by Ctrl-C)
+elif ! .venv/bin/python -c 'import pip' >/dev/null 2>&1; then  # (its making cut short, as by Ctrl-C)
     say ".venv has no pip (its making was cut short?): remove it (rm -rf .venv), then run this again"
     exit 1
 fi
