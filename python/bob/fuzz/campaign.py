@@ -59,7 +59,7 @@ with atheris.instrument_imports(include=["bob"], exclude=harness):
     from bob.fuzz.properties import exception_key
     from bob.signals import Interrupted
     from bob.fuzz import mutator, targets
-    targets.preload()
+    targets.preload(spec["target"])
     run, fmt = load_target(spec["target"], spec.get("format"))
 count = {"executions": 0, "recognized": 0}
 stats_path = spec.get("fast_path_stats")

@@ -171,7 +171,7 @@ from bob.fuzz.common import MachineRanOut, load_target
 from bob.fuzz.replay import signature_of
 from bob.fuzz.targets import preload
 run, _ = load_target(sys.argv[1])
-preload()
+preload(sys.argv[1])
 print("ready", file=results, flush=True)  # (candidates are timed from here, past every import: bob's, the target's)
 os.dup2(null, 2)  # started: what a target writes on stderr goes nowhere, as its stdout does
 source = sys.stdin.buffer
