@@ -69,9 +69,8 @@ def _depth(text: str) -> int:
 
 
 def parse_json(text: str, field: str, depth: int) -> Any:
-    """``text`` as JSON nested at most ``depth`` deep, every object's keys once,
-    integers of at most :data:`MAX_DIGITS` digits and no other number; else a
-    :class:`~bob.BadValue` naming ``field`` (and the key)."""
+    """``text`` as JSON nested at most ``depth`` deep, every object's keys once, integers of at most :data:`MAX_DIGITS`
+    digits and no other number; else a :class:`~bob.BadValue` naming ``field`` (and the key)."""
     if _depth(text) > depth:
         raise BadValue(field, f"nested deeper than a bob export's {depth} level(s)")
 

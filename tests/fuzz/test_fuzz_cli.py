@@ -172,6 +172,20 @@ def test_the_seeded_loop_running_out_keeps_what_it_found(tmp_path: Path, capsys)
     assert document["findings"][0]["path"] and document["notes"] == ["stopped at execution 3: out of memory"]
 
 
+@pytest.mark.parametrize("command", [["run", "core", "--engine", "loop", "--runs", "3"],
+                                     ["replay", "--target", "run", str(GOLDEN / "input-abracadabra.bin")],
+                                     ["minimize", "--target", "core", str(GOLDEN / "input-abracadabra.bin")]])
+def test_a_build_without_its_native_core_is_no_verdict_never_a_finding(command: list[str], tmp_path: Path) -> None:
+    """Without bob._core, each input failed on its ImportError: run said "1 finding" (exit 1) and wrote it as an
+    artifact, replay said FAIL, minimize wrote a "reproducer". A module the target cannot import is the build's."""
+    (tmp_path / "sitecustomize.py").write_text("import sys\nsys.modules['bob._core'] = None\n")  # (every process)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), *sys.path]))
+    proc = subprocess.run([sys.executable, "-m", "bob", "fuzz", *command], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 70 and "could not import what it runs" in proc.stderr, proc
+    assert "bob._core" in proc.stderr and sorted(p.name for p in tmp_path.iterdir()) == ["sitecustomize.py"], proc
+
+
 def fails_and_removes_the_next(data: bytes) -> None:
     """Fails on b"bad" and, as another process would, removes the file replayed after it."""
     if data == b"bad":

@@ -40,9 +40,8 @@ def read_format_file(path: "str | os.PathLike[str]", limit: int, magic: "tuple[b
 
 
 def too_large(big: FileTooLarge, limit: int, magic: "tuple[bytes, str] | None") -> FormatError:
-    """The refusal of a file larger than ``limit`` (``big``: what the bounded
-    reader saw, its first bytes and its size): another format named by its
-    first bytes, else ``file_size``."""
+    """The refusal of a file larger than ``limit`` (``big``: what the bounded reader saw, its first bytes and its size):
+    another format named by its first bytes, else ``file_size``."""
     if magic is not None:
         problem = magic_finding(big.head, *magic)
         if problem is not None and not isinstance(problem, Truncated):
@@ -64,9 +63,8 @@ def starts_like(data: bytes) -> str:
 
 
 def magic_finding(data: bytes, magic: bytes, what: str) -> FormatError | None:
-    """The finding for ``data``'s first bytes against ``magic``, or None if they match: a
-    file that ends inside the magic is ``Truncated``; any other that does not start with it
-    is :class:`NotABobFile`, never a bad length (D1)."""
+    """The finding for ``data``'s first bytes against ``magic``, or None if they match: a file that ends inside the
+    magic is ``Truncated``; any other that does not start with it is :class:`NotABobFile`, never a bad length (D1)."""
     head = data[: len(magic)]
     if head == magic:
         return None

@@ -156,9 +156,8 @@ class InputRecord(BobFile):
 
 @dataclass(eq=False)
 class InputExamination(Examined):
-    """What a reader found in an input record's bytes: every finding, in the contract's order,
-    the fields as far as they could be read (``widened``: the u32 targets table) and the
-    :class:`InputRecord` of a valid file."""
+    """What a reader found in an input record's bytes: every finding, in the contract's order, the fields as far as they
+    could be read (``widened``: the u32 targets table) and the :class:`InputRecord` of a valid file."""
 
     size: int
     magic: bytes

@@ -25,7 +25,7 @@ from bob.children import drained, end_groups, ends_with_this_process, signal_gro
 from bob.commands import EXIT_SOFTWARE, Refused, about, os_reason, output_directory
 from bob.fileio import make_directory, refuse_if_working_directory_gone, write_atomic
 from bob.text import note
-from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignDisplay, CampaignResult, Finding, MachineRanOut, \
+from bob.fuzz.common import DEFAULT_MAX_LEN, MAX_LEN, CampaignDisplay, CampaignResult, Finding, NoVerdict, \
     fast_path_stats, holding_flock, read_input, refuse_unless_fits, seed_paths, tell_when_stopped, unwritten
 from bob.fuzz.dictionary import write_dict
 from bob.fuzz.replay import passes_outside
@@ -55,7 +55,7 @@ harness = ["bob.fuzz." + m for m in ("mutator", "structural", "dictionary", "cam
 # Every bob import inside: a module imported before it would run uninstrumented (the targets' own branches too)
 with atheris.instrument_imports(include=["bob"], exclude=harness):
     from bob.fuzz.campaign import KEY_LINE, RAN_OUT_LINE
-    from bob.fuzz.common import MachineRanOut, failure, load_target
+    from bob.fuzz.common import NoVerdict, failure, load_target
     from bob.fuzz.properties import exception_key
     from bob.signals import Interrupted
     from bob.fuzz import mutator, targets
@@ -74,8 +74,8 @@ def one(data):
         found = failure(run, bytes(data))
     except Interrupted as exc:  # a signal the target's command took: the campaign ends this worker
         os._exit(exc.exit_code)
-    except (MachineRanOut, MemoryError) as exc:  # the machine's (memory, a full disk, no descriptor): no verdict
-        said = str(exc) if isinstance(exc, MachineRanOut) else "out of memory as the target ran; no verdict"
+    except (NoVerdict, MemoryError) as exc:  # the machine's (memory, a full disk, no descriptor): no verdict
+        said = str(exc) if isinstance(exc, NoVerdict) else "out of memory as the target ran; no verdict"
         print(RAN_OUT_LINE + said, flush=True)
         os._exit(70)
     if found is not None:
@@ -388,5 +388,5 @@ def run_campaign(target: str, *, seconds: float | None = None, runs: int | None 
         why = c.ran_out or f"no verdict: every worker ended before its engine did ({ended[0]})"
         for said in [n for n in result.notes if n not in why]:  # (the refusal's own line names one)
             note("bob-fuzz", said)
-        raise MachineRanOut(why) if c.ran_out else Refused(why, code=EXIT_SOFTWARE)
+        raise NoVerdict(why) if c.ran_out else Refused(why, code=EXIT_SOFTWARE)
     return result

@@ -103,11 +103,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _work(args: argparse.Namespace) -> Outcome:
-    from bob.fuzz.common import MachineRanOut
+    from bob.fuzz.common import NoVerdict
 
     try:
         return COMMANDS[args.command](args)
-    except MachineRanOut as exc:  # no verdict, the machine's (a full disk, no memory): said as it is, exit 70
+    except NoVerdict as exc:  # no verdict, the machine's (a full disk, no memory): said as it is, exit 70
         raise Refused(str(exc), code=EXIT_SOFTWARE) from None
 
 
@@ -218,7 +218,7 @@ def _working_directory_kept() -> "Iterator[Callable[[], None]]":
 
 def cmd_replay(args: argparse.Namespace) -> Outcome:
     from bob.failures import OUT_OF_MEMORY
-    from bob.fuzz.common import MachineRanOut, stdout_on_stderr
+    from bob.fuzz.common import NoVerdict, stdout_on_stderr
     from bob.fuzz.replay import files_under, read_input, replay_file, skipped
     from bob.progress import Progress
 
@@ -250,8 +250,8 @@ def cmd_replay(args: argparse.Namespace) -> Outcome:
                     verdicts.append(replay_file(f, name))
             except Refused as exc:  # refused once the rest is replayed, unless a failure was found
                 unread.append(exc)
-            except (MemoryError, MachineRanOut) as exc:  # the machine's, for this file: the others' verdicts stand
-                said = str(exc) if isinstance(exc, MachineRanOut) else f"{OUT_OF_MEMORY} while the target ran; no verdict"
+            except (MemoryError, NoVerdict) as exc:  # the machine's, for this file: the others' verdicts stand
+                said = str(exc) if isinstance(exc, NoVerdict) else f"{OUT_OF_MEMORY} while the target ran; no verdict"
                 unread.append(Refused(said, option="PATH", path=f, code=EXIT_SOFTWARE))
             progress.advance()
     failed = sum(not v.passed for v in verdicts)

@@ -27,7 +27,7 @@ from bob.fuzz.targets import TARGETS, seed_files
 
 __all__ = ["MAX_LEN", "DEFAULT_MAX_LEN", "INPUT_LIMIT", "Finding", "CampaignResult", "CampaignDisplay", "load_target",
            "seed_paths", "read_input", "fast_path_stats", "failure", "failure_message",
-           "stdout_on_stderr", "MachineRanOut", "OUT_OF_ROOM", "refuse_unless_fits", "unwritten", "tell_when_stopped",
+           "stdout_on_stderr", "NoVerdict", "OUT_OF_ROOM", "refuse_unless_fits", "unwritten", "tell_when_stopped",
            "holding_flock"]
 
 MAX_LEN = {"input": 4096, "predictions": 4 * PREDICTION_BYTES, "core": 4096}
@@ -158,13 +158,14 @@ def stdout_on_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-class MachineRanOut(RuntimeError):
-    """The machine ran out of room while a target ran (a full disk, ``ulimit -f``, no descriptor): no verdict."""
+class NoVerdict(RuntimeError):
+    """The machine ran out of room (a full disk, ``ulimit -f``, no descriptor) or the build lacks a module (the native
+    core, a dependency) while a target ran: no verdict on the input."""
 
 
 def failure(run: "Callable[[bytes], None]", data: bytes) -> BaseException | None:
-    """What ``run(data)`` let escape, or None: any exception is a failure (a pyo3 panic and ``SystemExit``
-    are BaseExceptions), except Ctrl-C and running out of memory or room, the machine's (bob-fuzz exits 70)."""
+    """What ``run(data)`` let escape, or None: any exception is a failure (a pyo3 panic and ``SystemExit`` are
+    BaseExceptions), except Ctrl-C, running out of memory or room (the machine's) and an import (the build's)."""
     __tracebackhide__ = True  # (a failure's key names the target's frame)
     before, found = len(taken()), None
     try:
@@ -173,7 +174,9 @@ def failure(run: "Callable[[bytes], None]", data: bytes) -> BaseException | None
         raise
     except BaseException as exc:  # noqa: BLE001 - any escape is the verdict
         if isinstance(exc, OSError) and exc.errno in OUT_OF_ROOM:
-            raise MachineRanOut(f"the machine ran out while the target ran ({os_reason(exc)}); no verdict") from exc
+            raise NoVerdict(f"the machine ran out while the target ran ({os_reason(exc)}); no verdict") from exc
+        if isinstance(exc, ImportError):  # (bob.core's NativeCoreUnavailable too: the build's, whatever the input)
+            raise NoVerdict(f"the target could not import what it runs ({failure_message(exc)}); no verdict") from exc
         found = exc
     if arrived := taken()[before:]:  # a signal the target caught (a bare except) was this process's: it ends
         raise Interrupted(arrived[0])

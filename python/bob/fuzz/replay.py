@@ -16,7 +16,7 @@ from typing import Callable, Iterator, NamedTuple
 
 from bob.children import ends_with_this_process, readable, signal_group
 from bob.formats.constants import CHECKPOINT_MAGIC
-from bob.fuzz.common import INPUT_LIMIT, MachineRanOut, failure, failure_message, load_target, read_input
+from bob.fuzz.common import INPUT_LIMIT, NoVerdict, failure, failure_message, load_target, read_input
 from bob.fuzz.properties import exception_key
 from bob.fuzz.structural import refresh_digests
 from bob.fuzz.targets import TARGETS
@@ -167,7 +167,7 @@ import json, os, sys
 results = os.fdopen(os.dup(1), "w", encoding="utf-8")
 null = os.open(os.devnull, os.O_WRONLY)
 os.dup2(null, 1)
-from bob.fuzz.common import MachineRanOut, load_target
+from bob.fuzz.common import NoVerdict, load_target
 from bob.fuzz.replay import signature_of
 from bob.fuzz.targets import preload
 run, _ = load_target(sys.argv[1])
@@ -182,7 +182,7 @@ while True:
     data = source.read(int.from_bytes(head, "little"))
     try:
         said = signature_of(run, data)
-    except MachineRanOut as exc:  # (a full disk: said, never a crash to minimize)
+    except NoVerdict as exc:  # (a full disk: said, never a crash to minimize)
         said = {"machine": str(exc)}
     except MemoryError:  # (nor is running out of memory: the input's is the machine's, a candidate's its own)
         said = {"machine": "the machine ran out of memory while the target ran; no verdict", "memory": True}
@@ -190,7 +190,7 @@ while True:
 """
 
 
-class _OutOfMemory(MachineRanOut):
+class _OutOfMemory(NoVerdict):
     """The worker's target ran out of memory."""
 
 
@@ -240,7 +240,7 @@ class _Runner:
         line = proc.stdout.readline()  # no line, or part of one: the worker died
         said = json.loads(line) if line.endswith(b"\n") else self.close(kill=False)
         if isinstance(said, dict):
-            raise (_OutOfMemory if said.get("memory") else MachineRanOut)(said["machine"])
+            raise (_OutOfMemory if said.get("memory") else NoVerdict)(said["machine"])
         return said
 
     def close(self, kill: bool = True) -> str:
