@@ -5,10 +5,10 @@
 ``bob-qualify`` write their corpora, scratch files and reports directly), so every path they are given gets the
 same treatment:
 
-* **Only regular files.** :func:`read_bounded` opens a path once (``O_NONBLOCK``, so a FIFO never blocks the
-  open) and decides from ``fstat`` of that descriptor; :func:`replace_target` refuses to replace anything but a
+* **Only regular files.** :func:`open_regular` opens only what ``stat`` says is one (opening a FIFO wakes its
+  writer), then decides from ``fstat`` of the descriptor; :func:`replace_target` refuses to replace anything but a
   regular file (or a missing one). A directory, a FIFO, a socket or a device raises :class:`NotARegularFile`,
-  before anything is read or created (the three exceptions: :mod:`bob.errors`, importable from here too).
+  before anything is opened, read or created (the three exceptions: :mod:`bob.errors`, importable from here too).
 * **Bounded.** A file over the caller's limit is never read: :class:`FileTooLarge` carries its size and first bytes.
 * **Symbolic links are followed.** Replacing ``path`` replaces the file a link points to (the temporary file
   lives in the *target's* directory and the link stays a link); :func:`replace_target` gives that resolved path,
@@ -43,11 +43,10 @@ from contextlib import suppress
 from bob.errors import FileTooLarge, NotARegularFile, NotReplaceable, byte_buffer
 from bob.signals import step_and_record
 
-__all__ = ["NotARegularFile", "NotReplaceable", "FileTooLarge", "open_regular", "read_bounded",
-           "read_bounded_buffer", "replace_target", "same_file", "check_directory",
-           "refuse_if_working_directory_gone", "make_directory", "remove_empty_directories", "refuse_unreplaceable",
-           "identity", "stage", "discard_temporary", "fsync_directory", "write_atomic", "temporary_name",
-           "sidecar_name", "read_to_end", "TEMP_MARK"]
+__all__ = ["NotARegularFile", "NotReplaceable", "FileTooLarge", "open_regular", "read_bounded", "read_bounded_buffer",
+           "replace_target", "same_file", "check_directory", "refuse_if_working_directory_gone", "make_directory",
+           "remove_empty_directories", "refuse_unreplaceable", "identity", "stage", "discard_temporary",
+           "fsync_directory", "write_atomic", "temporary_name", "sidecar_name", "read_to_end", "TEMP_MARK"]
 
 TEMP_MARK = ".bob-tmp-"
 NAME_MAX = 255  # bytes in one file name on every filesystem bob is used on (Linux, macOS)
@@ -86,25 +85,26 @@ def read_bounded_buffer(path: "str | os.PathLike[str]", limit: int) -> bytearray
 
 
 def open_regular(path: "str | os.PathLike[str]", flags: int, mode: int = 0o666) -> "tuple[int, os.stat_result]":
-    """A descriptor of the regular file ``path`` and its ``fstat``, opened with ``flags`` and what every path
-    bob is given is opened with: ``O_NONBLOCK`` (a FIFO does not hang the open), ``O_NOCTTY`` (a terminal
-    does not become bob's controlling terminal) and ``O_CLOEXEC``.
+    """A descriptor of the regular file ``path`` and its ``fstat``, opened with ``flags`` and what every path bob is
+    given is opened with: ``O_NONBLOCK`` (a FIFO swapped in does not hang the open), ``O_NOCTTY`` (a terminal does
+    not become bob's controlling terminal) and ``O_CLOEXEC``.
 
-    Anything but a regular file is :class:`NotARegularFile`, decided from the ``fstat`` of the descriptor,
-    or, where the open itself fails (a socket cannot be opened), from the path's ``stat`` (``lstat`` under
-    ``O_NOFOLLOW``: a link keeps the open's own error). Any other failure is the open's ``OSError``."""
-    try:
-        fd = os.open(path, flags | os.O_NONBLOCK | os.O_NOCTTY | _CLOEXEC, mode)
-    except FileNotFoundError:
-        raise
-    except OSError:
+    Anything but a regular file is :class:`NotARegularFile`, decided from the path's ``stat`` before the open (opening
+    a FIFO wakes its writer, a device may act on it; ``lstat`` under ``O_NOFOLLOW``: a link keeps the open's own error),
+    then from the ``fstat`` of the descriptor, or where the open fails (a socket cannot be opened) from ``stat`` again.
+    Any other failure is the open's ``OSError``."""
+    def kind() -> int:  # (regular where it cannot be told: the open says why)
         try:
-            st_mode = os.stat(path, follow_symlinks=not flags & os.O_NOFOLLOW).st_mode
+            return os.stat(path, follow_symlinks=not flags & os.O_NOFOLLOW).st_mode
         except OSError:
-            st_mode = stat.S_IFREG
-        if stat.S_ISREG(st_mode) or stat.S_ISLNK(st_mode):
-            raise
-        fd = -1  # no regular file, whatever the open's own error (out of descriptors too): said outside its context
+            return stat.S_IFREG
+    st_mode, fd = kind(), -1
+    if stat.S_ISREG(st_mode) or stat.S_ISLNK(st_mode):
+        try:
+            fd = os.open(path, flags | os.O_NONBLOCK | os.O_NOCTTY | _CLOEXEC, mode)
+        except OSError:
+            if stat.S_ISREG(st_mode := kind()) or stat.S_ISLNK(st_mode):
+                raise  # (else no regular file, whatever the open's own error, EMFILE too: said outside its context)
     if fd < 0:
         raise NotARegularFile(path, st_mode)
     try:

@@ -98,25 +98,38 @@ def test_bob_inspect_refuses_special_files_and_heatmap_targets(work: Path, kind:
     assert snapshot(work) == before
 
 
-def test_a_fifo_with_a_writer_that_writes_once_is_refused_without_reading(work: Path) -> None:
-    """A writer waiting on the FIFO: bob opens it without blocking (O_NONBLOCK),
-    sees from fstat that it is no regular file, and closes it unread. (The
-    writer then finds no reader and ends; nobody waits for anybody.)"""
-    fifo = work / "fifo"
+@pytest.mark.parametrize("option", ["--input", "--predictions", "inspect"])
+def test_a_fifo_someone_waits_on_is_refused_without_being_opened(work: Path, option: str) -> None:
+    """bob refuses a FIFO by the path's stat, never opening it: an open woke the process waiting at its other end,
+    whose data was lost (a writer got SIGPIPE) or which read an empty file. It waits on, then gets all of it."""
+    fifo, record = work / "fifo", (work / "rec.bin").read_bytes()
     os.mkfifo(fifo)
-    writer = subprocess.Popen(["sh", "-c", f"cat '{work / 'rec.bin'}' > '{fifo}'"], stderr=subprocess.DEVNULL)
+    other = (["sh", "-c", f"cat '{work / 'rec.bin'}' > '{fifo}'"] if option != "--predictions" else
+             ["sh", "-c", f"cat '{fifo}' > '{work / 'read'}'"])  # (a writer to a file bob reads, else a reader)
+    proc = subprocess.Popen(other, stderr=subprocess.DEVNULL)
     try:
-        out = command("bob-run", "--input", fifo, "--checkpoint", work / "ck.bin", "--predictions",
-                      work / "pred.bin")
-        assert_refused(out, "--input", fifo)
-        assert (work / "pred.bin").read_bytes() == b"old predictions"
-    finally:
-        try:
-            writer.wait(timeout=2)
-        except subprocess.TimeoutExpired:  # bob never opened it: release the writer ourselves
-            fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        if option == "inspect":
+            out = command("bob-inspect", fifo)
+            assert out.returncode == 2 and b"not a regular file" in out.stderr, out
+        else:
+            paths = {"--input": work / "rec.bin", "--checkpoint": work / "ck.bin", "--predictions": work / "pred.bin"}
+            out = command("bob-run", *(x for name, path in {**paths, option: fifo}.items() for x in (name, path)))
+            assert_refused(out, option, fifo)
+            assert (work / "pred.bin").read_bytes() == b"old predictions"
+        time.sleep(0.2)
+        assert proc.poll() is None, "the process at the FIFO's other end was woken"
+        if option == "--predictions":
+            fd = os.open(fifo, os.O_WRONLY)
+            os.write(fd, b"ours")
             os.close(fd)
-            writer.wait(timeout=TIMEOUT)
+            assert proc.wait(timeout=TIMEOUT) == 0 and (work / "read").read_bytes() == b"ours"
+        else:
+            with open(fifo, "rb") as pipe:
+                assert pipe.read() == record
+            assert proc.wait(timeout=TIMEOUT) == 0
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def test_predictions_on_a_device_node_never_replaces_it(work: Path) -> None:
