@@ -85,7 +85,8 @@ def quick_args(argv: list[str]) -> "QuickArgs | None":
             if not items:
                 return None
             value = items.pop(0)
-        if value.startswith("--") or (value.startswith("-") and key != "wait"):  # (--wait --json: argparse's)
+        if value.startswith("-") and (value.startswith("--") or key != "wait" or not eq):  # argparse's to judge:
+            # --wait -1 is a value to it, -0e0 not (its rule changes with Python's version), --wait=-0e0 is
             return None
         values[key] = value
     if None in (values["input"], values["checkpoint"], values["predictions"]):

@@ -485,6 +485,21 @@ def test_emit_without_a_commit_says_only_that_the_summary_was_lost(capsys, monke
     assert capsys.readouterr().err == "bob-inspect: the summary could not be printed (stdout is closed or full)\n"
 
 
+@pytest.mark.parametrize("value", ["-0e0", "-1e-400", "-1", "-.5", "-h", "-x", "-"])
+@pytest.mark.parametrize("joined", [False, True])
+def test_the_quick_reader_and_argparse_give_a_value_that_starts_with_a_dash_one_verdict(
+        work: Path, capsys, monkeypatch, value: str, joined: bool) -> None:
+    """--wait -0e0 ran on the quick reader where argparse (after any option it alone reads) refused it as no value;
+    --wait -h was "must be a finite number" on one, "expected one argument" on the other."""
+    said = []
+    for quick in (True, False):
+        if not quick:
+            monkeypatch.setattr("bob.run.quick_args", lambda argv: None)
+        code = main(argv(work, *([f"--wait={value}"] if joined else ["--wait", value])))
+        said.append((code, capsys.readouterr().err))
+    assert said[0] == said[1], said
+
+
 def test_command_line_refusals_in_words(work: Path, capsys) -> None:
     assert main(argv(work, "--wait", "-1")) == 2
     assert capsys.readouterr().err == "bob-run: refused: --wait: must be a finite number of seconds >= 0, got \"-1\"\n"
