@@ -79,7 +79,8 @@ class about:  # noqa: N801 - used as a `with` statement, like contextlib's helpe
                           detail=exc.to_dict()) from None
         if isinstance(exc, OSError):  # (a resource the process ran out of, memory or descriptors, says nothing about
             # the file it names: the runner reports it as unexpected, its words kept, the_machine_ran_out)
-            raise Refused(os_reason(exc), option=self.option, path=_under(exc.filename, self.path)) \
+            shown = _under(exc.filename, self.path)
+            raise Refused(os_reason(exc, shown), option=self.option, path=shown) \
                 from (exc if exc.errno in RESOURCE_ERRNOS else None)
 
 

@@ -74,12 +74,14 @@ def the_machine_ran_out(refusal: BaseException) -> bool:
     return False
 
 
-def os_reason(exc: OSError) -> str:
-    """An OS error's reason in a few words (``no such file or directory``)."""
+def os_reason(exc: OSError, path: "str | bytes | os.PathLike[str] | None" = None) -> str:
+    """An OS error's reason in a few words (``no such file or directory``); a path too long is measured as the longer
+    of the error's and ``path``, said with it (an output's, whose directory the error names; relative, resolved)."""
     reason = exc.strerror or (str(exc.args[0]) if exc.args else type(exc).__name__)
-    size = len(os.fsencode(exc.filename)) if isinstance(exc.filename, (str, bytes)) else 0
+    size, name = max((len(os.fsencode(n)), os.fsdecode(n)) for n in (exc.filename, path, "")
+                     if isinstance(n, (str, bytes, os.PathLike)))
     if exc.errno == errno.ENAMETOOLONG and size >= PATH_MAX:  # a short name in a deep working directory; the
-        whole = " from /" if os.path.isabs(os.fsdecode(exc.filename)) else ""  # path refused: a prefix, maybe
+        whole = " from /" if os.path.isabs(os.fsdecode(name)) else ""  # path refused: a prefix, maybe
         reason += f" (a path of {size} bytes{whole}; the system allows {PATH_MAX - 1})"
     if exc.errno == errno.EFBIG and exc.strerror == os.strerror(errno.EFBIG):  # (the system's: a write past a limit;
         # bob's own, a file too large for it to read, says so in its own words)

@@ -310,6 +310,15 @@ def test_a_short_name_in_a_working_directory_past_path_max_is_said_so(work: Path
     assert os.listdir(".") == []
 
 
+def test_an_output_path_too_long_is_said_by_its_own_length(work: Path, capsys) -> None:
+    """The error of an output path names its directory, which the refusal measured: a path of 5,038 bytes was said
+    to be one of 5,032."""
+    long = str(work / "/".join(["d" * 200] * 25) / "pred.bin")
+    assert main(["--input", str(work / "rec.bin"), "--checkpoint", str(work / "ck.bin"), "--predictions", long]) == 2
+    assert capsys.readouterr().err == (f"bob-run: refused: --predictions {long}: file name too long (a path of "
+                                       f"{len(os.fsencode(long))} bytes from /; the system allows 4095)\n")
+
+
 def test_a_lock_file_holding_other_bytes_is_no_lock_file(work: Path, capsys) -> None:
     """Held or not, a file at the lock path that holds more than a pid is refused, its bytes kept."""
     fd = hold_lock(work, b"\xff\xfe 12\n")
