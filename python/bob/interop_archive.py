@@ -30,7 +30,7 @@ import struct
 import zipfile
 import zlib
 from itertools import accumulate
-from typing import Any
+from typing import Any, Callable
 
 from bob.errors import BadValue, FormatError, IntegrityError, NotABobFile, Truncated
 from bob.formats.constants import CHUNK_BYTES, PLANE_DTYPE, PLANE_NAMES, VOCABULARY
@@ -68,17 +68,21 @@ def _depth(text: str) -> int:
     return max(accumulate(steps, initial=0))
 
 
-def parse_json(text: str, field: str, depth: int) -> Any:
+def parse_json(text: str, field: str, depth: int, named: "Callable[[list[str]], str] | None" = None) -> Any:
     """``text`` as JSON nested at most ``depth`` deep, every object's keys once, integers of at most :data:`MAX_DIGITS`
-    digits and no other number; else a :class:`~bob.BadValue` naming ``field`` (and the key)."""
+    digits and no other number; else a :class:`~bob.BadValue` naming ``field``, or a key held twice by its keys'
+    path (as ``named`` names it; else ``field.key...``)."""
     if _depth(text) > depth:
         raise BadValue(field, f"nested deeper than a bob export's {depth} level(s)")
 
-    def pairs(items: list) -> dict:
+    class Twice(list):  # the keys to a key held twice, passed up to the whole, whose place names it
+        pass
+
+    def pairs(items: list) -> Any:
         out: dict = {}
         for key, value in items:
-            if key in out:
-                raise BadValue(f"{field}.{key}"[:120], "a key appears twice")
+            if key in out or isinstance(value, Twice):
+                return Twice([key, *value] if isinstance(value, Twice) else [key])
             out[key] = value
         return out
 
@@ -93,12 +97,15 @@ def parse_json(text: str, field: str, depth: int) -> Any:
         raise BadValue(field, "integers and strings only", actual=number[:40])
 
     try:
-        return json.loads(text, object_pairs_hook=pairs, parse_int=integer, parse_float=other_number,
-                          parse_constant=other_number)
+        parsed = json.loads(text, object_pairs_hook=pairs, parse_int=integer, parse_float=other_number,
+                            parse_constant=other_number)
     except ValueError as exc:
         if isinstance(exc, BadValue):
             raise
         raise BadValue(field, f"not JSON ({exc})"[:200]) from None
+    if isinstance(parsed, Twice):
+        raise BadValue((named(parsed) if named else ".".join([field, *parsed]))[:120], "a key appears twice")
+    return parsed
 
 
 def _metadata(value: Any) -> dict[str, str]:
@@ -342,7 +349,8 @@ def safetensors_parts(data: bytes) -> tuple[dict[str, str], dict[str, memoryview
         text = data[8:8 + length].decode("utf-8")
     except UnicodeDecodeError:
         raise NotABobFile("safetensors", "not a safetensors file (its header is not UTF-8)") from None
-    header = parse_json(text, "safetensors.header", 3)
+    header = parse_json(text, "safetensors.header", 3, lambda path: ".".join(  # (a plane's key, or the metadata's)
+        ["metadata" if path[0] == "__metadata__" else path[0], *path[1:]]))
     if not isinstance(header, dict):
         raise NotABobFile("safetensors", "not a safetensors file (its header is not a JSON object)")
     if "__metadata__" not in header:

@@ -608,7 +608,10 @@ def test_a_header_that_is_no_utf8_json_object(trained, header) -> None:
 
 @pytest.mark.parametrize(("header", "field"), [
     (b"{" + b'"a": [' * 2000 + b"]" * 2000 + b"}", "safetensors.header"),
-    (b'{"P": 1, "P": 2}', "safetensors.header.P"),
+    (b'{"P": 1, "P": 2}', "P"),  # a key twice: named by its keys' path, as the other refusals name a plane's
+    (b'{"V": {"dtype": "F32", "dtype": "F32"}}', "V.dtype"),
+    (b'{"P": {}, "__metadata__": {"step": "1", "step": "2"}}', "metadata.step"),
+    (b'{"__metadata__": {}, "__metadata__": {}}', "metadata"),
     (b'{"P": {"data_offsets": [0, ' + b"9" * 5000 + b"]}}", "safetensors.header"),
     (b'{"P": {"shape": [256.0, 256]}}', "safetensors.header"),
 ])

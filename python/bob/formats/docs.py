@@ -64,9 +64,8 @@ def markdown_table(rows: list[FieldRow]) -> str:
 
 
 def rules_table(kind: str) -> str:
-    """The value rules of ``kind`` as the Markdown table in ``formats/*.md``:
-    each rule's field, what a reader says of a value that breaks it, the
-    expected value it shows and its error class, in the order they are checked."""
+    """The value rules of ``kind`` as the Markdown table in ``formats/*.md``: each rule's field, what a reader says of a
+    value that breaks it, the expected value it shows and its error class, in the order they are checked."""
     lines = ["| `.field` | a value is refused with | expected | error |", "|---|---|---|---|"]
     return "\n".join(lines + [f"| `{rule.field}` | {rule.message} | {rule.expected} | `{rule.error.__name__}` |"
                               for rule in RULES[kind]]) + "\n"

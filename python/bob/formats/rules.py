@@ -28,9 +28,8 @@ __all__ = ["ValueRule", "INPUT_VERSION", "TARGET_AGREES", "PROMPT_WORD", "ENVELO
            "RULES", "prompt_word_ok"]
 
 class ValueRule:
-    """One rule: ``field`` must satisfy ``ok``; a value that does not is refused
-    with ``error(field, message, expected=expected, …)``. ``given`` is the
-    wording for a value a caller passed to a typed constructor (the reader's
+    """One rule: ``field`` must satisfy ``ok``; a value that does not is refused with ``error(field, message,
+    expected=expected, …)``. ``given`` is the wording for a value a caller passed to a typed constructor (the reader's
     ``message`` speaks of the file), when it differs."""
 
     __slots__ = ("field", "ok", "error", "message", "expected", "given", "bad")

@@ -65,18 +65,16 @@ _INTEGERS = {U64.format: Int64ul, U32.format: Int32ul, F64.format: Float64l}
 
 
 def construct_of(field: Field) -> Construct:
-    """The construct that reads a field of :mod:`bob.formats.layout`: a
-    little-endian number for a one-number ``struct`` format, else raw bytes
-    of the field's size (an array of words is read whole, as bytes)."""
+    """The construct that reads a field of :mod:`bob.formats.layout`: a little-endian number for a one-number ``struct``
+    format, else raw bytes of the field's size (an array of words is read whole, as bytes)."""
     return _INTEGERS.get(field.format or "") or Bytes(field.size)
 
 
 def schema_fields(fields: "dict[str, Field]", docs: "dict[str, str]",
                   wrap: "dict[str, Callable[[Construct], Construct]] | None" = None) -> list[Construct]:
-    """A Struct's subconstructs for consecutive layout ``fields``: each field's
-    :func:`construct_of`, passed through ``wrap[name]`` when given (a rule, a ``Const``, a
-    ``Rebuild``), named and documented by ``docs[name]``. The layout says where and how
-    big; the schema adds what a value must be."""
+    """A Struct's subconstructs for consecutive layout ``fields``: each field's :func:`construct_of`, passed through
+    ``wrap[name]`` when given (a rule, a ``Const``, a ``Rebuild``), named and documented by ``docs[name]``. The layout
+    says where and how big; the schema adds what a value must be."""
     wrap = wrap or {}
     assert set(docs) == set(fields) and set(wrap) <= set(fields), "every field documented, no stray rule"
     return [name / wrap.get(name, lambda sc: sc)(construct_of(field)) * docs[name] for name, field in fields.items()]
@@ -120,10 +118,9 @@ class LengthPrefixed(Construct):
 
 
 class Rule(Subconstruct):
-    """A field with a reader rule (a :class:`~bob.formats.rules.ValueRule`):
-    parsing refuses a value the rule rejects, with the rule's error naming
-    the field and its offset. Building does not check (tests build refused
-    files on purpose)."""
+    """A field with a reader rule (a :class:`~bob.formats.rules.ValueRule`): parsing refuses a value the rule rejects,
+    with the rule's error naming the field and its offset. Building does not check (tests build refused files on
+    purpose)."""
 
     def __init__(self, subcon, rule: ValueRule) -> None:
         super().__init__(subcon)

@@ -170,9 +170,8 @@ class Trace(BobFile):
                                offset=offset_base + TRACE_HEAD[name].offset)
 
     def first_divergence(self, other: "Trace") -> int | None:
-        """The index (0-based) of the first entry whose digests differ from
-        ``other``'s, or None when every entry's digests agree (the states resumed,
-        ``start``, are not entries: :func:`bob.diff` compares them first); ``other``
+        """The index (0-based) of the first entry whose digests differ from ``other``'s, or None when every entry's
+        digests agree (the states resumed, ``start``, are not entries: :func:`bob.diff` compares them first); ``other``
         must be a trace of the same run (else :meth:`refuse_other_run`'s refusal)."""
         self.refuse_other_run(other)
         return next((i for i, (a, b) in enumerate(zip(self.entries, other.entries)) if a.digests != b.digests), None)

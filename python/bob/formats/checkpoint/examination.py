@@ -52,9 +52,8 @@ class HeaderFields(dict[str, Any]):
 
 @dataclass(eq=False)
 class Examination(Examined):
-    """What a reader found in a checkpoint's bytes: ``findings`` in the contract's order, and
-    whatever could be read (``header`` None if it did not parse; ``planes``, read-only views,
-    when all the payload is there)."""
+    """What a reader found in a checkpoint's bytes: ``findings`` in the contract's order, and whatever could be read
+    (``header`` None if it did not parse; ``planes``, read-only views, when all the payload is there)."""
 
     size: int
     findings: list[FormatError] = field(default_factory=list)

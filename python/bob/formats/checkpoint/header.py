@@ -129,9 +129,8 @@ def chunk_digests(planes: memoryview, digest: "Callable[[Any], bytes] | None" = 
 
 
 def seal_checkpoint(step: int, checkpoint: bytearray) -> bytearray:
-    """Write, in place, the canonical header for ``step`` before the planes already in
-    ``checkpoint``; returns it. bob-run reads, trains and writes one buffer this way:
-    no copy of the planes, no fresh pages to fault in."""
+    """Write, in place, the canonical header for ``step`` before the planes already in ``checkpoint``; returns it.
+    bob-run reads, trains and writes one buffer this way: no copy of the planes, no fresh pages to fault in."""
     view = memoryview(checkpoint)
     if len(view) != CHECKPOINT_BYTES or view.readonly:
         raise ValueError(f"a checkpoint buffer is {CHECKPOINT_BYTES} writable bytes, got {len(view)}")
