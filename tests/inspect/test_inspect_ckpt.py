@@ -514,6 +514,17 @@ def test_a_checkpoint_without_rows_does_not_import_decimal():
     assert out.returncode == 0 and out.stderr.splitlines()[-1] == "False", out.stderr
 
 
+@pytest.mark.parametrize("value, said", [(0.0, "no row has left the initialization (|P| <= 0.01)"),
+                                         (np.nan, "no row has a finite value past the initialization (|P| > 0.01)")])
+def test_an_empty_zoom_says_why(value: float, said: str) -> None:
+    """A table of NaN was said to be one whose rows never left the initialization."""
+    pytest.importorskip("matplotlib")
+    from bob.inspect.heatmap import heatmap_figure
+
+    fig, shown = heatmap_figure(np.full(256 * 256, value, np.float32), "P")
+    assert [t.get_text() for t in fig.axes[1].texts] == [said] and shown["rows_shown"] == []
+
+
 def test_the_heatmap_zoom_keeps_a_row_near_flt_max() -> None:
     """A row of FLT_MAX values (one cell 3e38) favoured no column: its float32 median overflowed to inf, and the
     midpoint was NaN; the same row scaled to 1.0 and 0.9 favoured 32."""

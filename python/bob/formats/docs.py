@@ -1,7 +1,6 @@
-"""The layout and rule tables of ``formats/*.md`` (between their ``<!-- layout: KIND -->`` and
-``<!-- rules: KIND -->`` markers; ``tests/formats/test_formats_docs.py`` holds them to these), printed
-from the schemas and the rules themselves; ``bob-inspect schema`` prints the same layout rows.
-"""
+"""The layout and rule tables of ``formats/*.md`` (between their ``<!-- layout: KIND -->`` and ``<!-- rules: KIND -->``
+markers; ``tests/formats/test_formats_docs.py`` holds them to these), printed from the schemas and the rules
+themselves; ``bob-inspect schema`` prints the same layout rows."""
 
 from __future__ import annotations
 

@@ -140,7 +140,8 @@ def heatmap_figure(p_plane, title: str) -> "tuple[Any, dict[str, Any]]":
         _zoom(ax_rows, table, masked, moved, cols, cmap, limit)
     else:
         ax_rows.set_axis_off()
-        ax_rows.text(0.5, 0.5, f"no row has left the initialization (|P| <= {INIT_BOUND})", ha="center", va="center")
+        said = "left the initialization (|P| <= " if finite.all() else "a finite value past the initialization (|P| > "
+        ax_rows.text(0.5, 0.5, f"no row has {said}{INIT_BOUND})", ha="center", va="center")  # (NaN: none left it)
     fig.colorbar(im, ax=[ax_full, ax_rows], shrink=0.8, label="logit (black: non-finite)")
     bad = int((~finite).sum())
     fig.suptitle(_plain(title) + (f" - {bad} non-finite values in {len(non_finite_rows)} row(s)" if bad else ""),
