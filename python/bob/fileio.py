@@ -59,9 +59,9 @@ _SHARED = stat.S_ISVTX | stat.S_IWOTH  # a sticky directory others can write (/t
 def read_bounded(path: "str | os.PathLike[str]", limit: int) -> bytes | None:
     """The bytes of the regular file ``path`` (at most ``limit``), or None if it does not exist.
 
-    Raises :class:`NotARegularFile` for anything but a regular file (decided from ``fstat`` of the one
-    descriptor opened), :class:`FileTooLarge` for a file over ``limit`` bytes (only its first bytes are
-    read), and the usual ``OSError`` for a path that cannot be opened."""
+    Raises :class:`NotARegularFile` for anything but a regular file (:func:`open_regular`: from its ``stat``, then
+    ``fstat`` of the one descriptor opened), :class:`FileTooLarge` for a file over ``limit`` bytes (only its first
+    bytes are read), and the usual ``OSError`` for a path that cannot be opened."""
     return None if (data := read_bounded_buffer(path, limit)) is None else bytes(data)
 
 

@@ -1,15 +1,12 @@
-"""A checkpoint in the files other tools read: safetensors and ``.npz`` (README's "Other
-tools' files").
+"""A checkpoint in the files other tools read: safetensors and ``.npz`` (README's "Other tools' files").
 
-The file holds the planes' tables ``P``, ``M``, ``V`` and, as metadata, everything else
-the envelope holds, so an exported checkpoint imported again gives the very same envelope
-bytes. Exporting refuses what :meth:`Checkpoint.to_bytes` refuses; importing refuses
-anything that is no valid bob state, each a :class:`~bob.FormatError` naming the array or
-the metadata key, after :mod:`bob.interop_archive` has bounded the file's parts. The
-checkpoint's methods call this module, which never imports the checkpoint back.
+The file holds the planes' tables ``P``, ``M``, ``V`` and, as metadata, everything else the envelope holds, so an
+exported checkpoint imported again gives the very same envelope bytes. Exporting refuses what
+:meth:`Checkpoint.to_bytes` refuses; importing refuses anything that is no valid bob state, each a
+:class:`~bob.FormatError` naming the array or the metadata key, after :mod:`bob.interop_archive` has bounded the file's
+parts. The checkpoint's methods call this module, which never imports the checkpoint back.
 
-The metadata (safetensors' ``__metadata__``; in ``.npz`` the JSON text of
-the array ``bob``) is string to string::
+The metadata (safetensors' ``__metadata__``; in ``.npz`` the JSON text of the array ``bob``) is string to string::
 
     format          "bob-checkpoint"      version   "2"
     step            decimal u64           header_bytes  decimal
@@ -17,14 +14,11 @@ the array ``bob``) is string to string::
     contract.identity_sha256   the SHA-256 of the §2 fields as a checkpoint header stores them: a
                                trace's contract_sha256 and bob-qualify's identity_sha256 (hex)
 
-exactly these keys, each once, every decimal as bob writes it (no sign, no
-leading zero). Version "1", which earlier builds wrote, is read too: the same
-keys, its identity_sha256 the SHA-256 of the JSON of the contract.NAME keys
-and values (sorted keys, ``json.dumps``'s separators).
+exactly these keys, each once, every decimal as bob writes it (no sign, no leading zero). Version "1", which earlier
+builds wrote, is read too: the same keys, its identity_sha256 the SHA-256 of the JSON of the contract.NAME keys and
+values (sorted keys, ``json.dumps``'s separators).
 
-safetensors is the optional extra ``interop`` (:class:`MissingExtra` without it); ``.npz``
-needs only NumPy.
-"""
+safetensors is the optional extra ``interop`` (:class:`MissingExtra` without it); ``.npz`` needs only NumPy."""
 
 from __future__ import annotations
 

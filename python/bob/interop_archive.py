@@ -1,7 +1,6 @@
-"""The bounded reader of other tools' files: an ``.npz`` export's members and a safetensors
-export's header, checked against what a bob export can be before anything is decompressed,
-allocated or converted (:mod:`bob.interop` checks what they say). Each refusal is a
-:class:`~bob.FormatError` naming the member, the tensor or the metadata key:
+"""The bounded reader of other tools' files: an ``.npz`` export's members and a safetensors export's header, checked
+against what a bob export can be before anything is decompressed, allocated or converted (:mod:`bob.interop` checks what
+they say). Each refusal is a :class:`~bob.FormatError` naming the member, the tensor or the metadata key:
 
 * ``.npz``: the zip's end record (no zip64, bounded entries and directory, the file's last bytes) before the
   directory is parsed; from the directory alone, each member's name as stored (``P.npy``, ``M.npy``, ``V.npy``,
@@ -15,10 +14,8 @@ allocated or converted (:mod:`bob.interop` checks what they say). Each refusal i
 * the metadata: bounded, nesting checked before it is parsed, every key once, every value a
   string; a number in a safetensors header has at most :data:`MAX_DIGITS` digits.
 
-No limit is near what a bob export needs (its metadata is about 1,400 characters): each is
-there so that any file, whatever it declares, is read in memory and time proportional to a
-valid export.
-"""
+No limit is near what a bob export needs (its metadata is about 1,400 characters): each is there so that any file,
+whatever it declares, is read in memory and time proportional to a valid export."""
 
 from __future__ import annotations
 
@@ -71,7 +68,7 @@ def _depth(text: str) -> int:
 def parse_json(text: str, field: str, depth: int, named: "Callable[[list[str]], str] | None" = None) -> Any:
     """``text`` as JSON nested at most ``depth`` deep, every object's keys once, integers of at most :data:`MAX_DIGITS`
     digits and no other number; else a :class:`~bob.BadValue` naming ``field``, or a key held twice by its keys'
-    path (as ``named`` names it; else ``field.key...``)."""
+    path (as ``named`` names it; else ``field.key...``) once all of it is parsed: any other fault is said first."""
     if _depth(text) > depth:
         raise BadValue(field, f"nested deeper than a bob export's {depth} level(s)")
 

@@ -174,16 +174,34 @@ def test_the_seeded_loop_running_out_keeps_what_it_found(tmp_path: Path, capsys)
 
 @pytest.mark.parametrize("command", [["run", "core", "--engine", "loop", "--runs", "3"],
                                      ["replay", "--target", "run", str(GOLDEN / "input-abracadabra.bin")],
-                                     ["minimize", "--target", "core", str(GOLDEN / "input-abracadabra.bin")]])
+                                     ["minimize", "--target", "core", str(GOLDEN / "input-abracadabra.bin"),
+                                      "--output", "min.bin"],
+                                     ["run", "inspect", "--runs", "20", "--seed", "1", "--corpus", "c"]])
 def test_a_build_without_its_native_core_is_no_verdict_never_a_finding(command: list[str], tmp_path: Path) -> None:
     """Without bob._core, each input failed on its ImportError: run said "1 finding" (exit 1) and wrote it as an
-    artifact, replay said FAIL, minimize wrote a "reproducer". A module the target cannot import is the build's."""
+    artifact, replay said FAIL, minimize wrote a "reproducer". A module the build lacks is no verdict; a target that
+    needs none (bob-inspect) still runs, its worker's prelude leaving the core out."""
     (tmp_path / "sitecustomize.py").write_text("import sys\nsys.modules['bob._core'] = None\n")  # (every process)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), *sys.path]))
     proc = subprocess.run([sys.executable, "-m", "bob", "fuzz", *command], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=120)
+    if command[1] == "inspect":
+        assert proc.returncode == 0 and "0 finding(s)" in proc.stdout, proc
+        return
     assert proc.returncode == 70 and "could not import what it runs" in proc.stderr, proc
     assert "bob._core" in proc.stderr and sorted(p.name for p in tmp_path.iterdir()) == ["sitecustomize.py"], proc
+
+
+def imports_a_name_bob_lacks(data: bytes) -> None:
+    """A lazy import of a name bob's module does not have, on one input's path: bob's bug, which an input reaches."""
+    if data[:1] == b"\x01":
+        from bob.formats.constants import __no_such_name__  # type: ignore[attr-defined]  # noqa: F401
+
+
+def test_an_import_of_a_name_bob_lacks_is_a_finding(tmp_path: Path, capsys) -> None:
+    (tmp_path / "bad").write_bytes(b"\x01")
+    assert main(["replay", str(tmp_path / "bad"), "--target", f"{__name__}:imports_a_name_bob_lacks"]) == 1
+    assert "ImportError: cannot import name '__no_such_name__'" in capsys.readouterr().out
 
 
 def fails_and_removes_the_next(data: bytes) -> None:

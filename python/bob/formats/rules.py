@@ -50,9 +50,8 @@ class ValueRule:
         self.message = message
         self.expected = expected
         self.given = given or message
-        # A rule over every value of a plane also comes as ``bad(np, plane)``:
-        # the mask of the values ``ok`` refuses, computed by NumPy for the
-        # whole plane (this module imports no NumPy; the caller passes it in).
+        # A rule over every value of a plane also comes as ``bad(np, plane)``: the mask of the values ``ok`` refuses,
+        # computed by NumPy for the whole plane (this module imports no NumPy; the caller passes it in).
         # tests/formats/test_rules.py holds the two equal on every kind of float.
         self.bad = bad
 

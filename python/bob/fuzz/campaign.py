@@ -45,7 +45,7 @@ STATUS = re.compile(r"^#(\d+)\s+(\w+)(?:\s+cov: (\d+))?(?:\s+ft: (\d+))?.*?exec/
 WRITTEN = "Test unit written to "  # then the path, which may hold any byte: the worker's own directory says
 EXECUTED = re.compile(r"stat::number_of_executed_units:\s*(\d+)")
 KEY_LINE = "bob-fuzz failure key: "  # a worker's line naming the failure it is about to raise
-RAN_OUT_LINE = "bob-fuzz no verdict: "  # then why: a worker that ran out of room (a full disk, no descriptor) ends
+RAN_OUT_LINE = "bob-fuzz no verdict: "  # then why: a worker that ran out (a full disk) or lacks a module ends
 # The prelude libFuzzer runs around a target: a campaign's worker (its spec in argv[1]), or bob.fuzz.oss's harness
 WORKER = r"""
 import json, os, sys
@@ -74,7 +74,7 @@ def one(data):
         found = failure(run, bytes(data))
     except Interrupted as exc:  # a signal the target's command took: the campaign ends this worker
         os._exit(exc.exit_code)
-    except (NoVerdict, MemoryError) as exc:  # the machine's (memory, a full disk, no descriptor): no verdict
+    except (NoVerdict, MemoryError) as exc:  # the machine's (memory, a full disk) or the build's: no verdict
         said = str(exc) if isinstance(exc, NoVerdict) else "out of memory as the target ran; no verdict"
         print(RAN_OUT_LINE + said, flush=True)
         os._exit(70)

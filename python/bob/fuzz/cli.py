@@ -107,7 +107,7 @@ def _work(args: argparse.Namespace) -> Outcome:
 
     try:
         return COMMANDS[args.command](args)
-    except NoVerdict as exc:  # no verdict, the machine's (a full disk, no memory): said as it is, exit 70
+    except NoVerdict as exc:  # no verdict, the machine's (a full disk) or the build's: said as it is, exit 70
         raise Refused(str(exc), code=EXIT_SOFTWARE) from None
 
 

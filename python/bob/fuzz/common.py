@@ -23,7 +23,7 @@ from bob.formats.constants import MAX_CHECKPOINT_BYTES, PREDICTION_BYTES
 from bob.formats.kinds import ALIASES
 from bob.options import shown_argv  # (a spec is argv's: its bytes shown as a refusal shows a path's)
 from bob.text import note, one_line, show_path, write_whole  # (a closed or full stderr drops a line, never the run)
-from bob.fuzz.targets import TARGETS, seed_files
+from bob.fuzz.targets import TARGETS, build_lacks, seed_files
 
 __all__ = ["MAX_LEN", "DEFAULT_MAX_LEN", "INPUT_LIMIT", "Finding", "CampaignResult", "CampaignDisplay", "load_target",
            "seed_paths", "read_input", "fast_path_stats", "failure", "failure_message",
@@ -165,7 +165,7 @@ class NoVerdict(RuntimeError):
 
 def failure(run: "Callable[[bytes], None]", data: bytes) -> BaseException | None:
     """What ``run(data)`` let escape, or None: any exception is a failure (a pyo3 panic and ``SystemExit`` are
-    BaseExceptions), except Ctrl-C, running out of memory or room (the machine's) and an import (the build's)."""
+    BaseExceptions), except Ctrl-C, running out of memory or room (the machine's) and an import the build lacks."""
     __tracebackhide__ = True  # (a failure's key names the target's frame)
     before, found = len(taken()), None
     try:
@@ -175,7 +175,7 @@ def failure(run: "Callable[[bytes], None]", data: bytes) -> BaseException | None
     except BaseException as exc:  # noqa: BLE001 - any escape is the verdict
         if isinstance(exc, OSError) and exc.errno in OUT_OF_ROOM:
             raise NoVerdict(f"the machine ran out while the target ran ({os_reason(exc)}); no verdict") from exc
-        if isinstance(exc, ImportError):  # (bob.core's NativeCoreUnavailable too: the build's, whatever the input)
+        if isinstance(exc, ImportError) and build_lacks(exc):  # (the build's, whatever the input)
             raise NoVerdict(f"the target could not import what it runs ({failure_message(exc)}); no verdict") from exc
         found = exc
     if arrived := taken()[before:]:  # a signal the target caught (a bare except) was this process's: it ends

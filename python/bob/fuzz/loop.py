@@ -51,7 +51,7 @@ def seeded_loop(target: str, runs: int, seed: int = 0, *, fmt: str | None = None
                 result.executions = i + 1
                 try:
                     exc = failure(run, data)  # as replay: SystemExit too, out of memory not
-                except (MemoryError, NoVerdict) as ran_out:  # the machine's: no verdict, what was found stands
+                except (MemoryError, NoVerdict) as ran_out:  # the machine's, the build's: what was found stands
                     if not result.findings:
                         raise
                     result.notes.append(f"stopped at execution {i + 1}: {str(ran_out) or 'out of memory'}")

@@ -188,11 +188,10 @@ def _envelope(data: bytes) -> Tuple[int, Optional[list]]:
     return step, [(data, hb + i * CHUNK) for i in range(3)]
 
 
-# The state rules read each binary32 value's little-endian bytes b0 b1 b2 b3: the sign is b3's top
-# bit, the exponent b3's low 7 bits and b2's top bit. A value is non-finite when the exponent is all
-# ones, zero (either sign) when everything but the sign is 0, negative when the sign is set and it is
-# not zero. Each rule is a table over one byte lane, turned into one big integer whose byte k is 0
-# or 1 for value k: a whole plane is judged in a few C-speed passes.
+# The state rules read each binary32 value's little-endian bytes b0 b1 b2 b3: the sign is b3's top bit, the exponent
+# b3's low 7 bits and b2's top bit. A value is non-finite when the exponent is all ones, zero (either sign) when
+# everything but the sign is 0, negative when the sign is set and it is not zero. Each rule is a table over one byte
+# lane, turned into one big integer whose byte k is 0 or 1 for value k: a whole plane is judged in a few C-speed passes.
 _EXPONENT_HIGH = bytes(int(b & 0x7F == 0x7F) for b in range(256))  # b3: exponent's 7 high bits all 1
 _TOP_BIT = bytes(b >> 7 for b in range(256))  # b3: the sign; b2: the exponent's low bit
 _LOW7 = bytes(int(b & 0x7F != 0) for b in range(256))  # b3 without the sign, non-zero

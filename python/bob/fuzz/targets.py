@@ -24,7 +24,8 @@ from bob.fuzz.properties import PropertyFailed, quietly, require
 from bob.scratch import temporary_directory
 from bob.signals import step_and_record
 
-__all__ = ["Target", "TARGETS", "get", "preload", "accepted_seeds", "check_error", "golden_dir", "seed_files", "quietly"]
+__all__ = ["Target", "TARGETS", "get", "preload", "build_lacks", "accepted_seeds", "check_error", "golden_dir",
+           "seed_files", "quietly"]
 
 
 class Target(NamedTuple):
@@ -250,7 +251,7 @@ def core_target(data: bytes) -> None:
     run(data)
 
 
-# (held complete by tests/fuzz/test_campaign_limits.py: a worker's target imports nothing after its prelude)
+# (tests/fuzz/test_campaign_limits.py: a worker's target imports nothing after its prelude, over its seeds and b"")
 _READERS = ("bob.formats.files", "bob.formats.canonical")
 _CHECKPOINT = ("bob.formats.checkpoint:Checkpoint", "bob.formats.checkpoint:ENVELOPE")  # (by its door)
 _COMMANDS = _READERS + _CHECKPOINT + ("bob.formats.input_record", "bob.formats.predictions", "bob.inspect",
@@ -260,7 +261,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("input", input_target, "load_input raises only FormatError, accepted records round-trip, "
            "the fast path agrees with the schema", "input", _READERS + ("bob.formats.input_record",)),
     Target("checkpoint", checkpoint_target, "load_checkpoint raises only FormatError, accepted files "
-           "round-trip, the fast path agrees with the schemas", "checkpoint", _READERS + _CHECKPOINT),
+           "round-trip, the fast path agrees with the schemas", "checkpoint", _READERS + _CHECKPOINT + ("bob.core",)),
     Target("predictions", predictions_target, "load_predictions raises only FormatError, accepted files "
            "round-trip", "predictions", _READERS + ("bob.formats.predictions",)),
     Target("inspect", inspect_target, "bob-inspect [--json] exits 0 or 2, no traceback, no raw control "
@@ -269,12 +270,20 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("run", run_target, "bob-run, among links, failing writes, crashes and a held lock, refuses exactly "
            "when bob.invoke or the world says so and otherwise writes what bob.invoke computes; the files "
            "old or new and consistent, its exit code true, nothing left behind", None,
-           _COMMANDS + ("bob.fuzz.world",)),
+           _COMMANDS + ("bob.fuzz.world", "bob.formats.trace")),
     Target("interop", interop_target, "the .npz and safetensors imports raise only FormatError, accept "
            "exactly what the oracle does, and accepted exports round-trip", None,
            _CHECKPOINT + ("bob.interop", "bob.fuzz.oracle_interop")),
     Target("core", core_target, "the binding raises only CoreError/TypeError/ValueError/OverflowError, "
            "never panics; fast kernels equal the scalar transcription", None, ("bob.fuzz.core_target",)))}
+
+
+def build_lacks(exc: ImportError) -> bool:
+    """Whether an import fails whatever the input: bob's native core (not built) or a module outside bob (a dependency
+    missing). A name a module lacks, or a bob module missing, is bob's bug, which an input may reach."""
+    name = exc.name if isinstance(exc, ModuleNotFoundError) else None
+    return f"{type(exc).__module__}.{type(exc).__name__}" == "bob.core.NativeCoreUnavailable" or \
+        name == "bob._core" or bool(name) and str(name).split(".")[0] != "bob"
 
 
 def preload(target: str | None = None) -> None:
@@ -283,7 +292,11 @@ def preload(target: str | None = None) -> None:
     those: each module costs a worker's start its instrumentation, 3.5 s for all, 0.3 s for one format's."""
     every = dict.fromkeys(m for t in TARGETS.values() for m in t.reaches)  # (in one order: a seeded run repeats)
     for module, _, name in (m.partition(":") for m in (TARGETS[target].reaches if target in TARGETS else every)):
-        getattr(importlib.import_module(module), name or "__name__")  # (a door imports a name's room as it is asked)
+        try:
+            getattr(importlib.import_module(module), name or "__name__")  # (a door imports a name's room as asked)
+        except ImportError as exc:  # (no native core: bob-inspect runs without it, bob-run's target says so)
+            if not build_lacks(exc):
+                raise
 
 
 def get(name: str) -> Target:

@@ -116,9 +116,8 @@ def heatmap_figure(p_plane, title: str) -> "tuple[Any, dict[str, Any]]":
     masked = np.ma.masked_invalid(table)
     cmap = colormaps["RdBu_r"].with_extremes(bad="black")
 
-    # Rank rows by their finite values only: a row holding NaN or inf is
-    # marked (black cells, the title, "non_finite_rows"), but it must not push
-    # the rows that learned something out of the zoom.
+    # Rank rows by their finite values only: a row holding NaN or inf is marked (black cells, the title,
+    # "non_finite_rows"), but it must not push the rows that learned something out of the zoom.
     reach = np.where(finite, np.abs(table), 0.0).max(axis=1)
     non_finite_rows = [int(r) for r in np.flatnonzero(~finite.all(axis=1))]
     moved = np.flatnonzero(reach > INIT_BOUND)

@@ -64,9 +64,8 @@ class Examination(Examined):
     planes: np.ndarray | None = None
     chunk_digests: tuple[bytes, ...] | None = None  # the SHA-256 of each chunk the file holds whole, in order
     magic: bytes = b""
-    # The bytes whose header did not parse (None otherwise): kept so that
-    # partial_header, which only bob-inspect shows, is computed when asked
-    # (it re-parses ever shorter prefixes) and not by every reader.
+    # The bytes whose header did not parse (None otherwise): kept so that partial_header, which only bob-inspect shows,
+    # is computed when asked (it re-parses ever shorter prefixes) and not by every reader.
     unparsed: bytes | None = field(default=None, repr=False, compare=False)
 
     @functools.cached_property
