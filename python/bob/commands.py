@@ -150,6 +150,11 @@ def argument_parser(*, epilog: str | None = None, **kwargs: Any) -> "argparse.Ar
                 message = f"{ignored}'{ast.literal_eval(message[len(ignored):])}'"
             raise Refused(f"usage: {shown_argv(message)} (see {self.prog} --help)", option=option)
 
+        def _get_values(self, action: Any, arg_strings: list[str]) -> Any:  # argparse kept a -- that ends the options
+            if action.nargs == argparse.PARSER and arg_strings[:1] == ["--"] and len(arg_strings) > 1:  # before the
+                arg_strings = arg_strings[1:]  # subcommand as its name (what options.subcommand_first leaves: "-x")
+            return super()._get_values(action, arg_strings)
+
         def _check_value(self, action: Any, value: Any) -> None:  # argparse's words, the value raw (not its repr)
             if action.choices is not None and value not in action.choices:
                 choices = ", ".join(map(repr, action.choices))

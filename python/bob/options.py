@@ -216,10 +216,9 @@ def given_before_dashes(argv: "list[str]", name: str) -> bool:
 
 def subcommand_first(argv: "list[str]", subcommands: "dict[str, str] | None") -> "list[str]":
     """``argv`` with a ``--`` given before the subcommand moved after it (``bob-fuzz -- targets``: the options end,
-    the first word left is the subcommand, and what follows it stays operands). argparse took the ``--`` for it, and
-    named the ``--`` where the word is no subcommand (``-- bogus``). A word that starts with ``-`` stays an operand."""
+    the first word left is the subcommand, and what follows it stays operands). argparse took the ``--`` for it."""
     end = argv.index("--") if subcommands and "--" in argv else -1
-    if 0 <= end < len(argv) - 1 and not argv[end + 1].startswith("-") and \
+    if 0 <= end < len(argv) - 1 and argv[end + 1] in (subcommands or {}) and \
             all(word.startswith("-") and word != "-" for word in argv[:end]):  # (no subcommand given before it)
         return [*argv[:end], argv[end + 1], "--", *argv[end + 2:]]
     return argv

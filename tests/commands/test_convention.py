@@ -254,8 +254,9 @@ def test_a_subcommand_after_dashes_is_the_subcommand(capsys) -> None:
                                                     "(see bob-fuzz targets --help)\n"
     rc, _, err = call("bob-inspect", ["--", "checkpoint"], capsys)
     assert rc == 2 and err == "bob-inspect: refused: checkpoint: no such file\n", err
-    rc, _, err = call("bob-fuzz", ["--", "bogus"], capsys)  # (a word that is no subcommand: named, not the --)
-    assert rc == 2 and err.startswith("bob-fuzz: refused: usage: invalid choice: 'bogus' (choose from 'targets'"), err
+    for word in ("bogus", "-x", "-", "--bogus"):  # (a word that is no subcommand: named, not the --)
+        rc, _, err = call("bob-fuzz", ["--", word], capsys)
+        assert rc == 2 and err.startswith(f"bob-fuzz: refused: usage: invalid choice: '{word}' (choose from 'targ"), err
 
 
 def _before_dashes(argv: list[str], *extra: str) -> list[str]:
