@@ -246,7 +246,8 @@ class TargetLock:
 
 def _only_a_pid(held: bytes) -> bool:
     """Whether a lock file's bytes are what a lock file holds: a pid, or nothing (NULs: a pid lost to a power cut);
-    anything else was written there by someone else, and is never truncated or removed."""
+    anything else was written there by someone else, and is never truncated or removed. Digits, newlines and NULs
+    in any order: a power cut may keep a pid written over a longer one, losing the truncation (``12\\n2\\n``)."""
     return len(held) <= _MOST_LOCK_BYTES and not held.strip(b"0123456789\n\0")
 
 
