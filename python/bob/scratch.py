@@ -9,6 +9,7 @@ import os
 import shutil
 import stat
 import tempfile
+from contextlib import suppress
 
 from bob.signals import Deferral
 
@@ -75,14 +76,19 @@ class scratch_directory:
 def _remove_tree(path: str) -> None:
     """``path`` removed whole as far as it can be (a tree left behind is not the command's failure): by
     ``shutil.rmtree``, then what that left, bottom up with one directory open at a time and never through a
-    link: out of descriptors (``ulimit -n``: rmtree holds one a level), or a directory a reader made read-only."""
+    link: out of descriptors (``ulimit -n``: rmtree holds one a level), or a directory a reader made read-only.
+    A link put in ``path``'s place (a reader's, or another user's in a TMPDIR without the sticky bit) is removed,
+    and what it leads to is left as it is: rmtree refuses it, and the walk never starts through it."""
     shutil.rmtree(path, ignore_errors=True)
-    if os.path.lexists(path):
-        for top, dirs, files in os.walk(path, topdown=False):
-            if top == path or not os.path.islink(top):  # (one swapped for a link since it was listed: left)
-                for name in files + dirs:
-                    _remove(os.path.join(top, name))
-        _remove(path)
+    with suppress(OSError):
+        root = os.lstat(path)
+        if stat.S_ISDIR(root.st_mode):
+            for top, dirs, files in os.walk(path, topdown=False):
+                # (a directory swapped for a link since it was listed, the root too: left)
+                if not os.path.islink(top) and os.path.samestat(os.lstat(path), root):
+                    for name in files + dirs:
+                        _remove(os.path.join(top, name))
+    _remove(path)
 
 
 def _remove(path: str) -> None:

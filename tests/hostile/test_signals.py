@@ -914,6 +914,46 @@ def test_what_rmtree_leaves_of_a_scratch_directory_is_removed_but_never_through_
     assert swapped and not os.path.lexists(directory) and (victim / "precious.txt").read_bytes() == b"keep"
 
 
+@pytest.mark.parametrize("when", ["before", "during"])
+def test_a_scratch_directory_swapped_for_a_link_removes_the_link_never_what_it_leads_to(tmp_path: Path, monkeypatch,
+                                                                                      when: str) -> None:
+    """A reader (or another user, in a TMPDIR without the sticky bit) that moved bob-fuzz check's temporary corpus
+    away and put a link to a directory of theirs in its place had every file under that directory removed: rmtree
+    refuses a link, and the walk after it started through it. Swapped before the removal, or as its walk began."""
+    import shutil
+    import tempfile
+
+    from bob import scratch
+
+    victim = tmp_path / "victim"
+    (victim / "sub").mkdir(parents=True)
+    (victim / "precious.txt").write_bytes(b"keep")
+    (victim / "sub" / "also.txt").write_bytes(b"keep")
+    real_walk = os.walk
+
+    def swap(directory: str) -> None:
+        os.rename(directory, directory + ".moved")
+        os.symlink(victim, directory)
+
+    def walk(top, *args, **kwargs):  # the swap as the walk begins (rmtree: left nothing of it, as under ulimit -n)
+        swap(top)
+        return real_walk(top, *args, **kwargs)
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # (TMPDIR read again)
+    with scratch.scratch_directory("bob-scratch-") as directory:
+        (Path(directory) / "corpus").mkdir()
+        (Path(directory) / "corpus" / "a.bin").write_bytes(b"x")
+        if when == "before":
+            swap(directory)
+        else:
+            monkeypatch.setattr(shutil, "rmtree", lambda *args, **kwargs: None)
+            monkeypatch.setattr(os, "walk", walk)
+    monkeypatch.undo()
+    assert not os.path.lexists(directory) and os.path.isdir(directory + ".moved")
+    assert (victim / "precious.txt").read_bytes() == (victim / "sub" / "also.txt").read_bytes() == b"keep"
+
+
 @pytest.mark.parametrize("module", ["bob.run", "bob.fixture"])
 def test_python_m_a_command_module_keeps_its_printed_status_through_the_teardown(tmp_path: Path, module: str) -> None:
     """``python -m bob.run`` ended 143 after printing an ok JSON and committing, when a SIGTERM came in the
