@@ -1,10 +1,9 @@
 """bob's binary formats: construct schemas, checkers and typed objects.
 
-Each format in one place (schema, ``examine``, typed object, loader, reader):
-:mod:`~bob.formats.input_record`, :mod:`~bob.formats.predictions`, :mod:`~bob.formats.trace`
-and the checkpoint's package :mod:`~bob.formats.checkpoint`, behind one door; below them
-the constants, the layout, the rules and the construct helpers. Imports run one way, from the
-schema up to the typed object (``tests/house/test_import_graph.py``); names here are imported lazily.
+Each format in one place (schema, ``examine``, typed object, loader, reader): :mod:`~bob.formats.input_record`,
+:mod:`~bob.formats.predictions`, :mod:`~bob.formats.trace` and the checkpoint's package :mod:`~bob.formats.checkpoint`,
+behind one door; below them the constants, the layout, the rules and the construct helpers. Imports run one way, from
+the schema up to the typed object (``tests/house/test_import_graph.py``); names here are imported lazily.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """bob v1's constants and the identities a checkpoint must carry (contract §1, §2).
 
-Pure Python (no NumPy, no construct): the error messages and ``bob-inspect``
-use it to decode contract fields readably.
+Pure Python (no NumPy, no construct): the error messages and ``bob-inspect`` use it to decode contract fields readably.
 """
 
 from __future__ import annotations
