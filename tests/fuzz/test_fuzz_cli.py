@@ -326,6 +326,61 @@ def test_check_refuses_a_corpus_file_changed_or_removed_never_calls_it_a_disagre
     assert ": no such file" in capsys.readouterr().err
 
 
+def test_check_refuses_an_already_judged_file_the_reader_changed_meanwhile(corpus: Path, tmp_path: Path,
+                                                                              capsys) -> None:
+    """After each reader, every file the manifest lists is as it was (docs/fuzzing.md), not only the one read: a
+    reader that damaged a file already judged, or another format's, ended the check with an ordinary table."""
+    import shutil
+
+    for fmt, damaged in (("predictions", "predictions/accepted/predictions-abracadabra.bin"),
+                         ("predictions", "input/accepted/input-abracadabra.bin")):
+        copy = tmp_path / "c"
+        shutil.copytree(corpus, copy)
+        damaging = ["sh", "-c", f'case "$1" in *abracadabra*) exit 0;; esac; printf X >> "{copy / damaged}"; '
+                    f'exec "$0" -m bob.fuzz.conformance {fmt} "$1"', sys.executable, "{}"]
+        assert main(["check", "--format", fmt, "--corpus", str(copy), "--", *damaging]) == 2
+        err = capsys.readouterr().err
+        assert f"--corpus {copy / damaged}: is not the file manifest.json labels" in err, err
+        shutil.rmtree(copy)
+    # a file only touched (its bytes the same) is read again, and agrees
+    touching = ["sh", "-c", f'touch "{corpus}/input/accepted/input-abracadabra.bin"; '
+                'exec "$0" -m bob.fuzz.conformance predictions "$1"', sys.executable, "{}"]
+    assert main(["check", "--format", "predictions", "--corpus", str(corpus), "--", *touching]) == 0
+
+
+def test_check_escapes_what_the_corpus_and_the_reader_say_in_json_as_in_text(corpus: Path, tmp_path: Path,
+                                                                             capsys) -> None:
+    """A manifest's field and file name, and the field a reader names, are outside text: in --json they came
+    through raw (an escape sequence as \\u001b, a non-UTF-8 name as a lone surrogate no strict parser takes),
+    while the table escaped them. A name no file system can hold is refused as no manifest of bob's (it was 70)."""
+    import shutil
+
+    copy = tmp_path / "c"
+    shutil.copytree(corpus, copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    entry = next(e for e in manifest["files"] if e["format"] == "predictions" and e["verdict"] == "refuse")
+    del entry["sha256"]  # (a label of bytes no longer there: the test's own edit)
+    odd = os.fsdecode(b"predictions/\xff\x1b[2J.bin")
+    os.rename(copy / entry["file"], copy / odd)
+    entry["file"], entry["field"], entry["fields"] = odd, "\x1b]0;title\x07", ["\x1b]0;title\x07"]
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    naming = ["sh", "-c", 'printf \'{"field": "\\u001b[31m"}\n\'; exit 2', "{}"]
+    assert main(["--json", "check", "--format", "predictions", "--corpus", str(copy), "--", *naming]) == 1
+    out = capsys.readouterr().out
+    report = json.loads(out)
+    said = json.dumps([report["disagreements"], report["by_field"]])
+    assert out.isascii() and "\\u001b" not in said and "\\u0007" not in said and "\\udc" not in said, said
+    wrong = next(d for d in report["disagreements"] if d["field"] == "\\x1b]0;title\\x07")
+    assert (wrong["file"], wrong["reader_field"]) == ("predictions/\\xff\\x1b[2J.bin", "\\x1b[31m")
+    assert wrong["problem"] == "names field '\\x1b[31m'" and "\\x1b]0;title\\x07" in report["by_field"]
+    assert main(["check", "--format", "predictions", "--corpus", str(copy), "--", *naming]) == 1
+    assert "  predictions/\\xff\\x1b[2J.bin: names field '\\x1b[31m'\n" in capsys.readouterr().out
+    entry["file"] = "predictions/\ud800.bin"
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    assert main(["check", "--format", "predictions", "--corpus", str(copy), "--", "true"]) == 2
+    assert "manifest.json is not a bob-conformance-1 manifest" in capsys.readouterr().err
+
+
 def test_conformance_corpus_is_labelled_and_grouped_by_field(corpus: Path) -> None:
     from bob.fuzz.conformance import judge
 

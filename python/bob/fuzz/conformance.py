@@ -207,7 +207,7 @@ def open_corpus(corpus: "str | os.PathLike[str]") -> list[dict[str, Any]]:
         ours = document.get("format") == "bob-conformance-1" and isinstance(files, list) and all(
             isinstance(e["file"], str) and e["format"] in FORMATS and e["verdict"] in ("accept", "refuse")
             and isinstance(e.get("field", 0), (str, type(None))) and isinstance(e.get("fields", []), list)
-            and isinstance(e.get("sha256", ""), str) and "\0" not in e["file"]
+            and isinstance(e.get("sha256", ""), str) and "\0" not in e["file"] and os.fsencode(e["file"])
             and (parts := Path(e["file"]).parts) and ".." not in parts and parts[0] != "/"  # (a link out: _as_labelled)
             for e in files)
     except (ValueError, KeyError, TypeError, RecursionError):
@@ -231,6 +231,14 @@ def _as_labelled(corpus: "str | os.PathLike[str]", entry: dict[str, Any]) -> Non
     if entry.get("sha256", digest) != digest:
         raise Refused("is not the file manifest.json labels (another SHA-256): changed since the corpus was written",
                       option="--corpus", path=path)
+
+
+def _stat_of(path: Path) -> tuple[int, ...]:
+    """A file's inode, size and times (its change time no process sets): the same, the file was not written,
+    replaced or removed since; ``()`` where nothing is."""
+    with contextlib.suppress(OSError):
+        return (st := os.lstat(path)).st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+    return ()
 
 
 def _bounded_output() -> None:
@@ -305,19 +313,23 @@ def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | Non
                 raise Refused(f"its temporary corpus: {exc.path}: {exc.message}", code=EXIT_SOFTWARE) from None
         by_field: dict[str, dict[str, int]] = {}
         disagreements: list[dict[str, Any]] = []
-        files = [e for e in open_corpus(root) if e["format"] == fmt]
+        every, seen = open_corpus(root), dict[str, tuple[int, ...]]()  # seen: each file's stat as last found labelled
+        files = [e for e in every if e["format"] == fmt]
         if not files:  # (a reader that met no file agreed with nothing)
             raise Refused(f"its manifest lists no {fmt} file: nothing to check", option="--corpus", path=str(root))
         with Progress("bob-fuzz", f"check {fmt}", len(files)) as progress:  # ends its line, if one was shown
             for e in files:
                 verdict, field = _reader_verdict(command, Path(root) / e["file"], timeout)
-                try:
-                    _as_labelled(root, e)  # (as the reader read it: not changed or removed meanwhile)
-                except Refused as exc:  # bob's temporary corpus, gone with the check: the reader changed it
-                    raise exc if corpus is not None else Refused(f"changed or removed {e['file']} of the temporary "
-                                                                 f"corpus it read: {exc.message}", option="COMMAND",
-                                                                 path=command[0]) from None
-                row = by_field.setdefault(e["field"] or "(accepted)", {"files": 0, "agree": 0, "disagree": 0})
+                for other in every:  # (every file as the reader left it: one whose stat changed, by its bytes)
+                    try:
+                        if seen.get(other["file"]) != (now := _stat_of(Path(root) / other["file"])):
+                            _as_labelled(root, other)  # (the stat before the read: a change during it is seen next)
+                            seen[other["file"]] = now
+                    except Refused as exc:  # bob's temporary corpus, gone with the check: the reader changed it
+                        raise exc if corpus is not None else Refused(
+                            f"changed or removed {show_path(other['file'])} of the temporary corpus it read: "
+                            f"{exc.message}", option="COMMAND", path=command[0]) from None
+                row = by_field.setdefault(one_line(e["field"] or "(accepted)"), dict(files=0, agree=0, disagree=0))
                 row["files"] += 1
                 problem = None
                 if verdict != e["verdict"]:
@@ -326,8 +338,9 @@ def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | Non
                     problem = "its first line passes 64 KiB" if field == LINE_CUT else f"names field {field!r}"
                 row["agree" if problem is None else "disagree"] += 1
                 if problem is not None:
-                    disagreements.append({"file": e["file"], "field": e["field"], "bob": e["verdict"],
-                                          "reader": verdict, "reader_field": field, "problem": problem})
+                    disagreements.append({"file": show_path(e["file"]), "field": e["field"] and one_line(e["field"]),
+                                          "bob": e["verdict"], "reader": verdict, "problem": one_line(problem),
+                                          "reader_field": field and one_line(field)})
                 progress.advance(extra=f"{len(disagreements)} disagreeing")
     shown = os.fsencode(shlex.join(command)).decode("ascii", "backslashreplace")  # (argv's bytes: \xff, not \udcff)
     return {"format": fmt, "reader": one_line(shown), "files": len(files),  # (escaped: the user's bytes)
@@ -341,7 +354,7 @@ def render_table(report: dict[str, Any]) -> str:
     lines = [f"bob-fuzz check {report['format']}: {one_line(report['reader'])}"]
     lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
     lines.append(f"{report['agreements']} of {report['files']} files agree, {len(report['disagreements'])} disagree")
-    lines += [f"  {show_path(d['file'])}: {d['problem']}" for d in report["disagreements"][:LISTED]]
+    lines += [f"  {one_line(d['file'])}: {one_line(d['problem'])}" for d in report["disagreements"][:LISTED]]
     if len(report["disagreements"]) > LISTED:
         lines.append(f"  and {len(report['disagreements']) - LISTED} more (--json lists every one)")
     return "\n".join(lines)
