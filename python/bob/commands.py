@@ -275,6 +275,7 @@ def unexpected(prog: str, exc: BaseException, *, debug: bool, as_json: bool, cod
         traceback.print_exception(exc)
     message = (str(exc).strip().splitlines() or [""])[-1] if isinstance(exc, ImportError) \
         else f"unexpected error: {type(exc).__name__}: {exc}"  # (NumPy's ImportError: its last line says why)
+    message += "".join(f" {note}" for note in getattr(exc, "__notes__", ()))  # (what else is known: a verdict)
     return fail(prog, Refused(message, code=code), as_json=as_json, command=command)
 
 

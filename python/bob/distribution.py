@@ -21,9 +21,10 @@ import os
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     import logging
+    from contextlib import AbstractContextManager
 
-__all__ = ["DISTRIBUTION", "EXTRAS", "checkout", "install_hint", "plotting_problem", "quiet_plot_directories",
-           "version"]
+__all__ = ["DISTRIBUTION", "EXTRAS", "checkout", "install_hint", "plot_style", "plotting_problem",
+           "quiet_plot_directories", "version"]
 
 DISTRIBUTION = "bob-fp32"
 EXTRAS = ("plot", "fuzz", "interop")  # pyproject.toml's [project.optional-dependencies]
@@ -72,6 +73,15 @@ def quiet_plot_directories() -> None:
     import logging
 
     logging.getLogger("matplotlib").addFilter(_not_about_directories)  # (added once however often called)
+
+
+def plot_style() -> "AbstractContextManager[object]":
+    """matplotlib's own default style, whatever a matplotlibrc of the user's says (``text.usetex`` without LaTeX
+    failed every plot, once a qualification was done): bob's pictures are the same everywhere. The caller's
+    settings are restored as the block ends."""
+    import matplotlib.style
+
+    return matplotlib.style.context("default")
 
 
 def plotting_problem() -> str | None:

@@ -141,11 +141,15 @@ def drawing() -> "Iterator[None]":
     """Around matplotlib's and Pillow's drawing only: out of memory they raise their own ValueError ("Input
     array could not be made C-contiguous") or OSError (an encoder's), which is a MemoryError, the original
     chained, where no address space is left (:func:`room_to_load`); anywhere else these stay what they are.
-    A MemoryError at once where :data:`DRAWING_HEADROOM` is not free (see the module)."""
+    A MemoryError at once where :data:`DRAWING_HEADROOM` is not free (see the module). In matplotlib's own
+    style (:func:`bob.distribution.plot_style`)."""
     if not room_to_load(DRAWING_HEADROOM):
         raise MemoryError(f"less than {DRAWING_HEADROOM >> 20} MiB of address space left to draw")
+    from bob.distribution import plot_style
+
     try:
-        yield
+        with plot_style():
+            yield
     except (ValueError, OSError) as exc:
         if room_to_load():
             raise

@@ -346,6 +346,21 @@ def test_heatmap_of_the_section8_checkpoint_after_3_invocations(cli, files, tmp_
         shutil.copy(out_png, Path(keep) / out_png.name)
 
 
+def test_a_heatmap_is_drawn_in_matplotlib_s_own_style_whatever_the_user_s_matplotlibrc(cli, files, tmp_path,
+                                                                                       monkeypatch):
+    """A matplotlibrc with ``text.usetex: True`` where no LaTeX is installed (an ordinary one for a LaTeX user)
+    made every heatmap "cannot write .png files here" (exit 2); any rc changed the picture. The same bytes
+    now, and the caller's settings as they were."""
+    matplotlib = pytest.importorskip("matplotlib")
+    plain, styled = tmp_path / "plain.png", tmp_path / "styled.png"
+    cli.json("ckpt", str(files / "ck3.bin"), "--heatmap", str(plain))
+    monkeypatch.setitem(matplotlib.rcParams, "text.usetex", True)  # (as read from the user's matplotlibrc)
+    monkeypatch.setitem(matplotlib.rcParams, "image.cmap", "viridis")
+    cli.json("ckpt", str(files / "ck3.bin"), "--heatmap", str(styled))
+    assert styled.read_bytes() == plain.read_bytes()
+    assert matplotlib.rcParams["text.usetex"] is True and matplotlib.rcParams["image.cmap"] == "viridis"
+
+
 def test_heatmap_draws_context_bytes_as_rows_and_next_bytes_as_columns(cli, tmp_path, monkeypatch):
     """What the user sees: in the PNG bob-inspect wrote, the whole-table panel
     shows P[context, next] at row ``context`` from the top and column

@@ -220,6 +220,31 @@ def test_report_writes_json_and_plots(tmp_path, capsys, monkeypatch):
     assert result["qualified"] and result["seed"] == 3
 
 
+def test_a_user_s_matplotlibrc_draws_the_report_and_a_drawing_that_fails_still_says_the_verdict(tmp_path, capsys,
+                                                                                                monkeypatch):
+    """A matplotlibrc with ``text.usetex: True`` and no LaTeX installed ended a whole qualification with exit 70,
+    its verdict unsaid (a deliberate failure hidden); the plots are drawn in matplotlib's own style. Whatever
+    else ends the drawing is unexpected (70), said with the verdict and the seed."""
+    matplotlib = pytest.importorskip("matplotlib")
+    from bob.qualify import report
+
+    monkeypatch.setitem(matplotlib.rcParams, "text.usetex", True)  # (as read from the user's matplotlibrc)
+    code, out, err = run_main(["--quick", "--seed", "3", "--report", str(tmp_path / "r")], capsys, monkeypatch)
+    assert code == 0 and len(list((tmp_path / "r").iterdir())) == 3, err
+    assert matplotlib.rcParams["text.usetex"] is True
+
+    def broken(result):
+        raise RuntimeError("a drawing that fails")
+
+    monkeypatch.setattr(report, "plots", broken)
+    kernel = bob.core.kernels()[-1]
+    code, out, err = run_main(["--quick", "--seed", "4", "--report", str(tmp_path / "s")], capsys, monkeypatch,
+                              perturb=f"{kernel}:3")
+    assert code == 70 and not (tmp_path / "s").exists(), err
+    assert err.endswith("bob-qualify: unexpected error: RuntimeError: a drawing that fails (the qualification "
+                        "itself finished: NOT QUALIFIED, seed 4)\n"), err
+
+
 def test_a_home_matplotlib_cannot_write_puts_no_word_of_it_on_stderr(tmp_path):
     """With HOME where nothing can be made, --report put matplotlib's two lines about its configuration
     directory on stderr; its temporary directory in their place is still removed as the command ends."""

@@ -97,14 +97,18 @@ def _work(args: argparse.Namespace) -> Outcome:
     with report.LiveProgress(err) as progress:
         result = runner.qualify(plan, seed, perturb=perturb, progress=progress)
     committed = None
+    finished = f"(the qualification itself finished: {'' if result['qualified'] else 'NOT '}QUALIFIED, seed {seed})"
     if args.report is not None:
-        images = report.plots(result)  # drawn before about(): running out there is the machine's, no path's
+        try:
+            images = report.plots(result)  # drawn before about(): running out there is the machine's, no path's
+        except Exception as exc:  # the verdict is decided: said with what ended the drawing, not lost
+            exc.add_note(finished)
+            raise
         try:
             with about("--report", args.report):
                 report.write_report(Path(args.report), result, PROG, images)
         except Refused as refusal:  # the verdict is decided: said, not lost with the report
-            refusal.message += (f" (the qualification itself finished: {'' if result['qualified'] else 'NOT '}"
-                                f"QUALIFIED, seed {seed})")
+            refusal.message += f" {finished}"
             raise
         committed = f"wrote {', '.join(result['report_files'])}"
     if args.json:  # (rich's Console would write to stdout on its own: --json prints the envelope only)
