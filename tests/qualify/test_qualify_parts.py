@@ -179,6 +179,36 @@ def test_a_package_missing_golden_files_is_not_qualified_on_the_ones_left(tmp_pa
         "; not imported without the interop extra: interop/checkpoint-abracadabra-step10.safetensors")
 
 
+@pytest.mark.parametrize("name", ["predictions-mixed.bin", "refused/{refused}", "interop/{export}"],
+                         ids=["golden", "refused", "interop"])
+def test_a_golden_file_that_is_a_fifo_fails_the_formats_check_and_is_never_read(tmp_path, monkeypatch, name):
+    """A FIFO among the shipped golden files (a damaged install, which bob-qualify is there to judge) hung the
+    formats check for ever at its read: no verdict at all. Any entry that is no regular file fails it, unread."""
+    import shutil
+    import signal
+
+    golden = tmp_path / "golden"
+    shutil.copytree(checks.golden_directory(), golden)
+    monkeypatch.setattr(checks, "golden_directory", lambda: golden)
+    name = name.format(refused=sorted(p.name for p in (golden / "refused").glob("*.bin"))[0],
+                       export=sorted(p.name for p in (golden / "interop").iterdir())[0])
+    (golden / name).unlink()
+    os.mkfifo(golden / name)
+
+    def hung(*_args):
+        raise AssertionError("the check read the FIFO")
+
+    before = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    try:
+        [verdict] = checks.check_golden()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)
+    assert not verdict.ok and verdict.summary == (
+        f"{name} is no regular file (a FIFO, a device, a directory): not read, as reading a FIFO would never end")
+
+
 RESULT = {"qualified": False, "exit_code": 1,
           "fingerprint": {"auto_kernel": "scalar", "cpu_model": "a CPU", "cpu_count": 2},
           "loss_curves": {"vector": [5.5, 5.4, 5.3]},

@@ -251,6 +251,24 @@ def check_golden(tick: Tick = lambda: None) -> list[Verdict]:
     """Every shipped golden file loads, verifies and round-trips; every refused one is refused by name."""
     started = time.perf_counter()
     root = golden_directory()
+    homes = (root, root / "refused", root / "interop")
+    odd = [f"{'' if d == root else d.name + '/'}{e.name} is no regular file (a FIFO, a device, a directory): "
+           "not read, as reading a FIFO would never end" for d in homes for e in sorted(d.iterdir())
+           if not e.is_file() and e not in homes[1:]]
+    problems, accepted, refused, skipped = (odd, 0, 0, []) if odd else _golden_problems(root)
+    tick()
+    verdict = Verdict("formats", not problems,
+                      problems[0] if problems else f"{accepted} golden files load, verify and round-trip; "
+                                                   f"{refused} refused ones are refused by name"
+                      + (f"; not imported without the interop extra: {', '.join(skipped)}" if skipped else ""),
+                      details={"accepted": accepted, "refused": refused, "problems": problems, "skipped": skipped})
+    verdict.seconds = time.perf_counter() - started
+    return [verdict]
+
+
+def _golden_problems(root: Path) -> tuple[list[str], int, int, list[str]]:
+    """What :func:`check_golden` finds in the golden directory of regular files: the problems, how many accepted
+    and refused files were read, and the exports not imported for want of the interop extra."""
     problems, accepted, refused = _manifest_problems(root), 0, 0
     for entry in sorted(root.iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".bin"):
@@ -273,11 +291,4 @@ def check_golden(tick: Tick = lambda: None) -> list[Verdict]:
         problems.append("input-abracadabra.bin is not §8's record")
     if accepted == 0 or refused == 0:
         problems.append(f"the package ships {accepted} golden and {refused} refused files; expected some of each")
-    tick()
-    verdict = Verdict("formats", not problems,
-                      problems[0] if problems else f"{accepted} golden files load, verify and round-trip; "
-                                                   f"{refused} refused ones are refused by name"
-                      + (f"; not imported without the interop extra: {', '.join(skipped)}" if skipped else ""),
-                      details={"accepted": accepted, "refused": refused, "problems": problems, "skipped": skipped})
-    verdict.seconds = time.perf_counter() - started
-    return [verdict]
+    return problems, accepted, refused, skipped
