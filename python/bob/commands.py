@@ -261,6 +261,9 @@ def output_directory(option: str, path: Any) -> str:
             raise Refused("an empty path", option=option, path=path)
         if os.path.exists(path) and not os.path.isdir(path):  # (a link to nothing, or a loop: its own reason)
             raise Refused("exists and is not a directory", option=option, path=path)
+        # a link to nothing: named by its last target, of which mkdir says "no such file" (a loop ends at a link)
+        if os.path.islink(path) and not os.path.lexists(end := os.path.realpath(path)):
+            raise Refused(f"is a symbolic link to {show_path(end)}, which does not exist", option=option, path=path)
         make_directory(path, _made[-1] if _made else None)  # (a library caller outside run_command keeps it)
     return os.fspath(path)
 

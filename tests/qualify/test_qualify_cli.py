@@ -295,6 +295,23 @@ def test_report_on_a_file_is_refused(tmp_path, capsys, monkeypatch):
     assert code == 2 and "not a directory" in err
 
 
+def test_report_onto_a_link_to_nothing_names_the_link_s_missing_end(tmp_path, capsys, monkeypatch):
+    """A --report DIR that is a symbolic link to a missing directory was "no such file or directory", of a path
+    that is there (mkdir's words, of its target): now what it is, through a chain of links too; a loop stays
+    the kernel's words."""
+    pytest.importorskip("matplotlib")
+    (tmp_path / "link").symlink_to("nowhere")
+    (tmp_path / "chain").symlink_to(tmp_path / "link")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    for name, said in (("link", "is a symbolic link to {}, which does not exist"),
+                       ("chain", "is a symbolic link to {}, which does not exist"),
+                       ("loop", "too many levels of symbolic links")):
+        code, _, err = run_main(["--quick", "--report", str(tmp_path / name)], capsys, monkeypatch)
+        assert (code, err) == (2, f"bob-qualify: refused: --report {tmp_path / name}: "
+                                  f"{said.format(tmp_path / 'nowhere')}\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["chain", "link", "loop"]
+
+
 @pytest.mark.parametrize("existed", [False, True])
 def test_a_refused_qualification_leaves_no_empty_directory_it_made(tmp_path, capsys, monkeypatch, existed):
     """--report's directory is made before the run (a bad path is refused at once); refused after that,
