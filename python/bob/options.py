@@ -108,14 +108,14 @@ def checked_text(check: "Callable[[str], object]") -> "Callable[[str], str]":
 def hex_bytes(option: str, text: str) -> bytes:
     """The bytes a command-line value writes in hex (``--rows-hex``, ``--prompt-hex``): whole bytes, each a pair of
     digits, case aside; between bytes nothing or a separator (ASCII blanks, ``,`` or ``:``), each token perhaps after a
-    ``0x`` (``6162``, ``61,62``, ``0x61 0x62``); anything else (``6,1`` is not 61, ``0x`` alone no byte) a refusal
-    naming ``option``."""
+    ``0x`` (``6162``, ``61,62``, ``0x61 0x62``); anything else (``6,1`` is not 61, ``0x`` alone no byte, nor a value
+    of separators only: only ``''`` is no bytes) a refusal naming ``option``."""
     import re
 
     tokens = re.split(r"[ \t\n\r\f\v,:]+", text)  # (ASCII blanks: re's \s took U+3000 and \x1c too)
     digits = [t[2:] if t[:2] in ("0x", "0X") else t for t in tokens]
     try:
-        if any(len(d) % 2 or (t and not d) for t, d in zip(tokens, digits)):  # (a bare 0x is no byte, not nothing)
+        if any(len(d) % 2 or (t and not d) for t, d in zip(tokens, digits)) or (text and not any(tokens)):
             raise ValueError(text)
         return bytes.fromhex("".join(digits))
     except ValueError:

@@ -504,6 +504,14 @@ def test_a_value_that_reads_like_argparse_s_words_or_runs_long_is_refused_as_any
                                        "(pairs of digits 0-9a-f, as 6162, 61,62 or 0x61 0x62)\n")
     assert main_of("bob-fixture")([*FIXTURE_ARGS, "--prompt-hex", "x" * 70_000]) == 2
     assert capsys.readouterr().err.startswith("bob-fixture: refused: --prompt-hex: " + "x" * 77 + "... is not hex")
+    for separators in (",", " ", ",,:"):  # (these were an empty prompt, silently: only '' is one)
+        assert main_of("bob-fixture")([*FIXTURE_ARGS, "--prompt-hex", separators]) == 2
+        assert capsys.readouterr().err == (f"bob-fixture: refused: --prompt-hex: {separators} is not hex (pairs of "
+                                           "digits 0-9a-f, as 6162, 61,62 or 0x61 0x62)\n")
+    assert main_of("bob-fixture")(["--text", "tt", *FIXTURE_ARGS[2:], "--prompt-hex", ""]) == 0
+    from bob import build_input
+
+    assert (tmp_path / "o").read_bytes() == build_input(b"tt", [b"a", b"b", b""]).to_bytes()
     assert main_of("bob-run")([*RUN_ARGS, "--expect-checkpoint", "a" * 70_000]) == 2
     assert capsys.readouterr().err == ("bob-run: refused: --expect-checkpoint: must be 64 hexadecimal digits (a "
                                        "SHA-256, either case); got str '" + "a" * 72 + "...\n")

@@ -188,7 +188,8 @@ def test_a_device_is_refused(cli):
 def test_usage_errors_exit_2(cli, files):
     cli.run(code=2)
     cli.run("ckpt", str(files / "ck1.bin"), "--rows-hex", "zz", code=2)
-    for not_hex in ("60x1", "0x0x61", "61x", "6,1", "0x6 0x1", "616 2", "61 0x 62"):  # (60x1 and 6,1: row 0x61)
+    for not_hex in ("60x1", "0x0x61", "61x", "6,1", "0x6 0x1", "616 2", "61 0x 62", ",", " ", ",,:"):  # (60x1 and
+        # 6,1: row 0x61; separators only: no bytes, as '' is for --prompt-hex, a typo as likely)
         err = cli.run("ckpt", str(files / "ck1.bin"), "--rows-hex", not_hex, code=2).stderr.decode()
         assert f"--rows-hex: {not_hex} is not hex" in err, err
     assert cli.json("ckpt", str(files / "ck1.bin"), "--rows-hex", "0X61, 0x62:63")["rows"][2]["context"] == 0x63
