@@ -83,9 +83,10 @@ def _remove_tree(path: str) -> None:
     with suppress(OSError):
         root = os.lstat(path)
         if stat.S_ISDIR(root.st_mode):
+            real = os.path.realpath(path)
             for top, dirs, files in os.walk(path, topdown=False):
-                # (a directory swapped for a link since it was listed, the root too: left)
-                if not os.path.islink(top) and os.path.samestat(os.lstat(path), root):
+                # (a directory swapped for a link since it was listed, at any depth, or the root: left)
+                if os.path.commonpath([real, os.path.realpath(top)]) == real and os.path.samestat(os.lstat(path), root):
                     for name in files + dirs:
                         _remove(os.path.join(top, name))
     _remove(path)

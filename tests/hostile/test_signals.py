@@ -880,8 +880,9 @@ def test_what_rmtree_leaves_of_a_scratch_directory_is_removed_but_never_through_
     from bob import scratch
 
     victim = tmp_path / "victim"
-    victim.mkdir()
+    (victim / "sub").mkdir(parents=True)
     (victim / "precious.txt").write_bytes(b"keep")
+    (victim / "sub" / "also.txt").write_bytes(b"keep")  # (one level down: the walk went on through the link)
     real_unlink, real_scandir, unwritable, swapped = os.unlink, os.scandir, set(), []
 
     def unlink(path, *args, **kwargs):  # as a read-only directory would (root writes into it all the same)
@@ -911,7 +912,8 @@ def test_what_rmtree_leaves_of_a_scratch_directory_is_removed_but_never_through_
         monkeypatch.setattr(os, "chmod", chmod)
         monkeypatch.setattr(os, "scandir", scandir)
     monkeypatch.undo()
-    assert swapped and not os.path.lexists(directory) and (victim / "precious.txt").read_bytes() == b"keep"
+    assert swapped and not os.path.lexists(directory)
+    assert (victim / "precious.txt").read_bytes() == (victim / "sub" / "also.txt").read_bytes() == b"keep"
 
 
 @pytest.mark.parametrize("when", ["before", "during"])
