@@ -362,7 +362,8 @@ def test_check_escapes_what_the_corpus_and_the_reader_say_in_json_as_in_text(cor
     del entry["sha256"]  # (a label of bytes no longer there: the test's own edit)
     odd = os.fsdecode(b"predictions/\xff\x1b[2J.bin")
     os.rename(copy / entry["file"], copy / odd)
-    entry["file"], entry["field"], entry["fields"] = odd, "\x1b]0;title\x07", ["\x1b]0;title\x07"]
+    title = "\x1b]0;title\x07\\x07"  # (its backslash escaped too: never the same text as a control character)
+    entry["file"], entry["field"], entry["fields"] = odd, title, [title]
     (copy / "manifest.json").write_text(json.dumps(manifest))
     naming = ["sh", "-c", 'printf \'{"field": "\\u001b[31m"}\n\'; exit 2', "{}"]
     assert main(["--json", "check", "--format", "predictions", "--corpus", str(copy), "--", *naming]) == 1
@@ -370,9 +371,9 @@ def test_check_escapes_what_the_corpus_and_the_reader_say_in_json_as_in_text(cor
     report = json.loads(out)
     said = json.dumps([report["disagreements"], report["by_field"]])
     assert out.isascii() and "\\u001b" not in said and "\\u0007" not in said and "\\udc" not in said, said
-    wrong = next(d for d in report["disagreements"] if d["field"] == "\\x1b]0;title\\x07")
+    wrong = next(d for d in report["disagreements"] if d["field"] == "\\x1b]0;title\\x07\\x5cx07")
     assert (wrong["file"], wrong["reader_field"]) == ("predictions/\\xff\\x1b[2J.bin", "\\x1b[31m")
-    assert wrong["problem"] == "names field '\\x1b[31m'" and "\\x1b]0;title\\x07" in report["by_field"]
+    assert wrong["problem"] == "names field '\\x1b[31m'" and "\\x1b]0;title\\x07\\x5cx07" in report["by_field"]
     assert main(["check", "--format", "predictions", "--corpus", str(copy), "--", *naming]) == 1
     assert "  predictions/\\xff\\x1b[2J.bin: names field '\\x1b[31m'\n" in capsys.readouterr().out
     entry["file"] = "predictions/\ud800.bin"

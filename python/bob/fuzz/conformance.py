@@ -329,18 +329,18 @@ def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | Non
                         raise exc if corpus is not None else Refused(
                             f"changed or removed {show_path(other['file'])} of the temporary corpus it read: "
                             f"{exc.message}", option="COMMAND", path=command[0]) from None
-                row = by_field.setdefault(one_line(e["field"] or "(accepted)"), dict(files=0, agree=0, disagree=0))
+                row = by_field.setdefault(show_path(e["field"] or "(accepted)"), dict(files=0, agree=0, disagree=0))
                 row["files"] += 1
-                problem = None
+                problem, said = None, field and show_path(field)  # (said: the reader's field, escaped as outside text)
                 if verdict != e["verdict"]:
                     problem = verdict if verdict in ("crash", "timeout") else f"{verdict}s what bob {e['verdict']}s"
                 elif verdict == "refuse" and field is not None and field not in (e.get("fields") or [e["field"]]):
-                    problem = "its first line passes 64 KiB" if field == LINE_CUT else f"names field {field!r}"
+                    problem = "its first line passes 64 KiB" if field == LINE_CUT else f"names field '{said}'"
                 row["agree" if problem is None else "disagree"] += 1
                 if problem is not None:
-                    disagreements.append({"file": show_path(e["file"]), "field": e["field"] and one_line(e["field"]),
-                                          "bob": e["verdict"], "reader": verdict, "problem": one_line(problem),
-                                          "reader_field": field and one_line(field)})
+                    disagreements.append({"file": show_path(e["file"]), "field": e["field"] and show_path(e["field"]),
+                                          "bob": e["verdict"], "reader": verdict, "problem": problem,
+                                          "reader_field": said})
                 progress.advance(extra=f"{len(disagreements)} disagreeing")
     shown = os.fsencode(shlex.join(command)).decode("ascii", "backslashreplace")  # (argv's bytes: \xff, not \udcff)
     return {"format": fmt, "reader": one_line(shown), "files": len(files),  # (escaped: the user's bytes)
