@@ -254,11 +254,12 @@ def output_directory(option: str, path: Any) -> str:
     parents); a file, a device or anything else in the way is a :class:`Refused`
     naming ``option`` and the path, and so is a directory that cannot be written.
     What it made is removed again, if still empty, when the command does not succeed (:func:`run_command`)."""
-    from bob.fileio import make_directory
+    from bob.fileio import make_directory, refuse_if_working_directory_gone
 
     with about(option, path):
         if not os.fspath(path):  # (not the working directory, which "" is to os.makedirs and pathlib)
             raise Refused("an empty path", option=option, path=path)
+        refuse_if_working_directory_gone(path)  # (said as such, before a link's end is looked for: realpath's getcwd)
         if os.path.exists(path) and not os.path.isdir(path):  # (a link to nothing, or a loop: its own reason)
             raise Refused("exists and is not a directory", option=option, path=path)
         # a link to nothing: named by its last target, of which mkdir says "no such file" (a loop ends at a link)

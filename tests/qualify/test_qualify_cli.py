@@ -244,6 +244,14 @@ def test_a_user_s_matplotlibrc_draws_the_report_and_a_drawing_that_fails_still_s
     assert err.endswith("bob-qualify: unexpected error: RuntimeError: a drawing that fails (the qualification "
                         "itself finished: NOT QUALIFIED, seed 4)\n"), err
 
+    def out_of_memory(result):  # (as drawing() says it with too little address space left to draw)
+        raise MemoryError("less than 128 MiB of address space left to draw")
+
+    monkeypatch.setattr(report, "plots", out_of_memory)
+    code, out, err = run_main(["--quick", "--seed", "5", "--report", str(tmp_path / "t")], capsys, monkeypatch)
+    assert code == 70 and err.endswith("bob-qualify: out of memory as the report's plots were drawn (the "
+                                       "qualification itself finished: QUALIFIED, seed 5)\n"), err
+
 
 def test_a_home_matplotlib_cannot_write_puts_no_word_of_it_on_stderr(tmp_path):
     """With HOME where nothing can be made, --report put matplotlib's two lines about its configuration
@@ -310,6 +318,12 @@ def test_report_onto_a_link_to_nothing_names_the_link_s_missing_end(tmp_path, ca
         assert (code, err) == (2, f"bob-qualify: refused: --report {tmp_path / name}: "
                                   f"{said.format(tmp_path / 'nowhere')}\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["chain", "link", "loop"]
+    (tmp_path / "deleted").mkdir()
+    monkeypatch.chdir(tmp_path / "deleted")
+    (tmp_path / "deleted").rmdir()  # (a link's end looked for by realpath: getcwd's error was "no such file")
+    code, _, err = run_main(["--quick", "--report", "../link"], capsys, monkeypatch)
+    assert (code, err) == (2, "bob-qualify: refused: --report ../link: a relative path, and the working directory "
+                              "no longer exists\n")
 
 
 @pytest.mark.parametrize("existed", [False, True])

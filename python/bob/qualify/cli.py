@@ -102,6 +102,11 @@ def _work(args: argparse.Namespace) -> Outcome:
         try:
             images = report.plots(result)  # drawn before about(): running out there is the machine's, no path's
         except Exception as exc:  # the verdict is decided: said with what ended the drawing, not lost
+            from bob.failures import OUT_OF_MEMORY, out_of_memory
+
+            if out_of_memory(exc):  # (the runner's words for it are made before: they could not say the verdict)
+                raise Refused(f"{OUT_OF_MEMORY} as the report's plots were drawn {finished}", code=EXIT_SOFTWARE) \
+                    from exc
             exc.add_note(finished)
             raise
         try:
