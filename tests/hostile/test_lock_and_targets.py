@@ -638,13 +638,15 @@ def test_a_library_caller_of_output_directory_keeps_what_it_made(tmp_path: Path)
 
 
 def test_an_output_directory_that_is_a_link_loop_or_leads_nowhere_is_refused_for_that(tmp_path: Path) -> None:
-    """--report on a link loop said "exists and is not a directory", where --export names the loop."""
+    """--report on a link loop said "exists and is not a directory", where --export names the loop; a link to
+    nothing is named with its end (mkdir's "no such file or directory" was of the end, for a path that is there)."""
     from bob.commands import Refused, output_directory
 
     (tmp_path / "loop").symlink_to("loop")
     (tmp_path / "nowhere").symlink_to("missing/x")
     (tmp_path / "file").write_bytes(b"")
-    for name, reason in (("loop", "too many levels of symbolic links"), ("nowhere", "no such file or directory"),
+    for name, reason in (("loop", "too many levels of symbolic links"),
+                         ("nowhere", f"is a symbolic link to {tmp_path / 'missing' / 'x'}, which does not exist"),
                          ("file", "exists and is not a directory")):
         with pytest.raises(Refused) as info:
             output_directory("--report", tmp_path / name)
