@@ -50,7 +50,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from typing import Any, Callable, Sequence
 
 __all__ = ["Backup", "Commit", "replace_all", "replace_targets", "refuse_unsafe_target",
-           "refuse_replacing_a_checkpoint", "temporary_pid", "clean_stale_temporaries"]
+           "refuse_replacing_a_checkpoint", "temporary_pid", "clean_stale_temporaries", "file_version"]
 
 
 class Commit:
@@ -244,6 +244,18 @@ class Commit:
             self.directories = {}
             for backup in self.backups:  # (a second close removes them by their paths)
                 backup.directory = None
+
+
+def file_version(path: str) -> "tuple[int, ...] | None":
+    """What tells the file read from another: its device, inode, size, mtime, ctime and mode (an inode
+    number alone would not: a file rewritten in place keeps it, and ext4 gives a replaced file's
+    number to the next new file). ``path`` is resolved: a link there now is another file (lstat).
+    None when nothing is there."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode
 
 
 def refuse_unsafe_target(target: str) -> None:

@@ -122,7 +122,7 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
     ``expect_checkpoint`` pins the checkpoint (:func:`_read_state`); ``trace_path`` (``--trace``): the trace of
     the updates (formats/trace.md), committed with the pair.
     """
-    from bob.commit import Commit, refuse_replacing_a_checkpoint
+    from bob.commit import Commit, file_version, refuse_replacing_a_checkpoint
     from bob.temporaries import clean_stale_temporaries
     from bob.fileio import refuse_unreplaceable
     from bob.formats import canonical
@@ -150,7 +150,7 @@ def run_files(input_path: str, checkpoint_path: str, predictions_path: str, *,
         named = [input_path, *(path for _, path, _ in outputs)]  # (a file named like a temporary is still the user's)
         for _, _, target in outputs:
             cleaned += clean_stale_temporaries(target, holding_lock=True, keep=named)
-        read_from = {target: _version(target) for _, _, target in outputs}  # what the commit may replace, before
+        read_from = {target: file_version(target) for _, _, target in outputs}  # what the commit may replace, before
         for option, path, target in outputs:  # it is judged: a file moved there since is another process's (75)
             with about(option, path):  # now that no backup link of a killed run is a second name
                 refuse_unreplaceable(target)
@@ -200,29 +200,19 @@ def _ended_before_its_summary(ended: BaseException, locks: "list[TargetLock]", c
             lock.still_held()
 
 
-def _version(path: str) -> "tuple[int, ...] | None":
-    """What tells the file read from another: its device, inode, size, mtime, ctime and mode (an inode
-    number alone would not: a file rewritten in place keeps it, and ext4 gives a replaced file's
-    number to the next new file). ``path`` is resolved: a link there now is another file (lstat).
-    None when nothing is there."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode
-
-
 def _unchanged(files: "tuple[tuple[str, str, str], ...]", read_from: "dict[str, tuple[int, ...] | None] | None",
                locks: list, deferral: "Deferral") -> None:
     """Nothing since the start: no signal, every lock still the run's, and each of ``files`` (option, path,
     target) still the one its path named (no link planted or re-pointed) and the file seen then (``read_from``: nothing
     renamed, relinked, chmodded or rewritten), or, before it is read, a regular file or none (no link, FIFO or
     directory put there while the run waited for its locks)."""
+    from bob.commit import file_version
+
     deferral.check()
     for lock in locks:
         lock.still_held()
     for option, path, target in files:
-        now = _version(target)
+        now = file_version(target)
         if _resolved(path) not in (None, target) or (now != read_from[target] if read_from is not None
                                                       else now is not None and not stat.S_ISREG(now[-1])):
             raise Refused(f"was changed, replaced or removed by another process since this run "

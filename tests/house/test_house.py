@@ -119,7 +119,7 @@ def test_no_function_a_newcomer_must_scroll_for_ever() -> None:
 # for a feature: a new capability makes the house lighter or leaves it as light. A fix that
 # needs lines raises it by those lines, its commit saying which (git log -L on this line).
 FORMAT_HOUSE = ("formats", "inspect", "fuzz", "interop.py", "interop_archive.py")
-FORMAT_HOUSE_CEILING = 9_404
+FORMAT_HOUSE_CEILING = 9_397
 
 
 def format_house_lines(package: Path) -> int:

@@ -233,14 +233,6 @@ def _as_labelled(corpus: "str | os.PathLike[str]", entry: dict[str, Any]) -> Non
                       option="--corpus", path=path)
 
 
-def _stat_of(path: Path) -> tuple[int, ...]:
-    """A file's inode, size and times (its change time no process sets): the same, the file was not written,
-    replaced or removed since; ``()`` where nothing is."""
-    with contextlib.suppress(OSError):
-        return (st := os.lstat(path)).st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
-    return ()
-
-
 def _bounded_output() -> None:
     """(In the reader, before it runs.) Past :data:`OUTPUT_LIMIT` bytes a file it writes ends it (SIGXFSZ, a crash)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)  # (never above the ulimit -f it inherits)
@@ -297,6 +289,7 @@ def _ran(argv: list[str], timeout: float) -> tuple[int | None, bytes]:
 def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | None" = None,
           timeout: float = 30.0) -> dict[str, Any]:
     """Run ``command`` over the corpus's files of ``fmt``; agreements and disagreements by field."""
+    from bob.commit import file_version
     from bob.progress import Progress
 
     if corpus is not None and not os.fspath(corpus):  # (Path("") is the working directory)
@@ -313,7 +306,7 @@ def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | Non
                 raise Refused(f"its temporary corpus: {exc.path}: {exc.message}", code=EXIT_SOFTWARE) from None
         by_field: dict[str, dict[str, int]] = {}
         disagreements: list[dict[str, Any]] = []
-        every, seen = open_corpus(root), dict[str, tuple[int, ...]]()  # seen: each file's stat as last found labelled
+        every, seen = open_corpus(root), dict[str, "tuple[int, ...] | None"]()  # each file's version last labelled
         files = [e for e in every if e["format"] == fmt]
         if not files:  # (a reader that met no file agreed with nothing)
             raise Refused(f"its manifest lists no {fmt} file: nothing to check", option="--corpus", path=str(root))
@@ -322,7 +315,7 @@ def check(fmt: str, command: list[str], *, corpus: "str | os.PathLike[str] | Non
                 verdict, field = _reader_verdict(command, Path(root) / e["file"], timeout)
                 for other in every:  # (every file as the reader left it: one whose stat changed, by its bytes)
                     try:
-                        if seen.get(other["file"]) != (now := _stat_of(Path(root) / other["file"])):
+                        if seen.get(other["file"], ()) != (now := file_version(os.path.join(root, other["file"]))):
                             _as_labelled(root, other)  # (the stat before the read: a change during it is seen next)
                             seen[other["file"]] = now
                     except Refused as exc:  # bob's temporary corpus, gone with the check: the reader changed it
